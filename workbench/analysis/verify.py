@@ -1,0 +1,93 @@
+"""Checks that an Ir is well formed; a Session runs them before compiling."""
+from __future__ import annotations
+
+from workbench.ir import Graph, Ir, Op
+from workbench.ops.registry import REGISTRY
+
+from .aliasing import modifies_constant
+from .schedule import ScheduleError, schedule
+
+
+class InvalidIrError(ValueError):
+    """The Ir cannot be compiled; the message names the op and tensor at fault."""
+
+
+def verify(ir: Ir) -> None:
+    """Raise InvalidIrError for the first problem found: call cycles, unconnected or mismatched
+    call-site inputs, op outputs that disagree with their shape rules, writes to constants, or
+    ordering constraints that form a cycle."""
+    _check_call_cycles(ir)
+    for graph in ir.graphs:
+        for op in graph._ops:
+            _check_op(op)
+        try:
+            schedule(graph)
+        except ScheduleError as error:
+            raise InvalidIrError(str(error)) from None
+
+
+def _check_call_cycles(ir: Ir) -> None:
+    state: dict[Graph, str] = {}
+
+    def visit(graph: Graph, path: list[Graph]) -> None:
+        state[graph] = "active"
+        for callee in graph.called_graphs:
+            if state.get(callee) == "active":
+                loop = " -> ".join(g.label for g in [*path, graph, callee])
+                raise InvalidIrError(f"graphs call each other in a cycle ({loop}); a graph cannot call "
+                                     "itself directly or indirectly")
+            if callee not in state:
+                visit(callee, [*path, graph])
+        state[graph] = "done"
+
+    for graph in ir.graphs:
+        if graph not in state:
+            visit(graph, [])
+
+
+def _check_op(op: Op) -> None:
+    for tensor in op.inputs:
+        if tensor.graph is not op.graph:
+            raise InvalidIrError(f"op {op.name} in graph {op.graph.label!r} reads tensor {tensor.id!r} of "
+                                 f"graph {tensor.graph.label!r}")
+    constant = modifies_constant(op)
+    if constant is not None:
+        raise InvalidIrError(f"op {op.name} ({op.type}) writes constant {constant.id!r} in place; use a "
+                             "variable (popxl.variable) for values that change")
+    if op.type in ("call", "repeat"):
+        _check_call_site(op, op.called_graphs[0], op.inputs, op.attrs["graph_inputs"])
+    elif op.type == "conditional":
+        split = 1 + len(op.attrs["then_inputs"])
+        _check_call_site(op, op.called_graphs[0], op.inputs[1:split], op.attrs["then_inputs"])
+        _check_call_site(op, op.called_graphs[1], op.inputs[split:], op.attrs["else_inputs"])
+    else:
+        definition = REGISTRY.get(op.type)
+        if definition is None:
+            raise InvalidIrError(f"op {op.name} has the unknown type {op.type!r}")
+        if definition.infer is not None:
+            expected = [spec for spec in definition.infer([t.spec for t in op.inputs], op.attrs)]
+            actual = [t.spec for t in op.outputs]
+            if [(s.shape, s.dtype) for s in expected] != [(s.shape, s.dtype) for s in actual]:
+                raise InvalidIrError(f"op {op.name} ({op.type}) outputs {[str(s) for s in actual]} but its "
+                                     f"inputs give {[str(s) for s in expected]}")
+
+
+def _check_call_site(op: Op, callee: Graph, parents, order) -> None:
+    connected = set(order)
+    for index, graph_input in enumerate(callee.inputs):
+        if index not in connected:
+            raise InvalidIrError(f"op {op.name} ({op.type} of {callee.label!r}) leaves graph input "
+                                 f"{graph_input.name!r} ({graph_input.spec}) unconnected")
+    for parent, index in zip(parents, order):
+        if index >= len(callee.inputs):
+            raise InvalidIrError(f"op {op.name} feeds input {index} of {callee.label!r}, which has only "
+                                 f"{len(callee.inputs)} inputs")
+        expected = callee.inputs[index]
+        if parent.shape != expected.shape or parent.dtype is not expected.dtype:
+            raise InvalidIrError(f"op {op.name} ({op.type} of {callee.label!r}) passes {parent.id!r} "
+                                 f"({parent.spec}) to graph input {expected.name!r}, which expects "
+                                 f"{expected.spec}")
+    if [t.spec for t in op.outputs] != [t.spec for t in callee.outputs]:
+        raise InvalidIrError(f"op {op.name} ({op.type} of {callee.label!r}) has outputs "
+                             f"{[str(t.spec) for t in op.outputs]} but the graph returns "
+                             f"{[str(t.spec) for t in callee.outputs]}")

@@ -1,0 +1,123 @@
+"""``Ir.create_graph``: turn a Python function or Module into a subgraph."""
+from __future__ import annotations
+
+import inspect
+import typing
+from typing import TYPE_CHECKING, Any, Callable
+
+from .graph import Graph
+from .module import Module
+from .tensor import Tensor, TensorByRef, TensorSpec
+
+if TYPE_CHECKING:
+    from .ir import Ir
+
+_TENSORISH = (Tensor, TensorSpec)
+
+
+def build_graph(ir: "Ir", fn: Callable[..., Any], args: tuple, kwargs: dict) -> Graph:
+    """Create the graph; on any error the Ir is left as it was."""
+    function = fn.build if isinstance(fn, Module) else fn
+    if not callable(function):
+        raise TypeError(f"create_graph needs a callable or a popxl.Module, got {type(fn).__name__}")
+    signature = inspect.signature(function)
+    try:
+        bound = signature.bind(*args, **kwargs)
+    except TypeError as error:
+        raise ValueError(f"the arguments do not match the signature {function.__qualname__}"
+                         f"{signature}: {error}") from None
+    hints = _type_hints(function)
+    graph = ir.create_empty_graph(function.__qualname__.replace(".<locals>", ""))
+    try:
+        with graph:
+            call_args, call_kwargs = _graph_inputs(graph, signature, bound, hints)
+            result = function(*call_args, **call_kwargs)
+            for output in _outputs(result):
+                graph._add_output(output)
+    except BaseException:
+        ir._discard_graph(graph)
+        raise
+    ir.events.emit("graph_built", graph)
+    return graph
+
+
+def _type_hints(function: Callable[..., Any]) -> dict[str, Any]:
+    try:
+        return typing.get_type_hints(function)
+    except Exception:  # unresolved forward references: fall back to the raw annotations
+        return dict(getattr(function, "__annotations__", {}))
+
+
+def _is_by_ref(annotation: Any) -> bool:
+    if annotation is TensorByRef or annotation == "TensorByRef":
+        return True
+    return any(_is_by_ref(arg) for arg in typing.get_args(annotation))
+
+
+def _graph_inputs(graph: Graph, signature: inspect.Signature, bound: inspect.BoundArguments,
+                  hints: dict[str, Any]) -> tuple[list, dict]:
+    """Replace every tensor argument by a new graph input, in signature order."""
+    call_args: list = []
+    call_kwargs: dict = {}
+    for name, value in bound.arguments.items():
+        parameter = signature.parameters[name]
+        by_ref = _is_by_ref(hints.get(name))
+        if parameter.kind is parameter.VAR_POSITIONAL:
+            call_args.extend(_convert_sequence(graph, name, value, by_ref, "*" + name))
+        elif parameter.kind is parameter.VAR_KEYWORD:
+            _check_not_mixed(list(value.values()), "**" + name)
+            call_kwargs.update({key: _convert(graph, key, item, by_ref) for key, item in value.items()})
+        else:
+            if isinstance(value, (list, tuple)):
+                converted = type(value)(_convert_sequence(graph, name, value, by_ref, name))
+            else:
+                converted = _convert(graph, name, value, by_ref)
+            if parameter.kind is parameter.KEYWORD_ONLY:
+                call_kwargs[name] = converted
+            else:
+                call_args.append(converted)
+    return call_args, call_kwargs
+
+
+def _convert_sequence(graph: Graph, name: str, values, by_ref: bool, what: str) -> list:
+    values = list(values)
+    _check_not_mixed(values, what)
+    if values and isinstance(values[0], _TENSORISH):
+        return [_convert(graph, f"{name}_{i}", v, by_ref) for i, v in enumerate(values)]
+    for value in values:
+        if isinstance(value, (list, tuple, dict)) and any(isinstance(v, _TENSORISH) for v in
+                                                          (value.values() if isinstance(value, dict)
+                                                           else value)):
+            raise TypeError(f"argument {what} nests tensors inside a {type(value).__name__}; nested "
+                            "lists or dicts of tensors are not supported")
+    return values
+
+
+def _check_not_mixed(values: list, what: str) -> None:
+    kinds = {isinstance(v, _TENSORISH) for v in values}
+    if len(kinds) > 1:
+        raise TypeError(f"argument {what} mixes tensors with other types "
+                        f"({', '.join(type(v).__name__ for v in values)}); pass tensors and other values "
+                        "in separate arguments")
+
+
+def _convert(graph: Graph, name: str, value: Any, by_ref: bool) -> Any:
+    if isinstance(value, _TENSORISH):
+        spec = value.spec if isinstance(value, Tensor) else value
+        return graph._add_input(spec, name, by_ref)
+    return value
+
+
+def _outputs(result: Any) -> list[Tensor]:
+    if result is None:
+        return []
+    if isinstance(result, Tensor):
+        return [result]
+    try:
+        outputs = list(result)
+    except TypeError:
+        outputs = None
+    if outputs is None or not all(isinstance(t, Tensor) for t in outputs):
+        raise ValueError(f"a graph function must return None, a Tensor or an iterable of Tensors, "
+                         f"got {result!r}")
+    return outputs

@@ -1,0 +1,227 @@
+"""Graphs: ordered ops and the tensors they connect; the main graph or a callable subgraph."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional, Sequence
+
+from .context import get_current_context
+from .op import Op
+from .tensor import Constant, Tensor, TensorSpec, Variable
+
+if TYPE_CHECKING:
+    from .ir import Ir
+
+
+class Graph:
+    """A graph of ops. Enter it (``with graph:``) to add ops to it.
+
+    Graphs are made by the Ir (``ir.main_graph``, ``ir.create_graph``, ``ir.create_empty_graph``).
+    """
+
+    def __init__(self):
+        raise RuntimeError("Graphs cannot be constructed directly; use ir.main_graph, ir.create_graph "
+                           "or ir.create_empty_graph")
+
+    @classmethod
+    def _create(cls, ir: "Ir", name: str) -> "Graph":
+        graph = object.__new__(cls)
+        graph._ir = ir
+        graph._name = name
+        graph._ops: list[Op] = []
+        graph._tensors: dict[str, Tensor] = {}
+        graph._inputs: list[Tensor] = []
+        graph._input_set: set[Tensor] = set()
+        graph._outputs: list[Tensor] = []
+        graph._by_ref_inputs: set[Tensor] = set()
+        graph._hooks: dict[int, Callable[[Op], Any]] = {}
+        graph._next_hook = 0
+        return graph
+
+    # ----- identity -----
+    @property
+    def ir(self) -> "Ir":
+        return self._ir
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def id(self) -> str:
+        return self._name or "main_graph"
+
+    @property
+    def label(self) -> str:
+        """A display name: 'main' for the main graph."""
+        return self._name or "main"
+
+    @property
+    def main_graph(self) -> "Graph":
+        return self._ir.main_graph
+
+    @property
+    def is_main(self) -> bool:
+        return self is self._ir.main_graph
+
+    def __repr__(self) -> str:
+        return f"Graph[{self.label} ir={self._ir.id} ops={len(self._ops)}]"
+
+    def __str__(self) -> str:
+        """The graph as text, one op a line."""
+        head = f"graph {self.label}({', '.join(f'%{t.name}: {t.spec}' for t in self._inputs)})"
+        body = [f"  {op}" for op in self._ops]
+        tail = f"  return ({', '.join('%' + t.name for t in self._outputs)})"
+        return "\n".join([head, *body, tail])
+
+    # ----- contents -----
+    @property
+    def inputs(self) -> tuple[Tensor, ...]:
+        return tuple(self._inputs)
+
+    @property
+    def inputs_by_name(self) -> dict[str, Tensor]:
+        return {t.name: t for t in self._inputs}
+
+    @property
+    def outputs(self) -> tuple[Tensor, ...]:
+        return tuple(self._outputs)
+
+    @property
+    def ops(self) -> tuple[Op, ...]:
+        """Ops in creation order."""
+        return tuple(self._ops)
+
+    @property
+    def tensors(self) -> tuple[Tensor, ...]:
+        return tuple(self._tensors.values())
+
+    @property
+    def variables(self) -> tuple[Variable, ...]:
+        return tuple(t for t in self._tensors.values() if isinstance(t, Variable))
+
+    @property
+    def constants(self) -> tuple[Constant, ...]:
+        return tuple(t for t in self._tensors.values() if isinstance(t, Constant))
+
+    @property
+    def called_graphs(self) -> tuple["Graph", ...]:
+        return tuple(dict.fromkeys(g for op in self._ops for g in op.called_graphs))
+
+    def get_tensor(self, tensor_id: str) -> Tensor:
+        for tensor in self._tensors.values():
+            if tensor.id == tensor_id or (not self._name and tensor.name == tensor_id):
+                return tensor
+        raise KeyError(f"graph {self.label!r} has no tensor with id {tensor_id!r}")
+
+    def __contains__(self, tensor: object) -> bool:
+        return isinstance(tensor, Tensor) and tensor.graph is self
+
+    # ----- context -----
+    def __enter__(self) -> "Graph":
+        get_current_context().graphs.append(self)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        graphs = get_current_context().graphs
+        if not graphs or graphs[-1] is not self:
+            raise RuntimeError(f"graph contexts closed out of order while leaving {self!r}")
+        graphs.pop()
+
+    def register_op_created_hook(self, fn: Callable[[Op], Any]) -> int:
+        """Call ``fn(op)`` after each op created in this graph; returns a handle for removal."""
+        self._next_hook += 1
+        self._hooks[self._next_hook] = fn
+        return self._next_hook
+
+    def remove_op_created_hook(self, handle: int) -> None:
+        if handle not in self._hooks:
+            raise ValueError(f"no op-created hook with handle {handle} on {self!r}")
+        del self._hooks[handle]
+
+    # ----- building (used by the ops and tensor factories) -----
+    def _check_buildable(self) -> None:
+        self._ir._check_buildable()
+
+    def _context_ipu(self) -> int:
+        return get_current_context().ipu_id
+
+    def _unique_name(self, name: str) -> str:
+        base = get_current_context().name_scope_prefix() + name
+        candidate, n = base, 0
+        while candidate in self._tensors:
+            n += 1
+            candidate = f"{base}_{n}"
+        return candidate
+
+    def _add_tensor(self, tensor: Tensor) -> None:
+        self._tensors[tensor.name] = tensor
+        self._ir.events.emit("tensor_added", tensor)
+
+    def _add_input(self, spec: TensorSpec, name: Optional[str], by_ref: bool) -> Tensor:
+        self._check_buildable()
+        if self.is_main:
+            raise ValueError("the main graph has no inputs: use popxl.graph_input inside a subgraph "
+                             "(ir.create_graph) or feed data with popxl.h2d_stream and ops.host_load")
+        tensor = Tensor._create(self, self._unique_name(name or "input"), spec, self._context_ipu())
+        self._add_tensor(tensor)
+        self._inputs.append(tensor)
+        self._input_set.add(tensor)
+        if by_ref:
+            self._by_ref_inputs.add(tensor)
+        return tensor
+
+    def _add_output(self, tensor: Tensor) -> None:
+        self._check_buildable()
+        if not isinstance(tensor, Tensor):
+            raise TypeError(f"graph outputs must be Tensors, got {type(tensor).__name__}")
+        if tensor.graph is not self:
+            raise ValueError(f"tensor {tensor.id!r} belongs to graph {tensor.graph.label!r}, not to "
+                             f"{self.label!r}: only tensors of a graph can be its outputs")
+        self._outputs.append(tensor)
+
+    def _check_inputs(self, op_type: str, inputs: Iterable[Tensor]) -> None:
+        for tensor in inputs:
+            if not isinstance(tensor, Tensor):
+                raise TypeError(f"{op_type}: inputs must be Tensors, got {type(tensor).__name__} "
+                                f"{tensor!r}")
+            if tensor.graph is not self:
+                raise ValueError(
+                    f"{op_type}: tensor {tensor.id!r} belongs to graph {tensor.graph.label!r} but the "
+                    f"op is being added to graph {self.label!r}; pass it into the subgraph as an "
+                    "input (a create_graph argument or popxl.graph_input) instead")
+
+    def _add_op(self, op_type: str, inputs: Sequence[Tensor], output_specs: Sequence[TensorSpec], *,
+                attrs: Optional[dict] = None, called_graphs: Sequence["Graph"] = (),
+                modified: Sequence[int] = (), aliases: Optional[dict[int, int]] = None,
+                output_names: Optional[Sequence[Optional[str]]] = None,
+                ipu: Optional[int] = None) -> Op:
+        """Append an op; its outputs are new tensors of ``output_specs``."""
+        self._check_buildable()
+        self._check_inputs(op_type, inputs)
+        context = get_current_context()
+        op_ipu = context.ipu_id if ipu is None else ipu
+        tile_set = "io" if context.io_tile_set else "compute"
+        op = Op(type=op_type, name=self._unique_op_name(op_type), graph=self, inputs=tuple(inputs),
+                attrs=dict(attrs or {}), called_graphs=tuple(called_graphs), ipu=op_ipu,
+                tile_set=tile_set, modified=tuple(modified), aliases=dict(aliases or {}))
+        names = list(output_names or ())
+        outputs = []
+        for index, spec in enumerate(output_specs):
+            name = names[index] if index < len(names) and names[index] else op_type
+            tensor = Tensor._create(self, self._unique_name(name), spec, op_ipu, tile_set)
+            tensor.producer = op
+            outputs.append(tensor)
+        op.outputs = tuple(outputs)
+        for tensor in dict.fromkeys(op.inputs):
+            tensor.consumers.append(op)
+        for tensor in outputs:
+            self._tensors[tensor.name] = tensor
+        self._ops.append(op)
+        context._op_created(op)
+        for hook in list(self._hooks.values()):
+            hook(op)
+        self._ir.events.emit("op_added", op)
+        return op
+
+    def _unique_op_name(self, op_type: str) -> str:
+        self._ir._op_counter += 1
+        return f"{get_current_context().name_scope_prefix()}{op_type}.{self._ir._op_counter}"

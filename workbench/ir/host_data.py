@@ -1,0 +1,37 @@
+"""Conversion of host values (scalars, lists, arrays) into NumPy arrays of a popxl dtype."""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import numpy as np
+
+from . import dtypes
+
+downcast_np_dtypes = dict(dtypes.DOWNCAST)
+
+
+def to_numpy(data: Any, dtype: Optional[dtypes.dtype] = None, downcast: bool = True,
+             copy: bool = True) -> np.ndarray:
+    """Return ``data`` as an ndarray: of ``dtype`` if given, else its own type with 64-bit types
+    narrowed to 32 bits when ``downcast`` is set."""
+    if type(data).__module__.startswith("torch"):
+        data = data.detach().cpu().numpy()
+    if dtype is not None:
+        dtype = dtypes.dtype.as_dtype(dtype)
+        array = np.array(data, copy=copy) if isinstance(data, np.ndarray) else np.asarray(data)
+        if array.dtype != dtype.as_numpy():
+            _check_representable(array, dtype)
+            array = array.astype(dtype.as_numpy())
+        return array
+    array = np.array(data, copy=copy) if isinstance(data, np.ndarray) else np.asarray(data)
+    if array.dtype.kind in "OSU":
+        raise TypeError(f"cannot make a tensor from {type(data).__name__} data {data!r}: "
+                        "expected numbers, lists of numbers or a NumPy array")
+    if downcast and array.dtype in downcast_np_dtypes:
+        array = array.astype(downcast_np_dtypes[array.dtype])
+    return array
+
+
+def _check_representable(array: np.ndarray, target: dtypes.dtype) -> None:
+    if target.is_int and array.dtype.kind == "f" and array.size and not np.all(np.isfinite(array)):
+        raise ValueError(f"non-finite values cannot be converted to {target!r}")

@@ -1,0 +1,229 @@
+"""The Ir: a main graph, subgraphs, variables, host streams and remote buffers."""
+from __future__ import annotations
+
+import itertools
+import os
+from pathlib import Path
+from typing import Any, Callable, Literal, Optional, Sequence, Union
+
+from . import dtypes
+from .events import EventBus
+from .graph import Graph
+from .host_data import to_numpy
+from .remote_buffer import RemoteBuffer
+from .replica_grouping import ReplicaGrouping
+from .streams import DeviceToHostStream, HostToDeviceStream, _Stream
+from .tensor import TensorSpec, Variable
+
+_ids = itertools.count()
+RETRIEVAL_MODES = ("one_per_group", "all_replicas")
+
+
+class Ir:
+    """A popxl program: a main graph and the subgraphs it calls.
+
+    Build it inside ``with ir.main_graph:``; run it with ``popxl.Session(ir, "ipu_model")``.
+    """
+
+    def __init__(self, replication: Union[int, Literal["popdist"]] = 1):
+        self._id = next(_ids)
+        self.events = EventBus()
+        self._owner: Any = None
+        self._op_counter = 0
+        self._graphs: list[Graph] = []
+        self._graph_names: set[str] = set()
+        self._streams: dict[str, _Stream] = {}
+        self._remote_buffers: list[RemoteBuffer] = []
+        self._num_host_transfers = 1
+        self._dot_dir: Optional[Path] = None
+        if replication == "popdist":
+            replication = int(os.environ.get("POPDIST_NUM_TOTAL_REPLICAS", "1"))
+        self._replication_factor = 1
+        self.replication_factor = replication
+        self._main = Graph._create(self, "")
+        self._graphs.append(self._main)
+
+    # ----- identity -----
+    @property
+    def id(self) -> int:
+        return self._id
+
+    def __hash__(self) -> int:
+        return hash(self._id)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Ir):
+            raise TypeError(f"cannot compare an Ir with {type(other).__name__}")
+        return self._id == other._id
+
+    def __repr__(self) -> str:
+        return f"Ir[id={self._id}]"
+
+    # ----- graphs -----
+    @property
+    def main_graph(self) -> Graph:
+        return self._main
+
+    @property
+    def graphs(self) -> tuple[Graph, ...]:
+        """Every graph of the Ir, the main graph first, then subgraphs in creation order."""
+        return tuple(self._graphs)
+
+    def create_empty_graph(self, name: Optional[str] = None) -> Graph:
+        """Create a subgraph with no inputs, outputs or ops."""
+        self._check_buildable()
+        graph = Graph._create(self, self._unique_graph_name(name or "graph"))
+        self._graphs.append(graph)
+        self.events.emit("graph_created", graph)
+        return graph
+
+    def create_graph(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Graph:
+        """Create a subgraph by calling ``fn`` (a function or a ``popxl.Module``).
+
+        Tensor and TensorSpec arguments, alone or in lists, ``*args`` and ``**kwargs``, become graph
+        inputs of the same shape and dtype, in signature order followed by any ``popxl.graph_input``
+        made inside ``fn``. What ``fn`` returns (None, a Tensor or Tensors) becomes the outputs.
+        """
+        from .create_graph import build_graph
+
+        return build_graph(self, fn, args, kwargs)
+
+    def _unique_graph_name(self, name: str) -> str:
+        candidate, n = name, 0
+        while candidate in self._graph_names:
+            n += 1
+            candidate = f"{name}_{n}"
+        self._graph_names.add(candidate)
+        return candidate
+
+    def _discard_graph(self, graph: Graph) -> None:
+        """Forget a graph whose building failed."""
+        self._graphs.remove(graph)
+        self._graph_names.discard(graph.name)
+
+    # ----- settings -----
+    @property
+    def num_host_transfers(self) -> int:
+        return self._num_host_transfers
+
+    @num_host_transfers.setter
+    def num_host_transfers(self, value: int) -> None:
+        self._check_buildable()
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise ValueError(f"num_host_transfers must be a positive int, got {value!r}")
+        self._num_host_transfers = value
+
+    @property
+    def replication_factor(self) -> int:
+        return self._replication_factor
+
+    @replication_factor.setter
+    def replication_factor(self, value: int) -> None:
+        if self._owner is not None:
+            raise RuntimeError("the replication factor cannot change once a Session owns the Ir")
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise ValueError(f"the replication factor must be a positive int, got {value!r}")
+        self._replication_factor = value
+
+    @property
+    def instance_replication_factor(self) -> int:
+        return self._replication_factor
+
+    # ----- replica groupings -----
+    def replica_grouping(self, stride: int = 1, group_size: Optional[int] = None) -> ReplicaGrouping:
+        """Group replicas: each group takes ``group_size`` replicas ``stride`` apart."""
+        return ReplicaGrouping._strided(self, stride, group_size)
+
+    def replica_grouping_from_assignments(self, assignment: Sequence[int]) -> ReplicaGrouping:
+        """Group replicas by an explicit group index per replica."""
+        return ReplicaGrouping._from_assignment(self, assignment)
+
+    # ----- streams and buffers -----
+    def _add_stream(self, kind: type, name: str, spec: TensorSpec) -> _Stream:
+        self._check_buildable()
+        unique, n = name, 0
+        while unique in self._streams:
+            n += 1
+            unique = f"{name}_{n}"
+        stream = kind._create(self, unique, spec)
+        self._streams[unique] = stream
+        return stream
+
+    def _streams_used_by(self, op_type: str) -> list[_Stream]:
+        used = (op.attrs["stream"] for graph in self._graphs for op in graph._ops if op.type == op_type)
+        return list(dict.fromkeys(used))
+
+    def get_all_h2d_streams(self) -> set[HostToDeviceStream]:
+        """The host-to-device streams that some host_load reads."""
+        return set(self._streams_used_by("host_load"))
+
+    def get_all_d2h_streams(self) -> set[DeviceToHostStream]:
+        """The device-to-host streams that some host_store writes."""
+        return set(self._streams_used_by("host_store"))
+
+    def _register_remote_buffer(self, buffer: RemoteBuffer) -> int:
+        self._check_buildable()
+        self._remote_buffers.append(buffer)
+        return len(self._remote_buffers) - 1
+
+    @property
+    def remote_buffers(self) -> tuple[RemoteBuffer, ...]:
+        return tuple(self._remote_buffers)
+
+    # ----- variables -----
+    @property
+    def variables(self) -> tuple[Variable, ...]:
+        return self._main.variables
+
+    def _add_variable(self, graph: Graph, data: Any, dtype: Optional[dtypes.dtype], name: Optional[str],
+                      downcast: bool, replica_grouping: Optional[ReplicaGrouping],
+                      retrieval_mode: str, shard_count: int = 1) -> Variable:
+        self._check_buildable()
+        if not graph.is_main:
+            raise ValueError(f"variables can only be created in the main graph, not in subgraph "
+                             f"{graph.label!r}: create it in `with ir.main_graph:` and pass it to the "
+                             "subgraph as an input")
+        if retrieval_mode not in RETRIEVAL_MODES:
+            raise ValueError(f"retrieval_mode must be one of {RETRIEVAL_MODES}, got {retrieval_mode!r}")
+        grouping = replica_grouping or self.replica_grouping()
+        if grouping._ir is not self:
+            raise ValueError("the replica grouping belongs to another Ir")
+        array = to_numpy(data, dtype, downcast)
+        device_shape = array.shape
+        if grouping.num_groups > 1:
+            if not array.shape or array.shape[0] != grouping.num_groups:
+                raise ValueError(f"a variable grouped into {grouping.num_groups} groups needs data with a "
+                                 f"leading dimension of {grouping.num_groups} (one value per group), "
+                                 f"got shape {array.shape}")
+            device_shape = array.shape[1:]
+        spec = TensorSpec(device_shape, dtypes.dtype.as_dtype(array.dtype))
+        if shard_count > 1:
+            shard = -(-spec.nelms // shard_count)
+            spec = TensorSpec((shard,), spec.dtype, meta_shape=device_shape)
+        from .context import get_current_context
+
+        variable = Variable._create(graph, graph._unique_name(name or "variable"), spec,
+                                    get_current_context().ipu_id)
+        variable._host_data = array
+        variable.replica_grouping = grouping
+        variable.retrieval_mode = retrieval_mode
+        variable.remote_buffer = None
+        variable.remote_offset = 0
+        variable.shard_count = shard_count
+        graph._add_tensor(variable)
+        return variable
+
+    # ----- ownership -----
+    def _check_buildable(self) -> None:
+        if self._owner is not None:
+            raise RuntimeError(f"{self!r} is owned by a Session and can no longer be changed; build a new "
+                               "Ir (or finish building before creating the Session)")
+
+    # ----- diagnostics -----
+    def dot_checkpoint(self, check: str, save_dir: Optional[Union[Path, str]] = None) -> None:
+        """Write the Ir's graphs as a Graphviz DOT file named after ``check``."""
+        from workbench.export.dot import write_dot_checkpoint
+
+        if save_dir is not None:
+            self._dot_dir = Path(save_dir)
+        write_dot_checkpoint(self, check, self._dot_dir or Path.cwd())

@@ -1,0 +1,147 @@
+"""Replica groupings: partitions of an Ir's replicas into equal groups."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Optional, Sequence
+
+if TYPE_CHECKING:
+    from .ir import Ir
+
+
+def strided_assignment(replicas: int, stride: int, group_size: int) -> list[int]:
+    """Group of each replica: group i starts at the lowest unassigned replica ``o`` and takes
+    ``o, o+stride, ..., o+(group_size-1)*stride``."""
+    assignment = [-1] * replicas
+    group = 0
+    for start in range(replicas):
+        if assignment[start] != -1:
+            continue
+        for k in range(group_size):
+            member = start + k * stride
+            if member >= replicas or assignment[member] != -1:
+                raise ValueError(f"stride {stride} and group_size {group_size} do not partition "
+                                 f"{replicas} replicas into equal groups")
+            assignment[member] = group
+        group += 1
+    return assignment
+
+
+class ReplicaGrouping:
+    """Which group each replica belongs to, for variable settings and collectives."""
+
+    def __init__(self):
+        raise RuntimeError("use ir.replica_grouping(stride, group_size) or "
+                           "ir.replica_grouping_from_assignments(assignment)")
+
+    @classmethod
+    def _create(cls, ir: "Ir", assignment: Sequence[int]) -> "ReplicaGrouping":
+        grouping = object.__new__(cls)
+        grouping._ir = ir
+        grouping._assignment = list(assignment)
+        grouping._stride = _constant_stride(grouping._assignment)
+        return grouping
+
+    @classmethod
+    def _strided(cls, ir: "Ir", stride: int = 1, group_size: Optional[int] = None) -> "ReplicaGrouping":
+        replicas = ir.replication_factor
+        for name, value in (("stride", stride), ("group_size", group_size)):
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
+                raise TypeError(f"{name} must be an int, got {value!r}")
+        if not 0 < stride <= replicas or replicas % stride:
+            raise ValueError(f"stride must divide the replication factor {replicas} and lie in "
+                             f"1..{replicas}, got {stride}")
+        if group_size is None:
+            group_size = replicas // stride
+        if not 0 < group_size <= replicas or replicas % group_size:
+            raise ValueError(f"group_size must divide the replication factor {replicas} and lie in "
+                             f"1..{replicas}, got {group_size}")
+        if group_size == 1:
+            stride = 1
+        return cls._create(ir, strided_assignment(replicas, stride, group_size))
+
+    @classmethod
+    def _from_assignment(cls, ir: "Ir", assignment: Sequence[int]) -> "ReplicaGrouping":
+        assignment = [int(a) for a in assignment]
+        replicas = ir.replication_factor
+        if len(assignment) != replicas:
+            raise ValueError(f"the assignment has {len(assignment)} entries but the Ir has "
+                             f"{replicas} replicas: give one group index per replica")
+        seen: list[int] = []
+        for group in assignment:
+            if group not in seen:
+                if group != len(seen):
+                    raise ValueError(f"group indices must first appear in increasing order 0, 1, 2, ...; "
+                                     f"got {assignment}")
+                seen.append(group)
+        sizes = {assignment.count(g) for g in seen}
+        if len(sizes) != 1:
+            raise ValueError(f"all groups must have the same size, got sizes "
+                             f"{[assignment.count(g) for g in seen]} for {assignment}")
+        return cls._create(ir, assignment)
+
+    @property
+    def assignment(self) -> list[int]:
+        return list(self._assignment)
+
+    @property
+    def num_replicas(self) -> int:
+        return len(self._assignment)
+
+    @property
+    def num_groups(self) -> int:
+        return max(self._assignment) + 1
+
+    @property
+    def group_size(self) -> int:
+        return self.num_replicas // self.num_groups
+
+    @property
+    def is_const(self) -> bool:
+        """True when every group is evenly strided in the way ``ir.replica_grouping`` builds them."""
+        return self._stride is not None
+
+    @property
+    def stride(self) -> int:
+        if self._stride is None:
+            raise NotImplementedError(f"{self!r} has no constant stride")
+        return self._stride
+
+    def members(self, group: int) -> list[int]:
+        """The replicas of ``group``, in increasing order."""
+        return [r for r, g in enumerate(self._assignment) if g == group]
+
+    def groups(self) -> list[list[int]]:
+        return [self.members(g) for g in range(self.num_groups)]
+
+    def transpose(self) -> "ReplicaGrouping":
+        """The grouping whose group k holds the k-th member of every group of this one."""
+        position = {r: k for members in self.groups() for k, r in enumerate(members)}
+        raw = [position[r] for r in range(self.num_replicas)]
+        order = list(dict.fromkeys(raw))
+        return ReplicaGrouping._create(self._ir, [order.index(g) for g in raw])
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ReplicaGrouping):
+            raise TypeError(f"cannot compare a ReplicaGrouping with {type(other).__name__}")
+        return self._ir is other._ir and self._assignment == other._assignment
+
+    def __hash__(self) -> int:
+        return hash((self._ir.id, tuple(self._assignment)))
+
+    def __repr__(self) -> str:
+        if self._stride is None:
+            return f"ReplicaGrouping(assignment={self._assignment})"
+        return (f"ReplicaGrouping(num_replicas={self.num_replicas}, stride={self._stride}, "
+                f"group_size={self.group_size}, num_groups={self.num_groups})")
+
+
+def _constant_stride(assignment: list[int]) -> Optional[int]:
+    """The stride that rebuilds ``assignment`` with ``strided_assignment``, or None."""
+    replicas = len(assignment)
+    groups = max(assignment) + 1
+    size = replicas // groups
+    first = [r for r, g in enumerate(assignment) if g == 0]
+    stride = first[1] - first[0] if size > 1 else 1
+    try:
+        return stride if strided_assignment(replicas, stride, size) == assignment else None
+    except ValueError:
+        return None

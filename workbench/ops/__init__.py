@@ -1,0 +1,19 @@
+"""The op set: registry entries with their front-end functions, grouped by family."""
+from workbench.ir.tensor import bind_tensor_methods
+
+from . import collectives, control_flow, creation, elementwise, host_io, linalg, var_updates
+from .call_site import CallSiteInfo
+from .control_flow import *  # noqa: F401,F403
+from .creation import *  # noqa: F401,F403
+from .elementwise import *  # noqa: F401,F403
+from .host_io import *  # noqa: F401,F403
+from .linalg import *  # noqa: F401,F403
+
+_FAMILIES = (control_flow, creation, elementwise, host_io, linalg)
+__all__ = ["CallSiteInfo", "collectives", "var_updates"] + [n for f in _FAMILIES for n in f.__all__]
+
+_TENSOR_METHODS = ("add", "add_", "sub", "mul", "div", "fmod", "pow", "matmul", "negate", "abs",
+                   "logical_and", "logical_or", "logical_not", "greater", "greater_equal", "getitem",
+                   "transpose", "transpose_", "reshape", "reshape_", "flatten", "flatten_", "detach",
+                   "detach_", "ipu_copy")
+bind_tensor_methods(**{name: globals()[name] for name in _TENSOR_METHODS if name in globals()})

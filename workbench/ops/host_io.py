@@ -1,0 +1,39 @@
+"""Host transfers: host_load reads the next slice of an input stream, host_store writes one."""
+from __future__ import annotations
+
+from typing import Optional
+
+from workbench.ir import DeviceToHostStream, HostToDeviceStream, Tensor, TensorSpec, get_current_graph
+
+from .registry import OpDef, register
+
+__all__ = ["host_load", "host_store"]
+
+
+def host_load(h2d_stream: HostToDeviceStream, name: Optional[str] = None) -> Tensor:
+    """Receive the next transfer of ``h2d_stream`` from the host."""
+    if not isinstance(h2d_stream, HostToDeviceStream):
+        raise TypeError(f"host_load needs a HostToDeviceStream (popxl.h2d_stream), got {h2d_stream!r}")
+    if h2d_stream._ir is not get_current_graph().ir:
+        raise ValueError(f"stream {h2d_stream.name!r} belongs to another Ir")
+    op = get_current_graph()._add_op("host_load", [], [h2d_stream.spec], attrs={"stream": h2d_stream},
+                                     output_names=[name or h2d_stream.name])
+    return op.outputs[0]
+
+
+def host_store(d2h_stream: DeviceToHostStream, t: Tensor) -> None:
+    """Send ``t`` to the host as the next transfer of ``d2h_stream``."""
+    if not isinstance(d2h_stream, DeviceToHostStream):
+        raise TypeError(f"host_store needs a DeviceToHostStream (popxl.d2h_stream), got {d2h_stream!r}")
+    if isinstance(t, Tensor) and (t.shape != d2h_stream.shape or t.dtype is not d2h_stream.dtype):
+        raise ValueError(f"host_store: tensor {t.id!r} is {t.spec} but stream {d2h_stream.name!r} carries "
+                         f"{d2h_stream.spec}")
+    get_current_graph()._add_op("host_store", [t], [], attrs={"stream": d2h_stream})
+
+
+def _same_as_stream(specs, attrs) -> list[TensorSpec]:
+    return [attrs["stream"].spec]
+
+
+register(OpDef("host_load", _same_as_stream, lambda op, env: env.host_load(op.attrs["stream"])))
+register(OpDef("host_store", lambda specs, attrs: [], lambda op, env: env.host_store(op.attrs["stream"])))

@@ -1,0 +1,74 @@
+"""The op registry: every op type is one ``OpDef`` holding all the rules about it.
+
+A kernel builder receives the op (for its attributes) and the runtime environment of one replica
+(streams, subgraphs, collectives) and returns a plain callable over NumPy arrays: one array in per
+input, one array out (a tuple for several outputs, None for none).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Optional, Sequence
+
+from workbench.ir import Op, Tensor, TensorSpec, get_current_graph
+
+InferRule = Callable[[Sequence[TensorSpec], Mapping[str, Any]], Sequence[TensorSpec]]
+KernelBuilder = Callable[[Op, Any], Callable[..., Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class OpDef:
+    """Everything about one op type.
+
+    ``modifies``: inputs written in place. ``aliases``: (output, input) pairs sharing memory.
+    ``view``: the kernel may return a NumPy view of input 0 although the op is out of place (the
+    runtime copies when a later in-place op would write through it). ``grad``: the gradient rule,
+    None where the op has no gradient.
+    """
+
+    type: str
+    infer: InferRule
+    kernel: KernelBuilder
+    grad: Optional[Callable[..., Any]] = None
+    modifies: tuple[int, ...] = ()
+    aliases: tuple[tuple[int, int], ...] = ()
+    view: bool = False
+
+
+REGISTRY: dict[str, OpDef] = {}
+
+
+def register(definition: OpDef) -> OpDef:
+    if definition.type in REGISTRY:
+        raise ValueError(f"op type {definition.type!r} is registered twice")
+    REGISTRY[definition.type] = definition
+    return definition
+
+
+def op_def(op_type: str) -> OpDef:
+    try:
+        return REGISTRY[op_type]
+    except KeyError:
+        raise KeyError(f"no op type {op_type!r} is registered") from None
+
+
+def create_op(op_type: str, inputs: Sequence[Tensor], attrs: Optional[dict] = None, *,
+              called_graphs: Sequence[Any] = (), modified: Optional[Sequence[int]] = None,
+              output_names: Optional[Sequence[Optional[str]]] = None, ipu: Optional[int] = None) -> Op:
+    """Add an op of ``op_type`` to the current graph, inferring its outputs from the registry."""
+    definition = op_def(op_type)
+    graph = get_current_graph()
+    graph._check_inputs(op_type, inputs)
+    attrs = dict(attrs or {})
+    specs = definition.infer([t.spec for t in inputs], attrs)
+    return graph._add_op(op_type, inputs, specs, attrs=attrs, called_graphs=called_graphs,
+                         modified=definition.modifies if modified is None else modified,
+                         aliases=dict(definition.aliases), output_names=output_names, ipu=ipu)
+
+
+def apply(op_type: str, *inputs: Tensor, name: Optional[str] = None, **attrs: Any) -> Tensor:
+    """Add a single-output op and return its output."""
+    return create_op(op_type, inputs, attrs, output_names=[name]).outputs[0]
+
+
+def apply_many(op_type: str, *inputs: Tensor, **attrs: Any) -> tuple[Tensor, ...]:
+    return create_op(op_type, inputs, attrs).outputs

@@ -1,0 +1,2 @@
+"""popxl.ops.var_updates."""
+from workbench.ops.var_updates import *  # noqa: F401,F403

@@ -1,0 +1,2 @@
+"""popxl.remote_buffer."""
+from workbench.ir.remote_buffer import RemoteBuffer, remote_buffer

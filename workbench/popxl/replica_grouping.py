@@ -1,0 +1,2 @@
+"""popxl.replica_grouping."""
+from workbench.ir.replica_grouping import ReplicaGrouping

@@ -1,0 +1,2 @@
+"""popxl.session."""
+from workbench.runtime.session import Session

@@ -1,0 +1,2 @@
+"""popxl.streams."""
+from workbench.ir.streams import DeviceToHostStream, HostToDeviceStream, d2h_stream, h2d_stream

@@ -1,0 +1,1 @@
+"""popxl.transforms: IR-to-IR passes."""

@@ -1,0 +1,2 @@
+"""popxl.typing_."""
+from typing import NewType as NewAliasAnnotation

@@ -1,0 +1,92 @@
+"""Host buffers of a run: checking the inputs given and shaping the outputs returned.
+
+A stream's buffer has shape ``[num_host_transfers, replication_factor, *stream.shape]``, with each of
+the two leading dimensions left out when it is 1, exactly as popxl lays them out.
+"""
+from __future__ import annotations
+
+from typing import Any, Iterable, Mapping
+
+import numpy as np
+
+from workbench.ir import dtypes
+from workbench.ir.streams import _Stream
+
+
+def host_shape(stream: _Stream, transfers: int, replicas: int) -> tuple[int, ...]:
+    return (transfers,) * (transfers > 1) + (replicas,) * (replicas > 1) + tuple(stream.shape)
+
+
+def _names(streams: Iterable[_Stream]) -> str:
+    return ", ".join(sorted(repr(s.name) for s in streams)) or "none"
+
+
+def check_stream_keys(given: Iterable[Any], expected: set, what: str) -> None:
+    given = list(given)
+    unknown = [k for k in given if k not in expected]
+    missing = expected - set(given)
+    if unknown or missing:
+        parts = []
+        if missing:
+            parts.append(f"missing {what} for stream(s) {_names(missing)}")
+        if unknown:
+            parts.append("unexpected key(s) " + ", ".join(
+                repr(getattr(k, "name", k)) for k in unknown))
+        raise ValueError(f"session {what}: {'; '.join(parts)}. Expected exactly the streams "
+                         f"{_names(expected)}")
+
+
+def prepare_inputs(inputs: Mapping[Any, Any], expected: set, transfers: int, replicas: int,
+                   downcast: bool) -> dict:
+    """Check every input and return each as a ``[transfers, replicas, *shape]`` array."""
+    check_stream_keys(inputs.keys(), expected, "inputs")
+    prepared = {}
+    for stream, value in inputs.items():
+        array = np.asarray(value)
+        want = stream.dtype.as_numpy()
+        if array.dtype != want:
+            narrowed = dtypes.DOWNCAST.get(array.dtype)
+            if downcast and narrowed == want:
+                array = array.astype(want)
+            else:
+                raise TypeError(f"input for stream {stream.name!r} has dtype {array.dtype}, expected "
+                                f"{want}" + (" (or a 64-bit array with downcast_inputs=True)"
+                                             if want in dtypes.DOWNCAST.values() else ""))
+        shape = host_shape(stream, transfers, replicas)
+        if array.shape != shape:
+            if array.size == 1 and int(np.prod(shape)) == 1:
+                array = array.reshape(shape)
+            else:
+                raise ValueError(f"input for stream {stream.name!r} has shape {array.shape}, expected "
+                                 f"{shape} ([num_host_transfers={transfers}, replication_factor="
+                                 f"{replicas}, *{tuple(stream.shape)}] without the dimensions that are 1)")
+        prepared[stream] = array.reshape((transfers, replicas, *stream.shape))
+    return prepared
+
+
+def create_outputs(streams: Iterable[_Stream], transfers: int, replicas: int) -> dict:
+    return {s: np.zeros(host_shape(s, transfers, replicas), s.dtype.as_numpy()) for s in streams}
+
+
+def output_views(outputs: Mapping[Any, np.ndarray], expected: set, transfers: int,
+                 replicas: int) -> dict:
+    """Check the output arrays and return ``[transfers, replicas, *shape]`` views to write into."""
+    check_stream_keys(outputs.keys(), expected, "outputs")
+    views = {}
+    for stream, array in outputs.items():
+        shape = host_shape(stream, transfers, replicas)
+        if not isinstance(array, np.ndarray) or array.shape != shape:
+            given = array.shape if isinstance(array, np.ndarray) else type(array).__name__
+            raise ValueError(f"output array for stream {stream.name!r} has shape {given}, expected "
+                             f"{shape}")
+        if array.dtype != stream.dtype.as_numpy():
+            raise TypeError(f"output array for stream {stream.name!r} has dtype {array.dtype}, "
+                            f"expected {stream.dtype.as_numpy()}")
+        view = array.view()
+        try:
+            view.shape = (transfers, replicas, *stream.shape)
+        except AttributeError:
+            raise ValueError(f"output array for stream {stream.name!r} must be writable in place "
+                             "(a contiguous array)") from None
+        views[stream] = view
+    return views

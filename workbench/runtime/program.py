@@ -1,0 +1,129 @@
+"""One replica's executable program: the compiled graphs with kernels bound to this replica's
+streams, variables and subgraphs."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+import numpy as np
+
+from workbench.ir import Graph, Ir, Op, Variable
+from workbench.ops.registry import op_def
+
+from .compiler import GraphCode
+
+
+class InputPort:
+    """Feeds the host_loads of one stream in one replica: slice ``index`` of ``data`` each time."""
+
+    __slots__ = ("data", "index")
+
+    def __init__(self):
+        self.data: Optional[np.ndarray] = None
+        self.index = 0
+
+    def load(self) -> np.ndarray:
+        value = self.data[self.index % len(self.data)].copy()
+        self.index += 1
+        return value
+
+
+class OutputPort:
+    """Receives the host_stores of one stream in one replica."""
+
+    __slots__ = ("data", "index")
+
+    def __init__(self):
+        self.data: Optional[np.ndarray] = None
+        self.index = 0
+
+    def store(self, value: np.ndarray) -> None:
+        self.data[self.index % len(self.data)] = value
+        self.index += 1
+
+
+@dataclass(slots=True)
+class BoundGraph:
+    """A subgraph as its callers see it."""
+
+    function: Callable[..., tuple]
+    modified_inputs: frozenset[int]
+    aliased_outputs: tuple[int, ...]
+    kernels: list[Callable]
+
+
+class ReplicaProgram:
+    """Binds every kernel once for one replica; ``run()`` executes the main graph."""
+
+    def __init__(self, ir: Ir, codes: dict[Graph, GraphCode], replica: int,
+                 variables: dict[Variable, np.ndarray], check_outputs: bool = False):
+        self.ir = ir
+        self.replica = replica
+        self.variables = variables
+        self.inputs: dict = {}
+        self.outputs: dict = {}
+        self._codes = codes
+        self._check = check_outputs
+        self._bound: dict[Graph, BoundGraph] = {}
+        main = self.subgraph(ir.main_graph)
+        self._main = main.function
+        self._main_variables = [variables[v] for v in codes[ir.main_graph].variables]
+
+    def run(self) -> None:
+        self._main(self._main_variables)
+
+    # ----- the environment kernel builders see -----
+    def host_load(self, stream) -> Callable[[], np.ndarray]:
+        return self.inputs.setdefault(stream, InputPort()).load
+
+    def host_store(self, stream) -> Callable[[np.ndarray], None]:
+        return self.outputs.setdefault(stream, OutputPort()).store
+
+    def subgraph(self, graph: Graph) -> BoundGraph:
+        if graph not in self._bound:
+            code = self._codes[graph]
+            kernels = [self._kernel(op, code) for op in code.steps]
+            namespace = {f"k{i}": k for i, k in enumerate(kernels)}
+            namespace.update({f"c{i}": c.data for i, c in enumerate(code.constants)})
+            exec(code.code, namespace)
+            self._bound[graph] = BoundGraph(namespace["run"], code.effects.modified_inputs,
+                                            code.effects.aliased_outputs, kernels)
+        return self._bound[graph]
+
+    def _kernel(self, op: Op, code: GraphCode) -> Callable:
+        kernel = op_def(op.type).kernel(op, self)
+        if op in code.effects.copying_views:
+            kernel = _copying(kernel)
+        if any(not t.shape for t in op.outputs):
+            kernel = _as_arrays(kernel, len(op.outputs))
+        if self._check:
+            kernel = _checked(kernel, op)
+        return kernel
+
+
+def _copying(kernel: Callable) -> Callable:
+    return lambda *args: np.array(kernel(*args))
+
+
+def _as_arrays(kernel: Callable, count: int) -> Callable:
+    """NumPy returns scalars for 0-d results; ops always produce arrays."""
+    if count == 1:
+        return lambda *args: np.asarray(kernel(*args))
+    return lambda *args: tuple(np.asarray(v) for v in kernel(*args))
+
+
+def _checked(kernel: Callable, op: Op) -> Callable:
+    """Verify each result against the op's inferred shape and dtype (the test suite's oracle)."""
+    expected = [(t.shape, t.dtype.as_numpy()) for t in op.outputs]
+
+    def run(*args):
+        result = kernel(*args)
+        values = () if not expected else (result,) if len(expected) == 1 else result
+        for value, (shape, dtype) in zip(values, expected):
+            if not isinstance(value, np.ndarray) or value.shape != shape or value.dtype != dtype:
+                got = (f"{value.dtype}{list(value.shape)}" if isinstance(value, np.ndarray)
+                       else type(value).__name__)
+                raise AssertionError(f"kernel of {op.name} ({op.type}) returned {got}, expected "
+                                     f"{dtype}{list(shape)}")
+        return result
+    return run

@@ -1,0 +1,216 @@
+"""Session: compiles an Ir once for a simulated device and runs it.
+
+Attach/detach and the host-weight cache follow popxl exactly: entering the outermost ``with session:``
+attaches and copies weights to the device; leaving it copies them back and detaches. The host copy of
+the weights is a cache that a run invalidates; reads refresh it only when it is stale. The counters
+``weights_to_host_count`` and ``weights_from_host_count`` show every transfer.
+"""
+from __future__ import annotations
+
+import os
+from typing import Any, Iterable, Mapping, Optional, Union
+
+import numpy as np
+
+from workbench.analysis import verify
+from workbench.ir import Constant, Ir, Tensor, Variable
+from workbench.ir.events import EventBus
+
+from . import host_buffers, weights
+from .compiler import compile_graph
+from .device import Device, device_for
+from .program import ReplicaProgram
+
+
+class Session:
+    """Runs an Ir on a simulated device: ``'ipu_model'``, ``'ipu_hw'`` or ``'cpu'``.
+
+    >>> with popxl.Session(ir, "ipu_model") as session:
+    ...     outputs = session.run({x_stream: data})
+    """
+
+    def __init__(self, ir: Ir, device_desc: str = "cpu", weights_to_host_on_exit: bool = True):
+        if not isinstance(ir, Ir):
+            raise TypeError(f"Session needs a popxl.Ir, got {type(ir).__name__}")
+        device = device_for(device_desc) if isinstance(device_desc, str) else device_desc
+        _check_device(ir, device)
+        verify(ir)
+        self._codes: dict = {graph: compile_graph(graph) for graph in ir.graphs}
+        ir._owner = self
+        self._ir = ir
+        self._device = device
+        self._weights_to_host_on_exit = weights_to_host_on_exit
+        self.events = EventBus()
+        self._variables = list(ir.variables)
+        self._host = {v: weights.initial_host_value(v) for v in self._variables}
+        self._device_values = [{v: np.zeros(v.shape, v.dtype.as_numpy()) for v in self._variables}
+                               for _ in range(ir.replication_factor)]
+        check = os.environ.get("WORKBENCH_CHECK_KERNELS", "") not in ("", "0")
+        self._programs = [ReplicaProgram(ir, self._codes, r, values, check)
+                          for r, values in enumerate(self._device_values)]
+        self._attached = False
+        self._enter_stack: list[bool] = []
+        self._host_in_sync = True
+        self.weights_to_host_count = 0
+        self.weights_from_host_count = 0
+        self.run_count = 0
+
+    # ----- properties -----
+    @property
+    def ir(self) -> Ir:
+        return self._ir
+
+    @property
+    def device(self) -> Device:
+        return self._device
+
+    @property
+    def is_attached(self) -> bool:
+        return self._attached
+
+    @property
+    def graph_code(self) -> dict:
+        """The compiled code of each graph (``GraphCode``), for inspection."""
+        return dict(self._codes)
+
+    def expected_inputs(self) -> list:
+        return sorted(self._ir.get_all_h2d_streams(), key=lambda s: s.name)
+
+    # ----- attach / detach -----
+    def __enter__(self) -> "Session":
+        attaching = not self._attached
+        self._enter_stack.append(attaching)
+        if attaching:
+            self._attached = True
+            self.weights_from_host()
+            self.events.emit("attached", self)
+        return self
+
+    def __exit__(self, exc_type, exc, traceback) -> None:
+        if self._enter_stack.pop():
+            if self._weights_to_host_on_exit and exc_type is None:
+                self.weights_to_host()
+            self._attached = False
+            self.events.emit("detached", self)
+
+    def _require_attached(self, what: str) -> None:
+        if not self._attached:
+            raise ValueError(f"{what} needs the session to be attached to its device: call it inside "
+                             "`with session:`")
+
+    def weights_from_host(self) -> None:
+        """Copy every variable's host value to the device (each replica gets its group's value)."""
+        self._require_attached("weights_from_host")
+        for variable in self._variables:
+            host = self._host[variable]
+            for replica, values in enumerate(self._device_values):
+                values[variable][...] = weights.replica_value(variable, host, replica)
+        self.weights_from_host_count += 1
+        self._host_in_sync = True
+
+    def weights_to_host(self) -> None:
+        """Copy every variable's device value back into the host cache."""
+        self._require_attached("weights_to_host")
+        for variable in self._variables:
+            weights.gather_to_host(variable, self._device_values, self._host[variable])
+        self.weights_to_host_count += 1
+        self._host_in_sync = True
+
+    # ----- running -----
+    def create_host_outputs(self) -> dict:
+        """Zeroed output arrays, one per device-to-host stream, shaped as ``run`` returns them."""
+        return host_buffers.create_outputs(self._ir.get_all_d2h_streams(), self._ir.num_host_transfers,
+                                           self._ir.replication_factor)
+
+    def run(self, inputs: Optional[Mapping[Any, Any]] = None, downcast_inputs: bool = True) -> dict:
+        """Run the main graph once with ``inputs`` (stream to array) and return the outputs."""
+        self._require_attached("run")
+        outputs = self.create_host_outputs()
+        self.run_with_outputs(inputs, outputs, downcast_inputs)
+        return outputs
+
+    def run_with_outputs(self, inputs: Optional[Mapping[Any, Any]] = None,
+                         outputs: Optional[Mapping[Any, np.ndarray]] = None,
+                         downcast_inputs: bool = True) -> None:
+        """Run once, writing the results into the given ``outputs`` arrays."""
+        self._require_attached("run_with_outputs")
+        transfers, replicas = self._ir.num_host_transfers, self._ir.replication_factor
+        prepared = host_buffers.prepare_inputs(inputs or {}, self._ir.get_all_h2d_streams(), transfers,
+                                               replicas, downcast_inputs)
+        views = host_buffers.output_views(outputs or {}, self._ir.get_all_d2h_streams(), transfers,
+                                          replicas)
+        self.events.emit("run_started", self)
+        for replica, program in enumerate(self._programs):
+            for stream, port in program.inputs.items():
+                port.data, port.index = prepared[stream][:, replica], 0
+            for stream, port in program.outputs.items():
+                port.data, port.index = views[stream][:, replica], 0
+        self._host_in_sync = False
+        for program in self._programs:
+            program.run()
+        self.run_count += 1
+        self.events.emit("run_finished", self)
+
+    # ----- tensor data -----
+    def get_tensor_data(self, tensor: Union[Variable, Constant]) -> np.ndarray:
+        """The value of a variable (fresh from the device when attached) or a constant."""
+        return self.get_tensors_data([tensor])[tensor]
+
+    def get_tensors_data(self, tensors: Iterable[Union[Variable, Constant]]) -> dict:
+        tensors = list(tensors)
+        for tensor in tensors:
+            self._check_own_tensor(tensor, (Variable, Constant), "get_tensor_data")
+        if self._attached and not self._host_in_sync and any(isinstance(t, Variable) for t in tensors):
+            self.weights_to_host()
+        return {t: (np.array(t.data) if isinstance(t, Constant) else self._host[t].copy()) for t in tensors}
+
+    def write_variable_data(self, tensor: Variable, data: np.ndarray) -> None:
+        """Set a variable's value: on the host, and on the device too when attached."""
+        self.write_variables_data({tensor: data})
+
+    def write_variables_data(self, tensors: Mapping[Variable, np.ndarray]) -> None:
+        checked = {}
+        for tensor, data in tensors.items():
+            self._check_own_tensor(tensor, (Variable,), "write_variable_data")
+            if tensor.retrieval_mode == "all_replicas":
+                raise NotImplementedError(f"writing variable {tensor.id!r} with retrieval_mode "
+                                          "'all_replicas' is not supported, as in popxl")
+            array = np.asarray(data)
+            if array.dtype != tensor.dtype.as_numpy():
+                raise TypeError(f"data for variable {tensor.id!r} has dtype {array.dtype}, expected "
+                                f"{tensor.dtype.as_numpy()}")
+            if array.shape != tuple(self._host[tensor].shape):
+                raise ValueError(f"data for variable {tensor.id!r} has shape {array.shape}, expected "
+                                 f"{tuple(self._host[tensor].shape)}")
+            checked[tensor] = array
+        if self._attached and not self._host_in_sync:
+            self.weights_to_host()
+        for tensor, array in checked.items():
+            self._host[tensor][...] = array
+        if self._attached:
+            self.weights_from_host()
+
+    def _check_own_tensor(self, tensor: Any, kinds: tuple, what: str) -> None:
+        if not isinstance(tensor, kinds):
+            names = " or ".join(k.__name__ for k in kinds)
+            raise TypeError(f"{what} takes a {names} tensor, got "
+                            f"{tensor.id if isinstance(tensor, Tensor) else type(tensor).__name__} "
+                            f"({type(tensor).__name__})")
+        if tensor.ir is not self._ir:
+            raise ValueError(f"tensor {tensor.id!r} belongs to {tensor.ir!r}, not to this session's "
+                             f"{self._ir!r}")
+
+
+def _check_device(ir: Ir, device: Device) -> None:
+    replicas = ir.replication_factor
+    if replicas > 1 and not device.supports_replication:
+        raise ValueError(f"the {device.kind!r} device does not support replication (the Ir has "
+                         f"replication_factor={replicas}); use 'ipu_model' or 'ipu_hw'")
+    if ir.remote_buffers and not device.supports_remote_buffers:
+        raise ValueError(f"the {device.kind!r} device does not support remote buffers; use "
+                         "'ipu_model' or 'ipu_hw'")
+    ipus = {op.ipu for graph in ir.graphs for op in graph._ops} | {v.ipu for v in ir.variables} or {0}
+    needed = (max(ipus) + 1) * replicas
+    if needed > device.num_ipus:
+        raise ValueError(f"the Ir needs {needed} IPUs ({max(ipus) + 1} per replica x {replicas} replicas) "
+                         f"but the {device.kind!r} device has {device.num_ipus}")
