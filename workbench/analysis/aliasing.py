@@ -50,11 +50,13 @@ def modified_roots(graph: Graph) -> set[Tensor]:
 class GraphEffects:
     """``modified_inputs``: graph-input indices written in place. ``aliased_outputs``: output
     indices whose memory may be an input's or a constant's. ``copying_views``: view ops that must
-    copy because the memory they would share is written in place."""
+    copy because the memory they would share is written in place. ``written_roots``: tensors whose
+    memory some op writes in place."""
 
     modified_inputs: frozenset[int]
     aliased_outputs: tuple[int, ...]
     copying_views: frozenset[Op]
+    written_roots: frozenset[Tensor]
 
 
 def graph_effects(graph: Graph) -> GraphEffects:
@@ -66,7 +68,7 @@ def graph_effects(graph: Graph) -> GraphEffects:
                             or isinstance(memory_root(t), Variable))
     copying = frozenset(op for op in graph._ops if is_view_op(op) and (
         declared_root(op.inputs[0]) in roots or op.outputs[0] in roots))
-    return GraphEffects(modified_inputs, aliased_outputs, copying)
+    return GraphEffects(modified_inputs, aliased_outputs, copying, frozenset(roots))
 
 
 def modifies_constant(op: Op) -> Tensor | None:

@@ -35,5 +35,6 @@ def _same_as_stream(specs, attrs) -> list[TensorSpec]:
     return [attrs["stream"].spec]
 
 
-register(OpDef("host_load", _same_as_stream, lambda op, env: env.host_load(op.attrs["stream"])))
+register(OpDef("host_load", _same_as_stream,
+               lambda op, env: env.host_load(op.attrs["stream"], op.outputs[0])))
 register(OpDef("host_store", lambda specs, attrs: [], lambda op, env: env.host_store(op.attrs["stream"])))

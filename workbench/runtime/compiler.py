@@ -1,4 +1,4 @@
-"""Compile a graph once into Python source: one line per op, locals as slots, ``del`` at last use.
+"""Compile a graph once into Python source: one line per op, locals as slots freed at last use.
 
 The generated function is what a person would write by hand with the same NumPy calls, so running
 it costs almost nothing beyond the kernels. The kernels themselves are bound per replica
@@ -31,49 +31,57 @@ class GraphCode:
     code: CodeType
 
 
-def compile_graph(graph: Graph) -> GraphCode:
-    steps = schedule(graph)
+def compile_graph(graph: Graph, steps: list[Op] | None = None) -> GraphCode:
+    """Compile ``graph`` (in ``steps`` order if given, else its schedule)."""
+    steps = schedule(graph) if steps is None else steps
     effects = graph_effects(graph)
-    names: dict[Tensor, str] = {}
-    variables: list[Variable] = []
-    constants: list[Constant] = []
-
-    def name_of(tensor: Tensor) -> str:
-        if tensor not in names:
-            names[tensor] = f"t{len(names)}"
-            if isinstance(tensor, Variable):
-                variables.append(tensor)
-            elif isinstance(tensor, Constant):
-                constants.append(tensor)
-        return names[tensor]
-
-    params = [name_of(t) for t in graph._inputs]
+    variables = list(dict.fromkeys(t for op in steps for t in op.inputs if isinstance(t, Variable)))
+    constants = list(dict.fromkeys(t for op in steps for t in op.inputs if isinstance(t, Constant)))
+    constant_names = {c: f"c{i}" for i, c in enumerate(constants)}
+    kept = set(graph._outputs)
     last_use: dict[Tensor, int] = {}
     for position, op in enumerate(steps):
         for tensor in op.inputs:
             last_use[tensor] = position
-    kept = set(graph._outputs)
 
+    # Locals are reused once their value is dead, so rebinding a name frees the old value.
+    names: dict[Tensor, str] = {}
+    free: list[str] = []
+    count = 0
+
+    def allocate(tensor: Tensor) -> str:
+        nonlocal count
+        if free:
+            names[tensor] = free.pop()
+        else:
+            names[tensor] = f"t{count}"
+            count += 1
+        return names[tensor]
+
+    def release(tensor: Tensor) -> None:
+        if tensor not in kept and tensor not in constant_names:
+            free.append(names[tensor])
+
+    params = [allocate(t) for t in graph._inputs]
+    prologue = [f"{allocate(v)} = V[{i}]" for i, v in enumerate(variables)]
+    for tensor in [*graph._inputs, *variables]:
+        if tensor not in last_use:
+            release(tensor)
     body: list[str] = []
     for position, op in enumerate(steps):
-        args = ", ".join(name_of(t) for t in op.inputs)
+        args = ", ".join(constant_names.get(t) or names[t] for t in op.inputs)
+        for tensor in dict.fromkeys(op.inputs):
+            if last_use[tensor] == position:
+                release(tensor)
+        outs = [allocate(t) for t in op.outputs]
         call = f"k{position}({args})"
-        outs = [name_of(t) for t in op.outputs]
-        if not outs:
-            body.append(call)
-        elif len(outs) == 1:
-            body.append(f"{outs[0]} = {call}")
-        else:
-            body.append(f"{', '.join(outs)}, = {call}")
-        dead = [t for t in dict.fromkeys(op.inputs) if last_use[t] == position and t not in kept]
-        dead += [t for t in op.outputs if t not in last_use and t not in kept]
-        if dead:
-            body.append(f"del {', '.join(names[t] for t in dead)}")
+        body.append(call if not outs else f"{', '.join(outs)}{',' if len(outs) > 1 else ''} = {call}")
+        for tensor in op.outputs:
+            if tensor not in last_use:
+                release(tensor)
 
-    prologue = [f"{names[v]} = V[{i}]" for i, v in enumerate(variables)]
-    prologue += [f"{names[c]} = c{i}" for i, c in enumerate(constants)]
     signature = "V" if graph.is_main else ", ".join(params)
-    returned = "".join(name_of(t) + ", " for t in graph._outputs)
+    returned = "".join((constant_names.get(t) or names[t]) + ", " for t in graph._outputs)
     lines = [f"def run({signature}):", *(f"    {line}" for line in prologue + body),
              f"    return ({returned})"]
     source = "\n".join(lines) + "\n"

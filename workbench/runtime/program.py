@@ -7,6 +7,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
+from workbench.analysis.aliasing import declared_root
 from workbench.ir import Graph, Ir, Op, Variable
 from workbench.ops.registry import op_def
 
@@ -23,7 +24,14 @@ class InputPort:
         self.index = 0
 
     def load(self) -> np.ndarray:
+        """A copy, for tensors that are later written in place."""
         value = self.data[self.index % len(self.data)].copy()
+        self.index += 1
+        return value
+
+    def load_view(self) -> np.ndarray:
+        """A view of the host buffer, for tensors nothing writes in place."""
+        value = self.data[self.index % len(self.data)]
         self.index += 1
         return value
 
@@ -73,8 +81,13 @@ class ReplicaProgram:
         self._main(self._main_variables)
 
     # ----- the environment kernel builders see -----
-    def host_load(self, stream) -> Callable[[], np.ndarray]:
-        return self.inputs.setdefault(stream, InputPort()).load
+    def host_load(self, stream, tensor) -> Callable[[], np.ndarray]:
+        port = self.inputs.setdefault(stream, InputPort())
+        return port.load if self.is_written(tensor) else port.load_view
+
+    def is_written(self, tensor) -> bool:
+        """Whether some op writes ``tensor``'s memory in place."""
+        return declared_root(tensor) in self._codes[tensor.graph].effects.written_roots
 
     def host_store(self, stream) -> Callable[[np.ndarray], None]:
         return self.outputs.setdefault(stream, OutputPort()).store

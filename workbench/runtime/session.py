@@ -34,8 +34,8 @@ class Session:
             raise TypeError(f"Session needs a popxl.Ir, got {type(ir).__name__}")
         device = device_for(device_desc) if isinstance(device_desc, str) else device_desc
         _check_device(ir, device)
-        verify(ir)
-        self._codes: dict = {graph: compile_graph(graph) for graph in ir.graphs}
+        schedules = verify(ir)
+        self._codes: dict = {graph: compile_graph(graph, steps) for graph, steps in schedules.items()}
         ir._owner = self
         self._ir = ir
         self._device = device
