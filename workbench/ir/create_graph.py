@@ -65,6 +65,7 @@ def _graph_inputs(graph: Graph, signature: inspect.Signature, bound: inspect.Bou
         if parameter.kind is parameter.VAR_POSITIONAL:
             call_args.extend(_convert_sequence(graph, name, value, by_ref, "*" + name))
         elif parameter.kind is parameter.VAR_KEYWORD:
+            _check_not_nested(list(value.values()), "**" + name)
             _check_not_mixed(list(value.values()), "**" + name)
             call_kwargs.update({key: _convert(graph, key, item, by_ref) for key, item in value.items()})
         else:
@@ -84,13 +85,16 @@ def _convert_sequence(graph: Graph, name: str, values, by_ref: bool, what: str) 
     _check_not_mixed(values, what)
     if values and isinstance(values[0], _TENSORISH):
         return [_convert(graph, f"{name}_{i}", v, by_ref) for i, v in enumerate(values)]
+    _check_not_nested(values, what)
+    return values
+
+
+def _check_not_nested(values: list, what: str) -> None:
     for value in values:
-        if isinstance(value, (list, tuple, dict)) and any(isinstance(v, _TENSORISH) for v in
-                                                          (value.values() if isinstance(value, dict)
-                                                           else value)):
+        inner = value.values() if isinstance(value, dict) else value if isinstance(value, (list, tuple)) else ()
+        if any(isinstance(v, _TENSORISH) for v in inner):
             raise TypeError(f"argument {what} nests tensors inside a {type(value).__name__}; nested "
                             "lists or dicts of tensors are not supported")
-    return values
 
 
 def _check_not_mixed(values: list, what: str) -> None:
