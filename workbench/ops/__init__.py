@@ -3,6 +3,7 @@ from workbench.ir.tensor import bind_tensor_methods
 
 from . import collectives, control_flow, creation, elementwise, host_io, linalg, var_updates
 from .call_site import CallSiteInfo
+from .code_loading import remote_code_load  # reachable as popxl.ops.remote_code_load, not in __all__
 from .control_flow import *  # noqa: F401,F403
 from .creation import *  # noqa: F401,F403
 from .elementwise import *  # noqa: F401,F403
