@@ -36,6 +36,7 @@ class Ir:
         self._remote_buffers: list[RemoteBuffer] = []
         self._num_host_transfers = 1
         self._dot_dir: Optional[Path] = None
+        self._dot_checkpoints = 0
         if replication == "popdist":
             replication = int(os.environ.get("POPDIST_NUM_TOTAL_REPLICAS", "1"))
         self._replication_factor = 1

@@ -1,0 +1,480 @@
+"""Exports of the IR: networkx graphs, the versioned JSON document and Graphviz DOT files."""
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import networkx as nx
+import numpy as np
+import pytest
+
+import popxl
+import popxl.ops as ops
+import workbench.export
+from workbench.export import json_schema_version, to_dot, to_json, to_networkx, write_dot_checkpoint
+from workbench.export.values import plain
+
+ODD_NAME = 'c"<q>{\\'
+
+
+def multiply(a, b):
+    return a * b
+
+
+def double(a):
+    return a + a
+
+
+def increment(a):
+    return a + 1.0
+
+
+def decrement(a):
+    return a - 1.0
+
+
+def build_program():
+    """x -> call(multiply) -> repeat(double, 3) -> conditional(increment, decrement) -> + odd -> y."""
+    ir = popxl.Ir()
+    with ir.main_graph:
+        x_stream = popxl.h2d_stream([2], popxl.float32, name="x")
+        w = popxl.variable(np.array([1.0, 2.0], np.float32), name="w")
+        odd = popxl.constant(np.array([10.0, 20.0], np.float32), name=ODD_NAME)
+        x = ops.host_load(x_stream)
+        body = ir.create_graph(multiply, x, w)
+        (called,) = ops.call(body, x, w)
+        twice = ir.create_graph(double, called)
+        (repeated,) = ops.repeat(twice, 3, called)
+        then_graph = ir.create_graph(increment, repeated)
+        else_graph = ir.create_graph(decrement, repeated)
+        flag = popxl.constant(True, name="flag")
+        (chosen,) = ops.conditional(flag, then_graph, else_graph, [repeated], [repeated])
+        y = chosen + odd
+        y_stream = popxl.d2h_stream(y.shape, y.dtype, name="y")
+        ops.host_store(y_stream, y)
+    return ir, dict(x_stream=x_stream, y_stream=y_stream, w=w, odd=odd, body=body, twice=twice,
+                    then_graph=then_graph, else_graph=else_graph)
+
+
+def test_the_program_used_below_runs():
+    ir, parts = build_program()
+    data = np.array([3.0, 4.0], np.float32)
+    with popxl.Session(ir, "ipu_model") as session:
+        result = session.run({parts["x_stream"]: data})[parts["y_stream"]]
+    expected = data * np.array([1.0, 2.0], np.float32) * 8 + 1 + np.array([10.0, 20.0], np.float32)
+    np.testing.assert_array_equal(result, expected)
+
+
+# ----- networkx -----
+def test_networkx_of_a_graph_has_ops_tensors_and_indexed_edges():
+    ir = popxl.Ir()
+    with ir.main_graph:
+        w = popxl.variable(np.ones(3, np.float32), name="w")
+        x = ops.host_load(popxl.h2d_stream([3], popxl.float32, name="x"))
+        square = x * x
+        diff = square - w
+    data = to_networkx(ir.main_graph)
+    assert isinstance(data, nx.MultiDiGraph)
+    mul = data.nodes["main_graph:op:" + square.producer.name]
+    assert (mul["kind"], mul["type"], mul["ipu"], mul["graph"]) == ("op", "mul", 0, "main_graph")
+    weight = data.nodes["main_graph:tensor:w"]
+    assert (weight["kind"], weight["tensor_kind"], weight["shape"], weight["dtype"]) == (
+        "tensor", "variable", [3], "float32")
+    assert data.nodes["main_graph:tensor:" + diff.name]["tensor_kind"] == "intermediate"
+    # x * x: two input edges from the same tensor, told apart by their index.
+    edges = data.get_edge_data("main_graph:tensor:x", "main_graph:op:" + square.producer.name)
+    assert sorted(e["index"] for e in edges.values()) == [0, 1]
+    assert all(e["kind"] == "input" for e in edges.values())
+    sub = diff.producer
+    assert data.edges["main_graph:tensor:w", "main_graph:op:" + sub.name, "input:1"]["index"] == 1
+    assert data.edges["main_graph:op:" + sub.name, "main_graph:tensor:" + diff.name, "output:0"] == {
+        "kind": "output", "index": 0}
+    ops_and_tensors = [n for n, a in data.nodes(data=True) if a["kind"] != "graph"]
+    assert len(ops_and_tensors) == len(ir.main_graph.ops) + len(ir.main_graph.tensors)
+
+
+def test_networkx_op_attributes_are_plain_values():
+    ir, parts = build_program()
+    data = to_networkx(ir)
+    load = next(a for _, a in data.nodes(data=True) if a.get("type") == "host_load")
+    assert load["attrs"] == {"stream": "x"}
+    repeat = next(a for _, a in data.nodes(data=True) if a.get("type") == "repeat")
+    assert repeat["attrs"] == {"graph_inputs": [0], "repeat_count": 3}
+    assert repeat["called_graphs"] == [parts["twice"].id]
+
+
+def test_networkx_marks_graph_inputs_and_outputs():
+    ir, parts = build_program()
+    body = parts["body"]
+    data = to_networkx(body)
+    first, second = (data.nodes[f"{body.id}:tensor:{t.name}"] for t in body.inputs)
+    assert (first["tensor_kind"], first["graph_input"], second["graph_input"]) == ("input", 0, 1)
+    output = data.nodes[f"{body.id}:tensor:{body.outputs[0].name}"]
+    assert (output["graph_output"], output["graph_input"]) == (0, None)
+
+
+def test_networkx_of_an_ir_links_call_sites_to_the_called_graphs():
+    ir, parts = build_program()
+    data = to_networkx(ir)
+    graph_nodes = [n for n, a in data.nodes(data=True) if a["kind"] == "graph"]
+    assert graph_nodes == [f"graph:{g.id}" for g in ir.graphs]
+    expected_members = sum(len(g.ops) + len(g.tensors) for g in ir.graphs)
+    assert data.number_of_nodes() == expected_members + len(ir.graphs)
+    calls = sorted((data.nodes[tail]["type"], attributes["kind"], head, attributes["repeat_count"])
+                   for tail, head, attributes in data.edges(data=True)
+                   if data.nodes[head]["kind"] == "graph")
+    assert calls == [
+        ("call", "call", "graph:multiply", None),
+        ("conditional", "conditional-else", "graph:decrement", None),
+        ("conditional", "conditional-then", "graph:increment", None),
+        ("repeat", "repeat", "graph:double", 3),
+    ]
+    # Each subgraph's tensors sit under its own prefix, next to the main graph's.
+    for graph in ir.graphs:
+        for tensor in graph.tensors:
+            assert data.nodes[f"{graph.id}:tensor:{tensor.name}"]["graph"] == graph.id
+
+
+def test_networkx_of_one_graph_names_the_graphs_it_calls():
+    ir, parts = build_program()
+    data = to_networkx(ir.main_graph)
+    assert data.nodes[f"graph:{parts['twice'].id}"]["kind"] == "graph"
+    assert not any(a.get("graph") == parts["twice"].id for _, a in data.nodes(data=True))
+
+
+def test_networkx_node_ids_are_the_same_in_every_run():
+    first, _ = build_program()
+    second, _ = build_program()
+    assert first.id != second.id
+    one, two = to_networkx(first), to_networkx(second)
+    assert list(one.nodes) == list(two.nodes)
+    assert list(one.edges(keys=True)) == list(two.edges(keys=True))
+
+
+def test_networkx_records_in_sequence_order_between_ops():
+    ir = popxl.Ir()
+    with ir.main_graph, popxl.in_sequence():
+        x = ops.host_load(popxl.h2d_stream([2], popxl.float32, name="x"))
+        a = x + 1.0
+        b = x - 1.0
+    data = to_networkx(ir)
+    tail, head = (f"main_graph:op:{t.producer.name}" for t in (a, b))
+    assert data.edges[tail, head, "after"] == {"kind": "after"}
+
+
+def test_networkx_rejects_other_objects():
+    with pytest.raises(TypeError, match="popxl.Ir or popxl.Graph"):
+        to_networkx("main")
+
+
+# ----- JSON -----
+def test_json_round_trips_and_is_strict_json():
+    ir, _ = build_program()
+    document = to_json(ir)
+    text = json.dumps(document, allow_nan=False)
+    assert json.loads(text) == document
+    assert (document["schema"], document["version"]) == ("ipu-workbench/ir", json_schema_version)
+    assert json_schema_version == workbench.export.json_schema_version == 1
+    assert document["ir"] == {"id": ir.id, "replication_factor": 1, "num_host_transfers": 1}
+
+
+def test_json_lists_every_graph_op_and_tensor_once():
+    ir, _ = build_program()
+    document = to_json(ir)
+    assert [g["id"] for g in document["graphs"]] == [g.id for g in ir.graphs]
+    for graph, exported in zip(ir.graphs, document["graphs"]):
+        assert [op["id"] for op in exported["ops"]] == [op.id for op in graph.ops]
+        assert [t["id"] for t in exported["tensors"]] == [t.id for t in graph.tensors]
+        assert exported["inputs"] == [t.id for t in graph.inputs]
+        assert exported["outputs"] == [t.id for t in graph.outputs]
+    op_ids = [op["id"] for g in document["graphs"] for op in g["ops"]]
+    tensor_ids = [t["id"] for g in document["graphs"] for t in g["tensors"]]
+    assert len(set(op_ids)) == len(op_ids)
+    assert len(set(tensor_ids)) == len(tensor_ids)
+
+
+def test_json_ops_and_tensors_describe_the_graph():
+    ir, parts = build_program()
+    main = to_json(ir)["graphs"][0]
+    tensors = {t["id"]: t for t in main["tensors"]}
+    assert tensors["w"] == {"id": "w", "name": "w", "kind": "variable", "shape": [2], "meta_shape": [],
+                            "dtype": "float32", "ipu": 0, "tile_set": "compute", "nbytes": 8,
+                            "producer": None}
+    assert tensors[ODD_NAME]["kind"] == "constant"
+    assert tensors["flag"]["dtype"] == "bool"
+    call = next(op for op in main["ops"] if op["type"] == "call")
+    assert call["inputs"] == ["x", "w"] and call["attrs"] == {"graph_inputs": [0, 1]}
+    assert call["called_graphs"] == [parts["body"].id]
+    assert tensors[call["outputs"][0]]["producer"] == call["id"]
+    store = next(op for op in main["ops"] if op["type"] == "host_store")
+    assert store["attrs"] == {"stream": "y"} and store["outputs"] == []
+
+
+def test_json_records_in_place_updates_and_aliases():
+    ir = popxl.Ir()
+    with ir.main_graph:
+        w = popxl.variable(np.zeros(2, np.float32), name="w")
+        ops.add_(w, popxl.constant(np.ones(2, np.float32), name="one"))
+    (op,) = to_json(ir)["graphs"][0]["ops"]
+    assert (op["type"], op["modified"], op["aliases"]) == ("add_", [0], [[0, 0]])
+
+
+def test_json_call_sites_for_call_repeat_and_conditional():
+    ir, parts = build_program()
+    document = to_json(ir)
+    main = ir.main_graph
+    by_type = {op.type: op for op in main.ops}
+    body, twice = parts["body"], parts["twice"]
+    then_graph, else_graph = parts["then_graph"], parts["else_graph"]
+    repeated = by_type["repeat"].outputs[0].id
+    chosen = by_type["conditional"].outputs[0].id
+    assert document["call_sites"] == [
+        {"graph": "main_graph", "op": by_type["call"].id, "callee": body.id, "kind": "call",
+         "repeat_count": None, "inputs": [["x", body.inputs[0].id], ["w", body.inputs[1].id]],
+         "outputs": [[body.outputs[0].id, by_type["call"].outputs[0].id]]},
+        {"graph": "main_graph", "op": by_type["repeat"].id, "callee": twice.id, "kind": "repeat",
+         "repeat_count": 3, "inputs": [[by_type["call"].outputs[0].id, twice.inputs[0].id]],
+         "outputs": [[twice.outputs[0].id, repeated]]},
+        {"graph": "main_graph", "op": by_type["conditional"].id, "callee": then_graph.id,
+         "kind": "conditional-then", "repeat_count": None,
+         "inputs": [[repeated, then_graph.inputs[0].id]],
+         "outputs": [[then_graph.outputs[0].id, chosen]]},
+        {"graph": "main_graph", "op": by_type["conditional"].id, "callee": else_graph.id,
+         "kind": "conditional-else", "repeat_count": None,
+         "inputs": [[repeated, else_graph.inputs[0].id]],
+         "outputs": [[else_graph.outputs[0].id, chosen]]},
+    ]
+
+
+def test_json_call_site_binds_inputs_given_by_dict_in_graph_order():
+    ir = popxl.Ir()
+    with ir.main_graph:
+        a = popxl.variable(np.ones(2, np.float32), name="a")
+        b = popxl.variable(np.zeros(2, np.float32), name="b")
+        graph = ir.create_graph(lambda p, q: p - q, a, b)
+        ops.call(graph, inputs_dict={graph.inputs[1]: a, graph.inputs[0]: b})
+    (site,) = to_json(ir)["call_sites"]
+    assert site["inputs"] == [["b", graph.inputs[0].id], ["a", graph.inputs[1].id]]
+
+
+def test_json_streams_variables_and_remote_buffers():
+    ir = popxl.Ir(replication=4)
+    with ir.main_graph:
+        unused = popxl.h2d_stream([5], popxl.int32, name="unused")
+        x = ops.host_load(popxl.h2d_stream([2], popxl.float32, name="x"))
+        grouping = ir.replica_grouping(stride=2, group_size=2)
+        popxl.variable(np.zeros((2, 2), np.float32), name="v", replica_grouping=grouping,
+                       retrieval_mode="all_replicas")
+        buffer = popxl.remote_buffer((3, 2), popxl.float16, entries=4)
+    document = to_json(ir)
+    assert unused.name == "unused"
+    assert document["ir"]["replication_factor"] == 4
+    assert document["streams"] == [
+        {"name": "unused", "direction": "h2d", "shape": [5], "dtype": "int32", "used_by": []},
+        {"name": "x", "direction": "h2d", "shape": [2], "dtype": "float32",
+         "used_by": [x.producer.id]},
+    ]
+    assert document["variables"] == [
+        {"id": "v", "name": "v", "shape": [2], "dtype": "float32", "shape_on_host": [2, 2],
+         "replica_grouping": {"num_replicas": 4, "num_groups": 2, "group_size": 2, "stride": 2,
+                              "assignment": [0, 1, 0, 1]},
+         "retrieval_mode": "all_replicas", "shard_count": 1, "remote_buffer": None,
+         "remote_offset": 0}]
+    assert document["remote_buffers"] == [
+        {"id": buffer.remote_buffer_id, "tensor_shape": [3, 2], "tensor_dtype": "float16",
+         "entries": 4, "meta_shape": [], "nbytes": 3 * 2 * 2 * 4}]
+
+
+def test_plain_turns_attribute_values_into_json_values():
+    ir = popxl.Ir()
+    with ir.main_graph:
+        stream = popxl.d2h_stream([1], popxl.float32, name="out")
+    assert plain(stream) == "out"
+    assert plain(popxl.float16) == "float16"
+    assert plain((1, (2, 3))) == [1, [2, 3]]
+    assert plain(np.arange(4, dtype=np.int32).reshape(2, 2)) == [[0, 1], [2, 3]]
+    assert plain({1: np.float32(0.5), "s": {3, 1}}) == {"1": 0.5, "s": [1, 3]}
+    assert plain([float("nan"), np.inf, -np.inf]) == ["NaN", "Infinity", "-Infinity"]
+    assert type(plain(np.int64(7))) is int and type(plain(np.bool_(True))) is bool
+    assert plain(ir.main_graph) == "main_graph"
+    assert plain(ir.replica_grouping()) == {"num_replicas": 1, "num_groups": 1, "group_size": 1,
+                                            "stride": 1, "assignment": [0]}
+
+
+def test_schema_document_names_every_field_written():
+    ir, _ = build_program()
+    document = to_json(ir)
+    documented = set(re.findall(r"^\| `([a-z_]+)` \|", _schema_text(), flags=re.MULTILINE))
+    written = set(document) | set(document["ir"]) | set(document["call_sites"][0])
+    graph = document["graphs"][0]
+    written |= set(graph) | set(graph["ops"][0]) | set(graph["tensors"][0])
+    buffers_ir = popxl.Ir()
+    with buffers_ir.main_graph:
+        popxl.variable(0.0, name="v")
+        ops.host_load(popxl.h2d_stream([1], popxl.float32))
+        popxl.remote_buffer((1,), popxl.float32)
+    extra = to_json(buffers_ir)
+    written |= set(extra["streams"][0]) | set(extra["variables"][0]) | set(extra["remote_buffers"][0])
+    assert written - documented == set()
+    for field in extra["variables"][0]["replica_grouping"]:
+        assert f"`{field}`" in _schema_text()
+    assert f"version {json_schema_version}" in _schema_text()
+
+
+def _schema_text() -> str:
+    return (Path(workbench.export.__file__).parent / "SCHEMA.md").read_text(encoding="utf-8")
+
+
+def test_to_json_rejects_a_graph():
+    ir = popxl.Ir()
+    with pytest.raises(TypeError, match="popxl.Ir"):
+        to_json(ir.main_graph)
+
+
+# ----- DOT -----
+_TOKEN = re.compile(r'"(?:\\.|[^"\\])*"|->|[{}\[\];=,]|[A-Za-z_][A-Za-z_0-9]*|-?[0-9.]+|\s+')
+_KEYWORDS = {"graph", "node", "edge", "subgraph", "digraph"}
+
+
+def dot_structure(text: str) -> tuple[list[str], list[tuple[str, str]], int]:
+    """Check DOT text token by token; return node ids, edges and the number of clusters."""
+    tokens, position = [], 0
+    while position < len(text):
+        match = _TOKEN.match(text, position)
+        assert match, f"unexpected DOT text at {text[position:position + 30]!r}"
+        if not match.group().isspace():
+            tokens.append(match.group())
+        position = match.end()
+    depth, statement, nodes, edges, clusters = 0, [], [], [], 0
+    for token in tokens:
+        if token in "{};":
+            if len(statement) >= 3 and statement[1] == "->":
+                edges.append((statement[0], statement[2]))
+            elif len(statement) >= 2 and statement[1] == "[" and statement[0] not in _KEYWORDS:
+                nodes.append(statement[0])
+            elif statement[:1] == ["subgraph"] and statement[1].startswith('"cluster'):
+                clusters += 1
+            depth += {"{": 1, "}": -1, ";": 0}[token]
+            assert depth >= 0, "a closing brace with no opening one"
+            statement = []
+        else:
+            statement.append(token)
+    assert depth == 0 and not statement, "unbalanced braces or a trailing statement"
+    assert len(set(nodes)) == len(nodes), "a node is declared twice"
+    undeclared = {end for edge in edges for end in edge} - set(nodes)
+    assert not undeclared, f"edges to undeclared nodes: {undeclared}"
+    return nodes, edges, clusters
+
+
+def test_dot_of_an_ir_draws_each_graph_as_a_cluster():
+    ir, _ = build_program()
+    text = to_dot(ir)
+    nodes, edges, clusters = dot_structure(text)
+    data = to_networkx(ir)
+    assert clusters == len(ir.graphs)
+    assert len(nodes) == data.number_of_nodes() and len(edges) == data.number_of_edges()
+    assert 'label="repeat x3"' in text and 'label="then"' in text and 'label="else"' in text
+
+
+def test_dot_styles_ops_variables_and_constants_apart():
+    ir, _ = build_program()
+    lines = to_dot(ir).splitlines()
+
+    def line_of(node_id):
+        return next(line for line in lines if line.strip().startswith(f'"{node_id}" ['))
+
+    assert 'fillcolor="#cfe2ff"' in line_of("main_graph:tensor:w")
+    assert 'style="filled,dashed"' in line_of("main_graph:tensor:flag")
+    assert 'label="x\\nfloat32[2]"' in line_of("main_graph:tensor:x")
+    add_op = next(op for op in ir.main_graph.ops if op.type == "add")
+    assert f'label="add\\n{add_op.name}"' in line_of(f"main_graph:op:{add_op.name}")
+    assert "shape" not in line_of(f"main_graph:op:{add_op.name}")  # the default: box
+    assert '  node [fontname="Helvetica", fontsize=11, shape=box];' in lines
+
+
+def test_dot_escapes_quotes_backslashes_and_angle_brackets():
+    ir, _ = build_program()
+    text = to_dot(ir)
+    dot_structure(text)
+    assert '"main_graph:tensor:c\\"<q>{\\\\" [' in text
+    assert 'label="c\\"<q>{\\\\\\nfloat32[2]"' in text
+
+
+def test_dot_of_one_graph_shows_the_graphs_it_calls_outside_its_cluster():
+    ir, parts = build_program()
+    text = to_dot(ir.main_graph)
+    nodes, _, clusters = dot_structure(text)
+    assert clusters == 1
+    assert any(line.startswith('  "graph:double" [') for line in text.splitlines())
+    assert not any(node.startswith(f'"{parts["twice"].id}:') for node in nodes)
+
+
+@pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz's dot program is not installed")
+def test_graphviz_accepts_the_dot_text(tmp_path):
+    ir, _ = build_program()
+    result = subprocess.run(["dot", "-Tsvg"], input=to_dot(ir), capture_output=True, text=True,
+                            check=False)
+    assert result.returncode == 0 and result.stderr == ""
+    assert "c&quot;&lt;q&gt;{\\" in result.stdout
+
+
+def test_pydot_parses_the_dot_text():
+    pydot = pytest.importorskip("pydot")
+    ir, _ = build_program()
+    (parsed,) = pydot.graph_from_dot_data(to_dot(ir))
+    assert len(parsed.get_subgraphs()) == len(ir.graphs)
+
+
+# ----- checkpoints -----
+def test_dot_checkpoints_are_numbered_and_keep_the_first_save_dir(tmp_path, monkeypatch):
+    monkeypatch.delenv("POPART_DOT_CHECKS", raising=False)
+    monkeypatch.chdir(tmp_path)
+    ir, _ = build_program()
+    ir.dot_checkpoint("FWD0", save_dir=tmp_path / "dots")
+    ir.dot_checkpoint("FWD0")
+    ir.dot_checkpoint("FINAL")
+    names = sorted(p.name for p in (tmp_path / "dots").iterdir())
+    assert names == ["000_FWD0.dot", "001_FWD0.dot", "002_FINAL.dot"]
+    assert not list(tmp_path.glob("*.dot"))
+    assert (tmp_path / "dots" / "002_FINAL.dot").read_text(encoding="utf-8") == to_dot(ir)
+
+
+def test_dot_checkpoints_go_to_the_working_directory_by_default(tmp_path, monkeypatch):
+    monkeypatch.delenv("POPART_DOT_CHECKS", raising=False)
+    monkeypatch.chdir(tmp_path)
+    ir, _ = build_program()
+    ir.dot_checkpoint("start/here")
+    assert [p.name for p in tmp_path.iterdir()] == ["000_start_here.dot"]
+
+
+def test_each_ir_counts_its_own_checkpoints(tmp_path, monkeypatch):
+    monkeypatch.delenv("POPART_DOT_CHECKS", raising=False)
+    first, _ = build_program()
+    second, _ = build_program()
+    assert write_dot_checkpoint(first, "A", tmp_path / "one") == tmp_path / "one" / "000_A.dot"
+    assert write_dot_checkpoint(second, "A", tmp_path / "two") == tmp_path / "two" / "000_A.dot"
+    assert write_dot_checkpoint(first, "B", tmp_path / "one") == tmp_path / "one" / "001_B.dot"
+
+
+@pytest.mark.parametrize("setting", ["FWD0:FINAL", "FWD0, FINAL"])
+def test_popart_dot_checks_selects_the_checks_written(tmp_path, monkeypatch, setting):
+    monkeypatch.setenv("POPART_DOT_CHECKS", setting)
+    ir, _ = build_program()
+    for check in ("FWD0", "BWD0", "FINAL"):
+        ir.dot_checkpoint(check, save_dir=tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["000_FWD0.dot", "001_FINAL.dot"]
+
+
+def test_popart_dot_checks_all_writes_every_check(tmp_path, monkeypatch):
+    monkeypatch.setenv("POPART_DOT_CHECKS", "ALL")
+    ir, _ = build_program()
+    ir.dot_checkpoint("anything", save_dir=tmp_path)
+    assert [p.name for p in tmp_path.iterdir()] == ["000_anything.dot"]
+
+
+def test_dot_checkpoint_needs_a_check_name(tmp_path):
+    ir, _ = build_program()
+    with pytest.raises(ValueError, match="check name"):
+        ir.dot_checkpoint("", save_dir=tmp_path)
+    assert not list(tmp_path.iterdir())

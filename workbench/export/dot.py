@@ -1,0 +1,142 @@
+"""Graphviz DOT text for a graph or an Ir, and popxl's ``Ir.dot_checkpoint`` files.
+
+The picture is drawn from ``to_networkx``: one cluster per graph, ops as boxes, tensors as
+ellipses labelled with shape and dtype, dashed edges from calling ops to the called graphs.
+"""
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Optional, Union
+
+import networkx as nx
+
+from workbench.ir import Graph, Ir
+
+from .graph_data import to_networkx
+
+# Styling tables, keyed by tensor kind, op type and edge kind: a new look is a new row.
+TENSOR_STYLE = {
+    "variable": {"shape": "ellipse", "style": "filled", "fillcolor": "#cfe2ff", "penwidth": "2"},
+    "constant": {"shape": "ellipse", "style": "filled,dashed", "fillcolor": "#eeeeee"},
+    "input": {"shape": "ellipse", "style": "filled", "fillcolor": "#fff2cc"},
+    "intermediate": {"shape": "ellipse"},
+}
+OP_STYLE = {
+    "host_load": {"style": "filled", "fillcolor": "#d9ead3"},
+    "host_store": {"style": "filled", "fillcolor": "#d9ead3"},
+    "call": {"style": "filled,bold", "fillcolor": "#fce5cd"},
+    "repeat": {"style": "filled,bold", "fillcolor": "#fce5cd"},
+    "conditional": {"style": "filled,bold", "fillcolor": "#fce5cd"},
+}
+DEFAULT_OP_STYLE = {"style": "rounded"}
+GRAPH_NODE_STYLE = {"shape": "folder", "style": "filled", "fillcolor": "#ead1dc"}
+EDGE_STYLE = {
+    "input": {},
+    "output": {},
+    "after": {"style": "dotted", "color": "#888888"},
+}
+CALL_EDGE_STYLE = {"style": "dashed", "color": "#b45f06"}
+
+
+def quote(text: str) -> str:
+    """``text`` as a double-quoted DOT string, whatever characters it holds."""
+    escaped = str(text).replace("\\", "\\\\").replace('"', '\\"')
+    return '"' + escaped.replace("\r", "").replace("\n", "\\n") + '"'
+
+
+def to_dot(ir_or_graph: Union[Ir, Graph]) -> str:
+    """DOT text for ``ir_or_graph``: render it with ``dot -Tsvg``."""
+    data = to_networkx(ir_or_graph)
+    lines = [f"digraph {quote('ir_' + str(data.graph['ir']))} {{",
+             '  graph [rankdir=TB, fontname="Helvetica", compound=true];',
+             '  node [fontname="Helvetica", fontsize=11, shape=box];',
+             '  edge [fontname="Helvetica", fontsize=9];']
+    members: dict[str, list[str]] = {graph_id: [] for graph_id in data.graph["graphs"]}
+    for node, attributes in data.nodes(data=True):
+        if attributes["kind"] == "graph":
+            home = attributes["id"] if attributes["id"] in members else None
+        else:
+            home = attributes["graph"]
+        line = f"{quote(node)} [{_attributes(_node_look(attributes))}];"
+        if home is None:
+            lines.append("  " + line)
+        else:
+            members[home].append(line)
+    for index, (graph_id, body) in enumerate(members.items()):
+        label = data.nodes[f"graph:{graph_id}"]["label"]
+        lines.append(f"  subgraph {quote(f'cluster_{index}')} {{")
+        lines.append(f"    label={quote(label)}; style=rounded; color=\"#999999\";")
+        lines.extend("    " + line for line in body)
+        lines.append("  }")
+    for tail, head, attributes in data.edges(data=True):
+        look = _edge_look(data, head, attributes)
+        suffix = f" [{_attributes(look)}]" if look else ""
+        lines.append(f"  {quote(tail)} -> {quote(head)}{suffix};")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def _node_look(attributes: dict) -> dict:
+    kind = attributes["kind"]
+    if kind == "graph":
+        return {**GRAPH_NODE_STYLE, "label": attributes["label"]}
+    place = f" @ipu{attributes['ipu']}" if attributes["ipu"] else ""
+    if kind == "tensor":
+        spec = f"{attributes['dtype']}[{','.join(map(str, attributes['shape']))}]"
+        look = {**TENSOR_STYLE[attributes["tensor_kind"]], "label": f"{attributes['name']}\n{spec}{place}"}
+        if attributes["graph_output"] is not None:
+            look["peripheries"] = "2"
+        return look
+    return {**OP_STYLE.get(attributes["type"], DEFAULT_OP_STYLE),
+            "label": f"{attributes['type']}\n{attributes['name']}{place}"}
+
+
+def _edge_look(data: nx.MultiDiGraph, head: str, attributes: dict) -> dict:
+    kind = attributes["kind"]
+    if kind in EDGE_STYLE:
+        look = dict(EDGE_STYLE[kind])
+        if kind == "input" and data.in_degree(head) > 1:
+            look["label"] = str(attributes["index"])
+        return look
+    label = kind.replace("conditional-", "")
+    if attributes.get("repeat_count") is not None:
+        label += f" x{attributes['repeat_count']}"
+    return {**CALL_EDGE_STYLE, "label": label}
+
+
+def _attributes(look: dict) -> str:
+    return ", ".join(f"{name}={quote(value)}" for name, value in look.items())
+
+
+# ----- checkpoints -----
+def enabled_checks() -> Optional[frozenset[str]]:
+    """The checks named in POPART_DOT_CHECKS (separated by ':' or ','), or None for all."""
+    setting = os.environ.get("POPART_DOT_CHECKS", "").strip()
+    names = frozenset(name.strip() for name in re.split(r"[:,]", setting) if name.strip())
+    return None if not names or "ALL" in names else names
+
+
+def write_dot_checkpoint(ir: Ir, check: str, save_dir: Union[Path, str]) -> Optional[Path]:
+    """Write ``ir`` to ``<save_dir>/<NNN>_<check>.dot`` unless POPART_DOT_CHECKS leaves ``check`` out.
+
+    NNN counts the files this Ir has written, so repeated checks never overwrite each other.
+    Returns the path written, or None.
+    """
+    if not isinstance(check, str) or not check:
+        raise ValueError(f"dot_checkpoint needs a non-empty check name, got {check!r}")
+    checks = enabled_checks()
+    if checks is not None and check not in checks:
+        return None
+    directory = Path(save_dir)
+    directory.mkdir(parents=True, exist_ok=True)
+    number = ir._dot_checkpoints
+    path = directory / f"{number:03d}_{_file_safe(check)}.dot"
+    path.write_text(to_dot(ir), encoding="utf-8")
+    ir._dot_checkpoints = number + 1
+    return path
+
+
+def _file_safe(check: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", check)
