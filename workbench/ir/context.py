@@ -3,22 +3,12 @@ from __future__ import annotations
 
 import threading
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Iterator, Literal, Optional, Union
 
 if TYPE_CHECKING:
     from .graph import Graph
     from .ir import Ir
     from .op import Op
-
-
-@dataclass(slots=True)
-class _Sequence:
-    """Ops created inside an ``in_sequence`` block of one graph: each new op follows ``frontier``."""
-
-    ordered: bool
-    frontier: list = field(default_factory=list)
-    members: list = field(default_factory=list)
 
 
 class Context(threading.local):
@@ -30,7 +20,8 @@ class Context(threading.local):
         self.name_scopes: list[str] = []
         self.ipu_id: int = 0
         self.io_tile_set: bool = False
-        self.sequences: dict[int, list[_Sequence]] = {}
+        self.sequence_mode: Optional[bool] = None
+        self.previous_ops: dict[Graph, list] = {}
         self._hooks: dict[int, Callable[[Op], object]] = {}
         self._next_hook = 0
 
@@ -43,8 +34,8 @@ class Context(threading.local):
 
     @property
     def in_sequence(self) -> Optional[bool]:
-        stack = self.sequences.get(id(self.graph)) if self.graphs else None
-        return stack[-1].ordered if stack else None
+        """The innermost ``in_sequence`` mode: True, False, or None (no block, or ``'pass'``)."""
+        return self.sequence_mode
 
     def name_scope_prefix(self) -> str:
         return "".join(scope + "/" for scope in self.name_scopes)
@@ -59,15 +50,28 @@ class Context(threading.local):
         self._hooks.pop(handle, None)
 
     def _op_created(self, op: "Op") -> None:
-        """Order ``op`` after earlier ops of open ``in_sequence`` blocks and run the hooks."""
-        for sequence in reversed(self.sequences.get(id(op.graph), ())):
-            op.after = tuple(dict.fromkeys(op.after + tuple(sequence.frontier)))
-            sequence.members.append(op)
-            if sequence.ordered:
-                sequence.frontier = [op]
-            break
+        """Order ``op`` as the open ``in_sequence`` block says and run the hooks."""
+        if self.sequence_mode is not None:
+            self._sequence(op)
         for hook in list(self._hooks.values()):
             hook(op)
+
+    def _sequence(self, op: "Op") -> None:
+        """In an ordered block ``op`` follows every op recorded since the last ordered op; in an
+        unordered block it follows only the first of them, so an unordered block nested in an
+        ordered one runs as a whole between its neighbours. ``None`` marks an unordered block
+        that started with nothing before it."""
+        previous = self.previous_ops.setdefault(op.graph, [])
+        if self.sequence_mode:
+            before = [p for p in previous if p is not None]
+            previous.clear()
+        elif previous:
+            before = [previous[0]] if previous[0] is not None else []
+        else:
+            before = []
+            previous.append(None)
+        op.after = tuple(dict.fromkeys(op.after + tuple(before)))
+        previous.append(op)
 
 
 _context = Context()
@@ -129,30 +133,26 @@ def io_tiles() -> Iterator[None]:
 
 @contextmanager
 def in_sequence(mode: Union[bool, Literal["pass"]] = True) -> Iterator[None]:
-    """Execute the ops created inside in creation order.
+    """Execute the ops created inside, in every graph, in creation order.
 
     ``in_sequence(False)`` inside an ordered block leaves the inner ops unordered among themselves
-    while the block as a whole keeps its place in the outer sequence. ``'pass'`` records nothing.
+    while the block as a whole keeps its place in the outer sequence. ``'pass'`` orders nothing
+    and starts the sequence afresh (for transforms that add their own constraints).
     """
-    if mode == "pass":
-        yield
-        return
-    if not isinstance(mode, bool):
+    if mode is None:
+        raise TypeError("in_sequence mode must be True, False or 'pass', got None; try False instead")
+    if mode != "pass" and not isinstance(mode, bool):
         raise TypeError(f"in_sequence mode must be True, False or 'pass', got {mode!r}")
-    graph = _context.graph
-    stack = _context.sequences.setdefault(id(graph), [])
-    outer = stack[-1] if stack else None
-    entry = list(outer.frontier) if outer is not None else []
-    sequence = _Sequence(ordered=mode, frontier=entry)
-    stack.append(sequence)
+    previous = _context.sequence_mode
+    _set_sequence_mode(None if mode == "pass" else mode)
     try:
         yield
     finally:
-        stack.pop()
-        if not stack:
-            del _context.sequences[id(graph)]
-        if outer is not None:
-            outer.members.extend(sequence.members)
-            finished = sequence.frontier if mode else sequence.members
-            if outer.ordered and sequence.members:
-                outer.frontier = list(finished)
+        _set_sequence_mode(previous)
+
+
+def _set_sequence_mode(mode: Optional[bool]) -> None:
+    """Entering 'pass' or leaving the outermost block forgets the ops recorded so far."""
+    if mode is None:
+        _context.previous_ops.clear()
+    _context.sequence_mode = mode
