@@ -1,2 +1,266 @@
-"""Collective ops across replicas and across the IPUs of one replica."""
-__all__: list[str] = []
+"""Collectives across replicas (within a replica group) and across the IPUs of one replica.
+
+A collective is an ordinary op whose replica group is an attribute. Its kernel hands the replica's
+value to ``env.exchange(op, members)``, receives the values of every member of its group in replica
+order, and reduces them with the same NumPy call for every member, so all members agree exactly.
+"""
+from __future__ import annotations
+
+from typing import Iterable, List, Literal, Optional
+
+import numpy as np
+
+from workbench.ir import ReplicaGrouping, Tensor, TensorSpec, get_current_graph
+
+from .registry import OpDef, create_op, register
+from .rules import check_dtype, normalize_axis
+
+__all__ = ["replicated_all_reduce", "replicated_all_reduce_", "replicated_all_gather",
+           "replicated_reduce_scatter", "replica_sharded_slice", "replicated_slice", "all_reduce",
+           "all_reduce_identical_inputs", "all_reduce_identical_grad_inputs"]
+
+CollectiveOps = Literal["add", "mean", "mul", "min", "max", "and", "or", "square_add", "local"]
+
+_REDUCERS = {
+    "add": lambda stacked: np.sum(stacked, axis=0),
+    "mean": lambda stacked: np.mean(stacked, axis=0),
+    "mul": lambda stacked: np.prod(stacked, axis=0),
+    "min": lambda stacked: np.min(stacked, axis=0),
+    "max": lambda stacked: np.max(stacked, axis=0),
+    "and": lambda stacked: np.all(stacked, axis=0),
+    "or": lambda stacked: np.any(stacked, axis=0),
+    "square_add": lambda stacked: np.sum(stacked * stacked, axis=0),
+    "local": lambda stacked: stacked[0],
+}
+
+
+def _group(op_type: str, group: Optional[ReplicaGrouping]) -> ReplicaGrouping:
+    ir = get_current_graph().ir
+    group = ir.replica_grouping() if group is None else group
+    if not isinstance(group, ReplicaGrouping):
+        raise TypeError(f"{op_type}: group must be a ReplicaGrouping (ir.replica_grouping(...)), got {group!r}")
+    if group._ir is not ir:
+        raise ValueError(f"{op_type}: the replica grouping belongs to another Ir")
+    if not group.is_const:
+        raise ValueError(f"{op_type}: {group!r} has no constant stride; such groupings serve variable "
+                         "settings only and cannot be used for collectives")
+    return group
+
+
+def _check_op(op_type: str, op: str) -> str:
+    if op not in _REDUCERS:
+        raise ValueError(f"{op_type}: op must be one of {sorted(_REDUCERS)}, got {op!r}")
+    return op
+
+
+def _reducer(op):
+    reduce, dtype = _REDUCERS[op.attrs["op"]], op.outputs[0].dtype.as_numpy()
+    return lambda values: reduce(np.stack(values)).astype(dtype, copy=False)
+
+
+def _members(op, env) -> list[int]:
+    grouping = op.attrs["group"]
+    return grouping.members(grouping.assignment[env.replica])
+
+
+def _shard(flat: np.ndarray, count: int, index: int) -> np.ndarray:
+    """Shard ``index`` of ``count`` equal parts of a flat array, zero-padded at the end."""
+    size = -(-flat.size // count)
+    padded = np.zeros(size * count, flat.dtype)
+    padded[: flat.size] = flat
+    return padded[index * size: (index + 1) * size]
+
+
+# ----- all-reduce -----
+def _same_spec(specs, attrs):
+    return [TensorSpec(specs[0].shape, specs[0].dtype)]
+
+
+def _all_reduce_kernel(op, env):
+    exchange, reduce = env.exchange(op, _members(op, env)), _reducer(op)
+    return lambda value: reduce(exchange(value))
+
+
+def _all_reduce_in_place_kernel(op, env):
+    exchange, reduce = env.exchange(op, _members(op, env)), _reducer(op)
+
+    def run(value):
+        value[...] = reduce(exchange(value))
+        return value
+    return run
+
+
+register(OpDef("replicated_all_reduce", _same_spec, _all_reduce_kernel))
+register(OpDef("replicated_all_reduce_", _same_spec, _all_reduce_in_place_kernel, modifies=(0,),
+               aliases=((0, 0),)))
+
+
+def replicated_all_reduce(t: Tensor, op: CollectiveOps = "add", group: Optional[ReplicaGrouping] = None) -> Tensor:
+    """Reduce ``t`` over the replicas of each group; every member gets the result."""
+    return create_op("replicated_all_reduce", [t], {"op": _check_op("replicated_all_reduce", op),
+                                                    "group": _group("replicated_all_reduce", group)}).outputs[0]
+
+
+def replicated_all_reduce_(t: Tensor, op: CollectiveOps = "add", group: Optional[ReplicaGrouping] = None) -> Tensor:
+    """Reduce ``t`` over the replicas of each group, in place."""
+    return create_op("replicated_all_reduce_", [t], {"op": _check_op("replicated_all_reduce_", op),
+                                                     "group": _group("replicated_all_reduce_", group)}).outputs[0]
+
+
+# ----- all-gather -----
+def _gather_infer(specs, attrs):
+    spec, size, mode, axis = specs[0], attrs["group"].group_size, attrs["output_shape"], attrs["axis"]
+    if mode == "new_axis":
+        return [TensorSpec((size, *spec.shape), spec.dtype)]
+    if mode == "meta_shape":
+        return [TensorSpec(spec.meta_shape, spec.dtype)]
+    if not spec.shape:
+        raise ValueError("replicated_all_gather: a scalar cannot be concatenated; use output_shape='new_axis'")
+    shape = list(spec.shape)
+    shape[axis] *= size
+    return [TensorSpec(tuple(shape), spec.dtype)]
+
+
+def _gather_kernel(op, env):
+    exchange, mode, axis = env.exchange(op, _members(op, env)), op.attrs["output_shape"], op.attrs["axis"]
+    if mode == "new_axis":
+        return lambda value: np.stack(exchange(value))
+    if mode == "meta_shape":
+        shape = op.outputs[0].shape
+        count = int(np.prod(shape, dtype=np.int64))
+        return lambda value: np.concatenate(exchange(value))[:count].reshape(shape)
+    return lambda value: np.concatenate(exchange(value), axis=axis)
+
+
+register(OpDef("replicated_all_gather", _gather_infer, _gather_kernel))
+
+
+def replicated_all_gather(t: Tensor, axis: int = 0, group: Optional[ReplicaGrouping] = None,
+                          output_shape: Literal["new_axis", "concat", "meta_shape", "auto"] = "auto") -> Tensor:
+    """Every member receives the ``t`` of all members of its group: stacked on a new axis,
+    concatenated along ``axis``, or (for replica shards) reassembled to the ``meta_shape``."""
+    if output_shape not in ("new_axis", "concat", "meta_shape", "auto"):
+        raise ValueError(f"replicated_all_gather: output_shape must be 'new_axis', 'concat', 'meta_shape' "
+                         f"or 'auto', got {output_shape!r}")
+    if output_shape == "auto":
+        output_shape = "meta_shape" if t.meta_shape else "concat"
+    if output_shape == "meta_shape" and not t.meta_shape:
+        raise ValueError(f"replicated_all_gather: {t.id!r} has no meta_shape to gather into")
+    axis = normalize_axis("replicated_all_gather", axis, max(t.rank, 1))
+    return create_op("replicated_all_gather", [t], {"axis": axis, "output_shape": output_shape,
+                                                    "group": _group("replicated_all_gather", group)}).outputs[0]
+
+
+# ----- sharding -----
+def _shard_infer(specs, attrs):
+    spec, size = specs[0], attrs["group"].group_size
+    meta = spec.shape if attrs.get("keep_meta_shape") else ()
+    return [TensorSpec((-(-spec.nelms // size),), spec.dtype, meta)]
+
+
+def _reduce_scatter_kernel(op, env):
+    members = _members(op, env)
+    exchange, reduce, index = env.exchange(op, members), _reducer(op), members.index(env.replica)
+    return lambda value: _shard(reduce(exchange(value)).reshape(-1), len(members), index)
+
+
+def _sharded_slice_kernel(op, env):
+    members = _members(op, env)
+    index = members.index(env.replica)
+    return lambda value: _shard(value.reshape(-1), len(members), index)
+
+
+register(OpDef("replicated_reduce_scatter", _shard_infer, _reduce_scatter_kernel))
+register(OpDef("replica_sharded_slice", _shard_infer, _sharded_slice_kernel))
+
+
+def replicated_reduce_scatter(t: Tensor, op: CollectiveOps = "add", group: Optional[ReplicaGrouping] = None,
+                              configure_output_for_replicated_tensor_sharding: bool = False) -> Tensor:
+    """Reduce ``t`` over each group; each member keeps its 1/group_size flat shard (zero-padded)."""
+    return create_op("replicated_reduce_scatter", [t], {
+        "op": _check_op("replicated_reduce_scatter", op), "group": _group("replicated_reduce_scatter", group),
+        "keep_meta_shape": bool(configure_output_for_replicated_tensor_sharding)}).outputs[0]
+
+
+def replica_sharded_slice(t: Tensor, group: Optional[ReplicaGrouping] = None) -> Tensor:
+    """Each member keeps its flat shard of ``t`` (no reduction); the shard remembers ``t``'s shape."""
+    return create_op("replica_sharded_slice", [t], {"group": _group("replica_sharded_slice", group),
+                                                    "keep_meta_shape": True}).outputs[0]
+
+
+def _slice_infer(specs, attrs):
+    spec, size, axis = specs[0], attrs["group"].group_size, attrs["axis"]
+    if spec.shape[axis] % size:
+        raise ValueError(f"replicated_slice: dimension {axis} of size {spec.shape[axis]} does not split "
+                         f"evenly over groups of {size} replicas")
+    shape = list(spec.shape)
+    shape[axis] //= size
+    return [TensorSpec(tuple(shape), spec.dtype)]
+
+
+def _slice_kernel(op, env):
+    members, axis = _members(op, env), op.attrs["axis"]
+    index = members.index(env.replica)
+    return lambda value: np.split(value, len(members), axis=axis)[index].copy()
+
+
+register(OpDef("replicated_slice", _slice_infer, _slice_kernel))
+
+
+def replicated_slice(t: Tensor, axis: int = 0, group: Optional[ReplicaGrouping] = None) -> Tensor:
+    """Split ``t`` evenly along ``axis`` over the members of each group; each keeps its part."""
+    if not t.shape:
+        raise ValueError(f"replicated_slice: {t.id!r} is a scalar; there is nothing to slice")
+    axis = normalize_axis("replicated_slice", axis, t.rank)
+    return create_op("replicated_slice", [t], {"axis": axis, "group": _group("replicated_slice", group)}).outputs[0]
+
+
+# ----- across the IPUs of one replica -----
+def _ipus_infer(specs, attrs):
+    for spec in specs[1:]:
+        if spec.shape != specs[0].shape or spec.dtype is not specs[0].dtype:
+            raise ValueError(f"all_reduce: all tensors must match {specs[0]}, got {spec}")
+    return [TensorSpec(s.shape, s.dtype) for s in specs]
+
+
+def _ipus_kernel(op, env):
+    if op.attrs["variant"] == "all_reduce_identical_inputs":
+        return lambda *values: tuple(v.copy() for v in values)
+    reduce, count = _reducer(op), len(op.inputs)
+    return lambda *values: tuple(reduce(values).copy() for _ in range(count))
+
+
+register(OpDef("all_reduce", _ipus_infer, _ipus_kernel))
+
+
+def _all_reduce_over_ipus(variant: str, ts: List[Tensor], ipus: Optional[List[int]], op: str) -> List[Tensor]:
+    ts = list(ts)
+    if not ts:
+        raise ValueError(f"{variant}: needs at least one tensor")
+    ipus = [t.ipu for t in ts] if ipus is None else list(ipus)
+    if len(ipus) != len(ts):
+        raise ValueError(f"{variant}: {len(ts)} tensors but {len(ipus)} ipus")
+    reduce_op = _check_op(variant, op)
+    result = create_op("all_reduce", ts, {"op": reduce_op, "variant": variant, "ipus": tuple(ipus)}).outputs
+    for tensor, ipu in zip(result, ipus):
+        tensor._ipu = ipu
+    return list(result)
+
+
+def all_reduce(ts: List[Tensor], ipus: Optional[List[int]] = None, op: CollectiveOps = "add") -> List[Tensor]:
+    """Reduce tensors that live on different IPUs of one replica; one result per IPU."""
+    return _all_reduce_over_ipus("all_reduce", ts, ipus, op)
+
+
+def all_reduce_identical_inputs(ts: List[Tensor], ipus: Optional[List[int]] = None,
+                                op: CollectiveOps = "add") -> List[Tensor]:
+    """Like ``all_reduce`` for inputs known to be identical: the forward pass is an identity on each
+    IPU; the gradient is the all-reduce."""
+    return _all_reduce_over_ipus("all_reduce_identical_inputs", ts, ipus, op)
+
+
+def all_reduce_identical_grad_inputs(ts: List[Tensor], ipus: Optional[List[int]] = None,
+                                     op: CollectiveOps = "add") -> List[Tensor]:
+    """Like ``all_reduce`` when the gradients flowing back are identical: the forward pass reduces,
+    the gradient is copied."""
+    return _all_reduce_over_ipus("all_reduce_identical_grad_inputs", ts, ipus, op)

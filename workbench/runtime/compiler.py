@@ -30,6 +30,19 @@ class GraphCode:
     source: str
     code: CodeType
 
+    @property
+    def filename(self) -> str:
+        return code_filename(self.graph)
+
+    def step_at_line(self, line: int) -> Op | None:
+        """The op whose generated line is ``line`` (line 1 is ``def run``, then one line a variable)."""
+        position = line - 2 - len(self.variables)
+        return self.steps[position] if 0 <= position < len(self.steps) else None
+
+
+def code_filename(graph: Graph) -> str:
+    return f"<workbench graph {graph.label}>"
+
 
 def compile_graph(graph: Graph, steps: list[Op] | None = None) -> GraphCode:
     """Compile ``graph`` (in ``steps`` order if given, else its schedule)."""
@@ -85,5 +98,5 @@ def compile_graph(graph: Graph, steps: list[Op] | None = None) -> GraphCode:
     lines = [f"def run({signature}):", *(f"    {line}" for line in prologue + body),
              f"    return ({returned})"]
     source = "\n".join(lines) + "\n"
-    code = compile(source, f"<workbench graph {graph.label}>", "exec")
+    code = compile(source, code_filename(graph), "exec")
     return GraphCode(graph, steps, effects, variables, constants, source, code)

@@ -70,6 +70,8 @@ class ReplicaProgram:
         self.variables = variables
         self.inputs: dict = {}
         self.outputs: dict = {}
+        self.communicator = None
+        self._occurrences: dict[Op, int] = {}
         self._codes = codes
         self._check = check_outputs
         self._bound: dict[Graph, BoundGraph] = {}
@@ -78,12 +80,37 @@ class ReplicaProgram:
         self._main_variables = [variables[v] for v in codes[ir.main_graph].variables]
 
     def run(self) -> None:
+        self._occurrences.clear()
         self._main(self._main_variables)
+
+    def failing_op(self, error: BaseException) -> Optional[Op]:
+        """The op whose kernel raised ``error``: the innermost generated graph line in its traceback."""
+        by_file = {code.filename: code for code in self._codes.values()}
+        found, trace = None, error.__traceback__
+        while trace is not None:
+            code = by_file.get(trace.tb_frame.f_code.co_filename)
+            if code is not None:
+                found = code.step_at_line(trace.tb_lineno) or found
+            trace = trace.tb_next
+        return found
 
     # ----- the environment kernel builders see -----
     def host_load(self, stream, tensor) -> Callable[[], np.ndarray]:
         port = self.inputs.setdefault(stream, InputPort())
         return port.load if self.is_written(tensor) else port.load_view
+
+    def exchange(self, op: Op, members: list[int]) -> Callable[[np.ndarray], list]:
+        """For a collective: give this replica's value, get every group member's (replica order)."""
+        if len(members) == 1:
+            return lambda value: [value]
+        label, replica, group = f"{op.name} ({op.type})", self.replica, tuple(members)
+        occurrences = self._occurrences
+
+        def exchange(value):
+            occurrence = occurrences.get(op, 0)
+            occurrences[op] = occurrence + 1
+            return self.communicator.exchange((op, group, occurrence), label, replica, members, value)
+        return exchange
 
     def is_written(self, tensor) -> bool:
         """Whether some op writes ``tensor``'s memory in place."""

@@ -11,6 +11,7 @@ import os
 from typing import Any, Iterable, Mapping, Optional, Union
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from workbench.analysis import verify
 from workbench.ir import Constant, Ir, Tensor, Variable
@@ -20,6 +21,7 @@ from . import host_buffers, weights
 from .compiler import compile_graph
 from .device import Device, device_for
 from .program import ReplicaProgram
+from .replicas import ReplicaRunner, written_variables
 
 
 class Session:
@@ -48,6 +50,8 @@ class Session:
         check = os.environ.get("WORKBENCH_CHECK_KERNELS", "") not in ("", "0")
         self._programs = [ReplicaProgram(ir, self._codes, r, values, check)
                           for r, values in enumerate(self._device_values)]
+        self._runner = ReplicaRunner(self._programs, written_variables(self._codes, self._variables))
+        self._blas_limit = None
         self._attached = False
         self._enter_stack: list[bool] = []
         self._host_in_sync = True
@@ -82,6 +86,9 @@ class Session:
         self._enter_stack.append(attaching)
         if attaching:
             self._attached = True
+            if len(self._programs) > 1:
+                # Replica threads each run NumPy; a multi-threaded BLAS under them only contends.
+                self._blas_limit = threadpool_limits(1, user_api="blas")
             self.weights_from_host()
             self.events.emit("attached", self)
         return self
@@ -91,6 +98,9 @@ class Session:
             if self._weights_to_host_on_exit and exc_type is None:
                 self.weights_to_host()
             self._attached = False
+            if self._blas_limit is not None:
+                self._blas_limit.restore_original_limits()
+                self._blas_limit = None
             self.events.emit("detached", self)
 
     def _require_attached(self, what: str) -> None:
@@ -146,8 +156,7 @@ class Session:
             for stream, port in program.outputs.items():
                 port.data, port.index = views[stream][:, replica], 0
         self._host_in_sync = False
-        for program in self._programs:
-            program.run()
+        self._runner.run()
         self.run_count += 1
         self.events.emit("run_finished", self)
 

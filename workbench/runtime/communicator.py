@@ -1,0 +1,91 @@
+"""Rendezvous between replica threads for collectives, with failures that never hang.
+
+Each collective execution is identified by (op, group, occurrence): the k-th time a replica runs a
+collective op meets the k-th time the other members of its group run it. A replica that fails, or
+finishes without reaching a collective its group waits on, or a state where every running replica
+waits on a different collective, makes the waiting replicas raise instead of blocking forever.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any, Hashable, Sequence
+
+#: A last resort: no collective waits longer than this (seconds) even if no rule above caught it.
+WAIT_LIMIT = 120.0
+
+
+class CollectiveMismatchError(RuntimeError):
+    """Replicas did not all reach the same collective."""
+
+
+class ReplicaAborted(RuntimeError):
+    """This replica stopped because another replica failed."""
+
+
+class Communicator:
+    """Shared by the replica threads of one run."""
+
+    def __init__(self, replicas: int):
+        self._replicas = replicas
+        self._condition = threading.Condition()
+        self._slots: dict[Hashable, dict[int, Any]] = {}
+        self._taken: dict[Hashable, int] = {}
+        self._waiting: dict[int, tuple[Hashable, str]] = {}
+        self._finished: set[int] = set()
+        self._failed: int | None = None
+        self._deadlock: str | None = None
+
+    def exchange(self, key: Hashable, label: str, replica: int, members: Sequence[int],
+                 value: Any) -> list:
+        """Give ``value`` and return the values of all ``members`` (in member order)."""
+        with self._condition:
+            slot = self._slots.setdefault(key, {})
+            slot[replica] = value
+            self._condition.notify_all()
+            deadline = time.monotonic() + WAIT_LIMIT
+            while len(slot) < len(members):
+                self._check_can_wait(label, replica, members, slot)
+                if time.monotonic() > deadline:
+                    raise CollectiveMismatchError(f"replica {replica} waited {WAIT_LIMIT:.0f} s at {label} "
+                                                  f"for replicas {[m for m in members if m not in slot]}")
+                self._waiting[replica] = (key, label, len(members))
+                self._condition.wait(timeout=1.0)
+                self._waiting.pop(replica, None)
+            values = [slot[m] for m in members]
+            self._taken[key] = self._taken.get(key, 0) + 1
+            if self._taken[key] == len(members):
+                del self._slots[key], self._taken[key]
+            return values
+
+    def _check_can_wait(self, label, replica, members, slot) -> None:
+        if self._failed is not None:
+            raise ReplicaAborted(f"replica {replica} stopped at {label}: replica {self._failed} failed")
+        if self._deadlock is not None:
+            raise CollectiveMismatchError(self._deadlock)
+        gone = [m for m in members if m not in slot and m in self._finished]
+        if gone:
+            raise CollectiveMismatchError(
+                f"replica {replica} waits at {label} for replica(s) {gone}, which finished the run "
+                "without reaching it: every replica of a group must run the same collectives")
+        running = set(range(self._replicas)) - self._finished - {replica}
+        stuck = {r: self._waiting[r] for r in running if r in self._waiting
+                 and len(self._slots.get(self._waiting[r][0], ())) < self._waiting[r][2]}
+        if len(stuck) == len(running):
+            where = "; ".join(f"replica {r} at {lbl}" for r, (_, lbl, _) in sorted(stuck.items()))
+            self._deadlock = (f"the replicas reached different collectives and wait on each other: "
+                              f"replica {replica} at {label}" + (f"; {where}" if where else ""))
+            self._condition.notify_all()
+            raise CollectiveMismatchError(self._deadlock)
+
+    def finished(self, replica: int) -> None:
+        with self._condition:
+            self._finished.add(replica)
+            self._condition.notify_all()
+
+    def failed(self, replica: int) -> None:
+        with self._condition:
+            if self._failed is None:
+                self._failed = replica
+            self._finished.add(replica)
+            self._condition.notify_all()

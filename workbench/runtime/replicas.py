@@ -1,0 +1,97 @@
+"""Running the replicas of one step: inline for one replica, one thread each for several.
+
+A run is all or nothing for the weights: the variables a run writes are saved first and restored
+on any failure, so a failed run leaves every replica's weights as they were before it.
+"""
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from typing import Optional
+
+from workbench.ir import Variable
+
+from .communicator import CollectiveMismatchError, Communicator, ReplicaAborted
+from .program import ReplicaProgram
+
+
+class ReplicaExecutionError(RuntimeError):
+    """A replica failed during a run; the message names the replica and the op."""
+
+    def __init__(self, message: str, replica: int, op=None):
+        super().__init__(message)
+        self.replica = replica
+        self.op = op
+
+
+class ReplicaRunner:
+    """Runs a session's replica programs, one step at a time."""
+
+    def __init__(self, programs: list[ReplicaProgram], written: list[Variable]):
+        self._programs = programs
+        self._written = written
+        self._pool: Optional[ThreadPoolExecutor] = None
+
+    def run(self) -> None:
+        saved = [{v: values[v].copy() for v in self._written} for values in self._device_values()]
+        try:
+            if len(self._programs) == 1:
+                self._run_one(0)
+            else:
+                self._run_all()
+        except BaseException:
+            for values, backup in zip(self._device_values(), saved):
+                for variable, array in backup.items():
+                    values[variable][...] = array
+            raise
+
+    def _device_values(self) -> list[dict]:
+        return [program.variables for program in self._programs]
+
+    def _run_one(self, replica: int) -> None:
+        program = self._programs[replica]
+        try:
+            program.run()
+        except (ReplicaAborted, CollectiveMismatchError):
+            raise
+        except Exception as error:
+            op = program.failing_op(error)
+            where = f" in op {op.name} ({op.type}) of graph {op.graph.label!r}" if op is not None else ""
+            raise ReplicaExecutionError(f"replica {replica} failed{where}: {type(error).__name__}: {error}",
+                                        replica, op) from error
+
+    def _run_all(self) -> None:
+        communicator = Communicator(len(self._programs))
+        for program in self._programs:
+            program.communicator = communicator
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(len(self._programs), thread_name_prefix="replica")
+
+        def work(replica: int) -> Optional[BaseException]:
+            try:
+                self._run_one(replica)
+            except BaseException as error:  # reported by the caller, after every replica stopped
+                if isinstance(error, CollectiveMismatchError):
+                    communicator.finished(replica)
+                else:
+                    communicator.failed(replica)
+                return error
+            communicator.finished(replica)
+            return None
+
+        errors = list(self._pool.map(work, range(len(self._programs))))
+        failures = [e for e in errors if e is not None and not isinstance(e, ReplicaAborted)]
+        first = next((e for e in failures if isinstance(e, ReplicaExecutionError)), None)
+        if first is not None or failures:
+            raise first or failures[0]
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=False)
+            self._pool = None
+
+
+def written_variables(codes: dict, variables: list[Variable]) -> list[Variable]:
+    """The variables some graph writes in place during a run."""
+    written = set().union(*(code.effects.written_roots for code in codes.values()))
+    return [v for v in variables if v in written]
+
