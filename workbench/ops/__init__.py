@@ -1,16 +1,23 @@
 """The op set: registry entries with their front-end functions, grouped by family."""
 from workbench.ir.tensor import bind_tensor_methods
 
-from . import collectives, control_flow, creation, elementwise, host_io, linalg, var_updates
+from . import (activations, casting, collectives, control_flow, creation, elementwise,
+               elementwise_nary, host_io, linalg, reductions, var_updates)
 from .call_site import CallSiteInfo
 from .code_loading import remote_code_load  # reachable as popxl.ops.remote_code_load, not in __all__
 from .control_flow import *  # noqa: F401,F403
 from .creation import *  # noqa: F401,F403
+from .activations import *  # noqa: F401,F403
+from .casting import *  # noqa: F401,F403
 from .elementwise import *  # noqa: F401,F403
+from .elementwise import greater_equal  # behind Tensor >= and <=; popxl has no ops.greater_equal
+from .elementwise_nary import *  # noqa: F401,F403
 from .host_io import *  # noqa: F401,F403
 from .linalg import *  # noqa: F401,F403
+from .reductions import *  # noqa: F401,F403
 
-_FAMILIES = (control_flow, creation, elementwise, host_io, linalg)
+_FAMILIES = (activations, casting, control_flow, creation, elementwise, elementwise_nary, host_io,
+             linalg, reductions)
 __all__ = ["CallSiteInfo", "collectives", "var_updates"] + [n for f in _FAMILIES for n in f.__all__]
 
 _TENSOR_METHODS = ("add", "add_", "sub", "mul", "div", "fmod", "pow", "matmul", "negate", "abs",

@@ -1,16 +1,26 @@
-"""Elementwise ops: one registry entry and one front-end function per op, made by two factories."""
+"""Elementwise ops: one registry entry and one front-end function per op, mostly made by two factories.
+
+Unary math ops, predicates, increment_mod and the broadcasting binary ops (arithmetic, comparison,
+logic) live here; activations and clip are in ``activations.py``; maximum, where and scaled_add in
+``elementwise_nary.py``.
+"""
 from __future__ import annotations
 
-from typing import Callable, Optional
+from typing import Callable, Optional, Union
 
 import numpy as np
 
-from workbench.ir import Tensor, TensorSpec, dtypes
+from workbench.ir import Op, Tensor, TensorSpec, constant, dtypes
 
 from .registry import OpDef, apply, register
 from .rules import broadcast_shape, check_dtype, same_dtype
 
-__all__ = ["add", "add_", "sub", "mul", "div", "negate", "relu", "relu_"]
+__all__ = ["abs", "ceil", "floor", "sign", "negate", "sqrt", "exp", "exp_", "log", "log2", "cos", "sin",
+           "tanh", "increment_mod", "increment_mod_", "logical_not", "isnan", "isinf", "isfinite", "add",
+           "add_", "sub", "mul", "div", "fmod", "pow", "equal", "greater", "logical_and", "logical_or"]
+# Also defined here but left out of __all__, as popxl has no such op: greater_equal (Tensor >= and <=).
+
+KernelFor = Callable[[Op], Callable[..., np.ndarray]]
 
 
 def _in_place(fn: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
@@ -21,55 +31,63 @@ def _in_place(fn: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
     return kernel
 
 
+def _named(function: Callable, name: str, doc: str) -> Callable:
+    function.__name__ = function.__qualname__ = name
+    function.__doc__ = doc
+    return function
+
+
+def in_place_doc(doc: str, target: str) -> str:
+    return doc.rstrip(".") + f", in place: the result overwrites ``{target}``."
+
+
+def register_elementwise(op_type: str, infer, build, *, grad=None, in_place: bool = False,
+                         in_place_infer=None) -> None:
+    """Register ``op_type`` and, when ``in_place``, ``op_type_`` writing into input 0."""
+    register(OpDef(op_type, infer, build, grad=grad))
+    if in_place:
+        register(OpDef(op_type + "_", in_place_infer or infer,
+                       lambda op, env: _in_place(build(op, env)), modifies=(0,), aliases=((0, 0),)))
+
+
 def unary_op(op_type: str, fn: Callable[[np.ndarray], np.ndarray], doc: str, *, allowed: str = "number",
-             out_dtype: Optional[dtypes.dtype] = None, grad=None, in_place: bool = False):
-    """Register ``op_type`` (and ``op_type_`` when ``in_place``) and return the front-end function(s)."""
+             out_dtype: Optional[dtypes.dtype] = None, grad=None, in_place: bool = False,
+             kernel_for: Optional[KernelFor] = None):
+    """Register ``op_type`` (and ``op_type_`` when ``in_place``) and return the front-end function(s).
+
+    ``kernel_for(op)`` may pick a kernel by dtype instead of the fixed ``fn``.
+    """
 
     def infer(specs, attrs):
         check_dtype(op_type, specs[0], allowed)
         return [TensorSpec(specs[0].shape, out_dtype or specs[0].dtype)]
 
-    register(OpDef(op_type, infer, lambda op, env: fn, grad=grad))
+    register_elementwise(op_type, infer, lambda op, env: kernel_for(op) if kernel_for else fn,
+                         grad=grad, in_place=in_place)
 
     def front(t: Tensor) -> Tensor:
         return apply(op_type, t)
 
-    front.__name__ = front.__qualname__ = op_type
-    front.__doc__ = doc
+    _named(front, op_type, doc)
     if not in_place:
         return front
-    register(OpDef(op_type + "_", infer, lambda op, env: _in_place(fn), modifies=(0,), aliases=((0, 0),)))
 
     def front_in_place(t: Tensor) -> Tensor:
         return apply(op_type + "_", t)
 
-    front_in_place.__name__ = front_in_place.__qualname__ = op_type + "_"
-    front_in_place.__doc__ = doc.rstrip(".") + ", in place: the result overwrites ``t``."
-    return front, front_in_place
+    return front, _named(front_in_place, op_type + "_", in_place_doc(doc, "t"))
 
 
-def binary_op(op_type: str, fn: Callable[[np.ndarray, np.ndarray], np.ndarray], doc: str, *,
-              allowed: str = "number", out_dtype: Optional[dtypes.dtype] = None, grad=None,
-              in_place: bool = False, kernel_for: Optional[Callable] = None):
-    """Register a broadcasting binary op; ``kernel_for(op)`` may pick a kernel by dtype."""
+def binary_entries(op_type: str, fn: Callable[[np.ndarray, np.ndarray], np.ndarray], *,
+                   allowed: str = "number", out_dtype: Optional[dtypes.dtype] = None, grad=None,
+                   in_place: bool = False, kernel_for: Optional[KernelFor] = None) -> None:
+    """Register a broadcasting binary op (both inputs of one dtype); ``kernel_for(op)`` may pick a
+    kernel by dtype."""
 
     def infer(specs, attrs):
         dtype = same_dtype(op_type, specs)
         check_dtype(op_type, specs[0], allowed)
         return [TensorSpec(broadcast_shape(op_type, specs[0].shape, specs[1].shape), out_dtype or dtype)]
-
-    def build(op, env):
-        return kernel_for(op) if kernel_for else fn
-
-    register(OpDef(op_type, infer, build, grad=grad))
-
-    def front(lhs: Tensor, rhs: Tensor) -> Tensor:
-        return apply(op_type, lhs, rhs)
-
-    front.__name__ = front.__qualname__ = op_type
-    front.__doc__ = doc
-    if not in_place:
-        return front
 
     def infer_in_place(specs, attrs):
         (spec,) = infer(specs, attrs)
@@ -78,22 +96,118 @@ def binary_op(op_type: str, fn: Callable[[np.ndarray, np.ndarray], np.ndarray], 
                              f"{specs[0].shape} of the tensor updated in place")
         return [spec]
 
-    register(OpDef(op_type + "_", infer_in_place, lambda op, env: _in_place(build(op, env)),
-                   modifies=(0,), aliases=((0, 0),)))
+    register_elementwise(op_type, infer, lambda op, env: kernel_for(op) if kernel_for else fn,
+                         grad=grad, in_place=in_place, in_place_infer=infer_in_place)
+
+
+def binary_op(op_type: str, fn: Callable[[np.ndarray, np.ndarray], np.ndarray], doc: str, *,
+              allowed: str = "number", out_dtype: Optional[dtypes.dtype] = None, grad=None,
+              in_place: bool = False, kernel_for: Optional[KernelFor] = None):
+    """Register a broadcasting binary op and return its front-end function(s) ``f(lhs, rhs)``."""
+    binary_entries(op_type, fn, allowed=allowed, out_dtype=out_dtype, grad=grad, in_place=in_place,
+                   kernel_for=kernel_for)
+
+    def front(lhs: Tensor, rhs: Tensor) -> Tensor:
+        return apply(op_type, lhs, rhs)
+
+    _named(front, op_type, doc)
+    if not in_place:
+        return front
 
     def front_in_place(lhs: Tensor, rhs: Tensor) -> Tensor:
         return apply(op_type + "_", lhs, rhs)
 
-    front_in_place.__name__ = front_in_place.__qualname__ = op_type + "_"
-    front_in_place.__doc__ = doc.rstrip(".") + ", in place: the result overwrites ``lhs``."
-    return front, front_in_place
+    return front, _named(front_in_place, op_type + "_", in_place_doc(doc, "lhs"))
 
 
-def _divide_kernel(op):
+# ----- unary math -----
+def _sign(a: np.ndarray) -> np.ndarray:
+    """np.sign, except that NaN has sign 0 as on the IPU."""
+    result = np.sign(a)
+    result[np.isnan(result)] = 0
+    return result
+
+
+def _sign_kernel(op: Op):
+    return _sign if op.outputs[0].dtype.is_floating_point else np.sign
+
+
+abs = unary_op("abs", np.abs, "Absolute value of each element.")  # noqa: A001 - popxl's name
+ceil = unary_op("ceil", np.ceil, "Round each element up to an integer value (NaN stays NaN).",
+                allowed="float")
+floor = unary_op("floor", np.floor, "Round each element down to an integer value (NaN stays NaN).",
+                 allowed="float")
+sign = unary_op("sign", np.sign, "The sign of each element: -1, 0 or 1 (0 for NaN).",
+                kernel_for=_sign_kernel)
+negate = unary_op("negate", np.negative, "Negate each element.")
+sqrt = unary_op("sqrt", np.sqrt, "Square root of each element.", allowed="float")
+exp, exp_ = unary_op("exp", np.exp, "e raised to each element.", allowed="float", in_place=True)
+log = unary_op("log", np.log, "Natural logarithm of each element.", allowed="float")
+log2 = unary_op("log2", np.log2, "Base-2 logarithm of each element.", allowed="float")
+cos = unary_op("cos", np.cos, "Cosine of each element (radians).", allowed="float")
+sin = unary_op("sin", np.sin, "Sine of each element (radians).", allowed="float")
+tanh = unary_op("tanh", np.tanh, "Hyperbolic tangent of each element.", allowed="float")
+
+
+
+# ----- increment_mod -----
+def _increment_mod_infer(specs, attrs):
+    check_dtype("increment_mod", specs[0], "number")
+    return [TensorSpec(specs[0].shape, specs[0].dtype)]
+
+
+def _increment_mod_kernel(op: Op, env):
+    dtype = op.outputs[0].dtype.as_numpy()
+    increment = np.asarray(op.attrs["increment"]).astype(dtype)
+    modulus = np.asarray(op.attrs["modulus"]).astype(dtype)
+    return lambda a: np.fmod(a + increment, modulus)
+
+
+register_elementwise("increment_mod", _increment_mod_infer, _increment_mod_kernel, in_place=True)
+
+
+def _increment_mod_attrs(op_type: str, increment: float, modulus: float) -> dict:
+    for name, value in (("increment", increment), ("modulus", modulus)):
+        if isinstance(value, bool) or not isinstance(value, (int, float, np.number)):
+            raise TypeError(f"{op_type}: {name} must be a number, got {value!r}")
+    if modulus == 0:
+        raise ValueError(f"{op_type}: modulus must not be zero")
+    return {"increment": float(increment), "modulus": float(modulus)}
+
+
+def increment_mod(t: Tensor, increment: float, modulus: float) -> Tensor:
+    """``(t + increment) mod modulus`` per element (C's fmod: the sign follows the dividend)."""
+    return apply("increment_mod", t, **_increment_mod_attrs("increment_mod", increment, modulus))
+
+
+def increment_mod_(t: Tensor, increment: float, modulus: float) -> Tensor:
+    """``(t + increment) mod modulus`` per element, in place: the result overwrites ``t``."""
+    return apply("increment_mod_", t, **_increment_mod_attrs("increment_mod_", increment, modulus))
+
+
+# ----- predicates -----
+logical_not = unary_op("logical_not", np.logical_not, "Elementwise logical not of a bool tensor.",
+                       allowed="bool")
+isnan = unary_op("isnan", np.isnan, "True where an element is NaN.", out_dtype=dtypes.bool_)
+isinf = unary_op("isinf", np.isinf, "True where an element is +inf or -inf.", out_dtype=dtypes.bool_)
+isfinite = unary_op("isfinite", np.isfinite, "True where an element is neither infinite nor NaN.",
+                    out_dtype=dtypes.bool_)
+
+
+# ----- binary arithmetic -----
+def _divide_kernel(op: Op):
     """Floats divide; integers truncate toward zero as the IPU does."""
     if op.outputs[0].dtype.is_floating_point:
         return np.divide
     return lambda a, b: np.trunc(np.true_divide(a, b)).astype(a.dtype)
+
+
+def _power_kernel(op: Op):
+    """Floats use np.power; integers go through float64 and truncate, so that negative exponents
+    give C's ``(int) pow(a, b)`` instead of NumPy's error."""
+    if op.outputs[0].dtype.is_floating_point:
+        return np.power
+    return lambda a, b: np.trunc(np.power(a, b, dtype=np.float64)).astype(a.dtype)
 
 
 add, add_ = binary_op("add", np.add, "Add two tensors elementwise, broadcasting as NumPy does.",
@@ -102,6 +216,38 @@ sub = binary_op("sub", np.subtract, "Subtract ``rhs`` from ``lhs`` elementwise (
 mul = binary_op("mul", np.multiply, "Multiply two tensors elementwise (broadcasting).")
 div = binary_op("div", np.divide, "Divide ``lhs`` by ``rhs`` elementwise (broadcasting); integer "
                 "division truncates toward zero.", kernel_for=_divide_kernel)
-negate = unary_op("negate", np.negative, "Negate each element.")
-relu, relu_ = unary_op("relu", lambda a: np.maximum(a, 0), "Rectified linear unit: max(t, 0) per element.",
-                       in_place=True)
+fmod = binary_op("fmod", np.fmod, "Remainder of ``lhs / rhs`` elementwise with the sign of ``lhs``, "
+                 "as C's fmod (broadcasting).")
+binary_entries("pow", np.power, kernel_for=_power_kernel)
+
+
+def pow(t: Tensor, e: Union[float, int, Tensor]) -> Tensor:  # noqa: A001 - popxl's name
+    """Raise each element of ``t`` to the power ``e`` (broadcasting); a number ``e`` becomes a
+    constant of ``t``'s dtype."""
+    if not isinstance(t, Tensor):
+        raise TypeError(f"pow: t must be a Tensor, got {type(t).__name__} {t!r}")
+    if not isinstance(e, Tensor):
+        check_dtype("pow", t.spec, "number")
+        e = constant(e, dtype=t.dtype)
+    return apply("pow", t, e)
+
+
+# ----- comparison and logic -----
+equal = binary_op("equal", np.equal, "True where ``lhs`` equals ``rhs`` (broadcasting).", allowed="any",
+                  out_dtype=dtypes.bool_)
+binary_entries("greater", np.greater, out_dtype=dtypes.bool_)
+
+
+def greater(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002 - popxl's parameter name
+    """True where ``input`` is greater than ``other`` (broadcasting)."""
+    return apply("greater", input, other)
+
+
+greater_equal = binary_op("greater_equal", np.greater_equal,
+                          "True where ``lhs`` is greater than or equal to ``rhs`` (broadcasting). "
+                          "Not in popxl itself; ``Tensor.__ge__`` and ``__le__`` use it.",
+                          out_dtype=dtypes.bool_)
+logical_and = binary_op("logical_and", np.logical_and, "Elementwise logical and of two bool tensors "
+                        "(broadcasting).", allowed="bool")
+logical_or = binary_op("logical_or", np.logical_or, "Elementwise logical or of two bool tensors "
+                       "(broadcasting).", allowed="bool")

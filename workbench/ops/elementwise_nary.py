@@ -1,0 +1,117 @@
+"""Elementwise ops over more than two operands: maximum of N tensors, where, scaled_add."""
+from __future__ import annotations
+
+import functools
+from typing import Union
+
+import numpy as np
+
+from workbench.ir import Op, Tensor, TensorSpec
+
+from .elementwise import register_elementwise
+from .registry import apply
+from .rules import broadcast_shape, check_dtype, same_dtype
+
+__all__ = ["maximum", "where", "scaled_add", "scaled_add_"]
+
+
+# ----- maximum -----
+def _maximum_infer(specs, attrs):
+    dtype = same_dtype("maximum", specs)
+    check_dtype("maximum", specs[0], "number")
+    return [TensorSpec(broadcast_shape("maximum", *(s.shape for s in specs)), dtype)]
+
+
+def _maximum_kernel(op: Op, env):
+    if len(op.inputs) == 1:
+        return np.copy
+    if len(op.inputs) == 2:
+        return np.maximum
+    return lambda *arrays: functools.reduce(np.maximum, arrays)
+
+
+register_elementwise("maximum", _maximum_infer, _maximum_kernel)
+
+
+def maximum(*ts: Tensor) -> Tensor:
+    """The largest of N tensors, elementwise (broadcasting)."""
+    if not ts:
+        raise ValueError("maximum needs at least one tensor")
+    return apply("maximum", *ts)
+
+
+# ----- where -----
+def _where_infer(specs, attrs):
+    condition, lhs, rhs = specs
+    check_dtype("where", condition, "bool")
+    dtype = same_dtype("where", [lhs, rhs])
+    return [TensorSpec(broadcast_shape("where", condition.shape, lhs.shape, rhs.shape), dtype)]
+
+
+register_elementwise("where", _where_infer, lambda op, env: np.where)
+
+
+def where(condition: Tensor, lhs: Tensor, rhs: Tensor) -> Tensor:
+    """``lhs`` where ``condition`` (a bool tensor) is true, ``rhs`` elsewhere (broadcasting all three)."""
+    return apply("where", condition, lhs, rhs)
+
+
+# ----- scaled_add -----
+def _scaled_add_infer(op_type: str):
+    def infer(specs, attrs):
+        x, y, scales = specs[0], specs[1], specs[2:]
+        check_dtype(op_type, x, "number")
+        check_dtype(op_type, y, "number")
+        if x.shape != y.shape:
+            raise ValueError(f"{op_type}: X and Y must have the same shape (no broadcasting), got "
+                             f"{x.shape} and {y.shape}")
+        for name, spec in zip([n for n in "ab" if attrs[n] is None], scales):
+            check_dtype(op_type, spec, "number")
+            if spec.shape:
+                raise ValueError(f"{op_type}: the scale {name} must be a scalar tensor (shape ()), got "
+                                 f"shape {spec.shape}")
+        return [TensorSpec(x.shape, x.dtype)]
+    return infer
+
+
+def _scaled_add_kernel(op: Op, env):
+    """``a*X + b*Y`` in X's dtype; a scale given as a tensor arrives as an extra input."""
+    dtype = op.outputs[0].dtype.as_numpy()
+    a, b = op.attrs["a"], op.attrs["b"]
+    if a is not None and b is not None:
+        return lambda x, y: (a * x + b * y).astype(dtype, copy=False)
+    if b is not None:
+        return lambda x, y, a_: (a_ * x + b * y).astype(dtype, copy=False)
+    if a is not None:
+        return lambda x, y, b_: (a * x + b_ * y).astype(dtype, copy=False)
+    return lambda x, y, a_, b_: (a_ * x + b_ * y).astype(dtype, copy=False)
+
+
+register_elementwise("scaled_add", _scaled_add_infer("scaled_add"), _scaled_add_kernel, in_place=True,
+                     in_place_infer=_scaled_add_infer("scaled_add_"))
+
+
+def _scaled_add(op_type: str, X: Tensor, Y: Tensor, a, b) -> Tensor:
+    scales, attrs = [], {}
+    for name, value in (("a", a), ("b", b)):
+        if isinstance(value, Tensor):
+            scales.append(value)
+            attrs[name] = None
+        elif isinstance(value, bool) or not isinstance(value, (int, float, np.number)):
+            raise TypeError(f"{op_type}: {name} must be a number or a scalar Tensor, got {value!r}")
+        else:
+            attrs[name] = float(value)
+    return apply(op_type, X, Y, *scales, **attrs)
+
+
+def scaled_add(X: Tensor, Y: Tensor, a: Union[float, Tensor] = 1.0,
+               b: Union[float, Tensor] = 1.0) -> Tensor:
+    """``a*X + b*Y`` for X and Y of one shape (their dtypes may differ; the result has X's).
+    ``a`` and ``b`` are numbers or scalar tensors."""
+    return _scaled_add("scaled_add", X, Y, a, b)
+
+
+def scaled_add_(X: Tensor, Y: Tensor, a: Union[float, Tensor] = 1.0,
+                b: Union[float, Tensor] = 1.0) -> Tensor:
+    """``X = a*X + b*Y`` in place; the same rules as ``scaled_add``."""
+    return _scaled_add("scaled_add_", X, Y, a, b)
