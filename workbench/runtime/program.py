@@ -109,7 +109,9 @@ class ReplicaProgram:
         def exchange(value):
             occurrence = occurrences.get(op, 0)
             occurrences[op] = occurrence + 1
-            return self.communicator.exchange((op, group, occurrence), label, replica, members, value)
+            # A copy: the owner may overwrite its array while other members still read it.
+            return self.communicator.exchange((op, group, occurrence), label, replica, members,
+                                              value.copy())
         return exchange
 
     def is_written(self, tensor) -> bool:
