@@ -20,18 +20,21 @@ def build_graph(ir: "Ir", fn: Callable[..., Any], args: tuple, kwargs: dict) -> 
     function = fn.build if isinstance(fn, Module) else fn
     if not callable(function):
         raise TypeError(f"create_graph needs a callable or a popxl.Module, got {type(fn).__name__}")
+    # As popxl: a Module's graph is named after its class, a function's graph after the function.
+    qualname = type(fn).__qualname__ if isinstance(fn, Module) else function.__qualname__
+    qualname = qualname.replace(".<locals>", "")
     signature = inspect.signature(function)
     try:
         bound = signature.bind(*args, **kwargs)
     except TypeError as error:
-        raise ValueError(f"the arguments do not match the signature {function.__qualname__}"
-                         f"{signature}: {error}") from None
+        raise ValueError(f"create_graph: the arguments do not match the signature "
+                         f"{function.__name__}{signature}: {error}") from None
     hints = _type_hints(function)
-    graph = ir.create_empty_graph(function.__qualname__.replace(".<locals>", ""))
+    graph = ir.create_empty_graph(qualname)
     try:
         with graph:
-            call_args, call_kwargs = _graph_inputs(graph, signature, bound, hints)
-            result = function(*call_args, **call_kwargs)
+            inputs = _graph_inputs(graph, signature, bound, hints)
+            result = function(*inputs.args, **inputs.kwargs)
             for output in _outputs(result):
                 graph._add_output(output)
     except BaseException:
@@ -55,29 +58,23 @@ def _is_by_ref(annotation: Any) -> bool:
 
 
 def _graph_inputs(graph: Graph, signature: inspect.Signature, bound: inspect.BoundArguments,
-                  hints: dict[str, Any]) -> tuple[list, dict]:
-    """Replace every tensor argument by a new graph input, in signature order."""
-    call_args: list = []
-    call_kwargs: dict = {}
+                  hints: dict[str, Any]) -> inspect.BoundArguments:
+    """The arguments with every tensor replaced by a new graph input, in signature order."""
+    arguments: dict = {}
     for name, value in bound.arguments.items():
         parameter = signature.parameters[name]
         by_ref = _is_by_ref(hints.get(name))
         if parameter.kind is parameter.VAR_POSITIONAL:
-            call_args.extend(_convert_sequence(graph, name, value, by_ref, "*" + name))
+            arguments[name] = tuple(_convert_sequence(graph, name, value, by_ref, "*" + name))
         elif parameter.kind is parameter.VAR_KEYWORD:
             _check_not_nested(list(value.values()), "**" + name)
             _check_not_mixed(list(value.values()), "**" + name)
-            call_kwargs.update({key: _convert(graph, key, item, by_ref) for key, item in value.items()})
+            arguments[name] = {key: _convert(graph, key, item, by_ref) for key, item in value.items()}
+        elif isinstance(value, (list, tuple)):
+            arguments[name] = type(value)(_convert_sequence(graph, name, value, by_ref, name))
         else:
-            if isinstance(value, (list, tuple)):
-                converted = type(value)(_convert_sequence(graph, name, value, by_ref, name))
-            else:
-                converted = _convert(graph, name, value, by_ref)
-            if parameter.kind is parameter.KEYWORD_ONLY:
-                call_kwargs[name] = converted
-            else:
-                call_args.append(converted)
-    return call_args, call_kwargs
+            arguments[name] = _convert(graph, name, value, by_ref)
+    return inspect.BoundArguments(signature, arguments)
 
 
 def _convert_sequence(graph: Graph, name: str, values, by_ref: bool, what: str) -> list:
