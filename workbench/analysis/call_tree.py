@@ -1,0 +1,99 @@
+"""The call tree: which graph calls which, how, and how often each graph runs per session run.
+
+Nodes are graphs; each call site is an edge of kind 'call', 'repeat' (with its count),
+'conditional-then' or 'conditional-else'. ``runs_per_session_run`` sums, over every path from the
+main graph, the product of the repeat counts along it; a branch counts as taken, so the figure is
+the most a graph can run, and ``through_branch`` says when a branch was assumed taken. Graphs the
+main graph never reaches run 0 times. Loading code (``remote_code_load``) is not a call.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from workbench.ir import Graph, Ir, Op
+
+from .flatten import callees
+
+EDGE_KINDS = {"call": "call", "repeat": "repeat", "then": "conditional-then", "else": "conditional-else"}
+
+
+@dataclass(eq=False, slots=True)
+class CallTreeNode:
+    graph: Graph
+    op_count: int
+    runs_per_session_run: int
+    through_branch: bool
+
+    @property
+    def label(self) -> str:
+        return self.graph.label
+
+
+@dataclass(eq=False, slots=True)
+class CallTreeEdge:
+    """One call site: ``op`` in ``caller`` runs ``callee`` ``repeat_count`` times each time it runs."""
+
+    caller: Graph
+    callee: Graph
+    op: Op
+    kind: str
+    repeat_count: int = 1
+
+
+@dataclass(slots=True)
+class CallTree:
+    """Graphs (the main graph first, then in creation order) and call sites (in op order)."""
+
+    nodes: list[CallTreeNode]
+    edges: list[CallTreeEdge]
+
+    def node(self, graph: Graph) -> CallTreeNode:
+        for node in self.nodes:
+            if node.graph is graph:
+                return node
+        raise KeyError(f"graph {graph.label!r} is not in this call tree")
+
+    def to_networkx(self):
+        """A networkx MultiDiGraph keyed by Graph objects; node and edge attributes mirror the records."""
+        import networkx
+
+        result = networkx.MultiDiGraph()
+        for node in self.nodes:
+            result.add_node(node.graph, label=node.label, op_count=node.op_count,
+                            runs_per_session_run=node.runs_per_session_run,
+                            through_branch=node.through_branch)
+        for edge in self.edges:
+            result.add_edge(edge.caller, edge.callee, op=edge.op, kind=edge.kind,
+                            repeat_count=edge.repeat_count)
+        return result
+
+
+def call_tree(ir: Ir) -> CallTree:
+    """The call tree of ``ir`` (see the module docstring)."""
+    edges = [CallTreeEdge(graph, callee, op, EDGE_KINDS[kind],
+                          op.attrs["repeat_count"] if kind == "repeat" else 1)
+             for graph in ir.graphs for op in graph._ops for kind, callee in callees(op)]
+    incoming: dict[Graph, list[CallTreeEdge]] = {graph: [] for graph in ir.graphs}
+    for edge in edges:
+        incoming[edge.callee].append(edge)
+    runs: dict[Graph, tuple[int, bool]] = {ir.main_graph: (1, False)}
+    active: set[Graph] = set()
+
+    def runs_of(graph: Graph) -> tuple[int, bool]:
+        if graph in runs:
+            return runs[graph]
+        if graph in active:
+            raise ValueError(f"graph {graph.label!r} calls itself directly or indirectly; the call tree "
+                             "must not have cycles")
+        active.add(graph)
+        total, branch = 0, False
+        for edge in incoming[graph]:
+            caller_runs, caller_branch = runs_of(edge.caller)
+            total += caller_runs * edge.repeat_count
+            branch |= caller_runs > 0 and (caller_branch or edge.kind.startswith("conditional"))
+        active.discard(graph)
+        runs[graph] = (total, branch)
+        return runs[graph]
+
+    nodes = [CallTreeNode(graph, len(graph._ops), *runs_of(graph)) for graph in ir.graphs]
+    return CallTree(nodes, edges)
