@@ -117,7 +117,11 @@ class Graph:
 
     # ----- context -----
     def __enter__(self) -> "Graph":
-        get_current_context().graphs.append(self)
+        graphs = get_current_context().graphs
+        if graphs and graphs[0].ir is not self._ir:
+            raise RuntimeError(f"cannot enter {self!r} inside a graph of another Ir "
+                               f"({graphs[0].ir!r}); leave that Ir's graphs first")
+        graphs.append(self)
         return self
 
     def __exit__(self, *exc) -> None:
@@ -183,6 +187,9 @@ class Graph:
             if not isinstance(tensor, Tensor):
                 raise TypeError(f"{op_type}: inputs must be Tensors, got {type(tensor).__name__} "
                                 f"{tensor!r}")
+            if tensor.ir is not self._ir:
+                raise ValueError(f"{op_type}: tensor {tensor.id!r} belongs to another Ir ({tensor.ir!r}) "
+                                 f"than graph {self.label!r} ({self._ir!r})")
             if tensor.graph is not self:
                 raise ValueError(
                     f"{op_type}: tensor {tensor.id!r} belongs to graph {tensor.graph.label!r} but the "
@@ -193,12 +200,20 @@ class Graph:
                 attrs: Optional[dict] = None, called_graphs: Sequence["Graph"] = (),
                 modified: Sequence[int] = (), aliases: Optional[dict[int, int]] = None,
                 output_names: Optional[Sequence[Optional[str]]] = None,
-                ipu: Optional[int] = None) -> Op:
-        """Append an op; its outputs are new tensors of ``output_specs``."""
+                ipu: Optional[int] = None, crosses_ipus: bool = False) -> Op:
+        """Append an op; its outputs are new tensors of ``output_specs``. Unless the op
+        ``crosses_ipus`` (a copy or a collective), its inputs must live on the IPU it runs on."""
         self._check_buildable()
         self._check_inputs(op_type, inputs)
         context = get_current_context()
         op_ipu = context.ipu_id if ipu is None else ipu
+        if not crosses_ipus:
+            for tensor in inputs:
+                if tensor.ipu != op_ipu:
+                    raise ValueError(
+                        f"{op_type}: tensor {tensor.id!r} lives on IPU {tensor.ipu} but the op runs on IPU "
+                        f"{op_ipu}; copy it there first with ops.ipu_copy(t, {op_ipu}) or "
+                        f"t.copy_to_ipu({op_ipu}), or create it inside `with popxl.ipu({op_ipu}):`")
         tile_set = "io" if context.io_tile_set else "compute"
         op = Op(type=op_type, name=self._unique_op_name(op_type), graph=self, inputs=tuple(inputs),
                 attrs=dict(attrs or {}), called_graphs=tuple(called_graphs), ipu=op_ipu,
