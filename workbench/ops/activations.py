@@ -7,11 +7,10 @@ from typing import Callable
 
 import numpy as np
 
-from workbench.ir import Op, Tensor, TensorSpec
+from workbench.ir import Op, Tensor
 
-from .elementwise import register_elementwise, unary_op
+from .elementwise import like_input, register_elementwise, unary_op
 from .registry import apply
-from .rules import check_dtype
 from .special import erfc
 
 __all__ = ["relu", "relu_", "gelu", "gelu_", "geluerf", "geluerf_", "swish", "swish_", "clip", "clamp"]
@@ -57,11 +56,6 @@ swish, swish_ = unary_op("swish", _swish, "Swish (SiLU) activation: t * sigmoid(
                          in_place=True, kernel_for=_at_least(_swish, np.float32))
 
 
-def _clip_infer(specs, attrs):
-    check_dtype("clip", specs[0], "number")
-    return [TensorSpec(specs[0].shape, specs[0].dtype)]
-
-
 def _clip_kernel(op: Op, env):
     """Bounds are rounded into the tensor's type: integers clip to the nearest integers inside
     [min, max] and within the type's range."""
@@ -75,7 +69,7 @@ def _clip_kernel(op: Op, env):
     return lambda a: np.clip(a, low, high)
 
 
-register_elementwise("clip", _clip_infer, _clip_kernel)
+register_elementwise("clip", like_input("clip", "number"), _clip_kernel)
 
 
 def clip(t: Tensor, min: float = float("-inf"), max: float = float("inf")) -> Tensor:  # noqa: A002

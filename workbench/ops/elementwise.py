@@ -50,6 +50,14 @@ def register_elementwise(op_type: str, infer, build, *, grad=None, in_place: boo
                        lambda op, env: _in_place(build(op, env)), modifies=(0,), aliases=((0, 0),)))
 
 
+def like_input(op_type: str, allowed: str, out_dtype: Optional[dtypes.dtype] = None):
+    """The shape rule of a unary elementwise op: input 0's shape, its dtype (or ``out_dtype``)."""
+    def infer(specs, attrs):
+        check_dtype(op_type, specs[0], allowed)
+        return [TensorSpec(specs[0].shape, out_dtype or specs[0].dtype)]
+    return infer
+
+
 def unary_op(op_type: str, fn: Callable[[np.ndarray], np.ndarray], doc: str, *, allowed: str = "number",
              out_dtype: Optional[dtypes.dtype] = None, grad=None, in_place: bool = False,
              kernel_for: Optional[KernelFor] = None):
@@ -58,12 +66,9 @@ def unary_op(op_type: str, fn: Callable[[np.ndarray], np.ndarray], doc: str, *, 
     ``kernel_for(op)`` may pick a kernel by dtype instead of the fixed ``fn``.
     """
 
-    def infer(specs, attrs):
-        check_dtype(op_type, specs[0], allowed)
-        return [TensorSpec(specs[0].shape, out_dtype or specs[0].dtype)]
-
-    register_elementwise(op_type, infer, lambda op, env: kernel_for(op) if kernel_for else fn,
-                         grad=grad, in_place=in_place)
+    register_elementwise(op_type, like_input(op_type, allowed, out_dtype),
+                         lambda op, env: kernel_for(op) if kernel_for else fn, grad=grad, in_place=in_place,
+                         in_place_infer=like_input(op_type + "_", allowed, out_dtype))
 
     def front(t: Tensor) -> Tensor:
         return apply(op_type, t)
@@ -151,11 +156,6 @@ tanh = unary_op("tanh", np.tanh, "Hyperbolic tangent of each element.", allowed=
 
 
 # ----- increment_mod -----
-def _increment_mod_infer(specs, attrs):
-    check_dtype("increment_mod", specs[0], "number")
-    return [TensorSpec(specs[0].shape, specs[0].dtype)]
-
-
 def _increment_mod_kernel(op: Op, env):
     dtype = op.outputs[0].dtype.as_numpy()
     increment = np.asarray(op.attrs["increment"]).astype(dtype)
@@ -163,7 +163,8 @@ def _increment_mod_kernel(op: Op, env):
     return lambda a: np.fmod(a + increment, modulus)
 
 
-register_elementwise("increment_mod", _increment_mod_infer, _increment_mod_kernel, in_place=True)
+register_elementwise("increment_mod", like_input("increment_mod", "number"), _increment_mod_kernel,
+                     in_place=True, in_place_infer=like_input("increment_mod_", "number"))
 
 
 def _increment_mod_attrs(op_type: str, increment: float, modulus: float) -> dict:
