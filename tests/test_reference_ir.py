@@ -415,11 +415,13 @@ def test_ipu_placement_is_recorded_on_ops_and_tensors():
         x = popxl.variable(np.ones(2, np.float32), name="x")
         with popxl.ipu(1):
             w = popxl.variable(np.ones(2, np.float32), name="w")
-            y = x + w
+            y = x.copy_to_ipu(1, 0) + w
             with popxl.ipu(2):
-                z = y * 2
-            u = z + 1
-        v = u - 1
+                z = ops.ipu_copy(y, 2) * 2
+            u = z.copy_to_ipu(1) + 1
+        v = ops.ipu_copy(u, 0) - 1
+        with pytest.raises(ValueError, match="lives on IPU 1 but the op runs on IPU 0"):
+            u - 1
     assert x.ipu == 0 and w.ipu == 1
     assert (y.producer.ipu, y.ipu) == (1, 1)
     assert (z.producer.ipu, z.ipu) == (2, 2)

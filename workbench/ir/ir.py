@@ -31,7 +31,7 @@ class Ir:
         self._owner: Any = None
         self._op_counter = 0
         self._graphs: list[Graph] = []
-        self._graph_names: set[str] = set()
+        self._graph_names: set[str] = {"main_graph"}  # the main graph's id
         self._streams: dict[str, _Stream] = {}
         self._remote_buffers: list[RemoteBuffer] = []
         self._num_host_transfers = 1

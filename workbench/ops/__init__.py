@@ -2,7 +2,7 @@
 from workbench.ir.tensor import bind_tensor_methods
 
 from . import (activations, casting, collectives, control_flow, creation, elementwise,
-               elementwise_nary, host_io, linalg, reductions, var_updates)
+               elementwise_nary, host_io, linalg, placement, reductions, var_updates)
 from .call_site import CallSiteInfo
 from .code_loading import remote_code_load  # reachable as popxl.ops.remote_code_load, not in __all__
 from .control_flow import *  # noqa: F401,F403
@@ -14,10 +14,11 @@ from .elementwise import greater_equal  # behind Tensor >= and <=; popxl has no 
 from .elementwise_nary import *  # noqa: F401,F403
 from .host_io import *  # noqa: F401,F403
 from .linalg import *  # noqa: F401,F403
+from .placement import *  # noqa: F401,F403
 from .reductions import *  # noqa: F401,F403
 
 _FAMILIES = (activations, casting, control_flow, creation, elementwise, elementwise_nary, host_io,
-             linalg, reductions)
+             linalg, placement, reductions)
 __all__ = ["CallSiteInfo", "collectives", "var_updates"] + [n for f in _FAMILIES for n in f.__all__]
 
 _TENSOR_METHODS = ("add", "add_", "sub", "mul", "div", "fmod", "pow", "matmul", "negate", "abs",

@@ -230,7 +230,7 @@ def _ipus_kernel(op, env):
     return lambda *values: tuple(reduce(values).copy() for _ in range(count))
 
 
-register(OpDef("all_reduce", _ipus_infer, _ipus_kernel))
+register(OpDef("all_reduce", _ipus_infer, _ipus_kernel, crosses_ipus=True))
 
 
 def _all_reduce_over_ipus(variant: str, ts: List[Tensor], ipus: Optional[List[int]], op: str) -> List[Tensor]:

@@ -28,7 +28,8 @@ def host_store(d2h_stream: DeviceToHostStream, t: Tensor) -> None:
     if isinstance(t, Tensor) and (t.shape != d2h_stream.shape or t.dtype is not d2h_stream.dtype):
         raise ValueError(f"host_store: tensor {t.id!r} is {t.spec} but stream {d2h_stream.name!r} carries "
                          f"{d2h_stream.spec}")
-    get_current_graph()._add_op("host_store", [t], [], attrs={"stream": d2h_stream})
+    ipu = t.ipu if isinstance(t, Tensor) else None
+    get_current_graph()._add_op("host_store", [t], [], attrs={"stream": d2h_stream}, ipu=ipu)
 
 
 def _same_as_stream(specs, attrs) -> list[TensorSpec]:

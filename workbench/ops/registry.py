@@ -32,6 +32,7 @@ class OpDef:
     modifies: tuple[int, ...] = ()
     aliases: tuple[tuple[int, int], ...] = ()
     view: bool = False
+    crosses_ipus: bool = False
 
 
 REGISTRY: dict[str, OpDef] = {}
@@ -62,7 +63,8 @@ def create_op(op_type: str, inputs: Sequence[Tensor], attrs: Optional[dict] = No
     specs = definition.infer([t.spec for t in inputs], attrs)
     return graph._add_op(op_type, inputs, specs, attrs=attrs, called_graphs=called_graphs,
                          modified=definition.modifies if modified is None else modified,
-                         aliases=dict(definition.aliases), output_names=output_names, ipu=ipu)
+                         aliases=dict(definition.aliases), output_names=output_names, ipu=ipu,
+                         crosses_ipus=definition.crosses_ipus)
 
 
 def apply(op_type: str, *inputs: Tensor, name: Optional[str] = None, **attrs: Any) -> Tensor:

@@ -1,0 +1,62 @@
+"""Several IPUs per replica: placement, copies between IPUs, and the IPUs a session needs."""
+import numpy as np
+import pytest
+
+import popxl
+import popxl.ops as ops
+from workbench.runtime.device import Device
+
+
+def test_a_two_stage_pipeline_inside_a_repeat_matches_numpy():
+    steps = 4
+    ir = popxl.Ir()
+    with ir.main_graph:
+        x_stream = popxl.h2d_stream([2, 3], popxl.float32, name="x")
+        y_stream = popxl.d2h_stream([2, 2], popxl.float32, name="y")
+        with popxl.ipu(0):
+            w0 = popxl.variable(np.full((3, 3), 0.5, np.float32), name="w0")
+        with popxl.ipu(1):
+            w1 = popxl.variable(np.arange(6, dtype=np.float32).reshape(3, 2), name="w1")
+
+        def step(a: popxl.Tensor, b: popxl.Tensor):
+            with popxl.ipu(0):
+                h = ops.relu(ops.host_load(x_stream) @ a)
+            with popxl.ipu(1):
+                y = ops.ipu_copy(h, 1) @ ops.ipu_copy(b, 1)
+                ops.host_store(y_stream, y)
+
+        with popxl.ipu(0):
+            body = ir.create_graph(step, w0, w1.copy_to_ipu(0, 1))
+        with popxl.ipu(0):
+            ops.repeat(body, steps, w0, w1.copy_to_ipu(0, 1))
+    ir.num_host_transfers = steps
+    data = np.random.default_rng(1).standard_normal((steps, 2, 3)).astype(np.float32)
+    with popxl.Session(ir, "ipu_hw") as session:
+        result = session.run({x_stream: data})[y_stream]
+    w0_np, w1_np = np.full((3, 3), 0.5, np.float32), np.arange(6, dtype=np.float32).reshape(3, 2)
+    np.testing.assert_array_equal(result, np.stack([np.maximum(d @ w0_np, 0) @ w1_np for d in data]))
+    assert {op.ipu for op in body.ops} == {0, 1}
+
+
+def test_using_a_tensor_on_another_ipu_names_both_ipus_and_adds_nothing():
+    ir = popxl.Ir()
+    with ir.main_graph:
+        with popxl.ipu(1):
+            a = popxl.variable(np.ones(2, np.float32), name="a")
+        before = len(ir.main_graph.ops)
+        with pytest.raises(ValueError, match=r"'a' lives on IPU 1 but the op runs on IPU 0"):
+            ops.add(a, a)
+        assert len(ir.main_graph.ops) == before
+        with pytest.raises(ValueError, match="lives on IPU 1, not on the given source IPU 0"):
+            ops.ipu_copy(a, 0, source=0)
+
+
+def test_a_session_refuses_an_ir_needing_more_ipus_than_the_device_has():
+    ir = popxl.Ir(replication=4)
+    with ir.main_graph, popxl.ipu(1):
+        popxl.variable(np.ones(2, np.float32))
+    small_pod = Device("ipu_hw", num_ipus=4)
+    with pytest.raises(ValueError, match=r"needs 8 IPUs \(2 per replica x 4 replicas\) but the 'ipu_hw' "
+                                         r"device has 4"):
+        popxl.Session(ir, small_pod)
+    popxl.Session(ir, Device("ipu_hw", num_ipus=8))

@@ -1,0 +1,44 @@
+"""Moving tensors between IPUs of a replica and between compute and IO tiles."""
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+
+from workbench.ir import Tensor, TensorSpec, get_current_context, get_current_graph
+
+from .registry import OpDef, register
+from .rules import same_spec
+
+__all__ = ["ipu_copy", "io_tile_copy"]
+
+
+def _copy_kernel(op, env):
+    return np.array
+
+
+register(OpDef("ipu_copy", same_spec, _copy_kernel, crosses_ipus=True))
+register(OpDef("io_tile_copy", same_spec, _copy_kernel))
+
+
+def ipu_copy(t: Tensor, destination: int, source: Optional[int] = None) -> Tensor:
+    """Copy ``t`` to IPU ``destination`` (over the IPU links); ``source`` defaults to where ``t`` lives."""
+    if not isinstance(destination, int) or isinstance(destination, bool) or destination < 0:
+        raise ValueError(f"ipu_copy: destination must be a non-negative int, got {destination!r}")
+    if source is not None and source != t.ipu:
+        raise ValueError(f"ipu_copy: {t.id!r} lives on IPU {t.ipu}, not on the given source IPU {source}")
+    op = get_current_graph()._add_op("ipu_copy", [t], [TensorSpec(t.shape, t.dtype, t.meta_shape)],
+                                     attrs={"source": t.ipu, "destination": destination}, ipu=t.ipu,
+                                     crosses_ipus=True, output_names=[f"{t.name}_ipu{destination}"])
+    op.outputs[0]._ipu = destination
+    return op.outputs[0]
+
+
+def io_tile_copy(t: Tensor) -> Tensor:
+    """Copy ``t`` between the compute tiles and the IO tiles of its IPU: to the IO tiles inside
+    ``popxl.io_tiles()``, back to the compute tiles outside it."""
+    destination = "io" if get_current_context().io_tile_set else "compute"
+    op = get_current_graph()._add_op("io_tile_copy", [t], [TensorSpec(t.shape, t.dtype, t.meta_shape)],
+                                     attrs={"destination": destination}, ipu=t.ipu)
+    op.outputs[0]._tile_set = destination
+    return op.outputs[0]
