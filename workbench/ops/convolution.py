@@ -1,0 +1,312 @@
+"""Convolutions and pooling over [N, C, *spatial] tensors (1, 2 or 3 spatial axes).
+
+Padding lists every spatial axis's leading pad, then every trailing pad (ONNX order): for 2-D,
+``(top, left, bottom, right)``. ``pad_type`` 'same_upper'/'same_lower' choose pads so that each
+output axis is ceil(input / stride) long, the odd pad going at the end or the start. Windows are
+NumPy strided views (``sliding_window_view``); a convolution is one ``tensordot`` per group.
+"""
+from __future__ import annotations
+
+from typing import List, Literal, Optional, Sequence, Tuple
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+
+from workbench.ir import Tensor, TensorSpec
+
+from .registry import OpDef, apply, register
+from .rules import check_dtype, same_dtype
+
+__all__ = ["conv", "conv_transpose", "average_pool", "max_pool"]
+
+PadType = Literal["not_set", "same_upper", "same_lower", "valid"]
+
+
+def _ints(op_type: str, name: str, values: Optional[Sequence[int]], length: int, fill: int) -> tuple[int, ...]:
+    """``values`` as ``length`` ints. None, or popxl's all-default value of another length (its
+    defaults are written for 2-D), means ``fill`` everywhere."""
+    if values is None or (len(values) != length and all(v == fill for v in values)):
+        return (fill,) * length
+    values = tuple(int(v) for v in values)
+    if len(values) != length:
+        raise ValueError(f"{op_type}: {name} needs {length} values for this input, got {list(values)}")
+    return values
+
+
+def _spatial_rank(op_type: str, t: Tensor) -> int:
+    if not 3 <= t.rank <= 5:
+        raise ValueError(f"{op_type}: the input must be [N, C, *spatial] with 1 to 3 spatial axes, got shape "
+                         f"{t.shape}")
+    return t.rank - 2
+
+
+def _pads(op_type: str, spatial: Sequence[int], extent: Sequence[int], stride: Sequence[int],
+          padding: Sequence[int], pad_type: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """Leading and trailing pads per axis; ``extent`` is the dilated kernel size."""
+    rank = len(spatial)
+    if pad_type == "not_set":
+        if any(p < 0 for p in padding):
+            raise ValueError(f"{op_type}: padding must be >= 0, got {list(padding)}")
+        return tuple(padding[:rank]), tuple(padding[rank:])
+    if pad_type == "valid":
+        return (0,) * rank, (0,) * rank
+    if pad_type not in ("same_upper", "same_lower"):
+        raise ValueError(f"{op_type}: pad type {pad_type!r} is not valid, must be not_set, same_upper, "
+                         "same_lower or valid")
+    totals = [max(0, (-(-n // s) - 1) * s + e - n) for n, e, s in zip(spatial, extent, stride)]
+    small = tuple(total // 2 for total in totals)
+    large = tuple(total - total // 2 for total in totals)
+    return (small, large) if pad_type == "same_upper" else (large, small)
+
+
+def _out_length(n: int, begin: int, end: int, extent: int, stride: int, ceil_mode: bool = False) -> int:
+    span = n + begin + end - extent
+    out = (-(-span // stride) if ceil_mode else span // stride) + 1
+    if ceil_mode and (out - 1) * stride >= n + begin:
+        out -= 1   # the last window must start inside the input or its leading pad
+    return out
+
+
+def _windows(x: np.ndarray, extent, stride, dilation, out) -> np.ndarray:
+    """[N, C, *out, *kernel] view of the first ``out`` windows of the (already padded) input."""
+    rank = len(extent)
+    view = sliding_window_view(x, extent, axis=tuple(range(2, 2 + rank)))
+    key = (slice(None),) * 2 + tuple(slice(0, (o - 1) * s + 1, s) for o, s in zip(out, stride)) + tuple(
+        slice(None, None, d) for d in dilation)
+    return view[key]
+
+
+def _compute_type(dtype: np.dtype) -> np.dtype:
+    return np.dtype(np.float32) if dtype == np.float16 else dtype
+
+
+def _conv_params(op_type: str, t: Tensor, kernel: Sequence[int], stride, padding, dilation, pad_type) -> dict:
+    rank = _spatial_rank(op_type, t)
+    stride = _ints(op_type, "stride", stride, rank, 1)
+    dilation = _ints(op_type, "dilation", dilation, rank, 1)
+    padding = _ints(op_type, "padding", padding, 2 * rank, 0)
+    if any(v < 1 for v in stride + dilation):
+        raise ValueError(f"{op_type}: stride {list(stride)} and dilation {list(dilation)} must be >= 1")
+    extent = tuple((k - 1) * d + 1 for k, d in zip(kernel, dilation))
+    begin, end = _pads(op_type, t.shape[2:], extent, stride, padding, pad_type)
+    return {"stride": stride, "dilation": dilation, "pads_begin": begin, "pads_end": end}
+
+
+# ----- convolution -----
+def _conv_infer(specs, attrs):
+    t, weight, groups = specs[0], specs[1], attrs["groups"]
+    check_dtype("conv", t, "float")
+    same_dtype("conv", specs)
+    if len(weight.shape) != len(t.shape) or groups < 1 or weight.shape[0] % groups or (
+            weight.shape[1] * groups != t.shape[1]):
+        raise ValueError(f"conv: weight {weight.shape} must be [C_out, C_in / groups, *kernel] with C_out "
+                         f"divisible by groups={groups}, for input {t.shape} (C_in={t.shape[1]})")
+    extent = [(k - 1) * d + 1 for k, d in zip(weight.shape[2:], attrs["dilation"])]
+    out = tuple(_out_length(n, b, e, k, s) for n, b, e, k, s in zip(
+        t.shape[2:], attrs["pads_begin"], attrs["pads_end"], extent, attrs["stride"]))
+    if any(o < 1 for o in out):
+        raise ValueError(f"conv: the kernel {weight.shape[2:]} (dilated {extent}) does not fit the padded input "
+                         f"{t.shape}")
+    return [TensorSpec((t.shape[0], weight.shape[0]) + out, t.dtype)]
+
+
+def _conv_kernel(op, env):
+    attrs, groups = op.attrs, op.attrs["groups"]
+    weight_shape = op.inputs[1].shape
+    rank = len(weight_shape) - 2
+    extent = tuple((k - 1) * d + 1 for k, d in zip(weight_shape[2:], attrs["dilation"]))
+    pad = ((0, 0), (0, 0)) + tuple(zip(attrs["pads_begin"], attrs["pads_end"]))
+    dtype = op.inputs[0].dtype.as_numpy()
+    compute = _compute_type(dtype)
+    c_in, c_out = weight_shape[1], weight_shape[0] // groups
+    axes = ([1] + list(range(2 + rank, 2 + 2 * rank)), list(range(1, 2 + rank)))
+    out = op.outputs[0].shape[2:]
+
+    def conv(x, weight):
+        x = np.pad(x.astype(compute, copy=False), pad)
+        windows = _windows(x, extent, attrs["stride"], attrs["dilation"], out)
+        weight = weight.astype(compute, copy=False)
+        parts = [np.tensordot(windows[:, g * c_in:(g + 1) * c_in], weight[g * c_out:(g + 1) * c_out], axes)
+                 for g in range(groups)]
+        return np.moveaxis(np.concatenate(parts, -1), -1, 1).astype(dtype)
+    return conv
+
+
+register(OpDef("conv", _conv_infer, _conv_kernel))
+
+
+def conv(t: Tensor, weight: Tensor, stride: Optional[Tuple[int]] = (1, 1),
+         padding: Optional[Tuple[int]] = (0, 0, 0, 0), dilation: Optional[Tuple[int]] = (1, 1),
+         groups: Optional[int] = 1, pad_type: Optional[PadType] = "not_set",
+         available_memory_proportions: Optional[List[float]] = None, partials_types: Optional[List[str]] = None,
+         enable_conv_dithering: Optional[List[int]] = None) -> Tensor:
+    """Convolve ``t`` ([N, C_in, *spatial]) with ``weight`` ([C_out, C_in / groups, *kernel]); no
+    bias. ``padding`` is (begin pads..., end pads...), for 2-D (top, left, bottom, right)."""
+    params = _conv_params("conv", t, weight.shape[2:], stride, padding, dilation, pad_type)
+    return apply("conv", t, weight, groups=int(groups or 1), **params)
+
+
+# ----- transposed convolution -----
+def _conv_transpose_infer(specs, attrs):
+    t, weight, groups = specs[0], specs[1], attrs["groups"]
+    check_dtype("conv_transpose", t, "float")
+    same_dtype("conv_transpose", specs)
+    if len(weight.shape) != len(t.shape) or groups < 1 or weight.shape[0] != t.shape[1] or t.shape[1] % groups:
+        raise ValueError(f"conv_transpose: weight {weight.shape} must be [C_in, C_out / groups, *kernel] with "
+                         f"C_in={t.shape[1]} divisible by groups={groups}, for input {t.shape}")
+    return [TensorSpec((t.shape[0], weight.shape[1] * groups) + attrs["output_shape"], t.dtype)]
+
+
+def _conv_transpose_kernel(op, env):
+    attrs, groups = op.attrs, op.attrs["groups"]
+    x_shape, weight_shape = op.inputs[0].shape, op.inputs[1].shape
+    stride, dilation, begin = attrs["stride"], attrs["dilation"], attrs["pads_begin"]
+    out_spatial = attrs["output_shape"]
+    full = tuple(max(s * (n - 1) + (k - 1) * d + 1, b + o) for n, k, s, d, b, o in zip(
+        x_shape[2:], weight_shape[2:], stride, dilation, begin, out_spatial))
+    crop = (slice(None),) * 2 + tuple(slice(b, b + o) for b, o in zip(begin, out_spatial))
+    c_in, c_out = x_shape[1] // groups, weight_shape[1]
+    dtype = op.inputs[0].dtype.as_numpy()
+    compute = _compute_type(dtype)
+    offsets = [(k, tuple(slice(i * d, i * d + s * (n - 1) + 1, s)
+                         for i, d, s, n in zip(k, dilation, stride, x_shape[2:])))
+               for k in np.ndindex(*weight_shape[2:])]
+
+    def conv_transpose(x, weight):
+        x, weight = x.astype(compute, copy=False), weight.astype(compute, copy=False)
+        result = np.zeros((x.shape[0], c_out * groups) + full, compute)
+        for g in range(groups):
+            channels = slice(g * c_out, (g + 1) * c_out)
+            source = x[:, g * c_in:(g + 1) * c_in]
+            for k, window in offsets:
+                part = np.tensordot(source, weight[(slice(g * c_in, (g + 1) * c_in), slice(None)) + k], ([1], [0]))
+                result[(slice(None), channels) + window] += np.moveaxis(part, -1, 1)
+        return result[crop].astype(dtype)
+    return conv_transpose
+
+
+register(OpDef("conv_transpose", _conv_transpose_infer, _conv_transpose_kernel))
+
+
+def conv_transpose(t: Tensor, weight: Tensor, stride: Optional[Tuple[int]] = (1, 1),
+                   padding: Optional[Tuple[int]] = (0, 0, 0, 0), dilation: Optional[Tuple[int]] = (1, 1),
+                   groups: Optional[int] = 1, pad_type: Optional[PadType] = "not_set",
+                   output_padding: Optional[Tuple[int]] = (), output_shape: Optional[Tuple[int]] = (),
+                   available_memory_proportions: Optional[List[float]] = None,
+                   partials_types: Optional[List[str]] = None, enable_conv_dithering: Optional[List[int]] = None):
+    """The transpose (gradient) of ``conv``: ``weight`` is [C_in, C_out / groups, *kernel]. Each
+    output axis is stride * (n - 1) + output_padding + dilated kernel - pads, unless
+    ``output_shape`` (spatial) is given; then the pads are derived from it (ONNX ConvTranspose)."""
+    rank = _spatial_rank("conv_transpose", t)
+    stride = _ints("conv_transpose", "stride", stride, rank, 1)
+    dilation = _ints("conv_transpose", "dilation", dilation, rank, 1)
+    extra = _ints("conv_transpose", "output_padding", output_padding or None, rank, 0)
+    full = [s * (n - 1) + (k - 1) * d + 1 + p for n, k, s, d, p in zip(
+        t.shape[2:], weight.shape[2:], stride, dilation, extra)]
+    if output_shape or pad_type in ("same_upper", "same_lower"):
+        target = _ints("conv_transpose", "output_shape", output_shape or None, rank, 0) if output_shape else [
+            n * s for n, s in zip(t.shape[2:], stride)]
+        totals = [f - o for f, o in zip(full, target)]
+        if any(total < 0 for total in totals):
+            raise ValueError(f"conv_transpose: output shape {list(target)} is larger than the largest possible "
+                             f"{full}")
+        halves = [total // 2 for total in totals]
+        begin = halves if pad_type == "same_upper" else [total - h for total, h in zip(totals, halves)]
+    else:
+        begin_end = _pads("conv_transpose", t.shape[2:], [1] * rank, stride,
+                          _ints("conv_transpose", "padding", padding, 2 * rank, 0), pad_type)
+        begin = begin_end[0]
+        target = [f - b - e for f, b, e in zip(full, *begin_end)]
+        if any(o < 1 for o in target):
+            raise ValueError(f"conv_transpose: padding {list(padding)} leaves no output from {full}")
+    return apply("conv_transpose", t, weight, groups=int(groups or 1), stride=stride, dilation=dilation,
+                 pads_begin=tuple(begin), output_shape=tuple(int(o) for o in target))
+
+
+# ----- pooling -----
+def _pool_params(op_type: str, t: Tensor, kernel_size, stride, padding, out_pads, dilation, in_dilations,
+                 auto_pad, ceil_mode) -> dict:
+    rank = _spatial_rank(op_type, t)
+    kernel = tuple(int(k) for k in kernel_size)
+    if len(kernel) != rank or any(k < 1 for k in kernel):
+        raise ValueError(f"{op_type}: kernel_size needs {rank} positive values for input {t.shape}, got "
+                         f"{list(kernel_size)}")
+    if any(_ints(op_type, "out_pads", out_pads, 2 * rank, 0)) or any(
+            v != 1 for v in _ints(op_type, "in_dilations", in_dilations, rank, 1)):
+        raise NotImplementedError(f"{op_type}: out_pads and in_dilations other than the defaults are not "
+                                  "implemented")
+    params = _conv_params(op_type, t, kernel, stride, padding, dilation, auto_pad or "not_set")
+    return {"kernel_size": kernel, "ceil_mode": bool(ceil_mode), **params}
+
+
+def _pool_geometry(shape: Sequence[int], attrs):
+    """Dilated kernel extent, output lengths and the pads to apply (the trailing ones grown so that
+    ceil-mode windows fit)."""
+    extent = tuple((k - 1) * d + 1 for k, d in zip(attrs["kernel_size"], attrs["dilation"]))
+    out = tuple(_out_length(n, b, e, k, s, attrs["ceil_mode"]) for n, b, e, k, s in zip(
+        shape[2:], attrs["pads_begin"], attrs["pads_end"], extent, attrs["stride"]))
+    ends = tuple(max(e, (o - 1) * s + k - n - b) for n, b, e, k, s, o in zip(
+        shape[2:], attrs["pads_begin"], attrs["pads_end"], extent, attrs["stride"], out))
+    return extent, out, ((0, 0), (0, 0)) + tuple(zip(attrs["pads_begin"], ends))
+
+
+def _pool_infer(op_type: str):
+    def infer(specs, attrs):
+        check_dtype(op_type, specs[0], "float")
+        _, out, _ = _pool_geometry(specs[0].shape, attrs)
+        if any(o < 1 for o in out):
+            raise ValueError(f"{op_type}: kernel {attrs['kernel_size']} does not fit the padded input "
+                             f"{specs[0].shape}")
+        return [TensorSpec(specs[0].shape[:2] + out, specs[0].dtype)]
+    return infer
+
+
+def _max_pool_kernel(op, env):
+    extent, out, pad = _pool_geometry(op.inputs[0].shape, op.attrs)
+    axes = tuple(range(-len(extent), 0))
+    stride, dilation = op.attrs["stride"], op.attrs["dilation"]
+    return lambda x: _windows(np.pad(x, pad, constant_values=-np.inf), extent, stride, dilation, out).max(axes)
+
+
+def _average_pool_kernel(op, env):
+    """Padding is left out of each window's count (ONNX count_include_pad=0)."""
+    shape = op.inputs[0].shape
+    extent, out, pad = _pool_geometry(shape, op.attrs)
+    axes = tuple(range(-len(extent), 0))
+    stride, dilation = op.attrs["stride"], op.attrs["dilation"]
+    dtype = op.inputs[0].dtype.as_numpy()
+    compute = _compute_type(dtype)
+    ones = np.pad(np.ones((1, 1) + shape[2:], compute), pad)
+    counts = _windows(ones, extent, stride, dilation, out).sum(axes)
+
+    def average_pool(x):
+        x = np.pad(x.astype(compute, copy=False), pad)
+        return (_windows(x, extent, stride, dilation, out).sum(axes) / counts).astype(dtype)
+    return average_pool
+
+
+register(OpDef("max_pool", _pool_infer("max_pool"), _max_pool_kernel))
+register(OpDef("average_pool", _pool_infer("average_pool"), _average_pool_kernel))
+
+
+def average_pool(t: Tensor, kernel_size: Tuple[int], stride: Optional[Tuple[int]] = None,
+                 padding: Optional[Tuple[int]] = None, out_pads: Optional[Tuple[int]] = None,
+                 dilation: Optional[Tuple[int]] = None, in_dilations: Optional[Tuple[int]] = None,
+                 auto_pad: Optional[PadType] = "not_set", ceil_mode: bool = False) -> Tensor:
+    """Mean of each ``kernel_size`` window of ``t`` ([N, C, *spatial]); padded positions are not
+    counted. ``ceil_mode`` rounds the output length up instead of down."""
+    return apply("average_pool", t, **_pool_params("average_pool", t, kernel_size, stride, padding, out_pads,
+                                                   dilation, in_dilations, auto_pad, ceil_mode))
+
+
+def max_pool(t: Tensor, kernel_size: Tuple[int], stride: Optional[Tuple[int]] = None,
+             padding: Optional[Tuple[int]] = None, out_pads: Optional[Tuple[int]] = None,
+             dilation: Optional[Tuple[int]] = None, in_dilations: Optional[Tuple[int]] = None,
+             auto_pad: Optional[PadType] = "not_set", ceil_mode: bool = False,
+             storage_order: Literal["row", "column"] = "row") -> Tensor:
+    """Maximum of each ``kernel_size`` window of ``t`` ([N, C, *spatial]); ``storage_order`` only
+    concerns the indices output, which popxl does not return."""
+    if storage_order not in ("row", "column"):
+        raise ValueError(f"max_pool: storage_order must be 'row' or 'column', got {storage_order!r}")
+    return apply("max_pool", t, **_pool_params("max_pool", t, kernel_size, stride, padding, out_pads,
+                                               dilation, in_dilations, auto_pad, ceil_mode))

@@ -1,0 +1,261 @@
+"""Indexing ops: static slices, ``Tensor.__getitem__`` and slices at runtime offsets.
+
+``dynamic_slice``/``dynamic_update`` read their offsets at run time. Out-of-range offsets follow
+Poplar's dynamic-slice vertices: an offset at or past the end of its axis counts as 0, and a slice
+running over the end of the axis wraps around to its start.
+"""
+from __future__ import annotations
+
+import builtins
+from typing import Any, Iterable, List, Optional, Sequence, Union
+
+import numpy as np
+
+from workbench.ir import Tensor, TensorSpec, constant
+
+from .registry import OpDef, apply, register
+from .rules import check_dtype, normalize_axis, same_dtype
+
+__all__ = ["slice", "slice_", "dynamic_slice", "dynamic_update", "dynamic_update_"]
+
+INT_MIN = -2 ** 31
+INT_MAX = 2 ** 31 - 1
+
+IntOrList = Optional[Union[int, List[Optional[int]]]]
+
+
+# ----- static slices -----
+def _slice_lists(op_type: str, t: Tensor, start: IntOrList, stop: IntOrList, step: IntOrList,
+                 axis: Optional[Union[int, List[int]]]) -> dict:
+    """popxl's argument rules: scalars become one-element lists, missing entries get defaults."""
+    given = {name: [value] if isinstance(value, (int, np.integer)) else value
+             for name, value in (("start", start), ("stop", stop), ("step", step), ("axis", axis))}
+    lengths = {name: len(value) for name, value in given.items() if value is not None}
+    count = next(iter(lengths.values()))
+    for name, length in lengths.items():
+        if length != count:
+            raise ValueError(f"{op_type}: start, stop, step and axis must have the same length; `{name}` has "
+                             f"length {length} != {count}")
+    steps = [1 if s is None else int(s) for s in given["step"] or [None] * count]
+    if any(s not in (1, -1) for s in steps):
+        raise ValueError(f"{op_type}: each step must be 1 or -1, got {steps}; for larger steps index the "
+                         "tensor (t[::2]) or use ops.subsample")
+    axes = [normalize_axis(op_type, a, t.rank) for a in (given["axis"] or range(count))]
+    if len(set(axes)) != len(axes):
+        raise ValueError(f"{op_type}: axis {axes} slices an axis twice")
+    starts = [(0 if s > 0 else -1) if v is None else int(v)
+              for v, s in zip(given["start"] or [None] * count, steps)]
+    stops = [(INT_MAX if s > 0 else INT_MIN) if v is None else int(v)
+             for v, s in zip(given["stop"] or [None] * count, steps)]
+    return {"start": tuple(starts), "stop": tuple(stops), "step": tuple(steps), "axis": tuple(axes)}
+
+
+def _slice_key(shape: Sequence[int], attrs) -> tuple:
+    """The NumPy key of an ONNX-style slice: indices clamp to the axis as Python slices do."""
+    key = [builtins.slice(None)] * len(shape)
+    for start, stop, step, axis in zip(attrs["start"], attrs["stop"], attrs["step"], attrs["axis"]):
+        first, end, step = builtins.slice(start, stop, step).indices(shape[axis])
+        key[axis] = builtins.slice(first, None if end < 0 else end, step)
+    return tuple(key)
+
+
+def _slice_infer(specs, attrs):
+    shape = specs[0].shape
+    sliced = tuple(len(range(*part.indices(n))) for part, n in zip(_slice_key(shape, attrs), shape))
+    return [TensorSpec(sliced, specs[0].dtype)]
+
+
+def _slice_kernel(op, env):
+    key = _slice_key(op.inputs[0].shape, op.attrs)
+    return lambda a: a[key]
+
+
+register(OpDef("slice", _slice_infer, _slice_kernel, view=True))
+register(OpDef("slice_", _slice_infer, _slice_kernel, aliases=((0, 0),)))
+
+
+def slice(t: Tensor, start: IntOrList = None, stop: IntOrList = None, step: IntOrList = None,
+          axis: Optional[Union[int, List[int]]] = None) -> Tensor:
+    """Elements of ``t`` from ``start`` (inclusive) to ``stop`` (exclusive) along each ``axis``.
+
+    Each argument is an int or a list with one entry per sliced axis; ``axis`` defaults to 0, 1, ...
+    ``step`` is 1 or -1 (backwards). Negative indices count from the end; ``t`` itself is returned
+    when start, stop and step are all None.
+    """
+    if start is None and stop is None and step is None:
+        return t
+    return apply("slice", t, **_slice_lists("slice", t, start, stop, step, axis))
+
+
+def slice_(t: Tensor, start: IntOrList = None, stop: IntOrList = None, step: IntOrList = None,
+           axis: Optional[Union[int, List[int]]] = None) -> Tensor:
+    """Like ``slice``, with the result aliasing ``t``: in-place writes through it change ``t``."""
+    if start is None and stop is None and step is None:
+        return t
+    return apply("slice_", t, **_slice_lists("slice_", t, start, stop, step, axis))
+
+
+# ----- Tensor.__getitem__ -----
+def _is_int(value: Any) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def getitem(t: Tensor, key: Any) -> Tensor:
+    """``t[key]``: ints and slices slice (NumPy rules; int-indexed axes are removed), an integer
+    tensor or host array gathers rows, a boolean one zeroes the elements where it is False."""
+    if _is_int(key) or isinstance(key, builtins.slice) or (
+            isinstance(key, tuple) and all(_is_int(k) or isinstance(k, builtins.slice) for k in key)):
+        return _basic_index(t, key if isinstance(key, tuple) else (key,))
+    if isinstance(key, (list, np.ndarray)):
+        array = np.asarray(key)
+        if array.dtype == np.bool_ or np.issubdtype(array.dtype, np.integer):
+            key = constant(array)
+    if isinstance(key, Tensor):
+        if key.dtype.is_int:
+            from .gather_scatter import gather
+            return gather(t, key)
+        if key.dtype.name == "bool":
+            from workbench import ops
+            return ops.where(key, t, constant(0, dtype=t.dtype))
+    raise TypeError("only integers, slices (`:`), integer tensors and boolean tensors are valid indices; "
+                    f"not {type(key).__name__}: {key!r}")
+
+
+def _basic_index(t: Tensor, key: tuple) -> Tensor:
+    if len(key) > t.rank:
+        raise IndexError(f"too many indices for tensor {t.id!r} of shape {t.shape}: {len(key)} given")
+    starts, stops, steps, strides, int_axes = [], [], [], [1] * t.rank, []
+    for axis, item in enumerate(key):
+        if _is_int(item):
+            length = t.shape[axis]
+            if not -length <= item < length:
+                raise IndexError(f"index {item} is out of bounds for axis {axis} with size {length}")
+            starts.append(int(item))
+            stops.append(INT_MAX if item == -1 else int(item) + 1)
+            steps.append(1)
+            int_axes.append(axis)
+            continue
+        step = 1 if item.step is None else int(item.step)
+        if step == 0:
+            raise ValueError("slice step cannot be zero")
+        starts.append(item.start)
+        stops.append(item.stop)
+        steps.append(1 if step > 0 else -1)
+        strides[axis] = abs(step)
+    out = slice(t, starts, stops, steps, list(range(len(key))))
+    if any(s > 1 for s in strides):
+        from .shape import subsample
+        out = subsample(out, strides)
+    if int_axes:
+        from .shape import squeeze
+        out = squeeze(out, int_axes)
+    return out
+
+
+# ----- slices at runtime offsets -----
+def _dynamic_args(op_type: str, t: Tensor, axes: Iterable[int], sizes: Iterable[int]) -> dict:
+    axes = tuple(normalize_axis(op_type, a, t.rank) for a in axes)
+    sizes = tuple(int(s) for s in sizes)
+    if len(axes) != len(sizes) or len(set(axes)) != len(axes):
+        raise ValueError(f"{op_type}: axes {list(axes)} must be distinct and as many as sizes {list(sizes)}")
+    for axis, size in zip(axes, sizes):
+        if not 1 <= size <= t.shape[axis]:
+            raise ValueError(f"{op_type}: size {size} for axis {axis} must be between 1 and the axis length "
+                             f"{t.shape[axis]}")
+    return {"axes": axes, "sizes": sizes}
+
+
+def _check_index(op_type: str, index: TensorSpec, axes: Sequence[int]) -> None:
+    check_dtype(op_type, index, "int")
+    if len(index.shape) > 1 or index.nelms != len(axes):
+        raise ValueError(f"{op_type}: index must hold one offset per axis ({len(axes)}), got shape "
+                         f"{index.shape}")
+
+
+def _sliced_shape(shape: Sequence[int], attrs) -> tuple[int, ...]:
+    sliced = list(shape)
+    for axis, size in zip(attrs["axes"], attrs["sizes"]):
+        sliced[axis] = size
+    return tuple(sliced)
+
+
+def _region(shape: Sequence[int], axes: Sequence[int], sizes: Sequence[int]):
+    """A function from the runtime offsets to the key of the region they select."""
+    rank = len(shape)
+    spans = list(zip(axes, sizes, [shape[a] for a in axes]))
+
+    def key(index: np.ndarray):
+        parts: list = [builtins.slice(None)] * rank
+        wrapped = False
+        for (axis, size, length), offset in zip(spans, np.ravel(index).tolist()):
+            start = offset if 0 <= offset < length else 0
+            if start + size <= length:
+                parts[axis] = builtins.slice(start, start + size)
+            else:
+                parts[axis] = (start + np.arange(size)) % length
+                wrapped = True
+        if not wrapped:
+            return tuple(parts)
+        return np.ix_(*(np.arange(n)[p] if isinstance(p, builtins.slice) else p for n, p in zip(shape, parts)))
+    return key
+
+
+def _dynamic_slice_infer(specs, attrs):
+    _check_index("dynamic_slice", specs[1], attrs["axes"])
+    return [TensorSpec(_sliced_shape(specs[0].shape, attrs), specs[0].dtype)]
+
+
+def _dynamic_slice_kernel(op, env):
+    key = _region(op.inputs[0].shape, op.attrs["axes"], op.attrs["sizes"])
+    return lambda t, index: t[key(index)]
+
+
+def _dynamic_update_infer(op_type: str):
+    def infer(specs, attrs):
+        _check_index(op_type, specs[1], attrs["axes"])
+        same_dtype(op_type, [specs[0], specs[2]])
+        expected = _sliced_shape(specs[0].shape, attrs)
+        if specs[2].shape != expected:
+            raise ValueError(f"{op_type}: t_update has shape {specs[2].shape}; the slice it replaces has shape "
+                             f"{expected}")
+        return [TensorSpec(specs[0].shape, specs[0].dtype)]
+    return infer
+
+
+def _dynamic_update_kernel(in_place: bool):
+    def build(op, env):
+        key = _region(op.inputs[0].shape, op.attrs["axes"], op.attrs["sizes"])
+
+        def update(t, index, t_update):
+            out = t if in_place else t.copy()
+            out[key(index)] = t_update
+            return out
+        return update
+    return build
+
+
+register(OpDef("dynamic_slice", _dynamic_slice_infer, _dynamic_slice_kernel, view=True))
+register(OpDef("dynamic_update", _dynamic_update_infer("dynamic_update"), _dynamic_update_kernel(False)))
+register(OpDef("dynamic_update_", _dynamic_update_infer("dynamic_update_"), _dynamic_update_kernel(True),
+               modifies=(0,), aliases=((0, 0),)))
+
+
+def dynamic_slice(t: Tensor, index: Tensor, axes: List[int], sizes: List[int], no_overlap: bool) -> Tensor:
+    """The slice of ``t`` starting at the runtime offsets ``index`` (one per axis in ``axes``) with
+    the given ``sizes``. ``no_overlap`` only matters for gradients."""
+    return apply("dynamic_slice", t, index, no_overlap=bool(no_overlap),
+                 **_dynamic_args("dynamic_slice", t, axes, sizes))
+
+
+def dynamic_update(t: Tensor, index: Tensor, t_update: Tensor, axes: Iterable[int], sizes: Iterable[int],
+                   no_overlap: bool) -> Tensor:
+    """A copy of ``t`` with the slice at the runtime offsets ``index`` replaced by ``t_update``."""
+    return apply("dynamic_update", t, index, t_update, no_overlap=bool(no_overlap),
+                 **_dynamic_args("dynamic_update", t, axes, sizes))
+
+
+def dynamic_update_(t: Tensor, index: Tensor, t_update: Tensor, axes: Iterable[int], sizes: Iterable[int],
+                    no_overlap: bool) -> Tensor:
+    """Like ``dynamic_update``, writing into ``t`` in place."""
+    return apply("dynamic_update_", t, index, t_update, no_overlap=bool(no_overlap),
+                 **_dynamic_args("dynamic_update_", t, axes, sizes))
