@@ -33,13 +33,15 @@ def _check_call_cycles(ir: Ir) -> None:
 
     def visit(graph: Graph, path: list[Graph]) -> None:
         state[graph] = "active"
-        for callee in graph.called_graphs:
-            if state.get(callee) == "active":
-                loop = " -> ".join(g.label for g in [*path, graph, callee])
-                raise InvalidIrError(f"graphs call each other in a cycle ({loop}); a graph cannot call "
-                                     "itself directly or indirectly")
-            if callee not in state:
-                visit(callee, [*path, graph])
+        for op in graph._ops:
+            for callee in op.called_graphs:
+                if state.get(callee) == "active":
+                    loop = " -> ".join(g.label for g in [*path, graph, callee])
+                    raise InvalidIrError(f"op {op.name} ({op.type} in graph {graph.label!r}) closes a cycle "
+                                         f"of calls ({loop}); a graph cannot call itself directly or "
+                                         "indirectly")
+                if callee not in state:
+                    visit(callee, [*path, graph])
         state[graph] = "done"
 
     for graph in ir.graphs:

@@ -75,9 +75,11 @@ def output_views(outputs: Mapping[Any, np.ndarray], expected: set, transfers: in
     views = {}
     for stream, array in outputs.items():
         shape = host_shape(stream, transfers, replicas)
-        if not isinstance(array, np.ndarray) or array.shape != shape:
-            given = array.shape if isinstance(array, np.ndarray) else type(array).__name__
-            raise ValueError(f"output array for stream {stream.name!r} has shape {given}, expected "
+        if not isinstance(array, np.ndarray):
+            raise TypeError(f"output for stream {stream.name!r} must be a NumPy array of shape {shape}, "
+                            f"got {type(array).__name__}")
+        if array.shape != shape:
+            raise ValueError(f"output array for stream {stream.name!r} has shape {array.shape}, expected "
                              f"{shape}")
         if array.dtype != stream.dtype.as_numpy():
             raise TypeError(f"output array for stream {stream.name!r} has dtype {array.dtype}, "
