@@ -42,7 +42,8 @@ class CallTreeEdge:
 
 @dataclass(slots=True)
 class CallTree:
-    """Graphs (the main graph first, then in creation order) and call sites (in op order)."""
+    """Graphs (the main graph first, then in creation order) and call sites (graph by graph in the
+    same order, each graph's in op order)."""
 
     nodes: list[CallTreeNode]
     edges: list[CallTreeEdge]
