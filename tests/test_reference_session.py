@@ -369,3 +369,34 @@ def test_12_4_a_single_load_consumes_only_the_first_transfer():
         outputs = session.run({x_h2d: data})
     assert outputs[y_d2h].shape == (3, 2)
     np.testing.assert_array_equal(outputs[y_d2h][0], [1.0, 2.0])
+
+
+def test_12_5_writing_one_variable_keeps_the_device_values_of_the_others():
+    """After a run the host copy is stale: writing ``a`` first fetches the device weights, so the
+    weights_from_host that follows does not put back an old value of ``c``."""
+    ir = popxl.Ir()
+    with ir.main_graph:
+        a = popxl.variable(np.array([1.0], np.float32), name="a")
+        c = popxl.variable(np.array([0.0], np.float32), name="c")
+        ops.var_updates.accumulate_(c, a)
+    with popxl.Session(ir, "ipu_model") as session:
+        session.run()
+        session.run()
+        assert counters(session) == (1, 0)
+        session.write_variable_data(a, np.array([10.0], np.float32))
+        assert counters(session) == (2, 1)
+        session.run()
+        np.testing.assert_array_equal(session.get_tensor_data(c), [12.0])
+        np.testing.assert_array_equal(session.get_tensor_data(a), [10.0])
+
+
+def test_12_4_returned_data_is_a_copy():
+    ir, a, b, o_d2h = variable_plus_constant_ir()
+    with popxl.Session(ir, "ipu_model") as session:
+        data = session.get_tensor_data(a)
+        data[...] = 100
+        constant = session.get_tensor_data(b)
+        constant_is_safe = not np.shares_memory(constant, b.data)
+        assert session.get_tensor_data(a) == 3
+        assert session.run()[o_d2h] == 4
+    assert constant_is_safe
