@@ -131,7 +131,8 @@ prod = _reduction("prod", lambda axes, keep, acc: lambda a: np.prod(a, axes, acc
 l1 = _reduction("l1", lambda axes, keep, acc: lambda a: np.sum(np.abs(a), axes, acc, keepdims=keep),
                 "L1 norm: sum of absolute values over ``axis`` (all axes when None).")
 l2 = _reduction(
-    "l2", lambda axes, keep, acc: lambda a: np.sqrt(np.sum(np.square(a, dtype=acc), axes, keepdims=keep)),
+    "l2", lambda axes, keep, acc: lambda a: np.sqrt(np.sum(np.square(a, dtype=acc), axes, acc,
+                                                           keepdims=keep)),
     "L2 norm: square root of the sum of squares over ``axis`` (all axes when None).", allowed="float")
 logsum = _reduction(
     "logsum", lambda axes, keep, acc: lambda a: np.log(np.sum(a, axes, acc, keepdims=keep)),
@@ -140,7 +141,7 @@ logsumexp = _reduction("logsumexp", _logsumexp, "Natural log of the sum of expon
                        "(all axes when None), computed without overflow.", allowed="float",
                        needs_elements=True)
 sumsquare = _reduction(
-    "sumsquare", lambda axes, keep, acc: lambda a: np.sum(np.square(a, dtype=acc), axes, keepdims=keep),
+    "sumsquare", lambda axes, keep, acc: lambda a: np.sum(np.square(a, dtype=acc), axes, acc, keepdims=keep),
     "Sum of squares over ``axis`` (all axes when None).")
 
 
