@@ -14,6 +14,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from workbench.ir import Tensor, TensorSpec
 
+from .arguments import expect_tensors
 from .registry import OpDef, apply, register
 from .rules import check_dtype, same_dtype
 
@@ -34,6 +35,7 @@ def _ints(op_type: str, name: str, values: Optional[Sequence[int]], length: int,
 
 
 def _spatial_rank(op_type: str, t: Tensor) -> int:
+    expect_tensors(op_type, t=t)
     if not 3 <= t.rank <= 5:
         raise ValueError(f"{op_type}: the input must be [N, C, *spatial] with 1 to 3 spatial axes, got shape "
                          f"{t.shape}")
@@ -142,6 +144,7 @@ def conv(t: Tensor, weight: Tensor, stride: Optional[Tuple[int]] = (1, 1),
          enable_conv_dithering: Optional[List[int]] = None) -> Tensor:
     """Convolve ``t`` ([N, C_in, *spatial]) with ``weight`` ([C_out, C_in / groups, *kernel]); no
     bias. ``padding`` is (begin pads..., end pads...), for 2-D (top, left, bottom, right)."""
+    expect_tensors("conv", weight=weight)
     params = _conv_params("conv", t, weight.shape[2:], stride, padding, dilation, pad_type)
     return apply("conv", t, weight, groups=int(groups or 1), **params)
 
@@ -198,6 +201,7 @@ def conv_transpose(t: Tensor, weight: Tensor, stride: Optional[Tuple[int]] = (1,
     output axis is stride * (n - 1) + output_padding + dilated kernel - pads, unless
     ``output_shape`` (spatial) is given; then the pads are derived from it (ONNX ConvTranspose)."""
     rank = _spatial_rank("conv_transpose", t)
+    expect_tensors("conv_transpose", weight=weight)
     stride = _ints("conv_transpose", "stride", stride, rank, 1)
     dilation = _ints("conv_transpose", "dilation", dilation, rank, 1)
     extra = _ints("conv_transpose", "output_padding", output_padding or None, rank, 0)

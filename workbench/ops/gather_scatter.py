@@ -11,6 +11,7 @@ import numpy as np
 
 from workbench.ir import Constant, Tensor, TensorSpec
 
+from .arguments import expect_tensors
 from .registry import OpDef, apply, register
 from .rules import check_dtype, normalize_axis, same_dtype
 
@@ -58,12 +59,14 @@ def gather(t: Tensor, indices: Tensor, axis: int = 0, available_memory_proportio
            zero_OOR: bool = False) -> Tensor:
     """Pick the entries ``indices`` of ``t`` along ``axis`` (``numpy.take``); the result has the
     indices' shape in place of that axis. ``zero_OOR`` gives zeros for out-of-range indices."""
+    expect_tensors("gather", t=t)
     return apply("gather", t, indices, axis=normalize_axis("gather", axis, t.rank), zero_OOR=bool(zero_OOR))
 
 
 def tied_gather(t: Tensor, indices: Tensor, axis: int = 0, available_memory_proportion: Optional[float] = None,
                 zero_OOR: bool = False) -> Tensor:
     """The same numbers as ``gather``, for a table shared with a matmul (its gradient differs)."""
+    expect_tensors("tied_gather", t=t)
     return apply("tied_gather", t, indices, axis=normalize_axis("tied_gather", axis, t.rank),
                  zero_OOR=bool(zero_OOR))
 
@@ -92,6 +95,7 @@ def groupedgather(t: Tensor, indices: Tensor, axis: int = 0, group_size: Optiona
     """One ``gather`` per group: ``t`` and ``indices`` have a leading dimension of ``group_size``,
     and group ``g`` of the result gathers ``indices[g]`` from ``t[g]`` along ``axis`` (an axis of
     ``t[g]``)."""
+    expect_tensors("groupedgather", t=t)
     axis = normalize_axis("groupedgather", axis, max(t.rank - 1, 1))
     return apply("groupedgather", t, indices, axis=axis, group_size=int(group_size), zero_OOR=bool(zero_OOR))
 
@@ -133,6 +137,7 @@ def scatter(t: Tensor, indices: Tensor, values: Tensor, axis: int = 0,
             available_memory_proportion: Optional[float] = None) -> Tensor:
     """A copy of ``t`` where, for every position ``p`` of ``indices``, the element at ``p`` with
     coordinate ``axis`` replaced by ``indices[p]`` becomes ``values[p]`` (ONNX ScatterElements)."""
+    expect_tensors("scatter", t=t)
     return apply("scatter", t, indices, values, axis=normalize_axis("scatter", axis, t.rank))
 
 
@@ -213,6 +218,7 @@ def scatter_reduce(data: Tensor, indices: Tensor, reduction: ScatterReductionTyp
     if not enable_index_broadcast:
         raise NotImplementedError("scatter_reduce: enable_index_broadcast=False is not supported; indices "
                                   "broadcast along the axis")
+    expect_tensors("scatter_reduce", data=data)
     axis = normalize_axis("scatter_reduce", axis, data.rank)
     if axis_size is None:
         axis_size = initial_values.shape[axis]
@@ -250,6 +256,7 @@ def onehot(t: Tensor, num_classes: Tensor, values: Tensor, axis: int) -> Tensor:
     """One-hot encode the class indices ``t``: a new axis of length ``num_classes`` at ``axis``
     holds ``values[1]`` at the index and ``values[0]`` elsewhere (indices out of range give a row of
     ``values[0]``; negative ones count from the end). ``num_classes`` must be a constant."""
+    expect_tensors("onehot", t=t)
     if not isinstance(num_classes, Constant) or num_classes.nelms != 1:
         raise ValueError("onehot: num_classes must be a one-element constant tensor (popxl.constant); its "
                          "value fixes the output shape")

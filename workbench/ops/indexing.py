@@ -13,6 +13,7 @@ import numpy as np
 
 from workbench.ir import Tensor, TensorSpec, constant
 
+from .arguments import expect_tensors
 from .registry import OpDef, apply, register
 from .rules import check_dtype, normalize_axis, same_dtype
 
@@ -28,6 +29,7 @@ IntOrList = Optional[Union[int, List[Optional[int]]]]
 def _slice_lists(op_type: str, t: Tensor, start: IntOrList, stop: IntOrList, step: IntOrList,
                  axis: Optional[Union[int, List[int]]]) -> dict:
     """popxl's argument rules: scalars become one-element lists, missing entries get defaults."""
+    expect_tensors(op_type, t=t)
     given = {name: [value] if isinstance(value, (int, np.integer)) else value
              for name, value in (("start", start), ("stop", stop), ("step", step), ("axis", axis))}
     lengths = {name: len(value) for name, value in given.items() if value is not None}
@@ -154,6 +156,7 @@ def _basic_index(t: Tensor, key: tuple) -> Tensor:
 
 # ----- slices at runtime offsets -----
 def _dynamic_args(op_type: str, t: Tensor, axes: Iterable[int], sizes: Iterable[int]) -> dict:
+    expect_tensors(op_type, t=t)
     axes = tuple(normalize_axis(op_type, a, t.rank) for a in axes)
     sizes = tuple(int(s) for s in sizes)
     if len(axes) != len(sizes) or len(set(axes)) != len(axes):

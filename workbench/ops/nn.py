@@ -14,6 +14,7 @@ import numpy as np
 
 from workbench.ir import Tensor, TensorSpec, constant, dtypes
 
+from .arguments import expect_tensors
 from .registry import OpDef, apply, apply_many, register
 from .rules import broadcast_shape, check_dtype, normalize_axis, same_dtype
 
@@ -50,6 +51,7 @@ register(OpDef("softmax", _softmax_infer, _softmax_kernel))
 
 def softmax(t: Tensor, axis: int) -> Tensor:
     """exp(t) normalised to sum to one along ``axis``."""
+    expect_tensors("softmax", t=t)
     return apply("softmax", t, axis=normalize_axis("softmax", axis, t.rank))
 
 

@@ -13,6 +13,7 @@ import numpy as np
 
 from workbench.ir import Tensor, TensorSpec
 
+from .arguments import expect_tensors
 from .registry import OpDef, apply, apply_many, register
 from .rules import normalize_axis, same_dtype
 
@@ -35,6 +36,7 @@ def _like_input(specs, attrs) -> list[TensorSpec]:
 # ----- reshape -----
 def _resolve_shape(op_type: str, t: Tensor, shape: Iterable[int]) -> tuple[int, ...]:
     """``shape`` with its -1 (if any) replaced by the length that keeps the element count."""
+    expect_tensors(op_type, t=t)
     try:
         shape = tuple(int(d) for d in shape)
     except TypeError:
@@ -71,9 +73,17 @@ def _reshape_in_place_kernel(op, env):
     """A true view when the memory is written in place later; NumPy then refuses to copy silently
     (a reshape of a non-contiguous alias, e.g. after ``transpose_``, cannot be a view)."""
     shape = op.attrs["shape"]
-    if env.is_written(op.inputs[0]):
-        return lambda a: np.reshape(a, shape, copy=False)
-    return lambda a: a.reshape(shape)
+    if not env.is_written(op.inputs[0]):
+        return lambda a: a.reshape(shape)
+
+    def reshape_view(a):
+        try:
+            return np.reshape(a, shape, copy=False)
+        except ValueError:
+            raise ValueError(f"reshape_: {op.inputs[0].id!r} is not contiguous in memory here (an alias made by "
+                             "transpose_ or slice_?), so its reshape cannot share its memory; use reshape, "
+                             "which copies") from None
+    return reshape_view
 
 
 register(OpDef("reshape", _reshape_infer("reshape"), _reshape_kernel, view=True))
@@ -103,6 +113,7 @@ def flatten_(t: Tensor) -> Tensor:
 
 # ----- transpose -----
 def _permutation(op_type: str, t: Tensor, permutation: Optional[Iterable[int]]) -> tuple[int, ...]:
+    expect_tensors(op_type, t=t)
     if permutation is None:
         return tuple(reversed(range(t.rank)))
     permutation = tuple(int(p) for p in permutation)
@@ -142,6 +153,7 @@ def transpose_(t: Tensor, permutation: Optional[Sequence[int]] = None) -> Tensor
 
 def squeeze(t: Tensor, axes: Optional[List[int]] = None) -> Tensor:
     """Remove axes of length one (all of them when ``axes`` is None); made with ``reshape``."""
+    expect_tensors("squeeze", t=t)
     if axes is None:
         return reshape(t, [d for d in t.shape if d != 1])
     axes = sorted(normalize_axis("squeeze", a, t.rank) for a in axes)
@@ -222,6 +234,7 @@ register(OpDef("split", _split_infer, _split_kernel))
 
 def split(t: Tensor, splits: Union[int, List[int]], axis: int = 0) -> List[Tensor]:
     """Split ``t`` along ``axis`` into ``splits`` equal parts, or into parts of the listed lengths."""
+    expect_tensors("split", t=t)
     axis = normalize_axis("split", axis, t.rank)
     length = t.shape[axis]
     if isinstance(splits, (int, np.integer)):
@@ -253,6 +266,7 @@ register(OpDef("subsample", _subsample_infer, _subsample_kernel, view=True))
 
 def subsample(t: Tensor, strides: Union[int, Iterable[int]]) -> Tensor:
     """Every ``strides[i]``-th element along each axis ``i``, starting with the first."""
+    expect_tensors("subsample", t=t)
     strides = [strides] if isinstance(strides, (int, np.integer)) else list(strides)
     if len(strides) != t.rank:
         raise ValueError(f"subsample: the length of strides ({len(strides)}) must match the rank of the "
@@ -270,6 +284,7 @@ register(OpDef("detach_", _like_input, _identity_kernel, aliases=((0, 0),)))
 
 def identity(t: Tensor, output_name: Optional[str] = None) -> Tensor:
     """A tensor equal to ``t``, named ``output_name`` (default ``identity_<name>``)."""
+    expect_tensors("identity", t=t)
     return apply("identity", t, name=output_name or f"identity_{t.name}")
 
 
