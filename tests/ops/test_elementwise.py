@@ -149,6 +149,8 @@ def test_add_in_place_broadcasts_rhs_into_lhs():
 def test_add_in_place_cannot_grow_its_target():
     with pytest.raises(ValueError, match=r"add_: the result shape \(2, 3\) differs from the shape \(3,\)"):
         run_op(ops.add_, floats((3,)), floats((2, 3)))
+    with pytest.raises(TypeError, match="add_: inputs must have the same dtype, got float32, float16"):
+        run_op(ops.add_, floats((3,)), floats((3,), np.float16))
 
 
 @pytest.mark.parametrize("e", [2, 0.5, -1.0])

@@ -24,7 +24,11 @@ KernelFor = Callable[[Op], Callable[..., np.ndarray]]
 
 
 def _in_place(fn: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
-    """A kernel that writes ``fn``'s result into its first argument and returns that argument."""
+    """A kernel that writes ``fn``'s result into its first argument and returns that argument
+    (a NumPy ufunc writes there directly, without a temporary)."""
+    if isinstance(fn, np.ufunc):
+        return lambda target, *others: fn(target, *others, out=target)
+
     def kernel(target, *others):
         target[...] = fn(target, *others)
         return target
@@ -37,7 +41,7 @@ def _named(function: Callable, name: str, doc: str) -> Callable:
     return function
 
 
-def in_place_doc(doc: str, target: str) -> str:
+def _in_place_doc(doc: str, target: str) -> str:
     return doc.rstrip(".") + f", in place: the result overwrites ``{target}``."
 
 
@@ -65,7 +69,6 @@ def unary_op(op_type: str, fn: Callable[[np.ndarray], np.ndarray], doc: str, *, 
 
     ``kernel_for(op)`` may pick a kernel by dtype instead of the fixed ``fn``.
     """
-
     register_elementwise(op_type, like_input(op_type, allowed, out_dtype),
                          lambda op, env: kernel_for(op) if kernel_for else fn, grad=grad, in_place=in_place,
                          in_place_infer=like_input(op_type + "_", allowed, out_dtype))
@@ -80,7 +83,7 @@ def unary_op(op_type: str, fn: Callable[[np.ndarray], np.ndarray], doc: str, *, 
     def front_in_place(t: Tensor) -> Tensor:
         return apply(op_type + "_", t)
 
-    return front, _named(front_in_place, op_type + "_", in_place_doc(doc, "t"))
+    return front, _named(front_in_place, op_type + "_", _in_place_doc(doc, "t"))
 
 
 def binary_entries(op_type: str, fn: Callable[[np.ndarray, np.ndarray], np.ndarray], *,
@@ -89,20 +92,20 @@ def binary_entries(op_type: str, fn: Callable[[np.ndarray, np.ndarray], np.ndarr
     """Register a broadcasting binary op (both inputs of one dtype); ``kernel_for(op)`` may pick a
     kernel by dtype."""
 
-    def infer(specs, attrs):
-        dtype = same_dtype(op_type, specs)
-        check_dtype(op_type, specs[0], allowed)
-        return [TensorSpec(broadcast_shape(op_type, specs[0].shape, specs[1].shape), out_dtype or dtype)]
+    def infer_for(name: str, updates_lhs: bool):
+        def infer(specs, attrs):
+            dtype = same_dtype(name, specs)
+            check_dtype(name, specs[0], allowed)
+            shape = broadcast_shape(name, specs[0].shape, specs[1].shape)
+            if updates_lhs and shape != specs[0].shape:
+                raise ValueError(f"{name}: the result shape {shape} differs from the shape "
+                                 f"{specs[0].shape} of the tensor updated in place")
+            return [TensorSpec(shape, out_dtype or dtype)]
+        return infer
 
-    def infer_in_place(specs, attrs):
-        (spec,) = infer(specs, attrs)
-        if spec.shape != specs[0].shape:
-            raise ValueError(f"{op_type}_: the result shape {spec.shape} differs from the shape "
-                             f"{specs[0].shape} of the tensor updated in place")
-        return [spec]
-
-    register_elementwise(op_type, infer, lambda op, env: kernel_for(op) if kernel_for else fn,
-                         grad=grad, in_place=in_place, in_place_infer=infer_in_place)
+    register_elementwise(op_type, infer_for(op_type, False),
+                         lambda op, env: kernel_for(op) if kernel_for else fn, grad=grad, in_place=in_place,
+                         in_place_infer=infer_for(op_type + "_", True))
 
 
 def binary_op(op_type: str, fn: Callable[[np.ndarray, np.ndarray], np.ndarray], doc: str, *,
@@ -122,7 +125,7 @@ def binary_op(op_type: str, fn: Callable[[np.ndarray, np.ndarray], np.ndarray], 
     def front_in_place(lhs: Tensor, rhs: Tensor) -> Tensor:
         return apply(op_type + "_", lhs, rhs)
 
-    return front, _named(front_in_place, op_type + "_", in_place_doc(doc, "lhs"))
+    return front, _named(front_in_place, op_type + "_", _in_place_doc(doc, "lhs"))
 
 
 # ----- unary math -----

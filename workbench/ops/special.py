@@ -1,8 +1,8 @@
 """The error function and its complement, vectorised over NumPy arrays (NumPy has neither).
 
 Below |x| = 2.5 a power series with positive terms only (no cancellation); above it the continued
-fraction of erfc, whose convergence improves as |x| grows. Both reach about 1e-14 relative error in
-float64.
+fraction of erfc, whose convergence improves as |x| grows. erf is within about 1e-14 relative error
+in float64; erfc too, except just below 2.5 where 1 - erf costs it a few digits (about 2e-12).
 """
 from __future__ import annotations
 
