@@ -57,7 +57,7 @@ class CapacityProblem:
             return f"the program needs {self.needed} IPUs but the device has {self.available}"
         where = "tile memory" if self.kind == "tile_memory" else "Streaming Memory"
         return (f"IPU {self.ipu} needs {self.needed:,} bytes of {where} but has {self.available:,} "
-                f"({self.needed - self.available:,} too many)")
+                f"({self.needed - self.available:,} over)")
 
 
 @dataclass(slots=True)
