@@ -458,3 +458,70 @@ def test_conditional_branches_must_have_the_same_outputs():
             ops.conditional(cond, then_graph, else_graph, [x], [x])
         with pytest.raises(ValueError, match="single-element bool"):
             ops.conditional(x, then_graph, then_graph, [x], [x])
+
+
+def test_a_graph_may_return_a_constant_and_callers_get_their_own_copy():
+    ir = popxl.Ir()
+    with ir.main_graph:
+        graph = ir.create_graph(lambda: popxl.constant(np.array([1.0, 2.0], np.float32)))
+        (first,) = ops.call(graph)
+        first += 1
+        (second,) = ops.call(graph)
+        first_d2h, second_d2h = store(first, "first"), store(second, "second")
+    with popxl.Session(ir, "ipu_model") as session:
+        for _ in range(2):
+            outputs = session.run()
+            np.testing.assert_array_equal(outputs[first_d2h], [2.0, 3.0])
+            np.testing.assert_array_equal(outputs[second_d2h], [1.0, 2.0])
+
+
+def test_one_parent_passed_by_reference_and_by_value():
+    """The by-value input is a copy taken at the call: the write through the reference does not
+    show through it."""
+    def bump_and_read(a: popxl.TensorByRef, b):
+        a += 10
+        return b * 1
+
+    ir = popxl.Ir()
+    with ir.main_graph:
+        v = popxl.variable(np.array([1.0], np.float32), name="v")
+        graph = ir.create_graph(bump_and_read, v, v)
+        (read,) = ops.call(graph, v, v)
+        read_d2h = store(read, "read")
+    outputs, session = run_and_fetch(ir)
+    np.testing.assert_array_equal(outputs[read_d2h], [1.0])
+    np.testing.assert_array_equal(session.get_tensor_data(v), [11.0])
+
+
+def test_repeat_carries_a_copy_of_an_output_that_aliases_another_input():
+    """Iteration outputs are copied into the next iteration's inputs: writing input 0 in place
+    must not write into ``w``, whose tensor the body returns as output 0."""
+    def body(x, w):
+        x += 1
+        return w
+
+    ir = popxl.Ir()
+    with ir.main_graph:
+        x = popxl.variable(np.array([0.0], np.float32), name="x")
+        w = popxl.variable(np.array([5.0], np.float32), name="w")
+        (o,) = ops.repeat(ir.create_graph(body, x, w), 3, x, w)
+        o_d2h = store(o, "o")
+    outputs, session = run_and_fetch(ir)
+    np.testing.assert_array_equal(outputs[o_d2h], [5.0])
+    np.testing.assert_array_equal(session.get_tensor_data(w), [5.0])
+    np.testing.assert_array_equal(session.get_tensor_data(x), [0.0])
+
+
+def test_repeat_body_writing_its_input_after_returning_a_constant():
+    def body(x):
+        x += 1
+        return popxl.constant(np.array([7.0], np.float32))
+
+    ir = popxl.Ir()
+    with ir.main_graph:
+        x = popxl.variable(np.array([0.0], np.float32), name="x")
+        (o,) = ops.repeat(ir.create_graph(body, x), 3, x)
+        o_d2h = store(o, "o")
+    with popxl.Session(ir, "ipu_model") as session:
+        for _ in range(2):
+            np.testing.assert_array_equal(session.run()[o_d2h], [7.0])

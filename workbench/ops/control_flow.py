@@ -168,10 +168,18 @@ def _copy_at(values: list, positions: Iterable[int]) -> None:
         values[position] = values[position].copy()
 
 
+def _copy_in(op: Op, order: Sequence[int], modified_inputs, offset: int = 0) -> tuple[int, ...]:
+    """Positions (relative to ``offset`` in the op's inputs) whose subgraph input must be a private
+    copy: by-value inputs the subgraph writes, and by-value inputs whose parent tensor is also
+    passed by reference, so that the write through the reference does not show through them."""
+    written = {op.inputs[i] for i in op.modified}
+    return tuple(p for p, g in enumerate(order) if p + offset not in op.modified
+                 and (g in modified_inputs or op.inputs[p + offset] in written))
+
+
 def _call_kernel(op: Op, env) -> Any:
     callee = env.subgraph(op.called_graphs[0])
-    order = op.attrs["graph_inputs"]
-    copy_in = tuple(p for p, g in enumerate(order) if g in callee.modified_inputs and p not in op.modified)
+    copy_in = _copy_in(op, op.attrs["graph_inputs"], callee.modified_inputs)
     copy_out = tuple(callee.aliased_outputs)
     function = callee.function
     if copy_in or copy_out:
@@ -188,16 +196,18 @@ def _call_kernel(op: Op, env) -> Any:
 
 def _repeat_kernel(op: Op, env) -> Any:
     callee = env.subgraph(op.called_graphs[0])
-    order = op.attrs["graph_inputs"]
-    copy_in = tuple(p for p, g in enumerate(order) if g in callee.modified_inputs and p not in op.modified)
+    copy_in = _copy_in(op, op.attrs["graph_inputs"], callee.modified_inputs)
     copy_out = tuple(callee.aliased_outputs)
     body, count, carried = callee.function, op.attrs["repeat_count"], len(op.outputs)
+    # A carried input written in place must not write through an output that aliases other memory.
+    recopy = tuple(p for p in copy_in if p < carried and p in copy_out)
 
     def loop(*args):
         values = list(args)
         _copy_at(values, copy_in)
         for _ in range(count):
             values[:carried] = body(*values)
+            _copy_at(values, recopy)
         outputs = values[:carried]
         _copy_at(outputs, copy_out)
         return tuple(outputs)
@@ -211,8 +221,7 @@ def _conditional_kernel(op: Op, env) -> Any:
     for graph, order, offset in ((then_graph, op.attrs["then_inputs"], 1),
                                  (else_graph, op.attrs["else_inputs"], split)):
         compiled = env.subgraph(graph)
-        copy_in = tuple(p for p, g in enumerate(order)
-                        if g in compiled.modified_inputs and p + offset not in op.modified)
+        copy_in = _copy_in(op, order, compiled.modified_inputs, offset)
         branches.append((compiled.function, copy_in, tuple(compiled.aliased_outputs)))
 
     def select(cond, *args):
