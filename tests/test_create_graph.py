@@ -263,6 +263,22 @@ def test_a_failing_function_leaves_no_half_built_graph(ir):
     assert ir.graphs == (ir.main_graph, graph, ir_again)
 
 
+def test_listeners_hear_that_a_failed_graph_was_discarded(ir):
+    heard = []
+    ir.events.subscribe(lambda kind, payload: heard.append((kind, payload)))
+
+    def fails(x):
+        x + 1
+        raise RuntimeError("stop")
+
+    with pytest.raises(RuntimeError, match="stop"):
+        ir.create_graph(fails, var())
+    kinds = [kind for kind, _ in heard]
+    assert kinds[0] == "graph_created" and kinds[-1] == "graph_discarded"
+    assert heard[0][1] is heard[-1][1]
+    assert "graph_built" not in kinds
+
+
 def test_a_failed_graph_does_not_reach_the_session(ir):
     def bad(x):
         ops.host_store(popxl.d2h_stream((5,), popxl.float32), x)

@@ -98,9 +98,10 @@ class Ir:
         return candidate
 
     def _discard_graph(self, graph: Graph) -> None:
-        """Forget a graph whose building failed."""
+        """Forget a graph whose building failed (listeners that saw it created are told)."""
         self._graphs.remove(graph)
         self._graph_names.discard(graph.name)
+        self.events.emit("graph_discarded", graph)
 
     # ----- settings -----
     @property
