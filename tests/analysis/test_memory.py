@@ -51,7 +51,8 @@ def test_a_device_too_small_for_the_peak_is_over_capacity():
     peak = 16 + 4 + 32 + CHAIN_CODE
     report = memory(ir, TinyDevice(bytes_per_ipu=peak - 10))
     (problem,) = report.over_capacity
-    assert (problem.kind, problem.ipu, problem.needed, problem.available) == ("tile_memory", 0, peak, peak - 10)
+    assert (problem.kind, problem.ipu) == ("tile_memory", 0)
+    assert (problem.needed, problem.available) == (peak, peak - 10)
     assert problem.message == f"IPU 0 needs {peak:,} bytes of tile memory but has {peak - 10:,} (10 over)"
     assert not report.fits
     assert memory(ir, TinyDevice(bytes_per_ipu=peak)).fits
@@ -73,7 +74,8 @@ def test_streaming_memory_holds_remote_buffers_and_loaded_code():
     assert (ipu.remote_buffer_bytes, ipu.streaming_code_bytes) == (48, CODE_BYTES["add"])
     assert ipu.streaming_bytes == 48 + CODE_BYTES["add"]
     (problem,) = report.over_capacity
-    assert (problem.kind, problem.needed, problem.available) == ("streaming_memory", 48 + CODE_BYTES["add"], 1000)
+    assert problem.kind == "streaming_memory"
+    assert (problem.needed, problem.available) == (48 + CODE_BYTES["add"], 1000)
     assert "Streaming Memory" in problem.message
 
 

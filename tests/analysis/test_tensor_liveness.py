@@ -85,7 +85,8 @@ def test_in_place_ops_share_their_input_memory():
     liveness = tensor_liveness(ir)
     assert column(liveness, "intermediates") == [16, 16, 16, 16]
     (allocation,) = [al for al in liveness.allocations if al.kind == "intermediate"]
-    assert allocation.tensor is a and allocation.aliases == [b, c] and (allocation.start, allocation.end) == (0, 3)
+    assert allocation.tensor is a and allocation.aliases == [b, c]
+    assert (allocation.start, allocation.end) == (0, 3)
     data = np.array([-2, -1, 0, 1], F32)
     np.testing.assert_array_equal(run(ir, {in_stream: data})[out], np.maximum(data + 1, 0))
 

@@ -141,13 +141,11 @@ class _Allocations:
         self.intermediates: list[Allocation] = []
 
     def run(self) -> list[Allocation]:
+        on_chip = [v for v in self.flat.ir.variables if getattr(v, "remote_buffer", None) is None]
+        constants = [c for graph in dict.fromkeys(f.graph for f in self.flat.frames) for c in graph.constants]
         last = len(self.flat) - 1
-        for variable in self.flat.ir.variables:
-            if getattr(variable, "remote_buffer", None) is None:
-                self.static[variable] = Allocation(variable, "variable", variable.ipu, variable.nbytes, 0, last)
-        for graph in dict.fromkeys(frame.graph for frame in self.flat.frames):
-            for constant in graph.constants:
-                self.static[constant] = Allocation(constant, "constant", constant.ipu, constant.nbytes, 0, last)
+        for tensor in on_chip + constants:
+            self.static[tensor] = Allocation(tensor, tensor.kind, tensor.ipu, tensor.nbytes, 0, last)
         ending: dict[int, list[Step]] = defaultdict(list)
         for step in self.flat.steps:
             if step.children:
