@@ -264,6 +264,7 @@ def test_a_failing_function_leaves_no_half_built_graph(ir):
 
 
 def test_listeners_hear_that_a_failed_graph_was_discarded(ir):
+    x = var()
     heard = []
     ir.events.subscribe(lambda kind, payload: heard.append((kind, payload)))
 
@@ -272,7 +273,7 @@ def test_listeners_hear_that_a_failed_graph_was_discarded(ir):
         raise RuntimeError("stop")
 
     with pytest.raises(RuntimeError, match="stop"):
-        ir.create_graph(fails, var())
+        ir.create_graph(fails, x)
     kinds = [kind for kind, _ in heard]
     assert kinds[0] == "graph_created" and kinds[-1] == "graph_discarded"
     assert heard[0][1] is heard[-1][1]
