@@ -25,8 +25,6 @@ from workbench.ir import Graph, Ir, Op
 
 from .schedule import schedule
 
-CALL_SITE_TYPES = ("call", "repeat", "conditional")
-
 
 @dataclass(eq=False, slots=True)
 class Frame:
