@@ -114,6 +114,27 @@ def test_subgraph_inputs_are_the_parent_tensors_and_call_outputs_the_callee_outp
     assert shared.frame.graph is g and shared.frame.call_site is b.producer
 
 
+def test_a_subgraph_writing_its_input_in_place_uses_the_parent_memory():
+    def increment(t: popxl.TensorByRef):
+        return ops.add_(t, popxl.constant(1.0))
+
+    ir = popxl.Ir()
+    with ir.main_graph:
+        in_stream = popxl.h2d_stream([4], popxl.float32, name="in")
+        a = ops.host_load(in_stream, "a")  # step 0
+        g = ir.create_graph(increment, a)
+        (b,) = ops.call(g, a)              # step 1 (call), step 2 (add_ in g)
+        out = popxl.d2h_stream(b.shape, b.dtype, name="b")
+        ops.host_store(out, b)             # step 3
+
+    liveness = tensor_liveness(ir)
+    assert column(liveness, "intermediates") == [16, 16, 16, 16]
+    (allocation,) = [al for al in liveness.allocations if al.kind == "intermediate"]
+    assert allocation.tensor is a and allocation.aliases == [g.outputs[0], b]
+    data = np.array([0, 1, 2, 3], F32)
+    np.testing.assert_array_equal(run(ir, {in_stream: data})[out], data + 1)
+
+
 def test_a_repeat_body_reads_its_inputs_until_the_loop_ends():
     ir = popxl.Ir()
     with ir.main_graph:
