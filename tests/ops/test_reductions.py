@@ -1,5 +1,6 @@
 """Reductions, arg-reductions, cumsum, topk, histogram and lamb_square, against NumPy."""
 import inspect
+import math
 
 import numpy as np
 import pytest
@@ -14,7 +15,7 @@ TOLERANCE = {np.float16: dict(rtol=3e-3, atol=3e-3), np.float32: dict(rtol=1e-5,
 
 def data(shape, dtype, low=-3.0, high=3.0):
     if np.issubdtype(dtype, np.integer):
-        return RNG.integers(-5, 6, shape).astype(dtype)
+        return RNG.integers(math.floor(low), math.ceil(high) + 1, shape).astype(dtype)
     return RNG.uniform(low, high, shape).astype(dtype)
 
 
