@@ -3,6 +3,7 @@
 The rules of code loading (graphs reference, section 9.7):
 
 - A graph that no ``remote_code_load`` loads is always live: one interval over the whole program.
+  So is the main graph.
 - A call needs the code live since the last load before it, or since the program start if none.
   A call is live from its call step to the last step of the callee; a ``conditional`` step calls both
   branch graphs and keeps both live until the end of its else-branch.
@@ -44,14 +45,10 @@ class GraphCodeLiveness:
     def is_live(self, step: int) -> bool:
         return any(start <= step <= end for start, end in self.intervals)
 
-    @property
-    def live_steps(self) -> int:
-        return sum(end - start + 1 for start, end in self.intervals)
-
 
 def code_liveness(ir: Ir, flat: Optional[FlatSchedule] = None) -> dict[Graph, GraphCodeLiveness]:
     """Code liveness of every graph of ``ir`` (in ``ir.graphs`` order), by the rules above."""
-    flat = flat or flattened_schedule(ir)
+    flat = flattened_schedule(ir) if flat is None else flat
     loads: dict[Graph, list[int]] = {graph: [] for graph in ir.graphs}
     calls: dict[Graph, list[int]] = {graph: [] for graph in ir.graphs}
     for step in flat.steps:

@@ -82,7 +82,7 @@ class MemoryReport:
 def memory(ir: Ir, device: Any, liveness: Optional[TensorLiveness] = None, top: int = 10) -> MemoryReport:
     """Peak tile memory and Streaming Memory per IPU of ``ir`` on ``device``, and what does not fit.
     ``top`` bounds ``largest_at_peak``."""
-    liveness = liveness or tensor_liveness(ir)
+    liveness = tensor_liveness(ir) if liveness is None else liveness
     remote = _remote_buffer_bytes(ir)
     offloaded = _offloaded_code_bytes(liveness)
     records, problems = [], []

@@ -94,38 +94,34 @@ class TensorLiveness:
 
 def tensor_liveness(ir: Ir, flat: Optional[FlatSchedule] = None) -> TensorLiveness:
     """Live tile memory per IPU and step (see the module docstring)."""
-    flat = flat or flattened_schedule(ir)
+    flat = flattened_schedule(ir) if flat is None else flat
     code = code_liveness(ir, flat)
     allocations = _Allocations(flat).run()
-    last = len(flat) - 1
     code_per_ipu = {graph: graph_code_bytes(graph) for graph, record in code.items() if record.intervals}
     ipus = sorted({a.ipu for a in allocations} | {s.op.ipu for s in flat.steps} | {0}
                   | {ipu for per_ipu in code_per_ipu.values() for ipu in per_ipu})
     static = {(ipu, kind): 0 for ipu in ipus for kind in ("variable", "constant")}
-    intermediates = {ipu: [0] * (len(flat) + 1) for ipu in ipus}
     live: dict[int, list[list[Allocation]]] = {ipu: [[] for _ in flat.steps] for ipu in ipus}
     for allocation in allocations:
         if allocation.kind == "intermediate":
-            intermediates[allocation.ipu][allocation.start] += allocation.nbytes
-            intermediates[allocation.ipu][allocation.end + 1] -= allocation.nbytes
             for index in range(allocation.start, allocation.end + 1):
                 live[allocation.ipu][index].append(allocation)
         else:
             static[allocation.ipu, allocation.kind] += allocation.nbytes
-    code_bytes = {ipu: [0] * (len(flat) + 1) for ipu in ipus}
+    code_changes = {ipu: [0] * (len(flat) + 1) for ipu in ipus}
     for graph, per_ipu in code_per_ipu.items():
         for ipu, nbytes in per_ipu.items():
             for start, end in code[graph].intervals:
-                code_bytes[ipu][start] += nbytes
-                code_bytes[ipu][min(end, last) + 1] -= nbytes
+                code_changes[ipu][start] += nbytes
+                code_changes[ipu][end + 1] -= nbytes
     steps = {}
     for ipu in ipus:
-        records, running, running_code = [], 0, 0
-        for index in range(len(flat)):
-            running += intermediates[ipu][index]
-            running_code += code_bytes[ipu][index]
-            records.append(StepMemory(index, ipu, static[ipu, "variable"], static[ipu, "constant"], running,
-                                      running_code, tuple(live[ipu][index])))
+        records, code_bytes = [], 0
+        for index, allocations_live in enumerate(live[ipu]):
+            code_bytes += code_changes[ipu][index]
+            records.append(StepMemory(index, ipu, static[ipu, "variable"], static[ipu, "constant"],
+                                      sum(a.nbytes for a in allocations_live), code_bytes,
+                                      tuple(allocations_live)))
         steps[ipu] = records
     return TensorLiveness(flat, code, ipus, allocations, steps)
 
