@@ -400,3 +400,11 @@ def test_12_4_returned_data_is_a_copy():
         assert session.get_tensor_data(a) == 3
         assert session.run()[o_d2h] == 4
     assert constant_is_safe
+
+
+def test_12_4_write_variable_data_takes_a_python_number():
+    ir, a, b, o_d2h = variable_plus_constant_ir()
+    with popxl.Session(ir, "ipu_model") as session:
+        session.write_variable_data(a, 41)
+        assert session.get_tensor_data(a).dtype == np.int32
+        assert session.run()[o_d2h] == 42

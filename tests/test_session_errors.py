@@ -367,3 +367,18 @@ def test_a_call_with_unchecked_inputs_of_the_wrong_shape():
     assert_refused_and_still_buildable(
         ir, f"op {call.name} (call of '{graph.name}') passes 'wide' (float32[3]) to graph input 'a', "
             "which expects float32[2]")
+
+
+def test_writing_an_all_replicas_variable_of_grouped_replicas_is_not_supported():
+    ir = popxl.Ir(replication=2)
+    with ir.main_graph:
+        shared = popxl.variable(np.zeros(2, np.float32), name="shared", retrieval_mode="all_replicas")
+        own = popxl.variable(np.zeros((2, 2), np.float32), name="own", retrieval_mode="all_replicas",
+                             replica_grouping=ir.replica_grouping(group_size=1))
+    with popxl.Session(ir, "ipu_model") as session:
+        with pytest.raises(NotImplementedError, match="'shared' with retrieval_mode 'all_replicas'"):
+            session.write_variable_data(shared, np.ones((2, 2), np.float32))
+        np.testing.assert_array_equal(session.get_tensor_data(shared), np.zeros((2, 2)))
+        # One replica per group: each replica's value is its group's, so writing is allowed.
+        session.write_variable_data(own, np.array([[1.0, 2.0], [3.0, 4.0]], np.float32))
+        np.testing.assert_array_equal(session.get_tensor_data(own), [[1.0, 2.0], [3.0, 4.0]])

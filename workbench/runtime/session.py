@@ -7,6 +7,7 @@ the weights is a cache that a run invalidates; reads refresh it only when it is 
 """
 from __future__ import annotations
 
+import numbers
 import os
 from typing import Any, Iterable, Mapping, Optional, Union
 
@@ -181,10 +182,13 @@ class Session:
         checked = {}
         for tensor, data in tensors.items():
             self._check_own_tensor(tensor, (Variable,), "write_variable_data")
-            if tensor.retrieval_mode == "all_replicas":
+            if tensor.retrieval_mode == "all_replicas" and tensor.replica_grouping.group_size > 1:
                 raise NotImplementedError(f"writing variable {tensor.id!r} with retrieval_mode "
-                                          "'all_replicas' is not supported, as in popxl")
-            array = np.asarray(data)
+                                          "'all_replicas' and groups of several replicas is not "
+                                          "supported, as in popxl")
+            # A Python number takes the variable's dtype, as in popxl.
+            array = np.array(data, tensor.dtype.as_numpy()) if isinstance(data, numbers.Number) \
+                else np.asarray(data)
             if array.dtype != tensor.dtype.as_numpy():
                 raise TypeError(f"data for variable {tensor.id!r} has dtype {array.dtype}, expected "
                                 f"{tensor.dtype.as_numpy()}")
