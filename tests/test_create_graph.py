@@ -304,3 +304,21 @@ def test_graph_names_come_from_the_function(ir):
     assert first.name.startswith("test_graph_names_come_from_the_function.my_layer")
     assert second.name != first.name
     assert "<locals>" not in first.name
+
+
+def test_other_callables_make_graphs_named_after_their_type(ir):
+    import functools
+
+    class AddOne:
+        def __call__(self, t):
+            return t + 1
+
+    def scale(t, k):
+        return t * k
+
+    scaled = ir.create_graph(functools.partial(scale, k=3.0), var())
+    added = ir.create_graph(AddOne(), var())
+    assert scaled.name == "partial" and [t.name for t in scaled.inputs] == ["t"]
+    assert added.name.endswith("AddOne") and len(added.outputs) == 1
+    with pytest.raises(ValueError, match=r"signature partial\(t, \*, k=3.0\): too many positional"):
+        ir.create_graph(functools.partial(scale, k=3.0), var(), 1)

@@ -20,15 +20,16 @@ def build_graph(ir: "Ir", fn: Callable[..., Any], args: tuple, kwargs: dict) -> 
     function = fn.build if isinstance(fn, Module) else fn
     if not callable(function):
         raise TypeError(f"create_graph needs a callable or a popxl.Module, got {type(fn).__name__}")
-    # As popxl: a Module's graph is named after its class, a function's graph after the function.
-    qualname = type(fn).__qualname__ if isinstance(fn, Module) else function.__qualname__
-    qualname = qualname.replace(".<locals>", "")
+    # As popxl: a Module's graph is named after its class, a function's graph after the function;
+    # other callables (functools.partial, objects with __call__) after their type.
+    named = fn if hasattr(function, "__qualname__") and not isinstance(fn, Module) else type(fn)
+    qualname = named.__qualname__.replace(".<locals>", "")
     signature = inspect.signature(function)
     try:
         bound = signature.bind(*args, **kwargs)
     except TypeError as error:
         raise ValueError(f"create_graph: the arguments do not match the signature "
-                         f"{function.__name__}{signature}: {error}") from None
+                         f"{named.__name__}{signature}: {error}") from None
     hints = _type_hints(function)
     graph = ir.create_empty_graph(qualname)
     try:
