@@ -253,6 +253,7 @@ def test_building_on_the_ir_after_a_session_owns_it():
         for what, attempt in attempts.items():
             with pytest.raises(RuntimeError, match="owned by a Session and can no longer be changed"):
                 attempt()
+                pytest.fail(f"{what} changed an Ir that a Session owns")
     with pytest.raises(RuntimeError, match="owned by a Session"):
         ir.num_host_transfers = 2
     assert [(g, g.ops, g.tensors) for g in ir.graphs] == before
