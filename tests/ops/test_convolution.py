@@ -1,0 +1,242 @@
+"""conv, conv_transpose, max_pool and average_pool against direct loops over every output element."""
+import numpy as np
+import pytest
+
+import popxl
+import popxl.ops as ops
+from helpers import run_op
+
+RNG = np.random.default_rng(5)
+
+
+def normal(*shape, dtype=np.float32):
+    return RNG.standard_normal(shape).astype(dtype)
+
+
+@pytest.fixture
+def graph():
+    ir = popxl.Ir()
+    with ir.main_graph:
+        yield ir.main_graph
+
+
+def conv_loop(x, w, stride, begin, end, dilation, groups):
+    """out[n, m, o] = sum over c, k of padded_x[n, group(m) channel c, o * stride + k * dilation] * w[m, c, k]."""
+    rank = x.ndim - 2
+    padded = np.pad(x.astype(np.float64), [(0, 0), (0, 0)] + list(zip(begin, end)))
+    out_channels, group_channels = w.shape[:2]
+    kernel = w.shape[2:]
+    out_shape = [(padded.shape[2 + i] - (kernel[i] - 1) * dilation[i] - 1) // stride[i] + 1 for i in range(rank)]
+    out = np.zeros((x.shape[0], out_channels, *out_shape))
+    per_group = out_channels // groups
+    for n, m, *o in np.ndindex(*out.shape):
+        g = m // per_group
+        total = 0.0
+        for c in range(group_channels):
+            for k in np.ndindex(*kernel):
+                position = tuple(o[i] * stride[i] + k[i] * dilation[i] for i in range(rank))
+                total += padded[(n, g * group_channels + c) + position] * w[(m, c) + k]
+        out[(n, m, *o)] = total
+    return out
+
+
+# ----- conv -----
+@pytest.mark.parametrize("x_shape, w_shape, stride, padding, dilation, groups", [
+    ((2, 3, 5, 5), (4, 3, 3, 3), (1, 1), (0, 0, 0, 0), (1, 1), 1),
+    ((1, 2, 6, 7), (3, 2, 3, 2), (2, 3), (1, 2, 0, 1), (1, 1), 1),
+    ((1, 4, 7, 7), (6, 2, 3, 3), (1, 1), (1, 1, 1, 1), (2, 1), 2),
+    ((2, 4, 5, 5), (4, 1, 2, 2), (1, 2), (0, 1, 1, 0), (1, 2), 4),
+    ((2, 3, 9), (2, 3, 4), (2,), (1, 2), (2,), 1),
+    ((1, 2, 4, 4, 3), (2, 2, 2, 2, 2), (1, 2, 1), (0, 1, 0, 1, 0, 1), (1, 1, 2), 1),
+])
+def test_conv_matches_a_direct_loop(x_shape, w_shape, stride, padding, dilation, groups):
+    x, w = normal(*x_shape), normal(*w_shape)
+    rank = len(x_shape) - 2
+    result = run_op(lambda t, k: ops.conv(t, k, stride, padding, dilation, groups), x, w)
+    expected = conv_loop(x, w, stride, padding[:rank], padding[rank:], dilation, groups)
+    np.testing.assert_allclose(result, expected, rtol=1e-4, atol=1e-5)
+
+
+def test_conv_defaults_and_a_1d_input_with_2d_defaults():
+    x, w = normal(1, 2, 5, 5), normal(3, 2, 2, 2)
+    np.testing.assert_allclose(run_op(ops.conv, x, w), conv_loop(x, w, (1, 1), (0, 0), (0, 0), (1, 1), 1),
+                               rtol=1e-4, atol=1e-5)
+    x1, w1 = normal(2, 2, 6), normal(1, 2, 3)
+    np.testing.assert_allclose(run_op(ops.conv, x1, w1), conv_loop(x1, w1, (1,), (0,), (0,), (1,), 1),
+                               rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("pad_type, begin, end", [("same_upper", (1, 0), (2, 1)), ("same_lower", (2, 1), (1, 0)),
+                                                  ("valid", (0, 0), (0, 0))])
+def test_conv_pad_types(pad_type, begin, end):
+    x, w = normal(1, 1, 6, 5), normal(2, 1, 4, 2)
+    result = run_op(lambda t, k: ops.conv(t, k, pad_type=pad_type), x, w)
+    if pad_type != "valid":
+        assert result.shape[2:] == (6, 5)
+    np.testing.assert_allclose(result, conv_loop(x, w, (1, 1), begin, end, (1, 1), 1), rtol=1e-4, atol=1e-5)
+
+
+def test_conv_same_padding_with_stride_gives_ceil_of_input_over_stride():
+    x, w = normal(1, 1, 7, 7), normal(1, 1, 3, 3)
+    result = run_op(lambda t, k: ops.conv(t, k, stride=(2, 2), pad_type="same_upper"), x, w)
+    assert result.shape == (1, 1, 4, 4)
+    np.testing.assert_allclose(result, conv_loop(x, w, (2, 2), (1, 1), (1, 1), (1, 1), 1), rtol=1e-4, atol=1e-5)
+
+
+def test_conv_in_float16():
+    x, w = normal(1, 2, 4, 4, dtype=np.float16), normal(2, 2, 3, 3, dtype=np.float16)
+    result = run_op(ops.conv, x, w)
+    assert result.dtype == np.float16
+    np.testing.assert_allclose(result, conv_loop(x, w, (1, 1), (0, 0), (0, 0), (1, 1), 1), rtol=1e-2, atol=1e-2)
+
+
+def test_conv_errors(graph):
+    x = popxl.variable(np.zeros((1, 4, 5, 5), np.float32))
+    with pytest.raises(ValueError, match=r"weight \(3, 3, 3, 3\) must be \[C_out, C_in / groups, \*kernel\]"):
+        ops.conv(x, popxl.variable(np.zeros((3, 3, 3, 3), np.float32)))
+    with pytest.raises(ValueError, match=r"C_out divisible by groups=2"):
+        ops.conv(x, popxl.variable(np.zeros((3, 2, 3, 3), np.float32)), groups=2)
+    with pytest.raises(ValueError, match="does not fit the padded input"):
+        ops.conv(x, popxl.variable(np.zeros((1, 4, 6, 6), np.float32)))
+    with pytest.raises(ValueError, match="pad type 'same' is not valid"):
+        ops.conv(x, popxl.variable(np.zeros((1, 4, 3, 3), np.float32)), pad_type="same")
+    with pytest.raises(ValueError, match=r"stride needs 2 values for this input, got \[1, 2, 3\]"):
+        ops.conv(x, popxl.variable(np.zeros((1, 4, 3, 3), np.float32)), stride=(1, 2, 3))
+    with pytest.raises(ValueError, match="1 to 3 spatial axes"):
+        ops.conv(popxl.variable(np.zeros((4, 5), np.float32)), popxl.variable(np.zeros((1, 5), np.float32)))
+    with pytest.raises(TypeError, match="conv: expected a float tensor, got int32"):
+        ops.conv(popxl.variable(np.zeros((1, 1, 3, 3), np.int32)), popxl.variable(np.zeros((1, 1, 1, 1), np.int32)))
+
+
+# ----- conv_transpose -----
+def conv_transpose_loop(x, w, stride, begin, out_shape, dilation, groups):
+    """Scatter every input element times the kernel into the full output, then crop."""
+    rank = x.ndim - 2
+    in_per_group, out_per_group = x.shape[1] // groups, w.shape[1]
+    kernel = w.shape[2:]
+    full = [stride[i] * (x.shape[2 + i] - 1) + (kernel[i] - 1) * dilation[i] + 1 for i in range(rank)]
+    size = [max(f, b + o) for f, b, o in zip(full, begin, out_shape)]
+    out = np.zeros((x.shape[0], out_per_group * groups, *size))
+    for n, c, *i in np.ndindex(*x.shape):
+        g = c // in_per_group
+        for m in range(out_per_group):
+            for k in np.ndindex(*kernel):
+                position = tuple(i[d] * stride[d] + k[d] * dilation[d] for d in range(rank))
+                out[(n, g * out_per_group + m) + position] += x[(n, c, *i)] * w[(c, m) + k]
+    return out[(slice(None), slice(None)) + tuple(slice(b, b + o) for b, o in zip(begin, out_shape))]
+
+
+@pytest.mark.parametrize("x_shape, w_shape, stride, padding, dilation, groups, output_padding, out_shape", [
+    ((1, 2, 3, 3), (2, 3, 3, 3), (1, 1), (0, 0, 0, 0), (1, 1), 1, (0, 0), (5, 5)),
+    ((2, 2, 3, 4), (2, 1, 3, 2), (2, 3), (1, 0, 1, 1), (1, 1), 1, (0, 0), (5, 10)),
+    ((1, 4, 3, 3), (4, 2, 2, 2), (2, 2), (0, 0, 0, 0), (2, 1), 2, (1, 1), (8, 7)),
+    ((1, 1, 4), (1, 2, 3), (3,), (2, 1), (1,), 1, (2,), (11,)),
+])
+def test_conv_transpose_matches_a_direct_loop(x_shape, w_shape, stride, padding, dilation, groups,
+                                              output_padding, out_shape):
+    x, w = normal(*x_shape), normal(*w_shape)
+    rank = len(x_shape) - 2
+    result = run_op(lambda t, k: ops.conv_transpose(t, k, stride, padding, dilation, groups,
+                                                    output_padding=output_padding), x, w)
+    assert result.shape[2:] == out_shape
+    expected = conv_transpose_loop(x, w, stride, padding[:rank], out_shape, dilation, groups)
+    np.testing.assert_allclose(result, expected, rtol=1e-4, atol=1e-5)
+
+
+def test_conv_transpose_is_the_adjoint_of_conv():
+    x, w = normal(2, 3, 7, 6), normal(4, 3, 3, 2)
+    stride, padding = (2, 1), (1, 0, 1, 1)
+    y = run_op(lambda t, k: ops.conv(t, k, stride, padding), x, w)
+    g = normal(*y.shape)
+    back = run_op(lambda t, k: ops.conv_transpose(t, k, stride, padding), g, w)
+    assert back.shape == x.shape
+    np.testing.assert_allclose(np.vdot(y, g), np.vdot(x, back), rtol=1e-4)
+
+
+@pytest.mark.parametrize("pad_type", ["not_set", "same_upper", "same_lower"])
+def test_conv_transpose_output_shape_and_same_padding(pad_type):
+    x, w = normal(1, 1, 3, 3), normal(1, 1, 3, 3)
+    total = 2 * 2 + 3 - 6
+    begin = total // 2 if pad_type == "same_upper" else total - total // 2
+    result = run_op(lambda t, k: ops.conv_transpose(t, k, stride=(2, 2), pad_type=pad_type,
+                                                    output_shape=(6, 6)), x, w)
+    assert result.shape == (1, 1, 6, 6)
+    expected = conv_transpose_loop(x, w, (2, 2), (begin, begin), (6, 6), (1, 1), 1)
+    np.testing.assert_allclose(result, expected, rtol=1e-5, atol=1e-6)
+
+
+def test_conv_transpose_errors(graph):
+    x = popxl.variable(np.zeros((1, 2, 3, 3), np.float32))
+    with pytest.raises(ValueError, match=r"weight \(3, 1, 3, 3\) must be \[C_in, C_out / groups, \*kernel\]"):
+        ops.conv_transpose(x, popxl.variable(np.zeros((3, 1, 3, 3), np.float32)))
+    with pytest.raises(ValueError, match=r"output shape \[9, 9\] is larger than the largest possible \[5, 5\]"):
+        ops.conv_transpose(x, popxl.variable(np.zeros((2, 1, 3, 3), np.float32)), output_shape=(9, 9))
+
+
+# ----- pooling -----
+def pool_loop(x, kernel, stride, begin, end, dilation, ceil_mode, reduce):
+    """Each output element reduces the input elements its window covers; pads are left out."""
+    rank = x.ndim - 2
+    spans = [x.shape[2 + i] + begin[i] + end[i] - (kernel[i] - 1) * dilation[i] - 1 for i in range(rank)]
+    out_shape = [(-(-s // stride[i]) if ceil_mode else s // stride[i]) + 1 for i, s in enumerate(spans)]
+    out_shape = [o - 1 if ceil_mode and (o - 1) * stride[i] >= x.shape[2 + i] + begin[i] else o
+                 for i, o in enumerate(out_shape)]
+    out = np.zeros(x.shape[:2] + tuple(out_shape), x.dtype)
+    for n, c, *o in np.ndindex(*out.shape):
+        values = []
+        for k in np.ndindex(*kernel):
+            position = [o[i] * stride[i] + k[i] * dilation[i] - begin[i] for i in range(rank)]
+            if all(0 <= p < x.shape[2 + i] for i, p in enumerate(position)):
+                values.append(x[(n, c, *position)])
+        out[(n, c, *o)] = reduce(values)
+    return out
+
+
+@pytest.mark.parametrize("name, reduce", [("max_pool", max), ("average_pool", lambda v: sum(v) / len(v))])
+@pytest.mark.parametrize("x_shape, kernel, stride, padding, dilation, ceil_mode", [
+    ((2, 3, 6, 6), (2, 2), (2, 2), None, None, False),
+    ((1, 2, 7, 5), (3, 2), (2, 1), (1, 0, 1, 1), None, False),
+    ((1, 1, 7, 7), (3, 3), (2, 2), (1, 1, 1, 1), None, True),
+    ((1, 2, 8, 6), (2, 3), (3, 2), (0, 1, 0, 0), (2, 1), True),
+    ((2, 2, 9), (3,), (2,), (1, 1), None, False),
+    ((1, 1, 4, 5, 6), (2, 2, 3), (2, 1, 3), None, None, False),
+])
+def test_pools_match_a_direct_loop(name, reduce, x_shape, kernel, stride, padding, dilation, ceil_mode):
+    x = normal(*x_shape)
+    rank = len(x_shape) - 2
+    pool = getattr(ops, name)
+    result = run_op(lambda t: pool(t, kernel, stride, padding, dilation=dilation, ceil_mode=ceil_mode), x)
+    padding = padding or (0,) * 2 * rank
+    expected = pool_loop(x, kernel, stride, padding[:rank], padding[rank:], dilation or (1,) * rank, ceil_mode,
+                         reduce)
+    np.testing.assert_allclose(result, expected, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("auto_pad", ["same_upper", "same_lower"])
+def test_pool_same_padding(auto_pad):
+    x = normal(1, 1, 5, 5)
+    result = run_op(lambda t: ops.max_pool(t, (2, 2), (2, 2), auto_pad=auto_pad), x)
+    begin, end = ((0, 0), (1, 1)) if auto_pad == "same_upper" else ((1, 1), (0, 0))
+    assert result.shape == (1, 1, 3, 3)
+    np.testing.assert_array_equal(result, pool_loop(x, (2, 2), (2, 2), begin, end, (1, 1), False, max))
+
+
+def test_average_pool_in_float16():
+    x = normal(1, 2, 4, 4, dtype=np.float16)
+    result = run_op(lambda t: ops.average_pool(t, (2, 2), (2, 2)), x)
+    assert result.dtype == np.float16
+    np.testing.assert_allclose(result, x.astype(np.float32).reshape(1, 2, 2, 2, 2, 2).mean((3, 5)), rtol=1e-3)
+
+
+def test_pool_errors(graph):
+    x = popxl.variable(np.zeros((1, 1, 4, 4), np.float32))
+    with pytest.raises(ValueError, match=r"kernel_size needs 2 positive values for input \(1, 1, 4, 4\), got \[3\]"):
+        ops.max_pool(x, (3,))
+    with pytest.raises(ValueError, match="does not fit the padded input"):
+        ops.average_pool(x, (5, 5))
+    with pytest.raises(NotImplementedError, match="out_pads and in_dilations"):
+        ops.average_pool(x, (2, 2), in_dilations=(2, 2))
+    with pytest.raises(ValueError, match="storage_order must be 'row' or 'column'"):
+        ops.max_pool(x, (2, 2), storage_order="diagonal")
+    with pytest.raises(TypeError, match="max_pool: expected a float tensor, got int32"):
+        ops.max_pool(popxl.variable(np.zeros((1, 1, 4, 4), np.int32)), (2, 2))
