@@ -261,18 +261,24 @@ def test_building_on_the_ir_after_a_session_owns_it():
         assert_unchanged_then_runs(session, x_h2d, w, w_d2h)
 
 
-def test_cpu_device_cannot_replicate():
+def replicated_counter():
     ir = popxl.Ir(replication=2)
     with ir.main_graph:
-        popxl.variable(1.0)
+        v = popxl.variable(np.array([1.0, 2.0], np.float32), name="v")
+        ops.var_updates.accumulate_(v, popxl.constant(np.array([1.0, 1.0], np.float32)))
+    return ir, v
+
+
+def test_cpu_device_cannot_replicate():
+    ir, v = replicated_counter()
     with pytest.raises(ValueError, match=r"the 'cpu' device does not support replication.*"
                                          r"replication_factor=2.*use 'ipu_model' or 'ipu_hw'"):
         popxl.Session(ir, "cpu")
-    for device in ("ipu_model", "ipu_hw"):
-        ir = popxl.Ir(replication=2)
-        with ir.main_graph:
-            popxl.variable(1.0)
-        assert popxl.Session(ir, device).device.kind == device
+    # The Ir was not taken: the simulated IPU model runs it.
+    with popxl.Session(ir, "ipu_model") as session:
+        session.run()
+    np.testing.assert_array_equal(session.get_tensor_data(v), [2.0, 3.0])
+    assert popxl.Session(replicated_counter()[0], "ipu_hw").device.kind == "ipu_hw"
 
 
 def test_cpu_device_has_no_remote_buffers():
