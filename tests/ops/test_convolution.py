@@ -240,3 +240,61 @@ def test_pool_errors(graph):
         ops.max_pool(x, (2, 2), storage_order="diagonal")
     with pytest.raises(TypeError, match="max_pool: expected a float tensor, got int32"):
         ops.max_pool(popxl.variable(np.zeros((1, 1, 4, 4), np.int32)), (2, 2))
+
+
+# ----- roi_align -----
+def bilinear(image, y, x):
+    """One bilinear sample of a [H, W] map, zero more than one pixel outside it."""
+    height, width = image.shape
+    if y < -1.0 or y > height or x < -1.0 or x > width:
+        return 0.0
+    y, x = max(y, 0.0), max(x, 0.0)
+    y0, x0 = int(y), int(x)
+    y1, x1 = y0 + 1, x0 + 1
+    if y0 >= height - 1:
+        y0 = y1 = height - 1
+        y = float(y0)
+    if x0 >= width - 1:
+        x0 = x1 = width - 1
+        x = float(x0)
+    ly, lx = y - y0, x - x0
+    return ((1 - ly) * (1 - lx) * image[y0, x0] + (1 - ly) * lx * image[y0, x1] + ly * (1 - lx) * image[y1, x0]
+            + ly * lx * image[y1, x1])
+
+
+def roi_align_loop(t, rois, batch_index, output_size, scale, ratio):
+    out_h, out_w = output_size
+    out = np.zeros((len(rois), t.shape[1], out_h, out_w))
+    for r, c, ph, pw in np.ndindex(*out.shape):
+        x1, y1, x2, y2 = rois[r] * scale
+        roi_h, roi_w = max(y2 - y1, 1.0), max(x2 - x1, 1.0)
+        grid_h = ratio or int(np.ceil(roi_h / out_h))
+        grid_w = ratio or int(np.ceil(roi_w / out_w))
+        total = 0.0
+        for iy in range(grid_h):
+            for ix in range(grid_w):
+                y = y1 + ph * roi_h / out_h + (iy + 0.5) * roi_h / out_h / grid_h
+                x = x1 + pw * roi_w / out_w + (ix + 0.5) * roi_w / out_w / grid_w
+                total += bilinear(t[batch_index[r], c], y, x)
+        out[r, c, ph, pw] = total / (grid_h * grid_w)
+    return out
+
+
+@pytest.mark.parametrize("ratio, scale", [(2, 1.0), (0, 0.5), (1, 0.25)])
+def test_roi_align_matches_a_direct_loop(ratio, scale):
+    t = normal(2, 3, 6, 7)
+    rois = np.array([[0.0, 0.0, 6.0, 5.0], [2.5, 1.0, 11.0, 9.5], [-3.0, -2.0, 1.0, 0.5], [4.0, 3.0, 4.2, 3.1],
+                     [10.0, 8.0, 30.0, 20.0]], np.float32) / scale * 0.5
+    batch_index = np.array([0, 1, 1, 0, 1], np.int32)
+    result = run_op(lambda a, b, c: ops.roi_align(a, b, c, (2, 3), scale, ratio), t, rois, batch_index)
+    np.testing.assert_allclose(result, roi_align_loop(t, rois, batch_index, (2, 3), scale, ratio),
+                               rtol=1e-5, atol=1e-6)
+
+
+def test_roi_align_errors(graph):
+    t = popxl.variable(np.zeros((1, 2, 4, 4), np.float32))
+    rois = popxl.variable(np.zeros((3, 4), np.float32))
+    with pytest.raises(ValueError, match=r"batch_index \[num_rois\], got .* \(2,\)"):
+        ops.roi_align(t, rois, popxl.variable(np.zeros(2, np.int32)), (2, 2), 1.0, 2)
+    with pytest.raises(ValueError, match="output_size must be two positive ints"):
+        ops.roi_align(t, rois, popxl.variable(np.zeros(3, np.int32)), (2,), 1.0, 2)

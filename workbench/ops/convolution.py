@@ -1,4 +1,4 @@
-"""Convolutions and pooling over [N, C, *spatial] tensors (1, 2 or 3 spatial axes).
+"""Convolutions and pooling over [N, C, *spatial] tensors (1, 2 or 3 spatial axes), and RoI align.
 
 Padding lists every spatial axis's leading pad, then every trailing pad (ONNX order): for 2-D,
 ``(top, left, bottom, right)``. ``pad_type`` 'same_upper'/'same_lower' choose pads so that each
@@ -18,7 +18,7 @@ from .arguments import expect_tensors
 from .registry import OpDef, apply, register
 from .rules import check_dtype, same_dtype
 
-__all__ = ["conv", "conv_transpose", "average_pool", "max_pool"]
+__all__ = ["conv", "conv_transpose", "average_pool", "max_pool", "roi_align"]
 
 PadType = Literal["not_set", "same_upper", "same_lower", "valid"]
 
@@ -314,3 +314,73 @@ def max_pool(t: Tensor, kernel_size: Tuple[int], stride: Optional[Tuple[int]] = 
         raise ValueError(f"max_pool: storage_order must be 'row' or 'column', got {storage_order!r}")
     return apply("max_pool", t, **_pool_params("max_pool", t, kernel_size, stride, padding, out_pads,
                                                dilation, in_dilations, auto_pad, ceil_mode))
+
+
+# ----- region-of-interest pooling -----
+def _roi_align_infer(specs, attrs):
+    t, rois, batch_index = specs
+    check_dtype("roi_align", t, "float")
+    same_dtype("roi_align", [t, rois])
+    check_dtype("roi_align", batch_index, "int")
+    if len(t.shape) != 4 or len(rois.shape) != 2 or rois.shape[1] != 4 or batch_index.shape != rois.shape[:1]:
+        raise ValueError(f"roi_align: expected t [N, C, H, W], rois [num_rois, 4] and batch_index [num_rois], got "
+                         f"{t.shape}, {rois.shape} and {batch_index.shape}")
+    return [TensorSpec((rois.shape[0], t.shape[1]) + attrs["output_size"], t.dtype)]
+
+
+def _interpolation_weights(points: np.ndarray, length: int) -> np.ndarray:
+    """[len(points), length] bilinear weights along one axis; points more than one pixel outside
+    the map weigh nothing, points past the last pixel use it alone."""
+    weights = np.zeros((len(points), length))
+    inside = (points >= -1.0) & (points <= length)
+    p = np.clip(points, 0, None)
+    low = np.minimum(np.floor(p).astype(np.intp), length - 1)
+    high = np.minimum(low + 1, length - 1)
+    frac = np.where(low >= length - 1, 0.0, p - low)
+    rows = np.arange(len(points))
+    np.add.at(weights, (rows, low), np.where(inside, 1 - frac, 0))
+    np.add.at(weights, (rows, high), np.where(inside, frac, 0))
+    return weights
+
+
+def _roi_align_kernel(op, env):
+    out_h, out_w = op.attrs["output_size"]
+    scale, ratio = op.attrs["spatial_scale"], op.attrs["sampling_ratio"]
+    height, width = op.inputs[0].shape[2:]
+    dtype = op.inputs[0].dtype.as_numpy()
+
+    def samples(start: float, extent: float, bins: int) -> tuple[np.ndarray, int]:
+        grid = ratio if ratio > 0 else int(np.ceil(extent / bins))
+        step = extent / bins
+        offsets = np.arange(bins)[:, None] + (np.arange(grid)[None, :] + 0.5) / grid
+        return (start + offsets * step).ravel(), grid
+
+    def roi_align(t, rois, batch_index):
+        out = np.empty((len(rois), t.shape[1], out_h, out_w), dtype)
+        for r, (box, image) in enumerate(zip(rois.astype(np.float64) * scale, batch_index)):
+            x1, y1, x2, y2 = box
+            ys, grid_h = samples(y1, max(y2 - y1, 1.0), out_h)
+            xs, grid_w = samples(x1, max(x2 - x1, 1.0), out_w)
+            sampled = np.einsum("ih,chw,jw->cij", _interpolation_weights(ys, height), t[image],
+                                _interpolation_weights(xs, width))
+            out[r] = sampled.reshape(-1, out_h, grid_h, out_w, grid_w).mean((2, 4))
+        return out
+    return roi_align
+
+
+register(OpDef("roi_align", _roi_align_infer, _roi_align_kernel))
+
+
+def roi_align(t: Tensor, rois: Tensor, batch_index: Tensor, output_size: Tuple[int], spatial_scale: float,
+              sampling_ratio: int) -> Tensor:
+    """Average-pool each region of interest ``rois[r]`` = (x1, y1, x2, y2) of image
+    ``batch_index[r]`` of ``t`` ([N, C, H, W]) into an ``output_size`` grid of bins, each the mean of
+    ``sampling_ratio``² bilinear samples (adaptive when 0). Coordinates are scaled by
+    ``spatial_scale``, without a half-pixel offset (ONNX RoiAlign-10)."""
+    output_size = tuple(int(s) for s in output_size)
+    if len(output_size) != 2 or min(output_size) < 1:
+        raise ValueError(f"roi_align: output_size must be two positive ints (height, width), got {output_size}")
+    if int(sampling_ratio) < 0:
+        raise ValueError(f"roi_align: sampling_ratio must be >= 0, got {sampling_ratio}")
+    return apply("roi_align", t, rois, batch_index, output_size=output_size, spatial_scale=float(spatial_scale),
+                 sampling_ratio=int(sampling_ratio))
