@@ -112,6 +112,15 @@ def test_unsupported_keys_are_type_errors(x, key):
         x[key]
 
 
+def test_bad_index_tensors_add_nothing_to_the_graph(x):
+    with pytest.raises(ValueError, match=r"getitem: shapes \(2,\) and \(3, 4, 5\) cannot be broadcast"):
+        x[np.array([True, False])]
+    scalar = popxl.variable(np.float32(1.0))
+    with pytest.raises(IndexError, match="is a scalar; there is no axis to gather from"):
+        scalar[[0]]
+    assert not x.graph.ops and not x.graph.constants
+
+
 def test_index_errors(x):
     with pytest.raises(IndexError, match="index 3 is out of bounds for axis 0 with size 3"):
         x[3]

@@ -11,11 +11,14 @@ from typing import Any, Iterable, List, Optional, Sequence, Union
 
 import numpy as np
 
-from workbench.ir import Tensor, TensorSpec, constant
+from workbench.ir import Tensor, TensorSpec, constant, dtypes
 
 from .arguments import expect_tensors
+from .elementwise_nary import where
+from .gather_scatter import gather
 from .registry import OpDef, apply, register
-from .rules import check_dtype, normalize_axis, same_dtype
+from .rules import broadcast_shape, check_dtype, normalize_axis, same_dtype
+from .shape import squeeze, subsample
 
 __all__ = ["slice", "slice_", "dynamic_slice", "dynamic_update", "dynamic_update_"]
 
@@ -111,16 +114,25 @@ def getitem(t: Tensor, key: Any) -> Tensor:
     if isinstance(key, (list, np.ndarray)):
         array = np.asarray(key)
         if array.dtype == np.bool_ or np.issubdtype(array.dtype, np.integer):
+            _check_advanced(t, array.shape, array.dtype == np.bool_)
             key = constant(array)
     if isinstance(key, Tensor):
         if key.dtype.is_int:
-            from .gather_scatter import gather
+            _check_advanced(t, key.shape, False)
             return gather(t, key)
-        if key.dtype.name == "bool":
-            from workbench import ops
-            return ops.where(key, t, constant(0, dtype=t.dtype))
+        if key.dtype is dtypes.bool_:
+            _check_advanced(t, key.shape, True)
+            return where(key, t, constant(0, dtype=t.dtype))
     raise TypeError("only integers, slices (`:`), integer tensors and boolean tensors are valid indices; "
                     f"not {type(key).__name__}: {key!r}")
+
+
+def _check_advanced(t: Tensor, shape: tuple, is_mask: bool) -> None:
+    """Check an index tensor before anything is added to the graph."""
+    if is_mask:
+        broadcast_shape("getitem", shape, t.shape)
+    elif not t.shape:
+        raise IndexError(f"tensor {t.id!r} is a scalar; there is no axis to gather from")
 
 
 def _basic_index(t: Tensor, key: tuple) -> Tensor:
@@ -146,10 +158,8 @@ def _basic_index(t: Tensor, key: tuple) -> Tensor:
         strides[axis] = abs(step)
     out = slice(t, starts, stops, steps, list(range(len(key))))
     if any(s > 1 for s in strides):
-        from .shape import subsample
         out = subsample(out, strides)
     if int_axes:
-        from .shape import squeeze
         out = squeeze(out, int_axes)
     return out
 
