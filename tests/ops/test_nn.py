@@ -195,6 +195,9 @@ def test_nll_loss_with_softmax_grad_errors(graph):
         ops.nll_loss_with_softmax_grad(probs, labels, popxl.variable(np.ones((2, 1), np.float32)), reduction="none")
     with pytest.raises(ValueError, match="reduction must be 'mean', 'sum' or 'none'"):
         ops.nll_loss_with_softmax_grad(probs, labels, reduction="average")
+    with pytest.raises(ValueError, match="labels must have the shape of probs"):
+        ops.nll_loss_with_softmax_grad(probs, popxl.variable(np.zeros(3, np.int32)))
+    assert not graph.ops and not graph.constants
 
 
 # ----- interpolate -----

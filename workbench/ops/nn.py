@@ -252,10 +252,13 @@ def nll_loss_with_softmax_grad(probs: Tensor, labels: Tensor, loss_grad: Union[f
                                ) -> Tuple[Tensor, Tensor]:
     """The ``nll_loss`` of softmax output ``probs`` and its gradient with respect to the softmax's
     input x: ``loss_grad * (probs - onehot(labels))``, scaled as the reduction scales the loss."""
+    expect_tensors("nll_loss_with_softmax_grad", probs=probs, labels=labels)
+    _nll_checks("nll_loss_with_softmax_grad", probs.spec, labels.spec)
+    reduction = _check_reduction("nll_loss_with_softmax_grad", reduction)
     if not isinstance(loss_grad, Tensor):
         loss_grad = constant(loss_grad, dtypes.float32)
     loss, grad = apply_many("nll_loss_with_softmax_grad", probs, labels, loss_grad, ignore_index=ignore_index,
-                            reduction=_check_reduction("nll_loss_with_softmax_grad", reduction))
+                            reduction=reduction)
     return loss, grad
 
 
