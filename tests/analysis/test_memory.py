@@ -79,6 +79,19 @@ def test_streaming_memory_holds_remote_buffers_and_loaded_code():
     assert "Streaming Memory" in problem.message
 
 
+def test_a_variable_kept_in_a_remote_buffer_is_in_streaming_memory_of_its_ipu():
+    ir = popxl.Ir()
+    with ir.main_graph, popxl.ipu(1):
+        buffer = popxl.remote_buffer((4,), popxl.float32, entries=2)  # 32 bytes
+        remote = popxl.variable(np.ones(4, F32), name="remote")
+        remote.remote_buffer = buffer  # as a remote variable records its buffer
+        popxl.variable(np.ones(2, F32), name="local")  # 8 bytes on chip
+    report = memory(ir, TinyDevice(bytes_per_ipu=10**6))
+    assert [ipu.ipu for ipu in report.ipus] == [0, 1]
+    assert (report.ipu(1).remote_buffer_bytes, report.ipu(1).peak_bytes) == (32, 8)
+    assert (report.ipu(0).remote_buffer_bytes, report.ipu(0).peak_bytes) == (0, 0)
+
+
 def test_each_ipu_of_each_replica_counts_against_the_device():
     ir = popxl.Ir(replication=2)
     with ir.main_graph:
