@@ -13,6 +13,7 @@ from workbench.ir import Op, Tensor, TensorSpec, get_current_graph
 
 InferRule = Callable[[Sequence[TensorSpec], Mapping[str, Any]], Sequence[TensorSpec]]
 KernelBuilder = Callable[[Op, Any], Callable[..., Any]]
+GradRule = Callable[[Op, Sequence[Optional[Tensor]], Callable[[Tensor], Tensor]], Sequence[Optional[Tensor]]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,12 +24,20 @@ class OpDef:
     ``view``: the kernel may return a NumPy view of input 0 although the op is out of place (the
     runtime copies when a later in-place op would write through it). ``grad``: the gradient rule,
     None where the op has no gradient.
+
+    A gradient rule ``grad(op, output_grads, fwd) -> input_grads`` is called by autodiff while it
+    builds the gradient graph (the current graph), and builds the gradient from popxl ops:
+    ``output_grads[i]`` is the gradient of ``op.outputs[i]``, or None where none flows back;
+    ``fwd(t)`` gives the gradient-graph tensor holding the forward value of ``t`` (an input or
+    output of ``op``), which autodiff connects as an activation. It returns one entry per input of
+    ``op``: a gradient tensor (autodiff sums a broadcast gradient down to the input's shape) or None
+    where the input gets no gradient (integer inputs, indices, seeds).
     """
 
     type: str
     infer: InferRule
     kernel: KernelBuilder
-    grad: Optional[Callable[..., Any]] = None
+    grad: Optional[GradRule] = None
     modifies: tuple[int, ...] = ()
     aliases: tuple[tuple[int, int], ...] = ()
     view: bool = False
