@@ -19,6 +19,7 @@ class RemoteBuffer:
         self._tensor_dtype = dtypes.dtype.as_dtype(tensor_dtype)
         self._entries = entries
         self._meta_shape: Tuple[int, ...] = ()
+        self.shard_count = 1  # replicas one tensor is split over (replica_sharded_buffer sets it)
         self._remote_buffer_id = ir._register_remote_buffer(self)
 
     @property

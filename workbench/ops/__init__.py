@@ -1,7 +1,7 @@
 """The op set: registry entries with their front-end functions, grouped by family."""
 from workbench.ir.tensor import bind_tensor_methods
 
-from . import (activations, casting, collectives, control_flow, convolution, creation, elementwise,
+from . import (activations, remote, casting, collectives, control_flow, convolution, creation, elementwise,
                elementwise_nary, gather_scatter, host_io, indexing, linalg, nn, placement, reductions,
                shape, var_updates)
 from .call_site import CallSiteInfo
@@ -17,6 +17,7 @@ from .host_io import *  # noqa: F401,F403
 from .linalg import *  # noqa: F401,F403
 from .placement import *  # noqa: F401,F403
 from .reductions import *  # noqa: F401,F403
+from .remote import *  # noqa: F401,F403
 from .shape import *  # noqa: F401,F403
 from .indexing import *  # noqa: F401,F403
 from .indexing import getitem  # behind Tensor.__getitem__; not an op of popxl.ops
@@ -24,7 +25,7 @@ from .gather_scatter import *  # noqa: F401,F403
 from .nn import *  # noqa: F401,F403
 from .convolution import *  # noqa: F401,F403
 
-_FAMILIES = (activations, casting, control_flow, creation, elementwise, elementwise_nary, host_io,
+_FAMILIES = (activations, remote, casting, control_flow, creation, elementwise, elementwise_nary, host_io,
              linalg, placement, reductions, shape, indexing, gather_scatter, nn, convolution)
 __all__ = ["CallSiteInfo", "collectives", "var_updates"] + [n for f in _FAMILIES for n in f.__all__]
 

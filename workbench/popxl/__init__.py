@@ -19,6 +19,9 @@ from workbench.ir.replica_grouping import ReplicaGrouping
 from workbench.ir.streams import DeviceToHostStream, HostToDeviceStream, d2h_stream, h2d_stream
 from workbench.ir.tensor import (Tensor, TensorByRef, TensorSpec, constant, graph_input, graph_output,
                                  variable)
+from workbench.ir.remote_variables import (remote_replica_sharded_variable, remote_variable,
+                                           replica_sharded_buffer)
+from workbench.ops.remote import replica_sharded_variable
 from workbench.runtime.session import Session
 
 __version__ = "3.3.0"
@@ -30,4 +33,5 @@ __all__ = [
     "complex64", "complex128", "Graph", "Ir", "Module", "RemoteBuffer", "remote_buffer",
     "ReplicaGrouping", "HostToDeviceStream", "DeviceToHostStream", "h2d_stream", "d2h_stream", "Tensor",
     "TensorByRef", "TensorSpec", "variable", "constant", "graph_input", "graph_output", "Session",
+    "remote_variable", "remote_replica_sharded_variable", "replica_sharded_variable",
 ]

@@ -64,10 +64,11 @@ class ReplicaProgram:
     """Binds every kernel once for one replica; ``run()`` executes the main graph."""
 
     def __init__(self, ir: Ir, codes: dict[Graph, GraphCode], replica: int,
-                 variables: dict[Variable, np.ndarray], check_outputs: bool = False):
+                 variables: dict[Variable, np.ndarray], buffers: dict, check_outputs: bool = False):
         self.ir = ir
         self.replica = replica
         self.variables = variables
+        self.buffers = buffers
         self.inputs: dict = {}
         self.outputs: dict = {}
         self.communicator = None
@@ -98,6 +99,10 @@ class ReplicaProgram:
     def host_load(self, stream, tensor) -> Callable[[], np.ndarray]:
         port = self.inputs.setdefault(stream, InputPort())
         return port.load if self.is_written(tensor) else port.load_view
+
+    def remote_buffer(self, buffer) -> np.ndarray:
+        """This replica's storage of ``buffer``: an array of ``[entries, *tensor_shape]``."""
+        return self.buffers[buffer]
 
     def exchange(self, op: Op, members: list[int]) -> Callable[[np.ndarray], list]:
         """For a collective: give this replica's value, get every group member's (replica order)."""

@@ -46,11 +46,15 @@ class Session:
         self.events = EventBus()
         self._variables = list(ir.variables)
         self._host = {v: weights.initial_host_value(v) for v in self._variables}
-        self._device_values = [{v: np.zeros(v.shape, v.dtype.as_numpy()) for v in self._variables}
-                               for _ in range(ir.replication_factor)]
+        self._buffers = [{b: np.zeros((b.entries, *b.tensor_shape), b.tensor_dtype.as_numpy())
+                          for b in ir.remote_buffers} for _ in range(ir.replication_factor)]
+        # A remote variable's device value is its entry of its replica's remote buffer.
+        self._device_values = [{v: buffers[v.remote_buffer][v.remote_offset, ...] if v.remote_buffer is not None
+                                else np.zeros(v.shape, v.dtype.as_numpy()) for v in self._variables}
+                               for buffers in self._buffers]
         check = os.environ.get("WORKBENCH_CHECK_KERNELS", "") not in ("", "0")
-        self._programs = [ReplicaProgram(ir, self._codes, r, values, check)
-                          for r, values in enumerate(self._device_values)]
+        self._programs = [ReplicaProgram(ir, self._codes, r, values, buffers, check)
+                          for r, (values, buffers) in enumerate(zip(self._device_values, self._buffers))]
         self._runner = ReplicaRunner(self._programs, written_variables(self._codes, self._variables))
         self._blas_limit = None
         self._attached = False

@@ -11,13 +11,6 @@ import numpy as np
 from workbench.ir import Variable
 
 
-def host_shape(variable: Variable) -> tuple[int, ...]:
-    if variable.retrieval_mode == "all_replicas":
-        replicas = variable.replica_grouping.num_replicas
-        return (replicas, *variable.shape) if replicas > 1 else tuple(variable.shape)
-    return variable.shape_on_host
-
-
 def initial_host_value(variable: Variable) -> np.ndarray:
     """The host cache at Session creation, from the data the variable was created with."""
     data = variable.host_data
@@ -33,7 +26,19 @@ def replica_value(variable: Variable, host: np.ndarray, replica: int) -> np.ndar
     grouping = variable.replica_grouping
     if variable.retrieval_mode == "all_replicas":
         return host[replica] if grouping.num_replicas > 1 else host
-    return host[grouping.assignment[replica]] if grouping.num_groups > 1 else host
+    group = grouping.assignment[replica]
+    value = host[group] if grouping.num_groups > 1 else host
+    if variable.shard_count > 1:
+        return _shards(value, variable)[grouping.members(group).index(replica) % variable.shard_count]
+    return value
+
+
+def _shards(full: np.ndarray, variable: Variable) -> np.ndarray:
+    """``full`` flattened, zero-padded and split into one row per shard."""
+    size = variable.shape[0]
+    padded = np.zeros(size * variable.shard_count, full.dtype)
+    padded[: full.size] = full.reshape(-1)
+    return padded.reshape(variable.shard_count, size)
 
 
 def gather_to_host(variable: Variable, device: list[dict], host: np.ndarray) -> None:
@@ -45,6 +50,10 @@ def gather_to_host(variable: Variable, device: list[dict], host: np.ndarray) -> 
             target[...] = values[variable]
         return
     for group in range(grouping.num_groups):
-        first = grouping.members(group)[0]
+        members = grouping.members(group)
         target = host[group] if grouping.num_groups > 1 else host
-        target[...] = device[first][variable]
+        if variable.shard_count > 1:
+            shards = [device[r][variable] for r in members[: variable.shard_count]]
+            target[...] = np.concatenate(shards)[: target.size].reshape(target.shape)
+        else:
+            target[...] = device[members[0]][variable]

@@ -1,0 +1,102 @@
+"""Remote buffers and variables in Streaming Memory, and variables sharded over replicas."""
+import numpy as np
+import pytest
+
+import popxl
+import popxl.ops as ops
+
+
+def store_output(t, name="out"):
+    stream = popxl.d2h_stream(t.shape, t.dtype, name=name)
+    ops.host_store(stream, t)
+    return stream
+
+
+def test_remote_variable_is_loaded_updated_and_stored_back():
+    ir = popxl.Ir()
+    with ir.main_graph, popxl.in_sequence():
+        buffer = popxl.remote_buffer((), popxl.int32, entries=1)
+        x = popxl.remote_variable(np.array(1, np.int32), buffer, 0, name="x")
+        loaded = ops.remote_load(buffer, 0)
+        ops.remote_store(buffer, 0, loaded + 2)
+    with popxl.Session(ir, "ipu_model") as session:
+        assert session.get_tensor_data(x) == 1
+        session.run()
+        assert session.get_tensor_data(x) == 3
+        session.run()
+    assert session.get_tensor_data(x) == 5
+
+
+def test_remote_variables_with_replica_groups_start_from_their_groups_data():
+    ir = popxl.Ir(replication=4)
+    with ir.main_graph, popxl.in_sequence():
+        group = ir.replica_grouping(group_size=2)  # groups [0, 1] and [2, 3]
+        buffer = popxl.remote_buffer((2,), popxl.float32, entries=2)
+        host = np.array([[1.0, 2.0], [10.0, 20.0]], np.float32)
+        v = popxl.remote_variable(host, buffer, 1, replica_grouping=group, name="v")
+        ops.remote_store(buffer, 1, ops.remote_load(buffer, 1) + 1)
+        out = store_output(ops.remote_load(buffer, 1))
+    with popxl.Session(ir, "ipu_model") as session:
+        result = session.run()[out]
+        np.testing.assert_array_equal(session.get_tensor_data(v), host + 1)
+    np.testing.assert_array_equal(result, np.stack([host[0], host[0], host[1], host[1]]) + 1)
+
+
+def test_replica_sharded_variable_gathers_back_to_the_full_tensor():
+    ir = popxl.Ir(replication=2)
+    with ir.main_graph:
+        v1 = popxl.variable(np.array([1.0, 2.0], np.float32), name="v1")
+        v2, shard = popxl.replica_sharded_variable(np.array([3.0, 4.0], np.float32), name="v2")
+        assert shard.shape == (1,) and shard.meta_shape == (2,)
+        out = store_output(v1 + ops.collectives.replicated_all_gather(shard))
+    with popxl.Session(ir, "ipu_model") as session:
+        result = session.run()[out]
+        np.testing.assert_array_equal(session.get_tensor_data(v2), [3.0, 4.0])
+    np.testing.assert_array_equal(result, [[4.0, 6.0], [4.0, 6.0]])
+
+
+def test_updating_shards_updates_the_whole_variable_with_padding():
+    ir = popxl.Ir(replication=2)
+    with ir.main_graph, popxl.in_sequence():
+        data = np.arange(5, dtype=np.float32)  # 5 elements: shards of 3, the last one padded
+        v, shard = popxl.replica_sharded_variable(data, name="v")
+        ops.remote_store(v.remote_buffer, 0, shard * 10)
+    with popxl.Session(ir, "ipu_model") as session:
+        session.run()
+        np.testing.assert_array_equal(session.get_tensor_data(v), data * 10)
+        session.write_variable_data(v, np.ones(5, np.float32))
+        session.run()
+        np.testing.assert_array_equal(session.get_tensor_data(v), np.full(5, 10.0))
+
+
+def test_a_tensor_offset_chooses_the_entry_at_run_time():
+    ir = popxl.Ir()
+    with ir.main_graph, popxl.in_sequence():
+        buffer = popxl.remote_buffer((2,), popxl.float32, entries=3)
+        for entry in range(3):
+            popxl.remote_variable(np.full(2, entry, np.float32), buffer, entry, name=f"e{entry}")
+        index = ops.host_load(popxl.h2d_stream((), popxl.int32, name="index"))
+        out = store_output(ops.remote_load(buffer, index))
+    stream = ir.get_all_h2d_streams().pop()
+    with popxl.Session(ir, "ipu_model") as session:
+        np.testing.assert_array_equal(session.run({stream: np.int32(2)})[out], [2.0, 2.0])
+        with pytest.raises(RuntimeError, match="offset 3 is outside the 3 entries"):
+            session.run({stream: np.int32(3)})
+        np.testing.assert_array_equal(session.run({stream: np.int32(1)})[out], [1.0, 1.0])
+
+
+def test_bad_remote_arguments_are_refused_clearly():
+    ir = popxl.Ir()
+    with ir.main_graph:
+        buffer = popxl.remote_buffer((2,), popxl.float32, entries=2)
+        with pytest.raises(ValueError, match=r"offset must be an int in 0..1"):
+            ops.remote_load(buffer, 2)
+        with pytest.raises(ValueError, match="does not match remote buffer"):
+            ops.remote_store(buffer, 0, popxl.variable(np.zeros(3, np.float32)))
+        with pytest.raises(ValueError, match="does not match remote buffer"):
+            popxl.remote_variable(np.zeros(3, np.float32), buffer, 0, name="wrong")
+        assert "wrong" not in [t.name for t in ir.main_graph.tensors]
+        with pytest.raises(ValueError, match="positive int number of entries"):
+            popxl.remote_buffer((2,), popxl.float32, entries=0)
+    with pytest.raises(ValueError, match="'cpu' device does not support remote buffers; use 'ipu_model'"):
+        popxl.Session(ir, "cpu")

@@ -1,0 +1,123 @@
+"""Streaming Memory: loading tensors from and storing them to remote buffer entries.
+
+Each replica has its own copy of every remote buffer. A store and a later load of the same entry
+are not connected by any tensor: order them with ``popxl.in_sequence()``.
+"""
+from __future__ import annotations
+
+from typing import Optional, Union
+
+import numpy as np
+
+from workbench.ir import RemoteBuffer, ReplicaGrouping, Tensor, TensorSpec, Variable, dtypes, get_current_graph
+from workbench.ir.host_data import to_numpy
+from workbench.ir.remote_variables import remote_replica_sharded_variable, replica_sharded_buffer
+
+from .registry import OpDef, register
+
+__all__ = ["remote_load", "remote_load_", "remote_store"]
+
+
+def _offset(op_type: str, buffer: RemoteBuffer, offset: Union[int, Tensor]) -> list[Tensor]:
+    """The offset as op inputs: none for a constant entry, one for a runtime tensor."""
+    if not isinstance(buffer, RemoteBuffer):
+        raise TypeError(f"{op_type}: expected a RemoteBuffer (popxl.remote_buffer), got {buffer!r}")
+    if isinstance(offset, Tensor):
+        if offset.nelms != 1 or not offset.dtype.is_int:
+            raise ValueError(f"{op_type}: a tensor offset must be a single integer, got {offset.spec}")
+        return [offset]
+    if not isinstance(offset, int) or isinstance(offset, bool) or not 0 <= offset < buffer.entries:
+        raise ValueError(f"{op_type}: offset must be an int in 0..{buffer.entries - 1} (the buffer's entries), "
+                         f"got {offset!r}")
+    return []
+
+
+def _entry(buffer_array: np.ndarray, offset, op) -> np.ndarray:
+    index = int(np.asarray(offset).reshape(-1)[0])
+    if not 0 <= index < len(buffer_array):
+        raise IndexError(f"{op.name}: offset {index} is outside the {len(buffer_array)} entries of remote "
+                         f"buffer {op.attrs['buffer'].remote_buffer_id}")
+    return buffer_array[index, ...]
+
+
+def _load_kernel(op, env):
+    storage, fixed = env.remote_buffer(op.attrs["buffer"]), op.attrs["offset"]
+    if fixed is not None:
+        return lambda: storage[fixed, ...].copy()
+    return lambda offset: _entry(storage, offset, op).copy()
+
+
+def _load_in_place_kernel(op, env):
+    storage, fixed = env.remote_buffer(op.attrs["buffer"]), op.attrs["offset"]
+
+    def load(target, offset=fixed):
+        target[...] = storage[offset, ...] if fixed is not None else _entry(storage, offset, op)
+        return target
+    return load
+
+
+def _store_kernel(op, env):
+    storage, fixed = env.remote_buffer(op.attrs["buffer"]), op.attrs["offset"]
+
+    def store(value, offset=fixed):
+        entry = storage[offset, ...] if fixed is not None else _entry(storage, offset, op)
+        entry[...] = value
+    return store
+
+
+def _buffer_spec(specs, attrs) -> list[TensorSpec]:
+    buffer = attrs["buffer"]
+    return [TensorSpec(buffer.tensor_shape, buffer.tensor_dtype, buffer.meta_shape)]
+
+
+register(OpDef("remote_load", _buffer_spec, _load_kernel))
+register(OpDef("remote_load_", lambda specs, attrs: [specs[0]], _load_in_place_kernel, modifies=(0,),
+               aliases=((0, 0),)))
+register(OpDef("remote_store", lambda specs, attrs: [], _store_kernel))
+
+
+def remote_load(remote_buffer: RemoteBuffer, offset: Union[int, Tensor], name: Optional[str] = None) -> Tensor:
+    """Load entry ``offset`` of ``remote_buffer`` from Streaming Memory."""
+    inputs = _offset("remote_load", remote_buffer, offset)
+    attrs = {"buffer": remote_buffer, "offset": None if inputs else offset}
+    op = get_current_graph()._add_op("remote_load", inputs, _buffer_spec([], attrs), attrs=attrs,
+                                     output_names=[name or "remote_load"])
+    return op.outputs[0]
+
+
+def remote_load_(remote_buffer: RemoteBuffer, offset: Union[int, Tensor], t: Tensor) -> Tensor:
+    """Load entry ``offset`` of ``remote_buffer`` into ``t``, in place."""
+    inputs = _offset("remote_load_", remote_buffer, offset)
+    remote_buffer.validate_tensor_matches_buffer(t)
+    attrs = {"buffer": remote_buffer, "offset": None if inputs else offset}
+    op = get_current_graph()._add_op("remote_load_", [t, *inputs], [t.spec], attrs=attrs, modified=(0,),
+                                     aliases={0: 0})
+    return op.outputs[0]
+
+
+def remote_store(remote_buffer: RemoteBuffer, offset: Union[int, Tensor], t: Tensor) -> None:
+    """Store ``t`` into entry ``offset`` of ``remote_buffer``."""
+    inputs = _offset("remote_store", remote_buffer, offset)
+    remote_buffer.validate_tensor_matches_buffer(t)
+    attrs = {"buffer": remote_buffer, "offset": None if inputs else offset}
+    get_current_graph()._add_op("remote_store", [t, *inputs], [], attrs=attrs)
+
+
+
+def replica_sharded_variable(data, dtype: Optional[dtypes.dtype] = None, name: Optional[str] = None,
+                             downcast: bool = True, replica_grouping: Optional[ReplicaGrouping] = None,
+                             shard_over: Optional[int] = None, retrieval_mode: Optional[str] = "one_per_group",
+                             log2_scale: Optional[int] = None,
+                             nan_on_overflow: Optional[bool] = None) -> tuple[Variable, Tensor]:
+    """A variable sharded over the replicas of each group, and this replica's shard loaded for use.
+
+    The variable is the handle for ``Session.get_tensor_data``/``write_variable_data`` (full shape);
+    ops use the shard: flat, with the full shape as its ``meta_shape``.
+    """
+    array = to_numpy(data, dtype, downcast)
+    groups = replica_grouping.num_groups if replica_grouping is not None else 1
+    buffer = replica_sharded_buffer(array.shape[1:] if groups > 1 else array.shape,
+                                    dtypes.dtype.as_dtype(array.dtype), replica_grouping, shard_over)
+    variable = remote_replica_sharded_variable(array, buffer, 0, None, name, False, replica_grouping,
+                                               retrieval_mode)
+    return variable, remote_load(buffer, 0)
