@@ -15,12 +15,14 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from workbench.analysis import verify
+from workbench.analysis.memory import memory
 from workbench.ir import Constant, Ir, Tensor, Variable
 from workbench.ir.events import EventBus
 
 from . import host_buffers, weights
 from .compiler import compile_graph
 from .device import Device, device_for
+from .out_of_memory import check_fits
 from .program import ReplicaProgram
 from .replicas import ReplicaRunner, written_variables
 
@@ -38,6 +40,8 @@ class Session:
         device = device_for(device_desc) if isinstance(device_desc, str) else device_desc
         _check_device(ir, device)
         schedules = verify(ir)
+        self.memory_report = memory(ir, device)
+        check_fits(self.memory_report, device.kind)
         self._codes: dict = {graph: compile_graph(graph, steps) for graph, steps in schedules.items()}
         ir._owner = self
         self._ir = ir
