@@ -200,3 +200,29 @@ def test_replicas_that_miss_a_collective_raise_instead_of_hanging(else_has_other
             session.run({streams["flag"]: flags, streams["x"]: data})
         result = session.run({streams["flag"]: np.ones(4, bool), streams["x"]: data})
     np.testing.assert_array_equal(result[ir.get_all_d2h_streams().pop()], np.full((4, 2), 4.0))
+
+
+@pytest.mark.parametrize("stride, group_size", [(1, 2), (2, 2), (1, 4), (1, 1)])
+def test_grouped_variables_round_trip_through_write_and_read(stride, group_size):
+    ir = popxl.Ir(replication=4)
+    with ir.main_graph:
+        group = ir.replica_grouping(stride=stride, group_size=group_size)
+        shape = (group.num_groups, 3) if group.num_groups > 1 else (3,)
+        v = popxl.variable(np.zeros(shape, np.float32), replica_grouping=group, name="v")
+        seen = popxl.variable(np.zeros((group.num_groups, 3) if group.num_groups > 1 else (3,), np.float32),
+                              replica_grouping=group, retrieval_mode="all_replicas", name="seen")
+        ops.var_updates.copy_var_update_(seen, v)
+    values = np.arange(np.prod(shape), dtype=np.float32).reshape(shape)
+    with popxl.Session(ir, "ipu_model") as session:
+        session.write_variable_data(v, values)
+        np.testing.assert_array_equal(session.get_tensor_data(v), values)
+        session.run()
+        per_replica = session.get_tensor_data(seen)
+    assert per_replica.shape == (4, 3)
+    for replica, group_index in enumerate(group.assignment):
+        expected = values[group_index] if group.num_groups > 1 else values
+        np.testing.assert_array_equal(per_replica[replica], expected)
+    with popxl.Session(ir, "ipu_model") as session:
+        with pytest.raises(ValueError, match=r"has shape \(3, 3\), expected"):
+            session.write_variable_data(v, np.zeros((3, 3), np.float32))
+        np.testing.assert_array_equal(session.get_tensor_data(v), np.zeros(shape))
