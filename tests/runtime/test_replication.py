@@ -226,3 +226,15 @@ def test_grouped_variables_round_trip_through_write_and_read(stride, group_size)
         with pytest.raises(ValueError, match=r"has shape \(3, 3\), expected"):
             session.write_variable_data(v, np.zeros((3, 3), np.float32))
         np.testing.assert_array_equal(session.get_tensor_data(v), np.zeros(shape))
+
+
+def test_replica_threads_end_when_the_session_detaches():
+    import threading
+
+    data = per_replica((2,))
+    before = threading.active_count()
+    run_replicated(lambda x: ops.collectives.replicated_all_reduce(x), data)
+    for thread in threading.enumerate():
+        if thread.name.startswith("replica"):
+            thread.join(timeout=5)
+    assert threading.active_count() <= before

@@ -85,6 +85,7 @@ class ReplicaRunner:
             raise first or failures[0]
 
     def close(self) -> None:
+        """Let the replica threads go (a later run starts new ones)."""
         if self._pool is not None:
             self._pool.shutdown(wait=False)
             self._pool = None

@@ -107,6 +107,7 @@ class Session:
             if self._weights_to_host_on_exit and exc_type is None:
                 self.weights_to_host()
             self._attached = False
+            self._runner.close()
             if self._blas_limit is not None:
                 self._blas_limit.restore_original_limits()
                 self._blas_limit = None
