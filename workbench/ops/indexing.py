@@ -13,6 +13,7 @@ import numpy as np
 
 from workbench.ir import Tensor, TensorSpec, constant, dtypes
 
+from . import grad_blocks as blocks
 from .arguments import expect_tensors
 from .elementwise_nary import where
 from .gather_scatter import gather
@@ -75,8 +76,25 @@ def _slice_kernel(op, env):
     return lambda a: a[key]
 
 
-register(OpDef("slice", _slice_infer, _slice_kernel, view=True))
-register(OpDef("slice_", _slice_infer, _slice_kernel, aliases=((0, 0),)))
+def _slice_grad(op, grads, fwd):
+    """The gradient put back where the slice came from (reversed along backward axes), zeros
+    around it."""
+    grad, shape = grads[0], op.inputs[0].shape
+    if grad is None:
+        return [None]
+    for axis, part in enumerate(_slice_key(shape, op.attrs)):
+        first, _, step = part.indices(shape[axis])
+        count = grad.shape[axis]
+        if count == shape[axis] and step == 1:
+            continue
+        if step < 0:
+            grad, first = blocks.reverse(grad, axis), first - count + 1
+        grad = blocks.pad(grad, axis, first, shape[axis] - first - count)
+    return [grad]
+
+
+register(OpDef("slice", _slice_infer, _slice_kernel, grad=_slice_grad, view=True))
+register(OpDef("slice_", _slice_infer, _slice_kernel, grad=_slice_grad, aliases=((0, 0),)))
 
 
 def slice(t: Tensor, start: IntOrList = None, stop: IntOrList = None, step: IntOrList = None,
@@ -247,10 +265,33 @@ def _dynamic_update_kernel(in_place: bool):
     return build
 
 
-register(OpDef("dynamic_slice", _dynamic_slice_infer, _dynamic_slice_kernel, view=True))
-register(OpDef("dynamic_update", _dynamic_update_infer("dynamic_update"), _dynamic_update_kernel(False)))
+def _region_attrs(op) -> dict:
+    return {name: op.attrs[name] for name in ("axes", "sizes", "no_overlap")}
+
+
+def _dynamic_slice_grad(op, grads, fwd):
+    """The gradient written into zeros at the same runtime offsets; the offsets get none."""
+    if grads[0] is None:
+        return [None, None]
+    t = op.inputs[0]
+    return [apply("dynamic_update", blocks.zeros(t.shape, t.dtype), fwd(op.inputs[1]), grads[0],
+                  **_region_attrs(op)), None]
+
+
+def _dynamic_update_grad(op, grads, fwd):
+    """``t`` gets the gradient outside the updated region, ``t_update`` the region itself."""
+    if grads[0] is None:
+        return [None, None, None]
+    index, update = fwd(op.inputs[1]), op.inputs[2]
+    kept = apply("dynamic_update", grads[0], index, blocks.zeros(update.shape, update.dtype), **_region_attrs(op))
+    return [kept, None, apply("dynamic_slice", grads[0], index, **_region_attrs(op))]
+
+
+register(OpDef("dynamic_slice", _dynamic_slice_infer, _dynamic_slice_kernel, grad=_dynamic_slice_grad, view=True))
+register(OpDef("dynamic_update", _dynamic_update_infer("dynamic_update"), _dynamic_update_kernel(False),
+               grad=_dynamic_update_grad))
 register(OpDef("dynamic_update_", _dynamic_update_infer("dynamic_update_"), _dynamic_update_kernel(True),
-               modifies=(0,), aliases=((0, 0),)))
+               grad=_dynamic_update_grad, modifies=(0,), aliases=((0, 0),)))
 
 
 def dynamic_slice(t: Tensor, index: Tensor, axes: List[int], sizes: List[int], no_overlap: bool) -> Tensor:

@@ -13,6 +13,7 @@ import numpy as np
 
 from workbench.ir import Tensor, TensorSpec
 
+from . import grad_blocks as blocks
 from .arguments import expect_tensors
 from .registry import OpDef, apply, apply_many, register
 from .rules import normalize_axis, same_dtype
@@ -86,8 +87,13 @@ def _reshape_in_place_kernel(op, env):
     return reshape_view
 
 
-register(OpDef("reshape", _reshape_infer("reshape"), _reshape_kernel, view=True))
-register(OpDef("reshape_", _reshape_infer("reshape_"), _reshape_in_place_kernel, aliases=((0, 0),)))
+def _reshape_grad(op, grads, fwd):
+    return [None if grads[0] is None else blocks.reshape(grads[0], op.inputs[0].shape)]
+
+
+register(OpDef("reshape", _reshape_infer("reshape"), _reshape_kernel, grad=_reshape_grad, view=True))
+register(OpDef("reshape_", _reshape_infer("reshape_"), _reshape_in_place_kernel, grad=_reshape_grad,
+               aliases=((0, 0),)))
 
 
 def reshape(t: Tensor, shape: Sequence[int]) -> Tensor:
@@ -137,8 +143,15 @@ def _transpose_kernel(op, env):
     return lambda a: a.transpose(permutation)
 
 
-register(OpDef("transpose", _transpose_infer, _transpose_kernel, view=True))
-register(OpDef("transpose_", _transpose_infer, _transpose_kernel, aliases=((0, 0),)))
+def _transpose_grad(op, grads, fwd):
+    """The inverse permutation puts the gradient's axes back."""
+    if grads[0] is None:
+        return [None]
+    return [blocks.transpose(grads[0], np.argsort(op.attrs["permutation"]))]
+
+
+register(OpDef("transpose", _transpose_infer, _transpose_kernel, grad=_transpose_grad, view=True))
+register(OpDef("transpose_", _transpose_infer, _transpose_kernel, grad=_transpose_grad, aliases=((0, 0),)))
 
 
 def transpose(t: Tensor, permutation: Optional[Sequence[int]] = None) -> Tensor:
@@ -187,8 +200,18 @@ def _concat_kernel(op, env):
     return lambda *arrays: np.concatenate(arrays, axis)
 
 
-register(OpDef("concat", _concat_infer("concat"), _concat_kernel))
-register(OpDef("concat_", _concat_infer("concat_"), _concat_kernel))
+def _concat_grad(op, grads, fwd):
+    """Each input gets its own stretch of the gradient."""
+    if grads[0] is None:
+        return [None] * len(op.inputs)
+    lengths = tuple(t.shape[op.attrs["axis"]] for t in op.inputs)
+    if len(lengths) == 1:
+        return [grads[0]]
+    return list(apply_many("split", grads[0], axis=op.attrs["axis"], splits=lengths))
+
+
+register(OpDef("concat", _concat_infer("concat"), _concat_kernel, grad=_concat_grad))
+register(OpDef("concat_", _concat_infer("concat_"), _concat_kernel, grad=_concat_grad))
 
 
 def _concat_args(op_type: str, ts: Iterable[Tensor], axis: int) -> tuple[list[Tensor], int]:
@@ -229,7 +252,13 @@ def _split_kernel(op, env):
     return lambda a: tuple(part.copy() for part in np.split(a, boundaries, axis))
 
 
-register(OpDef("split", _split_infer, _split_kernel))
+def _split_grad(op, grads, fwd):
+    """The parts' gradients side by side; zeros for parts no gradient reaches."""
+    parts = [blocks.optional_zeros(g, t) for g, t in zip(grads, op.outputs)]
+    return [blocks.concat(parts, op.attrs["axis"]) if len(parts) > 1 else parts[0]]
+
+
+register(OpDef("split", _split_infer, _split_kernel, grad=_split_grad))
 
 
 def split(t: Tensor, splits: Union[int, List[int]], axis: int = 0) -> List[Tensor]:
@@ -261,7 +290,15 @@ def _subsample_kernel(op, env):
     return lambda a: a[key]
 
 
-register(OpDef("subsample", _subsample_infer, _subsample_kernel, view=True))
+def _subsample_grad(op, grads, fwd):
+    """The gradient spread back to every ``strides``-th position, zeros in between."""
+    if grads[0] is None:
+        return [None]
+    axes = range(op.inputs[0].rank)
+    return [blocks.place(grads[0], op.inputs[0].shape, [0] * len(axes), op.attrs["strides"], axes)]
+
+
+register(OpDef("subsample", _subsample_infer, _subsample_kernel, grad=_subsample_grad, view=True))
 
 
 def subsample(t: Tensor, strides: Union[int, Iterable[int]]) -> Tensor:
@@ -277,9 +314,18 @@ def subsample(t: Tensor, strides: Union[int, Iterable[int]]) -> Tensor:
 
 
 # ----- identity and detach -----
-register(OpDef("identity", _like_input, _identity_kernel, view=True))
-register(OpDef("detach", _like_input, _identity_kernel, view=True))
-register(OpDef("detach_", _like_input, _identity_kernel, aliases=((0, 0),)))
+def _identity_grad(op, grads, fwd):
+    return [grads[0]]
+
+
+def _stop_gradient(op, grads, fwd):
+    """Nothing flows back through a detach."""
+    return [None]
+
+
+register(OpDef("identity", _like_input, _identity_kernel, grad=_identity_grad, view=True))
+register(OpDef("detach", _like_input, _identity_kernel, grad=_stop_gradient, view=True))
+register(OpDef("detach_", _like_input, _identity_kernel, grad=_stop_gradient, aliases=((0, 0),)))
 
 
 def identity(t: Tensor, output_name: Optional[str] = None) -> Tensor:
