@@ -9,9 +9,13 @@ from typing import Literal, Optional
 
 import numpy as np
 
-from workbench.ir import Constant, Tensor, TensorSpec
+from workbench.ir import Constant, Tensor, TensorSpec, constant, dtypes
 
+from . import grad_blocks as blocks
 from .arguments import expect_tensors
+from .elementwise import add, equal, fmod, greater, logical_and, mul, sub
+from .elementwise_nary import where
+from .reductions import sum as reduce_sum
 from .registry import OpDef, apply, register
 from .rules import check_dtype, normalize_axis, same_dtype
 
@@ -51,8 +55,31 @@ def _gather_kernel(op, env):
     return _take(axis, op.attrs["zero_OOR"], op.inputs[0].shape[axis], axis)
 
 
-register(OpDef("gather", _gather_infer("gather"), _gather_kernel))
-register(OpDef("tied_gather", _gather_infer("tied_gather"), _gather_kernel))
+def _in_range(op, indices: Tensor, length: int) -> tuple[Tensor, Optional[Tensor]]:
+    """The indices as the gather read them (wrapped into [0, length)) and, with ``zero_OOR``, the
+    mask of those that read a value."""
+    bound = constant(length, dtype=indices.dtype)
+    if not op.attrs["zero_OOR"]:
+        return fmod(add(fmod(indices, bound), bound), bound), None
+    valid = logical_and(greater(indices, constant(-1, dtype=indices.dtype)), greater(bound, indices))
+    return where(valid, indices, constant(0, dtype=indices.dtype)), valid
+
+
+def _gather_grad(op, grads, fwd):
+    """Scatter-add the gradient rows back to the rows they were gathered from."""
+    grad, t, axis = grads[0], op.inputs[0], op.attrs["axis"]
+    if grad is None:
+        return [None, None]
+    indices, valid = _in_range(op, fwd(op.inputs[1]), t.shape[axis])
+    count = indices.nelms
+    rows = blocks.reshape(grad, t.shape[:axis] + (count,) + t.shape[axis + 1:])
+    if valid is not None:
+        rows = blocks.masked(blocks.reshape(valid, (1,) * axis + (count,) + (1,) * (t.rank - axis - 1)), rows)
+    return [blocks.scatter_add(rows, blocks.reshape(indices, (count,)), axis, t.shape[axis]), None]
+
+
+register(OpDef("gather", _gather_infer("gather"), _gather_kernel, grad=_gather_grad))
+register(OpDef("tied_gather", _gather_infer("tied_gather"), _gather_kernel, grad=_gather_grad))
 
 
 def gather(t: Tensor, indices: Tensor, axis: int = 0, available_memory_proportion: Optional[float] = None,
@@ -87,7 +114,22 @@ def _grouped_kernel(op, env):
     return lambda t, indices: np.stack([take(table, rows) for table, rows in zip(t, indices)])
 
 
-register(OpDef("groupedgather", _grouped_infer, _grouped_kernel))
+def _grouped_grad(op, grads, fwd):
+    """Per group, scatter-add the gradient rows back to the rows of that group's table."""
+    grad, t, axis = grads[0], op.inputs[0], op.attrs["axis"] + 1
+    if grad is None:
+        return [None, None]
+    indices, valid = _in_range(op, fwd(op.inputs[1]), t.shape[axis])
+    groups, count = t.shape[0], indices.nelms // t.shape[0]
+    lined_up = (groups,) + (1,) * (axis - 1) + (count,) + (1,) * (t.rank - axis - 1)
+    rows = blocks.reshape(grad, t.shape[:axis] + (count,) + t.shape[axis + 1:])
+    if valid is not None:
+        rows = blocks.masked(blocks.reshape(valid, lined_up), rows)
+    every = blocks.broadcast_indices(blocks.reshape(indices, lined_up), rows.shape)
+    return [blocks.scatter_add(rows, every, axis, t.shape[axis]), None]
+
+
+register(OpDef("groupedgather", _grouped_infer, _grouped_kernel, grad=_grouped_grad))
 
 
 def groupedgather(t: Tensor, indices: Tensor, axis: int = 0, group_size: Optional[int] = 1,
@@ -130,7 +172,25 @@ def _scatter_kernel(op, env):
     return scatter
 
 
-register(OpDef("scatter", _scatter_infer, _scatter_kernel))
+def _position_ids(shape) -> Tensor:
+    return constant(np.arange(int(np.prod(shape, dtype=np.int64)), dtype=np.int32).reshape(shape))
+
+
+def _scatter_grad(op, grads, fwd):
+    """``t`` gets the gradient where nothing was written; each of ``values`` the gradient at the
+    element it wrote, if no later repeat of its index overwrote it."""
+    grad, axis = grads[0], op.attrs["axis"]
+    if grad is None:
+        return [None, None, None]
+    indices, values = fwd(op.inputs[1]), op.inputs[2]
+    kept = apply("scatter", grad, indices, blocks.zeros(values.shape, values.dtype), axis=axis)
+    ids = _position_ids(values.shape)
+    last = apply("scatter", blocks.zeros(op.inputs[0].shape, dtypes.int32), indices, ids, axis=axis)
+    survives = equal(blocks.take_elements(last, indices, axis), ids)
+    return [kept, None, blocks.masked(survives, blocks.take_elements(grad, indices, axis))]
+
+
+register(OpDef("scatter", _scatter_infer, _scatter_kernel, grad=_scatter_grad))
 
 
 def scatter(t: Tensor, indices: Tensor, values: Tensor, axis: int = 0,
@@ -199,7 +259,38 @@ def _highest(dtype: np.dtype):
     return np.inf if np.issubdtype(dtype, np.floating) else np.iinfo(dtype).max
 
 
-register(OpDef("scatter_reduce", _scatter_reduce_infer, _scatter_reduce_kernel))
+def _scatter_reduce_grad(op, grads, fwd):
+    """Each entry of ``data`` gets the gradient at the position it went to: always for 'sum';
+    for 'max'/'min' if it is the value that ended up there; for 'none' if no later write
+    replaced it. ``initial_values`` gets the gradient where it survived the reduction."""
+    grad, data = grads[0], op.inputs[0]
+    if grad is None:
+        return [None] * len(op.inputs)
+    axis, reduction, length = op.attrs["axis"], op.attrs["reduction"], op.attrs["axis_size"]
+    indices = fwd(op.inputs[1])
+
+    def back(t: Tensor) -> Tensor:
+        if indices.rank == 1:
+            return apply("gather", t, indices, axis=axis, zero_OOR=False)
+        return blocks.take_elements(t, indices, axis)
+
+    data_grad, initial_grad = back(grad), grad
+    if reduction in ("max", "min"):
+        out = fwd(op.outputs[0])
+        data_grad = blocks.masked(equal(fwd(data), back(out)), data_grad)
+        if len(op.inputs) == 3:
+            initial_grad = blocks.masked(equal(fwd(op.inputs[2]), out), grad)
+    elif reduction == "none":
+        ids = _position_ids(data.shape)
+        last = apply("scatter_reduce", ids, indices, reduction="none", axis=axis, axis_size=length)
+        data_grad = blocks.masked(equal(back(last), ids), data_grad)
+        if len(op.inputs) == 3:
+            initial_grad = apply("scatter_reduce", blocks.zeros(data.shape, data.dtype), indices, grad,
+                                 reduction="none", axis=axis, axis_size=length)
+    return [data_grad, None] + ([initial_grad] if len(op.inputs) == 3 else [])
+
+
+register(OpDef("scatter_reduce", _scatter_reduce_infer, _scatter_reduce_kernel, grad=_scatter_reduce_grad))
 
 
 def scatter_reduce(data: Tensor, indices: Tensor, reduction: ScatterReductionType,
@@ -249,7 +340,19 @@ def _onehot_kernel(op, env):
     return onehot
 
 
-register(OpDef("onehot", _onehot_infer, _onehot_kernel))
+def _onehot_grad(op, grads, fwd):
+    """``values[1]`` gets the gradient summed over the hot positions, ``values[0]`` over the rest."""
+    grad, values = grads[0], op.inputs[2]
+    if grad is None:
+        return [None, None, None]
+    hot = apply("onehot", fwd(op.inputs[0]), fwd(op.inputs[1]), constant(np.array([0, 1]), dtype=values.dtype),
+                axis=op.attrs["axis"], depth=op.attrs["depth"])
+    on = reduce_sum(mul(grad, hot))
+    pair = blocks.concat([blocks.reshape(sub(reduce_sum(grad), on), (1,)), blocks.reshape(on, (1,))], 0)
+    return [None, None, blocks.reshape(pair, values.shape)]
+
+
+register(OpDef("onehot", _onehot_infer, _onehot_kernel, grad=_onehot_grad))
 
 
 def onehot(t: Tensor, num_classes: Tensor, values: Tensor, axis: int) -> Tensor:
