@@ -14,7 +14,10 @@ import numpy as np
 
 from workbench.ir import Tensor, TensorSpec, constant, dtypes
 
+from . import grad_blocks as blocks
 from .arguments import expect_tensors
+from .nn_grads import batch_norm_grad, group_norm_grad, nll_grad, nll_with_softmax_grad_grad
+from .reductions import sum as reduce_sum
 from .registry import OpDef, apply, apply_many, register
 from .rules import broadcast_shape, check_dtype, normalize_axis, same_dtype
 
@@ -46,7 +49,15 @@ def _softmax_kernel(op, env):
     return softmax
 
 
-register(OpDef("softmax", _softmax_infer, _softmax_kernel))
+def _softmax_grad(op, grads, fwd):
+    """y * (g - sum(g * y)) along the softmax axis."""
+    if grads[0] is None:
+        return [None]
+    y, grad = fwd(op.outputs[0]), grads[0]
+    return [y * (grad - reduce_sum(grad * y, axis=op.attrs["axis"], keepdims=True))]
+
+
+register(OpDef("softmax", _softmax_infer, _softmax_kernel, grad=_softmax_grad))
 
 
 def softmax(t: Tensor, axis: int) -> Tensor:
@@ -96,7 +107,7 @@ def _group_norm_kernel(op, env):
     return group_norm
 
 
-register(OpDef("group_norm", _group_norm_infer, _group_norm_kernel))
+register(OpDef("group_norm", _group_norm_infer, _group_norm_kernel, grad=group_norm_grad))
 
 
 def group_norm(t: Tensor, weight: Tensor, bias: Tensor, num_groups: int, eps: float = 1e-5) -> Tensor:
@@ -128,7 +139,7 @@ def _batch_norm_kernel(op, env):
     return batch_norm
 
 
-register(OpDef("batch_norm_inference", _batch_norm_infer, _batch_norm_kernel))
+register(OpDef("batch_norm_inference", _batch_norm_infer, _batch_norm_kernel, grad=batch_norm_grad))
 
 
 def batch_norm_inference(t: Tensor, scale: Tensor, bias: Tensor, mean: Tensor, var: Tensor,
@@ -196,7 +207,7 @@ def _nll_kernel(op, env):
     return nll
 
 
-register(OpDef("nll_loss", _nll_infer, _nll_kernel))
+register(OpDef("nll_loss", _nll_infer, _nll_kernel, grad=nll_grad))
 
 
 def _check_reduction(op_type: str, reduction: str) -> str:
@@ -244,7 +255,7 @@ def _nll_grad_kernel(op, env):
     return nll_with_grad
 
 
-register(OpDef("nll_loss_with_softmax_grad", _nll_grad_infer, _nll_grad_kernel))
+register(OpDef("nll_loss_with_softmax_grad", _nll_grad_infer, _nll_grad_kernel, grad=nll_with_softmax_grad_grad))
 
 
 def nll_loss_with_softmax_grad(probs: Tensor, labels: Tensor, loss_grad: Union[float, Tensor] = 1,
@@ -303,7 +314,20 @@ def _interpolate_kernel(op, env):
     return lambda t: t[key]
 
 
-register(OpDef("interpolate", _interpolate_infer, _interpolate_kernel))
+def _interpolate_grad(op, grads, fwd):
+    """Axis by axis, sum the gradient back onto the input element each output position copied."""
+    grad = grads[0]
+    if grad is None:
+        return [None]
+    attrs, shape = op.attrs, op.inputs[0].shape
+    for axis, (n, o, scale) in enumerate(zip(shape, op.outputs[0].shape, attrs["scale_factor"])):
+        source = _source_index(n, o, scale, attrs["coordinate_transformation_mode"], attrs["nearest_mode"])
+        if n != o or not np.array_equal(source, np.arange(n)):
+            grad = blocks.scatter_add(grad, constant(source.astype(np.int32)), axis, n)
+    return [grad]
+
+
+register(OpDef("interpolate", _interpolate_infer, _interpolate_kernel, grad=_interpolate_grad))
 
 
 def interpolate(t: Tensor, scale_factor: Optional[Tuple[float, ...]] = (1.0, 1.0, 1.0, 1.0),

@@ -1,0 +1,127 @@
+"""Gradient rules of the normalisations and the negative log-likelihood losses of ``nn.py``."""
+from __future__ import annotations
+
+import numpy as np
+
+from workbench.ir import Tensor, constant, dtypes
+
+from . import grad_blocks as blocks
+from .casting import cast
+from .elementwise import equal, greater, logical_not, sqrt
+from .elementwise_nary import maximum, where
+from .reductions import mean as reduce_mean, sum as reduce_sum
+from .registry import apply
+
+
+def _per_channel(rank: int, channels: int) -> tuple[int, ...]:
+    """The shape that broadcasts one value per channel over an [N, C, ...] tensor."""
+    return (1, channels) + (1,) * (rank - 2)
+
+
+def group_norm_grad(op, grads, fwd):
+    """Gradients for the input (through the normalised value and, when they are used, the
+    statistics outputs), the weight and the bias."""
+    grad, mean_grad, inv_std_grad = grads
+    shape, groups = op.inputs[0].shape, op.attrs["num_groups"]
+    size = op.inputs[0].nelms // (shape[0] * groups)
+    stats, grouped = (shape[0], groups, 1), (shape[0], groups, size)
+    inv_std = blocks.reshape(fwd(op.outputs[2]), stats)
+    normed = (blocks.reshape(fwd(op.inputs[0]), grouped)
+              - blocks.reshape(fwd(op.outputs[1]), stats)) * inv_std
+    input_grad = weight_grad = bias_grad = None
+    if grad is not None:
+        bias_grad = blocks.sum_per_channel(grad)
+        weight_grad = blocks.sum_per_channel(grad * blocks.reshape(normed, shape))
+        scaled = blocks.reshape(grad * blocks.reshape(fwd(op.inputs[1]), _per_channel(len(shape), shape[1])),
+                                grouped)
+        input_grad = inv_std * (scaled - reduce_mean(scaled, axis=-1, keepdims=True)
+                                - normed * reduce_mean(scaled * normed, axis=-1, keepdims=True))
+    if mean_grad is not None:
+        term = blocks.reshape(mean_grad, stats) * (1 / size)
+        input_grad = term if input_grad is None else input_grad + term
+    if inv_std_grad is not None:
+        term = blocks.reshape(inv_std_grad, stats) * inv_std * inv_std * normed * (-1 / size)
+        input_grad = term if input_grad is None else input_grad + term
+    if input_grad is not None:
+        input_grad = blocks.reshape(input_grad + blocks.zeros((1, 1, size), op.inputs[0].dtype), shape)
+    return [input_grad, weight_grad, bias_grad]
+
+
+def batch_norm_grad(op, grads, fwd):
+    """Gradients for the input, scale, bias, mean and var of the per-channel affine map."""
+    grad = grads[0]
+    if grad is None:
+        return [None] * 5
+    x, scale, _, mean, var = (fwd(t) for t in op.inputs)
+    per_channel = _per_channel(x.rank, x.shape[1])
+    inv_std = 1 / sqrt(var + op.attrs["epsilon"])
+    factor = scale * inv_std
+    total = blocks.sum_per_channel(grad)
+    spread = blocks.sum_per_channel(grad * (x - blocks.reshape(mean, per_channel)))
+    return [grad * blocks.reshape(factor, per_channel), spread * inv_std, total, -total * factor,
+            spread * scale * inv_std * inv_std * inv_std * -0.5]
+
+
+def _nll_terms(op, fwd):
+    """For the gradient: probs, the one-hot rows of the labels that pick a probability, the 0/1
+    weights of the samples that count (None without ignore_index) and the mean's divisor."""
+    probs, labels = fwd(op.inputs[0]), fwd(op.inputs[1])
+    classes, ignore = probs.shape[-1], op.attrs["ignore_index"]
+    picked = where(greater(labels, constant(-1, dtype=labels.dtype)), labels, constant(classes, dtype=labels.dtype))
+    hot = apply("onehot", picked, constant(np.int32(classes)), constant(np.array([0, 1]), dtype=probs.dtype),
+                axis=labels.rank, depth=classes)
+    kept = None
+    if ignore is not None:
+        kept = cast(logical_not(equal(labels, constant(ignore, dtype=labels.dtype))), probs.dtype)
+    divisor = None
+    if op.attrs["reduction"] == "mean":
+        divisor = float(max(labels.nelms, 1)) if kept is None else maximum(reduce_sum(kept), constant(1, probs.dtype))
+    return probs, hot, kept, divisor
+
+
+def _per_sample(weight: Tensor, kept, divisor, rank: int) -> Tensor:
+    """``weight`` (broadcasting to the labels) times the sample weights over the divisor, with a
+    trailing axis to broadcast along the classes."""
+    if kept is not None:
+        weight = weight * kept
+    if divisor is not None:
+        weight = weight / divisor
+    return blocks.reshape(weight, (1,) * (rank - weight.rank) + weight.shape + (1,))
+
+
+def _nll_probs_grad(op, loss_grad: Tensor, terms) -> Tensor:
+    probs, hot, kept, divisor = terms
+    weight = hot * _per_sample(loss_grad, kept, divisor, probs.rank - 1)
+    if op.attrs.get("log_prob", False):
+        return -weight
+    floor = 6.104e-05 if probs.dtype is dtypes.float16 else 1e-7
+    return -weight / maximum(probs, constant(floor, probs.dtype))
+
+
+def nll_grad(op, grads, fwd):
+    """The gradient reaches the probability each sample's label picks: -1/p (or -1 with
+    log_prob), scaled as the reduction scales the loss."""
+    if grads[0] is None:
+        return [None, None]
+    return [_nll_probs_grad(op, grads[0], _nll_terms(op, fwd)), None]
+
+
+def nll_with_softmax_grad_grad(op, grads, fwd):
+    """Through the loss as ``nll_loss``; through the gradient output, which is linear in probs
+    and in loss_grad, back to both."""
+    terms = _nll_terms(op, fwd)
+    probs, hot, kept, divisor = terms
+    probs_grad = loss_grad_grad = None
+    if grads[0] is not None:
+        probs_grad = _nll_probs_grad(op, grads[0], terms)
+    if grads[1] is not None:
+        loss_grad = fwd(op.inputs[2])
+        if loss_grad.dtype is not probs.dtype:
+            loss_grad = cast(loss_grad, probs.dtype)
+        term = grads[1] * _per_sample(loss_grad, kept, divisor, probs.rank - 1)
+        probs_grad = term if probs_grad is None else probs_grad + term
+        loss_grad_grad = _per_sample(reduce_sum(grads[1] * (probs - hot), axis=-1), kept, divisor, probs.rank - 1)
+        loss_grad_grad = blocks.reshape(loss_grad_grad, op.inputs[1].shape)
+        if loss_grad_grad.dtype is not op.inputs[2].dtype:
+            loss_grad_grad = cast(loss_grad_grad, op.inputs[2].dtype)
+    return [probs_grad, None, loss_grad_grad]
