@@ -7,7 +7,8 @@ function and which inputs it writes and which outputs share memory with its inpu
 """
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping, Optional, Sequence, Union
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Mapping, Optional, Sequence, Union
 
 from workbench.ir import Graph, Op, Tensor, constant, dtypes, get_current_graph
 
@@ -133,6 +134,13 @@ def conditional(cond: Tensor, then_branch: Graph, else_branch: Graph,
                 then_inputs_dict: Optional[Mapping[Tensor, Any]] = None,
                 else_inputs_dict: Optional[Mapping[Tensor, Any]] = None) -> tuple[Tensor, ...]:
     """Run ``then_branch`` when the single boolean ``cond`` is true at run time, else ``else_branch``."""
+    return add_conditional(cond, then_branch, else_branch, then_inputs, else_inputs, then_inputs_dict,
+                           else_inputs_dict).outputs
+
+
+def add_conditional(cond: Tensor, then_branch: Graph, else_branch: Graph, then_inputs, else_inputs,
+                    then_inputs_dict, else_inputs_dict, check_inputs: bool = True) -> Op:
+    """The conditional op behind ``conditional`` and ``conditional_with_info``."""
     if not isinstance(cond, Tensor) or cond.dtype is not dtypes.bool_ or cond.nelms != 1:
         raise ValueError(f"conditional: cond must be a single-element bool tensor, got {cond!r}")
     then_outs, else_outs = then_branch.outputs, else_branch.outputs
@@ -140,9 +148,9 @@ def conditional(cond: Tensor, then_branch: Graph, else_branch: Graph,
         raise ValueError(f"conditional: both branches must have the same outputs, got "
                          f"{[str(t.spec) for t in then_outs]} and {[str(t.spec) for t in else_outs]}")
     then_parents, then_order = bind_inputs("conditional", then_branch, list(then_inputs or []),
-                                           then_inputs_dict)
+                                           then_inputs_dict, check_inputs)
     else_parents, else_order = bind_inputs("conditional", else_branch, list(else_inputs or []),
-                                           else_inputs_dict)
+                                           else_inputs_dict, check_inputs)
     modified = tuple(1 + p for p in _by_ref_positions(then_branch, then_order)) + tuple(
         1 + len(then_parents) + p for p in _by_ref_positions(else_branch, else_order))
     op = get_current_graph()._add_op(
@@ -150,10 +158,53 @@ def conditional(cond: Tensor, then_branch: Graph, else_branch: Graph,
         attrs={"then_inputs": then_order, "else_inputs": else_order},
         called_graphs=(then_branch, else_branch), modified=modified,
         output_names=[t.name for t in then_outs])
-    return op.outputs
+    return op
 
 
 # ----- kernels -----
+@dataclass(frozen=True, slots=True)
+class CalleeBinding:
+    """How a call site hands values to one called graph: ``count`` of the op's inputs from ``first``,
+    copied at ``copy_in`` positions on the way in and at ``copy_out`` (graph-output indices) on the
+    way out, as the kernels below do (the stepper applies the same rules frame by frame)."""
+
+    graph: Graph
+    function: Callable[..., tuple]
+    first: int
+    count: int
+    copy_in: tuple[int, ...]
+    copy_out: tuple[int, ...]
+
+
+def callee_bindings(op: Op, env) -> list[CalleeBinding]:
+    """The binding of each graph ``op`` calls: one for call and repeat, then and else for conditional."""
+    if op.type == "conditional":
+        split = 1 + len(op.attrs["then_inputs"])
+        parts = ((op.called_graphs[0], op.attrs["then_inputs"], 1),
+                 (op.called_graphs[1], op.attrs["else_inputs"], split))
+    else:
+        parts = ((op.called_graphs[0], op.attrs["graph_inputs"], 0),)
+    bindings = []
+    for graph, order, offset in parts:
+        compiled = env.subgraph(graph)
+        bindings.append(CalleeBinding(graph, compiled.function, offset, len(order),
+                                      _copy_in(op, order, compiled.modified_inputs, offset),
+                                      tuple(compiled.aliased_outputs)))
+    return bindings
+
+
+def repeat_recopy(op: Op, binding: CalleeBinding) -> tuple[int, ...]:
+    """Carried inputs of a repeat copied again after each iteration: a carried input written in place
+    must not write through an output that aliases other memory."""
+    carried = len(op.outputs)
+    return tuple(p for p in binding.copy_in if p < carried and p in binding.copy_out)
+
+
+def taken_branch(cond) -> int:
+    """0 (then) when the conditional's single boolean is true, else 1 (else)."""
+    return 0 if bool(cond.reshape(-1)[0]) else 1
+
+
 def _adapt(function, count: int):
     """Present a subgraph function (which returns a tuple) with the kernel return convention."""
     if count == 1:
@@ -163,7 +214,8 @@ def _adapt(function, count: int):
     return function
 
 
-def _copy_at(values: list, positions: Iterable[int]) -> None:
+def copy_at(values: list, positions: Iterable[int]) -> None:
+    """Replace ``values[p]`` by a private copy at each position ``p``."""
     for position in positions:
         values[position] = values[position].copy()
 
@@ -178,59 +230,49 @@ def _copy_in(op: Op, order: Sequence[int], modified_inputs, offset: int = 0) -> 
 
 
 def _call_kernel(op: Op, env) -> Any:
-    callee = env.subgraph(op.called_graphs[0])
-    copy_in = _copy_in(op, op.attrs["graph_inputs"], callee.modified_inputs)
-    copy_out = tuple(callee.aliased_outputs)
-    function = callee.function
+    (callee,) = callee_bindings(op, env)
+    copy_in, copy_out, function = callee.copy_in, callee.copy_out, callee.function
     if copy_in or copy_out:
         inner = function
 
         def function(*args):
             values = list(args)
-            _copy_at(values, copy_in)
+            copy_at(values, copy_in)
             outputs = list(inner(*values))
-            _copy_at(outputs, copy_out)
+            copy_at(outputs, copy_out)
             return tuple(outputs)
     return _adapt(function, len(op.outputs))
 
 
 def _repeat_kernel(op: Op, env) -> Any:
-    callee = env.subgraph(op.called_graphs[0])
-    copy_in = _copy_in(op, op.attrs["graph_inputs"], callee.modified_inputs)
-    copy_out = tuple(callee.aliased_outputs)
+    (callee,) = callee_bindings(op, env)
+    copy_in, copy_out = callee.copy_in, callee.copy_out
     body, count, carried = callee.function, op.attrs["repeat_count"], len(op.outputs)
-    # A carried input written in place must not write through an output that aliases other memory.
-    recopy = tuple(p for p in copy_in if p < carried and p in copy_out)
+    recopy = repeat_recopy(op, callee)
 
     def loop(*args):
         values = list(args)
-        _copy_at(values, copy_in)
+        copy_at(values, copy_in)
         for _ in range(count):
             values[:carried] = body(*values)
-            _copy_at(values, recopy)
+            copy_at(values, recopy)
         outputs = values[:carried]
-        _copy_at(outputs, copy_out)
+        copy_at(outputs, copy_out)
         return tuple(outputs)
     return _adapt(loop, carried)
 
 
 def _conditional_kernel(op: Op, env) -> Any:
-    then_graph, else_graph = op.called_graphs
     split = 1 + len(op.attrs["then_inputs"])
-    branches = []
-    for graph, order, offset in ((then_graph, op.attrs["then_inputs"], 1),
-                                 (else_graph, op.attrs["else_inputs"], split)):
-        compiled = env.subgraph(graph)
-        copy_in = _copy_in(op, order, compiled.modified_inputs, offset)
-        branches.append((compiled.function, copy_in, tuple(compiled.aliased_outputs)))
+    branches = [(b.function, b.copy_in, b.copy_out) for b in callee_bindings(op, env)]
 
     def select(cond, *args):
-        taken = 0 if bool(cond.reshape(-1)[0]) else 1
+        taken = taken_branch(cond)
         function, copy_in, copy_out = branches[taken]
         values = list(args[: split - 1] if taken == 0 else args[split - 1:])
-        _copy_at(values, copy_in)
+        copy_at(values, copy_in)
         outputs = list(function(*values))
-        _copy_at(outputs, copy_out)
+        copy_at(outputs, copy_out)
         return tuple(outputs)
     return _adapt(select, len(op.outputs))
 
