@@ -12,8 +12,9 @@ from typing import List, Literal, Optional, Sequence, Tuple
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from workbench.ir import Tensor, TensorSpec
+from workbench.ir import Tensor, TensorSpec, constant
 
+from . import conv_grads
 from .arguments import expect_tensors
 from .registry import OpDef, apply, register
 from .rules import check_dtype, same_dtype
@@ -134,7 +135,7 @@ def _conv_kernel(op, env):
     return conv
 
 
-register(OpDef("conv", _conv_infer, _conv_kernel))
+register(OpDef("conv", _conv_infer, _conv_kernel, grad=conv_grads.conv_grad))
 
 
 def conv(t: Tensor, weight: Tensor, stride: Optional[Tuple[int]] = (1, 1),
@@ -188,7 +189,7 @@ def _conv_transpose_kernel(op, env):
     return conv_transpose
 
 
-register(OpDef("conv_transpose", _conv_transpose_infer, _conv_transpose_kernel))
+register(OpDef("conv_transpose", _conv_transpose_infer, _conv_transpose_kernel, grad=conv_grads.conv_transpose_grad))
 
 
 def conv_transpose(t: Tensor, weight: Tensor, stride: Optional[Tuple[int]] = (1, 1),
@@ -289,8 +290,34 @@ def _average_pool_kernel(op, env):
     return average_pool
 
 
-register(OpDef("max_pool", _pool_infer("max_pool"), _max_pool_kernel))
-register(OpDef("average_pool", _pool_infer("average_pool"), _average_pool_kernel))
+def _pool_layout(op) -> dict:
+    shape, attrs = op.inputs[0].shape, op.attrs
+    _, _, pad = _pool_geometry(shape, attrs)
+    return {"padded": tuple(n + b + e for n, (b, e) in zip(shape[2:], pad[2:])), "kernel": attrs["kernel_size"],
+            "stride": attrs["stride"], "dilation": attrs["dilation"], "pads_begin": attrs["pads_begin"]}
+
+
+def _max_pool_grad(op, grads, fwd):
+    if grads[0] is None:
+        return [None]
+    return [conv_grads.max_pool_grad(fwd(op.inputs[0]), fwd(op.outputs[0]), grads[0], **_pool_layout(op))]
+
+
+def _average_pool_grad(op, grads, fwd):
+    """Each window's gradient, divided by the window's count, goes to every element of it."""
+    grad = grads[0]
+    if grad is None:
+        return [None]
+    shape = op.inputs[0].shape
+    extent, out, pad = _pool_geometry(shape, op.attrs)
+    ones = np.pad(np.ones((1, 1) + shape[2:]), pad)
+    counts = _windows(ones, extent, op.attrs["stride"], op.attrs["dilation"], out).sum(tuple(range(-len(out), 0)))
+    share = grad / constant(counts, dtype=grad.dtype)
+    return [conv_grads.windows_back(lambda offset: share, shape, **_pool_layout(op))]
+
+
+register(OpDef("max_pool", _pool_infer("max_pool"), _max_pool_kernel, grad=_max_pool_grad))
+register(OpDef("average_pool", _pool_infer("average_pool"), _average_pool_kernel, grad=_average_pool_grad))
 
 
 def average_pool(t: Tensor, kernel_size: Tuple[int], stride: Optional[Tuple[int]] = None,
