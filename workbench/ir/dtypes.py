@@ -111,8 +111,7 @@ def _make(name: str, numpy_type: Any, is_int: bool, is_float: bool, is_signed: b
         _CONSTRUCTING = False
     for key in (name, *aliases):
         _BY_NAME[key] = made
-    if made._numpy.fields is None:
-        _BY_NUMPY.setdefault(made._numpy, made)
+    _BY_NUMPY.setdefault(made._numpy, made)  # float8: its one-field structured NumPy type
     return made
 
 

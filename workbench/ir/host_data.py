@@ -5,20 +5,26 @@ from typing import Any, Optional
 
 import numpy as np
 
-from . import dtypes
+from . import dtypes, float8
 
 downcast_np_dtypes = dict(dtypes.DOWNCAST)
 
 
 def to_numpy(data: Any, dtype: Optional[dtypes.dtype] = None, downcast: bool = True,
-             copy: bool = True) -> np.ndarray:
+             copy: bool = True, log2_scale: Optional[int] = None,
+             nan_on_overflow: Optional[bool] = None) -> np.ndarray:
     """Return ``data`` as an ndarray: of ``dtype`` if given, else its own type with 64-bit types
-    narrowed to 32 bits when ``downcast`` is set."""
+    narrowed to 32 bits when ``downcast`` is set. Numbers given for a float8 ``dtype`` are encoded
+    as ``data * 2**log2_scale`` (default 0), NaN on overflow unless ``nan_on_overflow=False``."""
     if type(data).__module__.startswith("torch"):
         data = data.detach().cpu().numpy()
     if dtype is not None:
         dtype = dtypes.dtype.as_dtype(dtype)
         array = np.array(data, copy=copy) if isinstance(data, np.ndarray) else np.asarray(data)
+        if array.dtype != dtype.as_numpy() and dtype in float8.FORMATS:
+            codes = float8.encode(array, dtype, float8.check_log2_scale(log2_scale or 0),
+                                  nan_on_overflow is not False)
+            return float8.from_codes(codes, dtype)
         if array.dtype != dtype.as_numpy():
             _check_representable(array, dtype)
             array = array.astype(dtype.as_numpy())

@@ -337,6 +337,10 @@ def variable(data: HostScalarTensor, dtype: Optional[dtypes.dtype] = None, name:
     value per group.
     """
     graph = get_current_graph()
+    if log2_scale is not None or nan_on_overflow is not None:
+        from .host_data import to_numpy
+
+        data = to_numpy(data, dtype, downcast, log2_scale=log2_scale, nan_on_overflow=nan_on_overflow)
     return graph.ir._add_variable(graph, data, dtype, name, downcast, replica_grouping,
                                   retrieval_mode or "one_per_group")
 
@@ -347,7 +351,7 @@ def constant(data: HostScalarTensor, dtype: Optional[dtypes.dtype] = None, name:
     """Create a constant in the current graph."""
     from .host_data import to_numpy
 
-    array = to_numpy(data, dtype, downcast)
+    array = to_numpy(data, dtype, downcast, log2_scale=log2_scale, nan_on_overflow=nan_on_overflow)
     array.setflags(write=False)
     graph = get_current_graph()
     graph._check_buildable()

@@ -4,6 +4,7 @@ from workbench.ir.tensor import bind_tensor_methods
 from . import (activations, remote, casting, collectives, control_flow, convolution, creation, elementwise,
                elementwise_nary, gather_scatter, host_io, indexing, linalg, nn, placement, reductions,
                shape, var_updates)
+from . import conditional_info, debug, fp8, random
 from .call_site import CallSiteInfo
 from .code_loading import remote_code_load  # reachable as popxl.ops.remote_code_load, not in __all__
 from .control_flow import *  # noqa: F401,F403
@@ -24,10 +25,16 @@ from .indexing import getitem  # behind Tensor.__getitem__; not an op of popxl.o
 from .gather_scatter import *  # noqa: F401,F403
 from .nn import *  # noqa: F401,F403
 from .convolution import *  # noqa: F401,F403
+from .convolution import PadType
+from .conditional_info import *  # noqa: F401,F403
+from .debug import *  # noqa: F401,F403
+from .fp8 import *  # noqa: F401,F403
+from .random import *  # noqa: F401,F403
 
 _FAMILIES = (activations, remote, casting, control_flow, creation, elementwise, elementwise_nary, host_io,
-             linalg, placement, reductions, shape, indexing, gather_scatter, nn, convolution)
-__all__ = ["CallSiteInfo", "collectives", "var_updates"] + [n for f in _FAMILIES for n in f.__all__]
+             linalg, placement, reductions, shape, indexing, gather_scatter, nn, convolution, conditional_info,
+             debug, fp8, random)
+__all__ = ["CallSiteInfo", "PadType", "collectives", "var_updates"] + [n for f in _FAMILIES for n in f.__all__]
 
 _TENSOR_METHODS = ("add", "add_", "sub", "mul", "div", "fmod", "pow", "matmul", "negate", "abs",
                    "logical_and", "logical_or", "logical_not", "greater", "greater_equal", "getitem",

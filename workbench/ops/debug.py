@@ -1,0 +1,73 @@
+"""print_tensor: an identity op that prints its input every time it runs."""
+from __future__ import annotations
+
+from typing import Literal
+
+import numpy as np
+
+from workbench.ir import Tensor
+
+from .arguments import expect_tensors
+from .registry import OpDef, apply, register
+from .rules import same_spec
+
+__all__ = ["print_tensor"]
+
+FloatFormat = Literal["auto", "fixed", "scientific", "none"]
+_FLOAT_FORMATS = ("auto", "fixed", "scientific", "none")
+
+
+def _formatter(float_format: str, digits: int):
+    if float_format == "fixed":
+        return {"float_kind": lambda x: f"{x:.{digits}f}"}
+    if float_format == "scientific":
+        return {"float_kind": lambda x: f"{x:.{digits}e}"}
+    if float_format == "none":
+        return {"float_kind": repr}
+    return None
+
+
+def _print_kernel(op, env):
+    """Print ``title: values`` (NumPy's layout with the op's options) and pass the input on."""
+    attrs = op.attrs
+    if not attrs["print_self"]:
+        return lambda t: t
+    title, options = attrs["title"], attrs["format"]
+    open_bracket, close_bracket = options["open_bracket"], options["close_bracket"]
+    formatter = _formatter(options["float_format"], options["digits"])
+
+    def show(t):
+        text = np.array2string(t, max_line_width=options["max_line_width"], precision=options["digits"],
+                               separator=options["separator"], threshold=options["summarise_threshold"],
+                               edgeitems=options["edge_items"], formatter=formatter)
+        if (open_bracket, close_bracket) != ("[", "]"):
+            text = text.replace("[", open_bracket).replace("]", close_bracket)
+        print(f"{title}: {text}", flush=True)
+        return t
+    return show
+
+
+register(OpDef("print_tensor", same_spec, _print_kernel, view=True))
+
+
+def print_tensor(t: Tensor, title: str = None, print_self: bool = True, print_gradient: bool = False,
+                 summarise_threshold: int = 1000, edge_items: int = 3, max_line_width: int = 75,
+                 digits: int = 8, float_format: FloatFormat = "auto", separator: str = " ",
+                 open_bracket: str = "[", close_bracket: str = "]") -> Tensor:
+    """Return ``t`` unchanged and print ``title: values`` each time the op runs (``title``
+    defaults to ``print`` + the tensor's name). Use the result, as popxl prunes unused ops.
+
+    ``summarise_threshold``, ``edge_items``, ``max_line_width``, ``digits`` and ``separator`` mean
+    what NumPy's ``array2string`` options do; ``float_format`` is 'auto', 'fixed', 'scientific' or
+    'none'. ``print_gradient`` is recorded for autodiff, which may print the gradient too.
+    """
+    expect_tensors("print_tensor", t=t)
+    if float_format not in _FLOAT_FORMATS:
+        raise ValueError(f"print_tensor: float_format must be one of {', '.join(_FLOAT_FORMATS)}, got "
+                         f"{float_format!r}")
+    options = {"summarise_threshold": int(summarise_threshold), "edge_items": int(edge_items),
+               "max_line_width": int(max_line_width), "digits": int(digits), "float_format": float_format,
+               "separator": str(separator), "open_bracket": str(open_bracket),
+               "close_bracket": str(close_bracket)}
+    return apply("print_tensor", t, name="print_out", title=f"print{t.name}" if title is None else str(title),
+                 print_self=bool(print_self), print_gradient=bool(print_gradient), format=options)
