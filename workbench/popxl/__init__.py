@@ -6,6 +6,7 @@
 # same name (popxl.remote_buffer) must win.
 from . import context, dtypes, errors, ops, remote_buffer, replica_grouping, session, streams, tensor
 from . import transforms, typing_, utils
+from . import fp8_utils, random_seed, tensorlocation, testing
 from workbench.ir.context import (gcg, get_current_graph, get_ir, get_main_graph, gir, gmg, in_sequence,
                                   io_tiles, ipu, name_scope)
 from workbench.ir.dtypes import (bool, complex64, complex128, double, dtype, float, float8_143, float8_152,
@@ -24,6 +25,9 @@ from workbench.ir.remote_variables import (remote_replica_sharded_variable, remo
 from workbench.ops.remote import replica_sharded_variable
 from workbench.runtime.session import Session
 
+from .random_seed import create_seeds
+from .tensorlocation import ExecutionContext, ReplicatedTensorSharding, TensorLocation, TensorStorage, TileSet
+
 __version__ = "3.3.0"
 
 __all__ = [
@@ -34,4 +38,5 @@ __all__ = [
     "ReplicaGrouping", "HostToDeviceStream", "DeviceToHostStream", "h2d_stream", "d2h_stream", "Tensor",
     "TensorByRef", "TensorSpec", "variable", "constant", "graph_input", "graph_output", "Session",
     "remote_variable", "remote_replica_sharded_variable", "replica_sharded_variable",
+    "create_seeds", "TensorStorage", "TensorLocation", "ReplicatedTensorSharding", "TileSet", "ExecutionContext",
 ]

@@ -3,6 +3,8 @@ from typing import Sequence
 
 from workbench.ir.host_data import downcast_np_dtypes, to_numpy
 
+from .fp8_utils import host_pow2scale_cast_to_fp8  # noqa: F401  (popxl.utils re-exports it)
+
 HW_DEVICE_CONNECTION_TIMEOUT = 10000
 
 
