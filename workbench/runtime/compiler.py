@@ -6,8 +6,9 @@ it costs almost nothing beyond the kernels. The kernels themselves are bound per
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import CodeType
+from typing import Optional
 
 from workbench.analysis import GraphEffects, graph_effects, schedule
 from workbench.ir import Constant, Graph, Op, Tensor, Variable
@@ -29,10 +30,22 @@ class GraphCode:
     constants: list[Constant]
     source: str
     code: CodeType
+    _profiled_code: Optional[CodeType] = field(default=None, repr=False)
 
     @property
     def filename(self) -> str:
         return code_filename(self.graph)
+
+    def profiled_code(self) -> CodeType:
+        """``run`` with ``A(T())`` before and after each op (globals ``T``: a clock, ``A``: appends to
+        a log), compiled on first use; every op keeps its line, so errors point at the same ops."""
+        if self._profiled_code is None:
+            lines = self.source.splitlines()
+            first = 1 + len(self.variables)
+            for line in range(first, first + len(self.steps)):
+                lines[line] = f"    A(T()); {lines[line].strip()}; A(T())"
+            self._profiled_code = compile("\n".join(lines) + "\n", self.filename, "exec")
+        return self._profiled_code
 
     def step_at_line(self, line: int) -> Op | None:
         """The op whose generated line is ``line`` (line 1 is ``def run``, then one line a variable)."""

@@ -3,6 +3,7 @@ streams, variables and subgraphs."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from time import perf_counter
 from typing import Callable, Optional
 
 import numpy as np
@@ -12,6 +13,7 @@ from workbench.ir import Graph, Ir, Op, Variable
 from workbench.ops.registry import op_def
 
 from .compiler import GraphCode
+from .trace import record_branch
 
 
 class InputPort:
@@ -76,13 +78,36 @@ class ReplicaProgram:
         self._codes = codes
         self._check = check_outputs
         self._bound: dict[Graph, BoundGraph] = {}
+        # What a run leaves for its trace: the branch each conditional took and, when profiling,
+        # the clock before and after each op (the profiled code appends to ``timestamps``).
+        self.branches: list = []
+        self.timestamps: list[float] = []
+        self.profiling = False
+        self._profiled_bound: dict[Graph, BoundGraph] = {}
+        self._binding_profiled = False
+        self._profiled_main: Optional[Callable] = None
         main = self.subgraph(ir.main_graph)
         self._main = main.function
         self._main_variables = [variables[v] for v in codes[ir.main_graph].variables]
 
     def run(self) -> None:
         self._occurrences.clear()
-        self._main(self._main_variables)
+        self.branches.clear()
+        if self.profiling:
+            self.timestamps.clear()
+            self._profiled_main(self._main_variables)
+        else:
+            self._main(self._main_variables)
+
+    def set_profiling(self, profiling: bool) -> None:
+        """Run the profiled copy of the code from now on, or the plain one; the first switch binds it."""
+        if profiling and self._profiled_main is None:
+            self._binding_profiled = True
+            try:
+                self._profiled_main = self.subgraph(self.ir.main_graph).function
+            finally:
+                self._binding_profiled = False
+        self.profiling = profiling
 
     def failing_op(self, error: BaseException) -> Optional[Op]:
         """The op whose kernel raised ``error``: the innermost generated graph line in its traceback."""
@@ -127,18 +152,32 @@ class ReplicaProgram:
         return self.outputs.setdefault(stream, OutputPort()).store
 
     def subgraph(self, graph: Graph) -> BoundGraph:
-        if graph not in self._bound:
-            code = self._codes[graph]
+        bound = self._profiled_bound if self._binding_profiled else self._bound
+        if graph not in bound:
+            bound[graph] = self._bind(graph, self._binding_profiled)
+        return bound[graph]
+
+    def _bind(self, graph: Graph, profiled: bool) -> BoundGraph:
+        code = self._codes[graph]
+        if profiled:
+            # Only call sites differ from the plain binding: they call the profiled graphs.
+            plain = self._bound[graph].kernels
+            kernels = [self._kernel(op, code) if op.called_graphs else plain[i]
+                       for i, op in enumerate(code.steps)]
+        else:
             kernels = [self._kernel(op, code) for op in code.steps]
-            namespace = {f"k{i}": k for i, k in enumerate(kernels)}
-            namespace.update({f"c{i}": c.data for i, c in enumerate(code.constants)})
-            exec(code.code, namespace)
-            self._bound[graph] = BoundGraph(namespace["run"], code.effects.modified_inputs,
-                                            code.effects.aliased_outputs, kernels)
-        return self._bound[graph]
+        namespace = {f"k{i}": k for i, k in enumerate(kernels)}
+        namespace.update({f"c{i}": c.data for i, c in enumerate(code.constants)})
+        if profiled:
+            namespace.update(T=perf_counter, A=self.timestamps.append)
+        exec(code.profiled_code() if profiled else code.code, namespace)
+        return BoundGraph(namespace["run"], code.effects.modified_inputs, code.effects.aliased_outputs,
+                          kernels)
 
     def _kernel(self, op: Op, code: GraphCode) -> Callable:
         kernel = op_def(op.type).kernel(op, self)
+        if op.type == "conditional":
+            kernel = record_branch(kernel, op, self.branches)
         if op in code.effects.copying_views:
             kernel = _copying(kernel)
         if any(not t.shape for t in op.outputs):

@@ -25,6 +25,8 @@ from .device import Device, device_for
 from .out_of_memory import check_fits
 from .program import ReplicaProgram
 from .replicas import ReplicaRunner, written_variables
+from .timeline import Timeline
+from .trace import Trace, TraceRecorder
 
 
 class Session:
@@ -60,6 +62,9 @@ class Session:
         self._programs = [ReplicaProgram(ir, self._codes, r, values, buffers, check)
                           for r, (values, buffers) in enumerate(zip(self._device_values, self._buffers))]
         self._runner = ReplicaRunner(self._programs, written_variables(self._codes, self._variables))
+        self._profile = False
+        self._recorder = TraceRecorder(self._programs, Timeline(
+            ir, {graph: code.steps for graph, code in self._codes.items()}, device))
         self._blas_limit = None
         self._attached = False
         self._enter_stack: list[bool] = []
@@ -166,9 +171,38 @@ class Session:
             for stream, port in program.outputs.items():
                 port.data, port.index = views[stream][:, replica], 0
         self._host_in_sync = False
+        self._recorder.start(self._profile)
         self._runner.run()
+        self._recorder.finish()
         self.run_count += 1
         self.events.emit("run_finished", self)
+
+    # ----- traces -----
+    @property
+    def profile(self) -> bool:
+        """Whether runs also measure each op's real time, in seconds (off by default).
+
+        Every run records its trace in simulated cycles at no cost; a profiled run also reads the
+        clock around each op, which slows the run a little.
+
+        >>> session.profile = True
+        >>> session.run({x_stream: data})
+        >>> session.last_trace.summary().seconds_per_kind
+        """
+        return self._profile
+
+    @profile.setter
+    def profile(self, profile: bool) -> None:
+        if not isinstance(profile, bool):
+            raise TypeError(f"Session.profile must be True or False, got {profile!r}")
+        self._profile = profile
+
+    @property
+    def last_trace(self) -> Optional[Trace]:
+        """The trace of the latest run: every op's start and end per replica and IPU, in simulated
+        cycles and, when the run was profiled, in seconds. None before the first run and after a run
+        that failed. ``last_trace.summary()`` gives the totals."""
+        return self._recorder.trace
 
     # ----- tensor data -----
     def get_tensor_data(self, tensor: Union[Variable, Constant]) -> np.ndarray:
