@@ -25,6 +25,7 @@ from .device import Device, device_for
 from .out_of_memory import check_fits
 from .program import ReplicaProgram
 from .replicas import ReplicaRunner, written_variables
+from .stepper import Stepper
 from .timeline import Timeline
 from .trace import Trace, TraceRecorder
 
@@ -65,6 +66,7 @@ class Session:
         self._profile = False
         self._recorder = TraceRecorder(self._programs, Timeline(
             ir, {graph: code.steps for graph, code in self._codes.items()}, device))
+        self._stepped_run: Optional[Stepper] = None
         self._blas_limit = None
         self._attached = False
         self._enter_stack: list[bool] = []
@@ -109,6 +111,7 @@ class Session:
 
     def __exit__(self, exc_type, exc, traceback) -> None:
         if self._enter_stack.pop():
+            self._abandon_stepped_run("the session detached")
             if self._weights_to_host_on_exit and exc_type is None:
                 self.weights_to_host()
             self._attached = False
@@ -126,6 +129,7 @@ class Session:
     def weights_from_host(self) -> None:
         """Copy every variable's host value to the device (each replica gets its group's value)."""
         self._require_attached("weights_from_host")
+        self._abandon_stepped_run("the weights were written")
         for variable in self._variables:
             host = self._host[variable]
             for replica, values in enumerate(self._device_values):
@@ -164,6 +168,7 @@ class Session:
                                                replicas, downcast_inputs)
         views = host_buffers.output_views(outputs or {}, self._ir.get_all_d2h_streams(), transfers,
                                           replicas)
+        self._abandon_stepped_run("the session ran")
         self.events.emit("run_started", self)
         for replica, program in enumerate(self._programs):
             for stream, port in program.inputs.items():
@@ -204,6 +209,20 @@ class Session:
         that failed. ``last_trace.summary()`` gives the totals."""
         return self._recorder.trace
 
+    def stepper(self, inputs: Optional[Mapping[Any, Any]] = None, downcast_inputs: bool = True) -> Stepper:
+        """A run with ``inputs`` to step op by op, into or over called graphs, to breakpoints, with
+        the live values of every replica at each stop (see ``workbench.runtime.stepper``).
+
+        >>> stepper = session.stepper({x_stream: data})
+        >>> stepper.step().op, stepper.continue_().finished, stepper.outputs[y_stream]
+        """
+        return Stepper(self, inputs, downcast_inputs)
+
+    def _abandon_stepped_run(self, why: str) -> None:
+        """A stepped run still in progress gives back the weights it changed and stops for good."""
+        if self._stepped_run is not None:
+            self._stepped_run.abandon(why)
+
     # ----- tensor data -----
     def get_tensor_data(self, tensor: Union[Variable, Constant]) -> np.ndarray:
         """The value of a variable (fresh from the device when attached) or a constant."""
@@ -239,6 +258,7 @@ class Session:
                 raise ValueError(f"data for variable {tensor.id!r} has shape {array.shape}, expected "
                                  f"{tuple(self._host[tensor].shape)}")
             checked[tensor] = array
+        self._abandon_stepped_run("the weights were written")
         if self._attached and not self._host_in_sync:
             self.weights_to_host()
         for tensor, array in checked.items():

@@ -1,0 +1,216 @@
+"""One replica's program run op by op: explicit frames over the compiled schedules and bound kernels.
+
+The generated code of ``compiler.py`` runs a graph in one Python call; this interpreter walks the same
+``GraphCode.steps``, calls the same bound kernels with the same values and frees each value at the
+same last use, so its results are bit-identical. A call site is either run whole by its bound kernel
+(step over) or entered: a frame for the callee is pushed with the copies the kernel would make
+(``ops.control_flow.callee_bindings``), and popped with its outputs copied as the kernel would.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+import numpy as np
+
+from workbench.analysis import flatten
+from workbench.ir import Constant, Graph, Op, Tensor
+from workbench.ops.control_flow import CalleeBinding, callee_bindings, copy_at, repeat_recopy, taken_branch
+
+from .compiler import GraphCode
+from .program import ReplicaProgram
+
+
+@dataclass(slots=True)
+class GraphPlan:
+    """What the interpreter precomputes for one graph: its schedule, the constants it reads, and
+    which values to drop after each step (their last use), exactly as the generated code does."""
+
+    code: GraphCode
+    steps: list[Op]
+    constants: dict[Tensor, np.ndarray]
+    unused: tuple[Tensor, ...]
+    release: list[tuple[Tensor, ...]]
+    flat_steps: dict[flatten.Frame, list[flatten.Step]] = field(default_factory=dict)
+
+
+def plan_graph(code: GraphCode) -> GraphPlan:
+    graph, steps = code.graph, code.steps
+    kept = set(graph._outputs)
+    last_use: dict[Tensor, int] = {}
+    for position, op in enumerate(steps):
+        for tensor in op.inputs:
+            last_use[tensor] = position
+    release: list[list[Tensor]] = [[] for _ in steps]
+    for tensor, position in last_use.items():
+        if tensor not in kept and not isinstance(tensor, Constant):
+            release[position].append(tensor)
+    for position, op in enumerate(steps):
+        release[position].extend(t for t in op.outputs if t not in last_use and t not in kept)
+    unused = tuple(t for t in [*graph._inputs, *code.variables] if t not in last_use and t not in kept)
+    return GraphPlan(code, steps, {c: c.data for c in code.constants}, unused,
+                     [tuple(r) for r in release])
+
+
+@dataclass(eq=False, slots=True)
+class Frame:
+    """One activation of a graph: the op about to run (``position``) and the values alive in it.
+
+    ``kind`` is 'main', 'call', 'repeat', 'then' or 'else'. A repeat body gets a new frame per
+    iteration; ``arguments`` is the list of values the call site passes (carried between iterations).
+    """
+
+    plan: GraphPlan
+    kernels: list[Callable]
+    kind: str
+    values: dict[Tensor, np.ndarray]
+    flat: Optional[flatten.Frame]
+    position: int = 0
+    call_site: Optional[Op] = None
+    binding: Optional[CalleeBinding] = None
+    arguments: list = field(default_factory=list)
+    iteration: int = 0
+    repeat_count: int = 1
+
+    @property
+    def graph(self) -> Graph:
+        return self.plan.code.graph
+
+    @property
+    def op(self) -> Op:
+        return self.plan.steps[self.position]
+
+    @property
+    def flat_step(self) -> Optional[flatten.Step]:
+        """The step of the flattened schedule for the op about to run."""
+        return None if self.flat is None else self.plan.flat_steps[self.flat][self.position]
+
+
+class StepFailed(Exception):
+    """A kernel raised while the interpreter ran ``op``; the original error is the cause."""
+
+    def __init__(self, op: Op, error: BaseException):
+        super().__init__(str(error))
+        self.op = op
+        self.error = error
+
+
+class ReplicaInterpreter:
+    """Runs one replica's main graph one action at a time: an op's kernel, or entering a call site.
+
+    After every action the frames that reached their end are popped, so the interpreter always
+    stands before an op (``op``) until the whole run is done (``finished``).
+    """
+
+    def __init__(self, program: ReplicaProgram, plans: dict[Graph, GraphPlan],
+                 main_flat: Optional[flatten.Frame]):
+        self.program = program
+        self.plans = plans
+        self.actions = 0
+        self._bindings: dict[Op, list[CalleeBinding]] = {}
+        main = program.ir.main_graph
+        plan = plans[main]
+        values = {v: program.variables[v] for v in plan.code.variables}
+        self.stack: list[Frame] = []
+        self._push(Frame(plan, program.subgraph(main).kernels, "main", values, main_flat))
+        self._settle()
+
+    @property
+    def finished(self) -> bool:
+        return not self.stack
+
+    @property
+    def op(self) -> Optional[Op]:
+        """The op about to run in the innermost frame, or None once the run is done."""
+        return self.stack[-1].op if self.stack else None
+
+    @property
+    def depth(self) -> int:
+        return len(self.stack)
+
+    def advance(self, into: bool) -> None:
+        """One action: enter the call site about to run (``into``) or run the op's bound kernel."""
+        frame = self.stack[-1]
+        op = frame.op
+        if into and flatten.callees(op):
+            self._enter(frame, op)
+        else:
+            self._execute(frame, op)
+        self.actions += 1
+        self._settle()
+
+    # ----- frames -----
+    def _arguments(self, frame: Frame, op: Op) -> list:
+        values, constants = frame.values, frame.plan.constants
+        return [values[t] if t in values else constants[t] for t in op.inputs]
+
+    def _execute(self, frame: Frame, op: Op) -> None:
+        arguments = self._arguments(frame, op)
+        try:
+            result = frame.kernels[frame.position](*arguments)
+        except Exception as error:
+            raise StepFailed(self.program.failing_op(error) or op, error) from error
+        outputs = op.outputs
+        if len(outputs) == 1:
+            frame.values[outputs[0]] = result
+        elif outputs:
+            for tensor, value in zip(outputs, result):
+                frame.values[tensor] = value
+        self._finish_step(frame)
+
+    def _finish_step(self, frame: Frame) -> None:
+        values = frame.values
+        for tensor in frame.plan.release[frame.position]:
+            values.pop(tensor, None)
+        frame.position += 1
+
+    def _enter(self, frame: Frame, op: Op) -> None:
+        bindings = self._bindings.get(op)
+        if bindings is None:
+            bindings = self._bindings[op] = callee_bindings(op, self.program)
+        arguments = self._arguments(frame, op)
+        taken = taken_branch(arguments[0]) if op.type == "conditional" else 0
+        binding = bindings[taken]
+        passed = arguments[binding.first: binding.first + binding.count]
+        copy_at(passed, binding.copy_in)
+        kind = ("then", "else")[taken] if op.type == "conditional" else op.type
+        count = op.attrs["repeat_count"] if op.type == "repeat" else 1
+        step = frame.flat_step
+        flat = None if step is None else step.children[taken]
+        self._push(Frame(self.plans[binding.graph], self.program.subgraph(binding.graph).kernels, kind,
+                         {}, flat, call_site=op, binding=binding, arguments=passed,
+                         repeat_count=count))
+
+    def _push(self, frame: Frame) -> None:
+        graph = frame.graph
+        if frame.kind != "main":
+            frame.values = dict(zip(graph._inputs, frame.arguments))
+        for tensor in frame.plan.unused:
+            frame.values.pop(tensor, None)
+        self.stack.append(frame)
+
+    def _settle(self) -> None:
+        """Pop every frame that has run its last op, handing its outputs to its call site."""
+        while self.stack and self.stack[-1].position == len(self.stack[-1].plan.steps):
+            frame = self.stack.pop()
+            if not self.stack:
+                return
+            values, constants = frame.values, frame.plan.constants
+            outputs = [values[t] if t in values else constants[t] for t in frame.graph._outputs]
+            op, binding = frame.call_site, frame.binding
+            if frame.kind == "repeat":
+                arguments, carried = frame.arguments, len(op.outputs)
+                arguments[:carried] = outputs
+                copy_at(arguments, repeat_recopy(op, binding))
+                if frame.iteration + 1 < frame.repeat_count:
+                    self._push(Frame(frame.plan, frame.kernels, "repeat", {}, frame.flat, call_site=op,
+                                     binding=binding, arguments=arguments, iteration=frame.iteration + 1,
+                                     repeat_count=frame.repeat_count))
+                    continue
+                outputs = arguments[:carried]
+            copy_at(outputs, binding.copy_out)
+            parent = self.stack[-1]
+            for tensor, value in zip(op.outputs, outputs):
+                parent.values[tensor] = value
+            self._finish_step(parent)
+
