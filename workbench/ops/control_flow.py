@@ -277,6 +277,8 @@ def _conditional_kernel(op: Op, env) -> Any:
     return _adapt(select, len(op.outputs))
 
 
-register(OpDef("call", infer=None, kernel=_call_kernel))
-register(OpDef("repeat", infer=None, kernel=_repeat_kernel))
-register(OpDef("conditional", infer=None, kernel=_conditional_kernel))
+from .control_flow_grads import call_grad, conditional_grad, repeat_grad  # noqa: E402 - they use the above
+
+register(OpDef("call", infer=None, kernel=_call_kernel, grad=call_grad))
+register(OpDef("repeat", infer=None, kernel=_repeat_kernel, grad=repeat_grad))
+register(OpDef("conditional", infer=None, kernel=_conditional_kernel, grad=conditional_grad))

@@ -12,7 +12,7 @@ import numpy as np
 
 from workbench.ir import Op, Tensor, TensorSpec, constant, dtypes
 
-from .registry import OpDef, apply, register
+from .registry import OpDef, apply, register, zero_gradient
 from .rules import broadcast_shape, check_dtype, same_dtype
 
 __all__ = ["abs", "ceil", "floor", "sign", "negate", "sqrt", "exp", "exp_", "log", "log2", "cos", "sin",
@@ -140,22 +140,48 @@ def _sign_kernel(op: Op):
     return _sign if op.outputs[0].dtype.is_floating_point else np.sign
 
 
-abs = unary_op("abs", np.abs, "Absolute value of each element.")  # noqa: A001 - popxl's name
-ceil = unary_op("ceil", np.ceil, "Round each element up to an integer value (NaN stays NaN).",
-                allowed="float")
-floor = unary_op("floor", np.floor, "Round each element down to an integer value (NaN stays NaN).",
-                 allowed="float")
-sign = unary_op("sign", np.sign, "The sign of each element: -1, 0 or 1 (0 for NaN).",
-                kernel_for=_sign_kernel)
-negate = unary_op("negate", np.negative, "Negate each element.")
-sqrt = unary_op("sqrt", np.sqrt, "Square root of each element.", allowed="float")
-exp, exp_ = unary_op("exp", np.exp, "e raised to each element.", allowed="float", in_place=True)
-log = unary_op("log", np.log, "Natural logarithm of each element.", allowed="float")
-log2 = unary_op("log2", np.log2, "Base-2 logarithm of each element.", allowed="float")
-cos = unary_op("cos", np.cos, "Cosine of each element (radians).", allowed="float")
-sin = unary_op("sin", np.sin, "Sine of each element (radians).", allowed="float")
-tanh = unary_op("tanh", np.tanh, "Hyperbolic tangent of each element.", allowed="float")
+def _output(op: Op, fwd) -> Tensor:
+    return fwd(op.outputs[0])
 
+
+def _input(op: Op, fwd, index: int = 0) -> Tensor:
+    return fwd(op.inputs[index])
+
+
+def _half(t: Tensor) -> Tensor:
+    return constant(0.5, dtype=t.dtype)
+
+
+abs = unary_op("abs", np.abs, "Absolute value of each element.",  # noqa: A001 - popxl's name
+               grad=lambda op, g, fwd: [mul(g[0], sign(_input(op, fwd)))])
+ceil = unary_op("ceil", np.ceil, "Round each element up to an integer value (NaN stays NaN).",
+                allowed="float", grad=zero_gradient)
+floor = unary_op("floor", np.floor, "Round each element down to an integer value (NaN stays NaN).",
+                 allowed="float", grad=zero_gradient)
+sign = unary_op("sign", np.sign, "The sign of each element: -1, 0 or 1 (0 for NaN).",
+                kernel_for=_sign_kernel, grad=zero_gradient)
+negate = unary_op("negate", np.negative, "Negate each element.", grad=lambda op, g, fwd: [negate(g[0])])
+sqrt = unary_op("sqrt", np.sqrt, "Square root of each element.", allowed="float",
+                grad=lambda op, g, fwd: [div(mul(g[0], _half(g[0])), _output(op, fwd))])
+exp, exp_ = unary_op("exp", np.exp, "e raised to each element.", allowed="float", in_place=True,
+                     grad=lambda op, g, fwd: [mul(g[0], _output(op, fwd))])
+log = unary_op("log", np.log, "Natural logarithm of each element.", allowed="float",
+               grad=lambda op, g, fwd: [div(g[0], _input(op, fwd))])
+log2 = unary_op("log2", np.log2, "Base-2 logarithm of each element.", allowed="float",
+                grad=lambda op, g, fwd: [div(g[0], mul(_input(op, fwd), constant(np.log(2.0), g[0].dtype)))])
+cos = unary_op("cos", np.cos, "Cosine of each element (radians).", allowed="float",
+               grad=lambda op, g, fwd: [negate(mul(g[0], sin(_input(op, fwd))))])
+sin = unary_op("sin", np.sin, "Sine of each element (radians).", allowed="float",
+               grad=lambda op, g, fwd: [mul(g[0], cos(_input(op, fwd)))])
+
+
+def _tanh_grad(op, grads, fwd):
+    """(1 - y^2) g."""
+    y = _output(op, fwd)
+    return [mul(grads[0], sub(constant(1, dtype=y.dtype), mul(y, y)))]
+
+
+tanh = unary_op("tanh", np.tanh, "Hyperbolic tangent of each element.", allowed="float", grad=_tanh_grad)
 
 
 # ----- increment_mod -----
@@ -167,7 +193,8 @@ def _increment_mod_kernel(op: Op, env):
 
 
 register_elementwise("increment_mod", like_input("increment_mod", "number"), _increment_mod_kernel,
-                     in_place=True, in_place_infer=like_input("increment_mod_", "number"))
+                     grad=lambda op, grads, fwd: [grads[0]], in_place=True,
+                     in_place_infer=like_input("increment_mod_", "number"))
 
 
 def _increment_mod_attrs(op_type: str, increment: float, modulus: float) -> dict:
@@ -214,15 +241,38 @@ def _power_kernel(op: Op):
     return lambda a, b: np.trunc(np.power(a, b, dtype=np.float64)).astype(a.dtype)
 
 
+def _div_grad(op, grads, fwd):
+    """d(a/b) = g/b, -g a/b^2."""
+    a, b = _input(op, fwd, 0), _input(op, fwd, 1)
+    quotient = div(grads[0], b)
+    return [quotient, negate(div(mul(quotient, a), b))]
+
+
+def _fmod_grad(op, grads, fwd):
+    """fmod(a, b) = a - trunc(a/b) b, and trunc(a/b) = (a - fmod(a, b)) / b."""
+    a, b = _input(op, fwd, 0), _input(op, fwd, 1)
+    quotient = div(sub(a, _output(op, fwd)), b)
+    return [grads[0], negate(mul(grads[0], quotient))]
+
+
+def _pow_grad(op, grads, fwd):
+    """d(a^b) = g b a^(b-1) for a, g a^b log(a) for b."""
+    a, b = _input(op, fwd, 0), _input(op, fwd, 1)
+    one = constant(1, dtype=a.dtype)
+    return [mul(grads[0], mul(b, pow(a, sub(b, one)))), mul(grads[0], mul(_output(op, fwd), log(a)))]
+
+
 add, add_ = binary_op("add", np.add, "Add two tensors elementwise, broadcasting as NumPy does.",
-                      in_place=True)
-sub = binary_op("sub", np.subtract, "Subtract ``rhs`` from ``lhs`` elementwise (broadcasting).")
-mul = binary_op("mul", np.multiply, "Multiply two tensors elementwise (broadcasting).")
+                      in_place=True, grad=lambda op, g, fwd: [g[0], g[0]])
+sub = binary_op("sub", np.subtract, "Subtract ``rhs`` from ``lhs`` elementwise (broadcasting).",
+                grad=lambda op, g, fwd: [g[0], negate(g[0])])
+mul = binary_op("mul", np.multiply, "Multiply two tensors elementwise (broadcasting).",
+                grad=lambda op, g, fwd: [mul(g[0], _input(op, fwd, 1)), mul(g[0], _input(op, fwd, 0))])
 div = binary_op("div", np.divide, "Divide ``lhs`` by ``rhs`` elementwise (broadcasting); integer "
-                "division truncates toward zero.", kernel_for=_divide_kernel)
+                "division truncates toward zero.", kernel_for=_divide_kernel, grad=_div_grad)
 fmod = binary_op("fmod", np.fmod, "Remainder of ``lhs / rhs`` elementwise with the sign of ``lhs``, "
-                 "as C's fmod (broadcasting).")
-binary_entries("pow", np.power, kernel_for=_power_kernel)
+                 "as C's fmod (broadcasting).", grad=_fmod_grad)
+binary_entries("pow", np.power, kernel_for=_power_kernel, grad=_pow_grad)
 
 
 def pow(t: Tensor, e: Union[float, int, Tensor]) -> Tensor:  # noqa: A001 - popxl's name

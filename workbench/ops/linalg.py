@@ -7,10 +7,11 @@ import numpy as np
 
 from workbench.ir import Tensor, TensorSpec, dtypes
 
+from .casting import cast
 from .registry import OpDef, apply, register
+from .rules import broadcast_shape, check_dtype, same_dtype
 
 __all__ = ["matmul"]
-from .rules import broadcast_shape, check_dtype, same_dtype
 
 
 def _matmul_infer(specs, attrs) -> list[TensorSpec]:
@@ -41,7 +42,38 @@ def _matmul_kernel(op, env):
     return lambda a, b: np.matmul(a, b).astype(out)
 
 
-register(OpDef("matmul", _matmul_infer, _matmul_kernel))
+def _swap_last(t: Tensor) -> Tensor:
+    return apply("transpose", t, permutation=tuple(range(t.rank - 2)) + (t.rank - 1, t.rank - 2))
+
+
+def _as_matrix(t: Tensor, axis: int) -> Tensor:
+    """A vector operand as a matrix: a row (``axis=-2``) or a column (``axis=-1``)."""
+    shape = (1, t.shape[0]) if axis == -2 else (t.shape[0], 1)
+    return apply("reshape", t, shape=shape)
+
+
+def _matmul_grad(op, grads, fwd):
+    """With vectors made matrices: dA = g @ B^T, dB = A^T @ g (batch axes are summed by autodiff)."""
+    lhs, rhs = fwd(op.inputs[0]), fwd(op.inputs[1])
+    grad = grads[0]
+    if grad.dtype is not lhs.dtype:
+        grad = cast(grad, lhs.dtype)
+    a = _as_matrix(lhs, -2) if lhs.rank == 1 else lhs
+    b = _as_matrix(rhs, -1) if rhs.rank == 1 else rhs
+    g_shape = grad.shape + ((1,) if rhs.rank == 1 else ())
+    if lhs.rank == 1:
+        g_shape = g_shape[:-1] + (1,) + g_shape[-1:]
+    g = apply("reshape", grad, shape=g_shape) if g_shape != grad.shape else grad
+    grad_a = apply("matmul", g, _swap_last(b), output_type=None)
+    grad_b = apply("matmul", _swap_last(a), g, output_type=None)
+    if lhs.rank == 1:
+        grad_a = apply("reshape", grad_a, shape=grad_a.shape[:-2] + grad_a.shape[-1:])
+    if rhs.rank == 1:
+        grad_b = apply("reshape", grad_b, shape=grad_b.shape[:-1])
+    return [grad_a, grad_b]
+
+
+register(OpDef("matmul", _matmul_infer, _matmul_kernel, grad=_matmul_grad))
 
 
 def matmul(lhs: Tensor, rhs: Tensor, available_memory_proportion: Optional[float] = None,

@@ -31,7 +31,12 @@ class OpDef:
     ``fwd(t)`` gives the gradient-graph tensor holding the forward value of ``t`` (an input or
     output of ``op``), which autodiff connects as an activation. It returns one entry per input of
     ``op``: a gradient tensor (autodiff sums a broadcast gradient down to the input's shape) or None
-    where the input gets no gradient (integer inputs, indices, seeds).
+    where the input gets no gradient (integer inputs, indices, seeds, or a zero gradient:
+    ``zero_gradient``). Ops that call subgraphs also use ``fwd.called_graph_grad(graph)`` (the
+    callee's GradGraphInfo; the callee and its call sites gain its activations as outputs) and
+    ``fwd.recompute_grad(graph, op)`` (the GradGraphInfo of a private copy of ``graph``, for loops
+    and branches, which cannot gain outputs, to run forward again inside their gradient).
+    A rule may build gradients that no required tensor needs: autodiff removes them afterwards.
     """
 
     type: str
@@ -45,6 +50,11 @@ class OpDef:
 
 
 REGISTRY: dict[str, OpDef] = {}
+
+
+def zero_gradient(op: Op, output_grads, fwd) -> list[None]:
+    """The gradient rule of ops whose gradient is zero wherever it exists (floor, ceil, sign)."""
+    return [None] * len(op.inputs)
 
 
 def register(definition: OpDef) -> OpDef:

@@ -1,0 +1,95 @@
+"""Edits that autodiff makes to graphs, with an undo log so that a failed autodiff leaves the Ir as it was."""
+from __future__ import annotations
+
+from typing import Callable
+
+from workbench.ir import Graph, Ir, Op, Tensor
+
+
+def fresh_name(graph: Graph, name: str) -> str:
+    """``name``, or ``name_1``, ``name_2``... whichever is still free in ``graph``."""
+    candidate, n = name, 0
+    while candidate in graph._tensors:
+        n += 1
+        candidate = f"{name}_{n}"
+    return candidate
+
+
+def rename(tensor: Tensor, name: str) -> None:
+    """Give a tensor a new (unique) name in its graph."""
+    graph = tensor.graph
+    del graph._tensors[tensor.name]
+    tensor._name = fresh_name(graph, name)
+    graph._tensors[tensor.name] = tensor
+
+
+def remove_op(op: Op) -> None:
+    """Take an op whose outputs nobody reads out of its graph."""
+    graph = op.graph
+    graph._ops.remove(op)
+    for tensor in dict.fromkeys(op.inputs):
+        tensor.consumers.remove(op)
+    for tensor in op.outputs:
+        del graph._tensors[tensor.name]
+    graph.ir.events.emit("op_removed", op)
+
+
+def remove_unread(graph: Graph, tensor: Tensor) -> None:
+    """Take an input or constant that nothing reads out of its graph."""
+    if tensor in graph._input_set:
+        graph._inputs.remove(tensor)
+        graph._input_set.discard(tensor)
+    del graph._tensors[tensor.name]
+
+
+def call_sites(graph: Graph) -> list[Op]:
+    """Every op of the Ir that calls ``graph``."""
+    return [op for g in graph.ir.graphs for op in g._ops if graph in op.called_graphs]
+
+
+class EditLog:
+    """Records each change to existing graphs and undoes them all, last first, on ``rollback``."""
+
+    def __init__(self, ir: Ir):
+        self._ir = ir
+        self._undo: list[Callable[[], None]] = []
+
+    def created(self, graph: Graph) -> None:
+        self._undo.append(lambda: self._ir._discard_graph(graph))
+
+    def add_output(self, graph: Graph, tensor: Tensor) -> None:
+        """Make ``tensor`` an extra output of ``graph``; each call op of ``graph`` gains a matching output.
+
+        Loops and branches cannot gain outputs (they would change what the loop carries, or differ
+        between the branches), so a graph called by repeat or conditional is refused.
+        """
+        sites = call_sites(graph)
+        for op in sites:
+            if op.type != "call":
+                raise NotImplementedError(
+                    f"autodiff needs {tensor.id!r} as an extra output of graph {graph.label!r}, but {op.type} "
+                    f"op {op.name} in graph {op.graph.label!r} calls it, and a {op.type} cannot gain "
+                    f"outputs; call {graph.label!r} with ops.call, or differentiate the graph containing "
+                    f"the {op.type}")
+        graph._add_output(tensor)
+        self._undo.append(graph._outputs.pop)
+        for op in sites:
+            self._add_call_output(op, tensor)
+
+    def _add_call_output(self, op: Op, tensor: Tensor) -> None:
+        parent = op.graph
+        output = Tensor._create(parent, fresh_name(parent, tensor.name), tensor.spec, op.ipu, op.tile_set)
+        output.producer = op
+        parent._add_tensor(output)
+        op.outputs = op.outputs + (output,)
+        self._ir.events.emit("op_changed", op)
+
+        def undo() -> None:
+            op.outputs = op.outputs[:-1]
+            del parent._tensors[output.name]
+            self._ir.events.emit("op_changed", op)
+        self._undo.append(undo)
+
+    def rollback(self) -> None:
+        while self._undo:
+            self._undo.pop()()
