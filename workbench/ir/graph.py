@@ -225,11 +225,10 @@ class Graph:
             tensor = Tensor._create(self, self._unique_name(name), spec, op_ipu, tile_set)
             tensor.producer = op
             outputs.append(tensor)
+            self._tensors[tensor.name] = tensor  # before the next output picks its unique name
         op.outputs = tuple(outputs)
         for tensor in dict.fromkeys(op.inputs):
             tensor.consumers.append(op)
-        for tensor in outputs:
-            self._tensors[tensor.name] = tensor
         self._ops.append(op)
         context._op_created(op)
         for hook in list(self._hooks.values()):
