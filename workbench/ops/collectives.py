@@ -10,8 +10,9 @@ from typing import Iterable, List, Literal, Optional
 
 import numpy as np
 
-from workbench.ir import ReplicaGrouping, Tensor, TensorSpec, get_current_graph
+from workbench.ir import ReplicaGrouping, Tensor, TensorSpec, get_current_graph, ipu
 
+from . import grad_blocks as blocks
 from .registry import OpDef, create_op, register
 from .rules import check_dtype, normalize_axis
 
@@ -90,7 +91,22 @@ def _all_reduce_in_place_kernel(op, env):
     return run
 
 
-register(OpDef("replicated_all_reduce", _same_spec, _all_reduce_kernel))
+def _differentiable(op, allowed=("add", "mean")) -> str:
+    if op.attrs["op"] not in allowed:
+        raise NotImplementedError(f"{op.type}: no gradient for op {op.attrs['op']!r}; only "
+                                  f"{' and '.join(repr(a) for a in allowed)} are differentiable")
+    return op.attrs["op"]
+
+
+def _all_reduce_grad(op, grads, fwd):
+    """Each replica's loss depends on every replica's input, so the gradient is the all-reduce
+    of the replicas' gradients ('add', or 'mean' for a mean)."""
+    if grads[0] is None:
+        return [None]
+    return [replicated_all_reduce(grads[0], _differentiable(op), op.attrs["group"])]
+
+
+register(OpDef("replicated_all_reduce", _same_spec, _all_reduce_kernel, grad=_all_reduce_grad))
 register(OpDef("replicated_all_reduce_", _same_spec, _all_reduce_in_place_kernel, modifies=(0,),
                aliases=((0, 0),)))
 
@@ -132,7 +148,22 @@ def _gather_kernel(op, env):
     return lambda value: np.concatenate(exchange(value), axis=axis)
 
 
-register(OpDef("replicated_all_gather", _gather_infer, _gather_kernel))
+def _all_gather_grad(op, grads, fwd):
+    """As popxl: each member takes its own part of the gradient (``replicated_slice``), which
+    presumes the gathered tensor's gradient is the same on every member. For a replica shard
+    gathered to its meta shape the members' gradients are summed and scattered back
+    (``replicated_reduce_scatter``)."""
+    grad, t, group = grads[0], op.inputs[0], op.attrs["group"]
+    if grad is None:
+        return [None]
+    mode = op.attrs["output_shape"]
+    if mode == "meta_shape":
+        return [replicated_reduce_scatter(blocks.reshape(grad, (grad.nelms,)), "add", group)]
+    part = replicated_slice(grad, 0 if mode == "new_axis" else op.attrs["axis"], group)
+    return [blocks.reshape(part, t.shape)]
+
+
+register(OpDef("replicated_all_gather", _gather_infer, _gather_kernel, grad=_all_gather_grad))
 
 
 def replicated_all_gather(t: Tensor, axis: int = 0, group: Optional[ReplicaGrouping] = None,
@@ -170,8 +201,29 @@ def _sharded_slice_kernel(op, env):
     return lambda value: _shard(value.reshape(-1), len(members), index)
 
 
-register(OpDef("replicated_reduce_scatter", _shard_infer, _reduce_scatter_kernel))
-register(OpDef("replica_sharded_slice", _shard_infer, _sharded_slice_kernel))
+def _unshard(grad: Tensor, like: Tensor, group: ReplicaGrouping) -> Tensor:
+    """Every member's flat shard of the gradient gathered, unpadded and shaped like ``like``."""
+    whole = replicated_all_gather(blocks.reshape(grad, (grad.nelms,)), 0, group, "concat")
+    return blocks.reshape(blocks.keep_first(whole, 0, like.nelms), like.shape)
+
+
+def _reduce_scatter_grad(op, grads, fwd):
+    """Each shard's gradient returns to every member: an all-gather ('add'; divided by the group
+    size for 'mean')."""
+    if grads[0] is None:
+        return [None]
+    reduction, group = _differentiable(op), op.attrs["group"]
+    grad = _unshard(grads[0], op.inputs[0], group)
+    return [grad * (1 / group.group_size) if reduction == "mean" else grad]
+
+
+def _sharded_slice_grad(op, grads, fwd):
+    """The shards' gradients gathered: the gradient of the whole tensor, which every member holds."""
+    return [None if grads[0] is None else _unshard(grads[0], op.inputs[0], op.attrs["group"])]
+
+
+register(OpDef("replicated_reduce_scatter", _shard_infer, _reduce_scatter_kernel, grad=_reduce_scatter_grad))
+register(OpDef("replica_sharded_slice", _shard_infer, _sharded_slice_kernel, grad=_sharded_slice_grad))
 
 
 def replicated_reduce_scatter(t: Tensor, op: CollectiveOps = "add", group: Optional[ReplicaGrouping] = None,
@@ -204,7 +256,14 @@ def _slice_kernel(op, env):
     return lambda value: np.split(value, len(members), axis=axis)[index].copy()
 
 
-register(OpDef("replicated_slice", _slice_infer, _slice_kernel))
+def _replicated_slice_grad(op, grads, fwd):
+    """The parts' gradients gathered: the gradient of the whole tensor, which every member holds."""
+    if grads[0] is None:
+        return [None]
+    return [replicated_all_gather(grads[0], op.attrs["axis"], op.attrs["group"], "concat")]
+
+
+register(OpDef("replicated_slice", _slice_infer, _slice_kernel, grad=_replicated_slice_grad))
 
 
 def replicated_slice(t: Tensor, axis: int = 0, group: Optional[ReplicaGrouping] = None) -> Tensor:
@@ -230,7 +289,24 @@ def _ipus_kernel(op, env):
     return lambda *values: tuple(reduce(values).copy() for _ in range(count))
 
 
-register(OpDef("all_reduce", _ipus_infer, _ipus_kernel, crosses_ipus=True))
+_GRAD_VARIANT = {"all_reduce": "all_reduce", "all_reduce_identical_inputs": "all_reduce_identical_grad_inputs",
+                 "all_reduce_identical_grad_inputs": "all_reduce_identical_inputs"}
+
+
+def _ipus_grad(op, grads, fwd):
+    """As PopART: an all-reduce 'add' of the gradients, where the identical-inputs and
+    identical-gradients variants swap roles (the gradient of the first reduces, that of the
+    second copies). IPUs no gradient reaches contribute zeros."""
+    _differentiable(op, ("add",))
+    ipus = op.attrs["ipus"]
+    parts = []
+    for grad, t, place in zip(grads, op.outputs, ipus):
+        with ipu(place):
+            parts.append(blocks.optional_zeros(grad, t))
+    return _all_reduce_over_ipus(_GRAD_VARIANT[op.attrs["variant"]], parts, list(ipus), "add")
+
+
+register(OpDef("all_reduce", _ipus_infer, _ipus_kernel, grad=_ipus_grad, crosses_ipus=True))
 
 
 def _all_reduce_over_ipus(variant: str, ts: List[Tensor], ipus: Optional[List[int]], op: str) -> List[Tensor]:

@@ -1,7 +1,8 @@
 """Moving tensors between IPUs of a replica and between compute and IO tiles."""
 from __future__ import annotations
 
-from typing import Optional
+from contextlib import contextmanager
+from typing import Iterator, Optional
 
 import numpy as np
 
@@ -17,8 +18,31 @@ def _copy_kernel(op, env):
     return np.array
 
 
-register(OpDef("ipu_copy", same_spec, _copy_kernel, crosses_ipus=True))
-register(OpDef("io_tile_copy", same_spec, _copy_kernel))
+def _ipu_copy_grad(op, grads, fwd):
+    """The gradient is copied back to the IPU the value came from."""
+    return [None if grads[0] is None else ipu_copy(grads[0], op.attrs["source"])]
+
+
+@contextmanager
+def _tiles(tile_set: str) -> Iterator[None]:
+    context = get_current_context()
+    previous, context.io_tile_set = context.io_tile_set, tile_set == "io"
+    try:
+        yield
+    finally:
+        context.io_tile_set = previous
+
+
+def _io_tile_copy_grad(op, grads, fwd):
+    """The gradient is copied back to the tiles the value came from."""
+    if grads[0] is None:
+        return [None]
+    with _tiles(op.inputs[0].tile_set):
+        return [io_tile_copy(grads[0])]
+
+
+register(OpDef("ipu_copy", same_spec, _copy_kernel, grad=_ipu_copy_grad, crosses_ipus=True))
+register(OpDef("io_tile_copy", same_spec, _copy_kernel, grad=_io_tile_copy_grad))
 
 
 def ipu_copy(t: Tensor, destination: int, source: Optional[int] = None) -> Tensor:

@@ -318,14 +318,9 @@ def _identity_grad(op, grads, fwd):
     return [grads[0]]
 
 
-def _stop_gradient(op, grads, fwd):
-    """Nothing flows back through a detach."""
-    return [None]
-
-
 register(OpDef("identity", _like_input, _identity_kernel, grad=_identity_grad, view=True))
-register(OpDef("detach", _like_input, _identity_kernel, grad=_stop_gradient, view=True))
-register(OpDef("detach_", _like_input, _identity_kernel, grad=_stop_gradient, aliases=((0, 0),)))
+register(OpDef("detach", _like_input, _identity_kernel, view=True))
+register(OpDef("detach_", _like_input, _identity_kernel, aliases=((0, 0),)))
 
 
 def identity(t: Tensor, output_name: Optional[str] = None) -> Tensor:
