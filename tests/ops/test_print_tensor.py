@@ -1,0 +1,54 @@
+"""print_tensor: the identity, printing its input each time it runs."""
+import numpy as np
+import pytest
+
+import popxl
+import popxl.ops as ops
+from helpers import run_op
+
+
+def test_print_tensor_returns_its_input_and_prints_at_run_time(capsys):
+    x = np.array([[1.5, 2.0], [3.0, -4.25]], np.float32)
+    out = run_op(lambda t: ops.print_tensor(t, "x") * 2, x)
+    np.testing.assert_array_equal(out, x * 2)
+    assert capsys.readouterr().out == f"x: {np.array2string(x, precision=8, separator=' ')}\n"
+
+
+def test_nothing_is_printed_while_building(capsys):
+    ir = popxl.Ir()
+    with ir.main_graph:
+        ops.print_tensor(popxl.variable(np.ones(2, np.float32), name="w"))
+    assert capsys.readouterr().out == ""
+
+
+def test_print_tensor_prints_on_every_run_with_the_default_title(capsys):
+    ir = popxl.Ir()
+    with ir.main_graph:
+        w = popxl.variable(np.zeros(3, np.int32), name="w")
+        printed = ops.print_tensor(w)
+        ops.var_updates.accumulate_(w, popxl.constant(np.ones(3, np.int32)))
+        assert printed.shape == (3,) and printed.dtype is popxl.int32
+    with popxl.Session(ir, "ipu_model") as session:
+        session.run({})
+        session.run({})
+    assert capsys.readouterr().out == "printw: [0 0 0]\nprintw: [1 1 1]\n"
+
+
+def test_print_options_shape_the_text(capsys):
+    x = np.arange(10, dtype=np.float32) / 3
+    run_op(lambda t: ops.print_tensor(t, "t", summarise_threshold=5, edge_items=2, digits=2, float_format="fixed",
+                                      separator=", ", open_bracket="(", close_bracket=")"), x)
+    assert capsys.readouterr().out == "t: (0.00, 0.33, ..., 2.67, 3.00)\n"
+
+
+def test_print_self_false_prints_nothing(capsys):
+    out = run_op(lambda t: ops.print_tensor(t, print_self=False), np.ones(2, np.float32))
+    np.testing.assert_array_equal(out, np.ones(2))
+    assert capsys.readouterr().out == ""
+
+
+def test_unknown_float_format_is_an_error():
+    ir = popxl.Ir()
+    with ir.main_graph:
+        with pytest.raises(ValueError, match="print_tensor: float_format must be one of auto, fixed"):
+            ops.print_tensor(popxl.variable(np.ones(2, np.float32)), float_format="engineering")
