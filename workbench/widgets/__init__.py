@@ -1,0 +1,37 @@
+"""Notebook views of an Ir, drawn with plotly over ``workbench.analysis`` data, updating live.
+
+- ``CallTreeView(ir)``: graphs and the call sites between them (call, repeat ×N, branch).
+- ``GraphView(ir, graph=None)``: one graph's ops and tensors; call sites expand inline; search.
+- ``LivenessView(ir, device=None)``: memory per IPU over the schedule, and code liveness per graph.
+- ``ReplicaGroupView(ir_or_session, grouping=None)``: replicas coloured by group, the groups of each
+  collective and variable, and per-group variable values after a run.
+
+Every view takes an Ir or a Session (a Session also brings its device and run events) and:
+
+- is live: Ir events (ops, tensors, graphs added) and Session events (runs, attach/detach) refresh
+  it once per debounce window (``window`` seconds, ``scheduler`` from ``live``; ``live=False`` to
+  freeze it). ``view.version`` counts refreshes; ``view.close()`` stops following;
+- draws a static ``view.figure`` (a plotly ``go.Figure``) built by ``figures`` from plain data, and a
+  ``view.widget`` (ipywidgets box around a plotly ``FigureWidget``) that follows each refresh;
+- displays as its widget in a kernel, and as a static plotly figure and HTML elsewhere
+  (``_repr_mimebundle_``); ``view.to_html()`` gives the HTML.
+
+Views share a ``Selection`` (traitlets model: ``graph``, ``op``, ``tensor``, ``step``), so they can sit
+side by side or in tabs and follow one another: pass the same ``selection=`` to each. Clicking a graph
+in the call tree sets ``graph``; clicking an op in the graph view sets ``op`` (and ``graph``); clicking
+a step in the liveness view sets ``step`` and ``op``. The graph view shows ``selection.graph`` and
+marks ``op``/``tensor``; the liveness view marks the steps of ``op``.
+
+>>> selection = Selection()
+>>> tree, graph = CallTreeView(ir, selection=selection), GraphView(ir, selection=selection)
+"""
+from .call_tree_view import CallTreeView
+from .graph_view import GraphView
+from .live import Debouncer, LiveBinding, ManualScheduler
+from .liveness_view import LivenessView
+from .replica_group_view import ReplicaGroupView
+from .selection import Selection
+from .view import View
+
+__all__ = ["CallTreeView", "GraphView", "LivenessView", "ReplicaGroupView", "Selection", "View", "Debouncer",
+           "LiveBinding", "ManualScheduler"]

@@ -1,0 +1,122 @@
+"""Memory over the flattened schedule per IPU (stacked by kind, with capacity) and code liveness
+per graph (bars from load to last call, with load and call markers)."""
+from __future__ import annotations
+
+from typing import Iterable, Mapping
+
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from workbench.analysis.code_size import graph_code_bytes
+from workbench.analysis.tensor_liveness import StepMemory, TensorLiveness
+
+from ..style import CAPACITY_COLOR, HIGHLIGHT, KIND_COLORS, KIND_LABELS, base_layout, format_bytes
+
+KINDS = ("variables", "constants", "intermediates", "code")  # stacking order, bottom first
+KIND_OF = {"variables": "variable", "constants": "constant", "intermediates": "intermediate", "code": "code"}
+HOVER_TENSORS = 10  # live tensors listed in a hover, largest first
+ALWAYS_LIVE_COLOR = "#A9D18E"
+
+
+def step_description(liveness: TensorLiveness, index: int) -> str:
+    step = liveness.flat.steps[index]
+    where = step.graph.label + (f" ×{step.repeat_count}" if step.in_repeat else "")
+    return f"step {index}: {step.op.type} {step.op.name} in {where}"
+
+
+def live_tensor_lines(record: StepMemory, limit: int = HOVER_TENSORS) -> list[str]:
+    """The intermediates live at a step, largest first, as 'name (graph): bytes' lines."""
+    live = sorted(record.live, key=lambda a: -a.nbytes)
+    lines = [f"{a.tensor.name} ({a.tensor.graph.label}): {format_bytes(a.nbytes)}" for a in live[:limit]]
+    if len(live) > limit:
+        lines.append(f"... and {len(live) - limit} more")
+    return lines
+
+
+def liveness_figure(liveness: TensorLiveness, capacity: Mapping[int, int], marked_steps: Iterable[int] = ()) -> go.Figure:
+    """One memory panel per IPU (``capacity`` maps IPU to tile-memory bytes), then the code panel.
+    Step ``s`` spans x from s-0.5 to s+0.5 in both panels."""
+    ipus = liveness.ipus
+    code_rows = [record for record in liveness.code.values() if record.intervals or record.load_steps]
+    rows = len(ipus) + 1
+    figure = make_subplots(rows=rows, cols=1, shared_xaxes=True, vertical_spacing=0.06,
+                           row_heights=[1.0] * len(ipus) + [max(0.35, 0.12 * len(code_rows))],
+                           subplot_titles=[_memory_title(liveness, ipu, capacity[ipu]) for ipu in ipus]
+                           + ["Code liveness per graph"])
+    steps = list(range(len(liveness.flat)))
+    descriptions = [step_description(liveness, s) for s in steps]
+    for row, ipu in enumerate(ipus, start=1):
+        records = liveness.steps[ipu]
+        for kind in KINDS:
+            values = [getattr(record, kind) for record in records]
+            if kind == "intermediates":
+                text = [f"<b>{descriptions[s]}</b><br>intermediates: {format_bytes(v)}<br>"
+                        + "<br>".join(live_tensor_lines(records[s])) for s, v in enumerate(values)]
+            else:
+                text = [f"{KIND_LABELS[KIND_OF[kind]]}: {format_bytes(v)}" for v in values]
+            figure.add_trace(go.Scatter(
+                x=steps, y=values, name=kind, legendgroup=kind, showlegend=row == 1, stackgroup=f"ipu{ipu}",
+                mode="lines", line=dict(width=0.5, shape="hvh", color=KIND_COLORS[KIND_OF[kind]]),
+                hovertext=text, hoverinfo="text", customdata=steps, meta=dict(ipu=ipu, kind=kind)),
+                row=row, col=1)
+        peak = max((record.total for record in records), default=0)
+        cap = capacity[ipu]
+        figure.add_trace(go.Scatter(
+            x=[-0.5, max(len(steps) - 0.5, 0.5)], y=[cap, cap], mode="lines", name="device capacity",
+            legendgroup="capacity", showlegend=row == 1, line=dict(color=CAPACITY_COLOR, dash="dash", width=1.5),
+            hovertext=f"IPU {ipu} tile memory: {format_bytes(cap)}", hoverinfo="text", meta=dict(ipu=ipu, kind="capacity")),
+            row=row, col=1)
+        top = cap * 1.08 if cap <= 3 * peak else max(peak, 1) * 1.25
+        figure.update_yaxes(range=[0, top], tickformat="~s", ticksuffix="B", title_text=f"IPU {ipu}", row=row, col=1)
+    _add_code_panel(figure, liveness, code_rows, rows)
+    for step in marked_steps:
+        figure.add_vline(x=step, line=dict(color=HIGHLIGHT, width=1.5, dash="dot"))
+    figure.update_xaxes(title_text="step of the flattened schedule", row=rows, col=1)
+    figure.update_layout(**base_layout(
+        height=int(230 * len(ipus) + 60 + 28 * max(len(code_rows), 2) + 60), width=1100, hovermode="closest",
+        legend=dict(yanchor="top", y=1.0, x=1.01, xanchor="left"),
+        title=dict(text=f"Memory over {len(steps)} schedule steps", x=0.01), margin=dict(l=70, r=20, t=70, b=50)))
+    return figure
+
+
+def _memory_title(liveness: TensorLiveness, ipu: int, capacity: int) -> str:
+    records = liveness.steps[ipu]
+    if not records:
+        return f"IPU {ipu}: no steps"
+    peak = max(records, key=lambda record: record.total)
+    share = 100 * peak.total / capacity if capacity else 0.0
+    return (f"IPU {ipu}: peak {format_bytes(peak.total)} at step {peak.step} "
+            f"({share:.3g}% of {format_bytes(capacity)})")
+
+
+def _add_code_panel(figure: go.Figure, liveness: TensorLiveness, code_rows, row: int) -> None:
+    names = [record.graph.label for record in code_rows]
+    for always, name, color in ((True, "code always live", ALWAYS_LIVE_COLOR), (False, "code loaded", KIND_COLORS["code"])):
+        bars = [(record, start, end) for record in code_rows if record.always_live == always
+                for start, end in record.intervals]
+        if not bars:
+            continue
+        figure.add_trace(go.Bar(
+            y=[r.graph.label for r, _, _ in bars], base=[start - 0.5 for _, start, _ in bars],
+            x=[end - start + 1 for _, start, end in bars], orientation="h", name=name, marker_color=color,
+            hovertext=[_bar_hover(r, start, end) for r, start, end in bars], hoverinfo="text",
+            width=0.6, meta=dict(kind="code")), row=row, col=1)
+    for attribute, name, symbol, color in (("load_steps", "remote_code_load", "triangle-right", "#1F4E79"),
+                                           ("call_steps", "call", "line-ns-open", "#262626"),
+                                           ("ignored_load_steps", "load ignored (branches disagree)", "x-thin-open",
+                                            "#7F7F7F")):
+        points = [(record.graph.label, step) for record in code_rows for step in getattr(record, attribute)]
+        if points:
+            figure.add_trace(go.Scatter(
+                x=[s for _, s in points], y=[g for g, _ in points], mode="markers", name=name,
+                marker=dict(symbol=symbol, size=12, color=color, line=dict(width=2, color=color)),
+                hovertext=[f"{name} of {g} at {step_description(liveness, s)}" for g, s in points],
+                hoverinfo="text", meta=dict(kind=attribute)), row=row, col=1)
+    figure.update_yaxes(categoryorder="array", categoryarray=list(reversed(names)), row=row, col=1)
+    figure.update_layout(barmode="overlay")
+
+
+def _bar_hover(record, start: int, end: int) -> str:
+    sizes = ", ".join(f"IPU {ipu}: {format_bytes(n)}" for ipu, n in sorted(graph_code_bytes(record.graph).items()))
+    how = "always live" if record.always_live else "loaded"
+    return f"<b>{record.graph.label}</b> code {how}<br>steps {start} to {end}<br>{sizes or 'no ops'}"

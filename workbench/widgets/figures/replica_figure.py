@@ -1,0 +1,109 @@
+"""Replica groups: one grouping as a grid of replicas coloured by group, the grouping of every
+collective and variable as a replicas-by-user matrix, and per-group variable values after a run."""
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from workbench.analysis.replica_groups import GroupingUse, GroupValue
+from workbench.ir import ReplicaGrouping, Variable
+
+from ..style import base_layout, group_color, group_tint
+
+VALUE_ELEMENTS = 8  # values with more elements are summarised (shape, mean, min, max)
+
+
+def grid_columns(replicas: int) -> int:
+    return replicas if replicas <= 16 else 8
+
+
+def format_value(value: np.ndarray) -> str:
+    value = np.asarray(value)
+    if value.size <= VALUE_ELEMENTS:
+        return np.array2string(value, precision=4, separator=", ", threshold=VALUE_ELEMENTS)
+    as_float = value.astype(np.float64)
+    return (f"shape {tuple(value.shape)}: mean {as_float.mean():.4g}, min {as_float.min():.4g}, "
+            f"max {as_float.max():.4g}")
+
+
+def replica_group_figure(grouping: ReplicaGrouping, uses: Sequence[GroupingUse],
+                         values: Optional[dict[Variable, list[GroupValue]]] = None,
+                         title: Optional[str] = None) -> go.Figure:
+    """Grid of ``grouping``; matrix of ``uses`` (one row each); table of ``values`` when given."""
+    panels = ["grid"] + (["matrix"] if uses else []) + (["values"] if values else [])
+    specs = [[{"type": "table"}] if p == "values" else [{"type": "xy"}] for p in panels]
+    heights = {"grid": 0.9 + 0.5 * (grouping.num_replicas // grid_columns(grouping.num_replicas)),
+               "matrix": 0.5 + 0.22 * len(uses), "values": 0.6 + 0.2 * sum(map(len, (values or {}).values()))}
+    titles = {"grid": _grid_title(grouping, uses), "matrix": "Groups of each collective and variable",
+              "values": "Variable values per group after the last run"}
+    figure = make_subplots(rows=len(panels), cols=1, specs=specs, vertical_spacing=0.1,
+                           row_heights=[heights[p] for p in panels], subplot_titles=[titles[p] for p in panels])
+    _add_grid(figure, grouping, 1)
+    if uses:
+        _add_matrix(figure, grouping.num_replicas, uses, panels.index("matrix") + 1)
+    if values:
+        _add_values(figure, values, panels.index("values") + 1)
+    total = sum(heights[p] for p in panels)
+    figure.update_layout(**base_layout(
+        title=dict(text=title or f"{grouping.num_replicas} replicas", x=0.01), height=int(110 * total + 140),
+        width=max(520, min(1000, 60 * grid_columns(grouping.num_replicas) + 320)),
+        legend=dict(title_text="groups"), margin=dict(l=20, r=20, t=90, b=20)))
+    return figure
+
+
+def _grid_title(grouping: ReplicaGrouping, uses: Sequence[GroupingUse]) -> str:
+    users = [use.label for use in uses if use.grouping == grouping]
+    shape = (f"stride {grouping.stride}, group size {grouping.group_size}" if grouping.is_const
+             else f"assignment {grouping.assignment}")
+    used = f" — used by {', '.join(users[:3])}{' ...' if len(users) > 3 else ''}" if users else ""
+    return f"{grouping.num_groups} groups ({shape}){used}"
+
+
+def _add_grid(figure: go.Figure, grouping: ReplicaGrouping, row: int) -> None:
+    columns = grid_columns(grouping.num_replicas)
+    for group, members in enumerate(grouping.groups()):
+        figure.add_trace(go.Scatter(
+            x=[r % columns for r in members], y=[-(r // columns) for r in members], mode="markers+text",
+            name=f"group {group}: replicas {', '.join(map(str, members))}", legendgroup=f"group{group}",
+            text=[str(r) for r in members], textfont=dict(color="white", size=12),
+            marker=dict(symbol="square", size=34, color=group_color(group)),
+            customdata=members, meta=dict(panel="grid", group=group),
+            hovertext=[f"replica {r}: group {group} with {', '.join(map(str, members))}" for r in members],
+            hoverinfo="text"), row=row, col=1)
+    rows = -(-grouping.num_replicas // columns)
+    figure.update_xaxes(visible=False, range=[-0.7, columns - 0.3], row=row, col=1)
+    figure.update_yaxes(visible=False, range=[-rows + 0.4, 0.6], row=row, col=1)
+
+
+def _add_matrix(figure: go.Figure, replicas: int, uses: Sequence[GroupingUse], row: int) -> None:
+    labels = [use.label for use in uses]
+    most = max(use.grouping.num_groups for use in uses)
+    for group in range(most):
+        cells = [(use, r) for use in uses if group < use.grouping.num_groups for r in use.grouping.members(group)]
+        figure.add_trace(go.Scatter(
+            x=[r for _, r in cells], y=[use.label for use, _ in cells], mode="markers+text",
+            name=f"group {group}", legendgroup=f"group{group}", showlegend=False,
+            text=[str(group)] * len(cells), textfont=dict(color="white", size=10),
+            marker=dict(symbol="square", size=22 if replicas <= 16 else 12, color=group_color(group)),
+            meta=dict(panel="matrix", group=group),
+            hovertext=[f"{use.label}<br>replica {r} is in group {group} with "
+                       f"{', '.join(map(str, use.grouping.members(group)))}" for use, r in cells],
+            hoverinfo="text"), row=row, col=1)
+    figure.update_xaxes(title_text="replica", tickmode="linear", dtick=1 if replicas <= 16 else 4,
+                        range=[-0.6, replicas - 0.4], row=row, col=1)
+    figure.update_yaxes(categoryorder="array", categoryarray=list(reversed(labels)), row=row, col=1)
+
+
+def _add_values(figure: go.Figure, values: dict[Variable, list[GroupValue]], row: int) -> None:
+    rows = [(variable, entry) for variable, entries in values.items() for entry in entries]
+    fills = [group_tint(entry.group) for _, entry in rows]
+    figure.add_trace(go.Table(
+        header=dict(values=["variable", "group", "replicas", "value"], fill_color="#F2F2F2", align="left"),
+        cells=dict(values=[[v.name for v, _ in rows], [e.group for _, e in rows],
+                           [", ".join(map(str, e.replicas)) for _, e in rows],
+                           [format_value(e.value) for _, e in rows]],
+                   fill_color=[fills] * 4, align="left", height=24),
+        columnwidth=[2, 1, 2, 6]), row=row, col=1)

@@ -1,0 +1,134 @@
+"""GraphView: one graph's dataflow, with call sites that expand inline, search and hover details."""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from workbench.ir import Graph, Op
+
+from .dataflow import CALL_TYPES, dataflow_picture
+from .figures import graph_figure
+from .figures.graph_figure import picture_layout
+from .selection import Selection
+from .view import View
+
+
+class GraphView(View):
+    """The ops and tensors of ``selection.graph`` (the main graph unless ``graph`` is given), laid out
+    in layers. Hover shows shapes, dtypes, tensor kinds and IPUs; clicking an op or tensor selects
+    it, clicking a call site expands or collapses its body inline; ``search`` rings matching names.
+    ``detail`` is "auto", "full" (every tensor drawn) or "ops" (ops only, for large graphs).
+    """
+
+    live_kinds = frozenset({"op_added", "op_changed", "tensor_added", "graph_created", "graph_built",
+                            "graph_discarded"})
+
+    def __init__(self, source: Any, graph: Optional[Graph] = None, *, detail: str = "auto",
+                 selection: Optional[Selection] = None, **options):
+        self.detail = detail
+        self.expanded: set[tuple[Op, ...]] = set()
+        self.matches: list[str] = []
+        self.query = ""
+        selection = selection if selection is not None else Selection()
+        if graph is not None:
+            selection.graph = graph
+        self._shown_graph = selection.graph
+        super().__init__(source, selection=selection, **options)
+        self.selection.observe(self._selection_changed, names=["graph", "op", "tensor"])
+
+    @property
+    def graph(self) -> Graph:
+        graph = self.selection.graph
+        return graph if graph is not None and graph.ir is self.ir else self.ir.main_graph
+
+    def _compute(self) -> None:
+        if self.graph is not self._shown_graph:
+            self.expanded = set()
+            self._shown_graph = self.graph
+        self.picture = dataflow_picture(self.graph, self.expanded, self.detail)
+        self.layout = picture_layout(self.picture)
+        self.matches = self.picture.find(self.query)
+
+    def build_figure(self):
+        picked = [item for item in (self.selection.op, self.selection.tensor) if item is not None]
+        selected = [key for item in picked for key in self.picture.keys_of(item)]
+        return graph_figure(self.picture, self.layout, highlight=self.matches, selected=selected)
+
+    # ----- interaction -----
+    def show(self, graph: Graph) -> None:
+        """Show ``graph`` (every view sharing the selection follows)."""
+        self.selection.graph = graph
+
+    def expand(self, *path: Op) -> None:
+        """Draw the body of the call site at ``path`` (call ops from the shown graph inward) inline."""
+        self._check_path(path)
+        self.expanded.add(tuple(path))
+        self.refresh()
+
+    def collapse(self, *path: Op) -> None:
+        """Draw the call site at ``path`` as one node again (and anything expanded inside it)."""
+        path = tuple(path)
+        self.expanded = {p for p in self.expanded if p[:len(path)] != path}
+        self.refresh()
+
+    def search(self, text: str) -> list[str]:
+        """Ring the nodes whose names or op types contain ``text``; returns their keys. A single
+        match is also selected."""
+        self.query = text
+        self.matches = self.picture.find(text) if self.error is None else []
+        if len(self.matches) == 1:
+            node = self.picture.nodes[self.matches[0]]
+            if node.kind == "op":
+                self.selection.op = node.item
+            else:
+                self.selection.tensor = node.item
+        self.redraw()
+        if self._widget is not None:
+            self._match_label.value = f"{len(self.matches)} found" if text.strip() else ""
+        return self.matches
+
+    def _click(self, key: Any) -> None:
+        node = self.picture.nodes.get(key)
+        if node is None:
+            return
+        if node.kind == "tensor":
+            self.selection.tensor = node.item
+            return
+        self.selection.op = node.item
+        if node.item.type in CALL_TYPES:
+            path = tuple(op for op, _ in node.frame) + (node.item,)
+            (self.collapse if path in self.expanded else self.expand)(*path)
+
+    def _check_path(self, path: tuple) -> None:
+        graph = self.graph
+        for op in path:
+            if not isinstance(op, Op) or op.graph is not graph or not op.called_graphs:
+                raise ValueError(f"expand takes call ops from {self.graph.label!r} inward, each in the graph "
+                                 f"the previous one calls; {op!r} is not a call site of {graph.label!r}")
+            graph = op.called_graphs[0] if len(op.called_graphs) == 1 else None
+            if graph is None and op is not path[-1]:
+                raise ValueError("a conditional's branches expand together; it must come last in the path")
+
+    def _selection_changed(self, change) -> None:
+        if change["name"] == "graph" and change["new"] is not self._shown_graph:
+            self.refresh()
+        else:
+            self.redraw()
+
+    def _controls(self) -> list:
+        import ipywidgets
+
+        box = ipywidgets.Text(placeholder="search ops and tensors by name", continuous_update=False,
+                              layout=ipywidgets.Layout(width="320px"))
+        box.observe(lambda change: self.search(change["new"]), names="value")
+        self._match_label = ipywidgets.Label("")
+        detail = ipywidgets.Dropdown(options=[("auto detail", "auto"), ("every tensor", "full"), ("ops only", "ops")],
+                                     value=self.detail, layout=ipywidgets.Layout(width="140px"))
+        detail.observe(self._detail_changed, names="value")
+        return [ipywidgets.HBox([box, self._match_label, detail])]
+
+    def _detail_changed(self, change) -> None:
+        self.detail = change["new"]
+        self.refresh()
+
+    def __repr__(self) -> str:
+        return f"GraphView({self.graph.label}: {len(self.graph.ops)} ops)"

@@ -1,0 +1,61 @@
+"""LivenessView: memory per IPU over the flattened schedule, and code liveness per graph."""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from workbench.analysis.memory import memory
+from workbench.analysis.tensor_liveness import tensor_liveness
+from workbench.runtime.device import Device, device_for
+
+from .figures import liveness_figure
+from .view import View
+
+
+class LivenessView(View):
+    """Bytes of tile memory live at each step of ``analysis.flattened_schedule``, per IPU, stacked by
+    variables, constants, intermediates and code, against the device's capacity; hovering a step lists
+    its live tensors. Below, each graph's code liveness (``analysis.code_liveness``) as bars from
+    ``remote_code_load`` to last call. Clicking a step selects its op. The device is ``device``, the
+    Session's device, or the simulated 'ipu_model'.
+    """
+
+    live_kinds = frozenset({"op_added", "op_changed", "tensor_added", "graph_built", "graph_discarded",
+                            "attached", "run_finished"})
+
+    def __init__(self, source: Any, device: Optional[Device] = None, **options):
+        self._device = device
+        super().__init__(source, **options)
+        self.selection.observe(lambda change: self.redraw(), names=["op", "step"])
+
+    @property
+    def device(self) -> Device:
+        if self._device is not None:
+            return self._device
+        return self.session.device if self.session is not None else device_for("ipu_model")
+
+    def _compute(self) -> None:
+        if self.session is not None and self._device is None:
+            self.report = self.session.memory_report
+        else:
+            self.report = memory(self.ir, self.device, tensor_liveness(self.ir))
+        self.liveness = self.report.liveness
+
+    def build_figure(self):
+        capacity = {record.ipu: record.tile_capacity for record in self.report.ipus}
+        return liveness_figure(self.liveness, capacity, self.marked_steps())
+
+    def marked_steps(self) -> list[int]:
+        """The steps of the selected op (every expansion of its graph), else the selected step."""
+        op = self.selection.op
+        if op is not None:
+            return [step.index for step in self.liveness.flat.steps if step.op is op]
+        return [self.selection.step] if self.selection.step is not None else []
+
+    def _click(self, key: Any) -> None:
+        if isinstance(key, int) and 0 <= key < len(self.liveness.flat):
+            self.selection.step = key
+            self.selection.op = self.liveness.flat.steps[key].op
+
+    def __repr__(self) -> str:
+        steps = len(self.liveness.flat) if self.error is None else "?"
+        return f"LivenessView({self.ir!r}: {steps} steps)"

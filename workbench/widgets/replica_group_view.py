@@ -1,0 +1,83 @@
+"""ReplicaGroupView: the replicas of an Ir coloured by group, the groups of each collective and
+variable, and each group's variable values after a run."""
+from __future__ import annotations
+
+from typing import Any, Optional, Sequence
+
+from workbench.analysis.replica_groups import group_values, grouping_uses
+from workbench.ir import ReplicaGrouping, Variable
+
+from .figures import replica_group_figure
+from .view import View
+
+LISTED_VARIABLES = 12  # with more variables than this, only those split into several groups are listed
+
+
+class ReplicaGroupView(View):
+    """The grid shows ``grouping`` (default: the first collective's, else the first grouping of
+    several groups, else all replicas in one group); the matrix every collective and listed variable.
+    Bound to a Session, the table shows each group's variable values after each run (read with
+    ``Session.get_tensors_data``, which copies weights to the host if a run left them on the device).
+    """
+
+    live_kinds = frozenset({"op_added", "tensor_added", "graph_built", "graph_discarded", "run_finished",
+                            "detached"})
+
+    def __init__(self, source: Any, grouping: Optional[ReplicaGrouping] = None,
+                 variables: Optional[Sequence[Variable]] = None, **options):
+        self.grouping = grouping
+        self._variables = None if variables is None else list(variables)
+        super().__init__(source, **options)
+
+    def _compute(self) -> None:
+        every = grouping_uses(self.ir)
+        listed = set(self.listed_variables())
+        self.uses = [use for use in every if use.kind == "collective" or use.item in listed]
+        self.values = None
+        if self.session is not None and self.session.run_count > 0 and listed:
+            variables = self.listed_variables()
+            data = self.session.get_tensors_data(variables)
+            self.values = {variable: group_values(variable, data[variable]) for variable in variables}
+
+    def listed_variables(self) -> list[Variable]:
+        if self._variables is not None:
+            return self._variables
+        variables = list(self.ir.variables)
+        if len(variables) <= LISTED_VARIABLES:
+            return variables
+        return [v for v in variables if v.replica_grouping.num_groups > 1 or v.retrieval_mode == "all_replicas"]
+
+    @property
+    def shown_grouping(self) -> ReplicaGrouping:
+        if self.grouping is not None:
+            return self.grouping
+        uses = grouping_uses(self.ir)
+        collectives = [use.grouping for use in uses if use.kind == "collective"]
+        split = [use.grouping for use in uses if use.grouping.num_groups > 1]
+        return (collectives or split or [self.ir.replica_grouping()])[0]
+
+    def show(self, grouping: ReplicaGrouping) -> None:
+        """Colour the grid by ``grouping``."""
+        if not isinstance(grouping, ReplicaGrouping) or grouping._ir is not self.ir:
+            raise ValueError(f"show takes a ReplicaGrouping of {self.ir!r}, got {grouping!r}")
+        self.grouping = grouping
+        self.redraw()
+
+    def build_figure(self):
+        return replica_group_figure(self.shown_grouping, self.uses, self.values,
+                                    title=f"{self.ir.replication_factor} replicas of {self.ir!r}")
+
+    def _controls(self) -> list:
+        import ipywidgets
+
+        groupings = [self.shown_grouping]
+        for use in grouping_uses(self.ir):
+            if use.grouping not in groupings:
+                groupings.append(use.grouping)
+        menu = ipywidgets.Dropdown(options=[(repr(g), index) for index, g in enumerate(groupings)], value=0,
+                                   description="grid:", layout=ipywidgets.Layout(width="520px"))
+        menu.observe(lambda change: self.show(groupings[change["new"]]), names="value")
+        return [menu]
+
+    def __repr__(self) -> str:
+        return f"ReplicaGroupView({self.ir!r}: {self.ir.replication_factor} replicas)"

@@ -1,0 +1,59 @@
+"""One look for every view: colours per tensor kind, per replica group and per IPU, and number formats."""
+from __future__ import annotations
+
+# Tensor kinds, also the layers of the memory charts ("code" is executable code).
+KIND_COLORS = {
+    "variable": "#4C78A8",
+    "constant": "#9D755D",
+    "input": "#EECA3B",
+    "intermediate": "#F58518",
+    "code": "#54A24B",
+}
+KIND_LABELS = {"variable": "variables", "constant": "constants", "intermediate": "intermediates",
+               "code": "code"}
+
+# Replica groups: group g takes GROUP_COLORS[g % len(GROUP_COLORS)] in every view.
+GROUP_COLORS = ["#1F77B4", "#FF7F0E", "#2CA02C", "#D62728", "#9467BD", "#8C564B", "#E377C2",
+                "#7F7F7F", "#BCBD22", "#17BECF"]
+# Light tints of the same colours, for table cells and backgrounds.
+GROUP_TINTS = ["#D2E3F3", "#FFE0C2", "#D5EFD5", "#F6D3D3", "#E6DCF0", "#E8DAD6", "#F9DDF0",
+               "#E5E5E5", "#F1F1C9", "#CCF0F4"]
+
+# Ops are filled by the IPU they run on; call sites get a stronger outline.
+IPU_COLORS = ["#DCE6F2", "#FDE9D9", "#E2F0D9", "#EADCF0", "#FFF2CC", "#DDEBF7", "#F2DCDB", "#E7E6E6"]
+OP_OUTLINE = "#44546A"
+CALL_OUTLINE = "#B45F06"
+EDGE_COLOR = "#A6A6A6"
+HIGHLIGHT = "#D62728"
+CAPACITY_COLOR = "#C00000"
+FONT = dict(family="Helvetica, Arial, sans-serif", size=12, color="#262626")
+
+
+def group_color(group: int) -> str:
+    return GROUP_COLORS[group % len(GROUP_COLORS)]
+
+
+def group_tint(group: int) -> str:
+    return GROUP_TINTS[group % len(GROUP_TINTS)]
+
+
+def ipu_color(ipu: int) -> str:
+    return IPU_COLORS[ipu % len(IPU_COLORS)]
+
+
+def format_bytes(nbytes: float) -> str:
+    """``1536`` -> ``'1.5 KiB'``: binary units, three significant figures."""
+    value = float(nbytes)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(value) < 1024 or unit == "GiB":
+            return f"{int(value)} B" if unit == "B" else f"{value:.3g} {unit}"
+        value /= 1024
+    raise AssertionError("unreachable")
+
+
+def base_layout(**overrides) -> dict:
+    """Layout settings shared by every figure: white background, compact margins, one font."""
+    layout = dict(template="plotly_white", font=FONT, margin=dict(l=50, r=20, t=50, b=40),
+                  hoverlabel=dict(font=dict(family=FONT["family"], size=11), align="left"))
+    layout.update(overrides)
+    return layout

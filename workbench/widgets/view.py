@@ -1,0 +1,159 @@
+"""The base of every view: analysis data in, a plotly figure out, shown live or statically.
+
+A view computes its data (``_compute``) from ``workbench.analysis`` when made and once per debounce
+window of Ir or Session events (``live.LiveBinding``), then draws it (``build_figure``). ``widget``
+is an ipywidgets box around a plotly ``FigureWidget`` that follows each refresh; ``figure`` is the
+static ``go.Figure``. Displayed in a kernel, a view offers its widget plus static HTML for frontends
+without a widget manager; elsewhere it offers the static plotly figure and HTML only.
+"""
+from __future__ import annotations
+
+from typing import Any, Iterable, Optional
+
+import plotly.graph_objects as go
+
+from workbench.ir import Ir
+
+from .live import DEFAULT_WINDOW, LiveBinding, Scheduler
+from .selection import Selection
+from .style import base_layout
+
+PLOTLY_MIME = "application/vnd.plotly.v1+json"
+
+
+class View:
+    """Subclasses set ``live_kinds`` (event kinds that refresh them, None for all) and implement
+    ``_compute``, ``build_figure`` and, for clickable items, ``_click(key)``."""
+
+    live_kinds: Optional[frozenset] = None
+
+    def __init__(self, source: Any, *, selection: Optional[Selection] = None, live: bool = True,
+                 window: float = DEFAULT_WINDOW, scheduler: Optional[Scheduler] = None):
+        self.ir, self.session = _ir_and_session(source)
+        self.selection = selection if selection is not None else Selection()
+        if self.selection.graph is None:
+            self.selection.graph = self.ir.main_graph
+        self.version = 0
+        self.error: Optional[Exception] = None
+        self._figure: Optional[go.Figure] = None
+        self._figure_widget = None
+        self._widget = None
+        self._binding = (LiveBinding(self.refresh, self.ir, self.session, window, scheduler, self.live_kinds)
+                         if live else None)
+        self.refresh()
+
+    # ----- data -----
+    def refresh(self, kinds: Iterable[str] = ()) -> None:
+        """Recompute the data from the Ir (and Session) and redraw the widget if one is shown. An Ir
+        that cannot be analysed yet (half built, or invalid) leaves ``error`` set and draws it."""
+        try:
+            self._compute()
+            self.error = None
+        except Exception as error:  # shown in the figure: a live view must survive a bad state
+            self.error = error
+        self.version += 1
+        self.redraw()
+
+    def redraw(self) -> None:
+        """Rebuild the figure from the current data (after a selection or control change)."""
+        self._figure = None
+        if self._figure_widget is not None:
+            replace_figure(self._figure_widget, self.figure)
+            self._bind_clicks()
+
+    @property
+    def figure(self) -> go.Figure:
+        if self._figure is None:
+            self._figure = error_figure(self.error) if self.error is not None else self.build_figure()
+        return self._figure
+
+    def _compute(self) -> None:
+        raise NotImplementedError
+
+    def build_figure(self) -> go.Figure:
+        raise NotImplementedError
+
+    def _click(self, key: Any) -> None:
+        """Called with the ``customdata`` of a clicked point."""
+
+    # ----- widget -----
+    @property
+    def widget(self):
+        """The ipywidgets box (made on first use): controls above a live plotly FigureWidget."""
+        if self._widget is None:
+            import ipywidgets
+
+            self._figure_widget = go.FigureWidget(self.figure)
+            self._bind_clicks()
+            self._widget = ipywidgets.VBox([*self._controls(), self._figure_widget])
+        return self._widget
+
+    def _controls(self) -> list:
+        return []
+
+    def _bind_clicks(self) -> None:
+        for trace in self._figure_widget.data:
+            if trace.customdata is not None:
+                trace.on_click(self._on_click)
+
+    def _on_click(self, trace, points, state) -> None:
+        for index in points.point_inds:
+            self._click(trace.customdata[index])
+
+    def close(self) -> None:
+        """Stop following the Ir and Session."""
+        if self._binding is not None:
+            self._binding.close()
+            self._binding = None
+
+    # ----- display -----
+    def to_html(self, include_plotlyjs: Any = "cdn") -> str:
+        return self.figure.to_html(full_html=False, include_plotlyjs=include_plotlyjs)
+
+    def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
+        bundle = {"text/plain": repr(self), "text/html": self.to_html()}
+        if _kernel_running():
+            bundle.update(self.widget._repr_mimebundle_(include=include, exclude=exclude) or {})
+            bundle["text/plain"] = repr(self)
+        else:
+            bundle[PLOTLY_MIME] = self.figure.to_plotly_json()
+        return bundle
+
+
+def replace_figure(widget: go.FigureWidget, figure: go.Figure) -> None:
+    """Make ``widget`` show ``figure``: traces updated in place when their number and types match,
+    replaced otherwise; then the layout."""
+    if len(widget.data) == len(figure.data) and all(a.type == b.type for a, b in zip(widget.data, figure.data)):
+        with widget.batch_update():
+            for old, new in zip(widget.data, figure.data):
+                old.update(new.to_plotly_json(), overwrite=True)
+    else:
+        widget.data = ()
+        widget.add_traces(list(figure.data))
+    widget.layout = figure.layout
+
+
+def error_figure(error: Exception) -> go.Figure:
+    figure = go.Figure()
+    figure.add_annotation(text=f"cannot draw this view yet:<br>{type(error).__name__}: {error}", showarrow=False,
+                          x=0.5, y=0.5, xref="paper", yref="paper", font=dict(color="#C00000"))
+    figure.update_layout(**base_layout(xaxis=dict(visible=False), yaxis=dict(visible=False), height=200))
+    return figure
+
+
+def _ir_and_session(source: Any):
+    if isinstance(source, Ir):
+        return source, None
+    ir = getattr(source, "ir", None)
+    if isinstance(ir, Ir) and hasattr(source, "events"):
+        return ir, source
+    raise TypeError(f"a view needs a popxl.Ir or a popxl.Session, got {type(source).__name__}")
+
+
+def _kernel_running() -> bool:
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    shell = get_ipython()
+    return shell is not None and getattr(shell, "kernel", None) is not None
