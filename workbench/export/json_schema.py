@@ -5,17 +5,19 @@ from workbench.ir import Graph, Ir, Op, Tensor, Variable
 from workbench.ir.streams import _Stream
 
 from .call_sites import CallSite, call_sites
+from .liveness_json import liveness_json
 from .values import grouping, plain
 
 json_schema_name = "ipu-workbench/ir"
 json_schema_version = 1
 
 
-def to_json(ir: Ir) -> dict:
-    """The whole Ir as a dict of JSON-native values: ``json.dumps(to_json(ir))`` always works."""
+def to_json(ir: Ir, liveness: bool = False) -> dict:
+    """The whole Ir as a dict of JSON-native values: ``json.dumps(to_json(ir))`` always works.
+    ``liveness=True`` adds the optional ``liveness`` section (memory per step, for charts)."""
     if not isinstance(ir, Ir):
         raise TypeError(f"to_json needs a popxl.Ir, got {type(ir).__name__}")
-    return {
+    document = {
         "schema": json_schema_name,
         "version": json_schema_version,
         "ir": {"id": ir.id, "replication_factor": ir.replication_factor,
@@ -29,6 +31,9 @@ def to_json(ir: Ir) -> dict:
                             "meta_shape": list(b.meta_shape), "nbytes": b.nbytes}
                            for b in ir.remote_buffers],
     }
+    if liveness:
+        document["liveness"] = liveness_json(ir)
+    return document
 
 
 def _graph(graph: Graph) -> dict:

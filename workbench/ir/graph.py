@@ -65,6 +65,12 @@ class Graph:
     def __repr__(self) -> str:
         return f"Graph[{self.label} ir={self._ir.id} ops={len(self._ops)}]"
 
+    def _repr_mimebundle_(self, include=None, exclude=None) -> tuple[dict, dict]:
+        """Notebook display: the Ir's JSON opened on this graph, and plain text."""
+        from workbench.export.mime import graph_bundle
+
+        return graph_bundle(self)
+
     def __str__(self) -> str:
         """The graph as text, one op a line."""
         head = f"graph {self.label}({', '.join(f'%{t.name}: {t.spec}' for t in self._inputs)})"

@@ -60,6 +60,12 @@ class Ir:
     def __repr__(self) -> str:
         return f"Ir[id={self._id}]"
 
+    def _repr_mimebundle_(self, include=None, exclude=None) -> tuple[dict, dict]:
+        """Notebook display: the Ir's JSON for the JupyterLab extension, and plain text."""
+        from workbench.export.mime import ir_bundle
+
+        return ir_bundle(self)
+
     # ----- graphs -----
     @property
     def main_graph(self) -> Graph:

@@ -84,6 +84,12 @@ class Session:
     def device(self) -> Device:
         return self._device
 
+    def _repr_mimebundle_(self, include=None, exclude=None) -> tuple[dict, dict]:
+        """Notebook display: the Ir's JSON opened on the memory chart, and plain text."""
+        from workbench.export.mime import session_bundle
+
+        return session_bundle(self)
+
     @property
     def is_attached(self) -> bool:
         return self._attached

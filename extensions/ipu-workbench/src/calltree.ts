@@ -1,0 +1,72 @@
+/**
+ * The call tree: the main graph at the root, each call site a child (call, repeat ×N, then/else
+ * branch); subtrees fold with <details>. Graphs that nothing calls are listed after the tree.
+ */
+import { Details } from './details.js';
+import { el } from './dom.js';
+import { CallSiteRecord, GraphRecord, IrIndex } from './model.js';
+
+const MAX_DEPTH = 16;
+
+export function renderCallTree(doc: Document, index: IrIndex, details: Details, onSelect: (graph: string) => void): HTMLElement {
+  const entry = (graph: GraphRecord, site: CallSiteRecord | null, ancestors: Set<string>): HTMLElement => {
+    const name = el(doc, 'span', 'ipu-wb-tree-graph', [graph.label]);
+    name.addEventListener('click', () => onSelect(graph.id));
+    const summaryParts: (Node | string)[] = [];
+    if (site) {
+      summaryParts.push(el(doc, 'span', 'ipu-wb-tree-kind', [siteLabel(site)]));
+    }
+    summaryParts.push(name, el(doc, 'span', 'ipu-wb-tree-count', [` ${graph.ops.length} ops`]));
+    const item = el(doc, 'li', 'ipu-wb-tree-item');
+    item.addEventListener('mouseenter', event => {
+      event.stopPropagation();
+      if (site) {
+        const op = index.ops.get(site.op);
+        if (op) {
+          details.showOp(index, site.graph, op);
+          return;
+        }
+      }
+      details.show(`graph ${graph.label}`, [`id: ${graph.id}`, `${graph.ops.length} ops`]);
+    });
+    const sites = index.callSitesOf(graph.id);
+    if (sites.length === 0 || ancestors.has(graph.id) || ancestors.size >= MAX_DEPTH) {
+      item.appendChild(el(doc, 'div', 'ipu-wb-tree-leaf', summaryParts));
+      return item;
+    }
+    const inner = new Set(ancestors).add(graph.id);
+    const children = el(doc, 'ul', 'ipu-wb-tree-children');
+    for (const child of sites) {
+      const callee = index.graphs.get(child.callee);
+      if (callee) {
+        children.appendChild(entry(callee, child, inner));
+      }
+    }
+    const fold = el(doc, 'details', 'ipu-wb-tree-fold', [el(doc, 'summary', '', summaryParts), children]);
+    fold.open = true;
+    item.appendChild(fold);
+    return item;
+  };
+  const called = new Set(index.doc.call_sites.map(site => site.callee));
+  const root = el(doc, 'ul', 'ipu-wb-tree', [entry(index.main, null, new Set())]);
+  const orphans = index.doc.graphs.filter(g => !g.is_main && !called.has(g.id));
+  const parts: HTMLElement[] = [root];
+  if (orphans.length) {
+    parts.push(el(doc, 'div', 'ipu-wb-tree-note', ['not called from the main graph:']),
+      el(doc, 'ul', 'ipu-wb-tree', orphans.map(g => entry(g, null, new Set()))));
+  }
+  return el(doc, 'div', 'ipu-wb-call-tree', parts);
+}
+
+function siteLabel(site: CallSiteRecord): string {
+  switch (site.kind) {
+    case 'repeat':
+      return `repeat ×${site.repeat_count} `;
+    case 'conditional-then':
+      return 'then ';
+    case 'conditional-else':
+      return 'else ';
+    default:
+      return `${site.kind} `;
+  }
+}

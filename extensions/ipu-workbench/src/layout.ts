@@ -1,0 +1,197 @@
+/**
+ * Layered layout of one graph: ops top to bottom in data-flow order, the graph's inputs,
+ * variables and constants above them, its outputs below. A call op that is expanded becomes a
+ * compound node holding the layouts of the graphs it calls, side by side.
+ */
+import { GraphRecord, IrIndex, OpRecord, TensorRecord } from './model.js';
+
+export const NODE_HEIGHT = 26;
+const CHAR_WIDTH = 7;
+const PAD = 12;
+const HEADER = 24;
+const GAP_X = 18;
+const GAP_Y = 36;
+
+export type NodeKind = 'op' | 'input' | 'variable' | 'constant' | 'output';
+
+export interface LayoutNode {
+  key: string;
+  kind: NodeKind;
+  label: string;
+  width: number;
+  height: number;
+  x: number;
+  y: number;
+  layer: number;
+  op?: OpRecord;
+  tensor?: TensorRecord;
+  /** The called graphs' layouts when this call op is expanded, placed inside the node. */
+  inner: GraphLayout[];
+}
+
+export interface LayoutEdge {
+  from: string;
+  to: string;
+  /** The tensor carried, or null for an ordering-only (`in_sequence`) edge. */
+  tensor: TensorRecord | null;
+}
+
+export interface GraphLayout {
+  graph: GraphRecord;
+  /** Prefix of every node key in this expansion: one graph may be shown several times. */
+  path: string;
+  nodes: LayoutNode[];
+  edges: LayoutEdge[];
+  width: number;
+  height: number;
+  x: number;
+  y: number;
+}
+
+/** The key of the node of `id` (an op or tensor id) in the expansion at `path`. */
+export function nodeKey(path: string, id: string): string {
+  return `${path}|${id}`;
+}
+
+function labelWidth(label: string): number {
+  return Math.max(56, Math.min(label.length, 40) * CHAR_WIDTH + 2 * PAD);
+}
+
+/** Lays out `graphId`; call ops whose node key is in `expanded` show their callees inside. */
+export function layoutGraph(index: IrIndex, graphId: string, expanded: ReadonlySet<string>, path = '', depth = 0): GraphLayout {
+  const graph = index.graphs.get(graphId);
+  if (graph === undefined) {
+    throw new Error(`the document has no graph ${JSON.stringify(graphId)}`);
+  }
+  const nodes = new Map<string, LayoutNode>();
+  const edges: LayoutEdge[] = [];
+  const seenEdges = new Set<string>();
+  const addNode = (key: string, kind: NodeKind, label: string, extra: Partial<LayoutNode>) => {
+    nodes.set(key, { key, kind, label, width: labelWidth(label), height: NODE_HEIGHT, x: 0, y: 0, layer: 0, inner: [], ...extra });
+  };
+  const addEdge = (from: string, to: string, tensor: TensorRecord | null) => {
+    const id = `${from}->${to}:${tensor?.id ?? ''}`;
+    if (!seenEdges.has(id) && nodes.has(from)) {
+      seenEdges.add(id);
+      edges.push({ from, to, tensor });
+    }
+  };
+  const sourceKey = (tensor: TensorRecord) =>
+    tensor.producer === null ? nodeKey(path, tensor.id) : nodeKey(path, tensor.producer);
+
+  for (const id of graph.inputs) {
+    const tensor = index.tensor(graph.id, id);
+    if (tensor) {
+      addNode(nodeKey(path, id), 'input', tensor.name, { tensor });
+    }
+  }
+  for (const op of graph.ops) {
+    for (const id of op.inputs) {
+      const tensor = index.tensor(graph.id, id);
+      if (tensor && tensor.producer === null && !nodes.has(nodeKey(path, id))) {
+        const kind: NodeKind = tensor.kind === 'variable' || tensor.kind === 'constant' ? tensor.kind : 'input';
+        addNode(nodeKey(path, id), kind, tensor.name, { tensor });
+      }
+    }
+  }
+  for (const op of graph.ops) {
+    const key = nodeKey(path, op.id);
+    const callable = op.called_graphs.length > 0 && depth < 8;
+    if (callable && expanded.has(key)) {
+      const inner = op.called_graphs.map(callee => layoutGraph(index, callee, expanded, `${key}>${callee}`, depth + 1));
+      let x = PAD;
+      for (const child of inner) {
+        child.x = x;
+        child.y = HEADER;
+        x += child.width + GAP_X;
+      }
+      const width = Math.max(labelWidth(op.name), x - GAP_X + PAD);
+      const height = HEADER + Math.max(...inner.map(child => child.height)) + PAD;
+      addNode(key, 'op', op.name, { op, inner, width, height });
+    } else {
+      addNode(key, 'op', op.name, { op });
+    }
+    for (const id of op.inputs) {
+      const tensor = index.tensor(graph.id, id);
+      if (tensor) {
+        addEdge(sourceKey(tensor), key, tensor);
+      }
+    }
+    for (const earlier of op.after) {
+      addEdge(nodeKey(path, earlier), key, null);
+    }
+  }
+  if (!graph.is_main) {
+    for (const id of graph.outputs) {
+      const tensor = index.tensor(graph.id, id);
+      if (tensor) {
+        const key = nodeKey(path, `output:${id}`);
+        addNode(key, 'output', `return ${tensor.name}`, { tensor });
+        addEdge(sourceKey(tensor), key, tensor);
+      }
+    }
+  }
+  const layout: GraphLayout = { graph, path, nodes: [...nodes.values()], edges, width: 0, height: 0, x: 0, y: 0 };
+  place(layout);
+  return layout;
+}
+
+/** Assigns layers (longest path from a source), orders each layer, then sets coordinates. */
+function place(layout: GraphLayout): void {
+  const incoming = new Map<string, string[]>(layout.nodes.map(n => [n.key, []]));
+  for (const edge of layout.edges) {
+    incoming.get(edge.to)?.push(edge.from);
+  }
+  const layerOf = new Map<string, number>();
+  const visiting = new Set<string>();
+  const layer = (key: string): number => {
+    const known = layerOf.get(key);
+    if (known !== undefined) {
+      return known;
+    }
+    if (visiting.has(key)) {
+      return 0;
+    }
+    visiting.add(key);
+    const preds = incoming.get(key) ?? [];
+    const value = preds.length === 0 ? 0 : 1 + Math.max(...preds.map(layer));
+    visiting.delete(key);
+    layerOf.set(key, value);
+    return value;
+  };
+  const layers: LayoutNode[][] = [];
+  for (const node of layout.nodes) {
+    node.layer = layer(node.key);
+    (layers[node.layer] ??= []).push(node);
+  }
+  const position = new Map<string, number>();
+  for (const row of layers) {
+    if (!row) {
+      continue;
+    }
+    const centre = (node: LayoutNode) => {
+      const preds = (incoming.get(node.key) ?? []).filter(k => position.has(k));
+      return preds.length ? preds.reduce((sum, k) => sum + position.get(k)!, 0) / preds.length : Infinity;
+    };
+    const keyed = row.map((node, i) => ({ node, i, c: centre(node) }));
+    keyed.sort((a, b) => (a.c === b.c ? a.i - b.i : a.c === Infinity ? 1 : b.c === Infinity ? -1 : a.c - b.c));
+    row.splice(0, row.length, ...keyed.map(k => k.node));
+    row.forEach((node, i) => position.set(node.key, i));
+  }
+  const rows = layers.filter(row => row && row.length);
+  const rowWidth = (row: LayoutNode[]) => row.reduce((sum, n) => sum + n.width, 0) + GAP_X * (row.length - 1);
+  const width = Math.max(0, ...rows.map(rowWidth)) + 2 * PAD;
+  let y = PAD;
+  for (const row of rows) {
+    let x = (width - rowWidth(row)) / 2;
+    const height = Math.max(...row.map(n => n.height));
+    for (const node of row) {
+      node.x = x;
+      node.y = y;
+      x += node.width + GAP_X;
+    }
+    y += height + GAP_Y;
+  }
+  layout.width = Math.max(width, 2 * PAD + 56);
+  layout.height = rows.length ? y - GAP_Y + PAD : 2 * PAD + NODE_HEIGHT;
+}

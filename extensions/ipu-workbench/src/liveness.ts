@@ -1,0 +1,104 @@
+/**
+ * The liveness chart: live tile memory of one IPU at each step of the flattened schedule, stacked
+ * as variables, constants, code and intermediates, with the peak marked.
+ */
+import { Details } from './details.js';
+import { clear, el, svg } from './dom.js';
+import { formatBytes, IpuLiveness, IrIndex, LivenessSection, ViewOptions } from './model.js';
+
+const WIDTH = 720;
+const HEIGHT = 240;
+const LEFT = 72;
+const BOTTOM = 24;
+const TOP = 12;
+const MAX_HOVER_STEPS = 4000;
+
+const SERIES: { name: string; className: string; value: (ipu: IpuLiveness, step: number) => number }[] = [
+  { name: 'variables', className: 'ipu-wb-series-variables', value: ipu => ipu.variables },
+  { name: 'constants', className: 'ipu-wb-series-constants', value: ipu => ipu.constants },
+  { name: 'code', className: 'ipu-wb-series-code', value: (ipu, step) => ipu.code[step] },
+  { name: 'intermediates', className: 'ipu-wb-series-intermediates', value: (ipu, step) => ipu.intermediates[step] }
+];
+
+export function renderLiveness(doc: Document, index: IrIndex, details: Details, options: ViewOptions): HTMLElement {
+  const liveness = index.doc.liveness;
+  if (!liveness || liveness.error || liveness.steps.length === 0) {
+    const reason = !liveness ? 'This document has no liveness section.' :
+      liveness.error ? `No liveness: ${liveness.error}` : 'The program has no steps.';
+    return el(doc, 'div', 'ipu-wb-liveness ipu-wb-empty', [reason]);
+  }
+  const chart = el(doc, 'div', 'ipu-wb-chart');
+  const summary = el(doc, 'div', 'ipu-wb-liveness-summary');
+  const draw = (ipu: IpuLiveness) => {
+    clear(chart);
+    chart.appendChild(drawChart(doc, index, liveness, ipu, details));
+    const capacity = options.device?.tile_bytes_per_ipu;
+    const peak = ipu.peak_step === null ? 'no steps' : `peak ${formatBytes(ipu.peak_bytes)} at step ${ipu.peak_step}`;
+    summary.textContent = `IPU ${ipu.ipu}: ${peak}` +
+      (capacity ? ` of ${formatBytes(capacity)} (${((100 * ipu.peak_bytes) / capacity).toFixed(2)}%) on ${options.device!.kind}` : '');
+  };
+  const parts: (HTMLElement | string)[] = [];
+  if (liveness.ipus.length > 1) {
+    const select = el(doc, 'select', 'ipu-wb-ipu-select');
+    liveness.ipus.forEach((ipu, i) => {
+      const option = el(doc, 'option', '', [`IPU ${ipu.ipu}`]);
+      option.value = String(i);
+      select.appendChild(option);
+    });
+    select.addEventListener('change', () => draw(liveness.ipus[Number(select.value)]));
+    parts.push(el(doc, 'label', '', ['ipu ', select]));
+  }
+  draw(liveness.ipus[0]);
+  const legend = el(doc, 'div', 'ipu-wb-legend', SERIES.map(s =>
+    el(doc, 'span', 'ipu-wb-legend-item', [el(doc, 'span', `ipu-wb-swatch ${s.className}`), s.name])));
+  return el(doc, 'div', 'ipu-wb-liveness', [...parts, summary, chart, legend]);
+}
+
+function drawChart(doc: Document, index: IrIndex, liveness: LivenessSection, ipu: IpuLiveness, details: Details): SVGElement {
+  const steps = liveness.steps.length;
+  const totals = liveness.steps.map((_, i) => SERIES.reduce((sum, s) => sum + s.value(ipu, i), 0));
+  const top = Math.max(1, ...totals);
+  const x = (step: number) => LEFT + ((WIDTH - LEFT - 8) * step) / steps;
+  const y = (bytes: number) => HEIGHT - BOTTOM - ((HEIGHT - BOTTOM - TOP) * bytes) / top;
+  const root = svg(doc, 'svg', { class: 'ipu-wb-chart-svg', width: WIDTH, height: HEIGHT, viewBox: `0 0 ${WIDTH} ${HEIGHT}` });
+  const below = new Array(steps).fill(0);
+  for (const series of SERIES) {
+    const upper = below.map((base, i) => base + series.value(ipu, i));
+    const points: string[] = [];
+    upper.forEach((v, i) => points.push(`${x(i)},${y(v)}`, `${x(i + 1)},${y(v)}`));
+    for (let i = steps - 1; i >= 0; i--) {
+      points.push(`${x(i + 1)},${y(below[i])}`, `${x(i)},${y(below[i])}`);
+    }
+    root.appendChild(svg(doc, 'polygon', { class: `ipu-wb-area ${series.className}`, points: points.join(' ') },
+      [svg(doc, 'title', {}, [series.name])]));
+    upper.forEach((v, i) => (below[i] = v));
+  }
+  for (const fraction of [0, 0.5, 1]) {
+    const bytes = Math.round(top * fraction);
+    root.appendChild(svg(doc, 'line', { class: 'ipu-wb-axis', x1: LEFT, x2: WIDTH - 8, y1: y(bytes), y2: y(bytes) }));
+    root.appendChild(svg(doc, 'text', { class: 'ipu-wb-axis-label', x: LEFT - 6, y: y(bytes) + 4, 'text-anchor': 'end' }, [formatBytes(bytes)]));
+  }
+  root.appendChild(svg(doc, 'text', { class: 'ipu-wb-axis-label', x: LEFT, y: HEIGHT - 6 }, ['step 0']));
+  root.appendChild(svg(doc, 'text', { class: 'ipu-wb-axis-label', x: WIDTH - 8, y: HEIGHT - 6, 'text-anchor': 'end' }, [`step ${steps - 1}`]));
+  if (ipu.peak_step !== null) {
+    const px = (x(ipu.peak_step) + x(ipu.peak_step + 1)) / 2;
+    root.appendChild(svg(doc, 'line', { class: 'ipu-wb-peak', x1: px, x2: px, y1: TOP, y2: HEIGHT - BOTTOM },
+      [svg(doc, 'title', {}, [`peak: ${formatBytes(ipu.peak_bytes)} at step ${ipu.peak_step}`])]));
+  }
+  if (steps <= MAX_HOVER_STEPS) {
+    for (let i = 0; i < steps; i++) {
+      const hover = svg(doc, 'rect', { class: 'ipu-wb-step', x: x(i), y: TOP, width: Math.max(1, x(i + 1) - x(i)), height: HEIGHT - BOTTOM - TOP });
+      hover.addEventListener('mouseenter', () => {
+        const step = liveness.steps[i];
+        const op = index.ops.get(step.op);
+        details.show(`step ${i}: ${op ? `${op.type} ${op.name}` : step.op}`, [
+          `graph ${index.graphs.get(step.graph)?.label ?? step.graph}, call depth ${step.depth}`,
+          `total ${formatBytes(totals[i])}`,
+          ...SERIES.map(s => `${s.name} ${formatBytes(s.value(ipu, i))}`)
+        ]);
+      });
+      root.appendChild(hover);
+    }
+  }
+  return root;
+}

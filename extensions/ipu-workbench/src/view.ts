@@ -1,0 +1,61 @@
+/**
+ * The whole view of one IR document: a summary line, then tabs for the graph view, the call tree
+ * and the liveness chart, with a shared details panel.
+ */
+import { renderCallTree } from './calltree.js';
+import { Details } from './details.js';
+import { button, el } from './dom.js';
+import { GraphView } from './graphview.js';
+import { renderLiveness } from './liveness.js';
+import { IrIndex, readDocument, ViewOptions } from './model.js';
+
+export const ROOT_CLASS = 'ipu-wb-root';
+
+const TABS: { view: 'graph' | 'calls' | 'memory'; label: string }[] = [
+  { view: 'graph', label: 'Graph' },
+  { view: 'calls', label: 'Call tree' },
+  { view: 'memory', label: 'Memory' }
+];
+
+/** Draws `value` (an "ipu-workbench/ir" document or its JSON text) into `host`; returns the root. */
+export function renderIr(host: HTMLElement, value: unknown, options: ViewOptions = {}): HTMLElement {
+  const doc = host.ownerDocument;
+  let index: IrIndex;
+  try {
+    index = new IrIndex(readDocument(value));
+  } catch (error) {
+    const message = el(doc, 'div', `${ROOT_CLASS} ipu-wb-error`, [`Cannot show this IR: ${(error as Error).message}`]);
+    host.appendChild(message);
+    return message;
+  }
+  const details = new Details(doc, 'Point at an op, tensor, call or step for its details.');
+  const graphView = new GraphView(doc, index, details, options.graph ?? index.main.id);
+  const panels = {
+    graph: graphView.node,
+    calls: renderCallTree(doc, index, details, graph => {
+      graphView.show(graph);
+      select('graph');
+    }),
+    memory: renderLiveness(doc, index, details, options)
+  };
+  const buttons = new Map<string, HTMLButtonElement>();
+  const select = (view: 'graph' | 'calls' | 'memory') => {
+    for (const tab of TABS) {
+      panels[tab.view].classList.toggle('ipu-wb-hidden', tab.view !== view);
+      buttons.get(tab.view)!.classList.toggle('ipu-wb-active', tab.view === view);
+    }
+  };
+  for (const tab of TABS) {
+    buttons.set(tab.view, button(doc, tab.label, `ipu-wb-tab ipu-wb-tab-${tab.view}`, () => select(tab.view)));
+  }
+  const ops = index.doc.graphs.reduce((sum, g) => sum + g.ops.length, 0);
+  const summary = `IR ${index.doc.ir.id}: ${index.doc.graphs.length} graphs, ${ops} ops, ` +
+    `replication factor ${index.doc.ir.replication_factor}`;
+  const root = el(doc, 'div', ROOT_CLASS, [
+    el(doc, 'div', 'ipu-wb-header', [el(doc, 'span', 'ipu-wb-summary', [summary]), ...buttons.values()]),
+    el(doc, 'div', 'ipu-wb-body', [el(doc, 'div', 'ipu-wb-panels', Object.values(panels)), details.node])
+  ]);
+  select(options.view ?? 'graph');
+  host.appendChild(root);
+  return root;
+}

@@ -1,0 +1,21 @@
+/** The MIME renderer: a Lumino widget that draws the IR document of its model. */
+import { IRenderMime } from '@jupyterlab/rendermime-interfaces';
+import { Widget } from '@lumino/widgets';
+
+import { clear } from './dom.js';
+import { ViewOptions } from './model.js';
+import { renderIr } from './view.js';
+
+export class IrRenderer extends Widget implements IRenderMime.IRenderer {
+  constructor(private readonly mimeType: string) {
+    super();
+    this.addClass('ipu-wb-output');
+  }
+
+  renderModel(model: IRenderMime.IMimeModel): Promise<void> {
+    clear(this.node);
+    const options = (model.metadata[this.mimeType] ?? {}) as ViewOptions;
+    renderIr(this.node, model.data[this.mimeType], options);
+    return Promise.resolve();
+  }
+}

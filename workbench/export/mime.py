@@ -1,0 +1,42 @@
+"""Notebook display of an Ir, a Graph or a Session: the JSON export (with its liveness section) under
+a vendor MIME type that the JupyterLab extension draws, plus plain text for other front ends.
+
+The metadata tells the extension what to show first: ``view`` is ``"graph"``, ``"calls"`` or
+``"memory"``, ``graph`` the id of the graph to draw, ``device`` the session's device.
+"""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from workbench.analysis.tensor_liveness import TensorLiveness
+from workbench.ir import Graph, Ir
+
+from .json_schema import to_json
+from .liveness_json import liveness_json
+
+MIME_TYPE = "application/vnd.ipu-workbench.ir+json"
+
+
+def ir_bundle(ir: Ir) -> tuple[dict, dict]:
+    """The bundle of an Ir: its main graph in the graph view."""
+    return _bundle(ir, repr(ir), {"view": "graph", "graph": ir.main_graph.id})
+
+
+def graph_bundle(graph: Graph) -> tuple[dict, dict]:
+    """The bundle of a graph: the whole Ir, opened on this graph."""
+    return _bundle(graph.ir, repr(graph), {"view": "graph", "graph": graph.id})
+
+
+def session_bundle(session: Any) -> tuple[dict, dict]:
+    """The bundle of a Session: its Ir opened on the memory chart, with the device's capacity."""
+    device = session.device
+    options = {"view": "memory", "graph": session.ir.main_graph.id,
+               "device": {"kind": device.kind, "tile_bytes_per_ipu": device.bytes_per_ipu}}
+    text = f"Session[ir={session.ir.id} device={device.kind}]"
+    return _bundle(session.ir, text, options, session.memory_report.liveness)
+
+
+def _bundle(ir: Ir, text: str, options: dict, liveness: Optional[TensorLiveness] = None) -> tuple[dict, dict]:
+    document = to_json(ir)
+    document["liveness"] = liveness_json(ir, liveness)
+    return {"text/plain": text, MIME_TYPE: document}, {MIME_TYPE: options}
