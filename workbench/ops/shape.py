@@ -246,9 +246,12 @@ def _split_infer(specs, attrs):
 
 
 def _split_kernel(op, env):
-    """Copies, not views: the runtime tracks views through output 0 only."""
+    """Copies, not views: the runtime tracks views through output 0 only. A single part is a
+    single output, so the kernel returns an array rather than a tuple."""
     axis = op.attrs["axis"]
     boundaries = list(np.cumsum(op.attrs["splits"])[:-1])
+    if not boundaries:
+        return np.copy
     return lambda a: tuple(part.copy() for part in np.split(a, boundaries, axis))
 
 
