@@ -116,10 +116,10 @@ def _analytic_gradients(fn, arrays, positions, rng):
         required = [inputs[i] for i in positions]
         record_coverage(graph, required)
         info = autodiff(graph, grads_provided=[outputs[i] for i in floats], grads_required=required)
-        projections = {i: rng.standard_normal(outputs[i].shape) for i in floats}
+        projections = {i: rng.standard_normal(outputs[i].shape).astype(outputs[i].dtype.as_numpy()) for i in floats}
         streams, loaded = _load(arrays, "x")
         fwd_call = ops.call_with_info(graph, *loaded)
-        seeds = [popxl.constant(projections[i], popxl.float64, name=f"seed{i}") for i in floats]
+        seeds = [popxl.constant(projections[i], outputs[i].dtype, name=f"seed{i}") for i in floats]
         grads = ops.call(info.graph, *seeds, inputs_dict=info.inputs_dict(fwd_call))
         out_streams = []
         for position, grad in zip(positions, grads):
@@ -157,7 +157,7 @@ def _numeric_gradients(fn, arrays, positions, projections, delta):
         ops.repeat(body, count)
     with popxl.Session(ir, "ipu_model") as session:
         values = session.run(dict(zip(streams, stacked)))
-    losses = sum(np.sum(values[s].reshape(count, -1) * projections[i].reshape(1, -1), axis=1)
+    losses = sum(np.sum(values[s].reshape(count, -1).astype(np.float64) * projections[i].reshape(1, -1), axis=1)
                  for i, s in out_streams.items())
     numeric = {p: np.zeros(arrays[p].shape) for p in positions}
     for k, (p, index) in enumerate(steps):

@@ -7,10 +7,12 @@ from typing import Callable
 
 import numpy as np
 
-from workbench.ir import Op, Tensor
+from workbench.ir import Op, Tensor, TensorSpec, constant
 
-from .elementwise import like_input, register_elementwise, unary_op
-from .registry import apply
+from .elementwise import (add, greater, greater_equal, like_input, logical_and, mul, register_elementwise, sub,
+                          tanh, unary_op)
+from .elementwise_nary import where
+from .registry import OpDef, apply, register
 from .special import erfc
 
 __all__ = ["relu", "relu_", "gelu", "gelu_", "geluerf", "geluerf_", "swish", "swish_", "clip", "clamp"]
@@ -44,16 +46,63 @@ def _swish(x: np.ndarray) -> np.ndarray:
     return 0.5 * x * (1.0 + np.tanh(0.5 * x))
 
 
+def _geluerf_grad_kernel(op: Op, env):
+    """g (Phi(x) + x phi(x)) for the exact GELU, in at least float64."""
+    dtype = op.outputs[0].dtype.as_numpy()
+    scale = 1.0 / math.sqrt(2.0 * math.pi)
+
+    def kernel(grad, x):
+        wide = x.astype(np.promote_types(dtype, np.float64))
+        slope = 0.5 * erfc(-_SQRT_HALF * wide) + wide * scale * np.exp(-0.5 * wide * wide)
+        return (grad * slope).astype(dtype)
+    return kernel
+
+
+register(OpDef("geluerf_grad", lambda specs, attrs: [TensorSpec(specs[1].shape, specs[1].dtype)],
+               _geluerf_grad_kernel))
+
+
+def _relu_grad(op, grads, fwd):
+    x = fwd(op.inputs[0])
+    return [where(greater(x, constant(0, dtype=x.dtype)), grads[0], constant(0, dtype=x.dtype))]
+
+
+def _gelu_grad(op, grads, fwd):
+    """y = x s, s = (1 + tanh u) / 2, u = c (x + a x^3): dy/dx = s + x (1 - tanh^2 u) c (1 + 3 a x^2) / 2."""
+    x = fwd(op.inputs[0])
+
+    def number(value: float) -> Tensor:
+        return constant(value, dtype=x.dtype)
+
+    square = mul(x, x)
+    t = tanh(mul(number(_SQRT_2_OVER_PI), mul(x, add(number(1.0), mul(number(0.044715), square)))))
+    slope_u = mul(number(0.5 * _SQRT_2_OVER_PI), add(number(1.0), mul(number(3 * 0.044715), square)))
+    slope = add(mul(number(0.5), add(number(1.0), t)), mul(x, mul(sub(number(1.0), mul(t, t)), slope_u)))
+    return [mul(grads[0], slope)]
+
+
+def _swish_grad(op, grads, fwd):
+    """y = x s with s = sigmoid(x) = (1 + tanh(x/2)) / 2: dy/dx = s (1 + x (1 - s))."""
+    x = fwd(op.inputs[0])
+
+    def number(value: float) -> Tensor:
+        return constant(value, dtype=x.dtype)
+
+    s = mul(number(0.5), add(number(1.0), tanh(mul(number(0.5), x))))
+    return [mul(grads[0], mul(s, add(number(1.0), mul(x, sub(number(1.0), s)))))]
+
+
 relu, relu_ = unary_op("relu", lambda a: np.maximum(a, 0), "Rectified linear unit: max(t, 0) per element.",
-                       in_place=True)
+                       in_place=True, grad=_relu_grad)
 gelu, gelu_ = unary_op("gelu", _gelu, "Gaussian error linear unit, in its tanh approximation: "
                        "0.5 t (1 + tanh(sqrt(2/pi) (t + 0.044715 t^3))).", allowed="float", in_place=True,
-                       kernel_for=_at_least(_gelu, np.float32))
+                       kernel_for=_at_least(_gelu, np.float32), grad=_gelu_grad)
 geluerf, geluerf_ = unary_op("geluerf", _geluerf, "Gaussian error linear unit computed exactly: "
                              "t * Phi(t) = 0.5 t (1 + erf(t / sqrt(2))).", allowed="float", in_place=True,
-                             kernel_for=_at_least(_geluerf, np.float64))
+                             kernel_for=_at_least(_geluerf, np.float64),
+                             grad=lambda op, grads, fwd: [apply("geluerf_grad", grads[0], fwd(op.inputs[0]))])
 swish, swish_ = unary_op("swish", _swish, "Swish (SiLU) activation: t * sigmoid(t).", allowed="float",
-                         in_place=True, kernel_for=_at_least(_swish, np.float32))
+                         in_place=True, kernel_for=_at_least(_swish, np.float32), grad=_swish_grad)
 
 
 def _clip_kernel(op: Op, env):
@@ -69,7 +118,15 @@ def _clip_kernel(op: Op, env):
     return lambda a: np.clip(a, low, high)
 
 
-register_elementwise("clip", like_input("clip", "number"), _clip_kernel)
+def _clip_grad(op, grads, fwd):
+    """The gradient passes where the input lies within [min, max]."""
+    x = fwd(op.inputs[0])
+    inside = logical_and(greater_equal(x, constant(op.attrs["min"], dtype=x.dtype)),
+                         greater_equal(constant(op.attrs["max"], dtype=x.dtype), x))
+    return [where(inside, grads[0], constant(0, dtype=x.dtype))]
+
+
+register_elementwise("clip", like_input("clip", "number"), _clip_kernel, grad=_clip_grad)
 
 
 def clip(t: Tensor, min: float = float("-inf"), max: float = float("inf")) -> Tensor:  # noqa: A002

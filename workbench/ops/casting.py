@@ -27,7 +27,13 @@ def _cast_kernel(op, env):
     return lambda a: a.astype(target)
 
 
-register(OpDef("cast", _cast_infer, _cast_kernel))
+def _cast_grad(op, grads, fwd):
+    """The gradient cast back to the input's type (none for integer or bool inputs)."""
+    source = op.inputs[0].dtype
+    return [apply("cast", grads[0], data_type=source) if source.is_floating_point else None]
+
+
+register(OpDef("cast", _cast_infer, _cast_kernel, grad=_cast_grad))
 
 
 def cast(t: Tensor, data_type: dtypes.dtype) -> Tensor:

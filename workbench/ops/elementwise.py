@@ -131,7 +131,7 @@ def binary_op(op_type: str, fn: Callable[[np.ndarray, np.ndarray], np.ndarray], 
 # ----- unary math -----
 def _sign(a: np.ndarray) -> np.ndarray:
     """np.sign, except that NaN has sign 0 as on the IPU."""
-    result = np.sign(a)
+    result = np.asarray(np.sign(a))  # 0-d inputs give NumPy scalars, which cannot be written
     result[np.isnan(result)] = 0
     return result
 

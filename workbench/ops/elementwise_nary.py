@@ -6,9 +6,10 @@ from typing import Union
 
 import numpy as np
 
-from workbench.ir import Op, Tensor, TensorSpec
+from workbench.ir import Op, Tensor, TensorSpec, constant
 
-from .elementwise import register_elementwise
+from .casting import cast
+from .elementwise import equal, mul, register_elementwise
 from .registry import apply
 from .rules import broadcast_shape, check_dtype, same_dtype
 
@@ -30,7 +31,17 @@ def _maximum_kernel(op: Op, env):
     return lambda *arrays: functools.reduce(np.maximum, arrays)
 
 
-register_elementwise("maximum", _maximum_infer, _maximum_kernel)
+def _zero(t: Tensor) -> Tensor:
+    return constant(0, dtype=t.dtype)
+
+
+def _maximum_grad(op, grads, fwd):
+    """Each input gets the gradient where it equals the maximum (every tied input gets it in full)."""
+    result = fwd(op.outputs[0])
+    return [where(equal(fwd(t), result), grads[0], _zero(result)) for t in op.inputs]
+
+
+register_elementwise("maximum", _maximum_infer, _maximum_kernel, grad=_maximum_grad)
 
 
 def maximum(*ts: Tensor) -> Tensor:
@@ -48,7 +59,12 @@ def _where_infer(specs, attrs):
     return [TensorSpec(broadcast_shape("where", condition.shape, lhs.shape, rhs.shape), dtype)]
 
 
-register_elementwise("where", _where_infer, lambda op, env: np.where)
+def _where_grad(op, grads, fwd):
+    condition, grad = fwd(op.inputs[0]), grads[0]
+    return [None, where(condition, grad, _zero(grad)), where(condition, _zero(grad), grad)]
+
+
+register_elementwise("where", _where_infer, lambda op, env: np.where, grad=_where_grad)
 
 
 def where(condition: Tensor, lhs: Tensor, rhs: Tensor) -> Tensor:
@@ -87,8 +103,29 @@ def _scaled_add_kernel(op: Op, env):
     return lambda x, y, a_, b_: (a_ * x + b_ * y).astype(dtype, copy=False)
 
 
-register_elementwise("scaled_add", _scaled_add_infer("scaled_add"), _scaled_add_kernel, in_place=True,
-                     in_place_infer=_scaled_add_infer("scaled_add_"))
+def _scaled_add_grad(op, grads, fwd):
+    """X gets a g, Y gets b g (in Y's dtype); a scale given as a tensor gets sum(g X) or sum(g Y)."""
+    grad = grads[0]
+    scales = iter(op.inputs[2:])
+    result, scale_grads = [], []
+    for name, operand in zip("ab", op.inputs[:2]):
+        if op.attrs[name] is not None:
+            factor = constant(op.attrs[name], dtype=grad.dtype)
+        else:
+            scale = next(scales)
+            factor = _like(fwd(scale), grad)
+            total = apply("sum", mul(grad, _like(fwd(operand), grad)), axis=None, keepdims=False)
+            scale_grads.append(_like(total, scale))
+        result.append(_like(mul(grad, factor), operand))
+    return result + scale_grads
+
+
+def _like(t: Tensor, other: Tensor) -> Tensor:
+    return t if t.dtype is other.dtype else cast(t, other.dtype)
+
+
+register_elementwise("scaled_add", _scaled_add_infer("scaled_add"), _scaled_add_kernel, grad=_scaled_add_grad,
+                     in_place=True, in_place_infer=_scaled_add_infer("scaled_add_"))
 
 
 def _scaled_add(op_type: str, X: Tensor, Y: Tensor, a, b) -> Tensor:

@@ -11,8 +11,12 @@ from typing import Callable, Iterable, List, Optional, Tuple, Union
 
 import numpy as np
 
-from workbench.ir import Op, Tensor, TensorSpec, dtypes
+from workbench.ir import Op, Tensor, TensorSpec, constant, dtypes
 
+from .casting import cast
+from .creation import init
+from .elementwise import add, div, equal, exp, mul, sign, sub
+from .elementwise_nary import where
 from .registry import OpDef, apply, apply_many, register
 from .rules import check_dtype, normalize_axes, normalize_axis
 
@@ -44,7 +48,7 @@ def _check_not_empty(op_type: str, spec: TensorSpec, axes: Iterable[int]) -> Non
 
 
 def _reduction(op_type: str, make: MakeReduction, doc: str, *, allowed: str = "number",
-               needs_elements: bool = False):
+               needs_elements: bool = False, grad=None):
     """Register an axis reduction and return its front-end function ``f(t, axis=None, keepdims=False)``."""
 
     def infer(specs, attrs):
@@ -66,7 +70,7 @@ def _reduction(op_type: str, make: MakeReduction, doc: str, *, allowed: str = "n
             return kernel
         return lambda a: kernel(a).astype(out)
 
-    register(OpDef(op_type, infer, build))
+    register(OpDef(op_type, infer, build, grad=grad))
 
     def front(t: Tensor, axis: Axis = None, keepdims: bool = False) -> Tensor:
         if axis is not None and not isinstance(axis, (int, np.integer)):
@@ -80,6 +84,41 @@ def _reduction(op_type: str, make: MakeReduction, doc: str, *, allowed: str = "n
     front.__name__ = front.__qualname__ = op_type
     front.__doc__ = doc
     return front
+
+
+# ----- gradients: ``kept(t, op)`` lines a result up with the input, reduced axes kept as size 1 -----
+def _kept(t: Tensor, op: Op) -> Tensor:
+    x = op.inputs[0]
+    shape = _reduced_shape(x.shape, normalize_axes(op.type, op.attrs["axis"], x.rank), True)
+    return t if t.shape == shape else apply("reshape", t, shape=shape)
+
+
+def _spread(t: Tensor, op: Op) -> Tensor:
+    """``t`` (of the reduction's output shape) repeated over the reduced axes."""
+    x = op.inputs[0]
+    return add(_kept(t, op), init(x.shape, t.dtype))
+
+
+def _number(value: float, like: Tensor) -> Tensor:
+    return constant(value, dtype=like.dtype)
+
+
+def _selected_grad(op, grads, fwd):
+    """max, min, median: the gradient goes to the elements equal to the result."""
+    x, grad = fwd(op.inputs[0]), _kept(grads[0], op)
+    return [where(equal(x, _kept(fwd(op.outputs[0]), op)), grad, _number(0, grad))]
+
+
+def _mean_grad(op, grads, fwd):
+    x = op.inputs[0]
+    count = math.prod(x.shape[a] for a in normalize_axes("mean", op.attrs["axis"], x.rank))
+    return [_spread(mul(grads[0], _number(1.0 / count, x)), op)]
+
+
+def _logsumexp_grad(op, grads, fwd):
+    """g softmax(x) over the reduced axes."""
+    x = fwd(op.inputs[0])
+    return [mul(_kept(grads[0], op), exp(sub(x, _kept(fwd(op.outputs[0]), op))))]
 
 
 def _mean(axes, keepdims, accumulator):
@@ -115,34 +154,40 @@ def _logsumexp(axes, keepdims, accumulator):
 
 sum = _reduction(  # noqa: A001 - popxl's name
     "sum", lambda axes, keep, acc: lambda a: np.sum(a, axes, acc, keepdims=keep),
-    "Sum of the elements over ``axis`` (all axes when None).")
+    "Sum of the elements over ``axis`` (all axes when None).", grad=lambda op, g, fwd: [_spread(g[0], op)])
 mean = _reduction("mean", _mean, "Arithmetic mean over ``axis`` (all axes when None); integer means "
-                  "truncate toward zero.")
+                  "truncate toward zero.", grad=_mean_grad)
 median = _reduction("median", _median, "Median over ``axis`` (all axes when None); for an even count, "
-                    "the lower of the two middle values.", needs_elements=True)
+                    "the lower of the two middle values.", needs_elements=True, grad=_selected_grad)
 max = _reduction(  # noqa: A001 - popxl's name
     "max", lambda axes, keep, acc: lambda a: np.max(a, axes, keepdims=keep),
-    "Largest element over ``axis`` (all axes when None).", needs_elements=True)
+    "Largest element over ``axis`` (all axes when None).", needs_elements=True, grad=_selected_grad)
 min = _reduction(  # noqa: A001 - popxl's name
     "min", lambda axes, keep, acc: lambda a: np.min(a, axes, keepdims=keep),
-    "Smallest element over ``axis`` (all axes when None).", needs_elements=True)
+    "Smallest element over ``axis`` (all axes when None).", needs_elements=True, grad=_selected_grad)
 prod = _reduction("prod", lambda axes, keep, acc: lambda a: np.prod(a, axes, acc, keepdims=keep),
-                  "Product of the elements over ``axis`` (all axes when None).")
+                  "Product of the elements over ``axis`` (all axes when None).",
+                  grad=lambda op, g, fwd: [mul(_kept(g[0], op), div(_kept(fwd(op.outputs[0]), op),
+                                                                     fwd(op.inputs[0])))])
 l1 = _reduction("l1", lambda axes, keep, acc: lambda a: np.sum(np.abs(a), axes, acc, keepdims=keep),
-                "L1 norm: sum of absolute values over ``axis`` (all axes when None).")
+                "L1 norm: sum of absolute values over ``axis`` (all axes when None).",
+                grad=lambda op, g, fwd: [mul(_kept(g[0], op), sign(fwd(op.inputs[0])))])
 l2 = _reduction(
     "l2", lambda axes, keep, acc: lambda a: np.sqrt(np.sum(np.square(a, dtype=acc), axes, acc,
                                                            keepdims=keep)),
-    "L2 norm: square root of the sum of squares over ``axis`` (all axes when None).", allowed="float")
+    "L2 norm: square root of the sum of squares over ``axis`` (all axes when None).", allowed="float",
+    grad=lambda op, g, fwd: [mul(_kept(g[0], op), div(fwd(op.inputs[0]), _kept(fwd(op.outputs[0]), op)))])
 logsum = _reduction(
     "logsum", lambda axes, keep, acc: lambda a: np.log(np.sum(a, axes, acc, keepdims=keep)),
-    "Natural log of the sum over ``axis`` (all axes when None).", allowed="float")
+    "Natural log of the sum over ``axis`` (all axes when None).", allowed="float",
+    grad=lambda op, g, fwd: [_spread(div(g[0], exp(fwd(op.outputs[0]))), op)])
 logsumexp = _reduction("logsumexp", _logsumexp, "Natural log of the sum of exponentials over ``axis`` "
                        "(all axes when None), computed without overflow.", allowed="float",
-                       needs_elements=True)
+                       needs_elements=True, grad=_logsumexp_grad)
 sumsquare = _reduction(
     "sumsquare", lambda axes, keep, acc: lambda a: np.sum(np.square(a, dtype=acc), axes, acc, keepdims=keep),
-    "Sum of squares over ``axis`` (all axes when None).")
+    "Sum of squares over ``axis`` (all axes when None).",
+    grad=lambda op, g, fwd: [mul(_kept(g[0], op), mul(fwd(op.inputs[0]), _number(2, g[0])))])
 
 
 # ----- lamb_square -----
@@ -151,8 +196,16 @@ def _lamb_square_infer(specs, attrs):
     return [TensorSpec((), dtypes.float32)]
 
 
+def _lamb_square_grad(op, grads, fwd):
+    """2 x g, in the input's type."""
+    x = fwd(op.inputs[0])
+    if not x.dtype.is_floating_point:
+        return [None]
+    return [mul(x, cast(mul(grads[0], _number(2, grads[0])), x.dtype))]
+
+
 register(OpDef("lamb_square", _lamb_square_infer,
-               lambda op, env: lambda a: np.sum(np.square(a, dtype=np.float32))))
+               lambda op, env: lambda a: np.sum(np.square(a, dtype=np.float32)), grad=_lamb_square_grad))
 
 
 def lamb_square(t: Tensor) -> Tensor:
@@ -210,7 +263,15 @@ def _cumsum_kernel(op: Op, env):
     return lambda a: np.cumsum(a, dim, out)
 
 
-register(OpDef("cumsum", _cumsum_infer, _cumsum_kernel))
+def _cumsum_grad(op, grads, fwd):
+    """The running sum from the end: total - cumsum(g) + g."""
+    grad = grads[0]
+    dim = normalize_axis("cumsum", op.attrs["dim"], op.inputs[0].rank)
+    total = apply("sum", grad, axis=(dim,), keepdims=True)
+    return [add(sub(total, apply("cumsum", grad, dim=dim)), grad)]
+
+
+register(OpDef("cumsum", _cumsum_infer, _cumsum_kernel, grad=_cumsum_grad))
 
 
 def cumsum(t: Tensor, dim: Optional[int] = 0) -> Tensor:
@@ -251,7 +312,16 @@ def _topk_kernel(op: Op, env):
     return topk
 
 
-register(OpDef("topk", _topk_infer, _topk_kernel))
+def _topk_grad(op, grads, fwd):
+    """Each value's gradient goes back to the element it came from; the indices have none."""
+    if grads[0] is None:
+        return [None]
+    x = op.inputs[0]
+    axis = normalize_axis("topk", op.attrs["axis"], x.rank)
+    return [apply("scatter", init(x.shape, x.dtype), fwd(op.outputs[1]), grads[0], axis=axis)]
+
+
+register(OpDef("topk", _topk_infer, _topk_kernel, grad=_topk_grad))
 
 
 def topk(t: Tensor, k: int, axis: int, largest: bool, sorted: bool,  # noqa: A002 - popxl's name
