@@ -59,11 +59,11 @@ def _types_on_paths(graph: popxl.Graph, required: set, seen: set) -> set[str]:
         if any(t in needs for t in op.inputs):
             needs.update(t for t in op.outputs if t.dtype.is_floating_point)
             on_path.append(op)
-    reaches = set(graph.outputs)
+    reaches = {t for t in graph.outputs if t.dtype.is_floating_point}
     types = set()
     for op in reversed(on_path):
         if any(t in reaches for t in op.outputs):
-            reaches.update(op.inputs)
+            reaches.update(t for t in op.inputs if t.dtype.is_floating_point)
             types.add(op.type)
             for callee in op.called_graphs:
                 if callee not in seen:
