@@ -14,6 +14,7 @@ thousand ops. A ``Debouncer`` collects the kinds of events it hears and calls it
 from __future__ import annotations
 
 import asyncio
+import inspect
 import threading
 import weakref
 from typing import Any, Callable, Iterable, Optional, Protocol
@@ -118,8 +119,9 @@ class LiveBinding:
     def __init__(self, refresh: Callable[[frozenset], None], ir: Any, session: Any = None,
                  window: float = DEFAULT_WINDOW, scheduler: Optional[Scheduler] = None,
                  kinds: Optional[Iterable[str]] = None):
-        self._refresh = weakref.WeakMethod(refresh) if hasattr(refresh, "__self__") else lambda: refresh
+        self._refresh = weakref.WeakMethod(refresh) if inspect.ismethod(refresh) else lambda: refresh
         self.kinds = None if kinds is None else frozenset(kinds)
+        self.last: dict[str, Any] = {}  # the latest payload of each kind heard
         self.debouncer = Debouncer(self._deliver, window, scheduler)
         self._subscriptions = []
         for source in (ir, session):
@@ -128,6 +130,7 @@ class LiveBinding:
 
     def _hear(self, kind: str, payload: Any) -> None:
         if self.kinds is None or kind in self.kinds:
+            self.last[kind] = payload
             self.debouncer(kind, payload)
 
     def _deliver(self, kinds: frozenset) -> None:

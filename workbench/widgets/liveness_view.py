@@ -16,11 +16,12 @@ class LivenessView(View):
     variables, constants, intermediates and code, against the device's capacity; hovering a step lists
     its live tensors. Below, each graph's code liveness (``analysis.code_liveness``) as bars from
     ``remote_code_load`` to last call. Clicking a step selects its op. The device is ``device``, the
-    Session's device, or the simulated 'ipu_model'.
+    Session's device, or the simulated 'ipu_model'. While a Session is stepped (``session.stepper``),
+    a line marks the step it stands before.
     """
 
     live_kinds = frozenset({"op_added", "op_changed", "tensor_added", "graph_built", "graph_discarded",
-                            "attached", "run_finished"})
+                            "attached", "run_finished", "step"})
 
     def __init__(self, source: Any, device: Optional[Device] = None, **options):
         self._device = device
@@ -39,10 +40,13 @@ class LivenessView(View):
         else:
             self.report = memory(self.ir, self.device, tensor_liveness(self.ir))
         self.liveness = self.report.liveness
+        stop = self._binding.last.get("step") if self._binding is not None else None
+        position = getattr(stop, "position", None)
+        self.stepper_step = position.flat_index if position is not None else None
 
     def build_figure(self):
         capacity = {record.ipu: record.tile_capacity for record in self.report.ipus}
-        return liveness_figure(self.liveness, capacity, self.marked_steps())
+        return liveness_figure(self.liveness, capacity, self.marked_steps(), self.stepper_step)
 
     def marked_steps(self) -> list[int]:
         """The steps of the selected op (every expansion of its graph), else the selected step."""

@@ -2,7 +2,7 @@
 per graph (bars from load to last call, with load and call markers)."""
 from __future__ import annotations
 
-from typing import Iterable, Mapping
+from typing import Iterable, Mapping, Optional
 
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
@@ -33,9 +33,11 @@ def live_tensor_lines(record: StepMemory, limit: int = HOVER_TENSORS) -> list[st
     return lines
 
 
-def liveness_figure(liveness: TensorLiveness, capacity: Mapping[int, int], marked_steps: Iterable[int] = ()) -> go.Figure:
+def liveness_figure(liveness: TensorLiveness, capacity: Mapping[int, int], marked_steps: Iterable[int] = (),
+                    current_step: Optional[int] = None) -> go.Figure:
     """One memory panel per IPU (``capacity`` maps IPU to tile-memory bytes), then the code panel.
-    Step ``s`` spans x from s-0.5 to s+0.5 in both panels."""
+    Step ``s`` spans x from s-0.5 to s+0.5 in both panels. ``marked_steps`` (the selection) get dotted
+    lines, ``current_step`` (where a stepped run stands) a solid one."""
     ipus = liveness.ipus
     code_rows = [record for record in liveness.code.values() if record.intervals or record.load_steps]
     rows = len(ipus) + 1
@@ -70,7 +72,13 @@ def liveness_figure(liveness: TensorLiveness, capacity: Mapping[int, int], marke
         figure.update_yaxes(range=[0, top], tickformat="~s", ticksuffix="B", title_text=f"IPU {ipu}", row=row, col=1)
     _add_code_panel(figure, liveness, code_rows, rows)
     for step in marked_steps:
-        figure.add_vline(x=step, line=dict(color=HIGHLIGHT, width=1.5, dash="dot"))
+        figure.add_shape(type="line", x0=step, x1=step, xref="x", y0=0, y1=1, yref="paper",
+                         line=dict(color=HIGHLIGHT, width=1.5, dash="dot"), name="selected step")
+    if current_step is not None:
+        figure.add_shape(type="line", x0=current_step, x1=current_step, xref="x", y0=0, y1=1, yref="paper",
+                         line=dict(color="#262626", width=2), name="stepper")
+        figure.add_annotation(x=current_step, y=1, xref="x", yref="paper", text="next op", showarrow=False,
+                              xanchor="left", yanchor="bottom", name="stepper")
     figure.update_xaxes(title_text="step of the flattened schedule", row=rows, col=1)
     figure.update_layout(**base_layout(
         height=int(230 * len(ipus) + 60 + 28 * max(len(code_rows), 2) + 60), width=1100, hovermode="closest",

@@ -1,0 +1,158 @@
+"""GraphView: ops and tensors of one graph, call sites expanding inline, search, level of detail."""
+import numpy as np
+import pytest
+
+import popxl
+import popxl.ops as ops
+from widget_programs import call_tree_program, chain, click, trace
+from workbench.widgets import GraphView
+from workbench.widgets.dataflow import FULL_DETAIL_OPS, dataflow_picture
+from workbench.widgets.figures import graph_figure
+from workbench.widgets.figures.graph_figure import picture_layout
+from workbench.widgets.style import KIND_COLORS
+
+
+def small_program():
+    ir = popxl.Ir()
+    with ir.main_graph:
+        x_stream = popxl.h2d_stream([2, 3], popxl.float32, name="x")
+        x = ops.host_load(x_stream, name="x")
+        w = popxl.variable(np.ones((3, 4), np.float32), name="w")
+        copied = ops.ipu_copy(x @ w, 1)
+        with popxl.ipu(1):
+            two = popxl.constant(np.float32(2.0), name="two")
+            y = copied * two
+            y_stream = popxl.d2h_stream(y.shape, y.dtype, name="y")
+            ops.host_store(y_stream, y)
+    return ir, x_stream, y_stream
+
+
+def test_the_drawn_program_computes_x_at_w_times_two():
+    ir, x_stream, y_stream = small_program()
+    data = np.arange(6, dtype=np.float32).reshape(2, 3)
+    with popxl.Session(ir, "ipu_model") as session:
+        outputs = session.run({x_stream: data})
+    np.testing.assert_allclose(outputs[y_stream], data @ np.ones((3, 4), np.float32) * 2)
+
+
+def test_every_op_and_tensor_is_a_node_with_its_kind_colour_and_details_on_hover():
+    ir, _, _ = small_program()
+    figure = GraphView(ir, live=False).figure
+    assert [t.name for t in figure.data] == ["data flow", "ops", "variables", "constants", "intermediates"]
+    assert list(trace(figure, "ops").text) == [op.type for op in ir.main_graph.ops]
+    assert list(trace(figure, "variables").text) == ["w"]
+    assert trace(figure, "variables").marker.color == KIND_COLORS["variable"]
+    assert trace(figure, "constants").marker.color == KIND_COLORS["constant"]
+    (w_hover,) = trace(figure, "variables").hovertext
+    assert "float32[3,4]" in w_hover and "variable, IPU 0" in w_hover and "48 B" in w_hover
+    (two_hover,) = trace(figure, "constants").hovertext
+    assert "IPU 1" in two_hover
+    copy_hover = trace(figure, "ops").hovertext[[op.type for op in ir.main_graph.ops].index("ipu_copy")]
+    assert "<b>ipu_copy</b>" in copy_hover and "out[0]" in copy_hover and "float32[2,4]" in copy_hover
+
+
+def test_ops_are_filled_by_ipu_and_graph_outputs_outlined():
+    ir, _, _ = small_program()
+    figure = GraphView(ir, live=False).figure
+    colours = dict(zip(trace(figure, "ops").text, trace(figure, "ops").marker.color))
+    assert colours["matmul"] != colours["mul"]  # IPU 0 and IPU 1
+
+
+def test_every_data_edge_points_down():
+    ir, _, _ = small_program()
+    picture = dataflow_picture(ir.main_graph)
+    layout = picture_layout(picture)
+    for tail, head, _ in picture.edges:
+        assert layout.positions[tail][1] > layout.positions[head][1]
+
+
+def test_a_call_site_expands_into_its_body_in_a_box_and_collapses_again():
+    ir, graphs = call_tree_program(repeat_count=5)
+    view = GraphView(ir, live=False)
+    repeat = next(op for op in ir.main_graph.ops if op.type == "repeat")
+    collapsed = len(view.picture.nodes)
+    assert "▸ repeat ×5" in trace(view.figure, "call sites (click to expand)").text[0]
+    view.expand(repeat)
+    body_nodes = len(graphs["body"].ops) + len(graphs["body"].tensors)
+    assert len(view.picture.nodes) == collapsed + body_nodes
+    assert [a.text for a in view.figure.layout.annotations] == [f"repeat ×5: {graphs['body'].label}"]
+    assert len(view.figure.layout.shapes) == 1
+    (call,) = [n for n in view.picture.nodes.values() if n.frame and n.kind == "op" and n.item.type == "call"]
+    view.expand(repeat, call.item)
+    assert len(view.figure.layout.shapes) == 2
+    view.collapse(repeat)
+    assert len(view.picture.nodes) == collapsed and not view.figure.layout.shapes
+
+
+def test_clicking_a_call_site_toggles_it_and_selects_the_op():
+    ir, graphs = call_tree_program()
+    view = GraphView(ir, live=False)
+    conditional = next(op for op in ir.main_graph.ops if op.type == "conditional")
+    key = view.picture.keys_of(conditional)[0]
+    click(view.widget.children[-1], "call sites (click to expand)", key)
+    assert view.selection.op is conditional
+    assert [a.text for a in view.figure.layout.annotations] == [f"then: {graphs['then'].label}",
+                                                                f"else: {graphs['other'].label}"]
+    click(view.widget.children[-1], "call sites (click to expand)", key)
+    assert not view.figure.layout.annotations
+
+
+def test_expanding_something_that_is_not_a_call_site_of_the_graph_is_refused():
+    ir, graphs = call_tree_program()
+    view = GraphView(ir, live=False)
+    inner_call = graphs["body"].ops[0]
+    with pytest.raises(ValueError, match="not a call site of 'main'"):
+        view.expand(inner_call)
+    assert view.expanded == set()
+
+
+def test_search_rings_matching_names_and_selects_a_single_match():
+    ir, _, _ = small_program()
+    view = GraphView(ir, live=False)
+    matches = view.search("MUL")
+    assert {view.picture.nodes[k].item.type for k in matches if view.picture.nodes[k].kind == "op"} == {
+        "matmul", "mul"}
+    assert len(trace(view.figure, "search matches").x) == len(matches)
+    (only,) = view.search("ipu_copy")
+    assert view.selection.op is view.picture.nodes[only].item
+    assert list(trace(view.figure, "selected").customdata) == [only]
+    assert view.search("") == [] and "search matches" not in [t.name for t in view.figure.data]
+
+
+def test_a_2000_op_graph_is_drawn_with_ops_only_and_opens_on_its_top_layers():
+    ir, _, _ = chain(2000)
+    view = GraphView(ir, live=False)
+    assert view.picture.detail == "ops"
+    assert view.picture.op_count == 2000
+    figure = view.figure
+    assert [t.name for t in figure.data] == ["data flow", "ops"]
+    assert len(trace(figure, "ops").x) == 2000
+    assert view.layout.depth == 2000 and view.layout.width == 1
+    assert figure.layout.yaxis.range == (-39.5, 0.8)
+    assert "ops only" in figure.layout.title.text
+
+
+def test_auto_detail_draws_every_tensor_up_to_its_limit():
+    ir, _, _ = chain(FULL_DETAIL_OPS)
+    assert dataflow_picture(ir.main_graph).detail == "full"
+    ir, _, _ = chain(FULL_DETAIL_OPS + 1)
+    assert dataflow_picture(ir.main_graph).detail == "ops"
+    assert dataflow_picture(ir.main_graph, detail="full").detail == "full"
+    with pytest.raises(ValueError, match="detail must be"):
+        dataflow_picture(ir.main_graph, detail="some")
+
+
+def test_the_ops_level_joins_the_ops_that_hidden_tensors_connected():
+    ir, _, _ = chain(5)
+    picture = dataflow_picture(ir.main_graph, detail="ops")
+    names = {key: node.item.name for key, node in picture.nodes.items()}
+    assert [(names[t], names[h]) for t, h, _ in picture.edges] == [
+        (ir.main_graph.ops[i].name, ir.main_graph.ops[i + 1].name) for i in range(4)]
+
+
+def test_a_subgraph_shows_its_inputs_and_ringed_outputs():
+    ir, graphs = call_tree_program()
+    figure = graph_figure(dataflow_picture(graphs["body"]))
+    assert list(trace(figure, "graph inputs").text) == [t.name for t in graphs["body"].inputs]
+    outlines = dict(zip(trace(figure, "intermediates").text, trace(figure, "intermediates").marker.line.color))
+    assert outlines[graphs["body"].outputs[0].name] == "#262626"

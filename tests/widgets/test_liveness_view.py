@@ -1,0 +1,132 @@
+"""LivenessView: memory per IPU over the schedule (stacked by kind, with capacity) and code liveness."""
+import numpy as np
+
+import popxl
+import popxl.ops as ops
+from widget_programs import add_one, chain, trace
+from workbench.analysis import code_liveness, flattened_schedule, tensor_liveness
+from workbench.runtime.device import device_for
+from workbench.widgets import LivenessView
+from workbench.widgets.figures import liveness_figure
+from workbench.widgets.style import KIND_COLORS
+
+
+def two_ipu_program():
+    ir = popxl.Ir()
+    with ir.main_graph:
+        x_stream = popxl.h2d_stream([64], popxl.float32, name="x")
+        x = ops.host_load(x_stream, name="x")
+        w = popxl.variable(np.full(64, 2.0, np.float32), name="w")
+        y = ops.ipu_copy(x * w, 1)
+        with popxl.ipu(1):
+            z = ops.tanh(y) + popxl.constant(np.ones(64, np.float32), name="one")
+            z_stream = popxl.d2h_stream(z.shape, z.dtype, name="z")
+            ops.host_store(z_stream, z)
+    return ir, x_stream, z_stream
+
+
+def loaded_code_program():
+    """main: load g's code, call g, call g again: code live from the load to the end of the last call."""
+    ir = popxl.Ir()
+    with ir.main_graph:
+        x = popxl.variable(np.array([1.0, 2.0], np.float32), name="x")
+        g = ir.create_graph(add_one, x)
+        with popxl.in_sequence():
+            ops.remote_code_load(g, destination="executable")
+            (y,) = ops.call(g, x)
+            (z,) = ops.call(g, y)
+        stream = popxl.d2h_stream(z.shape, z.dtype, name="z")
+        ops.host_store(stream, z)
+    return ir, g, stream
+
+
+def test_the_drawn_programs_compute_what_they_say():
+    ir, x_stream, z_stream = two_ipu_program()
+    data = np.linspace(-1, 1, 64, dtype=np.float32)
+    with popxl.Session(ir, "ipu_model") as session:
+        outputs = session.run({x_stream: data})
+    np.testing.assert_allclose(outputs[z_stream], np.tanh(data * 2) + 1, rtol=1e-6)
+    ir, g, stream = loaded_code_program()
+    with popxl.Session(ir, "ipu_model") as session:
+        np.testing.assert_array_equal(session.run()[stream], np.array([3.0, 4.0], np.float32))
+
+
+def test_each_ipu_has_memory_stacked_by_kind_in_the_liveness_numbers():
+    ir, _, _ = two_ipu_program()
+    liveness = tensor_liveness(ir)
+    figure = liveness_figure(liveness, {0: 1000, 1: 2000})
+    for ipu in (0, 1):
+        for kind in ("variables", "constants", "intermediates", "code"):
+            drawn = trace(figure, kind, ipu=ipu)
+            assert list(drawn.y) == [getattr(record, kind) for record in liveness.steps[ipu]]
+            assert drawn.stackgroup == f"ipu{ipu}"
+        assert trace(figure, "intermediates", ipu=ipu).line.color == KIND_COLORS["intermediate"]
+    assert trace(figure, "variables", ipu=0).y[0] == 64 * 4  # w lives on IPU 0
+    assert trace(figure, "constants", ipu=1).y[0] == 64 * 4  # one lives on IPU 1
+    assert list(trace(figure, "device capacity", ipu=1).y) == [2000, 2000]
+
+
+def test_hovering_a_step_lists_its_op_and_live_tensors():
+    ir, _, _ = two_ipu_program()
+    liveness = tensor_liveness(ir)
+    figure = liveness_figure(liveness, {0: 10**9, 1: 10**9})
+    flat = flattened_schedule(ir)
+    hover = trace(figure, "intermediates", ipu=0).hovertext
+    mul_step = next(step.index for step in flat if step.op.type == "mul")
+    assert f"step {mul_step}: mul " in hover[mul_step]
+    live_names = {allocation.tensor.name for allocation in liveness.steps[0][mul_step].live}
+    assert live_names and all(f"{name} (main): 256 B" in hover[mul_step] for name in live_names)
+
+
+def test_the_capacity_line_is_in_range_only_when_memory_comes_near_it():
+    ir, _, _ = two_ipu_program()
+    liveness = tensor_liveness(ir)
+    peak = max(liveness.totals(0))
+    near = liveness_figure(liveness, {0: 2 * peak, 1: 10**9})
+    assert near.layout.yaxis.range[1] >= 2 * peak
+    far = liveness_figure(liveness, {0: 100 * peak, 1: 10**9})
+    assert far.layout.yaxis.range[1] == peak * 1.25
+    assert "% of" in far.layout.annotations[0].text  # the panel title gives the share of capacity
+
+
+def test_code_bars_run_from_the_load_to_the_end_of_the_last_call_with_markers():
+    ir, g, _ = loaded_code_program()
+    liveness = tensor_liveness(ir)
+    record = code_liveness(ir)[g]
+    figure = liveness_figure(liveness, {0: 10**9})
+    loaded = trace(figure, "code loaded")
+    (start, end), = record.intervals
+    assert list(loaded.y) == [g.label] and list(loaded.base) == [start - 0.5] and list(loaded.x) == [end - start + 1]
+    assert start == record.load_steps[0]
+    assert list(trace(figure, "remote_code_load").x) == record.load_steps
+    assert sorted(trace(figure, "call").x) == sorted(
+        step for r in liveness.code.values() for step in r.call_steps)
+    assert list(trace(figure, "code always live").y) == ["main"]
+
+
+def test_the_view_uses_the_device_capacity_and_a_sessions_own_report():
+    ir, _, _ = two_ipu_program()
+    view = LivenessView(ir, live=False)
+    capacity = device_for("ipu_model").bytes_per_ipu
+    assert list(trace(view.figure, "device capacity", ipu=0).y) == [capacity, capacity]
+    session = popxl.Session(ir, "ipu_model")
+    bound = LivenessView(session, live=False)
+    assert bound.report is session.memory_report
+
+
+def test_clicking_a_step_selects_its_op_and_marks_its_steps():
+    ir, g, _ = loaded_code_program()
+    view = LivenessView(ir, live=False)
+    flat = view.liveness.flat
+    add_step = next(step for step in flat if step.op.type == "add")
+    view._click(add_step.index)
+    assert view.selection.step == add_step.index and view.selection.op is add_step.op
+    # g is called twice, so its add runs at two steps of the flattened schedule
+    marked = [shape.x0 for shape in view.figure.layout.shapes if shape.name == "selected step"]
+    assert marked == [step.index for step in flat if step.op is add_step.op] and len(marked) == 2
+
+
+def test_a_2000_op_graph_has_one_point_per_step():
+    ir, _, _ = chain(2000)
+    view = LivenessView(ir, live=False)
+    assert len(trace(view.figure, "intermediates", ipu=0).x) == 2000

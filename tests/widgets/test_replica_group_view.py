@@ -1,0 +1,120 @@
+"""ReplicaGroupView: replicas coloured by group, the groups of each collective, values per group."""
+import numpy as np
+import pytest
+
+import popxl
+import popxl.ops as ops
+from widget_programs import trace
+from workbench.analysis.replica_groups import group_values
+from workbench.widgets import ManualScheduler, ReplicaGroupView
+from workbench.widgets.figures import replica_group_figure
+from workbench.widgets.style import group_color, group_tint
+
+
+def grouped_program():
+    """4 replicas; w has one value per group of replicas {0, 2} and {1, 3}; each replica's data is summed
+    over the replicas {0, 1} and {2, 3} and added to w."""
+    ir = popxl.Ir(replication=4)
+    with ir.main_graph:
+        by_parity = ir.replica_grouping(stride=2, group_size=2)
+        w = popxl.variable(np.array([[1.0, 1.0], [10.0, 10.0]], np.float32), replica_grouping=by_parity, name="w")
+        x_stream = popxl.h2d_stream([2], popxl.float32, name="x")
+        x = ops.host_load(x_stream)
+        pairs = ir.replica_grouping(stride=1, group_size=2)
+        total = ops.collectives.replicated_all_reduce(x, group=pairs)
+        ops.var_updates.accumulate_(w, total)
+    return ir, w, x_stream, by_parity, pairs
+
+
+def run_once(ir, x_stream, session=None):
+    data = np.arange(8, dtype=np.float32).reshape(4, 2)
+    with session or popxl.Session(ir, "ipu_model") as session:
+        session.run({x_stream: data})
+    return session, data
+
+
+def test_each_group_adds_the_pair_sums_of_its_first_replica():
+    ir, w, x_stream, _, _ = grouped_program()
+    session, data = run_once(ir, x_stream)
+    pair_sums = np.array([data[0] + data[1], data[0] + data[1], data[2] + data[3], data[2] + data[3]])
+    # one_per_group reads replica 0 for group {0, 2} and replica 1 for group {1, 3}
+    np.testing.assert_array_equal(session.get_tensor_data(w),
+                                  np.array([[1.0, 1.0], [10.0, 10.0]]) + pair_sums[[0, 1]])
+
+
+@pytest.mark.parametrize("stride, group_size", [(1, 4), (1, 2), (2, 2), (4, 1), (1, 1)])
+def test_the_grid_colours_every_replica_by_its_group(stride, group_size):
+    ir = popxl.Ir(replication=4)
+    grouping = ir.replica_grouping(stride=stride, group_size=group_size)
+    figure = replica_group_figure(grouping, [])
+    grid = [t for t in figure.data if (t.meta or {}).get("panel") == "grid"]
+    assert len(grid) == grouping.num_groups
+    for group, drawn in enumerate(grid):
+        assert list(drawn.customdata) == grouping.members(group)
+        assert drawn.marker.color == group_color(group)
+        assert drawn.name == f"group {group}: replicas {', '.join(map(str, grouping.members(group)))}"
+
+
+def test_a_grouping_from_assignments_is_drawn_as_given():
+    ir = popxl.Ir(replication=6)
+    grouping = ir.replica_grouping_from_assignments([0, 1, 1, 0, 2, 2])
+    figure = replica_group_figure(grouping, [])
+    assert [list(t.customdata) for t in figure.data] == [[0, 3], [1, 2], [4, 5]]
+    assert "assignment [0, 1, 1, 0, 2, 2]" in figure.layout.annotations[0].text
+
+
+def test_the_matrix_shows_the_groups_of_each_collective_and_variable():
+    ir, w, _, by_parity, pairs = grouped_program()
+    view = ReplicaGroupView(ir, live=False)
+    assert view.shown_grouping == pairs  # the first collective's grouping fills the grid
+    matrix = [t for t in view.figure.data if (t.meta or {}).get("panel") == "matrix"]
+    collective = next(op for op in ir.main_graph.ops if op.type == "replicated_all_reduce")
+    rows = {}
+    for drawn in matrix:
+        for replica, label in zip(drawn.x, drawn.y):
+            rows.setdefault(label, {})[replica] = drawn.meta["group"]
+    assert rows == {f"{collective.name} (main)": {0: 0, 1: 0, 2: 1, 3: 1}, "variable w": {0: 0, 1: 1, 2: 0, 3: 1}}
+    assert [t.marker.color for t in matrix] == [group_color(0), group_color(1)]
+    view.show(by_parity)
+    assert [list(t.customdata) for t in view.figure.data if t.meta["panel"] == "grid"] == [[0, 2], [1, 3]]
+
+
+def test_show_refuses_a_grouping_of_another_ir():
+    ir, *_ = grouped_program()
+    view = ReplicaGroupView(ir, live=False)
+    with pytest.raises(ValueError, match="ReplicaGrouping of"):
+        view.show(popxl.Ir(replication=4).replica_grouping(2, 2))
+
+
+def test_after_a_run_the_table_holds_each_groups_value_in_its_colour():
+    ir, w, x_stream, _, _ = grouped_program()
+    session = popxl.Session(ir, "ipu_model")
+    scheduler = ManualScheduler()
+    view = ReplicaGroupView(session, scheduler=scheduler)
+    assert view.values is None and "Table" not in [type(t).__name__ for t in view.figure.data]
+    run_once(ir, x_stream, session)
+    scheduler.flush()
+    expected = session.get_tensor_data(w)
+    (table,) = [t for t in view.figure.data if type(t).__name__ == "Table"]
+    variable, group, replicas, value = table.cells.values
+    assert list(variable) == ["w", "w"] and list(group) == [0, 1] and list(replicas) == ["0, 2", "1, 3"]
+    assert value[0] == np.array2string(expected[0], precision=4, separator=", ")
+    assert value[1] == np.array2string(expected[1], precision=4, separator=", ")
+    assert list(table.cells.fill.color[0]) == [group_tint(0), group_tint(1)]
+
+
+def test_group_values_split_a_host_value_by_group_or_by_replica():
+    ir = popxl.Ir(replication=4)
+    with ir.main_graph:
+        grouping = ir.replica_grouping(stride=2, group_size=2)
+        per_group = popxl.variable(np.zeros((2, 3), np.float32), replica_grouping=grouping, name="g")
+        per_replica = popxl.variable(np.zeros((2, 3), np.float32), replica_grouping=grouping,
+                                     retrieval_mode="all_replicas", name="r")
+    host = np.arange(6, dtype=np.float32).reshape(2, 3)
+    split = group_values(per_group, host)
+    assert [(v.group, v.replicas) for v in split] == [(0, (0, 2)), (1, (1, 3))]
+    np.testing.assert_array_equal(split[1].value, host[1])
+    host = np.arange(12, dtype=np.float32).reshape(4, 3)
+    split = group_values(per_replica, host)
+    assert [(v.group, v.replicas) for v in split] == [(0, (0,)), (1, (1,)), (0, (2,)), (1, (3,))]
+    np.testing.assert_array_equal(split[2].value, host[2])
