@@ -169,7 +169,10 @@ class ReplicaInterpreter:
         if bindings is None:
             bindings = self._bindings[op] = callee_bindings(op, self.program)
         arguments = self._arguments(frame, op)
-        taken = taken_branch(arguments[0]) if op.type == "conditional" else 0
+        taken = 0
+        if op.type == "conditional":
+            taken = taken_branch(arguments[0])
+            self.program.branches.append((op, taken == 0))  # the run's trace reads the branches taken
         binding = bindings[taken]
         passed = arguments[binding.first: binding.first + binding.count]
         copy_at(passed, binding.copy_in)

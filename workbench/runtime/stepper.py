@@ -8,9 +8,10 @@ Each command emits ``"step"`` on ``session.events`` with the new ``Stop``.
 
 The run begins with the first command: the inputs go to the host streams, the weights the program
 writes are saved, the host copy of the weights becomes stale, and ``"run_started"`` is emitted; the
-last op ends it as a run of the session (``run_count``, ``"run_finished"``). A stepped run that has
-begun and not finished is abandoned, with the saved weights restored, when the session runs, writes
-weights, detaches, or another stepper begins; ``reset()`` restores them too and starts again.
+last op ends it as a run of the session (``run_count``, ``last_trace`` in simulated cycles,
+``"run_finished"``). A stepped run that has begun and not finished is abandoned, with the saved
+weights restored, when the session runs, writes weights, detaches, or another stepper begins;
+``reset()`` restores them too and starts again.
 """
 from __future__ import annotations
 
@@ -223,11 +224,13 @@ class Stepper:
             for stream, port in program.outputs.items():
                 port.data, port.index = views[stream][:, replica], 0
             program._occurrences.clear()
+            program.branches.clear()
         if len(self._interpreters) > 1:
             self._threads = ReplicaThreads(self._interpreters)
             self._release = weakref.finalize(self, self._threads.abort)
         session._stepped_run = self
         session._host_in_sync = False
+        session._recorder.start(False)
         self._status = "paused"
         session.events.emit("run_started", session)
 
@@ -236,6 +239,7 @@ class Stepper:
         self._stop_threads()
         self._status = "finished"
         session._stepped_run = None
+        session._recorder.finish()
         session.run_count += 1
         session.events.emit("run_finished", session)
 

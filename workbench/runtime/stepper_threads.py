@@ -9,7 +9,6 @@ commands (replicas whose control flow diverged) and goes on when its group arriv
 from __future__ import annotations
 
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Hashable, Optional, Sequence
 
 from .communicator import CollectiveMismatchError, ReplicaAborted
@@ -31,7 +30,6 @@ class ReplicaThreads:
         self._waiting: list[Optional[tuple[Hashable, str, Sequence[int]]]] = [None] * count
         self._errors: list[Optional[BaseException]] = [None] * count
         self._aborted = False
-        self._pool = ThreadPoolExecutor(count, thread_name_prefix="stepper")
         for interpreter in interpreters:
             interpreter.program.communicator = self
 
@@ -77,7 +75,9 @@ class ReplicaThreads:
                         if not self._busy[replica] and replica not in submitted and not interpreter.finished:
                             self._busy[replica] = True
                             submitted.add(replica)
-                            self._pool.submit(self._work, replica, command)
+                            # A daemon thread: one left waiting in a collective never holds up exit.
+                            threading.Thread(target=self._work, args=(replica, command), daemon=True,
+                                             name=f"stepper-replica-{replica}").start()
                 if all(not busy or waiting is not None for busy, waiting in zip(self._busy, self._waiting)):
                     break
                 self._condition.wait()
@@ -125,4 +125,3 @@ class ReplicaThreads:
             self._condition.notify_all()
             while any(self._busy):
                 self._condition.wait()
-        self._pool.shutdown(wait=False)
