@@ -182,8 +182,7 @@ export class GraphView {
     for (const inner of node.inner) {
       const frame = this.drawLayout(inner);
       frame.insertBefore(svg(this.doc, 'rect', { class: 'ipu-wb-frame', width: inner.width, height: inner.height, rx: 6 }), frame.firstChild);
-      frame.appendChild(svg(this.doc, 'text', { class: 'ipu-wb-frame-label', x: inner.width - 6, y: 12, 'text-anchor': 'end' },
-        [inner.graph.label]));
+      frame.appendChild(svg(this.doc, 'text', { class: 'ipu-wb-frame-label', x: 4, y: -4 }, [`graph ${inner.graph.label}`]));
       group.appendChild(frame);
     }
     return group;

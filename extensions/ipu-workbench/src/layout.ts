@@ -8,7 +8,7 @@ import { GraphRecord, IrIndex, OpRecord, TensorRecord } from './model.js';
 export const NODE_HEIGHT = 26;
 const CHAR_WIDTH = 7;
 const PAD = 12;
-const HEADER = 24;
+const HEADER = 40;
 const GAP_X = 18;
 const GAP_Y = 36;
 

@@ -13,7 +13,13 @@ const BOTTOM = 24;
 const TOP = 12;
 const MAX_HOVER_STEPS = 4000;
 
-const SERIES: { name: string; className: string; value: (ipu: IpuLiveness, step: number) => number }[] = [
+interface Series {
+  name: string;
+  className: string;
+  value: (ipu: IpuLiveness, step: number) => number;
+}
+
+const SERIES: Series[] = [
   { name: 'variables', className: 'ipu-wb-series-variables', value: ipu => ipu.variables },
   { name: 'constants', className: 'ipu-wb-series-constants', value: ipu => ipu.constants },
   { name: 'code', className: 'ipu-wb-series-code', value: (ipu, step) => ipu.code[step] },
@@ -29,9 +35,12 @@ export function renderLiveness(doc: Document, index: IrIndex, details: Details, 
   }
   const chart = el(doc, 'div', 'ipu-wb-chart');
   const summary = el(doc, 'div', 'ipu-wb-liveness-summary');
+  const shown = new Set(SERIES.map(s => s.name));
+  let current = liveness.ipus[0];
   const draw = (ipu: IpuLiveness) => {
+    current = ipu;
     clear(chart);
-    chart.appendChild(drawChart(doc, index, liveness, ipu, details));
+    chart.appendChild(drawChart(doc, index, liveness, ipu, SERIES.filter(s => shown.has(s.name)), details));
     const capacity = options.device?.tile_bytes_per_ipu;
     const peak = ipu.peak_step === null ? 'no steps' : `peak ${formatBytes(ipu.peak_bytes)} at step ${ipu.peak_step}`;
     summary.textContent = `IPU ${ipu.ipu}: ${peak}` +
@@ -49,28 +58,41 @@ export function renderLiveness(doc: Document, index: IrIndex, details: Details, 
     parts.push(el(doc, 'label', '', ['ipu ', select]));
   }
   draw(liveness.ipus[0]);
-  const legend = el(doc, 'div', 'ipu-wb-legend', SERIES.map(s =>
-    el(doc, 'span', 'ipu-wb-legend-item', [el(doc, 'span', `ipu-wb-swatch ${s.className}`), s.name])));
+  const legend = el(doc, 'div', 'ipu-wb-legend', SERIES.map(s => {
+    const box = el(doc, 'input', 'ipu-wb-series-toggle');
+    box.type = 'checkbox';
+    box.checked = true;
+    box.value = s.name;
+    box.addEventListener('change', () => {
+      if (!shown.delete(s.name)) {
+        shown.add(s.name);
+      }
+      draw(current);
+    });
+    return el(doc, 'label', 'ipu-wb-legend-item', [box, el(doc, 'span', `ipu-wb-swatch ${s.className}`), s.name]);
+  }));
   return el(doc, 'div', 'ipu-wb-liveness', [...parts, summary, chart, legend]);
 }
 
-function drawChart(doc: Document, index: IrIndex, liveness: LivenessSection, ipu: IpuLiveness, details: Details): SVGElement {
+/** The stacked areas of `series` (the ones ticked in the legend); hover details list all four. */
+function drawChart(doc: Document, index: IrIndex, liveness: LivenessSection, ipu: IpuLiveness, series: Series[],
+  details: Details): SVGElement {
   const steps = liveness.steps.length;
   const totals = liveness.steps.map((_, i) => SERIES.reduce((sum, s) => sum + s.value(ipu, i), 0));
-  const top = Math.max(1, ...totals);
+  const top = Math.max(1, ...liveness.steps.map((_, i) => series.reduce((sum, s) => sum + s.value(ipu, i), 0)));
   const x = (step: number) => LEFT + ((WIDTH - LEFT - 8) * step) / steps;
   const y = (bytes: number) => HEIGHT - BOTTOM - ((HEIGHT - BOTTOM - TOP) * bytes) / top;
   const root = svg(doc, 'svg', { class: 'ipu-wb-chart-svg', width: WIDTH, height: HEIGHT, viewBox: `0 0 ${WIDTH} ${HEIGHT}` });
   const below = new Array(steps).fill(0);
-  for (const series of SERIES) {
-    const upper = below.map((base, i) => base + series.value(ipu, i));
+  for (const area of series) {
+    const upper = below.map((base, i) => base + area.value(ipu, i));
     const points: string[] = [];
     upper.forEach((v, i) => points.push(`${x(i)},${y(v)}`, `${x(i + 1)},${y(v)}`));
     for (let i = steps - 1; i >= 0; i--) {
       points.push(`${x(i + 1)},${y(below[i])}`, `${x(i)},${y(below[i])}`);
     }
-    root.appendChild(svg(doc, 'polygon', { class: `ipu-wb-area ${series.className}`, points: points.join(' ') },
-      [svg(doc, 'title', {}, [series.name])]));
+    root.appendChild(svg(doc, 'polygon', { class: `ipu-wb-area ${area.className}`, points: points.join(' ') },
+      [svg(doc, 'title', {}, [area.name])]));
     upper.forEach((v, i) => (below[i] = v));
   }
   for (const fraction of [0, 0.5, 1]) {

@@ -99,7 +99,7 @@ test('a call op expands into the graph it calls and collapses again', () => {
   call().dispatchEvent(new root.ownerDocument.defaultView.MouseEvent('click', { bubbles: true }));
   assert.ok(call().classList.contains('ipu-wb-open'));
   const frame = call().querySelector('.ipu-wb-frame-label');
-  assert.equal(frame.textContent, 'body');
+  assert.equal(frame.textContent, 'graph body');
   assert.ok(call().textContent.includes('mul.1'));
   call().querySelector('.ipu-wb-label').dispatchEvent(new root.ownerDocument.defaultView.MouseEvent('click', { bubbles: true }));
   assert.ok(call().classList.contains('ipu-wb-closed'));
@@ -171,6 +171,20 @@ test('the liveness chart stacks four series and marks the peak', () => {
   const details = root.querySelector('.ipu-wb-details').textContent;
   assert.ok(details.startsWith(`step 2: add ${EVIL_SCRIPT}.2`), details);
   assert.ok(details.includes('intermediates 32 B'));
+});
+
+test('unticking a series in the legend removes its area and rescales the chart', () => {
+  const { window, root } = render(sampleDocument(), { view: 'memory' });
+  const chart = root.querySelector('.ipu-wb-liveness');
+  const topLabel = () => [...chart.querySelectorAll('.ipu-wb-axis-label')].map(n => n.textContent)[2];
+  assert.equal(topLabel(), '148 B');
+  const code = [...chart.querySelectorAll('.ipu-wb-series-toggle')].find(box => box.value === 'code');
+  code.checked = false;
+  code.dispatchEvent(new window.Event('change'));
+  const areas = [...chart.querySelectorAll('.ipu-wb-area')].map(n => n.getAttribute('class'));
+  assert.deepEqual(areas, ['ipu-wb-area ipu-wb-series-variables', 'ipu-wb-area ipu-wb-series-constants',
+    'ipu-wb-area ipu-wb-series-intermediates']);
+  assert.equal(topLabel(), '48 B', 'the largest stack without code: 16 B of variables + 32 B of intermediates');
 });
 
 test('a document without liveness, or whose liveness failed, says so', () => {

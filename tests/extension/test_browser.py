@@ -1,0 +1,208 @@
+"""The extension in a real browser: JupyterLab on 127.0.0.1, Debian's Chromium driven headless.
+
+A notebook builds an IR whose names are markup, displays it and its Session; the test checks the
+drawn DOM (graph, expand, hover, search, call tree, memory chart), that nothing from the names ran,
+that the saved notebook keeps the output, and that a saved ``.ir.json`` file opens in the viewer.
+Screenshots go to tests/artifacts/. Every wait is bounded; JupyterLab is stopped by its pid.
+"""
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from workbench.export.mime import MIME_TYPE
+
+pytestmark = pytest.mark.slow
+
+CHROMIUM = "/usr/bin/chromium"
+ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
+IMG = '<img src=x onerror="window.__wbXss=1">'
+SCRIPT = "<script>window.__wbXss=1</script>"
+WAIT_MS = 90_000
+
+BUILD = f"""\
+import numpy as np
+import popxl
+import popxl.ops as ops
+
+ir = popxl.Ir()
+with ir.main_graph, popxl.name_scope({SCRIPT!r}):
+    x_stream = popxl.h2d_stream([4], popxl.float32, name="x")
+    w = popxl.variable(np.ones(4, np.float32), name={IMG!r})
+    x = ops.host_load(x_stream)
+    body = ir.create_graph(lambda a: a * 2 + 1, x)
+    (y,) = ops.call(body, x * w)
+    y_stream = popxl.d2h_stream(y.shape, y.dtype, name="y")
+    ops.host_store(y_stream, y)
+ir"""
+
+RUN = """\
+with popxl.Session(ir, "ipu_model") as session:
+    print(session.run({x_stream: np.arange(4, dtype=np.float32)})[y_stream])
+session"""
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def wait_for_server(url: str, server: subprocess.Popen, log: Path, seconds: float = 90) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise RuntimeError(f"JupyterLab exited with {server.returncode}:\n{log.read_text()[-3000:]}")
+        try:
+            with urllib.request.urlopen(f"{url}/api/status", timeout=5) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.5)
+    raise TimeoutError(f"JupyterLab did not answer within {seconds} s:\n{log.read_text()[-3000:]}")
+
+
+def stop(server: subprocess.Popen) -> None:
+    """SIGTERM to JupyterLab's process group (it shuts its kernels down), SIGKILL if it lingers."""
+    if server.poll() is None:
+        os.killpg(server.pid, signal.SIGTERM)
+        try:
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, signal.SIGKILL)
+            server.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    assert Path(CHROMIUM).exists(), "Debian's Chromium is needed: apt-get install -y chromium"
+    home = tmp_path_factory.mktemp("lab")
+    root = home / "work"
+    root.mkdir()
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(BUILD), nbformat.v4.new_code_cell(RUN)])
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(notebook, root / "display.ipynb")
+    news = home / "settings" / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings"
+    news.parent.mkdir(parents=True)
+    news.write_text(json.dumps({"fetchNews": "false", "checkForUpdates": False}))
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    env = dict(os.environ, JUPYTER_CONFIG_DIR=str(home / "config"), JUPYTER_RUNTIME_DIR=str(home / "runtime"),
+               JUPYTERLAB_SETTINGS_DIR=str(home / "settings"), JUPYTERLAB_WORKSPACES_DIR=str(home / "workspaces"))
+    log = home / "jupyterlab.log"
+    with open(log, "w") as output:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
+             "--IdentityProvider.token=", "--ServerApp.password=", "--allow-root",
+             "--LabApp.expose_app_in_browser=True", f"--ServerApp.root_dir={root}"],
+            cwd=root, env=env, stdout=output, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        wait_for_server(url, server, log)
+        yield url, root
+    finally:
+        stop(server)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(
+            executable_path=CHROMIUM, timeout=WAIT_MS,
+            args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync", "--no-first-run"])
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+def open_page(browser, url):
+    page = browser.new_page(viewport={"width": 1400, "height": 1100})
+    page.set_default_timeout(WAIT_MS)
+    page.goto(url)
+    return page
+
+
+def test_a_notebook_draws_the_ir_and_its_session(lab, browser):
+    url, root = lab
+    ARTIFACTS.mkdir(exist_ok=True)
+    page = open_page(browser, f"{url}/lab/tree/display.ipynb")
+    page.wait_for_selector(".jp-Notebook .jp-Cell")
+    page.wait_for_function("window.jupyterapp && window.jupyterapp.shell.currentWidget"
+                           " && window.jupyterapp.shell.currentWidget.sessionContext.session?.kernel")
+    page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
+    page.wait_for_function("document.querySelectorAll('.jp-OutputArea-output .ipu-wb-root').length === 2")
+    ir_view, session_view = page.query_selector_all(".jp-OutputArea-output .ipu-wb-root")
+
+    # The Ir opens on its main graph; every markup name is drawn as text, and none ran.
+    assert ir_view.query_selector(".ipu-wb-graph-view:not(.ipu-wb-hidden)")
+    labels = [n.text_content() for n in ir_view.query_selector_all(".ipu-wb-label")]
+    assert f"{SCRIPT}/{IMG}" in [n.text_content() for n in ir_view.query_selector_all(".ipu-wb-node title")]
+    assert any(label.startswith("<script>") for label in labels), labels
+    assert page.evaluate("document.querySelectorAll('.jp-OutputArea img, .jp-OutputArea-output script').length") == 0
+    assert page.evaluate("window.__wbXss") is None
+
+    # Expanding the call shows the called graph; hovering an op gives its details; search highlights.
+    ir_view.query_selector(".ipu-wb-callable.ipu-wb-closed").click()
+    assert ir_view.query_selector(".ipu-wb-callable.ipu-wb-open .ipu-wb-frame")
+    inner = [n.text_content() for n in ir_view.query_selector_all(".ipu-wb-open .ipu-wb-op .ipu-wb-label")]
+    assert any("/mul." in label for label in inner) and any("/add." in label for label in inner), inner
+    ir_view.query_selector(".ipu-wb-open .ipu-wb-op:not(.ipu-wb-callable)").hover()
+    assert "out 0:" in ir_view.query_selector(".ipu-wb-details").text_content()
+    ir_view.query_selector(".ipu-wb-search").fill("host_")
+    assert len(ir_view.query_selector_all(".ipu-wb-match")) == 2
+    assert ir_view.query_selector(".ipu-wb-search-status").text_content() == "2 shown"
+
+    # The call tree lists the main graph and the call into the subgraph.
+    ir_view.query_selector(".ipu-wb-tab-calls").click()
+    assert ir_view.query_selector(".ipu-wb-call-tree").is_visible()
+    assert "call " in ir_view.query_selector(".ipu-wb-tree-children").text_content()
+    ir_view.screenshot(path=str(ARTIFACTS / "browser-ir-output.png"))
+
+    # The Session opens on the memory chart with its device.
+    assert session_view.query_selector(".ipu-wb-liveness").is_visible()
+    assert len(session_view.query_selector_all(".ipu-wb-area")) == 4
+    assert "on ipu_model" in session_view.query_selector(".ipu-wb-liveness-summary").text_content()
+    assert page.evaluate("window.__wbXss") is None
+    page.screenshot(path=str(ARTIFACTS / "browser-notebook.png"), full_page=True)
+
+    # Saved, the notebook keeps both outputs under the extension's MIME type.
+    page.evaluate("window.jupyterapp.commands.execute('docmanager:save')")
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        saved = nbformat.read(root / "display.ipynb", as_version=4)
+        kept = [o for cell in saved.cells for o in cell.outputs if MIME_TYPE in o.get("data", {})]
+        if len(kept) == 2:
+            break
+        time.sleep(0.5)
+    assert [o["metadata"][MIME_TYPE]["view"] for o in kept] == ["graph", "memory"]
+    page.close()
+
+
+def test_a_saved_ir_json_file_opens_in_the_viewer(lab, browser):
+    url, root = lab
+    sys.path.insert(0, str(Path(__file__).parent))
+    from test_xss import hostile_ir
+
+    document = hostile_ir()._repr_mimebundle_()[0][MIME_TYPE]
+    (root / "model.ir.json").write_text(json.dumps(document), encoding="utf-8")
+    page = open_page(browser, f"{url}/lab/tree/model.ir.json")
+    view = page.wait_for_selector(".jp-MimeDocument .ipu-wb-root")
+    assert view.query_selector(".ipu-wb-summary").text_content().startswith(f"IR {document['ir']['id']}: 2 graphs")
+    view.query_selector(".ipu-wb-expand-all").click()
+    titles = [n.text_content() for n in view.query_selector_all(".ipu-wb-node title")]
+    assert any(title.endswith("/<img src=x onerror=\"__wbXss=1\">") for title in titles), titles
+    assert page.evaluate("document.querySelectorAll('.jp-MimeDocument img, .jp-MimeDocument script').length") == 0
+    assert page.evaluate("window.__wbXss") is None
+    page.screenshot(path=str(ARTIFACTS / "browser-ir-json.png"), full_page=True)
+    page.close()
