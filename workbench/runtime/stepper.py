@@ -19,13 +19,10 @@ import difflib
 import weakref
 from typing import Any, Callable, Mapping, Optional, Union
 
-import numpy as np
-
 from workbench.analysis.flatten import flattened_schedule
 from workbench.ir import Graph, Op
 
 from . import host_buffers
-from .communicator import CollectiveMismatchError
 from .interpreter import ReplicaInterpreter, StepFailed, plan_graph
 from .replicas import ReplicaExecutionError, written_variables
 from .stepper_state import Breakpoint, ReplicaState, Stop, live_tensors, position_of
@@ -45,6 +42,10 @@ class Stepper:
     ...     stop.op, stop.position.flat_index, stop.value(x)
     ...     stepper.continue_()             # to the next breakpoint, or to the end
     ...     stepper.outputs                 # what session.run would have returned
+
+    ``continue_`` is "continue" (a Python keyword). With several replicas every command applies to
+    each replica, in one thread per replica so collectives meet; ``stop.replicas`` tells where each
+    stands, and ``stop.position`` is replica 0's.
     """
 
     def __init__(self, session, inputs: Optional[Mapping[Any, Any]] = None, downcast_inputs: bool = True):
@@ -171,8 +172,7 @@ class Stepper:
                 interpreter.advance(any(g in enter for g in op.called_graphs))
                 if interpreter.finished or _hit(breakpoints, interpreter) is not None:
                     return
-        stop = self._command(reason, until_breakpoint, breakpoints)
-        return stop
+        return self._command(reason, until_breakpoint, breakpoints)
 
     def _command(self, reason: str, command: Callable[[ReplicaInterpreter], None],
                  breakpoints: Optional[list[Breakpoint]] = None) -> Stop:
