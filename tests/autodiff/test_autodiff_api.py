@@ -291,3 +291,32 @@ def run_gradients(fn, *arrays):
     with popxl.Session(ir, "ipu_model") as session:
         outputs = session.run()
     return [outputs[s] for s in streams]
+
+
+def test_a_failure_after_a_called_graph_was_differentiated_undoes_its_new_outputs():
+    ir = popxl.Ir()
+    with ir.main_graph:
+        spec = popxl.TensorSpec((2,), popxl.float32)
+        inner = ir.create_graph(lambda a: ops.sin(ops.exp(a)), spec)
+
+        def outer_fn(a):
+            return ops.call(inner, ops.exp_(a * 2.0))[0]
+        outer = ir.create_graph(outer_fn, spec)
+        call_op = next(op for op in outer.ops if op.type == "call")
+        graphs_before = ir.graphs
+        with pytest.raises(NotImplementedError, match="exp_"):
+            autodiff(outer)
+    assert ir.graphs == graphs_before
+    assert len(inner.outputs) == 1 and len(call_op.outputs) == 1 and len(outer.outputs) == 1
+    assert not any(t.meta for t in inner.tensors)
+
+
+def test_an_open_in_sequence_block_does_not_order_the_gradient_graph():
+    ir = popxl.Ir()
+    with ir.main_graph, popxl.in_sequence():
+        graph = ir.create_graph(lambda a: ops.sin(a) * a, popxl.TensorSpec((2,), popxl.float32))
+        first = ops.exp(popxl.constant(np.ones(2, np.float32)))
+        info = autodiff(graph)
+        second = ops.sin(first)
+    assert all(not op.after for op in info.graph.ops)
+    assert second.producer.after == (first.producer,)

@@ -13,7 +13,8 @@ from typing import Iterable, Mapping, Optional, Sequence, Union
 import numpy as np
 
 from workbench import ops
-from workbench.ir import Constant, Graph, Op, Tensor, constant, graph_input, graph_output, ipu
+from workbench.ir import (Constant, Graph, Op, Tensor, constant, get_current_context, graph_input, graph_output,
+                          ipu)
 from workbench.ops.registry import REGISTRY
 
 from .clone import SIDE_EFFECT_TYPES, clone_graph, side_effect
@@ -53,11 +54,16 @@ def autodiff(graph: Graph, grads_provided: Optional[Iterable[Tensor]] = None,
                               "grads_required")
     reuse = _checked_reuse(graph, called_graphs_grad_info or {})
     run = _Autodiff(graph, reuse)
+    context = get_current_context()
+    # An open in_sequence block orders the user's ops, not the ones autodiff builds.
+    sequence_mode, context.sequence_mode = context.sequence_mode, None
     try:
         info = run.differentiate(graph, provided, required)
     except BaseException:
         run.log.rollback()
         raise
+    finally:
+        context.sequence_mode = sequence_mode
     if return_all_grad_graphs:
         return {graph: info, **run.called}
     return info
@@ -300,6 +306,7 @@ class _GradGraphBuilder:
             if tensor not in graph._input_set and tensor not in graph._outputs:
                 self.run.log.add_output(graph, tensor)
                 tensor.meta[ACTIVATION_MARK] = True
+                self.run.log.on_undo(lambda t=tensor: t.meta.pop(ACTIVATION_MARK, None))
 
 
 def _needing_gradient(graph: Graph, required: Sequence[Tensor]) -> set[Tensor]:

@@ -57,6 +57,9 @@ class EditLog:
     def created(self, graph: Graph) -> None:
         self._undo.append(lambda: self._ir._discard_graph(graph))
 
+    def on_undo(self, undo: Callable[[], None]) -> None:
+        self._undo.append(undo)
+
     def add_output(self, graph: Graph, tensor: Tensor) -> None:
         """Make ``tensor`` an extra output of ``graph``; each call op of ``graph`` gains a matching output.
 
