@@ -320,3 +320,13 @@ def test_an_open_in_sequence_block_does_not_order_the_gradient_graph():
         second = ops.sin(first)
     assert all(not op.after for op in info.graph.ops)
     assert second.producer.after == (first.producer,)
+
+
+def test_popxl_module_paths():
+    import sys
+    from popxl.transforms.autodiff import ExpectedConnection as connection, ExpectedConnectionType as kind
+
+    assert (connection, kind) == (ExpectedConnection, ExpectedConnectionType)
+    assert popxl.transforms.autodiff is autodiff
+    assert sys.modules["popxl.transforms.autodiff"].GradGraphInfo is GradGraphInfo
+    assert [k.value for k in ExpectedConnectionType] == ["Fwd", "FwdGrad"]
