@@ -34,7 +34,9 @@ from .random import *  # noqa: F401,F403
 _FAMILIES = (activations, remote, casting, control_flow, creation, elementwise, elementwise_nary, host_io,
              linalg, placement, reductions, shape, indexing, gather_scatter, nn, convolution, conditional_info,
              debug, fp8, random)
-__all__ = ["CallSiteInfo", "PadType", "collectives", "var_updates"] + [n for f in _FAMILIES for n in f.__all__]
+_OUTSIDE_ALL = ("floor", "log2")  # reachable as popxl.ops.floor and .log2, but popxl leaves them out of __all__
+__all__ = ["CallSiteInfo", "PadType", "collectives", "var_updates"] + [
+    n for f in _FAMILIES for n in f.__all__ if n not in _OUTSIDE_ALL]
 
 _TENSOR_METHODS = ("add", "add_", "sub", "mul", "div", "fmod", "pow", "matmul", "negate", "abs",
                    "logical_and", "logical_or", "logical_not", "greater", "greater_equal", "getitem",

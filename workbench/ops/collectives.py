@@ -13,12 +13,13 @@ import numpy as np
 from workbench.ir import ReplicaGrouping, Tensor, TensorSpec, get_current_graph, ipu
 
 from . import grad_blocks as blocks
+from .comm_group import CommGroup, CommGroupType
 from .registry import OpDef, create_op, register
 from .rules import check_dtype, normalize_axis
 
 __all__ = ["replicated_all_reduce", "replicated_all_reduce_", "replicated_all_gather",
            "replicated_reduce_scatter", "replica_sharded_slice", "replicated_slice", "all_reduce",
-           "all_reduce_identical_inputs", "all_reduce_identical_grad_inputs"]
+           "all_reduce_identical_inputs", "all_reduce_identical_grad_inputs", "CommGroup", "CommGroupType"]
 
 CollectiveOps = Literal["add", "mean", "mul", "min", "max", "and", "or", "square_add", "local"]
 

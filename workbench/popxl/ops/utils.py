@@ -1,0 +1,40 @@
+"""popxl.ops.utils: argument checks and small conversions for writing ops (custom ops)."""
+from typing import Any
+
+from workbench.ir import Graph, Tensor, dtypes
+from workbench.ops.casting import cast
+
+__all__ = ["check_in_graph", "check_tensor_ipu_and_tile_set", "cast_if_needed", "handle_negative_axis"]
+
+
+def _named(args, tensors) -> dict:
+    named = {f"argument {i}": t for i, t in enumerate(args)}
+    named.update(tensors)
+    return named
+
+
+def check_in_graph(graph: Graph, *args: Any, **tensors: Any) -> None:
+    """Raise a ValueError naming every tensor that does not belong to ``graph``."""
+    outside = [f"{name} ({t.id}, in graph {t.graph.label!r})" for name, t in _named(args, tensors).items()
+               if isinstance(t, Tensor) and t.graph is not graph]
+    if outside:
+        raise ValueError(f"tensors not in graph {graph.label!r}: {', '.join(outside)}; pass them into the graph "
+                         "as inputs first")
+
+
+def check_tensor_ipu_and_tile_set(*args: Any, **tensors: Any) -> None:
+    """Raise a ValueError unless all the tensors are on one IPU and one tile set."""
+    placed = {name: (t.ipu, t.tile_set) for name, t in _named(args, tensors).items() if isinstance(t, Tensor)}
+    if len(set(placed.values())) > 1:
+        where = ", ".join(f"{name} on IPU {ipu} ({tiles} tiles)" for name, (ipu, tiles) in placed.items())
+        raise ValueError(f"tensors must be on the same IPU and tile set: {where}")
+
+
+def cast_if_needed(t: Tensor, data_type: dtypes.dtype) -> Tensor:
+    """``t`` itself when it already has ``data_type``, else ``ops.cast(t, data_type)``."""
+    return t if t.dtype is data_type else cast(t, data_type)
+
+
+def handle_negative_axis(t: Tensor, axis: int) -> int:
+    """``axis`` counted from the front: a negative axis counts back from ``t``'s rank."""
+    return t.rank + axis if axis < 0 else axis
