@@ -44,21 +44,25 @@ class CostRule:
     cycles: Callable[[Op, Any], float]
 
 
-# ----- sizes -----
+# ----- sizes (math.prod: a cost is computed for every op of a program) -----
+def nbytes(tensor) -> int:
+    return prod(tensor.shape) * tensor.dtype.itemsize
+
+
 def input_bytes(op: Op) -> int:
-    return sum(t.nbytes for t in op.inputs)
+    return sum(nbytes(t) for t in op.inputs)
 
 
 def output_bytes(op: Op) -> int:
-    return sum(t.nbytes for t in op.outputs)
+    return sum(nbytes(t) for t in op.outputs)
 
 
 def output_elements(op: Op) -> int:
-    return sum(t.nelms for t in op.outputs)
+    return sum(prod(t.shape) for t in op.outputs)
 
 
 def input_elements(op: Op) -> int:
-    return op.inputs[0].nelms if op.inputs else 0
+    return prod(op.inputs[0].shape) if op.inputs else 0
 
 
 # ----- device rates -----
@@ -115,19 +119,19 @@ VIEW = CostRule("compute", lambda op, device: 0)
 
 def _matmul_flops(op: Op) -> float:
     depth = op.inputs[0].shape[-1] if op.inputs[0].shape else 1
-    return 2 * op.outputs[0].nelms * depth
+    return 2 * prod(op.outputs[0].shape) * depth
 
 
 def _conv_flops(op: Op) -> float:
-    return 2 * op.outputs[0].nelms * prod(op.inputs[1].shape[1:])
+    return 2 * prod(op.outputs[0].shape) * prod(op.inputs[1].shape[1:])
 
 
 def _conv_transpose_flops(op: Op) -> float:
-    return 2 * op.inputs[0].nelms * prod(op.inputs[1].shape[1:])
+    return 2 * prod(op.inputs[0].shape) * prod(op.inputs[1].shape[1:])
 
 
 def _pool_flops(op: Op) -> float:
-    return op.outputs[0].nelms * prod(op.attrs.get("kernel_size") or (1,))
+    return prod(op.outputs[0].shape) * prod(op.attrs.get("kernel_size") or (1,))
 
 
 def _ipu_copy_cycles(op: Op, device) -> float:
@@ -161,7 +165,7 @@ def ring(steps: Callable[[int], int], share: Callable[[int], float],
         n = group_size(op)
         if n <= 1:
             return device.sync_cycles
-        per_step = _link_cycles(op.inputs[0].nbytes * share(n), device.ipu_link_bytes_per_second, device)
+        per_step = _link_cycles(nbytes(op.inputs[0]) * share(n), device.ipu_link_bytes_per_second, device)
         return steps(n) * (device.ipu_sync_cycles + per_step)
     return CostRule("collective", cycles)
 
