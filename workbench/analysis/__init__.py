@@ -1,8 +1,9 @@
 """Pure functions from an Ir (and run traces) to plain data: schedules, aliasing, checks, the call
-tree, the flattened schedule, code and tensor liveness, and memory per IPU."""
+tree, the flattened schedule, code and tensor liveness, memory per IPU, and the cost model."""
 from .aliasing import GraphEffects, graph_effects
 from .call_tree import CallTree, CallTreeEdge, CallTreeNode, call_tree
 from .code_liveness import GraphCodeLiveness, code_liveness
+from .cost_model import KINDS, op_cycles, op_kind
 from .flatten import FlatSchedule, Frame, Step, flattened_schedule
 from .memory import CapacityProblem, IpuMemory, MemoryReport, memory
 from .schedule import ScheduleError, schedule
