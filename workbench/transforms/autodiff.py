@@ -18,7 +18,7 @@ from workbench.ir import (Constant, Graph, Op, Tensor, constant, get_current_con
 from workbench.ops.registry import REGISTRY
 
 from .clone import SIDE_EFFECT_TYPES, clone_graph, side_effect
-from .graph_edits import EditLog, remove_op, remove_unread, rename
+from .graph_edits import EditLog, call_sites, remove_op, remove_unread, rename
 from .grad_graph_info import ExpectedConnection, ExpectedConnectionType, GradGraphInfo
 
 __all__ = ["autodiff", "GradGraphInfo", "ExpectedConnection", "ExpectedConnectionType"]
@@ -298,13 +298,14 @@ class _GradGraphBuilder:
     def _expose_activations(self) -> None:
         """Make each activation an input or output of the forward graph."""
         graph = self.graph
+        sites = call_sites(graph)
         for connection in self.expected_inputs:
             tensor = connection.fwd_tensor
             if connection.connection_type is ExpectedConnectionType.FwdGrad:
                 continue
             _check_not_overwritten(graph, tensor)
             if tensor not in graph._input_set and tensor not in graph._outputs:
-                self.run.log.add_output(graph, tensor)
+                self.run.log.add_output(graph, tensor, sites)
                 tensor.meta[ACTIVATION_MARK] = True
                 self.run.log.on_undo(lambda t=tensor: t.meta.pop(ACTIVATION_MARK, None))
 

@@ -60,13 +60,13 @@ class EditLog:
     def on_undo(self, undo: Callable[[], None]) -> None:
         self._undo.append(undo)
 
-    def add_output(self, graph: Graph, tensor: Tensor) -> None:
-        """Make ``tensor`` an extra output of ``graph``; each call op of ``graph`` gains a matching output.
+    def add_output(self, graph: Graph, tensor: Tensor, sites: list[Op]) -> None:
+        """Make ``tensor`` an extra output of ``graph``; each call op in ``sites`` (the ops calling
+        ``graph``) gains a matching output.
 
         Loops and branches cannot gain outputs (they would change what the loop carries, or differ
         between the branches), so a graph called by repeat or conditional is refused.
         """
-        sites = call_sites(graph)
         for op in sites:
             if op.type != "call":
                 raise NotImplementedError(
