@@ -32,12 +32,19 @@ class PictureNode:
     kind: str  # "op" or "tensor"
     category: str  # ops: "op" or "call"; tensors: "variable", "constant", "input", "intermediate"
     label: str
-    hover: str
     item: Union[Op, Tensor]
     frame: Frame = ()
     ipu: int = 0
     is_graph_output: bool = False
     expanded: bool = False
+    sites: tuple[CallSite, ...] = ()
+
+    @property
+    def hover(self) -> str:
+        """Details for the hover box (made when drawn: most tensors of a large graph never are)."""
+        if self.kind == "op":
+            return _op_hover(self.item, self.sites)
+        return _tensor_hover(self.item, self.category)
 
 
 @dataclass(slots=True)
@@ -124,16 +131,15 @@ class _Builder:
     def tensor(self, tensor: Tensor, frame: Frame, is_output: bool) -> None:
         key = node_key(frame, tensor)
         category = tensor.kind
-        self.nodes[key] = PictureNode(key, "tensor", category, tensor.name, _tensor_hover(tensor, category),
-                                      tensor, frame, tensor.ipu, is_output)
+        self.nodes[key] = PictureNode(key, "tensor", category, tensor.name, tensor, frame, tensor.ipu, is_output)
 
     def op(self, op: Op, frame: Frame, sites: list[CallSite]) -> None:
         key = node_key(frame, op)
         path = tuple(o for o, _ in frame) + (op,)
         expanded = bool(sites) and path in self.opened
         category = "call" if op.type in CALL_TYPES else "op"
-        self.nodes[key] = PictureNode(key, "op", category, _op_label(op, sites, expanded), _op_hover(op, sites),
-                                      op, frame, op.ipu, expanded=expanded)
+        self.nodes[key] = PictureNode(key, "op", category, _op_label(op, sites, expanded), op, frame, op.ipu,
+                                      expanded=expanded, sites=tuple(sites))
         for tensor in dict.fromkeys(op.inputs):
             self.edges.append((node_key(frame, tensor), key, "data"))
         for earlier in op.after:

@@ -51,11 +51,14 @@ def layered_layout(nodes: Sequence[Hashable], edges: Iterable[tuple[Hashable, Ha
         rows[layer[node]].append(node)
     rows = [rows[index] for index in range(max(rows, default=-1) + 1)]
     x = _centred(rows)
+    wide = [index for index, row in enumerate(rows) if len(row) > 1]  # a lone node has nothing to swap
     for _ in range(sweeps):
-        for row in rows[1:]:
-            _sort_by_barycentre(row, predecessors, x)
-        for row in reversed(rows[:-1]):
-            _sort_by_barycentre(row, successors, x)
+        for index in wide:
+            if index > 0:
+                _sort_by_barycentre(rows[index], predecessors, x)
+        for index in reversed(wide):
+            if index < len(rows) - 1:
+                _sort_by_barycentre(rows[index], successors, x)
     positions = {node: (x[node] * x_gap, -layer[node] * y_gap) for node in order}
     return Layout(positions, layer, len(rows), max((len(row) for row in rows), default=0))
 

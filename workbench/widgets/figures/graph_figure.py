@@ -3,12 +3,13 @@ from __future__ import annotations
 
 from typing import Iterable, Optional
 
+import numpy as np
 import plotly.graph_objects as go
 
 from ..dataflow import DataflowPicture
 from ..layout import Layout, layered_layout
 from ..style import (CALL_OUTLINE, EDGE_COLOR, HIGHLIGHT, KIND_COLORS, OP_OUTLINE, base_layout,
-                     ipu_color)
+                     ipu_color, text_array)
 
 LABEL_LIMIT = 300  # above this many nodes only call sites keep a text label...
 NARROW = 6  # ...unless no layer is wider than this, so labels cannot collide
@@ -47,11 +48,11 @@ def graph_figure(picture: DataflowPicture, layout: Optional[Layout] = None, high
     ops = [node for node in picture.nodes.values() if node.kind == "op" and node.category == "op"]
     calls = [node for node in picture.nodes.values() if node.kind == "op" and node.category == "call"]
     if ops:
-        figure.add_trace(_node_trace(ops, position, "ops", "square", op_size,
-                                     [ipu_color(n.ipu) for n in ops], OP_OUTLINE, not many))
+        figure.add_trace(_node_trace(ops, position, "ops", "square", op_size, _ipu_colors(ops), OP_OUTLINE,
+                                     not many))
     if calls:
         figure.add_trace(_node_trace(calls, position, "call sites (click to expand)", "diamond",
-                                     op_size + 4, [ipu_color(n.ipu) for n in calls], CALL_OUTLINE, True))
+                                     op_size + 4, _ipu_colors(calls), CALL_OUTLINE, True))
     for category, name in TENSOR_TRACES.items():
         tensors = [node for node in picture.nodes.values() if node.kind == "tensor" and node.category == category]
         if tensors:
@@ -72,24 +73,32 @@ def graph_figure(picture: DataflowPicture, layout: Optional[Layout] = None, high
     return figure
 
 
+def _ipu_colors(nodes):
+    """One colour when every node is on one IPU (plotly checks a colour list item by item)."""
+    colors = [ipu_color(n.ipu) for n in nodes]
+    return colors[0] if len(set(colors)) == 1 else colors
+
+
 def _edge_trace(edges, position, name: str, line: dict) -> go.Scatter:
-    xs, ys = [], []
-    for tail, head in edges:
-        (x0, y0), (x1, y1) = position[tail], position[head]
-        xs += [x0, x1, None]
-        ys += [y0, y1, None]
-    return go.Scatter(x=xs, y=ys, mode="lines", name=name, line=line, hoverinfo="skip")
+    """All edges of one kind as one line trace: tail, head, gap (NaN), tail, head, gap..."""
+    points = np.full((len(edges), 3, 2), np.nan)
+    points[:, 0] = [position[tail] for tail, _ in edges]
+    points[:, 1] = [position[head] for _, head in edges]
+    return go.Scatter(x=points[:, :, 0].ravel(), y=points[:, :, 1].ravel(), mode="lines", name=name, line=line,
+                      hoverinfo="skip")
 
 
 def _node_trace(nodes, position, name: str, symbol: str, size: int, color, outline, labelled: bool,
                 text_color: str = "#262626") -> go.Scatter:
+    xy = np.array([position[n.key] for n in nodes], dtype=float)
     return go.Scatter(
-        x=[position[n.key][0] for n in nodes], y=[position[n.key][1] for n in nodes],
-        mode="markers+text" if labelled else "markers", name=name,
-        text=[n.label for n in nodes], textposition="middle right",
+        x=xy[:, 0], y=xy[:, 1], mode="markers+text" if labelled else "markers", name=name,
+        text=text_array(n.label for n in nodes), textposition="middle right",
         textfont=dict(size=10, color=text_color),
-        marker=dict(symbol=symbol, size=size, color=color, line=dict(width=1.5, color=outline)),
-        customdata=[n.key for n in nodes], hovertext=[n.hover for n in nodes], hoverinfo="text")
+        marker=dict(symbol=symbol, size=size, color=color if isinstance(color, str) else text_array(color),
+                    line=dict(width=1.5, color=outline if isinstance(outline, str) else text_array(outline))),
+        customdata=text_array(n.key for n in nodes), hovertext=text_array(n.hover for n in nodes), hoverinfo="text")
+
 
 
 def _add_boxes(figure: go.Figure, picture: DataflowPicture, position) -> None:

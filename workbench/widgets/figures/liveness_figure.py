@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from typing import Iterable, Mapping, Optional
 
+import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from workbench.analysis.code_size import graph_code_bytes
 from workbench.analysis.tensor_liveness import StepMemory, TensorLiveness
 
-from ..style import CAPACITY_COLOR, HIGHLIGHT, KIND_COLORS, KIND_LABELS, base_layout, format_bytes
+from ..style import CAPACITY_COLOR, HIGHLIGHT, KIND_COLORS, KIND_LABELS, base_layout, format_bytes, text_array
 
 KINDS = ("variables", "constants", "intermediates", "code")  # stacking order, bottom first
 KIND_OF = {"variables": "variable", "constants": "constant", "intermediates": "intermediate", "code": "code"}
@@ -45,17 +46,17 @@ def liveness_figure(liveness: TensorLiveness, capacity: Mapping[int, int], marke
                            row_heights=[1.0] * len(ipus) + [max(0.35, 0.12 * len(code_rows))],
                            subplot_titles=[_memory_title(liveness, ipu, capacity[ipu]) for ipu in ipus]
                            + ["Code liveness per graph"])
-    steps = list(range(len(liveness.flat)))
+    steps = np.arange(len(liveness.flat))
     descriptions = [step_description(liveness, s) for s in steps]
     for row, ipu in enumerate(ipus, start=1):
         records = liveness.steps[ipu]
         for kind in KINDS:
-            values = [getattr(record, kind) for record in records]
+            values = np.array([getattr(record, kind) for record in records], dtype=np.int64)
             if kind == "intermediates":
-                text = [f"<b>{descriptions[s]}</b><br>intermediates: {format_bytes(v)}<br>"
-                        + "<br>".join(live_tensor_lines(records[s])) for s, v in enumerate(values)]
+                text = text_array(f"<b>{descriptions[s]}</b><br>intermediates: {format_bytes(v)}<br>"
+                                  + "<br>".join(live_tensor_lines(records[s])) for s, v in enumerate(values))
             else:
-                text = [f"{KIND_LABELS[KIND_OF[kind]]}: {format_bytes(v)}" for v in values]
+                text = text_array(f"{KIND_LABELS[KIND_OF[kind]]}: {format_bytes(v)}" for v in values)
             figure.add_trace(go.Scatter(
                 x=steps, y=values, name=kind, legendgroup=kind, showlegend=row == 1, stackgroup=f"ipu{ipu}",
                 mode="lines", line=dict(width=0.5, shape="hvh", color=KIND_COLORS[KIND_OF[kind]]),

@@ -1,0 +1,59 @@
+"""Widget benchmarks: building the GraphView and the LivenessView of a 2,000-op graph (analysis, layout
+and plotly figure), as a ratio to building the networkx graph of the same Ir (``export.to_networkx``).
+
+Run with ``python -m pytest tests/benchmarks -o python_files='bench_*.py' -s``.
+"""
+import time
+
+import numpy as np
+
+import popxl
+import popxl.ops as ops
+from workbench.export import to_networkx
+from workbench.widgets import GraphView, LivenessView
+
+REPEATS = 5
+
+
+def best_time(fn, repeats: int = REPEATS) -> float:
+    fn()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def residual_mlp(op_count: int = 2000):
+    """Blocks of matmul, relu, a residual add and tanh over 20 weights: ``op_count`` ops in all."""
+    rng = np.random.default_rng(0)
+    ir = popxl.Ir()
+    with ir.main_graph:
+        x = ops.host_load(popxl.h2d_stream([8, 16], popxl.float32, name="x"))
+        weights = [popxl.variable(rng.standard_normal((16, 16)).astype(np.float32), name=f"w{i}") for i in range(20)]
+        h = skip = x
+        for block in range((op_count - 2) // 4):
+            h = ops.tanh(ops.relu(h @ weights[block % 20]) + skip)
+            if block % 10 == 0:
+                skip = h
+        while len(ir.main_graph.ops) < op_count - 1:
+            h = ops.relu(h)
+        ops.host_store(popxl.d2h_stream(h.shape, h.dtype, name="y"), h)
+    return ir
+
+
+def report(name: str, ours: float, baseline: float) -> float:
+    ratio = ours / baseline
+    print(f"\n{name}: {ours * 1e3:.1f} ms, networkx graph {baseline * 1e3:.1f} ms, ratio {ratio:.2f}")
+    return ratio
+
+
+def test_building_the_views_of_a_2000_op_graph():
+    ir = residual_mlp()
+    assert len(ir.main_graph.ops) == 2000
+    baseline = best_time(lambda: to_networkx(ir))
+    graph_view = best_time(lambda: GraphView(ir, live=False).figure)
+    liveness_view = best_time(lambda: LivenessView(ir, live=False).figure)
+    report("GraphView of 2,000 ops", graph_view, baseline)
+    report("LivenessView of 2,000 ops", liveness_view, baseline)
