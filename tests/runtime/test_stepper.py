@@ -199,6 +199,88 @@ def test_the_conditional_enters_only_the_branch_each_replica_takes():
         assert [r.position.frames[-1].kind for r in stop.replicas] == ["then", "else"]
 
 
+def in_place_ir(mark_modified):
+    """A call that writes its input in place (by reference with ``mark_modified``, else on a copy),
+    then a repeat whose body writes its carried input in place and returns it."""
+    ir = popxl.Ir()
+    with ir.main_graph, popxl.in_sequence():
+        x = popxl.variable(np.ones(2, np.float32), name="x")
+
+        def increment(t):
+            ops.var_updates.copy_var_update_(t, t + popxl.graph_input(t.shape, t.dtype, "value"))
+
+        info = ops.call_with_info(ir.create_graph(increment, x), x, popxl.constant(np.ones(2, np.float32)))
+        if mark_modified:
+            info.set_parent_input_modified(x)
+
+        def bump(t):
+            ops.var_updates.accumulate_(t, popxl.constant(np.full(2, 10, np.float32)))
+            return t
+
+        (y,) = ops.repeat(ir.create_graph(bump, x), 3, x)
+        out = popxl.d2h_stream(y.shape, y.dtype, name="y")
+        ops.host_store(out, y)
+    return ir, x, out
+
+
+@pytest.mark.parametrize("mark_modified", [True, False])
+def test_stepping_into_in_place_calls_keeps_their_by_reference_and_by_value_semantics(mark_modified):
+    ir, x, out = in_place_ir(mark_modified)
+    with popxl.Session(ir, "ipu_model") as session:
+        ran = session.run()[out]
+        ran_x = session.get_tensor_data(x)
+    ir, x, out = in_place_ir(mark_modified)
+    with popxl.Session(ir, "ipu_model") as session:
+        stepper = session.stepper()
+        finish(stepper, "step")
+        np.testing.assert_array_equal(stepper.outputs[out], ran)
+        np.testing.assert_array_equal(session.get_tensor_data(x), ran_x)
+    start = 2 if mark_modified else 1
+    np.testing.assert_array_equal(ran, np.full(2, start + 30))
+    np.testing.assert_array_equal(ran_x, np.full(2, start))
+
+
+def test_stepping_a_repeat_whose_body_returns_another_input_never_writes_through_to_it():
+    """Iteration 0 returns input ``c``; iteration 1 writes that carried value in place, which must be
+    a copy, not the variable ``c`` itself."""
+    def build():
+        ir = popxl.Ir()
+        with ir.main_graph:
+            t = popxl.variable(np.zeros(2, np.float32), name="t")
+            c = popxl.variable(np.full(2, 5, np.float32), name="c")
+
+            def body(carried, other):
+                ops.var_updates.accumulate_(carried, popxl.constant(np.full(2, 10, np.float32)))
+                return other
+
+            (y,) = ops.repeat(ir.create_graph(body, t, c), 3, t, c)
+            out = popxl.d2h_stream(y.shape, y.dtype, name="y")
+            ops.host_store(out, y)
+        return ir, c, out
+
+    ir, c, out = build()
+    with popxl.Session(ir, "ipu_model") as session:
+        stepper = session.stepper()
+        finish(stepper, "step")
+        np.testing.assert_array_equal(stepper.outputs[out], np.full(2, 5))
+        np.testing.assert_array_equal(session.get_tensor_data(c), np.full(2, 5))
+
+
+def test_stepping_out_of_a_graph_that_returns_its_input_hands_back_a_copy():
+    ir = popxl.Ir()
+    with ir.main_graph, popxl.in_sequence():
+        x_stream = popxl.h2d_stream([2], popxl.float32, name="x")
+        x = ops.host_load(x_stream)
+        (y,) = ops.call(ir.create_graph(lambda t: t, x), x)
+        ops.add_(y, popxl.constant(np.ones(2, np.float32)))
+        out = popxl.d2h_stream(x.shape, x.dtype, name="x_out")
+        ops.host_store(out, x)
+    with popxl.Session(ir, "ipu_model") as session:
+        stepper = session.stepper({x_stream: np.array([1, 2], np.float32)})
+        finish(stepper, "step")
+        np.testing.assert_array_equal(stepper.outputs[out], [1, 2])
+
+
 # ----- positions -----
 def test_positions_point_into_the_graph_schedule_and_the_flattened_schedule():
     model = Model()
