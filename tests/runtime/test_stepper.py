@@ -496,6 +496,24 @@ def test_detaching_abandons_the_stepped_run_so_the_host_keeps_the_weights_of_bef
         assert stepper.continue_().finished
 
 
+def test_reset_also_restores_remote_variables_written_by_remote_store():
+    ir = popxl.Ir()
+    with ir.main_graph, popxl.in_sequence():
+        buffer = popxl.remote_buffer((), popxl.int32, entries=1)
+        x = popxl.remote_variable(np.array(1, np.int32), buffer, 0, name="x")
+        ops.remote_store(buffer, 0, ops.remote_load(buffer, 0) + 2)
+        ops.host_store(popxl.d2h_stream((), popxl.int32, name="x_out"), ops.remote_load(buffer, 0))
+    with popxl.Session(ir, "ipu_model") as session:
+        stepper = session.stepper()
+        stepper.run_to(op_type="remote_store")
+        stepper.step()
+        assert session.get_tensor_data(x) == 3
+        stepper.reset()
+        assert session.get_tensor_data(x) == 1
+        stepper.continue_()
+        assert session.get_tensor_data(x) == 3
+
+
 # ----- errors -----
 def test_stepping_past_the_end_says_so():
     ir, x_stream, out, g, h = counting_ir()
