@@ -1,7 +1,8 @@
 """What a stepped run shows at each stop, as plain data: where each replica stands and the values alive.
 
 Every record is a frozen dataclass holding IR objects (ops, graphs, tensors) and NumPy copies, so a
-view can keep a ``Stop`` while the run goes on without seeing later writes.
+view can keep a ``Stop`` while the run goes on without seeing later writes. Records holding arrays
+(``Stop``, ``LiveTensor``) compare by identity.
 """
 from __future__ import annotations
 
@@ -111,7 +112,7 @@ class ReplicaState:
         return self.position is None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, eq=False, slots=True)
 class LiveTensor:
     """A value alive at a stop: the tensor, the graph holding it and its value in each replica
     (None for a replica whose call stack does not hold it)."""
@@ -122,7 +123,7 @@ class LiveTensor:
     values: tuple[Optional[np.ndarray], ...]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, eq=False, slots=True)
 class Stop:
     """The state of a stepped run between two commands.
 
