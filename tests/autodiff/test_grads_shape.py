@@ -90,6 +90,7 @@ def test_identity_gradient(shape, seed):
 def test_in_place_views_pass_gradients_like_their_copies():
     x = normal((2, 3), 7)
     check_gradients(lambda t: ops.transpose_(ops.reshape_(t * 1.0, (3, 2))) * 2.0, x)
+    check_gradients(lambda t: ops.slice_(ops.concat_([t * 1.0, t * t], axis=0), start=1, stop=3, axis=0), x)
 
 
 def test_split_parts_have_distinct_names_so_their_gradients_can_be_named():

@@ -58,11 +58,11 @@ def pad(t: Tensor, axis: int, before: int, after: int) -> Tensor:
 
 def spread(t: Tensor, axis: int, stride: int, length: int) -> Tensor:
     """Entry ``i`` of ``t`` at position ``i * stride`` of a zero tensor of ``length`` along ``axis``."""
-    count = t.shape[axis]
+    count, before, after = t.shape[axis], t.shape[:axis + 1], t.shape[axis + 1:]
     if stride > 1 and count > 1:
-        inner = t.shape[:axis + 1] + (1,) + t.shape[axis + 1:]
-        gaps = zeros(t.shape[:axis + 1] + (stride - 1,) + t.shape[axis + 1:], t.dtype)
-        t = reshape(concat([reshape(t, inner), gaps], axis + 1), t.shape[:axis] + (count * stride,) + t.shape[axis + 1:])
+        gaps = zeros(before + (stride - 1,) + after, t.dtype)
+        interleaved = concat([reshape(t, before + (1,) + after), gaps], axis + 1)
+        t = reshape(interleaved, t.shape[:axis] + (count * stride,) + after)
     if t.shape[axis] > length:
         return keep_first(t, axis, length)
     return pad(t, axis, 0, length - t.shape[axis])
