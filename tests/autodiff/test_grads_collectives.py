@@ -110,7 +110,8 @@ def test_sharded_slice_gradient_gathers_the_shards(length, replicas, seed):
     lambda t: collectives.replicated_reduce_scatter(t, "mul"),
 ])
 def test_collectives_without_a_gradient_say_which_ops_have_one(make):
-    with pytest.raises(NotImplementedError, match=r"only 'add' and 'mean' are differentiable"):
+    with pytest.raises(NotImplementedError, match=r"no gradient for op '(max|mul)'; the differentiable ops are "
+                                                  r"'add' and 'mean'"):
         check_replicated_gradients(make, normal((2, 4), 0), replicas=2)
 
 
@@ -118,6 +119,14 @@ def test_collectives_without_a_gradient_say_which_ops_have_one(make):
 def on_ipu_1(t):
     with popxl.ipu(1):
         return ops.ipu_copy(t, 1)
+
+
+def test_all_reduce_over_ipus_differentiates_add_only():
+    def fn(a, b):
+        return tuple(collectives.all_reduce([a, on_ipu_1(b)], ipus=[0, 1], op="max"))
+    with pytest.raises(NotImplementedError, match=r"all_reduce: no gradient for op 'max'; the differentiable ops "
+                                                  r"are 'add'$"):
+        check_replicated_gradients(fn, normal((1, 2), 0), normal((1, 2), 1))
 
 
 @SETTINGS

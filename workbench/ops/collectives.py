@@ -94,8 +94,8 @@ def _all_reduce_in_place_kernel(op, env):
 
 def _differentiable(op, allowed=("add", "mean")) -> str:
     if op.attrs["op"] not in allowed:
-        raise NotImplementedError(f"{op.type}: no gradient for op {op.attrs['op']!r}; only "
-                                  f"{' and '.join(repr(a) for a in allowed)} are differentiable")
+        raise NotImplementedError(f"{op.type}: no gradient for op {op.attrs['op']!r}; the differentiable "
+                                  f"ops are {' and '.join(repr(a) for a in allowed)}")
     return op.attrs["op"]
 
 
