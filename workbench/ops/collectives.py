@@ -101,7 +101,8 @@ def _differentiable(op, allowed=("add", "mean")) -> str:
 
 def _all_reduce_grad(op, grads, fwd):
     """Each replica's loss depends on every replica's input, so the gradient is the all-reduce
-    of the replicas' gradients ('add', or 'mean' for a mean)."""
+    of the replicas' gradients ('add', or 'mean' for a mean). popxl's own op has no gradient; this
+    is the rule of its differentiable variant in popxl-addons."""
     if grads[0] is None:
         return [None]
     return [replicated_all_reduce(grads[0], _differentiable(op), op.attrs["group"])]
