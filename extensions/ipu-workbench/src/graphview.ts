@@ -4,11 +4,10 @@
  */
 import { Details } from './details.js';
 import { button, clear, el, svg } from './dom.js';
-import { GraphLayout, LayoutEdge, LayoutNode, layoutGraph, nodeKey } from './layout.js';
+import { GraphLayout, LayoutEdge, LayoutNode, layoutGraph, MAX_DEPTH, nodeKey } from './layout.js';
 import { GraphRecord, IrIndex, OpRecord, TensorRecord } from './model.js';
 
 const MAX_LABEL_CHARS = 40;
-const MAX_DEPTH = 8;
 
 export class GraphView {
   readonly node: HTMLElement;

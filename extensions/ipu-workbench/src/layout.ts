@@ -5,7 +5,9 @@
  */
 import { GraphRecord, IrIndex, OpRecord, TensorRecord } from './model.js';
 
-export const NODE_HEIGHT = 26;
+const NODE_HEIGHT = 26;
+/** Calls nest at most this deep in one drawing (a call cycle in a broken IR stops here). */
+export const MAX_DEPTH = 8;
 const CHAR_WIDTH = 7;
 const PAD = 12;
 const HEADER = 40;
@@ -96,7 +98,7 @@ export function layoutGraph(index: IrIndex, graphId: string, expanded: ReadonlyS
   }
   for (const op of graph.ops) {
     const key = nodeKey(path, op.id);
-    const callable = op.called_graphs.length > 0 && depth < 8;
+    const callable = op.called_graphs.length > 0 && depth < MAX_DEPTH;
     if (callable && expanded.has(key)) {
       const inner = op.called_graphs.map(callee => layoutGraph(index, callee, expanded, `${key}>${callee}`, depth + 1));
       let x = PAD;

@@ -195,6 +195,18 @@ test('a document without liveness, or whose liveness failed, says so', () => {
   assert.equal(render(document).root.querySelector('.ipu-wb-liveness').textContent, 'This document has no liveness section.');
 });
 
+test('graphs calling each other in a cycle are drawn to a bounded depth', () => {
+  const document = sampleDocument();
+  const [main, body] = document.graphs;
+  body.ops.push({ ...main.ops[0], id: 'body/call.9', name: 'call.9', inputs: ['body/a'], outputs: [] });
+  document.call_sites.push({ graph: 'body', op: 'body/call.9', callee: 'body', kind: 'call', repeat_count: null });
+  const { root } = render(document);
+  root.querySelector('.ipu-wb-expand-all').click();
+  assert.equal(root.querySelectorAll('.ipu-wb-frame-label').length, 8 + 1, 'eight nested bodies and the loop');
+  const tree = root.querySelector('.ipu-wb-call-tree');
+  assert.equal(tree.querySelectorAll('.ipu-wb-tree-graph').length, 4, 'main, body, body again (a leaf), the loop');
+});
+
 test('JSON text is read like an object, and another schema is refused with a message', () => {
   assert.ok(render(JSON.stringify(sampleDocument())).root.classList.contains('ipu-wb-root'));
   const { root } = render({ schema: 'something-else', version: 1 });
