@@ -6,6 +6,7 @@ on the PATH, finds the extension there, enabled.
 """
 import json
 import os
+from importlib import metadata
 import re
 import shutil
 import subprocess
@@ -48,8 +49,11 @@ def test_the_wheel_holds_the_built_extension_and_no_sources(wheel):
 
 def test_pip_installs_an_enabled_extension_without_node(wheel, tmp_path):
     prefix = tmp_path / "prefix"
-    subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--prefix", str(prefix), str(wheel)],
-                   check=True, capture_output=True, text=True, timeout=300)
+    installed = metadata.distribution("ipu-workbench")
+    # --ignore-installed: without it pip would first uninstall the project from the running environment.
+    subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--ignore-installed", "-q",
+                    "--prefix", str(prefix), str(wheel)], check=True, capture_output=True, text=True, timeout=300)
+    assert installed.read_text("RECORD") is not None, "the running environment's install is untouched"
     assert (prefix / LABEXTENSION / "package.json").exists()
     python_dir = str(Path(sys.executable).parent)
     assert shutil.which("node", path=python_dir) is None
