@@ -6,12 +6,12 @@ on the PATH, finds the extension there, enabled.
 """
 import json
 import os
-from importlib import metadata
 import re
 import shutil
 import subprocess
 import sys
 import zipfile
+from importlib import metadata
 from pathlib import Path
 
 import pytest
