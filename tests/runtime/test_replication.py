@@ -238,3 +238,9 @@ def test_replica_threads_end_when_the_session_detaches():
         if thread.name.startswith("replica"):
             thread.join(timeout=5)
     assert threading.active_count() <= before
+
+
+def test_local_all_reduce_keeps_each_replicas_own_value():
+    data = per_replica((3,))
+    result = run_replicated(lambda x: ops.collectives.replicated_all_reduce(x, op="local"), data)
+    np.testing.assert_array_equal(result, data)

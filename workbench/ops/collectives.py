@@ -6,7 +6,7 @@ order, and reduces them with the same NumPy call for every member, so all member
 """
 from __future__ import annotations
 
-from typing import Iterable, List, Literal, Optional
+from typing import List, Literal, Optional
 
 import numpy as np
 
@@ -15,7 +15,7 @@ from workbench.ir import ReplicaGrouping, Tensor, TensorSpec, get_current_graph,
 from . import grad_blocks as blocks
 from .comm_group import CommGroup, CommGroupType
 from .registry import OpDef, create_op, register
-from .rules import check_dtype, normalize_axis
+from .rules import normalize_axis
 
 __all__ = ["replicated_all_reduce", "replicated_all_reduce_", "replicated_all_gather",
            "replicated_reduce_scatter", "replica_sharded_slice", "replicated_slice", "all_reduce",
@@ -32,7 +32,6 @@ _REDUCERS = {
     "and": lambda stacked: np.all(stacked, axis=0),
     "or": lambda stacked: np.any(stacked, axis=0),
     "square_add": lambda stacked: np.sum(stacked * stacked, axis=0),
-    "local": lambda stacked: stacked[0],
 }
 
 
@@ -50,13 +49,17 @@ def _group(op_type: str, group: Optional[ReplicaGrouping]) -> ReplicaGrouping:
 
 
 def _check_op(op_type: str, op: str) -> str:
-    if op not in _REDUCERS:
-        raise ValueError(f"{op_type}: op must be one of {sorted(_REDUCERS)}, got {op!r}")
+    if op not in _REDUCERS and op != "local":
+        raise ValueError(f"{op_type}: op must be one of {sorted([*_REDUCERS, 'local'])}, got {op!r}")
     return op
 
 
-def _reducer(op):
-    reduce, dtype = _REDUCERS[op.attrs["op"]], op.outputs[0].dtype.as_numpy()
+def _reducer(op, position: int = 0):
+    """Combine the members' values; 'local' keeps the value of the member at ``position``."""
+    name, dtype = op.attrs["op"], op.outputs[0].dtype.as_numpy()
+    if name == "local":
+        return lambda values: np.array(values[position], dtype=dtype)
+    reduce = _REDUCERS[name]
     return lambda values: reduce(np.stack(values)).astype(dtype, copy=False)
 
 
@@ -79,12 +82,14 @@ def _same_spec(specs, attrs):
 
 
 def _all_reduce_kernel(op, env):
-    exchange, reduce = env.exchange(op, _members(op, env)), _reducer(op)
+    members = _members(op, env)
+    exchange, reduce = env.exchange(op, members), _reducer(op, members.index(env.replica))
     return lambda value: reduce(exchange(value))
 
 
 def _all_reduce_in_place_kernel(op, env):
-    exchange, reduce = env.exchange(op, _members(op, env)), _reducer(op)
+    members = _members(op, env)
+    exchange, reduce = env.exchange(op, members), _reducer(op, members.index(env.replica))
 
     def run(value):
         value[...] = reduce(exchange(value))
@@ -193,7 +198,8 @@ def _shard_infer(specs, attrs):
 
 def _reduce_scatter_kernel(op, env):
     members = _members(op, env)
-    exchange, reduce, index = env.exchange(op, members), _reducer(op), members.index(env.replica)
+    index = members.index(env.replica)
+    exchange, reduce = env.exchange(op, members), _reducer(op, index)
     return lambda value: _shard(reduce(exchange(value)).reshape(-1), len(members), index)
 
 
@@ -285,7 +291,7 @@ def _ipus_infer(specs, attrs):
 
 
 def _ipus_kernel(op, env):
-    if op.attrs["variant"] == "all_reduce_identical_inputs":
+    if op.attrs["variant"] == "all_reduce_identical_inputs" or op.attrs["op"] == "local":
         return lambda *values: tuple(v.copy() for v in values)
     reduce, count = _reducer(op), len(op.inputs)
     return lambda *values: tuple(reduce(values).copy() for _ in range(count))
