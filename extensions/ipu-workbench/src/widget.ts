@@ -9,7 +9,7 @@ import { renderIr } from './view.js';
 export class IrRenderer extends Widget implements IRenderMime.IRenderer {
   constructor(private readonly mimeType: string) {
     super();
-    this.addClass('ipu-wb-output');
+    this.addClass('ipu-wb-renderer');
   }
 
   renderModel(model: IRenderMime.IMimeModel): Promise<void> {
