@@ -16,6 +16,7 @@ from typing import Any, Callable, Generator, Optional
 
 from workbench.analysis.cost_model import op_cycles, op_kind
 from workbench.analysis.flatten import FlatSchedule, Frame, Step, flattened_schedule
+from workbench.analysis.static_schedule import op_ipus
 from workbench.ir import Graph, Ir, Op
 
 from .trace import RunRecord, Trace, TraceEvent
@@ -40,15 +41,6 @@ class TimelinePlan:
     flat: FlatSchedule
     frame_steps: dict[Frame, list[Step]]
     timings: dict[Op, OpTiming]
-
-
-def op_ipus(op: Op) -> tuple[int, ...]:
-    """The IPUs of a replica that ``op`` occupies, the one it runs on first."""
-    if op.type == "ipu_copy":
-        return tuple(dict.fromkeys((op.attrs["source"], op.attrs["destination"])))
-    if op.type == "all_reduce":
-        return tuple(dict.fromkeys(op.attrs["ipus"]))
-    return (op.ipu,)
 
 
 def _group_members(op: Op) -> Optional[Callable[[int], tuple[int, ...]]]:

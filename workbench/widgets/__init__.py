@@ -5,6 +5,8 @@
 - ``LivenessView(ir, device=None)``: memory per IPU over the schedule, and code liveness per graph.
 - ``ReplicaGroupView(ir_or_session, grouping=None)``: replicas coloured by group, the groups of each
   collective and variable, and per-group variable values after a run.
+- ``ScheduleView(ir_or_session, unit="cycles")``: when each op runs per replica and IPU, from the last
+  run's trace (simulated cycles, or seconds of a profiled run), else the static schedule.
 
 Every view takes an Ir or a Session (a Session also brings its device and run events) and:
 
@@ -30,8 +32,9 @@ from .graph_view import GraphView
 from .live import Debouncer, LiveBinding, ManualScheduler
 from .liveness_view import LivenessView
 from .replica_group_view import ReplicaGroupView
+from .schedule_view import ScheduleView
 from .selection import Selection
 from .view import View
 
-__all__ = ["CallTreeView", "GraphView", "LivenessView", "ReplicaGroupView", "Selection", "View", "Debouncer",
+__all__ = ["CallTreeView", "GraphView", "LivenessView", "ReplicaGroupView", "ScheduleView", "Selection", "View", "Debouncer",
            "LiveBinding", "ManualScheduler"]

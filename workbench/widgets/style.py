@@ -23,6 +23,18 @@ GROUP_COLORS = ["#1F77B4", "#FF7F0E", "#2CA02C", "#D62728", "#9467BD", "#8C564B"
 GROUP_TINTS = ["#D2E3F3", "#FFE0C2", "#D5EFD5", "#F6D3D3", "#E6DCF0", "#E8DAD6", "#F9DDF0",
                "#E5E5E5", "#F1F1C9", "#CCF0F4"]
 
+# Op kinds of the cost model (``analysis.cost_model.KINDS``), as the schedule view colours them.
+SCHEDULE_COLORS = {
+    "compute": "#4C78A8",
+    "host_io": "#EECA3B",
+    "ipu_copy": "#F58518",
+    "collective": "#E45756",
+    "remote": "#72B7B2",
+    "control": "#BAB0AC",
+}
+SCHEDULE_LABELS = {"compute": "compute", "host_io": "host IO", "ipu_copy": "IPU copies",
+                   "collective": "collectives", "remote": "Streaming Memory", "control": "call sites"}
+
 # Ops are filled by the IPU they run on; call sites get a stronger outline.
 IPU_COLORS = ["#DCE6F2", "#FDE9D9", "#E2F0D9", "#EADCF0", "#FFF2CC", "#DDEBF7", "#F2DCDB", "#E7E6E6"]
 OP_OUTLINE = "#44546A"

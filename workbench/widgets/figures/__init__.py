@@ -6,5 +6,6 @@ from .call_tree_figure import call_tree_figure
 from .graph_figure import graph_figure
 from .liveness_figure import liveness_figure
 from .replica_figure import replica_group_figure
+from .schedule_figure import schedule_figure
 
-__all__ = ["call_tree_figure", "graph_figure", "liveness_figure", "replica_group_figure"]
+__all__ = ["call_tree_figure", "graph_figure", "liveness_figure", "replica_group_figure", "schedule_figure"]

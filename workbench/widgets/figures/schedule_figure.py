@@ -1,0 +1,218 @@
+"""The schedule as a timeline: one row per replica and IPU, one bar per op execution, coloured by the
+cost model's kind, with ``in_sequence`` regions behind, and the selected and next ops outlined.
+
+Events are a run's ``TraceEvent``s or the static schedule's ``ScheduledOp``s (``replica`` None):
+anything with their fields. An op occupying several IPUs (an ``ipu_copy``, an ``all_reduce`` over
+IPUs) has a bar on each of their rows; a call site's bar spans the ops it called.
+"""
+from __future__ import annotations
+
+import html
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any, Mapping, Optional, Sequence
+
+import plotly.graph_objects as go
+
+from workbench.analysis.cost_model import KINDS
+from workbench.ir import Op
+
+from ..style import HIGHLIGHT, SCHEDULE_COLORS, SCHEDULE_LABELS, base_layout, text_array
+
+Row = tuple[Optional[int], int]  # (replica or None for every replica, IPU)
+SEQUENCE_COLOR = "rgba(127, 127, 127, 0.14)"
+SEQUENCE_OUTLINE = "#7F7F7F"
+CURRENT_COLOR = "#262626"
+
+
+@dataclass(frozen=True, slots=True)
+class Bar:
+    """One drawn bar: the index of its event, the row it sits on and its span in the shown unit."""
+
+    event: int
+    row: Row
+    start: float
+    end: float
+
+
+@dataclass(frozen=True, slots=True)
+class SequenceSpan:
+    """An ``in_sequence`` region on one row: from its first op's start to its last op's end, in one
+    execution of the graph holding it (one call, one iteration)."""
+
+    region: int
+    row: Row
+    start: float
+    end: float
+    ops: int
+
+
+def row_label(row: Row) -> str:
+    replica, ipu = row
+    return f"IPU {ipu}" if replica is None else f"replica {replica}, IPU {ipu}"
+
+
+def has_seconds(events: Sequence[Any]) -> bool:
+    return bool(events) and all(event.start_seconds is not None for event in events)
+
+
+def span(event: Any, unit: str) -> tuple[float, float]:
+    if unit == "seconds":
+        return event.start_seconds, event.end_seconds
+    return event.start_cycle, event.end_cycle
+
+
+def schedule_rows(events: Sequence[Any]) -> list[Row]:
+    """Every (replica, IPU) with an event, replica by replica."""
+    rows = {(event.replica, ipu) for event in events for ipu in event.ipus}
+    return sorted(rows, key=lambda row: (-1 if row[0] is None else row[0], row[1]))
+
+
+def schedule_bars(events: Sequence[Any], unit: str = "cycles") -> list[Bar]:
+    """A bar per event and IPU it occupies, in event order."""
+    bars = []
+    for index, event in enumerate(events):
+        start, end = span(event, unit)
+        bars.extend(Bar(index, (event.replica, ipu), start, end) for ipu in event.ipus)
+    return bars
+
+
+def sequence_spans(events: Sequence[Any], regions: Mapping[Op, int], unit: str = "cycles") -> list[SequenceSpan]:
+    """The extent of each ``in_sequence`` region (``analysis.static_schedule.sequence_regions``) on
+    each row, per execution of its graph."""
+    found: dict[tuple, list] = defaultdict(list)
+    for event in events:
+        region = regions.get(event.op) if event.in_sequence else None
+        if region is None:
+            continue
+        start, end = span(event, unit)
+        for ipu in event.ipus:
+            found[(region, (event.replica, ipu), event.call_path, event.iterations, event.parent)].append((start, end))
+    return [SequenceSpan(key[0], key[1], min(s for s, _ in spans), max(e for _, e in spans), len(spans))
+            for key, spans in found.items()]
+
+
+def event_hover(event: Any, unit: str, regions: Optional[Mapping[Op, int]] = None) -> str:
+    """What a bar's hover box says, names escaped (the hover box reads markup)."""
+    op = event.op
+    lines = [f"<b>{html.escape(op.type)} {html.escape(op.name)}</b>",
+             f"graph {html.escape(op.graph.label)}" + (
+                 " via " + " → ".join(html.escape(site.name) for site in event.call_path) if event.call_path else "")]
+    own = f"{event.cycles:,} cycles" if event.kind != "control" else f"{event.cycles:,} cycles of its own"
+    if unit == "seconds":
+        lines.append(f"{SCHEDULE_LABELS[event.kind]}: {_seconds(event.end_seconds - event.start_seconds)} "
+                     f"({_seconds(event.start_seconds)} to {_seconds(event.end_seconds)}), {own}")
+    else:
+        lines.append(f"{SCHEDULE_LABELS[event.kind]}: {own}, cycles {event.start_cycle:,} to {event.end_cycle:,}")
+    where = "every replica" if event.replica is None else f"replica {event.replica}"
+    ipus = ", ".join(map(str, event.ipus))
+    lines.append(f"{where}, IPU{'s' if len(event.ipus) > 1 else ''} {ipus}")
+    repeats = getattr(event, "repeats", ())
+    if repeats:
+        lines.append("one iteration drawn of " + " × ".join(map(str, repeats)))
+    elif event.iterations:
+        lines.append("iteration " + ", ".join(map(str, event.iterations)))
+    for site, branch in getattr(event, "branches", ()):
+        lines.append(f"{branch}-branch of {html.escape(site.name)}")
+    if event.in_sequence:
+        region = None if regions is None else regions.get(op)
+        lines.append("in_sequence" + ("" if region is None else f" region {region}"))
+    lines.append(f"step {event.step} of the flattened schedule")
+    return "<br>".join(lines)
+
+
+def schedule_figure(events: Sequence[Any], *, unit: str = "cycles", clock_hz: float = 1.33e9,
+                    regions: Optional[Mapping[Op, int]] = None, selected: Sequence[int] = (),
+                    current: Sequence[int] = (), title: Optional[str] = None) -> go.Figure:
+    """The timeline of ``events`` in ``unit`` ('cycles' or 'seconds'; seconds need every event's).
+    ``selected`` and ``current`` are indices into ``events``: the selected op's executions get a red
+    outline, the op a stepped run stands before a black one. Bars carry their event's index as
+    ``customdata``."""
+    if unit not in ("cycles", "seconds"):
+        raise ValueError(f"unit must be 'cycles' or 'seconds', got {unit!r}")
+    if unit == "seconds" and not has_seconds(events):
+        raise ValueError("the schedule has no seconds: only a run with session.profile = True measures them")
+    rows = schedule_rows(events)
+    bars = schedule_bars(events, unit)
+    figure = go.Figure()
+    if regions:
+        _add_sequence_spans(figure, sequence_spans(events, regions, unit))
+    hovers: dict[int, str] = {}
+
+    def hover(index: int) -> str:
+        if index not in hovers:
+            hovers[index] = event_hover(events[index], unit, regions)
+        return hovers[index]
+
+    by_kind: dict[str, list[Bar]] = defaultdict(list)
+    for bar in bars:
+        by_kind[events[bar.event].kind].append(bar)
+    for kind in ("control",) + tuple(k for k in KINDS if k != "control"):
+        drawn = by_kind.get(kind)
+        if not drawn:
+            continue
+        control = kind == "control"
+        figure.add_trace(go.Bar(
+            orientation="h", y=text_array(row_label(bar.row) for bar in drawn),
+            base=[bar.start for bar in drawn], x=[bar.end - bar.start for bar in drawn],
+            name=SCHEDULE_LABELS[kind], marker=dict(color=SCHEDULE_COLORS[kind], line=dict(width=0)),
+            opacity=0.45 if control else 1.0, width=0.8 if control else 0.5,
+            customdata=[bar.event for bar in drawn], hovertext=text_array(hover(bar.event) for bar in drawn),
+            hoverinfo="text", meta=dict(kind=kind)))
+    _add_outlines(figure, events, bars, selected, "selected op", HIGHLIGHT, hover)
+    _add_outlines(figure, events, bars, current, "next op", CURRENT_COLOR, hover)
+    labels = [row_label(row) for row in rows]
+    total = max((bar.end for bar in bars), default=0)
+    figure.update_layout(**base_layout(
+        barmode="overlay", height=max(340, 150 + 46 * len(rows)), width=1100, hovermode="closest",
+        title=dict(text=title or _default_title(events, unit, clock_hz, total), x=0.01),
+        xaxis=dict(title_text="simulated cycles" if unit == "cycles" else "seconds (measured)",
+                   rangemode="tozero", tickformat="~s", ticksuffix="" if unit == "cycles" else "s"),
+        yaxis=dict(categoryorder="array", categoryarray=list(reversed(labels)), type="category"),
+        legend=dict(yanchor="top", y=1.0, x=1.01, xanchor="left"), margin=dict(l=130, r=20, t=70, b=50)))
+    return figure
+
+
+def _add_sequence_spans(figure: go.Figure, spans: list[SequenceSpan]) -> None:
+    if not spans:
+        return
+    figure.add_trace(go.Bar(
+        orientation="h", y=text_array(row_label(s.row) for s in spans), base=[s.start for s in spans],
+        x=[s.end - s.start for s in spans], name="in_sequence", width=0.95,
+        marker=dict(color=SEQUENCE_COLOR, line=dict(color=SEQUENCE_OUTLINE, width=1)),
+        hovertext=text_array(f"in_sequence region {s.region}: {s.ops} op executions in order" for s in spans),
+        hoverinfo="text", meta=dict(kind="in_sequence")))
+
+
+def _add_outlines(figure: go.Figure, events: Sequence[Any], bars: list[Bar], indices: Sequence[int],
+                  name: str, color: str, hover) -> None:
+    wanted = set(indices)
+    marked = [bar for bar in bars if bar.event in wanted]
+    if not marked:
+        return
+    rows = text_array(row_label(bar.row) for bar in marked)
+    figure.add_trace(go.Bar(
+        orientation="h", y=rows, base=[bar.start for bar in marked], x=[bar.end - bar.start for bar in marked],
+        name=name, width=0.7, marker=dict(color="rgba(0, 0, 0, 0)", line=dict(color=color, width=2.5)),
+        customdata=[bar.event for bar in marked], hovertext=text_array(hover(bar.event) for bar in marked),
+        hoverinfo="text", meta=dict(kind=name)))
+    # A marker at each start: a view (0 cycles) has no bar to outline.
+    figure.add_trace(go.Scatter(
+        x=[bar.start for bar in marked], y=rows, mode="markers", name=name, showlegend=False,
+        marker=dict(symbol="triangle-right", size=11, color=color), hoverinfo="skip",
+        meta=dict(kind=name + " marker")))
+
+
+def _default_title(events: Sequence[Any], unit: str, clock_hz: float, total: float) -> str:
+    static = bool(events) and events[0].replica is None
+    what = "Static schedule (no run yet)" if static else "Schedule of the last run"
+    if unit == "seconds":
+        return f"{what}: {_seconds(total)} measured"
+    return f"{what}: {int(total):,} simulated cycles ({_seconds(total / clock_hz)} at {clock_hz / 1e9:.3g} GHz)"
+
+
+def _seconds(value: float) -> str:
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
+        if abs(value) >= scale:
+            return f"{value / scale:.3g} {unit}"
+    return f"{value * 1e9:.3g} ns"
