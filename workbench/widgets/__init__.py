@@ -7,6 +7,8 @@
   collective and variable, and per-group variable values after a run.
 - ``ScheduleView(ir_or_session, unit="cycles")``: when each op runs per replica and IPU, from the last
   run's trace (simulated cycles, or seconds of a profiled run), else the static schedule.
+- ``SessionStepperView(session, inputs)``: buttons that step a run op by op, the live tensors of every
+  replica, and the current op selected for the views sharing its selection.
 
 Every view takes an Ir or a Session (a Session also brings its device and run events) and:
 
@@ -34,7 +36,8 @@ from .liveness_view import LivenessView
 from .replica_group_view import ReplicaGroupView
 from .schedule_view import ScheduleView
 from .selection import Selection
+from .stepper_view import SessionStepperView
 from .view import View
 
-__all__ = ["CallTreeView", "GraphView", "LivenessView", "ReplicaGroupView", "ScheduleView", "Selection", "View", "Debouncer",
+__all__ = ["CallTreeView", "GraphView", "LivenessView", "ReplicaGroupView", "ScheduleView", "Selection", "SessionStepperView", "View", "Debouncer",
            "LiveBinding", "ManualScheduler"]

@@ -1,0 +1,312 @@
+"""SessionStepperView: buttons over a session's stepper, where the run stands, and the live values."""
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Optional, Sequence, Union
+
+from workbench.ir import Op
+
+from .figures.replica_figure import format_value
+from .listeners import subscribe_weakly
+from .live import DEFAULT_WINDOW, Scheduler
+from .selection import Selection
+from .view import _kernel_running
+
+COMMANDS = ("step", "step over", "step out", "continue", "run to", "reset")
+ERROR_STYLE = "color:#C00000;font-family:monospace;white-space:pre-wrap"
+TABLE_STYLE = "border-collapse:collapse;font-family:monospace;font-size:12px"
+CELL_STYLE = "border:1px solid #D9D9D9;padding:2px 6px;text-align:left;vertical-align:top"
+
+
+def _text(value: str) -> str:
+    """``value`` as element text: markup characters escaped."""
+    return html.escape(value, quote=False)
+
+
+@dataclass(frozen=True, slots=True)
+class LiveRow:
+    """One live tensor at a stop: its name, graph, type, whether the next op reads it, and its value
+    in each replica as text (None where that replica's call stack does not hold it)."""
+
+    name: str
+    graph: str
+    spec: str
+    read_next: bool
+    values: tuple[Optional[str], ...]
+
+
+def live_rows(stop: Any) -> list[LiveRow]:
+    """The rows of the live-tensor table at ``stop`` (a ``Stop``), outermost graph first."""
+    if stop is None:
+        return []
+    inputs = set(stop.op.inputs) if stop.op is not None else set()
+    return [LiveRow(live.tensor.name, live.graph.label, f"{live.tensor.dtype.name}{list(live.tensor.shape)}",
+                    live.tensor in inputs, tuple(None if value is None else format_value(value) for value in live.values))
+            for live in stop.live]
+
+
+def describe_stop(stop: Any) -> str:
+    """Where a stepped run stands, in a line of plain text that follows its status."""
+    if stop is None:
+        return "the first command starts a stepped run"
+    if stop.status == "finished":
+        return f"after {stop.actions} ops: the outputs are ready"
+    if stop.status in ("failed", "abandoned"):
+        return "call reset to start again"
+    position = stop.position
+    location = position.frames[-1]
+    text = (f"before {stop.op.type} {stop.op.name!r} in graph {position.graph.label!r} "
+            f"(op {position.index} of its graph, step {position.flat_index} of the flattened schedule)")
+    if location.kind == "repeat":
+        text += f", iteration {location.iteration + 1} of {location.repeat_count}"
+    if stop.breakpoint is not None:
+        text += f", at {stop.breakpoint}"
+    for state in stop.replicas[1:]:
+        if state.position is None:
+            text += f"; replica {state.replica} has finished"
+        elif state.position.op is not position.op or state.waiting:
+            text += f"; replica {state.replica} is before {state.position.op.name!r}"
+            if state.waiting:
+                text += f", waiting in {state.waiting}"
+    return text
+
+
+def table_html(rows: Sequence[LiveRow], replicas: int) -> str:
+    """The live tensors as an HTML table, every name escaped; the next op's inputs in bold."""
+    if not rows:
+        return "<p><i>no live tensors</i></p>"
+    head = "".join(f"<th style='{CELL_STYLE}'>{_text(h)}</th>"
+                   for h in ["tensor", "graph", "type", *(f"replica {r}" for r in range(replicas))])
+    body = []
+    for row in rows:
+        cells = [row.name, row.graph, row.spec, *("—" if v is None else v for v in row.values)]
+        weight = "font-weight:bold;" if row.read_next else ""
+        body.append("<tr>" + "".join(f"<td style='{weight}{CELL_STYLE}'>{_text(c)}</td>" for c in cells)
+                    + "</tr>")
+    return (f"<table style='{TABLE_STYLE}'><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+            "<p style='font-size:11px;color:#595959'>bold: read by the next op</p>")
+
+
+def outputs_html(outputs: Mapping[Any, Any]) -> str:
+    """The host outputs of a finished run, one row per stream."""
+    rows = "".join(f"<tr><td style='{CELL_STYLE}'>{_text(stream.name)}</td>"
+                   f"<td style='{CELL_STYLE}'>{_text(format_value(value))}</td></tr>"
+                   for stream, value in outputs.items())
+    return (f"<table style='{TABLE_STYLE}'><thead><tr><th style='{CELL_STYLE}'>output stream</th>"
+            f"<th style='{CELL_STYLE}'>value</th></tr></thead><tbody>{rows}</tbody></table>") if rows else ""
+
+
+class SessionStepperView:
+    """Step a session's run from buttons: step (into calls), step over, step out, continue (to the
+    next breakpoint), run to an op (by name or type, or the selected op), reset; a breakpoint button
+    toggles one at the selected op. Shows where the run stands, the live tensors with their values
+    in every replica (the next op's inputs in bold), and the outputs once it finishes.
+
+    Each stop selects the next op in the shared ``selection``, so a GraphView and a ScheduleView
+    sharing it highlight that op; ``views`` are shown under the controls (by default a GraphView and
+    a ScheduleView of the session, sharing the selection). A command that fails shows its error in
+    the view (``message``, ``error``) instead of raising.
+
+    >>> with popxl.Session(ir, "ipu_model") as session:
+    ...     view = SessionStepperView(session, {x_stream: data})
+    ...     view  # click step; or from code: view.step(), view.run_to("matmul")
+    """
+
+    def __init__(self, session: Any, inputs: Optional[Mapping[Any, Any]] = None, *, stepper: Any = None,
+                 selection: Optional[Selection] = None, views: Optional[Sequence[Any]] = None,
+                 downcast_inputs: bool = True, live: bool = True, window: float = DEFAULT_WINDOW,
+                 scheduler: Optional[Scheduler] = None):
+        if not (hasattr(session, "stepper") and hasattr(session, "events")):
+            raise TypeError(f"SessionStepperView needs a popxl.Session, got {type(session).__name__}")
+        self.session = session
+        self.ir = session.ir
+        self.inputs = inputs
+        self.downcast_inputs = downcast_inputs
+        self.selection = selection if selection is not None else Selection()
+        if self.selection.graph is None:
+            self.selection.graph = self.ir.main_graph
+        self._stepper = stepper
+        self.stop = stepper.stop if stepper is not None else None
+        self.error: Optional[Exception] = None
+        self.message = ""
+        self._views = None if views is None else list(views)
+        self._owns_views = views is None
+        self._view_options = dict(live=live, window=window, scheduler=scheduler)
+        self._widget = None
+        self._handle = subscribe_weakly(session.events, self._heard)
+
+    # ----- the stepper -----
+    @property
+    def stepper(self):
+        """The session's stepper this view drives, made with ``inputs`` on first use."""
+        if self._stepper is None:
+            self._stepper = self.session.stepper(self.inputs, self.downcast_inputs)
+        return self._stepper
+
+    @property
+    def status(self) -> str:
+        return "not started" if self.stop is None else self.stop.status
+
+    @property
+    def rows(self) -> list[LiveRow]:
+        return live_rows(self.stop)
+
+    # ----- commands (what the buttons call) -----
+    def step(self):
+        """Run the next op, entering called graphs. Returns the new stop (None when it failed)."""
+        return self._command(lambda stepper: stepper.step())
+
+    def step_over(self):
+        return self._command(lambda stepper: stepper.step_over())
+
+    def step_out(self):
+        return self._command(lambda stepper: stepper.step_out())
+
+    def continue_(self):
+        return self._command(lambda stepper: stepper.continue_())
+
+    def run_to(self, target: Union[str, Op, None] = None):
+        """Run to an op given as an Op, an op name or an op type (a name wins); by default the
+        selected op."""
+        if target is None or target == "":
+            target = self.selection.op
+        if target is None:
+            return self._failed(ValueError("run to what? Type an op name or type, or select an op"))
+        if isinstance(target, Op):
+            return self._command(lambda stepper: stepper.run_to(op=target))
+        ops = [op for graph in self.ir.graphs for op in graph._ops]
+        if not any(op.name == target for op in ops) and any(op.type == target for op in ops):
+            return self._command(lambda stepper: stepper.run_to(op_type=target))
+        return self._command(lambda stepper: stepper.run_to(op=target))
+
+    def reset(self):
+        return self._command(lambda stepper: stepper.reset())
+
+    def toggle_breakpoint(self, op: Optional[Op] = None):
+        """Set a breakpoint at ``op`` (by default the selected op), or remove the one there."""
+        op = op if op is not None else self.selection.op
+        if op is None:
+            return self._failed(ValueError("select an op (in the graph or schedule view) to break at"))
+
+        def toggle(stepper):
+            existing = [b for b in stepper.breakpoints if b.op == op.name and b.graph is op.graph and b.op_type is None]
+            if existing:
+                stepper.remove_breakpoint(existing[0])
+            else:
+                stepper.add_breakpoint(op=op)
+            return stepper.stop
+        return self._command(toggle)
+
+    def _command(self, command: Callable[[Any], Any]):
+        try:
+            stop = command(self.stepper)
+        except Exception as error:  # shown in the view: a button callback must not swallow it
+            return self._failed(error)
+        self.error, self.message = None, ""
+        self._show(stop)
+        return stop
+
+    def _failed(self, error: Exception) -> None:
+        self.error, self.message = error, f"{type(error).__name__}: {error}"
+        self._render()
+        return None
+
+    # ----- following the run -----
+    def _heard(self, kind: str, payload: Any) -> None:
+        if kind == "step" and self._stepper is not None and payload is self._stepper.stop:
+            self._show(payload)
+
+    def _show(self, stop: Any) -> None:
+        self.stop = stop
+        if stop is not None and stop.position is not None:
+            self.selection.step = stop.position.flat_index
+            self.selection.op = stop.op
+        elif stop is not None and stop.status == "finished":
+            self.selection.op, self.selection.step = None, None
+        self._render()
+
+    # ----- display -----
+    def status_html(self) -> str:
+        breakpoints = ", ".join(map(str, self._stepper.breakpoints)) if self._stepper is not None else ""
+        parts = [f"<p><b>{_text(self.status)}</b>: {_text(describe_stop(self.stop))}</p>"]
+        if breakpoints:
+            parts.append(f"<p>breakpoints: {_text(breakpoints)}</p>")
+        return "".join(parts)
+
+    def error_html(self) -> str:
+        return f"<div style='{ERROR_STYLE}'>{_text(self.message)}</div>" if self.message else ""
+
+    def values_html(self) -> str:
+        if self.stop is not None and self.stop.status == "finished":
+            return outputs_html(self._stepper.outputs if self._stepper is not None else {})
+        return table_html(self.rows, self.ir.replication_factor)
+
+    def to_html(self) -> str:
+        """Where the run stands, the last error and the live values, as HTML (names escaped)."""
+        return self.status_html() + self.error_html() + self.values_html()
+
+    @property
+    def views(self) -> list:
+        if self._views is None:
+            from .graph_view import GraphView
+            from .schedule_view import ScheduleView
+
+            self._views = [GraphView(self.session, selection=self.selection, **self._view_options),
+                           ScheduleView(self.session, selection=self.selection, **self._view_options)]
+        return self._views
+
+    @property
+    def widget(self):
+        """Buttons, a run-to box, the breakpoint toggle, the status, errors, the live values, then
+        ``views`` (made on first use)."""
+        if self._widget is None:
+            import ipywidgets
+
+            actions = dict(zip(COMMANDS, (self.step, self.step_over, self.step_out, self.continue_,
+                                          lambda: self.run_to(self.target.value), self.reset)))
+            self.buttons = {name: ipywidgets.Button(description=name, layout=ipywidgets.Layout(width="96px"))
+                            for name in COMMANDS}
+            self.buttons["breakpoint"] = ipywidgets.Button(description="toggle breakpoint at selected op",
+                                                           layout=ipywidgets.Layout(width="240px"))
+            actions["breakpoint"] = self.toggle_breakpoint
+            for name, button in self.buttons.items():
+                button.on_click(lambda _, action=actions[name]: action())
+            self.target = ipywidgets.Text(placeholder="op name or type (empty: the selected op)",
+                                          layout=ipywidgets.Layout(width="300px"))
+            self.status_box = ipywidgets.HTML()
+            self.error_box = ipywidgets.HTML()
+            self.table = ipywidgets.HTML()
+            controls = ipywidgets.HBox([self.buttons[name] for name in COMMANDS if name != "run to"])
+            run_to = ipywidgets.HBox([self.buttons["run to"], self.target, self.buttons["breakpoint"]])
+            self._widget = ipywidgets.VBox([controls, run_to, self.status_box, self.error_box, self.table,
+                                            *(view.widget for view in self.views)])
+            self._render()
+        return self._widget
+
+    def _render(self) -> None:
+        if self._widget is None:
+            return
+        self.status_box.value = self.status_html()
+        self.error_box.value = self.error_html()
+        self.table.value = self.values_html()
+        status = self.status
+        for name, button in self.buttons.items():
+            button.disabled = name != "reset" and status in ("finished", "failed", "abandoned")
+
+    def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
+        bundle = {"text/plain": repr(self), "text/html": self.to_html()}
+        if _kernel_running():
+            bundle.update(self.widget._repr_mimebundle_(include=include, exclude=exclude) or {})
+            bundle["text/plain"] = repr(self)
+        return bundle
+
+    def close(self) -> None:
+        """Stop following the session (and close the views this view made)."""
+        self.session.events.unsubscribe(self._handle)
+        if self._owns_views:
+            for view in self._views or ():
+                view.close()
+
+    def __repr__(self) -> str:
+        return f"SessionStepperView({self.status}: {describe_stop(self.stop)})"
