@@ -1,2 +1,22 @@
-"""IPU Workbench: build, run and inspect popxl programs on a simulated IPU system."""
+"""IPU Workbench: build, run and inspect popxl programs on a simulated IPU system.
+
+``workbench.show(ir_or_session)`` gives every view in tabs; ``workbench.report(ir_or_session, path)``
+writes them to one standalone HTML file. Both load plotly and ipywidgets only when first used.
+"""
 __version__ = "0.1.0"
+
+_LAZY = {"show": "workbench.widgets.tabs", "report": "workbench.widgets.html_report"}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'workbench' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_LAZY])

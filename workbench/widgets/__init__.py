@@ -10,6 +10,9 @@
 - ``SessionStepperView(session, inputs)``: buttons that step a run op by op, the live tensors of every
   replica, and the current op selected for the views sharing its selection.
 
+``Workbench(ir_or_session, inputs=None)`` (``show``) puts them all in tabs, sharing one selection,
+with a stepper tab for a Session; ``report(sources, path)`` writes them to one standalone HTML file.
+
 Every view takes an Ir or a Session (a Session also brings its device and run events) and:
 
 - is live: Ir events (ops, tensors, graphs added) and Session events (runs, attach/detach) refresh
@@ -31,13 +34,16 @@ marks ``op``/``tensor``; the liveness view marks the steps of ``op``.
 """
 from .call_tree_view import CallTreeView
 from .graph_view import GraphView
+from .html_report import report
 from .live import Debouncer, LiveBinding, ManualScheduler
 from .liveness_view import LivenessView
 from .replica_group_view import ReplicaGroupView
 from .schedule_view import ScheduleView
 from .selection import Selection
 from .stepper_view import SessionStepperView
+from .tabs import Workbench, show
 from .view import View
 
-__all__ = ["CallTreeView", "GraphView", "LivenessView", "ReplicaGroupView", "ScheduleView", "Selection", "SessionStepperView", "View", "Debouncer",
-           "LiveBinding", "ManualScheduler"]
+__all__ = ["CallTreeView", "GraphView", "LivenessView", "ReplicaGroupView", "ScheduleView", "Selection",
+           "SessionStepperView", "View", "Workbench", "show", "report", "Debouncer", "LiveBinding",
+           "ManualScheduler"]

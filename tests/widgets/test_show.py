@@ -1,0 +1,120 @@
+"""workbench.show: every view in tabs sharing one selection (a stepper tab for a Session), a light
+``import workbench``, and views that render where no widget manager runs."""
+import subprocess
+import sys
+
+import numpy as np
+
+import popxl
+import popxl.ops as ops
+import workbench
+from widget_programs import call_tree_program, trace
+from workbench.widgets import (CallTreeView, GraphView, LivenessView, ReplicaGroupView, ScheduleView,
+                               SessionStepperView, Workbench)
+from workbench.widgets.view import PLOTLY_MIME
+
+VIEW_TABS = ["call tree", "graph", "schedule", "liveness", "replica groups"]
+
+
+def small_program():
+    ir = popxl.Ir()
+    with ir.main_graph:
+        x_stream = popxl.h2d_stream([4], popxl.float32, name="x")
+        x = ops.host_load(x_stream)
+        double = ir.create_graph(lambda t: t * 2, x)
+        (y,) = ops.call(double, x)
+        y_stream = popxl.d2h_stream(y.shape, y.dtype, name="y")
+        ops.host_store(y_stream, ops.tanh(y))
+    return ir, x_stream, y_stream, double
+
+
+def test_the_small_program_computes_what_it_says():
+    ir, x_stream, y_stream, _ = small_program()
+    with popxl.Session(ir, "ipu_model") as session:
+        np.testing.assert_allclose(session.run({x_stream: np.arange(4, dtype=np.float32)})[y_stream],
+                                   np.tanh(np.arange(4) * 2), rtol=1e-6)
+
+
+def test_importing_workbench_loads_neither_plotly_nor_ipywidgets_until_they_are_used():
+    code = ("import sys, numpy, workbench, popxl\n"
+            "loaded = lambda: sorted(m for m in ('plotly', 'ipywidgets') if m in sys.modules)\n"
+            "print(loaded())\n"
+            "assert {'show', 'report'} <= set(dir(workbench))\n"
+            "wb = workbench.show(popxl.Ir(), live=False)\n"
+            "print(loaded())\n"
+            "wb.widget\n"
+            "print(loaded())\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.splitlines() == ["[]", "['plotly']", "['ipywidgets', 'plotly']"]
+
+
+def test_show_and_report_are_attributes_of_the_package():
+    from workbench.widgets.html_report import report
+    from workbench.widgets.tabs import show
+
+    assert workbench.show is show and workbench.report is report
+    try:
+        workbench.no_such_thing
+    except AttributeError as error:
+        assert "no attribute 'no_such_thing'" in str(error)
+    else:
+        raise AssertionError("expected an AttributeError")
+
+
+def test_an_ir_gets_five_tabs_sharing_one_selection():
+    ir, _, _, _ = small_program()
+    wb = workbench.show(ir, live=False)
+    assert isinstance(wb, Workbench) and wb.tabs == VIEW_TABS
+    kinds = [CallTreeView, GraphView, ScheduleView, LivenessView, ReplicaGroupView]
+    assert [type(wb[tab]) for tab in wb.tabs] == kinds
+    assert all(view.selection is wb.selection for view in wb.views.values())
+    tab = wb.widget
+    assert list(tab.titles) == VIEW_TABS and list(tab.children) == [wb[t].widget for t in VIEW_TABS]
+    assert repr(wb) == f"Workbench({ir!r}: call tree, graph, schedule, liveness, replica groups)"
+
+
+def test_a_graph_picked_in_the_call_tree_opens_in_the_graph_tab_and_ops_are_marked_everywhere():
+    ir, names = call_tree_program()
+    wb = Workbench(ir, live=False)
+    tab = wb.widget
+    assert tab.selected_index == 0
+    wb["call tree"]._click(names["g"].id)
+    assert wb["graph"].graph is names["g"] and tab.selected_index == VIEW_TABS.index("graph")
+    add = names["g"].ops[0]
+    wb["graph"]._click(wb["graph"].picture.keys_of(add)[0])
+    assert wb.selection.op is add
+    assert [wb["schedule"].events[i].op for i in trace(wb["schedule"].figure, "selected op", kind="selected op").customdata] == \
+        [add] * len([e for e in wb["schedule"].events if e.op is add])
+    assert len(wb["liveness"].marked_steps()) == 2  # g runs in the repeat body and in the then-branch
+
+
+def test_a_session_also_gets_a_stepper_tab_over_the_graph_and_schedule_views():
+    ir, x_stream, _, double = small_program()
+    with popxl.Session(ir, "ipu_model") as session:
+        wb = workbench.show(session, {x_stream: np.ones(4, np.float32)}, live=False)
+        assert wb.tabs == VIEW_TABS + ["stepper"]
+        stepper = wb["stepper"]
+        assert isinstance(stepper, SessionStepperView) and stepper.views == [wb["graph"], wb["schedule"]]
+        assert wb.widget.children[-1] is stepper.widget
+        stepper.buttons["step"].click()
+        stepper.buttons["step"].click()
+        assert wb.selection.op is double.ops[0] and wb["graph"].graph is double
+        (current,) = wb["schedule"].current_events()
+        assert wb["schedule"].events[current].op is double.ops[0]
+    assert "Session on ipu_model" in repr(wb)
+
+
+def test_without_a_kernel_every_view_and_the_workbench_display_as_static_html():
+    ir, x_stream, _, _ = small_program()
+    with popxl.Session(ir, "ipu_model") as session:
+        session.run({x_stream: np.ones(4, np.float32)})
+        wb = Workbench(session, {x_stream: np.ones(4, np.float32)}, live=False)
+    for tab in VIEW_TABS:
+        bundle = wb[tab]._repr_mimebundle_()
+        assert PLOTLY_MIME in bundle and "plotly-graph-div" in bundle["text/html"]
+        assert not any("widget" in mime for mime in bundle)
+    bundle = wb._repr_mimebundle_()
+    assert set(bundle) == {"text/plain", "text/html"}
+    assert bundle["text/html"].count("plotly-graph-div") == len(VIEW_TABS)
+    assert bundle["text/html"].count("cdn.plot.ly") == 1  # the library once, for the whole workbench
+    assert "<h3>stepper</h3>" not in bundle["text/html"]  # nothing stepped yet

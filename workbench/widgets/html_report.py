@@ -1,0 +1,106 @@
+"""A standalone HTML report: every view of some Irs and Sessions in one file that works offline.
+
+plotly.js is inlined once, in the head; each figure is a div drawn by ``Plotly.newPlot`` from its
+JSON (plotly writes ``<``, ``>`` and ``/`` in it as escapes, so no name can close the script). Text
+the report writes itself (titles, the stepper's tables) has every name from the IR escaped.
+"""
+from __future__ import annotations
+
+import html
+import itertools
+from pathlib import Path
+from typing import Any, Iterable, Optional, Union
+
+from workbench.ir import Ir
+
+from .stepper_view import SessionStepperView
+from .tabs import Workbench
+
+PLOTLY_CONFIG = {"displaylogo": False, "responsive": True}
+STYLE = """
+body { font-family: Helvetica, Arial, sans-serif; color: #262626; margin: 24px 32px; }
+h1 { font-size: 22px; } h2 { font-size: 18px; border-bottom: 1px solid #D9D9D9; padding-bottom: 4px; }
+h3 { font-size: 15px; margin: 18px 0 4px; color: #44546A; }
+nav ul { margin: 4px 0 16px; } .summary { color: #595959; font-size: 13px; }
+"""
+
+
+def section_title(workbench: Workbench) -> str:
+    """A heading for the views of one Ir or Session (plain text)."""
+    ir = workbench.ir
+    ops = sum(len(graph.ops) for graph in ir.graphs)
+    what = (f"{ir!r}: {_count(len(ir.graphs), 'graph')}, {_count(ops, 'op')}, "
+            f"{_count(ir.replication_factor, 'replica')}")
+    session = workbench.session
+    if session is None:
+        return what
+    return f"Session on {session.device.kind}, {_count(session.run_count, 'run')}, of {what}"
+
+
+def workbench_html(workbench: Workbench, include_plotlyjs: Any = False, ids: Optional[Iterable[str]] = None) -> str:
+    """The views of ``workbench``, one under the other (the stepper only once it has stopped), as
+    an HTML fragment. ``include_plotlyjs`` applies to the first figure (plotly's values: True, False,
+    'cdn'); ``ids`` names the figure divs."""
+    ids = iter(ids) if ids is not None else (f"workbench-{n}" for n in itertools.count())
+    parts = []
+    for tab, view in workbench.views.items():
+        if isinstance(view, SessionStepperView):
+            if view.stop is not None:
+                parts.append(f"<h3>{_text(tab)}</h3>{view.to_html()}")
+            continue
+        figure = view.figure.to_html(full_html=False, include_plotlyjs=include_plotlyjs, div_id=next(ids),
+                                     config=PLOTLY_CONFIG)
+        include_plotlyjs = False
+        parts.append(f"<h3>{_text(tab)}</h3>{figure}")
+    return "\n".join(parts)
+
+
+def report_html(sources: Union[Any, Iterable[Any]], title: str = "IPU Workbench report",
+                summary: str = "") -> str:
+    """The whole report of ``sources`` (an Ir, Session or Workbench, or several) as one HTML page."""
+    from plotly.offline import get_plotlyjs
+
+    workbenches = [_workbench(source) for source in _as_list(sources)]
+    ids = (f"workbench-{n}" for n in itertools.count())
+    contents = "".join(f"<li><a href='#section-{n}'>{_text(section_title(wb))}</a></li>"
+                       for n, wb in enumerate(workbenches))
+    sections = "\n".join(
+        f"<section id='section-{n}'><h2>{_text(section_title(wb))}</h2>\n{workbench_html(wb, False, ids)}</section>"
+        for n, wb in enumerate(workbenches))
+    empty = "" if workbenches else "<p>Nothing to show: no Ir was given.</p>"
+    return (f"<!DOCTYPE html>\n<html lang='en'>\n<head>\n<meta charset='utf-8'>\n<title>{_text(title)}</title>\n"
+            f"<style>{STYLE}</style>\n<script type='text/javascript'>{get_plotlyjs()}</script>\n</head>\n<body>\n"
+            f"<h1>{_text(title)}</h1>\n"
+            + (f"<p class='summary'>{_text(summary)}</p>\n" if summary else "")
+            + (f"<nav><ul>{contents}</ul></nav>\n" if len(workbenches) > 1 else "")
+            + f"{empty}{sections}\n</body>\n</html>\n")
+
+
+def report(sources: Union[Any, Iterable[Any]], path: Union[str, Path] = "report.html", *,
+           title: str = "IPU Workbench report", summary: str = "") -> Path:
+    """Write the standalone HTML report of an Ir, Session or Workbench (or a list of them) to ``path``;
+    returns the path. The file needs no network: plotly.js is inside it, once.
+
+    >>> workbench.report(session, "report.html")
+    """
+    path = Path(path)
+    path.write_text(report_html(sources, title, summary), encoding="utf-8")
+    return path
+
+
+def _as_list(sources: Any) -> list:
+    if isinstance(sources, (Ir, Workbench)) or hasattr(sources, "events"):
+        return [sources]
+    return list(sources)
+
+
+def _workbench(source: Any) -> Workbench:
+    return source if isinstance(source, Workbench) else Workbench(source, live=False)
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}{'' if number == 1 else 's'}"
+
+
+def _text(value: str) -> str:
+    return html.escape(value, quote=False)

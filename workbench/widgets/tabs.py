@@ -1,0 +1,98 @@
+"""The Workbench: every view of an Ir or a Session in tabs, sharing one selection."""
+from __future__ import annotations
+
+from typing import Any, Mapping, Optional
+
+from .call_tree_view import CallTreeView
+from .graph_view import GraphView
+from .live import DEFAULT_WINDOW, Scheduler
+from .liveness_view import LivenessView
+from .replica_group_view import ReplicaGroupView
+from .schedule_view import ScheduleView
+from .selection import Selection
+from .stepper_view import SessionStepperView
+from .view import _ir_and_session, _kernel_running
+
+
+class Workbench:
+    """Tabs of the call tree, graph, schedule, liveness and replica-group views of an Ir or a Session,
+    plus, for a Session, a stepper (stepping with ``inputs``) whose current op the other tabs show.
+    Every view shares ``selection``: a graph clicked in the call tree opens in the graph tab, an op
+    clicked anywhere is marked everywhere.
+
+    >>> wb = workbench.show(session, {x_stream: data})
+    >>> wb  # in a notebook: the tabs; wb["schedule"] is the ScheduleView
+    """
+
+    def __init__(self, source: Any, inputs: Optional[Mapping[Any, Any]] = None, *,
+                 selection: Optional[Selection] = None, live: bool = True, window: float = DEFAULT_WINDOW,
+                 scheduler: Optional[Scheduler] = None):
+        self.ir, self.session = _ir_and_session(source)
+        self.selection = selection if selection is not None else Selection()
+        options = dict(selection=self.selection, live=live, window=window, scheduler=scheduler)
+        source = self.session if self.session is not None else self.ir
+        self.views: dict[str, Any] = {
+            "call tree": CallTreeView(source, open_graphs=False, **options),
+            "graph": GraphView(source, **options),
+            "schedule": ScheduleView(source, **options),
+            "liveness": LivenessView(source, **options),
+            "replica groups": ReplicaGroupView(source, **options),
+        }
+        if self.session is not None:
+            self.views["stepper"] = SessionStepperView(self.session, inputs, views=[self.views["graph"],
+                                                                                    self.views["schedule"]],
+                                                       **options)
+        self._widget = None
+        self.selection.observe(self._graph_chosen, names="graph")
+
+    @property
+    def tabs(self) -> list[str]:
+        return list(self.views)
+
+    def __getitem__(self, tab: str):
+        if tab not in self.views:
+            raise KeyError(f"no tab {tab!r}; the tabs are: {', '.join(self.views)}")
+        return self.views[tab]
+
+    @property
+    def widget(self):
+        """An ipywidgets Tab with one view per tab (made on first use)."""
+        if self._widget is None:
+            import ipywidgets
+
+            self._widget = ipywidgets.Tab(children=[view.widget for view in self.views.values()],
+                                          titles=self.tabs)
+        return self._widget
+
+    def _graph_chosen(self, change) -> None:
+        """A graph picked while the call tree tab is open opens in the graph tab."""
+        if self._widget is not None and self._widget.selected_index == 0:
+            self._widget.selected_index = self.tabs.index("graph")
+
+    def to_html(self, include_plotlyjs: Any = "cdn") -> str:
+        """Every view one under the other, as an HTML fragment."""
+        from .html_report import workbench_html
+
+        return workbench_html(self, include_plotlyjs=include_plotlyjs)
+
+    def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
+        bundle = {"text/plain": repr(self), "text/html": self.to_html()}
+        if _kernel_running():
+            bundle.update(self.widget._repr_mimebundle_(include=include, exclude=exclude) or {})
+            bundle["text/plain"] = repr(self)
+        return bundle
+
+    def close(self) -> None:
+        """Stop every view following the Ir and Session."""
+        for view in self.views.values():
+            view.close()
+
+    def __repr__(self) -> str:
+        what = repr(self.ir) if self.session is None else f"Session on {self.session.device.kind} of {self.ir!r}"
+        return f"Workbench({what}: {', '.join(self.tabs)})"
+
+
+def show(source: Any, inputs: Optional[Mapping[Any, Any]] = None, **options) -> Workbench:
+    """The tabbed Workbench of an Ir or a Session (with ``inputs`` for its stepper); the last
+    expression of a notebook cell, it shows there. ``options`` go to ``Workbench``."""
+    return Workbench(source, inputs, **options)
