@@ -57,3 +57,19 @@ def test_building_the_views_of_a_2000_op_graph():
     liveness_view = best_time(lambda: LivenessView(ir, live=False).figure)
     report("GraphView of 2,000 ops", graph_view, baseline)
     report("LivenessView of 2,000 ops", liveness_view, baseline)
+
+
+def test_building_the_schedule_view_of_a_2000_op_graph():
+    """The ScheduleView of the same graph: its static schedule, then the trace of a run."""
+    from workbench.widgets import ScheduleView
+
+    ir = residual_mlp()
+    baseline = best_time(lambda: to_networkx(ir))
+    static = best_time(lambda: ScheduleView(ir, live=False).figure)
+    stream = next(iter(ir.get_all_h2d_streams()))
+    with popxl.Session(ir, "ipu_model") as session:
+        session.run({stream: np.ones((8, 16), np.float32)})
+        assert len(session.last_trace) == 2000
+        after_run = best_time(lambda: ScheduleView(session, live=False).figure)
+    report("ScheduleView of 2,000 ops, static schedule", static, baseline)
+    report("ScheduleView of a 2,000-op run's trace", after_run, baseline)
