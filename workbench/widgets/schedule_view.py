@@ -131,7 +131,7 @@ class ScheduleView(View):
         import ipywidgets
 
         toggle = ipywidgets.ToggleButtons(options=[("simulated cycles", "cycles"), ("seconds (profiled runs)", "seconds")],
-                                          value=self.unit)
+                                          value=self.unit, style={"button_width": "170px"})
         toggle.observe(lambda change: self.set_unit(change["new"]), names="value")
         return [toggle]
 

@@ -164,12 +164,13 @@ def schedule_figure(events: Sequence[Any], *, unit: str = "cycles", clock_hz: fl
     labels = [row_label(row) for row in rows]
     total = max((bar.end for bar in bars), default=0)
     figure.update_layout(**base_layout(
-        barmode="overlay", height=max(340, 150 + 46 * len(rows)), width=1100, hovermode="closest",
+        barmode="overlay", height=max(340, 170 + 46 * len(rows)), hovermode="closest",
         title=dict(text=title or _default_title(events, unit, clock_hz, total), x=0.01),
         xaxis=dict(title_text="simulated cycles" if unit == "cycles" else "seconds (measured)",
                    rangemode="tozero", tickformat="~s", ticksuffix="" if unit == "cycles" else "s"),
         yaxis=dict(categoryorder="array", categoryarray=list(reversed(labels)), type="category"),
-        legend=dict(yanchor="top", y=1.0, x=1.01, xanchor="left"), margin=dict(l=130, r=20, t=70, b=50)))
+        legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0, xanchor="left"),
+        margin=dict(l=130, r=20, t=100, b=50)))
     return figure
 
 
