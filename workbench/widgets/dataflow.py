@@ -18,7 +18,7 @@ from workbench.export.call_sites import CallSite, call_sites
 from workbench.export.graph_data import op_node_id, tensor_node_id
 from workbench.ir import Graph, Op, Tensor
 
-from .style import format_bytes
+from .style import format_bytes, text
 
 FULL_DETAIL_OPS = 150  # "auto" draws every tensor up to this many ops, then ops only
 CALL_TYPES = ("call", "repeat", "conditional")
@@ -41,7 +41,8 @@ class PictureNode:
 
     @property
     def hover(self) -> str:
-        """Details for the hover box (made when drawn: most tensors of a large graph never are)."""
+        """Details for the hover box, as plotly markup with the names escaped (made when drawn: most
+        tensors of a large graph never are). ``label`` is plain text."""
         if self.kind == "op":
             return _op_hover(self.item, self.sites)
         return _tensor_hover(self.item, self.category)
@@ -184,27 +185,29 @@ def _op_label(op: Op, sites: list[CallSite], expanded: bool) -> str:
 
 
 def _op_hover(op: Op, sites: list[CallSite]) -> str:
-    lines = [f"<b>{op.type}</b> {op.name}", f"IPU {op.ipu}" + (f", {op.tile_set} tiles" if op.tile_set != "compute" else "")]
+    lines = [f"<b>{text(op.type)}</b> {text(op.name)}",
+             f"IPU {op.ipu}" + (f", {text(op.tile_set)} tiles" if op.tile_set != "compute" else "")]
     for label, tensors in (("in", op.inputs), ("out", op.outputs)):
         for index, tensor in enumerate(tensors):
             written = " (written in place)" if label == "in" and index in op.modified else ""
-            lines.append(f"{label}[{index}] {tensor.name}: {tensor.spec}{written}")
+            lines.append(f"{label}[{index}] {text(tensor.name)}: {text(tensor.spec)}{written}")
     for name, value in op.attrs.items():
         if name not in ("graph_inputs", "then_inputs", "else_inputs") and value is not None:
-            text = getattr(value, "label", None) or getattr(value, "name", None) or repr(value)
-            lines.append(f"{name} = {str(text)[:60]}")
+            shown = getattr(value, "label", None) or getattr(value, "name", None) or repr(value)
+            lines.append(f"{text(name)} = {text(str(shown)[:60])}")
     for site in sites:
-        lines.append(f"calls {site.callee.label} ({len(site.callee.ops)} ops)")
+        lines.append(f"calls {text(site.callee.label)} ({len(site.callee.ops)} ops)")
     return "<br>".join(lines)
 
 
 def _tensor_hover(tensor: Tensor, category: str) -> str:
     kind = {"input": "graph input"}.get(category, category)
-    lines = [f"<b>{tensor.name}</b>", f"{tensor.spec}  ({format_bytes(tensor.nbytes)})", f"{kind}, IPU {tensor.ipu}"]
+    lines = [f"<b>{text(tensor.name)}</b>", f"{text(tensor.spec)}  ({format_bytes(tensor.nbytes)})",
+             f"{kind}, IPU {tensor.ipu}"]
     if tensor.producer is not None:
-        lines.append(f"made by {tensor.producer.name}")
+        lines.append(f"made by {text(tensor.producer.name)}")
     if tensor.consumers:
-        names = ", ".join(op.name for op in tensor.consumers[:5])
+        names = ", ".join(text(op.name) for op in tensor.consumers[:5])
         more = f" +{len(tensor.consumers) - 5} more" if len(tensor.consumers) > 5 else ""
         lines.append(f"used by {names}{more}")
     return "<br>".join(lines)

@@ -1,7 +1,8 @@
 """One look for every view: colours per tensor kind, per replica group and per IPU, and number formats."""
 from __future__ import annotations
 
-from typing import Iterable
+import html
+from typing import Any, Iterable
 
 import numpy as np
 
@@ -55,6 +56,12 @@ def group_tint(group: int) -> str:
 
 def ipu_color(ipu: int) -> str:
     return IPU_COLORS[ipu % len(IPU_COLORS)]
+
+
+def text(value: Any) -> str:
+    """``value`` as text for a plotly label or an HTML page: ``<``, ``>`` and ``&`` escaped, so a
+    name from the IR shows as written where plotly would read markup (hovers, labels, titles, ticks)."""
+    return html.escape(str(value), quote=False)
 
 
 def format_bytes(nbytes: float) -> str:

@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 from workbench.analysis.call_tree import CallTree, CallTreeEdge, CallTreeNode
 
 from ..layout import layered_layout
-from ..style import HIGHLIGHT, base_layout
+from ..style import HIGHLIGHT, base_layout, text
 
 NODE_COLORS = {"main": "#1F4E79", "runs": "#4C78A8", "branch": "#72B7B2", "unused": "#BFBFBF"}
 EDGE_LOOKS = {  # trace name -> line style; call-site kinds map onto these names
@@ -98,24 +98,25 @@ def _pair_label(edges: list[CallTreeEdge]) -> str:
 
 
 def _pair_hover(edges: list[CallTreeEdge]) -> str:
-    return "<br>".join(f"{e.op.name} in {e.caller.label}: {edge_label(e)} {e.callee.label}" for e in edges)
+    return "<br>".join(f"{text(e.op.name)} in {text(e.caller.label)}: {edge_label(e)} {text(e.callee.label)}"
+                       for e in edges)
 
 
 def _node_label(node: CallTreeNode) -> str:
     runs = node.runs_per_session_run
-    return f"<b>{node.label}</b><br>{node.op_count} ops · runs ×{runs}"
+    return f"<b>{text(node.label)}</b><br>{node.op_count} ops · runs ×{runs}"
 
 
 def _node_hover(tree: CallTree, node: CallTreeNode) -> str:
-    lines = [f"<b>{node.label}</b>", f"{node.op_count} ops",
+    lines = [f"<b>{text(node.label)}</b>", f"{node.op_count} ops",
              f"runs {node.runs_per_session_run}× per session run"
              + (" (if its branches are taken)" if node.through_branch else "")]
     callers = [e for e in tree.edges if e.callee is node.graph]
     callees = [e for e in tree.edges if e.caller is node.graph]
     if callers:
-        lines.append("called from " + ", ".join(f"{e.caller.label} ({edge_label(e)})" for e in callers))
+        lines.append("called from " + ", ".join(f"{text(e.caller.label)} ({edge_label(e)})" for e in callers))
     if callees:
-        lines.append("calls " + ", ".join(f"{e.callee.label} ({edge_label(e)})" for e in callees))
+        lines.append("calls " + ", ".join(f"{text(e.callee.label)} ({edge_label(e)})" for e in callees))
     if node is not tree.nodes[0] and node.runs_per_session_run == 0:
         lines.append("never runs: the main graph does not reach it")
     lines.append("<i>click to open in the graph view</i>")

@@ -9,7 +9,7 @@ import plotly.graph_objects as go
 from ..dataflow import DataflowPicture
 from ..layout import Layout, layered_layout
 from ..style import (CALL_OUTLINE, EDGE_COLOR, HIGHLIGHT, KIND_COLORS, OP_OUTLINE, base_layout,
-                     ipu_color, text_array)
+                     ipu_color, text, text_array)
 
 LABEL_LIMIT = 300  # above this many nodes only call sites keep a text label...
 NARROW = 6  # ...unless no layer is wider than this, so labels cannot collide
@@ -93,12 +93,11 @@ def _node_trace(nodes, position, name: str, symbol: str, size: int, color, outli
     xy = np.array([position[n.key] for n in nodes], dtype=float)
     return go.Scatter(
         x=xy[:, 0], y=xy[:, 1], mode="markers+text" if labelled else "markers", name=name,
-        text=text_array(n.label for n in nodes), textposition="middle right",
+        text=text_array(text(n.label) for n in nodes), textposition="middle right",
         textfont=dict(size=10, color=text_color),
         marker=dict(symbol=symbol, size=size, color=color if isinstance(color, str) else text_array(color),
                     line=dict(width=1.5, color=outline if isinstance(outline, str) else text_array(outline))),
         customdata=text_array(n.key for n in nodes), hovertext=text_array(n.hover for n in nodes), hoverinfo="text")
-
 
 
 def _add_boxes(figure: go.Figure, picture: DataflowPicture, position) -> None:
@@ -112,13 +111,13 @@ def _add_boxes(figure: go.Figure, picture: DataflowPicture, position) -> None:
         y0, y1 = min(p[1] for p in points) - pad, max(p[1] for p in points) + pad
         figure.add_shape(type="rect", x0=x0, x1=x1, y0=y0, y1=y1, layer="below",
                          line=dict(color=CALL_OUTLINE, width=1, dash="dash"), fillcolor="rgba(252,229,205,0.25)")
-        figure.add_annotation(x=x0, y=y1, text=box.label, showarrow=False, xanchor="left", yanchor="bottom",
+        figure.add_annotation(x=x0, y=y1, text=text(box.label), showarrow=False, xanchor="left", yanchor="bottom",
                               font=dict(size=10, color=CALL_OUTLINE))
 
 
 def _figure_layout(picture: DataflowPicture, layout: Layout) -> dict:
     tensors = len(picture.graph.tensors)
-    title = f"{picture.graph.label}: {len(picture.graph.ops)} ops, {tensors} tensors"
+    title = f"{text(picture.graph.label)}: {len(picture.graph.ops)} ops, {tensors} tensors"
     notes = []
     if picture.detail == "ops":
         notes.append("ops only: tensors are listed in the hover")

@@ -11,7 +11,8 @@ from plotly.subplots import make_subplots
 from workbench.analysis.code_size import graph_code_bytes
 from workbench.analysis.tensor_liveness import StepMemory, TensorLiveness
 
-from ..style import CAPACITY_COLOR, HIGHLIGHT, KIND_COLORS, KIND_LABELS, base_layout, format_bytes, text_array
+from ..style import (CAPACITY_COLOR, HIGHLIGHT, KIND_COLORS, KIND_LABELS, base_layout, format_bytes, text,
+                     text_array)
 
 KINDS = ("variables", "constants", "intermediates", "code")  # stacking order, bottom first
 KIND_OF = {"variables": "variable", "constants": "constant", "intermediates": "intermediate", "code": "code"}
@@ -20,15 +21,16 @@ ALWAYS_LIVE_COLOR = "#A9D18E"
 
 
 def step_description(liveness: TensorLiveness, index: int) -> str:
+    """'step 3: add main/add in main', names escaped for a hover."""
     step = liveness.flat.steps[index]
-    where = step.graph.label + (f" ×{step.repeat_count}" if step.in_repeat else "")
-    return f"step {index}: {step.op.type} {step.op.name} in {where}"
+    where = text(step.graph.label) + (f" ×{step.repeat_count}" if step.in_repeat else "")
+    return f"step {index}: {text(step.op.type)} {text(step.op.name)} in {where}"
 
 
 def live_tensor_lines(record: StepMemory, limit: int = HOVER_TENSORS) -> list[str]:
-    """The intermediates live at a step, largest first, as 'name (graph): bytes' lines."""
+    """The intermediates live at a step, largest first, as 'name (graph): bytes' lines (escaped)."""
     live = sorted(record.live, key=lambda a: -a.nbytes)
-    lines = [f"{a.tensor.name} ({a.tensor.graph.label}): {format_bytes(a.nbytes)}" for a in live[:limit]]
+    lines = [f"{text(a.tensor.name)} ({text(a.tensor.graph.label)}): {format_bytes(a.nbytes)}" for a in live[:limit]]
     if len(live) > limit:
         lines.append(f"... and {len(live) - limit} more")
     return lines
@@ -53,14 +55,14 @@ def liveness_figure(liveness: TensorLiveness, capacity: Mapping[int, int], marke
         for kind in KINDS:
             values = np.array([getattr(record, kind) for record in records], dtype=np.int64)
             if kind == "intermediates":
-                text = text_array(f"<b>{descriptions[s]}</b><br>intermediates: {format_bytes(v)}<br>"
+                hovers = text_array(f"<b>{descriptions[s]}</b><br>intermediates: {format_bytes(v)}<br>"
                                   + "<br>".join(live_tensor_lines(records[s])) for s, v in enumerate(values))
             else:
-                text = text_array(f"{KIND_LABELS[KIND_OF[kind]]}: {format_bytes(v)}" for v in values)
+                hovers = text_array(f"{KIND_LABELS[KIND_OF[kind]]}: {format_bytes(v)}" for v in values)
             figure.add_trace(go.Scatter(
                 x=steps, y=values, name=kind, legendgroup=kind, showlegend=row == 1, stackgroup=f"ipu{ipu}",
                 mode="lines", line=dict(width=0.5, shape="hvh", color=KIND_COLORS[KIND_OF[kind]]),
-                hovertext=text, hoverinfo="text", customdata=steps, meta=dict(ipu=ipu, kind=kind)),
+                hovertext=hovers, hoverinfo="text", customdata=steps, meta=dict(ipu=ipu, kind=kind)),
                 row=row, col=1)
         peak = max((record.total for record in records), default=0)
         cap = capacity[ipu]
@@ -99,14 +101,14 @@ def _memory_title(liveness: TensorLiveness, ipu: int, capacity: int) -> str:
 
 
 def _add_code_panel(figure: go.Figure, liveness: TensorLiveness, code_rows, row: int) -> None:
-    names = [record.graph.label for record in code_rows]
+    names = [text(record.graph.label) for record in code_rows]  # tick labels read markup too
     for always, name, color in ((True, "code always live", ALWAYS_LIVE_COLOR), (False, "code loaded", KIND_COLORS["code"])):
         bars = [(record, start, end) for record in code_rows if record.always_live == always
                 for start, end in record.intervals]
         if not bars:
             continue
         figure.add_trace(go.Bar(
-            y=[r.graph.label for r, _, _ in bars], base=[start - 0.5 for _, start, _ in bars],
+            y=[text(r.graph.label) for r, _, _ in bars], base=[start - 0.5 for _, start, _ in bars],
             x=[end - start + 1 for _, start, end in bars], orientation="h", name=name, marker_color=color,
             hovertext=[_bar_hover(r, start, end) for r, start, end in bars], hoverinfo="text",
             width=0.6, meta=dict(kind="code")), row=row, col=1)
@@ -114,7 +116,7 @@ def _add_code_panel(figure: go.Figure, liveness: TensorLiveness, code_rows, row:
                                            ("call_steps", "call", "line-ns-open", "#262626"),
                                            ("ignored_load_steps", "load ignored (branches disagree)", "x-thin-open",
                                             "#7F7F7F")):
-        points = [(record.graph.label, step) for record in code_rows for step in getattr(record, attribute)]
+        points = [(text(record.graph.label), step) for record in code_rows for step in getattr(record, attribute)]
         if points:
             figure.add_trace(go.Scatter(
                 x=[s for _, s in points], y=[g for g, _ in points], mode="markers", name=name,
@@ -128,4 +130,4 @@ def _add_code_panel(figure: go.Figure, liveness: TensorLiveness, code_rows, row:
 def _bar_hover(record, start: int, end: int) -> str:
     sizes = ", ".join(f"IPU {ipu}: {format_bytes(n)}" for ipu, n in sorted(graph_code_bytes(record.graph).items()))
     how = "always live" if record.always_live else "loaded"
-    return f"<b>{record.graph.label}</b> code {how}<br>steps {start} to {end}<br>{sizes or 'no ops'}"
+    return f"<b>{text(record.graph.label)}</b> code {how}<br>steps {start} to {end}<br>{sizes or 'no ops'}"

@@ -11,7 +11,7 @@ from plotly.subplots import make_subplots
 from workbench.analysis.replica_groups import GroupingUse, GroupValue
 from workbench.ir import ReplicaGrouping, Variable
 
-from ..style import base_layout, group_color, group_tint
+from ..style import base_layout, group_color, group_tint, text
 
 VALUE_ELEMENTS = 8  # values with more elements are summarised (shape, mean, min, max)
 
@@ -55,7 +55,7 @@ def replica_group_figure(grouping: ReplicaGrouping, uses: Sequence[GroupingUse],
 
 
 def _grid_title(grouping: ReplicaGrouping, uses: Sequence[GroupingUse]) -> str:
-    users = [use.label for use in uses if use.grouping == grouping]
+    users = [text(use.label) for use in uses if use.grouping == grouping]
     shape = (f"stride {grouping.stride}, group size {grouping.group_size}" if grouping.is_const
              else f"assignment {grouping.assignment}")
     used = f" — used by {', '.join(users[:3])}{' ...' if len(users) > 3 else ''}" if users else ""
@@ -79,17 +79,17 @@ def _add_grid(figure: go.Figure, grouping: ReplicaGrouping, row: int) -> None:
 
 
 def _add_matrix(figure: go.Figure, replicas: int, uses: Sequence[GroupingUse], row: int) -> None:
-    labels = [use.label for use in uses]
+    labels = [text(use.label) for use in uses]  # tick labels read markup too
     most = max(use.grouping.num_groups for use in uses)
     for group in range(most):
         cells = [(use, r) for use in uses if group < use.grouping.num_groups for r in use.grouping.members(group)]
         figure.add_trace(go.Scatter(
-            x=[r for _, r in cells], y=[use.label for use, _ in cells], mode="markers+text",
+            x=[r for _, r in cells], y=[text(use.label) for use, _ in cells], mode="markers+text",
             name=f"group {group}", legendgroup=f"group{group}", showlegend=False,
             text=[str(group)] * len(cells), textfont=dict(color="white", size=10),
             marker=dict(symbol="square", size=22 if replicas <= 16 else 12, color=group_color(group)),
             meta=dict(panel="matrix", group=group),
-            hovertext=[f"{use.label}<br>replica {r} is in group {group} with "
+            hovertext=[f"{text(use.label)}<br>replica {r} is in group {group} with "
                        f"{', '.join(map(str, use.grouping.members(group)))}" for use, r in cells],
             hoverinfo="text"), row=row, col=1)
     figure.update_xaxes(title_text="replica", tickmode="linear", dtick=1 if replicas <= 16 else 4,
@@ -102,7 +102,7 @@ def _add_values(figure: go.Figure, values: dict[Variable, list[GroupValue]], row
     fills = [group_tint(entry.group) for _, entry in rows]
     figure.add_trace(go.Table(
         header=dict(values=["variable", "group", "replicas", "value"], fill_color="#F2F2F2", align="left"),
-        cells=dict(values=[[v.name for v, _ in rows], [e.group for _, e in rows],
+        cells=dict(values=[[text(v.name) for v, _ in rows], [e.group for _, e in rows],
                            [", ".join(map(str, e.replicas)) for _, e in rows],
                            [format_value(e.value) for _, e in rows]],
                    fill_color=[fills] * 4, align="left", height=24),

@@ -7,7 +7,6 @@ IPUs) has a bar on each of their rows; a call site's bar spans the ops it called
 """
 from __future__ import annotations
 
-import html
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Sequence
@@ -17,7 +16,7 @@ import plotly.graph_objects as go
 from workbench.analysis.cost_model import KINDS
 from workbench.ir import Op
 
-from ..style import HIGHLIGHT, SCHEDULE_COLORS, SCHEDULE_LABELS, base_layout, text_array
+from ..style import HIGHLIGHT, SCHEDULE_COLORS, SCHEDULE_LABELS, base_layout, text, text_array
 
 Row = tuple[Optional[int], int]  # (replica or None for every replica, IPU)
 SEQUENCE_COLOR = "rgba(127, 127, 127, 0.14)"
@@ -95,9 +94,9 @@ def sequence_spans(events: Sequence[Any], regions: Mapping[Op, int], unit: str =
 def event_hover(event: Any, unit: str, regions: Optional[Mapping[Op, int]] = None) -> str:
     """What a bar's hover box says, names escaped (the hover box reads markup)."""
     op = event.op
-    lines = [f"<b>{html.escape(op.type)} {html.escape(op.name)}</b>",
-             f"graph {html.escape(op.graph.label)}" + (
-                 " via " + " → ".join(html.escape(site.name) for site in event.call_path) if event.call_path else "")]
+    lines = [f"<b>{text(op.type)} {text(op.name)}</b>",
+             f"graph {text(op.graph.label)}" + (
+                 " via " + " → ".join(text(site.name) for site in event.call_path) if event.call_path else "")]
     own = f"{event.cycles:,} cycles" if event.kind != "control" else f"{event.cycles:,} cycles of its own"
     if unit == "seconds":
         lines.append(f"{SCHEDULE_LABELS[event.kind]}: {_seconds(event.end_seconds - event.start_seconds)} "
@@ -113,7 +112,7 @@ def event_hover(event: Any, unit: str, regions: Optional[Mapping[Op, int]] = Non
     elif event.iterations:
         lines.append("iteration " + ", ".join(map(str, event.iterations)))
     for site, branch in getattr(event, "branches", ()):
-        lines.append(f"{branch}-branch of {html.escape(site.name)}")
+        lines.append(f"{branch}-branch of {text(site.name)}")
     if event.in_sequence:
         region = None if regions is None else regions.get(op)
         lines.append("in_sequence" + ("" if region is None else f" region {region}"))
