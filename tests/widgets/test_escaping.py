@@ -13,6 +13,7 @@ import workbench
 from workbench.widgets import (CallTreeView, GraphView, LivenessView, ReplicaGroupView, ScheduleView,
                                SessionStepperView)
 from workbench.widgets.style import text
+from workbench.widgets.view import error_figure
 
 HOSTILE = "<img src=x onerror=alert(1)>"
 BOLD = "<b>bold</b>"
@@ -174,3 +175,8 @@ def test_the_stepper_table_and_the_report_write_names_as_text(tmp_path):
     drawn = re.sub(r'"customdata":\[.*?\]', "", report)
     assert "\\u003cimg" not in drawn and "\\u003cb\\u003ebold" not in drawn
     assert ESCAPED_HOSTILE in drawn and ESCAPED_BOLD.replace("/", "\\u002f") in drawn
+
+
+def test_an_error_drawn_in_place_of_a_view_shows_its_names_as_text():
+    figure = error_figure(ValueError(f"op {HOSTILE} of graph {BOLD} has no schedule"))
+    assert_escaped(figure, f"ValueError: op {ESCAPED_HOSTILE} of graph {ESCAPED_BOLD} has no schedule")

@@ -16,7 +16,7 @@ from workbench.ir import Ir
 
 from .live import DEFAULT_WINDOW, LiveBinding, Scheduler
 from .selection import Selection
-from .style import base_layout
+from .style import base_layout, text
 
 PLOTLY_MIME = "application/vnd.plotly.v1+json"
 
@@ -135,7 +135,7 @@ def replace_figure(widget: go.FigureWidget, figure: go.Figure) -> None:
 
 def error_figure(error: Exception) -> go.Figure:
     figure = go.Figure()
-    figure.add_annotation(text=f"cannot draw this view yet:<br>{type(error).__name__}: {error}", showarrow=False,
+    figure.add_annotation(text=f"cannot draw this view yet:<br>{type(error).__name__}: {text(error)}", showarrow=False,
                           x=0.5, y=0.5, xref="paper", yref="paper", font=dict(color="#C00000"))
     figure.update_layout(**base_layout(xaxis=dict(visible=False), yaxis=dict(visible=False), height=200))
     return figure
