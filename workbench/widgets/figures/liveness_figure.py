@@ -84,7 +84,7 @@ def liveness_figure(liveness: TensorLiveness, capacity: Mapping[int, int], marke
                               xanchor="left", yanchor="bottom", name="stepper")
     figure.update_xaxes(title_text="step of the flattened schedule", row=rows, col=1)
     figure.update_layout(**base_layout(
-        height=int(230 * len(ipus) + 60 + 28 * max(len(code_rows), 2) + 60), width=1100, hovermode="closest",
+        height=int(230 * len(ipus) + 60 + 28 * max(len(code_rows), 2) + 60), hovermode="closest",
         legend=dict(yanchor="top", y=1.0, x=1.01, xanchor="left"),
         title=dict(text=f"Memory over {len(steps)} schedule steps", x=0.01), margin=dict(l=70, r=20, t=70, b=50)))
     return figure
