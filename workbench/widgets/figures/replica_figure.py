@@ -14,10 +14,18 @@ from workbench.ir import ReplicaGrouping, Variable
 from ..style import base_layout, group_color, group_tint, text
 
 VALUE_ELEMENTS = 8  # values with more elements are summarised (shape, mean, min, max)
+PANEL_GAP = 72  # pixels between panels: the axis ticks and title above, the next panel's title below
+TITLE_NAME = 60  # a longer name is cut short in the grid title (the matrix shows it whole)
 
 
 def grid_columns(replicas: int) -> int:
     return replicas if replicas <= 16 else 8
+
+
+def columns_range(columns: int) -> list[float]:
+    """The x range of ``columns`` replica columns: at least 8 wide, so a few replicas stay together on
+    the left however wide the figure is; the grid and the matrix line up up to 16 replicas."""
+    return [-0.6, max(columns, 8) - 0.4]
 
 
 def format_value(value: np.ndarray) -> str:
@@ -35,31 +43,47 @@ def replica_group_figure(grouping: ReplicaGrouping, uses: Sequence[GroupingUse],
     """Grid of ``grouping``; matrix of ``uses`` (one row each); table of ``values`` when given."""
     panels = ["grid"] + (["matrix"] if uses else []) + (["values"] if values else [])
     specs = [[{"type": "table"}] if p == "values" else [{"type": "xy"}] for p in panels]
-    heights = {"grid": 0.9 + 0.5 * (grouping.num_replicas // grid_columns(grouping.num_replicas)),
-               "matrix": 0.5 + 0.22 * len(uses), "values": 0.6 + 0.2 * sum(map(len, (values or {}).values()))}
+    grid_rows = -(-grouping.num_replicas // grid_columns(grouping.num_replicas))
+    pixels = {"grid": 20 + 46 * grid_rows, "matrix": 20 + 28 * len(uses),
+              "values": 30 + 26 * sum(map(len, (values or {}).values()))}
     titles = {"grid": _grid_title(grouping, uses), "matrix": "Groups of each collective and variable",
               "values": "Variable values per group after the last run"}
-    figure = make_subplots(rows=len(panels), cols=1, specs=specs, vertical_spacing=0.1,
-                           row_heights=[heights[p] for p in panels], subplot_titles=[titles[p] for p in panels])
+    plot = sum(pixels[p] for p in panels) + PANEL_GAP * (len(panels) - 1)
+    figure = make_subplots(rows=len(panels), cols=1, specs=specs, row_heights=[pixels[p] for p in panels],
+                           vertical_spacing=PANEL_GAP / plot if len(panels) > 1 else None,
+                           subplot_titles=[titles[p] for p in panels])
+    # Titles start at the left of the panels and may run on over the legend, never off the figure.
+    figure.update_annotations(x=0, xanchor="left", align="left")
     _add_grid(figure, grouping, 1)
     if uses:
         _add_matrix(figure, grouping.num_replicas, uses, panels.index("matrix") + 1)
     if values:
         _add_values(figure, values, panels.index("values") + 1)
-    total = sum(heights[p] for p in panels)
+    top = 110 if "<br>" in titles["grid"] else 90
     figure.update_layout(**base_layout(
-        title=dict(text=title or f"{grouping.num_replicas} replicas", x=0.01), height=int(110 * total + 140),
-        width=max(520, min(1000, 60 * grid_columns(grouping.num_replicas) + 320)),
-        legend=dict(title_text="groups"), margin=dict(l=20, r=20, t=90, b=20)))
+        title=dict(text=title or f"{grouping.num_replicas} replicas", x=0.01), height=plot + top + 20,
+        legend=dict(title_text="groups", yanchor="top", y=1.0), margin=dict(l=20, r=20, t=top, b=20)))
     return figure
 
 
 def _grid_title(grouping: ReplicaGrouping, uses: Sequence[GroupingUse]) -> str:
-    users = [text(use.label) for use in uses if use.grouping == grouping]
-    shape = (f"stride {grouping.stride}, group size {grouping.group_size}" if grouping.is_const
-             else f"assignment {grouping.assignment}")
-    used = f" — used by {', '.join(users[:3])}{' ...' if len(users) > 3 else ''}" if users else ""
-    return f"{grouping.num_groups} groups ({shape}){used}"
+    """The grouping, then on a second line the one collective or variable using it, else how many do
+    (the matrix below names them all)."""
+    if grouping.is_const:
+        shape = f"stride {grouping.stride}, group size {grouping.group_size}"
+    else:
+        listed = ", ".join(map(str, grouping.assignment[:16])) + (", ..." if grouping.num_replicas > 16 else "")
+        shape = f"assignment [{listed}]"
+    users = [use for use in uses if use.grouping == grouping]
+    title = f"{grouping.num_groups} groups ({shape})"
+    if len(users) == 1:
+        label = users[0].label
+        return title + f"<br>used by {text(label if len(label) <= TITLE_NAME else label[:TITLE_NAME - 1] + '…')}"
+    if users:
+        counts = {kind: sum(1 for use in users if use.kind == kind) for kind in ("collective", "variable")}
+        return title + "<br>used by " + " and ".join(f"{n} {kind}{'s' if n > 1 else ''}"
+                                                     for kind, n in counts.items() if n)
+    return title
 
 
 def _add_grid(figure: go.Figure, grouping: ReplicaGrouping, row: int) -> None:
@@ -74,7 +98,7 @@ def _add_grid(figure: go.Figure, grouping: ReplicaGrouping, row: int) -> None:
             hovertext=[f"replica {r}: group {group} with {', '.join(map(str, members))}" for r in members],
             hoverinfo="text"), row=row, col=1)
     rows = -(-grouping.num_replicas // columns)
-    figure.update_xaxes(visible=False, range=[-0.7, columns - 0.3], row=row, col=1)
+    figure.update_xaxes(visible=False, range=columns_range(columns), row=row, col=1)
     figure.update_yaxes(visible=False, range=[-rows + 0.4, 0.6], row=row, col=1)
 
 
@@ -92,8 +116,8 @@ def _add_matrix(figure: go.Figure, replicas: int, uses: Sequence[GroupingUse], r
             hovertext=[f"{text(use.label)}<br>replica {r} is in group {group} with "
                        f"{', '.join(map(str, use.grouping.members(group)))}" for use, r in cells],
             hoverinfo="text"), row=row, col=1)
-    figure.update_xaxes(title_text="replica", tickmode="linear", dtick=1 if replicas <= 16 else 4,
-                        range=[-0.6, replicas - 0.4], row=row, col=1)
+    figure.update_xaxes(title_text="replica", tickmode="array", range=columns_range(replicas),
+                        tickvals=list(range(0, replicas, 1 if replicas <= 16 else 4)), row=row, col=1)
     figure.update_yaxes(categoryorder="array", categoryarray=list(reversed(labels)), row=row, col=1)
 
 
@@ -106,4 +130,4 @@ def _add_values(figure: go.Figure, values: dict[Variable, list[GroupValue]], row
                            [", ".join(map(str, e.replicas)) for _, e in rows],
                            [format_value(e.value) for _, e in rows]],
                    fill_color=[fills] * 4, align="left", height=24),
-        columnwidth=[2, 1, 2, 6]), row=row, col=1)
+        columnwidth=[4, 1, 2, 5]), row=row, col=1)
