@@ -6,13 +6,13 @@ the report writes itself (titles, the stepper's tables) has every name from the 
 """
 from __future__ import annotations
 
-import html
 import itertools
 from pathlib import Path
 from typing import Any, Iterable, Optional, Union
 
 from workbench.ir import Ir
 
+from .style import text
 from .stepper_view import SessionStepperView
 from .tabs import Workbench
 
@@ -46,12 +46,12 @@ def workbench_html(workbench: Workbench, include_plotlyjs: Any = False, ids: Opt
     for tab, view in workbench.views.items():
         if isinstance(view, SessionStepperView):
             if view.stop is not None:
-                parts.append(f"<h3>{_text(tab)}</h3>{view.to_html()}")
+                parts.append(f"<h3>{text(tab)}</h3>{view.to_html()}")
             continue
         figure = view.figure.to_html(full_html=False, include_plotlyjs=include_plotlyjs, div_id=next(ids),
                                      config=PLOTLY_CONFIG)
         include_plotlyjs = False
-        parts.append(f"<h3>{_text(tab)}</h3>{figure}")
+        parts.append(f"<h3>{text(tab)}</h3>{figure}")
     return "\n".join(parts)
 
 
@@ -62,16 +62,16 @@ def report_html(sources: Union[Any, Iterable[Any]], title: str = "IPU Workbench 
 
     workbenches = [_workbench(source) for source in _as_list(sources)]
     ids = (f"workbench-{n}" for n in itertools.count())
-    contents = "".join(f"<li><a href='#section-{n}'>{_text(section_title(wb))}</a></li>"
+    contents = "".join(f"<li><a href='#section-{n}'>{text(section_title(wb))}</a></li>"
                        for n, wb in enumerate(workbenches))
     sections = "\n".join(
-        f"<section id='section-{n}'><h2>{_text(section_title(wb))}</h2>\n{workbench_html(wb, False, ids)}</section>"
+        f"<section id='section-{n}'><h2>{text(section_title(wb))}</h2>\n{workbench_html(wb, False, ids)}</section>"
         for n, wb in enumerate(workbenches))
     empty = "" if workbenches else "<p>Nothing to show: no Ir was given.</p>"
-    return (f"<!DOCTYPE html>\n<html lang='en'>\n<head>\n<meta charset='utf-8'>\n<title>{_text(title)}</title>\n"
+    return (f"<!DOCTYPE html>\n<html lang='en'>\n<head>\n<meta charset='utf-8'>\n<title>{text(title)}</title>\n"
             f"<style>{STYLE}</style>\n<script type='text/javascript'>{get_plotlyjs()}</script>\n</head>\n<body>\n"
-            f"<h1>{_text(title)}</h1>\n"
-            + (f"<p class='summary'>{_text(summary)}</p>\n" if summary else "")
+            f"<h1>{text(title)}</h1>\n"
+            + (f"<p class='summary'>{text(summary)}</p>\n" if summary else "")
             + (f"<nav><ul>{contents}</ul></nav>\n" if len(workbenches) > 1 else "")
             + f"{empty}{sections}\n</body>\n</html>\n")
 
@@ -101,6 +101,3 @@ def _workbench(source: Any) -> Workbench:
 def _count(number: int, noun: str) -> str:
     return f"{number} {noun}{'' if number == 1 else 's'}"
 
-
-def _text(value: str) -> str:
-    return html.escape(value, quote=False)

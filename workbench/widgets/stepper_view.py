@@ -1,12 +1,12 @@
 """SessionStepperView: buttons over a session's stepper, where the run stands, and the live values."""
 from __future__ import annotations
 
-import html
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Optional, Sequence, Union
 
 from workbench.ir import Op
 
+from .style import text
 from .figures.replica_figure import format_value
 from .listeners import subscribe_weakly
 from .live import DEFAULT_WINDOW, Scheduler
@@ -18,10 +18,6 @@ ERROR_STYLE = "color:#C00000;font-family:monospace;white-space:pre-wrap"
 TABLE_STYLE = "border-collapse:collapse;font-family:monospace;font-size:12px"
 CELL_STYLE = "border:1px solid #D9D9D9;padding:2px 6px;text-align:left;vertical-align:top"
 
-
-def _text(value: str) -> str:
-    """``value`` as element text: markup characters escaped."""
-    return html.escape(value, quote=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,13 +72,13 @@ def table_html(rows: Sequence[LiveRow], replicas: int) -> str:
     """The live tensors as an HTML table, every name escaped; the next op's inputs in bold."""
     if not rows:
         return "<p><i>no live tensors</i></p>"
-    head = "".join(f"<th style='{CELL_STYLE}'>{_text(h)}</th>"
+    head = "".join(f"<th style='{CELL_STYLE}'>{text(h)}</th>"
                    for h in ["tensor", "graph", "type", *(f"replica {r}" for r in range(replicas))])
     body = []
     for row in rows:
         cells = [row.name, row.graph, row.spec, *("—" if v is None else v for v in row.values)]
         weight = "font-weight:bold;" if row.read_next else ""
-        body.append("<tr>" + "".join(f"<td style='{weight}{CELL_STYLE}'>{_text(c)}</td>" for c in cells)
+        body.append("<tr>" + "".join(f"<td style='{weight}{CELL_STYLE}'>{text(c)}</td>" for c in cells)
                     + "</tr>")
     return (f"<table style='{TABLE_STYLE}'><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
             "<p style='font-size:11px;color:#595959'>bold: read by the next op</p>")
@@ -90,8 +86,8 @@ def table_html(rows: Sequence[LiveRow], replicas: int) -> str:
 
 def outputs_html(outputs: Mapping[Any, Any]) -> str:
     """The host outputs of a finished run, one row per stream."""
-    rows = "".join(f"<tr><td style='{CELL_STYLE}'>{_text(stream.name)}</td>"
-                   f"<td style='{CELL_STYLE}'>{_text(format_value(value))}</td></tr>"
+    rows = "".join(f"<tr><td style='{CELL_STYLE}'>{text(stream.name)}</td>"
+                   f"<td style='{CELL_STYLE}'>{text(format_value(value))}</td></tr>"
                    for stream, value in outputs.items())
     return (f"<table style='{TABLE_STYLE}'><thead><tr><th style='{CELL_STYLE}'>output stream</th>"
             f"<th style='{CELL_STYLE}'>value</th></tr></thead><tbody>{rows}</tbody></table>") if rows else ""
@@ -229,13 +225,13 @@ class SessionStepperView:
     # ----- display -----
     def status_html(self) -> str:
         breakpoints = ", ".join(map(str, self._stepper.breakpoints)) if self._stepper is not None else ""
-        parts = [f"<p><b>{_text(self.status)}</b>: {_text(describe_stop(self.stop))}</p>"]
+        parts = [f"<p><b>{text(self.status)}</b>: {text(describe_stop(self.stop))}</p>"]
         if breakpoints:
-            parts.append(f"<p>breakpoints: {_text(breakpoints)}</p>")
+            parts.append(f"<p>breakpoints: {text(breakpoints)}</p>")
         return "".join(parts)
 
     def error_html(self) -> str:
-        return f"<div style='{ERROR_STYLE}'>{_text(self.message)}</div>" if self.message else ""
+        return f"<div style='{ERROR_STYLE}'>{text(self.message)}</div>" if self.message else ""
 
     def values_html(self) -> str:
         if self.stop is not None and self.stop.status == "finished":
