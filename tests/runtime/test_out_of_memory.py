@@ -25,3 +25,19 @@ def test_a_graph_bigger_than_the_ipu_fails_at_compile_with_the_peak_and_largest_
     assert caught.value.report.ipus[0].peak_bytes > 524_288
     assert ir._owner is None  # the Ir stays buildable after the failed compile
     popxl.Session(ir, "ipu_model")  # a full-size IPU holds it
+
+
+def test_the_quick_bound_never_passes_a_program_that_overflows():
+    from workbench.analysis.memory import memory, surely_fits
+
+    ir = popxl.Ir()
+    with ir.main_graph:
+        x = popxl.variable(np.zeros((64, 64), np.float32), name="x")
+        for _ in range(4):
+            x = ops.relu(x @ x)
+    for tiles in (1, 2, 8, 64):
+        device = Device("ipu_model", num_ipus=1, tiles_per_ipu=tiles, bytes_per_tile=16 * 1024)
+        if surely_fits(ir, device):
+            assert not memory(ir, device).over_capacity
+    assert surely_fits(ir, Device("ipu_model", num_ipus=1))
+    assert not surely_fits(ir, Device("ipu_model", num_ipus=1, tiles_per_ipu=1, bytes_per_tile=16 * 1024))

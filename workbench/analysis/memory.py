@@ -9,6 +9,7 @@ the same. The device is anything with ``bytes_per_ipu``, ``streaming_memory_byte
 """
 from __future__ import annotations
 
+from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any, Optional
 
@@ -137,3 +138,34 @@ def _offloaded_code_bytes(liveness: TensorLiveness) -> dict[int, int]:
             for ipu, nbytes in graph_code_bytes(graph).items():
                 per_ipu[ipu] = per_ipu.get(ipu, 0) + nbytes
     return per_ipu
+
+
+def surely_fits(ir: Ir, device: Any) -> bool:
+    """True when the program fits even if every tensor of every call frame and all code were live
+    at once: a cheap bound that spares the full analysis for the programs that cannot overflow."""
+    frames = _frames_per_graph(ir)
+    tile: dict[int, int] = defaultdict(int)
+    code_total = 0
+    for graph, count in frames.items():
+        for tensor in graph._tensors.values():
+            tile[tensor.ipu] += count * tensor.nbytes
+        for ipu, nbytes in graph_code_bytes(graph).items():
+            tile[ipu] += nbytes
+            code_total += nbytes
+    streaming = sum(buffer.nbytes for buffer in ir.remote_buffers) + code_total
+    return (all(nbytes <= device.bytes_per_ipu for nbytes in tile.values())
+            and streaming <= device.streaming_memory_bytes)
+
+
+def _frames_per_graph(ir: Ir) -> dict:
+    """How many frames of each reachable graph the flattened schedule holds: one per call path."""
+    counts: dict = defaultdict(int)
+
+    def visit(graph, paths: int) -> None:
+        counts[graph] += paths
+        for op in graph._ops:
+            for callee in op.called_graphs:
+                visit(callee, paths)
+
+    visit(ir.main_graph, 1)
+    return counts

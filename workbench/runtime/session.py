@@ -15,7 +15,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from workbench.analysis import verify
-from workbench.analysis.memory import memory
+from workbench.analysis.memory import MemoryReport, memory, surely_fits
 from workbench.ir import Constant, Ir, Tensor, Variable
 from workbench.ir.events import EventBus
 
@@ -43,8 +43,10 @@ class Session:
         device = device_for(device_desc) if isinstance(device_desc, str) else device_desc
         _check_device(ir, device)
         schedules = verify(ir)
-        self.memory_report = memory(ir, device)
-        check_fits(self.memory_report, device.kind)
+        self._memory_report: Optional[MemoryReport] = None
+        if not surely_fits(ir, device):
+            self._memory_report = memory(ir, device)
+            check_fits(self._memory_report, device.kind)
         self._codes: dict = {graph: compile_graph(graph, steps) for graph, steps in schedules.items()}
         ir._owner = self
         self._ir = ir
@@ -83,6 +85,13 @@ class Session:
     @property
     def device(self) -> Device:
         return self._device
+
+    @property
+    def memory_report(self) -> MemoryReport:
+        """Memory per IPU against the device (``workbench.analysis.memory``), computed on first use."""
+        if self._memory_report is None:
+            self._memory_report = memory(self._ir, self._device)
+        return self._memory_report
 
     def _repr_mimebundle_(self, include=None, exclude=None) -> tuple[dict, dict]:
         """Notebook display: the Ir's JSON opened on the memory chart, and plain text."""
