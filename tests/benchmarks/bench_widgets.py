@@ -3,8 +3,6 @@ and plotly figure), as a ratio to building the networkx graph of the same Ir (``
 
 Run with ``python -m pytest tests/benchmarks -o python_files='bench_*.py' -s``.
 """
-import time
-
 import numpy as np
 
 import popxl
@@ -12,17 +10,7 @@ import popxl.ops as ops
 from workbench.export import to_networkx
 from workbench.widgets import GraphView, LivenessView
 
-REPEATS = 5
-
-
-def best_time(fn, repeats: int = REPEATS) -> float:
-    fn()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
+from bench_runtime import best_time
 
 
 def residual_mlp(op_count: int = 2000):

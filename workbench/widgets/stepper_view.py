@@ -11,7 +11,7 @@ from .figures.replica_figure import format_value
 from .listeners import subscribe_weakly
 from .live import DEFAULT_WINDOW, Scheduler
 from .selection import Selection
-from .view import _kernel_running
+from .view import display_bundle
 
 COMMANDS = ("step", "step over", "step out", "continue", "run to", "reset")
 ERROR_STYLE = "color:#C00000;font-family:monospace;white-space:pre-wrap"
@@ -291,11 +291,7 @@ class SessionStepperView:
             button.disabled = name != "reset" and status in ("finished", "failed", "abandoned")
 
     def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
-        bundle = {"text/plain": repr(self), "text/html": self.to_html()}
-        if _kernel_running():
-            bundle.update(self.widget._repr_mimebundle_(include=include, exclude=exclude) or {})
-            bundle["text/plain"] = repr(self)
-        return bundle
+        return display_bundle(self, include, exclude)
 
     def close(self) -> None:
         """Stop following the session (and close the views this view made)."""

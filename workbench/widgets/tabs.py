@@ -11,7 +11,7 @@ from .replica_group_view import ReplicaGroupView
 from .schedule_view import ScheduleView
 from .selection import Selection
 from .stepper_view import SessionStepperView
-from .view import _ir_and_session, _kernel_running
+from .view import _ir_and_session, display_bundle
 
 
 class Workbench:
@@ -76,11 +76,7 @@ class Workbench:
         return workbench_html(self, include_plotlyjs=include_plotlyjs)
 
     def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
-        bundle = {"text/plain": repr(self), "text/html": self.to_html()}
-        if _kernel_running():
-            bundle.update(self.widget._repr_mimebundle_(include=include, exclude=exclude) or {})
-            bundle["text/plain"] = repr(self)
-        return bundle
+        return display_bundle(self, include, exclude)
 
     def close(self) -> None:
         """Stop every view following the Ir and Session."""

@@ -111,13 +111,20 @@ class View:
         return self.figure.to_html(full_html=False, include_plotlyjs=include_plotlyjs)
 
     def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
-        bundle = {"text/plain": repr(self), "text/html": self.to_html()}
-        if _kernel_running():
-            bundle.update(self.widget._repr_mimebundle_(include=include, exclude=exclude) or {})
-            bundle["text/plain"] = repr(self)
-        else:
+        bundle = display_bundle(self, include, exclude)
+        if not _kernel_running():
             bundle[PLOTLY_MIME] = self.figure.to_plotly_json()
         return bundle
+
+
+def display_bundle(shown: Any, include=None, exclude=None) -> dict:
+    """What a view or a group of views displays as: its static HTML always, and its live widget
+    too where a kernel runs to drive it."""
+    bundle = {"text/plain": repr(shown), "text/html": shown.to_html()}
+    if _kernel_running():
+        bundle.update(shown.widget._repr_mimebundle_(include=include, exclude=exclude) or {})
+        bundle["text/plain"] = repr(shown)
+    return bundle
 
 
 def replace_figure(widget: go.FigureWidget, figure: go.Figure) -> None:
