@@ -17,6 +17,7 @@ from workbench.ir import Ir, Op
 
 from .cost_model import op_cycles, op_kind
 from .flatten import Frame, Step, flattened_schedule
+from .op_events import TraceEvent
 
 
 def op_ipus(op: Op) -> tuple[int, ...]:
@@ -59,33 +60,14 @@ def sequence_regions(ir: Ir) -> dict[Op, int]:
     return regions
 
 
-@dataclass(eq=False, slots=True)
-class ScheduledOp:
-    """One op of the static schedule, with the fields of a run's ``TraceEvent`` (``replica`` is
-    None: every replica runs this schedule). ``repeats`` are the counts of the enclosing repeats, of
-    which one iteration is drawn; ``branches`` the enclosing conditionals with 'then' or 'else'."""
+@dataclass(eq=False, slots=True, repr=False)
+class ScheduledOp(TraceEvent):
+    """One op of the static schedule: a ``TraceEvent`` whose ``replica`` is None (every replica runs
+    this schedule). ``repeats`` are the counts of the enclosing repeats, of which one iteration is
+    drawn; ``branches`` the enclosing conditionals with 'then' or 'else'."""
 
-    replica: Optional[int]
-    ipu: int
-    ipus: tuple[int, ...]
-    op: Op
-    kind: str
-    step: int
-    call_path: tuple[Op, ...]
-    iterations: tuple[int, ...]
-    parent: Optional[int]
-    in_sequence: bool
-    cycles: int
-    start_cycle: int
-    end_cycle: int = 0
     repeats: tuple[int, ...] = ()
     branches: tuple[tuple[Op, str], ...] = ()
-    start_seconds: Optional[float] = None
-    end_seconds: Optional[float] = None
-
-    @property
-    def graph(self):
-        return self.op.graph
 
 
 @dataclass(slots=True)
