@@ -130,7 +130,7 @@ def _hidden(filename: str) -> bool:
 
 class Capture:
     """While active, notes every Ir and Session made (in order) and reports each session run on
-    ``progress`` (a text stream, or None for silence)."""
+    ``progress`` (a text stream, or None for silence, which also hides the bars of long runs)."""
 
     def __init__(self, progress: Any = None):
         self.progress = progress
@@ -164,7 +164,9 @@ class Capture:
 
     def _session_made(self, session: Session) -> None:
         self.sessions.append(session)
-        if self.progress is not None:
+        if self.progress is None:
+            session.progress = False
+        else:
             number = len(self.sessions)
             session.events.subscribe(_progress_listener(session, number, self.progress))
 

@@ -10,6 +10,7 @@ from plotly.offline import get_plotlyjs
 
 from workbench import cli
 from workbench.ir import Ir
+from workbench.runtime import progress
 from workbench.runtime.session import Session
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -118,3 +119,30 @@ def test_in_process_the_classes_are_restored_and_exit_statuses_pass_through(tmp_
     assert "exits.py exited with status 3; no report written" in capsys.readouterr().err
     assert Ir.__init__ is init_ir and Session.__init__ is init_session
     assert not (tmp_path / "e.html").exists()
+
+
+LOOP = """
+    import numpy as np
+    import popxl
+    import popxl.ops as ops
+
+    ir = popxl.Ir()
+    with ir.main_graph:
+        w = popxl.variable(np.zeros(2, np.float32), name="w")
+        body = ir.create_graph(lambda x: x + 1, w.spec)
+        ops.var_updates.copy_var_update_(w, ops.repeat(body, 12, w)[0])
+    with popxl.Session(ir, "ipu_model") as session:
+        session.run()
+"""
+
+
+def test_a_long_run_shows_its_bar_and_the_report_keeps_its_own_line(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(progress, "DELAY_SECONDS", 0.0)
+    script = write(tmp_path, "loop.py", LOOP)
+    assert cli.main(["report", str(script), "-o", str(tmp_path / "loop.html")]) == 0
+    err = capsys.readouterr().err
+    assert "run 1: 100%" in err and "12/12" in err
+    assert err.index("12/12") < err.index("[workbench] session 1 (Ir[id=")
+    assert "run 1 finished in" in err
+    assert cli.main(["report", str(script), "-o", str(tmp_path / "quiet.html"), "-q"]) == 0
+    assert capsys.readouterr().err == ""

@@ -249,6 +249,14 @@ def _repeat_kernel(op: Op, env) -> Any:
     copy_in, copy_out = callee.copy_in, callee.copy_out
     body, count, carried = callee.function, op.attrs["repeat_count"], len(op.outputs)
     recopy = repeat_recopy(op, callee)
+    tick = env.loop_tick(op)
+    if tick is not None:
+        counted_body = body
+
+        def body(*values):
+            outputs = counted_body(*values)
+            tick()
+            return outputs
 
     def loop(*args):
         values = list(args)

@@ -205,6 +205,9 @@ class ReplicaInterpreter:
                 arguments, carried = frame.arguments, len(op.outputs)
                 arguments[:carried] = outputs
                 copy_at(arguments, repeat_recopy(op, binding))
+                tick = self.program.loop_tick(op)
+                if tick is not None:
+                    tick()
                 if frame.iteration + 1 < frame.repeat_count:
                     self._push(Frame(frame.plan, frame.kernels, "repeat", {}, frame.flat, call_site=op,
                                      binding=binding, arguments=arguments, iteration=frame.iteration + 1,

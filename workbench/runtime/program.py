@@ -13,6 +13,7 @@ from workbench.ir import Graph, Ir, Op, Variable
 from workbench.ops.registry import op_def
 
 from .compiler import GraphCode
+from .progress import LoopCounter
 from .trace import record_branch
 
 
@@ -74,6 +75,7 @@ class ReplicaProgram:
         self.inputs: dict = {}
         self.outputs: dict = {}
         self.communicator = None
+        self.loop_counter = LoopCounter()
         self._occurrences: dict[Op, int] = {}
         self._codes = codes
         self._check = check_outputs
@@ -147,6 +149,12 @@ class ReplicaProgram:
     def is_written(self, tensor) -> bool:
         """Whether some op writes ``tensor``'s memory in place."""
         return declared_root(tensor) in self._codes[tensor.graph].effects.written_roots
+
+    def loop_tick(self, op: Op) -> Optional[Callable[[], None]]:
+        """What a repeat calls after each iteration: replica 0's main-graph loops count progress."""
+        if self.replica == 0 and op.graph is self.ir.main_graph:
+            return self.loop_counter.tick
+        return None
 
     def host_store(self, stream) -> Callable[[np.ndarray], None]:
         return self.outputs.setdefault(stream, OutputPort()).store

@@ -5,13 +5,16 @@ on any failure, so a failed run leaves every replica's weights as they were befo
 """
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
-from typing import Optional
+from concurrent.futures import ThreadPoolExecutor, wait
+from typing import Callable, Optional
 
 from workbench.ir import Variable
 
 from .communicator import CollectiveMismatchError, Communicator, ReplicaAborted
 from .program import ReplicaProgram
+
+
+POLL_SECONDS = 0.05
 
 
 class ReplicaExecutionError(RuntimeError):
@@ -31,13 +34,14 @@ class ReplicaRunner:
         self._written = written
         self._pool: Optional[ThreadPoolExecutor] = None
 
-    def run(self) -> None:
+    def run(self, poll: Optional[Callable[[], None]] = None) -> None:
+        """Run every replica once; ``poll`` is called now and then while the replica threads run."""
         saved = [{v: values[v].copy() for v in self._written} for values in self._device_values()]
         try:
             if len(self._programs) == 1:
                 self._run_one(0)
             else:
-                self._run_all()
+                self._run_all(poll)
         except BaseException:
             for values, backup in zip(self._device_values(), saved):
                 for variable, array in backup.items():
@@ -59,7 +63,7 @@ class ReplicaRunner:
             raise ReplicaExecutionError(f"replica {replica} failed{where}: {type(error).__name__}: {error}",
                                         replica, op) from error
 
-    def _run_all(self) -> None:
+    def _run_all(self, poll: Optional[Callable[[], None]]) -> None:
         communicator = Communicator(len(self._programs))
         for program in self._programs:
             program.communicator = communicator
@@ -78,7 +82,10 @@ class ReplicaRunner:
             communicator.finished(replica)
             return None
 
-        errors = list(self._pool.map(work, range(len(self._programs))))
+        futures = [self._pool.submit(work, replica) for replica in range(len(self._programs))]
+        while wait(futures, timeout=POLL_SECONDS if poll is not None else None).not_done:
+            poll()
+        errors = [future.result() for future in futures]
         failures = [e for e in errors if e is not None and not isinstance(e, ReplicaAborted)]
         first = next((e for e in failures if isinstance(e, ReplicaExecutionError)), None)
         if first is not None or failures:

@@ -24,6 +24,7 @@ from .compiler import compile_graph
 from .device import Device, device_for
 from .out_of_memory import check_fits
 from .program import ReplicaProgram
+from .progress import RunProgress, loop_iterations
 from .replicas import ReplicaRunner, written_variables
 from .stepper import Stepper
 from .timeline import Timeline
@@ -66,6 +67,7 @@ class Session:
                           for r, (values, buffers) in enumerate(zip(self._device_values, self._buffers))]
         self._runner = ReplicaRunner(self._programs, written_variables(self._codes, self._variables))
         self._profile = False
+        self._progress = True
         self._recorder = TraceRecorder(self._programs, Timeline(
             ir, {graph: code.steps for graph, code in self._codes.items()}, device))
         self._stepped_run: Optional[Stepper] = None
@@ -192,10 +194,37 @@ class Session:
                 port.data, port.index = views[stream][:, replica], 0
         self._host_in_sync = False
         self._recorder.start(self._profile)
-        self._runner.run()
+        progress = self._start_progress() if self._progress else None
+        try:
+            self._runner.run(progress.poll if progress is not None else None)
+        finally:
+            if progress is not None:
+                progress.close()
         self._recorder.finish()
         self.run_count += 1
         self.events.emit("run_finished", self)
+
+    # ----- progress -----
+    @property
+    def progress(self) -> bool:
+        """Whether a run that lasts more than about a second shows a progress bar (on by default).
+
+        The bar counts the iterations of the main graph's repeat loops: a widget in a notebook, a
+        line on stderr in a terminal. Runs that end sooner draw nothing.
+
+        >>> session.progress = False
+        """
+        return self._progress
+
+    @progress.setter
+    def progress(self, progress: bool) -> None:
+        if not isinstance(progress, bool):
+            raise TypeError(f"Session.progress must be True or False, got {progress!r}")
+        self._progress = progress
+
+    def _start_progress(self) -> RunProgress:
+        return RunProgress(self._programs[0].loop_counter, loop_iterations(self._ir),
+                           f"run {self.run_count + 1}", inline=len(self._programs) == 1)
 
     # ----- traces -----
     @property

@@ -26,6 +26,7 @@ from . import host_buffers
 from .interpreter import ReplicaInterpreter, StepFailed, plan_graph
 from .replicas import ReplicaExecutionError, written_variables
 from .stepper_state import Breakpoint, ReplicaState, Stop, live_tensors, position_of
+from .progress import RunProgress
 from .stepper_threads import ReplicaThreads
 
 __all__ = ["Stepper", "Stop", "Breakpoint"]
@@ -180,14 +181,20 @@ class Stepper:
         if self._status == "ready":
             self._begin()
         session = self._session
-        if self._threads is None:
-            failure = None
-            try:
-                command(self._interpreters[0])
-            except Exception as error:
-                failure = (0, error)
-        else:
-            failure = self._threads.run(command)
+        progress = RunProgress(self._interpreters[0].program.loop_counter, None, reason,
+                               inline=self._threads is None) if session.progress else None
+        try:
+            if self._threads is None:
+                failure = None
+                try:
+                    command(self._interpreters[0])
+                except Exception as error:
+                    failure = (0, error)
+            else:
+                failure = self._threads.run(command, progress.poll if progress is not None else None)
+        finally:
+            if progress is not None:
+                progress.close()
         session._host_in_sync = False
         if failure is not None:
             self._fail(*failure)

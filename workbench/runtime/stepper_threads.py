@@ -14,6 +14,8 @@ from typing import Any, Callable, Hashable, Optional, Sequence
 from .communicator import CollectiveMismatchError, ReplicaAborted
 from .interpreter import ReplicaInterpreter
 
+POLL_SECONDS = 0.05
+
 Command = Callable[[ReplicaInterpreter], None]
 
 
@@ -64,9 +66,11 @@ class ReplicaThreads:
             return values
 
     # ----- commands -----
-    def run(self, command: Command) -> Optional[tuple[int, BaseException]]:
+    def run(self, command: Command, poll: Optional[Callable[[], None]] = None) \
+            -> Optional[tuple[int, BaseException]]:
         """Apply ``command`` once to every replica that has not finished; return the first failure
-        (replica, error), after stopping every replica, or None."""
+        (replica, error), after stopping every replica, or None. ``poll`` is called now and then
+        while the replicas run."""
         submitted: set[int] = set()
         with self._condition:
             while True:
@@ -80,7 +84,9 @@ class ReplicaThreads:
                                              name=f"stepper-replica-{replica}").start()
                 if all(not busy or waiting is not None for busy, waiting in zip(self._busy, self._waiting)):
                     break
-                self._condition.wait()
+                self._condition.wait(POLL_SECONDS if poll is not None else None)
+                if poll is not None:
+                    poll()
             failure = self._failure()
         if failure is not None:
             self.abort()
