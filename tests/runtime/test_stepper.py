@@ -487,11 +487,9 @@ def test_detaching_abandons_the_stepped_run_so_the_host_keeps_the_weights_of_bef
         stepper.run_to(op_type="accumulate_")
         stepper.step_over()
     np.testing.assert_array_equal(session.get_tensor_data(model.w), W0)
-    with pytest.raises(ValueError, match="stepping needs the session to be attached"):
+    with pytest.raises(RuntimeError, match="abandoned because the session detached"):
         stepper.step()
     with session:
-        with pytest.raises(RuntimeError, match="abandoned because the session detached"):
-            stepper.step()
         stepper.reset()
         assert stepper.continue_().finished
 
@@ -556,11 +554,36 @@ def test_closing_a_stepper_abandons_its_run_and_restores_the_weights():
             stepper.step()
 
 
-def test_a_detached_session_cannot_make_a_stepper():
-    ir, x_stream, out, g, h = counting_ir()
-    session = popxl.Session(ir, "ipu_model")
-    with pytest.raises(ValueError, match="stepper needs the session to be attached"):
-        session.stepper({x_stream: np.zeros(2, np.float32)})
+def test_a_detached_session_is_attached_for_a_stepped_run_and_given_back_when_it_ends():
+    model = Model()
+    session = popxl.Session(model.ir, "ipu_model")
+    with session:
+        expected = session.run(model.inputs())[model.y_stream]
+        trained = session.get_tensor_data(model.w)
+        session.write_variable_data(model.w, W0)
+    stepper = session.stepper(model.inputs())
+    assert not session.is_attached and stepper.status == "ready"
+    stepper.step()
+    assert session.is_attached
+    assert stepper.continue_().finished and not session.is_attached
+    np.testing.assert_array_equal(stepper.outputs[model.y_stream], expected)
+    np.testing.assert_array_equal(session.get_tensor_data(model.w), trained)
+    assert session.weights_from_host_count == 3 and session.weights_to_host_count == 3
+
+
+def test_a_reset_or_a_failure_gives_back_the_session_a_stepped_run_attached():
+    model = Model()
+    session = popxl.Session(model.ir, "ipu_model")
+    stepper = session.stepper(model.inputs())
+    stepper.run_to(op_type="accumulate_")
+    stepper.step_over()
+    assert session.is_attached
+    stepper.reset()
+    assert not session.is_attached and stepper.status == "ready"
+    np.testing.assert_array_equal(session.get_tensor_data(model.w), W0)
+    with session:
+        stepper.step()
+    assert stepper.status == "abandoned" and not session.is_attached
 
 
 def test_bad_inputs_are_refused_when_the_stepper_is_made():

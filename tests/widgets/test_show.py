@@ -69,7 +69,13 @@ def test_an_ir_gets_five_tabs_sharing_one_selection():
     assert [type(wb[tab]) for tab in wb.tabs] == kinds
     assert all(view.selection is wb.selection for view in wb.views.values())
     tab = wb.widget
-    assert list(tab.titles) == VIEW_TABS and list(tab.children) == [wb[t].widget for t in VIEW_TABS]
+    assert list(tab.titles) == VIEW_TABS and tab.selected_index == 0
+    # A tab's view widget is made when the tab is first opened.
+    assert [list(page.children) for page in tab.children] == [[wb["call tree"].widget], [], [], [], []]
+    assert all(wb[t]._widget is None for t in VIEW_TABS[1:])
+    tab.selected_index = VIEW_TABS.index("liveness")
+    assert list(tab.children[VIEW_TABS.index("liveness")].children) == [wb["liveness"].widget]
+    assert wb["graph"]._widget is None
     assert repr(wb) == f"Workbench({ir!r}: call tree, graph, schedule, liveness, replica groups)"
 
 
@@ -95,7 +101,8 @@ def test_a_session_also_gets_a_stepper_tab_over_the_graph_and_schedule_views():
         assert wb.tabs == VIEW_TABS + ["stepper"]
         stepper = wb["stepper"]
         assert isinstance(stepper, SessionStepperView) and stepper.views == [wb["graph"], wb["schedule"]]
-        assert wb.widget.children[-1] is stepper.widget
+        wb.widget.selected_index = len(wb.tabs) - 1
+        assert list(wb.widget.children[-1].children) == [stepper.widget]
         stepper.buttons["step"].click()
         stepper.buttons["step"].click()
         assert wb.selection.op is double.ops[0] and wb["graph"].graph is double

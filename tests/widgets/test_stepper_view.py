@@ -135,9 +135,6 @@ def test_errors_are_shown_in_the_view_and_do_not_raise_from_the_buttons():
     session = popxl.Session(ir, "ipu_model")
     view = SessionStepperView(session, {x_stream: data()}, views=[])
     view.widget
-    view.buttons["step"].click()  # detached
-    assert "ValueError: stepper needs the session to be attached" in view.error_box.value
-    assert view.status == "not started"
     with session:
         view.target.value = "no_such_op"
         view.buttons["run to"].click()

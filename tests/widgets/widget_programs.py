@@ -1,6 +1,5 @@
-"""Small programs the widget tests draw, and a way to click a plotly FigureWidget point in a test."""
+"""Small programs the widget tests draw, and a way to click a point of a drawn figure in a test."""
 import numpy as np
-from plotly.callbacks import Points
 
 import popxl
 import popxl.ops as ops
@@ -21,12 +20,11 @@ def chain(count: int, ir=None):
     return ir, x_stream, y_stream
 
 
-def click(figure_widget, trace_name: str, key) -> None:
-    """Click the point of ``trace_name`` whose customdata is ``key``, as the browser would."""
-    trace = next(t for t in figure_widget.data if t.name == trace_name)
-    index = list(trace.customdata).index(key)
-    trace._dispatch_on_click(Points(point_inds=[index], xs=[trace.x[index]], ys=[trace.y[index]],
-                                    trace_name=trace.name, trace_index=0), None)
+def click(canvas, trace_name: str, key) -> None:
+    """Click the point of ``trace_name`` whose customdata is ``key``: the message the browser sends."""
+    trace = next(t for t in canvas.figure["data"] if t.get("name") == trace_name)
+    assert key in trace["customdata"], f"{key!r} is not a point of {trace_name!r}"
+    canvas._message(canvas, {"kind": "click", "keys": [key]}, [])
 
 
 def trace(figure, name: str, **meta):

@@ -50,7 +50,6 @@ class Stepper:
     """
 
     def __init__(self, session, inputs: Optional[Mapping[Any, Any]] = None, downcast_inputs: bool = True):
-        session._require_attached("stepper")
         ir = session.ir
         self._session = session
         self._inputs = host_buffers.prepare_inputs(inputs or {}, ir.get_all_h2d_streams(),
@@ -67,6 +66,7 @@ class Stepper:
         self._threads: Optional[ReplicaThreads] = None
         self._saved: list = []
         self._why = ""
+        self._attached_session = False
         self._rewind("created")
 
     # ----- state -----
@@ -146,6 +146,7 @@ class Stepper:
         if self._status == "paused":
             self._stop_threads()
             self._restore()
+        self._give_back_session()
         self._rewind("reset")
         return self._stop
 
@@ -161,6 +162,7 @@ class Stepper:
         self._restore()
         self._status, self._why = "abandoned", why
         self._publish("abandoned")
+        self._give_back_session()
 
     # ----- running -----
     def _run_to_breakpoints(self, reason: str, breakpoints: list[Breakpoint]) -> Stop:
@@ -204,7 +206,6 @@ class Stepper:
         return self._publish(reason, hit)
 
     def _check_can_step(self) -> None:
-        self._session._require_attached("stepping")
         if self._status == "finished":
             raise RuntimeError("the stepped run has finished: no op is left to run; call reset() to step "
                                "through it again")
@@ -216,6 +217,10 @@ class Stepper:
 
     def _begin(self) -> None:
         session = self._session
+        if not session.is_attached:
+            # A detached session is attached for this stepped run and given back when it ends.
+            session.__enter__()
+            self._attached_session = True
         active = session._stepped_run
         if active is not None and active is not self:
             active.abandon("another stepper began a run on the session")
@@ -249,6 +254,13 @@ class Stepper:
         session._recorder.finish()
         session.run_count += 1
         session.events.emit("run_finished", session)
+        self._give_back_session()
+
+    def _give_back_session(self) -> None:
+        """Detach the session if this stepped run attached it (its weights come back to the host)."""
+        if self._attached_session:
+            self._attached_session = False
+            self._session.__exit__(None, None, None)
 
     def _fail(self, replica: int, error: BaseException) -> None:
         self._stop_threads()
@@ -262,6 +274,7 @@ class Stepper:
             cause, raised = error, error
         self._status, self._why = "failed", str(raised)
         self._publish("failed")
+        self._give_back_session()
         if raised is cause:
             raise raised
         raise raised from cause

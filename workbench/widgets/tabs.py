@@ -43,6 +43,7 @@ class Workbench:
                                                                                     self.views["schedule"]],
                                                        **options)
         self._widget = None
+        self._pages: list = []
         self.selection.observe(self._graph_chosen, names="graph")
 
     @property
@@ -56,13 +57,20 @@ class Workbench:
 
     @property
     def widget(self):
-        """An ipywidgets Tab with one view per tab (made on first use)."""
+        """An ipywidgets Tab with one view per tab (made on first use). A tab's view widget is made
+        when the tab is first opened, so only the open tab's figure crosses to the browser."""
         if self._widget is None:
             import ipywidgets
 
-            self._widget = ipywidgets.Tab(children=[view.widget for view in self.views.values()],
-                                          titles=self.tabs)
+            self._pages = [ipywidgets.VBox() for _ in self.views]
+            self._widget = ipywidgets.Tab(children=self._pages, titles=self.tabs)
+            self._widget.observe(lambda change: self._open_page(change["new"]), names="selected_index")
+            self._open_page(self._widget.selected_index or 0)
         return self._widget
+
+    def _open_page(self, index: Optional[int]) -> None:
+        if index is not None and not self._pages[index].children:
+            self._pages[index].children = [list(self.views.values())[index].widget]
 
     def _graph_chosen(self, change) -> None:
         """A graph picked while the call tree tab is open opens in the graph tab."""

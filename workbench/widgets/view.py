@@ -2,7 +2,8 @@
 
 A view computes its data (``_compute``) from ``workbench.analysis`` when made and once per debounce
 window of Ir or Session events (``live.LiveBinding``), then draws it (``build_figure``). ``widget``
-is an ipywidgets box around a plotly ``FigureWidget`` that follows each refresh; ``figure`` is the
+is an ipywidgets box around a ``FigureCanvas`` (the figure's JSON, drawn by the page's plotly.js)
+that follows each refresh; ``figure`` is the
 static ``go.Figure``. Displayed in a kernel, a view offers its widget plus static HTML for frontends
 without a widget manager; elsewhere it offers the static plotly figure and HTML only.
 """
@@ -36,7 +37,7 @@ class View:
         self.version = 0
         self.error: Optional[Exception] = None
         self._figure: Optional[go.Figure] = None
-        self._figure_widget = None
+        self._canvas = None
         self._widget = None
         self._binding = (LiveBinding(self.refresh, self.ir, self.session, window, scheduler, self.live_kinds)
                          if live else None)
@@ -57,9 +58,8 @@ class View:
     def redraw(self) -> None:
         """Rebuild the figure from the current data (after a selection or control change)."""
         self._figure = None
-        if self._figure_widget is not None:
-            replace_figure(self._figure_widget, self.figure)
-            self._bind_clicks()
+        if self._canvas is not None:
+            self._canvas.show(self.figure)
 
     @property
     def figure(self) -> go.Figure:
@@ -79,26 +79,18 @@ class View:
     # ----- widget -----
     @property
     def widget(self):
-        """The ipywidgets box (made on first use): controls above a live plotly FigureWidget."""
+        """The ipywidgets box (made on first use): controls above the live figure."""
         if self._widget is None:
             import ipywidgets
 
-            self._figure_widget = go.FigureWidget(self.figure)
-            self._bind_clicks()
-            self._widget = ipywidgets.VBox([*self._controls(), self._figure_widget])
+            from .figure_canvas import FigureCanvas
+
+            self._canvas = FigureCanvas(self.figure, on_click=self._click)
+            self._widget = ipywidgets.VBox([*self._controls(), self._canvas])
         return self._widget
 
     def _controls(self) -> list:
         return []
-
-    def _bind_clicks(self) -> None:
-        for trace in self._figure_widget.data:
-            if trace.customdata is not None:
-                trace.on_click(self._on_click)
-
-    def _on_click(self, trace, points, state) -> None:
-        for index in points.point_inds:
-            self._click(trace.customdata[index])
 
     def close(self) -> None:
         """Stop following the Ir and Session."""
@@ -125,19 +117,6 @@ def display_bundle(shown: Any, include=None, exclude=None) -> dict:
         bundle.update(shown.widget._repr_mimebundle_(include=include, exclude=exclude) or {})
         bundle["text/plain"] = repr(shown)
     return bundle
-
-
-def replace_figure(widget: go.FigureWidget, figure: go.Figure) -> None:
-    """Make ``widget`` show ``figure``: traces updated in place when their number and types match,
-    replaced otherwise; then the layout."""
-    if len(widget.data) == len(figure.data) and all(a.type == b.type for a, b in zip(widget.data, figure.data)):
-        with widget.batch_update():
-            for old, new in zip(widget.data, figure.data):
-                old.update(new.to_plotly_json(), overwrite=True)
-    else:
-        widget.data = ()
-        widget.add_traces(list(figure.data))
-    widget.layout = figure.layout
 
 
 def error_figure(error: Exception) -> go.Figure:
