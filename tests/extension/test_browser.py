@@ -6,27 +6,21 @@ that the saved notebook keeps the output, and that a saved ``.ir.json`` file ope
 Screenshots go to tests/artifacts/. Every wait is bounded; JupyterLab is stopped by its pid.
 """
 import json
-import os
-import signal
-import socket
-import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import nbformat
 import pytest
 
+from jupyterlab_harness import chromium, jupyterlab, open_page
 from workbench.export.mime import MIME_TYPE
 
 pytestmark = pytest.mark.slow
 
-CHROMIUM = "/usr/bin/chromium"
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
 IMG = '<img src=x onerror="window.__wbXss=1">'
 SCRIPT = "<script>window.__wbXss=1</script>"
-WAIT_MS = 90_000
 
 BUILD = f"""\
 import numpy as np
@@ -50,87 +44,19 @@ with popxl.Session(ir, "ipu_model") as session:
 session"""
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def wait_for_server(url: str, server: subprocess.Popen, log: Path, seconds: float = 90) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if server.poll() is not None:
-            raise RuntimeError(f"JupyterLab exited with {server.returncode}:\n{log.read_text()[-3000:]}")
-        try:
-            with urllib.request.urlopen(f"{url}/api/status", timeout=5) as response:
-                if response.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.5)
-    raise TimeoutError(f"JupyterLab did not answer within {seconds} s:\n{log.read_text()[-3000:]}")
-
-
-def stop(server: subprocess.Popen) -> None:
-    """SIGTERM to JupyterLab's process group (it shuts its kernels down), SIGKILL if it lingers."""
-    if server.poll() is None:
-        os.killpg(server.pid, signal.SIGTERM)
-        try:
-            server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
-            server.wait(timeout=10)
-
-
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
-    assert Path(CHROMIUM).exists(), "Debian's Chromium is needed: apt-get install -y chromium"
-    home = tmp_path_factory.mktemp("lab")
-    root = home / "work"
-    root.mkdir()
-    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(BUILD), nbformat.v4.new_code_cell(RUN)])
-    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nbformat.write(notebook, root / "display.ipynb")
-    news = home / "settings" / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings"
-    news.parent.mkdir(parents=True)
-    news.write_text(json.dumps({"fetchNews": "false", "checkForUpdates": False}))
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    env = dict(os.environ, JUPYTER_CONFIG_DIR=str(home / "config"), JUPYTER_RUNTIME_DIR=str(home / "runtime"),
-               JUPYTERLAB_SETTINGS_DIR=str(home / "settings"), JUPYTERLAB_WORKSPACES_DIR=str(home / "workspaces"))
-    log = home / "jupyterlab.log"
-    with open(log, "w") as output:
-        server = subprocess.Popen(
-            [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
-             "--IdentityProvider.token=", "--ServerApp.password=", "--allow-root",
-             "--LabApp.expose_app_in_browser=True", f"--ServerApp.root_dir={root}"],
-            cwd=root, env=env, stdout=output, stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        wait_for_server(url, server, log)
+    with jupyterlab(tmp_path_factory.mktemp("lab")) as (url, root):
+        notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(BUILD), nbformat.v4.new_code_cell(RUN)])
+        notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+        nbformat.write(notebook, root / "display.ipynb")
         yield url, root
-    finally:
-        stop(server)
 
 
 @pytest.fixture(scope="module")
 def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(
-            executable_path=CHROMIUM, timeout=WAIT_MS,
-            args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                  "--disable-component-update", "--disable-sync", "--no-first-run"])
-        try:
-            yield chromium
-        finally:
-            chromium.close()
-
-
-def open_page(browser, url):
-    page = browser.new_page(viewport={"width": 1400, "height": 1100})
-    page.set_default_timeout(WAIT_MS)
-    page.goto(url)
-    return page
+    with chromium() as browser:
+        yield browser
 
 
 def test_a_notebook_draws_the_ir_and_its_session(lab, browser):

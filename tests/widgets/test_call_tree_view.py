@@ -88,7 +88,7 @@ def test_without_a_graph_view_the_first_click_opens_one_under_the_tree():
 
 def test_outside_a_kernel_the_view_renders_as_a_static_plotly_figure_and_html():
     ir, _ = call_tree_program()
-    bundle = CallTreeView(ir, live=False)._repr_mimebundle_()
-    assert bundle["application/vnd.plotly.v1+json"]["data"]
+    bundle, metadata = CallTreeView(ir, live=False)._repr_mimebundle_()
+    assert bundle["application/vnd.plotly.v1+json"]["data"] and metadata == {}
     assert "plotly" in bundle["text/html"]
     assert bundle["text/plain"] == f"CallTreeView({ir!r}: 6 graphs, 5 call sites)"

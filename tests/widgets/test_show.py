@@ -9,6 +9,7 @@ import popxl
 import popxl.ops as ops
 import workbench
 from widget_programs import call_tree_program, trace
+from workbench.export.mime import MIME_TYPE
 from workbench.widgets import (CallTreeView, GraphView, LivenessView, ReplicaGroupView, ScheduleView,
                                SessionStepperView, Workbench)
 from workbench.widgets.view import PLOTLY_MIME
@@ -117,11 +118,12 @@ def test_without_a_kernel_every_view_and_the_workbench_display_as_static_html():
         session.run({x_stream: np.ones(4, np.float32)})
         wb = Workbench(session, {x_stream: np.ones(4, np.float32)}, live=False)
     for tab in VIEW_TABS:
-        bundle = wb[tab]._repr_mimebundle_()
+        bundle, _ = wb[tab]._repr_mimebundle_()
         assert PLOTLY_MIME in bundle and "plotly-graph-div" in bundle["text/html"]
         assert not any("widget" in mime for mime in bundle)
-    bundle = wb._repr_mimebundle_()
-    assert set(bundle) == {"text/plain", "text/html"}
+    bundle, metadata = wb._repr_mimebundle_()
+    # The extension's picture of the Session, opened on its memory, stays where no widget can be drawn.
+    assert set(bundle) == {"text/plain", "text/html", MIME_TYPE} and metadata[MIME_TYPE]["view"] == "memory"
     assert bundle["text/html"].count("plotly-graph-div") == len(VIEW_TABS)
     assert bundle["text/html"].count("cdn.plot.ly") == 1  # the library once, for the whole workbench
     assert "<h3>stepper</h3>" not in bundle["text/html"]  # nothing stepped yet

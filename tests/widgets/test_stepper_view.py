@@ -3,6 +3,7 @@ highlighted in the graph and schedule views through the shared selection, and er
 import numpy as np
 
 import popxl
+from workbench.export.mime import MIME_TYPE
 import popxl.ops as ops
 from widget_programs import trace
 from workbench.widgets import GraphView, ScheduleView, Selection, SessionStepperView
@@ -183,7 +184,7 @@ def test_outside_a_kernel_the_view_is_html_with_names_escaped():
     with popxl.Session(ir, "ipu_model") as session:
         view = SessionStepperView(session, {x_stream: data(1)[0]}, views=[])
         view.step()
-        bundle = view._repr_mimebundle_()
-    assert set(bundle) == {"text/plain", "text/html"}
+        bundle, metadata = view._repr_mimebundle_()
+    assert set(bundle) == {"text/plain", "text/html", MIME_TYPE} and metadata[MIME_TYPE]["view"] == "memory"
     assert "&lt;img src=x onerror=alert(1)&gt;" in bundle["text/html"] and name not in bundle["text/html"]
     assert bundle["text/plain"].startswith("SessionStepperView(paused: before call")

@@ -11,7 +11,7 @@ from .figures.replica_figure import format_value
 from .listeners import subscribe_weakly
 from .live import DEFAULT_WINDOW, Scheduler
 from .selection import Selection
-from .view import display_bundle
+from .view import display_bundle, source_bundle
 
 COMMANDS = ("step", "step over", "step out", "continue", "run to", "reset")
 ERROR_STYLE = "color:#C00000;font-family:monospace;white-space:pre-wrap"
@@ -290,8 +290,12 @@ class SessionStepperView:
         for name, button in self.buttons.items():
             button.disabled = name != "reset" and status in ("finished", "failed", "abandoned")
 
-    def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
+    def _repr_mimebundle_(self, include=None, exclude=None) -> tuple[dict, dict]:
         return display_bundle(self, include, exclude)
+
+    def static_bundle(self) -> tuple[dict, dict]:
+        """The picture that stays when there is no widget: the extension's view of the Session."""
+        return source_bundle(self.session)
 
     def close(self) -> None:
         """Stop following the session (and close the views this view made)."""

@@ -11,7 +11,7 @@ from .replica_group_view import ReplicaGroupView
 from .schedule_view import ScheduleView
 from .selection import Selection
 from .stepper_view import SessionStepperView
-from .view import _ir_and_session, display_bundle
+from .view import _ir_and_session, display_bundle, source_bundle
 
 
 class Workbench:
@@ -83,8 +83,13 @@ class Workbench:
 
         return workbench_html(self, include_plotlyjs=include_plotlyjs)
 
-    def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
+    def _repr_mimebundle_(self, include=None, exclude=None) -> tuple[dict, dict]:
         return display_bundle(self, include, exclude)
+
+    def static_bundle(self) -> tuple[dict, dict]:
+        """The picture that stays when there is no widget: the extension's view of the Ir (or the
+        Session, opened on its memory)."""
+        return source_bundle(self.session if self.session is not None else self.ir)
 
     def close(self) -> None:
         """Stop every view following the Ir and Session."""

@@ -102,21 +102,28 @@ class View:
     def to_html(self, include_plotlyjs: Any = "cdn") -> str:
         return self.figure.to_html(full_html=False, include_plotlyjs=include_plotlyjs)
 
-    def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
-        bundle = display_bundle(self, include, exclude)
-        if not _kernel_running():
-            bundle[PLOTLY_MIME] = self.figure.to_plotly_json()
-        return bundle
+    def _repr_mimebundle_(self, include=None, exclude=None) -> tuple[dict, dict]:
+        return display_bundle(self, include, exclude)
+
+    def static_bundle(self) -> tuple[dict, dict]:
+        """The picture that stays when there is no widget: the figure as plotly JSON."""
+        from .figure_canvas import figure_json
+
+        return {PLOTLY_MIME: figure_json(self.figure)}, {}
 
 
-def display_bundle(shown: Any, include=None, exclude=None) -> dict:
-    """What a view or a group of views displays as: its static HTML always, and its live widget
-    too where a kernel runs to drive it."""
-    bundle = {"text/plain": repr(shown), "text/html": shown.to_html()}
+def display_bundle(shown: Any, include=None, exclude=None) -> tuple[dict, dict]:
+    """What a view or a group of views displays as (data and metadata). With a kernel: the live
+    widget, and a static picture (``shown.static_bundle()``) that a front end shows where the widget
+    cannot be drawn, such as a saved notebook opened again. Without one: static HTML, plus the
+    static picture."""
+    data, metadata = shown.static_bundle()
     if _kernel_running():
-        bundle.update(shown.widget._repr_mimebundle_(include=include, exclude=exclude) or {})
-        bundle["text/plain"] = repr(shown)
-    return bundle
+        data.update(shown.widget._repr_mimebundle_(include=include, exclude=exclude) or {})
+    else:
+        data["text/html"] = shown.to_html()
+    data["text/plain"] = repr(shown)
+    return data, metadata
 
 
 def error_figure(error: Exception) -> go.Figure:
@@ -125,6 +132,15 @@ def error_figure(error: Exception) -> go.Figure:
                           x=0.5, y=0.5, xref="paper", yref="paper", font=dict(color="#C00000"))
     figure.update_layout(**base_layout(xaxis=dict(visible=False), yaxis=dict(visible=False), height=200))
     return figure
+
+
+def source_bundle(source: Any) -> tuple[dict, dict]:
+    """The extension's bundle of an Ir or a Session, without its plain text."""
+    from workbench.export.mime import ir_bundle, session_bundle
+
+    data, metadata = ir_bundle(source) if isinstance(source, Ir) else session_bundle(source)
+    data.pop("text/plain")
+    return data, metadata
 
 
 def _ir_and_session(source: Any):

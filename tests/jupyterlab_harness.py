@@ -1,0 +1,104 @@
+"""JupyterLab on 127.0.0.1 with Debian's Chromium driven headless by Playwright, for the browser tests
+and benchmarks. Every wait is bounded; JupyterLab is stopped through its process group."""
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+CHROMIUM = "/usr/bin/chromium"
+WAIT_MS = 90_000
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def wait_for_server(url: str, server: subprocess.Popen, log: Path, seconds: float = 90) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise RuntimeError(f"JupyterLab exited with {server.returncode}:\n{log.read_text()[-3000:]}")
+        try:
+            with urllib.request.urlopen(f"{url}/api/status", timeout=5) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.5)
+    raise TimeoutError(f"JupyterLab did not answer within {seconds} s:\n{log.read_text()[-3000:]}")
+
+
+def stop(server: subprocess.Popen) -> None:
+    """SIGTERM to JupyterLab's process group (it shuts its kernels down), SIGKILL if it lingers."""
+    if server.poll() is None:
+        os.killpg(server.pid, signal.SIGTERM)
+        try:
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, signal.SIGKILL)
+            server.wait(timeout=10)
+
+
+@contextlib.contextmanager
+def jupyterlab(home: Path):
+    """A JupyterLab server over ``home/work`` with its own settings (no news pop-up); yields its URL
+    and root folder."""
+    assert Path(CHROMIUM).exists(), "Debian's Chromium is needed: apt-get install -y chromium"
+    root = home / "work"
+    root.mkdir()
+    news = home / "settings" / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings"
+    news.parent.mkdir(parents=True)
+    news.write_text(json.dumps({"fetchNews": "false", "checkForUpdates": False}))
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    env = dict(os.environ, JUPYTER_CONFIG_DIR=str(home / "config"), JUPYTER_RUNTIME_DIR=str(home / "runtime"),
+               JUPYTERLAB_SETTINGS_DIR=str(home / "settings"), JUPYTERLAB_WORKSPACES_DIR=str(home / "workspaces"))
+    log = home / "jupyterlab.log"
+    with open(log, "w") as output:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
+             "--IdentityProvider.token=", "--ServerApp.password=", "--allow-root",
+             "--LabApp.expose_app_in_browser=True", f"--ServerApp.root_dir={root}"],
+            cwd=root, env=env, stdout=output, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        wait_for_server(url, server, log)
+        yield url, root
+    finally:
+        stop(server)
+
+
+@contextlib.contextmanager
+def chromium():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, timeout=WAIT_MS, args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+def open_page(browser, url):
+    page = browser.new_page(viewport={"width": 1400, "height": 1100})
+    page.set_default_timeout(WAIT_MS)
+    page.goto(url)
+    return page
+
+
+def open_notebook(browser, url: str, name: str):
+    """A page with notebook ``name`` open and its kernel started."""
+    page = open_page(browser, f"{url}/lab/tree/{name}")
+    page.wait_for_selector(".jp-Notebook .jp-Cell")
+    page.wait_for_function("window.jupyterapp && window.jupyterapp.shell.currentWidget"
+                           " && window.jupyterapp.shell.currentWidget.sessionContext.session?.kernel")
+    return page
