@@ -13,7 +13,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from jupyterlab_harness import chromium, jupyterlab, open_page
+from jupyterlab_harness import chromium, jupyterlab, open_notebook, open_page
 from workbench.export.mime import MIME_TYPE
 
 pytestmark = pytest.mark.slow
@@ -131,4 +131,43 @@ def test_a_saved_ir_json_file_opens_in_the_viewer(lab, browser):
     assert page.evaluate("document.querySelectorAll('.jp-MimeDocument img, .jp-MimeDocument script').length") == 0
     assert page.evaluate("window.__wbXss") is None
     page.screenshot(path=str(ARTIFACTS / "browser-ir-json.png"), full_page=True)
+    page.close()
+
+
+SHOWN = """\
+import numpy as np
+import popxl
+import popxl.ops as ops
+import workbench
+from workbench.widgets import GraphView
+
+ir = popxl.Ir()
+with ir.main_graph:
+    x = popxl.variable(np.ones(3, np.float32), name="x")
+    y = ops.sin(x) + x
+workbench.show(ir)"""
+
+
+def test_a_saved_notebook_opened_again_shows_static_pictures_where_its_widgets_were(lab, browser):
+    url, root = lab
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(SHOWN), nbformat.v4.new_code_cell("GraphView(ir)")])
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(notebook, root / "widgets.ipynb")
+    page = open_notebook(browser, url, "widgets.ipynb")
+    page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
+    page.wait_for_function("document.querySelectorAll('.ipu-wb-figure-canvas .js-plotly-plot').length === 2")
+    page.evaluate("window.jupyterapp.commands.execute('docmanager:save')")
+    page.wait_for_function("!window.jupyterapp.shell.currentWidget.context.model.dirty")
+    page.evaluate("window.jupyterapp.serviceManager.sessions.shutdownAll()")
+    page.close()
+    saved = nbformat.read(root / "widgets.ipynb", as_version=4)
+    assert all("application/vnd.jupyter.widget-view+json" in cell.outputs[0]["data"] for cell in saved.cells)
+
+    page = open_notebook(browser, url, "widgets.ipynb")
+    page.wait_for_selector(".jp-OutputArea-output .ipu-wb-root")
+    page.wait_for_selector(".jp-OutputArea-output .js-plotly-plot .main-svg")
+    texts = page.evaluate("[...document.querySelectorAll('.jp-OutputArea-output')].map(n => n.textContent)")
+    assert not any("model not found" in text for text in texts), texts
+    assert page.evaluate("window.jupyterapp.shell.currentWidget.context.model.dirty") is False
+    page.screenshot(path=str(ARTIFACTS / "browser-saved-widgets.png"), full_page=True)
     page.close()
