@@ -6,6 +6,7 @@ import popxl
 import popxl.ops as ops
 from widget_programs import call_tree_program
 from workbench.widgets import LivenessView, ReplicaGroupView
+from workbench.widgets.figures.replica_figure import TITLE_NAME
 from workbench.widgets.figures import replica_group_figure
 
 
@@ -34,7 +35,7 @@ def test_the_replica_group_figure_takes_the_width_of_its_container_and_its_title
     grid_title, matrix_title = figure.layout.annotations
     assert (grid_title.x, grid_title.xanchor) == (0, "left") and (matrix_title.x, matrix_title.xanchor) == (0, "left")
     # The user on a line of its own, with the room above the grid that two lines need.
-    assert grid_title.text == "4 groups (stride 1, group size 2)<br>used by decoder_layer_12/attention/replicated_all_reduce.2 (main)"
+    assert grid_title.text == "4 groups (stride 1, group size 2)<br>used by decoder_layer_12/attention/replicated_all_reduce.2 of x (main)"
     assert figure.layout.margin.t == 110
 
 
@@ -42,10 +43,10 @@ def test_several_users_of_the_grid_grouping_are_counted_and_a_long_name_is_cut()
     ir, pairs = collectives(3)
     figure = ReplicaGroupView(ir, live=False).figure
     assert figure.layout.annotations[0].text.endswith("<br>used by 3 collectives")
-    ir, pairs = collectives(1, scope="x" * 80)
+    ir, pairs = collectives(1, scope="x" * 100)
     figure = ReplicaGroupView(ir, live=False).figure
     used_by = figure.layout.annotations[0].text.split("<br>")[1]
-    assert used_by == "used by " + "x" * 59 + "…"
+    assert used_by == "used by " + "x" * (TITLE_NAME - 1) + "…"
 
 
 def test_a_few_replicas_stay_together_and_the_grid_lines_up_with_the_matrix():

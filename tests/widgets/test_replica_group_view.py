@@ -1,4 +1,5 @@
 """ReplicaGroupView: replicas coloured by group, the groups of each collective, values per group."""
+import re
 import numpy as np
 import pytest
 
@@ -73,7 +74,7 @@ def test_the_matrix_shows_the_groups_of_each_collective_and_variable():
     for drawn in matrix:
         for replica, label in zip(drawn.x, drawn.y):
             rows.setdefault(label, {})[replica] = drawn.meta["group"]
-    assert rows == {f"{collective.name} (main)": {0: 0, 1: 0, 2: 1, 3: 1}, "variable w": {0: 0, 1: 1, 2: 0, 3: 1}}
+    assert rows == {f"{collective.name} of x (main)": {0: 0, 1: 0, 2: 1, 3: 1}, "variable w": {0: 0, 1: 1, 2: 0, 3: 1}}
     assert [t.marker.color for t in matrix] == [group_color(0), group_color(1)]
     view.show(by_parity)
     assert [list(t.customdata) for t in view.figure.data if t.meta["panel"] == "grid"] == [[0, 2], [1, 3]]
@@ -91,16 +92,31 @@ def test_after_a_run_the_table_holds_each_groups_value_in_its_colour():
     session = popxl.Session(ir, "ipu_model")
     scheduler = ManualScheduler()
     view = ReplicaGroupView(session, scheduler=scheduler)
-    assert view.values is None and "Table" not in [type(t).__name__ for t in view.figure.data]
+    assert view.values is None and view.details_html() == "" and view.widget.children[-1].value == ""
     run_once(ir, x_stream, session)
     scheduler.flush()
     expected = session.get_tensor_data(w)
-    (table,) = [t for t in view.figure.data if type(t).__name__ == "Table"]
-    variable, group, replicas, value = table.cells.values
-    assert list(variable) == ["w", "w"] and list(group) == [0, 1] and list(replicas) == ["0, 2", "1, 3"]
-    assert value[0] == np.array2string(expected[0], precision=4, separator=", ")
-    assert value[1] == np.array2string(expected[1], precision=4, separator=", ")
-    assert list(table.cells.fill.color[0]) == [group_tint(0), group_tint(1)]
+    table = view.widget.children[-1].value
+    assert table == view.details_html() and table in view.to_html()
+    rows = re.findall(r'<tr style="background:([^"]+)">(.*?)</tr>', table)
+    cells = [re.findall(r"<td[^>]*>(.*?)</td>", row) for _, row in rows]
+    assert [(variable, group, replicas) for variable, group, replicas, _ in cells] == [("w", "0", "0, 2"), ("w", "1", "1, 3")]
+    assert cells[0][3] == np.array2string(expected[0], precision=4, separator=", ")
+    assert cells[1][3] == np.array2string(expected[1], precision=4, separator=", ")
+    assert [tint for tint, _ in rows] == [group_tint(0), group_tint(1)]
+
+
+def test_the_table_shows_every_row_whole_and_names_as_text():
+    ir = popxl.Ir(replication=4)
+    with ir.main_graph:
+        for index in range(30):
+            popxl.variable(np.full((4, 3), index, np.float32), name=f"<b>v{index}</b>",
+                           replica_grouping=ir.replica_grouping(group_size=1))
+    with popxl.Session(ir, "ipu_model") as session:
+        session.run()
+    table = ReplicaGroupView(session, live=False).details_html()
+    assert table.count("<tr style=") == 30 * 4
+    assert "&lt;b&gt;v29&lt;/b&gt;" in table and "<b>v29</b>" not in table
 
 
 def test_group_values_split_a_host_value_by_group_or_by_replica():
@@ -118,3 +134,29 @@ def test_group_values_split_a_host_value_by_group_or_by_replica():
     split = group_values(per_replica, host)
     assert [(v.group, v.replicas) for v in split] == [(0, (0,)), (1, (1,)), (0, (2,)), (1, (3,))]
     np.testing.assert_array_equal(split[2].value, host[2])
+
+
+def test_uses_of_one_grouping_fold_into_one_row_naming_what_they_reduce():
+    ir = popxl.Ir(replication=4)
+    with ir.main_graph:
+        weights = [popxl.variable(np.ones(2, np.float32), name=f"W{index}") for index in range(8)]
+        for weight in weights:
+            ops.var_updates.accumulate_(weight, ops.collectives.replicated_all_reduce(weight * 2, op="mean"))
+    figure = ReplicaGroupView(ir, live=False).figure
+    labels = {y for t in figure.data if (t.meta or {}).get("panel") == "matrix" for y in t.y}
+    reduces = [op for op in ir.main_graph.ops if op.type == "replicated_all_reduce"]
+    assert labels == {f"8 collectives: {reduces[0].name} of {reduces[0].inputs[0].name} (main), "
+                      f"{reduces[1].name} of {reduces[1].inputs[0].name} (main), …",
+                      "8 variables: W0, W1, …"}
+
+
+def test_the_grid_menu_names_each_grouping_in_words():
+    ir, w, _, by_parity, pairs = grouped_program()
+    view = ReplicaGroupView(ir, live=False)
+    (menu,) = [child for child in view.widget.children if hasattr(child, "options")]
+    collective = next(op for op in ir.main_graph.ops if op.type == "replicated_all_reduce")
+    assert [label for label, _ in menu.options] == [
+        f"2 groups (stride 1, group size 2), used by {collective.name} of x (main)",
+        "2 groups (stride 2, group size 2), used by variable w"]
+    menu.value = 1
+    assert view.grouping == by_parity

@@ -20,13 +20,48 @@ class GroupingUse:
 
     @property
     def label(self) -> str:
+        """A collective's name, what it reduces or gathers and its graph; a variable's name."""
         if self.kind == "collective":
-            return f"{self.item.name} ({self.item.graph.label})"
+            of = f" of {self.item.inputs[0].name}" if self.item.inputs else ""
+            return f"{self.item.name}{of} ({self.item.graph.label})"
         return f"variable {self.item.name}"
 
     @property
     def groups(self) -> list[list[int]]:
         return self.grouping.groups()
+
+
+@dataclass(eq=False, slots=True)
+class GroupingRow:
+    """Uses of one kind with equal groupings, drawn as one row (data parallel training has a
+    collective per weight, all over the same replicas)."""
+
+    uses: list[GroupingUse]
+
+    @property
+    def grouping(self) -> ReplicaGrouping:
+        return self.uses[0].grouping
+
+    @property
+    def label(self) -> str:
+        first = self.uses[0]
+        if len(self.uses) == 1:
+            return first.label
+        shown = ", ".join(use.label.removeprefix("variable ") for use in self.uses[:2])
+        more = ", …" if len(self.uses) > 2 else ""
+        return f"{len(self.uses)} {first.kind}s: {shown}{more}"
+
+
+def fold_uses(uses: list[GroupingUse]) -> list[GroupingRow]:
+    """One row per kind and grouping, in the order each first appears."""
+    rows: dict[tuple, GroupingRow] = {}
+    for use in uses:
+        key = (use.kind, use.grouping)
+        if key in rows:
+            rows[key].uses.append(use)
+        else:
+            rows[key] = GroupingRow([use])
+    return list(rows.values())
 
 
 @dataclass(eq=False, slots=True)

@@ -51,7 +51,7 @@ def workbench_html(workbench: Workbench, include_plotlyjs: Any = False, ids: Opt
         figure = view.figure.to_html(full_html=False, include_plotlyjs=include_plotlyjs, div_id=next(ids),
                                      config=PLOTLY_CONFIG)
         include_plotlyjs = False
-        parts.append(f"<h3>{text(tab)}</h3>{figure}")
+        parts.append(f"<h3>{text(tab)}</h3>{figure}{view.details_html()}")
     return "\n".join(parts)
 
 

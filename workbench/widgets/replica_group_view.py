@@ -7,7 +7,8 @@ from typing import Any, Optional, Sequence
 from workbench.analysis.replica_groups import group_values, grouping_uses
 from workbench.ir import ReplicaGrouping, Variable
 
-from .figures import replica_group_figure
+from .figures import replica_group_figure, values_table_html
+from .figures.replica_figure import grouping_shape
 from .view import View
 
 LISTED_VARIABLES = 12  # with more variables than this, only those split into several groups are listed
@@ -22,6 +23,7 @@ class ReplicaGroupView(View):
 
     live_kinds = frozenset({"op_added", "tensor_added", "graph_built", "graph_discarded", "run_finished",
                             "detached"})
+    has_details = True
 
     def __init__(self, source: Any, grouping: Optional[ReplicaGrouping] = None,
                  variables: Optional[Sequence[Variable]] = None, **options):
@@ -64,8 +66,18 @@ class ReplicaGroupView(View):
         self.redraw()
 
     def build_figure(self):
-        return replica_group_figure(self.shown_grouping, self.uses, self.values,
-                                    title=f"{self.ir.replication_factor} replicas of {self.ir!r}")
+        return replica_group_figure(self.shown_grouping, self.uses,
+                                    title=f"{self.ir.replication_factor} replicas")
+
+    def grouping_label(self, grouping: ReplicaGrouping) -> str:
+        """A grouping in words, with the first collective or variable that uses it."""
+        users = [use for use in grouping_uses(self.ir) if use.grouping == grouping]
+        more = f" and {len(users) - 1} more" if len(users) > 1 else ""
+        return grouping_shape(grouping) + (f", used by {users[0].label}{more}" if users else "")
+
+    def details_html(self) -> str:
+        """The table of each group's variable values after the last run (nothing before a run)."""
+        return values_table_html(self.values) if self.values and self.error is None else ""
 
     def _controls(self) -> list:
         import ipywidgets
@@ -74,8 +86,8 @@ class ReplicaGroupView(View):
         for use in grouping_uses(self.ir):
             if use.grouping not in groupings:
                 groupings.append(use.grouping)
-        menu = ipywidgets.Dropdown(options=[(repr(g), index) for index, g in enumerate(groupings)], value=0,
-                                   description="grid:", layout=ipywidgets.Layout(width="520px"))
+        menu = ipywidgets.Dropdown(options=[(self.grouping_label(g), index) for index, g in enumerate(groupings)],
+                                   value=0, description="grid:", layout=ipywidgets.Layout(width="520px"))
         menu.observe(lambda change: self.show(groupings[change["new"]]), names="value")
         return [menu]
 

@@ -27,6 +27,7 @@ class View:
     ``_compute``, ``build_figure`` and, for clickable items, ``_click(key)``."""
 
     live_kinds: Optional[frozenset] = None
+    has_details = False  # whether the widget shows ``details_html()`` below the figure
 
     def __init__(self, source: Any, *, selection: Optional[Selection] = None, live: bool = True,
                  window: float = DEFAULT_WINDOW, scheduler: Optional[Scheduler] = None):
@@ -60,6 +61,7 @@ class View:
         self._figure = None
         if self._canvas is not None:
             self._canvas.show(self.figure)
+            self._details.value = self.details_html()
 
     @property
     def figure(self) -> go.Figure:
@@ -86,11 +88,17 @@ class View:
             from .figure_canvas import FigureCanvas
 
             self._canvas = FigureCanvas(self.figure, on_click=self._click)
-            self._widget = ipywidgets.VBox([*self._controls(), self._canvas])
+            self._details = ipywidgets.HTML(self.details_html())
+            below = [self._details] if self.has_details else []
+            self._widget = ipywidgets.VBox([*self._controls(), self._canvas, *below])
         return self._widget
 
     def _controls(self) -> list:
         return []
+
+    def details_html(self) -> str:
+        """What the view shows below its figure, as HTML (in the widget, static HTML and the report)."""
+        return ""
 
     def close(self) -> None:
         """Stop following the Ir and Session."""
@@ -100,7 +108,7 @@ class View:
 
     # ----- display -----
     def to_html(self, include_plotlyjs: Any = "cdn") -> str:
-        return self.figure.to_html(full_html=False, include_plotlyjs=include_plotlyjs)
+        return self.figure.to_html(full_html=False, include_plotlyjs=include_plotlyjs) + self.details_html()
 
     def _repr_mimebundle_(self, include=None, exclude=None) -> tuple[dict, dict]:
         return display_bundle(self, include, exclude)

@@ -1,21 +1,23 @@
 """Replica groups: one grouping as a grid of replicas coloured by group, the grouping of every
-collective and variable as a replicas-by-user matrix, and per-group variable values after a run."""
+collective and variable as a replicas-by-user matrix, and per-group variable values after a run as
+an HTML table."""
 from __future__ import annotations
 
+import html
 from typing import Optional, Sequence
 
 import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from workbench.analysis.replica_groups import GroupingUse, GroupValue
+from workbench.analysis.replica_groups import GroupingRow, GroupingUse, GroupValue, fold_uses
 from workbench.ir import ReplicaGrouping, Variable
 
 from ..style import base_layout, group_color, group_tint, text
 
 VALUE_ELEMENTS = 8  # values with more elements are summarised (shape, mean, min, max)
 PANEL_GAP = 72  # pixels between panels: the axis ticks and title above, the next panel's title below
-TITLE_NAME = 60  # a longer name is cut short in the grid title (the matrix shows it whole)
+TITLE_NAME = 80  # a longer name is cut short in the grid title (the matrix shows it whole)
 
 
 def grid_columns(replicas: int) -> int:
@@ -38,27 +40,22 @@ def format_value(value: np.ndarray) -> str:
 
 
 def replica_group_figure(grouping: ReplicaGrouping, uses: Sequence[GroupingUse],
-                         values: Optional[dict[Variable, list[GroupValue]]] = None,
                          title: Optional[str] = None) -> go.Figure:
-    """Grid of ``grouping``; matrix of ``uses`` (one row each); table of ``values`` when given."""
-    panels = ["grid"] + (["matrix"] if uses else []) + (["values"] if values else [])
-    specs = [[{"type": "table"}] if p == "values" else [{"type": "xy"}] for p in panels]
+    """Grid of ``grouping``; matrix of ``uses``, one row per kind and grouping."""
+    rows = fold_uses(list(uses))
+    panels = ["grid"] + (["matrix"] if uses else [])
     grid_rows = -(-grouping.num_replicas // grid_columns(grouping.num_replicas))
-    pixels = {"grid": 20 + 46 * grid_rows, "matrix": 20 + 28 * len(uses),
-              "values": 30 + 26 * sum(map(len, (values or {}).values()))}
-    titles = {"grid": _grid_title(grouping, uses), "matrix": "Groups of each collective and variable",
-              "values": "Variable values per group after the last run"}
+    pixels = {"grid": 20 + 46 * grid_rows, "matrix": 20 + 28 * len(rows)}
+    titles = {"grid": _grid_title(grouping, uses), "matrix": "Groups of each collective and variable"}
     plot = sum(pixels[p] for p in panels) + PANEL_GAP * (len(panels) - 1)
-    figure = make_subplots(rows=len(panels), cols=1, specs=specs, row_heights=[pixels[p] for p in panels],
+    figure = make_subplots(rows=len(panels), cols=1, row_heights=[pixels[p] for p in panels],
                            vertical_spacing=PANEL_GAP / plot if len(panels) > 1 else None,
                            subplot_titles=[titles[p] for p in panels])
     # Titles start at the left of the panels and may run on over the legend, never off the figure.
     figure.update_annotations(x=0, xanchor="left", align="left")
     _add_grid(figure, grouping, 1)
     if uses:
-        _add_matrix(figure, grouping.num_replicas, uses, panels.index("matrix") + 1)
-    if values:
-        _add_values(figure, values, panels.index("values") + 1)
+        _add_matrix(figure, grouping.num_replicas, rows, 2)
     top = 110 if "<br>" in titles["grid"] else 90
     figure.update_layout(**base_layout(
         title=dict(text=title or f"{grouping.num_replicas} replicas", x=0.01), height=plot + top + 20,
@@ -66,16 +63,38 @@ def replica_group_figure(grouping: ReplicaGrouping, uses: Sequence[GroupingUse],
     return figure
 
 
-def _grid_title(grouping: ReplicaGrouping, uses: Sequence[GroupingUse]) -> str:
-    """The grouping, then on a second line the one collective or variable using it, else how many do
-    (the matrix below names them all)."""
+def values_table_html(values: dict[Variable, list[GroupValue]]) -> str:
+    """Each group's value of each variable after the last run, as an HTML table whose rows wrap
+    rather than get cut, each row tinted with its group's colour."""
+    cell = "padding:3px 8px;text-align:left;vertical-align:top;border-bottom:1px solid #E0E0E0;"
+    head = "".join(f'<th style="{cell}background:#F2F2F2">{name}</th>'
+                   for name in ("variable", "group", "replicas", "value"))
+    rows = []
+    for variable, entries in values.items():
+        for entry in entries:
+            fields = (variable.name, str(entry.group), ", ".join(map(str, entry.replicas)), format_value(entry.value))
+            cells = "".join(f'<td style="{cell}">{html.escape(field)}</td>' for field in fields)
+            rows.append(f'<tr style="background:{group_tint(entry.group)}">{cells}</tr>')
+    return ('<div class="ipu-wb-values"><b>Variable values per group after the last run</b>'
+            f'<table style="border-collapse:collapse;font:12px sans-serif;margin-top:4px">'
+            f'<thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table></div>')
+
+
+def grouping_shape(grouping: ReplicaGrouping) -> str:
+    """How a grouping splits the replicas, in words: '2 groups (stride 1, group size 2)'."""
     if grouping.is_const:
         shape = f"stride {grouping.stride}, group size {grouping.group_size}"
     else:
         listed = ", ".join(map(str, grouping.assignment[:16])) + (", ..." if grouping.num_replicas > 16 else "")
         shape = f"assignment [{listed}]"
+    return f"{grouping.num_groups} groups ({shape})"
+
+
+def _grid_title(grouping: ReplicaGrouping, uses: Sequence[GroupingUse]) -> str:
+    """The grouping, then on a second line the one collective or variable using it, else how many do
+    (the matrix below names them all)."""
     users = [use for use in uses if use.grouping == grouping]
-    title = f"{grouping.num_groups} groups ({shape})"
+    title = grouping_shape(grouping)
     if len(users) == 1:
         label = users[0].label
         return title + f"<br>used by {text(label if len(label) <= TITLE_NAME else label[:TITLE_NAME - 1] + '…')}"
@@ -102,7 +121,7 @@ def _add_grid(figure: go.Figure, grouping: ReplicaGrouping, row: int) -> None:
     figure.update_yaxes(visible=False, range=[-rows + 0.4, 0.6], row=row, col=1)
 
 
-def _add_matrix(figure: go.Figure, replicas: int, uses: Sequence[GroupingUse], row: int) -> None:
+def _add_matrix(figure: go.Figure, replicas: int, uses: Sequence[GroupingRow], row: int) -> None:
     labels = [text(use.label) for use in uses]  # tick labels read markup too
     most = max(use.grouping.num_groups for use in uses)
     for group in range(most):
@@ -119,15 +138,3 @@ def _add_matrix(figure: go.Figure, replicas: int, uses: Sequence[GroupingUse], r
     figure.update_xaxes(title_text="replica", tickmode="array", range=columns_range(replicas),
                         tickvals=list(range(0, replicas, 1 if replicas <= 16 else 4)), row=row, col=1)
     figure.update_yaxes(categoryorder="array", categoryarray=list(reversed(labels)), row=row, col=1)
-
-
-def _add_values(figure: go.Figure, values: dict[Variable, list[GroupValue]], row: int) -> None:
-    rows = [(variable, entry) for variable, entries in values.items() for entry in entries]
-    fills = [group_tint(entry.group) for _, entry in rows]
-    figure.add_trace(go.Table(
-        header=dict(values=["variable", "group", "replicas", "value"], fill_color="#F2F2F2", align="left"),
-        cells=dict(values=[[text(v.name) for v, _ in rows], [e.group for _, e in rows],
-                           [", ".join(map(str, e.replicas)) for _, e in rows],
-                           [format_value(e.value) for _, e in rows]],
-                   fill_color=[fills] * 4, align="left", height=24),
-        columnwidth=[4, 1, 2, 5]), row=row, col=1)
