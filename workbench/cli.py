@@ -69,11 +69,12 @@ def report_command(script: Path, output: Path, script_args: Sequence[str] = (), 
     if status != 0:
         return status
     from workbench.widgets.html_report import report
+    from workbench.widgets.style import count_of
 
     sources = capture.sources()
     runs = sum(session.run_count for session in capture.sessions)
-    summary = (f"{script.name}: {_count(len(capture.irs), 'Ir')} built, {_count(len(capture.sessions), 'session')}, "
-               f"{_count(runs, 'run')}")
+    summary = (f"{script.name}: {count_of(len(capture.irs), 'Ir')} built, {count_of(len(capture.sessions), 'session')}, "
+               f"{count_of(runs, 'run')}")
     report(sources, output, title=title or f"IPU Workbench report of {script.name}", summary=summary)
     if not quiet:
         print(f"{PREFIX} {summary}; report written to {output}", file=sys.stderr)
@@ -195,7 +196,3 @@ def _progress_listener(session: Session, number: int, stream: Any):
             print(f"{PREFIX} session {number} ({session.ir!r} on {session.device.kind}): run {session.run_count} "
                   f"finished in {seconds * 1e3:.1f} ms", file=stream, flush=True)
     return hear
-
-
-def _count(number: int, noun: str) -> str:
-    return f"{number} {noun}{'' if number == 1 else 's'}"

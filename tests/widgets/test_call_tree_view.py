@@ -92,3 +92,10 @@ def test_outside_a_kernel_the_view_renders_as_a_static_plotly_figure_and_html():
     assert bundle["application/vnd.plotly.v1+json"]["data"] and metadata == {}
     assert "plotly" in bundle["text/html"]
     assert bundle["text/plain"] == f"CallTreeView({ir!r}: 6 graphs, 5 call sites)"
+
+
+def test_counts_say_one_graph_and_several_call_sites():
+    ir = popxl.Ir()
+    tree = CallTreeView(ir, live=False)
+    assert repr(tree) == f"CallTreeView({ir!r}: 1 graph, 0 call sites)"
+    assert tree.figure.layout.title.text == "Call tree: 1 graph, 0 call sites"

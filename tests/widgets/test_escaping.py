@@ -146,7 +146,7 @@ def test_the_replica_group_view_shows_collective_and_variable_names_as_text():
     matrix_rows = {y for trace in figure.data if (trace.meta or {}).get("panel") == "matrix" for y in trace.y}
     assert f"variable {ESCAPED_BOLD}" in matrix_rows  # a tick label of the matrix
     # The grid shows the collective's grouping; its title names the collective.
-    assert any(s.startswith("1 groups") and f"{ESCAPED_BOLD}/replicated_all_reduce" in s for s in strings)
+    assert any(s.startswith("1 group (") and f"{ESCAPED_BOLD}/replicated_all_reduce" in s for s in strings)
 
 
 @pytest.mark.parametrize("after_a_run", [False, True])

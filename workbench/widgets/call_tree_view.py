@@ -6,6 +6,7 @@ from typing import Any, Optional
 from workbench.analysis.call_tree import call_tree
 
 from .figures import call_tree_figure
+from .style import count_of
 from .view import View
 
 
@@ -57,5 +58,5 @@ class CallTreeView(View):
 
     def __repr__(self) -> str:
         tree = getattr(self, "tree", None)
-        size = f"{len(tree.nodes)} graphs, {len(tree.edges)} call sites" if tree else "not analysed"
+        size = f"{count_of(len(tree.nodes), 'graph')}, {count_of(len(tree.edges), 'call site')}" if tree else "not analysed"
         return f"CallTreeView({self.ir!r}: {size})"

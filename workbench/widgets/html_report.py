@@ -12,7 +12,7 @@ from typing import Any, Iterable, Optional, Union
 
 from workbench.ir import Ir
 
-from .style import text
+from .style import count_of, text
 from .stepper_view import SessionStepperView
 from .tabs import Workbench
 
@@ -29,12 +29,12 @@ def section_title(workbench: Workbench) -> str:
     """A heading for the views of one Ir or Session (plain text)."""
     ir = workbench.ir
     ops = sum(len(graph.ops) for graph in ir.graphs)
-    what = (f"{ir!r}: {_count(len(ir.graphs), 'graph')}, {_count(ops, 'op')}, "
-            f"{_count(ir.replication_factor, 'replica')}")
+    what = (f"{ir!r}: {count_of(len(ir.graphs), 'graph')}, {count_of(ops, 'op')}, "
+            f"{count_of(ir.replication_factor, 'replica')}")
     session = workbench.session
     if session is None:
         return what
-    return f"Session on {session.device.kind}, {_count(session.run_count, 'run')}, of {what}"
+    return f"Session on {session.device.kind}, {count_of(session.run_count, 'run')}, of {what}"
 
 
 def workbench_html(workbench: Workbench, include_plotlyjs: Any = False, ids: Optional[Iterable[str]] = None) -> str:
@@ -96,8 +96,4 @@ def _as_list(sources: Any) -> list:
 
 def _workbench(source: Any) -> Workbench:
     return source if isinstance(source, Workbench) else Workbench(source, live=False)
-
-
-def _count(number: int, noun: str) -> str:
-    return f"{number} {noun}{'' if number == 1 else 's'}"
 

@@ -64,6 +64,11 @@ def text(value: Any) -> str:
     return html.escape(str(value), quote=False)
 
 
+def count_of(number: int, noun: str) -> str:
+    """'1 graph', '2 graphs': a count and its noun, plural when it is not one."""
+    return f"{number} {noun}{'' if number == 1 else 's'}"
+
+
 def format_bytes(nbytes: float) -> str:
     """``1536`` -> ``'1.5 KiB'``: binary units, three significant figures."""
     value = float(nbytes)

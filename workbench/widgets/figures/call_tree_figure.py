@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 from workbench.analysis.call_tree import CallTree, CallTreeEdge, CallTreeNode
 
 from ..layout import layered_layout
-from ..style import HIGHLIGHT, base_layout, text
+from ..style import HIGHLIGHT, base_layout, count_of, text
 
 NODE_COLORS = {"main": "#1F4E79", "runs": "#4C78A8", "branch": "#72B7B2", "unused": "#BFBFBF"}
 EDGE_LOOKS = {  # trace name -> line style; call-site kinds map onto these names
@@ -81,7 +81,8 @@ def call_tree_figure(tree: CallTree, selected_graph=None, title: Optional[str] =
                                     hoverinfo="skip"))
     xs = [p[0] for p in position.values()] or [0]
     figure.update_layout(**base_layout(
-        title=dict(text=title or f"Call tree: {len(tree.nodes)} graphs, {len(tree.edges)} call sites", x=0.01),
+        title=dict(text=title or f"Call tree: {count_of(len(tree.nodes), 'graph')}, {count_of(len(tree.edges), 'call site')}",
+                   x=0.01),
         showlegend=True, legend=dict(orientation="h", yanchor="bottom", y=1.0, x=1.0, xanchor="right"),
         xaxis=dict(visible=False, range=[min(xs) - 0.8, max(xs) + 0.8]),
         yaxis=dict(visible=False, range=[-layout.depth + 0.35, 0.4]),

@@ -13,7 +13,7 @@ from plotly.subplots import make_subplots
 from workbench.analysis.replica_groups import GroupingRow, GroupingUse, GroupValue, fold_uses
 from workbench.ir import ReplicaGrouping, Variable
 
-from ..style import base_layout, group_color, group_tint, text
+from ..style import base_layout, count_of, group_color, group_tint, text
 
 VALUE_ELEMENTS = 8  # values with more elements are summarised (shape, mean, min, max)
 PANEL_GAP = 72  # pixels between panels: the axis ticks and title above, the next panel's title below
@@ -87,7 +87,7 @@ def grouping_shape(grouping: ReplicaGrouping) -> str:
     else:
         listed = ", ".join(map(str, grouping.assignment[:16])) + (", ..." if grouping.num_replicas > 16 else "")
         shape = f"assignment [{listed}]"
-    return f"{grouping.num_groups} groups ({shape})"
+    return f"{count_of(grouping.num_groups, 'group')} ({shape})"
 
 
 def _grid_title(grouping: ReplicaGrouping, uses: Sequence[GroupingUse]) -> str:
