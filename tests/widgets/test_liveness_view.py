@@ -8,7 +8,7 @@ from workbench.analysis import code_liveness, flattened_schedule, tensor_livenes
 from workbench.runtime.device import device_for
 from workbench.widgets import LivenessView
 from workbench.widgets.figures import liveness_figure
-from workbench.widgets.style import KIND_COLORS
+from workbench.widgets.style import KIND_COLORS, binary_ticks
 
 
 def two_ipu_program():
@@ -130,3 +130,15 @@ def test_a_2000_op_graph_has_one_point_per_step():
     ir, _, _ = chain(2000)
     view = LivenessView(ir, live=False)
     assert len(trace(view.figure, "intermediates", ipu=0).x) == 2000
+
+
+def test_memory_ticks_are_binary_like_the_titles():
+    ticks = binary_ticks(5 * 1024 * 1024)
+    assert ticks["tickvals"] == [index * 1024 * 1024 for index in range(6)]
+    assert ticks["ticktext"] == ["0 B", "1 MiB", "2 MiB", "3 MiB", "4 MiB", "5 MiB"]
+    assert binary_ticks(3000)["ticktext"] == ["0 B", "512 B", "1 KiB", "1.5 KiB", "2 KiB", "2.5 KiB"]
+    ir, *_ = chain(20)
+    figure = LivenessView(ir, live=False).figure
+    memory_axis = figure.layout.yaxis
+    assert memory_axis.tickmode == "array" and memory_axis.ticktext
+    assert all(label.endswith(("B", "KiB", "MiB")) for label in memory_axis.ticktext)

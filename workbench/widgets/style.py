@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import html
+import math
 from typing import Any, Iterable
 
 import numpy as np
@@ -77,6 +78,14 @@ def format_bytes(nbytes: float) -> str:
             return f"{int(value)} B" if unit == "B" else f"{value:.3g} {unit}"
         value /= 1024
     raise AssertionError("unreachable")
+
+
+def binary_ticks(top: float, most: int = 6) -> dict:
+    """Axis settings for bytes from 0 to ``top``: at most ``most`` ticks a power of two apart,
+    labelled in binary units (KiB, MiB) as every title and hover is."""
+    step = 2.0 ** max(0, math.ceil(math.log2(max(top, 1) / most)))
+    values = [step * index for index in range(int(top // step) + 1)]
+    return dict(tickmode="array", tickvals=values, ticktext=[format_bytes(v) for v in values])
 
 
 # The look of plotly's "plotly_white" that the views use, as a small template: the full one costs

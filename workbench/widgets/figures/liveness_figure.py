@@ -11,7 +11,7 @@ from plotly.subplots import make_subplots
 from workbench.analysis.code_size import graph_code_bytes
 from workbench.analysis.tensor_liveness import StepMemory, TensorLiveness
 
-from ..style import (CAPACITY_COLOR, HIGHLIGHT, KIND_COLORS, KIND_LABELS, base_layout, format_bytes, text,
+from ..style import (CAPACITY_COLOR, HIGHLIGHT, KIND_COLORS, KIND_LABELS, base_layout, binary_ticks, format_bytes, text,
                      text_array)
 
 KINDS = ("variables", "constants", "intermediates", "code")  # stacking order, bottom first
@@ -72,7 +72,7 @@ def liveness_figure(liveness: TensorLiveness, capacity: Mapping[int, int], marke
             hovertext=f"IPU {ipu} tile memory: {format_bytes(cap)}", hoverinfo="text", meta=dict(ipu=ipu, kind="capacity")),
             row=row, col=1)
         top = cap * 1.08 if cap <= 3 * peak else max(peak, 1) * 1.25
-        figure.update_yaxes(range=[0, top], tickformat="~s", ticksuffix="B", title_text=f"IPU {ipu}", row=row, col=1)
+        figure.update_yaxes(range=[0, top], title_text=f"IPU {ipu}", row=row, col=1, **binary_ticks(top))
     _add_code_panel(figure, liveness, code_rows, rows)
     for step in marked_steps:
         figure.add_shape(type="line", x0=step, x1=step, xref="x", y0=0, y1=1, yref="paper",
