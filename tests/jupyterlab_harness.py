@@ -96,9 +96,10 @@ def open_page(browser, url):
 
 
 def open_notebook(browser, url: str, name: str):
-    """A page with notebook ``name`` open and its kernel started."""
-    page = open_page(browser, f"{url}/lab/tree/{name}")
+    """A page with notebook ``name`` open, the current tab (a fresh workspace, not one that earlier
+    pages left), and its kernel started."""
+    page = open_page(browser, f"{url}/lab/tree/{name}?reset")
     page.wait_for_selector(".jp-Notebook .jp-Cell")
-    page.wait_for_function("window.jupyterapp && window.jupyterapp.shell.currentWidget"
+    page.wait_for_function(f"window.jupyterapp && window.jupyterapp.shell.currentWidget?.context?.path === {name!r}"
                            " && window.jupyterapp.shell.currentWidget.sessionContext.session?.kernel")
     return page
