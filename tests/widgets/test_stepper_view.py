@@ -188,3 +188,35 @@ def test_outside_a_kernel_the_view_is_html_with_names_escaped():
     assert set(bundle) == {"text/plain", "text/html", MIME_TYPE} and metadata[MIME_TYPE]["view"] == "memory"
     assert "&lt;img src=x onerror=alert(1)&gt;" in bundle["text/html"] and name not in bundle["text/html"]
     assert bundle["text/plain"].startswith("SessionStepperView(paused: before call")
+
+
+def test_the_status_names_every_enclosing_loop_iteration_and_counts_steps():
+    def squash(t):
+        return ops.tanh(t)
+
+    def loop_body(t):
+        return ops.call(inner, t)[0] + 1
+
+    ir = popxl.Ir()
+    with ir.main_graph:
+        x = popxl.variable(np.zeros(2, np.float32), name="x")
+        inner = ir.create_graph(squash, x)
+        body = ir.create_graph(loop_body, x)
+        ops.var_updates.copy_var_update_(x, ops.repeat(body, 3, x)[0])
+    with popxl.Session(ir, "ipu_model") as session:
+        session.run()
+        session.run()
+        view = SessionStepperView(session, views=[])
+        view.widget
+        view.stepper.add_breakpoint(op_type="tanh")
+        view.buttons["continue"].click()
+        view.buttons["continue"].click()
+        assert view.stop.position.graph is inner
+        assert f"iteration 2 of 3 of {body.label!r}" in view.status_box.value
+        schedule = ScheduleView(session, live=False)
+        assert schedule.figure.layout.title.text.startswith("Static schedule (the run in progress has no trace yet)")
+        view.stepper.clear_breakpoints()
+        view.buttons["continue"].click()
+        steps = view.stop.actions
+        assert steps > 3  # steps taken, not the 3 commands
+        assert f"after {steps} steps (each an op run or a call entered): the outputs are ready" in view.status_box.value

@@ -69,6 +69,12 @@ class ScheduleView(View):
             self.events, self.clock_hz, self.static = schedule.events, schedule.clock_hz, True
         self.regions = sequence_regions(self.ir)
 
+    def static_label(self) -> str:
+        """What the static schedule stands in for: no run yet, or a run still in progress."""
+        if self.session is not None and self.session.run_count > 0:
+            return "Static schedule (the run in progress has no trace yet)"
+        return "Static schedule (no run yet)"
+
     @property
     def has_seconds(self) -> bool:
         """Whether the shown events have measured seconds (a run with ``session.profile`` on)."""
@@ -82,10 +88,11 @@ class ScheduleView(View):
     def build_figure(self):
         title = None
         if self.shown_unit != self.unit:
-            what = "Static schedule (no run yet)" if self.static else "Schedule of the last run (not profiled)"
+            what = self.static_label() if self.static else "Schedule of the last run (not profiled)"
             title = f"{what}: simulated cycles; seconds need a run with session.profile = True"
         return schedule_figure(self.events, unit=self.shown_unit, clock_hz=self.clock_hz, regions=self.regions,
-                               selected=self.selected_events(), current=self.current_events(), title=title)
+                               selected=self.selected_events(), current=self.current_events(), title=title,
+                               static_label=self.static_label())
 
     def selected_events(self) -> list[int]:
         """Indices of the events of the selected op, else of the selected step."""

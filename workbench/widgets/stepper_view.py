@@ -6,7 +6,7 @@ from typing import Any, Callable, Mapping, Optional, Sequence, Union
 
 from workbench.ir import Op
 
-from .style import text
+from .style import count_of, text
 from .figures.replica_figure import format_value
 from .listeners import subscribe_weakly
 from .live import DEFAULT_WINDOW, Scheduler
@@ -47,15 +47,15 @@ def describe_stop(stop: Any) -> str:
     if stop is None:
         return "the first command starts a stepped run"
     if stop.status == "finished":
-        return f"after {stop.actions} ops: the outputs are ready"
+        return f"after {count_of(stop.actions, 'step')} (each an op run or a call entered): the outputs are ready"
     if stop.status in ("failed", "abandoned"):
         return "call reset to start again"
     position = stop.position
-    location = position.frames[-1]
     text = (f"before {stop.op.type} {stop.op.name!r} in graph {position.graph.label!r} "
             f"(op {position.index} of its graph, step {position.flat_index} of the flattened schedule)")
-    if location.kind == "repeat":
-        text += f", iteration {location.iteration + 1} of {location.repeat_count}"
+    for location in position.frames:
+        if location.kind == "repeat":
+            text += f", iteration {location.iteration + 1} of {location.repeat_count} of {location.graph.label!r}"
     if stop.breakpoint is not None:
         text += f", at {stop.breakpoint}"
     for state in stop.replicas[1:]:

@@ -122,7 +122,8 @@ def event_hover(event: Any, unit: str, regions: Optional[Mapping[Op, int]] = Non
 
 def schedule_figure(events: Sequence[Any], *, unit: str = "cycles", clock_hz: float = 1.33e9,
                     regions: Optional[Mapping[Op, int]] = None, selected: Sequence[int] = (),
-                    current: Sequence[int] = (), title: Optional[str] = None) -> go.Figure:
+                    current: Sequence[int] = (), title: Optional[str] = None,
+                    static_label: str = "Static schedule (no run yet)") -> go.Figure:
     """The timeline of ``events`` in ``unit`` ('cycles' or 'seconds'; seconds need every event's).
     ``selected`` and ``current`` are indices into ``events``: the selected op's executions get a red
     outline, the op a stepped run stands before a black one. Bars carry their event's index as
@@ -164,7 +165,7 @@ def schedule_figure(events: Sequence[Any], *, unit: str = "cycles", clock_hz: fl
     total = max((bar.end for bar in bars), default=0)
     figure.update_layout(**base_layout(
         barmode="overlay", height=max(340, 170 + 46 * len(rows)), hovermode="closest",
-        title=dict(text=title or _default_title(events, unit, clock_hz, total), x=0.01),
+        title=dict(text=title or _default_title(events, unit, clock_hz, total, static_label), x=0.01),
         xaxis=dict(title_text="simulated cycles" if unit == "cycles" else "seconds (measured)",
                    rangemode="tozero", tickformat="~s", ticksuffix="" if unit == "cycles" else "s"),
         yaxis=dict(categoryorder="array", categoryarray=list(reversed(labels)), type="category"),
@@ -203,9 +204,9 @@ def _add_outlines(figure: go.Figure, events: Sequence[Any], bars: list[Bar], ind
         meta=dict(kind=name + " marker")))
 
 
-def _default_title(events: Sequence[Any], unit: str, clock_hz: float, total: float) -> str:
+def _default_title(events: Sequence[Any], unit: str, clock_hz: float, total: float, static_label: str) -> str:
     static = bool(events) and events[0].replica is None
-    what = "Static schedule (no run yet)" if static else "Schedule of the last run"
+    what = static_label if static else "Schedule of the last run"
     if unit == "seconds":
         return f"{what}: {_seconds(total)} measured"
     return f"{what}: {int(total):,} simulated cycles ({_seconds(total / clock_hz)} at {clock_hz / 1e9:.3g} GHz)"
