@@ -6,7 +6,8 @@ import popxl
 import popxl.ops as ops
 from widget_programs import call_tree_program, chain, click, trace
 from workbench.widgets import GraphView
-from workbench.widgets.dataflow import FULL_DETAIL_OPS, dataflow_picture
+from programs import mlp_training
+from workbench.widgets.dataflow import FULL_DETAIL_NODES, dataflow_picture
 from workbench.widgets.figures import graph_figure
 from workbench.widgets.figures.graph_figure import picture_layout
 from workbench.widgets.style import KIND_COLORS
@@ -133,13 +134,26 @@ def test_a_2000_op_graph_is_drawn_with_ops_only_and_opens_on_its_top_layers():
 
 
 def test_auto_detail_draws_every_tensor_up_to_its_limit():
-    ir, _, _ = chain(FULL_DETAIL_OPS)
+    def nodes(count):
+        ir, _, _ = chain(count)
+        return ir, len(dataflow_picture(ir.main_graph, detail="full").nodes)
+
+    count = 2
+    while nodes(count + 1)[1] <= FULL_DETAIL_NODES:
+        count += 1
+    ir, _ = nodes(count)
     assert dataflow_picture(ir.main_graph).detail == "full"
-    ir, _, _ = chain(FULL_DETAIL_OPS + 1)
+    ir, _ = nodes(count + 1)
     assert dataflow_picture(ir.main_graph).detail == "ops"
     assert dataflow_picture(ir.main_graph, detail="full").detail == "full"
     with pytest.raises(ValueError, match="detail must be"):
         dataflow_picture(ir.main_graph, detail="some")
+
+
+def test_the_backward_graph_of_the_mlp_is_drawn_as_ops_only():
+    ir, _ = mlp_training()
+    backward = max(ir.graphs, key=lambda graph: len(graph.ops))
+    assert len(backward.ops) > 30 and dataflow_picture(backward).detail == "ops"
 
 
 def test_the_ops_level_joins_the_ops_that_hidden_tensors_connected():

@@ -20,7 +20,7 @@ from workbench.ir import Graph, Op, Tensor
 
 from .style import format_bytes, text
 
-FULL_DETAIL_OPS = 150  # "auto" draws every tensor up to this many ops, then ops only
+FULL_DETAIL_NODES = 60  # "auto" draws every tensor while ops and tensors are at most this many, then ops only
 CALL_TYPES = ("call", "repeat", "conditional")
 # A frame is the path of (call op, branch index) from the viewed graph into an expanded body.
 Frame = tuple[tuple[Op, int], ...]
@@ -93,14 +93,14 @@ def node_key(frame: Frame, item: Union[Op, Tensor]) -> str:
 
 def dataflow_picture(graph: Graph, expanded: Iterable[Frame] = (), detail: str = "auto") -> DataflowPicture:
     """The picture of ``graph``; ``expanded`` holds the call paths (tuples of call ops) to draw inline;
-    ``detail`` is "full", "ops" or "auto" (full up to ``FULL_DETAIL_OPS`` ops)."""
+    ``detail`` is "full", "ops" or "auto" (full up to ``FULL_DETAIL_NODES`` ops and tensors, beyond
+    which tensor labels would crowd each other)."""
     if detail not in ("auto", "full", "ops"):
         raise ValueError(f"detail must be 'auto', 'full' or 'ops', got {detail!r}")
     opened = {tuple(path) for path in expanded}
     builder = _Builder(opened)
     builder.graph(graph, ())
-    op_count = sum(1 for node in builder.nodes.values() if node.kind == "op")
-    level = detail if detail != "auto" else ("full" if op_count <= FULL_DETAIL_OPS else "ops")
+    level = detail if detail != "auto" else ("full" if len(builder.nodes) <= FULL_DETAIL_NODES else "ops")
     picture = DataflowPicture(graph, level, builder.nodes, builder.edges, builder.boxes)
     if level == "ops":
         _contract_tensors(picture)
