@@ -66,3 +66,12 @@ def test_panels_are_a_fixed_number_of_pixels_apart():
     plot = figure.layout.height - figure.layout.margin.t - figure.layout.margin.b
     gap = (figure.layout.yaxis.domain[0] - figure.layout.yaxis2.domain[1]) * plot
     np.testing.assert_allclose(gap, 72, atol=1)
+
+
+def test_the_graph_figure_takes_the_width_of_its_container():
+    from programs import mlp_training
+    from workbench.widgets import GraphView
+
+    ir, _ = mlp_training()
+    figure = GraphView(ir, live=False).figure
+    assert figure.layout.width is None and figure.layout.autosize is not False

@@ -6,7 +6,7 @@ import pytest
 import popxl
 import popxl.ops as ops
 from widget_programs import trace
-from workbench.analysis.replica_groups import group_values
+from workbench.analysis.replica_groups import fold_uses, group_values
 from workbench.widgets import ManualScheduler, ReplicaGroupView
 from workbench.widgets.figures import replica_group_figure
 from workbench.widgets.style import group_color, group_tint
@@ -142,12 +142,14 @@ def test_uses_of_one_grouping_fold_into_one_row_naming_what_they_reduce():
         weights = [popxl.variable(np.ones(2, np.float32), name=f"W{index}") for index in range(8)]
         for weight in weights:
             ops.var_updates.accumulate_(weight, ops.collectives.replicated_all_reduce(weight * 2, op="mean"))
-    figure = ReplicaGroupView(ir, live=False).figure
-    labels = {y for t in figure.data if (t.meta or {}).get("panel") == "matrix" for y in t.y}
+    view = ReplicaGroupView(ir, live=False)
     reduces = [op for op in ir.main_graph.ops if op.type == "replicated_all_reduce"]
-    assert labels == {f"8 collectives: {reduces[0].name} of {reduces[0].inputs[0].name} (main), "
-                      f"{reduces[1].name} of {reduces[1].inputs[0].name} (main), …",
-                      "8 variables: W0, W1, …"}
+    assert [row.label for row in fold_uses(view.uses)] == [
+        f"8 collectives: {reduces[0].name} of {reduces[0].inputs[0].name} (main), "
+        f"{reduces[1].name} of {reduces[1].inputs[0].name} (main), …",
+        "8 variables: W0, W1, …"]
+    drawn = {y for t in view.figure.data if (t.meta or {}).get("panel") == "matrix" for y in t.y}
+    assert drawn == {f"8 collectives: {reduces[0].name} of {reduces[0].inputs[0].name} (…", "8 variables: W0, W1, …"}
 
 
 def test_the_grid_menu_names_each_grouping_in_words():
@@ -160,3 +162,15 @@ def test_the_grid_menu_names_each_grouping_in_words():
         "2 groups (stride 2, group size 2), used by variable w"]
     menu.value = 1
     assert view.grouping == by_parity
+
+
+def test_long_row_labels_are_cut_so_the_matrix_keeps_its_width():
+    ir = popxl.Ir(replication=4)
+    with ir.main_graph:
+        x = popxl.variable(np.ones(2, np.float32), name="a_rather_long_variable_name_" * 3)
+        ops.collectives.replicated_all_reduce(x)
+    figure = ReplicaGroupView(ir, live=False).figure
+    rows = [t for t in figure.data if (t.meta or {}).get("panel") == "matrix"]
+    labels = {y for t in rows for y in t.y}
+    assert all(len(label) <= 48 for label in labels) and any(label.endswith("…") for label in labels)
+    assert any(x.name in hover for t in rows for hover in t.hovertext)

@@ -132,6 +132,5 @@ def _figure_layout(picture: DataflowPicture, layout: Layout) -> dict:
     return base_layout(title=dict(text=title, x=0.01), showlegend=True,
                        legend=dict(orientation="h", yanchor="top", y=-0.01, x=0.0, xanchor="left"),
                        xaxis=dict(visible=False, range=[min(xs) - 0.6, max(xs) + 1.6]), yaxis=yaxis, dragmode="pan",
-                       width=int(min(max(150 * layout.width + 250, 600), 1200)),
                        height=int(min(max(55 * shown + 140, 360), 1000)),
                        margin=dict(l=20, r=20, t=60, b=70))

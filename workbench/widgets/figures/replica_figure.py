@@ -17,7 +17,8 @@ from ..style import base_layout, count_of, group_color, group_tint, text
 
 VALUE_ELEMENTS = 8  # values with more elements are summarised (shape, mean, min, max)
 PANEL_GAP = 72  # pixels between panels: the axis ticks and title above, the next panel's title below
-TITLE_NAME = 80  # a longer name is cut short in the grid title (the matrix shows it whole)
+TITLE_NAME = 80  # a longer name is cut short in the grid title (the matrix hover shows it whole)
+ROW_NAME = 48  # a longer row label of the matrix is cut short, so the matrix keeps its width
 
 
 def grid_columns(replicas: int) -> int:
@@ -97,7 +98,7 @@ def _grid_title(grouping: ReplicaGrouping, uses: Sequence[GroupingUse]) -> str:
     title = grouping_shape(grouping)
     if len(users) == 1:
         label = users[0].label
-        return title + f"<br>used by {text(label if len(label) <= TITLE_NAME else label[:TITLE_NAME - 1] + '…')}"
+        return title + f"<br>used by {text(_short(label, TITLE_NAME))}"
     if users:
         counts = {kind: sum(1 for use in users if use.kind == kind) for kind in ("collective", "variable")}
         return title + "<br>used by " + " and ".join(f"{n} {kind}{'s' if n > 1 else ''}"
@@ -122,12 +123,12 @@ def _add_grid(figure: go.Figure, grouping: ReplicaGrouping, row: int) -> None:
 
 
 def _add_matrix(figure: go.Figure, replicas: int, uses: Sequence[GroupingRow], row: int) -> None:
-    labels = [text(use.label) for use in uses]  # tick labels read markup too
+    labels = [text(_short(use.label)) for use in uses]  # tick labels read markup too; hovers hold the whole
     most = max(use.grouping.num_groups for use in uses)
     for group in range(most):
         cells = [(use, r) for use in uses if group < use.grouping.num_groups for r in use.grouping.members(group)]
         figure.add_trace(go.Scatter(
-            x=[r for _, r in cells], y=[text(use.label) for use, _ in cells], mode="markers+text",
+            x=[r for _, r in cells], y=[text(_short(use.label)) for use, _ in cells], mode="markers+text",
             name=f"group {group}", legendgroup=f"group{group}", showlegend=False,
             text=[str(group)] * len(cells), textfont=dict(color="white", size=10),
             marker=dict(symbol="square", size=22 if replicas <= 16 else 12, color=group_color(group)),
@@ -138,3 +139,7 @@ def _add_matrix(figure: go.Figure, replicas: int, uses: Sequence[GroupingRow], r
     figure.update_xaxes(title_text="replica", tickmode="array", range=columns_range(replicas),
                         tickvals=list(range(0, replicas, 1 if replicas <= 16 else 4)), row=row, col=1)
     figure.update_yaxes(categoryorder="array", categoryarray=list(reversed(labels)), row=row, col=1)
+
+
+def _short(label: str, most: int = ROW_NAME) -> str:
+    return label if len(label) <= most else label[:most - 1] + "…"
