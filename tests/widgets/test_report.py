@@ -47,8 +47,8 @@ def test_the_report_is_one_standalone_file_with_plotly_inline_once_and_every_vie
     assert text.startswith("<!DOCTYPE html>") and text.count(get_plotlyjs()) == 1
     page = text.replace(get_plotlyjs(), "")
     assert "cdn.plot.ly" not in page and not re.search(r"<script[^>]*\bsrc=", page)  # nothing fetched
-    for tab in ("call tree", "graph", "schedule", "liveness", "replica groups"):
-        assert f"<h3>{tab}</h3>" in text
+    for heading in ("Call tree", "Graph main", "Schedule", "Liveness", "Replica groups"):
+        assert f"<h3>{heading}</h3>" in text
     assert text.count('class="plotly-graph-div"') == 5
     assert "Schedule of the last run" in text and "Memory over" in text
     assert f"Session on ipu_model, 1 run, of {ir!r}: 1 graph, 3 ops, 2 replicas" in text
@@ -63,8 +63,8 @@ def test_names_from_the_ir_appear_escaped_never_as_markup(tmp_path):
     text = path.read_text(encoding="utf-8")
     assert HOSTILE not in text
     assert f"<title>{ESCAPED}</title>" in text and f"<h1>{ESCAPED}</h1>" in text
-    assert "<h3>stepper</h3>" in text and f"<td style='font-weight:bold;" in text
-    stepper_html = text[text.index("<h3>stepper</h3>"):]
+    assert "<h3>Stepper</h3>" in text and f"<td style='font-weight:bold;" in text
+    stepper_html = text[text.index("<h3>Stepper</h3>"):]
     # The loaded x (named after its stream) and w, with their values in replicas 0 and 1.
     assert f">{ESCAPED}/{ESCAPED}_1<" in stepper_html and f">{ESCAPED}/{ESCAPED}<" in stepper_html
     assert ">[0., 1., 2., 3.]<" in stepper_html and ">[4., 5., 6., 7.]<" in stepper_html
@@ -89,3 +89,15 @@ def test_several_irs_and_sessions_share_one_file_with_a_table_of_contents(tmp_pa
 def test_an_empty_list_still_makes_a_page():
     text = report_html([])
     assert "Nothing to show" in text and text.count(get_plotlyjs()) == 1
+
+
+def test_the_report_draws_every_graph_of_the_call_tree(tmp_path):
+    from programs import mlp_training
+
+    ir, inputs = mlp_training()
+    with popxl.Session(ir, "ipu_model") as session:
+        session.run(inputs)
+    page = workbench.report(session, tmp_path / "mlp.html").read_text(encoding="utf-8")
+    for graph in ir.graphs:
+        assert f"<h3>Graph {graph.label}</h3>" in page
+    assert page.count('class="plotly-graph-div"') == 4 + len(ir.graphs)

@@ -124,6 +124,7 @@ def test_without_a_kernel_every_view_and_the_workbench_display_as_static_html():
     bundle, metadata = wb._repr_mimebundle_()
     # The extension's picture of the Session, opened on its memory, stays where no widget can be drawn.
     assert set(bundle) == {"text/plain", "text/html", MIME_TYPE} and metadata[MIME_TYPE]["view"] == "memory"
-    assert bundle["text/html"].count("plotly-graph-div") == len(VIEW_TABS)
+    # One figure per tab, except the graph tab: one per graph of the call tree (main and double).
+    assert bundle["text/html"].count("plotly-graph-div") == len(VIEW_TABS) - 1 + len(ir.graphs)
     assert bundle["text/html"].count("cdn.plot.ly") == 1  # the library once, for the whole workbench
-    assert "<h3>stepper</h3>" not in bundle["text/html"]  # nothing stepped yet
+    assert "<h3>Stepper</h3>" not in bundle["text/html"]  # nothing stepped yet
