@@ -142,3 +142,16 @@ def test_memory_ticks_are_binary_like_the_titles():
     memory_axis = figure.layout.yaxis
     assert memory_axis.tickmode == "array" and memory_axis.ticktext
     assert all(label.endswith(("B", "KiB", "MiB")) for label in memory_axis.ticktext)
+
+
+def test_code_can_be_left_out_so_the_tensors_fill_the_scale():
+    ir, *_ = chain(20)
+    view = LivenessView(ir, live=False)
+    kinds = {t.meta["kind"] for t in view.figure.data if (t.meta or {}).get("ipu") == 0}
+    with_code = view.figure.layout.yaxis.range[1]
+    (toggle,) = [child for child in view.widget.children if hasattr(child, "description")]
+    toggle.value = False
+    assert not view.include_code
+    without = {t.meta["kind"] for t in view.figure.data if (t.meta or {}).get("ipu") == 0}
+    assert "code" in kinds and without == kinds - {"code"}
+    assert view.figure.layout.yaxis.range[1] < with_code

@@ -14,7 +14,8 @@ from .view import View
 class LivenessView(View):
     """Bytes of tile memory live at each step of ``analysis.flattened_schedule``, per IPU, stacked by
     variables, constants, intermediates and code, against the device's capacity; hovering a step lists
-    its live tensors. Below, each graph's code liveness (``analysis.code_liveness``) as bars from
+    its live tensors (``include_code=False``, or the checkbox, leaves code out of those panels). Below,
+    each graph's code liveness (``analysis.code_liveness``) as bars from
     ``remote_code_load`` to last call. Clicking a step selects its op. The device is ``device``, the
     Session's device, or the simulated 'ipu_model'. While a Session is stepped (``session.stepper``),
     a line marks the step it stands before.
@@ -23,8 +24,9 @@ class LivenessView(View):
     live_kinds = frozenset({"op_added", "op_changed", "tensor_added", "graph_built", "graph_discarded",
                             "attached", "run_finished", "step"})
 
-    def __init__(self, source: Any, device: Optional[Device] = None, **options):
+    def __init__(self, source: Any, device: Optional[Device] = None, include_code: bool = True, **options):
         self._device = device
+        self.include_code = include_code
         super().__init__(source, **options)
         self.selection.observe(lambda change: self.redraw(), names=["op", "step"])
 
@@ -46,7 +48,19 @@ class LivenessView(View):
 
     def build_figure(self):
         capacity = {record.ipu: record.tile_capacity for record in self.report.ipus}
-        return liveness_figure(self.liveness, capacity, self.marked_steps(), self.stepper_step)
+        return liveness_figure(self.liveness, capacity, self.marked_steps(), self.stepper_step, self.include_code)
+
+    def _controls(self) -> list:
+        import ipywidgets
+
+        toggle = ipywidgets.Checkbox(value=self.include_code, description="code in the memory panels", indent=False)
+        toggle.observe(lambda change: self.show_code(change["new"]), names="value")
+        return [toggle]
+
+    def show_code(self, include: bool) -> None:
+        """Stack code memory with the tensors (True) or leave it out, so the tensors fill the scale."""
+        self.include_code = include
+        self.redraw()
 
     def marked_steps(self) -> list[int]:
         """The steps of the selected op (every expansion of its graph), else the selected step."""

@@ -37,10 +37,12 @@ def live_tensor_lines(record: StepMemory, limit: int = HOVER_TENSORS) -> list[st
 
 
 def liveness_figure(liveness: TensorLiveness, capacity: Mapping[int, int], marked_steps: Iterable[int] = (),
-                    current_step: Optional[int] = None) -> go.Figure:
+                    current_step: Optional[int] = None, include_code: bool = True) -> go.Figure:
     """One memory panel per IPU (``capacity`` maps IPU to tile-memory bytes), then the code panel.
     Step ``s`` spans x from s-0.5 to s+0.5 in both panels. ``marked_steps`` (the selection) get dotted
-    lines, ``current_step`` (where a stepped run stands) a solid one."""
+    lines, ``current_step`` (where a stepped run stands) a solid one. Without ``include_code`` the
+    memory panels leave code out, so tensors that code would dwarf fill the scale."""
+    kinds = KINDS if include_code else tuple(kind for kind in KINDS if kind != "code")
     ipus = liveness.ipus
     code_rows = [record for record in liveness.code.values() if record.intervals or record.load_steps]
     rows = len(ipus) + 1
@@ -52,7 +54,7 @@ def liveness_figure(liveness: TensorLiveness, capacity: Mapping[int, int], marke
     descriptions = [step_description(liveness, s) for s in steps]
     for row, ipu in enumerate(ipus, start=1):
         records = liveness.steps[ipu]
-        for kind in KINDS:
+        for kind in kinds:
             values = np.array([getattr(record, kind) for record in records], dtype=np.int64)
             if kind == "intermediates":
                 hovers = text_array(f"<b>{descriptions[s]}</b><br>intermediates: {format_bytes(v)}<br>"
@@ -64,7 +66,7 @@ def liveness_figure(liveness: TensorLiveness, capacity: Mapping[int, int], marke
                 mode="lines", line=dict(width=0.5, shape="hvh", color=KIND_COLORS[KIND_OF[kind]]),
                 hovertext=hovers, hoverinfo="text", customdata=steps, meta=dict(ipu=ipu, kind=kind)),
                 row=row, col=1)
-        peak = max((record.total for record in records), default=0)
+        peak = max((sum(getattr(record, kind) for kind in kinds) for record in records), default=0)
         cap = capacity[ipu]
         figure.add_trace(go.Scatter(
             x=[-0.5, max(len(steps) - 0.5, 0.5)], y=[cap, cap], mode="lines", name="device capacity",
