@@ -15,6 +15,7 @@ from ..style import (CAPACITY_COLOR, HIGHLIGHT, KIND_COLORS, KIND_LABELS, base_l
                      text_array)
 
 KINDS = ("variables", "constants", "intermediates", "code")  # stacking order, bottom first
+PANEL_GAP = 56  # pixels between panels: the upper axis, then the lower panel's title
 KIND_OF = {"variables": "variable", "constants": "constant", "intermediates": "intermediate", "code": "code"}
 HOVER_TENSORS = 10  # live tensors listed in a hover, largest first
 ALWAYS_LIVE_COLOR = "#A9D18E"
@@ -46,7 +47,9 @@ def liveness_figure(liveness: TensorLiveness, capacity: Mapping[int, int], marke
     ipus = liveness.ipus
     code_rows = [record for record in liveness.code.values() if record.intervals or record.load_steps]
     rows = len(ipus) + 1
-    figure = make_subplots(rows=rows, cols=1, shared_xaxes=True, vertical_spacing=0.06,
+    height = int(230 * len(ipus) + 60 + 28 * max(len(code_rows), 2) + 60)
+    # A fixed gap in pixels between panels leaves room for the next panel's title above its plot.
+    figure = make_subplots(rows=rows, cols=1, shared_xaxes=True, vertical_spacing=PANEL_GAP / (height - 120),
                            row_heights=[1.0] * len(ipus) + [max(0.35, 0.12 * len(code_rows))],
                            subplot_titles=[_memory_title(liveness, ipu, capacity[ipu]) for ipu in ipus]
                            + ["Code liveness per graph"])
@@ -86,7 +89,7 @@ def liveness_figure(liveness: TensorLiveness, capacity: Mapping[int, int], marke
                               xanchor="left", yanchor="bottom", name="stepper")
     figure.update_xaxes(title_text="step of the flattened schedule", row=rows, col=1)
     figure.update_layout(**base_layout(
-        height=int(230 * len(ipus) + 60 + 28 * max(len(code_rows), 2) + 60), hovermode="closest",
+        height=height, hovermode="closest",
         legend=dict(yanchor="top", y=1.0, x=1.01, xanchor="left"),
         title=dict(text=f"Memory over {len(steps)} schedule steps", x=0.01), margin=dict(l=70, r=20, t=70, b=50)))
     return figure
