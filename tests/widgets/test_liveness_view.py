@@ -155,3 +155,13 @@ def test_code_can_be_left_out_so_the_tensors_fill_the_scale():
     without = {t.meta["kind"] for t in view.figure.data if (t.meta or {}).get("ipu") == 0}
     assert "code" in kinds and without == kinds - {"code"}
     assert view.figure.layout.yaxis.range[1] < with_code
+
+
+def test_a_capacity_far_above_the_peak_is_said_to_be_off_the_scale():
+    ir, *_ = chain(20)
+    title = LivenessView(ir, live=False).figure.layout.annotations[0].text
+    assert title.endswith("· capacity far above, off the scale")
+    view = LivenessView(ir, live=False)
+    peak = max(record.total for record in view.liveness.steps[0])
+    figure = liveness_figure(view.liveness, {0: peak * 2})
+    assert "off the scale" not in figure.layout.annotations[0].text

@@ -77,6 +77,8 @@ def liveness_figure(liveness: TensorLiveness, capacity: Mapping[int, int], marke
             hovertext=f"IPU {ipu} tile memory: {format_bytes(cap)}", hoverinfo="text", meta=dict(ipu=ipu, kind="capacity")),
             row=row, col=1)
         top = cap * 1.08 if cap <= 3 * peak else max(peak, 1) * 1.25
+        if cap > 3 * peak:
+            figure.layout.annotations[row - 1].text += " · capacity far above, off the scale"
         figure.update_yaxes(range=[0, top], title_text=f"IPU {ipu}", row=row, col=1, **binary_ticks(top))
     _add_code_panel(figure, liveness, code_rows, rows)
     for step in marked_steps:
