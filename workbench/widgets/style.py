@@ -65,6 +65,11 @@ def text(value: Any) -> str:
     return html.escape(str(value), quote=False)
 
 
+def fitted(label: str, room: int) -> str:
+    """``label`` cut to ``room`` characters, the cut marked by an ellipsis."""
+    return label if len(label) <= room else label[:max(room - 1, 0)] + "…"
+
+
 def count_of(number: int, noun: str) -> str:
     """'1 graph', '2 graphs': a count and its noun, plural when it is not one."""
     return f"{number} {noun}{'' if number == 1 else 's'}"
