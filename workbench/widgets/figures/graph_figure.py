@@ -66,9 +66,9 @@ def picture_sizes(layout: Layout) -> Sizes:
 
 
 def graph_figure(picture: DataflowPicture, layout: Optional[Layout] = None, highlight: Iterable[str] = (),
-                 selected: Iterable[str] = ()) -> go.Figure:
+                 selected: Iterable[str] = (), breakpoints: Iterable[str] = ()) -> go.Figure:
     """Nodes carry their picture key in ``customdata``; ``highlight`` keys (search matches) get a
-    ring, ``selected`` keys a filled red marker."""
+    ring, ``selected`` keys a filled red marker, ``breakpoints`` keys a red dot on their left."""
     layout = layout or picture_layout(picture)
     position = layout.positions
     figure = go.Figure()
@@ -101,6 +101,13 @@ def graph_figure(picture: DataflowPicture, layout: Optional[Layout] = None, high
             figure.add_trace(go.Scatter(x=[position[k][0] for k in keys], y=[position[k][1] for k in keys],
                                         mode="markers", name=name, marker=marker, customdata=keys,
                                         hovertext=[picture.nodes[k].hover for k in keys], hoverinfo="text"))
+    stops = [key for key in breakpoints if key in position]
+    if stops:
+        left = (sizes.op / 2 + 6) / sizes.column  # columns from a node's centre to its dot
+        figure.add_trace(go.Scatter(x=[position[k][0] - left for k in stops], y=[position[k][1] for k in stops],
+                                    mode="markers", name="breakpoints", customdata=stops,
+                                    marker=dict(symbol="circle", size=8, color=HIGHLIGHT),
+                                    hovertext=[picture.nodes[k].hover for k in stops], hoverinfo="text"))
     _add_boxes(figure, picture, position)
     figure.update_layout(**_figure_layout(picture, layout, room))
     return figure
