@@ -18,6 +18,7 @@ from workbench.analysis import verify
 from workbench.analysis.memory import MemoryReport, memory, surely_fits
 from workbench.ir import Constant, Ir, Tensor, Variable
 from workbench.ir.events import EventBus
+from workbench.ir.fragments import WEIGHTS_FROM_HOST, WEIGHTS_TO_HOST
 
 from . import host_buffers, weights
 from .compiler import compile_graph
@@ -55,17 +56,18 @@ class Session:
         self._weights_to_host_on_exit = weights_to_host_on_exit
         self.events = EventBus()
         self._variables = list(ir.variables)
+        self._persistent = list(ir.persistent_tensors)
         self._host = {v: weights.initial_host_value(v) for v in self._variables}
         self._buffers = [{b: np.zeros((b.entries, *b.tensor_shape), b.tensor_dtype.as_numpy())
                           for b in ir.remote_buffers} for _ in range(ir.replication_factor)]
         # A remote variable's device value is its entry of its replica's remote buffer.
-        self._device_values = [{v: buffers[v.remote_buffer][v.remote_offset, ...] if v.remote_buffer is not None
-                                else np.zeros(v.shape, v.dtype.as_numpy()) for v in self._variables}
+        self._device_values = [{**{v: weights.device_storage(v, buffers) for v in self._variables},
+                                **{t: np.zeros(t.shape, t.dtype.as_numpy()) for t in self._persistent}}
                                for buffers in self._buffers]
         check = os.environ.get("WORKBENCH_CHECK_KERNELS", "") not in ("", "0")
         self._programs = [ReplicaProgram(ir, self._codes, r, values, buffers, check)
                           for r, (values, buffers) in enumerate(zip(self._device_values, self._buffers))]
-        self._runner = ReplicaRunner(self._programs, written_variables(self._codes, self._variables))
+        self._runner = ReplicaRunner(self._programs, self._written_on_device())
         self._profile = False
         self._progress = True
         self._recorder = TraceRecorder(self._programs, Timeline(
@@ -143,20 +145,30 @@ class Session:
             raise ValueError(f"{what} needs the session to be attached to its device: call it inside "
                              "`with session:`")
 
+    def _written_on_device(self) -> list:
+        """The variables and persistent tensors some graph writes in place during a run."""
+        return written_variables(self._codes, self._variables + self._persistent)
+
     def weights_from_host(self) -> None:
-        """Copy every variable's host value to the device (each replica gets its group's value)."""
+        """Copy every variable's host value to the device (each replica gets its group's value),
+        then run the weights-from-host fragment (which loads the shards of sharded variables)."""
         self._require_attached("weights_from_host")
         self._abandon_stepped_run("the weights were written")
         for variable in self._variables:
             host = self._host[variable]
             for replica, values in enumerate(self._device_values):
                 values[variable][...] = weights.replica_value(variable, host, replica)
+        for program in self._programs:
+            program.run_fragment(WEIGHTS_FROM_HOST)
         self.weights_from_host_count += 1
         self._host_in_sync = True
 
     def weights_to_host(self) -> None:
-        """Copy every variable's device value back into the host cache."""
+        """Run the weights-to-host fragment (which stores the shards of sharded variables back), then
+        copy every variable's device value into the host cache."""
         self._require_attached("weights_to_host")
+        for program in self._programs:
+            program.run_fragment(WEIGHTS_TO_HOST)
         for variable in self._variables:
             weights.gather_to_host(variable, self._device_values, self._host[variable])
         self.weights_to_host_count += 1
