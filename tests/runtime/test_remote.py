@@ -146,3 +146,33 @@ def test_grouped_remote_variables_take_the_group_axis_from_the_data():
         session.run()
         np.testing.assert_array_equal(session.get_tensor_data(w), data)
         np.testing.assert_array_equal(session.get_tensor_data(v), data[[0, 0, 1, 1]] + 1)
+
+
+def test_any_remote_buffer_holding_one_shard_serves_a_remote_sharded_variable():
+    replicas, n = 4, 10
+    ir = popxl.Ir(replication=replicas)
+    data = np.arange(n, dtype=np.float32)
+    with ir.main_graph, popxl.in_sequence():
+        buffer = popxl.remote_buffer((-(-n // replicas),), popxl.float32, 1)
+        v = popxl.remote_replica_sharded_variable(data, buffer, 0, name="v")
+        shard = ops.remote_load(buffer, 0)
+        ops.remote_store(buffer, 0, shard * 2)
+    assert v.shape == (n,) and buffer.meta_shape == (n,)
+    with popxl.Session(ir, "ipu_model") as session:
+        session.run()
+        np.testing.assert_array_equal(session.get_tensor_data(v), data * 2)
+    with popxl.Ir(replication=replicas).main_graph:
+        with pytest.raises(ValueError, match=r"^Tensor odd does not match buffer\."):
+            popxl.remote_replica_sharded_variable(np.zeros(n, np.float32), popxl.remote_buffer((2,), popxl.float32),
+                                                  0, name="odd")
+
+
+def test_replica_sharded_buffer_shards_over_at_most_the_group():
+    ir = popxl.Ir(replication=4)
+    with ir.main_graph:
+        group = ir.replica_grouping(group_size=2)
+        with pytest.raises(ValueError, match=r"sharding group size \(4\) must be less than or equal to the "
+                                             r"replica group size \(2\)"):
+            popxl.replica_sharded_buffer((2, 8), popxl.float32, group, shard_over=4)
+        buffer = popxl.replica_sharded_buffer((2, 8), popxl.float32, group)
+    assert buffer.tensor_shape == (4,) and buffer.meta_shape == (8,)
