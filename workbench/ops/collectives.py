@@ -156,16 +156,15 @@ def _gather_kernel(op, env):
 
 
 def _all_gather_grad(op, grads, fwd):
-    """As popxl: each member takes its own part of the gradient (``replicated_slice``), which
-    presumes the gathered tensor's gradient is the same on every member. For a replica shard
-    gathered to its meta shape the members' gradients are summed and scattered back
-    (``replicated_reduce_scatter``)."""
+    """As popxl: each member takes its own part of its own gradient, which presumes the gathered
+    tensor's gradient is the same on every member: ``replicated_slice``, or for a replica shard
+    gathered to its meta shape a reduce-scatter with the local reduction (no sum over members)."""
     grad, t, group = grads[0], op.inputs[0], op.attrs["group"]
     if grad is None:
         return [None]
     mode = op.attrs["output_shape"]
     if mode == "meta_shape":
-        return [replicated_reduce_scatter(blocks.reshape(grad, (grad.nelms,)), "add", group)]
+        return [replicated_reduce_scatter(blocks.reshape(grad, (grad.nelms,)), "local", group)]
     part = replicated_slice(grad, 0 if mode == "new_axis" else op.attrs["axis"], group)
     return [blocks.reshape(part, t.shape)]
 
