@@ -115,6 +115,13 @@ def test_replicated_slice_gradient_gathers_the_parts(shape, grouping, data, seed
                                normal((len(holders), *shape), seed), replicas=replicas, shared=[0], holders=holders)
 
 
+@pytest.mark.parametrize("axis", [0, 1])
+def test_replicated_slice_gradient_restores_a_dropped_axis(axis):
+    shape = (4, 3) if axis == 0 else (3, 4)
+    check_replicated_gradients(lambda t: collectives.replicated_slice(t, axis), normal(shape, axis),
+                               replicas=4, shared=[0])
+
+
 @SETTINGS
 @given(st.integers(1, 9), st.sampled_from([2, 4]), seeds)
 def test_sharded_slice_gradient_gathers_the_shards(length, replicas, seed):

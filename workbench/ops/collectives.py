@@ -254,20 +254,25 @@ def _slice_infer(specs, attrs):
                          f"evenly over groups of {size} replicas")
     shape = list(spec.shape)
     shape[axis] //= size
+    if shape[axis] == 1:  # as popxl: a part of length 1 loses the axis
+        del shape[axis]
     return [TensorSpec(tuple(shape), spec.dtype)]
 
 
 def _slice_kernel(op, env):
-    members, axis = _members(op, env), op.attrs["axis"]
+    members, axis, shape = _members(op, env), op.attrs["axis"], op.outputs[0].shape
     index = members.index(env.replica)
-    return lambda value: np.split(value, len(members), axis=axis)[index].copy()
+    return lambda value: np.split(value, len(members), axis=axis)[index].copy().reshape(shape)
 
 
 def _replicated_slice_grad(op, grads, fwd):
     """The parts' gradients gathered: the gradient of the whole tensor, which every member holds."""
-    if grads[0] is None:
+    grad, axis = grads[0], op.attrs["axis"]
+    if grad is None:
         return [None]
-    return [replicated_all_gather(grads[0], op.attrs["axis"], op.attrs["group"], "concat")]
+    if grad.rank < op.inputs[0].rank:  # the part's axis was dropped
+        grad = blocks.reshape(grad, (*grad.shape[:axis], 1, *grad.shape[axis:]))
+    return [replicated_all_gather(grad, axis, op.attrs["group"], "concat")]
 
 
 register(OpDef("replicated_slice", _slice_infer, _slice_kernel, grad=_replicated_slice_grad))
