@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numbers
 import os
+import warnings
 from typing import Any, Iterable, Mapping, Optional, Union
 
 import numpy as np
@@ -22,7 +23,7 @@ from workbench.ir.fragments import WEIGHTS_FROM_HOST, WEIGHTS_TO_HOST
 
 from . import host_buffers, weights
 from .compiler import compile_graph
-from .device import Device, device_for
+from .device import Device, device_for, ipu_model_size
 from .out_of_memory import check_fits
 from .program import ReplicaProgram
 from .progress import RunProgress, loop_iterations
@@ -30,6 +31,9 @@ from .replicas import ReplicaRunner, written_variables
 from .stepper import Stepper
 from .timeline import Timeline
 from .trace import Trace, TraceRecorder
+
+
+LARGE_IPU_MODEL = 64  # IPUs beyond which a Session warns that the simulation will be heavy
 
 
 class Session:
@@ -42,7 +46,7 @@ class Session:
     def __init__(self, ir: Ir, device_desc: str = "cpu", weights_to_host_on_exit: bool = True):
         if not isinstance(ir, Ir):
             raise TypeError(f"Session needs a popxl.Ir, got {type(ir).__name__}")
-        device = device_for(device_desc) if isinstance(device_desc, str) else device_desc
+        device = _device(ir, device_desc) if isinstance(device_desc, str) else device_desc
         _check_device(ir, device)
         schedules = verify(ir)
         self._memory_report: Optional[MemoryReport] = None
@@ -333,6 +337,24 @@ class Session:
                              f"{self._ir!r}")
 
 
+def _ipus_per_replica(ir: Ir) -> int:
+    ipus = {op.ipu for graph in ir.graphs for op in graph._ops} | {v.ipu for v in ir.variables} or {0}
+    return max(ipus) + 1
+
+
+def _device(ir: Ir, device_desc: str) -> Device:
+    """The simulated device: an IPU model is sized from the Ir, as popxl does."""
+    if device_desc != "ipu_model":
+        return device_for(device_desc)
+    device = device_for(device_desc, ipu_model_size(_ipus_per_replica(ir), ir.replication_factor))
+    if device.num_ipus > LARGE_IPU_MODEL:
+        warnings.warn(f"the Ir needs an IPU model of {device.num_ipus} IPUs ({_ipus_per_replica(ir)} per "
+                      f"replica x {ir.replication_factor} replicas); every replica is simulated on this "
+                      "machine, so runs will take memory and time in proportion", ResourceWarning,
+                      stacklevel=3)
+    return device
+
+
 def _check_device(ir: Ir, device: Device) -> None:
     replicas = ir.replication_factor
     if replicas > 1 and not device.supports_replication:
@@ -341,8 +363,8 @@ def _check_device(ir: Ir, device: Device) -> None:
     if ir.remote_buffers and not device.supports_remote_buffers:
         raise ValueError(f"the {device.kind!r} device does not support remote buffers; use "
                          "'ipu_model' or 'ipu_hw'")
-    ipus = {op.ipu for graph in ir.graphs for op in graph._ops} | {v.ipu for v in ir.variables} or {0}
-    needed = (max(ipus) + 1) * replicas
+    per_replica = _ipus_per_replica(ir)
+    needed = per_replica * replicas
     if needed > device.num_ipus:
-        raise ValueError(f"the Ir needs {needed} IPUs ({max(ipus) + 1} per replica x {replicas} replicas) "
+        raise ValueError(f"the Ir needs {needed} IPUs ({per_replica} per replica x {replicas} replicas) "
                          f"but the {device.kind!r} device has {device.num_ipus}")
