@@ -6,11 +6,13 @@ import os
 from pathlib import Path
 from typing import Any, Callable, Literal, Optional, Sequence, Union
 
+import numpy as np
+
 from . import dtypes
 from .events import EventBus
 from .fragments import FRAGMENTS, WEIGHTS_FROM_HOST
 from .graph import Graph
-from .host_data import to_numpy
+from .host_data import memmap_data, to_numpy
 from .remote_buffer import RemoteBuffer
 from .replica_grouping import ReplicaGrouping
 from .streams import DeviceToHostStream, HostToDeviceStream, _Stream
@@ -208,7 +210,7 @@ class Ir:
         grouping = replica_grouping or self.replica_grouping()
         if grouping._ir is not self:
             raise ValueError("the replica grouping belongs to another Ir")
-        array = to_numpy(data, dtype, downcast)
+        array = memmap_data(data, dtype, downcast) if isinstance(data, np.memmap) else to_numpy(data, dtype, downcast)
         device_shape = array.shape
         if grouping.num_groups > 1:
             if not array.shape or array.shape[0] != grouping.num_groups:

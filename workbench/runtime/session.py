@@ -19,6 +19,7 @@ from workbench.analysis import verify
 from workbench.analysis.memory import MemoryReport, memory, surely_fits
 from workbench.ir import Constant, Ir, Tensor, Variable
 from workbench.ir.events import EventBus
+from workbench.ir.host_data import host_array
 from workbench.ir.fragments import WEIGHTS_FROM_HOST, WEIGHTS_TO_HOST
 
 from . import host_buffers, weights
@@ -310,7 +311,7 @@ class Session:
                                           "supported, as in popxl")
             # A Python number takes the variable's dtype, as in popxl.
             array = np.array(data, tensor.dtype.as_numpy()) if isinstance(data, numbers.Number) \
-                else np.asarray(data)
+                else host_array(data)
             if array.dtype != tensor.dtype.as_numpy():
                 raise TypeError(f"data for variable {tensor.id!r} has dtype {array.dtype}, expected "
                                 f"{tensor.dtype.as_numpy()}")

@@ -35,7 +35,7 @@ def initial_host_value(variable: Variable) -> np.ndarray:
         grouping = variable.replica_grouping
         per_replica = [data[g] if grouping.num_groups > 1 else data for g in grouping.assignment]
         return np.array(per_replica) if len(per_replica) > 1 else np.array(per_replica[0])
-    return np.array(data)
+    return data if isinstance(data, np.memmap) else np.array(data)  # weights_to_host writes into a memmap
 
 
 def replica_value(variable: Variable, host: np.ndarray, replica: int) -> np.ndarray:
