@@ -142,6 +142,8 @@ class _Allocations:
         last = len(self.flat) - 1
         for tensor in on_chip + constants:
             self.static[tensor] = Allocation(tensor, tensor.kind, tensor.ipu, tensor.nbytes, 0, last)
+        for tensor in self.flat.ir.persistent_tensors:  # on chip between runs, as variables are
+            self.static[tensor] = Allocation(tensor, "variable", tensor.ipu, tensor.nbytes, 0, last)
         ending: dict[int, list[Step]] = defaultdict(list)
         for step in self.flat.steps:
             if step.children:
@@ -189,7 +191,7 @@ class _Allocations:
     def resolve(self, frame: Frame, tensor: Tensor) -> Optional[Allocation]:
         """The allocation holding ``tensor`` of ``frame``, following aliases and call-site inputs."""
         while True:
-            if isinstance(tensor, (Variable, Constant)):
+            if isinstance(tensor, (Variable, Constant)) or tensor in self.static:
                 return self.static.get(tensor)
             allocation = self.of.get((frame, tensor))
             if allocation is not None:

@@ -6,14 +6,17 @@ import os
 from pathlib import Path
 from typing import Any, Callable, Literal, Optional, Sequence, Union
 
+import numpy as np
+
 from . import dtypes
 from .events import EventBus
+from .fragments import FRAGMENTS, WEIGHTS_FROM_HOST
 from .graph import Graph
-from .host_data import to_numpy
+from .host_data import memmap_data, to_numpy
 from .remote_buffer import RemoteBuffer
 from .replica_grouping import ReplicaGrouping
 from .streams import DeviceToHostStream, HostToDeviceStream, _Stream
-from .tensor import TensorSpec, Variable
+from .tensor import Tensor, TensorSpec, Variable
 
 _ids = itertools.count()
 RETRIEVAL_MODES = ("one_per_group", "all_replicas")
@@ -34,6 +37,7 @@ class Ir:
         self._graph_names: set[str] = {"main_graph"}  # the main graph's id
         self._streams: dict[str, _Stream] = {}
         self._remote_buffers: list[RemoteBuffer] = []
+        self._fragments: dict[str, list] = {fragment: [] for fragment in FRAGMENTS}
         self._num_host_transfers = 1
         self._dot_dir: Optional[Path] = None
         self._dot_checkpoints = 0
@@ -183,6 +187,16 @@ class Ir:
     def variables(self) -> tuple[Variable, ...]:
         return self._main.variables
 
+    def fragment_ops(self, fragment: str) -> tuple:
+        """The ops of the ``'weights_from_host'`` or ``'weights_to_host'`` fragment (``ir/fragments.py``)."""
+        return tuple(self._fragments[fragment])
+
+    @property
+    def persistent_tensors(self) -> tuple[Tensor, ...]:
+        """Main-graph tensors that, like variables, stay on chip between runs: the outputs of the
+        weights-from-host fragment (the shards of replica-sharded variables)."""
+        return tuple(t for op in self._fragments[WEIGHTS_FROM_HOST] for t in op.outputs)
+
     def _add_variable(self, graph: Graph, data: Any, dtype: Optional[dtypes.dtype], name: Optional[str],
                       downcast: bool, replica_grouping: Optional[ReplicaGrouping],
                       retrieval_mode: str, shard_count: int = 1) -> Variable:
@@ -196,7 +210,7 @@ class Ir:
         grouping = replica_grouping or self.replica_grouping()
         if grouping._ir is not self:
             raise ValueError("the replica grouping belongs to another Ir")
-        array = to_numpy(data, dtype, downcast)
+        array = memmap_data(data, dtype, downcast) if isinstance(data, np.memmap) else to_numpy(data, dtype, downcast)
         device_shape = array.shape
         if grouping.num_groups > 1:
             if not array.shape or array.shape[0] != grouping.num_groups:
@@ -205,9 +219,6 @@ class Ir:
                                  f"got shape {array.shape}")
             device_shape = array.shape[1:]
         spec = TensorSpec(device_shape, dtypes.dtype.as_dtype(array.dtype))
-        if shard_count > 1:
-            shard = -(-spec.nelms // shard_count)
-            spec = TensorSpec((shard,), spec.dtype, meta_shape=device_shape)
         from .context import get_current_context
 
         variable = Variable._create(graph, graph._unique_name(name or "variable"), spec,

@@ -80,6 +80,7 @@ class ReplicaProgram:
         self._codes = codes
         self._check = check_outputs
         self._bound: dict[Graph, BoundGraph] = {}
+        self._fragments: dict[str, list] = {}
         # What a run leaves for its trace: the branch each conditional took and, when profiling,
         # the clock before and after each op (the profiled code appends to ``timestamps``).
         self.branches: list = []
@@ -100,6 +101,17 @@ class ReplicaProgram:
             self._profiled_main(self._main_variables)
         else:
             self._main(self._main_variables)
+
+    def run_fragment(self, fragment: str) -> None:
+        """Run the ops of a weights fragment (``ir/fragments.py``) on this replica's persistent values."""
+        kernels = self._fragments.get(fragment)
+        if kernels is None:
+            kernels = self._fragments[fragment] = [(op, op_def(op.type).kernel(op, self))
+                                                   for op in self.ir.fragment_ops(fragment)]
+        for op, kernel in kernels:
+            result = kernel(*(self.variables[t] for t in op.inputs))
+            for tensor, value in zip(op.outputs, (result,) if len(op.outputs) == 1 else result or ()):
+                self.variables[tensor][...] = value
 
     def set_profiling(self, profiling: bool) -> None:
         """Run the profiled copy of the code from now on, or the plain one; the first switch binds it."""

@@ -24,7 +24,7 @@ from workbench.ir import Graph, Op
 
 from . import host_buffers
 from .interpreter import ReplicaInterpreter, StepFailed, plan_graph
-from .replicas import ReplicaExecutionError, written_variables
+from .replicas import ReplicaExecutionError
 from .stepper_state import Breakpoint, ReplicaState, Stop, live_tensors, position_of
 from .progress import RunProgress
 from .stepper_threads import ReplicaThreads
@@ -61,7 +61,7 @@ class Stepper:
             self._plans[step.graph].flat_steps.setdefault(step.frame, []).append(step)
         self._main_flat = flat.main
         self._reach = _reachable_graphs(ir)
-        self._written = written_variables(session._codes, session._variables)
+        self._written = session._written_on_device()
         self._breakpoints: list[Breakpoint] = []
         self._threads: Optional[ReplicaThreads] = None
         self._saved: list = []
