@@ -38,7 +38,8 @@ class Context(threading.local):
         return self.sequence_mode
 
     def name_scope_prefix(self) -> str:
-        return "".join(scope + "/" for scope in self.name_scopes)
+        scopes = self.name_scopes
+        return "/".join(scopes) + "/" if scopes else ""
 
     def register_op_created_hook(self, fn: Callable[["Op"], object]) -> int:
         """Call ``fn(op)`` after every op created in any graph on this thread; returns a handle."""
@@ -53,8 +54,9 @@ class Context(threading.local):
         """Order ``op`` as the open ``in_sequence`` block says and run the hooks."""
         if self.sequence_mode is not None:
             self._sequence(op)
-        for hook in list(self._hooks.values()):
-            hook(op)
+        if self._hooks:
+            for hook in list(self._hooks.values()):
+                hook(op)
 
     def _sequence(self, op: "Op") -> None:
         """In an ordered block ``op`` follows every op recorded since the last ordered op; in an

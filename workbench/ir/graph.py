@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional, Sequence
 
 from .context import get_current_context
+from .names import Namespace
 from .op import Op
 from .tensor import Constant, Tensor, TensorSpec, Variable
 
@@ -27,7 +28,7 @@ class Graph:
         graph._ir = ir
         graph._name = name
         graph._ops: list[Op] = []
-        graph._tensors: dict[str, Tensor] = {}
+        graph._tensors: Namespace = Namespace()
         graph._inputs: list[Tensor] = []
         graph._input_set: set[Tensor] = set()
         graph._outputs: list[Tensor] = []
@@ -155,12 +156,7 @@ class Graph:
         return get_current_context().ipu_id
 
     def _unique_name(self, name: str) -> str:
-        base = get_current_context().name_scope_prefix() + name
-        candidate, n = base, 0
-        while candidate in self._tensors:
-            n += 1
-            candidate = f"{base}_{n}"
-        return candidate
+        return self._tensors.fresh(get_current_context().name_scope_prefix() + name)
 
     def _add_tensor(self, tensor: Tensor) -> None:
         self._tensors[tensor.name] = tensor
@@ -193,14 +189,15 @@ class Graph:
             if not isinstance(tensor, Tensor):
                 raise TypeError(f"{op_type}: inputs must be Tensors, got {type(tensor).__name__} "
                                 f"{tensor!r}")
+            if tensor._graph is self:
+                continue
             if tensor.ir is not self._ir:
                 raise ValueError(f"{op_type}: tensor {tensor.id!r} belongs to another Ir ({tensor.ir!r}) "
                                  f"than graph {self.label!r} ({self._ir!r})")
-            if tensor.graph is not self:
-                raise ValueError(
-                    f"{op_type}: tensor {tensor.id!r} belongs to graph {tensor.graph.label!r} but the "
-                    f"op is being added to graph {self.label!r}; pass it into the subgraph as an "
-                    "input (a create_graph argument or popxl.graph_input) instead")
+            raise ValueError(
+                f"{op_type}: tensor {tensor.id!r} belongs to graph {tensor.graph.label!r} but the "
+                f"op is being added to graph {self.label!r}; pass it into the subgraph as an "
+                "input (a create_graph argument or popxl.graph_input) instead")
 
     def _add_op(self, op_type: str, inputs: Sequence[Tensor], output_specs: Sequence[TensorSpec], *,
                 attrs: Optional[dict] = None, called_graphs: Sequence["Graph"] = (),
@@ -215,33 +212,34 @@ class Graph:
         op_ipu = context.ipu_id if ipu is None else ipu
         if not crosses_ipus:
             for tensor in inputs:
-                if tensor.ipu != op_ipu:
+                if tensor._ipu != op_ipu:
                     raise ValueError(
                         f"{op_type}: tensor {tensor.id!r} lives on IPU {tensor.ipu} but the op runs on IPU "
                         f"{op_ipu}; copy it there first with ops.ipu_copy(t, {op_ipu}) or "
                         f"t.copy_to_ipu({op_ipu}), or create it inside `with popxl.ipu({op_ipu}):`")
         tile_set = "io" if context.io_tile_set else "compute"
-        op = Op(type=op_type, name=self._unique_op_name(op_type), graph=self, inputs=tuple(inputs),
-                attrs=dict(attrs or {}), called_graphs=tuple(called_graphs), ipu=op_ipu,
-                tile_set=tile_set, modified=tuple(modified), aliases=dict(aliases or {}))
-        names = list(output_names or ())
+        prefix = context.name_scope_prefix()
+        ir = self._ir
+        ir._op_counter += 1
+        op = Op(op_type, f"{prefix}{op_type}.{ir._op_counter}", self, tuple(inputs), (),
+                dict(attrs) if attrs else {}, tuple(called_graphs), op_ipu, tile_set, tuple(modified),
+                dict(aliases) if aliases else {})
+        names = output_names or ()
         outputs = []
+        tensors = self._tensors
         for index, spec in enumerate(output_specs):
             name = names[index] if index < len(names) and names[index] else op_type
-            tensor = Tensor._create(self, self._unique_name(name), spec, op_ipu, tile_set)
+            tensor = Tensor._create(self, tensors.fresh(prefix + name), spec, op_ipu, tile_set)
             tensor.producer = op
             outputs.append(tensor)
-            self._tensors[tensor.name] = tensor  # before the next output picks its unique name
+            tensors[tensor._name] = tensor  # before the next output picks its unique name
         op.outputs = tuple(outputs)
         for tensor in dict.fromkeys(op.inputs):
             tensor.consumers.append(op)
         self._ops.append(op)
         context._op_created(op)
-        for hook in list(self._hooks.values()):
-            hook(op)
+        if self._hooks:
+            for hook in list(self._hooks.values()):
+                hook(op)
         self._ir.events.emit("op_added", op)
         return op
-
-    def _unique_op_name(self, op_type: str) -> str:
-        self._ir._op_counter += 1
-        return f"{get_current_context().name_scope_prefix()}{op_type}.{self._ir._op_counter}"

@@ -13,6 +13,7 @@ from .events import EventBus
 from .fragments import FRAGMENTS, WEIGHTS_FROM_HOST
 from .graph import Graph
 from .host_data import memmap_data, to_numpy
+from .names import Namespace
 from .remote_buffer import RemoteBuffer
 from .replica_grouping import ReplicaGrouping
 from .streams import DeviceToHostStream, HostToDeviceStream, _Stream
@@ -34,8 +35,8 @@ class Ir:
         self._owner: Any = None
         self._op_counter = 0
         self._graphs: list[Graph] = []
-        self._graph_names: set[str] = {"main_graph"}  # the main graph's id
-        self._streams: dict[str, _Stream] = {}
+        self._graph_names: Namespace = Namespace(main_graph=None)  # the main graph's id
+        self._streams: Namespace = Namespace()
         self._remote_buffers: list[RemoteBuffer] = []
         self._fragments: dict[str, list] = {fragment: [] for fragment in FRAGMENTS}
         self._num_host_transfers = 1
@@ -100,17 +101,14 @@ class Ir:
         return build_graph(self, fn, args, kwargs)
 
     def _unique_graph_name(self, name: str) -> str:
-        candidate, n = name, 0
-        while candidate in self._graph_names:
-            n += 1
-            candidate = f"{name}_{n}"
-        self._graph_names.add(candidate)
+        candidate = self._graph_names.fresh(name)
+        self._graph_names[candidate] = None
         return candidate
 
     def _discard_graph(self, graph: Graph) -> None:
         """Forget a graph whose building failed (listeners that saw it created are told)."""
         self._graphs.remove(graph)
-        self._graph_names.discard(graph.name)
+        self._graph_names.pop(graph.name, None)
         self.events.emit("graph_discarded", graph)
 
     # ----- settings -----
@@ -153,10 +151,7 @@ class Ir:
     # ----- streams and buffers -----
     def _add_stream(self, kind: type, name: str, spec: TensorSpec) -> _Stream:
         self._check_buildable()
-        unique, n = name, 0
-        while unique in self._streams:
-            n += 1
-            unique = f"{name}_{n}"
+        unique = self._streams.fresh(name)
         stream = kind._create(self, unique, spec)
         self._streams[unique] = stream
         return stream

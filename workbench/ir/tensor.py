@@ -30,9 +30,13 @@ class TensorSpec(Mapping):
     meta_shape: Tuple[int, ...] = ()
 
     def __post_init__(self):
-        object.__setattr__(self, "shape", _as_shape(self.shape, "shape"))
-        object.__setattr__(self, "meta_shape", _as_shape(self.meta_shape, "meta_shape"))
-        object.__setattr__(self, "dtype", dtypes.dtype.as_dtype(self.dtype))
+        # Plain tuples of ints and popxl dtypes are kept as given (the common case, kept cheap).
+        if not _is_shape(self.shape):
+            object.__setattr__(self, "shape", _as_shape(self.shape, "shape"))
+        if not _is_shape(self.meta_shape):
+            object.__setattr__(self, "meta_shape", _as_shape(self.meta_shape, "meta_shape"))
+        if type(self.dtype) is not dtypes.dtype:
+            object.__setattr__(self, "dtype", dtypes.dtype.as_dtype(self.dtype))
 
     def __getitem__(self, key: str) -> Any:
         if key not in ("shape", "dtype", "meta_shape"):
@@ -61,6 +65,16 @@ class TensorSpec(Mapping):
 
     def __str__(self) -> str:
         return f"{self.dtype.name}[{','.join(map(str, self.shape))}]"
+
+
+def _is_shape(shape: Any) -> bool:
+    """Whether ``shape`` is already a tuple of non-negative ints (a loop: cheaper than a generator)."""
+    if type(shape) is not tuple:
+        return False
+    for dim in shape:
+        if type(dim) is not int or dim < 0:
+            return False
+    return True
 
 
 def _as_shape(shape: Any, what: str) -> Tuple[int, ...]:

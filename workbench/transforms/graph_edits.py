@@ -8,11 +8,7 @@ from workbench.ir import Graph, Ir, Op, Tensor
 
 def fresh_name(graph: Graph, name: str) -> str:
     """``name``, or ``name_1``, ``name_2``... whichever is still free in ``graph``."""
-    candidate, n = name, 0
-    while candidate in graph._tensors:
-        n += 1
-        candidate = f"{name}_{n}"
-    return candidate
+    return graph._tensors.fresh(name)
 
 
 def rename(tensor: Tensor, name: str) -> None:
