@@ -1,109 +1,43 @@
 /**
- * The "ipu-workbench/ir" JSON document (workbench/export/SCHEMA.md), as the views read it.
- * Only the fields the views use are typed; unknown fields are ignored.
+ * The "ipu-workbench/ir" document as the views read it. Its types are generated from the JSON schema
+ * (workbench/export/ir.schema.json) at build time; `readDocument` checks a document against it.
  */
+import { GraphRecord, IrDocument, CallSiteRecord, OpRecord, TensorRecord } from './generated/document.js';
 
-export const SCHEMA_NAME = 'ipu-workbench/ir';
-export const SCHEMA_VERSION = 1;
+export type {
+  CallSiteRecord, GraphRecord, IpuLiveness, IrDocument, LivenessSection, OpRecord, StepRecord, TensorRecord
+} from './generated/document.js';
+export { DocumentError, readDocument, SCHEMA_NAME, SCHEMA_VERSION } from './document.js';
 
-export interface OpRecord {
-  id: string;
-  name: string;
-  type: string;
-  ipu: number;
-  tile_set: string;
-  inputs: string[];
-  outputs: string[];
-  attrs: Record<string, unknown>;
-  called_graphs: string[];
-  after: string[];
-}
-
-export interface TensorRecord {
-  id: string;
-  name: string;
-  kind: string;
-  shape: number[];
-  dtype: string;
-  ipu: number;
-  nbytes: number;
-  producer: string | null;
-}
-
-export interface GraphRecord {
-  id: string;
-  label: string;
-  is_main: boolean;
-  inputs: string[];
-  outputs: string[];
-  ops: OpRecord[];
-  tensors: TensorRecord[];
-}
-
-export interface CallSiteRecord {
-  graph: string;
-  op: string;
-  callee: string;
-  kind: string;
-  repeat_count: number | null;
-}
-
-export interface IpuLiveness {
-  ipu: number;
-  variables: number;
-  constants: number;
-  intermediates: number[];
-  code: number[];
-  peak_step: number | null;
-  peak_bytes: number;
-}
-
-export interface StepRecord {
-  op: string;
-  graph: string;
-  depth: number;
-}
-
-export interface LivenessSection {
-  version: number;
-  error: string | null;
-  steps: StepRecord[];
-  ipus: IpuLiveness[];
-}
-
-export interface IrDocument {
-  schema: string;
-  version: number;
-  ir: { id: number; replication_factor: number; num_host_transfers: number };
-  graphs: GraphRecord[];
-  call_sites: CallSiteRecord[];
-  liveness?: LivenessSection | null;
-}
+const VIEWS = ['graph', 'calls', 'memory'] as const;
+export type ViewName = (typeof VIEWS)[number];
 
 /** What the Python object asked to show first (the MIME bundle's metadata). */
 export interface ViewOptions {
-  view?: 'graph' | 'calls' | 'memory';
+  view?: ViewName;
   graph?: string;
   device?: { kind: string; tile_bytes_per_ipu: number };
 }
 
-/** The document in `value` (an object, or its JSON text), checked against the schema it claims. */
-export function readDocument(value: unknown): IrDocument {
-  const data = typeof value === 'string' ? JSON.parse(value) : value;
-  if (typeof data !== 'object' || data === null) {
-    throw new Error('expected an "ipu-workbench/ir" JSON object');
+/** The well-formed fields of `value` (MIME metadata, which may come from anywhere) as view options. */
+export function readOptions(value: unknown): ViewOptions {
+  const options: ViewOptions = {};
+  if (typeof value !== 'object' || value === null) {
+    return options;
   }
-  const doc = data as Partial<IrDocument>;
-  if (doc.schema !== SCHEMA_NAME) {
-    throw new Error(`expected schema "${SCHEMA_NAME}", got ${JSON.stringify(doc.schema)}`);
+  const given = value as Record<string, unknown>;
+  if (VIEWS.includes(given.view as ViewName)) {
+    options.view = given.view as ViewName;
   }
-  if (doc.version !== SCHEMA_VERSION) {
-    throw new Error(`this viewer reads version ${SCHEMA_VERSION} of "${SCHEMA_NAME}", got version ${JSON.stringify(doc.version)}`);
+  if (typeof given.graph === 'string') {
+    options.graph = given.graph;
   }
-  if (!Array.isArray(doc.graphs) || !Array.isArray(doc.call_sites)) {
-    throw new Error('the document has no "graphs" or "call_sites" list');
+  const device = given.device as Record<string, unknown> | null | undefined;
+  if (typeof device === 'object' && device !== null && typeof device.kind === 'string' &&
+    typeof device.tile_bytes_per_ipu === 'number' && device.tile_bytes_per_ipu > 0) {
+    options.device = { kind: device.kind, tile_bytes_per_ipu: device.tile_bytes_per_ipu };
   }
-  return doc as IrDocument;
+  return options;
 }
 
 /** Lookup tables over one document. */

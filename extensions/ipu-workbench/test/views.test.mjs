@@ -199,7 +199,7 @@ test('graphs calling each other in a cycle are drawn to a bounded depth', () => 
   const document = sampleDocument();
   const [main, body] = document.graphs;
   body.ops.push({ ...main.ops[0], id: 'body/call.9', name: 'call.9', inputs: ['body/a'], outputs: [] });
-  document.call_sites.push({ graph: 'body', op: 'body/call.9', callee: 'body', kind: 'call', repeat_count: null });
+  document.call_sites.push({ graph: 'body', op: 'body/call.9', callee: 'body', kind: 'call', repeat_count: null, inputs: [], outputs: [] });
   const { root } = render(document);
   root.querySelector('.ipu-wb-expand-all').click();
   assert.equal(root.querySelectorAll('.ipu-wb-frame-label').length, 8 + 1, 'eight nested bodies and the loop');
