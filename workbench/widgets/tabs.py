@@ -79,9 +79,9 @@ class Workbench:
 
     def to_html(self, include_plotlyjs: Any = "cdn") -> str:
         """Every view one under the other, as an HTML fragment."""
-        from .html_report import workbench_html
+        from .html_report import plotly_figure_html, workbench_html
 
-        return workbench_html(self, include_plotlyjs=include_plotlyjs)
+        return workbench_html(self, plotly_figure_html(include_plotlyjs))
 
     def _repr_mimebundle_(self, include=None, exclude=None) -> tuple[dict, dict]:
         return display_bundle(self, include, exclude)
