@@ -1,6 +1,8 @@
 """The dataflow figure of one graph: ops as squares, tensors as circles, layered top to bottom."""
 from __future__ import annotations
 
+from bisect import bisect_right
+from collections import defaultdict
 from dataclasses import dataclass
 from typing import Iterable, Optional
 
@@ -10,7 +12,7 @@ import plotly.graph_objects as go
 from ..dataflow import DataflowPicture
 from ..layout import Layout, column_pixels, layered_layout
 from ..style import (CALL_OUTLINE, EDGE_COLOR, HIGHLIGHT, KIND_COLORS, OP_OUTLINE, base_layout,
-                     fitted, ipu_color, text, text_array)
+                     count_of, fitted, ipu_color, text, text_array)
 
 VISIBLE_LAYERS = 16  # taller pictures open showing the top layers; pan or double-click for all
 # Nodes and labels are sized to fit a container this wide (a notebook's output area) whole.
@@ -18,6 +20,7 @@ ASSUMED_WIDTH = 960
 MARGIN = 20  # left and right, in pixels
 CHAR_WIDTH = 6.5  # pixels per character of a 10 px label, a little above the average glyph
 MIN_LABEL = 3  # characters; with less room than this, names are left to the hover
+LABEL_GAP = 3  # pixels between a marker and its label
 LAYER_HEIGHT = 55  # pixels per layer
 STUB = 0.25  # layers: an edge leaves and enters a node vertically over this height, clear of labels
 EDGE_STYLES = {  # edge kind -> trace name and line style
@@ -37,9 +40,8 @@ def picture_layout(picture: DataflowPicture) -> Layout:
 
 @dataclass(frozen=True)
 class Sizes:
-    """Marker sizes and label room (characters; 0 leaves names to the hover) for a picture whose
-    columns are ``column`` pixels apart: squares at most 16 pixels and never wider than a column
-    allows, labels no longer than the gap to the next column."""
+    """Marker sizes for a picture whose columns are ``column`` pixels apart: squares at most 16
+    pixels and never wider than a column allows."""
 
     column: float
 
@@ -55,14 +57,35 @@ class Sizes:
     def tensor(self) -> int:
         return max(3, round(self.op * 0.7))
 
-    @property
-    def room(self) -> int:
-        characters = int((self.column - self.call - 6) // CHAR_WIDTH)
-        return characters if characters >= MIN_LABEL else 0
 
 
 def picture_sizes(layout: Layout) -> Sizes:
     return Sizes(column_pixels(layout, ASSUMED_WIDTH - 2 * MARGIN, 0.0))
+
+
+def label_rooms(layout: Layout, sizes: Sizes) -> dict:
+    """Characters each node's label may take (0 leaves its name to the hover): as far as the next
+    node or edge bend to its right in its layer, or the picture's right edge."""
+    obstacles: dict[float, list[float]] = defaultdict(list)
+    for x, y in layout.positions.values():
+        obstacles[y].append(x)
+    for points in layout.bends.values():
+        for x, y in points:
+            obstacles[y].append(x)
+    for row in obstacles.values():
+        row.sort()
+    right_edge = layout.left + layout.width
+    rooms = {}
+    for key, (x, y) in layout.positions.items():
+        row = obstacles[y]
+        following = bisect_right(row, x + 1e-9)
+        if following < len(row):
+            pixels = (row[following] - x) * sizes.column - sizes.call - 2 * LABEL_GAP
+        else:
+            pixels = (right_edge - x) * sizes.column - sizes.call / 2 - LABEL_GAP
+        characters = int(pixels // CHAR_WIDTH)
+        rooms[key] = characters if characters >= MIN_LABEL else 0
+    return rooms
 
 
 def graph_figure(picture: DataflowPicture, layout: Optional[Layout] = None, highlight: Iterable[str] = (),
@@ -77,21 +100,21 @@ def graph_figure(picture: DataflowPicture, layout: Optional[Layout] = None, high
         if edges:
             figure.add_trace(_edge_trace(edges, layout, name, line))
     sizes = picture_sizes(layout)
-    room = sizes.room
+    rooms = label_rooms(layout, sizes)
     ops = [node for node in picture.nodes.values() if node.kind == "op" and node.category == "op"]
     calls = [node for node in picture.nodes.values() if node.kind == "op" and node.category == "call"]
     if ops:
         figure.add_trace(_node_trace(ops, position, "ops", "square", sizes.op, _ipu_colors(ops), OP_OUTLINE,
-                                     room))
+                                     rooms))
     if calls:
         figure.add_trace(_node_trace(calls, position, "call sites (click to expand)", "diamond",
-                                     sizes.call, _ipu_colors(calls), CALL_OUTLINE, room))
+                                     sizes.call, _ipu_colors(calls), CALL_OUTLINE, rooms))
     for category, name in TENSOR_TRACES.items():
         tensors = [node for node in picture.nodes.values() if node.kind == "tensor" and node.category == category]
         if tensors:
             outline = ["#262626" if n.is_graph_output else "white" for n in tensors]
             figure.add_trace(_node_trace(tensors, position, name, "circle", sizes.tensor,
-                                         KIND_COLORS[category], outline, room, text_color="#595959"))
+                                         KIND_COLORS[category], outline, rooms, text_color="#595959"))
     for keys, name, marker in (
             (highlight, "search matches", dict(symbol="circle-open", size=sizes.op + 8, color=HIGHLIGHT,
                                                line=dict(width=3, color=HIGHLIGHT))),
@@ -109,7 +132,7 @@ def graph_figure(picture: DataflowPicture, layout: Optional[Layout] = None, high
                                     marker=dict(symbol="circle", size=8, color=HIGHLIGHT),
                                     hovertext=[picture.nodes[k].hover for k in stops], hoverinfo="text"))
     _add_boxes(figure, picture, position)
-    figure.update_layout(**_figure_layout(picture, layout, room))
+    figure.update_layout(**_figure_layout(picture, layout, any(rooms.values())))
     return figure
 
 
@@ -140,12 +163,13 @@ def _edge_trace(edges, layout: Layout, name: str, line: dict) -> go.Scatter:
     return go.Scatter(x=xy[:, 0], y=xy[:, 1], mode="lines", name=name, line=line, hoverinfo="skip")
 
 
-def _node_trace(nodes, position, name: str, symbol: str, size: int, color, outline, room: int,
+def _node_trace(nodes, position, name: str, symbol: str, size: int, color, outline, rooms: dict,
                 text_color: str = "#262626") -> go.Scatter:
     xy = np.array([position[n.key] for n in nodes], dtype=float)
     return go.Scatter(
-        x=xy[:, 0], y=xy[:, 1], mode="markers+text" if room else "markers", name=name,
-        text=text_array(text(fitted(n.label, room)) for n in nodes), textposition="middle right",
+        x=xy[:, 0], y=xy[:, 1], mode="markers+text" if any(rooms[n.key] for n in nodes) else "markers", name=name,
+        text=text_array(text(fitted(n.label, rooms[n.key])) if rooms[n.key] else "" for n in nodes),
+        textposition="middle right",
         textfont=dict(size=10, color=text_color),
         marker=dict(symbol=symbol, size=size, color=color if isinstance(color, str) else text_array(color),
                     line=dict(width=1.5, color=outline if isinstance(outline, str) else text_array(outline))),
@@ -167,9 +191,9 @@ def _add_boxes(figure: go.Figure, picture: DataflowPicture, position) -> None:
                               font=dict(size=10, color=CALL_OUTLINE))
 
 
-def _figure_layout(picture: DataflowPicture, layout: Layout, room: int) -> dict:
+def _figure_layout(picture: DataflowPicture, layout: Layout, labelled: bool) -> dict:
     tensors = len(picture.graph.tensors)
-    title = f"{text(picture.graph.label)}: {len(picture.graph.ops)} ops, {tensors} tensors"
+    title = f"{text(picture.graph.label)}: {count_of(len(picture.graph.ops), 'op')}, {count_of(tensors, 'tensor')}"
     notes = []
     if picture.detail == "ops":
         notes.append("ops only: tensors are listed in the hover")
@@ -178,7 +202,7 @@ def _figure_layout(picture: DataflowPicture, layout: Layout, room: int) -> dict:
     yaxis = dict(visible=False, range=[-(shown - 0.5), 0.5])
     if layout.depth > VISIBLE_LAYERS:
         notes.append(f"top {VISIBLE_LAYERS} of {layout.depth} layers: drag to pan, double-click for all")
-    if not room:
+    if not labelled:
         notes.append("names in the hover")
     if notes:
         title += f"<br><sup>{'; '.join(notes)}</sup>"
