@@ -250,9 +250,14 @@ def test_subsample_of_a_vector_takes_an_int():
                                   np.arange(0, 10, 3))
 
 
+def test_subsample_with_fewer_strides_than_axes_keeps_the_rest_whole():
+    np.testing.assert_array_equal(run_op(lambda t: ops.subsample(t, [2, 2]), X), X[::2, ::2, :])
+    np.testing.assert_array_equal(run_op(lambda t: ops.subsample(t, 2), X), X[::2])
+
+
 def test_subsample_errors(x):
-    with pytest.raises(ValueError, match="must match the rank of the input tensor"):
-        ops.subsample(x, [2, 2])
+    with pytest.raises(ValueError, match="4 strides given for a tensor of rank 3"):
+        ops.subsample(x, [2, 2, 1, 1])
     with pytest.raises(ValueError, match="strides must be >= 1"):
         ops.subsample(x, [1, 0, 1])
 

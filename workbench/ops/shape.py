@@ -305,12 +305,14 @@ register(OpDef("subsample", _subsample_infer, _subsample_kernel, grad=_subsample
 
 
 def subsample(t: Tensor, strides: Union[int, Iterable[int]]) -> Tensor:
-    """Every ``strides[i]``-th element along each axis ``i``, starting with the first."""
+    """Every ``strides[i]``-th element along each axis ``i``, starting with the first. Axes beyond
+    the strides given keep every element (stride 1), as in popxl."""
     expect_tensors("subsample", t=t)
     strides = [strides] if isinstance(strides, (int, np.integer)) else list(strides)
-    if len(strides) != t.rank:
-        raise ValueError(f"subsample: the length of strides ({len(strides)}) must match the rank of the "
-                         f"input tensor ({t.rank})")
+    if len(strides) > t.rank:
+        raise ValueError(f"subsample: {len(strides)} strides given for a tensor of rank {t.rank}; give at "
+                         "most one stride per axis")
+    strides += [1] * (t.rank - len(strides))
     if any(int(s) < 1 for s in strides):
         raise ValueError(f"subsample: strides must be >= 1, got {strides}")
     return apply("subsample", t, strides=tuple(int(s) for s in strides))
