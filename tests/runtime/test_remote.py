@@ -176,3 +176,9 @@ def test_replica_sharded_buffer_shards_over_at_most_the_group():
             popxl.replica_sharded_buffer((2, 8), popxl.float32, group, shard_over=4)
         buffer = popxl.replica_sharded_buffer((2, 8), popxl.float32, group)
     assert buffer.tensor_shape == (4,) and buffer.meta_shape == (8,)
+
+
+def test_remote_buffer_ids_start_at_1():
+    with popxl.Ir().main_graph:
+        ids = [popxl.remote_buffer((2,), popxl.float32).remote_buffer_id for _ in range(2)]
+    assert ids == [1, 2]
