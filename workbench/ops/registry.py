@@ -11,6 +11,8 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 
 from workbench.ir import Op, Tensor, TensorSpec, get_current_graph
 
+from .arguments import check_same_placement
+
 InferRule = Callable[[Sequence[TensorSpec], Mapping[str, Any]], Sequence[TensorSpec]]
 KernelBuilder = Callable[[Op, Any], Callable[..., Any]]
 GradRule = Callable[[Op, Sequence[Optional[Tensor]], Callable[[Tensor], Tensor]], Sequence[Optional[Tensor]]]
@@ -78,6 +80,8 @@ def create_op(op_type: str, inputs: Sequence[Tensor], attrs: Optional[dict] = No
     definition = op_def(op_type)
     graph = get_current_graph()
     graph._check_inputs(op_type, inputs)
+    if len(inputs) > 1 and not definition.crosses_ipus and not called_graphs:
+        check_same_placement(op_type, {t.name: t for t in inputs})
     attrs = dict(attrs or {})
     specs = definition.infer([t.spec for t in inputs], attrs)
     return graph._add_op(op_type, inputs, specs, attrs=attrs, called_graphs=called_graphs,
