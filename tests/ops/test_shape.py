@@ -190,6 +190,16 @@ def test_concat_of_three_integer_tensors_with_different_lengths():
     np.testing.assert_array_equal(result, np.concatenate(arrays, 1))
 
 
+@pytest.mark.parametrize("concat", [ops.concat, ops.concat_])
+def test_concat_of_different_dtypes_is_refused_in_popxls_words(concat):
+    ir = popxl.Ir()
+    with ir.main_graph:
+        a, b = popxl.variable(np.ones(2, np.float32)), popxl.variable(np.ones(2, np.float16))
+        with pytest.raises(TypeError, match=r"^All inputs to a concat operation must have the same type: "
+                                            r"\[dtype.float32, dtype.float16\]"):
+            concat([a, b], 0)
+
+
 def test_concat_in_place_variant_gives_the_same_numbers():
     np.testing.assert_array_equal(run_op(lambda s, t: ops.concat_([s, t], 1), X, X), np.concatenate([X, X], 1))
 
@@ -198,7 +208,7 @@ def test_concat_errors(x):
     y = popxl.variable(np.zeros((2, 5, 4), np.float32))
     with pytest.raises(ValueError, match="differ outside axis 2"):
         ops.concat([x, y], axis=2)
-    with pytest.raises(TypeError, match="same dtype"):
+    with pytest.raises(TypeError, match="must have the same type"):
         ops.concat([x, popxl.variable(X.astype(np.int32))])
     with pytest.raises(ValueError, match="at least one tensor"):
         ops.concat([])

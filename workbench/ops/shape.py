@@ -16,7 +16,7 @@ from workbench.ir import Tensor, TensorSpec
 from . import grad_blocks as blocks
 from .arguments import expect_tensors
 from .registry import OpDef, apply, apply_many, register
-from .rules import normalize_axis, same_dtype
+from .rules import normalize_axis
 
 __all__ = ["reshape", "reshape_", "flatten", "flatten_", "transpose", "transpose_", "squeeze", "concat",
            "concat_", "split", "subsample", "identity", "rename", "detach", "detach_"]
@@ -182,7 +182,11 @@ def squeeze(t: Tensor, axes: Optional[List[int]] = None) -> Tensor:
 # ----- concat and split -----
 def _concat_infer(op_type: str):
     def infer(specs, attrs):
-        dtype = same_dtype(op_type, specs)
+        dtypes_ = [spec.dtype for spec in specs]
+        if len(set(dtypes_)) > 1:
+            raise TypeError(f"All inputs to a concat operation must have the same type: {dtypes_}. "
+                            f"({op_type}: cast them to one dtype with ops.cast)")
+        dtype = dtypes_[0]
         first = specs[0].shape
         axis = attrs["axis"]
         for spec in specs[1:]:
