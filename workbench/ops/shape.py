@@ -43,9 +43,9 @@ def _resolve_shape(op_type: str, t: Tensor, shape: Iterable[int]) -> tuple[int, 
     except TypeError:
         raise TypeError(f"{op_type}: shape must be a sequence of ints, got {shape!r}") from None
     if any(d < -1 or d == 0 for d in shape):
-        raise ValueError(f"{op_type}: invalid shape value in {shape}; each entry must be >0 or -1")
+        raise ValueError(f"Invalid shape value in reshape. Must be >0 or -1. Shape: {shape} ({op_type})")
     if shape.count(-1) > 1:
-        raise ValueError(f"{op_type}: the shape can contain at most one -1, got {shape}")
+        raise ValueError(f"Reshape shape can contain at most one '-1' value. Shape: {shape} ({op_type})")
     if -1 in shape:
         known = int(np.prod([d for d in shape if d != -1], dtype=np.int64))
         if t.nelms % known:
@@ -125,8 +125,8 @@ def _permutation(op_type: str, t: Tensor, permutation: Optional[Iterable[int]]) 
     permutation = tuple(int(p) for p in permutation)
     too_large = tuple(p for p in permutation if p >= t.rank)
     if too_large:
-        raise ValueError(f"{op_type}: values in permutation must be less than the tensor's rank {t.rank}; "
-                         f"found {too_large}")
+        raise ValueError(f"Values in permutation must be less than the number of dimensions of the tensor "
+                         f"({t.rank}): {permutation}. ({op_type}: found {too_large})")
     if sorted(permutation) != list(range(t.rank)):
         raise ValueError(f"{op_type}: permutation {permutation} must list each axis 0..{t.rank - 1} "
                          "exactly once")
