@@ -290,6 +290,6 @@ def _conditional_kernel(op: Op, env) -> Any:
 
 from .control_flow_grads import call_grad, conditional_grad, repeat_grad  # noqa: E402 - they use the above
 
-register(OpDef("call", infer=None, kernel=_call_kernel, grad=call_grad))
-register(OpDef("repeat", infer=None, kernel=_repeat_kernel, grad=repeat_grad))
-register(OpDef("conditional", infer=None, kernel=_conditional_kernel, grad=conditional_grad))
+register(OpDef("call", infer=None, kernel=_call_kernel, grad=call_grad, call_site=True))
+register(OpDef("repeat", infer=None, kernel=_repeat_kernel, grad=repeat_grad, call_site=True))
+register(OpDef("conditional", infer=None, kernel=_conditional_kernel, grad=conditional_grad, call_site=True))

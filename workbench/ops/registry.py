@@ -27,6 +27,12 @@ class OpDef:
     runtime copies when a later in-place op would write through it). ``grad``: the gradient rule,
     None where the op has no gradient.
 
+    Facts that passes read: ``effect``, the op acts beyond its outputs (a transfer, a code load), so
+    running it again repeats the act; ``exchange``, a host or Streaming Memory transfer that
+    ``merge_exchange`` may merge; ``stop_gradient``, no gradient flows through it; ``call_site``, it
+    runs called graphs; ``ipus(op)``, the IPUs of a replica it occupies, the first where it runs
+    (None: just ``op.ipu``).
+
     A gradient rule ``grad(op, output_grads, fwd) -> input_grads`` is called by autodiff while it
     builds the gradient graph (the current graph), and builds the gradient from popxl ops:
     ``output_grads[i]`` is the gradient of ``op.outputs[i]``, or None where none flows back;
@@ -49,6 +55,11 @@ class OpDef:
     aliases: tuple[tuple[int, int], ...] = ()
     view: bool = False
     crosses_ipus: bool = False
+    effect: bool = False
+    exchange: bool = False
+    stop_gradient: bool = False
+    call_site: bool = False
+    ipus: Optional[Callable[[Op], tuple[int, ...]]] = None
 
 
 REGISTRY: dict[str, OpDef] = {}
@@ -64,6 +75,18 @@ def register(definition: OpDef) -> OpDef:
         raise ValueError(f"op type {definition.type!r} is registered twice")
     REGISTRY[definition.type] = definition
     return definition
+
+
+def op_types(fact: str) -> frozenset[str]:
+    """The registered op types whose entry has the boolean ``fact`` (``'effect'``, ``'exchange'``,
+    ``'stop_gradient'``, ``'call_site'``) set."""
+    return frozenset(t for t, definition in REGISTRY.items() if getattr(definition, fact))
+
+
+def op_ipus(op: Op) -> tuple[int, ...]:
+    """The IPUs of a replica that ``op`` occupies, the one it runs on first."""
+    definition = REGISTRY.get(op.type)
+    return definition.ipus(op) if definition is not None and definition.ipus is not None else (op.ipu,)
 
 
 def op_def(op_type: str) -> OpDef:

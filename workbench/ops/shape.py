@@ -328,8 +328,8 @@ def _identity_grad(op, grads, fwd):
 
 
 register(OpDef("identity", _like_input, _identity_kernel, grad=_identity_grad, view=True))
-register(OpDef("detach", _like_input, _identity_kernel, view=True))
-register(OpDef("detach_", _like_input, _identity_kernel, aliases=((0, 0),)))
+register(OpDef("detach", _like_input, _identity_kernel, view=True, stop_gradient=True))
+register(OpDef("detach_", _like_input, _identity_kernel, aliases=((0, 0),), stop_gradient=True))
 
 
 def identity(t: Tensor, output_name: Optional[str] = None) -> Tensor:

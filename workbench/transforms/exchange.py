@@ -10,10 +10,11 @@ from contextlib import contextmanager
 from typing import Iterator
 
 from workbench.ir import Graph, Op, get_current_graph, in_sequence, io_tiles
+from workbench.ops.registry import op_types
 
 __all__ = ["merge_exchange", "io_tile_exchange"]
 
-EXCHANGE_TYPES = frozenset({"host_load", "host_store", "remote_load", "remote_load_", "remote_store"})
+EXCHANGE_TYPES = op_types("exchange")
 
 
 @contextmanager
