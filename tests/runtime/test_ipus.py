@@ -76,3 +76,18 @@ def test_the_ipu_model_is_sized_from_the_ir_and_warns_rather_than_refuses_when_l
         session = popxl.Session(ir, "ipu_model")
     with session:
         np.testing.assert_array_equal(session.run()[stream], np.full(128, 128.0))
+
+
+def test_inputs_on_different_ipus_or_tile_sets_are_refused_in_popxls_words():
+    ir = popxl.Ir()
+    with ir.main_graph:
+        a = popxl.variable(np.ones(2, np.float32), name="a")
+        with popxl.ipu(1):
+            b = popxl.variable(np.ones(2, np.float32), name="b")
+        with pytest.raises(ValueError, match=r"^The input tensors `a` and `b` are located on different IPUs: 0 != 1\."):
+            ops.add(a, b)
+        with popxl.io_tiles():
+            c = ops.io_tile_copy(a)
+        with pytest.raises(ValueError, match=r"^The input tensors `identity_a` and `\w+` are located on different tile sets: "
+                                             r"compute != io\."):
+            ops.mul(ops.identity(a), c)

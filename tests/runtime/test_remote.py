@@ -111,12 +111,12 @@ def test_bad_remote_arguments_are_refused_clearly():
         buffer = popxl.remote_buffer((2,), popxl.float32, entries=2)
         with pytest.raises(ValueError, match=r"offset must be an int in 0..1"):
             ops.remote_load(buffer, 2)
-        with pytest.raises(ValueError, match="does not match remote buffer"):
+        with pytest.raises(ValueError, match=r"^Tensor t does not match buffer\. The tensor is float32\[3\]"):
             ops.remote_store(buffer, 0, popxl.variable(np.zeros(3, np.float32)))
         with pytest.raises(ValueError, match="outside the 2 entries"):
             popxl.remote_variable(np.zeros(2, np.float32), buffer, 2, name="wrong")
         assert "wrong" not in [t.name for t in ir.main_graph.tensors]
-        with pytest.raises(ValueError, match="positive int number of entries"):
+        with pytest.raises(ValueError, match=r"^Entries must be a non-zero, positive integer\. Got 0$"):
             popxl.remote_buffer((2,), popxl.float32, entries=0)
     with pytest.raises(ValueError, match="'cpu' device does not support remote buffers; use 'ipu_model'"):
         popxl.Session(ir, "cpu")
@@ -176,3 +176,9 @@ def test_replica_sharded_buffer_shards_over_at_most_the_group():
             popxl.replica_sharded_buffer((2, 8), popxl.float32, group, shard_over=4)
         buffer = popxl.replica_sharded_buffer((2, 8), popxl.float32, group)
     assert buffer.tensor_shape == (4,) and buffer.meta_shape == (8,)
+
+
+def test_remote_buffer_ids_start_at_1():
+    with popxl.Ir().main_graph:
+        ids = [popxl.remote_buffer((2,), popxl.float32).remote_buffer_id for _ in range(2)]
+    assert ids == [1, 2]

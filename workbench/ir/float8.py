@@ -119,4 +119,4 @@ def as_codes(array: np.ndarray) -> np.ndarray:
 
 def from_codes(codes: np.ndarray, dtype: dtypes.dtype) -> np.ndarray:
     """uint8 ``codes`` seen as an array of the float8 ``dtype`` (shares memory)."""
-    return np.ascontiguousarray(codes, dtype=np.uint8).view(dtype.as_numpy())
+    return np.asarray(codes, dtype=np.uint8, order="C").view(dtype.as_numpy())  # keeps 0-d arrays 0-d

@@ -171,7 +171,7 @@ class Ir:
     def _register_remote_buffer(self, buffer: RemoteBuffer) -> int:
         self._check_buildable()
         self._remote_buffers.append(buffer)
-        return len(self._remote_buffers) - 1
+        return len(self._remote_buffers)  # ids start at 1, as in popxl
 
     @property
     def remote_buffers(self) -> tuple[RemoteBuffer, ...]:
@@ -216,7 +216,7 @@ class Ir:
         spec = TensorSpec(device_shape, dtypes.dtype.as_dtype(array.dtype))
         from .context import get_current_context
 
-        variable = Variable._create(graph, graph._unique_name(name or "variable"), spec,
+        variable = Variable._create(graph, graph._unique_name(name or "t"), spec,
                                     get_current_context().ipu_id)
         variable._host_data = array
         variable.replica_grouping = grouping

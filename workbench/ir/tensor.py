@@ -368,7 +368,7 @@ def constant(data: HostScalarTensor, dtype: Optional[dtypes.dtype] = None, name:
     array.setflags(write=False)
     graph = get_current_graph()
     graph._check_buildable()
-    tensor = Constant._create(graph, graph._unique_name(name or "constant"),
+    tensor = Constant._create(graph, graph._unique_name(name or "t"),
                               TensorSpec(array.shape, dtypes.dtype.as_dtype(array.dtype)),
                               graph._context_ipu())
     tensor._data = array

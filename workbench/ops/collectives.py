@@ -318,7 +318,8 @@ def _ipus_grad(op, grads, fwd):
     return _all_reduce_over_ipus(_GRAD_VARIANT[op.attrs["variant"]], parts, list(ipus), "add")
 
 
-register(OpDef("all_reduce", _ipus_infer, _ipus_kernel, grad=_ipus_grad, crosses_ipus=True))
+register(OpDef("all_reduce", _ipus_infer, _ipus_kernel, grad=_ipus_grad, crosses_ipus=True,
+               ipus=lambda op: tuple(dict.fromkeys(op.attrs["ipus"]))))
 
 
 def _all_reduce_over_ipus(variant: str, ts: List[Tensor], ipus: Optional[List[int]], op: str) -> List[Tensor]:

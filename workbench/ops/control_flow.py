@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Optional, Sequence, Union
 
 from workbench.ir import Graph, Op, Tensor, constant, dtypes, get_current_graph
+from workbench.ir.call_binding import call_bindings
 
 from .call_site import CallSiteInfo
 from .registry import OpDef, register
@@ -46,8 +47,9 @@ def bind_inputs(op_type: str, graph: Graph, inputs: Sequence[TensorInputs],
     """Parent tensors for the graph's inputs and the graph-input index each one feeds."""
     flat = _flatten(inputs)
     if len(flat) > len(graph.inputs):
-        raise ValueError(f"{op_type}: {len(flat)} inputs given but graph {graph.label!r} has only "
-                         f"{len(graph.inputs)}")
+        raise ValueError(f"Too many inputs have been provided. The number of positional inputs exceeds the "
+                         f"number of inputs of the graph: {len(flat)} > {len(graph.inputs)}. ({op_type}: "
+                         f"{len(flat)} inputs given but graph {graph.label!r} has only {len(graph.inputs)})")
     bound = {i: _coerce(v, graph.inputs[i], op_type) for i, v in enumerate(flat)}
     for graph_tensor, parent in (inputs_dict or {}).items():
         if not isinstance(graph_tensor, Tensor) or graph_tensor not in graph._input_set:
@@ -107,11 +109,13 @@ def repeat_with_info(graph: Graph, repeat_count: int, *inputs: TensorInputs,
                      check_inputs: bool = True) -> CallSiteInfo:
     """Run ``graph`` ``repeat_count`` times; output i of one iteration is input i of the next."""
     if not isinstance(repeat_count, int) or isinstance(repeat_count, bool) or repeat_count <= 0:
-        raise ValueError(f"repeat: repeat_count must be an int greater than 0, got {repeat_count!r}")
+        raise ValueError(f"Repeat count must be an int greater than 0. Repeat count: {repeat_count!r}. "
+                         f"Graph: {graph.label!r}")
     if len(graph.inputs) < len(graph.outputs):
-        raise ValueError(f"repeat: graph {graph.label!r} has {len(graph.outputs)} outputs but only "
-                         f"{len(graph.inputs)} inputs; each output must feed an input of the next "
-                         "iteration")
+        raise ValueError(f"To repeat the subgraph ({graph.id}) the number of inputs must be greater than or "
+                         f"equal to the number of outputs. {len(graph.inputs)} < {len(graph.outputs)}. "
+                         f"(repeat: graph {graph.label!r} has {len(graph.outputs)} outputs but only "
+                         f"{len(graph.inputs)} inputs; each output feeds an input of the next iteration)")
     for index, (out, inp) in enumerate(zip(graph.outputs, graph.inputs)):
         if out.shape != inp.shape or out.dtype is not inp.dtype:
             raise ValueError(f"repeat: output {index} of {graph.label!r} ({out.spec}) must match input "
@@ -169,6 +173,7 @@ class CalleeBinding:
     way out, as the kernels below do (the stepper applies the same rules frame by frame)."""
 
     graph: Graph
+    kind: str
     function: Callable[..., tuple]
     first: int
     count: int
@@ -178,17 +183,12 @@ class CalleeBinding:
 
 def callee_bindings(op: Op, env) -> list[CalleeBinding]:
     """The binding of each graph ``op`` calls: one for call and repeat, then and else for conditional."""
-    if op.type == "conditional":
-        split = 1 + len(op.attrs["then_inputs"])
-        parts = ((op.called_graphs[0], op.attrs["then_inputs"], 1),
-                 (op.called_graphs[1], op.attrs["else_inputs"], split))
-    else:
-        parts = ((op.called_graphs[0], op.attrs["graph_inputs"], 0),)
     bindings = []
-    for graph, order, offset in parts:
-        compiled = env.subgraph(graph)
-        bindings.append(CalleeBinding(graph, compiled.function, offset, len(order),
-                                      _copy_in(op, order, compiled.modified_inputs, offset),
+    for binding in call_bindings(op):
+        compiled = env.subgraph(binding.graph)
+        bindings.append(CalleeBinding(binding.graph, binding.kind, compiled.function, binding.first,
+                                      len(binding.order),
+                                      _copy_in(op, binding.order, compiled.modified_inputs, binding.first),
                                       tuple(compiled.aliased_outputs)))
     return bindings
 
@@ -271,7 +271,7 @@ def _repeat_kernel(op: Op, env) -> Any:
 
 
 def _conditional_kernel(op: Op, env) -> Any:
-    split = 1 + len(op.attrs["then_inputs"])
+    split = call_bindings(op)[1].first
     branches = [(b.function, b.copy_in, b.copy_out) for b in callee_bindings(op, env)]
 
     def select(cond, *args):
@@ -287,6 +287,6 @@ def _conditional_kernel(op: Op, env) -> Any:
 
 from .control_flow_grads import call_grad, conditional_grad, repeat_grad  # noqa: E402 - they use the above
 
-register(OpDef("call", infer=None, kernel=_call_kernel, grad=call_grad))
-register(OpDef("repeat", infer=None, kernel=_repeat_kernel, grad=repeat_grad))
-register(OpDef("conditional", infer=None, kernel=_conditional_kernel, grad=conditional_grad))
+register(OpDef("call", infer=None, kernel=_call_kernel, grad=call_grad, call_site=True))
+register(OpDef("repeat", infer=None, kernel=_repeat_kernel, grad=repeat_grad, call_site=True))
+register(OpDef("conditional", infer=None, kernel=_conditional_kernel, grad=conditional_grad, call_site=True))

@@ -176,7 +176,7 @@ class ReplicaInterpreter:
         binding = bindings[taken]
         passed = arguments[binding.first: binding.first + binding.count]
         copy_at(passed, binding.copy_in)
-        kind = ("then", "else")[taken] if op.type == "conditional" else op.type
+        kind = binding.kind
         count = op.attrs["repeat_count"] if op.type == "repeat" else 1
         step = frame.flat_step
         flat = None if step is None else step.children[taken]

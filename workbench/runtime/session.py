@@ -292,7 +292,7 @@ class Session:
     def get_tensors_data(self, tensors: Iterable[Union[Variable, Constant]]) -> dict:
         tensors = list(tensors)
         for tensor in tensors:
-            self._check_own_tensor(tensor, (Variable, Constant), "get_tensor_data")
+            self._check_own_tensor(tensor, (Constant, Variable), "get_tensor_data")
         if self._attached and not self._host_in_sync and any(isinstance(t, Variable) for t in tensors):
             self.weights_to_host()
         return {t: (np.array(t.data) if isinstance(t, Constant) else self._host[t].copy()) for t in tensors}
@@ -330,9 +330,11 @@ class Session:
     def _check_own_tensor(self, tensor: Any, kinds: tuple, what: str) -> None:
         if not isinstance(tensor, kinds):
             names = " or ".join(k.__name__ for k in kinds)
-            raise TypeError(f"{what} takes a {names} tensor, got "
-                            f"{tensor.id if isinstance(tensor, Tensor) else type(tensor).__name__} "
-                            f"({type(tensor).__name__})")
+            subject = f"Tensor {tensor.id}" if what == "write_variable_data" and isinstance(tensor, Tensor) \
+                else str(tensor)
+            kind = f"a tensor of kind {tensor.kind!r}" if isinstance(tensor, Tensor) else type(tensor).__name__
+            raise TypeError(f"{subject} is not of type {names}. {what} is not supported for this type. "
+                            f"(It is {kind}.)")
         if tensor.ir is not self._ir:
             raise ValueError(f"tensor {tensor.id!r} belongs to {tensor.ir!r}, not to this session's "
                              f"{self._ir!r}")
