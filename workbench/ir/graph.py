@@ -238,8 +238,10 @@ class Graph:
             outputs.append(tensor)
             tensors[tensor._name] = tensor  # before the next output picks its unique name
         op.outputs = tuple(outputs)
-        for tensor in dict.fromkeys(op.inputs):
-            tensor.consumers.append(op)
+        for tensor in inputs:
+            consumers = tensor.consumers
+            if not consumers or consumers[-1] is not op:  # a tensor read twice lists the op once
+                consumers.append(op)
         self._ops.append(op)
         context._op_created(op)
         if self._hooks:

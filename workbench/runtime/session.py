@@ -33,6 +33,8 @@ from .stepper import Stepper
 from .timeline import Timeline
 from .trace import Trace, TraceRecorder
 
+TRACE_EVENT_LIMIT = 1_000_000  # events a run's trace keeps at most, by default: about 150 MB
+
 
 LARGE_IPU_MODEL = 64  # IPUs beyond which a Session warns that the simulation will be heavy
 
@@ -76,7 +78,7 @@ class Session:
         self._profile = False
         self._progress = True
         self._recorder = TraceRecorder(self._programs, Timeline(
-            ir, {graph: code.steps for graph, code in self._codes.items()}, device))
+            ir, {graph: code.steps for graph, code in self._codes.items()}, device), TRACE_EVENT_LIMIT)
         self._stepped_run: Optional[Stepper] = None
         self._blas_limit = None
         self._attached = False
@@ -262,6 +264,26 @@ class Session:
         if not isinstance(profile, bool):
             raise TypeError(f"Session.profile must be True or False, got {profile!r}")
         self._profile = profile
+
+    @property
+    def trace_event_limit(self) -> int:
+        """How many events the trace of a run may keep; a run that needs more keeps only its summary.
+
+        Repeat iterations that only shift the one before cost no events, so most loops fit whatever
+        their count; a long run with conditionals or collectives in its loops, or a profiled one,
+        may not. 0 keeps only summaries.
+
+        >>> session.trace_event_limit = 0
+        >>> session.run(inputs)
+        >>> session.last_trace.summary().cycles
+        """
+        return self._recorder.event_limit
+
+    @trace_event_limit.setter
+    def trace_event_limit(self, limit: int) -> None:
+        if not isinstance(limit, int) or isinstance(limit, bool) or limit < 0:
+            raise ValueError(f"Session.trace_event_limit must be a non-negative int, got {limit!r}")
+        self._recorder.event_limit = limit
 
     @property
     def last_trace(self) -> Optional[Trace]:

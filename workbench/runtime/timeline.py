@@ -6,12 +6,12 @@ puts before it, then holds those IPUs for its cycles. A collective over replicas
 member of its group at the latest of their arrivals, so it ends at the same cycle on all of them.
 A call site spends its overhead on its IPU (a repeat once per iteration), then the called graph's
 ops follow; its event spans them. Only the branch a conditional took appears, and every iteration of
-a repeat.
+a repeat (iterations that only shift the one before are recorded as its copies, ``trace_store.py``).
 """
 from __future__ import annotations
 
 from collections import defaultdict, deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Generator, Optional
 
 from workbench.analysis.cost_model import op_cycles, op_kind
@@ -20,6 +20,8 @@ from workbench.analysis.static_schedule import op_ipus
 from workbench.ir import Graph, Ir, Op
 
 from .trace import RunRecord, Trace, TraceEvent
+from .trace_store import EventBudget, IterationMark, ReplicaEvents
+from .trace_totals import Totals
 
 
 @dataclass(slots=True)
@@ -35,12 +37,34 @@ class OpTiming:
 
 
 @dataclass(slots=True)
+class LoopBody:
+    """What the timeline needs to know of a repeat body to replace its iterations by shifted copies:
+    the IPUs its ops occupy, its ops, and whether every iteration runs the same ops on its own (no
+    conditional, no collective across replicas)."""
+
+    ipus: tuple[int, ...]
+    ops: frozenset[Op]
+    alike: bool
+
+
+@dataclass(slots=True)
 class TimelinePlan:
     """The flattened schedule with each frame's own steps in execution order, and every op's timing."""
 
     flat: FlatSchedule
     frame_steps: dict[Frame, list[Step]]
     timings: dict[Op, OpTiming]
+    bodies: dict[Frame, LoopBody] = field(default_factory=dict)
+
+    def body(self, frame: Frame) -> LoopBody:
+        """The facts of the repeat body ``frame`` (its steps are those from ``first`` to ``last``)."""
+        if frame not in self.bodies:
+            steps = self.flat.steps[frame.first:frame.last + 1]
+            ops = frozenset(step.op for step in steps)
+            self.bodies[frame] = LoopBody(
+                tuple(sorted({ipu for op in ops for ipu in self.timings[op].ipus})), ops,
+                not any(op.type == "conditional" or self.timings[op].members is not None for op in ops))
+        return self.bodies[frame]
 
 
 def _group_members(op: Op) -> Optional[Callable[[int], tuple[int, ...]]]:
@@ -81,19 +105,16 @@ class Timeline:
     def __call__(self, record: RunRecord) -> Trace:
         if self._plan is None:
             self._plan = make_plan(self._ir, self._steps_of, self._device)
-        replicas = len(record.branches)
-        per_replica: list[list[TraceEvent]] = [[] for _ in range(replicas)]
-        walkers = [_ReplicaWalk(self._plan, replica, record, per_replica[replica]).run()
-                   for replica in range(replicas)]
+        totals, budget = Totals(), EventBudget(record.event_limit)
+        replicas = [ReplicaEvents(totals, budget) for _ in record.branches]
+        walkers = [_ReplicaWalk(self._plan, replica, record, events).run() for replica, events in enumerate(replicas)]
         _meet_at_collectives(walkers)
-        events: list[TraceEvent] = []
-        for replica_events in per_replica:
-            offset = len(events)
-            for event in replica_events:
-                if event.parent is not None:
-                    event.parent += offset
-            events.extend(replica_events)
-        return Trace(events, replicas, self._device.clock_hz, record.timestamps is not None, record.seconds)
+        if budget.remaining >= 0:
+            base = 0
+            for events in replicas:
+                events.offset(base)
+                base = base + events.position
+        return Trace(replicas, totals, self._device.clock_hz, record.timestamps is not None, record.seconds)
 
 
 def _meet_at_collectives(walkers: list[Generator]) -> None:
@@ -119,9 +140,9 @@ def _meet_at_collectives(walkers: list[Generator]) -> None:
 
 
 class _ReplicaWalk:
-    """One replica's walk through the run, appending its events in execution order."""
+    """One replica's walk through the run, handing its events in execution order to ``events``."""
 
-    def __init__(self, plan: TimelinePlan, replica: int, record: RunRecord, events: list[TraceEvent]):
+    def __init__(self, plan: TimelinePlan, replica: int, record: RunRecord, events: ReplicaEvents):
         self.plan = plan
         self.replica = replica
         self.events = events
@@ -134,9 +155,10 @@ class _ReplicaWalk:
         self.started = record.started
 
     def run(self) -> Generator:
-        yield from self.visit(self.plan.flat.main, None, ())
+        yield from self.visit(self.plan.flat.main, None, None, ())
 
-    def visit(self, frame: Frame, parent: Optional[int], iterations: tuple[int, ...]) -> Generator:
+    def visit(self, frame: Frame, parent: Optional[int], parent_kind: Optional[str],
+              iterations: tuple[int, ...]) -> Generator:
         """Walk ``frame``'s steps; returns the first start and last end among its events."""
         first, last = None, None
         free, timings = self.free, self.plan.timings
@@ -153,11 +175,11 @@ class _ReplicaWalk:
                     start = yield key, group, start
             event = TraceEvent(self.replica, timing.ipus[0], timing.ipus, op, timing.kind, step.index,
                                frame.call_path, iterations, parent, timing.in_sequence, timing.cycles, start)
-            self.events.append(event)
+            index = self.events.add(event)
             if self.stamp is not None:
                 event.start_seconds = self.stamp() - self.started
             if step.children:
-                event.start_cycle, event.end_cycle = yield from self.call(step, timing, event, iterations)
+                event.start_cycle, event.end_cycle = yield from self.call(step, timing, event, index, iterations)
             else:
                 event.end_cycle = start + timing.cycles
                 for ipu in timing.ipus:
@@ -165,30 +187,72 @@ class _ReplicaWalk:
             self.last_end[op] = event.end_cycle
             if self.stamp is not None:
                 event.end_seconds = self.stamp() - self.started
+            self.events.finish(event, parent_kind)
             first = event.start_cycle if first is None else min(first, event.start_cycle)
             last = event.end_cycle if last is None else max(last, event.end_cycle)
         return first, last
 
-    def call(self, step: Step, timing: OpTiming, event: TraceEvent, iterations: tuple[int, ...]) -> Generator:
+    def call(self, step: Step, timing: OpTiming, event: TraceEvent, index: int,
+             iterations: tuple[int, ...]) -> Generator:
         """The call site's overhead, then the frame(s) it runs; returns the span of it all."""
-        op, ipu, index = step.op, timing.ipus[0], len(self.events) - 1
+        op, ipu = step.op, timing.ipus[0]
         start = end = event.start_cycle
         self.free[ipu] = start
-        runs: list[tuple[Frame, tuple[int, ...]]]
         if op.type == "repeat":
-            runs = [(step.children[0], iterations + (i,)) for i in range(op.attrs["repeat_count"])]
-            event.cycles = timing.cycles * len(runs)
-        elif op.type == "conditional":
+            count = op.attrs["repeat_count"]
+            event.cycles = timing.cycles * count
+            return (yield from self.iterate(step.children[0], count, timing, index, event.kind, iterations, start))
+        if op.type == "conditional":
             logged, taken = next(self.branches)
             if logged is not op:
                 raise RuntimeError(f"the run's branch log has {logged.name} where {op.name} ran")
-            runs = [(step.children[0 if taken else 1], iterations)]
+            frame = step.children[0 if taken else 1]
         else:
-            runs = [(step.children[0], iterations)]
-        for frame, frame_iterations in runs:
+            frame = step.children[0]
+        self.free[ipu] += timing.cycles
+        end = max(end, self.free[ipu])
+        first, last = yield from self.visit(frame, index, event.kind, iterations)
+        if first is not None:
+            start, end = min(start, first), max(end, last)
+        return start, end
+
+    def iterate(self, body: Frame, count: int, timing: OpTiming, index: int, kind: str,
+                iterations: tuple[int, ...], start: int) -> Generator:
+        """A repeat's iterations from ``start``: each its overhead on the repeat's IPU, then the body.
+        Once an iteration moves every clock the body touches on by the same cycles as the one before,
+        the rest are recorded as copies of it (never in a profiled run, whose seconds all differ)."""
+        ipu, end = timing.ipus[0], start
+        facts = self.plan.body(body)
+        clocks = tuple(dict.fromkeys((ipu, *facts.ipus)))  # the repeat's own IPU first
+        alike = facts.alike and self.stamp is None
+        previous: Optional[list[int]] = None
+        for i in range(count):
+            mark = self.events.begin_iteration()
             self.free[ipu] += timing.cycles
             end = max(end, self.free[ipu])
-            first, last = yield from self.visit(frame, index, frame_iterations)
+            first, last = yield from self.visit(body, index, kind, iterations + (i,))
+            self.events.end_iteration()
             if first is not None:
                 start, end = min(start, first), max(end, last)
+            if not alike:
+                continue
+            now = [self.free[clock] for clock in clocks]
+            if previous is not None and len({a - b for a, b in zip(now, previous)}) == 1 and i + 1 < count:
+                end = self._copy_iterations(mark, facts, clocks, count - i - 1, now[0] - previous[0],
+                                            len(iterations), end)
+                break
+            previous = now
         return start, end
+
+    def _copy_iterations(self, mark: IterationMark, facts: LoopBody, clocks: tuple[int, ...], count: int,
+                         period: int, depth: int, end: int) -> int:
+        """Record ``count`` more iterations as copies of the last, each ``period`` cycles later, and move
+        the clocks past them; returns the repeat's new end."""
+        self.events.repeat(mark, count, period, depth)
+        shift = count * period
+        for clock in clocks:
+            self.free[clock] += shift
+        for op in facts.ops:
+            if op in self.last_end:
+                self.last_end[op] += shift
+        return end + shift

@@ -3,17 +3,21 @@
 Recording costs a run almost nothing: it keeps which branch each conditional took and, only when the
 session profiles, the clock before and after each op (read by a second, instrumented copy of the
 generated code, so an unprofiled run pays nothing). The events are computed from that record the
-first time the trace is read (``timeline.py``), with the cost model's cycles for each op.
+first time the trace is read (``timeline.py``), with the cost model's cycles for each op, and kept in
+the compact form of ``trace_store.py``.
 """
 from __future__ import annotations
 
-from collections import defaultdict
+from array import array
 from dataclasses import dataclass
 from time import perf_counter
-from typing import Callable, Optional
+from typing import Callable, Iterator, Optional
 
 from workbench.analysis.op_events import TraceEvent
 from workbench.ir import Op
+
+from .trace_store import ReplicaEvents, expand
+from .trace_totals import Totals
 
 
 @dataclass(slots=True)
@@ -43,54 +47,71 @@ class TraceSummary:
         return self.cycles / self.clock_hz
 
 
-@dataclass(slots=True)
 class Trace:
-    """The events of one run, replica by replica, each replica's in execution order."""
+    """The events of one run, replica by replica, each replica's in execution order.
 
-    events: list[TraceEvent]
-    replicas: int
-    clock_hz: float
-    profiled: bool
-    seconds: Optional[float] = None
+    A trace is kept compact: repeat iterations that only shift the one before are stored once
+    (``trace_store``), and a run with more events than the session's ``trace_event_limit`` keeps only
+    its summary (``has_events`` is then False). Iterating, ``of`` and ``len`` read the compact form;
+    ``events`` expands every event into a list, kept once made.
+    """
+
+    def __init__(self, replicas: list[Optional[ReplicaEvents]], totals: Totals, clock_hz: float, profiled: bool,
+                 seconds: Optional[float] = None):
+        self.replicas = len(replicas)
+        self.clock_hz = clock_hz
+        self.profiled = profiled
+        self.seconds = seconds
+        self._replicas = replicas if all(r is not None and r.stored is not None for r in replicas) else None
+        self._totals = totals
+        self._events: Optional[list[TraceEvent]] = None
+
+    @property
+    def has_events(self) -> bool:
+        """Whether the trace kept its events, not only its summary."""
+        return self._replicas is not None
+
+    @property
+    def stored_events(self) -> int:
+        """How many events the compact form keeps (0 for a summary only)."""
+        return sum(len(r.stored) for r in self._replicas) if self._replicas is not None else 0
+
+    @property
+    def events(self) -> list[TraceEvent]:
+        """Every event, replica by replica; expanded from the compact form the first time it is read."""
+        if self._events is None:
+            self._events = list(self)
+        return self._events
 
     def __len__(self) -> int:
-        return len(self.events)
+        return sum(self._totals.events_per_replica.values())
 
-    def __iter__(self):
-        return iter(self.events)
+    def __iter__(self) -> Iterator[TraceEvent]:
+        if self._events is not None:
+            return iter(self._events)
+        return (event for replica in range(self.replicas) for event in self._replica_events(replica))
+
+    def _replica_events(self, replica: int) -> Iterator[TraceEvent]:
+        if self._replicas is None:
+            raise ValueError(f"this trace kept only its summary: the run had {len(self):,} events, more than "
+                             "the session's trace_event_limit; raise session.trace_event_limit to keep them")
+        events = self._replicas[replica]
+        return expand(events.stored, events.runs)
 
     def of(self, replica: Optional[int] = None, ipu: Optional[int] = None,
            kind: Optional[str] = None, op: Optional[Op] = None) -> list[TraceEvent]:
         """The events matching every given filter (``ipu`` matches any IPU an event occupies)."""
-        return [e for e in self.events if (replica is None or e.replica == replica)
+        events = self if replica is None or self._events is not None else self._replica_events(replica)
+        return [e for e in events if (replica is None or e.replica == replica)
                 and (ipu is None or ipu in e.ipus) and (kind is None or e.kind == kind)
                 and (op is None or e.op is op)]
 
     def summary(self) -> TraceSummary:
-        per_replica: dict[int, int] = defaultdict(int)
-        per_ipu: dict[tuple[int, int], int] = defaultdict(int)
-        busy: dict[tuple[int, int], int] = defaultdict(int)
-        per_kind: dict[str, int] = defaultdict(int)
-        for event in self.events:
-            per_replica[event.replica] = max(per_replica[event.replica], event.end_cycle)
-            per_kind[event.kind] += event.cycles
-            for ipu in event.ipus:
-                key = (event.replica, ipu)
-                per_ipu[key] = max(per_ipu[key], event.end_cycle)
-                busy[key] += event.cycles
-        return TraceSummary(max(per_replica.values(), default=0), dict(per_replica), dict(per_ipu),
-                            dict(busy), dict(per_kind), self.clock_hz, self.seconds,
-                            self._seconds_per_kind() if self.profiled else None)
-
-    def _seconds_per_kind(self) -> dict[str, float]:
-        own = [event.seconds for event in self.events]
-        for event in self.events:
-            if event.parent is not None:
-                own[event.parent] -= event.seconds
-        per_kind: dict[str, float] = defaultdict(float)
-        for event, seconds in zip(self.events, own):
-            per_kind[event.kind] += seconds
-        return dict(per_kind)
+        totals = self._totals
+        per_replica = dict(totals.ends_per_replica)
+        return TraceSummary(max(per_replica.values(), default=0), per_replica, dict(totals.ends_per_ipu),
+                            dict(totals.busy_per_ipu), dict(totals.cycles_per_kind), self.clock_hz,
+                            self.seconds, dict(totals.seconds_per_kind) if self.profiled else None)
 
 
 # ----- recording -----
@@ -109,16 +130,18 @@ class RunRecord:
     """What one run leaves for its trace: per replica the branch log and (profiled) the clock log."""
 
     branches: list[tuple]
-    timestamps: Optional[list[tuple]]
+    timestamps: Optional[list[array]]
     started: float
     seconds: float
+    event_limit: int
 
 
 class TraceRecorder:
     """Keeps the record of a session's latest run; ``build`` turns it into a ``Trace`` when first read."""
 
-    def __init__(self, programs: list, build: Callable[[RunRecord], Trace]):
+    def __init__(self, programs: list, build: Callable[[RunRecord], Trace], event_limit: int):
         self.programs = programs
+        self.event_limit = event_limit
         self.record: Optional[RunRecord] = None
         self._build = build
         self._trace: Optional[Trace] = None
@@ -136,11 +159,11 @@ class TraceRecorder:
         seconds = perf_counter() - self._started
         profiled = self.programs[0].profiling
         self.record = RunRecord([tuple(p.branches) for p in self.programs],
-                                [tuple(p.timestamps) for p in self.programs] if profiled else None,
-                                self._started, seconds)
+                                [array("d", p.timestamps) for p in self.programs] if profiled else None,
+                                self._started, seconds, self.event_limit)
 
     @property
     def trace(self) -> Optional[Trace]:
         if self._trace is None and self.record is not None:
-            self._trace = self._build(self.record)
+            self._trace, self.record = self._build(self.record), None  # the trace holds all it needs
         return self._trace

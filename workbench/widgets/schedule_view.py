@@ -62,7 +62,7 @@ class ScheduleView(View):
 
     def _compute(self) -> None:
         trace = self.session.last_trace if self.session is not None else None
-        if trace is not None:
+        if trace is not None and trace.has_events:
             self.events, self.clock_hz, self.static = list(trace.events), trace.clock_hz, False
         else:
             schedule = static_schedule(self.ir, self.device)
@@ -71,6 +71,8 @@ class ScheduleView(View):
 
     def static_label(self) -> str:
         """What the static schedule stands in for: no run yet, or a run still in progress."""
+        if self.session is not None and self.session.last_trace is not None:
+            return "Static schedule (the last run kept only its summary: see session.trace_event_limit)"
         if self.session is not None and self.session.run_count > 0:
             return "Static schedule (the run in progress has no trace yet)"
         return "Static schedule (no run yet)"
