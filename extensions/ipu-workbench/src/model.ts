@@ -45,8 +45,13 @@ export class IrIndex {
   readonly graphs = new Map<string, GraphRecord>();
   readonly ops = new Map<string, OpRecord>();
   readonly tensors = new Map<string, Map<string, TensorRecord>>();
+  private readonly sites = new Map<string, CallSiteRecord[]>();
 
   constructor(readonly doc: IrDocument) {
+    for (const site of doc.call_sites) {
+      const list = this.sites.get(site.graph);
+      list ? list.push(site) : this.sites.set(site.graph, [site]);
+    }
     for (const graph of doc.graphs) {
       this.graphs.set(graph.id, graph);
       this.tensors.set(graph.id, new Map(graph.tensors.map(t => [t.id, t])));
@@ -65,7 +70,7 @@ export class IrIndex {
   }
 
   callSitesOf(graph: string): CallSiteRecord[] {
-    return this.doc.call_sites.filter(site => site.graph === graph);
+    return this.sites.get(graph) ?? [];
   }
 }
 
