@@ -6,6 +6,7 @@ import { Details } from './details.js';
 import { button, clear, el, svg } from './dom.js';
 import { GraphLayout, LayoutEdge, LayoutNode, layoutGraph, MAX_DEPTH, nodeKey } from './layout.js';
 import { GraphRecord, IrIndex, OpRecord, TensorRecord } from './model.js';
+import { ipuColour } from './visual.js';
 
 const MAX_LABEL_CHARS = 40;
 /** Above this many nodes a drawing waits to be asked for: the browser takes seconds for tens of thousands. */
@@ -173,12 +174,14 @@ export class GraphView {
       classes.push('ipu-wb-callable', open ? 'ipu-wb-open' : 'ipu-wb-closed');
     }
     const group = svg(this.doc, 'g', { class: classes.join(' '), transform: `translate(${node.x},${node.y})`, 'data-key': node.key });
+    if (op) {
+      group.style.setProperty('--ipu-wb-ipu-fill', ipuColour(op.ipu));
+    }
     const title = op ? `${op.type} ${op.name}` : node.tensor ? node.tensor.id : node.label;
     group.appendChild(svg(this.doc, 'title', {}, [title]));
     group.appendChild(svg(this.doc, 'rect', { class: 'ipu-wb-box', width: node.width, height: node.height, rx: node.kind === 'op' ? 4 : 12 }));
-    const marker = callable ? (open ? '▾ ' : '▸ ') : '';
     const text = svg(this.doc, 'text', { class: 'ipu-wb-label', x: open ? 8 : node.width / 2, y: open ? 16 : node.height / 2 + 4,
-      'text-anchor': open ? 'start' : 'middle' }, [marker + shorten(node.label)]);
+      'text-anchor': open ? 'start' : 'middle' }, [shorten(node.label)]);
     group.appendChild(text);
     if (op) {
       const header = open ? text : group;
@@ -198,7 +201,7 @@ export class GraphView {
     for (const inner of node.inner) {
       const frame = this.drawLayout(inner);
       frame.insertBefore(svg(this.doc, 'rect', { class: 'ipu-wb-frame', width: inner.width, height: inner.height, rx: 6 }), frame.firstChild);
-      frame.appendChild(svg(this.doc, 'text', { class: 'ipu-wb-frame-label', x: 4, y: -4 }, [`graph ${inner.graph.label}`]));
+      frame.appendChild(svg(this.doc, 'text', { class: 'ipu-wb-frame-label', x: 4, y: -4 }, [inner.title]));
       group.appendChild(frame);
     }
     return group;

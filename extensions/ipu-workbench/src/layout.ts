@@ -5,6 +5,7 @@
  */
 import { GraphRecord, IrIndex, OpRecord, TensorRecord } from './model.js';
 import { maxOf } from './numbers.js';
+import { frameLabel, opLabel } from './visual.js';
 
 const NODE_HEIGHT = 26;
 /** Calls nest at most this deep in one drawing (a call cycle in a broken IR stops here). */
@@ -41,6 +42,8 @@ export interface LayoutEdge {
 
 export interface GraphLayout {
   graph: GraphRecord;
+  /** For the body of an expanded call: how it is called ('call: body', 'repeat ×3: body'). */
+  title: string;
   /** Prefix of every node key in this expansion: one graph may be shown several times. */
   path: string;
   nodes: LayoutNode[];
@@ -100,19 +103,26 @@ export function layoutGraph(index: IrIndex, graphId: string, expanded: ReadonlyS
   for (const op of graph.ops) {
     const key = nodeKey(path, op.id);
     const callable = op.called_graphs.length > 0 && depth < MAX_DEPTH;
+    const sites = index.callSitesOfOp(op.id);
+    const label = (open: boolean) => opLabel(op, sites, graph => index.label(graph), open);
     if (callable && expanded.has(key)) {
-      const inner = op.called_graphs.map(callee => layoutGraph(index, callee, expanded, `${key}>${callee}`, depth + 1));
+      const inner = op.called_graphs.map((callee, i) => {
+        const child = layoutGraph(index, callee, expanded, `${key}>${callee}`, depth + 1);
+        const site = sites[i]?.callee === callee ? sites[i] : sites.find(s => s.callee === callee);
+        child.title = site ? frameLabel(site, child.graph.label) : `call: ${child.graph.label}`;
+        return child;
+      });
       let x = PAD;
       for (const child of inner) {
         child.x = x;
         child.y = HEADER;
         x += child.width + GAP_X;
       }
-      const width = Math.max(labelWidth(op.name), x - GAP_X + PAD);
+      const width = Math.max(labelWidth(label(true)), x - GAP_X + PAD);
       const height = HEADER + maxOf(inner, child => child.height, 0) + PAD;
-      addNode(key, 'op', op.name, { op, inner, width, height });
+      addNode(key, 'op', label(true), { op, inner, width, height });
     } else {
-      addNode(key, 'op', op.name, { op });
+      addNode(key, 'op', label(false), { op });
     }
     for (const id of op.inputs) {
       const tensor = index.tensor(graph.id, id);
@@ -134,7 +144,7 @@ export function layoutGraph(index: IrIndex, graphId: string, expanded: ReadonlyS
       }
     }
   }
-  const layout: GraphLayout = { graph, path, nodes: [...nodes.values()], edges, width: 0, height: 0, x: 0, y: 0 };
+  const layout: GraphLayout = { graph, title: graph.label, path, nodes: [...nodes.values()], edges, width: 0, height: 0, x: 0, y: 0 };
   place(layout);
   return layout;
 }

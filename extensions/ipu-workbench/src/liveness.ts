@@ -1,12 +1,14 @@
 /**
  * The liveness chart: live tile memory of one IPU at each step of the flattened schedule, stacked
- * as variables, constants, code and intermediates, with the peak marked.
+ * bottom up as variables, constants, intermediates and code (as the plotly memory chart stacks them),
+ * with the peak marked.
  */
 import { Details } from './details.js';
 import { Column, columns } from './columns.js';
 import { clear, el, svg } from './dom.js';
-import { formatBytes, IpuLiveness, IrIndex, LivenessSection, ViewOptions } from './model.js';
+import { IpuLiveness, IrIndex, LivenessSection, ViewOptions } from './model.js';
 import { maxOf } from './numbers.js';
+import { binaryTicks, formatBytes, kindLabel, MemoryKind } from './visual.js';
 
 const WIDTH = 720;
 const HEIGHT = 240;
@@ -22,11 +24,14 @@ interface Series {
   value: (ipu: IpuLiveness, step: number) => number;
 }
 
+const series = (kind: MemoryKind, value: Series['value']): Series =>
+  ({ name: kindLabel(kind), className: `ipu-wb-series-${kind}`, value });
+
 const SERIES: Series[] = [
-  { name: 'variables', className: 'ipu-wb-series-variables', value: ipu => ipu.variables },
-  { name: 'constants', className: 'ipu-wb-series-constants', value: ipu => ipu.constants },
-  { name: 'code', className: 'ipu-wb-series-code', value: (ipu, step) => ipu.code[step] },
-  { name: 'intermediates', className: 'ipu-wb-series-intermediates', value: (ipu, step) => ipu.intermediates[step] }
+  series('variable', ipu => ipu.variables),
+  series('constant', ipu => ipu.constants),
+  series('intermediate', (ipu, step) => ipu.intermediates[step]),
+  series('code', (ipu, step) => ipu.code[step])
 ];
 
 export function renderLiveness(doc: Document, index: IrIndex, details: Details, options: ViewOptions): HTMLElement {
@@ -108,8 +113,7 @@ function drawChart(doc: Document, index: IrIndex, liveness: LivenessSection, ipu
       [svg(doc, 'title', {}, [area.name])]));
     upper.forEach((v, c) => (below[c] = v));
   }
-  for (const fraction of [0, 0.5, 1]) {
-    const bytes = Math.round(top * fraction);
+  for (const bytes of binaryTicks(top)) {
     root.appendChild(svg(doc, 'line', { class: 'ipu-wb-axis', x1: LEFT, x2: WIDTH - 8, y1: y(bytes), y2: y(bytes) }));
     root.appendChild(svg(doc, 'text', { class: 'ipu-wb-axis-label', x: LEFT - 6, y: y(bytes) + 4, 'text-anchor': 'end' }, [formatBytes(bytes)]));
   }
