@@ -126,7 +126,8 @@ def run_node_tests(env: dict, *files: str) -> str:
 
 
 def test_the_extension_shows_each_malformed_case_as_an_error_message():
-    out = run_node_tests({}, "test/malformed.test.mjs")
+    out = run_node_tests({}, "test/malformed.test.mjs", "test/extension.test.mjs")
+    assert re.search(r"^ok \d+ - the renderer resolves with an error message for every malformed document$", out, re.M)
     for case in MALFORMED:
         assert re.search(rf"^ok \d+ - malformed: {re.escape(case['name'])}$", out, re.M), case["name"]
 
@@ -140,3 +141,11 @@ def test_the_extension_draws_every_export(tmp_path):
     out = run_node_tests({"IPU_WB_DOCUMENTS": os.pathsep.join(paths)}, "test/views.test.mjs")
     for path in paths:
         assert f"exported document {path} renders as inert text" in out
+
+
+def test_the_extension_draws_a_million_step_export_and_refuses_a_broken_one():
+    out = run_node_tests({}, "test/large.test.mjs")
+    for name in ("a million-step export is drawn with its peak, in a bounded number of columns",
+                 "a million-step export with one series entry missing at the end is refused with a message",
+                 "a chain of 120,000 ops is laid out one layer per op"):
+        assert re.search(rf"^ok \d+ - {re.escape(name)}$", out, re.M), name

@@ -2,7 +2,8 @@
  * The "ipu-workbench/ir" document as the views read it. Its types are generated from the JSON schema
  * (workbench/export/ir.schema.json) at build time; `readDocument` checks a document against it.
  */
-import { GraphRecord, IrDocument, CallSiteRecord, OpRecord, TensorRecord } from './generated/document.js';
+import { CallSiteRecord, GraphRecord, IrDocument, OpRecord, TensorRecord } from './generated/document.js';
+import { formatBytes } from './visual.js';
 
 export type {
   CallSiteRecord, GraphRecord, IpuLiveness, IrDocument, LivenessSection, OpRecord, StepRecord, TensorRecord
@@ -45,8 +46,14 @@ export class IrIndex {
   readonly graphs = new Map<string, GraphRecord>();
   readonly ops = new Map<string, OpRecord>();
   readonly tensors = new Map<string, Map<string, TensorRecord>>();
+  private readonly sitesInGraph = new Map<string, CallSiteRecord[]>();
+  private readonly sitesOfOp = new Map<string, CallSiteRecord[]>();
 
   constructor(readonly doc: IrDocument) {
+    for (const site of doc.call_sites) {
+      push(this.sitesInGraph, site.graph, site);
+      push(this.sitesOfOp, site.op, site);
+    }
     for (const graph of doc.graphs) {
       this.graphs.set(graph.id, graph);
       this.tensors.set(graph.id, new Map(graph.tensors.map(t => [t.id, t])));
@@ -65,19 +72,27 @@ export class IrIndex {
   }
 
   callSitesOf(graph: string): CallSiteRecord[] {
-    return this.doc.call_sites.filter(site => site.graph === graph);
+    return this.sitesInGraph.get(graph) ?? [];
+  }
+
+  /** The call sites of one op: one per graph it calls (a conditional's then branch first). */
+  callSitesOfOp(op: string): CallSiteRecord[] {
+    return this.sitesOfOp.get(op) ?? [];
+  }
+
+  /** A graph's display name, or its id if the document has no such graph. */
+  label(graph: string): string {
+    return this.graphs.get(graph)?.label ?? graph;
   }
 }
 
-export function formatBytes(n: number): string {
-  const units = ['B', 'KiB', 'MiB', 'GiB'];
-  let value = n;
-  let unit = 0;
-  while (Math.abs(value) >= 1024 && unit < units.length - 1) {
-    value /= 1024;
-    unit += 1;
+function push<T>(lists: Map<string, T[]>, key: string, item: T): void {
+  const list = lists.get(key);
+  if (list) {
+    list.push(item);
+  } else {
+    lists.set(key, [item]);
   }
-  return unit === 0 ? `${n} B` : `${value.toFixed(1)} ${units[unit]}`;
 }
 
 export function describeTensor(tensor: TensorRecord): string {

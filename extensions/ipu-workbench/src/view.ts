@@ -7,6 +7,7 @@ import { Details } from './details.js';
 import { button, el } from './dom.js';
 import { GraphView } from './graphview.js';
 import { renderLiveness } from './liveness.js';
+import { applyColours, countOf } from './visual.js';
 import { DocumentError, IrIndex, readDocument, readOptions, ViewName } from './model.js';
 
 export const ROOT_CLASS = 'ipu-wb-root';
@@ -65,12 +66,13 @@ function buildView(doc: Document, value: unknown, given: unknown): HTMLElement {
     buttons.set(tab.view, button(doc, tab.label, `ipu-wb-tab ipu-wb-tab-${tab.view}`, () => select(tab.view)));
   }
   const ops = index.doc.graphs.reduce((sum, g) => sum + g.ops.length, 0);
-  const summary = `IR ${index.doc.ir.id}: ${index.doc.graphs.length} graphs, ${ops} ops, ` +
+  const summary = `IR ${index.doc.ir.id}: ${countOf(index.doc.graphs.length, 'graph')}, ${countOf(ops, 'op')}, ` +
     `replication factor ${index.doc.ir.replication_factor}`;
   const root = el(doc, 'div', ROOT_CLASS, [
     el(doc, 'div', 'ipu-wb-header', [el(doc, 'span', 'ipu-wb-summary', [summary]), ...buttons.values()]),
     el(doc, 'div', 'ipu-wb-body', [el(doc, 'div', 'ipu-wb-panels', Object.values(panels)), details.node])
   ]);
+  applyColours(root);
   select(options.view ?? 'graph');
   return root;
 }

@@ -66,6 +66,8 @@ const REPLACEMENTS = [null, -1, 0, 2.5, '', 'main_graph', 'call.3', [], {}, [0],
 
 test('random damage to the sample never makes the renderer throw, and a view drawn still works', () => {
   const next = random(9);
+  const doc = page();
+  const host = doc.getElementById('host');
   let errors = 0;
   for (let round = 0; round < 600; round++) {
     const document = sampleDocument();
@@ -78,8 +80,8 @@ test('random damage to the sample never makes the renderer throw, and a view dra
         parent[key] = REPLACEMENTS[Math.floor(next() * REPLACEMENTS.length)];
       }
     }
-    const doc = page();
-    const root = renderIr(doc.getElementById('host'), document);
+    host.replaceChildren();
+    const root = renderIr(host, document);
     if (root.classList.contains('ipu-wb-error')) {
       errors += 1;
       assert.match(root.textContent, /^Cannot show this IR: \S/);
