@@ -12,6 +12,7 @@ from workbench.analysis.aliasing import declared_root
 from workbench.ir import Graph, Ir, Op, Variable
 from workbench.ops.registry import op_def
 
+from .communicator import ReplicaAborted
 from .compiler import GraphCode
 from .progress import LoopCounter
 from .trace import record_branch
@@ -75,6 +76,9 @@ class ReplicaProgram:
         self.inputs: dict = {}
         self.outputs: dict = {}
         self.communicator = None
+        # Set by the thread that waits for the replicas when it is interrupted: every loop iteration
+        # of a replica thread looks at it, so no replica runs on after its run was given up.
+        self.stop_requested = False
         self.loop_counter = LoopCounter()
         self._occurrences: dict[Op, int] = {}
         self._codes = codes
@@ -163,10 +167,20 @@ class ReplicaProgram:
         return declared_root(tensor) in self._codes[tensor.graph].effects.written_roots
 
     def loop_tick(self, op: Op) -> Optional[Callable[[], None]]:
-        """What a repeat calls after each iteration: replica 0's main-graph loops count progress."""
-        if self.replica == 0 and op.graph is self.ir.main_graph:
-            return self.loop_counter.tick
-        return None
+        """What a repeat calls after each iteration: replica 0's main-graph loops count progress, and
+        with several replicas (each in its thread) every loop stops when the run is given up."""
+        counts = self.replica == 0 and op.graph is self.ir.main_graph
+        if self.ir.replication_factor == 1:
+            return self.loop_counter.tick if counts else None
+        tick = self.loop_counter.tick if counts else None
+
+        def tick_or_stop() -> None:
+            if self.stop_requested:
+                raise ReplicaAborted(f"replica {self.replica} stopped in {op.name} ({op.type}): the run "
+                                     "was given up")
+            if tick is not None:
+                tick()
+        return tick_or_stop
 
     def host_store(self, stream) -> Callable[[np.ndarray], None]:
         return self.outputs.setdefault(stream, OutputPort()).store

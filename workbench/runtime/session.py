@@ -29,6 +29,7 @@ from .out_of_memory import check_fits
 from .program import ReplicaProgram
 from .progress import RunProgress, loop_iterations
 from .replicas import ReplicaRunner, written_variables
+from .snapshot import Snapshot, written_buffers
 from .stepper import Stepper
 from .timeline import Timeline
 from .trace import Trace, TraceRecorder
@@ -74,7 +75,9 @@ class Session:
         check = os.environ.get("WORKBENCH_CHECK_KERNELS", "") not in ("", "0")
         self._programs = [ReplicaProgram(ir, self._codes, r, values, buffers, check)
                           for r, (values, buffers) in enumerate(zip(self._device_values, self._buffers))]
-        self._runner = ReplicaRunner(self._programs, self._written_on_device())
+        self._snapshot = Snapshot(self._device_values, self._buffers, self._written_on_device(),
+                                  written_buffers(ir))
+        self._runner = ReplicaRunner(self._programs)
         self._profile = False
         self._progress = True
         self._recorder = TraceRecorder(self._programs, Timeline(
@@ -214,13 +217,18 @@ class Session:
         self._host_in_sync = False
         self._recorder.start(self._profile)
         progress = self._start_progress() if self._progress else None
+        self._snapshot.save()
         try:
-            self._runner.run(progress.poll if progress is not None else None)
-        finally:
-            if progress is not None:
-                progress.close()
-        self._recorder.finish()
-        self.run_count += 1
+            try:
+                self._runner.run(progress.poll if progress is not None else None)
+            finally:
+                if progress is not None:
+                    progress.close()
+            self._recorder.finish()
+            self.run_count += 1
+        except BaseException:
+            self._snapshot.restore()
+            raise
         self.events.emit("run_finished", self)
 
     # ----- progress -----
