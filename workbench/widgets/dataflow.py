@@ -17,11 +17,12 @@ from typing import Iterable, Optional, Union
 from workbench.export.call_sites import CallSite, call_sites
 from workbench.export.graph_data import op_node_id, tensor_node_id
 from workbench.ir import Graph, Op, Tensor
+from workbench.ops.registry import op_types
 
 from .style import count_of, format_bytes, text
 
 FULL_DETAIL_NODES = 60  # "auto" draws every tensor while ops and tensors are at most this many, then ops only
-CALL_TYPES = ("call", "repeat", "conditional")
+CALL_TYPES = op_types("call_site")
 # A frame is the path of (call op, branch index) from the viewed graph into an expanded body.
 Frame = tuple[tuple[Op, int], ...]
 
