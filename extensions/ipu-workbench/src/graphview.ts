@@ -11,6 +11,8 @@ import { ipuColour } from './visual.js';
 const MAX_LABEL_CHARS = 40;
 /** Above this many nodes a drawing waits to be asked for: the browser takes seconds for tens of thousands. */
 export const MAX_DRAWN_NODES = 5000;
+/** Pixels left above and to the left of a node scrolled to. */
+const SCROLL_MARGIN = 24;
 
 export class GraphView {
   readonly node: HTMLElement;
@@ -42,10 +44,14 @@ export class GraphView {
     this.status = el(doc, 'span', 'ipu-wb-search-status');
     this.expandMatches = button(doc, 'expand to matches', 'ipu-wb-expand-matches', () => this.expandToMatches());
     this.canvas = el(doc, 'div', 'ipu-wb-canvas');
+    const fit = el(doc, 'input', 'ipu-wb-fit-toggle');
+    fit.type = 'checkbox';
+    fit.addEventListener('change', () => this.canvas.classList.toggle('ipu-wb-fit', fit.checked));
     const toolbar = el(doc, 'div', 'ipu-wb-toolbar', [
       el(doc, 'label', '', ['graph ', this.select]),
       button(doc, 'expand all', 'ipu-wb-expand-all', () => this.expandAll()),
       button(doc, 'collapse all', 'ipu-wb-collapse-all', () => this.collapseAll()),
+      el(doc, 'label', 'ipu-wb-fit-label', [fit, 'fit width']),
       this.searchBox, this.expandMatches, this.status
     ]);
     this.node = el(doc, 'div', 'ipu-wb-graph-view', [toolbar, this.canvas]);
@@ -60,17 +66,21 @@ export class GraphView {
     this.redraw();
   }
 
-  /** Expands or collapses the call op whose node key is `key`. */
+  /** Expands or collapses the call op whose node key is `key`, keeping it in sight. */
   toggle(key: string): void {
     if (!this.expanded.delete(key)) {
       this.expanded.add(key);
     }
-    this.redraw();
+    this.redraw(() => key);
   }
 
+  /** Expands every call, then scrolls to the top of what the first one opened holds. */
   expandAll(): void {
     this.walkCalls(this.graphId, '', 0, () => true);
-    this.redraw();
+    this.redraw(layout => {
+      const first = layout.nodes.find(node => node.inner.length > 0);
+      return first && innermostTop(first).key;
+    });
   }
 
   collapseAll(): void {
@@ -90,7 +100,7 @@ export class GraphView {
   /** Expands every call op on the way to a match hidden in a collapsed call. */
   expandToMatches(): void {
     this.walkCalls(this.graphId, '', 0, callee => this.matchesBelow(callee, 0) > 0);
-    this.redraw();
+    this.redraw(() => this.canvas.querySelector('.ipu-wb-match')?.getAttribute('data-key') ?? undefined);
   }
 
   private walkCalls(graphId: string, path: string, depth: number, open: (callee: string) => boolean): void {
@@ -109,7 +119,8 @@ export class GraphView {
     }
   }
 
-  private redraw(): void {
+  /** Draws the graph again; `focus` names the node to scroll to once drawn (else the top left). */
+  private redraw(focus: (layout: GraphLayout) => string | undefined = () => undefined): void {
     clear(this.canvas);
     this.drawn = [];
     const nodes = this.nodeCount(this.graphId, '', 0);
@@ -131,6 +142,16 @@ export class GraphView {
     root.appendChild(this.drawLayout(layout));
     this.canvas.appendChild(root);
     this.highlight();
+    this.scrollTo(layout, focus(layout));
+  }
+
+  /** Scrolls the canvas so that node `key` sits near its top left (scaled when fitted to the width). */
+  private scrollTo(layout: GraphLayout, key: string | undefined): void {
+    const at = key === undefined ? undefined : positionOf(layout, key);
+    const width = this.canvas.clientWidth;
+    const scale = this.canvas.classList.contains('ipu-wb-fit') && width > 0 && width < layout.width ? width / layout.width : 1;
+    this.canvas.scrollLeft = at ? Math.max(0, at.x * scale - SCROLL_MARGIN) : 0;
+    this.canvas.scrollTop = at ? Math.max(0, at.y * scale - SCROLL_MARGIN) : 0;
   }
 
   private drawLayout(layout: GraphLayout): SVGElement {
@@ -275,6 +296,36 @@ export class GraphView {
     }
     return count;
   }
+}
+
+/**
+ * The top-left node of the first body an expanded call holds, descending through expanded calls: the
+ * rows of a wide body are centred, so its top left corner is often empty.
+ */
+export function innermostTop(node: LayoutNode): LayoutNode {
+  let current = node;
+  while (current.inner.length > 0 && current.inner[0].nodes.length > 0) {
+    current = current.inner[0].nodes.reduce((best, n) => (n.y < best.y || (n.y === best.y && n.x < best.x) ? n : best));
+  }
+  return current;
+}
+
+/** Where node `key` is drawn, in the coordinates of the whole drawing (nested layouts add up). */
+export function positionOf(layout: GraphLayout, key: string, left = 0, top = 0): { x: number; y: number } | undefined {
+  const x0 = left + layout.x;
+  const y0 = top + layout.y;
+  for (const node of layout.nodes) {
+    if (node.key === key) {
+      return { x: x0 + node.x, y: y0 + node.y };
+    }
+    for (const inner of node.inner) {
+      const found = positionOf(inner, key, x0 + node.x, y0 + node.y);
+      if (found) {
+        return found;
+      }
+    }
+  }
+  return undefined;
 }
 
 function tensorMatches(tensor: TensorRecord, query: string): boolean {

@@ -4,6 +4,7 @@
  */
 import { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 
+import { IR_FILE_ICON } from './icon.js';
 import { IrRenderer } from './widget.js';
 
 export const MIME_TYPE = 'application/vnd.ipu-workbench.ir+json';
@@ -21,7 +22,14 @@ const extension: IRenderMime.IExtension = {
   // Files arrive as text, so a file that is not JSON is shown as an error like any other malformed document.
   dataType: 'string',
   fileTypes: [
-    { name: FILE_TYPE, displayName: 'IPU Workbench IR', mimeTypes: [MIME_TYPE], extensions: ['.ir.json'], fileFormat: 'text' }
+    {
+      name: FILE_TYPE,
+      displayName: 'IPU Workbench IR',
+      mimeTypes: [MIME_TYPE],
+      extensions: ['.ir.json'],
+      fileFormat: 'text',
+      icon: IR_FILE_ICON
+    }
   ],
   documentWidgetFactoryOptions: {
     name: 'IPU Workbench IR viewer',

@@ -53,3 +53,11 @@ test('.ir.json files open as text, so a file that is not JSON is an error messag
   assert.match(node.textContent, /^Cannot show this IR: the text is not JSON/);
   assert.ok(!(await rendered(JSON.stringify(sampleDocument()))).textContent.includes('Cannot show'));
 });
+
+test('.ir.json files have their own icon, an SVG the theme can recolour', () => {
+  const icon = extension.fileTypes[0].icon;
+  assert.equal(icon.name, 'ipu-workbench:ir-file');
+  const svg = new JSDOM(icon.svgstr, { contentType: 'image/svg+xml' }).window.document.documentElement;
+  assert.equal(svg.tagName, 'svg');
+  assert.ok(svg.querySelector('.jp-icon3 rect'));
+});

@@ -232,3 +232,55 @@ test('the stylesheet takes every meaningful colour from the visual language the 
   const op = root.querySelector('.ipu-wb-op');
   assert.equal(op.style.getPropertyValue('--ipu-wb-ipu-fill'), '#DCE6F2', 'ops are filled by their IPU');
 });
+
+/** The sample with `count` more ops on the main graph's first layer, so the drawing is wide. */
+function wideDocument(count) {
+  const document = sampleDocument();
+  const main = document.graphs[0];
+  const template = main.ops[2];
+  for (let i = 0; i < count; i++) {
+    main.ops.unshift({ ...template, id: `wide_op_with_a_long_name.${i}`, name: `wide_op_with_a_long_name.${i}`,
+      type: 'host_store', inputs: [EVIL], attrs: {} });
+  }
+  return document;
+}
+
+test('expand all scrolls to the top of the first call it opened; a call clicked open stays in sight', async () => {
+  const { window, root } = render(wideDocument(12));
+  const { layoutGraph } = await import('../lib/layout.js');
+  const { positionOf } = await import('../lib/graphview.js');
+  const { IrIndex } = await import('../lib/model.js');
+  const canvas = root.querySelector('.ipu-wb-canvas');
+  root.querySelector('.ipu-wb-expand-all').click();
+  const index = new IrIndex(JSON.parse(JSON.stringify(wideDocument(12))));
+  const expanded = new Set(['|call.3', '|repeat.5']);
+  const at = positionOf(layoutGraph(index, 'main_graph', expanded), '|call.3>body|body/a');
+  assert.ok(at.x > 200, `the call is drawn right of the wide first layer, at ${at.x}`);
+  assert.deepEqual([canvas.scrollLeft, canvas.scrollTop], [at.x - 24, Math.max(0, at.y - 24)]);
+  root.querySelector('.ipu-wb-collapse-all').click();
+  assert.deepEqual([canvas.scrollLeft, canvas.scrollTop], [0, 0]);
+  const repeat = root.querySelector('[data-key="|repeat.5"]');
+  repeat.dispatchEvent(new window.MouseEvent('click', { bubbles: true }));
+  const opened = positionOf(layoutGraph(index, 'main_graph', new Set(['|repeat.5'])), '|repeat.5');
+  assert.deepEqual([canvas.scrollLeft, canvas.scrollTop], [Math.max(0, opened.x - 24), Math.max(0, opened.y - 24)]);
+});
+
+test('"fit width" shrinks a wide drawing to the canvas; without it a narrow drawing is centred', () => {
+  const { window, root } = render(sampleDocument());
+  const canvas = root.querySelector('.ipu-wb-canvas');
+  const fit = root.querySelector('.ipu-wb-fit-toggle');
+  assert.ok(!canvas.classList.contains('ipu-wb-fit'));
+  fit.checked = true;
+  fit.dispatchEvent(new window.Event('change'));
+  assert.ok(canvas.classList.contains('ipu-wb-fit'));
+  const css = readFileSync(new URL('../style/base.css', import.meta.url), 'utf8');
+  assert.match(css, /\.ipu-wb-graph-svg \{\s*display: block;\s*margin: 0 auto;/);
+  assert.match(css, /\.ipu-wb-fit \.ipu-wb-graph-svg \{\s*max-width: 100%;\s*height: auto;/);
+});
+
+test('the details never break words at any letter, and the memory chart scales to its panel', () => {
+  const css = readFileSync(new URL('../style/base.css', import.meta.url), 'utf8');
+  assert.doesNotMatch(css, /word-break/);
+  assert.match(css, /\.ipu-wb-details \{[^}]*overflow-wrap: anywhere;/);
+  assert.match(css, /\.ipu-wb-chart-svg \{[^}]*width: 100%;[^}]*height: auto;/);
+});
