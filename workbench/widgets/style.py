@@ -32,6 +32,11 @@ CALL_OUTLINE = VISUAL["lines"]["call_outline"]
 EDGE_COLOR = VISUAL["lines"]["edge"]
 HIGHLIGHT = VISUAL["lines"]["highlight"]
 CAPACITY_COLOR = VISUAL["lines"]["capacity"]
+IN_SEQUENCE_COLOR = VISUAL["lines"]["in_sequence"]
+CURRENT_COLOR = VISUAL["lines"]["current"]  # the op a stepped run stands before
+ALWAYS_LIVE_COLOR = VISUAL["code"]["always_live"]
+GRAPH_STATUS_COLORS = dict(VISUAL["call_tree"]["graphs"])
+CALL_SITE_COLORS = dict(VISUAL["call_tree"]["call_sites"])
 FONT = dict(VISUAL["font"])
 _BYTES = VISUAL["bytes"]
 

@@ -10,18 +10,18 @@ import plotly.graph_objects as go
 from workbench.analysis.call_tree import CallTree, CallTreeEdge, CallTreeNode
 
 from ..layout import Layout, column_pixels, layered_layout
-from ..style import HIGHLIGHT, base_layout, count_of, fitted, text
+from ..style import CALL_SITE_COLORS, GRAPH_STATUS_COLORS, HIGHLIGHT, base_layout, count_of, fitted, text
 
 ASSUMED_WIDTH = 960  # the notebook output area the names are fitted to
 MIN_COLUMN = 160  # pixels per column at least; wider trees open on their left part
 LAYER_HEIGHT = 130  # pixels per level of calls
 RING = 12  # pixels the selection ring adds around a graph's square
 
-NODE_COLORS = {"main": "#1F4E79", "runs": "#4C78A8", "branch": "#72B7B2", "unused": "#BFBFBF"}
+NODE_COLORS = GRAPH_STATUS_COLORS
 EDGE_LOOKS = {  # trace name -> line style; call-site kinds map onto these names
-    "call": dict(color="#595959", width=1.5),
-    "repeat": dict(color="#B45F06", width=2.5),
-    "branch": dict(color="#7030A0", width=1.5, dash="dash"),
+    "call": dict(color=CALL_SITE_COLORS["call"], width=1.5),
+    "repeat": dict(color=CALL_SITE_COLORS["repeat"], width=2.5),
+    "branch": dict(color=CALL_SITE_COLORS["branch"], width=1.5, dash="dash"),
 }
 
 

@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 
 from ..dataflow import DataflowPicture
 from ..layout import Layout, column_pixels, layered_layout
-from ..style import (CALL_OUTLINE, EDGE_COLOR, HIGHLIGHT, KIND_COLORS, OP_OUTLINE, base_layout,
+from ..style import (CALL_OUTLINE, EDGE_COLOR, HIGHLIGHT, IN_SEQUENCE_COLOR, KIND_COLORS, OP_OUTLINE, base_layout,
                      count_of, fitted, ipu_color, text, text_array)
 
 VISIBLE_LAYERS = 16  # taller pictures open showing the top layers; pan or double-click for all
@@ -25,7 +25,7 @@ LAYER_HEIGHT = 55  # pixels per layer
 STUB = 0.25  # layers: an edge leaves and enters a node vertically over this height, clear of labels
 EDGE_STYLES = {  # edge kind -> trace name and line style
     "data": ("data flow", dict(color=EDGE_COLOR, width=1)),
-    "after": ("in_sequence order", dict(color="#7F7F7F", width=1, dash="dot")),
+    "after": ("in_sequence order", dict(color=IN_SEQUENCE_COLOR, width=1, dash="dot")),
     "enter": ("call inputs", dict(color=CALL_OUTLINE, width=1, dash="dash")),
     "exit": ("call outputs", dict(color=CALL_OUTLINE, width=1, dash="dash")),
 }

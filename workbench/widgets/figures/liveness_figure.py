@@ -11,14 +11,13 @@ from plotly.subplots import make_subplots
 from workbench.analysis.code_size import graph_code_bytes
 from workbench.analysis.tensor_liveness import StepMemory, TensorLiveness
 
-from ..style import (CAPACITY_COLOR, HIGHLIGHT, KIND_COLORS, KIND_LABELS, base_layout, binary_ticks, format_bytes, text,
+from ..style import (ALWAYS_LIVE_COLOR, CAPACITY_COLOR, CURRENT_COLOR, HIGHLIGHT, KIND_COLORS, KIND_LABELS, base_layout, binary_ticks, format_bytes, text,
                      text_array)
 
 KINDS = ("variables", "constants", "intermediates", "code")  # stacking order, bottom first
 PANEL_GAP = 56  # pixels between panels: the upper axis, then the lower panel's title
 KIND_OF = {"variables": "variable", "constants": "constant", "intermediates": "intermediate", "code": "code"}
 HOVER_TENSORS = 10  # live tensors listed in a hover, largest first
-ALWAYS_LIVE_COLOR = "#A9D18E"
 
 
 def step_description(liveness: TensorLiveness, index: int) -> str:
@@ -87,7 +86,7 @@ def liveness_figure(liveness: TensorLiveness, capacity: Mapping[int, int], marke
                          line=dict(color=HIGHLIGHT, width=1.5, dash="dot"), name="selected step")
     if current_step is not None:
         figure.add_shape(type="line", x0=current_step, x1=current_step, xref="x", y0=0, y1=1, yref="paper",
-                         line=dict(color="#262626", width=2), name="stepper")
+                         line=dict(color=CURRENT_COLOR, width=2), name="stepper")
         figure.add_annotation(x=current_step, y=1, xref="x", yref="paper", text="next op", showarrow=False,
                               xanchor="left", yanchor="bottom", name="stepper")
     figure.update_xaxes(title_text="step of the flattened schedule", row=rows, col=1)

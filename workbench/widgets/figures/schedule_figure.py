@@ -16,12 +16,11 @@ import plotly.graph_objects as go
 from workbench.analysis.cost_model import KINDS
 from workbench.ir import Op
 
-from ..style import HIGHLIGHT, SCHEDULE_COLORS, SCHEDULE_LABELS, base_layout, text, text_array
+from ..style import CURRENT_COLOR, HIGHLIGHT, IN_SEQUENCE_COLOR, SCHEDULE_COLORS, SCHEDULE_LABELS, base_layout, text, text_array
 
 Row = tuple[Optional[int], int]  # (replica or None for every replica, IPU)
 SEQUENCE_COLOR = "rgba(127, 127, 127, 0.14)"
-SEQUENCE_OUTLINE = "#7F7F7F"
-CURRENT_COLOR = "#262626"
+SEQUENCE_OUTLINE = IN_SEQUENCE_COLOR
 
 
 @dataclass(frozen=True, slots=True)
