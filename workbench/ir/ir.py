@@ -97,6 +97,8 @@ class Ir:
         return build_graph(self, fn, args, kwargs)
 
     def _unique_graph_name(self, name: str) -> str:
+        if "\0" in name:
+            raise ValueError(f"graph name {name!r} contains a NUL character; expected a name without one")
         candidate = self._graph_names.fresh(name)
         self._graph_names[candidate] = None
         return candidate
@@ -192,6 +194,10 @@ class Ir:
         if grouping._ir is not self:
             raise ValueError("the replica grouping belongs to another Ir")
         array = to_numpy(data, dtype, downcast)
+        if array.dtype.kind == "c":
+            raise TypeError(f"variable {name or 'variable'!r} has {array.dtype} data, but popxl tensors cannot "
+                            "be complex (popxl's complex dtypes are names only, no op takes them); expected "
+                            "bool, int or float data")
         device_shape = array.shape
         if grouping.num_groups > 1:
             if not array.shape or array.shape[0] != grouping.num_groups:

@@ -95,11 +95,12 @@ class ReplicaProgram:
     def run(self) -> None:
         self._occurrences.clear()
         self.branches.clear()
-        if self.profiling:
-            self.timestamps.clear()
-            self._profiled_main(self._main_variables)
-        else:
-            self._main(self._main_variables)
+        with np.errstate(all="ignore"):  # IEEE results (inf, nan) without a warning, as on an IPU
+            if self.profiling:
+                self.timestamps.clear()
+                self._profiled_main(self._main_variables)
+            else:
+                self._main(self._main_variables)
 
     def set_profiling(self, profiling: bool) -> None:
         """Run the profiled copy of the code from now on, or the plain one; the first switch binds it."""

@@ -183,9 +183,9 @@ class Session:
         """Run once, writing the results into the given ``outputs`` arrays."""
         self._require_attached("run_with_outputs")
         transfers, replicas = self._ir.num_host_transfers, self._ir.replication_factor
-        prepared = host_buffers.prepare_inputs(inputs or {}, self._ir.get_all_h2d_streams(), transfers,
+        prepared = host_buffers.prepare_inputs({} if inputs is None else inputs, self._ir.get_all_h2d_streams(), transfers,
                                                replicas, downcast_inputs)
-        views = host_buffers.output_views(outputs or {}, self._ir.get_all_d2h_streams(), transfers,
+        views = host_buffers.output_views({} if outputs is None else outputs, self._ir.get_all_d2h_streams(), transfers,
                                           replicas)
         self._abandon_stepped_run("the session ran")
         self.events.emit("run_started", self)
