@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 from typing import Any, Callable, Literal, Optional, Sequence, Union
 
-from . import dtypes
+from . import display, dtypes
 from .events import EventBus
 from .graph import Graph
 from .host_data import to_numpy
@@ -63,9 +63,7 @@ class Ir:
 
     def _repr_mimebundle_(self, include=None, exclude=None) -> tuple[dict, dict]:
         """Notebook display: the Ir's JSON for the JupyterLab extension, and plain text."""
-        from workbench.export.mime import ir_bundle
-
-        return ir_bundle(self)
+        return display.present("ir_bundle", self)
 
     # ----- graphs -----
     @property
@@ -231,8 +229,6 @@ class Ir:
     # ----- diagnostics -----
     def dot_checkpoint(self, check: str, save_dir: Optional[Union[Path, str]] = None) -> None:
         """Write the Ir's graphs as a Graphviz DOT file named after ``check``."""
-        from workbench.export.dot import write_dot_checkpoint
-
         if save_dir is not None:
             self._dot_dir = Path(save_dir)
-        write_dot_checkpoint(self, check, self._dot_dir or Path.cwd())
+        display.present("write_dot_checkpoint", self, check, self._dot_dir or Path.cwd())

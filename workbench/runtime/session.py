@@ -16,12 +16,12 @@ from threadpoolctl import threadpool_limits
 
 from workbench.analysis import verify
 from workbench.analysis.memory import MemoryReport, memory, surely_fits
-from workbench.ir import Constant, Ir, Tensor, Variable
+from workbench.ir import Constant, Ir, Tensor, Variable, display
 from workbench.ir.events import EventBus
 
 from . import host_buffers, weights
 from .compiler import compile_graph
-from .device import Device, device_for
+from workbench.ir.device import Device, device_for
 from .out_of_memory import check_fits
 from .program import ReplicaProgram
 from .progress import RunProgress, loop_iterations
@@ -99,9 +99,7 @@ class Session:
 
     def _repr_mimebundle_(self, include=None, exclude=None) -> tuple[dict, dict]:
         """Notebook display: the Ir's JSON opened on the memory chart, and plain text."""
-        from workbench.export.mime import session_bundle
-
-        return session_bundle(self)
+        return display.present("session_bundle", self)
 
     @property
     def is_attached(self) -> bool:

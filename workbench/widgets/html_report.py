@@ -8,17 +8,14 @@ from __future__ import annotations
 
 import itertools
 from pathlib import Path
-from typing import Any, Iterable, Optional, Union
+from typing import Any, Iterable, Union
 
-from workbench.analysis.call_tree import call_tree
 from workbench.ir import Ir
 
 from .style import count_of, text
-from .graph_view import GraphView
-from .stepper_view import SessionStepperView
 from .tabs import Workbench
+from .workbench_html import workbench_html
 
-PLOTLY_CONFIG = {"displaylogo": False, "responsive": True}
 STYLE = """
 body { font-family: Helvetica, Arial, sans-serif; color: #262626; margin: 24px 32px; }
 h1 { font-size: 22px; } h2 { font-size: 18px; border-bottom: 1px solid #D9D9D9; padding-bottom: 4px; }
@@ -37,36 +34,6 @@ def section_title(workbench: Workbench) -> str:
     if session is None:
         return what
     return f"Session on {session.device.kind}, {count_of(session.run_count, 'run')}, of {what}"
-
-
-def workbench_html(workbench: Workbench, include_plotlyjs: Any = False, ids: Optional[Iterable[str]] = None) -> str:
-    """The views of ``workbench``, one under the other (the stepper only once it has stopped), as
-    an HTML fragment. ``include_plotlyjs`` applies to the first figure (plotly's values: True, False,
-    'cdn'); ``ids`` names the figure divs."""
-    ids = iter(ids) if ids is not None else (f"workbench-{n}" for n in itertools.count())
-    parts = []
-    for tab, view in workbench.views.items():
-        heading = tab.capitalize()
-        if isinstance(view, SessionStepperView):
-            if view.stop is not None:
-                parts.append(f"<h3>{text(heading)}</h3>{view.to_html()}")
-            continue
-        for title, shown in _pages(workbench, heading, view):
-            figure = shown.figure.to_html(full_html=False, include_plotlyjs=include_plotlyjs, div_id=next(ids),
-                                          config=PLOTLY_CONFIG)
-            include_plotlyjs = False
-            parts.append(f"<h3>{text(title)}</h3>{figure}{shown.details_html()}")
-    return "\n".join(parts)
-
-
-def _pages(workbench: Workbench, heading: str, view: Any) -> list:
-    """A view's figures in the report: the graph tab draws every graph of the call tree, since a
-    static page cannot expand call sites; the other tabs draw their one figure."""
-    if not isinstance(view, GraphView):
-        return [(heading, view)]
-    source = workbench.session if workbench.session is not None else workbench.ir
-    graphs = [node.graph for node in call_tree(workbench.ir).nodes]
-    return [(f"Graph {graph.label}", GraphView(source, graph=graph, live=False)) for graph in graphs]
 
 
 def report_html(sources: Union[Any, Iterable[Any]], title: str = "IPU Workbench report",
