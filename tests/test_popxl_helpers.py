@@ -49,7 +49,7 @@ def test_ops_utils_checks():
         with pytest.raises(ValueError, match=r"tensors not in graph 'sub': t \(a, in graph 'main'\)"):
             check_in_graph(sub, t=a)
         check_tensor_ipu_and_tile_set(a, other=a)
-        with pytest.raises(ValueError, match="same IPU and tile set: x on IPU 0 .*, y on IPU 1"):
+        with pytest.raises(ValueError, match=r"^The input tensors `x` and `y` are located on different IPUs: 0 != 1\."):
             check_tensor_ipu_and_tile_set(x=a, y=b)
         assert cast_if_needed(a, popxl.float32) is a
         assert cast_if_needed(a, popxl.float16).dtype is popxl.float16

@@ -367,7 +367,7 @@ def test_repeat_count_must_be_a_positive_int(count):
         x = popxl.variable(np.ones(2, np.float32))
         graph = ir.create_graph(lambda t: t + 1, x)
         ops_before = len(ir.main_graph.ops)
-        with pytest.raises(ValueError, match="repeat_count must be an int greater than 0"):
+        with pytest.raises(ValueError, match=r"^Repeat count must be an int greater than 0\. Repeat count: "):
             ops.repeat(graph, count, x)
     assert len(ir.main_graph.ops) == ops_before
 
@@ -377,7 +377,8 @@ def test_repeat_needs_at_least_as_many_inputs_as_outputs():
     with ir.main_graph:
         x = popxl.variable(np.ones(2, np.float32))
         graph = ir.create_graph(lambda t: (t + 1, t + 2), x)
-        with pytest.raises(ValueError, match="2 outputs but only 1 inputs"):
+        with pytest.raises(ValueError, match=r"^To repeat the subgraph \(\S+\) the number of inputs must be greater "
+                                             r"than or equal to the number of outputs\. 1 < 2\..*2 outputs but only 1"):
             ops.repeat(graph, 2, x)
 
 

@@ -52,6 +52,19 @@ def test_replica_grouping_from_assignments_with_a_non_constant_stride():
     assert repr(grouping) == "ReplicaGrouping(assignment=[0, 0, 1, 1, 0, 0, 1, 1])"
 
 
+def test_a_non_constant_grouping_maps_onto_a_constant_one():
+    ir = popxl.Ir(replication=8)
+    grouping = ir.replica_grouping_from_assignments([0, 0, 1, 1, 0, 0, 1, 1])
+    assert grouping.const_rg == ir.replica_grouping(1, 4)
+    host_map, device_map = grouping.to_host_map(), grouping.to_device_map()
+    assert host_map == [0, 1, 4, 5, 2, 3, 6, 7]
+    assert [host_map[device_map[r]] for r in range(8)] == list(range(8))
+    # group g of the grouping sits where group g of const_rg is
+    assert [grouping.assignment[host_map[p]] for p in range(8)] == grouping.const_rg.assignment
+    constant = ir.replica_grouping(2, 4)
+    assert constant.const_rg is constant and constant.to_device_map() == list(range(8))
+
+
 def test_replica_grouping_from_constant_assignments_has_a_stride():
     ir = popxl.Ir(replication=8)
     grouping = ir.replica_grouping_from_assignments([0, 1, 0, 1, 0, 1, 0, 1])

@@ -408,3 +408,63 @@ def test_12_4_write_variable_data_takes_a_python_number():
         session.write_variable_data(a, 41)
         assert session.get_tensor_data(a).dtype == np.int32
         assert session.run()[o_d2h] == 42
+
+
+class TorchLike:
+    """Stands in for a torch tensor that requires grad: NumPy may not read it until it is detached."""
+
+    __module__ = "torch"
+
+    def __init__(self, array, requires_grad=True):
+        self.array, self.requires_grad = np.asarray(array), requires_grad
+
+    def __array__(self, *args, **kwargs):
+        if self.requires_grad:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad")
+        return self.array
+
+    def detach(self):
+        return TorchLike(self.array, False)
+
+    def cpu(self):
+        return self
+
+    def numpy(self):
+        return np.asarray(self)
+
+
+def test_torch_tensors_that_require_grad_are_detached_wherever_host_data_goes_in():
+    ir = popxl.Ir()
+    with ir.main_graph:
+        w = popxl.variable(TorchLike(np.ones(2, np.float32)), name="w")
+        c = popxl.constant(TorchLike(np.full(2, 10.0, np.float32)), name="c")
+        x_stream = popxl.h2d_stream((2,), popxl.float32, name="x")
+        out = popxl.d2h_stream((2,), popxl.float32, name="out")
+        ops.host_store(out, ops.host_load(x_stream) + w + c)
+    with popxl.Session(ir, "ipu_model") as session:
+        session.write_variable_data(w, TorchLike(np.full(2, 2.0, np.float32)))
+        result = session.run({x_stream: TorchLike(np.array([1.0, 3.0], np.float32))})[out]
+    np.testing.assert_array_equal(result, [13.0, 15.0])
+
+
+def test_a_memmap_is_a_variables_host_storage_and_receives_the_device_values(tmp_path):
+    data = np.memmap(tmp_path / "w.bin", np.float32, "w+", shape=(2, 3))
+    data[...] = np.arange(6, dtype=np.float32).reshape(2, 3)
+    ir = popxl.Ir()
+    with ir.main_graph:
+        w = popxl.variable(data, name="w")
+        ops.var_updates.accumulate_(w, popxl.constant(np.ones((2, 3), np.float32)))
+        assert w.host_data is data  # not copied
+        with pytest.raises(ValueError, match="must be C-contiguous"):
+            popxl.variable(data.T, name="transposed")
+        wide = np.memmap(tmp_path / "wide.bin", np.float64, "w+", shape=(2,))
+        with pytest.raises(ValueError, match="must need no cast: it has dtype float64 but the variable "
+                                             "would have float32"):
+            popxl.variable(wide, name="wide")
+        popxl.variable(wide, name="kept", downcast=False)
+    with popxl.Session(ir, "ipu_model") as session:
+        session.run()
+        session.weights_to_host()
+        np.testing.assert_array_equal(data, np.arange(6).reshape(2, 3) + 1)
+    data.flush()
+    np.testing.assert_array_equal(np.fromfile(tmp_path / "w.bin", np.float32), np.arange(6) + 1)

@@ -264,3 +264,18 @@ def test_tensor_spec():
     assert spec.nelms == 6
     with pytest.raises(ValueError, match="negative"):
         popxl.TensorSpec((2, -1), popxl.float32)
+
+
+def test_unnamed_variables_and_constants_are_named_t_t_1_and_so_on():
+    ir = popxl.Ir()
+    with ir.main_graph:
+        names = [popxl.variable(1.0).name, popxl.constant(2.0).name, popxl.variable(3.0).name]
+    assert names == ["t", "t_1", "t_2"]
+
+
+def test_a_scalar_float8_constant_has_no_axes():
+    ir = popxl.Ir()
+    with ir.main_graph:
+        c = popxl.constant(1.5, popxl.float8_143)
+        v = popxl.variable(2.0, popxl.float8_152)
+    assert c.shape == () and c.data.shape == () and v.shape == ()

@@ -105,6 +105,17 @@ def test_io_tile_exchange_without_verification_allows_compute():
     np.testing.assert_array_equal(run(ir, x_stream, out), [12.0, 24.0, 36.0])
 
 
+def test_io_tile_exchange_refuses_transfers_that_cannot_merge_into_one():
+    ir = popxl.Ir()
+    with ir.main_graph:
+        stream = popxl.h2d_stream((2,), popxl.float32, name="x")
+        buffer = popxl.remote_buffer((2,), popxl.float32)
+        with pytest.raises(RuntimeError, match=r"More than one Op remained after `io_tile_exchange`.*merge "
+                                               r"into 2 exchanges"):
+            with transforms.io_tile_exchange():
+                ops.remote_store(buffer, 0, ops.host_load(stream))  # the store needs the load's result
+
+
 def test_io_tile_exchange_does_not_count_init_ops():
     ir = popxl.Ir()
     with ir.main_graph:

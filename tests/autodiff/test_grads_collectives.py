@@ -68,12 +68,29 @@ def test_all_gather_gradient_is_each_replicas_part(shape, grouping, data, seed):
 
 @SETTINGS
 @given(shapes, st.sampled_from([2, 4]), seeds)
-def test_sharded_gather_gradient_sums_the_replicas_losses_back_onto_the_shards(shape, replicas, seed):
-    """A tensor sharded over the replicas and gathered back: every replica's loss counts, as for a
-    weight sharded over data-parallel replicas. The shared input gets the gradient of the sum."""
-    check_replicated_gradients(
-        lambda t: collectives.replicated_all_gather(collectives.replica_sharded_slice(t)) ** 2,
-        normal(shape, seed), replicas=replicas, shared=[0])
+def test_sharded_gather_gradient_is_each_replicas_own_slice(shape, replicas, seed):
+    """A tensor sharded over the replicas and gathered back is one value held by every replica; as in
+    popxl each replica's shard gets its slice of its own gradient (a local reduce-scatter), not the
+    sum over replicas."""
+    for output_shape in ("auto", "meta_shape"):
+        check_replicated_gradients(
+            lambda t: collectives.replicated_all_gather(collectives.replica_sharded_slice(t),
+                                                        output_shape=output_shape) ** 2,
+            normal(shape, seed), replicas=replicas, shared=[0], once=[0])
+
+
+def test_sharded_gather_gradient_is_not_summed_over_replicas():
+    ir = popxl.Ir(replication=4)
+    with ir.main_graph:
+        v, shard = popxl.replica_sharded_variable(np.arange(8, dtype=np.float32), name="v")
+        graph = ir.create_graph(lambda s: collectives.replicated_all_gather(s) * 1.0, shard)
+        grad_graph = autodiff(graph)
+        seed = popxl.constant(np.full(8, 2.0, np.float32))
+        (grad,) = ops.call(grad_graph.graph, seed)
+        stream = popxl.d2h_stream(grad.shape, grad.dtype, name="grad")
+        ops.host_store(stream, grad)
+    with popxl.Session(ir, "ipu_model") as session:
+        np.testing.assert_array_equal(session.run()[stream], np.full((4, 2), 2.0))
 
 
 @SETTINGS
@@ -96,6 +113,13 @@ def test_replicated_slice_gradient_gathers_the_parts(shape, grouping, data, seed
     holders = members(replicas, stride, size)
     check_replicated_gradients(lambda t: collectives.replicated_slice(t, axis, group(stride, size)),
                                normal((len(holders), *shape), seed), replicas=replicas, shared=[0], holders=holders)
+
+
+@pytest.mark.parametrize("axis", [0, 1])
+def test_replicated_slice_gradient_restores_a_dropped_axis(axis):
+    shape = (4, 3) if axis == 0 else (3, 4)
+    check_replicated_gradients(lambda t: collectives.replicated_slice(t, axis), normal(shape, axis),
+                               replicas=4, shared=[0])
 
 
 @SETTINGS

@@ -97,3 +97,10 @@ def test_scaled_add_with_number_and_tensor_scales(shape, seed):
     check_gradients(lambda a, b: ops.scaled_add(a, b, 0.5, -2.0), x, y)
     check_gradients(lambda a, b, s, t: ops.scaled_add(a, b, s, t), x, y, np.array(0.7), np.array(-1.3))
     check_gradients(lambda a, b, t: ops.scaled_add(a, b, 3.0, t), x, y, np.array(-1.3))
+
+
+@settings(**SETTINGS)
+@given(shape=shapes, seed=seeds)
+def test_print_tensor_passes_the_gradient_through(shape, seed):
+    check_gradients(lambda t: ops.print_tensor(t, print_self=False) ** 2,
+                    np.random.default_rng(seed).standard_normal(shape))

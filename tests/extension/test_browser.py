@@ -171,3 +171,72 @@ def test_a_saved_notebook_opened_again_shows_static_pictures_where_its_widgets_w
     assert page.evaluate("window.jupyterapp.shell.currentWidget.context.model.dirty") is False
     page.screenshot(path=str(ARTIFACTS / "browser-saved-widgets.png"), full_page=True)
     page.close()
+
+
+MLP = f"""\
+import sys
+sys.path.insert(0, {str(Path(__file__).resolve().parents[1])!r})
+import popxl
+import workbench
+from programs import mlp_training
+from workbench.widgets import GraphView
+
+ir, inputs = mlp_training()
+session = popxl.Session(ir, "ipu_model")
+with session:
+    session.run(inputs)"""
+BACKWARD = "GraphView(session, graph=next(g for g in ir.graphs if g.name.endswith('forward_grad')))"
+LABEL_BOXES = """(plot) => [...plot.querySelectorAll('.textpoint text')].map((t) => {
+    const box = t.getBoundingClientRect();
+    return [box.left, box.top, box.right, box.bottom];
+})"""
+
+
+def test_every_view_of_the_mlp_is_painted_and_the_backward_graph_labels_do_not_overlap(lab, browser):
+    url, root = lab
+    cells = [MLP, "workbench.show(session, inputs)", BACKWARD]
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(cell) for cell in cells])
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(notebook, root / "mlp.ipynb")
+    page = open_notebook(browser, url, "mlp.ipynb")
+    page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
+    outputs = page.locator(".jp-Cell").nth(1)
+    for tab in ("call tree", "graph", "schedule", "liveness", "replica groups", "stepper"):
+        outputs.locator(".lm-TabBar-tab", has_text=tab).first.click()
+        panel = outputs.locator(".widget-tab-contents > .lm-Widget:not(.lm-mod-hidden)").first
+        if tab != "stepper":
+            panel.locator(".js-plotly-plot .main-svg").first.wait_for(state="visible")
+        panel.screenshot(path=str(ARTIFACTS / f"browser-mlp-{tab.replace(' ', '-')}.png"))
+    plot = page.locator(".jp-Cell").nth(2).locator(".js-plotly-plot").first
+    plot.locator(".main-svg").first.wait_for(state="visible")
+    plot.screenshot(path=str(ARTIFACTS / "browser-mlp-backward-graph.png"))
+    boxes = plot.evaluate(LABEL_BOXES)
+    container = plot.bounding_box()
+    assert len(boxes) > 20  # the ops' names are drawn
+    for index, (left, top, right, bottom) in enumerate(boxes):
+        assert container["x"] <= left and right <= container["x"] + container["width"]
+        for other_left, other_top, other_right, other_bottom in boxes[index + 1:]:
+            apart = right <= other_left + 0.5 or other_right <= left + 0.5 or bottom <= other_top + 0.5 \
+                or other_bottom <= top + 0.5
+            assert apart, f"labels overlap: {(left, top, right, bottom)} and {(other_left, other_top, other_right, other_bottom)}"
+    page.close()
+
+
+def test_a_figure_drawn_in_a_hidden_tab_takes_the_width_of_its_container_when_shown(lab, browser):
+    url, root = lab
+    cells = [MLP, "wb = workbench.show(session, inputs); wb"]
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(cell) for cell in cells])
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(notebook, root / "tabs.ipynb")
+    page = open_notebook(browser, url, "tabs.ipynb")
+    page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
+    outputs = page.locator(".jp-Cell").nth(1)
+    for tab in ("replica groups", "stepper", "call tree"):
+        outputs.locator(".lm-TabBar-tab", has_text=tab).first.click()
+        canvases = outputs.locator(".widget-tab-contents > .lm-Widget:not(.lm-mod-hidden) .ipu-wb-figure-canvas")
+        canvases.first.locator(".main-svg").first.wait_for(state="visible")
+        for index in range(canvases.count()):
+            page.wait_for_function("(canvas) => Math.abs(canvas.querySelector('.main-svg').getBoundingClientRect()"
+                                   ".width - canvas.getBoundingClientRect().width) < 2",
+                                   arg=canvases.nth(index).element_handle())
+    page.close()

@@ -2,7 +2,7 @@
 
 A program whose variable, stream, name scope (so op and tensor names) and graph are named with HTML
 is exported, then drawn by the extension's own code in a DOM without a browser (jsdom, under Node's
-test runner, which also runs the views' other tests): no element comes from the names, no handler
+test runner, with the views' other tests): no element comes from the names, no handler
 attribute appears, and each name is shown verbatim. The browser test repeats the check in Chromium.
 """
 import json
@@ -59,7 +59,7 @@ def test_the_views_draw_hostile_names_as_text(tmp_path):
     path = tmp_path / "hostile.ir.json"
     path.write_text(json.dumps(hostile_ir()._repr_mimebundle_()[0][MIME_TYPE]), encoding="utf-8")
     env = dict(os.environ, IPU_WB_DOCUMENTS=str(path), IPU_WB_EXPECT_TEXT=json.dumps([IMG, SCRIPT, SVG]))
-    result = subprocess.run([node, "--test", "test/"], cwd=EXTENSION, env=env, capture_output=True,
+    result = subprocess.run([node, "--test", "test/views.test.mjs"], cwd=EXTENSION, env=env, capture_output=True,
                             text=True, timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr
     assert f"exported document {path} renders as inert text" in result.stdout

@@ -77,3 +77,29 @@ def test_set_parent_input_modified_makes_a_branch_write_visible():
     with popxl.Session(ir, "ipu_model") as session:
         session.run({})
         assert session.get_tensor_data(counter) == 6.0  # only the marked call's write reaches the parent
+
+
+def test_one_call_binding_record_describes_every_call_site():
+    from workbench.ir.call_binding import call_binding, call_bindings
+
+    ir = popxl.Ir()
+    with ir.main_graph:
+        x = popxl.variable(np.ones(2, np.float32), name="x")
+        y = popxl.variable(np.zeros(2, np.float32), name="y")
+        cond = popxl.constant(True)
+        then_graph = ir.create_graph(lambda a, b: a + b, x, y)
+        else_graph = ir.create_graph(lambda a: a * 2, x)
+        (out,) = ops.conditional(cond, then_graph, else_graph, then_inputs_dict={then_graph.inputs[1]: y,
+                                                                                  then_graph.inputs[0]: x},
+                                 else_inputs=[y])
+        (called,) = ops.call(else_graph, x)
+    then_binding, else_binding = call_bindings(out.producer)
+    assert (then_binding.kind, then_binding.label, then_binding.first) == ("then", "conditional-then", 1)
+    assert dict(then_binding.pairs()) == {y: then_graph.inputs[1], x: then_graph.inputs[0]}
+    assert (else_binding.kind, else_binding.label, else_binding.first, else_binding.parents) == \
+        ("else", "conditional-else", 3, (y,))
+    assert else_binding.parent_of(else_graph.inputs[0]) is y
+    assert call_binding(out.producer, "else") == else_binding
+    (call,) = call_bindings(called.producer)
+    assert (call.kind, call.graph, call.parents, call.op_input_index(0)) == ("call", else_graph, (x,), 0)
+    assert call_bindings(then_graph.ops[0]) == ()  # an add calls nothing

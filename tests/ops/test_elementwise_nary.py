@@ -53,9 +53,12 @@ def test_where_selects_and_broadcasts(dtype):
     np.testing.assert_array_equal(result, np.where(condition, lhs, rhs))
 
 
+def test_where_casts_a_non_bool_condition_to_bool():
+    condition, lhs, rhs = np.array([0.0, 2.5, -1.0], np.float32), floats(3), floats(3)
+    np.testing.assert_array_equal(run_op(ops.where, condition, lhs, rhs), np.where(condition != 0, lhs, rhs))
+
+
 def test_where_errors():
-    with pytest.raises(TypeError, match="where: expected a bool tensor, got float32"):
-        run_op(ops.where, floats(2), floats(2), floats(2))
     with pytest.raises(TypeError, match="where: inputs must have the same dtype"):
         run_op(ops.where, np.array([True]), floats(1), np.zeros(1, np.int32))
     with pytest.raises(ValueError, match=r"where: shapes \(2,\) and \(3,\) and \(3,\) cannot be broadcast"):

@@ -54,9 +54,11 @@ def test_host_cast_to_fp8_known_codes(value, dtype, log2_scale, code, source):
 
 @pytest.mark.parametrize("dtype, too_big", [(F143, 250.0), (F152, 70000.0)])
 def test_host_cast_overflow_is_nan_or_saturates(dtype, too_big):
-    data = np.array([too_big, -too_big, np.inf, np.nan], np.float32)
-    np.testing.assert_array_equal(codes(host_pow2scale_cast_to_fp8(data, dtype, 0, True)), [0x80] * 4)
-    np.testing.assert_array_equal(codes(host_pow2scale_cast_to_fp8(data, dtype, 0, False)), [0x7F, 0xFF, 0x7F, 0x80])
+    """Finite values too large saturate without nan_on_overflow; infinities are NaN either way."""
+    data = np.array([too_big, -too_big, np.inf, -np.inf, np.nan], np.float32)
+    np.testing.assert_array_equal(codes(host_pow2scale_cast_to_fp8(data, dtype, 0, True)), [0x80] * 5)
+    np.testing.assert_array_equal(codes(host_pow2scale_cast_to_fp8(data, dtype, 0, False)),
+                                  [0x7F, 0xFF, 0x80, 0x80, 0x80])
 
 
 @pytest.mark.parametrize("dtype", [F143, F152])
@@ -149,6 +151,20 @@ def test_float8_variables_from_numbers_use_log2_scale():
     with popxl.Session(ir, "ipu_model") as session:
         np.testing.assert_array_equal(codes(session.get_tensor_data(v)),
                                       codes(host_pow2scale_cast_to_fp8(DATA, F143, -1, False)))
+
+
+def test_remote_and_sharded_float8_variables_use_log2_scale_and_nan_on_overflow():
+    data = np.array([1.0, 2.0, 500.0, -3.0], np.float32)
+    ir = popxl.Ir(replication=2)
+    with ir.main_graph:
+        buffer = popxl.remote_buffer((4,), F143)
+        remote = popxl.remote_variable(data, buffer, 0, F143, log2_scale=2, nan_on_overflow=False)
+        sharded, _ = popxl.replica_sharded_variable(data, F143, log2_scale=-1, nan_on_overflow=True)
+    with popxl.Session(ir, "ipu_model") as session:
+        np.testing.assert_array_equal(codes(session.get_tensor_data(remote)),
+                                      codes(host_pow2scale_cast_to_fp8(data, F143, 2, False)))
+        np.testing.assert_array_equal(codes(session.get_tensor_data(sharded)),
+                                      codes(host_pow2scale_cast_to_fp8(data, F143, -1, True)))
 
 
 def test_matmul_pow2scaled_multiplies_the_float8_values_and_scales():

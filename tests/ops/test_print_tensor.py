@@ -11,14 +11,14 @@ def test_print_tensor_returns_its_input_and_prints_at_run_time(capsys):
     x = np.array([[1.5, 2.0], [3.0, -4.25]], np.float32)
     out = run_op(lambda t: ops.print_tensor(t, "x") * 2, x)
     np.testing.assert_array_equal(out, x * 2)
-    assert capsys.readouterr().out == f"x: {np.array2string(x, precision=8, separator=' ')}\n"
+    assert capsys.readouterr().err == f"x: {np.array2string(x, precision=8, separator=' ')}\n"
 
 
 def test_nothing_is_printed_while_building(capsys):
     ir = popxl.Ir()
     with ir.main_graph:
         ops.print_tensor(popxl.variable(np.ones(2, np.float32), name="w"))
-    assert capsys.readouterr().out == ""
+    assert capsys.readouterr().err == ""
 
 
 def test_print_tensor_prints_on_every_run_with_the_default_title(capsys):
@@ -31,20 +31,20 @@ def test_print_tensor_prints_on_every_run_with_the_default_title(capsys):
     with popxl.Session(ir, "ipu_model") as session:
         session.run({})
         session.run({})
-    assert capsys.readouterr().out == "printw: [0 0 0]\nprintw: [1 1 1]\n"
+    assert capsys.readouterr().err == "print_w: [0 0 0]\nprint_w: [1 1 1]\n"
 
 
 def test_print_options_shape_the_text(capsys):
     x = np.arange(10, dtype=np.float32) / 3
     run_op(lambda t: ops.print_tensor(t, "t", summarise_threshold=5, edge_items=2, digits=2, float_format="fixed",
                                       separator=", ", open_bracket="(", close_bracket=")"), x)
-    assert capsys.readouterr().out == "t: (0.00, 0.33, ..., 2.67, 3.00)\n"
+    assert capsys.readouterr().err == "t: (0.00, 0.33, ..., 2.67, 3.00)\n"
 
 
 def test_print_self_false_prints_nothing(capsys):
     out = run_op(lambda t: ops.print_tensor(t, print_self=False), np.ones(2, np.float32))
     np.testing.assert_array_equal(out, np.ones(2))
-    assert capsys.readouterr().out == ""
+    assert capsys.readouterr().err == ""
 
 
 def test_unknown_float_format_is_an_error():
@@ -52,3 +52,20 @@ def test_unknown_float_format_is_an_error():
     with ir.main_graph:
         with pytest.raises(ValueError, match="print_tensor: float_format must be one of auto, fixed"):
             ops.print_tensor(popxl.variable(np.ones(2, np.float32)), float_format="engineering")
+
+
+@pytest.mark.parametrize("print_gradient", [False, True])
+def test_the_gradient_passes_through_and_is_printed_when_asked(capsys, print_gradient):
+    ir = popxl.Ir()
+    with ir.main_graph:
+        graph = ir.create_graph(lambda t: ops.print_tensor(t, "x", print_gradient=print_gradient) * 3,
+                                popxl.TensorSpec((2,), popxl.float32))
+        grad_graph = popxl.transforms.autodiff(graph).graph
+        (grad,) = ops.call(grad_graph, popxl.constant(np.array([1.0, 2.0], np.float32)))
+        stream = popxl.d2h_stream(grad.shape, grad.dtype, name="grad")
+        ops.host_store(stream, grad)
+    with popxl.Session(ir, "ipu_model") as session:
+        np.testing.assert_array_equal(session.run()[stream], [3.0, 6.0])
+    printed = capsys.readouterr()
+    assert printed.out == ""
+    assert printed.err == ("x: [3. 6.]\n" if print_gradient else "")

@@ -41,15 +41,21 @@ def test_flatten_is_a_reshape_to_one_axis(x):
 
 @pytest.mark.parametrize("shape, message", [
     ((5, 5), r"cannot reshape"),
-    ((-1, -1), r"at most one -1"),
-    ((0, 24), r"each entry must be >0 or -1"),
-    ((-2, 12), r"each entry must be >0 or -1"),
+    ((-1, -1), r"^Reshape shape can contain at most one '-1' value\. Shape: \(-1, -1\)"),
+    ((0, 24), r"^Invalid shape value in reshape\. Must be >0 or -1\. Shape: \(0, 24\)"),
+    ((-2, 12), r"^Invalid shape value in reshape\."),
     ((5, -1), r"cannot reshape tensor 'x'"),
 ])
 def test_reshape_errors(x, shape, message):
     with pytest.raises(ValueError, match=message):
         ops.reshape(x, shape)
     assert not x.graph.ops
+
+
+def test_transpose_refuses_axes_beyond_the_rank_in_popxls_words(x):
+    with pytest.raises(ValueError, match=r"^Values in permutation must be less than the number of dimensions of the "
+                                         r"tensor \(3\): \(0, 3, 1\)"):
+        ops.transpose(x, (0, 3, 1))
 
 
 def test_reshape_in_place_aliases_its_input():
@@ -147,7 +153,7 @@ def test_transpose_in_place_method_and_function_agree():
 
 
 def test_transpose_errors(x):
-    with pytest.raises(ValueError, match=r"less than the tensor's rank 3; found \(3,\)"):
+    with pytest.raises(ValueError, match=r"^Values in permutation must be less than .*found \(3,\)"):
         ops.transpose(x, (0, 1, 3))
     with pytest.raises(ValueError, match="exactly once"):
         ops.transpose(x, (0, 1, 1))
@@ -190,6 +196,16 @@ def test_concat_of_three_integer_tensors_with_different_lengths():
     np.testing.assert_array_equal(result, np.concatenate(arrays, 1))
 
 
+@pytest.mark.parametrize("concat", [ops.concat, ops.concat_])
+def test_concat_of_different_dtypes_is_refused_in_popxls_words(concat):
+    ir = popxl.Ir()
+    with ir.main_graph:
+        a, b = popxl.variable(np.ones(2, np.float32)), popxl.variable(np.ones(2, np.float16))
+        with pytest.raises(TypeError, match=r"^All inputs to a concat operation must have the same type: "
+                                            r"\[dtype.float32, dtype.float16\]"):
+            concat([a, b], 0)
+
+
 def test_concat_in_place_variant_gives_the_same_numbers():
     np.testing.assert_array_equal(run_op(lambda s, t: ops.concat_([s, t], 1), X, X), np.concatenate([X, X], 1))
 
@@ -198,7 +214,7 @@ def test_concat_errors(x):
     y = popxl.variable(np.zeros((2, 5, 4), np.float32))
     with pytest.raises(ValueError, match="differ outside axis 2"):
         ops.concat([x, y], axis=2)
-    with pytest.raises(TypeError, match="same dtype"):
+    with pytest.raises(TypeError, match="must have the same type"):
         ops.concat([x, popxl.variable(X.astype(np.int32))])
     with pytest.raises(ValueError, match="at least one tensor"):
         ops.concat([])
@@ -250,9 +266,14 @@ def test_subsample_of_a_vector_takes_an_int():
                                   np.arange(0, 10, 3))
 
 
+def test_subsample_with_fewer_strides_than_axes_keeps_the_rest_whole():
+    np.testing.assert_array_equal(run_op(lambda t: ops.subsample(t, [2, 2]), X), X[::2, ::2, :])
+    np.testing.assert_array_equal(run_op(lambda t: ops.subsample(t, 2), X), X[::2])
+
+
 def test_subsample_errors(x):
-    with pytest.raises(ValueError, match="must match the rank of the input tensor"):
-        ops.subsample(x, [2, 2])
+    with pytest.raises(ValueError, match="4 strides given for a tensor of rank 3"):
+        ops.subsample(x, [2, 2, 1, 1])
     with pytest.raises(ValueError, match="strides must be >= 1"):
         ops.subsample(x, [1, 0, 1])
 

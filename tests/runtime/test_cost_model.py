@@ -9,6 +9,7 @@ import pytest
 
 import popxl
 import popxl.ops as ops
+from workbench.analysis import cost_model
 from workbench.analysis.cost_model import COSTS, DEFAULT_COST, KINDS, cost_rule, op_cycles, op_kind
 from workbench.ops.registry import REGISTRY
 from workbench.ir.device import Device
@@ -142,6 +143,24 @@ def test_control_ops_cost_only_their_own_overhead():
     assert op_cycles(op, MK2) == 10
 
 
-def test_every_registered_op_type_has_a_known_kind():
-    for op_type in REGISTRY:
-        assert COSTS.get(op_type, DEFAULT_COST).kind in KINDS, op_type
+def test_the_cost_table_names_exactly_the_registered_op_types_each_of_a_known_kind():
+    assert set(COSTS) == set(REGISTRY)
+    assert all(rule.kind in KINDS for rule in COSTS.values())
+
+
+def test_a_cost_table_that_disagrees_with_the_registry_fails(monkeypatch):
+    monkeypatch.setitem(COSTS, "flatten", DEFAULT_COST)
+    monkeypatch.delitem(COSTS, "matmul_pow2scaled")
+    with pytest.raises(RuntimeError, match=r"op types without a cost: \['matmul_pow2scaled'\]; costs naming no "
+                                           r"op type: \['flatten'\]"):
+        cost_model._check_table()
+
+
+def test_a_float8_matmul_is_costed_as_a_matmul_and_a_print_as_a_host_transfer():
+    lhs = popxl.float8_143
+    op = only_op(lambda: ops.matmul_pow2scaled(tensor((64, 64), lhs), tensor((64, 64), lhs),
+                                               popxl.constant(0, popxl.int32)))
+    assert op_kind(op) == "compute"
+    assert op_cycles(op, MK2) == ceil(SYNC + 2 * 64 ** 3 / (128 * TILES))
+    printing = only_op(lambda: ops.print_tensor(tensor((4,))))
+    assert op_kind(printing) == "host_io" and op_cycles(printing, MK2) > MK2.host_latency_cycles

@@ -60,3 +60,34 @@ def test_a_session_refuses_an_ir_needing_more_ipus_than_the_device_has():
                                          r"device has 4"):
         popxl.Session(ir, small_pod)
     popxl.Session(ir, Device("ipu_hw", num_ipus=8))
+
+
+def test_the_ipu_model_is_sized_from_the_ir_and_warns_rather_than_refuses_when_large():
+    ir = popxl.Ir(replication=3)
+    with ir.main_graph, popxl.ipu(1):
+        popxl.variable(np.ones(2, np.float32))
+    assert popxl.Session(ir, "ipu_model").device.num_ipus == 8  # 2 per replica x 3, to a power of two
+    ir = popxl.Ir(replication=128)
+    with ir.main_graph:
+        x = popxl.variable(np.float32(1), name="x")
+        stream = popxl.d2h_stream((), popxl.float32, name="out")
+        ops.host_store(stream, ops.collectives.replicated_all_reduce(x))
+    with pytest.warns(ResourceWarning, match="IPU model of 128 IPUs"):
+        session = popxl.Session(ir, "ipu_model")
+    with session:
+        np.testing.assert_array_equal(session.run()[stream], np.full(128, 128.0))
+
+
+def test_inputs_on_different_ipus_or_tile_sets_are_refused_in_popxls_words():
+    ir = popxl.Ir()
+    with ir.main_graph:
+        a = popxl.variable(np.ones(2, np.float32), name="a")
+        with popxl.ipu(1):
+            b = popxl.variable(np.ones(2, np.float32), name="b")
+        with pytest.raises(ValueError, match=r"^The input tensors `a` and `b` are located on different IPUs: 0 != 1\."):
+            ops.add(a, b)
+        with popxl.io_tiles():
+            c = ops.io_tile_copy(a)
+        with pytest.raises(ValueError, match=r"^The input tensors `identity_a` and `\w+` are located on different tile sets: "
+                                             r"compute != io\."):
+            ops.mul(ops.identity(a), c)

@@ -60,13 +60,33 @@ def test_updating_shards_updates_the_whole_variable_with_padding():
     with ir.main_graph, popxl.in_sequence():
         data = np.arange(5, dtype=np.float32)  # 5 elements: shards of 3, the last one padded
         v, shard = popxl.replica_sharded_variable(data, name="v")
-        ops.remote_store(v.remote_buffer, 0, shard * 10)
+        ops.var_updates.copy_var_update_(shard, shard * 10)
     with popxl.Session(ir, "ipu_model") as session:
         session.run()
         np.testing.assert_array_equal(session.get_tensor_data(v), data * 10)
         session.write_variable_data(v, np.ones(5, np.float32))
         session.run()
         np.testing.assert_array_equal(session.get_tensor_data(v), np.full(5, 10.0))
+
+
+def test_a_sharded_variable_keeps_in_place_updates_across_runs_like_an_on_chip_variable():
+    ir = popxl.Ir(replication=4)
+    with ir.main_graph:
+        data = np.arange(5 * 3 * 7 * 7, dtype=np.float32).reshape(5, 3, 7, 7)
+        v, shard = popxl.replica_sharded_variable(data, name="v")
+        ops.var_updates.accumulate_(shard, popxl.constant(np.ones(shard.shape, np.float32)))
+    # popxl's shapes: the full variable has the data's shape, the shard is flat and padded.
+    assert v.shape == (5, 3, 7, 7) and shard.shape == (184,) and shard.meta_shape == (5, 3, 7, 7)
+    assert list(ir.main_graph.variables) == [v] and shard.name == "v_rts"
+    with popxl.Session(ir, "ipu_model") as session:
+        session.run()
+        session.run()
+        np.testing.assert_array_equal(session.get_tensor_data(v), data + 2)
+        session.run()
+    np.testing.assert_array_equal(session.get_tensor_data(v), data + 3)
+    with session:  # the shard is loaded again from the host values when weights go to the device
+        session.run()
+        np.testing.assert_array_equal(session.get_tensor_data(v), data + 4)
 
 
 def test_a_tensor_offset_chooses_the_entry_at_run_time():
@@ -91,12 +111,74 @@ def test_bad_remote_arguments_are_refused_clearly():
         buffer = popxl.remote_buffer((2,), popxl.float32, entries=2)
         with pytest.raises(ValueError, match=r"offset must be an int in 0..1"):
             ops.remote_load(buffer, 2)
-        with pytest.raises(ValueError, match="does not match remote buffer"):
+        with pytest.raises(ValueError, match=r"^Tensor t does not match buffer\. The tensor is float32\[3\]"):
             ops.remote_store(buffer, 0, popxl.variable(np.zeros(3, np.float32)))
-        with pytest.raises(ValueError, match="does not match remote buffer"):
-            popxl.remote_variable(np.zeros(3, np.float32), buffer, 0, name="wrong")
+        with pytest.raises(ValueError, match="outside the 2 entries"):
+            popxl.remote_variable(np.zeros(2, np.float32), buffer, 2, name="wrong")
         assert "wrong" not in [t.name for t in ir.main_graph.tensors]
-        with pytest.raises(ValueError, match="positive int number of entries"):
+        with pytest.raises(ValueError, match=r"^Entries must be a non-zero, positive integer\. Got 0$"):
             popxl.remote_buffer((2,), popxl.float32, entries=0)
     with pytest.raises(ValueError, match="'cpu' device does not support remote buffers; use 'ipu_model'"):
         popxl.Session(ir, "cpu")
+
+
+def test_a_remote_variable_that_does_not_fill_an_entry_is_refused_by_the_session():
+    ir = popxl.Ir()
+    with ir.main_graph:
+        buffer = popxl.remote_buffer((2,), popxl.float32, entries=1)
+        popxl.remote_variable(np.zeros(3, np.float32), buffer, 0, name="wrong")  # popxl compares nothing here
+    with pytest.raises(ValueError, match=r"^Tensor wrong does not match buffer\. .* hold 2"):
+        popxl.Session(ir, "ipu_model")
+
+
+def test_grouped_remote_variables_take_the_group_axis_from_the_data():
+    ir = popxl.Ir(replication=4)
+    with ir.main_graph:
+        group = ir.replica_grouping(group_size=2)
+        data = np.arange(10, dtype=np.float32).reshape(2, 5)
+        buffer = popxl.remote_buffer((5,), popxl.float32)
+        w = popxl.remote_variable(data, buffer, 0, replica_grouping=group, name="w")
+        v, shard = popxl.replica_sharded_variable(data, replica_grouping=group, retrieval_mode="all_replicas",
+                                                  name="v")
+        ops.var_updates.accumulate_(shard, popxl.constant(np.ones(shard.shape, np.float32)))
+    assert w.shape == (5,) and v.shape == (5,) and v.shape_on_host == (2, 5) and shard.shape == (3,)
+    with popxl.Session(ir, "ipu_model") as session:
+        session.run()
+        np.testing.assert_array_equal(session.get_tensor_data(w), data)
+        np.testing.assert_array_equal(session.get_tensor_data(v), data[[0, 0, 1, 1]] + 1)
+
+
+def test_any_remote_buffer_holding_one_shard_serves_a_remote_sharded_variable():
+    replicas, n = 4, 10
+    ir = popxl.Ir(replication=replicas)
+    data = np.arange(n, dtype=np.float32)
+    with ir.main_graph, popxl.in_sequence():
+        buffer = popxl.remote_buffer((-(-n // replicas),), popxl.float32, 1)
+        v = popxl.remote_replica_sharded_variable(data, buffer, 0, name="v")
+        shard = ops.remote_load(buffer, 0)
+        ops.remote_store(buffer, 0, shard * 2)
+    assert v.shape == (n,) and buffer.meta_shape == (n,)
+    with popxl.Session(ir, "ipu_model") as session:
+        session.run()
+        np.testing.assert_array_equal(session.get_tensor_data(v), data * 2)
+    with popxl.Ir(replication=replicas).main_graph:
+        with pytest.raises(ValueError, match=r"^Tensor odd does not match buffer\."):
+            popxl.remote_replica_sharded_variable(np.zeros(n, np.float32), popxl.remote_buffer((2,), popxl.float32),
+                                                  0, name="odd")
+
+
+def test_replica_sharded_buffer_shards_over_at_most_the_group():
+    ir = popxl.Ir(replication=4)
+    with ir.main_graph:
+        group = ir.replica_grouping(group_size=2)
+        with pytest.raises(ValueError, match=r"sharding group size \(4\) must be less than or equal to the "
+                                             r"replica group size \(2\)"):
+            popxl.replica_sharded_buffer((2, 8), popxl.float32, group, shard_over=4)
+        buffer = popxl.replica_sharded_buffer((2, 8), popxl.float32, group)
+    assert buffer.tensor_shape == (4,) and buffer.meta_shape == (8,)
+
+
+def test_remote_buffer_ids_start_at_1():
+    with popxl.Ir().main_graph:
+        ids = [popxl.remote_buffer((2,), popxl.float32).remote_buffer_id for _ in range(2)]
+    assert ids == [1, 2]

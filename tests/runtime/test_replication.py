@@ -92,6 +92,14 @@ def test_replicated_slice_keeps_each_replicas_part():
         np.testing.assert_array_equal(result[replica], data[replica][2 * replica: 2 * replica + 2])
 
 
+def test_replicated_slice_drops_an_axis_split_into_parts_of_length_one():
+    data = per_replica((R, 5, 3))
+    result = run_replicated(lambda x: ops.collectives.replicated_slice(x, axis=0), data)
+    for replica in range(R):
+        assert result[replica].shape == (5, 3)
+        np.testing.assert_array_equal(result[replica], data[replica][replica])
+
+
 def test_collectives_refuse_groupings_without_constant_stride():
     ir = popxl.Ir(replication=6)
     with ir.main_graph:

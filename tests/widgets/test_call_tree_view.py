@@ -28,7 +28,7 @@ def test_every_graph_is_a_node_labelled_with_its_op_count_and_runs():
     labels = annotation_texts(figure, "graph")
     assert labels[0] == f"<b>main</b><br>{len(ir.main_graph.ops)} ops · runs ×1"
     g_label = labels[list(ir.graphs).index(graphs["g"])]
-    assert g_label == f"<b>{graphs['g'].label}</b><br>1 ops · runs ×6"  # 5 in the loop, 1 in the branch
+    assert g_label == f"<b>{graphs['g'].label}</b><br>1 op · runs ×6"  # 5 in the loop, 1 in the branch
 
 
 def test_call_sites_are_edges_labelled_call_repeat_and_branch():

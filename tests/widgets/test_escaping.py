@@ -120,9 +120,9 @@ def test_the_graph_view_shows_tensor_op_and_graph_names_as_text_also_expanded():
     call = next(op for op in ir.main_graph.ops if op.type == "call")
     view.expand(call)
     strings = assert_escaped(view.figure, f"call: {ESCAPED_HOSTILE}")  # the box of the expanded body
-    assert any(f"calls {ESCAPED_HOSTILE} (1 ops)" in s for s in strings)
+    assert any(f"calls {ESCAPED_HOSTILE} (1 op)" in s for s in strings)
     view.show(scale)
-    assert_escaped(view.figure, f"{ESCAPED_HOSTILE}: 1 ops")  # the title
+    assert_escaped(view.figure, f"{ESCAPED_HOSTILE}: 1 op")  # the title
 
 
 def test_the_liveness_view_shows_op_tensor_and_graph_names_as_text():

@@ -129,7 +129,7 @@ def test_a_2000_op_graph_is_drawn_with_ops_only_and_opens_on_its_top_layers():
     assert [t.name for t in figure.data] == ["data flow", "ops"]
     assert len(trace(figure, "ops").x) == 2000
     assert view.layout.depth == 2000 and view.layout.width == 1
-    assert figure.layout.yaxis.range == (-39.5, 0.8)
+    assert figure.layout.yaxis.range == (-15.5, 0.5)
     assert "ops only" in figure.layout.title.text
 
 

@@ -58,7 +58,10 @@ def test_each_ipu_has_memory_stacked_by_kind_in_the_liveness_numbers():
     for ipu in (0, 1):
         for kind in ("variables", "constants", "intermediates", "code"):
             drawn = trace(figure, kind, ipu=ipu)
-            assert list(drawn.y) == [getattr(record, kind) for record in liveness.steps[ipu]]
+            values = [getattr(record, kind) for record in liveness.steps[ipu]]
+            # one point per step, and one at each end so the area spans the steps' whole slots
+            assert list(drawn.y) == values[:1] + values + values[-1:]
+            assert list(drawn.x) == [-0.5, *range(len(values)), len(values) - 0.5]
             assert drawn.stackgroup == f"ipu{ipu}"
         assert trace(figure, "intermediates", ipu=ipu).line.color == KIND_COLORS["intermediate"]
     assert trace(figure, "variables", ipu=0).y[0] == 64 * 4  # w lives on IPU 0
@@ -71,7 +74,7 @@ def test_hovering_a_step_lists_its_op_and_live_tensors():
     liveness = tensor_liveness(ir)
     figure = liveness_figure(liveness, {0: 10**9, 1: 10**9})
     flat = flattened_schedule(ir)
-    hover = trace(figure, "intermediates", ipu=0).hovertext
+    hover = trace(figure, "intermediates", ipu=0).hovertext[1:]  # the first point stands at -0.5
     mul_step = next(step.index for step in flat if step.op.type == "mul")
     assert f"step {mul_step}: mul " in hover[mul_step]
     live_names = {allocation.tensor.name for allocation in liveness.steps[0][mul_step].live}
@@ -129,7 +132,7 @@ def test_clicking_a_step_selects_its_op_and_marks_its_steps():
 def test_a_2000_op_graph_has_one_point_per_step():
     ir, _, _ = chain(2000)
     view = LivenessView(ir, live=False)
-    assert len(trace(view.figure, "intermediates", ipu=0).x) == 2000
+    assert len(trace(view.figure, "intermediates", ipu=0).x) == 2000 + 2  # and one at each end
 
 
 def test_memory_ticks_are_binary_like_the_titles():

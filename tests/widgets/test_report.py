@@ -1,15 +1,18 @@
 """workbench.report: one standalone HTML file with every view of Irs and Sessions, plotly.js inline
 once (no network needed), and every name from the IR written as text."""
+import base64
+import gzip
 import re
 
 import numpy as np
-from plotly.offline import get_plotlyjs
+import pytest
+from plotly.offline import get_plotlyjs, get_plotlyjs_version
 
 import popxl
 import popxl.ops as ops
 import workbench
 from workbench.widgets import Workbench
-from workbench.widgets.html_report import report_html
+from workbench.widgets.html_report import BASIC_BUNDLE, plotlyjs_for, report_html
 
 HOSTILE = "<img src=x onerror=alert(1)>"
 ESCAPED = "&lt;img src=x onerror=alert(1)&gt;"
@@ -25,6 +28,16 @@ def hostile_program():
         y_stream = popxl.d2h_stream(y.shape, y.dtype, name="y")
         ops.host_store(y_stream, y)
     return ir, x_stream, y_stream
+
+
+def bundles(page: str) -> list[str]:
+    """The plotly.js bundles packed into a report page, unpacked."""
+    packed = re.findall(r"<script id='plotly-js' type='application/gzip;base64'>([^<]*)</script>", page)
+    return [gzip.decompress(base64.b64decode(p)).decode("utf-8") for p in packed]
+
+
+def without_bundles(page: str) -> str:
+    return re.sub(r"(<script id='plotly-js'[^>]*>)[^<]*", r"\1", page)
 
 
 def inputs(x_stream):
@@ -44,8 +57,8 @@ def test_the_report_is_one_standalone_file_with_plotly_inline_once_and_every_vie
     path = workbench.report(session, tmp_path / "report.html")
     assert path == tmp_path / "report.html"
     text = path.read_text(encoding="utf-8")
-    assert text.startswith("<!DOCTYPE html>") and text.count(get_plotlyjs()) == 1
-    page = text.replace(get_plotlyjs(), "")
+    assert text.startswith("<!DOCTYPE html>") and bundles(text) == [plotlyjs_for(["scatter", "bar"])]
+    page = without_bundles(text)
     assert "cdn.plot.ly" not in page and not re.search(r"<script[^>]*\bsrc=", page)  # nothing fetched
     for heading in ("Call tree", "Graph main", "Schedule", "Liveness", "Replica groups"):
         assert f"<h3>{heading}</h3>" in text
@@ -79,7 +92,7 @@ def test_several_irs_and_sessions_share_one_file_with_a_table_of_contents(tmp_pa
     with second.main_graph:
         ops.tanh(popxl.variable(np.ones(3, np.float32), name="v"))
     text = report_html([first, second], title="two programs", summary="built by a test")
-    assert text.count(get_plotlyjs()) == 1
+    assert len(bundles(text)) == 1
     assert text.count("<section id=") == 2 and text.count("<li><a href='#section-") == 2
     assert "Static schedule (no run yet)" in text and "<p class='summary'>built by a test</p>" in text
     assert text.count('class="plotly-graph-div"') == 10
@@ -88,7 +101,14 @@ def test_several_irs_and_sessions_share_one_file_with_a_table_of_contents(tmp_pa
 
 def test_an_empty_list_still_makes_a_page():
     text = report_html([])
-    assert "Nothing to show" in text and text.count(get_plotlyjs()) == 1
+    assert "Nothing to show" in text and len(bundles(text)) == 1
+
+
+@pytest.mark.skipif(not BASIC_BUNDLE.exists(), reason="the extension's build copies plotly.js's basic bundle")
+def test_the_report_packs_plotlys_basic_bundle_when_every_trace_is_basic():
+    assert plotlyjs_for(["scatter", "bar"]) == BASIC_BUNDLE.read_text(encoding="utf-8")
+    assert f"v{get_plotlyjs_version()}" in plotlyjs_for(["scatter"])[:200]
+    assert plotlyjs_for(["scatter", "heatmap"]) == get_plotlyjs()  # the basic bundle cannot draw a heatmap
 
 
 def test_the_report_draws_every_graph_of_the_call_tree(tmp_path):
@@ -101,3 +121,5 @@ def test_the_report_draws_every_graph_of_the_call_tree(tmp_path):
     for graph in ir.graphs:
         assert f"<h3>Graph {graph.label}</h3>" in page
     assert page.count('class="plotly-graph-div"') == 4 + len(ir.graphs)
+    if BASIC_BUNDLE.exists():
+        assert len(page.encode("utf-8")) <= 2 * 2 ** 20  # the MLP's whole report within 2 MiB

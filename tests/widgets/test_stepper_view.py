@@ -220,3 +220,24 @@ def test_the_status_names_every_enclosing_loop_iteration_and_counts_steps():
         steps = view.stop.actions
         assert steps > 3  # steps taken, not the 3 commands
         assert f"after {steps} steps (each an op run or a call entered): the outputs are ready" in view.status_box.value
+
+
+def test_breakpoints_are_drawn_in_the_graph_and_schedule_views_until_removed():
+    ir, x_stream, _, graphs = program()
+    with popxl.Session(ir, "ipu_model") as session:
+        view = SessionStepperView(session, {x_stream: data()})
+        graph_view, schedule_view = view.views
+        tanh = op_of(graphs["body"], "tanh")
+        view.toggle_breakpoint(tanh)
+        view.continue_()
+        assert view.stop.op is tanh  # the graph view now shows the body, where the breakpoint is
+        dots = trace(graph_view.figure, "breakpoints")
+        assert [graph_view.picture.nodes[key].item for key in dots.customdata] == [tanh]
+        ops_trace = trace(graph_view.figure, "ops")
+        x, y = dict(zip(ops_trace.customdata, zip(ops_trace.x, ops_trace.y)))[dots.customdata[0]]
+        assert dots.x[0] < x and dots.y[0] == y  # on the op's left
+        marked = trace(schedule_view.figure, "breakpoints").customdata
+        assert marked and {schedule_view.events[i].op for i in marked} == {tanh}
+        view.toggle_breakpoint(tanh)
+        assert "breakpoints" not in [t.name for t in graph_view.figure.data + schedule_view.figure.data]
+        view.close()

@@ -11,10 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from workbench.ir import Graph, Ir, Op
-
-from .flatten import callees
-
-EDGE_KINDS = {"call": "call", "repeat": "repeat", "then": "conditional-then", "else": "conditional-else"}
+from workbench.ir.call_binding import call_bindings
 
 
 @dataclass(eq=False, slots=True)
@@ -71,9 +68,9 @@ class CallTree:
 
 def call_tree(ir: Ir) -> CallTree:
     """The call tree of ``ir`` (see the module docstring)."""
-    edges = [CallTreeEdge(graph, callee, op, EDGE_KINDS[kind],
-                          op.attrs["repeat_count"] if kind == "repeat" else 1)
-             for graph in ir.graphs for op in graph._ops for kind, callee in callees(op)]
+    edges = [CallTreeEdge(graph, binding.graph, op, binding.label,
+                          op.attrs["repeat_count"] if binding.kind == "repeat" else 1)
+             for graph in ir.graphs for op in graph._ops for binding in call_bindings(op)]
     incoming: dict[Graph, list[CallTreeEdge]] = {graph: [] for graph in ir.graphs}
     for edge in edges:
         incoming[edge.callee].append(edge)

@@ -15,8 +15,10 @@ Every entry names the op's kind and how its cycles follow from its flops and byt
 - control: the op's own overhead (entering a call, each repeat iteration, the branch of a
   conditional); the called graph's ops are costed on their own.
 
-Op types not in the table cost ``DEFAULT_COST``: compute, one flop per output element. The
-``Device`` gives the clock, tiles, throughputs, link bandwidths and latencies. These are estimates that make the shape of a run visible, not a
+Every registered op type is in the table on purpose: importing this module fails when the table and
+the op registry disagree. Op types registered later (custom ops) cost ``DEFAULT_COST``: compute, one
+flop per output element. The ``Device`` gives the clock, tiles, throughputs, link bandwidths and
+latencies. These are estimates that make the shape of a run visible, not a
 prediction of a Poplar build.
 """
 from __future__ import annotations
@@ -27,6 +29,7 @@ from typing import Callable
 
 from workbench.ir import Op
 from workbench.ir.device import Device
+from workbench.ops.registry import REGISTRY
 
 from .code_size import graph_code_bytes
 
@@ -143,6 +146,11 @@ def _host_cycles(op: Op, device: Device) -> float:
     return device.host_latency_cycles + _link_cycles(nbytes, device.host_bytes_per_second, device)
 
 
+def _print_cycles(op: Op, device: Device) -> float:
+    """A printing op sends its input to the host; one that prints nothing passes it on for free."""
+    return _host_cycles(op, device) if op.attrs["print_self"] else 0
+
+
 def _remote_cycles(op: Op, device: Device) -> float:
     buffer = op.attrs["buffer"]
     nbytes = prod(buffer.tensor_shape) * buffer.tensor_dtype.itemsize
@@ -187,8 +195,8 @@ DEFAULT_COST = elementwise(1)
 
 COSTS: dict[str, CostRule] = {
     # Views and renames: free in Poplar.
-    **dict.fromkeys(("reshape", "reshape_", "flatten", "flatten_", "transpose", "transpose_", "squeeze",
-                     "slice", "slice_", "subsample", "split", "detach", "detach_", "identity"), VIEW),
+    **dict.fromkeys(("reshape", "reshape_", "transpose", "transpose_", "slice", "slice_", "subsample", "split",
+                     "detach", "detach_", "identity"), VIEW),
     # Control flow: only the op's own overhead; the called graphs are costed op by op.
     "call": CostRule("control", lambda op, device: CALL_CYCLES),
     "repeat": CostRule("control", lambda op, device: CALL_CYCLES),
@@ -201,7 +209,14 @@ COSTS: dict[str, CostRule] = {
     **dict.fromkeys(("scaled_add", "scaled_add_"), elementwise(2)),
     **dict.fromkeys(("div", "fmod", "sqrt"), elementwise(4)),
     **dict.fromkeys(("exp", "exp_", "log", "log2", "tanh", "sin", "cos"), elementwise(8)),
-    **dict.fromkeys(("pow", "gelu", "gelu_", "geluerf", "geluerf_", "swish", "swish_"), elementwise(16)),
+    **dict.fromkeys(("pow", "gelu", "gelu_", "geluerf", "geluerf_", "geluerf_grad", "swish", "swish_"),
+                    elementwise(16)),
+    # Random numbers: a generator step per element (normal: two, and a transform).
+    **dict.fromkeys(("random_uniform", "dropout", "shaped_dropout"), elementwise(4)),
+    "random_normal": elementwise(8),
+    "split_random_seed": elementwise(1),
+    # float8: a scale and a rounding per element.
+    **dict.fromkeys(("pow2scale_cast_to_fp8", "pow2scale_cast_from_fp8"), elementwise(2)),
     # Reductions and scans: flops per input element.
     **dict.fromkeys(("sum", "mean", "max", "min", "prod", "l1", "argmax", "argmin", "cumsum", "histogram"),
                     reduction(1)),
@@ -214,7 +229,7 @@ COSTS: dict[str, CostRule] = {
     "nll_loss": reduction(2),
     "nll_loss_with_softmax_grad": reduction(14),
     # Matrix products and convolutions run on the matrix units.
-    "matmul": compute(_matmul_flops, matrix=True),
+    **dict.fromkeys(("matmul", "matmul_pow2scaled"), compute(_matmul_flops, matrix=True)),
     "conv": compute(_conv_flops, matrix=True),
     "conv_transpose": compute(_conv_transpose_flops, matrix=True),
     **dict.fromkeys(("average_pool", "max_pool"), compute(_pool_flops)),
@@ -232,6 +247,7 @@ COSTS: dict[str, CostRule] = {
     # Off the tiles.
     "ipu_copy": CostRule("ipu_copy", _ipu_copy_cycles),
     **dict.fromkeys(("host_load", "host_store"), CostRule("host_io", _host_cycles)),
+    "print_tensor": CostRule("host_io", _print_cycles),
     **dict.fromkeys(("remote_load", "remote_load_", "remote_store"), CostRule("remote", _remote_cycles)),
     "remote_code_load": CostRule("remote", _code_load_cycles),
     # Collectives.
@@ -240,6 +256,17 @@ COSTS: dict[str, CostRule] = {
     "replicated_reduce_scatter": REDUCE_SCATTER,
     "all_reduce": ring(lambda n: 2 * (n - 1), lambda n: 1 / n, ipu_group_size),
 }
+
+
+def _check_table() -> None:
+    """Fail loudly when an op type is costed by accident (missing) or a cost names no op (misspelt)."""
+    missing, unknown = sorted(set(REGISTRY) - set(COSTS)), sorted(set(COSTS) - set(REGISTRY))
+    if missing or unknown:
+        raise RuntimeError(f"the cost table disagrees with the op registry: op types without a cost: "
+                           f"{missing or 'none'}; costs naming no op type: {unknown or 'none'}")
+
+
+_check_table()
 
 
 def cost_rule(op: Op) -> CostRule:

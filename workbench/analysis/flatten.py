@@ -22,6 +22,7 @@ from math import prod
 from typing import Iterator, Optional
 
 from workbench.ir import Graph, Ir, Op
+from workbench.ir.call_binding import BRANCHES, call_bindings
 
 from .schedule import schedule
 
@@ -131,13 +132,7 @@ class FlatSchedule:
 
 def callees(op: Op) -> list[tuple[str, Graph]]:
     """The frames a call site opens, as (kind, graph): one for call and repeat, two for conditional."""
-    if op.type == "call":
-        return [("call", op.called_graphs[0])]
-    if op.type == "repeat":
-        return [("repeat", op.called_graphs[0])]
-    if op.type == "conditional":
-        return [("then", op.called_graphs[0]), ("else", op.called_graphs[1])]
-    return []
+    return [(binding.kind, binding.graph) for binding in call_bindings(op)]
 
 
 def flattened_schedule(ir: Ir) -> FlatSchedule:
@@ -178,6 +173,6 @@ def _ancestry(frame: Optional[Frame]) -> Iterator[Frame]:
 def _child_frame(parent: Frame, op: Op, call_step: int, kind: str, graph: Graph) -> Frame:
     count = op.attrs["repeat_count"] if kind == "repeat" else 1
     repeats = parent.repeats + ((count,) if kind == "repeat" else ())
-    branches = parent.branches + (((op, kind),) if kind in ("then", "else") else ())
+    branches = parent.branches + (((op, kind),) if kind in BRANCHES else ())
     return Frame(graph, kind, parent, op, call_step, count, parent.depth + 1, parent.call_path + (op,),
                  repeats, branches)

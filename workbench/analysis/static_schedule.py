@@ -15,19 +15,11 @@ from typing import Optional
 
 from workbench.ir import Ir, Op
 from workbench.ir.device import Device
+from workbench.ops.registry import op_ipus
 
 from .cost_model import op_cycles, op_kind
 from .flatten import Frame, Step, flattened_schedule
 from .op_events import TraceEvent
-
-
-def op_ipus(op: Op) -> tuple[int, ...]:
-    """The IPUs of a replica that ``op`` occupies, the one it runs on first."""
-    if op.type == "ipu_copy":
-        return tuple(dict.fromkeys((op.attrs["source"], op.attrs["destination"])))
-    if op.type == "all_reduce":
-        return tuple(dict.fromkeys(op.attrs["ipus"]))
-    return (op.ipu,)
 
 
 def sequenced_ops(ir: Ir) -> set[Op]:

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from workbench.ir import Constant, Graph, Ir, Tensor, Variable
+from workbench.ir.call_binding import call_binding
 
 from .code_liveness import GraphCodeLiveness, code_liveness
 from .code_size import graph_code_bytes
@@ -142,6 +143,8 @@ class _Allocations:
         last = len(self.flat) - 1
         for tensor in on_chip + constants:
             self.static[tensor] = Allocation(tensor, tensor.kind, tensor.ipu, tensor.nbytes, 0, last)
+        for tensor in self.flat.ir.persistent_tensors:  # on chip between runs, as variables are
+            self.static[tensor] = Allocation(tensor, "variable", tensor.ipu, tensor.nbytes, 0, last)
         ending: dict[int, list[Step]] = defaultdict(list)
         for step in self.flat.steps:
             if step.children:
@@ -189,7 +192,7 @@ class _Allocations:
     def resolve(self, frame: Frame, tensor: Tensor) -> Optional[Allocation]:
         """The allocation holding ``tensor`` of ``frame``, following aliases and call-site inputs."""
         while True:
-            if isinstance(tensor, (Variable, Constant)):
+            if isinstance(tensor, (Variable, Constant)) or tensor in self.static:
                 return self.static.get(tensor)
             allocation = self.of.get((frame, tensor))
             if allocation is not None:
@@ -236,13 +239,4 @@ def _call_site_input(frame: Frame, graph_input: Tensor) -> Optional[Tensor]:
     op = frame.call_site
     if op is None:
         return None
-    position = frame.graph.inputs.index(graph_input)
-    if op.type == "conditional":
-        then_count = len(op.attrs["then_inputs"])
-        order, offset = ((op.attrs["then_inputs"], 1) if frame.kind == "then"
-                         else (op.attrs["else_inputs"], 1 + then_count))
-    else:
-        order, offset = op.attrs["graph_inputs"], 0
-    if position not in order:
-        return None
-    return op.inputs[offset + order.index(position)]
+    return call_binding(op, frame.kind).parent_of(graph_input)

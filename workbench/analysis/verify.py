@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from workbench.ir import Graph, Ir, Op
+from workbench.ir.call_binding import call_bindings
 from workbench.ops.registry import REGISTRY
 
 from .aliasing import modifies_constant
@@ -58,13 +59,10 @@ def _check_op(op: Op) -> None:
     if constant is not None:
         raise InvalidIrError(f"op {op.name} ({op.type}) writes constant {constant.id!r} in place; use a "
                              "variable (popxl.variable) for values that change")
-    if op.type in ("call", "repeat"):
-        _check_call_site(op, op.called_graphs[0], op.inputs, op.attrs["graph_inputs"])
-    elif op.type == "conditional":
-        split = 1 + len(op.attrs["then_inputs"])
-        _check_call_site(op, op.called_graphs[0], op.inputs[1:split], op.attrs["then_inputs"])
-        _check_call_site(op, op.called_graphs[1], op.inputs[split:], op.attrs["else_inputs"])
-    elif op.type not in REGISTRY:
+    bindings = call_bindings(op)
+    for binding in bindings:
+        _check_call_site(op, binding.graph, binding.parents, binding.order)
+    if not bindings and op.type not in REGISTRY:
         raise InvalidIrError(f"op {op.name} has the unknown type {op.type!r}")
 
 

@@ -48,6 +48,12 @@ class Device:
         return self.tiles_per_ipu * self.bytes_per_tile
 
 
+def ipu_model_size(ipus_per_replica: int, replication_factor: int) -> int:
+    """IPUs of the IPU model popxl makes for an Ir: the next power of two of all the IPUs it uses."""
+    needed = max(1, ipus_per_replica * replication_factor)
+    return 1 << (needed - 1).bit_length()
+
+
 def device_for(device_desc: str, num_ipus: int | None = None) -> Device:
     """The simulated device for a popxl ``device_desc``."""
     if device_desc not in DEVICE_TYPES:

@@ -80,8 +80,8 @@ def encode(values: np.ndarray, dtype: dtypes.dtype, log2_scale: int = 0,
            nan_on_overflow: bool = True) -> np.ndarray:
     """uint8 codes of ``values * 2**log2_scale`` rounded to nearest (ties to even mantissa).
 
-    Magnitudes above the largest value become NaN with ``nan_on_overflow``, else saturate to
-    +-max; NaN stays NaN; infinities count as overflow.
+    Finite magnitudes above the largest value become NaN with ``nan_on_overflow``, else saturate to
+    +-max; NaN stays NaN and, as in popxl, infinities become NaN either way.
     """
     fmt = float8_format(dtype)
     scaled = np.asarray(values, dtype=np.float64) * 2.0 ** log2_scale
@@ -102,7 +102,7 @@ def encode(values: np.ndarray, dtype: dtypes.dtype, log2_scale: int = 0,
     codes = np.where(overflow, fmt.max_code, codes)
     negative = np.signbit(scaled) & (codes != 0)
     codes = codes | np.where(negative, 0x80, 0)
-    codes = np.where(np.isnan(scaled) | (overflow & nan_on_overflow), NAN_CODE, codes)
+    codes = np.where(~finite | (overflow & nan_on_overflow), NAN_CODE, codes)
     return codes.astype(np.uint8)
 
 
@@ -119,4 +119,4 @@ def as_codes(array: np.ndarray) -> np.ndarray:
 
 def from_codes(codes: np.ndarray, dtype: dtypes.dtype) -> np.ndarray:
     """uint8 ``codes`` seen as an array of the float8 ``dtype`` (shares memory)."""
-    return np.ascontiguousarray(codes, dtype=np.uint8).view(dtype.as_numpy())
+    return np.asarray(codes, dtype=np.uint8, order="C").view(dtype.as_numpy())  # keeps 0-d arrays 0-d

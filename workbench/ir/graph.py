@@ -157,6 +157,12 @@ class Graph:
     def _unique_name(self, name: str) -> str:
         return self._tensors.fresh(get_current_context().name_scope_prefix() + name)
 
+    def _unique_op_name(self, op_type: str, prefix: Optional[str] = None) -> str:
+        """``<name scope>/<op_type>.<n>``, ``n`` counting every op of the Ir."""
+        self._ir._op_counter += 1
+        prefix = get_current_context().name_scope_prefix() if prefix is None else prefix
+        return f"{prefix}{op_type}.{self._ir._op_counter}"
+
     def _add_tensor(self, tensor: Tensor) -> None:
         self._tensors[tensor.name] = tensor
         self._ir.events.emit("tensor_added", tensor)
@@ -218,9 +224,7 @@ class Graph:
                         f"t.copy_to_ipu({op_ipu}), or create it inside `with popxl.ipu({op_ipu}):`")
         tile_set = "io" if context.io_tile_set else "compute"
         prefix = context.name_scope_prefix()
-        ir = self._ir
-        ir._op_counter += 1
-        op = Op(op_type, f"{prefix}{op_type}.{ir._op_counter}", self, tuple(inputs), (),
+        op = Op(op_type, self._unique_op_name(op_type, prefix), self, tuple(inputs), (),
                 dict(attrs) if attrs else {}, tuple(called_graphs), op_ipu, tile_set, tuple(modified),
                 dict(aliases) if aliases else {})
         names = output_names or ()

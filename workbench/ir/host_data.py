@@ -16,8 +16,7 @@ def to_numpy(data: Any, dtype: Optional[dtypes.dtype] = None, downcast: bool = T
     """Return ``data`` as an ndarray: of ``dtype`` if given, else its own type with 64-bit types
     narrowed to 32 bits when ``downcast`` is set. Numbers given for a float8 ``dtype`` are encoded
     as ``data * 2**log2_scale`` (default 0), NaN on overflow unless ``nan_on_overflow=False``."""
-    if type(data).__module__.startswith("torch"):
-        data = data.detach().cpu().numpy()
+    data = detached(data)
     if dtype is not None:
         dtype = dtypes.dtype.as_dtype(dtype)
         array = np.array(data, copy=copy) if isinstance(data, np.ndarray) else np.asarray(data)
@@ -41,3 +40,31 @@ def to_numpy(data: Any, dtype: Optional[dtypes.dtype] = None, downcast: bool = T
 def _check_representable(array: np.ndarray, target: dtypes.dtype) -> None:
     if target.is_int and array.dtype.kind == "f" and array.size and not np.all(np.isfinite(array)):
         raise ValueError(f"non-finite values cannot be converted to {target!r}")
+
+
+def detached(data: Any) -> Any:
+    """A torch tensor as a NumPy array (detached first, as popxl does, so tensors that require grad
+    are accepted); any other value unchanged."""
+    if type(data).__module__.startswith("torch"):
+        return data.detach().cpu().numpy()
+    return data
+
+
+def host_array(data: Any) -> np.ndarray:
+    """``data`` (an array, a torch tensor, numbers) as an ndarray, without copying an ndarray."""
+    return np.asarray(detached(data))
+
+
+def memmap_data(data: np.memmap, dtype: Optional[dtypes.dtype], downcast: bool) -> np.memmap:
+    """A memory-mapped array kept as it is, so the device's values are written back into it: it
+    must be C-contiguous and already of the variable's dtype."""
+    if not data.flags.c_contiguous:
+        raise ValueError("a np.memmap given as a variable's data must be C-contiguous; the variable is "
+                         "read from and written back into it in place")
+    want = dtypes.dtype.as_dtype(dtype).as_numpy() if dtype is not None else \
+        downcast_np_dtypes.get(data.dtype, data.dtype) if downcast else data.dtype
+    if data.dtype != want:
+        raise ValueError(f"a np.memmap given as a variable's data must need no cast: it has dtype {data.dtype} "
+                         f"but the variable would have {want}; map the file with dtype {want} (or pass "
+                         "downcast=False)")
+    return data

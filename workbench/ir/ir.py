@@ -6,15 +6,18 @@ import os
 from pathlib import Path
 from typing import Any, Callable, Literal, Optional, Sequence, Union
 
+import numpy as np
+
 from . import display, dtypes
 from .events import EventBus
+from .fragments import FRAGMENTS, WEIGHTS_FROM_HOST
 from .graph import Graph
-from .host_data import to_numpy
+from .host_data import memmap_data, to_numpy
 from .names import Namespace
 from .remote_buffer import RemoteBuffer
 from .replica_grouping import ReplicaGrouping
 from .streams import DeviceToHostStream, HostToDeviceStream, _Stream
-from .tensor import TensorSpec, Variable
+from .tensor import Tensor, TensorSpec, Variable
 
 _ids = itertools.count()
 RETRIEVAL_MODES = ("one_per_group", "all_replicas")
@@ -35,6 +38,7 @@ class Ir:
         self._graph_names: Namespace = Namespace(main_graph=None)  # the main graph's id
         self._streams: Namespace = Namespace()
         self._remote_buffers: list[RemoteBuffer] = []
+        self._fragments: dict[str, list] = {fragment: [] for fragment in FRAGMENTS}
         self._num_host_transfers = 1
         self._dot_dir: Optional[Path] = None
         self._dot_checkpoints = 0
@@ -167,7 +171,7 @@ class Ir:
     def _register_remote_buffer(self, buffer: RemoteBuffer) -> int:
         self._check_buildable()
         self._remote_buffers.append(buffer)
-        return len(self._remote_buffers) - 1
+        return len(self._remote_buffers)  # ids start at 1, as in popxl
 
     @property
     def remote_buffers(self) -> tuple[RemoteBuffer, ...]:
@@ -177,6 +181,16 @@ class Ir:
     @property
     def variables(self) -> tuple[Variable, ...]:
         return self._main.variables
+
+    def fragment_ops(self, fragment: str) -> tuple:
+        """The ops of the ``'weights_from_host'`` or ``'weights_to_host'`` fragment (``ir/fragments.py``)."""
+        return tuple(self._fragments[fragment])
+
+    @property
+    def persistent_tensors(self) -> tuple[Tensor, ...]:
+        """Main-graph tensors that, like variables, stay on chip between runs: the outputs of the
+        weights-from-host fragment (the shards of replica-sharded variables)."""
+        return tuple(t for op in self._fragments[WEIGHTS_FROM_HOST] for t in op.outputs)
 
     def _add_variable(self, graph: Graph, data: Any, dtype: Optional[dtypes.dtype], name: Optional[str],
                       downcast: bool, replica_grouping: Optional[ReplicaGrouping],
@@ -191,7 +205,7 @@ class Ir:
         grouping = replica_grouping or self.replica_grouping()
         if grouping._ir is not self:
             raise ValueError("the replica grouping belongs to another Ir")
-        array = to_numpy(data, dtype, downcast)
+        array = memmap_data(data, dtype, downcast) if isinstance(data, np.memmap) else to_numpy(data, dtype, downcast)
         if array.dtype.kind == "c":
             raise TypeError(f"variable {name or 'variable'!r} has {array.dtype} data, but popxl tensors cannot "
                             "be complex (popxl's complex dtypes are names only, no op takes them); expected "
@@ -204,12 +218,9 @@ class Ir:
                                  f"got shape {array.shape}")
             device_shape = array.shape[1:]
         spec = TensorSpec(device_shape, dtypes.dtype.as_dtype(array.dtype))
-        if shard_count > 1:
-            shard = -(-spec.nelms // shard_count)
-            spec = TensorSpec((shard,), spec.dtype, meta_shape=device_shape)
         from .context import get_current_context
 
-        variable = Variable._create(graph, graph._unique_name(name or "variable"), spec,
+        variable = Variable._create(graph, graph._unique_name(name or "t"), spec,
                                     get_current_context().ipu_id)
         variable._host_data = array
         variable.replica_grouping = grouping

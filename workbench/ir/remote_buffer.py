@@ -11,8 +11,7 @@ class RemoteBuffer:
     """``entries`` slots, each holding a tensor of ``tensor_shape`` and ``tensor_dtype``."""
 
     def __init__(self, tensor_shape: Tuple[int, ...], tensor_dtype: dtypes.dtype, entries: int):
-        if not isinstance(entries, int) or isinstance(entries, bool) or entries < 1:
-            raise ValueError(f"a remote buffer needs a positive int number of entries, got {entries!r}")
+        _check_entries(entries)
         ir = get_current_graph().ir
         self._ir = ir
         self._tensor_shape = tuple(int(d) for d in tensor_shape)
@@ -41,8 +40,7 @@ class RemoteBuffer:
     @entries.setter
     def entries(self, entries: int) -> None:
         self._ir._check_buildable()
-        if not isinstance(entries, int) or entries < 1:
-            raise ValueError(f"entries must be a positive int, got {entries!r}")
+        _check_entries(entries)
         self._entries = entries
 
     @property
@@ -77,8 +75,8 @@ class RemoteBuffer:
         else:
             fits = tuple(t.shape) == shape
         if not fits or t.dtype is not self._tensor_dtype:
-            raise ValueError(f"tensor {t.id!r} ({t.spec}) does not match remote buffer "
-                             f"{self._remote_buffer_id} entries of {self._tensor_dtype.name}{list(shape)}"
+            raise ValueError(f"Tensor {t.id} does not match buffer. The tensor is {t.spec}; entries of remote "
+                             f"buffer {self._remote_buffer_id} hold {self._tensor_dtype.name}{list(shape)}"
                              + (f" split into {num_shards} shards" if num_shards > 1 else ""))
 
     def __hash__(self) -> int:
@@ -87,6 +85,11 @@ class RemoteBuffer:
     def __repr__(self) -> str:
         return (f"RemoteBuffer[id={self._remote_buffer_id} {self._tensor_dtype.name}"
                 f"{list(self._tensor_shape)} x{self._entries}]")
+
+
+def _check_entries(entries) -> None:
+    if not isinstance(entries, int) or isinstance(entries, bool) or entries < 1:
+        raise ValueError(f"Entries must be a non-zero, positive integer. Got {entries!r}")
 
 
 def _prod(shape) -> int:

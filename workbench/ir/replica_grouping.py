@@ -105,6 +105,23 @@ class ReplicaGrouping:
             raise NotImplementedError(f"{self!r} has no constant stride")
         return self._stride
 
+    @property
+    def const_rg(self) -> "ReplicaGrouping":
+        """A grouping of constant stride with the same groups' sizes: this one when it is constant,
+        else consecutive groups (stride 1) into which ``to_device_map`` places this one's groups."""
+        return self if self.is_const else ReplicaGrouping._strided(self._ir, 1, self.group_size)
+
+    def to_device_map(self) -> list[int]:
+        """For each replica, the replica of ``const_rg`` that takes its place, so that group ``g``
+        of this grouping becomes group ``g`` of ``const_rg`` (the identity when constant)."""
+        return [position for position, _ in sorted(enumerate(self.to_host_map()), key=lambda p: p[1])]
+
+    def to_host_map(self) -> list[int]:
+        """The inverse of ``to_device_map``: for each replica of ``const_rg``, the replica it stands for."""
+        if self.is_const:
+            return list(range(self.num_replicas))
+        return sorted(range(self.num_replicas), key=lambda r: (self._assignment[r], r))
+
     def members(self, group: int) -> list[int]:
         """The replicas of ``group``, in increasing order."""
         return [r for r, g in enumerate(self._assignment) if g == group]

@@ -312,8 +312,7 @@ class Variable(Tensor):
     def shape_on_host(self) -> Tuple[int, ...]:
         """Shape of the host data: a leading group dimension when there is more than one group."""
         groups = self.replica_grouping.num_groups
-        base = self.meta_shape if self.shard_count > 1 and self.meta_shape else self.shape
-        return (groups, *base) if groups > 1 else tuple(base)
+        return (groups, *self.shape) if groups > 1 else self.shape
 
     @property
     def host_data(self) -> np.ndarray:
@@ -374,7 +373,7 @@ def constant(data: HostScalarTensor, dtype: Optional[dtypes.dtype] = None, name:
     array.setflags(write=False)
     graph = get_current_graph()
     graph._check_buildable()
-    tensor = Constant._create(graph, graph._unique_name(name or "constant"),
+    tensor = Constant._create(graph, graph._unique_name(name or "t"),
                               TensorSpec(array.shape, dtypes.dtype.as_dtype(array.dtype)),
                               graph._context_ipu())
     tensor._data = array

@@ -117,8 +117,9 @@ def _updater(op_type: str, acc_first_order: Tensor, acc_second_order: Tensor, we
     expect_tensors(op_type, acc_first_order=acc_first_order, acc_second_order=acc_second_order)
     decay = hyper["weight_decay"]
     needs_weight = isinstance(decay, Tensor) or (decay is not None and decay != 0.0)
-    if needs_weight and weight is None:
-        raise ValueError(f"{op_type}: weight decay requires the weight; pass weight=")
+    if decay is not None and weight is None:
+        raise ValueError(f"Weight decay requires weight to not be None. ({op_type}: pass weight= with "
+                         "weight_decay, or leave weight_decay out)")
     if time_step is not None:
         expect_tensors(op_type, time_step=time_step)
     inputs = [acc_first_order, acc_second_order]
@@ -142,7 +143,8 @@ def _updater(op_type: str, acc_first_order: Tensor, acc_second_order: Tensor, we
 def _adam_like(op_type: str, acc_first_order, acc_second_order, weight, time_step, weight_decay, beta1,
                beta2, epsilon) -> Tensor:
     if time_step is not None and (beta1 is None or beta2 is None):
-        raise ValueError(f"{op_type}: bias correction (a time_step) requires both beta1 and beta2")
+        raise ValueError(f"Bias correction requires both beta1 and beta2 to not be None. ({op_type}: "
+                         "a time_step turns bias correction on)")
     return _updater(op_type, acc_first_order, acc_second_order, weight, time_step,
                     {"weight_decay": weight_decay, "beta1": beta1, "beta2": beta2, "epsilon": epsilon})
 
@@ -173,7 +175,8 @@ def adamax_updater(acc_first_order: Tensor, acc_second_order: Tensor, weight: Op
     """The Adamax updater term ``m / (1 - beta1**t) / (v + epsilon) + weight_decay * weight``, where
     ``v`` holds the running maximum; ``time_step`` is required and incremented in place."""
     if time_step is None:
-        raise ValueError("adamax_updater: Adamax requires a time_step tensor")
+        raise ValueError("AdaMax requires time_step to not be None. (adamax_updater: pass the step counter "
+                         "tensor, which it increments in place)")
     return _updater("adamax_updater", acc_first_order, acc_second_order, weight, time_step,
                     {"weight_decay": weight_decay, "beta1": beta1, "beta2": None, "epsilon": epsilon})
 

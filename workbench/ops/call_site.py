@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from workbench.ir import Graph, Op, Tensor
+from workbench.ir.call_binding import CallBinding, call_bindings
 
 
 class CallSiteInfo:
@@ -34,15 +35,15 @@ class CallSiteInfo:
     def parent_output(self, index: int) -> Tensor:
         return self._op.outputs[index]
 
+    @property
+    def _binding(self) -> CallBinding:
+        return call_bindings(self._op)[0]
+
     def graph_to_parent_input_index(self, index: int) -> int:
-        try:
-            return self._op.attrs["graph_inputs"].index(index)
-        except ValueError:
-            raise IndexError(f"graph input {index} of {self.called_graph.label!r} is not connected at this "
-                             "call site") from None
+        return self._binding.op_input_index(index)
 
     def parent_to_graph_input_index(self, index: int) -> int:
-        return self._op.attrs["graph_inputs"][index]
+        return self._binding.order[index]
 
     def graph_to_parent_output_index(self, index: int) -> int:
         return index

@@ -40,4 +40,5 @@ def _no_effect() -> None:
     return None
 
 
-register(OpDef("remote_code_load", infer=lambda specs, attrs: [], kernel=lambda op, env: _no_effect))
+register(OpDef("remote_code_load", infer=lambda specs, attrs: [], kernel=lambda op, env: _no_effect,
+               effect=True))

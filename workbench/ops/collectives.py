@@ -156,16 +156,15 @@ def _gather_kernel(op, env):
 
 
 def _all_gather_grad(op, grads, fwd):
-    """As popxl: each member takes its own part of the gradient (``replicated_slice``), which
-    presumes the gathered tensor's gradient is the same on every member. For a replica shard
-    gathered to its meta shape the members' gradients are summed and scattered back
-    (``replicated_reduce_scatter``)."""
+    """As popxl: each member takes its own part of its own gradient, which presumes the gathered
+    tensor's gradient is the same on every member: ``replicated_slice``, or for a replica shard
+    gathered to its meta shape a reduce-scatter with the local reduction (no sum over members)."""
     grad, t, group = grads[0], op.inputs[0], op.attrs["group"]
     if grad is None:
         return [None]
     mode = op.attrs["output_shape"]
     if mode == "meta_shape":
-        return [replicated_reduce_scatter(blocks.reshape(grad, (grad.nelms,)), "add", group)]
+        return [replicated_reduce_scatter(blocks.reshape(grad, (grad.nelms,)), "local", group)]
     part = replicated_slice(grad, 0 if mode == "new_axis" else op.attrs["axis"], group)
     return [blocks.reshape(part, t.shape)]
 
@@ -255,20 +254,25 @@ def _slice_infer(specs, attrs):
                          f"evenly over groups of {size} replicas")
     shape = list(spec.shape)
     shape[axis] //= size
+    if shape[axis] == 1:  # as popxl: a part of length 1 loses the axis
+        del shape[axis]
     return [TensorSpec(tuple(shape), spec.dtype)]
 
 
 def _slice_kernel(op, env):
-    members, axis = _members(op, env), op.attrs["axis"]
+    members, axis, shape = _members(op, env), op.attrs["axis"], op.outputs[0].shape
     index = members.index(env.replica)
-    return lambda value: np.split(value, len(members), axis=axis)[index].copy()
+    return lambda value: np.split(value, len(members), axis=axis)[index].copy().reshape(shape)
 
 
 def _replicated_slice_grad(op, grads, fwd):
     """The parts' gradients gathered: the gradient of the whole tensor, which every member holds."""
-    if grads[0] is None:
+    grad, axis = grads[0], op.attrs["axis"]
+    if grad is None:
         return [None]
-    return [replicated_all_gather(grads[0], op.attrs["axis"], op.attrs["group"], "concat")]
+    if grad.rank < op.inputs[0].rank:  # the part's axis was dropped
+        grad = blocks.reshape(grad, (*grad.shape[:axis], 1, *grad.shape[axis:]))
+    return [replicated_all_gather(grad, axis, op.attrs["group"], "concat")]
 
 
 register(OpDef("replicated_slice", _slice_infer, _slice_kernel, grad=_replicated_slice_grad))
@@ -314,7 +318,8 @@ def _ipus_grad(op, grads, fwd):
     return _all_reduce_over_ipus(_GRAD_VARIANT[op.attrs["variant"]], parts, list(ipus), "add")
 
 
-register(OpDef("all_reduce", _ipus_infer, _ipus_kernel, grad=_ipus_grad, crosses_ipus=True))
+register(OpDef("all_reduce", _ipus_infer, _ipus_kernel, grad=_ipus_grad, crosses_ipus=True,
+               ipus=lambda op: tuple(dict.fromkeys(op.attrs["ipus"]))))
 
 
 def _all_reduce_over_ipus(variant: str, ts: List[Tensor], ipus: Optional[List[int]], op: str) -> List[Tensor]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any, Iterable, Mapping, Optional
 
 from workbench.ir import Graph, Op, Tensor
+from workbench.ir.call_binding import CallBinding, call_bindings
 
 from .call_site import CallSiteInfo
 from .control_flow import TensorInputs, add_conditional
@@ -29,31 +30,25 @@ class ConditionalSiteInfo(CallSiteInfo):
         """``(then_branch, else_branch)``."""
         return self._op.called_graphs[0], self._op.called_graphs[1]
 
-    def _branch(self, then_branch: bool) -> tuple[tuple[int, ...], int]:
-        """The graph-input index each parent input of a branch feeds, and where they start."""
-        then_order = self._op.attrs["then_inputs"]
-        if then_branch:
-            return then_order, 1
-        return self._op.attrs["else_inputs"], 1 + len(then_order)
+    def _branch(self, then_branch: bool) -> CallBinding:
+        return call_bindings(self._op)[0 if then_branch else 1]
 
     def graph_to_parent_input_index(self, idx: int, then_branch: bool = True) -> int:
-        order, offset = self._branch(then_branch)
-        if idx not in order:
-            raise IndexError(f"Invalid graph input index {idx} of the "
-                             f"{'then' if then_branch else 'else'} branch at this conditional")
-        return offset + order.index(idx)
+        binding = self._branch(then_branch)
+        if idx not in binding.order:
+            raise IndexError(f"Invalid graph input index {idx} of the {binding.kind} branch at this conditional")
+        return binding.op_input_index(idx)
 
     def is_parent_index_in_then_branch(self, idx: int) -> bool:
         """Whether parent input ``idx`` feeds the then branch (False: the else branch)."""
-        split = 1 + len(self._op.attrs["then_inputs"])
         if not 1 <= idx < len(self._op.inputs):
             raise IndexError(f"Invalid parent graph input index {idx}: the conditional's branch inputs are "
                              f"1..{len(self._op.inputs) - 1} (0 is the condition)")
-        return idx < split
+        return idx in self._branch(True).positions
 
     def parent_to_graph_input_index(self, idx: int) -> int:
-        order, offset = self._branch(self.is_parent_index_in_then_branch(idx))
-        return order[idx - offset]
+        binding = self._branch(self.is_parent_index_in_then_branch(idx))
+        return binding.order[idx - binding.first]
 
     def graph_to_parent_output_index(self, idx: int, then_branch: bool = True) -> int:
         return idx

@@ -44,8 +44,9 @@ def bind_inputs(op_type: str, graph: Graph, inputs: Sequence[TensorInputs],
     """Parent tensors for the graph's inputs and the graph-input index each one feeds."""
     flat = _flatten(inputs)
     if len(flat) > len(graph.inputs):
-        raise ValueError(f"{op_type}: {len(flat)} inputs given but graph {graph.label!r} has only "
-                         f"{len(graph.inputs)}")
+        raise ValueError(f"Too many inputs have been provided. The number of positional inputs exceeds the "
+                         f"number of inputs of the graph: {len(flat)} > {len(graph.inputs)}. ({op_type}: "
+                         f"{len(flat)} inputs given but graph {graph.label!r} has only {len(graph.inputs)})")
     bound = {i: _coerce(v, graph.inputs[i], op_type) for i, v in enumerate(flat)}
     for graph_tensor, parent in (inputs_dict or {}).items():
         if not isinstance(graph_tensor, Tensor) or graph_tensor not in graph._input_set:
@@ -105,11 +106,13 @@ def repeat_with_info(graph: Graph, repeat_count: int, *inputs: TensorInputs,
                      check_inputs: bool = True) -> CallSiteInfo:
     """Run ``graph`` ``repeat_count`` times; output i of one iteration is input i of the next."""
     if not isinstance(repeat_count, int) or isinstance(repeat_count, bool) or repeat_count <= 0:
-        raise ValueError(f"repeat: repeat_count must be an int greater than 0, got {repeat_count!r}")
+        raise ValueError(f"Repeat count must be an int greater than 0. Repeat count: {repeat_count!r}. "
+                         f"Graph: {graph.label!r}")
     if len(graph.inputs) < len(graph.outputs):
-        raise ValueError(f"repeat: graph {graph.label!r} has {len(graph.outputs)} outputs but only "
-                         f"{len(graph.inputs)} inputs; each output must feed an input of the next "
-                         "iteration")
+        raise ValueError(f"To repeat the subgraph ({graph.id}) the number of inputs must be greater than or "
+                         f"equal to the number of outputs. {len(graph.inputs)} < {len(graph.outputs)}. "
+                         f"(repeat: graph {graph.label!r} has {len(graph.outputs)} outputs but only "
+                         f"{len(graph.inputs)} inputs; each output feeds an input of the next iteration)")
     for index, (out, inp) in enumerate(zip(graph.outputs, graph.inputs)):
         if out.shape != inp.shape or out.dtype is not inp.dtype:
             raise ValueError(f"repeat: output {index} of {graph.label!r} ({out.spec}) must match input "

@@ -17,6 +17,7 @@ from typing import Callable, Optional, Sequence
 import numpy as np
 
 from workbench.ir import Graph, Op, Tensor, constant, dtypes, graph_input, graph_output
+from workbench.ir.call_binding import call_bindings
 
 from . import control_flow
 from .call_site import CallSiteInfo
@@ -69,16 +70,14 @@ def call_grad(op: Op, grads, fwd):
     info = fwd.called_graph_grad(graph)
     site = CallSiteInfo(op)
     outputs = _call_gradient_graph(info, graph, grads, lambda t: fwd(site.graph_to_parent(t)))
-    return _input_grads(info, graph, outputs, op.attrs["graph_inputs"])
+    return _input_grads(info, graph, outputs, call_bindings(op)[0].order)
 
 
 # ----- conditional -----
 def conditional_grad(op: Op, grads, fwd):
     """A conditional over two gradient branches with the same outputs: the gradients of every float
     input of both branches, zeros for the branch that did not run."""
-    split = 1 + len(op.attrs["then_inputs"])
-    branches = [(op.called_graphs[0], op.attrs["then_inputs"], op.inputs[1:split], 1),
-                (op.called_graphs[1], op.attrs["else_inputs"], op.inputs[split:], split)]
+    branches = [(b.graph, b.order, b.parents, b.first) for b in call_bindings(op)]
     slots = [(b, p) for b, (_, _, parents, _) in enumerate(branches)
              for p, parent in enumerate(parents) if _is_float(parent)]
     outputs = [i for i, t in enumerate(op.outputs) if _is_float(t)]
@@ -121,8 +120,8 @@ def _branch_gradient(op: Op, info, taken: int, order, branches, slots, outputs) 
 # ----- repeat -----
 def repeat_grad(op: Op, grads, fwd):
     body, count = op.called_graphs[0], op.attrs["repeat_count"]
-    order = op.attrs["graph_inputs"]
-    parents = {order[p]: t for p, t in enumerate(op.inputs)}
+    order = call_bindings(op)[0].order
+    parents = {graph_input: parent for parent, graph_input in zip(op.inputs, order)}
     carried = len(body.outputs)
     info = fwd.recompute_grad(body, op)
     record = _record_loop(body, carried, count)

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Sequence
 
 from workbench.ir import Graph, Op
+from workbench.ir.call_binding import call_bindings
 
 from .control_flow_grads import call_grad, conditional_grad, repeat_grad
 from .registry import OpDef, register
@@ -22,6 +23,7 @@ class CalleeBinding:
     way out, as the kernels below do (the stepper applies the same rules frame by frame)."""
 
     graph: Graph
+    kind: str
     function: Callable[..., tuple]
     first: int
     count: int
@@ -31,17 +33,12 @@ class CalleeBinding:
 
 def callee_bindings(op: Op, env) -> list[CalleeBinding]:
     """The binding of each graph ``op`` calls: one for call and repeat, then and else for conditional."""
-    if op.type == "conditional":
-        split = 1 + len(op.attrs["then_inputs"])
-        parts = ((op.called_graphs[0], op.attrs["then_inputs"], 1),
-                 (op.called_graphs[1], op.attrs["else_inputs"], split))
-    else:
-        parts = ((op.called_graphs[0], op.attrs["graph_inputs"], 0),)
     bindings = []
-    for graph, order, offset in parts:
-        compiled = env.subgraph(graph)
-        bindings.append(CalleeBinding(graph, compiled.function, offset, len(order),
-                                      _copy_in(op, order, compiled.modified_inputs, offset),
+    for binding in call_bindings(op):
+        compiled = env.subgraph(binding.graph)
+        bindings.append(CalleeBinding(binding.graph, binding.kind, compiled.function, binding.first,
+                                      len(binding.order),
+                                      _copy_in(op, binding.order, compiled.modified_inputs, binding.first),
                                       tuple(compiled.aliased_outputs)))
     return bindings
 
@@ -124,7 +121,7 @@ def _repeat_kernel(op: Op, env) -> Any:
 
 
 def _conditional_kernel(op: Op, env) -> Any:
-    split = 1 + len(op.attrs["then_inputs"])
+    split = call_bindings(op)[1].first
     branches = [(b.function, b.copy_in, b.copy_out) for b in callee_bindings(op, env)]
 
     def select(cond, *args):
@@ -138,6 +135,6 @@ def _conditional_kernel(op: Op, env) -> Any:
     return _adapt(select, len(op.outputs))
 
 
-register(OpDef("call", infer=None, kernel=_call_kernel, grad=call_grad))
-register(OpDef("repeat", infer=None, kernel=_repeat_kernel, grad=repeat_grad))
-register(OpDef("conditional", infer=None, kernel=_conditional_kernel, grad=conditional_grad))
+register(OpDef("call", infer=None, kernel=_call_kernel, grad=call_grad, call_site=True))
+register(OpDef("repeat", infer=None, kernel=_repeat_kernel, grad=repeat_grad, call_site=True))
+register(OpDef("conditional", infer=None, kernel=_conditional_kernel, grad=conditional_grad, call_site=True))

@@ -1,6 +1,7 @@
-"""print_tensor: an identity op that prints its input every time it runs."""
+"""print_tensor: an identity op that prints its input (to stderr, as Poplar does) every time it runs."""
 from __future__ import annotations
 
+import sys
 from typing import Literal
 
 import numpy as np
@@ -42,24 +43,35 @@ def _print_kernel(op, env):
                                edgeitems=options["edge_items"], formatter=formatter)
         if (open_bracket, close_bracket) != ("[", "]"):
             text = text.replace("[", open_bracket).replace("]", close_bracket)
-        print(f"{title}: {text}", flush=True)
+        print(f"{title}: {text}", file=sys.stderr, flush=True)
         return t
     return show
 
 
-register(OpDef("print_tensor", same_spec, _print_kernel, view=True))
+def _print_grad(op, grads, fwd):
+    """As popxl: the gradient passes through a print op of its own, which prints it (under the same
+    title) when the forward op was asked to ``print_gradient``."""
+    if grads[0] is None:
+        return [None]
+    attrs = op.attrs
+    return [apply("print_tensor", grads[0], name="print_out", title=attrs["title"],
+                  print_self=attrs["print_gradient"], print_gradient=attrs["print_gradient"],
+                  format=attrs["format"])]
+
+
+register(OpDef("print_tensor", same_spec, _print_kernel, grad=_print_grad, view=True))
 
 
 def print_tensor(t: Tensor, title: str = None, print_self: bool = True, print_gradient: bool = False,
                  summarise_threshold: int = 1000, edge_items: int = 3, max_line_width: int = 75,
                  digits: int = 8, float_format: FloatFormat = "auto", separator: str = " ",
                  open_bracket: str = "[", close_bracket: str = "]") -> Tensor:
-    """Return ``t`` unchanged and print ``title: values`` each time the op runs (``title``
-    defaults to ``print`` + the tensor's name). Use the result, as popxl prunes unused ops.
+    """Return ``t`` unchanged and print ``title: values`` to stderr each time the op runs (``title``
+    defaults to ``print_`` + the tensor's name). Use the result, as popxl prunes unused ops.
 
     ``summarise_threshold``, ``edge_items``, ``max_line_width``, ``digits`` and ``separator`` mean
     what NumPy's ``array2string`` options do; ``float_format`` is 'auto', 'fixed', 'scientific' or
-    'none'. ``print_gradient`` is recorded for autodiff, which may print the gradient too.
+    'none'. The gradient passes through; with ``print_gradient`` it is printed too.
     """
     expect_tensors("print_tensor", t=t)
     if float_format not in _FLOAT_FORMATS:
@@ -69,5 +81,5 @@ def print_tensor(t: Tensor, title: str = None, print_self: bool = True, print_gr
                "max_line_width": int(max_line_width), "digits": int(digits), "float_format": float_format,
                "separator": str(separator), "open_bracket": str(open_bracket),
                "close_bracket": str(close_bracket)}
-    return apply("print_tensor", t, name="print_out", title=f"print{t.name}" if title is None else str(title),
+    return apply("print_tensor", t, name="print_out", title=f"print_{t.name}" if title is None else str(title),
                  print_self=bool(print_self), print_gradient=bool(print_gradient), format=options)

@@ -12,6 +12,7 @@ import numpy as np
 
 from workbench.ir import Op, Tensor, TensorSpec, constant, dtypes
 
+from .casting import cast
 from .registry import OpDef, apply, register, zero_gradient
 from .rules import broadcast_shape, check_dtype, same_dtype
 
@@ -217,8 +218,19 @@ def increment_mod_(t: Tensor, increment: float, modulus: float) -> Tensor:
 
 
 # ----- predicates -----
-logical_not = unary_op("logical_not", np.logical_not, "Elementwise logical not of a bool tensor.",
-                       allowed="bool")
+unary_op("logical_not", np.logical_not, "", allowed="bool")
+
+
+def _as_bool(t: Tensor) -> Tensor:
+    """popxl's logical ops cast a non-bool input to bool first (non-zero is true)."""
+    return t if t.dtype is dtypes.bool_ else cast(t, dtypes.bool_)
+
+
+def logical_not(t: Tensor) -> Tensor:
+    """Elementwise logical not; a non-bool ``t`` is cast to bool first, as in popxl."""
+    return apply("logical_not", _as_bool(t))
+
+
 isnan = unary_op("isnan", np.isnan, "True where an element is NaN.", out_dtype=dtypes.bool_)
 isinf = unary_op("isinf", np.isinf, "True where an element is +inf or -inf.", out_dtype=dtypes.bool_)
 isfinite = unary_op("isfinite", np.isfinite, "True where an element is neither infinite nor NaN.",
@@ -301,7 +313,15 @@ greater_equal = binary_op("greater_equal", np.greater_equal,
                           "True where ``lhs`` is greater than or equal to ``rhs`` (broadcasting). "
                           "Not in popxl itself; ``Tensor.__ge__`` and ``__le__`` use it.",
                           out_dtype=dtypes.bool_)
-logical_and = binary_op("logical_and", np.logical_and, "Elementwise logical and of two bool tensors "
-                        "(broadcasting).", allowed="bool")
-logical_or = binary_op("logical_or", np.logical_or, "Elementwise logical or of two bool tensors "
-                       "(broadcasting).", allowed="bool")
+binary_entries("logical_and", np.logical_and, allowed="bool")
+binary_entries("logical_or", np.logical_or, allowed="bool")
+
+
+def logical_and(lhs: Tensor, rhs: Tensor) -> Tensor:
+    """Elementwise logical and (broadcasting); non-bool inputs are cast to bool first, as in popxl."""
+    return apply("logical_and", _as_bool(lhs), _as_bool(rhs))
+
+
+def logical_or(lhs: Tensor, rhs: Tensor) -> Tensor:
+    """Elementwise logical or (broadcasting); non-bool inputs are cast to bool first, as in popxl."""
+    return apply("logical_or", _as_bool(lhs), _as_bool(rhs))

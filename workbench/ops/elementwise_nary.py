@@ -6,7 +6,7 @@ from typing import Union
 
 import numpy as np
 
-from workbench.ir import Op, Tensor, TensorSpec, constant
+from workbench.ir import Op, Tensor, TensorSpec, constant, dtypes
 
 from .casting import cast
 from .elementwise import equal, mul, register_elementwise
@@ -68,7 +68,10 @@ register_elementwise("where", _where_infer, lambda op, env: np.where, grad=_wher
 
 
 def where(condition: Tensor, lhs: Tensor, rhs: Tensor) -> Tensor:
-    """``lhs`` where ``condition`` (a bool tensor) is true, ``rhs`` elsewhere (broadcasting all three)."""
+    """``lhs`` where ``condition`` is true, ``rhs`` elsewhere (broadcasting all three). A non-bool
+    condition is cast to bool first (non-zero is true), as in popxl."""
+    if isinstance(condition, Tensor) and condition.dtype is not dtypes.bool_:
+        condition = cast(condition, dtypes.bool_)
     return apply("where", condition, lhs, rhs)
 
 

@@ -37,5 +37,6 @@ def _same_as_stream(specs, attrs) -> list[TensorSpec]:
 
 
 register(OpDef("host_load", _same_as_stream,
-               lambda op, env: env.host_load(op.attrs["stream"], op.outputs[0])))
-register(OpDef("host_store", lambda specs, attrs: [], lambda op, env: env.host_store(op.attrs["stream"])))
+               lambda op, env: env.host_load(op.attrs["stream"], op.outputs[0]), effect=True, exchange=True))
+register(OpDef("host_store", lambda specs, attrs: [], lambda op, env: env.host_store(op.attrs["stream"]),
+               effect=True, exchange=True))

@@ -11,6 +11,8 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 
 from workbench.ir import Op, Tensor, TensorSpec, get_current_graph
 
+from .arguments import check_same_placement
+
 InferRule = Callable[[Sequence[TensorSpec], Mapping[str, Any]], Sequence[TensorSpec]]
 KernelBuilder = Callable[[Op, Any], Callable[..., Any]]
 GradRule = Callable[[Op, Sequence[Optional[Tensor]], Callable[[Tensor], Tensor]], Sequence[Optional[Tensor]]]
@@ -24,6 +26,12 @@ class OpDef:
     ``view``: the kernel may return a NumPy view of input 0 although the op is out of place (the
     runtime copies when a later in-place op would write through it). ``grad``: the gradient rule,
     None where the op has no gradient.
+
+    Facts that passes read: ``effect``, the op acts beyond its outputs (a transfer, a code load), so
+    running it again repeats the act; ``exchange``, a host or Streaming Memory transfer that
+    ``merge_exchange`` may merge; ``stop_gradient``, no gradient flows through it; ``call_site``, it
+    runs called graphs; ``ipus(op)``, the IPUs of a replica it occupies, the first where it runs
+    (None: just ``op.ipu``).
 
     A gradient rule ``grad(op, output_grads, fwd) -> input_grads`` is called by autodiff while it
     builds the gradient graph (the current graph), and builds the gradient from popxl ops:
@@ -47,6 +55,11 @@ class OpDef:
     aliases: tuple[tuple[int, int], ...] = ()
     view: bool = False
     crosses_ipus: bool = False
+    effect: bool = False
+    exchange: bool = False
+    stop_gradient: bool = False
+    call_site: bool = False
+    ipus: Optional[Callable[[Op], tuple[int, ...]]] = None
 
 
 REGISTRY: dict[str, OpDef] = {}
@@ -64,6 +77,18 @@ def register(definition: OpDef) -> OpDef:
     return definition
 
 
+def op_types(fact: str) -> frozenset[str]:
+    """The registered op types whose entry has the boolean ``fact`` (``'effect'``, ``'exchange'``,
+    ``'stop_gradient'``, ``'call_site'``) set."""
+    return frozenset(t for t, definition in REGISTRY.items() if getattr(definition, fact))
+
+
+def op_ipus(op: Op) -> tuple[int, ...]:
+    """The IPUs of a replica that ``op`` occupies, the one it runs on first."""
+    definition = REGISTRY.get(op.type)
+    return definition.ipus(op) if definition is not None and definition.ipus is not None else (op.ipu,)
+
+
 def op_def(op_type: str) -> OpDef:
     try:
         return REGISTRY[op_type]
@@ -78,6 +103,8 @@ def create_op(op_type: str, inputs: Sequence[Tensor], attrs: Optional[dict] = No
     definition = op_def(op_type)
     graph = get_current_graph()
     graph._check_inputs(op_type, inputs)
+    if len(inputs) > 1 and not definition.crosses_ipus and not called_graphs:
+        check_same_placement(op_type, {t.name: t for t in inputs})
     attrs = dict(attrs or {})
     specs = definition.infer([t.spec for t in inputs], attrs)
     return graph._add_op(op_type, inputs, specs, attrs=attrs, called_graphs=called_graphs,

@@ -10,6 +10,7 @@ from typing import Optional, Union
 import numpy as np
 
 from workbench.ir import RemoteBuffer, ReplicaGrouping, Tensor, TensorSpec, Variable, dtypes, get_current_graph
+from workbench.ir.fragments import WEIGHTS_FROM_HOST, WEIGHTS_TO_HOST, add_fragment_op
 from workbench.ir.host_data import to_numpy
 from workbench.ir.remote_variables import remote_replica_sharded_variable, replica_sharded_buffer
 
@@ -70,10 +71,10 @@ def _buffer_spec(specs, attrs) -> list[TensorSpec]:
     return [TensorSpec(buffer.tensor_shape, buffer.tensor_dtype, buffer.meta_shape)]
 
 
-register(OpDef("remote_load", _buffer_spec, _load_kernel))
+register(OpDef("remote_load", _buffer_spec, _load_kernel, effect=True, exchange=True))
 register(OpDef("remote_load_", lambda specs, attrs: [specs[0]], _load_in_place_kernel, modifies=(0,),
-               aliases=((0, 0),)))
-register(OpDef("remote_store", lambda specs, attrs: [], _store_kernel))
+               aliases=((0, 0),), effect=True, exchange=True))
+register(OpDef("remote_store", lambda specs, attrs: [], _store_kernel, effect=True, exchange=True))
 
 
 def remote_load(remote_buffer: RemoteBuffer, offset: Union[int, Tensor], name: Optional[str] = None) -> Tensor:
@@ -109,15 +110,21 @@ def replica_sharded_variable(data, dtype: Optional[dtypes.dtype] = None, name: O
                              shard_over: Optional[int] = None, retrieval_mode: Optional[str] = "one_per_group",
                              log2_scale: Optional[int] = None,
                              nan_on_overflow: Optional[bool] = None) -> tuple[Variable, Tensor]:
-    """A variable sharded over the replicas of each group, and this replica's shard loaded for use.
+    """A variable sharded over the replicas of each group, and this replica's shard for ops to use.
 
-    The variable is the handle for ``Session.get_tensor_data``/``write_variable_data`` (full shape);
-    ops use the shard: flat, with the full shape as its ``meta_shape``.
+    The variable has the data's shape and is the handle for ``Session.get_tensor_data`` and
+    ``write_variable_data``. The shard (flat, the full shape as its ``meta_shape``) is loaded when
+    weights go to the device and stored back when they come to the host, so it stays on chip
+    between runs and in-place updates to it are the variable's new value.
     """
-    array = to_numpy(data, dtype, downcast)
-    groups = replica_grouping.num_groups if replica_grouping is not None else 1
-    buffer = replica_sharded_buffer(array.shape[1:] if groups > 1 else array.shape,
-                                    dtypes.dtype.as_dtype(array.dtype), replica_grouping, shard_over)
+    array = to_numpy(data, dtype, downcast, log2_scale=log2_scale, nan_on_overflow=nan_on_overflow)
+    buffer = replica_sharded_buffer(array.shape, dtypes.dtype.as_dtype(array.dtype), replica_grouping,
+                                    shard_over)
     variable = remote_replica_sharded_variable(array, buffer, 0, None, name, False, replica_grouping,
                                                retrieval_mode)
-    return variable, remote_load(buffer, 0)
+    ir, attrs = variable.ir, {"buffer": buffer, "offset": 0}
+    load = add_fragment_op(ir, WEIGHTS_FROM_HOST, "remote_load", [], _buffer_spec([], attrs), attrs,
+                           [variable.name + "_rts"], variable.ipu)
+    shard = load.outputs[0]
+    add_fragment_op(ir, WEIGHTS_TO_HOST, "remote_store", [shard], [], attrs, ipu=variable.ipu)
+    return variable, shard

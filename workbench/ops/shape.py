@@ -16,7 +16,7 @@ from workbench.ir import Tensor, TensorSpec
 from . import grad_blocks as blocks
 from .arguments import expect_tensors
 from .registry import OpDef, apply, apply_many, register
-from .rules import normalize_axis, same_dtype
+from .rules import normalize_axis
 
 __all__ = ["reshape", "reshape_", "flatten", "flatten_", "transpose", "transpose_", "squeeze", "concat",
            "concat_", "split", "subsample", "identity", "rename", "detach", "detach_"]
@@ -43,9 +43,9 @@ def _resolve_shape(op_type: str, t: Tensor, shape: Iterable[int]) -> tuple[int, 
     except TypeError:
         raise TypeError(f"{op_type}: shape must be a sequence of ints, got {shape!r}") from None
     if any(d < -1 or d == 0 for d in shape):
-        raise ValueError(f"{op_type}: invalid shape value in {shape}; each entry must be >0 or -1")
+        raise ValueError(f"Invalid shape value in reshape. Must be >0 or -1. Shape: {shape} ({op_type})")
     if shape.count(-1) > 1:
-        raise ValueError(f"{op_type}: the shape can contain at most one -1, got {shape}")
+        raise ValueError(f"Reshape shape can contain at most one '-1' value. Shape: {shape} ({op_type})")
     if -1 in shape:
         known = int(np.prod([d for d in shape if d != -1], dtype=np.int64))
         if t.nelms % known:
@@ -125,8 +125,8 @@ def _permutation(op_type: str, t: Tensor, permutation: Optional[Iterable[int]]) 
     permutation = tuple(int(p) for p in permutation)
     too_large = tuple(p for p in permutation if p >= t.rank)
     if too_large:
-        raise ValueError(f"{op_type}: values in permutation must be less than the tensor's rank {t.rank}; "
-                         f"found {too_large}")
+        raise ValueError(f"Values in permutation must be less than the number of dimensions of the tensor "
+                         f"({t.rank}): {permutation}. ({op_type}: found {too_large})")
     if sorted(permutation) != list(range(t.rank)):
         raise ValueError(f"{op_type}: permutation {permutation} must list each axis 0..{t.rank - 1} "
                          "exactly once")
@@ -182,7 +182,11 @@ def squeeze(t: Tensor, axes: Optional[List[int]] = None) -> Tensor:
 # ----- concat and split -----
 def _concat_infer(op_type: str):
     def infer(specs, attrs):
-        dtype = same_dtype(op_type, specs)
+        dtypes_ = [spec.dtype for spec in specs]
+        if len(set(dtypes_)) > 1:
+            raise TypeError(f"All inputs to a concat operation must have the same type: {dtypes_}. "
+                            f"({op_type}: cast them to one dtype with ops.cast)")
+        dtype = dtypes_[0]
         first = specs[0].shape
         axis = attrs["axis"]
         for spec in specs[1:]:
@@ -305,12 +309,14 @@ register(OpDef("subsample", _subsample_infer, _subsample_kernel, grad=_subsample
 
 
 def subsample(t: Tensor, strides: Union[int, Iterable[int]]) -> Tensor:
-    """Every ``strides[i]``-th element along each axis ``i``, starting with the first."""
+    """Every ``strides[i]``-th element along each axis ``i``, starting with the first. Axes beyond
+    the strides given keep every element (stride 1), as in popxl."""
     expect_tensors("subsample", t=t)
     strides = [strides] if isinstance(strides, (int, np.integer)) else list(strides)
-    if len(strides) != t.rank:
-        raise ValueError(f"subsample: the length of strides ({len(strides)}) must match the rank of the "
-                         f"input tensor ({t.rank})")
+    if len(strides) > t.rank:
+        raise ValueError(f"subsample: {len(strides)} strides given for a tensor of rank {t.rank}; give at "
+                         "most one stride per axis")
+    strides += [1] * (t.rank - len(strides))
     if any(int(s) < 1 for s in strides):
         raise ValueError(f"subsample: strides must be >= 1, got {strides}")
     return apply("subsample", t, strides=tuple(int(s) for s in strides))
@@ -322,8 +328,8 @@ def _identity_grad(op, grads, fwd):
 
 
 register(OpDef("identity", _like_input, _identity_kernel, grad=_identity_grad, view=True))
-register(OpDef("detach", _like_input, _identity_kernel, view=True))
-register(OpDef("detach_", _like_input, _identity_kernel, aliases=((0, 0),)))
+register(OpDef("detach", _like_input, _identity_kernel, view=True, stop_gradient=True))
+register(OpDef("detach_", _like_input, _identity_kernel, aliases=((0, 0),), stop_gradient=True))
 
 
 def identity(t: Tensor, output_name: Optional[str] = None) -> Tensor:

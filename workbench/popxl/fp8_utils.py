@@ -37,7 +37,8 @@ def host_pow2scale_cast_to_fp8(src: np.ndarray, dtype: dtypes.dtype = None, log2
     """``cast(src * 2**log2_scale, dtype)`` on the host: float16/32/64 data (NumPy or torch) to a
     float8 array (structured dtype ``popxl.dtypes.np_dtype_float8_143``/``_152``).
 
-    Rounds to nearest; values too large become NaN with ``nan_on_overflow``, else +-max.
+    Rounds to nearest; finite values too large become NaN with ``nan_on_overflow``, else +-max;
+    infinities and NaN become NaN.
     """
     if dtype not in (dtypes.float8_143, dtypes.float8_152):
         raise RuntimeError(f"dtype {dtype} not currently supported.")

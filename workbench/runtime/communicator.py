@@ -35,6 +35,7 @@ class Communicator:
         self._finished: set[int] = set()
         self._failed: int | None = None
         self._deadlock: str | None = None
+        self._aborted = False
 
     def exchange(self, key: Hashable, label: str, replica: int, members: Sequence[int],
                  value: Any) -> list:
@@ -59,6 +60,8 @@ class Communicator:
             return values
 
     def _check_can_wait(self, label, replica, members, slot) -> None:
+        if self._aborted:
+            raise ReplicaAborted(f"replica {replica} stopped at {label}: the run was interrupted")
         if self._failed is not None:
             raise ReplicaAborted(f"replica {replica} stopped at {label}: replica {self._failed} failed")
         if self._deadlock is not None:
@@ -81,6 +84,12 @@ class Communicator:
     def finished(self, replica: int) -> None:
         with self._condition:
             self._finished.add(replica)
+            self._condition.notify_all()
+
+    def abort(self) -> None:
+        """Stop the run: every replica waiting in a collective, or arriving at one, raises."""
+        with self._condition:
+            self._aborted = True
             self._condition.notify_all()
 
     def failed(self, replica: int) -> None:

@@ -18,7 +18,8 @@ from workbench.ir import Constant, Graph, Op, Tensor, Variable
 class GraphCode:
     """A compiled graph: its schedule, effects and the code object of ``run``.
 
-    ``run`` takes the graph inputs (for the main graph: one list ``V`` of variable arrays) and
+    ``run`` takes the graph inputs (for the main graph: one list ``V`` of the arrays of its variables
+    and persistent tensors, ``Ir.persistent_tensors``) and
     returns a tuple of the outputs. Global ``k{i}`` is the kernel of ``steps[i]``; ``c{j}`` is the
     value of ``constants[j]``.
     """
@@ -61,7 +62,9 @@ def compile_graph(graph: Graph, steps: list[Op] | None = None) -> GraphCode:
     """Compile ``graph`` (in ``steps`` order if given, else its schedule)."""
     steps = schedule(graph) if steps is None else steps
     effects = graph_effects(graph)
-    variables = list(dict.fromkeys(t for op in steps for t in op.inputs if isinstance(t, Variable)))
+    persistent = set(graph.ir.persistent_tensors) if graph.is_main else set()
+    variables = list(dict.fromkeys(t for op in steps for t in op.inputs
+                                   if isinstance(t, Variable) or t in persistent))
     used = [*(t for op in steps for t in op.inputs), *graph._outputs]  # a graph may return a constant
     constants = list(dict.fromkeys(t for t in used if isinstance(t, Constant)))
     constant_names = {c: f"c{i}" for i, c in enumerate(constants)}

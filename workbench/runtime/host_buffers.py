@@ -10,6 +10,7 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 
 from workbench.ir import dtypes
+from workbench.ir.host_data import host_array
 from workbench.ir.streams import _Stream
 
 
@@ -62,7 +63,7 @@ def prepare_inputs(inputs: Mapping[Any, Any], expected: set, transfers: int, rep
     check_stream_keys(inputs.keys(), expected, "inputs")
     prepared = {}
     for stream, value in inputs.items():
-        array = np.asarray(value)
+        array = host_array(value)
         want = stream.dtype.as_numpy()
         if array.dtype != want:
             narrowed = dtypes.DOWNCAST.get(array.dtype)

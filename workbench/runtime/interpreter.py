@@ -17,6 +17,7 @@ from workbench.analysis import flatten
 from workbench.ir import Constant, Graph, Op, Tensor
 from workbench.ops.control_flow_kernels import CalleeBinding, callee_bindings, copy_at, repeat_recopy, taken_branch
 
+from .communicator import ReplicaAborted
 from .compiler import GraphCode
 from .program import ReplicaProgram
 
@@ -130,6 +131,9 @@ class ReplicaInterpreter:
 
     def advance(self, into: bool) -> None:
         """One action: enter the call site about to run (``into``) or run the op's bound kernel."""
+        if self.program.stop_requested:
+            raise ReplicaAborted(f"replica {self.program.replica} stopped before {self.op.name}: the "
+                                 "run was given up")
         frame = self.stack[-1]
         op = frame.op
         if into and flatten.callees(op):
@@ -177,7 +181,7 @@ class ReplicaInterpreter:
         binding = bindings[taken]
         passed = arguments[binding.first: binding.first + binding.count]
         copy_at(passed, binding.copy_in)
-        kind = ("then", "else")[taken] if op.type == "conditional" else op.type
+        kind = binding.kind
         count = op.attrs["repeat_count"] if op.type == "repeat" else 1
         step = frame.flat_step
         flat = None if step is None else step.children[taken]

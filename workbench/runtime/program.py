@@ -12,6 +12,7 @@ from workbench.analysis.aliasing import declared_root
 from workbench.ir import Graph, Ir, Op, Variable
 from workbench.ops.registry import op_def
 
+from .communicator import ReplicaAborted
 from .compiler import GraphCode
 from .progress import LoopCounter
 from .trace import record_branch
@@ -75,11 +76,15 @@ class ReplicaProgram:
         self.inputs: dict = {}
         self.outputs: dict = {}
         self.communicator = None
+        # Set by the thread that waits for the replicas when it is interrupted: every loop iteration
+        # of a replica thread looks at it, so no replica runs on after its run was given up.
+        self.stop_requested = False
         self.loop_counter = LoopCounter()
         self._occurrences: dict[Op, int] = {}
         self._codes = codes
         self._check = check_outputs
         self._bound: dict[Graph, BoundGraph] = {}
+        self._fragments: dict[str, list] = {}
         # What a run leaves for its trace: the branch each conditional took and, when profiling,
         # the clock before and after each op (the profiled code appends to ``timestamps``).
         self.branches: list = []
@@ -101,6 +106,17 @@ class ReplicaProgram:
                 self._profiled_main(self._main_variables)
             else:
                 self._main(self._main_variables)
+
+    def run_fragment(self, fragment: str) -> None:
+        """Run the ops of a weights fragment (``ir/fragments.py``) on this replica's persistent values."""
+        kernels = self._fragments.get(fragment)
+        if kernels is None:
+            kernels = self._fragments[fragment] = [(op, op_def(op.type).kernel(op, self))
+                                                   for op in self.ir.fragment_ops(fragment)]
+        for op, kernel in kernels:
+            result = kernel(*(self.variables[t] for t in op.inputs))
+            for tensor, value in zip(op.outputs, (result,) if len(op.outputs) == 1 else result or ()):
+                self.variables[tensor][...] = value
 
     def set_profiling(self, profiling: bool) -> None:
         """Run the profiled copy of the code from now on, or the plain one; the first switch binds it."""
@@ -152,10 +168,20 @@ class ReplicaProgram:
         return declared_root(tensor) in self._codes[tensor.graph].effects.written_roots
 
     def loop_tick(self, op: Op) -> Optional[Callable[[], None]]:
-        """What a repeat calls after each iteration: replica 0's main-graph loops count progress."""
-        if self.replica == 0 and op.graph is self.ir.main_graph:
-            return self.loop_counter.tick
-        return None
+        """What a repeat calls after each iteration: replica 0's main-graph loops count progress, and
+        with several replicas (each in its thread) every loop stops when the run is given up."""
+        counts = self.replica == 0 and op.graph is self.ir.main_graph
+        if self.ir.replication_factor == 1:
+            return self.loop_counter.tick if counts else None
+        tick = self.loop_counter.tick if counts else None
+
+        def tick_or_stop() -> None:
+            if self.stop_requested:
+                raise ReplicaAborted(f"replica {self.replica} stopped in {op.name} ({op.type}): the run "
+                                     "was given up")
+            if tick is not None:
+                tick()
+        return tick_or_stop
 
     def host_store(self, stream) -> Callable[[np.ndarray], None]:
         return self.outputs.setdefault(stream, OutputPort()).store

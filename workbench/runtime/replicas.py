@@ -1,7 +1,8 @@
 """Running the replicas of one step: inline for one replica, one thread each for several.
 
-A run is all or nothing for the weights: the variables a run writes are saved first and restored
-on any failure, so a failed run leaves every replica's weights as they were before it.
+An interrupt (KeyboardInterrupt in the thread that waits) or a failure stops every replica thread,
+at its next collective or loop iteration, before ``run`` raises: then nothing writes the weights any
+more and the caller can restore them (``snapshot.py``).
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from workbench.ir import Variable
 
 from .communicator import CollectiveMismatchError, Communicator, ReplicaAborted
 from .program import ReplicaProgram
+from .snapshot import uninterrupted
 
 
 POLL_SECONDS = 0.05
@@ -29,27 +31,17 @@ class ReplicaExecutionError(RuntimeError):
 class ReplicaRunner:
     """Runs a session's replica programs, one step at a time."""
 
-    def __init__(self, programs: list[ReplicaProgram], written: list[Variable]):
+    def __init__(self, programs: list[ReplicaProgram]):
         self._programs = programs
-        self._written = written
         self._pool: Optional[ThreadPoolExecutor] = None
 
     def run(self, poll: Optional[Callable[[], None]] = None) -> None:
-        """Run every replica once; ``poll`` is called now and then while the replica threads run."""
-        saved = [{v: values[v].copy() for v in self._written} for values in self._device_values()]
-        try:
-            if len(self._programs) == 1:
-                self._run_one(0)
-            else:
-                self._run_all(poll)
-        except BaseException:
-            for values, backup in zip(self._device_values(), saved):
-                for variable, array in backup.items():
-                    values[variable][...] = array
-            raise
-
-    def _device_values(self) -> list[dict]:
-        return [program.variables for program in self._programs]
+        """Run every replica once; ``poll`` is called now and then while the replica threads run.
+        When it raises, every replica thread has stopped (the caller restores the weights)."""
+        if len(self._programs) == 1:
+            self._run_one(0)
+        else:
+            self._run_all(poll)
 
     def _run_one(self, replica: int) -> None:
         program = self._programs[replica]
@@ -74,6 +66,8 @@ class ReplicaRunner:
             try:
                 self._run_one(replica)
             except BaseException as error:  # reported by the caller, after every replica stopped
+                for program in self._programs:
+                    program.stop_requested = True
                 if isinstance(error, CollectiveMismatchError):
                     communicator.finished(replica)
                 else:
@@ -82,9 +76,21 @@ class ReplicaRunner:
             communicator.finished(replica)
             return None
 
+        for program in self._programs:
+            program.stop_requested = False
         futures = [self._pool.submit(work, replica) for replica in range(len(self._programs))]
-        while wait(futures, timeout=POLL_SECONDS if poll is not None else None).not_done:
-            poll()
+        try:
+            # A timeout even without ``poll``: an interrupt that reached another thread is seen soon.
+            while wait(futures, timeout=POLL_SECONDS).not_done:
+                if poll is not None:
+                    poll()
+        except BaseException:
+            # Interrupted (or the progress display failed): no replica may go on writing.
+            for program in self._programs:
+                program.stop_requested = True
+            communicator.abort()
+            uninterrupted([lambda: wait(futures)])
+            raise
         errors = [future.result() for future in futures]
         failures = [e for e in errors if e is not None and not isinstance(e, ReplicaAborted)]
         first = next((e for e in failures if isinstance(e, ReplicaExecutionError)), None)

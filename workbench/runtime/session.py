@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numbers
 import os
+import warnings
 from typing import Any, Iterable, Mapping, Optional, Union
 
 import numpy as np
@@ -17,20 +18,26 @@ from threadpoolctl import threadpool_limits
 from workbench.analysis import verify
 from workbench.analysis.memory import MemoryReport, memory, surely_fits
 from workbench.ir import Constant, Ir, Tensor, Variable, display
+from workbench.ir.device import Device, device_for, ipu_model_size
 from workbench.ir.events import EventBus
+from workbench.ir.host_data import host_array
+from workbench.ir.fragments import WEIGHTS_FROM_HOST, WEIGHTS_TO_HOST
 
 from . import host_buffers, weights
 from .compiler import compile_graph
-from workbench.ir.device import Device, device_for
 from .out_of_memory import check_fits
 from .program import ReplicaProgram
 from .progress import RunProgress, loop_iterations
 from .replicas import ReplicaRunner, written_variables
+from .snapshot import Snapshot, written_buffers
 from .stepper import Stepper
 from .timeline import Timeline
 from .trace import Trace, TraceRecorder
 
 TRACE_EVENT_LIMIT = 1_000_000  # events a run's trace keeps at most, by default: about 150 MB
+
+
+LARGE_IPU_MODEL = 64  # IPUs beyond which a Session warns that the simulation will be heavy
 
 
 class Session:
@@ -43,7 +50,7 @@ class Session:
     def __init__(self, ir: Ir, device_desc: str = "cpu", weights_to_host_on_exit: bool = True):
         if not isinstance(ir, Ir):
             raise TypeError(f"Session needs a popxl.Ir, got {type(ir).__name__}")
-        device = device_for(device_desc) if isinstance(device_desc, str) else device_desc
+        device = _device(ir, device_desc) if isinstance(device_desc, str) else device_desc
         _check_device(ir, device)
         schedules = verify(ir)
         self._memory_report: Optional[MemoryReport] = None
@@ -57,17 +64,20 @@ class Session:
         self._weights_to_host_on_exit = weights_to_host_on_exit
         self.events = EventBus()
         self._variables = list(ir.variables)
+        self._persistent = list(ir.persistent_tensors)
         self._host = {v: weights.initial_host_value(v) for v in self._variables}
         self._buffers = [{b: np.zeros((b.entries, *b.tensor_shape), b.tensor_dtype.as_numpy())
                           for b in ir.remote_buffers} for _ in range(ir.replication_factor)]
         # A remote variable's device value is its entry of its replica's remote buffer.
-        self._device_values = [{v: buffers[v.remote_buffer][v.remote_offset, ...] if v.remote_buffer is not None
-                                else np.zeros(v.shape, v.dtype.as_numpy()) for v in self._variables}
+        self._device_values = [{**{v: weights.device_storage(v, buffers) for v in self._variables},
+                                **{t: np.zeros(t.shape, t.dtype.as_numpy()) for t in self._persistent}}
                                for buffers in self._buffers]
         check = os.environ.get("WORKBENCH_CHECK_KERNELS", "") not in ("", "0")
         self._programs = [ReplicaProgram(ir, self._codes, r, values, buffers, check)
                           for r, (values, buffers) in enumerate(zip(self._device_values, self._buffers))]
-        self._runner = ReplicaRunner(self._programs, written_variables(self._codes, self._variables))
+        self._snapshot = Snapshot(self._device_values, self._buffers, self._written_on_device(),
+                                  written_buffers(ir))
+        self._runner = ReplicaRunner(self._programs)
         self._profile = False
         self._progress = True
         self._recorder = TraceRecorder(self._programs, Timeline(
@@ -143,20 +153,30 @@ class Session:
             raise ValueError(f"{what} needs the session to be attached to its device: call it inside "
                              "`with session:`")
 
+    def _written_on_device(self) -> list:
+        """The variables and persistent tensors some graph writes in place during a run."""
+        return written_variables(self._codes, self._variables + self._persistent)
+
     def weights_from_host(self) -> None:
-        """Copy every variable's host value to the device (each replica gets its group's value)."""
+        """Copy every variable's host value to the device (each replica gets its group's value),
+        then run the weights-from-host fragment (which loads the shards of sharded variables)."""
         self._require_attached("weights_from_host")
         self._abandon_stepped_run("the weights were written")
         for variable in self._variables:
             host = self._host[variable]
             for replica, values in enumerate(self._device_values):
                 values[variable][...] = weights.replica_value(variable, host, replica)
+        for program in self._programs:
+            program.run_fragment(WEIGHTS_FROM_HOST)
         self.weights_from_host_count += 1
         self._host_in_sync = True
 
     def weights_to_host(self) -> None:
-        """Copy every variable's device value back into the host cache."""
+        """Run the weights-to-host fragment (which stores the shards of sharded variables back), then
+        copy every variable's device value into the host cache."""
         self._require_attached("weights_to_host")
+        for program in self._programs:
+            program.run_fragment(WEIGHTS_TO_HOST)
         for variable in self._variables:
             weights.gather_to_host(variable, self._device_values, self._host[variable])
         self.weights_to_host_count += 1
@@ -195,13 +215,18 @@ class Session:
         self._host_in_sync = False
         self._recorder.start(self._profile)
         progress = self._start_progress() if self._progress else None
+        self._snapshot.save()
         try:
-            self._runner.run(progress.poll if progress is not None else None)
-        finally:
-            if progress is not None:
-                progress.close()
-        self._recorder.finish()
-        self.run_count += 1
+            try:
+                self._runner.run(progress.poll if progress is not None else None)
+            finally:
+                if progress is not None:
+                    progress.close()
+            self._recorder.finish()
+            self.run_count += 1
+        except BaseException:
+            self._snapshot.restore()
+            raise
         self.events.emit("run_finished", self)
 
     # ----- progress -----
@@ -295,7 +320,7 @@ class Session:
     def get_tensors_data(self, tensors: Iterable[Union[Variable, Constant]]) -> dict:
         tensors = list(tensors)
         for tensor in tensors:
-            self._check_own_tensor(tensor, (Variable, Constant), "get_tensor_data")
+            self._check_own_tensor(tensor, (Constant, Variable), "get_tensor_data")
         if self._attached and not self._host_in_sync and any(isinstance(t, Variable) for t in tensors):
             self.weights_to_host()
         return {t: (np.array(t.data) if isinstance(t, Constant) else self._host[t].copy()) for t in tensors}
@@ -314,7 +339,7 @@ class Session:
                                           "supported, as in popxl")
             # A Python number takes the variable's dtype, as in popxl.
             array = np.array(data, tensor.dtype.as_numpy()) if isinstance(data, numbers.Number) \
-                else np.asarray(data)
+                else host_array(data)
             if array.dtype != tensor.dtype.as_numpy():
                 raise TypeError(f"data for variable {tensor.id!r} has dtype {array.dtype}, expected "
                                 f"{tensor.dtype.as_numpy()}")
@@ -333,12 +358,32 @@ class Session:
     def _check_own_tensor(self, tensor: Any, kinds: tuple, what: str) -> None:
         if not isinstance(tensor, kinds):
             names = " or ".join(k.__name__ for k in kinds)
-            raise TypeError(f"{what} takes a {names} tensor, got "
-                            f"{tensor.id if isinstance(tensor, Tensor) else type(tensor).__name__} "
-                            f"({type(tensor).__name__})")
+            subject = f"Tensor {tensor.id}" if what == "write_variable_data" and isinstance(tensor, Tensor) \
+                else str(tensor)
+            kind = f"a tensor of kind {tensor.kind!r}" if isinstance(tensor, Tensor) else type(tensor).__name__
+            raise TypeError(f"{subject} is not of type {names}. {what} is not supported for this type. "
+                            f"(It is {kind}.)")
         if tensor.ir is not self._ir:
             raise ValueError(f"tensor {tensor.id!r} belongs to {tensor.ir!r}, not to this session's "
                              f"{self._ir!r}")
+
+
+def _ipus_per_replica(ir: Ir) -> int:
+    ipus = {op.ipu for graph in ir.graphs for op in graph._ops} | {v.ipu for v in ir.variables} or {0}
+    return max(ipus) + 1
+
+
+def _device(ir: Ir, device_desc: str) -> Device:
+    """The simulated device: an IPU model is sized from the Ir, as popxl does."""
+    if device_desc != "ipu_model":
+        return device_for(device_desc)
+    device = device_for(device_desc, ipu_model_size(_ipus_per_replica(ir), ir.replication_factor))
+    if device.num_ipus > LARGE_IPU_MODEL:
+        warnings.warn(f"the Ir needs an IPU model of {device.num_ipus} IPUs ({_ipus_per_replica(ir)} per "
+                      f"replica x {ir.replication_factor} replicas); every replica is simulated on this "
+                      "machine, so runs will take memory and time in proportion", ResourceWarning,
+                      stacklevel=3)
+    return device
 
 
 def _check_device(ir: Ir, device: Device) -> None:
@@ -349,8 +394,8 @@ def _check_device(ir: Ir, device: Device) -> None:
     if ir.remote_buffers and not device.supports_remote_buffers:
         raise ValueError(f"the {device.kind!r} device does not support remote buffers; use "
                          "'ipu_model' or 'ipu_hw'")
-    ipus = {op.ipu for graph in ir.graphs for op in graph._ops} | {v.ipu for v in ir.variables} or {0}
-    needed = (max(ipus) + 1) * replicas
+    per_replica = _ipus_per_replica(ir)
+    needed = per_replica * replicas
     if needed > device.num_ipus:
-        raise ValueError(f"the Ir needs {needed} IPUs ({max(ipus) + 1} per replica x {replicas} replicas) "
+        raise ValueError(f"the Ir needs {needed} IPUs ({per_replica} per replica x {replicas} replicas) "
                          f"but the {device.kind!r} device has {device.num_ipus}")

@@ -24,7 +24,7 @@ from workbench.ir import Graph, Op
 
 from . import host_buffers
 from .interpreter import ReplicaInterpreter, StepFailed, plan_graph
-from .replicas import ReplicaExecutionError, written_variables
+from .replicas import ReplicaExecutionError
 from .stepper_state import Breakpoint, ReplicaState, Stop, live_tensors, position_of
 from .progress import RunProgress
 from .stepper_threads import ReplicaThreads
@@ -61,10 +61,8 @@ class Stepper:
             self._plans[step.graph].flat_steps.setdefault(step.frame, []).append(step)
         self._main_flat = flat.main
         self._reach = _reachable_graphs(ir)
-        self._written = written_variables(session._codes, session._variables)
         self._breakpoints: list[Breakpoint] = []
         self._threads: Optional[ReplicaThreads] = None
-        self._saved: list = []
         self._why = ""
         self._attached_session = False
         self._rewind("created")
@@ -194,6 +192,10 @@ class Stepper:
                     failure = (0, error)
             else:
                 failure = self._threads.run(command, progress.poll if progress is not None else None)
+        except BaseException:
+            # Interrupted: an op may have been cut short, so the run cannot go on from here.
+            self.abandon("the run was interrupted")
+            raise
         finally:
             if progress is not None:
                 progress.close()
@@ -227,9 +229,7 @@ class Stepper:
         ir = session.ir
         views = host_buffers.output_views(self._outputs, ir.get_all_d2h_streams(), ir.num_host_transfers,
                                           ir.replication_factor)
-        self._saved = [({v: values[v].copy() for v in self._written},
-                        {b: array.copy() for b, array in buffers.items()})
-                       for values, buffers in zip(session._device_values, session._buffers)]
+        session._snapshot.save()
         for replica, program in enumerate(session._programs):
             for stream, port in program.inputs.items():
                 port.data, port.index = self._inputs[stream][:, replica], 0
@@ -282,13 +282,7 @@ class Stepper:
     def _restore(self) -> None:
         """Give the weights (and remote buffers) the values saved when the run began."""
         session = self._session
-        for (variables, buffers), values, device_buffers in zip(self._saved, session._device_values,
-                                                                 session._buffers):
-            for buffer, array in buffers.items():
-                device_buffers[buffer][...] = array
-            for variable, array in variables.items():
-                values[variable][...] = array
-        self._saved = []
+        session._snapshot.restore()
         session._host_in_sync = False
         if session._stepped_run is self:
             session._stepped_run = None

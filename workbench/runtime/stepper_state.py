@@ -34,6 +34,11 @@ class Breakpoint:
             return position == 0
         return (self.op is None or op.name == self.op) and (self.op_type is None or op.type == self.op_type)
 
+    def stops_before(self, op: Op) -> bool:
+        """Whether a stepped run stops before ``op`` wherever it runs."""
+        first = self.op is None and self.op_type is None
+        return self.matches(op, op.graph, op.graph.ops.index(op) if first else -1)
+
     def __str__(self) -> str:
         parts = [f"{k}={v!r}" for k, v in (("op", self.op), ("op_type", self.op_type)) if v is not None]
         if self.graph is not None:

@@ -13,6 +13,7 @@ from typing import Any, Callable, Hashable, Optional, Sequence
 
 from .communicator import CollectiveMismatchError, ReplicaAborted
 from .interpreter import ReplicaInterpreter
+from .snapshot import uninterrupted
 
 POLL_SECONDS = 0.05
 
@@ -34,6 +35,7 @@ class ReplicaThreads:
         self._aborted = False
         for interpreter in interpreters:
             interpreter.program.communicator = self
+            interpreter.program.stop_requested = False
 
     def waiting_at(self, replica: int) -> Optional[str]:
         """The collective ``replica`` waits in, if it waits."""
@@ -125,9 +127,16 @@ class ReplicaThreads:
         return None
 
     def abort(self) -> None:
-        """Stop every replica (those waiting in a collective raise) and wait until they have."""
+        """Stop every replica (those waiting in a collective raise, those running stop at their next
+        op or loop iteration) and wait until they have, even through an interrupt."""
+        for interpreter in self._interpreters:
+            interpreter.program.stop_requested = True
         with self._condition:
             self._aborted = True
             self._condition.notify_all()
+        uninterrupted([self._wait_until_idle])
+
+    def _wait_until_idle(self) -> None:
+        with self._condition:
             while any(self._busy):
                 self._condition.wait()

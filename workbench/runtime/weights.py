@@ -3,12 +3,29 @@
 Host layout (what ``get_tensor_data`` returns): ``'one_per_group'`` has one value per replica group,
 with a leading group dimension when there is more than one group; ``'all_replicas'`` has one value
 per replica, with a leading replica dimension when there is more than one replica.
+
+A replica-sharded variable's device copy is one flat shard: the value, flattened and zero-padded, is
+split over ``shard_count`` consecutive members of each group (its shard group).
 """
 from __future__ import annotations
 
 import numpy as np
 
 from workbench.ir import Variable
+
+
+def device_storage(variable: Variable, buffers: dict) -> np.ndarray:
+    """A replica's array for ``variable``: its remote buffer entry, or a new on-chip array."""
+    if variable.remote_buffer is None:
+        return np.zeros(variable.shape, variable.dtype.as_numpy())
+    entry = buffers[variable.remote_buffer][variable.remote_offset, ...]
+    expected = shard_size(variable) if variable.shard_count > 1 else variable.nelms
+    if entry.size != expected:
+        raise ValueError(f"Tensor {variable.id} does not match buffer. The variable needs "
+                         f"{expected} elements on each replica ({variable.spec}"
+                         + (f" in {variable.shard_count} shards" if variable.shard_count > 1 else "")
+                         + f") but entries of {variable.remote_buffer!r} hold {entry.size}")
+    return entry if variable.shard_count > 1 else entry.reshape(variable.shape)
 
 
 def initial_host_value(variable: Variable) -> np.ndarray:
@@ -18,42 +35,58 @@ def initial_host_value(variable: Variable) -> np.ndarray:
         grouping = variable.replica_grouping
         per_replica = [data[g] if grouping.num_groups > 1 else data for g in grouping.assignment]
         return np.array(per_replica) if len(per_replica) > 1 else np.array(per_replica[0])
-    return np.array(data)
+    return data if isinstance(data, np.memmap) else np.array(data)  # weights_to_host writes into a memmap
 
 
 def replica_value(variable: Variable, host: np.ndarray, replica: int) -> np.ndarray:
     """The value replica ``replica`` holds, taken from the host cache."""
     grouping = variable.replica_grouping
     if variable.retrieval_mode == "all_replicas":
-        return host[replica] if grouping.num_replicas > 1 else host
-    group = grouping.assignment[replica]
-    value = host[group] if grouping.num_groups > 1 else host
+        value = host[replica] if grouping.num_replicas > 1 else host
+    else:
+        group = grouping.assignment[replica]
+        value = host[group] if grouping.num_groups > 1 else host
     if variable.shard_count > 1:
-        return _shards(value, variable)[grouping.members(group).index(replica) % variable.shard_count]
+        return _shards(value, variable)[_shard_group(variable, replica).index(replica)]
     return value
+
+
+def shard_size(variable: Variable) -> int:
+    return -(-variable.nelms // variable.shard_count)
+
+
+def _shard_group(variable: Variable, replica: int) -> list[int]:
+    """The members of ``replica``'s group that share one copy of the value between them."""
+    grouping = variable.replica_grouping
+    members = grouping.members(grouping.assignment[replica])
+    start = members.index(replica) // variable.shard_count * variable.shard_count
+    return members[start: start + variable.shard_count]
 
 
 def _shards(full: np.ndarray, variable: Variable) -> np.ndarray:
     """``full`` flattened, zero-padded and split into one row per shard."""
-    size = variable.shape[0]
+    size = shard_size(variable)
     padded = np.zeros(size * variable.shard_count, full.dtype)
     padded[: full.size] = full.reshape(-1)
     return padded.reshape(variable.shard_count, size)
+
+
+def _assembled(variable: Variable, device: list[dict], replica: int, target: np.ndarray) -> np.ndarray:
+    """``replica``'s full value: its own copy, or its shard group's shards put together."""
+    if variable.shard_count == 1:
+        return device[replica][variable]
+    shards = [device[r][variable] for r in _shard_group(variable, replica)]
+    return np.concatenate(shards)[: target.size].reshape(target.shape)
 
 
 def gather_to_host(variable: Variable, device: list[dict], host: np.ndarray) -> None:
     """Write the replicas' device values into the host cache."""
     grouping = variable.replica_grouping
     if variable.retrieval_mode == "all_replicas":
-        for replica, values in enumerate(device):
+        for replica in range(len(device)):
             target = host[replica] if grouping.num_replicas > 1 else host
-            target[...] = values[variable]
+            target[...] = _assembled(variable, device, replica, target)
         return
     for group in range(grouping.num_groups):
-        members = grouping.members(group)
         target = host[group] if grouping.num_groups > 1 else host
-        if variable.shard_count > 1:
-            shards = [device[r][variable] for r in members[: variable.shard_count]]
-            target[...] = np.concatenate(shards)[: target.size].reshape(target.shape)
-        else:
-            target[...] = device[members[0]][variable]
+        target[...] = _assembled(variable, device, grouping.members(group)[0], target)

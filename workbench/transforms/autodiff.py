@@ -15,7 +15,7 @@ import numpy as np
 from workbench import ops
 from workbench.ir import (Constant, Graph, Op, Tensor, constant, get_current_context, graph_input, graph_output,
                           ipu)
-from workbench.ops.registry import REGISTRY
+from workbench.ops.registry import REGISTRY, op_types
 
 from .clone import SIDE_EFFECT_TYPES, clone_graph, side_effect
 from .graph_edits import EditLog, call_sites, remove_op, remove_unread, rename
@@ -23,7 +23,7 @@ from .grad_graph_info import ExpectedConnection, ExpectedConnectionType, GradGra
 
 __all__ = ["autodiff", "GradGraphInfo", "ExpectedConnection", "ExpectedConnectionType"]
 
-STOP_GRADIENT_TYPES = frozenset({"detach", "detach_"})
+STOP_GRADIENT_TYPES = op_types("stop_gradient")
 GRADIENT_PREFIX = "Gradient___"
 # Marks forward outputs that autodiff added for its own use: they carry no gradient.
 ACTIVATION_MARK = "autodiff_activation"

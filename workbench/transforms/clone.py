@@ -4,11 +4,10 @@ from __future__ import annotations
 from contextlib import nullcontext
 
 from workbench.ir import Graph, Op, Tensor, constant, graph_input, io_tiles, ipu
-from workbench.ops.registry import REGISTRY
+from workbench.ops.registry import REGISTRY, op_types
 
 # Ops with an effect beyond their outputs: running them again would repeat the effect.
-SIDE_EFFECT_TYPES = frozenset({"host_load", "host_store", "remote_load", "remote_load_", "remote_store",
-                               "remote_code_load"})
+SIDE_EFFECT_TYPES = op_types("effect")
 
 
 def clone_graph(graph: Graph, name: str) -> Graph:

@@ -10,10 +10,11 @@ from contextlib import contextmanager
 from typing import Iterator
 
 from workbench.ir import Graph, Op, get_current_graph, in_sequence, io_tiles
+from workbench.ops.registry import op_types
 
 __all__ = ["merge_exchange", "io_tile_exchange"]
 
-EXCHANGE_TYPES = frozenset({"host_load", "host_store", "remote_load", "remote_load_", "remote_store"})
+EXCHANGE_TYPES = op_types("exchange")
 
 
 @contextmanager
@@ -62,7 +63,19 @@ def io_tile_exchange(verify_overlap: bool = True) -> Iterator[None]:
     if verify_overlap:
         others = [op for op in created if op.type not in EXCHANGE_TYPES and op.type != "init"]
         transfers = [op for op in created if op.type in EXCHANGE_TYPES]
-        if len(others) + bool(transfers) > 1:
+        exchanges = _exchanges(created)
+        if len(others) + exchanges > 1:
             names = "\n   ".join(f"{op.name} ({op.type})" for op in others + transfers)
             raise RuntimeError("More than one Op remained after `io_tile_exchange`. This will prevent overlap "
-                               f"with following compute. Remaining Ops (the transfers merge into one):\n   {names}")
+                               f"with following compute. Remaining Ops (the transfers merge into {exchanges} "
+                               f"exchange{'s' if exchanges != 1 else ''}):\n   {names}")
+
+
+def _exchanges(created: list[Op]) -> int:
+    """How many exchanges the transfers among ``created`` merge into: one per IPU and dependency
+    level, as a transfer that needs another's result cannot share its exchange."""
+    level: dict[Op, int] = {}
+    for op in created:  # creation order follows the data dependences
+        before = [level[t.producer] for t in op.inputs if t.producer in level]
+        level[op] = max(before, default=0) + (op.type in EXCHANGE_TYPES)
+    return len({(op.ipu, level[op]) for op in created if op.type in EXCHANGE_TYPES})

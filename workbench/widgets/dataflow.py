@@ -18,7 +18,7 @@ from workbench.export.call_sites import CallSite, call_sites
 from workbench.export.graph_data import op_node_id, tensor_node_id
 from workbench.ir import Graph, Op, Tensor
 
-from .style import format_bytes, text
+from .style import count_of, format_bytes, text
 
 FULL_DETAIL_NODES = 60  # "auto" draws every tensor while ops and tensors are at most this many, then ops only
 CALL_TYPES = ("call", "repeat", "conditional")
@@ -196,7 +196,7 @@ def _op_hover(op: Op, sites: list[CallSite]) -> str:
             shown = getattr(value, "label", None) or getattr(value, "name", None) or repr(value)
             lines.append(f"{text(name)} = {text(str(shown)[:60])}")
     for site in sites:
-        lines.append(f"calls {text(site.callee.label)} ({len(site.callee.ops)} ops)")
+        lines.append(f"calls {text(site.callee.label)} ({count_of(len(site.callee.ops), 'op')})")
     return "<br>".join(lines)
 
 

@@ -61,6 +61,12 @@ function render({ model, el }) {
   status.style.cssText = "padding:8px;color:#666;font:13px sans-serif;";
   el.append(status, plot);
   let drawn = null;
+  // A figure drawn in a hidden tab gets plotly's default width; it takes its container's width
+  // whenever the container's width changes (the tab shown, the panel resized).
+  const resizer = new ResizeObserver(() => {
+    if (drawn && window.Plotly && el.clientWidth > 0) drawn.then(() => window.Plotly.Plots.resize(plot));
+  });
+  resizer.observe(el);
   plotly(model).then((Plotly) => {
     const draw = () => {
       const figure = model.get("figure");
@@ -79,6 +85,7 @@ function render({ model, el }) {
     status.textContent = `cannot draw this figure: ${error.message}`;
   });
   return () => {
+    resizer.disconnect();
     if (window.Plotly && drawn) window.Plotly.purge(plot);
   };
 }

@@ -34,6 +34,7 @@ class GraphView(View):
         self._shown_graph = selection.graph
         super().__init__(source, selection=selection, **options)
         self.selection.observe(self._selection_changed, names=["graph", "op", "tensor"])
+        self.selection.observe(lambda change: self.redraw(), names=["breakpoints"])
 
     @property
     def graph(self) -> Graph:
@@ -51,7 +52,9 @@ class GraphView(View):
     def build_figure(self):
         picked = [item for item in (self.selection.op, self.selection.tensor) if item is not None]
         selected = [key for item in picked for key in self.picture.keys_of(item)]
-        return graph_figure(self.picture, self.layout, highlight=self.matches, selected=selected)
+        stops = [node.key for node in self.picture.nodes.values()
+                 if node.kind == "op" and self.selection.breakpoints and self.selection.stops_before(node.item)]
+        return graph_figure(self.picture, self.layout, highlight=self.matches, selected=selected, breakpoints=stops)
 
     # ----- interaction -----
     def show(self, graph: Graph) -> None:

@@ -42,7 +42,7 @@ class ScheduleView(View):
         super().__init__(source, **options)
         if self.session is not None:
             self._step_handle = subscribe_weakly(self.session.events, self._heard)
-        self.selection.observe(lambda change: self.redraw(), names=["op", "step"])
+        self.selection.observe(lambda change: self.redraw(), names=["op", "step", "breakpoints"])
 
     @property
     def device(self) -> Device:
@@ -93,7 +93,8 @@ class ScheduleView(View):
             what = self.static_label() if self.static else "Schedule of the last run (not profiled)"
             title = f"{what}: simulated cycles; seconds need a run with session.profile = True"
         return schedule_figure(self.events, unit=self.shown_unit, clock_hz=self.clock_hz, regions=self.regions,
-                               selected=self.selected_events(), current=self.current_events(), title=title,
+                               selected=self.selected_events(), current=self.current_events(),
+                               breakpoints=self.breakpoint_events(), title=title,
                                static_label=self.static_label())
 
     def selected_events(self) -> list[int]:
@@ -104,6 +105,14 @@ class ScheduleView(View):
         if step is not None:
             return [i for i, event in enumerate(self.events) if event.step == step]
         return []
+
+    def breakpoint_events(self) -> list[int]:
+        """Indices of the events of ops that a breakpoint of the followed stepper stops before."""
+        if not self.selection.breakpoints:
+            return []
+        stops: dict = {}
+        return [i for i, event in enumerate(self.events)
+                if stops.setdefault(event.op, self.selection.stops_before(event.op))]
 
     def current_events(self) -> list[int]:
         """Indices of the events of the op each replica of a stepped run stands before: the same step

@@ -8,7 +8,8 @@ class Selection(HasTraits):
     """Plain traitlets model: views read it, write it on clicks and ``observe`` it to follow.
 
     ``graph`` is the graph the graph views show; ``op`` and ``tensor`` the item picked in it;
-    ``step`` an index of the flattened schedule (``analysis.flattened_schedule``) or None.
+    ``step`` an index of the flattened schedule (``analysis.flattened_schedule``) or None;
+    ``breakpoints`` the breakpoints of the stepper the views follow, drawn on the ops they stop at.
     Choosing an op of another graph moves ``graph`` to the op's graph.
     """
 
@@ -16,6 +17,11 @@ class Selection(HasTraits):
     op = Any(None, allow_none=True)
     tensor = Any(None, allow_none=True)
     step = Int(None, allow_none=True)
+    breakpoints = Any(())
+
+    def stops_before(self, op) -> bool:
+        """Whether one of ``breakpoints`` stops a stepped run before ``op``."""
+        return any(breakpoint.stops_before(op) for breakpoint in self.breakpoints)
 
     @observe("op")
     def _follow_op(self, change) -> None:

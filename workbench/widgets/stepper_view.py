@@ -215,6 +215,8 @@ class SessionStepperView:
 
     def _show(self, stop: Any) -> None:
         self.stop = stop
+        if self._stepper is not None:
+            self.selection.breakpoints = tuple(self._stepper.breakpoints)
         if stop is not None and stop.position is not None:
             self.selection.step = stop.position.flat_index
             self.selection.op = stop.op

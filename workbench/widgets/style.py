@@ -2,49 +2,38 @@
 from __future__ import annotations
 
 import html
+import json
 import math
+from pathlib import Path
 from typing import Any, Iterable
 
 import numpy as np
 
+# Colours, names and units live in visual_language.json, which the JupyterLab extension reads too.
+VISUAL = json.loads((Path(__file__).parent / "visual_language.json").read_text(encoding="utf-8"))
+
 # Tensor kinds, also the layers of the memory charts ("code" is executable code).
-KIND_COLORS = {
-    "variable": "#4C78A8",
-    "constant": "#9D755D",
-    "input": "#EECA3B",
-    "intermediate": "#F58518",
-    "code": "#54A24B",
-}
-KIND_LABELS = {"variable": "variables", "constant": "constants", "intermediate": "intermediates",
-               "code": "code"}
+KIND_COLORS = dict(VISUAL["kinds"]["colours"])
+KIND_LABELS = dict(VISUAL["kinds"]["labels"])
 
 # Replica groups: group g takes GROUP_COLORS[g % len(GROUP_COLORS)] in every view.
-GROUP_COLORS = ["#1F77B4", "#FF7F0E", "#2CA02C", "#D62728", "#9467BD", "#8C564B", "#E377C2",
-                "#7F7F7F", "#BCBD22", "#17BECF"]
+GROUP_COLORS = list(VISUAL["groups"]["colours"])
 # Light tints of the same colours, for table cells and backgrounds.
-GROUP_TINTS = ["#D2E3F3", "#FFE0C2", "#D5EFD5", "#F6D3D3", "#E6DCF0", "#E8DAD6", "#F9DDF0",
-               "#E5E5E5", "#F1F1C9", "#CCF0F4"]
+GROUP_TINTS = list(VISUAL["groups"]["tints"])
 
 # Op kinds of the cost model (``analysis.cost_model.KINDS``), as the schedule view colours them.
-SCHEDULE_COLORS = {
-    "compute": "#4C78A8",
-    "host_io": "#EECA3B",
-    "ipu_copy": "#F58518",
-    "collective": "#E45756",
-    "remote": "#72B7B2",
-    "control": "#BAB0AC",
-}
-SCHEDULE_LABELS = {"compute": "compute", "host_io": "host IO", "ipu_copy": "IPU copies",
-                   "collective": "collectives", "remote": "Streaming Memory", "control": "call sites"}
+SCHEDULE_COLORS = dict(VISUAL["schedule"]["colours"])
+SCHEDULE_LABELS = dict(VISUAL["schedule"]["labels"])
 
 # Ops are filled by the IPU they run on; call sites get a stronger outline.
-IPU_COLORS = ["#DCE6F2", "#FDE9D9", "#E2F0D9", "#EADCF0", "#FFF2CC", "#DDEBF7", "#F2DCDB", "#E7E6E6"]
-OP_OUTLINE = "#44546A"
-CALL_OUTLINE = "#B45F06"
-EDGE_COLOR = "#A6A6A6"
-HIGHLIGHT = "#D62728"
-CAPACITY_COLOR = "#C00000"
-FONT = dict(family="Helvetica, Arial, sans-serif", size=12, color="#262626")
+IPU_COLORS = list(VISUAL["ipus"]["colours"])
+OP_OUTLINE = VISUAL["lines"]["op_outline"]
+CALL_OUTLINE = VISUAL["lines"]["call_outline"]
+EDGE_COLOR = VISUAL["lines"]["edge"]
+HIGHLIGHT = VISUAL["lines"]["highlight"]
+CAPACITY_COLOR = VISUAL["lines"]["capacity"]
+FONT = dict(VISUAL["font"])
+_BYTES = VISUAL["bytes"]
 
 
 def group_color(group: int) -> str:
@@ -65,6 +54,11 @@ def text(value: Any) -> str:
     return html.escape(str(value), quote=False)
 
 
+def fitted(label: str, room: int) -> str:
+    """``label`` cut to ``room`` characters, the cut marked by an ellipsis."""
+    return label if len(label) <= room else label[:max(room - 1, 0)] + "…"
+
+
 def count_of(number: int, noun: str) -> str:
     """'1 graph', '2 graphs': a count and its noun, plural when it is not one."""
     return f"{number} {noun}{'' if number == 1 else 's'}"
@@ -73,10 +67,11 @@ def count_of(number: int, noun: str) -> str:
 def format_bytes(nbytes: float) -> str:
     """``1536`` -> ``'1.5 KiB'``: binary units, three significant figures."""
     value = float(nbytes)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(value) < 1024 or unit == "GiB":
-            return f"{int(value)} B" if unit == "B" else f"{value:.3g} {unit}"
-        value /= 1024
+    units = _BYTES["units"]
+    for unit in units:
+        if abs(value) < _BYTES["step"] or unit == units[-1]:
+            return f"{int(value)} {unit}" if unit == units[0] else f"{value:.{_BYTES['significant_figures']}g} {unit}"
+        value /= _BYTES["step"]
     raise AssertionError("unreachable")
 
 

@@ -12,7 +12,7 @@ from .schedule_view import ScheduleView
 from .selection import Selection
 from .stepper_view import SessionStepperView
 from .view import _ir_and_session, display_bundle, source_bundle
-from .workbench_html import workbench_html
+from .workbench_html import plotly_figure_html, workbench_html
 
 
 class Workbench:
@@ -80,7 +80,7 @@ class Workbench:
 
     def to_html(self, include_plotlyjs: Any = "cdn") -> str:
         """Every view one under the other, as an HTML fragment."""
-        return workbench_html(self, include_plotlyjs=include_plotlyjs)
+        return workbench_html(self, plotly_figure_html(include_plotlyjs))
 
     def _repr_mimebundle_(self, include=None, exclude=None) -> tuple[dict, dict]:
         return display_bundle(self, include, exclude)

@@ -1,11 +1,11 @@
-"""One Workbench as an HTML fragment: its views one under the other, each figure a plotly div.
-
-``Workbench.to_html`` and the standalone report (``html_report``) both write it.
+"""One Workbench as an HTML fragment: its views one under the other, each figure drawn as the caller
+says (plotly's own HTML by default). ``Workbench.to_html`` and the standalone report (``html_report``)
+both write it.
 """
 from __future__ import annotations
 
 import itertools
-from typing import Any, Iterable, Optional
+from typing import Any, Callable, Iterable, Optional
 
 from workbench.analysis.call_tree import call_tree
 
@@ -16,10 +16,24 @@ from .style import text
 PLOTLY_CONFIG = {"displaylogo": False, "responsive": True}
 
 
-def workbench_html(workbench: Any, include_plotlyjs: Any = False, ids: Optional[Iterable[str]] = None) -> str:
-    """The views of ``workbench`` (a ``Workbench``), one under the other (the stepper only once it has
-    stopped), as an HTML fragment. ``include_plotlyjs`` applies to the first figure (plotly's values:
-    True, False, 'cdn'); ``ids`` names the figure divs."""
+def plotly_figure_html(include_plotlyjs: Any = "cdn") -> Callable[[Any, str], str]:
+    """Draws figures as plotly's own HTML; ``include_plotlyjs`` (plotly's values: True, False,
+    'cdn') applies to the first figure."""
+    first = [include_plotlyjs]
+
+    def draw(figure, div_id: str) -> str:
+        html = figure.to_html(full_html=False, include_plotlyjs=first[0], div_id=div_id, config=PLOTLY_CONFIG)
+        first[0] = False
+        return html
+    return draw
+
+
+def workbench_html(workbench: Any, draw: Optional[Callable[[Any, str], str]] = None,
+                   ids: Optional[Iterable[str]] = None) -> str:
+    """The views of ``workbench`` (a ``Workbench``), one under the other (the stepper only once it has stopped), as
+    an HTML fragment. ``draw`` makes a figure's HTML from the figure and its div's id (by default
+    plotly's, with plotly.js from its CDN); ``ids`` names the figure divs."""
+    draw = draw or plotly_figure_html()
     ids = iter(ids) if ids is not None else (f"workbench-{n}" for n in itertools.count())
     parts = []
     for tab, view in workbench.views.items():
@@ -29,10 +43,7 @@ def workbench_html(workbench: Any, include_plotlyjs: Any = False, ids: Optional[
                 parts.append(f"<h3>{text(heading)}</h3>{view.to_html()}")
             continue
         for title, shown in _pages(workbench, heading, view):
-            figure = shown.figure.to_html(full_html=False, include_plotlyjs=include_plotlyjs, div_id=next(ids),
-                                          config=PLOTLY_CONFIG)
-            include_plotlyjs = False
-            parts.append(f"<h3>{text(title)}</h3>{figure}{shown.details_html()}")
+            parts.append(f"<h3>{text(title)}</h3>{draw(shown.figure, next(ids))}{shown.details_html()}")
     return "\n".join(parts)
 
 

@@ -1,10 +1,11 @@
 /**
- * The call tree: the main graph at the root, each call site a child (call, repeat ×N, then/else
- * branch); subtrees fold with <details>. Graphs that nothing calls are listed after the tree.
+ * The call tree: the main graph at the root, each call site a child (call, repeat ×N, branch (then),
+ * branch (else)); subtrees fold with <details>. Graphs that nothing calls are listed after the tree.
  */
 import { Details } from './details.js';
 import { el } from './dom.js';
 import { CallSiteRecord, GraphRecord, IrIndex } from './model.js';
+import { countOf, siteLabel } from './visual.js';
 
 const MAX_DEPTH = 16;
 
@@ -14,9 +15,9 @@ export function renderCallTree(doc: Document, index: IrIndex, details: Details, 
     name.addEventListener('click', () => onSelect(graph.id));
     const summaryParts: (Node | string)[] = [];
     if (site) {
-      summaryParts.push(el(doc, 'span', 'ipu-wb-tree-kind', [siteLabel(site)]));
+      summaryParts.push(el(doc, 'span', 'ipu-wb-tree-kind', [`${siteLabel(site)} `]));
     }
-    summaryParts.push(name, el(doc, 'span', 'ipu-wb-tree-count', [` ${graph.ops.length} ops`]));
+    summaryParts.push(name, el(doc, 'span', 'ipu-wb-tree-count', [` ${countOf(graph.ops.length, 'op')}`]));
     const item = el(doc, 'li', 'ipu-wb-tree-item');
     item.addEventListener('mouseenter', event => {
       event.stopPropagation();
@@ -27,7 +28,7 @@ export function renderCallTree(doc: Document, index: IrIndex, details: Details, 
           return;
         }
       }
-      details.show(`graph ${graph.label}`, [`id: ${graph.id}`, `${graph.ops.length} ops`]);
+      details.show(`graph ${graph.label}`, [`id: ${graph.id}`, countOf(graph.ops.length, 'op')]);
     });
     const sites = index.callSitesOf(graph.id);
     if (sites.length === 0 || ancestors.has(graph.id) || ancestors.size >= MAX_DEPTH) {
@@ -56,17 +57,4 @@ export function renderCallTree(doc: Document, index: IrIndex, details: Details, 
       el(doc, 'ul', 'ipu-wb-tree', orphans.map(g => entry(g, null, new Set()))));
   }
   return el(doc, 'div', 'ipu-wb-call-tree', parts);
-}
-
-function siteLabel(site: CallSiteRecord): string {
-  switch (site.kind) {
-    case 'repeat':
-      return `repeat ×${site.repeat_count} `;
-    case 'conditional-then':
-      return 'then ';
-    case 'conditional-else':
-      return 'else ';
-    default:
-      return `${site.kind} `;
-  }
 }

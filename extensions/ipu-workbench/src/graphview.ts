@@ -6,8 +6,11 @@ import { Details } from './details.js';
 import { button, clear, el, svg } from './dom.js';
 import { GraphLayout, LayoutEdge, LayoutNode, layoutGraph, MAX_DEPTH, nodeKey } from './layout.js';
 import { GraphRecord, IrIndex, OpRecord, TensorRecord } from './model.js';
+import { ipuColour } from './visual.js';
 
 const MAX_LABEL_CHARS = 40;
+/** Above this many nodes a drawing waits to be asked for: the browser takes seconds for tens of thousands. */
+export const MAX_DRAWN_NODES = 5000;
 
 export class GraphView {
   readonly node: HTMLElement;
@@ -20,6 +23,7 @@ export class GraphView {
   private drawn: { element: SVGElement; op?: OpRecord; tensor?: TensorRecord }[] = [];
   private graphId: string;
   private query = '';
+  private drawLarge = false;
 
   constructor(private readonly doc: Document, private readonly index: IrIndex, private readonly details: Details, graphId: string) {
     this.graphId = index.graphs.has(graphId) ? graphId : index.main.id;
@@ -51,6 +55,7 @@ export class GraphView {
   /** Shows `graphId` as the outermost graph. */
   show(graphId: string): void {
     this.graphId = graphId;
+    this.drawLarge = false;
     this.select.value = graphId;
     this.redraw();
   }
@@ -107,6 +112,19 @@ export class GraphView {
   private redraw(): void {
     clear(this.canvas);
     this.drawn = [];
+    const nodes = this.nodeCount(this.graphId, '', 0);
+    if (nodes > MAX_DRAWN_NODES && !this.drawLarge) {
+      const label = this.index.graphs.get(this.graphId)?.label ?? this.graphId;
+      this.canvas.appendChild(el(this.doc, 'div', 'ipu-wb-large', [
+        `Graph ${label} has ${nodes.toLocaleString('en')} ops and tensors to draw, which can take the browser a while. `,
+        button(this.doc, 'draw it', 'ipu-wb-draw-large', () => {
+          this.drawLarge = true;
+          this.redraw();
+        })
+      ]));
+      this.highlight();
+      return;
+    }
     const layout = layoutGraph(this.index, this.graphId, this.expanded);
     const root = svg(this.doc, 'svg', { class: 'ipu-wb-graph-svg', width: layout.width, height: layout.height,
       viewBox: `0 0 ${layout.width} ${layout.height}` });
@@ -156,12 +174,14 @@ export class GraphView {
       classes.push('ipu-wb-callable', open ? 'ipu-wb-open' : 'ipu-wb-closed');
     }
     const group = svg(this.doc, 'g', { class: classes.join(' '), transform: `translate(${node.x},${node.y})`, 'data-key': node.key });
+    if (op) {
+      group.style.setProperty('--ipu-wb-ipu-fill', ipuColour(op.ipu));
+    }
     const title = op ? `${op.type} ${op.name}` : node.tensor ? node.tensor.id : node.label;
     group.appendChild(svg(this.doc, 'title', {}, [title]));
     group.appendChild(svg(this.doc, 'rect', { class: 'ipu-wb-box', width: node.width, height: node.height, rx: node.kind === 'op' ? 4 : 12 }));
-    const marker = callable ? (open ? '▾ ' : '▸ ') : '';
     const text = svg(this.doc, 'text', { class: 'ipu-wb-label', x: open ? 8 : node.width / 2, y: open ? 16 : node.height / 2 + 4,
-      'text-anchor': open ? 'start' : 'middle' }, [marker + shorten(node.label)]);
+      'text-anchor': open ? 'start' : 'middle' }, [shorten(node.label)]);
     group.appendChild(text);
     if (op) {
       const header = open ? text : group;
@@ -181,7 +201,7 @@ export class GraphView {
     for (const inner of node.inner) {
       const frame = this.drawLayout(inner);
       frame.insertBefore(svg(this.doc, 'rect', { class: 'ipu-wb-frame', width: inner.width, height: inner.height, rx: 6 }), frame.firstChild);
-      frame.appendChild(svg(this.doc, 'text', { class: 'ipu-wb-frame-label', x: 4, y: -4 }, [`graph ${inner.graph.label}`]));
+      frame.appendChild(svg(this.doc, 'text', { class: 'ipu-wb-frame-label', x: 4, y: -4 }, [inner.title]));
       group.appendChild(frame);
     }
     return group;
@@ -205,6 +225,24 @@ export class GraphView {
   private opMatches(op: OpRecord): boolean {
     const q = this.query;
     return op.name.toLowerCase().includes(q) || op.type.toLowerCase().includes(q) || op.id.toLowerCase().includes(q);
+  }
+
+  /** About how many nodes the drawing of `graphId` has, with the calls expanded as they are now. */
+  private nodeCount(graphId: string, path: string, depth: number): number {
+    const graph = this.index.graphs.get(graphId);
+    if (!graph || depth >= MAX_DEPTH) {
+      return 0;
+    }
+    let count = graph.ops.length + graph.tensors.length;
+    for (const op of graph.ops) {
+      const key = nodeKey(path, op.id);
+      if (op.called_graphs.length && this.expanded.has(key)) {
+        for (const callee of op.called_graphs) {
+          count += this.nodeCount(callee, `${key}>${callee}`, depth + 1);
+        }
+      }
+    }
+    return count;
   }
 
   /** Matches in graphs that collapsed call ops of the drawn view would show. */

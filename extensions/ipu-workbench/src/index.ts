@@ -18,7 +18,8 @@ const extension: IRenderMime.IExtension = {
     createRenderer: options => new IrRenderer(options.mimeType)
   },
   rank: 50,
-  dataType: 'json',
+  // Files arrive as text, so a file that is not JSON is shown as an error like any other malformed document.
+  dataType: 'string',
   fileTypes: [
     { name: FILE_TYPE, displayName: 'IPU Workbench IR', mimeTypes: [MIME_TYPE], extensions: ['.ir.json'], fileFormat: 'text' }
   ],

@@ -4,6 +4,8 @@
  * compound node holding the layouts of the graphs it calls, side by side.
  */
 import { GraphRecord, IrIndex, OpRecord, TensorRecord } from './model.js';
+import { maxOf } from './numbers.js';
+import { frameLabel, opLabel } from './visual.js';
 
 const NODE_HEIGHT = 26;
 /** Calls nest at most this deep in one drawing (a call cycle in a broken IR stops here). */
@@ -40,6 +42,8 @@ export interface LayoutEdge {
 
 export interface GraphLayout {
   graph: GraphRecord;
+  /** For the body of an expanded call: how it is called ('call: body', 'repeat ×3: body'). */
+  title: string;
   /** Prefix of every node key in this expansion: one graph may be shown several times. */
   path: string;
   nodes: LayoutNode[];
@@ -99,19 +103,26 @@ export function layoutGraph(index: IrIndex, graphId: string, expanded: ReadonlyS
   for (const op of graph.ops) {
     const key = nodeKey(path, op.id);
     const callable = op.called_graphs.length > 0 && depth < MAX_DEPTH;
+    const sites = index.callSitesOfOp(op.id);
+    const label = (open: boolean) => opLabel(op, sites, graph => index.label(graph), open);
     if (callable && expanded.has(key)) {
-      const inner = op.called_graphs.map(callee => layoutGraph(index, callee, expanded, `${key}>${callee}`, depth + 1));
+      const inner = op.called_graphs.map((callee, i) => {
+        const child = layoutGraph(index, callee, expanded, `${key}>${callee}`, depth + 1);
+        const site = sites[i]?.callee === callee ? sites[i] : sites.find(s => s.callee === callee);
+        child.title = site ? frameLabel(site, child.graph.label) : `call: ${child.graph.label}`;
+        return child;
+      });
       let x = PAD;
       for (const child of inner) {
         child.x = x;
         child.y = HEADER;
         x += child.width + GAP_X;
       }
-      const width = Math.max(labelWidth(op.name), x - GAP_X + PAD);
-      const height = HEADER + Math.max(...inner.map(child => child.height)) + PAD;
-      addNode(key, 'op', op.name, { op, inner, width, height });
+      const width = Math.max(labelWidth(label(true)), x - GAP_X + PAD);
+      const height = HEADER + maxOf(inner, child => child.height, 0) + PAD;
+      addNode(key, 'op', label(true), { op, inner, width, height });
     } else {
-      addNode(key, 'op', op.name, { op });
+      addNode(key, 'op', label(false), { op });
     }
     for (const id of op.inputs) {
       const tensor = index.tensor(graph.id, id);
@@ -133,7 +144,7 @@ export function layoutGraph(index: IrIndex, graphId: string, expanded: ReadonlyS
       }
     }
   }
-  const layout: GraphLayout = { graph, path, nodes: [...nodes.values()], edges, width: 0, height: 0, x: 0, y: 0 };
+  const layout: GraphLayout = { graph, title: graph.label, path, nodes: [...nodes.values()], edges, width: 0, height: 0, x: 0, y: 0 };
   place(layout);
   return layout;
 }
@@ -144,26 +155,10 @@ function place(layout: GraphLayout): void {
   for (const edge of layout.edges) {
     incoming.get(edge.to)?.push(edge.from);
   }
-  const layerOf = new Map<string, number>();
-  const visiting = new Set<string>();
-  const layer = (key: string): number => {
-    const known = layerOf.get(key);
-    if (known !== undefined) {
-      return known;
-    }
-    if (visiting.has(key)) {
-      return 0;
-    }
-    visiting.add(key);
-    const preds = incoming.get(key) ?? [];
-    const value = preds.length === 0 ? 0 : 1 + Math.max(...preds.map(layer));
-    visiting.delete(key);
-    layerOf.set(key, value);
-    return value;
-  };
+  const layerOf = longestPathLayers(layout.nodes, layout.edges);
   const layers: LayoutNode[][] = [];
   for (const node of layout.nodes) {
-    node.layer = layer(node.key);
+    node.layer = layerOf.get(node.key)!;
     (layers[node.layer] ??= []).push(node);
   }
   const position = new Map<string, number>();
@@ -177,16 +172,18 @@ function place(layout: GraphLayout): void {
     };
     const keyed = row.map((node, i) => ({ node, i, c: centre(node) }));
     keyed.sort((a, b) => (a.c === b.c ? a.i - b.i : a.c === Infinity ? 1 : b.c === Infinity ? -1 : a.c - b.c));
-    row.splice(0, row.length, ...keyed.map(k => k.node));
-    row.forEach((node, i) => position.set(node.key, i));
+    keyed.forEach((k, i) => {
+      row[i] = k.node;
+      position.set(k.node.key, i);
+    });
   }
   const rows = layers.filter(row => row && row.length);
   const rowWidth = (row: LayoutNode[]) => row.reduce((sum, n) => sum + n.width, 0) + GAP_X * (row.length - 1);
-  const width = Math.max(0, ...rows.map(rowWidth)) + 2 * PAD;
+  const width = maxOf(rows, rowWidth, 0) + 2 * PAD;
   let y = PAD;
   for (const row of rows) {
     let x = (width - rowWidth(row)) / 2;
-    const height = Math.max(...row.map(n => n.height));
+    const height = maxOf(row, n => n.height, 0);
     for (const node of row) {
       node.x = x;
       node.y = y;
@@ -196,4 +193,56 @@ function place(layout: GraphLayout): void {
   }
   layout.width = Math.max(width, 2 * PAD + 56);
   layout.height = rows.length ? y - GAP_Y + PAD : 2 * PAD + NODE_HEIGHT;
+}
+
+/**
+ * Each node's layer: one more than its deepest predecessor (sources are layer 0), without recursion, so
+ * a chain of any length is fine. Nodes on a cycle (only a broken IR has one) are taken in order, as if
+ * the edge closing the cycle were not there.
+ */
+export function longestPathLayers(nodes: LayoutNode[], edges: LayoutEdge[]): Map<string, number> {
+  const waiting = new Map<string, number>(nodes.map(n => [n.key, 0]));
+  const outgoing = new Map<string, string[]>(nodes.map(n => [n.key, []]));
+  for (const edge of edges) {
+    if (waiting.has(edge.to) && outgoing.has(edge.from)) {
+      waiting.set(edge.to, waiting.get(edge.to)! + 1);
+      outgoing.get(edge.from)!.push(edge.to);
+    }
+  }
+  const layer = new Map<string, number>(nodes.map(n => [n.key, 0]));
+  const order: string[] = [];
+  const queued = new Set<string>();
+  const placed = new Set<string>();
+  const enqueue = (key: string) => {
+    if (!queued.has(key)) {
+      queued.add(key);
+      order.push(key);
+    }
+  };
+  for (const node of nodes) {
+    if (waiting.get(node.key) === 0) {
+      enqueue(node.key);
+    }
+  }
+  let unblock = 0;
+  for (let next = 0; next < nodes.length; next++) {
+    if (next === order.length) {
+      while (queued.has(nodes[unblock].key)) {
+        unblock += 1;
+      }
+      enqueue(nodes[unblock].key);
+    }
+    const key = order[next];
+    placed.add(key);
+    for (const to of outgoing.get(key)!) {
+      if (!placed.has(to)) {
+        layer.set(to, Math.max(layer.get(to)!, layer.get(key)! + 1));
+      }
+      waiting.set(to, waiting.get(to)! - 1);
+      if (waiting.get(to) === 0) {
+        enqueue(to);
+      }
+    }
+  }
+  return layer;
 }

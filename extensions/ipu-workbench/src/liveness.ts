@@ -1,17 +1,22 @@
 /**
  * The liveness chart: live tile memory of one IPU at each step of the flattened schedule, stacked
- * as variables, constants, code and intermediates, with the peak marked.
+ * bottom up as variables, constants, intermediates and code (as the plotly memory chart stacks them),
+ * with the peak marked.
  */
 import { Details } from './details.js';
+import { Column, columns } from './columns.js';
 import { clear, el, svg } from './dom.js';
-import { formatBytes, IpuLiveness, IrIndex, LivenessSection, ViewOptions } from './model.js';
+import { IpuLiveness, IrIndex, LivenessSection, ViewOptions } from './model.js';
+import { maxOf } from './numbers.js';
+import { binaryTicks, formatBytes, kindLabel, MemoryKind } from './visual.js';
 
 const WIDTH = 720;
 const HEIGHT = 240;
 const LEFT = 72;
 const BOTTOM = 24;
 const TOP = 12;
-const MAX_HOVER_STEPS = 4000;
+/** At most one column per pixel of the plot; longer schedules are grouped. */
+const MAX_COLUMNS = WIDTH - LEFT - 8;
 
 interface Series {
   name: string;
@@ -19,11 +24,14 @@ interface Series {
   value: (ipu: IpuLiveness, step: number) => number;
 }
 
+const series = (kind: MemoryKind, value: Series['value']): Series =>
+  ({ name: kindLabel(kind), className: `ipu-wb-series-${kind}`, value });
+
 const SERIES: Series[] = [
-  { name: 'variables', className: 'ipu-wb-series-variables', value: ipu => ipu.variables },
-  { name: 'constants', className: 'ipu-wb-series-constants', value: ipu => ipu.constants },
-  { name: 'code', className: 'ipu-wb-series-code', value: (ipu, step) => ipu.code[step] },
-  { name: 'intermediates', className: 'ipu-wb-series-intermediates', value: (ipu, step) => ipu.intermediates[step] }
+  series('variable', ipu => ipu.variables),
+  series('constant', ipu => ipu.constants),
+  series('intermediate', (ipu, step) => ipu.intermediates[step]),
+  series('code', (ipu, step) => ipu.code[step])
 ];
 
 export function renderLiveness(doc: Document, index: IrIndex, details: Details, options: ViewOptions): HTMLElement {
@@ -74,29 +82,38 @@ export function renderLiveness(doc: Document, index: IrIndex, details: Details, 
   return el(doc, 'div', 'ipu-wb-liveness', [...parts, summary, chart, legend]);
 }
 
-/** The stacked areas of `series` (the ones ticked in the legend); hover details list all four. */
+/**
+ * The stacked areas of `series` (the ones ticked in the legend), one column per step or, for long
+ * schedules, per run of steps drawn as its largest; hover details list all four series.
+ */
 function drawChart(doc: Document, index: IrIndex, liveness: LivenessSection, ipu: IpuLiveness, series: Series[],
   details: Details): SVGElement {
   const steps = liveness.steps.length;
-  const totals = liveness.steps.map((_, i) => SERIES.reduce((sum, s) => sum + s.value(ipu, i), 0));
-  const top = Math.max(1, ...liveness.steps.map((_, i) => series.reduce((sum, s) => sum + s.value(ipu, i), 0)));
+  const shownTotal = (step: number) => {
+    let sum = 0;
+    for (const s of series) {
+      sum += s.value(ipu, step);
+    }
+    return sum;
+  };
+  const drawn = columns(steps, shownTotal, MAX_COLUMNS);
+  const top = Math.max(1, maxOf(drawn, column => shownTotal(column.step), 0));
   const x = (step: number) => LEFT + ((WIDTH - LEFT - 8) * step) / steps;
   const y = (bytes: number) => HEIGHT - BOTTOM - ((HEIGHT - BOTTOM - TOP) * bytes) / top;
   const root = svg(doc, 'svg', { class: 'ipu-wb-chart-svg', width: WIDTH, height: HEIGHT, viewBox: `0 0 ${WIDTH} ${HEIGHT}` });
-  const below = new Array(steps).fill(0);
+  const below = new Float64Array(drawn.length);
   for (const area of series) {
-    const upper = below.map((base, i) => base + area.value(ipu, i));
+    const upper = drawn.map((column, c) => below[c] + area.value(ipu, column.step));
     const points: string[] = [];
-    upper.forEach((v, i) => points.push(`${x(i)},${y(v)}`, `${x(i + 1)},${y(v)}`));
-    for (let i = steps - 1; i >= 0; i--) {
-      points.push(`${x(i + 1)},${y(below[i])}`, `${x(i)},${y(below[i])}`);
+    drawn.forEach((column, c) => points.push(`${x(column.first)},${y(upper[c])}`, `${x(column.last + 1)},${y(upper[c])}`));
+    for (let c = drawn.length - 1; c >= 0; c--) {
+      points.push(`${x(drawn[c].last + 1)},${y(below[c])}`, `${x(drawn[c].first)},${y(below[c])}`);
     }
     root.appendChild(svg(doc, 'polygon', { class: `ipu-wb-area ${area.className}`, points: points.join(' ') },
       [svg(doc, 'title', {}, [area.name])]));
-    upper.forEach((v, i) => (below[i] = v));
+    upper.forEach((v, c) => (below[c] = v));
   }
-  for (const fraction of [0, 0.5, 1]) {
-    const bytes = Math.round(top * fraction);
+  for (const bytes of binaryTicks(top)) {
     root.appendChild(svg(doc, 'line', { class: 'ipu-wb-axis', x1: LEFT, x2: WIDTH - 8, y1: y(bytes), y2: y(bytes) }));
     root.appendChild(svg(doc, 'text', { class: 'ipu-wb-axis-label', x: LEFT - 6, y: y(bytes) + 4, 'text-anchor': 'end' }, [formatBytes(bytes)]));
   }
@@ -107,20 +124,25 @@ function drawChart(doc: Document, index: IrIndex, liveness: LivenessSection, ipu
     root.appendChild(svg(doc, 'line', { class: 'ipu-wb-peak', x1: px, x2: px, y1: TOP, y2: HEIGHT - BOTTOM },
       [svg(doc, 'title', {}, [`peak: ${formatBytes(ipu.peak_bytes)} at step ${ipu.peak_step}`])]));
   }
-  if (steps <= MAX_HOVER_STEPS) {
-    for (let i = 0; i < steps; i++) {
-      const hover = svg(doc, 'rect', { class: 'ipu-wb-step', x: x(i), y: TOP, width: Math.max(1, x(i + 1) - x(i)), height: HEIGHT - BOTTOM - TOP });
-      hover.addEventListener('mouseenter', () => {
-        const step = liveness.steps[i];
-        const op = index.ops.get(step.op);
-        details.show(`step ${i}: ${op ? `${op.type} ${op.name}` : step.op}`, [
-          `graph ${index.graphs.get(step.graph)?.label ?? step.graph}, call depth ${step.depth}`,
-          `total ${formatBytes(totals[i])}`,
-          ...SERIES.map(s => `${s.name} ${formatBytes(s.value(ipu, i))}`)
-        ]);
-      });
-      root.appendChild(hover);
-    }
+  for (const column of drawn) {
+    const hover = svg(doc, 'rect', { class: 'ipu-wb-step', x: x(column.first), y: TOP,
+      width: Math.max(1, x(column.last + 1) - x(column.first)), height: HEIGHT - BOTTOM - TOP });
+    hover.addEventListener('mouseenter', () => showStep(index, liveness, ipu, column, details));
+    root.appendChild(hover);
   }
   return root;
+}
+
+function showStep(index: IrIndex, liveness: LivenessSection, ipu: IpuLiveness, column: Column, details: Details): void {
+  const i = column.step;
+  const step = liveness.steps[i];
+  const op = index.ops.get(step.op);
+  const span = column.first === column.last ? [] :
+    [`steps ${column.first} to ${column.last}, drawn as their largest, step ${i}`];
+  details.show(`step ${i}: ${op ? `${op.type} ${op.name}` : step.op}`, [
+    ...span,
+    `graph ${index.graphs.get(step.graph)?.label ?? step.graph}, call depth ${step.depth}`,
+    `total ${formatBytes(SERIES.reduce((sum, s) => sum + s.value(ipu, i), 0))}`,
+    ...SERIES.map(s => `${s.name} ${formatBytes(s.value(ipu, i))}`)
+  ]);
 }

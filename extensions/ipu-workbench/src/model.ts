@@ -1,109 +1,44 @@
 /**
- * The "ipu-workbench/ir" JSON document (workbench/export/SCHEMA.md), as the views read it.
- * Only the fields the views use are typed; unknown fields are ignored.
+ * The "ipu-workbench/ir" document as the views read it. Its types are generated from the JSON schema
+ * (workbench/export/ir.schema.json) at build time; `readDocument` checks a document against it.
  */
+import { CallSiteRecord, GraphRecord, IrDocument, OpRecord, TensorRecord } from './generated/document.js';
+import { formatBytes } from './visual.js';
 
-export const SCHEMA_NAME = 'ipu-workbench/ir';
-export const SCHEMA_VERSION = 1;
+export type {
+  CallSiteRecord, GraphRecord, IpuLiveness, IrDocument, LivenessSection, OpRecord, StepRecord, TensorRecord
+} from './generated/document.js';
+export { DocumentError, readDocument, SCHEMA_NAME, SCHEMA_VERSION } from './document.js';
 
-export interface OpRecord {
-  id: string;
-  name: string;
-  type: string;
-  ipu: number;
-  tile_set: string;
-  inputs: string[];
-  outputs: string[];
-  attrs: Record<string, unknown>;
-  called_graphs: string[];
-  after: string[];
-}
-
-export interface TensorRecord {
-  id: string;
-  name: string;
-  kind: string;
-  shape: number[];
-  dtype: string;
-  ipu: number;
-  nbytes: number;
-  producer: string | null;
-}
-
-export interface GraphRecord {
-  id: string;
-  label: string;
-  is_main: boolean;
-  inputs: string[];
-  outputs: string[];
-  ops: OpRecord[];
-  tensors: TensorRecord[];
-}
-
-export interface CallSiteRecord {
-  graph: string;
-  op: string;
-  callee: string;
-  kind: string;
-  repeat_count: number | null;
-}
-
-export interface IpuLiveness {
-  ipu: number;
-  variables: number;
-  constants: number;
-  intermediates: number[];
-  code: number[];
-  peak_step: number | null;
-  peak_bytes: number;
-}
-
-export interface StepRecord {
-  op: string;
-  graph: string;
-  depth: number;
-}
-
-export interface LivenessSection {
-  version: number;
-  error: string | null;
-  steps: StepRecord[];
-  ipus: IpuLiveness[];
-}
-
-export interface IrDocument {
-  schema: string;
-  version: number;
-  ir: { id: number; replication_factor: number; num_host_transfers: number };
-  graphs: GraphRecord[];
-  call_sites: CallSiteRecord[];
-  liveness?: LivenessSection | null;
-}
+const VIEWS = ['graph', 'calls', 'memory'] as const;
+export type ViewName = (typeof VIEWS)[number];
 
 /** What the Python object asked to show first (the MIME bundle's metadata). */
 export interface ViewOptions {
-  view?: 'graph' | 'calls' | 'memory';
+  view?: ViewName;
   graph?: string;
   device?: { kind: string; tile_bytes_per_ipu: number };
 }
 
-/** The document in `value` (an object, or its JSON text), checked against the schema it claims. */
-export function readDocument(value: unknown): IrDocument {
-  const data = typeof value === 'string' ? JSON.parse(value) : value;
-  if (typeof data !== 'object' || data === null) {
-    throw new Error('expected an "ipu-workbench/ir" JSON object');
+/** The well-formed fields of `value` (MIME metadata, which may come from anywhere) as view options. */
+export function readOptions(value: unknown): ViewOptions {
+  const options: ViewOptions = {};
+  if (typeof value !== 'object' || value === null) {
+    return options;
   }
-  const doc = data as Partial<IrDocument>;
-  if (doc.schema !== SCHEMA_NAME) {
-    throw new Error(`expected schema "${SCHEMA_NAME}", got ${JSON.stringify(doc.schema)}`);
+  const given = value as Record<string, unknown>;
+  if (VIEWS.includes(given.view as ViewName)) {
+    options.view = given.view as ViewName;
   }
-  if (doc.version !== SCHEMA_VERSION) {
-    throw new Error(`this viewer reads version ${SCHEMA_VERSION} of "${SCHEMA_NAME}", got version ${JSON.stringify(doc.version)}`);
+  if (typeof given.graph === 'string') {
+    options.graph = given.graph;
   }
-  if (!Array.isArray(doc.graphs) || !Array.isArray(doc.call_sites)) {
-    throw new Error('the document has no "graphs" or "call_sites" list');
+  const device = given.device as Record<string, unknown> | null | undefined;
+  if (typeof device === 'object' && device !== null && typeof device.kind === 'string' &&
+    typeof device.tile_bytes_per_ipu === 'number' && device.tile_bytes_per_ipu > 0) {
+    options.device = { kind: device.kind, tile_bytes_per_ipu: device.tile_bytes_per_ipu };
   }
-  return doc as IrDocument;
+  return options;
 }
 
 /** Lookup tables over one document. */
@@ -111,8 +46,14 @@ export class IrIndex {
   readonly graphs = new Map<string, GraphRecord>();
   readonly ops = new Map<string, OpRecord>();
   readonly tensors = new Map<string, Map<string, TensorRecord>>();
+  private readonly sitesInGraph = new Map<string, CallSiteRecord[]>();
+  private readonly sitesOfOp = new Map<string, CallSiteRecord[]>();
 
   constructor(readonly doc: IrDocument) {
+    for (const site of doc.call_sites) {
+      push(this.sitesInGraph, site.graph, site);
+      push(this.sitesOfOp, site.op, site);
+    }
     for (const graph of doc.graphs) {
       this.graphs.set(graph.id, graph);
       this.tensors.set(graph.id, new Map(graph.tensors.map(t => [t.id, t])));
@@ -131,19 +72,27 @@ export class IrIndex {
   }
 
   callSitesOf(graph: string): CallSiteRecord[] {
-    return this.doc.call_sites.filter(site => site.graph === graph);
+    return this.sitesInGraph.get(graph) ?? [];
+  }
+
+  /** The call sites of one op: one per graph it calls (a conditional's then branch first). */
+  callSitesOfOp(op: string): CallSiteRecord[] {
+    return this.sitesOfOp.get(op) ?? [];
+  }
+
+  /** A graph's display name, or its id if the document has no such graph. */
+  label(graph: string): string {
+    return this.graphs.get(graph)?.label ?? graph;
   }
 }
 
-export function formatBytes(n: number): string {
-  const units = ['B', 'KiB', 'MiB', 'GiB'];
-  let value = n;
-  let unit = 0;
-  while (Math.abs(value) >= 1024 && unit < units.length - 1) {
-    value /= 1024;
-    unit += 1;
+function push<T>(lists: Map<string, T[]>, key: string, item: T): void {
+  const list = lists.get(key);
+  if (list) {
+    list.push(item);
+  } else {
+    lists.set(key, [item]);
   }
-  return unit === 0 ? `${n} B` : `${value.toFixed(1)} ${units[unit]}`;
 }
 
 export function describeTensor(tensor: TensorRecord): string {

@@ -7,27 +7,44 @@ import { Details } from './details.js';
 import { button, el } from './dom.js';
 import { GraphView } from './graphview.js';
 import { renderLiveness } from './liveness.js';
-import { IrIndex, readDocument, ViewOptions } from './model.js';
+import { applyColours, countOf } from './visual.js';
+import { DocumentError, IrIndex, readDocument, readOptions, ViewName } from './model.js';
 
 export const ROOT_CLASS = 'ipu-wb-root';
 
-const TABS: { view: 'graph' | 'calls' | 'memory'; label: string }[] = [
+const TABS: { view: ViewName; label: string }[] = [
   { view: 'graph', label: 'Graph' },
   { view: 'calls', label: 'Call tree' },
   { view: 'memory', label: 'Memory' }
 ];
 
-/** Draws `value` (an "ipu-workbench/ir" document or its JSON text) into `host`; returns the root. */
-export function renderIr(host: HTMLElement, value: unknown, options: ViewOptions = {}): HTMLElement {
-  const doc = host.ownerDocument;
-  let index: IrIndex;
+/**
+ * Draws `value` (an "ipu-workbench/ir" document or its JSON text) into `host` and returns the root.
+ * Never throws: a document that is not valid, or anything else that stops the drawing, is shown as an
+ * error message in place of the view. `options` is the MIME metadata (ill-formed fields are ignored).
+ */
+export function renderIr(host: HTMLElement, value: unknown, options: unknown = {}): HTMLElement {
+  let root: HTMLElement;
   try {
-    index = new IrIndex(readDocument(value));
+    root = buildView(host.ownerDocument, value, options);
   } catch (error) {
-    const message = el(doc, 'div', `${ROOT_CLASS} ipu-wb-error`, [`Cannot show this IR: ${(error as Error).message}`]);
-    host.appendChild(message);
-    return message;
+    root = el(host.ownerDocument, 'div', `${ROOT_CLASS} ipu-wb-error`, [`Cannot show this IR: ${messageOf(error)}`]);
   }
+  host.appendChild(root);
+  return root;
+}
+
+/** A malformed document says what is wrong with it; anything else is the viewer's own failure. */
+function messageOf(error: unknown): string {
+  if (error instanceof DocumentError) {
+    return error.message;
+  }
+  return `the viewer failed (${error instanceof Error ? `${error.name}: ${error.message}` : String(error)})`;
+}
+
+function buildView(doc: Document, value: unknown, given: unknown): HTMLElement {
+  const options = readOptions(given);
+  const index = new IrIndex(readDocument(value));
   const details = new Details(doc, 'Point at an op, tensor, call or step for its details.');
   const graphView = new GraphView(doc, index, details, options.graph ?? index.main.id);
   const panels = {
@@ -39,7 +56,7 @@ export function renderIr(host: HTMLElement, value: unknown, options: ViewOptions
     memory: renderLiveness(doc, index, details, options)
   };
   const buttons = new Map<string, HTMLButtonElement>();
-  const select = (view: 'graph' | 'calls' | 'memory') => {
+  const select = (view: ViewName) => {
     for (const tab of TABS) {
       panels[tab.view].classList.toggle('ipu-wb-hidden', tab.view !== view);
       buttons.get(tab.view)!.classList.toggle('ipu-wb-active', tab.view === view);
@@ -49,13 +66,13 @@ export function renderIr(host: HTMLElement, value: unknown, options: ViewOptions
     buttons.set(tab.view, button(doc, tab.label, `ipu-wb-tab ipu-wb-tab-${tab.view}`, () => select(tab.view)));
   }
   const ops = index.doc.graphs.reduce((sum, g) => sum + g.ops.length, 0);
-  const summary = `IR ${index.doc.ir.id}: ${index.doc.graphs.length} graphs, ${ops} ops, ` +
+  const summary = `IR ${index.doc.ir.id}: ${countOf(index.doc.graphs.length, 'graph')}, ${countOf(ops, 'op')}, ` +
     `replication factor ${index.doc.ir.replication_factor}`;
   const root = el(doc, 'div', ROOT_CLASS, [
     el(doc, 'div', 'ipu-wb-header', [el(doc, 'span', 'ipu-wb-summary', [summary]), ...buttons.values()]),
     el(doc, 'div', 'ipu-wb-body', [el(doc, 'div', 'ipu-wb-panels', Object.values(panels)), details.node])
   ]);
+  applyColours(root);
   select(options.view ?? 'graph');
-  host.appendChild(root);
   return root;
 }

@@ -1,9 +1,8 @@
-/** The MIME renderer: a Lumino widget that draws the IR document of its model. */
+/** The MIME renderer: a Lumino widget that draws the IR document of its model (or why it cannot). */
 import { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 import { Widget } from '@lumino/widgets';
 
 import { clear } from './dom.js';
-import { ViewOptions } from './model.js';
 import { renderIr } from './view.js';
 
 export class IrRenderer extends Widget implements IRenderMime.IRenderer {
@@ -14,8 +13,7 @@ export class IrRenderer extends Widget implements IRenderMime.IRenderer {
 
   renderModel(model: IRenderMime.IMimeModel): Promise<void> {
     clear(this.node);
-    const options = (model.metadata[this.mimeType] ?? {}) as ViewOptions;
-    renderIr(this.node, model.data[this.mimeType], options);
+    renderIr(this.node, model.data[this.mimeType], model.metadata?.[this.mimeType]);
     return Promise.resolve();
   }
 }

@@ -52,7 +52,9 @@ test('names that look like HTML are shown as text in every view', () => {
   assert.ok(root.querySelector('.ipu-wb-call-tree').textContent.includes(EVIL));
   const labels = [...root.querySelectorAll('.ipu-wb-label')].map(n => n.textContent);
   assert.ok(labels.includes(EVIL), 'the variable node is labelled with its name');
-  assert.ok(labels.some(l => l.includes('<script>')), 'the op named with a script tag is labelled with it');
+  const titles = [...root.querySelectorAll('.ipu-wb-op > title')].map(n => n.textContent);
+  assert.ok(titles.includes(`add ${EVIL_SCRIPT}.2`), 'the op named with a script tag has it in its title');
+  assert.ok(labels.includes('▾ repeat ×3 <img src=x onerror="__wbXss…'), 'the loop is named (cut short) in its call');
 });
 
 test('hover details show attributes holding markup as text', () => {
@@ -99,7 +101,7 @@ test('a call op expands into the graph it calls and collapses again', () => {
   call().dispatchEvent(new root.ownerDocument.defaultView.MouseEvent('click', { bubbles: true }));
   assert.ok(call().classList.contains('ipu-wb-open'));
   const frame = call().querySelector('.ipu-wb-frame-label');
-  assert.equal(frame.textContent, 'graph body');
+  assert.equal(frame.textContent, 'call: body');
   assert.ok(call().textContent.includes('mul.1'));
   call().querySelector('.ipu-wb-label').dispatchEvent(new root.ownerDocument.defaultView.MouseEvent('click', { bubbles: true }));
   assert.ok(call().classList.contains('ipu-wb-closed'));
@@ -157,7 +159,7 @@ test('the call tree shows call kinds and repeat counts', () => {
   const tree = root.querySelector('.ipu-wb-call-tree');
   assert.ok(!tree.classList.contains('ipu-wb-hidden'));
   const items = [...tree.querySelectorAll('.ipu-wb-tree-children > li')].map(li => li.textContent.trim());
-  assert.deepEqual(items, ['call body 2 ops', `repeat ×3 ${EVIL} 1 ops`]);
+  assert.deepEqual(items, ['call body 2 ops', `repeat ×3 ${EVIL} 1 op`]);
 });
 
 test('the liveness chart stacks four series and marks the peak', () => {
@@ -166,7 +168,7 @@ test('the liveness chart stacks four series and marks the peak', () => {
   assert.equal(chart.querySelectorAll('.ipu-wb-area').length, 4);
   assert.equal(chart.querySelectorAll('.ipu-wb-step').length, 6);
   assert.equal(chart.querySelector('.ipu-wb-liveness-summary').textContent,
-    'IPU 0: peak 148 B at step 2 of 1.4 KiB (10.00%) on ipu_model');
+    'IPU 0: peak 148 B at step 2 of 1.45 KiB (10.00%) on ipu_model');
   chart.querySelectorAll('.ipu-wb-step')[2].dispatchEvent(new window.MouseEvent('mouseenter'));
   const details = root.querySelector('.ipu-wb-details').textContent;
   assert.ok(details.startsWith(`step 2: add ${EVIL_SCRIPT}.2`), details);
@@ -176,15 +178,16 @@ test('the liveness chart stacks four series and marks the peak', () => {
 test('unticking a series in the legend removes its area and rescales the chart', () => {
   const { window, root } = render(sampleDocument(), { view: 'memory' });
   const chart = root.querySelector('.ipu-wb-liveness');
-  const topLabel = () => [...chart.querySelectorAll('.ipu-wb-axis-label')].map(n => n.textContent)[2];
-  assert.equal(topLabel(), '148 B');
+  const ticks = () => [...chart.querySelectorAll('.ipu-wb-axis-label')].map(n => n.textContent).filter(t => t.endsWith(' B'));
+  assert.deepEqual(ticks(), ['0 B', '32 B', '64 B', '96 B', '128 B'], 'a power of two apart, up to the top of 148 B');
   const code = [...chart.querySelectorAll('.ipu-wb-series-toggle')].find(box => box.value === 'code');
   code.checked = false;
   code.dispatchEvent(new window.Event('change'));
   const areas = [...chart.querySelectorAll('.ipu-wb-area')].map(n => n.getAttribute('class'));
-  assert.deepEqual(areas, ['ipu-wb-area ipu-wb-series-variables', 'ipu-wb-area ipu-wb-series-constants',
-    'ipu-wb-area ipu-wb-series-intermediates']);
-  assert.equal(topLabel(), '48 B', 'the largest stack without code: 16 B of variables + 32 B of intermediates');
+  assert.deepEqual(areas, ['ipu-wb-area ipu-wb-series-variable', 'ipu-wb-area ipu-wb-series-constant',
+    'ipu-wb-area ipu-wb-series-intermediate']);
+  assert.deepEqual(ticks(), ['0 B', '8 B', '16 B', '24 B', '32 B', '40 B', '48 B'],
+    'the largest stack without code: 16 B of variables + 32 B of intermediates');
 });
 
 test('a document without liveness, or whose liveness failed, says so', () => {
@@ -199,7 +202,7 @@ test('graphs calling each other in a cycle are drawn to a bounded depth', () => 
   const document = sampleDocument();
   const [main, body] = document.graphs;
   body.ops.push({ ...main.ops[0], id: 'body/call.9', name: 'call.9', inputs: ['body/a'], outputs: [] });
-  document.call_sites.push({ graph: 'body', op: 'body/call.9', callee: 'body', kind: 'call', repeat_count: null });
+  document.call_sites.push({ graph: 'body', op: 'body/call.9', callee: 'body', kind: 'call', repeat_count: null, inputs: [], outputs: [] });
   const { root } = render(document);
   root.querySelector('.ipu-wb-expand-all').click();
   assert.equal(root.querySelectorAll('.ipu-wb-frame-label').length, 8 + 1, 'eight nested bodies and the loop');
@@ -214,4 +217,18 @@ test('JSON text is read like an object, and another schema is refused with a mes
   assert.equal(root.textContent, 'Cannot show this IR: expected schema "ipu-workbench/ir", got "something-else"');
   const newer = render({ ...sampleDocument(), version: 2 }).root;
   assert.equal(newer.textContent, 'Cannot show this IR: this viewer reads version 1 of "ipu-workbench/ir", got version 2');
+});
+
+test('the stylesheet takes every meaningful colour from the visual language the view sets on its root', () => {
+  const css = readFileSync(new URL('../style/base.css', import.meta.url), 'utf8');
+  assert.deepEqual(css.match(/#[0-9a-f]{3,8}\b/gi), null, 'no colour written into the stylesheet');
+  const { root } = render(sampleDocument());
+  const set = new Set(Array.from({ length: root.style.length }, (_, i) => root.style.item(i)));
+  set.add('--ipu-wb-ipu-fill');
+  const used = new Set([...css.matchAll(/var\((--ipu-wb-[\w-]+)\)/g)].map(match => match[1]));
+  assert.deepEqual([...used].filter(name => !set.has(name)), []);
+  assert.equal(root.style.getPropertyValue('--ipu-wb-variable'), '#4C78A8', 'variables are blue, as in the plotly views');
+  assert.equal(root.style.getPropertyValue('--ipu-wb-code'), '#54A24B', 'code is green');
+  const op = root.querySelector('.ipu-wb-op');
+  assert.equal(op.style.getPropertyValue('--ipu-wb-ipu-fill'), '#DCE6F2', 'ops are filled by their IPU');
 });

@@ -2,6 +2,7 @@
 from typing import Any
 
 from workbench.ir import Graph, Tensor, dtypes
+from workbench.ops.arguments import check_same_placement
 from workbench.ops.casting import cast
 
 __all__ = ["check_in_graph", "check_tensor_ipu_and_tile_set", "cast_if_needed", "handle_negative_axis"]
@@ -24,10 +25,7 @@ def check_in_graph(graph: Graph, *args: Any, **tensors: Any) -> None:
 
 def check_tensor_ipu_and_tile_set(*args: Any, **tensors: Any) -> None:
     """Raise a ValueError unless all the tensors are on one IPU and one tile set."""
-    placed = {name: (t.ipu, t.tile_set) for name, t in _named(args, tensors).items() if isinstance(t, Tensor)}
-    if len(set(placed.values())) > 1:
-        where = ", ".join(f"{name} on IPU {ipu} ({tiles} tiles)" for name, (ipu, tiles) in placed.items())
-        raise ValueError(f"tensors must be on the same IPU and tile set: {where}")
+    check_same_placement("check_tensor_ipu_and_tile_set", _named(args, tensors))
 
 
 def cast_if_needed(t: Tensor, data_type: dtypes.dtype) -> Tensor:

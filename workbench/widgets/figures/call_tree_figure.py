@@ -9,8 +9,13 @@ import plotly.graph_objects as go
 
 from workbench.analysis.call_tree import CallTree, CallTreeEdge, CallTreeNode
 
-from ..layout import layered_layout
-from ..style import HIGHLIGHT, base_layout, count_of, text
+from ..layout import Layout, column_pixels, layered_layout
+from ..style import HIGHLIGHT, base_layout, count_of, fitted, text
+
+ASSUMED_WIDTH = 960  # the notebook output area the names are fitted to
+MIN_COLUMN = 160  # pixels per column at least; wider trees open on their left part
+LAYER_HEIGHT = 130  # pixels per level of calls
+RING = 12  # pixels the selection ring adds around a graph's square
 
 NODE_COLORS = {"main": "#1F4E79", "runs": "#4C78A8", "branch": "#72B7B2", "unused": "#BFBFBF"}
 EDGE_LOOKS = {  # trace name -> line style; call-site kinds map onto these names
@@ -39,56 +44,73 @@ def node_status(tree: CallTree, node: CallTreeNode) -> str:
 
 
 def call_tree_figure(tree: CallTree, selected_graph=None, title: Optional[str] = None) -> go.Figure:
-    """Graphs carry their id in ``customdata``; the node of ``selected_graph`` is ringed."""
+    """Graphs carry their id in ``customdata``; the node of ``selected_graph`` is ringed. Each graph's
+    name sits to the right of its square; each call-site edge leaves its caller's square at the
+    bottom, enters its callee's at the top, and has its label beside it."""
     keys = [node.graph.id for node in tree.nodes]
-    layout = layered_layout(keys, ((e.caller.id, e.callee.id) for e in tree.edges), x_gap=1.0, y_gap=1.0)
+    layout = layered_layout(keys, ((e.caller.id, e.callee.id) for e in tree.edges))
     position = layout.positions
+    biggest = max((node.op_count for node in tree.nodes), default=1) or 1
+    sizes = dict(zip(keys, (14 + 26 * sqrt(node.op_count / biggest) for node in tree.nodes)))
     figure = go.Figure()
     pairs: dict[tuple[str, str], list[CallTreeEdge]] = defaultdict(list)
     for edge in tree.edges:
         pairs[edge.caller.id, edge.callee.id].append(edge)
+    paths = {pair: _edge_path(layout, *pair, sizes) for pair in pairs}
     for name, line in EDGE_LOOKS.items():
         xs, ys = [], []
-        for (caller, callee), edges in pairs.items():
-            if any(edge_label(e).split(" ")[0] == name for e in edges):
-                xs += [position[caller][0], position[callee][0], None]
-                ys += [position[caller][1], position[callee][1], None]
+        for pair, edges in pairs.items():
+            if any(_look(e) == name for e in edges):
+                xs += [x for x, _ in paths[pair]] + [None]
+                ys += [y for _, y in paths[pair]] + [None]
         if xs:
             figure.add_trace(go.Scatter(x=xs, y=ys, mode="lines", name=name, line=line, hoverinfo="skip"))
-    for (caller, callee), edges in pairs.items():
-        (x0, y0), (x1, y1) = position[caller], position[callee]
-        look = EDGE_LOOKS[edge_label(edges[0]).split(" ")[0]]
+    column = column_pixels(layout, ASSUMED_WIDTH - 40, MIN_COLUMN)
+    room = int((column - 50) // 7)
+    for pair, edges in pairs.items():
+        (x0, y0), (x1, y1) = paths[pair][:2]
+        # beside the line, on the side it leaves free: below it where it runs down to the left
         figure.add_annotation(x=(x0 + x1) / 2, y=(y0 + y1) / 2, text=_pair_label(edges), showarrow=False,
-                              font=dict(size=11, color=look["color"]), bgcolor="rgba(255,255,255,0.9)",
-                              hovertext=_pair_hover(edges), name="call site")
+                              xanchor="left", yanchor="top" if x1 < x0 else "bottom", xshift=6, font=dict(size=11, color=EDGE_LOOKS[_look(edges[0])]["color"]),
+                              bgcolor="rgba(255,255,255,0.9)", hovertext=_pair_hover(edges), name="call site")
     statuses = [node_status(tree, node) for node in tree.nodes]
-    biggest = max((node.op_count for node in tree.nodes), default=1) or 1
-    sizes = [14 + 26 * sqrt(node.op_count / biggest) for node in tree.nodes]
     figure.add_trace(go.Scatter(
         x=[position[k][0] for k in keys], y=[position[k][1] for k in keys], mode="markers",
         name="graphs", customdata=keys,
-        marker=dict(symbol="square", size=sizes, color=[NODE_COLORS[s] for s in statuses],
+        marker=dict(symbol="square", size=[sizes[k] for k in keys], color=[NODE_COLORS[s] for s in statuses],
                     line=dict(width=1, color="white")),
         hovertext=[_node_hover(tree, node) for node in tree.nodes], hoverinfo="text"))
-    for key, node, size in zip(keys, tree.nodes, sizes):
-        figure.add_annotation(x=position[key][0], y=position[key][1], text=_node_label(node), showarrow=False,
-                              yanchor="top", yshift=-size / 2 - 2, font=dict(size=11),
-                              bgcolor="rgba(255,255,255,0.85)", name="graph")
+    for key, node in zip(keys, tree.nodes):
+        figure.add_annotation(x=position[key][0], y=position[key][1], text=_node_label(node, room),
+                              showarrow=False, xanchor="left", xshift=sizes[key] / 2 + RING / 2 + 4, align="left",
+                              font=dict(size=11), bgcolor="rgba(255,255,255,0.85)", name="graph")
     if selected_graph is not None and selected_graph.id in position:
         x, y = position[selected_graph.id]
+        size = sizes[selected_graph.id] + RING
         figure.add_trace(go.Scatter(x=[x], y=[y], mode="markers", name="selected", customdata=[selected_graph.id],
-                                    marker=dict(symbol="square-open", size=48, color=HIGHLIGHT, line=dict(width=3)),
+                                    marker=dict(symbol="square-open", size=size, color=HIGHLIGHT, line=dict(width=3)),
                                     hoverinfo="skip"))
-    xs = [p[0] for p in position.values()] or [0]
+    left = layout.left - 0.5
     figure.update_layout(**base_layout(
-        title=dict(text=title or f"Call tree: {count_of(len(tree.nodes), 'graph')}, {count_of(len(tree.edges), 'call site')}",
-                   x=0.01),
+        title=dict(text=title or f"Call tree: {count_of(len(tree.nodes), 'graph')}, "
+                                 f"{count_of(len(tree.edges), 'call site')}", x=0.01),
         showlegend=True, legend=dict(orientation="h", yanchor="bottom", y=1.0, x=1.0, xanchor="right"),
-        xaxis=dict(visible=False, range=[min(xs) - 0.8, max(xs) + 0.8]),
-        yaxis=dict(visible=False, range=[-layout.depth + 0.35, 0.4]),
-        width=int(min(max(170 * layout.width + 160, 420), 1100)),
-        height=int(min(max(130 * layout.depth + 90, 280), 900)), margin=dict(l=20, r=20, t=70, b=20)))
+        xaxis=dict(visible=False, range=[left, left + (ASSUMED_WIDTH - 40) / column]),
+        yaxis=dict(visible=False, range=[-layout.depth + 0.5, 0.5]),
+        height=LAYER_HEIGHT * layout.depth + 90, margin=dict(l=20, r=20, t=70, b=20)))
     return figure
+
+
+def _look(edge: CallTreeEdge) -> str:
+    """The EDGE_LOOKS entry of an edge: 'call', 'repeat' or 'branch'."""
+    return edge_label(edge).split(" ")[0]
+
+
+def _edge_path(layout: Layout, caller: str, callee: str, sizes: dict) -> list[tuple[float, float]]:
+    """From the bottom of the caller's square through the edge's bends to the top of the callee's."""
+    (x0, y0), *middle, (x1, y1) = layout.route(caller, callee)
+    below, above = (sizes[caller] + RING) / 2, (sizes[callee] + RING) / 2
+    return [(x0, y0 - below / LAYER_HEIGHT), *middle, (x1, y1 + above / LAYER_HEIGHT)]
 
 
 def _pair_label(edges: list[CallTreeEdge]) -> str:
@@ -103,9 +125,10 @@ def _pair_hover(edges: list[CallTreeEdge]) -> str:
                        for e in edges)
 
 
-def _node_label(node: CallTreeNode) -> str:
+def _node_label(node: CallTreeNode, room: int) -> str:
+    """The graph's name (cut to ``room`` characters: the hover has it whole), its size and runs."""
     runs = node.runs_per_session_run
-    return f"<b>{text(node.label)}</b><br>{node.op_count} ops · runs ×{runs}"
+    return f"<b>{text(fitted(node.label, room))}</b><br>{count_of(node.op_count, 'op')} · runs ×{runs}"
 
 
 def _node_hover(tree: CallTree, node: CallTreeNode) -> str:

@@ -1,19 +1,28 @@
 """The dataflow figure of one graph: ops as squares, tensors as circles, layered top to bottom."""
 from __future__ import annotations
 
+from bisect import bisect_right
+from collections import defaultdict
+from dataclasses import dataclass
 from typing import Iterable, Optional
 
 import numpy as np
 import plotly.graph_objects as go
 
 from ..dataflow import DataflowPicture
-from ..layout import Layout, layered_layout
+from ..layout import Layout, column_pixels, layered_layout
 from ..style import (CALL_OUTLINE, EDGE_COLOR, HIGHLIGHT, KIND_COLORS, OP_OUTLINE, base_layout,
-                     ipu_color, text, text_array)
+                     count_of, fitted, ipu_color, text, text_array)
 
-LABEL_LIMIT = 300  # above this many nodes only call sites keep a text label...
-NARROW = 6  # ...unless no layer is wider than this, so labels cannot collide
-VISIBLE_LAYERS = 40  # taller pictures open showing the top layers; pan or double-click for all
+VISIBLE_LAYERS = 16  # taller pictures open showing the top layers; pan or double-click for all
+# Nodes and labels are sized to fit a container this wide (a notebook's output area) whole.
+ASSUMED_WIDTH = 960
+MARGIN = 20  # left and right, in pixels
+CHAR_WIDTH = 6.5  # pixels per character of a 10 px label, a little above the average glyph
+MIN_LABEL = 3  # characters; with less room than this, names are left to the hover
+LABEL_GAP = 3  # pixels between a marker and its label
+LAYER_HEIGHT = 55  # pixels per layer
+STUB = 0.25  # layers: an edge leaves and enters a node vertically over this height, clear of labels
 EDGE_STYLES = {  # edge kind -> trace name and line style
     "data": ("data flow", dict(color=EDGE_COLOR, width=1)),
     "after": ("in_sequence order", dict(color="#7F7F7F", width=1, dash="dot")),
@@ -26,50 +35,104 @@ TENSOR_TRACES = {"variable": "variables", "constant": "constants", "input": "gra
 
 def picture_layout(picture: DataflowPicture) -> Layout:
     """The layered layout of a picture's nodes and edges."""
-    return layered_layout(list(picture.nodes), ((tail, head) for tail, head, _ in picture.edges),
-                          x_gap=1.0, y_gap=1.0)
+    return layered_layout(list(picture.nodes), ((tail, head) for tail, head, _ in picture.edges))
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """Marker sizes for a picture whose columns are ``column`` pixels apart: squares at most 16
+    pixels and never wider than a column allows."""
+
+    column: float
+
+    @property
+    def op(self) -> int:
+        return int(min(16, max(4, self.column - 8)))
+
+    @property
+    def call(self) -> int:
+        return self.op + 4
+
+    @property
+    def tensor(self) -> int:
+        return max(3, round(self.op * 0.7))
+
+
+
+def picture_sizes(layout: Layout) -> Sizes:
+    return Sizes(column_pixels(layout, ASSUMED_WIDTH - 2 * MARGIN, 0.0))
+
+
+def label_rooms(layout: Layout, sizes: Sizes) -> dict:
+    """Characters each node's label may take (0 leaves its name to the hover): as far as the next
+    node or edge bend to its right in its layer, or the picture's right edge."""
+    obstacles: dict[float, list[float]] = defaultdict(list)
+    for x, y in layout.positions.values():
+        obstacles[y].append(x)
+    for points in layout.bends.values():
+        for x, y in points:
+            obstacles[y].append(x)
+    for row in obstacles.values():
+        row.sort()
+    right_edge = layout.left + layout.width
+    rooms = {}
+    for key, (x, y) in layout.positions.items():
+        row = obstacles[y]
+        following = bisect_right(row, x + 1e-9)
+        if following < len(row):
+            pixels = (row[following] - x) * sizes.column - sizes.call - 2 * LABEL_GAP
+        else:
+            pixels = (right_edge - x) * sizes.column - sizes.call / 2 - LABEL_GAP
+        characters = int(pixels // CHAR_WIDTH)
+        rooms[key] = characters if characters >= MIN_LABEL else 0
+    return rooms
 
 
 def graph_figure(picture: DataflowPicture, layout: Optional[Layout] = None, highlight: Iterable[str] = (),
-                 selected: Iterable[str] = ()) -> go.Figure:
+                 selected: Iterable[str] = (), breakpoints: Iterable[str] = ()) -> go.Figure:
     """Nodes carry their picture key in ``customdata``; ``highlight`` keys (search matches) get a
-    ring, ``selected`` keys a filled red marker."""
+    ring, ``selected`` keys a filled red marker, ``breakpoints`` keys a red dot on their left."""
     layout = layout or picture_layout(picture)
     position = layout.positions
     figure = go.Figure()
     for kind, (name, line) in EDGE_STYLES.items():
         edges = [(tail, head) for tail, head, edge_kind in picture.edges if edge_kind == kind]
         if edges:
-            figure.add_trace(_edge_trace(edges, position, name, line))
-    many = len(picture.nodes) > LABEL_LIMIT
-    op_size, tensor_size = (10, 7) if many else (16, 11)
-    if layout.width <= NARROW:
-        many = False
+            figure.add_trace(_edge_trace(edges, layout, name, line))
+    sizes = picture_sizes(layout)
+    rooms = label_rooms(layout, sizes)
     ops = [node for node in picture.nodes.values() if node.kind == "op" and node.category == "op"]
     calls = [node for node in picture.nodes.values() if node.kind == "op" and node.category == "call"]
     if ops:
-        figure.add_trace(_node_trace(ops, position, "ops", "square", op_size, _ipu_colors(ops), OP_OUTLINE,
-                                     not many))
+        figure.add_trace(_node_trace(ops, position, "ops", "square", sizes.op, _ipu_colors(ops), OP_OUTLINE,
+                                     rooms))
     if calls:
         figure.add_trace(_node_trace(calls, position, "call sites (click to expand)", "diamond",
-                                     op_size + 4, _ipu_colors(calls), CALL_OUTLINE, True))
+                                     sizes.call, _ipu_colors(calls), CALL_OUTLINE, rooms))
     for category, name in TENSOR_TRACES.items():
         tensors = [node for node in picture.nodes.values() if node.kind == "tensor" and node.category == category]
         if tensors:
             outline = ["#262626" if n.is_graph_output else "white" for n in tensors]
-            figure.add_trace(_node_trace(tensors, position, name, "circle", tensor_size,
-                                         KIND_COLORS[category], outline, not many, text_color="#595959"))
+            figure.add_trace(_node_trace(tensors, position, name, "circle", sizes.tensor,
+                                         KIND_COLORS[category], outline, rooms, text_color="#595959"))
     for keys, name, marker in (
-            (highlight, "search matches", dict(symbol="circle-open", size=op_size + 12, color=HIGHLIGHT,
+            (highlight, "search matches", dict(symbol="circle-open", size=sizes.op + 8, color=HIGHLIGHT,
                                                line=dict(width=3, color=HIGHLIGHT))),
-            (selected, "selected", dict(symbol="square", size=op_size + 4, color=HIGHLIGHT))):
+            (selected, "selected", dict(symbol="square", size=sizes.op + 4, color=HIGHLIGHT))):
         keys = [key for key in keys if key in position]
         if keys:
             figure.add_trace(go.Scatter(x=[position[k][0] for k in keys], y=[position[k][1] for k in keys],
                                         mode="markers", name=name, marker=marker, customdata=keys,
                                         hovertext=[picture.nodes[k].hover for k in keys], hoverinfo="text"))
+    stops = [key for key in breakpoints if key in position]
+    if stops:
+        left = (sizes.op / 2 + 6) / sizes.column  # columns from a node's centre to its dot
+        figure.add_trace(go.Scatter(x=[position[k][0] - left for k in stops], y=[position[k][1] for k in stops],
+                                    mode="markers", name="breakpoints", customdata=stops,
+                                    marker=dict(symbol="circle", size=8, color=HIGHLIGHT),
+                                    hovertext=[picture.nodes[k].hover for k in stops], hoverinfo="text"))
     _add_boxes(figure, picture, position)
-    figure.update_layout(**_figure_layout(picture, layout))
+    figure.update_layout(**_figure_layout(picture, layout, any(rooms.values())))
     return figure
 
 
@@ -79,21 +142,34 @@ def _ipu_colors(nodes):
     return colors[0] if len(set(colors)) == 1 else colors
 
 
-def _edge_trace(edges, position, name: str, line: dict) -> go.Scatter:
-    """All edges of one kind as one line trace: tail, head, gap (NaN), tail, head, gap..."""
-    points = np.full((len(edges), 3, 2), np.nan)
-    points[:, 0] = [position[tail] for tail, _ in edges]
-    points[:, 1] = [position[head] for _, head in edges]
-    return go.Scatter(x=points[:, :, 0].ravel(), y=points[:, :, 1].ravel(), mode="lines", name=name, line=line,
-                      hoverinfo="skip")
+def edge_path(layout: Layout, tail, head) -> list[tuple[float, float]]:
+    """The polyline drawn for an edge: between each two layers it leaves its upper point straight
+    down, crosses the gap between the layers, and enters its lower point straight from above, so
+    it meets the layers (where nodes and labels are) only at its own points."""
+    route = layout.route(tail, head)
+    path = [route[0]]
+    for (x0, y0), (x1, y1) in zip(route, route[1:]):
+        path += [(x0, y0 - STUB), (x1, y1 + STUB), (x1, y1)]
+    return path
 
 
-def _node_trace(nodes, position, name: str, symbol: str, size: int, color, outline, labelled: bool,
+def _edge_trace(edges, layout: Layout, name: str, line: dict) -> go.Scatter:
+    """All edges of one kind as one line trace, the edges' paths separated by gaps (NaN)."""
+    points = []
+    for tail, head in edges:
+        points += edge_path(layout, tail, head)
+        points.append((np.nan, np.nan))
+    xy = np.array(points, dtype=float)
+    return go.Scatter(x=xy[:, 0], y=xy[:, 1], mode="lines", name=name, line=line, hoverinfo="skip")
+
+
+def _node_trace(nodes, position, name: str, symbol: str, size: int, color, outline, rooms: dict,
                 text_color: str = "#262626") -> go.Scatter:
     xy = np.array([position[n.key] for n in nodes], dtype=float)
     return go.Scatter(
-        x=xy[:, 0], y=xy[:, 1], mode="markers+text" if labelled else "markers", name=name,
-        text=text_array(text(n.label) for n in nodes), textposition="middle right",
+        x=xy[:, 0], y=xy[:, 1], mode="markers+text" if any(rooms[n.key] for n in nodes) else "markers", name=name,
+        text=text_array(text(fitted(n.label, rooms[n.key])) if rooms[n.key] else "" for n in nodes),
+        textposition="middle right",
         textfont=dict(size=10, color=text_color),
         marker=dict(symbol=symbol, size=size, color=color if isinstance(color, str) else text_array(color),
                     line=dict(width=1.5, color=outline if isinstance(outline, str) else text_array(outline))),
@@ -115,22 +191,23 @@ def _add_boxes(figure: go.Figure, picture: DataflowPicture, position) -> None:
                               font=dict(size=10, color=CALL_OUTLINE))
 
 
-def _figure_layout(picture: DataflowPicture, layout: Layout) -> dict:
+def _figure_layout(picture: DataflowPicture, layout: Layout, labelled: bool) -> dict:
     tensors = len(picture.graph.tensors)
-    title = f"{text(picture.graph.label)}: {len(picture.graph.ops)} ops, {tensors} tensors"
+    title = f"{text(picture.graph.label)}: {count_of(len(picture.graph.ops), 'op')}, {count_of(tensors, 'tensor')}"
     notes = []
     if picture.detail == "ops":
         notes.append("ops only: tensors are listed in the hover")
     shown = min(layout.depth, VISIBLE_LAYERS)
-    xs = [x for x, _ in layout.positions.values()] or [0.0]
-    yaxis = dict(visible=False)
+    left = layout.left - 0.5
+    yaxis = dict(visible=False, range=[-(shown - 0.5), 0.5])
     if layout.depth > VISIBLE_LAYERS:
-        yaxis["range"] = [-(VISIBLE_LAYERS - 0.5), 0.8]
         notes.append(f"top {VISIBLE_LAYERS} of {layout.depth} layers: drag to pan, double-click for all")
+    if not labelled:
+        notes.append("names in the hover")
     if notes:
         title += f"<br><sup>{'; '.join(notes)}</sup>"
     return base_layout(title=dict(text=title, x=0.01), showlegend=True,
                        legend=dict(orientation="h", yanchor="top", y=-0.01, x=0.0, xanchor="left"),
-                       xaxis=dict(visible=False, range=[min(xs) - 0.6, max(xs) + 1.6]), yaxis=yaxis, dragmode="pan",
-                       height=int(min(max(55 * shown + 140, 360), 1000)),
-                       margin=dict(l=20, r=20, t=60, b=70))
+                       xaxis=dict(visible=False, range=[left, left + layout.width + 0.5]), yaxis=yaxis, dragmode="pan",
+                       height=max(LAYER_HEIGHT * shown + 130, 300),
+                       margin=dict(l=MARGIN, r=MARGIN, t=60, b=70))

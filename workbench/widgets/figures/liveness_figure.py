@@ -54,6 +54,7 @@ def liveness_figure(liveness: TensorLiveness, capacity: Mapping[int, int], marke
                            subplot_titles=[_memory_title(liveness, ipu, capacity[ipu]) for ipu in ipus]
                            + ["Code liveness per graph"])
     steps = np.arange(len(liveness.flat))
+    edges = np.concatenate([[-0.5], steps, [len(steps) - 0.5]]) if len(steps) else steps
     descriptions = [step_description(liveness, s) for s in steps]
     for row, ipu in enumerate(ipus, start=1):
         records = liveness.steps[ipu]
@@ -65,9 +66,9 @@ def liveness_figure(liveness: TensorLiveness, capacity: Mapping[int, int], marke
             else:
                 hovers = text_array(f"{KIND_LABELS[KIND_OF[kind]]}: {format_bytes(v)}" for v in values)
             figure.add_trace(go.Scatter(
-                x=steps, y=values, name=kind, legendgroup=kind, showlegend=row == 1, stackgroup=f"ipu{ipu}",
-                mode="lines", line=dict(width=0.5, shape="hvh", color=KIND_COLORS[KIND_OF[kind]]),
-                hovertext=hovers, hoverinfo="text", customdata=steps, meta=dict(ipu=ipu, kind=kind)),
+                x=edges, y=_to_edges(values), name=kind, legendgroup=kind, showlegend=row == 1,
+                stackgroup=f"ipu{ipu}", mode="lines", line=dict(width=0.5, shape="hvh", color=KIND_COLORS[KIND_OF[kind]]),
+                hovertext=_to_edges(hovers), hoverinfo="text", customdata=_to_edges(steps), meta=dict(ipu=ipu, kind=kind)),
                 row=row, col=1)
         peak = max((sum(getattr(record, kind) for kind in kinds) for record in records), default=0)
         cap = capacity[ipu]
@@ -90,11 +91,18 @@ def liveness_figure(liveness: TensorLiveness, capacity: Mapping[int, int], marke
         figure.add_annotation(x=current_step, y=1, xref="x", yref="paper", text="next op", showarrow=False,
                               xanchor="left", yanchor="bottom", name="stepper")
     figure.update_xaxes(title_text="step of the flattened schedule", row=rows, col=1)
+    figure.update_xaxes(range=[-0.5, max(len(steps) - 0.5, 0.5)])
     figure.update_layout(**base_layout(
         height=height, hovermode="closest",
         legend=dict(yanchor="top", y=1.0, x=1.01, xanchor="left"),
         title=dict(text=f"Memory over {len(steps)} schedule steps", x=0.01), margin=dict(l=70, r=20, t=70, b=50)))
     return figure
+
+
+def _to_edges(values: np.ndarray) -> np.ndarray:
+    """Per-step ``values`` with the first and last repeated, for the points at -0.5 and n - 0.5 that
+    make a step's area span its whole slot, as its code bars do."""
+    return np.concatenate([values[:1], values, values[-1:]]) if len(values) else values
 
 
 def _memory_title(liveness: TensorLiveness, ipu: int, capacity: int) -> str:

@@ -122,11 +122,12 @@ def event_hover(event: Any, unit: str, regions: Optional[Mapping[Op, int]] = Non
 
 def schedule_figure(events: Sequence[Any], *, unit: str = "cycles", clock_hz: float = 1.33e9,
                     regions: Optional[Mapping[Op, int]] = None, selected: Sequence[int] = (),
-                    current: Sequence[int] = (), title: Optional[str] = None,
+                    current: Sequence[int] = (), breakpoints: Sequence[int] = (), title: Optional[str] = None,
                     static_label: str = "Static schedule (no run yet)") -> go.Figure:
     """The timeline of ``events`` in ``unit`` ('cycles' or 'seconds'; seconds need every event's).
     ``selected`` and ``current`` are indices into ``events``: the selected op's executions get a red
-    outline, the op a stepped run stands before a black one. Bars carry their event's index as
+    outline, the op a stepped run stands before a black one; ``breakpoints`` get a red dot where
+    they start. Bars carry their event's index as
     ``customdata``."""
     if unit not in ("cycles", "seconds"):
         raise ValueError(f"unit must be 'cycles' or 'seconds', got {unit!r}")
@@ -161,6 +162,7 @@ def schedule_figure(events: Sequence[Any], *, unit: str = "cycles", clock_hz: fl
             hoverinfo="text", meta=dict(kind=kind)))
     _add_outlines(figure, events, bars, selected, "selected op", HIGHLIGHT, hover)
     _add_outlines(figure, events, bars, current, "next op", CURRENT_COLOR, hover)
+    _add_breakpoints(figure, bars, breakpoints)
     labels = [row_label(row) for row in rows]
     total = max((bar.end for bar in bars), default=0)
     figure.update_layout(**base_layout(
@@ -202,6 +204,16 @@ def _add_outlines(figure: go.Figure, events: Sequence[Any], bars: list[Bar], ind
         x=[bar.start for bar in marked], y=rows, mode="markers", name=name, showlegend=False,
         marker=dict(symbol="triangle-right", size=11, color=color), hoverinfo="skip",
         meta=dict(kind=name + " marker")))
+
+
+def _add_breakpoints(figure: go.Figure, bars: list[Bar], indices: Sequence[int]) -> None:
+    wanted = set(indices)
+    marked = [bar for bar in bars if bar.event in wanted]
+    if marked:
+        figure.add_trace(go.Scatter(
+            x=[bar.start for bar in marked], y=text_array(row_label(bar.row) for bar in marked), mode="markers",
+            name="breakpoints", marker=dict(symbol="circle", size=8, color=HIGHLIGHT),
+            customdata=[bar.event for bar in marked], hoverinfo="skip", meta=dict(kind="breakpoints")))
 
 
 def _default_title(events: Sequence[Any], unit: str, clock_hz: float, total: float, static_label: str) -> str:

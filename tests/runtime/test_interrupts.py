@@ -1,0 +1,149 @@
+"""Interrupting a run (Ctrl-C, Jupyter's "Interrupt kernel") stops every replica and changes nothing.
+
+Each test interrupts the main thread (``_thread.interrupt_main``, what SIGINT does) at a random moment
+of a long multi-replica run with collectives, many times, and checks that the weights and remote
+buffers are exactly as before the run, that no replica goes on writing them, and that the next run
+starts at once and gives the right numbers.
+"""
+import _thread
+import signal
+import threading
+import time
+import traceback
+
+import numpy as np
+import pytest
+import popxl
+import popxl.ops as ops
+
+REPLICAS, ITERATIONS = 4, 400
+
+
+def counting_ir(replicas: int = REPLICAS, iterations: int = ITERATIONS):
+    """Each iteration adds the all-reduced sum of ones (``replicas``) to an on-chip variable and to a
+    remote variable, and stores the on-chip one into a remote buffer entry: after a whole run each
+    of them has grown by ``replicas * iterations``, and a partial run leaves a smaller multiple."""
+    ir = popxl.Ir(replication=replicas)
+    with ir.main_graph, popxl.in_sequence():
+        buffer = popxl.remote_buffer((8,), popxl.float32, entries=2)
+        w = popxl.variable(np.zeros(8, np.float32), name="w")
+        r = popxl.remote_variable(np.zeros(8, np.float32), buffer, 0, name="r")
+
+        def body(weights: popxl.TensorByRef):
+            total = ops.collectives.replicated_all_reduce(weights * 0.0 + 1.0)
+            ops.var_updates.accumulate_(weights, total)
+            ops.remote_store(buffer, 0, ops.remote_load(buffer, 0) + total)
+            ops.remote_store(buffer, 1, weights)
+
+        ops.repeat(ir.create_graph(body, w), iterations, w)
+        stream = popxl.d2h_stream([8], popxl.float32, name="w_out")
+        ops.host_store(stream, w)
+    return ir, w, r, buffer, stream
+
+
+def device_state(session, w, r, buffer):
+    """Every replica's on-chip weight and remote buffer, copied."""
+    weights = [values[w].copy() for values in session._device_values]
+    buffers = [b[buffer].copy() for b in session._buffers]
+    return np.stack(weights), np.stack(buffers)
+
+
+def interrupt_main(kind: str) -> None:
+    """SIGINT to the main thread (Ctrl-C, Jupyter's interrupt), or the flag the signal handler sets."""
+    if kind == "signal":
+        signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+    else:
+        _thread.interrupt_main()
+
+
+def interrupted_run(session, delay: float, kind: str) -> str:
+    """Run once with an interrupt after ``delay`` seconds: 'during' if ``run`` raised KeyboardInterrupt,
+    'outside' if the interrupt landed here, before or after ``run``, and 'none' if it came too late."""
+    timer = threading.Timer(delay, interrupt_main, (kind,))
+    try:
+        timer.start()
+        session.run()
+        timer.join()
+    except KeyboardInterrupt as interrupt:
+        timer.join()
+        inside = any(frame.f_code.co_filename.endswith("session.py")
+                     for frame, _ in traceback.walk_tb(interrupt.__traceback__))
+        return "during" if inside else "outside"
+    return "none"
+
+
+def check_all_or_nothing(before, after, step: float, interrupted: str) -> bool:
+    """Every replica's weight and buffers as before the run, or one whole run later; True if before."""
+    grown = 0.0 if interrupted == "during" else step
+    if interrupted == "outside" and np.array_equal(after[0], before[0]):
+        grown = 0.0
+    np.testing.assert_array_equal(after[0], before[0] + grown)
+    np.testing.assert_array_equal(after[1], before[1] + grown)
+    return grown == 0.0
+
+
+def test_interrupts_at_random_moments_leave_weights_and_buffers_as_before_the_run():
+    ir, w, r, buffer, _ = counting_ir()
+    rng = np.random.default_rng(0)
+    step = float(REPLICAS * ITERATIONS)
+    with popxl.Session(ir, "ipu_model") as session:
+        session.progress = False
+        start = time.perf_counter()
+        session.run()
+        whole = time.perf_counter() - start
+        runs, interrupts = 1, 0
+        deadline = time.perf_counter() + 4.0
+        while time.perf_counter() < deadline:
+            before = device_state(session, w, r, buffer)
+            kind = ("signal", "flag")[interrupts % 2]
+            interrupted = interrupted_run(session, rng.uniform(0, whole), kind)
+            after = device_state(session, w, r, buffer)
+            time.sleep(0.002)  # a replica still running would go on writing
+            for now, then in zip(device_state(session, w, r, buffer), after):
+                np.testing.assert_array_equal(now, then)
+            unchanged = check_all_or_nothing(before, after, step, interrupted)
+            runs, interrupts = runs + (not unchanged), interrupts + (interrupted == "during")
+        assert interrupts >= 10, f"only {interrupts} of {runs + interrupts} runs were interrupted"
+        total = np.full(8, runs * step, np.float32)
+        np.testing.assert_array_equal(session.get_tensor_data(w), total)
+        np.testing.assert_array_equal(session.get_tensor_data(r), total)
+        # Usable at once: the next run takes its usual time and gives the right numbers.
+        start = time.perf_counter()
+        session.run()
+        assert time.perf_counter() - start < whole * 5 + 0.5
+        np.testing.assert_array_equal(session.get_tensor_data(w), total + step)
+
+
+def test_an_interrupt_during_a_single_replica_run_keeps_the_weights():
+    ir, w, r, buffer, _ = counting_ir(replicas=1, iterations=2000)
+    with popxl.Session(ir, "ipu_model") as session:
+        session.progress = False
+        for delay in np.linspace(0.0, 0.03, 12):
+            before = device_state(session, w, r, buffer)
+            interrupted = interrupted_run(session, float(delay), "flag")
+            check_all_or_nothing(before, device_state(session, w, r, buffer), 2000.0, interrupted)
+
+
+def test_an_interrupted_stepped_run_is_abandoned_with_the_weights_restored():
+    ir, w, r, buffer, stream = counting_ir(iterations=100)
+    with popxl.Session(ir, "ipu_model") as session:
+        session.progress = False
+        before = device_state(session, w, r, buffer)
+        stepper = session.stepper()
+        stepper.step()
+        stepper.step()  # into the repeat body
+        for _ in range(10):
+            stepper.step_over()  # some iterations in, the weights have changed
+        timer = threading.Timer(0.05, interrupt_main, ("signal",))
+        timer.start()
+        with pytest.raises(KeyboardInterrupt):
+            while True:
+                stepper.step()
+        timer.join()
+        assert stepper.status == "abandoned"
+        after = device_state(session, w, r, buffer)
+        np.testing.assert_array_equal(after[0], before[0])
+        np.testing.assert_array_equal(after[1], before[1])
+        with pytest.raises(RuntimeError, match="abandoned because the run was interrupted"):
+            stepper.step()
+        np.testing.assert_array_equal(session.run()[stream], np.full((REPLICAS, 8), 400.0))

@@ -1,0 +1,142 @@
+"""The graph figure in pixels, as a notebook of the assumed width shows it: on realistic graphs no two
+nodes or labels overlap, no edge runs through a node or label that is not one of its ends, and the
+whole picture lies inside the width."""
+import math
+
+import numpy as np
+import pytest
+
+from programs import mlp_training
+from workbench.widgets import GraphView
+from workbench.widgets.figures.graph_figure import ASSUMED_WIDTH, CHAR_WIDTH, MARGIN
+
+LABEL_HEIGHT = 12  # pixels a 10 px label takes vertically
+LABEL_GAP = 2  # pixels between a marker's edge and its label, as plotly draws "middle right" text
+
+
+def gradient_graph(layers: int):
+    ir, _ = mlp_training(layers=layers)
+    return ir, next(graph for graph in ir.graphs if graph.name.endswith("forward_grad"))
+
+
+def step_graph():
+    ir, _ = mlp_training()
+    return ir, next(graph for graph in ir.graphs if graph.name.endswith(".step"))
+
+
+class Pixels:
+    """Maps a figure's data coordinates to pixels of its plot area, and lists its nodes, labels and
+    edge paths there."""
+
+    def __init__(self, figure):
+        layout = figure.layout
+        self.width = ASSUMED_WIDTH - 2 * MARGIN
+        self.height = layout.height - layout.margin.t - layout.margin.b
+        self.x_range, self.y_range = layout.xaxis.range, layout.yaxis.range
+        self.nodes, self.labels, self.paths = [], [], []
+        for trace in figure.data:
+            if trace.mode == "lines":
+                self.paths += self._paths(trace)
+            elif trace.name not in ("search matches", "selected"):
+                self._add_nodes(trace)
+        self.centres = np.array([(x, y) for x, y, _ in self.nodes])
+        self.radii = np.array([size / 2 for _, _, size in self.nodes])
+
+    def point(self, x, y):
+        (x0, x1), (y0, y1) = self.x_range, self.y_range
+        return (x - x0) / (x1 - x0) * self.width, (y1 - y) / (y1 - y0) * self.height
+
+    def _add_nodes(self, trace):
+        sizes = np.broadcast_to(trace.marker.size, len(trace.x))
+        for x, y, size, label in zip(trace.x, trace.y, sizes, trace.text):
+            x, y = self.point(x, y)
+            self.nodes.append((x, y, size))
+            if "text" in trace.mode and label:
+                left = x + size / 2 + LABEL_GAP
+                self.labels.append((left, y - LABEL_HEIGHT / 2, left + len(label) * CHAR_WIDTH,
+                                    y + LABEL_HEIGHT / 2, len(self.nodes) - 1))
+
+    def _paths(self, trace):
+        paths, current = [], []
+        for x, y in zip(trace.x, trace.y):
+            if x is None or (isinstance(x, float) and math.isnan(x)):
+                paths.append(current)
+                current = []
+            else:
+                current.append(self.point(x, y))
+        return paths + ([current] if current else [])
+
+    def node_at(self, point) -> int:
+        return int(np.argmin(np.hypot(*(self.centres - point).T)))
+
+
+def segment_distances(points: np.ndarray, start, end) -> np.ndarray:
+    """Distance from each of ``points`` to the segment from ``start`` to ``end``."""
+    start, end = np.asarray(start), np.asarray(end)
+    along = end - start
+    t = np.clip(((points - start) @ along) / max(along @ along, 1e-12), 0, 1)
+    return np.hypot(*(points - (start + t[:, None] * along)).T)
+
+
+def segment_crosses_box(start, end, box) -> bool:
+    """Whether the segment passes through the rectangle (left, top, right, bottom), by sampling."""
+    left, top, right, bottom = box
+    for t in np.linspace(0, 1, 64):
+        x, y = start[0] + t * (end[0] - start[0]), start[1] + t * (end[1] - start[1])
+        if left < x < right and top < y < bottom:
+            return True
+    return False
+
+
+PICTURES = {
+    "MLP backward graph, ops only": lambda: (gradient_graph(4), "auto"),
+    "MLP backward graph, every tensor": lambda: (gradient_graph(4), "full"),
+    "MLP training step": lambda: (step_graph(), "auto"),
+    "300-op backward graph": lambda: (gradient_graph(37), "auto"),
+}
+
+
+@pytest.fixture(params=list(PICTURES), scope="module")
+def pixels(request):
+    (ir, graph), detail = PICTURES[request.param]()
+    view = GraphView(ir, graph=graph, detail=detail, live=False)
+    if request.param.startswith("300"):
+        assert 290 <= len(graph.ops) <= 320
+    return Pixels(view.figure)
+
+
+def test_no_two_nodes_overlap(pixels):
+    centres, radii = pixels.centres, pixels.radii
+    for index in range(len(centres)):
+        apart = np.hypot(*(centres[index + 1:] - centres[index]).T)
+        assert np.all(apart >= radii[index + 1:] + radii[index]), "two nodes overlap"
+
+
+def test_no_two_labels_overlap_and_no_label_covers_a_node(pixels):
+    for index, (left, top, right, bottom, owner) in enumerate(pixels.labels):
+        for other_left, other_top, other_right, other_bottom, _ in pixels.labels[index + 1:]:
+            assert right <= other_left or other_right <= left or bottom <= other_top or other_bottom <= top
+        near_x = np.clip(pixels.centres[:, 0], left, right)
+        near_y = np.clip(pixels.centres[:, 1], top, bottom)
+        inside = np.hypot(pixels.centres[:, 0] - near_x, pixels.centres[:, 1] - near_y) < pixels.radii
+        inside[owner] = False
+        assert not inside.any(), "a label covers a node"
+
+
+def test_every_node_and_label_lies_inside_the_width(pixels):
+    assert np.all(pixels.centres[:, 0] - pixels.radii >= 0)
+    assert np.all(pixels.centres[:, 0] + pixels.radii <= pixels.width)
+    assert all(right <= pixels.width for _, _, right, _, _ in pixels.labels)
+
+
+def test_no_edge_passes_through_a_node_or_label_that_is_not_its_end(pixels):
+    assert pixels.paths
+    for path in pixels.paths:
+        ends = {pixels.node_at(path[0]), pixels.node_at(path[-1])}
+        others = np.array([index not in ends for index in range(len(pixels.nodes))])
+        for start, end in zip(path, path[1:]):
+            distances = segment_distances(pixels.centres, start, end)
+            assert not np.any((distances < pixels.radii) & others), "an edge runs through a node"
+            for box in pixels.labels:
+                if box[4] not in ends:
+                    assert not segment_crosses_box(start, end, box[:4]), "an edge runs through a label"
