@@ -3,6 +3,8 @@
 ``workbench.show(ir_or_session)`` gives every view in tabs; ``workbench.report(ir_or_session, path)``
 writes them to one standalone HTML file. Both load plotly and ipywidgets only when first used.
 """
+from . import export as _export  # noqa: F401 - installs how the IR displays (workbench.ir.display)
+
 __version__ = "0.1.0"
 
 _LAZY = {"show": "workbench.widgets.tabs", "report": "workbench.widgets.html_report"}

@@ -7,7 +7,7 @@ import popxl
 import popxl.ops as ops
 from workbench.analysis import memory
 from workbench.analysis.code_size import CODE_BYTES
-from workbench.runtime.device import device_for
+from workbench.ir.device import device_for
 
 F32 = np.float32
 CHAIN_CODE = sum(CODE_BYTES[t] for t in ("host_load", "mul", "add", "host_store"))

@@ -14,7 +14,7 @@ import numpy as np
 import popxl
 import popxl.ops as ops
 from workbench import analysis
-from workbench.runtime.device import device_for
+from workbench.ir.device import device_for
 
 OPS = 100_000
 

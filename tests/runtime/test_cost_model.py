@@ -12,7 +12,7 @@ import popxl.ops as ops
 from workbench.analysis import cost_model
 from workbench.analysis.cost_model import COSTS, DEFAULT_COST, KINDS, cost_rule, op_cycles, op_kind
 from workbench.ops.registry import REGISTRY
-from workbench.runtime.device import Device
+from workbench.ir.device import Device
 
 MK2 = Device("ipu_hw", 4)
 TILES, SYNC = 1472, 150

@@ -4,7 +4,7 @@ import pytest
 
 import popxl
 import popxl.ops as ops
-from workbench.runtime.device import Device
+from workbench.ir.device import Device
 
 
 def test_a_two_stage_pipeline_inside_a_repeat_matches_numpy():

@@ -4,7 +4,7 @@ import pytest
 
 import popxl
 import popxl.ops as ops
-from workbench.runtime.device import Device
+from workbench.ir.device import Device
 from workbench.runtime.out_of_memory import OutOfMemoryError
 
 

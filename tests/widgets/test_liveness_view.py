@@ -5,7 +5,7 @@ import popxl
 import popxl.ops as ops
 from widget_programs import add_one, chain, trace
 from workbench.analysis import code_liveness, flattened_schedule, tensor_liveness
-from workbench.runtime.device import device_for
+from workbench.ir.device import device_for
 from workbench.widgets import LivenessView
 from workbench.widgets.figures import liveness_figure
 from workbench.widgets.style import KIND_COLORS, binary_ticks

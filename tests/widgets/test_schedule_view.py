@@ -9,7 +9,7 @@ from widget_programs import trace
 from workbench.analysis import flattened_schedule
 from workbench.analysis.cost_model import op_cycles
 from workbench.analysis.static_schedule import sequence_regions, static_schedule
-from workbench.runtime.device import device_for
+from workbench.ir.device import device_for
 from workbench.widgets import ManualScheduler, ScheduleView, Selection
 from workbench.widgets.figures import schedule_figure
 from workbench.widgets.figures.schedule_figure import row_label, schedule_bars, sequence_spans

@@ -17,18 +17,18 @@ Every entry names the op's kind and how its cycles follow from its flops and byt
 
 Every registered op type is in the table on purpose: importing this module fails when the table and
 the op registry disagree. Op types registered later (custom ops) cost ``DEFAULT_COST``: compute, one
-flop per output element. The device
-is anything with the fields of ``workbench.runtime.device.Device`` (clock, tiles, throughputs, link
-bandwidths and latencies). These are estimates that make the shape of a run visible, not a
+flop per output element. The ``Device`` gives the clock, tiles, throughputs, link bandwidths and
+latencies. These are estimates that make the shape of a run visible, not a
 prediction of a Poplar build.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from math import ceil, prod
-from typing import Any, Callable
+from typing import Callable
 
 from workbench.ir import Op
+from workbench.ir.device import Device
 from workbench.ops.registry import REGISTRY
 
 from .code_size import graph_code_bytes
@@ -44,7 +44,7 @@ class CostRule:
     """How one op type is costed: its kind and a function ``(op, device) -> cycles``."""
 
     kind: str
-    cycles: Callable[[Op, Any], float]
+    cycles: Callable[[Op, Device], float]
 
 
 # ----- sizes (math.prod: a cost is computed for every op of a program) -----
@@ -69,7 +69,7 @@ def input_elements(op: Op) -> int:
 
 
 # ----- device rates -----
-def _matmul_flops_per_cycle(op: Op, device) -> float:
+def _matmul_flops_per_cycle(op: Op, device: Device) -> float:
     width = op.inputs[0].dtype.itemsize
     if width <= 2:
         per_tile = device.matmul_flops_per_tile_cycle_fp16
@@ -80,13 +80,13 @@ def _matmul_flops_per_cycle(op: Op, device) -> float:
     return per_tile * device.tiles_per_ipu
 
 
-def _vector_flops_per_cycle(op: Op, device) -> float:
+def _vector_flops_per_cycle(op: Op, device: Device) -> float:
     tensors = op.outputs or op.inputs
     width = max((t.dtype.itemsize for t in tensors), default=4)
     return device.vector_bytes_per_tile_cycle / width * device.tiles_per_ipu
 
 
-def _link_cycles(nbytes: float, bytes_per_second: float, device) -> float:
+def _link_cycles(nbytes: float, bytes_per_second: float, device: Device) -> float:
     return nbytes / bytes_per_second * device.clock_hz
 
 
@@ -95,7 +95,7 @@ def compute(flops: Callable[[Op], float], matrix: bool = False) -> CostRule:
     """A sync, then arithmetic or tile-memory traffic, whichever takes longer."""
     rate = _matmul_flops_per_cycle if matrix else _vector_flops_per_cycle
 
-    def cycles(op: Op, device) -> float:
+    def cycles(op: Op, device: Device) -> float:
         arithmetic = flops(op) / rate(op, device)
         memory = (input_bytes(op) + output_bytes(op)) / (device.memory_bytes_per_tile_cycle
                                                          * device.tiles_per_ipu)
@@ -111,7 +111,7 @@ def reduction(flops_per_element: float) -> CostRule:
     return compute(lambda op: flops_per_element * input_elements(op))
 
 
-def _rearrange_cycles(op: Op, device) -> float:
+def _rearrange_cycles(op: Op, device: Device) -> float:
     moved = output_bytes(op) or input_bytes(op)
     return device.sync_cycles + moved / (device.exchange_bytes_per_tile_cycle * device.tiles_per_ipu)
 
@@ -137,28 +137,28 @@ def _pool_flops(op: Op) -> float:
     return prod(op.outputs[0].shape) * prod(op.attrs.get("kernel_size") or (1,))
 
 
-def _ipu_copy_cycles(op: Op, device) -> float:
+def _ipu_copy_cycles(op: Op, device: Device) -> float:
     return device.ipu_sync_cycles + _link_cycles(input_bytes(op), device.ipu_link_bytes_per_second, device)
 
 
-def _host_cycles(op: Op, device) -> float:
+def _host_cycles(op: Op, device: Device) -> float:
     nbytes = output_bytes(op) + input_bytes(op)
     return device.host_latency_cycles + _link_cycles(nbytes, device.host_bytes_per_second, device)
 
 
-def _print_cycles(op: Op, device) -> float:
+def _print_cycles(op: Op, device: Device) -> float:
     """A printing op sends its input to the host; one that prints nothing passes it on for free."""
     return _host_cycles(op, device) if op.attrs["print_self"] else 0
 
 
-def _remote_cycles(op: Op, device) -> float:
+def _remote_cycles(op: Op, device: Device) -> float:
     buffer = op.attrs["buffer"]
     nbytes = prod(buffer.tensor_shape) * buffer.tensor_dtype.itemsize
     return device.streaming_memory_latency_cycles + _link_cycles(
         nbytes, device.streaming_memory_bytes_per_second, device)
 
 
-def _code_load_cycles(op: Op, device) -> float:
+def _code_load_cycles(op: Op, device: Device) -> float:
     nbytes = graph_code_bytes(op.attrs["graph"]).get(op.ipu, 0)
     return device.streaming_memory_latency_cycles + _link_cycles(
         nbytes, device.streaming_memory_bytes_per_second, device)
@@ -169,7 +169,7 @@ def ring(steps: Callable[[int], int], share: Callable[[int], float],
     """A collective as a ring over ``n`` members: ``steps(n)`` rounds, each an IPU sync and
     ``share(n)`` of the input bytes over the IPU-Links. A group of one only syncs its tiles."""
 
-    def cycles(op: Op, device) -> float:
+    def cycles(op: Op, device: Device) -> float:
         n = group_size(op)
         if n <= 1:
             return device.sync_cycles
@@ -278,6 +278,6 @@ def op_kind(op: Op) -> str:
     return cost_rule(op).kind
 
 
-def op_cycles(op: Op, device) -> int:
+def op_cycles(op: Op, device: Device) -> int:
     """Simulated cycles of one execution of ``op`` (for control ops, their own overhead only)."""
     return ceil(cost_rule(op).cycles(op, device))

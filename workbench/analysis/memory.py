@@ -4,16 +4,16 @@ Tile memory peaks at the step where ``tensor_liveness``'s total (variables, cons
 intermediates and live code) is largest. Streaming Memory holds the remote buffers (on the IPU of the
 ops or variables that use them, IPU 0 when none does) and the code of every graph that a
 ``remote_code_load`` loads (one copy, however many loads). Figures are per replica: every replica has
-the same. The device is anything with ``bytes_per_ipu``, ``streaming_memory_bytes`` (per IPU) and
-``num_ipus``, such as ``workbench.runtime.device.Device``.
+the same, on the ``Device`` given.
 """
 from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Optional
 
 from workbench.ir import Ir, RemoteBuffer
+from workbench.ir.device import Device
 
 from .code_size import graph_code_bytes
 from .tensor_liveness import Allocation, StepMemory, TensorLiveness, tensor_liveness
@@ -80,7 +80,7 @@ class MemoryReport:
         raise KeyError(f"IPU {ipu} runs nothing of this program")
 
 
-def memory(ir: Ir, device: Any, liveness: Optional[TensorLiveness] = None, top: int = 10) -> MemoryReport:
+def memory(ir: Ir, device: Device, liveness: Optional[TensorLiveness] = None, top: int = 10) -> MemoryReport:
     """Peak tile memory and Streaming Memory per IPU of ``ir`` on ``device``, and what does not fit.
     ``top`` bounds ``largest_at_peak``."""
     liveness = tensor_liveness(ir) if liveness is None else liveness
@@ -140,7 +140,7 @@ def _offloaded_code_bytes(liveness: TensorLiveness) -> dict[int, int]:
     return per_ipu
 
 
-def surely_fits(ir: Ir, device: Any) -> bool:
+def surely_fits(ir: Ir, device: Device) -> bool:
     """True when the program fits even if every tensor of every call frame and all code were live
     at once: a cheap bound that spares the full analysis for the programs that cannot overflow."""
     frames = _frames_per_graph(ir)

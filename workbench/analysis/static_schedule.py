@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Optional
 
 from workbench.ir import Ir, Op
+from workbench.ir.device import Device
 from workbench.ops.registry import op_ipus
 
 from .cost_model import op_cycles, op_kind
@@ -81,7 +82,7 @@ class StaticSchedule:
         return iter(self.events)
 
 
-def static_schedule(ir: Ir, device: Any) -> StaticSchedule:
+def static_schedule(ir: Ir, device: Device) -> StaticSchedule:
     """Lay out ``flattened_schedule(ir)`` with ``cost_model`` cycles on ``device`` (see the module)."""
     flat = flattened_schedule(ir)
     own_steps: dict[Frame, list[Step]] = defaultdict(list)

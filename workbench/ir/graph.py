@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional, Sequence
 
+from . import display
 from .context import get_current_context
 from .names import Namespace
 from .op import Op
@@ -68,9 +69,7 @@ class Graph:
 
     def _repr_mimebundle_(self, include=None, exclude=None) -> tuple[dict, dict]:
         """Notebook display: the Ir's JSON opened on this graph, and plain text."""
-        from workbench.export.mime import graph_bundle
-
-        return graph_bundle(self)
+        return display.present("graph_bundle", self)
 
     def __str__(self) -> str:
         """The graph as text, one op a line."""

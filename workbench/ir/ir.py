@@ -8,7 +8,7 @@ from typing import Any, Callable, Literal, Optional, Sequence, Union
 
 import numpy as np
 
-from . import dtypes
+from . import display, dtypes
 from .events import EventBus
 from .fragments import FRAGMENTS, WEIGHTS_FROM_HOST
 from .graph import Graph
@@ -67,9 +67,7 @@ class Ir:
 
     def _repr_mimebundle_(self, include=None, exclude=None) -> tuple[dict, dict]:
         """Notebook display: the Ir's JSON for the JupyterLab extension, and plain text."""
-        from workbench.export.mime import ir_bundle
-
-        return ir_bundle(self)
+        return display.present("ir_bundle", self)
 
     # ----- graphs -----
     @property
@@ -101,6 +99,8 @@ class Ir:
         return build_graph(self, fn, args, kwargs)
 
     def _unique_graph_name(self, name: str) -> str:
+        if "\0" in name:
+            raise ValueError(f"graph name {name!r} contains a NUL character; expected a name without one")
         candidate = self._graph_names.fresh(name)
         self._graph_names[candidate] = None
         return candidate
@@ -206,6 +206,10 @@ class Ir:
         if grouping._ir is not self:
             raise ValueError("the replica grouping belongs to another Ir")
         array = memmap_data(data, dtype, downcast) if isinstance(data, np.memmap) else to_numpy(data, dtype, downcast)
+        if array.dtype.kind == "c":
+            raise TypeError(f"variable {name or 'variable'!r} has {array.dtype} data, but popxl tensors cannot "
+                            "be complex (popxl's complex dtypes are names only, no op takes them); expected "
+                            "bool, int or float data")
         device_shape = array.shape
         if grouping.num_groups > 1:
             if not array.shape or array.shape[0] != grouping.num_groups:
@@ -236,8 +240,6 @@ class Ir:
     # ----- diagnostics -----
     def dot_checkpoint(self, check: str, save_dir: Optional[Union[Path, str]] = None) -> None:
         """Write the Ir's graphs as a Graphviz DOT file named after ``check``."""
-        from workbench.export.dot import write_dot_checkpoint
-
         if save_dir is not None:
             self._dot_dir = Path(save_dir)
-        write_dot_checkpoint(self, check, self._dot_dir or Path.cwd())
+        display.present("write_dot_checkpoint", self, check, self._dot_dir or Path.cwd())

@@ -81,9 +81,14 @@ def _as_shape(shape: Any, what: str) -> Tuple[int, ...]:
     if isinstance(shape, (int, np.integer)):
         shape = (shape,)
     try:
-        result = tuple(int(d) for d in shape)
+        dims = list(shape)
     except TypeError:
         raise TypeError(f"{what} must be an iterable of ints, got {shape!r}") from None
+    wrong = [d for d in dims if not isinstance(d, (int, np.integer))]
+    if wrong:
+        raise TypeError(f"{what} must be an iterable of ints, got {shape!r} (the dimension {wrong[0]!r} is a "
+                        f"{type(wrong[0]).__name__})")
+    result = tuple(int(d) for d in dims)
     if any(d < 0 for d in result):
         raise ValueError(f"{what} must not have negative dimensions, got {result}")
     return result

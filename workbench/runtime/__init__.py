@@ -1,4 +1,5 @@
 """Compiles an Ir into per-replica programs and runs them on a simulated IPU system."""
-from .device import DEVICE_TYPES, Device, device_for
+from workbench.ir.device import DEVICE_TYPES, Device, device_for
+
 from .session import Session
 from .trace import Trace, TraceEvent, TraceSummary

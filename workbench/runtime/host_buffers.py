@@ -22,24 +22,44 @@ def _names(streams: Iterable[_Stream]) -> str:
     return ", ".join(sorted(repr(s.name) for s in streams)) or "none"
 
 
+def check_mapping(given: Any, what: str, kind: str) -> None:
+    """``session.run`` takes a dict from streams to arrays, as popxl does."""
+    if not isinstance(given, Mapping):
+        raise TypeError(f"session {what} must be a dict from popxl.{kind} to NumPy arrays, got "
+                        f"{type(given).__name__}")
+
+
 def check_stream_keys(given: Iterable[Any], expected: set, what: str) -> None:
     given = list(given)
     unknown = [k for k in given if k not in expected]
     missing = expected - set(given)
+    ir = next(iter(expected))._ir if expected else None
+    for key in unknown:
+        twin = next((s for s in missing if isinstance(key, _Stream) and s.name == key.name), None)
+        if twin is not None:
+            raise ValueError(f"session {what}: stream {key.name!r} belongs to {key._ir!r}, not to the session's "
+                             f"{ir!r}; expected the session Ir's own stream {key.name!r} (the one "
+                             "popxl.h2d_stream or popxl.d2h_stream returned while that Ir was built)")
     if unknown or missing:
         parts = []
         if missing:
             parts.append(f"missing {what} for stream(s) {_names(missing)}")
         if unknown:
-            parts.append("unexpected key(s) " + ", ".join(
-                repr(getattr(k, "name", k)) for k in unknown))
+            parts.append("unexpected key(s) " + ", ".join(_describe(k, ir) for k in unknown))
         raise ValueError(f"session {what}: {'; '.join(parts)}. Expected exactly the streams "
                          f"{_names(expected)}")
+
+
+def _describe(key: Any, ir: Any) -> str:
+    if isinstance(key, _Stream) and ir is not None and key._ir is not ir:
+        return f"{key.name!r} (a stream of {key._ir!r}, not of the session's {ir!r})"
+    return repr(getattr(key, "name", key))
 
 
 def prepare_inputs(inputs: Mapping[Any, Any], expected: set, transfers: int, replicas: int,
                    downcast: bool) -> dict:
     """Check every input and return each as a ``[transfers, replicas, *shape]`` array."""
+    check_mapping(inputs, "inputs", "HostToDeviceStream")
     check_stream_keys(inputs.keys(), expected, "inputs")
     prepared = {}
     for stream, value in inputs.items():
@@ -72,6 +92,7 @@ def create_outputs(streams: Iterable[_Stream], transfers: int, replicas: int) ->
 def output_views(outputs: Mapping[Any, np.ndarray], expected: set, transfers: int,
                  replicas: int) -> dict:
     """Check the output arrays and return ``[transfers, replicas, *shape]`` views to write into."""
+    check_mapping(outputs, "outputs", "DeviceToHostStream")
     check_stream_keys(outputs.keys(), expected, "outputs")
     views = {}
     for stream, array in outputs.items():
@@ -85,6 +106,9 @@ def output_views(outputs: Mapping[Any, np.ndarray], expected: set, transfers: in
         if array.dtype != stream.dtype.as_numpy():
             raise TypeError(f"output array for stream {stream.name!r} has dtype {array.dtype}, "
                             f"expected {stream.dtype.as_numpy()}")
+        if not array.flags.writeable:
+            raise ValueError(f"output array for stream {stream.name!r} is read-only; expected a writable "
+                             "array (session.create_host_outputs() makes them)")
         view = array.view()
         try:
             view.shape = (transfers, replicas, *stream.shape)

@@ -4,7 +4,7 @@ The generated code of ``compiler.py`` runs a graph in one Python call; this inte
 ``GraphCode.steps``, calls the same bound kernels with the same values and frees each value at the
 same last use, so its results are bit-identical. A call site is either run whole by its bound kernel
 (step over) or entered: a frame for the callee is pushed with the copies the kernel would make
-(``ops.control_flow.callee_bindings``), and popped with its outputs copied as the kernel would.
+(``ops.control_flow_kernels.callee_bindings``), and popped with its outputs copied as the kernel would.
 """
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import numpy as np
 
 from workbench.analysis import flatten
 from workbench.ir import Constant, Graph, Op, Tensor
-from workbench.ops.control_flow import CalleeBinding, callee_bindings, copy_at, repeat_recopy, taken_branch
+from workbench.ops.control_flow_kernels import CalleeBinding, callee_bindings, copy_at, repeat_recopy, taken_branch
 
 from .communicator import ReplicaAborted
 from .compiler import GraphCode
@@ -151,7 +151,8 @@ class ReplicaInterpreter:
     def _execute(self, frame: Frame, op: Op) -> None:
         arguments = self._arguments(frame, op)
         try:
-            result = frame.kernels[frame.position](*arguments)
+            with np.errstate(all="ignore"):  # as in a whole run: IEEE results without a warning
+                result = frame.kernels[frame.position](*arguments)
         except Exception as error:
             raise StepFailed(self.program.failing_op(error) or op, error) from error
         outputs = op.outputs

@@ -100,11 +100,12 @@ class ReplicaProgram:
     def run(self) -> None:
         self._occurrences.clear()
         self.branches.clear()
-        if self.profiling:
-            self.timestamps.clear()
-            self._profiled_main(self._main_variables)
-        else:
-            self._main(self._main_variables)
+        with np.errstate(all="ignore"):  # IEEE results (inf, nan) without a warning, as on an IPU
+            if self.profiling:
+                self.timestamps.clear()
+                self._profiled_main(self._main_variables)
+            else:
+                self._main(self._main_variables)
 
     def run_fragment(self, fragment: str) -> None:
         """Run the ops of a weights fragment (``ir/fragments.py``) on this replica's persistent values."""

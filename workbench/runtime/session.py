@@ -17,14 +17,14 @@ from threadpoolctl import threadpool_limits
 
 from workbench.analysis import verify
 from workbench.analysis.memory import MemoryReport, memory, surely_fits
-from workbench.ir import Constant, Ir, Tensor, Variable
+from workbench.ir import Constant, Ir, Tensor, Variable, display
+from workbench.ir.device import Device, device_for, ipu_model_size
 from workbench.ir.events import EventBus
 from workbench.ir.host_data import host_array
 from workbench.ir.fragments import WEIGHTS_FROM_HOST, WEIGHTS_TO_HOST
 
 from . import host_buffers, weights
 from .compiler import compile_graph
-from .device import Device, device_for, ipu_model_size
 from .out_of_memory import check_fits
 from .program import ReplicaProgram
 from .progress import RunProgress, loop_iterations
@@ -109,9 +109,7 @@ class Session:
 
     def _repr_mimebundle_(self, include=None, exclude=None) -> tuple[dict, dict]:
         """Notebook display: the Ir's JSON opened on the memory chart, and plain text."""
-        from workbench.export.mime import session_bundle
-
-        return session_bundle(self)
+        return display.present("session_bundle", self)
 
     @property
     def is_attached(self) -> bool:
@@ -203,9 +201,9 @@ class Session:
         """Run once, writing the results into the given ``outputs`` arrays."""
         self._require_attached("run_with_outputs")
         transfers, replicas = self._ir.num_host_transfers, self._ir.replication_factor
-        prepared = host_buffers.prepare_inputs(inputs or {}, self._ir.get_all_h2d_streams(), transfers,
+        prepared = host_buffers.prepare_inputs({} if inputs is None else inputs, self._ir.get_all_h2d_streams(), transfers,
                                                replicas, downcast_inputs)
-        views = host_buffers.output_views(outputs or {}, self._ir.get_all_d2h_streams(), transfers,
+        views = host_buffers.output_views({} if outputs is None else outputs, self._ir.get_all_d2h_streams(), transfers,
                                           replicas)
         self._abandon_stepped_run("the session ran")
         self.events.emit("run_started", self)

@@ -52,7 +52,7 @@ class Stepper:
     def __init__(self, session, inputs: Optional[Mapping[Any, Any]] = None, downcast_inputs: bool = True):
         ir = session.ir
         self._session = session
-        self._inputs = host_buffers.prepare_inputs(inputs or {}, ir.get_all_h2d_streams(),
+        self._inputs = host_buffers.prepare_inputs({} if inputs is None else inputs, ir.get_all_h2d_streams(),
                                                    ir.num_host_transfers, ir.replication_factor,
                                                    downcast_inputs)
         self._plans = {graph: plan_graph(code) for graph, code in session._codes.items()}

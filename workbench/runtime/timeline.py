@@ -18,6 +18,7 @@ from workbench.analysis.cost_model import op_cycles, op_kind
 from workbench.analysis.flatten import FlatSchedule, Frame, Step, flattened_schedule
 from workbench.analysis.static_schedule import op_ipus
 from workbench.ir import Graph, Ir, Op
+from workbench.ir.device import Device
 
 from .trace import RunRecord, Trace, TraceEvent
 from .trace_store import EventBudget, IterationMark, ReplicaEvents
@@ -74,7 +75,7 @@ def _group_members(op: Op) -> Optional[Callable[[int], tuple[int, ...]]]:
     return lambda replica: tuple(grouping.members(grouping.assignment[replica]))
 
 
-def make_plan(ir: Ir, steps_of: dict[Graph, list[Op]], device) -> TimelinePlan:
+def make_plan(ir: Ir, steps_of: dict[Graph, list[Op]], device: Device) -> TimelinePlan:
     """The plan of ``ir`` whose graphs run their ops in ``steps_of[graph]`` order."""
     flat = flattened_schedule(ir)
     frame_steps: dict[Frame, list[Step]] = defaultdict(list)
@@ -96,7 +97,7 @@ def make_plan(ir: Ir, steps_of: dict[Graph, list[Op]], device) -> TimelinePlan:
 class Timeline:
     """Builds the traces of one session's runs; the plan is made the first time a trace is read."""
 
-    def __init__(self, ir: Ir, steps_of: dict[Graph, list[Op]], device):
+    def __init__(self, ir: Ir, steps_of: dict[Graph, list[Op]], device: Device):
         self._ir = ir
         self._steps_of = steps_of
         self._device = device

@@ -5,7 +5,7 @@ from typing import Any, Optional
 
 from workbench.analysis.memory import memory
 from workbench.analysis.tensor_liveness import tensor_liveness
-from workbench.runtime.device import Device, device_for
+from workbench.ir.device import Device, device_for
 
 from .figures import liveness_figure
 from .view import View

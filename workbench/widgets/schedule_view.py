@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any, Iterable, Optional
 
 from workbench.analysis.static_schedule import sequence_regions, static_schedule
-from workbench.runtime.device import Device, device_for
+from workbench.ir.device import Device, device_for
 
 from .figures import schedule_figure
 from .figures.schedule_figure import has_seconds

@@ -12,6 +12,7 @@ from .schedule_view import ScheduleView
 from .selection import Selection
 from .stepper_view import SessionStepperView
 from .view import _ir_and_session, display_bundle, source_bundle
+from .workbench_html import plotly_figure_html, workbench_html
 
 
 class Workbench:
@@ -79,8 +80,6 @@ class Workbench:
 
     def to_html(self, include_plotlyjs: Any = "cdn") -> str:
         """Every view one under the other, as an HTML fragment."""
-        from .html_report import plotly_figure_html, workbench_html
-
         return workbench_html(self, plotly_figure_html(include_plotlyjs))
 
     def _repr_mimebundle_(self, include=None, exclude=None) -> tuple[dict, dict]:
