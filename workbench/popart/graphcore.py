@@ -1,7 +1,6 @@
 """``builder.aiGraphcore`` (opset 1): the Graphcore ops, as nodes of the ai.graphcore domain."""
 from __future__ import annotations
 
-import enum
 import inspect
 from typing import Any
 
@@ -9,16 +8,9 @@ from workbench.onnx import dtypes
 from workbench.onnx.shapes import GRAPHCORE
 
 from .opsets import bind_call, debug_name
+from .options import ReductionType
 
 _P = inspect.Parameter
-
-
-class ReductionType(enum.Enum):
-    """How a loss reduces over its samples."""
-
-    Sum = 0
-    Mean = 1
-    NoReduction = 2
 
 
 def _reduction(value: Any) -> str:
