@@ -87,7 +87,7 @@ class GraphBuilder:
 
     def add_initializer(self, array: np.ndarray, name: str = "") -> str:
         tensor_id = self.unique(name or "init_input")
-        array = np.ascontiguousarray(array)
+        array = np.require(array, requirements="C")  # keeps 0-d arrays 0-d
         self.types[tensor_id] = TensorType(dtypes.onnx_code(array.dtype), tuple(array.shape))
         self.initializers[tensor_id] = array
         self.values[tensor_id] = array

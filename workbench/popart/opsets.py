@@ -61,7 +61,8 @@ class OpMethod:
         self.schema = schema
         self.name = name
         self.varies = schema.min_output != schema.max_output
-        attributes = [a for a in schema.attributes.values() if a.name not in _SKIPPED_ATTRIBUTES]
+        attributes = [a for a in schema.attributes.values() if a.name not in _SKIPPED_ATTRIBUTES
+                      and (schema.name != "Constant" or a.name == "value")]  # PopART's constant(value)
         self.required = sorted(a.name for a in attributes if a.required)
         self.optional = {a.name: _default(a) for a in sorted(attributes, key=lambda a: a.name)
                          if not a.required}

@@ -55,19 +55,26 @@ def _slice(ctx: NodeContext):
         starts, ends = ctx.value(1).tolist(), ctx.value(2).tolist()
         axes = ctx.value(3).tolist() if ctx.has(3) else list(range(len(starts)))
         steps = ctx.value(4).tolist() if ctx.has(4) else [1] * len(starts)
-    key = [slice(None)] * x.rank
     for start, end, axis, step in zip(starts, ends, axes, steps):
-        key[axis % x.rank] = slice(*slice(int(start), int(end), int(step)).indices(x.shape[axis % x.rank]))
-    begin = [k.start if k.start is not None else 0 for k in key]
-    stop = [k.stop for k in key]
-    step = [k.step or 1 for k in key]
-    axis_list = [i for i, k in enumerate(key) if k != slice(None)]
-    if not axis_list:
-        return [x]
-    # A negative step whose stop passed the front comes back from indices() as -1: keep it open.
-    return [ops.slice(x, [begin[a] for a in axis_list],
-                      [stop[a] if stop[a] >= 0 else -x.shape[a] - 1 for a in axis_list],
-                      [step[a] for a in axis_list], axis_list)]
+        x = _slice_axis(x, int(axis) % x.rank, int(start), int(end), int(step))
+    return [x]
+
+
+def _slice_axis(x, axis: int, start: int, end: int, step: int):
+    """One axis of an ONNX Slice: a step of 1 or -1 slices; a larger one then subsamples."""
+    size = x.shape[axis]
+    begin, stop, stride = slice(start, end, step).indices(size)
+    count = len(range(begin, stop, stride))
+    if count == size and stride == 1:
+        return x
+    unit = 1 if stride > 0 else -1
+    last = begin + (count - 1) * stride if count else begin
+    y = ops.slice(x, [begin], [last + unit if last + unit >= 0 else -size - 1], [unit], [axis])
+    if abs(stride) > 1 and count:
+        strides = [1] * x.rank
+        strides[axis] = abs(stride)
+        y = ops.subsample(y, strides)
+    return y
 
 
 @lowers("Gather", 1, 11)
