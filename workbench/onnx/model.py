@@ -150,7 +150,8 @@ class GraphBuilder:
 
     def model_proto(self) -> onnx.ModelProto:
         onnx_version = self.opsets.get("", 10)
-        model = helper.make_model(self.graph_proto(), opset_imports=self.opset_ids(), producer_name="popart")
+        opsets = [helper.make_opsetid(d, v) for d, v in {"": onnx_version, **self.opsets}.items()]
+        model = helper.make_model(self.graph_proto(), opset_imports=opsets, producer_name="popart")
         model.ir_version = helper.find_min_ir_version_for([helper.make_opsetid("", onnx_version)])
         return model
 

@@ -28,15 +28,10 @@ _AttrType = AttributeProto.AttributeType
 
 @functools.lru_cache(maxsize=None)
 def schemas(version: int) -> dict[str, onnx.defs.OpSchema]:
-    """ai.onnx op type to its schema in force at ``version`` (deprecated ops left out)."""
+    """ai.onnx op type to its schema in force at ``version`` (deprecated ones too, as PopART has them)."""
     names = {s.name for s in onnx.defs.get_all_schemas_with_history() if s.domain == ""
              and s.since_version <= version}
-    found = {}
-    for name in sorted(names):
-        schema = onnx.defs.get_schema(name, version, "")
-        if not schema.deprecated:
-            found[name] = schema
-    return found
+    return {name: onnx.defs.get_schema(name, version, "") for name in sorted(names)}
 
 
 def method_name(op_type: str) -> str:

@@ -55,11 +55,12 @@ class _Session:
             self._model = load_model(fnModel)
         except (ValueError, FileNotFoundError, TypeError) as error:
             raise popart_exception(str(error)) from None
-        self._builder = GraphBuilder.from_model(self._model)
+        shapes = inputShapeInfo or InputShapeInfo()
+        self._builder = GraphBuilder.from_model(_with_input_shapes(self._model, shapes))
         self._replication = self._options.getGlobalReplicationFactor() if (
             self._options.enableReplicatedGraphs or self._options.enableDistributedReplicatedGraphs) else 1
         self._check_anchors()
-        self._lowered = self._lower(inputShapeInfo or InputShapeInfo())
+        self._lowered = self._lower(shapes)
         self._runtime: Optional[RuntimeSession] = None
         self._host_weights = {name: np.array(v.data if hasattr(v, "data") else v)
                               for name, v in self._builder.initializers.items()}
@@ -269,6 +270,21 @@ class _Session:
 
     def getExecutionReport(self, useCbor: bool = False, resetProfile: bool = True) -> str:
         return '{"profilerMode":"NONE"}'
+
+
+def _with_input_shapes(model: onnx.ModelProto, shapes: InputShapeInfo) -> onnx.ModelProto:
+    """The model with the input types ``shapes`` gives (so that inference reaches every tensor)."""
+    given = shapes.getAllTensorInfo()
+    if not given:
+        return model
+    copy = onnx.ModelProto()
+    copy.CopyFrom(model)
+    for value in copy.graph.input:
+        if value.name in given:
+            info = given[value.name]
+            value.CopyFrom(onnx.helper.make_tensor_value_info(value.name, dtypes.onnx_code(info.dataType()),
+                                                              info.shape()))
+    return copy
 
 
 class InferenceSession(_Session):
