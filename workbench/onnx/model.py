@@ -39,6 +39,7 @@ class GraphBuilder:
         self.values: dict[str, np.ndarray] = {}  # initializers and Constant outputs
         self.producers: dict[str, onnx.NodeProto] = {}
         self._taken: dict[str, int] = {}
+        self._node_names: dict[str, int] = {}
         self.doc_string = ""
 
     # ----- names -----
@@ -106,7 +107,7 @@ class GraphBuilder:
                 raise UnknownTensorError(f"{op_type}: input '{tensor_id}' is not a tensor of the graph "
                                          f"(known inputs: {', '.join(self.inputs) or 'none'})")
         outputs = [self.unique(f"{prefix}{op_type}:{index}") for index in range(num_outputs)]
-        node = helper.make_node(op_type, list(inputs), outputs, name=name,
+        node = helper.make_node(op_type, list(inputs), outputs, name=self._unique_node_name(name),
                                 domain=domain if domain not in ("", "ai.onnx") else None,
                                 **{k: v for k, v in attributes.items() if v is not None})
         self._infer(node)
@@ -116,6 +117,12 @@ class GraphBuilder:
         if op_type == "Constant" and domain in ("", "ai.onnx"):
             self.values[outputs[0]] = numpy_helper.to_array(node.attribute[0].t)
         return outputs
+
+    def _unique_node_name(self, name: str) -> str:
+        """Node names are unique (onnxruntime requires it): a repeated one gains ``/<n>``."""
+        count = self._node_names.get(name)
+        self._node_names[name] = (count or 0) + 1
+        return name if count is None else f"{name}/{count}"
 
     def _infer(self, node: onnx.NodeProto) -> None:
         known = {name: self.type(name) for name in node.input if name}
@@ -162,7 +169,7 @@ class GraphBuilder:
         opsets = {("" if o.domain == "ai.onnx" else o.domain): o.version for o in model.opset_import}
         builder = cls(opsets, model.graph.name)
         try:
-            inferred = onnx.shape_inference.infer_shapes(model)
+            inferred = onnx.shape_inference.infer_shapes(model, data_prop=True)
         except onnx.shape_inference.InferenceError:
             inferred = model
         graph = inferred.graph
@@ -182,6 +189,7 @@ class GraphBuilder:
         builder.outputs = [v.name for v in graph.output]
         for node in model.graph.node:
             builder.nodes.append(node)
+            builder._node_names[node.name] = builder._node_names.get(node.name, 0) + 1
             for name in node.output:
                 builder.producers[name] = node
                 builder._claim(name)

@@ -21,7 +21,7 @@ from workbench.ir.streams import DeviceToHostStream, HostToDeviceStream, d2h_str
 
 from .. import dtypes
 from ..model import GraphBuilder
-from ..shapes import TensorType
+from ..shapes import ShapeInferenceError, TensorType, infer_node
 from . import elementwise, graphcore, nn, reductions, shape  # noqa: F401  (fill the rule table)
 from .folding import fold
 from .table import LoweringError, NodeContext, attributes, rule_for
@@ -135,12 +135,29 @@ class _Lowering:
 
     def lower_nodes(self) -> None:
         for node, node_ipu in zip(self.builder.nodes, self.ipus):
+            self.complete_types(node)
             folded = fold(node, self.values, self.builder.types, self.opset_ids)
             if folded is not None:
                 for name, value in zip(node.output, folded):
                     self.values[name] = value
+                    self.builder.types[name] = TensorType(dtypes.onnx_code(value.dtype), tuple(value.shape))
                 continue
             self.lower_node(node, node_ipu)
+
+    def complete_types(self, node: onnx.NodeProto) -> None:
+        """Infer output types the model left open, now that the values folded so far are known (a
+        Reshape whose shape an exporter computed from Shape, Gather and Concat)."""
+        types = self.builder.types
+        if all(_known(types.get(o)) for o in node.output if o):
+            return
+        inputs = {n: types[n] for n in node.input if n and n in types}
+        try:
+            inferred = infer_node(node, inputs, self.values, self.opset_ids)
+        except ShapeInferenceError:
+            return
+        for name, ttype in zip(node.output, inferred):
+            if ttype is not None and _known(ttype):
+                types[name] = ttype
 
     def lower_node(self, node: onnx.NodeProto, node_ipu: int) -> None:
         rule, since = rule_for(node, self.opsets)
@@ -181,6 +198,11 @@ class _Lowering:
     def home_of(self, name: str) -> int:
         tensor = self.env.get(name)
         return tensor.ipu if tensor is not None else self.home.get(name, 0)
+
+
+def _known(ttype: Optional[TensorType]) -> bool:
+    return ttype is not None and bool(ttype.elem_type) and ttype.shape is not None \
+        and all(d is not None for d in ttype.shape)
 
 
 def _adopt_name(tensor: Tensor, name: str) -> None:
