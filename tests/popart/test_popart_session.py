@@ -163,7 +163,7 @@ def test_auto_virtual_graph_splits_nodes_over_the_ipus():
     options.virtualGraphMode = popart.VirtualGraphMode.Auto
     session = popart.InferenceSession(builder.getModelProto(), popart.DataFlow(1, [x]),
                                       popart.DeviceManager().createIpuModelDevice({"numIPUs": 2}), userOptions=options)
-    relus = [op for op in session.ir.graphs[1].ops if op.type == "relu"]
+    relus = [op for op in session.ir.main_graph.ops if op.type == "relu"]
     assert [op.ipu for op in relus] == [0, 0, 1, 1]
 
 
@@ -259,12 +259,26 @@ def test_step_io_callbacks_feed_and_collect_each_batch():
     np.testing.assert_array_equal(got, [[1, 1, 1], [2, 2, 2]])
 
 
+def test_several_batches_repeat_a_step_graph_taking_the_weights():
+    builder = popart.Builder()
+    x = builder.addInputTensor(popart.TensorInfo("FLOAT", [2]))
+    w = builder.addInitializedInputTensor(np.ones(2, np.float32), "w")
+    y = builder.aiOnnx.mul([x, w])
+    options = popart.SessionOptions()
+    options.constantWeights = False
+    session = popart.InferenceSession(builder.getModelProto(), popart.DataFlow(3, [y]),
+                                      popart.DeviceManager().createCpuDevice(), userOptions=options)
+    main, step = session.ir.graphs
+    assert [op.type for op in main.ops] == ["repeat"] and main.ops[0].attrs["repeat_count"] == 3
+    assert [t.name for t in step.inputs] == ["w"]
+
+
 def test_lowered_program_keeps_onnx_names_for_the_views():
     from workbench.analysis.call_tree import call_tree
 
     session, x, w, y = weights_session()
-    step = session.ir.graphs[1]
-    assert [t.name for t in step.inputs] == ["w"]
+    step = session.ir.main_graph
+    assert [v.name for v in session.ir.variables] == ["w"]
     assert any(t.name == y for t in step.tensors)
     mul = next(op for op in step.ops if op.type == "mul")
     assert mul.meta["onnx_node"] == "Mul" and mul.meta["onnx_op"] == "ai.onnx.Mul:7"

@@ -62,6 +62,7 @@ class _Session:
         self._check_anchors()
         self._lowered = self._lower(shapes)
         self._runtime: Optional[RuntimeSession] = None
+        self._outputs: Optional[dict] = None  # the runtime's output buffers, reused run after run
         self._host_weights = {name: np.array(v.data if hasattr(v, "data") else v)
                               for name, v in self._builder.initializers.items()}
 
@@ -250,7 +251,9 @@ class _Session:
                 raise popart_exception(f"No input data was given for tensor '{tensor_id}' (expected "
                                        f"{anchor_arrays.expected_shape(bps, replicas, stream.shape)})")
             inputs[stream] = anchor_arrays.input_array(tensor_id, stepio.input(tensor_id, 0, bps), stream, bps, replicas)
-        outputs = self._runtime.create_host_outputs()
+        if self._outputs is None:
+            self._outputs = self._runtime.create_host_outputs()
+        outputs = self._outputs
         self._runtime.run_with_outputs(inputs, outputs)
         for tensor_id, stream in self._lowered.anchors.items():
             anchor_arrays.deliver(tensor_id, outputs[stream], self._data_flow.art(tensor_id), stepio, bps, replicas)

@@ -1,7 +1,7 @@
 """Lowering an ONNX model to a workbench Ir, once, through the rule table.
 
-The Ir is PopART's program: the main graph repeats a step graph ``batches_per_step`` times; the step
-loads each model input from its host stream, runs the model's nodes (each lowered by its rule, on
+The Ir is PopART's program: the main graph repeats a step graph ``batches_per_step`` times (with one
+batch a step, the main graph is the step); the step loads each model input from its host stream, runs the model's nodes (each lowered by its rule, on
 the IPU its ``__ipu_number`` names, with copies between IPUs where a tensor crosses), and stores each
 anchor to its host stream. Initializers become variables (or constants, with constant weights),
 passed to the step as inputs. Tensors keep their ONNX ids as names, and ops are named under their
@@ -16,7 +16,8 @@ import numpy as np
 import onnx
 
 from workbench import ops
-from workbench.ir import Constant, Ir, Tensor, Variable, constant, graph_input, ipu, name_scope, variable
+from workbench.ir import (Constant, Ir, Tensor, Variable, constant, get_current_graph, graph_input, ipu,
+                          name_scope, variable)
 from workbench.ir.streams import DeviceToHostStream, HostToDeviceStream, d2h_stream, h2d_stream
 
 from .. import dtypes
@@ -117,12 +118,21 @@ class _Lowering:
                 inner = graph_input(var.shape, var.dtype, name=name)
             self.env[name] = inner
             bindings[inner] = var
+        self.constant_initializers()
+        return bindings
+
+    def use_weights(self, created: Mapping[str, Variable]) -> dict:
+        """The step is the main graph: nodes read the variables themselves."""
+        self.env.update(created)
+        self.constant_initializers()
+        return {}
+
+    def constant_initializers(self) -> None:
         if self.constant_weights:
             for name, array in self.builder.initializers.items():
                 if name not in self.values:
                     with ipu(self.home.get(name, 0)):
                         self.env[name] = self.constants[name] = constant(array, downcast=False, name=name)
-        return bindings
 
     def load_inputs(self, input_types: Mapping[str, TensorType]) -> None:
         for name in self.builder.inputs:
@@ -165,7 +175,7 @@ class _Lowering:
         ctx = NodeContext(node, domain, since, attributes(node, domain, since),
                           [self.builder.types.get(o) for o in node.output],
                           lambda index: self.tensor(node.input[index], node_ipu), self.values.get)
-        graph = self.ir._graphs[-1]
+        graph = get_current_graph()
         before = len(graph._ops)
         with ipu(node_ipu), name_scope(node.name or node.output[0]):
             try:
@@ -234,14 +244,16 @@ def lower_model(builder: GraphBuilder, *, anchors: Iterable[str], batches_per_st
     lowering = _Lowering(builder, ir, constant_weights, node_ipus(builder.nodes, auto_ipus))
     lowering.plan_homes()
     created = lowering.weights_in_main()
-    step = ir.create_empty_graph("step")
+    # One batch a run: the main graph is the step. More: the main graph repeats a step graph.
+    step = ir.main_graph if batches_per_step == 1 else ir.create_empty_graph("step")
     with step:
-        bindings = lowering.step_inputs(created)
+        bindings = lowering.step_inputs(created) if step is not ir.main_graph else lowering.use_weights(created)
         lowering.load_inputs(types)
         lowering.lower_nodes()
         streams = lowering.store_anchors(anchors)
-    with ir.main_graph:
-        ops.repeat(step, batches_per_step, inputs_dict=bindings)
+    if step is not ir.main_graph:
+        with ir.main_graph:
+            ops.repeat(step, batches_per_step, inputs_dict=bindings)
     all_types = {**builder.types, **types}
     return LoweredModel(ir, lowering.loads, streams, lowering.weights, lowering.constants, all_types,
                         {n.name: i for n, i in zip(builder.nodes, lowering.ipus)})
