@@ -42,10 +42,12 @@ def create(session: Any) -> dict[str, np.ndarray]:
 
 
 def input_array(tensor_id: str, data: Any, stream: Any, batches: int, replicas: int) -> np.ndarray:
-    """One input as ``[batches, replicas, *shape]`` in the stream's dtype."""
+    """One input as ``[batches, replicas, *shape]`` (without the 1s) in the stream's dtype."""
     array = np.asarray(data)
     want = stream.dtype.as_numpy()
     shape = expected_shape(batches, replicas, stream.shape)
+    if array.dtype == want and list(array.shape) == shape:
+        return array
     if array.dtype != want:
         raise popart_exception(f"Input '{tensor_id}' has dtype {array.dtype}, but the model expects {want} "
                                f"of shape {shape}")

@@ -6,6 +6,7 @@ constant inputs) and returns the tensors of the node's outputs, in order.
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Sequence
 
@@ -115,14 +116,16 @@ def rule_for(node: onnx.NodeProto, opsets: dict[str, int]) -> tuple[LowerRule, i
     return rule, since
 
 
+@functools.lru_cache(maxsize=None)
+def _defaults(op_type: str, since: int) -> dict:
+    schema = onnx.defs.get_schema(op_type, since, "")
+    return {name: helper.get_attribute_value(a.default_value) for name, a in schema.attributes.items()
+            if a.default_value.name}
+
+
 def attributes(node: onnx.NodeProto, domain: str, since: int) -> dict:
     """The node's attributes, with the schema's defaults for those it leaves out (ai.onnx)."""
-    found = {}
-    if domain == ONNX:
-        schema = onnx.defs.get_schema(node.op_type, since, "")
-        for name, attribute in schema.attributes.items():
-            if attribute.default_value.name:
-                found[name] = helper.get_attribute_value(attribute.default_value)
+    found = dict(_defaults(node.op_type, since)) if domain == ONNX else {}
     for attribute in node.attribute:
         found[attribute.name] = helper.get_attribute_value(attribute)
     return {k: (v.decode() if isinstance(v, bytes) else v) for k, v in found.items()}
