@@ -62,7 +62,14 @@ def _dynamic_slice(inputs: Sequence[TensorType], attrs: Mapping) -> list[TensorT
     return [TensorType(inputs[0].elem_type, tuple(shape))]
 
 
+def _call(inputs: Sequence[TensorType], attrs: Mapping) -> list[TensorType]:
+    from .shapes import type_of
+
+    return [type_of(value) for value in attrs["callee"].output]
+
+
 GRAPHCORE_RULES.update({
+    "Call": _call,
     "L1": _loss, "Nll": _loss, "IdentityLoss": _loss,
     **dict.fromkeys(("Scale", "Gelu", "GeluErf", "Nop", "Detach", "Swish", "PrintTensor", "IncrementMod",
                      "CheckpointOutput", "Square", "Abs"), _same),

@@ -14,7 +14,7 @@ import onnx
 from onnx import helper, numpy_helper
 
 from . import dtypes
-from .shapes import GRAPHCORE, TensorType, infer_node, type_of
+from .shapes import TensorType, infer_node, outer_names, type_of
 
 
 class UnknownTensorError(KeyError):
@@ -125,7 +125,7 @@ class GraphBuilder:
         return name if count is None else f"{name}/{count}"
 
     def _infer(self, node: onnx.NodeProto) -> None:
-        known = {name: self.type(name) for name in node.input if name}
+        known = {name: self.type(name) for name in list(node.input) + outer_names(node) if name and self.has(name)}
         values = {name: v for name in node.input if name and (v := self.value(name)) is not None}
         inferred = infer_node(node, known, values, self.opset_ids())
         for name, ttype in zip(node.output, inferred):
@@ -167,13 +167,19 @@ class GraphBuilder:
     def from_model(cls, model: onnx.ModelProto) -> "GraphBuilder":
         """A builder holding an existing model, its types filled in by ONNX's shape inference."""
         opsets = {("" if o.domain == "ai.onnx" else o.domain): o.version for o in model.opset_import}
-        builder = cls(opsets, model.graph.name)
         try:
             inferred = onnx.shape_inference.infer_shapes(model, data_prop=True)
         except onnx.shape_inference.InferenceError:
             inferred = model
-        graph = inferred.graph
+        builder = cls.from_graph(inferred.graph, opsets)
         builder.doc_string = model.graph.doc_string
+        return builder
+
+    @classmethod
+    def from_graph(cls, graph: onnx.GraphProto, opsets: dict[str, int],
+                   parent: Optional["GraphBuilder"] = None) -> "GraphBuilder":
+        """A builder holding an existing graph (a subgraph sees ``parent``'s tensors)."""
+        builder = cls(opsets, graph.name, parent)
         for init in graph.initializer:
             array = numpy_helper.to_array(init)
             builder.initializers[init.name] = array
@@ -187,7 +193,7 @@ class GraphBuilder:
             builder._claim(value.name)
         builder.inputs = [v.name for v in graph.input if v.name not in builder.initializers]
         builder.outputs = [v.name for v in graph.output]
-        for node in model.graph.node:
+        for node in graph.node:
             builder.nodes.append(node)
             builder._node_names[node.name] = builder._node_names.get(node.name, 0) + 1
             for name in node.output:

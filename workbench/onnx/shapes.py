@@ -48,6 +48,24 @@ def type_of(value_info: onnx.ValueInfoProto) -> Optional[TensorType]:
     return TensorType(tensor.elem_type, dims)
 
 
+def outer_names(node: onnx.NodeProto) -> list[str]:
+    """Names a node's subgraphs (If branches, Loop bodies, Call callees) read from enclosing graphs."""
+    found: dict[str, None] = {}
+    for attribute in node.attribute:
+        graphs = [attribute.g] if attribute.type == onnx.AttributeProto.GRAPH else list(attribute.graphs)
+        for graph in graphs:
+            defined = {v.name for v in graph.input} | {i.name for i in graph.initializer}
+            for inner in graph.node:
+                for name in list(inner.input) + outer_names(inner):
+                    if name and name not in defined:
+                        found.setdefault(name)
+                defined.update(inner.output)
+            for value in graph.output:
+                if value.name not in defined:
+                    found.setdefault(value.name)
+    return list(found)
+
+
 def infer_node(node: onnx.NodeProto, types: Mapping[str, TensorType], values: Mapping[str, np.ndarray],
                opsets: Sequence[onnx.OperatorSetIdProto]) -> list[Optional[TensorType]]:
     """The types of ``node``'s outputs, from the types (and constant values) of its inputs."""
@@ -62,6 +80,9 @@ def infer_node(node: onnx.NodeProto, types: Mapping[str, TensorType], values: Ma
         except (ValueError, TypeError, IndexError) as error:
             raise ShapeInferenceError(f"{node.op_type} ({node.name or node.output[0]}): {error}") from None
     graph_inputs = [t.value_info(name) for name, t in zip(node.input, inputs) if name and t is not None]
+    listed = set(node.input)
+    graph_inputs += [types[name].value_info(name) for name in outer_names(node)
+                     if name not in listed and types.get(name) is not None]
     initializers = [numpy_helper.from_array(values[name], name) for name in dict.fromkeys(node.input)
                     if name in values and values[name].dtype.kind in "iub" and values[name].size <= _VALUE_LIMIT]
     graph = helper.make_graph([node], "node", graph_inputs, [], initializer=initializers)
@@ -71,4 +92,11 @@ def infer_node(node: onnx.NodeProto, types: Mapping[str, TensorType], values: Ma
     except shape_inference.InferenceError as error:
         raise ShapeInferenceError(str(error)) from None
     found = {v.name: type_of(v) for v in inferred.graph.value_info}
-    return [found.get(name) for name in node.output]
+    outputs = [found.get(name) for name in node.output]
+    if node.op_type == "Loop":  # ONNX leaves loop-carried shapes open: they are the body's
+        body = next(a.g for a in node.attribute if a.name == "body")
+        carried = len(node.input) - 2
+        for index in range(min(carried, len(outputs))):
+            if outputs[index] is None or outputs[index].shape is None:
+                outputs[index] = type_of(body.output[index + 1])
+    return outputs

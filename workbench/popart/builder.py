@@ -138,12 +138,11 @@ class Builder:
         return self._graph.add_input(TensorType(0, None), self._prefix() + (name or "input"))
 
     def addInputTensorFromParentGraph(self, tensorId: str) -> None:
+        """Use an enclosing graph's tensor in this subgraph (ONNX subgraphs read them by name)."""
         if self._graph.parent is None:
             raise popart_exception("addInputTensorFromParentGraph needs a subgraph builder "
                                    "(createSubgraphBuilder)")
-        ttype = self._graph.parent.type(tensorId)
-        self._graph.types[tensorId] = ttype
-        self._graph.inputs.append(tensorId)
+        self._type(tensorId)
 
     def addInitializedInputTensor(self, initVal: np.ndarray, *args: Any, debugContext: Any = "",
                                   debugPrefix: Any = None) -> str:
@@ -221,6 +220,10 @@ class Builder:
     def createSubgraphBuilder(self) -> "Builder":
         """A builder for a subgraph (the body of a call, an If branch or a Loop)."""
         return Builder(_parent=self)
+
+    def graph_proto(self):
+        """This builder's graph, for a node attribute (a callee, a branch, a loop body)."""
+        return self._graph.graph_proto()
 
     def embedReplicationFactor(self, replicationFactor: int) -> None:
         self._root._graph.doc_string = f"replicationFactor={int(replicationFactor)}"

@@ -82,6 +82,14 @@ class AiGraphcoreOpset1:
     def __init__(self, builder: Any):
         self._builder = builder
 
+    def call(self, args: list, num_outputs: int, callee: Any, debugContext: Any = "") -> list[str]:
+        """Call the subgraph ``callee`` (a subgraph builder) on ``args``; returns its outputs."""
+        if not all(isinstance(a, str) for a in args):
+            raise TypeError(f"call(): args must be a list of tensor ids, got {args!r}")
+        return self._builder._add_node("Call", list(args), {"callee": callee.graph_proto()},
+                                       num_outputs=int(num_outputs), debug=debug_name(debugContext),
+                                       domain=GRAPHCORE)
+
     def init(self, shape: list, data_type: Any, init_type: Any, batch_axis: int = -1,
              debugContext: Any = "") -> str:
         """A tensor of ``shape`` filled with zeros (``InitType.Zero``) or left undefined (``NoInit``)."""

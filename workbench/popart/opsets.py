@@ -89,6 +89,8 @@ class OpMethod:
 def _attribute_value(kind: int, name: str, value: Any) -> Any:
     if name == "to" and kind == _AttrType.INT:
         return dtypes.onnx_code(value)
+    if kind == _AttrType.GRAPH:
+        return value.graph_proto() if hasattr(value, "graph_proto") else value
     if kind == _AttrType.TENSOR:
         return numpy_helper.from_array(np.asarray(value))
     if kind == _AttrType.INT:

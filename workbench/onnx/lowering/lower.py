@@ -16,14 +16,14 @@ import numpy as np
 import onnx
 
 from workbench import ops
-from workbench.ir import (Constant, Ir, Tensor, Variable, constant, get_current_graph, graph_input, ipu,
-                          name_scope, variable)
+from workbench.ir import (Constant, Graph, Ir, Tensor, Variable, constant, get_current_graph, graph_input,
+                          graph_output, ipu, name_scope, variable)
 from workbench.ir.streams import DeviceToHostStream, HostToDeviceStream, d2h_stream, h2d_stream
 
 from .. import dtypes
 from ..model import GraphBuilder
-from ..shapes import ShapeInferenceError, TensorType, infer_node
-from . import elementwise, graphcore, nn, reductions, shape  # noqa: F401  (fill the rule table)
+from ..shapes import ShapeInferenceError, TensorType, infer_node, outer_names
+from . import control_flow, elementwise, graphcore, nn, reductions, shape  # noqa: F401  (fill the rule table)
 from .folding import fold
 from .table import LoweringError, NodeContext, attributes, rule_for
 
@@ -174,7 +174,9 @@ class _Lowering:
         domain = "ai.onnx" if node.domain in ("", "ai.onnx") else node.domain
         ctx = NodeContext(node, domain, since, attributes(node, domain, since),
                           [self.builder.types.get(o) for o in node.output],
-                          lambda index: self.tensor(node.input[index], node_ipu), self.values.get)
+                          lambda index: self.tensor(node.input[index], node_ipu), self.values.get,
+                          lambda graph, explicit, loop: self.subgraph(graph, explicit, loop, node_ipu,
+                                                                      node.name or node.op_type))
         graph = get_current_graph()
         before = len(graph._ops)
         with ipu(node_ipu), name_scope(node.name or node.output[0]):
@@ -195,6 +197,28 @@ class _Lowering:
                 _adopt_name(tensor, name)
             self.env[name] = tensor
 
+    def subgraph(self, proto: onnx.GraphProto, explicit, loop: bool, node_ipu: int,
+                 caller: str) -> tuple[Graph, list]:
+        """A popxl graph lowered from ``proto`` (see ``NodeContext.subgraph``)."""
+        builder = GraphBuilder.from_graph(proto, self.opsets, parent=self.builder)
+        child = _Lowering(builder, self.ir, self.constant_weights, [node_ipu] * len(builder.nodes))
+        child.values = {**self.values, **child.values}
+        read = [n for n in outer_names(_as_node(proto)) if n not in child.values]
+        outer = [self.tensor(name, node_ipu) for name in read]  # in the enclosing graph
+        graph = self.ir.create_empty_graph(proto.name if proto.name not in ("", "BuilderGraph") else caller)
+        with graph, ipu(node_ipu):
+            for name, (shape, dtype) in zip(builder.inputs, explicit):
+                child.env[name] = graph_input(shape, dtype, name=name)
+            for name, tensor in zip(read, outer):
+                child.env[name] = graph_input(tensor.shape, tensor.dtype, name=name)
+            child.lower_nodes()
+            if loop:
+                counter = child.env[builder.inputs[0]]
+                graph_output(ops.add(counter, constant(np.ones((), counter.dtype.as_numpy()), counter.dtype)))
+            for name in builder.outputs:
+                graph_output(child.tensor(name, node_ipu))
+        return graph, outer
+
     def store_anchors(self, anchors: Iterable[str]) -> dict[str, DeviceToHostStream]:
         streams = {}
         for name in anchors:
@@ -208,6 +232,11 @@ class _Lowering:
     def home_of(self, name: str) -> int:
         tensor = self.env.get(name)
         return tensor.ipu if tensor is not None else self.home.get(name, 0)
+
+
+def _as_node(graph: onnx.GraphProto) -> onnx.NodeProto:
+    """A node holding ``graph`` as its one attribute (to ask which enclosing names it reads)."""
+    return onnx.helper.make_node("Subgraph", [], [], body=graph)
 
 
 def _known(ttype: Optional[TensorType]) -> bool:

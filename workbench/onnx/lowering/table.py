@@ -36,6 +36,7 @@ class NodeContext:
     output_types: list
     _input: Callable[[int], Tensor]
     _value: Callable[[str], Optional[np.ndarray]]
+    _subgraph: Callable[..., Any]
     _cache: dict = field(default_factory=dict)
 
     @property
@@ -67,6 +68,14 @@ class NodeContext:
             raise LoweringError(f"{self.label}: input {index} ('{name}') must be a constant (an initializer "
                                 "or computed from constants and shapes), as it sets the output's shape")
         return found
+
+    def subgraph(self, graph: onnx.GraphProto, explicit: Sequence = (), loop: bool = False):
+        """Lower ``graph`` (a callee, a branch or a body) to a popxl graph on this node's IPU.
+
+        ``explicit`` gives the (shape, dtype) of each of its declared inputs. Returns the graph and the
+        enclosing tensors it reads, to pass after the explicit inputs. With ``loop``, the graph also
+        counts its iterations: its first output is its first input plus one."""
+        return self._subgraph(graph, explicit, loop)
 
     def output_shape(self, index: int = 0) -> tuple:
         ttype = self.output_types[index]
