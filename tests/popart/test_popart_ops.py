@@ -132,8 +132,29 @@ CASES = {
     "isinf": ([np.array([1.0, np.inf, -np.inf], np.float32)], lambda o, x: o.isinf(x, detect_negative=0)),
     "onehot": ([np.array([0, 2, 1], np.int64), const(np.array(4, np.int64)), const(np.array([0.0, 1.0], np.float32))],
                lambda o, x: o.onehot(x, axis=-1)),
+    "upsample_resize": ([rand(1, 2, 3, 4)], lambda o, x: o.resize(x + [o.constant(np.array([1, 1, 2, 3], np.float32))])
+                        if o.version == 10 else
+                        o.resize(x + [o.constant(np.array([], np.float32)), o.constant(np.array([1, 1, 2, 3], np.float32))],
+                                 nearest_mode="floor", coordinate_transformation_mode="asymmetric")),
+    "scatter": ([rand(3, 4), const(np.array([[1, 0], [2, 3]], np.int64)), rand(2, 2)],
+                lambda o, x: o.scatter(x, axis=1) if o.version == 10 else o.scatterelements(x, axis=1)),
+    "prelu": ([rand(2, 3), const(rand(3))], lambda o, x: o.prelu(x)),
+    "depthtospace": ([rand(1, 8, 2, 3)], lambda o, x: o.depthtospace(x, 2)),
+    "spacetodepth": ([rand(1, 2, 4, 6)], lambda o, x: o.spacetodepth(x, 2)),
+    "mod": ([np.array([5, -5, 7, -7], np.int32), np.array([3, 3, -2, -2], np.int32)], lambda o, x: o.mod(x)),
+    "fmod": ([rand(4) * 5, positive(4)], lambda o, x: o.mod(x, fmod=1)),
+    "meanvariancenormalization": ([rand(2, 3, 4, 4)], lambda o, x: o.meanvariancenormalization(x)),
+    "lpnormalization": ([rand(3, 4)], lambda o, x: o.lpnormalization(x)),
+    "hardmax": ([rand(3, 4)], lambda o, x: o.hardmax(x)),
+    "shrink": ([rand(3, 4)], lambda o, x: o.shrink(x, bias=0.1, lambd=0.3)),
+    "constantofshape": ([rand(2, 3)], lambda o, x: o.add([x[0], o.constantofshape([o.shape(x)],
+                                                                                  np.array([2.0], np.float32))])),
+    "range_and_shapes": ([rand(4)], lambda o, x: o.add([x[0], o.cast([o.range([o.constant(np.array(0, np.int64)),
+                                                                                 o.constant(np.array(4, np.int64)),
+                                                                                 o.constant(np.array(1, np.int64))])],
+                                                                       "FLOAT")])),
 }
-OPSET_11_ONLY = {"cumsum"}
+OPSET_11_ONLY = {"cumsum", "range_and_shapes"}
 CASES["cumsum"] = ([rand(3, 4), const(np.array(1, np.int32))], lambda o, x: o.cumsum(x))
 FP16 = {"add", "sub", "mul", "div", "matmul", "gemm", "conv", "relu", "sigmoid", "tanh", "softmax", "maxpool",
         "averagepool", "globalaveragepool", "transpose", "reshape", "concat", "exp", "log", "sqrt", "abs", "neg",
