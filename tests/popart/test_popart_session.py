@@ -284,3 +284,20 @@ def test_lowered_program_keeps_onnx_names_for_the_views():
     assert mul.meta["onnx_node"] == "Mul" and mul.meta["onnx_op"] == "ai.onnx.Mul:7"
     assert call_tree(session.ir) is not None
     assert session.workbench_session.memory_report.fits
+
+
+def test_instrumented_engine_reports_simulated_cycles_and_dot_checks_write_files(tmp_path):
+    proto, a, b, o = add_model((4,))
+    options = popart.SessionOptions()
+    options.engineOptions = {"debug.instrument": "true"}
+    options.dotChecks = {popart.DotCheck.Final}
+    options.logDir = str(tmp_path)
+    session = popart.InferenceSession(proto, popart.DataFlow(1, [o]), popart.DeviceManager().createIpuModelDevice({}),
+                                      userOptions=options)
+    assert list(tmp_path.glob("*.dot"))
+    session.prepareDevice()
+    anchors = session.initAnchorArrays()
+    session.run(popart.PyStepIO({a: np.ones(4, np.float32), b: np.ones(4, np.float32)}, anchors))
+    assert session.getCycleCount() > 0
+    assert "Last run:" in session.getSummaryReport()
+    assert '"profilerMode": "SIMULATED"' in session.getExecutionReport()

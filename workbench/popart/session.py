@@ -12,6 +12,9 @@ reports) works on the program.
 """
 from __future__ import annotations
 
+import json
+import os
+from pathlib import Path
 from typing import Any, Optional, Union
 
 import numpy as np
@@ -61,6 +64,7 @@ class _Session:
             self._options.enableReplicatedGraphs or self._options.enableDistributedReplicatedGraphs) else 1
         self._check_anchors()
         self._lowered = self._lower(shapes)
+        self._write_dot_checks()
         self._runtime: Optional[RuntimeSession] = None
         self._outputs: Optional[dict] = None  # the runtime's output buffers, reused run after run
         self._host_weights = {name: np.array(v.data if hasattr(v, "data") else v)
@@ -95,6 +99,13 @@ class _Session:
                                constant_weights=self._constant_weights(), auto_ipus=auto)
         except LoweringError as error:
             raise popart_exception(str(error)) from None
+
+    def _write_dot_checks(self) -> None:
+        """DOT files of the lowered program for ``dotChecks`` (and ``POPART_DOT_CHECKS``), in ``logDir``."""
+        checks = {getattr(c, "name", str(c)).upper() for c in self._options.dotChecks}
+        checks |= {c.upper() for c in os.environ.get("POPART_DOT_CHECKS", "").split(":") if c}
+        for check in sorted(checks):
+            self._lowered.ir.dot_checkpoint(check, Path(self._options.logDir or "."))
 
     def _constant_weights(self) -> bool:
         return bool(self._options.constantWeights)
@@ -150,6 +161,7 @@ class _Session:
             except ValueError as error:
                 raise popart_exception(str(error)) from None
             self._runtime.progress = False
+            self._runtime.profile = self._instrumented()
         if loadEngine:
             self.loadEngineAndConnectStreams()
 
@@ -259,7 +271,12 @@ class _Session:
             anchor_arrays.deliver(tensor_id, outputs[stream], self._data_flow.art(tensor_id), stepio, bps, replicas)
 
     # ----- reports -----
+    def _instrumented(self) -> bool:
+        return self._options.engineOptions.get("debug.instrument", "false").lower() == "true"
+
     def getSummaryReport(self, resetProfile: bool = True) -> str:
+        """Memory per IPU and, with ``engineOptions = {"debug.instrument": "true"}``, the last run's
+        simulated cycles and measured time per kind of op."""
         self._require_prepared("getSummaryReport")
         report = self._runtime.memory_report
         lines = [f"Program: {len(self._builder.nodes)} ONNX nodes lowered to "
@@ -267,12 +284,28 @@ class _Session:
                  f"Device: {self._device_info}"]
         lines += [f"IPU {m.ipu}: peak {m.peak_bytes:,} of {m.tile_capacity:,} bytes of tile memory"
                   for m in report.ipus]
-        if self._options.engineOptions.get("debug.instrument", "false").lower() != "true":
+        trace = self._runtime.last_trace
+        if not self._instrumented():
             lines.append("Execution profiling not enabled")
+        elif trace is not None:
+            summary = trace.summary()
+            lines.append(f"Last run: {summary.cycles:,} cycles")
+            lines += [f"  {kind}: {cycles:,} cycles, {(summary.seconds_per_kind or {}).get(kind, 0.0) * 1e3:.3f} ms"
+                      for kind, cycles in sorted(summary.cycles_per_kind.items())]
         return "\n".join(lines)
 
     def getExecutionReport(self, useCbor: bool = False, resetProfile: bool = True) -> str:
-        return '{"profilerMode":"NONE"}'
+        if not self._instrumented() or self._runtime is None or self._runtime.last_trace is None:
+            return '{"profilerMode":"NONE"}'
+        summary = self._runtime.last_trace.summary()
+        return json.dumps({"profilerMode": "SIMULATED", "cycles": summary.cycles,
+                           "cyclesPerKind": summary.cycles_per_kind})
+
+    def getCycleCount(self, id: str = "") -> int:  # noqa: A002
+        """Simulated cycles of the last run (the device's cycle counter)."""
+        self._require_prepared("getCycleCount")
+        trace = self._runtime.last_trace
+        return trace.summary().cycles if trace is not None else 0
 
 
 def _with_input_shapes(model: onnx.ModelProto, shapes: InputShapeInfo) -> onnx.ModelProto:
