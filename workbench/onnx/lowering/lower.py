@@ -23,7 +23,7 @@ from workbench.ir.streams import DeviceToHostStream, HostToDeviceStream, d2h_str
 from .. import dtypes
 from ..model import GraphBuilder
 from ..shapes import ShapeInferenceError, TensorType, infer_node, outer_names
-from . import control_flow, elementwise, graphcore, more, nn, reductions, shape  # noqa: F401  (fill the rules)
+from . import control_flow, elementwise, graphcore, more, nn, reductions, rnn, shape  # noqa: F401  (the rules)
 from .folding import fold
 from .table import LoweringError, NodeContext, attributes, rule_for
 
