@@ -232,10 +232,10 @@ def test_input_shape_info_gives_shapes_the_model_leaves_open():
 
 def test_unsupported_op_fails_at_session_creation_naming_op_node_and_opset():
     builder = popart.Builder(opsets={"ai.onnx": 11, "ai.graphcore": 1})
-    x = builder.addInputTensor(popart.TensorInfo("FLOAT", [1, 1, 4, 4]))
-    y = builder.aiOnnx.lrn([x], size=3, debugContext="norm")
-    with pytest.raises(popart.popart_exception, match=r"Op ai.onnx.LRN:1 \(node 'norm'\) at opset 11 is not "
-                                                      "supported"):
+    x = builder.addInputTensor(popart.TensorInfo("FLOAT", [2, 2]))
+    y = builder.aiOnnx.det([x], debugContext="determinant")
+    with pytest.raises(popart.popart_exception, match=r"Op ai.onnx.Det:11 \(node 'determinant'\) at opset 11 is "
+                                                      "not supported"):
         popart.InferenceSession(builder.getModelProto(), popart.DataFlow(1, [y]),
                                 popart.DeviceManager().createCpuDevice())
 
