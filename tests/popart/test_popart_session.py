@@ -301,3 +301,45 @@ def test_instrumented_engine_reports_simulated_cycles_and_dot_checks_write_files
     assert session.getCycleCount() > 0
     assert "Last run:" in session.getSummaryReport()
     assert '"profilerMode": "SIMULATED"' in session.getExecutionReport()
+
+
+@pytest.mark.parametrize("kind, size, groups", [(popart.CommGroupType.Consecutive, 2, [[0, 1], [2, 3]]),
+                                                (popart.CommGroupType.Orthogonal, 2, [[0, 2], [1, 3]])])
+def test_variable_settings_give_each_replica_group_its_own_weight(kind, size, groups):
+    builder = popart.Builder()
+    builder.embedReplicationFactor(4)
+    x = builder.addInputTensor(popart.TensorInfo("FLOAT", [2]))
+    settings = popart.VariableSettings(popart.CommGroup(kind, size), popart.VariableRetrievalMode.OnePerGroup)
+    assert settings.getGroupCount(4) == 2 and settings.numReplicasReturningVariable(4) == 2
+    w = builder.addInitializedInputTensor(np.array([[1.0, 1.0], [2.0, 2.0]], np.float32), settings, "w")
+    assert builder.getTensorShape(w) == [2]
+    y = builder.aiOnnx.mul([x, w])
+    options = popart.SessionOptions()
+    options.enableReplicatedGraphs, options.replicatedGraphCount = True, 4
+    session = popart.InferenceSession(builder.getModelProto(), popart.DataFlow(1, [y]),
+                                      popart.DeviceManager().createIpuModelDevice({"numIPUs": 4}), userOptions=options)
+    grouping = session.ir.variables[0].replica_grouping
+    assert grouping.group_size == 2 and grouping.num_groups == 2
+    session.prepareDevice()
+    anchors = session.initAnchorArrays()
+    session.run(popart.PyStepIO({x: np.ones((4, 2), np.float32)}, anchors))
+    for value, replicas in zip((1.0, 2.0), groups):
+        np.testing.assert_allclose(anchors[y][replicas], value)
+    read = {w: np.zeros((2, 2), np.float32)}
+    session.weightsToHost()
+    session.readWeights(popart.PyWeightsIO(read))
+    np.testing.assert_allclose(read[w], [[1.0, 1.0], [2.0, 2.0]])
+
+
+def test_grouped_weights_need_one_value_per_group_and_a_matching_replication_factor():
+    builder = popart.Builder()
+    builder.embedReplicationFactor(4)
+    settings = popart.VariableSettings(popart.CommGroup(popart.CommGroupType.Consecutive, 2))
+    with pytest.raises(popart.popart_exception, match="leading dimension of 2"):
+        builder.addInitializedInputTensor(np.ones(3, np.float32), settings)
+    x = builder.addInputTensor(popart.TensorInfo("FLOAT", [2]))
+    w = builder.addInitializedInputTensor(np.ones((2, 2), np.float32), settings)
+    y = builder.aiOnnx.mul([x, w])
+    with pytest.raises(popart.popart_exception, match="grouped for 4 replicas"):
+        popart.InferenceSession(builder.getModelProto(), popart.DataFlow(1, [y]),
+                                popart.DeviceManager().createIpuModelDevice({}))

@@ -13,8 +13,12 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from . import dtypes
+from . import dtypes, replica_settings
 from .shapes import TensorType, infer_node, outer_names, type_of
+
+
+VARIABLE_SETTINGS = "popart.variableSettings/"
+REPLICATION_FACTOR = "popart.replicationFactor"
 
 
 class UnknownTensorError(KeyError):
@@ -41,6 +45,10 @@ class GraphBuilder:
         self._taken: dict[str, int] = {}
         self._node_names: dict[str, int] = {}
         self.doc_string = ""
+        # Per initializer, how replicas share it (PopART's VariableSettings, encoded); and the
+        # replication factor the model was built for (Builder.embedReplicationFactor).
+        self.variable_settings: dict[str, str] = {}
+        self.replication_factor = 1
 
     # ----- names -----
     def unique(self, base: str) -> str:
@@ -86,10 +94,14 @@ class GraphBuilder:
         self.inputs.append(tensor_id)
         return tensor_id
 
-    def add_initializer(self, array: np.ndarray, name: str = "") -> str:
+    def add_initializer(self, array: np.ndarray, name: str = "", settings: str = "", groups: int = 1) -> str:
+        """A weight; with ``groups`` > 1 its leading axis holds one value per replica group."""
         tensor_id = self.unique(name or "init_input")
         array = np.require(array, requirements="C")  # keeps 0-d arrays 0-d
-        self.types[tensor_id] = TensorType(dtypes.onnx_code(array.dtype), tuple(array.shape))
+        shape = tuple(array.shape[1:]) if groups > 1 else tuple(array.shape)
+        self.types[tensor_id] = TensorType(dtypes.onnx_code(array.dtype), shape)
+        if settings:
+            self.variable_settings[tensor_id] = settings
         self.initializers[tensor_id] = array
         self.values[tensor_id] = array
         return tensor_id
@@ -159,6 +171,10 @@ class GraphBuilder:
         onnx_version = self.opsets.get("", 10)
         opsets = [helper.make_opsetid(d, v) for d, v in {"": onnx_version, **self.opsets}.items()]
         model = helper.make_model(self.graph_proto(), opset_imports=opsets, producer_name="popart")
+        metadata = {f"{VARIABLE_SETTINGS}{t}": text for t, text in self.variable_settings.items()}
+        if self.replication_factor != 1 or metadata:
+            metadata[REPLICATION_FACTOR] = str(self.replication_factor)
+        helper.set_model_props(model, metadata)
         model.ir_version = helper.find_min_ir_version_for([helper.make_opsetid("", onnx_version)])
         return model
 
@@ -167,12 +183,22 @@ class GraphBuilder:
     def from_model(cls, model: onnx.ModelProto) -> "GraphBuilder":
         """A builder holding an existing model, its types filled in by ONNX's shape inference."""
         opsets = {("" if o.domain == "ai.onnx" else o.domain): o.version for o in model.opset_import}
+        props = {p.key: p.value for p in model.metadata_props}
+        replicas = int(props.get(REPLICATION_FACTOR, "1"))
+        settings = {k[len(VARIABLE_SETTINGS):]: v for k, v in props.items() if k.startswith(VARIABLE_SETTINGS)}
+        grouped = {t for t, text in settings.items() if replica_settings.group_count(text, replicas) > 1}
+        per_replica = _first_groups(model, grouped) if grouped else model
         try:
-            inferred = onnx.shape_inference.infer_shapes(model, data_prop=True)
+            inferred = onnx.shape_inference.infer_shapes(per_replica, data_prop=True)
         except onnx.shape_inference.InferenceError:
-            inferred = model
+            inferred = per_replica
         builder = cls.from_graph(inferred.graph, opsets)
         builder.doc_string = model.graph.doc_string
+        builder.variable_settings = settings
+        builder.replication_factor = replicas
+        for init in model.graph.initializer:
+            if init.name in grouped:  # the full value: one per group
+                builder.initializers[init.name] = builder.values[init.name] = numpy_helper.to_array(init)
         return builder
 
     @classmethod
@@ -204,6 +230,17 @@ class GraphBuilder:
                     and node.attribute[0].name == "value":
                 builder.values[node.output[0]] = numpy_helper.to_array(node.attribute[0].t)
         return builder
+
+
+def _first_groups(model: onnx.ModelProto, grouped: set) -> onnx.ModelProto:
+    """The model with each grouped weight replaced by its first group's value (its per-replica
+    shape), for shape inference."""
+    copy = onnx.ModelProto()
+    copy.CopyFrom(model)
+    for init in copy.graph.initializer:
+        if init.name in grouped:
+            init.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(init)[0], init.name))
+    return copy
 
 
 def load_model(source: Any) -> onnx.ModelProto:

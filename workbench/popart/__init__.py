@@ -22,6 +22,7 @@ from .patterns import Patterns
 from .session import InferenceSession
 from .stepio import PyStepIO, PyStepIOCallback, PyWeightsIO
 from .tensorinfo import InputShapeInfo, TensorInfo
+from .variables import CommGroup, CommGroupType, VariableRetrievalMode, VariableSettings
 
 AiOnnxOpset6, AiOnnxOpset7, AiOnnxOpset8, AiOnnxOpset9, AiOnnxOpset10, AiOnnxOpset11 = (
     opset_class(v) for v in (6, 7, 8, 9, 10, 11))
@@ -38,5 +39,6 @@ __all__ = [
     "Logger", "getLogger", "DotCheck", "Instrumentation", "MeanReductionStrategy", "MergeVarUpdateType",
     "PatternsLevel", "RecomputationType", "RecomputeType", "ReductionType", "SessionOptions",
     "SubgraphCopyingStrategy", "SyntheticDataMode", "VirtualGraphMode", "Patterns", "InferenceSession",
-    "PyStepIO", "PyStepIOCallback", "PyWeightsIO", "InputShapeInfo", "TensorInfo",
+    "PyStepIO", "PyStepIOCallback", "PyWeightsIO", "InputShapeInfo", "TensorInfo", "CommGroup", "CommGroupType",
+    "VariableRetrievalMode", "VariableSettings",
 ]

@@ -23,6 +23,7 @@ from .errors import popart_exception
 from .graphcore import AiGraphcoreOpset1
 from .opsets import ONNX_OPSETS, debug_name, opset_class
 from .tensorinfo import TensorInfo
+from .variables import VariableSettings
 
 defaultAiOnnxOpset = 10
 defaultAiGraphcoreOpset = 1
@@ -151,14 +152,29 @@ class Builder:
             raise TypeError(f"addInitializedInputTensor(): incompatible function arguments; initVal must be a "
                             f"numpy.ndarray, got {type(initVal).__name__}")
         name = debug_name(debugPrefix if debugPrefix is not None else debugContext)
+        settings = None
         for extra in args:  # VariableSettings, then the debug name
-            if isinstance(extra, str):
+            if isinstance(extra, VariableSettings):
+                settings = extra
+            elif isinstance(extra, str):
                 name = extra
         try:
             dtypes.type_string(initVal.dtype)
         except ValueError as error:
             raise popart_exception(str(error)) from None
-        return self._graph.add_initializer(initVal, self._prefix() + (name or "init_input"))
+        groups = 1
+        if settings is not None:
+            replicas = self._root._graph.replication_factor
+            try:
+                groups = settings.getGroupCount(replicas)
+            except ValueError as error:
+                raise popart_exception(f"{error} (embed the replication factor with "
+                                       "builder.embedReplicationFactor first)") from None
+            if groups > 1 and (initVal.ndim == 0 or initVal.shape[0] != groups):
+                raise popart_exception(f"A weight shared by {groups} replica groups needs a leading dimension of "
+                                       f"{groups} (one value per group); got shape {list(initVal.shape)}")
+        return self._graph.add_initializer(initVal, self._prefix() + (name or "init_input"),
+                                           settings.encode() if settings is not None else "", groups)
 
     def addOutputTensor(self, outputName: str) -> None:
         try:
@@ -226,7 +242,8 @@ class Builder:
         return self._graph.graph_proto()
 
     def embedReplicationFactor(self, replicationFactor: int) -> None:
-        self._root._graph.doc_string = f"replicationFactor={int(replicationFactor)}"
+        """The replication factor the model is built for (weights' VariableSettings need it)."""
+        self._root._graph.replication_factor = int(replicationFactor)
 
     # ----- scopes and annotations -----
     @contextlib.contextmanager

@@ -20,7 +20,7 @@ from workbench.ir import (Constant, Graph, Ir, Tensor, Variable, constant, get_c
                           graph_output, ipu, name_scope, variable)
 from workbench.ir.streams import DeviceToHostStream, HostToDeviceStream, d2h_stream, h2d_stream
 
-from .. import dtypes
+from .. import dtypes, replica_settings
 from ..model import GraphBuilder
 from ..shapes import ShapeInferenceError, TensorType, infer_node, outer_names
 from . import control_flow, elementwise, graphcore, more, nn, reductions, rnn, shape  # noqa: F401  (the rules)
@@ -67,7 +67,8 @@ class _Lowering:
         self.opsets = dict(builder.opsets)
         self.opset_ids = builder.opset_ids()
         self.values: dict[str, np.ndarray] = {n: v for n, v in builder.values.items()
-                                              if n not in builder.initializers or v.dtype.kind in "iub"}
+                                              if n not in builder.initializers or (v.dtype.kind in "iub"
+                                                                                   and n not in builder.variable_settings)}
         self.env: dict[str, Tensor] = {}
         self.copies: dict[tuple[int, int], Tensor] = {}
         self.loads: dict[str, HostToDeviceStream] = {}
@@ -104,10 +105,16 @@ class _Lowering:
         the step graph's input for each, to bind at the call."""
         created = {}
         for name, array in self.builder.initializers.items():
-            if self.constant_weights or name in self.values:
+            settings = self.builder.variable_settings.get(name)
+            if (self.constant_weights and not settings) or name in self.values:
                 continue
+            grouping, mode = None, None
+            if settings:
+                stride, size, mode = replica_settings.grouping(settings, self.ir.replication_factor)
+                grouping = self.ir.replica_grouping(stride, size)
             with self.ir.main_graph, ipu(self.home.get(name, 0)):
-                created[name] = variable(array, dtypes.workbench_dtype(array.dtype), name=name, downcast=False)
+                created[name] = variable(array, dtypes.workbench_dtype(array.dtype), name=name, downcast=False,
+                                         replica_grouping=grouping, retrieval_mode=mode)
         self.weights = created
         return created
 
@@ -130,7 +137,7 @@ class _Lowering:
     def constant_initializers(self) -> None:
         if self.constant_weights:
             for name, array in self.builder.initializers.items():
-                if name not in self.values:
+                if name not in self.values and name not in self.builder.variable_settings:
                     with ipu(self.home.get(name, 0)):
                         self.env[name] = self.constants[name] = constant(array, downcast=False, name=name)
 
@@ -260,6 +267,9 @@ def lower_model(builder: GraphBuilder, *, anchors: Iterable[str], batches_per_st
                 constant_weights: bool = False, auto_ipus: int = 0) -> LoweredModel:
     """The Ir of ``builder``'s model (see the module docstring)."""
     anchors = list(anchors)
+    if builder.variable_settings and builder.replication_factor not in (1, replication_factor):
+        raise LoweringError(f"the model's weights are grouped for {builder.replication_factor} replicas "
+                            f"(embedReplicationFactor) but the session replicates {replication_factor} times")
     types = dict(input_types or {})
     for name in builder.inputs:
         ttype = types.get(name) or builder.types.get(name)
