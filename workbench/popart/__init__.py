@@ -4,7 +4,8 @@
 lower them once to a workbench Ir and run it on the simulated IPUs of ``workbench.runtime``.
 """
 from .builder import Builder, defaultAiGraphcoreOpset, defaultAiOnnxMlOpset, defaultAiOnnxOpset
-from .dataflow import AnchorReturnType, AnchorReturnTypeId, DataFlow, ExchangeStrategy
+from .dataflow import AnchorReturnType, AnchorReturnTypeId, DataFlow, ExchangeStrategy, InputSettings, TileSet
+from .debug import DebugContext
 from .devices import (DeviceConnectionType, DeviceInfo, DeviceManager, DeviceSelectionCriterion, DeviceType,
                       SyncPattern)
 from .errors import OutOfMemoryException, popart_exception, poplar_exception
@@ -22,6 +23,7 @@ from .patterns import Patterns
 from .session import InferenceSession
 from .stepio import PyStepIO, PyStepIOCallback, PyWeightsIO
 from .tensorinfo import InputShapeInfo, TensorInfo
+from .transformer import GraphTransformer
 from .variables import CommGroup, CommGroupType, VariableRetrievalMode, VariableSettings
 
 AiOnnxOpset6, AiOnnxOpset7, AiOnnxOpset8, AiOnnxOpset9, AiOnnxOpset10, AiOnnxOpset11 = (
@@ -40,5 +42,5 @@ __all__ = [
     "PatternsLevel", "RecomputationType", "RecomputeType", "ReductionType", "SessionOptions",
     "SubgraphCopyingStrategy", "SyntheticDataMode", "VirtualGraphMode", "Patterns", "InferenceSession",
     "PyStepIO", "PyStepIOCallback", "PyWeightsIO", "InputShapeInfo", "TensorInfo", "CommGroup", "CommGroupType",
-    "VariableRetrievalMode", "VariableSettings",
+    "VariableRetrievalMode", "VariableSettings", "GraphTransformer", "DebugContext", "InputSettings", "TileSet",
 ]

@@ -270,6 +270,30 @@ class _Session:
         for tensor_id, stream in self._lowered.anchors.items():
             anchor_arrays.deliver(tensor_id, outputs[stream], self._data_flow.art(tensor_id), stepio, bps, replicas)
 
+    # ----- random numbers -----
+    def setRandomSeed(self, seedValue: int) -> None:
+        self._seed = int(seedValue)
+
+    def getRandomSeed(self) -> int:
+        return getattr(self, "_seed", 0)
+
+    def getRNGState(self) -> list[int]:
+        return [self.getRandomSeed()]
+
+    def setRNGState(self, rngState: list) -> None:
+        self._seed = int(rngState[0]) if rngState else 0
+
+    # ----- executables -----
+    def compileAndExport(self, filename: str) -> None:
+        """Check the program compiles for the device; the workbench's program is its ONNX model, which
+        is what it writes to ``filename``."""
+        self.prepareDevice(loadEngine=False)
+        onnx.save(self._model, filename)
+
+    def loadExecutable(self, filename: str) -> None:
+        raise popart_exception("loadExecutable: the workbench compiles from the ONNX model; create the session "
+                               "from the model file instead")
+
     # ----- reports -----
     def _instrumented(self) -> bool:
         return self._options.engineOptions.get("debug.instrument", "false").lower() == "true"
