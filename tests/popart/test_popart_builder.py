@@ -194,9 +194,13 @@ def test_graphcore_ops_get_shapes_from_the_workbench_rules():
     each = builder.aiGraphcore.l1loss([x], 0.1, popart.ReductionType.NoReduction)
     assert builder.getTensorShape(s) == [2, 2]
     assert builder.getTensorShape(loss) == [] and builder.getTensorShape(each) == [4, 6]
+    after = builder.aiOnnx.relu([s])
+    builder.addOutputTensor(after)
     model = onnx.load_from_string(builder.getModelProto())
-    onnx.checker.check_model(model)
+    onnx.checker.check_model(model, full_check=True)  # the ai.graphcore schemas are registered with ONNX
     assert {(o.domain, o.version) for o in model.opset_import} == {("", 10), ("ai.graphcore", 1)}
+    del model.graph.value_info[:]  # ONNX's whole-model inference runs the ai.graphcore rules too
+    assert popart.Builder(model.SerializeToString()).getTensorShape(after) == [2, 2]
 
 
 def test_reshape_const_and_tensor_info():

@@ -67,8 +67,7 @@ class _Session:
         self._write_dot_checks()
         self._runtime: Optional[RuntimeSession] = None
         self._outputs: Optional[dict] = None  # the runtime's output buffers, reused run after run
-        self._host_weights = {name: np.array(v.data if hasattr(v, "data") else v)
-                              for name, v in self._builder.initializers.items()}
+        self._host_weights = {name: np.array(v) for name, v in self._builder.initializers.items()}
 
     # ----- building the program -----
     def _check_anchors(self) -> None:

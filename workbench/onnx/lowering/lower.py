@@ -214,8 +214,8 @@ class _Lowering:
         outer = [self.tensor(name, node_ipu) for name in read]  # in the enclosing graph
         graph = self.ir.create_empty_graph(proto.name if proto.name not in ("", "BuilderGraph") else caller)
         with graph, ipu(node_ipu):
-            for name, (shape, dtype) in zip(builder.inputs, explicit):
-                child.env[name] = graph_input(shape, dtype, name=name)
+            for name, (input_shape, input_dtype) in zip(builder.inputs, explicit):
+                child.env[name] = graph_input(input_shape, input_dtype, name=name)
             for name, tensor in zip(read, outer):
                 child.env[name] = graph_input(tensor.shape, tensor.dtype, name=name)
             child.lower_nodes()
