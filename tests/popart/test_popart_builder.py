@@ -1,0 +1,213 @@
+"""The Builder: a real ONNX model, PopART's tensor names, opsets, annotations and errors."""
+import numpy as np
+import onnx
+import pytest
+
+import popart
+
+
+def test_popart_is_the_workbench_face():
+    import workbench.popart
+
+    assert popart is workbench.popart
+    assert popart.Builder is workbench.popart.builder.Builder
+
+
+def test_model_proto_is_real_onnx_that_the_checker_accepts():
+    builder = popart.Builder()
+    a = builder.addInputTensor(popart.TensorInfo("FLOAT", [1, 2, 32, 32]))
+    b = builder.addInputTensor(popart.TensorInfo("FLOAT", [1, 2, 32, 32]))
+    o = builder.aiOnnx.add([a, b])
+    builder.addOutputTensor(o)
+    model = onnx.load_from_string(builder.getModelProto())
+    onnx.checker.check_model(model, full_check=True)
+    assert [n.op_type for n in model.graph.node] == ["Add"]
+    assert [i.name for i in model.graph.input] == ["input", "input/1"]
+    assert [o.name for o in model.graph.output] == ["Add:0"]
+    assert {(o.domain, o.version) for o in model.opset_import} == {("", 10)}
+
+
+def test_tensor_names_follow_popart():
+    builder = popart.Builder()
+    a = builder.addInputTensor("FLOAT", [2])
+    b = builder.addInputTensor("FLOAT", [2], "b")
+    w = builder.addInitializedInputTensor(np.ones(2, np.float32))
+    w1 = builder.addInitializedInputTensor(np.ones(2, np.float32), "weight")
+    x = builder.aiOnnx.add([a, b])
+    y = builder.aiOnnx.add([x, w], "named")
+    with builder.nameScope("layer"):
+        z = builder.aiOnnx.mul([y, w1])
+        i = builder.addInputTensor(popart.TensorInfo("FLOAT", [2]))
+    parts = builder.aiOnnx.split([z], 2, axis=0)
+    assert (a, b, w, w1) == ("input", "b", "init_input", "weight")
+    assert (x, y, z, i) == ("Add:0", "Add:0/1", "layer/Mul:0", "layer/input")
+    assert parts == ["Split:0", "Split:1"]
+    nodes = onnx.load_from_string(builder.getModelProto()).graph.node
+    assert [n.name for n in nodes] == ["Add", "named", "layer/Mul", "Split"]
+
+
+def test_shapes_are_inferred_per_node():
+    builder = popart.Builder()
+    x = builder.addInputTensor(popart.TensorInfo("FLOAT16", [1, 4, 32, 32]))
+    w = builder.addInitializedInputTensor(np.zeros([64, 4, 3, 3], np.float16))
+    y = builder.aiOnnx.conv([x, w], dilations=[1, 1], pads=[1, 1, 1, 1], strides=[2, 2])
+    idx = builder.addInputTensor(popart.TensorInfo("INT32", [5]))
+    g = builder.aiOnnx.gather([y, idx], axis=1, debugPrefix="My-Gather")
+    assert builder.getTensorShape(y) == [1, 64, 16, 16]
+    assert builder.getTensorShape(g) == [1, 5, 16, 16]
+    assert builder.getTensorDtypeString(g) == "float16"
+    assert builder.getTensorDtypeString(idx) == "int32"
+    assert builder.isInitializer(w) and not builder.isInitializer(x)
+
+
+def test_shape_errors_are_popart_exceptions_naming_the_node():
+    builder = popart.Builder()
+    a = builder.addInputTensor(popart.TensorInfo("FLOAT", [2, 3]))
+    b = builder.addInputTensor(popart.TensorInfo("FLOAT", [4, 5]))
+    with pytest.raises(popart.popart_exception, match="Add 'Add'.*shape inference"):
+        builder.aiOnnx.add([a, b])
+    with pytest.raises(popart.popart_exception, match="'nope' is not a tensor"):
+        builder.aiOnnx.relu(["nope"])
+    with pytest.raises(popart.popart_exception, match="No tensor with id 'nope'"):
+        builder.getTensorShape("nope")
+
+
+def test_tensor_id_lists():
+    builder = popart.Builder()
+    x = builder.addInputTensor(popart.TensorInfo("FLOAT", [2]))
+    w = builder.addInitializedInputTensor(np.ones(2, np.float32))
+    k = builder.addInitializedInputTensor(np.ones(2, np.int32))
+    y = builder.aiOnnx.mul([x, w])
+    z = builder.aiOnnx.relu([y])
+    builder.addOutputTensor(z)
+    assert builder.getInputTensorIds() == [x, w, k]
+    assert builder.getOutputTensorIds() == [z]
+    assert builder.getValueTensorIds() == [y]
+    assert builder.getTrainableTensorIds() == [w]
+
+
+def test_opset_choice_and_mixing_raises_as_popart():
+    builder = popart.Builder()
+    x = builder.addInputTensor(popart.TensorInfo("FLOAT", [2]))
+    builder.aiOnnxOpset11.relu([x])
+    assert type(builder.aiOnnx).__name__ == "AiOnnxOpset11"
+    with pytest.raises(RuntimeError, match="Invalid opset 'aiOnnxOpset9' selected. Opset for domain ai.onnx "
+                                          "already defined as 11"):
+        builder.aiOnnxOpset9
+    fixed = popart.Builder(opsets={"ai.onnx": 9, "ai.graphcore": 1})
+    assert type(fixed.aiOnnx).__name__ == "AiOnnxOpset9"
+
+
+def test_opsets_have_popart_method_counts_and_signatures():
+    import inspect
+
+    counts = {v: len([n for n in vars(popart.opset_class(v)) if not n.startswith("_") and n != "version"])
+              for v in (6, 7, 8, 9, 10, 11)}
+    assert counts == {6: 95, 7: 102, 8: 104, 9: 123, 10: 137, 11: 156}
+    opset10 = popart.AiOnnxOpset10
+    assert str(inspect.signature(opset10.gemm)) == "(args, alpha=1.0, beta=1.0, transA=0, transB=0, debugContext='')"
+    assert str(inspect.signature(opset10.conv)) == ("(args, dilations=[], group=1, kernel_shape=[], pads=[], "
+                                                    "strides=[], debugContext='')")
+    assert str(inspect.signature(opset10.maxpool)).startswith("(args, num_outputs, kernel_shape, ceil_mode=0")
+    assert str(inspect.signature(opset10.reducesum)) == "(args, axes=None, keepdims=1, debugContext='')"
+    assert "add(args, axis=None, broadcast=0" in "add" + str(inspect.signature(popart.AiOnnxOpset6.add))
+
+
+def test_wrong_arguments_raise_pybinds_type_error():
+    builder = popart.Builder()
+    a = builder.addInputTensor(popart.TensorInfo("FLOAT", [1]))
+    with pytest.raises(TypeError, match=r"^add\(\): incompatible function arguments. The following argument "
+                                        "types are supported:"):
+        builder.aiOnnx.add(a, a)
+
+
+def test_builder_loads_a_model_and_continues_it(tmp_path):
+    builder = popart.Builder()
+    x = builder.addInputTensor(popart.TensorInfo("FLOAT", [3]))
+    y = builder.aiOnnx.relu([x])
+    builder.addOutputTensor(y)
+    path = tmp_path / "model.onnx"
+    builder.saveModelProto(str(path))
+    for source in (builder.getModelProto(), str(path)):
+        loaded = popart.Builder(source)
+        assert loaded.getInputTensorIds() == [x]
+        assert loaded.getTensorShape(y) == [3]
+        z = loaded.aiOnnx.relu([y])
+        assert z == "Relu:0/1"
+
+
+def test_virtual_graph_and_pipeline_stage_annotations():
+    builder = popart.Builder()
+    i1, i2, i3, i4 = (builder.addInputTensor(popart.TensorInfo("FLOAT", [1])) for _ in range(4))
+    with builder.virtualGraph(0), builder.pipelineStage(0):
+        o1 = builder.aiOnnx.add([i1, i2])
+        o2 = builder.aiOnnx.add([i3, i4])
+    with builder.virtualGraph(1):
+        o = builder.aiOnnx.add([o1, o2])
+    builder.virtualGraph(o2, 1)
+    assert [builder.getVirtualGraph(t) for t in (o1, o2, o)] == [0, 1, 1]
+    assert builder.getPipelineStage(o1) == 0 and not builder.hasPipelineStage(o)
+    node = onnx.load_from_string(builder.getModelProto()).graph.node[0]
+    assert {a.name for a in node.attribute} == {"__ipu_number", "__pipeline_stage"}
+
+
+def test_node_attribute_api():
+    builder = popart.Builder()
+    x = builder.addInputTensor(popart.TensorInfo("FLOAT", [2]))
+    y = builder.aiOnnx.relu([x])
+    builder.addNodeAttribute("myInt", 3, {y})
+    builder.addNodeAttribute("myFloats", [1.0, 2.0], {y})
+    builder.addNodeAttribute("myString", "hi", {y})
+    assert builder.getInt64NodeAttribute("myInt", {y}) == 3
+    assert builder.getFloatVectorNodeAttribute("myFloats", {y}) == [1.0, 2.0]
+    assert builder.getStringNodeAttribute("myString", {y}) == "hi"
+    assert builder.nodeHasAttribute("myInt", {y})
+    assert set(builder.getAllNodeAttributeNames({y})) == {"myInt", "myFloats", "myString"}
+    builder.removeNodeAttribute("myInt", {y})
+    assert not builder.nodeHasAttribute("myInt", {y})
+    with pytest.raises(popart.popart_exception, match="already has attribute"):
+        builder.addNodeAttribute("myString", "again", {y})
+
+
+def test_memory_partials_recompute_and_outline_attributes():
+    builder = popart.Builder()
+    a = builder.addInputTensor(popart.TensorInfo("FLOAT", [2, 2]))
+    with builder.outlineAttributes({"layer": "1"}), builder.schedulePriority(2.0):
+        m = builder.aiOnnx.matmul([a, a])
+    builder.setAvailableMemoryProportion(m, 0.3)
+    builder.setPartialsType(m, "HALF")
+    builder.recomputeOutputInBackwardPass(m)
+    node = onnx.load_from_string(builder.getModelProto()).graph.node[0]
+    names = {a.name for a in node.attribute}
+    assert {"__available_memory", "__partials_type", "__recompute_output_in_backward_pass", "__outline",
+            "__schedule_priority"} <= names
+    assert builder.getPartialsType(m) == "HALF"
+    with pytest.raises(popart.popart_exception):
+        builder.setAvailableMemoryProportion(m, 1.5)
+
+
+def test_graphcore_ops_get_shapes_from_the_workbench_rules():
+    builder = popart.Builder()
+    x = builder.addInputTensor(popart.TensorInfo("FLOAT", [4, 6]))
+    s = builder.aiGraphcore.subsample([x], [2, 3])
+    loss = builder.aiGraphcore.l1loss([x], 0.1, reduction=popart.ReductionType.Sum)
+    each = builder.aiGraphcore.l1loss([x], 0.1, popart.ReductionType.NoReduction)
+    assert builder.getTensorShape(s) == [2, 2]
+    assert builder.getTensorShape(loss) == [] and builder.getTensorShape(each) == [4, 6]
+    after = builder.aiOnnx.relu([s])
+    builder.addOutputTensor(after)
+    model = onnx.load_from_string(builder.getModelProto())
+    onnx.checker.check_model(model, full_check=True)  # the ai.graphcore schemas are registered with ONNX
+    assert {(o.domain, o.version) for o in model.opset_import} == {("", 10), ("ai.graphcore", 1)}
+    del model.graph.value_info[:]  # ONNX's whole-model inference runs the ai.graphcore rules too
+    assert popart.Builder(model.SerializeToString()).getTensorShape(after) == [2, 2]
+
+
+def test_reshape_const_and_tensor_info():
+    builder = popart.Builder()
+    x = builder.addInputTensor(popart.TensorInfo(np.float32, [2, 6]))
+    y = builder.reshape_const(builder.aiOnnx, [x], [3, 4])
+    assert builder.getTensorShape(y) == [3, 4]
+    info = popart.TensorInfo(np.zeros((2, 3), np.int32))
+    assert (info.dataType(), info.shape(), info.nelms(), info.nbytes(), info.data_type_lcase()) == \
+        ("INT32", [2, 3], 6, 24, "int32")

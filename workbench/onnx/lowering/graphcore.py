@@ -1,0 +1,96 @@
+"""Lowering rules of the ai.graphcore ops: losses, Scale, Subsample, Gelu, Swish, Nop, Detach,
+PrintTensor, GroupNormalization, Init, IncrementMod, DynamicSlice, CheckpointOutput, Square."""
+from __future__ import annotations
+
+import numpy as np
+
+from workbench import ops
+from workbench.ir import constant
+
+from .. import dtypes
+from ..shapes import GRAPHCORE
+from .table import NodeContext, lowers
+
+
+def graphcore(op_type: str):
+    return lowers(op_type, 1, domain=GRAPHCORE)
+
+
+def _reduce(x, reduction: str):
+    if reduction == "Sum":
+        return ops.sum(x)
+    if reduction == "Mean":
+        return ops.mean(x)
+    return x
+
+
+@graphcore("L1")
+def _l1(ctx: NodeContext):
+    x = ctx.input(0)
+    scaled = ops.mul(ops.abs(x), constant(np.array(ctx.attrs["lambda"], x.dtype.as_numpy()), x.dtype))
+    return [_reduce(scaled, ctx.attrs.get("reduction", "Mean"))]
+
+
+@graphcore("IdentityLoss")
+def _identity_loss(ctx: NodeContext):
+    return [_reduce(ctx.input(0), ctx.attrs.get("reduction", "Mean"))]
+
+
+@graphcore("Nll")
+def _nll(ctx: NodeContext):
+    reduction = {"Mean": "mean", "Sum": "sum", "NoReduction": "none"}[ctx.attrs.get("reduction", "Mean")]
+    return [ops.nll_loss(ctx.input(0), ctx.input(1), ignore_index=ctx.attrs.get("ignoreIndex"),
+                         reduction=reduction, log_prob=bool(ctx.attrs.get("inputIsLogProbability", 0)))]
+
+
+@graphcore("Scale")
+def _scale(ctx: NodeContext):
+    x = ctx.input(0)
+    return [ops.mul(x, constant(np.array(ctx.attrs["scale"], x.dtype.as_numpy()), x.dtype))]
+
+
+@graphcore("Subsample")
+def _subsample(ctx: NodeContext):
+    return [ops.subsample(ctx.input(0), list(ctx.attrs["strides"]))]
+
+
+for _op_type, _fn in (("Gelu", ops.gelu), ("Swish", ops.swish), ("Nop", ops.identity), ("Detach", ops.detach),
+                      ("CheckpointOutput", ops.identity), ("Square", lambda t: ops.mul(t, t))):
+    graphcore(_op_type)(lambda ctx, _fn=_fn: [_fn(ctx.input(0))])
+
+
+@graphcore("PrintTensor")
+def _print_tensor(ctx: NodeContext):
+    return [ops.print_tensor(ctx.input(0), title=ctx.attrs.get("title") or ctx.node.input[0])]
+
+
+@graphcore("GroupNormalization")
+def _group_norm(ctx: NodeContext):
+    x = ctx.input(0)
+    y = ops.group_norm(x, ctx.input(1), ctx.input(2), num_groups=int(ctx.attrs["num_groups"]),
+                       eps=float(ctx.attrs.get("epsilon", 1e-5)))
+    groups = x.shape[0] * int(ctx.attrs["num_groups"])
+    grouped = ops.reshape(x, (groups, -1))
+    mean = ops.mean(grouped, axis=1)
+    centred = ops.sub(grouped, ops.reshape(mean, (groups, 1)))
+    variance = ops.mean(ops.mul(centred, centred), axis=1)
+    eps = constant(np.array(ctx.attrs.get("epsilon", 1e-5), x.dtype.as_numpy()), x.dtype)
+    inv_std = ops.div(constant(np.array(1, x.dtype.as_numpy()), x.dtype), ops.sqrt(ops.add(variance, eps)))
+    return [y, mean, inv_std][:len(ctx.node.output)]
+
+
+@graphcore("Init")
+def _init(ctx: NodeContext):
+    return [ops.init(tuple(ctx.attrs["shape"]), dtypes.workbench_dtype(int(ctx.attrs["data_type"])),
+                     init_type="undef" if int(ctx.attrs.get("init_type", 1)) == 0 else "zero")]
+
+
+@graphcore("IncrementMod")
+def _increment_mod(ctx: NodeContext):
+    return [ops.increment_mod(ctx.input(0), float(ctx.attrs["increment"]), float(ctx.attrs["modulus"]))]
+
+
+@graphcore("DynamicSlice")
+def _dynamic_slice(ctx: NodeContext):
+    return [ops.dynamic_slice(ctx.input(0), ctx.input(1), list(ctx.attrs["axes"]), list(ctx.attrs["sizes"]),
+                              bool(ctx.attrs.get("noOverlap", 0)))]

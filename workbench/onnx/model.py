@@ -1,0 +1,261 @@
+"""An ONNX graph being built node by node, as PopART's Builder builds it.
+
+Every tensor's type is known as soon as it exists: inputs and initializers declare theirs, and each
+node's outputs are inferred when the node is added (``shapes.infer_node``). Names follow PopART:
+inputs ``input``, ``input/1``...; initializers ``init_input``...; node outputs ``<OpType>:<i>``;
+a name already taken gains ``/<n>``.
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping, Optional, Sequence
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper
+
+from . import dtypes, replica_settings
+from .shapes import TensorType, infer_node, outer_names, type_of
+
+
+VARIABLE_SETTINGS = "popart.variableSettings/"
+REPLICATION_FACTOR = "popart.replicationFactor"
+
+
+class UnknownTensorError(KeyError):
+    """A tensor id that the graph does not hold."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+class GraphBuilder:
+    """One ONNX graph (the model's, or a subgraph's) with the types and constant values of its tensors."""
+
+    def __init__(self, opsets: dict[str, int], name: str = "", parent: Optional["GraphBuilder"] = None):
+        self.opsets = opsets  # shared with subgraph builders: one model, one opset per domain
+        self.parent = parent
+        self.name = name
+        self.nodes: list[onnx.NodeProto] = []
+        self.inputs: list[str] = []
+        self.outputs: list[str] = []
+        self.initializers: dict[str, np.ndarray] = {}
+        self.types: dict[str, TensorType] = {}
+        self.values: dict[str, np.ndarray] = {}  # initializers and Constant outputs
+        self.producers: dict[str, onnx.NodeProto] = {}
+        self._taken: dict[str, int] = {}
+        self._node_names: dict[str, int] = {}
+        self.doc_string = ""
+        # Per initializer, how replicas share it (PopART's VariableSettings, encoded); and the
+        # replication factor the model was built for (Builder.embedReplicationFactor).
+        self.variable_settings: dict[str, str] = {}
+        self.replication_factor = 1
+
+    # ----- names -----
+    def unique(self, base: str) -> str:
+        """``base`` if free, else ``base/1``, ``base/2``... (the first free)."""
+        number = self._taken.get(base)
+        if number is None and not self._known_above(base):
+            self._taken[base] = 0
+            return base
+        number = number or 0
+        while True:
+            number += 1
+            candidate = f"{base}/{number}"
+            if candidate not in self._taken and not self._known_above(candidate):
+                self._taken[base] = number
+                self._taken[candidate] = 0
+                return candidate
+
+    def _known_above(self, name: str) -> bool:
+        return self.parent is not None and (name in self.parent._taken or self.parent._known_above(name))
+
+    def _claim(self, name: str) -> None:
+        self._taken.setdefault(name, 0)
+
+    # ----- tensors -----
+    def has(self, tensor_id: str) -> bool:
+        return tensor_id in self.types or (self.parent is not None and self.parent.has(tensor_id))
+
+    def type(self, tensor_id: str) -> TensorType:
+        if tensor_id in self.types:
+            return self.types[tensor_id]
+        if self.parent is not None and self.parent.has(tensor_id):
+            return self.parent.type(tensor_id)
+        raise UnknownTensorError(f"No tensor with id '{tensor_id}' in the graph")
+
+    def value(self, tensor_id: str) -> Optional[np.ndarray]:
+        if tensor_id in self.values:
+            return self.values[tensor_id]
+        return self.parent.value(tensor_id) if self.parent is not None else None
+
+    def add_input(self, ttype: TensorType, name: str = "") -> str:
+        tensor_id = self.unique(name or "input")
+        self.types[tensor_id] = ttype
+        self.inputs.append(tensor_id)
+        return tensor_id
+
+    def add_initializer(self, array: np.ndarray, name: str = "", settings: str = "", groups: int = 1) -> str:
+        """A weight; with ``groups`` > 1 its leading axis holds one value per replica group."""
+        tensor_id = self.unique(name or "init_input")
+        array = np.require(array, requirements="C")  # keeps 0-d arrays 0-d
+        shape = tuple(array.shape[1:]) if groups > 1 else tuple(array.shape)
+        self.types[tensor_id] = TensorType(dtypes.onnx_code(array.dtype), shape)
+        if settings:
+            self.variable_settings[tensor_id] = settings
+        self.initializers[tensor_id] = array
+        self.values[tensor_id] = array
+        return tensor_id
+
+    def add_output(self, tensor_id: str) -> None:
+        self.type(tensor_id)
+        self.outputs.append(tensor_id)
+
+    # ----- nodes -----
+    def add_node(self, op_type: str, inputs: Sequence[str], attributes: Mapping[str, Any], *,
+                 domain: str = "", num_outputs: int = 1, name: str = "", prefix: str = "") -> list[str]:
+        """Append a node; returns its output ids, whose types are inferred at once."""
+        for tensor_id in inputs:
+            if tensor_id and not self.has(tensor_id):
+                raise UnknownTensorError(f"{op_type}: input '{tensor_id}' is not a tensor of the graph "
+                                         f"(known inputs: {', '.join(self.inputs) or 'none'})")
+        outputs = [self.unique(f"{prefix}{op_type}:{index}") for index in range(num_outputs)]
+        node = helper.make_node(op_type, list(inputs), outputs, name=self._unique_node_name(name),
+                                domain=domain if domain not in ("", "ai.onnx") else None,
+                                **{k: v for k, v in attributes.items() if v is not None})
+        self._infer(node)
+        self.nodes.append(node)
+        for tensor_id in outputs:
+            self.producers[tensor_id] = node
+        if op_type == "Constant" and domain in ("", "ai.onnx"):
+            self.values[outputs[0]] = numpy_helper.to_array(node.attribute[0].t)
+        return outputs
+
+    def _unique_node_name(self, name: str) -> str:
+        """Node names are unique (onnxruntime requires it): a repeated one gains ``/<n>``."""
+        count = self._node_names.get(name)
+        self._node_names[name] = (count or 0) + 1
+        return name if count is None else f"{name}/{count}"
+
+    def _infer(self, node: onnx.NodeProto) -> None:
+        known = {name: self.type(name) for name in list(node.input) + outer_names(node) if name and self.has(name)}
+        values = {name: v for name in node.input if name and (v := self.value(name)) is not None}
+        inferred = infer_node(node, known, values, self.opset_ids())
+        for name, ttype in zip(node.output, inferred):
+            if ttype is not None:
+                self.types[name] = ttype
+        for name in node.output:
+            self.types.setdefault(name, TensorType(0, None))
+
+    def opset_ids(self) -> list[onnx.OperatorSetIdProto]:
+        return [helper.make_opsetid(domain, version) for domain, version in self.opsets.items()]
+
+    def node_of(self, tensor_id: str) -> onnx.NodeProto:
+        """The node producing ``tensor_id``."""
+        if tensor_id in self.producers:
+            return self.producers[tensor_id]
+        raise UnknownTensorError(f"No node produces tensor '{tensor_id}'")
+
+    # ----- the proto -----
+    def graph_proto(self) -> onnx.GraphProto:
+        declared = set(self.inputs) | set(self.outputs) | set(self.initializers)
+        value_info = [self.types[t].value_info(t) for n in self.nodes for t in n.output
+                      if t not in declared and self.types[t].elem_type]
+        return helper.make_graph(
+            list(self.nodes), self.name or "BuilderGraph",
+            [self.types[t].value_info(t) for t in self.inputs],
+            [self.type(t).value_info(t) for t in self.outputs],
+            initializer=[numpy_helper.from_array(a, n) for n, a in self.initializers.items()],
+            value_info=value_info, doc_string=self.doc_string or None)
+
+    def model_proto(self) -> onnx.ModelProto:
+        onnx_version = self.opsets.get("", 10)
+        opsets = [helper.make_opsetid(d, v) for d, v in {"": onnx_version, **self.opsets}.items()]
+        model = helper.make_model(self.graph_proto(), opset_imports=opsets, producer_name="popart")
+        metadata = {f"{VARIABLE_SETTINGS}{t}": text for t, text in self.variable_settings.items()}
+        if self.replication_factor != 1 or metadata:
+            metadata[REPLICATION_FACTOR] = str(self.replication_factor)
+        helper.set_model_props(model, metadata)
+        model.ir_version = helper.find_min_ir_version_for([helper.make_opsetid("", onnx_version)])
+        return model
+
+    # ----- loading -----
+    @classmethod
+    def from_model(cls, model: onnx.ModelProto) -> "GraphBuilder":
+        """A builder holding an existing model, its types filled in by ONNX's shape inference."""
+        opsets = {("" if o.domain == "ai.onnx" else o.domain): o.version for o in model.opset_import}
+        props = {p.key: p.value for p in model.metadata_props}
+        replicas = int(props.get(REPLICATION_FACTOR, "1"))
+        settings = {k[len(VARIABLE_SETTINGS):]: v for k, v in props.items() if k.startswith(VARIABLE_SETTINGS)}
+        grouped = {t for t, text in settings.items() if replica_settings.group_count(text, replicas) > 1}
+        per_replica = _first_groups(model, grouped) if grouped else model
+        try:
+            inferred = onnx.shape_inference.infer_shapes(per_replica, data_prop=True)
+        except onnx.shape_inference.InferenceError:
+            inferred = per_replica
+        builder = cls.from_graph(inferred.graph, opsets)
+        builder.doc_string = model.graph.doc_string
+        builder.variable_settings = settings
+        builder.replication_factor = replicas
+        for init in model.graph.initializer:
+            if init.name in grouped:  # the full value: one per group
+                builder.initializers[init.name] = builder.values[init.name] = numpy_helper.to_array(init)
+        return builder
+
+    @classmethod
+    def from_graph(cls, graph: onnx.GraphProto, opsets: dict[str, int],
+                   parent: Optional["GraphBuilder"] = None) -> "GraphBuilder":
+        """A builder holding an existing graph (a subgraph sees ``parent``'s tensors)."""
+        builder = cls(opsets, graph.name, parent)
+        for init in graph.initializer:
+            array = numpy_helper.to_array(init)
+            builder.initializers[init.name] = array
+            builder.values[init.name] = array
+            builder.types[init.name] = TensorType(init.data_type, tuple(init.dims))
+            builder._claim(init.name)
+        for value in list(graph.input) + list(graph.value_info) + list(graph.output):
+            ttype = type_of(value)
+            if ttype is not None and value.name not in builder.initializers:
+                builder.types[value.name] = ttype
+            builder._claim(value.name)
+        builder.inputs = [v.name for v in graph.input if v.name not in builder.initializers]
+        builder.outputs = [v.name for v in graph.output]
+        for node in graph.node:
+            builder.nodes.append(node)
+            builder._node_names[node.name] = builder._node_names.get(node.name, 0) + 1
+            for name in node.output:
+                builder.producers[name] = node
+                builder._claim(name)
+                builder.types.setdefault(name, TensorType(0, None))
+            if node.op_type == "Constant" and node.domain in ("", "ai.onnx") and node.attribute \
+                    and node.attribute[0].name == "value":
+                builder.values[node.output[0]] = numpy_helper.to_array(node.attribute[0].t)
+        return builder
+
+
+def _first_groups(model: onnx.ModelProto, grouped: set) -> onnx.ModelProto:
+    """The model with each grouped weight replaced by its first group's value (its per-replica
+    shape), for shape inference."""
+    copy = onnx.ModelProto()
+    copy.CopyFrom(model)
+    for init in copy.graph.initializer:
+        if init.name in grouped:
+            init.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(init)[0], init.name))
+    return copy
+
+
+def load_model(source: Any) -> onnx.ModelProto:
+    """A ModelProto from serialized bytes, a path, or a ModelProto."""
+    if isinstance(source, onnx.ModelProto):
+        return source
+    if isinstance(source, (bytes, bytearray)):
+        try:
+            return onnx.load_from_string(bytes(source))
+        except Exception as error:  # protobuf's DecodeError and friends
+            raise ValueError(f"the bytes given are not a serialized ONNX ModelProto: {error}") from None
+    if isinstance(source, str) or hasattr(source, "__fspath__"):
+        try:
+            return onnx.load(source)
+        except FileNotFoundError:
+            raise FileNotFoundError(f"no ONNX model file at {str(source)!r}") from None
+    raise TypeError(f"expected an ONNX model as bytes or a file path, got {type(source).__name__}")
+

@@ -1,0 +1,46 @@
+"""The PopART-compatible face of the workbench: PopART's names, signatures and errors.
+
+``import popart`` resolves to this very package. Models are real ONNX (``workbench.onnx``); sessions
+lower them once to a workbench Ir and run it on the simulated IPUs of ``workbench.runtime``.
+"""
+from .builder import Builder, defaultAiGraphcoreOpset, defaultAiOnnxMlOpset, defaultAiOnnxOpset
+from .dataflow import AnchorReturnType, AnchorReturnTypeId, DataFlow, ExchangeStrategy, InputSettings, TileSet
+from .debug import DebugContext
+from .devices import (DeviceConnectionType, DeviceInfo, DeviceManager, DeviceSelectionCriterion, DeviceType,
+                      SyncPattern)
+from .errors import OutOfMemoryException, popart_exception, poplar_exception
+from .graphcore import AiGraphcoreOpset1
+from .introspection import (OperatorIdentifier, getSupportedOperations, getUnsupportedOperations, packageHash,
+                            reservedAccumPrefix, reservedGradientPrefix, reservedRandomSeedPrefix,
+                            reservedRestoredPrefix, reservedStashedPrefix, reservedUpdatedVarPrefix,
+                            versionNumber, versionString)
+from .logging_ import Logger, getLogger
+from .opsets import opset_class
+from .options import (DotCheck, Instrumentation, MeanReductionStrategy, MergeVarUpdateType, PatternsLevel,
+                      RecomputationType, RecomputeType, ReductionType, SessionOptions, SubgraphCopyingStrategy,
+                      SyntheticDataMode, VirtualGraphMode)
+from .patterns import Patterns
+from .session import InferenceSession
+from .stepio import PyStepIO, PyStepIOCallback, PyWeightsIO
+from .tensorinfo import InputShapeInfo, TensorInfo
+from .transformer import GraphTransformer
+from .variables import CommGroup, CommGroupType, VariableRetrievalMode, VariableSettings
+
+AiOnnxOpset6, AiOnnxOpset7, AiOnnxOpset8, AiOnnxOpset9, AiOnnxOpset10, AiOnnxOpset11 = (
+    opset_class(v) for v in (6, 7, 8, 9, 10, 11))
+__version__ = versionString()
+
+__all__ = [
+    "Builder", "defaultAiOnnxOpset", "defaultAiGraphcoreOpset", "defaultAiOnnxMlOpset", "AnchorReturnType",
+    "AnchorReturnTypeId", "DataFlow", "ExchangeStrategy", "DeviceConnectionType", "DeviceInfo", "DeviceManager",
+    "DeviceSelectionCriterion", "DeviceType", "SyncPattern", "OutOfMemoryException", "popart_exception",
+    "poplar_exception", "AiGraphcoreOpset1", "AiOnnxOpset6", "AiOnnxOpset7", "AiOnnxOpset8", "AiOnnxOpset9",
+    "AiOnnxOpset10", "AiOnnxOpset11", "OperatorIdentifier", "getSupportedOperations", "getUnsupportedOperations",
+    "packageHash", "versionNumber", "versionString", "reservedGradientPrefix", "reservedUpdatedVarPrefix",
+    "reservedAccumPrefix", "reservedRestoredPrefix", "reservedStashedPrefix", "reservedRandomSeedPrefix",
+    "Logger", "getLogger", "DotCheck", "Instrumentation", "MeanReductionStrategy", "MergeVarUpdateType",
+    "PatternsLevel", "RecomputationType", "RecomputeType", "ReductionType", "SessionOptions",
+    "SubgraphCopyingStrategy", "SyntheticDataMode", "VirtualGraphMode", "Patterns", "InferenceSession",
+    "PyStepIO", "PyStepIOCallback", "PyWeightsIO", "InputShapeInfo", "TensorInfo", "CommGroup", "CommGroupType",
+    "VariableRetrievalMode", "VariableSettings", "GraphTransformer", "DebugContext", "InputSettings", "TileSet",
+]

@@ -1,0 +1,25 @@
+"""PopART's exceptions: ``popart.popart_exception`` for what PopART rejects, ``poplar_exception`` for
+the device side, ``OutOfMemoryException`` when a program does not fit the IPUs' memory."""
+from __future__ import annotations
+
+
+class popart_exception(RuntimeError):  # noqa: N801 - PopART's name
+    """An error PopART reports: a malformed model, a bad option, a misused session."""
+
+
+class poplar_exception(RuntimeError):  # noqa: N801 - PopART's name
+    """An error of the (simulated) device."""
+
+
+class OutOfMemoryException(popart_exception):
+    """The program does not fit the device's memory; the summary report says where."""
+
+    def __init__(self, message: str, report: str = ""):
+        super().__init__(message)
+        self._report = report
+
+    def getSummaryReport(self) -> str:
+        return self._report or str(self)
+
+    def getProfilePath(self) -> str:
+        return ""

@@ -1,0 +1,105 @@
+"""``builder.aiGraphcore`` (opset 1): the Graphcore ops, as nodes of the ai.graphcore domain."""
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+from workbench.onnx import dtypes
+from workbench.onnx.shapes import GRAPHCORE
+
+from .opsets import bind_call, debug_name
+from .options import ReductionType
+
+_P = inspect.Parameter
+
+
+def _reduction(value: Any) -> str:
+    if isinstance(value, ReductionType):
+        return value.name
+    if isinstance(value, str) and value in ReductionType.__members__:
+        return value
+    raise TypeError(f"reduction must be a popart.ReductionType, got {value!r}")
+
+
+# method -> (op type, parameters after ``args`` as (name, default or _P.empty), outputs, attribute maker)
+_OPS: dict[str, tuple] = {
+    "l1loss": ("L1", [("lambda_", _P.empty), ("reduction", ReductionType.Mean)], 1,
+               lambda b: {"lambda": float(b["lambda_"]), "reduction": _reduction(b["reduction"])}),
+    "nllloss": ("Nll", [("reduction", ReductionType.Mean), ("ignoreIndex", None),
+                        ("inputIsLogProbability", False)], 1,
+                lambda b: {"reduction": _reduction(b["reduction"]), "ignoreIndex": b["ignoreIndex"],
+                           "inputIsLogProbability": int(bool(b["inputIsLogProbability"]))}),
+    "identityloss": ("IdentityLoss", [("reduction", ReductionType.Mean)], 1,
+                     lambda b: {"reduction": _reduction(b["reduction"])}),
+    "scale": ("Scale", [("scale", _P.empty)], 1, lambda b: {"scale": float(b["scale"])}),
+    "subsample": ("Subsample", [("strides", _P.empty)], 1, lambda b: {"strides": [int(s) for s in b["strides"]]}),
+    "printtensor": ("PrintTensor", [("print_gradient", 1), ("title", "")], 1,
+                    lambda b: {"print_gradient": int(b["print_gradient"]), "title": b["title"] or None}),
+    "gelu": ("Gelu", [], 1, lambda b: {}),
+    "swish": ("Swish", [], 1, lambda b: {}),
+    "nop": ("Nop", [], 1, lambda b: {}),
+    "detach": ("Detach", [], 1, lambda b: {}),
+    "square": ("Square", [], 1, lambda b: {}),
+    "checkpointoutput": ("CheckpointOutput", [], 1, lambda b: {}),
+    "groupnormalization": ("GroupNormalization", [("num_groups", _P.empty), ("epsilon", 1e-5)], 3,
+                           lambda b: {"num_groups": int(b["num_groups"]), "epsilon": float(b["epsilon"])}),
+    "dynamicslice": ("DynamicSlice", [("axes", _P.empty), ("sizes", _P.empty), ("noOverlap", 0)], 1,
+                     lambda b: {"axes": list(b["axes"]), "sizes": list(b["sizes"]), "noOverlap": int(b["noOverlap"])}),
+    "incrementmod": ("IncrementMod", [("increment", _P.empty), ("modulus", _P.empty)], 1,
+                     lambda b: {"increment": float(b["increment"]), "modulus": float(b["modulus"])}),
+}
+_LIST_OUTPUTS = {"groupnormalization", "checkpointoutput"}
+
+
+def _signature(params: list, with_args: bool = True) -> inspect.Signature:
+    head = [_P("args", _P.POSITIONAL_OR_KEYWORD)] if with_args else []
+    body = [_P(n, _P.POSITIONAL_OR_KEYWORD, default=d) for n, d in params]
+    return inspect.Signature(head + body + [_P("debugContext", _P.POSITIONAL_OR_KEYWORD, default="")])
+
+
+def _method(name: str, spec: tuple):
+    op_type, params, outputs, make = spec
+    signature = _signature(params)
+
+    def op(self: "AiGraphcoreOpset1", *args: Any, **kwargs: Any) -> Any:
+        if "lambda" in kwargs:  # PopART's keyword, a reserved word in Python
+            kwargs["lambda_"] = kwargs.pop("lambda")
+        bound = bind_call(name, signature, lambda: f"(self, {str(signature)[1:-1]})", args, kwargs)
+        ids = self._builder._add_node(op_type, list(bound["args"]), make(bound), num_outputs=outputs,
+                                      debug=debug_name(bound["debugContext"]), domain=GRAPHCORE)
+        return ids if name in _LIST_OUTPUTS else ids[0]
+    op.__name__ = name
+    op.__signature__ = signature
+    op.__doc__ = f"Add an ai.graphcore {op_type}-1 node."
+    return op
+
+
+class AiGraphcoreOpset1:
+    """The ai.graphcore ops, version 1."""
+
+    version = 1
+
+    def __init__(self, builder: Any):
+        self._builder = builder
+
+    def call(self, args: list, num_outputs: int, callee: Any, debugContext: Any = "") -> list[str]:
+        """Call the subgraph ``callee`` (a subgraph builder) on ``args``; returns its outputs."""
+        if not all(isinstance(a, str) for a in args):
+            raise TypeError(f"call(): args must be a list of tensor ids, got {args!r}")
+        return self._builder._add_node("Call", list(args), {"callee": callee.graph_proto()},
+                                       num_outputs=int(num_outputs), debug=debug_name(debugContext),
+                                       domain=GRAPHCORE)
+
+    def init(self, shape: list, data_type: Any, init_type: Any, batch_axis: int = -1,
+             debugContext: Any = "") -> str:
+        """A tensor of ``shape`` filled with zeros (``InitType.Zero``) or left undefined (``NoInit``)."""
+        kind = getattr(init_type, "value", init_type)
+        return self._builder._add_node("Init", [], {"shape": [int(d) for d in shape],
+                                                     "data_type": dtypes.onnx_code(data_type),
+                                                     "tensor_type": 0, "init_type": int(kind),
+                                                     "batch_axis": int(batch_axis)},
+                                       debug=debug_name(debugContext), domain=GRAPHCORE)[0]
+
+
+for _name, _spec in _OPS.items():
+    setattr(AiGraphcoreOpset1, _name, _method(_name, _spec))

@@ -1,0 +1,357 @@
+"""``popart.InferenceSession``: an ONNX model lowered once to a workbench Ir, run on a simulated device.
+
+>>> session = popart.InferenceSession(fnModel=proto, dataFlow=popart.DataFlow(1, {o: popart.AnchorReturnType("ALL")}),
+...                                   deviceInfo=popart.DeviceManager().createIpuModelDevice({"numIPUs": 1}))
+>>> session.prepareDevice()
+>>> anchors = session.initAnchorArrays()
+>>> session.run(popart.PyStepIO({a: data}, anchors))
+
+``session.ir`` is the lowered Ir and ``session.workbench_session`` (after ``prepareDevice``) the
+runtime session, so every workbench view (graphs, schedule, memory, replicas, the stepper, traces,
+reports) works on the program.
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Optional, Union
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+from workbench.onnx import dtypes
+from workbench.onnx.lowering import LoweringError, lower_model
+from workbench.onnx.model import GraphBuilder, load_model
+from workbench.onnx.shapes import TensorType
+from workbench.runtime.out_of_memory import OutOfMemoryError
+from workbench.runtime.session import Session as RuntimeSession
+
+from . import anchors as anchor_arrays
+from .dataflow import DataFlow
+from .devices import DeviceInfo, DeviceType
+from .errors import OutOfMemoryException, popart_exception
+from .options import SessionOptions, VirtualGraphMode
+from .stepio import PyStepIO, PyStepIOCallback, PyWeightsIO
+from .tensorinfo import InputShapeInfo, TensorInfo
+
+
+class _Session:
+    """What inference and training sessions share: lowering, devices, host IO and weights."""
+
+    def __init__(self, fnModel: Union[bytes, str], dataFlow: Optional[DataFlow], deviceInfo: Optional[DeviceInfo],
+                 inputShapeInfo: Optional[InputShapeInfo], patterns: Any, userOptions: Optional[SessionOptions],
+                 name: str, dataFeed: Optional[DataFlow] = None):
+        data_flow = dataFlow if dataFlow is not None else dataFeed
+        if not isinstance(data_flow, DataFlow):
+            raise TypeError(f"{type(self).__name__}: dataFlow must be a popart.DataFlow, got {type(data_flow).__name__}")
+        if not isinstance(deviceInfo, DeviceInfo):
+            raise TypeError(f"{type(self).__name__}: deviceInfo must be a popart.DeviceInfo (from "
+                            f"popart.DeviceManager()), got {type(deviceInfo).__name__}")
+        self._options = userOptions if userOptions is not None else SessionOptions()
+        self._data_flow = data_flow
+        self._device_info = deviceInfo
+        self._patterns = patterns
+        self.name = name
+        try:
+            self._model = load_model(fnModel)
+        except (ValueError, FileNotFoundError, TypeError) as error:
+            raise popart_exception(str(error)) from None
+        shapes = inputShapeInfo or InputShapeInfo()
+        self._builder = GraphBuilder.from_model(_with_input_shapes(self._model, shapes))
+        self._replication = self._options.getGlobalReplicationFactor() if (
+            self._options.enableReplicatedGraphs or self._options.enableDistributedReplicatedGraphs) else 1
+        self._check_anchors()
+        self._lowered = self._lower(shapes)
+        self._write_dot_checks()
+        self._runtime: Optional[RuntimeSession] = None
+        self._outputs: Optional[dict] = None  # the runtime's output buffers, reused run after run
+        self._host_weights = {name: np.array(v) for name, v in self._builder.initializers.items()}
+
+    # ----- building the program -----
+    def _check_anchors(self) -> None:
+        for anchor in self._data_flow.anchors():
+            if anchor not in self._builder.types:
+                raise popart_exception(f"Anchor tensor `{anchor}' not in Ir Tensors. ")
+            art = self._data_flow.art(anchor)
+            if self._data_flow.batchesPerStep() % art.rp():
+                raise popart_exception(f"Anchor return period {art.rp()} of '{anchor}' does not divide "
+                                       f"batchesPerStep {self._data_flow.batchesPerStep()}")
+
+    def _lower(self, shapes: InputShapeInfo):
+        input_types = {tensor_id: TensorType(dtypes.onnx_code(info.dataType()), tuple(info.shape()))
+                       for tensor_id, info in shapes.getAllTensorInfo().items()}
+        mode = self._options.virtualGraphMode
+        auto = 0
+        if mode is VirtualGraphMode.Auto:
+            auto = max(1, self._device_info.numIpus // self._replication)
+        if mode is VirtualGraphMode.Off or mode is VirtualGraphMode.ExecutionPhases:
+            for node in self._builder.nodes:
+                kept = [a for a in node.attribute if a.name != "__ipu_number"]
+                del node.attribute[:]
+                node.attribute.extend(kept)
+        try:
+            return lower_model(self._builder, anchors=self._data_flow.anchors(),
+                               batches_per_step=self._data_flow.batchesPerStep(),
+                               replication_factor=self._replication, input_types=input_types,
+                               constant_weights=self._constant_weights(), auto_ipus=auto)
+        except LoweringError as error:
+            raise popart_exception(str(error)) from None
+
+    def _write_dot_checks(self) -> None:
+        """DOT files of the lowered program for ``dotChecks`` (and ``POPART_DOT_CHECKS``), in ``logDir``."""
+        checks = {getattr(c, "name", str(c)).upper() for c in self._options.dotChecks}
+        checks |= {c.upper() for c in os.environ.get("POPART_DOT_CHECKS", "").split(":") if c}
+        for check in sorted(checks):
+            self._lowered.ir.dot_checkpoint(check, Path(self._options.logDir or "."))
+
+    def _constant_weights(self) -> bool:
+        return bool(self._options.constantWeights)
+
+    # ----- properties -----
+    @property
+    def dataFlow(self) -> DataFlow:
+        return self._data_flow
+
+    @property
+    def replicationFactor(self) -> int:
+        return self._replication
+
+    @property
+    def accumulationFactor(self) -> int:
+        return int(self._options.accumulationFactor) if self._options.enableGradientAccumulation else 1
+
+    @property
+    def ir(self):
+        """The workbench Ir of the program (for the workbench's views)."""
+        return self._lowered.ir
+
+    @property
+    def workbench_session(self) -> RuntimeSession:
+        """The runtime session behind this one (made by ``prepareDevice``)."""
+        self._require_prepared("workbench_session")
+        return self._runtime
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        target = self._runtime if self._runtime is not None else self._lowered.ir
+        return target._repr_mimebundle_(include, exclude)
+
+    def getInfo(self, id: str) -> TensorInfo:  # noqa: A002 - PopART's keyword
+        ttype = self._lowered.types.get(id)
+        if ttype is None or ttype.shape is None:
+            raise popart_exception(f"No tensor '{id}' in the session's model")
+        return TensorInfo(dtypes.type_string(ttype.elem_type), list(ttype.shape))
+
+    def getAllTensorIds(self) -> set:
+        return set(self._lowered.types)
+
+    def getTensorIds(self) -> set:
+        return self.getAllTensorIds()
+
+    # ----- the device -----
+    def prepareDevice(self, loadEngine: bool = True) -> None:
+        """Compile the program for the device and, with ``loadEngine``, attach to it."""
+        if self._runtime is None:
+            try:
+                self._runtime = RuntimeSession(self._lowered.ir, self._device_info.workbench_device())
+            except OutOfMemoryError as error:
+                raise OutOfMemoryException(str(error), str(error)) from None
+            except ValueError as error:
+                raise popart_exception(str(error)) from None
+            self._runtime.progress = False
+            self._runtime.profile = self._instrumented()
+        if loadEngine:
+            self.loadEngineAndConnectStreams()
+
+    def loadEngineAndConnectStreams(self) -> None:
+        self._require_prepared("loadEngineAndConnectStreams")
+        if self._device_info.type is DeviceType.OfflineIpu:
+            return
+        if not self._device_info.isAttached and not self._device_info.attach():
+            raise popart_exception(f"Failed to attach to device {self._device_info.id}: its IPUs are in use")
+        if not self._runtime.is_attached:
+            self._runtime.__enter__()
+
+    def _require_prepared(self, what: str) -> None:
+        if self._runtime is None:
+            raise popart_exception(f"Must call prepareDevice() before {what}()")
+
+    def _require_attached(self, what: str) -> None:
+        self._require_prepared(what)
+        if self._device_info.type is DeviceType.OfflineIpu:
+            raise popart_exception(f"Cannot {what}() on an offline IPU device: it compiles only")
+        if not self._runtime.is_attached:
+            self.loadEngineAndConnectStreams()
+
+    def detach(self) -> None:
+        if self._runtime is not None and self._runtime.is_attached:
+            self._runtime.__exit__(None, None, None)
+        self._device_info.detach()
+
+    # ----- weights -----
+    def weightsFromHost(self) -> None:
+        self._require_attached("weightsFromHost")
+        self._runtime.write_variables_data({var: self._host_weights[name]
+                                            for name, var in self._lowered.weights.items()})
+
+    def weightsToHost(self) -> None:
+        self._require_attached("weightsToHost")
+        values = self._runtime.get_tensors_data(self._lowered.weights.values())
+        for name, var in self._lowered.weights.items():
+            self._host_weights[name] = values[var]
+
+    def readWeights(self, weightsIo: PyWeightsIO) -> None:
+        """Fill ``weightsIo``'s arrays with the host copy of the weights."""
+        for tensor_id, array in weightsIo.weights.items():
+            if tensor_id not in self._host_weights:
+                raise popart_exception(f"No weight '{tensor_id}' in the session's model")
+            array[...] = self._host_weights[tensor_id].reshape(np.shape(array))
+
+    def writeWeights(self, weightsIo: PyWeightsIO) -> None:
+        """Set the host copy of weights from ``weightsIo`` (``weightsFromHost`` sends them)."""
+        self._check_writable("writeWeights")
+        for tensor_id, array in weightsIo.weights.items():
+            if tensor_id not in self._host_weights:
+                raise popart_exception(f"No weight '{tensor_id}' in the session's model")
+            host = self._host_weights[tensor_id]
+            if np.size(array) != host.size:
+                raise popart_exception(f"writeWeights: '{tensor_id}' has {host.size} elements "
+                                       f"{list(host.shape)}, the array given has {np.size(array)}")
+            self._host_weights[tensor_id] = np.asarray(array, host.dtype).reshape(host.shape).copy()
+
+    def _check_writable(self, what: str) -> None:
+        if self._constant_weights() and self._builder.initializers:
+            raise popart_exception(f"Cannot call {what} when constantWeights is set: the weights are compiled "
+                                   "into the program; set SessionOptions.constantWeights = False")
+
+    def modelToHost(self, fn: str) -> None:
+        """Write the model, with the weights' current values, to the ONNX file ``fn``."""
+        if self._runtime is not None and self._runtime.is_attached and self._lowered.weights:
+            self.weightsToHost()
+        model = onnx.ModelProto()
+        model.CopyFrom(self._model)
+        for init in model.graph.initializer:
+            if init.name in self._host_weights:
+                init.CopyFrom(numpy_helper.from_array(self._host_weights[init.name], init.name))
+        onnx.save(model, fn)
+
+    def resetHostWeights(self, modelProtoOrFilename: Union[bytes, str],
+                         ignoreWeightsInModelWithoutCorrespondingHostWeight: bool = False) -> None:
+        """Replace the host weights by the initializers of another model (``weightsFromHost`` sends them)."""
+        self._check_writable("resetHostWeights")
+        for init in load_model(modelProtoOrFilename).graph.initializer:
+            if init.name not in self._host_weights:
+                if ignoreWeightsInModelWithoutCorrespondingHostWeight:
+                    continue
+                raise popart_exception(f"resetHostWeights: the model has weight '{init.name}', which this "
+                                       "session's model does not")
+            self._host_weights[init.name] = numpy_helper.to_array(init).copy()
+
+    # ----- running -----
+    def initAnchorArrays(self) -> dict[str, np.ndarray]:
+        return anchor_arrays.create(self)
+
+    def run(self, stepio: Union[PyStepIO, PyStepIOCallback], debugName: str = "") -> None:
+        """Run ``batchesPerStep`` batches: read the inputs from ``stepio``, write its anchor arrays."""
+        self._require_attached("run")
+        bps, replicas = self._data_flow.batchesPerStep(), self._replication
+        inputs = {}
+        for tensor_id, stream in self._lowered.inputs.items():
+            if not stepio.has_input(tensor_id):
+                raise popart_exception(f"No input data was given for tensor '{tensor_id}' (expected "
+                                       f"{anchor_arrays.expected_shape(bps, replicas, stream.shape)})")
+            inputs[stream] = anchor_arrays.input_array(tensor_id, stepio.input(tensor_id, 0, bps), stream, bps, replicas)
+        if self._outputs is None:
+            self._outputs = self._runtime.create_host_outputs()
+        outputs = self._outputs
+        self._runtime.run_with_outputs(inputs, outputs)
+        for tensor_id, stream in self._lowered.anchors.items():
+            anchor_arrays.deliver(tensor_id, outputs[stream], self._data_flow.art(tensor_id), stepio, bps, replicas)
+
+    # ----- random numbers -----
+    def setRandomSeed(self, seedValue: int) -> None:
+        self._seed = int(seedValue)
+
+    def getRandomSeed(self) -> int:
+        return getattr(self, "_seed", 0)
+
+    def getRNGState(self) -> list[int]:
+        return [self.getRandomSeed()]
+
+    def setRNGState(self, rngState: list) -> None:
+        self._seed = int(rngState[0]) if rngState else 0
+
+    # ----- executables -----
+    def compileAndExport(self, filename: str) -> None:
+        """Check the program compiles for the device; the workbench's program is its ONNX model, which
+        is what it writes to ``filename``."""
+        self.prepareDevice(loadEngine=False)
+        onnx.save(self._model, filename)
+
+    def loadExecutable(self, filename: str) -> None:
+        raise popart_exception("loadExecutable: the workbench compiles from the ONNX model; create the session "
+                               "from the model file instead")
+
+    # ----- reports -----
+    def _instrumented(self) -> bool:
+        return self._options.engineOptions.get("debug.instrument", "false").lower() == "true"
+
+    def getSummaryReport(self, resetProfile: bool = True) -> str:
+        """Memory per IPU and, with ``engineOptions = {"debug.instrument": "true"}``, the last run's
+        simulated cycles and measured time per kind of op."""
+        self._require_prepared("getSummaryReport")
+        report = self._runtime.memory_report
+        lines = [f"Program: {len(self._builder.nodes)} ONNX nodes lowered to "
+                 f"{sum(len(g.ops) for g in self.ir.graphs)} ops",
+                 f"Device: {self._device_info}"]
+        lines += [f"IPU {m.ipu}: peak {m.peak_bytes:,} of {m.tile_capacity:,} bytes of tile memory"
+                  for m in report.ipus]
+        trace = self._runtime.last_trace
+        if not self._instrumented():
+            lines.append("Execution profiling not enabled")
+        elif trace is not None:
+            summary = trace.summary()
+            lines.append(f"Last run: {summary.cycles:,} cycles")
+            lines += [f"  {kind}: {cycles:,} cycles, {(summary.seconds_per_kind or {}).get(kind, 0.0) * 1e3:.3f} ms"
+                      for kind, cycles in sorted(summary.cycles_per_kind.items())]
+        return "\n".join(lines)
+
+    def getExecutionReport(self, useCbor: bool = False, resetProfile: bool = True) -> str:
+        if not self._instrumented() or self._runtime is None or self._runtime.last_trace is None:
+            return '{"profilerMode":"NONE"}'
+        summary = self._runtime.last_trace.summary()
+        return json.dumps({"profilerMode": "SIMULATED", "cycles": summary.cycles,
+                           "cyclesPerKind": summary.cycles_per_kind})
+
+    def getCycleCount(self, id: str = "") -> int:  # noqa: A002
+        """Simulated cycles of the last run (the device's cycle counter)."""
+        self._require_prepared("getCycleCount")
+        trace = self._runtime.last_trace
+        return trace.summary().cycles if trace is not None else 0
+
+
+def _with_input_shapes(model: onnx.ModelProto, shapes: InputShapeInfo) -> onnx.ModelProto:
+    """The model with the input types ``shapes`` gives (so that inference reaches every tensor)."""
+    given = shapes.getAllTensorInfo()
+    if not given:
+        return model
+    copy = onnx.ModelProto()
+    copy.CopyFrom(model)
+    for value in copy.graph.input:
+        if value.name in given:
+            info = given[value.name]
+            value.CopyFrom(onnx.helper.make_tensor_value_info(value.name, dtypes.onnx_code(info.dataType()),
+                                                              info.shape()))
+    return copy
+
+
+class InferenceSession(_Session):
+    """Runs an ONNX model forward: ``InferenceSession(fnModel, dataFlow, deviceInfo, inputShapeInfo,
+    patterns, userOptions, name)``; ``dataFeed=`` is the older name of ``dataFlow``."""
+
+    def __init__(self, fnModel: Union[bytes, str], dataFlow: Optional[DataFlow] = None,
+                 deviceInfo: Optional[DeviceInfo] = None, inputShapeInfo: Optional[InputShapeInfo] = None,
+                 patterns: Any = None, userOptions: Optional[SessionOptions] = None, name: str = "inference",
+                 dataFeed: Optional[DataFlow] = None):
+        super().__init__(fnModel, dataFlow, deviceInfo, inputShapeInfo, patterns, userOptions, name, dataFeed)

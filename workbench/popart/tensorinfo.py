@@ -1,0 +1,105 @@
+"""TensorInfo (an element type and a shape) and InputShapeInfo (types for inputs a model leaves open)."""
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+import numpy as np
+
+from workbench.onnx import dtypes
+
+from .errors import popart_exception
+
+
+class TensorInfo:
+    """An element type and a shape: ``TensorInfo("FLOAT", [2, 3])``, ``TensorInfo(np.float16, [4])``
+    or ``TensorInfo(array)``."""
+
+    def __init__(self, *args: Any):
+        if len(args) == 1 and isinstance(args[0], np.ndarray):
+            data_type, shape = args[0].dtype, args[0].shape
+        elif len(args) == 2:
+            data_type, shape = args
+        else:
+            raise TypeError(f"Can not create TensorInfo with args {args}")
+        self.set(data_type, shape)
+
+    def set(self, data_type: Any, shape: Iterable[int], meta_shape: Iterable[int] = ()) -> None:
+        try:
+            self._type = dtypes.type_string(data_type)
+        except ValueError as error:
+            raise popart_exception(str(error)) from None
+        self._shape = [int(d) for d in shape]
+        if any(d < 0 for d in self._shape):
+            raise popart_exception(f"TensorInfo shape {self._shape} has a negative dimension")
+        self._meta_shape = [int(d) for d in meta_shape]
+
+    def dataType(self) -> str:
+        return self._type
+
+    data_type = dataType
+
+    def data_type_lcase(self) -> str:
+        return dtypes.lowercase(self._type)
+
+    def shape(self) -> list[int]:
+        return list(self._shape)
+
+    def metaShape(self) -> list[int]:
+        return list(self._meta_shape)
+
+    def rank(self) -> int:
+        return len(self._shape)
+
+    def nelms(self) -> int:
+        return int(np.prod(self._shape, dtype=np.int64))
+
+    def nbytes(self) -> int:
+        return self.nelms() * dtypes.numpy_dtype(self._type).itemsize
+
+    def dim(self, i: int) -> int:
+        return self._shape[i]
+
+    def strides(self, shape=None) -> list[int]:
+        dims = list(shape) if shape is not None else self._shape
+        strides, step = [], 1
+        for d in reversed(dims):
+            strides.insert(0, step)
+            step *= d
+        return strides
+
+    def numpy_dtype(self) -> np.dtype:
+        return dtypes.numpy_dtype(self._type)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, TensorInfo) and (self._type, self._shape) == (other._type, other._shape)
+
+    def __hash__(self) -> int:
+        return hash((self._type, tuple(self._shape)))
+
+    def __repr__(self) -> str:
+        return f"{self._type}   {self._shape}"
+
+    __str__ = __repr__
+
+
+class InputShapeInfo:
+    """Types for model inputs whose shapes the ONNX model does not give: ``add(id, TensorInfo)``."""
+
+    def __init__(self):
+        self._infos: dict[str, TensorInfo] = {}
+
+    def add(self, tensor_id: str, info: TensorInfo) -> None:
+        if not isinstance(info, TensorInfo):
+            raise TypeError(f"InputShapeInfo.add takes a TensorInfo, got {type(info).__name__}")
+        self._infos[tensor_id] = info
+
+    def get(self, tensor_id: str) -> TensorInfo:
+        if tensor_id not in self._infos:
+            raise popart_exception(f"No input shape info for tensor '{tensor_id}'")
+        return self._infos[tensor_id]
+
+    def has(self, tensor_id: str) -> bool:
+        return tensor_id in self._infos
+
+    def getAllTensorInfo(self) -> dict[str, TensorInfo]:
+        return dict(self._infos)
