@@ -47,3 +47,20 @@ def test_schedule_and_stepper_see_the_onnx_names():
     stepper = runtime.stepper({stream: np.array([1.0, -2.0], np.float32)})
     stepper.continue_()
     assert stepper.finished
+
+
+def test_workbench_show_takes_a_popart_session_before_and_after_its_device_is_prepared():
+    import workbench
+
+    builder = popart.Builder()
+    x = builder.addInputTensor(popart.TensorInfo("FLOAT", [2]))
+    y = builder.aiOnnx.relu([x], "clamp")
+    session = popart.InferenceSession(builder.getModelProto(), popart.DataFlow(1, [y]),
+                                      popart.DeviceManager().createIpuModelDevice({"numIPUs": 1}))
+    before = workbench.show(session, live=False)
+    assert before.ir is session.ir and before.session is None and "stepper" not in before.tabs
+    session.prepareDevice()
+    after = workbench.show(session, live=False)
+    assert after.session is session.workbench_session and "stepper" in after.tabs
+    assert any(node.item.name.startswith("clamp/") for node in after["graph"].picture.nodes.values()
+               if node.kind == "op")

@@ -12,7 +12,7 @@ import os
 import threading
 from typing import Any, Mapping, Optional
 
-from workbench.runtime.device import Device
+from workbench.ir.device import Device
 
 from .errors import popart_exception
 

@@ -133,6 +133,11 @@ class _Session:
         self._require_prepared("workbench_session")
         return self._runtime
 
+    def _workbench_source(self):
+        """What the workbench's views show for this session: the runtime session once the device is
+        prepared, the lowered Ir before."""
+        return self._runtime if self._runtime is not None else self._lowered.ir
+
     def _repr_mimebundle_(self, include=None, exclude=None):
         target = self._runtime if self._runtime is not None else self._lowered.ir
         return target._repr_mimebundle_(include, exclude)

@@ -152,6 +152,10 @@ def source_bundle(source: Any) -> tuple[dict, dict]:
 
 
 def _ir_and_session(source: Any):
+    """The Ir and Session (or None) that ``source`` shows. Objects of other front ends, a PopART
+    session for one, name what they stand for with a ``_workbench_source()`` method."""
+    if hasattr(source, "_workbench_source"):
+        source = source._workbench_source()
     if isinstance(source, Ir):
         return source, None
     ir = getattr(source, "ir", None)
