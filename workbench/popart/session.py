@@ -63,6 +63,7 @@ class _Session:
         self._replication = self._options.getGlobalReplicationFactor() if (
             self._options.enableReplicatedGraphs or self._options.enableDistributedReplicatedGraphs) else 1
         self._check_anchors()
+        self._check_pipelining()
         self._lowered = self._lower(shapes)
         self._write_dot_checks()
         self._runtime: Optional[RuntimeSession] = None
@@ -78,6 +79,23 @@ class _Session:
             if self._data_flow.batchesPerStep() % art.rp():
                 raise popart_exception(f"Anchor return period {art.rp()} of '{anchor}' does not divide "
                                        f"batchesPerStep {self._data_flow.batchesPerStep()}")
+
+    def _check_pipelining(self) -> None:
+        """Pipelining needs the model split over IPUs and at least as many batches as stages."""
+        if not self._options.enablePipelining:
+            return
+        if self._options.virtualGraphMode is VirtualGraphMode.Off:
+            raise popart_exception("Pipelining requires the model to be split over IPUs: set "
+                                   "SessionOptions.virtualGraphMode to Manual (with builder.virtualGraph) or Auto")
+        stages = {int(a.i) for node in self._builder.nodes for a in node.attribute
+                  if a.name in ("__pipeline_stage",)} or {int(a.i) for node in self._builder.nodes
+                                                          for a in node.attribute if a.name == "__ipu_number"}
+        count = max(len(stages), 1)
+        if self._options.virtualGraphMode is VirtualGraphMode.Manual and count < 2:
+            raise popart_exception(f"Pipelining requires more than 1 IPU (currently {count})")
+        if self._data_flow.batchesPerStep() < count:
+            raise popart_exception(f"For pipelining, depth (batchesPerStep) must be at least the number of "
+                                   f"pipeline stages ({count}), got {self._data_flow.batchesPerStep()}")
 
     def _lower(self, shapes: InputShapeInfo):
         input_types = {tensor_id: TensorType(dtypes.onnx_code(info.dataType()), tuple(info.shape()))

@@ -194,9 +194,12 @@ class _Lowering:
             except (ValueError, TypeError) as error:
                 raise LoweringError(f"{ctx.label} ({domain}.{node.op_type}:{since}): {error}") from None
         created = {t for op in graph._ops[before:] for t in op.outputs}
+        annotations = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute if a.name.startswith("__")}
         for op in graph._ops[before:]:
             op.meta["onnx_node"] = node.name
             op.meta["onnx_op"] = f"{domain}.{node.op_type}:{since}"
+            if annotations:
+                op.meta["popart"] = annotations  # __ipu_number, __pipeline_stage, __available_memory...
         for name, tensor in zip(node.output, outputs):
             if not name or tensor is None:
                 continue
