@@ -29,12 +29,16 @@ from workbench.runtime.out_of_memory import OutOfMemoryError
 from workbench.runtime.session import Session as RuntimeSession
 
 from . import anchors as anchor_arrays
+from .logging_ import getLogger
 from .dataflow import DataFlow
 from .devices import DeviceInfo, DeviceType
 from .errors import OutOfMemoryException, popart_exception
 from .options import SessionOptions, VirtualGraphMode
 from .stepio import PyStepIO, PyStepIOCallback, PyWeightsIO
 from .tensorinfo import InputShapeInfo, TensorInfo
+
+
+_LOG = getLogger("session")
 
 
 class _Session:
@@ -66,6 +70,8 @@ class _Session:
         self._check_pipelining()
         self._lowered = self._lower(shapes)
         self._write_dot_checks()
+        _LOG.info(f"{name}: {len(self._builder.nodes)} ONNX nodes lowered to "
+                  f"{sum(len(g.ops) for g in self._lowered.ir.graphs)} ops on {self._device_info}")
         self._runtime: Optional[RuntimeSession] = None
         self._outputs: Optional[dict] = None  # the runtime's output buffers, reused run after run
         self._host_weights = {name: np.array(v) for name, v in self._builder.initializers.items()}
