@@ -374,3 +374,21 @@ def test_a_model_too_large_for_the_device_raises_out_of_memory_at_prepare_device
     with pytest.raises(popart.OutOfMemoryException, match="out of memory") as raised:
         session.prepareDevice()
     assert "largest tensors" in raised.value.getSummaryReport()
+
+
+def test_final_and_sum_anchors_are_carried_through_the_loop_and_stored_once():
+    proto, a, b, o = add_model((3,))
+    builder = popart.Builder(proto)
+    doubled = builder.aiOnnx.add([o, o])
+    flow = popart.DataFlow(3, {o: popart.AnchorReturnType("SUM"), doubled: popart.AnchorReturnType("FINAL")})
+    session = popart.InferenceSession(builder.getModelProto(), flow, popart.DeviceManager().createCpuDevice())
+    main, step = session.ir.graphs
+    assert [op.type for op in main.ops].count("host_store") == 2
+    assert not [op for op in step.ops if op.type == "host_store"]
+    assert [t.name for t in step.inputs[:2]] == [f"{o}/carried", f"{doubled}/carried"]
+    session.prepareDevice()
+    anchors = session.initAnchorArrays()
+    x = np.arange(9, dtype=np.float32).reshape(3, 3)
+    session.run(popart.PyStepIO({a: x, b: x}, anchors))
+    np.testing.assert_allclose(anchors[o], (2 * x).sum(0))
+    np.testing.assert_allclose(anchors[doubled], 4 * x[-1])

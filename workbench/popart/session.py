@@ -30,7 +30,7 @@ from workbench.runtime.session import Session as RuntimeSession
 
 from . import anchors as anchor_arrays
 from .logging_ import getLogger
-from .dataflow import DataFlow
+from .dataflow import AnchorReturnTypeId, DataFlow
 from .devices import DeviceInfo, DeviceType
 from .errors import OutOfMemoryException, popart_exception
 from .options import SessionOptions, VirtualGraphMode
@@ -39,6 +39,8 @@ from .tensorinfo import InputShapeInfo, TensorInfo
 
 
 _LOG = getLogger("session")
+# How the program stores each kind of anchor (EVERYN stores every batch; the host keeps every N-th).
+_STORED = {AnchorReturnTypeId.Final: "final", AnchorReturnTypeId.Sum: "sum"}
 
 
 class _Session:
@@ -116,7 +118,8 @@ class _Session:
                 del node.attribute[:]
                 node.attribute.extend(kept)
         try:
-            return lower_model(self._builder, anchors=self._data_flow.anchors(),
+            kinds = {a: _STORED.get(self._data_flow.art(a).id(), "all") for a in self._data_flow.anchors()}
+            return lower_model(self._builder, anchors=kinds,
                                batches_per_step=self._data_flow.batchesPerStep(),
                                replication_factor=self._replication, input_types=input_types,
                                constant_weights=self._constant_weights(), auto_ipus=auto)
