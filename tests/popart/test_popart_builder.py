@@ -60,6 +60,15 @@ def test_shapes_are_inferred_per_node():
     assert builder.isInitializer(w) and not builder.isInitializer(x)
 
 
+def test_alike_nodes_with_different_constant_inputs_get_their_own_shapes():
+    builder = popart.Builder()
+    x = builder.addInputTensor(popart.TensorInfo("FLOAT", [2, 6]))
+    wide = builder.reshape_const(builder.aiOnnx, [x], [1, 12])
+    tall = builder.reshape_const(builder.aiOnnx, [x], [12, 1])
+    again = builder.reshape_const(builder.aiOnnx, [x], [1, 12])
+    assert [builder.getTensorShape(t) for t in (wide, tall, again)] == [[1, 12], [12, 1], [1, 12]]
+
+
 def test_shape_errors_are_popart_exceptions_naming_the_node():
     builder = popart.Builder()
     a = builder.addInputTensor(popart.TensorInfo("FLOAT", [2, 3]))

@@ -116,3 +116,22 @@ def test_debug_context_names_nodes():
     builder.aiOnnx.relu([x], popart.DebugContext(popart.DebugContext("block"), "act"))
     assert x == "data"
     assert onnx.load_from_string(builder.getModelProto()).graph.node[0].name == "block/act"
+
+
+def test_session_logs_through_popart_logger(caplog):
+    import logging
+
+    logger = logging.getLogger("popart")
+    logger.propagate = True
+    try:
+        popart.getLogger().setLevel("INFO")
+        builder = popart.Builder()
+        x = builder.addInputTensor(popart.TensorInfo("FLOAT", [2]))
+        y = builder.aiOnnx.relu([x])
+        with caplog.at_level(logging.INFO, logger="popart"):
+            popart.InferenceSession(builder.getModelProto(), popart.DataFlow(1, [y]),
+                                    popart.DeviceManager().createCpuDevice())
+        assert "1 ONNX nodes lowered" in caplog.text
+    finally:
+        logger.propagate = False
+        popart.getLogger().setLevel("OFF")

@@ -343,3 +343,52 @@ def test_grouped_weights_need_one_value_per_group_and_a_matching_replication_fac
     with pytest.raises(popart.popart_exception, match="grouped for 4 replicas"):
         popart.InferenceSession(builder.getModelProto(), popart.DataFlow(1, [y]),
                                 popart.DeviceManager().createIpuModelDevice({}))
+
+
+def test_pipelining_needs_stages_on_ipus_and_enough_batches():
+    proto, inputs, o = two_ipu_model()
+    options = popart.SessionOptions()
+    options.enablePipelining = True
+    device = popart.DeviceManager().createIpuModelDevice({"numIPUs": 2})
+    with pytest.raises(popart.popart_exception, match="split over IPUs"):
+        popart.InferenceSession(proto, popart.DataFlow(2, [o]), device, userOptions=options)
+    options.virtualGraphMode = popart.VirtualGraphMode.Manual
+    with pytest.raises(popart.popart_exception, match=r"depth \(batchesPerStep\) must be at least"):
+        popart.InferenceSession(proto, popart.DataFlow(1, [o]), device, userOptions=options)
+    session = popart.InferenceSession(proto, popart.DataFlow(2, [o]), device, userOptions=options)
+    session.prepareDevice()
+    anchors = session.initAnchorArrays()
+    session.run(popart.PyStepIO({i: np.full((2, 1), k + 1.0, np.float32) for k, i in enumerate(inputs)}, anchors))
+    np.testing.assert_allclose(anchors[o], [[10.0], [10.0]])
+    adds = [op for graph in session.ir.graphs for op in graph.ops if op.type == "add"]
+    assert {op.meta["popart"]["__ipu_number"] for op in adds} == {0, 1}
+
+
+def test_a_model_too_large_for_the_device_raises_out_of_memory_at_prepare_device():
+    builder = popart.Builder()
+    x = builder.addInputTensor(popart.TensorInfo("FLOAT", [256, 256]))
+    w = builder.addInitializedInputTensor(np.ones((256, 256), np.float32))
+    y = builder.aiOnnx.matmul([x, w])
+    session = popart.InferenceSession(builder.getModelProto(), popart.DataFlow(1, [y]),
+                                      popart.DeviceManager().createIpuModelDevice({"tilesPerIPU": 1}))
+    with pytest.raises(popart.OutOfMemoryException, match="out of memory") as raised:
+        session.prepareDevice()
+    assert "largest tensors" in raised.value.getSummaryReport()
+
+
+def test_final_and_sum_anchors_are_carried_through_the_loop_and_stored_once():
+    proto, a, b, o = add_model((3,))
+    builder = popart.Builder(proto)
+    doubled = builder.aiOnnx.add([o, o])
+    flow = popart.DataFlow(3, {o: popart.AnchorReturnType("SUM"), doubled: popart.AnchorReturnType("FINAL")})
+    session = popart.InferenceSession(builder.getModelProto(), flow, popart.DeviceManager().createCpuDevice())
+    main, step = session.ir.graphs
+    assert [op.type for op in main.ops].count("host_store") == 2
+    assert not [op for op in step.ops if op.type == "host_store"]
+    assert [t.name for t in step.inputs[:2]] == [f"{o}/carried", f"{doubled}/carried"]
+    session.prepareDevice()
+    anchors = session.initAnchorArrays()
+    x = np.arange(9, dtype=np.float32).reshape(3, 3)
+    session.run(popart.PyStepIO({a: x, b: x}, anchors))
+    np.testing.assert_allclose(anchors[o], (2 * x).sum(0))
+    np.testing.assert_allclose(anchors[doubled], 4 * x[-1])

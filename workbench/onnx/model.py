@@ -49,6 +49,7 @@ class GraphBuilder:
         # replication factor the model was built for (Builder.embedReplicationFactor).
         self.variable_settings: dict[str, str] = {}
         self.replication_factor = 1
+        self._inference_memo: dict[tuple, list] = {}
 
     # ----- names -----
     def unique(self, base: str) -> str:
@@ -139,12 +140,27 @@ class GraphBuilder:
     def _infer(self, node: onnx.NodeProto) -> None:
         known = {name: self.type(name) for name in list(node.input) + outer_names(node) if name and self.has(name)}
         values = {name: v for name in node.input if name and (v := self.value(name)) is not None}
-        inferred = infer_node(node, known, values, self.opset_ids())
+        inferred = self._inferred(node, known, values)
         for name, ttype in zip(node.output, inferred):
             if ttype is not None:
                 self.types[name] = ttype
         for name in node.output:
             self.types.setdefault(name, TensorType(0, None))
+
+    def _inferred(self, node: onnx.NodeProto, known: dict, values: dict) -> list:
+        """ONNX's inference of ``node``, remembered for nodes alike in op, attributes, input types and
+        constant inputs (a model repeats its layers: each kind of node is inferred once)."""
+        if any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in node.attribute) \
+                or any(v.size > 64 for v in values.values()):
+            return infer_node(node, known, values, self.opset_ids())
+        key = (node.domain, node.op_type, len(node.output), tuple(self.opsets.items()),
+               b"".join(a.SerializeToString() for a in node.attribute if not a.name.startswith("__")),
+               tuple(known.get(n) if n else None for n in node.input),
+               tuple((n in values) and (values[n].dtype.str, values[n].shape, values[n].tobytes())
+                     for n in node.input))
+        if key not in self._inference_memo:
+            self._inference_memo[key] = infer_node(node, known, values, self.opset_ids())
+        return self._inference_memo[key]
 
     def opset_ids(self) -> list[onnx.OperatorSetIdProto]:
         return [helper.make_opsetid(domain, version) for domain, version in self.opsets.items()]

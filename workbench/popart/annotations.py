@@ -170,3 +170,16 @@ class Annotations:
             raise popart_exception(f"Cannot remove attribute {attributeName}: the node does not have it")
         attrs.remove(node, attributeName)
 
+    def outputTensorLocation(self, nodeOutputNames: Union[str, Iterable[str]], value: Any) -> None:
+        """Where the outputs are stored (a TensorLocation); written as ``__output_tensor_location``."""
+        storage = getattr(getattr(value, "storage", value), "value", 0)
+        self._annotate("__output_tensor_location", nodeOutputNames, [int(storage)])
+
+    def commGroup(self, type: Any, groupSize: int = 0):  # noqa: A002 - PopART's keyword
+        """``with builder.commGroup(CommGroupType.Consecutive, 2):`` marks collectives made inside."""
+        kind = int(getattr(type, "value", type))
+        stack = contextlib.ExitStack()
+        stack.enter_context(self._attribute("__comm_group_type", kind))
+        stack.enter_context(self._attribute("__comm_group_size", int(groupSize)))
+        return stack
+

@@ -29,12 +29,18 @@ from workbench.runtime.out_of_memory import OutOfMemoryError
 from workbench.runtime.session import Session as RuntimeSession
 
 from . import anchors as anchor_arrays
-from .dataflow import DataFlow
+from .logging_ import getLogger
+from .dataflow import AnchorReturnTypeId, DataFlow
 from .devices import DeviceInfo, DeviceType
 from .errors import OutOfMemoryException, popart_exception
 from .options import SessionOptions, VirtualGraphMode
 from .stepio import PyStepIO, PyStepIOCallback, PyWeightsIO
 from .tensorinfo import InputShapeInfo, TensorInfo
+
+
+_LOG = getLogger("session")
+# How the program stores each kind of anchor (EVERYN stores every batch; the host keeps every N-th).
+_STORED = {AnchorReturnTypeId.Final: "final", AnchorReturnTypeId.Sum: "sum"}
 
 
 class _Session:
@@ -63,8 +69,11 @@ class _Session:
         self._replication = self._options.getGlobalReplicationFactor() if (
             self._options.enableReplicatedGraphs or self._options.enableDistributedReplicatedGraphs) else 1
         self._check_anchors()
+        self._check_pipelining()
         self._lowered = self._lower(shapes)
         self._write_dot_checks()
+        _LOG.info(f"{name}: {len(self._builder.nodes)} ONNX nodes lowered to "
+                  f"{sum(len(g.ops) for g in self._lowered.ir.graphs)} ops on {self._device_info}")
         self._runtime: Optional[RuntimeSession] = None
         self._outputs: Optional[dict] = None  # the runtime's output buffers, reused run after run
         self._host_weights = {name: np.array(v) for name, v in self._builder.initializers.items()}
@@ -79,6 +88,23 @@ class _Session:
                 raise popart_exception(f"Anchor return period {art.rp()} of '{anchor}' does not divide "
                                        f"batchesPerStep {self._data_flow.batchesPerStep()}")
 
+    def _check_pipelining(self) -> None:
+        """Pipelining needs the model split over IPUs and at least as many batches as stages."""
+        if not self._options.enablePipelining:
+            return
+        if self._options.virtualGraphMode is VirtualGraphMode.Off:
+            raise popart_exception("Pipelining requires the model to be split over IPUs: set "
+                                   "SessionOptions.virtualGraphMode to Manual (with builder.virtualGraph) or Auto")
+        stages = {int(a.i) for node in self._builder.nodes for a in node.attribute
+                  if a.name in ("__pipeline_stage",)} or {int(a.i) for node in self._builder.nodes
+                                                          for a in node.attribute if a.name == "__ipu_number"}
+        count = max(len(stages), 1)
+        if self._options.virtualGraphMode is VirtualGraphMode.Manual and count < 2:
+            raise popart_exception(f"Pipelining requires more than 1 IPU (currently {count})")
+        if self._data_flow.batchesPerStep() < count:
+            raise popart_exception(f"For pipelining, depth (batchesPerStep) must be at least the number of "
+                                   f"pipeline stages ({count}), got {self._data_flow.batchesPerStep()}")
+
     def _lower(self, shapes: InputShapeInfo):
         input_types = {tensor_id: TensorType(dtypes.onnx_code(info.dataType()), tuple(info.shape()))
                        for tensor_id, info in shapes.getAllTensorInfo().items()}
@@ -92,7 +118,8 @@ class _Session:
                 del node.attribute[:]
                 node.attribute.extend(kept)
         try:
-            return lower_model(self._builder, anchors=self._data_flow.anchors(),
+            kinds = {a: _STORED.get(self._data_flow.art(a).id(), "all") for a in self._data_flow.anchors()}
+            return lower_model(self._builder, anchors=kinds,
                                batches_per_step=self._data_flow.batchesPerStep(),
                                replication_factor=self._replication, input_types=input_types,
                                constant_weights=self._constant_weights(), auto_ipus=auto)
