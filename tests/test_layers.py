@@ -2,7 +2,8 @@
 (at the top of a module, inside a function, or for type checking alone) of every module is read.
 
 The order follows DESIGN.md, with the popxl face above runtime/ and transforms/ whose objects it
-re-exports (``popxl.Session``, ``popxl.transforms.autodiff``), then the package itself (which loads
+re-exports (``popxl.Session``, ``popxl.transforms.autodiff``), the ONNX layer below the views and the
+PopART face above popxl's (a PopART session lowers onto the same Ir), then the package itself (which loads
 export/ so that the IR can display) and the command line on top.
 """
 import ast
@@ -14,8 +15,8 @@ import pytest
 import workbench
 
 ROOT = Path(workbench.__file__).parent
-LAYERS = ("ir", "ops", "transforms", "analysis", "runtime", "export", "widgets", "popxl", "__init__", "cli",
-          "__main__")
+LAYERS = ("ir", "ops", "transforms", "analysis", "runtime", "export", "onnx", "widgets", "popxl", "popart",
+          "__init__", "cli", "__main__")
 
 
 def layer_of(path: Path) -> str:

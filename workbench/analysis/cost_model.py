@@ -211,6 +211,12 @@ COSTS: dict[str, CostRule] = {
     **dict.fromkeys(("exp", "exp_", "log", "log2", "tanh", "sin", "cos"), elementwise(8)),
     **dict.fromkeys(("pow", "gelu", "gelu_", "geluerf", "geluerf_", "geluerf_grad", "swish", "swish_"),
                     elementwise(16)),
+    # The functions ONNX has beyond popxl's (ops/onnx_functions.py).
+    **dict.fromkeys(("round", "minimum", "leaky_relu", "thresholded_relu", "hard_sigmoid"), elementwise(1)),
+    **dict.fromkeys(("reciprocal", "softsign"), elementwise(4)),
+    **dict.fromkeys(("sigmoid", "erf", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh",
+                     "softplus", "elu", "selu"), elementwise(8)),
+    "lrn": elementwise(8),
     # Random numbers: a generator step per element (normal: two, and a transform).
     **dict.fromkeys(("random_uniform", "dropout", "shaped_dropout"), elementwise(4)),
     "random_normal": elementwise(8),
@@ -237,7 +243,8 @@ COSTS: dict[str, CostRule] = {
     # Data rearrangements: paced by the on-chip exchange.
     **dict.fromkeys(("concat", "concat_", "onehot", "dynamic_slice", "dynamic_update", "dynamic_update_",
                      "gather", "groupedgather", "tied_gather", "scatter", "scatter_reduce", "io_tile_copy",
-                     "replica_sharded_slice", "replicated_slice"), REARRANGE),
+                     "replica_sharded_slice", "replicated_slice", "pad", "gather_elements",
+                     "gather_nd"), REARRANGE),
     # Optimiser updates.
     **dict.fromkeys(("accumulate_", "accumulate_square_", "accumulate_mean_", "accumulator_scale_",
                      "accumulator_zero_", "copy_var_update_"), elementwise(2)),

@@ -10,7 +10,6 @@ from workbench import ops
 from workbench.ir import constant
 from workbench.ops.registry import apply
 
-from .. import kernels  # noqa: F401  (registers the ONNX-only ops used below)
 from .table import NodeContext, lowers
 
 

@@ -9,7 +9,6 @@ from workbench import ops
 from workbench.ir import constant
 from workbench.ops.registry import apply
 
-from .. import kernels  # noqa: F401  (sigmoid)
 from .table import LoweringError, NodeContext, lowers
 
 _DEFAULT_ACTIVATIONS = {"RNN": ["Tanh"], "GRU": ["Sigmoid", "Tanh"], "LSTM": ["Sigmoid", "Tanh", "Tanh"]}

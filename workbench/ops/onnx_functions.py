@@ -1,8 +1,6 @@
-"""Op registry entries for ONNX ops that popxl has no op for: more unary functions, the minimum of
-two tensors, pad, GatherElements, GatherND and local response normalisation. Half-precision inputs are computed in float32 and rounded back.
-
-They join the one op registry (so every analysis, the runtime and the views know them); an entry
-another part of the workbench registers first is left as it is.
+"""Ops that ONNX has and popxl does not: more unary functions, the minimum of two tensors, pad,
+GatherElements, GatherND and local response normalisation. PopART programs lower onto them; they
+have no popxl front end. Half-precision inputs are computed in float32 and rounded back.
 """
 from __future__ import annotations
 
@@ -11,9 +9,9 @@ from typing import Callable
 import numpy as np
 
 from workbench.ir import Op, TensorSpec
-from workbench.ops.elementwise import binary_entries, like_input
-from workbench.ops.registry import REGISTRY, OpDef, register
-from workbench.ops.special import erf
+from .elementwise import binary_entries, like_input
+from .registry import OpDef, register
+from .special import erf
 
 
 def _in_float32(fn: Callable[..., np.ndarray]) -> Callable[[Op, object], Callable]:
@@ -128,17 +126,13 @@ def _lrn_kernel(op: Op, env):
 
 def _register() -> None:
     for name, fn in UNARY.items():
-        if name not in REGISTRY:
-            register(OpDef(name, like_input(name, "float"), _in_float32(fn)))
-    if "minimum" not in REGISTRY:
-        binary_entries("minimum", np.minimum)
-    if "pad" not in REGISTRY:
-        register(OpDef("pad", _pad_infer, _pad_kernel))
+        register(OpDef(name, like_input(name, "float"), _in_float32(fn)))
+    binary_entries("minimum", np.minimum)
+    register(OpDef("pad", _pad_infer, _pad_kernel))
     for name, infer, kernel in (("gather_elements", _gather_elements_infer, _gather_elements_kernel),
                                 ("gather_nd", _gather_nd_infer, _gather_nd_kernel),
                                 ("lrn", lambda specs, attrs: [specs[0]], _lrn_kernel)):
-        if name not in REGISTRY:
-            register(OpDef(name, infer, kernel))
+        register(OpDef(name, infer, kernel))
 
 
 _register()
