@@ -56,13 +56,13 @@ class Trace:
     ``events`` expands every event into a list, kept once made.
     """
 
-    def __init__(self, replicas: list[Optional[ReplicaEvents]], totals: Totals, clock_hz: float, profiled: bool,
+    def __init__(self, replicas: list[ReplicaEvents], totals: Totals, clock_hz: float, profiled: bool,
                  seconds: Optional[float] = None):
         self.replicas = len(replicas)
         self.clock_hz = clock_hz
         self.profiled = profiled
         self.seconds = seconds
-        self._replicas = replicas if all(r is not None and r.stored is not None for r in replicas) else None
+        self._replicas = replicas if all(r.stored is not None for r in replicas) else None
         self._totals = totals
         self._events: Optional[list[TraceEvent]] = None
 
