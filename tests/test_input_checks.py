@@ -8,7 +8,7 @@ import pytest
 
 import popxl
 import popxl.ops as ops
-from test_session_errors import W_START, X, accumulating_model, assert_unchanged_then_runs, attached  # noqa: F401
+from test_session_errors import X, assert_unchanged_then_runs, attached  # noqa: F401 - attached is a fixture
 
 
 @pytest.mark.parametrize("given", [[], [X], (X,)])

@@ -20,14 +20,15 @@ OPS = 100_000
 
 
 def best_time(fn, repeats: int = 3) -> float:
-    """The best of ``repeats`` timings, each starting from a collected heap: a built graph is a web of
-    cycles, so the garbage of one build would otherwise slow the collections of the next."""
+    """The best of ``repeats`` timings in CPU seconds of this process (what other work on the machine
+    disturbs least), each starting from a collected heap: a built graph is a web of cycles, so the
+    garbage of one build would otherwise slow the collections of the next."""
     times = []
     for _ in range(repeats):
         gc.collect()
-        start = time.perf_counter()
+        start = time.process_time()
         fn()
-        times.append(time.perf_counter() - start)
+        times.append(time.process_time() - start)
     return min(times)
 
 
@@ -82,10 +83,12 @@ def plain_objects(count: int) -> list:
 
 def test_building_a_100000_op_graph_within_twice_plain_objects():
     assert len(chained_adds(OPS).main_graph.ops) == OPS
-    ours = best_time(lambda: chained_adds(OPS))
-    baseline = best_time(lambda: plain_objects(OPS))
-    ratio = ours / baseline
-    print(f"\nbuilding {OPS:,} ops: workbench {ours:.3f} s, plain objects {baseline:.3f} s, "
+    ours, baseline = [], []
+    for _ in range(3):  # taken in turns, so that a busy spell of the machine slows both alike
+        ours.append(best_time(lambda: chained_adds(OPS), repeats=1))
+        baseline.append(best_time(lambda: plain_objects(OPS), repeats=1))
+    ratio = min(ours) / min(baseline)
+    print(f"\nbuilding {OPS:,} ops: workbench {min(ours):.3f} s, plain objects {min(baseline):.3f} s, "
           f"ratio {ratio:.2f} (target <= 2)")
     assert ratio <= 2.0
 
@@ -133,12 +136,12 @@ def phases(make_ir, repeats: int) -> dict[str, float]:
 
 
 def read_trace(session, run) -> float:
-    """Seconds to read the trace of a fresh run (it is built when first read)."""
+    """CPU seconds to read the trace of a fresh run (it is built when first read)."""
     run()
     gc.collect()
-    start = time.perf_counter()
+    start = time.process_time()
     session.last_trace
-    return time.perf_counter() - start
+    return time.process_time() - start
 
 
 def looped_adds(count: int):
@@ -184,3 +187,49 @@ def test_run_grows_linearly_with_the_repeat_count_and_the_trace_stays_small():
     for name in ("build", "compile", "analyses", "trace"):
         assert rows[2][name] <= 10 * max(rows[0][name], 1e-3), name
     assert rows[2]["trace bytes"] <= 2 * rows[0]["trace bytes"] + 10_000
+
+
+def branching_loop(count: int):
+    """A repeat whose body runs a conditional: its iterations cannot be copies of one another."""
+    ir = popxl.Ir()
+    with ir.main_graph:
+        x = ops.host_load(popxl.h2d_stream([4], popxl.float32, name="x"))
+        halve = ir.create_graph(lambda t: t * 0.5, x)
+        double = ir.create_graph(lambda t: t * 2.0, x)
+
+        def body(t):
+            (t,) = ops.conditional(ops.greater(ops.sum(t), popxl.constant(1.0)), halve, double, [t], [t])
+            return t
+
+        (y,) = ops.repeat(ir.create_graph(body, x), count, x)
+        ops.host_store(popxl.d2h_stream(y.shape, y.dtype, name="y"), y)
+    return ir
+
+
+def test_a_long_loop_that_cannot_be_copied_keeps_a_bounded_trace():
+    """100,000 iterations of a body with a conditional: 400,000 events, more than the default limit,
+    so the trace keeps its summary; the record of the branches taken costs 5 bytes each."""
+    ir = branching_loop(100_000)
+    stream = ir.get_all_h2d_streams().pop()
+    with popxl.Session(ir, "ipu_model") as session:
+        session.progress = False
+
+        def run():
+            session.run({stream: np.ones(4, np.float32)})
+        run()
+        session.last_trace  # the first read also plans the timeline of the session's graphs, once
+        seconds = read_trace(session, run)
+        run()
+        record_bytes = sum(len(log.which) * log.which.itemsize + len(log.taken)
+                           for log in session._recorder.record.branches)
+        gc.collect()
+        tracemalloc.start()
+        trace = session.last_trace
+        held = tracemalloc.get_traced_memory()[0]
+        tracemalloc.stop()
+    print(f"\n{len(trace):,} events of a loop with a conditional: the branch record {record_bytes:,} bytes, "
+          f"the summary-only trace {held:,} bytes ({held / len(trace):.4f} per executed op), built in "
+          f"{seconds:.2f} s")
+    assert not trace.has_events and trace.summary().cycles > 0
+    # what stays allocated is a few totals, and the tuples Python keeps on its free list (some 94 KB)
+    assert record_bytes <= 5 * 100_000 and held < 200_000

@@ -211,7 +211,8 @@ class Graph:
                 ipu: Optional[int] = None, crosses_ipus: bool = False) -> Op:
         """Append an op; its outputs are new tensors of ``output_specs``. Unless the op
         ``crosses_ipus`` (a copy or a collective), its inputs must live on the IPU it runs on."""
-        self._check_buildable()
+        if self._ir._owner is not None:
+            self._ir._check_buildable()
         self._check_inputs(op_type, inputs)
         context = get_current_context()
         op_ipu = context.ipu_id if ipu is None else ipu
@@ -231,9 +232,8 @@ class Graph:
         outputs = []
         tensors = self._tensors
         for index, spec in enumerate(output_specs):
-            name = names[index] if index < len(names) and names[index] else op_type
-            tensor = Tensor._create(self, tensors.fresh(prefix + name), spec, op_ipu, tile_set)
-            tensor.producer = op
+            name = prefix + (names[index] if index < len(names) and names[index] else op_type)
+            tensor = Tensor._create(self, tensors.fresh(name), spec, op_ipu, tile_set, op)
             outputs.append(tensor)
             tensors[tensor._name] = tensor  # before the next output picks its unique name
         op.outputs = tuple(outputs)
@@ -242,7 +242,8 @@ class Graph:
             if not consumers or consumers[-1] is not op:  # a tensor read twice lists the op once
                 consumers.append(op)
         self._ops.append(op)
-        context._op_created(op)
+        if context.sequence_mode is not None or context._hooks:
+            context._op_created(op)
         if self._hooks:
             for hook in list(self._hooks.values()):
                 hook(op)

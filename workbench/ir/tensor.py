@@ -119,12 +119,12 @@ class Tensor:
 
     @classmethod
     def _create(cls, graph: "Graph", name: str, spec: TensorSpec, ipu: int = 0,
-                tile_set: str = "compute") -> "Tensor":
+                tile_set: str = "compute", producer: Optional["Op"] = None) -> "Tensor":
         tensor = object.__new__(cls)
         tensor._graph = graph
         tensor._name = name
         tensor._spec = spec
-        tensor.producer: Optional[Op] = None
+        tensor.producer = producer
         tensor.consumers: list[Op] = []
         tensor._ipu = ipu
         tensor._tile_set = tile_set

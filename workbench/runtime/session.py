@@ -34,7 +34,7 @@ from .stepper import Stepper
 from .timeline import Timeline
 from .trace import Trace, TraceRecorder
 
-TRACE_EVENT_LIMIT = 1_000_000  # events a run's trace keeps at most, by default: about 150 MB
+TRACE_EVENT_LIMIT = 250_000  # events a run's trace keeps at most, by default: about 50 MB (some 190 bytes each)
 
 
 LARGE_IPU_MODEL = 64  # IPUs beyond which a Session warns that the simulation will be heavy

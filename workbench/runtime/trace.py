@@ -56,13 +56,13 @@ class Trace:
     ``events`` expands every event into a list, kept once made.
     """
 
-    def __init__(self, replicas: list[Optional[ReplicaEvents]], totals: Totals, clock_hz: float, profiled: bool,
+    def __init__(self, replicas: list[ReplicaEvents], totals: Totals, clock_hz: float, profiled: bool,
                  seconds: Optional[float] = None):
         self.replicas = len(replicas)
         self.clock_hz = clock_hz
         self.profiled = profiled
         self.seconds = seconds
-        self._replicas = replicas if all(r is not None and r.stored is not None for r in replicas) else None
+        self._replicas = replicas if all(r.stored is not None for r in replicas) else None
         self._totals = totals
         self._events: Optional[list[TraceEvent]] = None
 
@@ -125,11 +125,32 @@ def record_branch(kernel: Callable, op: Op, log: list) -> Callable:
     return run
 
 
+@dataclass(frozen=True, slots=True)
+class BranchLog:
+    """One replica's branch log, compact: for each conditional run, the index of its op in ``ops`` and
+    whether it took the then-branch (5 bytes each, where the log's tuples take about 70)."""
+
+    ops: tuple[Op, ...]
+    which: array
+    taken: bytes
+
+    @classmethod
+    def of(cls, log: list[tuple[Op, bool]]) -> "BranchLog":
+        index: dict[Op, int] = {}
+        which = array("I", (index.setdefault(op, len(index)) for op, _ in log))
+        return cls(tuple(index), which, bytes(taken for _, taken in log))
+
+    def __iter__(self) -> Iterator[tuple[Op, bool]]:
+        """``(op, taken)`` in the order the conditionals ran."""
+        ops = self.ops
+        return ((ops[which], bool(taken)) for which, taken in zip(self.which, self.taken))
+
+
 @dataclass(slots=True)
 class RunRecord:
     """What one run leaves for its trace: per replica the branch log and (profiled) the clock log."""
 
-    branches: list[tuple]
+    branches: list[BranchLog]
     timestamps: Optional[list[array]]
     started: float
     seconds: float
@@ -155,12 +176,15 @@ class TraceRecorder:
         self._started = perf_counter()
 
     def finish(self) -> None:
-        """After a run that completed."""
+        """After a run that completed: keep its logs compactly, and let the replicas' own go."""
         seconds = perf_counter() - self._started
         profiled = self.programs[0].profiling
-        self.record = RunRecord([tuple(p.branches) for p in self.programs],
+        self.record = RunRecord([BranchLog.of(p.branches) for p in self.programs],
                                 [array("d", p.timestamps) for p in self.programs] if profiled else None,
                                 self._started, seconds, self.event_limit)
+        for program in self.programs:
+            program.branches.clear()
+            program.timestamps.clear()
 
     @property
     def trace(self) -> Optional[Trace]:
