@@ -103,7 +103,8 @@ def create_op(op_type: str, inputs: Sequence[Tensor], attrs: Optional[dict] = No
     definition = op_def(op_type)
     graph = get_current_graph()
     graph._check_inputs(op_type, inputs)
-    if len(inputs) > 1 and not definition.crosses_ipus and not called_graphs:
+    if (len(inputs) > 1 and not definition.crosses_ipus and not called_graphs
+            and len({(t._ipu, t._tile_set) for t in inputs}) > 1):  # all in one place: nothing to check
         check_same_placement(op_type, {t.name: t for t in inputs})
     attrs = dict(attrs or {})
     specs = definition.infer([t.spec for t in inputs], attrs)

@@ -9,6 +9,9 @@ from workbench.ir import TensorSpec, dtypes
 
 
 def broadcast_shape(op_type: str, *shapes: Sequence[int]) -> tuple[int, ...]:
+    first = tuple(shapes[0])
+    if all(tuple(shape) == first for shape in shapes[1:]):  # the common case, without NumPy
+        return first
     try:
         return tuple(np.broadcast_shapes(*shapes))
     except ValueError:
@@ -28,8 +31,18 @@ def same_dtype(op_type: str, specs: Sequence[TensorSpec]) -> dtypes.dtype:
 def check_dtype(op_type: str, spec: TensorSpec, allowed: str) -> None:
     """``allowed``: 'float', 'int', 'bool', 'number' (int or float) or 'any'."""
     dtype = spec.dtype
-    ok = {"float": dtype.is_floating_point, "int": dtype.is_int, "bool": dtype is dtypes.bool_,
-          "number": dtype.is_int or dtype.is_floating_point, "any": True}[allowed]
+    if allowed == "float":
+        ok = dtype.is_floating_point
+    elif allowed == "number":
+        ok = dtype.is_int or dtype.is_floating_point
+    elif allowed == "int":
+        ok = dtype.is_int
+    elif allowed == "bool":
+        ok = dtype is dtypes.bool_
+    elif allowed == "any":
+        ok = True
+    else:
+        raise ValueError(f"{op_type}: unknown dtype class {allowed!r}")
     if not ok:
         raise TypeError(f"{op_type}: expected a {allowed} tensor, got {dtype.name}")
 
