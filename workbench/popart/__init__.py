@@ -22,6 +22,8 @@ from .patterns import Patterns
 from .session import InferenceSession
 from .stepio import PyStepIO, PyStepIOCallback, PyWeightsIO
 from .tensorinfo import InputShapeInfo, TensorInfo
+from .training_api import *  # noqa: F401,F403  (training sessions, losses, optimisers)
+from .training_api import __all__ as _training_names
 
 AiOnnxOpset6, AiOnnxOpset7, AiOnnxOpset8, AiOnnxOpset9, AiOnnxOpset10, AiOnnxOpset11 = (
     opset_class(v) for v in (6, 7, 8, 9, 10, 11))
@@ -39,4 +41,4 @@ __all__ = [
     "PatternsLevel", "RecomputationType", "RecomputeType", "ReductionType", "SessionOptions",
     "SubgraphCopyingStrategy", "SyntheticDataMode", "VirtualGraphMode", "Patterns", "InferenceSession",
     "PyStepIO", "PyStepIOCallback", "PyWeightsIO", "InputShapeInfo", "TensorInfo",
-]
+] + list(_training_names)

@@ -99,6 +99,10 @@ class _Session:
     def _constant_weights(self) -> bool:
         return bool(self._options.constantWeights)
 
+    def _batches_per_run(self) -> int:
+        """Batches a run reads from the host (a training session reads each accumulated micro-batch)."""
+        return self._data_flow.batchesPerStep()
+
     # ----- properties -----
     @property
     def dataFlow(self) -> DataFlow:
@@ -244,7 +248,7 @@ class _Session:
     def run(self, stepio: Union[PyStepIO, PyStepIOCallback], debugName: str = "") -> None:
         """Run ``batchesPerStep`` batches: read the inputs from ``stepio``, write its anchor arrays."""
         self._require_attached("run")
-        bps, replicas = self._data_flow.batchesPerStep(), self._replication
+        bps, replicas = self._batches_per_run(), self._replication
         inputs = {}
         for tensor_id, stream in self._lowered.inputs.items():
             if not stepio.has_input(tensor_id):
