@@ -5,8 +5,6 @@ inference step of an MLP (against the same program written with popxl).
 
 Run with ``python -m pytest tests/benchmarks/bench_popart.py -o python_files='bench_*.py' -s``.
 """
-import time
-
 import numpy as np
 import onnx
 from onnx import TensorProto, helper
@@ -17,12 +15,6 @@ import popxl.ops as ops
 from bench_runtime import best_time
 
 NODES = 2000
-
-
-def timed(fn) -> tuple[float, object]:
-    start = time.perf_counter()
-    result = fn()
-    return time.perf_counter() - start, result
 
 
 def build_with_builder():
@@ -49,8 +41,8 @@ def build_with_onnx_helper():
 
 
 def test_building_a_2000_node_model():
-    ours, _ = timed(build_with_builder)
-    plain, _ = timed(build_with_onnx_helper)
+    ours = best_time(build_with_builder, repeats=3)
+    plain = best_time(build_with_onnx_helper, repeats=3)
     print(f"\nBuilder, {NODES} nodes: {ours:.3f} s; onnx.helper + one shape inference: {plain:.3f} s; "
           f"ratio {ours / plain:.1f}")
 
@@ -77,8 +69,8 @@ def test_lowering_and_compiling_a_2000_node_model():
             ops.host_store(popxl.d2h_stream(x.shape, x.dtype, name="y"), x)
         popxl.Session(ir, "ipu_model")
 
-    ours, _ = timed(popart_session)
-    baseline, _ = timed(popxl_session)
+    ours = best_time(popart_session, repeats=3)
+    baseline = best_time(popxl_session, repeats=3)
     print(f"\nlowering + compiling {NODES} nodes: PopART {ours:.3f} s, popxl {baseline:.3f} s, "
           f"ratio {ours / baseline:.2f}")
 

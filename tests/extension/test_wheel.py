@@ -42,7 +42,7 @@ def test_the_wheel_holds_the_built_extension_and_no_sources(wheel):
     assert re.fullmatch(r"static/remoteEntry\.[0-9a-f]+\.js", entry) and f"{LABEXTENSION}/{entry}" in data
     assert package["jupyterlab"]["_build"]["mimeExtension"] == "./mimeExtension"
     assert install["packageName"] == "ipu-workbench"
-    assert "workbench/export/mime.py" in names and "popxl/__init__.py" in names
+    assert "workbench/export/mime.py" in names and "popxl/__init__.py" in names and "popart/__init__.py" in names
     assert not [n for n in names if "node_modules" in n or n.endswith(".ts") or "/src/" in n]
     assert wheel.stat().st_size < 2_000_000
 

@@ -60,6 +60,15 @@ def test_shapes_are_inferred_per_node():
     assert builder.isInitializer(w) and not builder.isInitializer(x)
 
 
+def test_alike_nodes_with_different_constant_inputs_get_their_own_shapes():
+    builder = popart.Builder()
+    x = builder.addInputTensor(popart.TensorInfo("FLOAT", [2, 6]))
+    wide = builder.reshape_const(builder.aiOnnx, [x], [1, 12])
+    tall = builder.reshape_const(builder.aiOnnx, [x], [12, 1])
+    again = builder.reshape_const(builder.aiOnnx, [x], [1, 12])
+    assert [builder.getTensorShape(t) for t in (wide, tall, again)] == [[1, 12], [12, 1], [1, 12]]
+
+
 def test_shape_errors_are_popart_exceptions_naming_the_node():
     builder = popart.Builder()
     a = builder.addInputTensor(popart.TensorInfo("FLOAT", [2, 3]))
@@ -194,9 +203,13 @@ def test_graphcore_ops_get_shapes_from_the_workbench_rules():
     each = builder.aiGraphcore.l1loss([x], 0.1, popart.ReductionType.NoReduction)
     assert builder.getTensorShape(s) == [2, 2]
     assert builder.getTensorShape(loss) == [] and builder.getTensorShape(each) == [4, 6]
+    after = builder.aiOnnx.relu([s])
+    builder.addOutputTensor(after)
     model = onnx.load_from_string(builder.getModelProto())
-    onnx.checker.check_model(model)
+    onnx.checker.check_model(model, full_check=True)  # the ai.graphcore schemas are registered with ONNX
     assert {(o.domain, o.version) for o in model.opset_import} == {("", 10), ("ai.graphcore", 1)}
+    del model.graph.value_info[:]  # ONNX's whole-model inference runs the ai.graphcore rules too
+    assert popart.Builder(model.SerializeToString()).getTensorShape(after) == [2, 2]
 
 
 def test_reshape_const_and_tensor_info():

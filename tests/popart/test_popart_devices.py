@@ -78,4 +78,60 @@ def test_versions_logging_and_supported_operations():
     popart.getLogger().setLevel("DEBUG")
     supported = {(op.domain, op.type, op.version) for op in popart.getSupportedOperations(False)}
     assert ("ai.onnx", "Conv", 11) in supported and ("ai.graphcore", "L1", 1) in supported
-    assert "LRN" in popart.getUnsupportedOperations(11)
+    assert "Det" in popart.getUnsupportedOperations(11) and "LRN" not in popart.getUnsupportedOperations(11)
+
+
+def test_graph_transformer_converts_types_and_prunes_inputs():
+    import numpy as np
+    import onnx
+
+    builder = popart.Builder()
+    x = builder.addInputTensor(popart.TensorInfo("FLOAT", [2]))
+    builder.addInputTensor(popart.TensorInfo("FLOAT", [2]), "unused")
+    w = builder.addInitializedInputTensor(np.ones(2, np.float32))
+    k = builder.addInitializedInputTensor(np.array([2, 1], np.int64), "shape")
+    y = builder.aiOnnx.reshape([builder.aiOnnx.add([x, w]), k])
+    builder.addOutputTensor(y)
+    transformer = popart.GraphTransformer(builder.getModelProto())
+    transformer.removeUnusedInputs()
+    transformer.convertFloatsToHalfs()
+    transformer.convertAllFixedPointInitializersToConstants()
+    model = onnx.load_from_string(transformer.getModelProto())
+    assert [i.name for i in model.graph.input] == [x]
+    assert model.graph.input[0].type.tensor_type.elem_type == onnx.TensorProto.FLOAT16
+    assert [i.name for i in model.graph.initializer] == [w] and model.graph.node[0].op_type == "Constant"
+    session = popart.InferenceSession(transformer.getModelProto(), popart.DataFlow(1, [y]),
+                                      popart.DeviceManager().createCpuDevice())
+    session.prepareDevice()
+    anchors = session.initAnchorArrays()
+    session.run(popart.PyStepIO({x: np.array([1, 2], np.float16)}, anchors))
+    np.testing.assert_array_equal(anchors[y], [[2], [3]])
+
+
+def test_debug_context_names_nodes():
+    import onnx
+
+    builder = popart.Builder()
+    x = builder.addInputTensor(popart.TensorInfo("FLOAT", [2]), debugContext=popart.DebugContext("data"))
+    builder.aiOnnx.relu([x], popart.DebugContext(popart.DebugContext("block"), "act"))
+    assert x == "data"
+    assert onnx.load_from_string(builder.getModelProto()).graph.node[0].name == "block/act"
+
+
+def test_session_logs_through_popart_logger(caplog):
+    import logging
+
+    logger = logging.getLogger("popart")
+    logger.propagate = True
+    try:
+        popart.getLogger().setLevel("INFO")
+        builder = popart.Builder()
+        x = builder.addInputTensor(popart.TensorInfo("FLOAT", [2]))
+        y = builder.aiOnnx.relu([x])
+        with caplog.at_level(logging.INFO, logger="popart"):
+            popart.InferenceSession(builder.getModelProto(), popart.DataFlow(1, [y]),
+                                    popart.DeviceManager().createCpuDevice())
+        assert "1 ONNX nodes lowered" in caplog.text
+    finally:
+        logger.propagate = False
+        popart.getLogger().setLevel("OFF")

@@ -232,10 +232,10 @@ def test_input_shape_info_gives_shapes_the_model_leaves_open():
 
 def test_unsupported_op_fails_at_session_creation_naming_op_node_and_opset():
     builder = popart.Builder(opsets={"ai.onnx": 11, "ai.graphcore": 1})
-    x = builder.addInputTensor(popart.TensorInfo("FLOAT", [1, 1, 4, 4]))
-    y = builder.aiOnnx.lrn([x], size=3, debugContext="norm")
-    with pytest.raises(popart.popart_exception, match=r"Op ai.onnx.LRN:1 \(node 'norm'\) at opset 11 is not "
-                                                      "supported"):
+    x = builder.addInputTensor(popart.TensorInfo("FLOAT", [2, 2]))
+    y = builder.aiOnnx.det([x], debugContext="determinant")
+    with pytest.raises(popart.popart_exception, match=r"Op ai.onnx.Det:11 \(node 'determinant'\) at opset 11 is "
+                                                      "not supported"):
         popart.InferenceSession(builder.getModelProto(), popart.DataFlow(1, [y]),
                                 popart.DeviceManager().createCpuDevice())
 
@@ -284,3 +284,111 @@ def test_lowered_program_keeps_onnx_names_for_the_views():
     assert mul.meta["onnx_node"] == "Mul" and mul.meta["onnx_op"] == "ai.onnx.Mul:7"
     assert call_tree(session.ir) is not None
     assert session.workbench_session.memory_report.fits
+
+
+def test_instrumented_engine_reports_simulated_cycles_and_dot_checks_write_files(tmp_path):
+    proto, a, b, o = add_model((4,))
+    options = popart.SessionOptions()
+    options.engineOptions = {"debug.instrument": "true"}
+    options.dotChecks = {popart.DotCheck.Final}
+    options.logDir = str(tmp_path)
+    session = popart.InferenceSession(proto, popart.DataFlow(1, [o]), popart.DeviceManager().createIpuModelDevice({}),
+                                      userOptions=options)
+    assert list(tmp_path.glob("*.dot"))
+    session.prepareDevice()
+    anchors = session.initAnchorArrays()
+    session.run(popart.PyStepIO({a: np.ones(4, np.float32), b: np.ones(4, np.float32)}, anchors))
+    assert session.getCycleCount() > 0
+    assert "Last run:" in session.getSummaryReport()
+    assert '"profilerMode": "SIMULATED"' in session.getExecutionReport()
+
+
+@pytest.mark.parametrize("kind, size, groups", [(popart.CommGroupType.Consecutive, 2, [[0, 1], [2, 3]]),
+                                                (popart.CommGroupType.Orthogonal, 2, [[0, 2], [1, 3]])])
+def test_variable_settings_give_each_replica_group_its_own_weight(kind, size, groups):
+    builder = popart.Builder()
+    builder.embedReplicationFactor(4)
+    x = builder.addInputTensor(popart.TensorInfo("FLOAT", [2]))
+    settings = popart.VariableSettings(popart.CommGroup(kind, size), popart.VariableRetrievalMode.OnePerGroup)
+    assert settings.getGroupCount(4) == 2 and settings.numReplicasReturningVariable(4) == 2
+    w = builder.addInitializedInputTensor(np.array([[1.0, 1.0], [2.0, 2.0]], np.float32), settings, "w")
+    assert builder.getTensorShape(w) == [2]
+    y = builder.aiOnnx.mul([x, w])
+    options = popart.SessionOptions()
+    options.enableReplicatedGraphs, options.replicatedGraphCount = True, 4
+    session = popart.InferenceSession(builder.getModelProto(), popart.DataFlow(1, [y]),
+                                      popart.DeviceManager().createIpuModelDevice({"numIPUs": 4}), userOptions=options)
+    grouping = session.ir.variables[0].replica_grouping
+    assert grouping.group_size == 2 and grouping.num_groups == 2
+    session.prepareDevice()
+    anchors = session.initAnchorArrays()
+    session.run(popart.PyStepIO({x: np.ones((4, 2), np.float32)}, anchors))
+    for value, replicas in zip((1.0, 2.0), groups):
+        np.testing.assert_allclose(anchors[y][replicas], value)
+    read = {w: np.zeros((2, 2), np.float32)}
+    session.weightsToHost()
+    session.readWeights(popart.PyWeightsIO(read))
+    np.testing.assert_allclose(read[w], [[1.0, 1.0], [2.0, 2.0]])
+
+
+def test_grouped_weights_need_one_value_per_group_and_a_matching_replication_factor():
+    builder = popart.Builder()
+    builder.embedReplicationFactor(4)
+    settings = popart.VariableSettings(popart.CommGroup(popart.CommGroupType.Consecutive, 2))
+    with pytest.raises(popart.popart_exception, match="leading dimension of 2"):
+        builder.addInitializedInputTensor(np.ones(3, np.float32), settings)
+    x = builder.addInputTensor(popart.TensorInfo("FLOAT", [2]))
+    w = builder.addInitializedInputTensor(np.ones((2, 2), np.float32), settings)
+    y = builder.aiOnnx.mul([x, w])
+    with pytest.raises(popart.popart_exception, match="grouped for 4 replicas"):
+        popart.InferenceSession(builder.getModelProto(), popart.DataFlow(1, [y]),
+                                popart.DeviceManager().createIpuModelDevice({}))
+
+
+def test_pipelining_needs_stages_on_ipus_and_enough_batches():
+    proto, inputs, o = two_ipu_model()
+    options = popart.SessionOptions()
+    options.enablePipelining = True
+    device = popart.DeviceManager().createIpuModelDevice({"numIPUs": 2})
+    with pytest.raises(popart.popart_exception, match="split over IPUs"):
+        popart.InferenceSession(proto, popart.DataFlow(2, [o]), device, userOptions=options)
+    options.virtualGraphMode = popart.VirtualGraphMode.Manual
+    with pytest.raises(popart.popart_exception, match=r"depth \(batchesPerStep\) must be at least"):
+        popart.InferenceSession(proto, popart.DataFlow(1, [o]), device, userOptions=options)
+    session = popart.InferenceSession(proto, popart.DataFlow(2, [o]), device, userOptions=options)
+    session.prepareDevice()
+    anchors = session.initAnchorArrays()
+    session.run(popart.PyStepIO({i: np.full((2, 1), k + 1.0, np.float32) for k, i in enumerate(inputs)}, anchors))
+    np.testing.assert_allclose(anchors[o], [[10.0], [10.0]])
+    adds = [op for graph in session.ir.graphs for op in graph.ops if op.type == "add"]
+    assert {op.meta["popart"]["__ipu_number"] for op in adds} == {0, 1}
+
+
+def test_a_model_too_large_for_the_device_raises_out_of_memory_at_prepare_device():
+    builder = popart.Builder()
+    x = builder.addInputTensor(popart.TensorInfo("FLOAT", [256, 256]))
+    w = builder.addInitializedInputTensor(np.ones((256, 256), np.float32))
+    y = builder.aiOnnx.matmul([x, w])
+    session = popart.InferenceSession(builder.getModelProto(), popart.DataFlow(1, [y]),
+                                      popart.DeviceManager().createIpuModelDevice({"tilesPerIPU": 1}))
+    with pytest.raises(popart.OutOfMemoryException, match="out of memory") as raised:
+        session.prepareDevice()
+    assert "largest tensors" in raised.value.getSummaryReport()
+
+
+def test_final_and_sum_anchors_are_carried_through_the_loop_and_stored_once():
+    proto, a, b, o = add_model((3,))
+    builder = popart.Builder(proto)
+    doubled = builder.aiOnnx.add([o, o])
+    flow = popart.DataFlow(3, {o: popart.AnchorReturnType("SUM"), doubled: popart.AnchorReturnType("FINAL")})
+    session = popart.InferenceSession(builder.getModelProto(), flow, popart.DeviceManager().createCpuDevice())
+    main, step = session.ir.graphs
+    assert [op.type for op in main.ops].count("host_store") == 2
+    assert not [op for op in step.ops if op.type == "host_store"]
+    assert [t.name for t in step.inputs[:2]] == [f"{o}/carried", f"{doubled}/carried"]
+    session.prepareDevice()
+    anchors = session.initAnchorArrays()
+    x = np.arange(9, dtype=np.float32).reshape(3, 3)
+    session.run(popart.PyStepIO({a: x, b: x}, anchors))
+    np.testing.assert_allclose(anchors[o], (2 * x).sum(0))
+    np.testing.assert_allclose(anchors[doubled], 4 * x[-1])

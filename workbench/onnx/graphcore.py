@@ -1,4 +1,6 @@
-"""Shape rules of the ai.graphcore ops, for inferring node outputs as they are added.
+"""The ai.graphcore ops as ONNX op schemas, registered with ONNX: their attributes (so that the
+checker knows them) and Python shape rules (so that ONNX's own shape inference, per node or on a
+whole model, infers their outputs).
 
 Where the workbench has the op, the rule is the op registry's own (one source of truth); the
 losses, whose reduction changes the output shape, have theirs here.
@@ -7,11 +9,15 @@ from __future__ import annotations
 
 from typing import Callable, Mapping, Sequence
 
+import onnx.defs
+import onnx.reference  # noqa: F401  before our schemas: it refuses op names shared by two domains (Gelu)
+from onnx import helper
+
 from workbench.ir import TensorSpec
 from workbench.ops.registry import op_def
 
 from . import dtypes
-from .shapes import GRAPHCORE_RULES, TensorType
+from .shapes import GRAPHCORE, GRAPHCORE_RULES, TensorType, type_of
 
 
 def _spec(ttype: TensorType) -> TensorSpec:
@@ -63,8 +69,6 @@ def _dynamic_slice(inputs: Sequence[TensorType], attrs: Mapping) -> list[TensorT
 
 
 def _call(inputs: Sequence[TensorType], attrs: Mapping) -> list[TensorType]:
-    from .shapes import type_of
-
     return [type_of(value) for value in attrs["callee"].output]
 
 
@@ -72,9 +76,68 @@ GRAPHCORE_RULES.update({
     "Call": _call,
     "L1": _loss, "Nll": _loss, "IdentityLoss": _loss,
     **dict.fromkeys(("Scale", "Gelu", "GeluErf", "Nop", "Detach", "Swish", "PrintTensor", "IncrementMod",
-                     "CheckpointOutput", "Square", "Abs"), _same),
+                     "CheckpointOutput", "Square"), _same),
     "Subsample": _from_registry("subsample", lambda a: {"strides": tuple(a["strides"])}),
     "Init": _init,
     "GroupNormalization": _group_norm,
     "DynamicSlice": _dynamic_slice,
 })
+
+_A = onnx.defs.OpSchema.AttrType
+ATTRIBUTES: dict[str, dict[str, int]] = {
+    "L1": {"lambda": _A.FLOAT, "reduction": _A.STRING},
+    "Nll": {"reduction": _A.STRING, "ignoreIndex": _A.INT, "inputIsLogProbability": _A.INT},
+    "IdentityLoss": {"reduction": _A.STRING},
+    "Scale": {"scale": _A.FLOAT},
+    "Subsample": {"strides": _A.INTS},
+    "PrintTensor": {"print_gradient": _A.INT, "title": _A.STRING},
+    "GroupNormalization": {"num_groups": _A.INT, "epsilon": _A.FLOAT},
+    "DynamicSlice": {"axes": _A.INTS, "sizes": _A.INTS, "noOverlap": _A.INT},
+    "IncrementMod": {"increment": _A.FLOAT, "modulus": _A.FLOAT},
+    "Init": {"shape": _A.INTS, "data_type": _A.INT, "tensor_type": _A.INT, "init_type": _A.INT, "batch_axis": _A.INT},
+    "Call": {"callee": _A.GRAPH},
+}
+_TYPES = [f"tensor({t})" for t in ("float", "float16", "double", "int8", "int16", "int32", "int64", "uint8",
+                                   "uint16", "uint32", "uint64", "bool")]
+
+
+def _inference(op_type: str) -> Callable:
+    rule = GRAPHCORE_RULES[op_type]
+
+    def infer(ctx) -> None:
+        inputs = []
+        for index in range(ctx.get_num_inputs()):
+            proto = ctx.get_input_type(index) if ctx.has_input(index) else None
+            inputs.append(type_of(helper.make_value_info("input", proto)) if proto is not None else None)
+        attrs = {}
+        for name in ATTRIBUTES.get(op_type, {}):
+            attribute = ctx.get_attribute(name)
+            if attribute is not None:
+                value = helper.get_attribute_value(attribute)
+                attrs[name] = value.decode() if isinstance(value, bytes) else value
+        for index, ttype in enumerate(rule(inputs, attrs)):
+            if ttype is not None and index < ctx.get_num_outputs():
+                ctx.set_output_type(index, ttype.value_info("output").type)
+    return infer
+
+
+def _register_schemas() -> None:
+    schema_class = onnx.defs.OpSchema
+    variadic = schema_class.FormalParameterOption.Variadic
+    for op_type in GRAPHCORE_RULES:
+        if onnx.defs.has(op_type, GRAPHCORE):
+            continue
+        schema = schema_class(
+            op_type, GRAPHCORE, 1, f"The Graphcore {op_type} op.",
+            inputs=[schema_class.FormalParameter("inputs", "T", param_option=variadic, is_homogeneous=False,
+                                                 min_arity=0)],
+            outputs=[schema_class.FormalParameter("outputs", "T", param_option=variadic, is_homogeneous=False,
+                                                  min_arity=1)],
+            type_constraints=[("T", _TYPES, "Any tensor type.")],
+            attributes=[schema_class.Attribute(name, kind, name, required=False)
+                        for name, kind in ATTRIBUTES.get(op_type, {}).items()])
+        schema.set_type_and_shape_inference_function(_inference(op_type))
+        onnx.defs.register_schema(schema)
+
+
+_register_schemas()

@@ -1,5 +1,5 @@
 """Op registry entries for ONNX ops that popxl has no op for: more unary functions, the minimum of
-two tensors, and pad. Half-precision inputs are computed in float32 and rounded back.
+two tensors, pad, GatherElements, GatherND and local response normalisation. Half-precision inputs are computed in float32 and rounded back.
 
 They join the one op registry (so every analysis, the runtime and the views know them); an entry
 another part of the workbench registers first is left as it is.
@@ -60,7 +60,7 @@ UNARY = {
     "sinh": np.sinh, "cosh": np.cosh, "asinh": np.arcsinh, "acosh": np.arccosh, "atanh": np.arctanh,
     "softsign": lambda x: x / (1.0 + np.abs(x)), "softplus": _softplus, "elu": _elu, "selu": _selu,
     "leaky_relu": _leaky_relu, "hard_sigmoid": _hard_sigmoid, "thresholded_relu": _thresholded_relu,
-    "reciprocal": lambda x: 1.0 / x,
+    "reciprocal": lambda x: 1.0 / x, "round": np.round,
 }
 
 
@@ -86,6 +86,46 @@ def _pad_kernel(op: Op, env):
     return lambda a: np.pad(a[crop], widths, mode=numpy_mode)
 
 
+def _gather_elements_infer(specs, attrs):
+    return [TensorSpec(specs[1].shape, specs[0].dtype)]
+
+
+def _gather_elements_kernel(op: Op, env):
+    axis = op.attrs["axis"]
+
+    def gather(data, indices):
+        indices = np.where(indices < 0, indices + data.shape[axis], indices)
+        return np.take_along_axis(data, indices, axis)
+    return gather
+
+
+def _gather_nd_infer(specs, attrs):
+    data, indices, batch = specs[0].shape, specs[1].shape, attrs["batch_dims"]
+    return [TensorSpec(tuple(indices[:-1]) + tuple(data[batch + indices[-1]:]), specs[0].dtype)]
+
+
+def _gather_nd_kernel(op: Op, env):
+    def gather(data, indices):
+        indices = np.where(indices < 0, indices + np.array(data.shape[:indices.shape[-1]]), indices)
+        flat = indices.reshape(-1, indices.shape[-1])
+        picked = np.stack([data[tuple(i)] for i in flat]) if len(flat) else np.zeros((0,), data.dtype)
+        return picked.reshape(indices.shape[:-1] + data.shape[indices.shape[-1]:])
+    return gather
+
+
+def _lrn_kernel(op: Op, env):
+    size, alpha, beta, bias = op.attrs["size"], op.attrs["alpha"], op.attrs["beta"], op.attrs["bias"]
+    dtype = op.outputs[0].dtype.as_numpy()
+
+    def lrn(x):
+        wide = x.astype(np.float32) if dtype == np.float16 else x
+        square = wide * wide
+        padded = np.pad(square, [(0, 0), ((size - 1) // 2, size // 2)] + [(0, 0)] * (x.ndim - 2))
+        window = sum(padded[:, i:i + x.shape[1]] for i in range(size))
+        return (wide / (bias + alpha / size * window) ** beta).astype(dtype)
+    return lrn
+
+
 def _register() -> None:
     for name, fn in UNARY.items():
         if name not in REGISTRY:
@@ -94,6 +134,11 @@ def _register() -> None:
         binary_entries("minimum", np.minimum)
     if "pad" not in REGISTRY:
         register(OpDef("pad", _pad_infer, _pad_kernel))
+    for name, infer, kernel in (("gather_elements", _gather_elements_infer, _gather_elements_kernel),
+                                ("gather_nd", _gather_nd_infer, _gather_nd_kernel),
+                                ("lrn", lambda specs, attrs: [specs[0]], _lrn_kernel)):
+        if name not in REGISTRY:
+            register(OpDef(name, infer, kernel))
 
 
 _register()

@@ -13,8 +13,12 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from . import dtypes
+from . import dtypes, replica_settings
 from .shapes import TensorType, infer_node, outer_names, type_of
+
+
+VARIABLE_SETTINGS = "popart.variableSettings/"
+REPLICATION_FACTOR = "popart.replicationFactor"
 
 
 class UnknownTensorError(KeyError):
@@ -41,6 +45,11 @@ class GraphBuilder:
         self._taken: dict[str, int] = {}
         self._node_names: dict[str, int] = {}
         self.doc_string = ""
+        # Per initializer, how replicas share it (PopART's VariableSettings, encoded); and the
+        # replication factor the model was built for (Builder.embedReplicationFactor).
+        self.variable_settings: dict[str, str] = {}
+        self.replication_factor = 1
+        self._inference_memo: dict[tuple, list] = {}
 
     # ----- names -----
     def unique(self, base: str) -> str:
@@ -86,10 +95,14 @@ class GraphBuilder:
         self.inputs.append(tensor_id)
         return tensor_id
 
-    def add_initializer(self, array: np.ndarray, name: str = "") -> str:
+    def add_initializer(self, array: np.ndarray, name: str = "", settings: str = "", groups: int = 1) -> str:
+        """A weight; with ``groups`` > 1 its leading axis holds one value per replica group."""
         tensor_id = self.unique(name or "init_input")
         array = np.require(array, requirements="C")  # keeps 0-d arrays 0-d
-        self.types[tensor_id] = TensorType(dtypes.onnx_code(array.dtype), tuple(array.shape))
+        shape = tuple(array.shape[1:]) if groups > 1 else tuple(array.shape)
+        self.types[tensor_id] = TensorType(dtypes.onnx_code(array.dtype), shape)
+        if settings:
+            self.variable_settings[tensor_id] = settings
         self.initializers[tensor_id] = array
         self.values[tensor_id] = array
         return tensor_id
@@ -127,12 +140,27 @@ class GraphBuilder:
     def _infer(self, node: onnx.NodeProto) -> None:
         known = {name: self.type(name) for name in list(node.input) + outer_names(node) if name and self.has(name)}
         values = {name: v for name in node.input if name and (v := self.value(name)) is not None}
-        inferred = infer_node(node, known, values, self.opset_ids())
+        inferred = self._inferred(node, known, values)
         for name, ttype in zip(node.output, inferred):
             if ttype is not None:
                 self.types[name] = ttype
         for name in node.output:
             self.types.setdefault(name, TensorType(0, None))
+
+    def _inferred(self, node: onnx.NodeProto, known: dict, values: dict) -> list:
+        """ONNX's inference of ``node``, remembered for nodes alike in op, attributes, input types and
+        constant inputs (a model repeats its layers: each kind of node is inferred once)."""
+        if any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in node.attribute) \
+                or any(v.size > 64 for v in values.values()):
+            return infer_node(node, known, values, self.opset_ids())
+        key = (node.domain, node.op_type, len(node.output), tuple(self.opsets.items()),
+               b"".join(a.SerializeToString() for a in node.attribute if not a.name.startswith("__")),
+               tuple(known.get(n) if n else None for n in node.input),
+               tuple((n in values) and (values[n].dtype.str, values[n].shape, values[n].tobytes())
+                     for n in node.input))
+        if key not in self._inference_memo:
+            self._inference_memo[key] = infer_node(node, known, values, self.opset_ids())
+        return self._inference_memo[key]
 
     def opset_ids(self) -> list[onnx.OperatorSetIdProto]:
         return [helper.make_opsetid(domain, version) for domain, version in self.opsets.items()]
@@ -159,6 +187,10 @@ class GraphBuilder:
         onnx_version = self.opsets.get("", 10)
         opsets = [helper.make_opsetid(d, v) for d, v in {"": onnx_version, **self.opsets}.items()]
         model = helper.make_model(self.graph_proto(), opset_imports=opsets, producer_name="popart")
+        metadata = {f"{VARIABLE_SETTINGS}{t}": text for t, text in self.variable_settings.items()}
+        if self.replication_factor != 1 or metadata:
+            metadata[REPLICATION_FACTOR] = str(self.replication_factor)
+        helper.set_model_props(model, metadata)
         model.ir_version = helper.find_min_ir_version_for([helper.make_opsetid("", onnx_version)])
         return model
 
@@ -167,12 +199,22 @@ class GraphBuilder:
     def from_model(cls, model: onnx.ModelProto) -> "GraphBuilder":
         """A builder holding an existing model, its types filled in by ONNX's shape inference."""
         opsets = {("" if o.domain == "ai.onnx" else o.domain): o.version for o in model.opset_import}
+        props = {p.key: p.value for p in model.metadata_props}
+        replicas = int(props.get(REPLICATION_FACTOR, "1"))
+        settings = {k[len(VARIABLE_SETTINGS):]: v for k, v in props.items() if k.startswith(VARIABLE_SETTINGS)}
+        grouped = {t for t, text in settings.items() if replica_settings.group_count(text, replicas) > 1}
+        per_replica = _first_groups(model, grouped) if grouped else model
         try:
-            inferred = onnx.shape_inference.infer_shapes(model, data_prop=True)
+            inferred = onnx.shape_inference.infer_shapes(per_replica, data_prop=True)
         except onnx.shape_inference.InferenceError:
-            inferred = model
+            inferred = per_replica
         builder = cls.from_graph(inferred.graph, opsets)
         builder.doc_string = model.graph.doc_string
+        builder.variable_settings = settings
+        builder.replication_factor = replicas
+        for init in model.graph.initializer:
+            if init.name in grouped:  # the full value: one per group
+                builder.initializers[init.name] = builder.values[init.name] = numpy_helper.to_array(init)
         return builder
 
     @classmethod
@@ -204,6 +246,17 @@ class GraphBuilder:
                     and node.attribute[0].name == "value":
                 builder.values[node.output[0]] = numpy_helper.to_array(node.attribute[0].t)
         return builder
+
+
+def _first_groups(model: onnx.ModelProto, grouped: set) -> onnx.ModelProto:
+    """The model with each grouped weight replaced by its first group's value (its per-replica
+    shape), for shape inference."""
+    copy = onnx.ModelProto()
+    copy.CopyFrom(model)
+    for init in copy.graph.initializer:
+        if init.name in grouped:
+            init.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(init)[0], init.name))
+    return copy
 
 
 def load_model(source: Any) -> onnx.ModelProto:

@@ -1,4 +1,5 @@
-"""Shape inference one node at a time: ONNX's own rules for ai.onnx nodes, our rules for ai.graphcore.
+"""Shape inference one node at a time, by ONNX's own machinery (ai.graphcore ops have registered
+schemas whose Python rules are in ``graphcore.py``).
 
 The node is checked in a model of its own whose inputs are the node's inputs (with their known
 types) and whose initializers are the small integer constants among them (a Reshape's shape, a
@@ -70,15 +71,6 @@ def infer_node(node: onnx.NodeProto, types: Mapping[str, TensorType], values: Ma
                opsets: Sequence[onnx.OperatorSetIdProto]) -> list[Optional[TensorType]]:
     """The types of ``node``'s outputs, from the types (and constant values) of its inputs."""
     inputs = [types.get(name) if name else None for name in node.input]
-    if node.domain == GRAPHCORE:
-        rule = GRAPHCORE_RULES.get(node.op_type)
-        if rule is None:
-            return [None] * len(node.output)
-        attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
-        try:
-            return list(rule(inputs, attrs))
-        except (ValueError, TypeError, IndexError) as error:
-            raise ShapeInferenceError(f"{node.op_type} ({node.name or node.output[0]}): {error}") from None
     graph_inputs = [t.value_info(name) for name, t in zip(node.input, inputs) if name and t is not None]
     listed = set(node.input)
     graph_inputs += [types[name].value_info(name) for name in outer_names(node)
@@ -91,6 +83,8 @@ def infer_node(node: onnx.NodeProto, types: Mapping[str, TensorType], values: Ma
         inferred = shape_inference.infer_shapes(model, strict_mode=True)
     except shape_inference.InferenceError as error:
         raise ShapeInferenceError(str(error)) from None
+    except (ValueError, TypeError, IndexError, KeyError) as error:  # from an ai.graphcore rule
+        raise ShapeInferenceError(f"{node.op_type} ({node.name or node.output[0]}): {error}") from None
     found = {v.name: type_of(v) for v in inferred.graph.value_info}
     outputs = [found.get(name) for name in node.output]
     if node.op_type == "Loop":  # ONNX leaves loop-carried shapes open: they are the body's

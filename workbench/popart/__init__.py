@@ -4,7 +4,8 @@
 lower them once to a workbench Ir and run it on the simulated IPUs of ``workbench.runtime``.
 """
 from .builder import Builder, defaultAiGraphcoreOpset, defaultAiOnnxMlOpset, defaultAiOnnxOpset
-from .dataflow import AnchorReturnType, AnchorReturnTypeId, DataFlow, ExchangeStrategy
+from .dataflow import AnchorReturnType, AnchorReturnTypeId, DataFlow, ExchangeStrategy, InputSettings, TileSet
+from .debug import DebugContext
 from .devices import (DeviceConnectionType, DeviceInfo, DeviceManager, DeviceSelectionCriterion, DeviceType,
                       SyncPattern)
 from .errors import OutOfMemoryException, popart_exception, poplar_exception
@@ -24,6 +25,8 @@ from .stepio import PyStepIO, PyStepIOCallback, PyWeightsIO
 from .tensorinfo import InputShapeInfo, TensorInfo
 from .training_api import *  # noqa: F401,F403  (training sessions, losses, optimisers)
 from .training_api import __all__ as _training_names
+from .transformer import GraphTransformer
+from .variables import CommGroup, CommGroupType, VariableRetrievalMode, VariableSettings
 
 AiOnnxOpset6, AiOnnxOpset7, AiOnnxOpset8, AiOnnxOpset9, AiOnnxOpset10, AiOnnxOpset11 = (
     opset_class(v) for v in (6, 7, 8, 9, 10, 11))
@@ -40,5 +43,6 @@ __all__ = [
     "Logger", "getLogger", "DotCheck", "Instrumentation", "MeanReductionStrategy", "MergeVarUpdateType",
     "PatternsLevel", "RecomputationType", "RecomputeType", "ReductionType", "SessionOptions",
     "SubgraphCopyingStrategy", "SyntheticDataMode", "VirtualGraphMode", "Patterns", "InferenceSession",
-    "PyStepIO", "PyStepIOCallback", "PyWeightsIO", "InputShapeInfo", "TensorInfo",
+    "PyStepIO", "PyStepIOCallback", "PyWeightsIO", "InputShapeInfo", "TensorInfo", "CommGroup", "CommGroupType",
+    "VariableRetrievalMode", "VariableSettings", "GraphTransformer", "DebugContext", "InputSettings", "TileSet",
 ] + list(_training_names)

@@ -3,7 +3,8 @@
 Inputs are ``[batchesPerStep, replicationFactor, *shape]`` with each leading 1 left out (any array of
 that many elements is taken). Anchors: ALL ``[batchesPerStep, replication, *shape]``, EVERYN
 ``[batchesPerStep // N, replication, *shape]``, FINAL and SUM ``[replication, *shape]``, each leading
-1 left out. The program stores an anchor every batch; the return type picks from (or sums) those.
+1 left out. The program stores ALL and EVERYN anchors every batch (the host keeps every N-th for
+EVERYN), and FINAL and SUM anchors once, after the loop.
 """
 from __future__ import annotations
 
@@ -63,10 +64,8 @@ def deliver(tensor_id: str, stored: np.ndarray, art: AnchorReturnType, stepio: A
     """Write one anchor's stored batches into the step IO as its return type asks."""
     full = stored.reshape((batches, replicas) + stored.shape[(batches > 1) + (replicas > 1):])
     kind = art.id()
-    if kind is AnchorReturnTypeId.Final:
-        picked = full[-1:]
-    elif kind is AnchorReturnTypeId.Sum:
-        picked = full.sum(axis=0, dtype=full.dtype, keepdims=True)
+    if kind in (AnchorReturnTypeId.Final, AnchorReturnTypeId.Sum):
+        picked = full[:1]  # stored once, after the loop
     elif kind is AnchorReturnTypeId.EveryN:
         picked = full[art.rp() - 1::art.rp()]
     else:

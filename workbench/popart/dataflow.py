@@ -25,6 +25,19 @@ class ExchangeStrategy(enum.Enum):
     OverlapStep = 3
 
 
+class TileSet(enum.Enum):
+    Compute = 0
+    IO = 1
+
+
+class InputSettings:
+    """Where an input's data lands (``TileSet``) and how its exchange overlaps compute; recorded only."""
+
+    def __init__(self, tileSet: TileSet = TileSet.Compute, exchangeStrategy: ExchangeStrategy = ExchangeStrategy.JustInTime):
+        self.tileSet = tileSet
+        self.exchangeStrategy = exchangeStrategy
+
+
 class AnchorReturnType:
     """``"ALL"`` (every batch), ``("EVERYN", N)`` (every N-th batch), ``"FINAL"`` (the last batch)
     or ``"SUM"`` (summed over the batches); the name is case-insensitive."""

@@ -1,7 +1,13 @@
-"""``popart.getLogger()``: PopART's logger, a standard Python logger named ``popart.<module>``."""
+"""``popart.getLogger()``: PopART's logger, a standard Python logger named ``popart.<module>``.
+
+``POPART_LOG_LEVEL`` (TRACE, DEBUG, INFO, WARN, ERR, CRITICAL, OFF; OFF by default) sets the level of
+every module and ``POPART_LOG_DEST`` where the lines go (stdout, stderr or a file name), in PopART's
+format ``[time] [popart:module] [level] message``."""
 from __future__ import annotations
 
 import logging
+import os
+import sys
 
 _LEVELS = {"TRACE": 5, "DEBUG": logging.DEBUG, "INFO": logging.INFO, "WARN": logging.WARNING,
            "ERR": logging.ERROR, "CRITICAL": logging.CRITICAL, "OFF": logging.CRITICAL + 10}
@@ -39,3 +45,17 @@ class Logger:
 
 def getLogger(name: str = "all") -> Logger:
     return Logger(name)
+
+
+def _configure() -> None:
+    root = logging.getLogger("popart")
+    root.setLevel(_LEVELS.get(os.environ.get("POPART_LOG_LEVEL", "OFF").upper(), _LEVELS["OFF"]))
+    root.propagate = False
+    destination = os.environ.get("POPART_LOG_DEST", "stderr")
+    handler = logging.StreamHandler(sys.stdout if destination == "stdout" else sys.stderr) \
+        if destination in ("stdout", "stderr") else logging.FileHandler(destination)
+    handler.setFormatter(logging.Formatter("[%(asctime)s] [%(name)s] [%(levelname)s] %(message)s"))
+    root.addHandler(handler)
+
+
+_configure()

@@ -44,6 +44,3 @@ def set_attribute(node: onnx.NodeProto, name: str, value: Any) -> None:
     remove(node, name)
     node.attribute.append(helper.make_attribute(name, value))
 
-
-def node_attribute(node: onnx.NodeProto, name: str, default: Any = None) -> Any:
-    return get(node, name) if has(node, name) else default

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-from typing import Any, Callable, Optional
+from typing import Any, Callable
 
 import numpy as np
 import onnx.defs
@@ -168,7 +168,3 @@ def opset_class(version: int) -> type:
     methods["version"] = version
     return type(f"AiOnnxOpset{version}", (AiOnnxOpset,), methods)
 
-
-def op_method(version: int, name: str) -> Optional[OpMethod]:
-    schema = {method_name(n): s for n, s in schemas(version).items()}.get(name)
-    return OpMethod(schema, name) if schema is not None else None

@@ -12,6 +12,9 @@ reports) works on the program.
 """
 from __future__ import annotations
 
+import json
+import os
+from pathlib import Path
 from typing import Any, Optional, Union
 
 import numpy as np
@@ -26,12 +29,18 @@ from workbench.runtime.out_of_memory import OutOfMemoryError
 from workbench.runtime.session import Session as RuntimeSession
 
 from . import anchors as anchor_arrays
-from .dataflow import DataFlow
+from .logging_ import getLogger
+from .dataflow import AnchorReturnTypeId, DataFlow
 from .devices import DeviceInfo, DeviceType
 from .errors import OutOfMemoryException, popart_exception
 from .options import SessionOptions, VirtualGraphMode
 from .stepio import PyStepIO, PyStepIOCallback, PyWeightsIO
 from .tensorinfo import InputShapeInfo, TensorInfo
+
+
+_LOG = getLogger("session")
+# How the program stores each kind of anchor (EVERYN stores every batch; the host keeps every N-th).
+_STORED = {AnchorReturnTypeId.Final: "final", AnchorReturnTypeId.Sum: "sum"}
 
 
 class _Session:
@@ -60,11 +69,14 @@ class _Session:
         self._replication = self._options.getGlobalReplicationFactor() if (
             self._options.enableReplicatedGraphs or self._options.enableDistributedReplicatedGraphs) else 1
         self._check_anchors()
+        self._check_pipelining()
         self._lowered = self._lower(shapes)
+        self._write_dot_checks()
+        _LOG.info(f"{name}: {len(self._builder.nodes)} ONNX nodes lowered to "
+                  f"{sum(len(g.ops) for g in self._lowered.ir.graphs)} ops on {self._device_info}")
         self._runtime: Optional[RuntimeSession] = None
         self._outputs: Optional[dict] = None  # the runtime's output buffers, reused run after run
-        self._host_weights = {name: np.array(v.data if hasattr(v, "data") else v)
-                              for name, v in self._builder.initializers.items()}
+        self._host_weights = {name: np.array(v) for name, v in self._builder.initializers.items()}
 
     # ----- building the program -----
     def _check_anchors(self) -> None:
@@ -75,6 +87,23 @@ class _Session:
             if self._data_flow.batchesPerStep() % art.rp():
                 raise popart_exception(f"Anchor return period {art.rp()} of '{anchor}' does not divide "
                                        f"batchesPerStep {self._data_flow.batchesPerStep()}")
+
+    def _check_pipelining(self) -> None:
+        """Pipelining needs the model split over IPUs and at least as many batches as stages."""
+        if not self._options.enablePipelining:
+            return
+        if self._options.virtualGraphMode is VirtualGraphMode.Off:
+            raise popart_exception("Pipelining requires the model to be split over IPUs: set "
+                                   "SessionOptions.virtualGraphMode to Manual (with builder.virtualGraph) or Auto")
+        stages = {int(a.i) for node in self._builder.nodes for a in node.attribute
+                  if a.name in ("__pipeline_stage",)} or {int(a.i) for node in self._builder.nodes
+                                                          for a in node.attribute if a.name == "__ipu_number"}
+        count = max(len(stages), 1)
+        if self._options.virtualGraphMode is VirtualGraphMode.Manual and count < 2:
+            raise popart_exception(f"Pipelining requires more than 1 IPU (currently {count})")
+        if self._data_flow.batchesPerStep() < count:
+            raise popart_exception(f"For pipelining, depth (batchesPerStep) must be at least the number of "
+                                   f"pipeline stages ({count}), got {self._data_flow.batchesPerStep()}")
 
     def _lower(self, shapes: InputShapeInfo):
         input_types = {tensor_id: TensorType(dtypes.onnx_code(info.dataType()), tuple(info.shape()))
@@ -89,12 +118,20 @@ class _Session:
                 del node.attribute[:]
                 node.attribute.extend(kept)
         try:
-            return lower_model(self._builder, anchors=self._data_flow.anchors(),
+            kinds = {a: _STORED.get(self._data_flow.art(a).id(), "all") for a in self._data_flow.anchors()}
+            return lower_model(self._builder, anchors=kinds,
                                batches_per_step=self._data_flow.batchesPerStep(),
                                replication_factor=self._replication, input_types=input_types,
                                constant_weights=self._constant_weights(), auto_ipus=auto)
         except LoweringError as error:
             raise popart_exception(str(error)) from None
+
+    def _write_dot_checks(self) -> None:
+        """DOT files of the lowered program for ``dotChecks`` (and ``POPART_DOT_CHECKS``), in ``logDir``."""
+        checks = {getattr(c, "name", str(c)).upper() for c in self._options.dotChecks}
+        checks |= {c.upper() for c in os.environ.get("POPART_DOT_CHECKS", "").split(":") if c}
+        for check in sorted(checks):
+            self._lowered.ir.dot_checkpoint(check, Path(self._options.logDir or "."))
 
     def _constant_weights(self) -> bool:
         return bool(self._options.constantWeights)
@@ -154,6 +191,7 @@ class _Session:
             except ValueError as error:
                 raise popart_exception(str(error)) from None
             self._runtime.progress = False
+            self._runtime.profile = self._instrumented()
         if loadEngine:
             self.loadEngineAndConnectStreams()
 
@@ -262,8 +300,37 @@ class _Session:
         for tensor_id, stream in self._lowered.anchors.items():
             anchor_arrays.deliver(tensor_id, outputs[stream], self._data_flow.art(tensor_id), stepio, bps, replicas)
 
+    # ----- random numbers -----
+    def setRandomSeed(self, seedValue: int) -> None:
+        self._seed = int(seedValue)
+
+    def getRandomSeed(self) -> int:
+        return getattr(self, "_seed", 0)
+
+    def getRNGState(self) -> list[int]:
+        return [self.getRandomSeed()]
+
+    def setRNGState(self, rngState: list) -> None:
+        self._seed = int(rngState[0]) if rngState else 0
+
+    # ----- executables -----
+    def compileAndExport(self, filename: str) -> None:
+        """Check the program compiles for the device; the workbench's program is its ONNX model, which
+        is what it writes to ``filename``."""
+        self.prepareDevice(loadEngine=False)
+        onnx.save(self._model, filename)
+
+    def loadExecutable(self, filename: str) -> None:
+        raise popart_exception("loadExecutable: the workbench compiles from the ONNX model; create the session "
+                               "from the model file instead")
+
     # ----- reports -----
+    def _instrumented(self) -> bool:
+        return self._options.engineOptions.get("debug.instrument", "false").lower() == "true"
+
     def getSummaryReport(self, resetProfile: bool = True) -> str:
+        """Memory per IPU and, with ``engineOptions = {"debug.instrument": "true"}``, the last run's
+        simulated cycles and measured time per kind of op."""
         self._require_prepared("getSummaryReport")
         report = self._runtime.memory_report
         lines = [f"Program: {len(self._builder.nodes)} ONNX nodes lowered to "
@@ -271,12 +338,28 @@ class _Session:
                  f"Device: {self._device_info}"]
         lines += [f"IPU {m.ipu}: peak {m.peak_bytes:,} of {m.tile_capacity:,} bytes of tile memory"
                   for m in report.ipus]
-        if self._options.engineOptions.get("debug.instrument", "false").lower() != "true":
+        trace = self._runtime.last_trace
+        if not self._instrumented():
             lines.append("Execution profiling not enabled")
+        elif trace is not None:
+            summary = trace.summary()
+            lines.append(f"Last run: {summary.cycles:,} cycles")
+            lines += [f"  {kind}: {cycles:,} cycles, {(summary.seconds_per_kind or {}).get(kind, 0.0) * 1e3:.3f} ms"
+                      for kind, cycles in sorted(summary.cycles_per_kind.items())]
         return "\n".join(lines)
 
     def getExecutionReport(self, useCbor: bool = False, resetProfile: bool = True) -> str:
-        return '{"profilerMode":"NONE"}'
+        if not self._instrumented() or self._runtime is None or self._runtime.last_trace is None:
+            return '{"profilerMode":"NONE"}'
+        summary = self._runtime.last_trace.summary()
+        return json.dumps({"profilerMode": "SIMULATED", "cycles": summary.cycles,
+                           "cyclesPerKind": summary.cycles_per_kind})
+
+    def getCycleCount(self, id: str = "") -> int:  # noqa: A002
+        """Simulated cycles of the last run (the device's cycle counter)."""
+        self._require_prepared("getCycleCount")
+        trace = self._runtime.last_trace
+        return trace.summary().cycles if trace is not None else 0
 
 
 def _with_input_shapes(model: onnx.ModelProto, shapes: InputShapeInfo) -> onnx.ModelProto:

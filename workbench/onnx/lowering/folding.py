@@ -8,6 +8,7 @@ from typing import Mapping, Optional
 import numpy as np
 import onnx
 from onnx import helper, numpy_helper
+from onnx.reference import ReferenceEvaluator
 
 from ..shapes import TensorType
 
@@ -33,8 +34,6 @@ def fold(node: onnx.NodeProto, values: Mapping[str, np.ndarray], types: Mapping[
     if any(t.shape is None or any(d is None for d in t.shape) or int(np.prod(t.shape)) > _LIMIT
            for t in (types.get(o) for o in node.output) if t is not None):
         return None
-    from onnx.reference import ReferenceEvaluator
-
     inputs = [name for name in dict.fromkeys(node.input) if name]
     graph = helper.make_graph([node], "fold", [], [helper.make_tensor_value_info(o, 0, None) for o in node.output],
                               initializer=[numpy_helper.from_array(values[n], n) for n in inputs])

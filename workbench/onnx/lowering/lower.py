@@ -10,7 +10,7 @@ node's name, so every view of the Ir speaks the model's language.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping, Optional
+from typing import Iterable, Mapping, Optional, Union
 
 import numpy as np
 import onnx
@@ -20,10 +20,10 @@ from workbench.ir import (Constant, Graph, Ir, Tensor, Variable, constant, get_c
                           graph_output, ipu, name_scope, variable)
 from workbench.ir.streams import DeviceToHostStream, HostToDeviceStream, d2h_stream, h2d_stream
 
-from .. import dtypes
+from .. import dtypes, replica_settings
 from ..model import GraphBuilder
 from ..shapes import ShapeInferenceError, TensorType, infer_node, outer_names
-from . import control_flow, elementwise, graphcore, more, nn, reductions, shape  # noqa: F401  (fill the rules)
+from . import control_flow, elementwise, graphcore, more, nn, reductions, rnn, shape  # noqa: F401  (the rules)
 from .folding import fold
 from .table import LoweringError, NodeContext, attributes, rule_for
 
@@ -67,7 +67,8 @@ class _Lowering:
         self.opsets = dict(builder.opsets)
         self.opset_ids = builder.opset_ids()
         self.values: dict[str, np.ndarray] = {n: v for n, v in builder.values.items()
-                                              if n not in builder.initializers or v.dtype.kind in "iub"}
+                                              if n not in builder.initializers or (v.dtype.kind in "iub"
+                                                                                   and n not in builder.variable_settings)}
         self.env: dict[str, Tensor] = {}
         self.copies: dict[tuple[int, int], Tensor] = {}
         self.loads: dict[str, HostToDeviceStream] = {}
@@ -104,10 +105,16 @@ class _Lowering:
         the step graph's input for each, to bind at the call."""
         created = {}
         for name, array in self.builder.initializers.items():
-            if self.constant_weights or name in self.values:
+            settings = self.builder.variable_settings.get(name)
+            if (self.constant_weights and not settings) or name in self.values:
                 continue
+            grouping, mode = None, None
+            if settings:
+                stride, size, mode = replica_settings.grouping(settings, self.ir.replication_factor)
+                grouping = self.ir.replica_grouping(stride, size)
             with self.ir.main_graph, ipu(self.home.get(name, 0)):
-                created[name] = variable(array, dtypes.workbench_dtype(array.dtype), name=name, downcast=False)
+                created[name] = variable(array, dtypes.workbench_dtype(array.dtype), name=name, downcast=False,
+                                         replica_grouping=grouping, retrieval_mode=mode)
         self.weights = created
         return created
 
@@ -130,7 +137,7 @@ class _Lowering:
     def constant_initializers(self) -> None:
         if self.constant_weights:
             for name, array in self.builder.initializers.items():
-                if name not in self.values:
+                if name not in self.values and name not in self.builder.variable_settings:
                     with ipu(self.home.get(name, 0)):
                         self.env[name] = self.constants[name] = constant(array, downcast=False, name=name)
 
@@ -187,9 +194,12 @@ class _Lowering:
             except (ValueError, TypeError) as error:
                 raise LoweringError(f"{ctx.label} ({domain}.{node.op_type}:{since}): {error}") from None
         created = {t for op in graph._ops[before:] for t in op.outputs}
+        annotations = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute if a.name.startswith("__")}
         for op in graph._ops[before:]:
             op.meta["onnx_node"] = node.name
             op.meta["onnx_op"] = f"{domain}.{node.op_type}:{since}"
+            if annotations:
+                op.meta["popart"] = annotations  # __ipu_number, __pipeline_stage, __available_memory...
         for name, tensor in zip(node.output, outputs):
             if not name or tensor is None:
                 continue
@@ -207,8 +217,8 @@ class _Lowering:
         outer = [self.tensor(name, node_ipu) for name in read]  # in the enclosing graph
         graph = self.ir.create_empty_graph(proto.name if proto.name not in ("", "BuilderGraph") else caller)
         with graph, ipu(node_ipu):
-            for name, (shape, dtype) in zip(builder.inputs, explicit):
-                child.env[name] = graph_input(shape, dtype, name=name)
+            for name, (input_shape, input_dtype) in zip(builder.inputs, explicit):
+                child.env[name] = graph_input(input_shape, input_dtype, name=name)
             for name, tensor in zip(read, outer):
                 child.env[name] = graph_input(tensor.shape, tensor.dtype, name=name)
             child.lower_nodes()
@@ -220,14 +230,34 @@ class _Lowering:
         return graph, outer
 
     def store_anchors(self, anchors: Iterable[str]) -> dict[str, DeviceToHostStream]:
+        return self.store_tensors({name: self.tensor(name, self.home_of(name)) for name in anchors})
+
+    def store_tensors(self, tensors: Mapping[str, Tensor]) -> dict[str, DeviceToHostStream]:
+        """A host stream per anchor, stored from ``tensors`` in the current graph."""
         streams = {}
-        for name in anchors:
-            tensor = self.tensor(name, self.home_of(name))
+        for name, tensor in tensors.items():
             with self.ir.main_graph:
                 streams[name] = d2h_stream(tensor.shape, tensor.dtype, name=name)
             with ipu(tensor.ipu):
                 ops.host_store(streams[name], tensor)
         return streams
+
+    def carried_inputs(self, names: list, types: Mapping[str, TensorType]) -> list[Tensor]:
+        """The step's first inputs: the running value of each FINAL or SUM anchor."""
+        producers = {o: i for node, i in zip(self.builder.nodes, self.ipus) for o in node.output}
+        inputs = []
+        for name in names:
+            ttype = types[name]
+            with ipu(producers.get(name, self.home.get(name, 0))):
+                inputs.append(graph_input(ttype.shape, dtypes.workbench_dtype(ttype.elem_type), name=f"{name}/carried"))
+        return inputs
+
+    def carry_out(self, names: list, kinds: Mapping[str, str], inputs: list) -> None:
+        """The step's outputs, matching ``carried_inputs``: the batch's value, or the running sum."""
+        for name, inner in zip(names, inputs):
+            value = self.tensor(name, inner.ipu)
+            with ipu(inner.ipu):
+                graph_output(ops.add(inner, value) if kinds[name] == "sum" else value)
 
     def home_of(self, name: str) -> int:
         tensor = self.env.get(name)
@@ -255,11 +285,19 @@ def _adopt_name(tensor: Tensor, name: str) -> None:
     names[fresh] = tensor
 
 
-def lower_model(builder: GraphBuilder, *, anchors: Iterable[str], batches_per_step: int = 1,
-                replication_factor: int = 1, input_types: Optional[Mapping[str, TensorType]] = None,
-                constant_weights: bool = False, auto_ipus: int = 0) -> LoweredModel:
-    """The Ir of ``builder``'s model (see the module docstring)."""
-    anchors = list(anchors)
+def lower_model(builder: GraphBuilder, *, anchors: Union[Mapping[str, str], Iterable[str]],
+                batches_per_step: int = 1, replication_factor: int = 1,
+                input_types: Optional[Mapping[str, TensorType]] = None, constant_weights: bool = False,
+                auto_ipus: int = 0) -> LoweredModel:
+    """The Ir of ``builder``'s model (see the module docstring).
+
+    ``anchors`` maps each anchor to ``"all"`` (stored every batch), ``"final"`` (the last batch's
+    value, stored once after the loop) or ``"sum"`` (summed over the batches on the device, stored
+    once); a plain list means ``"all"``."""
+    kinds = dict(anchors) if isinstance(anchors, Mapping) else dict.fromkeys(anchors, "all")
+    if builder.variable_settings and builder.replication_factor not in (1, replication_factor):
+        raise LoweringError(f"the model's weights are grouped for {builder.replication_factor} replicas "
+                            f"(embedReplicationFactor) but the session replicates {replication_factor} times")
     types = dict(input_types or {})
     for name in builder.inputs:
         ttype = types.get(name) or builder.types.get(name)
@@ -273,16 +311,27 @@ def lower_model(builder: GraphBuilder, *, anchors: Iterable[str], batches_per_st
     lowering = _Lowering(builder, ir, constant_weights, node_ipus(builder.nodes, auto_ipus))
     lowering.plan_homes()
     created = lowering.weights_in_main()
-    # One batch a run: the main graph is the step. More: the main graph repeats a step graph.
-    step = ir.main_graph if batches_per_step == 1 else ir.create_empty_graph("step")
+    # One batch a run: the main graph is the step. More: the main graph repeats a step graph, which
+    # carries the FINAL and SUM anchors from iteration to iteration.
+    looped = batches_per_step > 1
+    carried = [n for n, kind in kinds.items() if kind in ("final", "sum")] if looped else []
+    step = ir.create_empty_graph("step") if looped else ir.main_graph
     with step:
-        bindings = lowering.step_inputs(created) if step is not ir.main_graph else lowering.use_weights(created)
+        carried_inputs = lowering.carried_inputs(carried, {**builder.types, **types})
+        bindings = lowering.step_inputs(created) if looped else lowering.use_weights(created)
         lowering.load_inputs(types)
         lowering.lower_nodes()
-        streams = lowering.store_anchors(anchors)
-    if step is not ir.main_graph:
+        streams = lowering.store_anchors([n for n in kinds if n not in carried])
+        lowering.carry_out(carried, kinds, carried_inputs)
+    if looped:
         with ir.main_graph:
-            ops.repeat(step, batches_per_step, inputs_dict=bindings)
+            initial = {}
+            for inner in carried_inputs:
+                with ipu(inner.ipu):
+                    initial[inner] = constant(np.zeros(inner.shape, inner.dtype.as_numpy()), inner.dtype,
+                                              name=inner.name)
+            outputs = ops.repeat(step, batches_per_step, inputs_dict={**bindings, **initial})
+            streams.update(lowering.store_tensors(dict(zip(carried, outputs))))
     all_types = {**builder.types, **types}
     return LoweredModel(ir, lowering.loads, streams, lowering.weights, lowering.constants, all_types,
                         {n.name: i for n, i in zip(builder.nodes, lowering.ipus)})

@@ -1,6 +1,6 @@
-"""Lowering rules composed from popxl ops: Resize/Upsample (nearest), ScatterElements, PRelu,
-DepthToSpace/SpaceToDepth, Mod, MeanVarianceNormalization, LpNormalization, Hardmax, Shrink,
-ConstantOfShape."""
+"""More lowering rules, most composed from popxl ops: Resize/Upsample (nearest), ScatterElements,
+PRelu, DepthToSpace/SpaceToDepth, Mod, MeanVarianceNormalization, LpNormalization, Hardmax, Shrink,
+ConstantOfShape, Range, Size, EyeLike, Round, GatherElements, GatherND, LRN and GlobalLpPool."""
 from __future__ import annotations
 
 import numpy as np
@@ -8,6 +8,7 @@ from onnx import numpy_helper
 
 from workbench import ops
 from workbench.ir import constant
+from workbench.ops.registry import apply
 
 from .table import LoweringError, NodeContext, lowers
 
@@ -130,3 +131,56 @@ def _constant_of_shape(ctx: NodeContext):
     value = ctx.attrs.get("value")
     fill = numpy_helper.to_array(value).reshape(-1)[0] if value is not None else np.float32(0)
     return [constant(np.full(ctx.output_shape(), fill, fill.dtype), downcast=False)]
+
+
+@lowers("Range", 11)
+def _range(ctx: NodeContext):
+    start, limit, delta = (ctx.value(i).reshape(()) for i in range(3))
+    return [constant(np.arange(start, limit, delta).astype(start.dtype), downcast=False)]
+
+
+@lowers("Size", 1)
+def _size(ctx: NodeContext):
+    return [constant(np.array(int(np.prod(ctx.input(0).shape, dtype=np.int64)), np.int64), downcast=False)]
+
+
+@lowers("EyeLike", 9)
+def _eye_like(ctx: NodeContext):
+    rows, cols = ctx.output_shape()
+    dtype = ctx.output_dtype()
+    return [constant(np.eye(rows, cols, int(ctx.attrs.get("k", 0)), dtype.as_numpy()), dtype, downcast=False)]
+
+
+@lowers("Round", 11)
+def _round(ctx: NodeContext):
+    return [apply("round", ctx.input(0))]
+
+
+@lowers("GatherElements", 11)
+def _gather_elements(ctx: NodeContext):
+    x = ctx.input(0)
+    return [apply("gather_elements", x, ctx.input(1), axis=int(ctx.attrs.get("axis", 0)) % x.rank)]
+
+
+@lowers("GatherND", 11)
+def _gather_nd(ctx: NodeContext):
+    return [apply("gather_nd", ctx.input(0), ctx.input(1), batch_dims=0)]
+
+
+@lowers("LRN", 1)
+def _lrn(ctx: NodeContext):
+    return [apply("lrn", ctx.input(0), size=int(ctx.attrs["size"]), alpha=float(ctx.attrs.get("alpha", 1e-4)),
+                  beta=float(ctx.attrs.get("beta", 0.75)), bias=float(ctx.attrs.get("bias", 1.0)))]
+
+
+@lowers("GlobalLpPool", 1, 2)
+def _global_lp_pool(ctx: NodeContext):
+    x = ctx.input(0)
+    axes = tuple(range(2, x.rank))
+    p = int(ctx.attrs.get("p", 2))
+    if p == 1:
+        return [ops.l1(x, axis=axes, keepdims=True)]
+    if p == 2:
+        return [ops.l2(x, axis=axes, keepdims=True)]
+    powered = ops.sum(ops.pow(ops.abs(x), _scalar(p, x)), axis=axes, keepdims=True)
+    return [ops.pow(powered, _scalar(1.0 / p, x))]

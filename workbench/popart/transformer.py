@@ -1,0 +1,111 @@
+"""``popart.GraphTransformer``: rewrites of an ONNX model before a session takes it (element types
+converted, unused inputs removed, initializers made constants)."""
+from __future__ import annotations
+
+from typing import Iterable, Union
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+from workbench.onnx.model import load_model
+
+from .errors import popart_exception
+
+
+class GraphTransformer:
+    """``GraphTransformer(proto_or_path)``; each method rewrites the model in place, and
+    ``getModelProto()`` returns it serialized."""
+
+    def __init__(self, modelProtoOrFilename: Union[bytes, str]):
+        try:
+            model = load_model(modelProtoOrFilename)
+        except (ValueError, FileNotFoundError, TypeError) as error:
+            raise popart_exception(str(error)) from None
+        self._model = onnx.ModelProto()
+        self._model.CopyFrom(model)
+
+    def getModelProto(self) -> bytes:
+        return self._model.SerializeToString()
+
+    def removeUnusedInputs(self) -> None:
+        """Drop the graph inputs (and initializers) that no node reads."""
+        graph = self._model.graph
+        used = {name for node in graph.node for name in node.input} | {o.name for o in graph.output}
+        kept = [v for v in graph.input if v.name in used]
+        del graph.input[:]
+        graph.input.extend(kept)
+        inits = [i for i in graph.initializer if i.name in used]
+        del graph.initializer[:]
+        graph.initializer.extend(inits)
+
+    def _convert(self, source: int, target: int) -> None:
+        graph = self._model.graph
+        numpy_target = helper.tensor_dtype_to_np_dtype(target)
+        for init in graph.initializer:
+            if init.data_type == source:
+                init.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(init).astype(numpy_target), init.name))
+        for value in list(graph.input) + list(graph.output) + list(graph.value_info):
+            if value.type.tensor_type.elem_type == source:
+                value.type.tensor_type.elem_type = target
+        for node in graph.node:
+            for attribute in node.attribute:
+                if node.op_type == "Cast" and attribute.name == "to" and attribute.i == source:
+                    attribute.i = target
+                elif attribute.type == onnx.AttributeProto.TENSOR and attribute.t.data_type == source:
+                    attribute.t.CopyFrom(numpy_helper.from_array(
+                        numpy_helper.to_array(attribute.t).astype(numpy_target), attribute.t.name))
+
+    def convertFloatsToHalfs(self) -> None:
+        self._convert(TensorProto.FLOAT, TensorProto.FLOAT16)
+
+    def convertDoublesToFloats(self) -> None:
+        self._convert(TensorProto.DOUBLE, TensorProto.FLOAT)
+
+    def convertDoublesToHalfs(self) -> None:
+        self._convert(TensorProto.DOUBLE, TensorProto.FLOAT16)
+
+    def convertUINT8ToINT32(self) -> None:
+        self._convert(TensorProto.UINT8, TensorProto.INT32)
+
+    def convertUINT16ToINT32(self) -> None:
+        self._convert(TensorProto.UINT16, TensorProto.INT32)
+
+    def convertINT8ToINT32(self) -> None:
+        self._convert(TensorProto.INT8, TensorProto.INT32)
+
+    def convertINT16ToINT32(self) -> None:
+        self._convert(TensorProto.INT16, TensorProto.INT32)
+
+    def convertINT64ToINT32(self, clip: bool = False) -> None:
+        if clip:
+            info = np.iinfo(np.int32)
+            for init in self._model.graph.initializer:
+                if init.data_type == TensorProto.INT64:
+                    clipped = np.clip(numpy_helper.to_array(init), info.min, info.max)
+                    init.CopyFrom(numpy_helper.from_array(clipped, init.name))
+        self._convert(TensorProto.INT64, TensorProto.INT32)
+
+    def convertInitializersToConstants(self, ids: Iterable[str]) -> None:
+        """Make the named initializers Constant nodes (weights no session can change)."""
+        graph = self._model.graph
+        wanted = set(ids)
+        known = {i.name for i in graph.initializer}
+        missing = wanted - known
+        if missing:
+            raise popart_exception(f"convertInitializersToConstants: no initializer(s) {sorted(missing)}")
+        constants = [helper.make_node("Constant", [], [i.name], value=i) for i in graph.initializer if i.name in wanted]
+        inits = [i for i in graph.initializer if i.name not in wanted]
+        inputs = [v for v in graph.input if v.name not in wanted]
+        del graph.initializer[:]
+        graph.initializer.extend(inits)
+        del graph.input[:]
+        graph.input.extend(inputs)
+        nodes = constants + list(graph.node)
+        del graph.node[:]
+        graph.node.extend(nodes)
+
+    def convertAllFixedPointInitializersToConstants(self) -> None:
+        fixed = [i.name for i in self._model.graph.initializer
+                 if np.issubdtype(helper.tensor_dtype_to_np_dtype(i.data_type), np.integer)]
+        self.convertInitializersToConstants(fixed)
