@@ -164,3 +164,22 @@ def test_errors_name_what_was_wrong():
         loss = builder.aiGraphcore.nllloss([model.probs, model.label])
         popart.TrainingSession(builder.getModelProto(), popart.DataFlow(1, ["Accl___w1"]), loss,
                                popart.ConstSGD(0.1), device)
+
+
+def test_final_and_sum_anchors_of_a_training_run():
+    model = mlp()
+    builder = popart.Builder(model.proto)
+    loss = builder.aiGraphcore.nllloss([model.probs, model.label], popart.ReductionType.Sum)
+    flow = popart.DataFlow(4, {loss: popart.AnchorReturnType("SUM"), model.probs: popart.AnchorReturnType("FINAL"),
+                               "Gradient___b2": popart.AnchorReturnType("EVERYN", 2)})
+    training = popart.TrainingSession(builder.getModelProto(), flow, loss, popart.ConstSGD(0.05),
+                                      popart.DeviceManager().createIpuModelDevice({}))
+    training.prepareDevice()
+    training.weightsFromHost()
+    arrays = training.initAnchorArrays()
+    xs, labels = data(model, 4)
+    training.run(popart.PyStepIO({model.x: xs, model.label: labels}, arrays))
+    _, losses = reference(model, xs, labels, lr=0.05)
+    assert arrays[loss] == pytest.approx(losses.sum(), rel=1e-5)
+    assert arrays[model.probs].shape == (model.batch, model.classes)
+    assert arrays["Gradient___b2"].shape == (2, model.classes)

@@ -23,7 +23,7 @@ from workbench.onnx.shapes import TensorType
 
 from . import losses as loss_nodes
 from . import optimizer_steps as steps
-from .dataflow import DataFlow
+from .dataflow import AnchorReturnTypeId, DataFlow
 from .devices import DeviceInfo
 from .errors import popart_exception
 from .optimizers import Optimizer
@@ -92,11 +92,15 @@ class TrainingSession(_Session):
                        for tensor_id, info in shapes.getAllTensorInfo().items()}
         try:
             self._program = lower_training(self._builder, loss=self._loss, optimizer=self._optimizer,
-                                           anchors=self._data_flow.anchors(), settings=settings,
+                                           anchors=self._anchor_kinds(), settings=settings,
                                            input_types=input_types)
         except (LoweringError, TypeError) as error:
             raise popart_exception(str(error)) from None
         return self._program.lowered
+
+    def _anchor_kinds(self) -> dict[str, str]:
+        kinds = {AnchorReturnTypeId.Final: "final", AnchorReturnTypeId.Sum: "sum"}
+        return {a: kinds.get(self._data_flow.art(a).id(), "all") for a in self._data_flow.anchors()}
 
     def _constant_weights(self) -> bool:
         return False

@@ -78,10 +78,11 @@ class _Frame:
 
 
 class _Builder:
-    def __init__(self, builder: GraphBuilder, loss: str, optimizer: Optimizer, anchors: list[str],
+    def __init__(self, builder: GraphBuilder, loss: str, optimizer: Optimizer, anchors: Mapping[str, str],
                  settings: TrainingSettings, input_types: Mapping[str, TensorType]):
         self.builder, self.loss, self.optimizer, self.settings = builder, loss, optimizer, settings
-        self.anchors, self.input_types = anchors, input_types
+        self.anchors, self.anchor_kinds, self.input_types = list(anchors), dict(anchors), input_types
+        self.carried: dict[str, Variable] = {}
         self.ir = Ir(replication=settings.replication_factor)
         self.ir.num_host_transfers = settings.batches_per_step * settings.accumulation_factor
         self.lowering = _Lowering(builder, self.ir, False, node_ipus(builder.nodes, settings.auto_ipus))
@@ -180,6 +181,7 @@ class _Builder:
                     self.step(frame)
                 with self.ir.main_graph:
                     ops.repeat(graph, settings.batches_per_step, inputs_dict=frame.bindings)
+            self.store_carried()
         types = dict(self.builder.types)
         types.update(self.input_types)
         for name, stream in self.streams.items():
@@ -228,7 +230,7 @@ class _Builder:
         site = ops.call_with_info(self.fwd, *[frame.get(self.weights[n], True) for n in self.weights], *loaded)
         loss = site.parent_output(0)
         for index, name in enumerate(self.forward_anchors):
-            self.store(name, site.parent_output(index + 1))
+            self.store(name, site.parent_output(index + 1), frame)
         seed_value = self.optimizer.getLossScalingVal()
         divide = settings.replication_factor if settings.mean_reduction else 1
         with ipu(loss.ipu):
@@ -245,7 +247,7 @@ class _Builder:
         by_name = dict(zip(self.trainable, grads))
         for name, gradient in by_name.items():
             if GRADIENT + name in self.anchors:
-                self.store(GRADIENT + name, gradient)
+                self.store(GRADIENT + name, gradient, frame)
             if settings.accumulation_factor > 1:
                 with ipu(gradient.ipu):
                     ops.var_updates.accumulate_(frame.get(self.state[steps.ACCUMULATOR + name], True), gradient)
@@ -259,22 +261,45 @@ class _Builder:
                 if name not in self.state:
                     raise LoweringError(f"Anchor tensor `{name}' not in Ir Tensors: the optimizer has no such "
                                         f"state (it has {', '.join(self.state) or 'none'})")
-                self.store(name, frame.get(self.state[name], True))
+                self.store(name, frame.get(self.state[name], True), frame)
         for name in self.anchors:
-            if name.startswith(GRADIENT) and name not in self.streams:
+            if name.startswith(GRADIENT) and name not in self.streams and name not in self.carried:
                 raise LoweringError(f"Anchor tensor `{name}' not in Ir Tensors: gradients are anchored for the "
                                     f"trainable weights ({', '.join(self.trainable)})")
 
-    def store(self, name: str, tensor: Tensor) -> None:
-        with self.ir.main_graph:
-            self.streams[name] = d2h_stream(tensor.shape, tensor.dtype, name=name)
+    def store(self, name: str, tensor: Tensor, frame: _Frame) -> None:
+        """Store an anchor every micro-batch ("all"), or keep its last value ("final") or running sum
+        ("sum") in a main-graph variable, stored once after the loops (``store_carried``)."""
+        kind = self.anchor_kinds.get(name, "all")
+        if kind == "all":
+            with self.ir.main_graph:
+                self.streams[name] = d2h_stream(tensor.shape, tensor.dtype, name=name)
+            with ipu(tensor.ipu):
+                ops.host_store(self.streams[name], tensor)
+            return
+        with self.ir.main_graph, ipu(tensor.ipu):
+            holder = variable(np.zeros(tensor.shape, tensor.dtype.as_numpy()), tensor.dtype, name=f"{name}/{kind}")
+            if kind == "sum":
+                ops.var_updates.accumulator_zero_(holder)
+        self.carried[name] = holder
         with ipu(tensor.ipu):
-            ops.host_store(self.streams[name], tensor)
+            if kind == "sum":
+                ops.var_updates.accumulate_(frame.get(holder, True), tensor)
+            else:
+                ops.var_updates.copy_var_update_(frame.get(holder, True), tensor)
+
+    def store_carried(self) -> None:
+        for name, holder in self.carried.items():
+            with self.ir.main_graph:
+                self.streams[name] = d2h_stream(holder.shape, holder.dtype, name=name)
+                with ipu(holder.ipu):
+                    ops.host_store(self.streams[name], holder)
 
 
-def lower_training(builder: GraphBuilder, *, loss: str, optimizer: Optimizer, anchors: list[str],
+def lower_training(builder: GraphBuilder, *, loss: str, optimizer: Optimizer, anchors: Mapping[str, str],
                    settings: TrainingSettings, input_types: Mapping[str, TensorType]) -> TrainingProgram:
-    """The training program of ``builder``'s model (see the module docstring)."""
+    """The training program of ``builder``'s model (see the module docstring); ``anchors`` maps each
+    anchor to "all", "final" or "sum"."""
     types = dict(input_types)
     for name in builder.inputs:
         ttype = types.get(name) or builder.types.get(name)
@@ -283,4 +308,4 @@ def lower_training(builder: GraphBuilder, *, loss: str, optimizer: Optimizer, an
             raise LoweringError(f"the shape of input '{name}' is not known: give it with "
                                 "popart.InputShapeInfo().add(id, popart.TensorInfo(dtype, shape))")
         types[name] = ttype
-    return _Builder(builder, loss, optimizer, list(anchors), settings, types).build()
+    return _Builder(builder, loss, optimizer, anchors, settings, types).build()
