@@ -127,8 +127,7 @@ class TrainingSession(_Session):
     def updateOptimizer(self, optimizer: Optimizer) -> None:
         """Take the values of ``optimizer`` on the host (``optimizerFromHost`` sends them)."""
         compiled = self._optimizer
-        if type(optimizer).__name__ != type(compiled).__name__ or getattr(optimizer, "mode", None) != getattr(
-                compiled, "mode", None):
+        if optimizer.type() != compiled.type() or getattr(optimizer, "mode", None) != getattr(compiled, "mode", None):
             raise popart_exception(f"updateOptimizerFromHost: the session was compiled with {compiled.type()}"
                                    f"{_mode(compiled)}, got {optimizer.type()}{_mode(optimizer)}")
         mean_af = self.accumulationFactor if self._program_mean() else 1

@@ -206,8 +206,9 @@ class _Builder:
         for name in self.trainable:
             weight = frame.get(self.weights[name], True)
             gradient = grads[name]
-            if settings.replication_factor > 1:
-                gradient = ops.collectives.replicated_all_reduce(gradient, op="add")
+            grouping = self.weights[name].replica_grouping  # the replicas sharing this weight (VariableSettings)
+            if grouping.group_size > 1:
+                gradient = ops.collectives.replicated_all_reduce(gradient, op="add", group=grouping)
             state = {s: frame.get(self.state[s], True) for s in steps.state_names(self.optimizer, name)}
             values = self.scalar_values[name]
 
