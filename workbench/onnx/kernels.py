@@ -15,6 +15,8 @@ from workbench.ops.elementwise import binary_entries, like_input
 from workbench.ops.registry import REGISTRY, OpDef, register
 from workbench.ops.special import erf
 
+from .kernel_grads import grad_rule
+
 
 def _in_float32(fn: Callable[..., np.ndarray]) -> Callable[[Op, object], Callable]:
     """A kernel builder computing ``fn(x, **attrs)`` in at least float32, returned in the op's dtype."""
@@ -129,16 +131,16 @@ def _lrn_kernel(op: Op, env):
 def _register() -> None:
     for name, fn in UNARY.items():
         if name not in REGISTRY:
-            register(OpDef(name, like_input(name, "float"), _in_float32(fn)))
+            register(OpDef(name, like_input(name, "float"), _in_float32(fn), grad=grad_rule(name)))
     if "minimum" not in REGISTRY:
-        binary_entries("minimum", np.minimum)
+        binary_entries("minimum", np.minimum, grad=grad_rule("minimum"))
     if "pad" not in REGISTRY:
-        register(OpDef("pad", _pad_infer, _pad_kernel))
+        register(OpDef("pad", _pad_infer, _pad_kernel, grad=grad_rule("pad")))
     for name, infer, kernel in (("gather_elements", _gather_elements_infer, _gather_elements_kernel),
                                 ("gather_nd", _gather_nd_infer, _gather_nd_kernel),
                                 ("lrn", lambda specs, attrs: [specs[0]], _lrn_kernel)):
         if name not in REGISTRY:
-            register(OpDef(name, infer, kernel))
+            register(OpDef(name, infer, kernel, grad=grad_rule(name)))
 
 
 _register()
