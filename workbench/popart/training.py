@@ -87,7 +87,7 @@ class TrainingSession(_Session):
             raise popart_exception("accumulationAndReplicationReductionType NoReduction is not valid for training; "
                                    "use ReductionType.Sum or ReductionType.Mean")
         settings = TrainingSettings(self._data_flow.batchesPerStep(), self.accumulationFactor, self._replication,
-                                    reduction is ReductionType.Mean)
+                                    reduction is ReductionType.Mean, self._placement())
         input_types = {tensor_id: TensorType(dtypes.onnx_code(info.dataType()), tuple(info.shape()))
                        for tensor_id, info in shapes.getAllTensorInfo().items()}
         try:

@@ -27,6 +27,7 @@ from workbench.onnx.shapes import TensorType
 from workbench.transforms.autodiff import autodiff, is_float
 
 from . import optimizer_steps as steps
+from . import pipeline
 from .introspection import reservedGradientPrefix
 from .optimizers import Optimizer
 
@@ -182,6 +183,7 @@ class _Builder:
                 with self.ir.main_graph:
                     ops.repeat(graph, settings.batches_per_step, inputs_dict=frame.bindings)
             self.store_carried()
+        pipeline.mark(self.fwd, [g for g in self.ir.graphs if g is not self.fwd])
         types = dict(self.builder.types)
         types.update(self.input_types)
         for name, stream in self.streams.items():
