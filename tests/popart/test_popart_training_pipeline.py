@@ -3,7 +3,7 @@ pipelining, and every op of the program knows its stage (forward 0, 1; backward 
 import numpy as np
 
 import popart
-from popart_training_oracle import data, trained_weights
+from popart_training_oracle import trained_weights
 
 
 def staged_mlp():

@@ -35,9 +35,10 @@ DERIVATIVES: dict[str, Callable[..., np.ndarray]] = {
     "softsign": lambda x: 1.0 / (1.0 + np.abs(x)) ** 2,
     "softplus": _sigmoid,
     "elu": lambda x, alpha=1.0: np.where(x > 0, 1.0, alpha * np.exp(np.minimum(x, 0))),
-    "selu": lambda x, alpha=SELU_ALPHA, gamma=SELU_GAMMA: gamma * np.where(x > 0, 1.0, alpha * np.exp(np.minimum(x, 0))),
+    "selu": lambda x, alpha=SELU_ALPHA, gamma=SELU_GAMMA: gamma * np.where(x > 0, 1.0,
+                                                                           alpha * np.exp(np.minimum(x, 0))),
     "leaky_relu": lambda x, alpha=0.01: np.where(x >= 0, 1.0, alpha),
-    "hard_sigmoid": lambda x, alpha=0.2, beta=0.5: np.where((alpha * x + beta > 0) & (alpha * x + beta < 1), alpha, 0.0),
+    "hard_sigmoid": lambda x, alpha=0.2, beta=0.5: np.where(np.abs(alpha * x + beta - 0.5) < 0.5, alpha, 0.0),
     "thresholded_relu": lambda x, alpha=1.0: np.where(x > alpha, 1.0, 0.0),
     "reciprocal": lambda x: -1.0 / (x * x),
     "round": np.zeros_like,
@@ -157,7 +158,8 @@ register(OpDef("lrn_grad", lambda specs, attrs: [specs[0]], _lrn_grad_kernel))
 
 
 def lrn_grad(op: Op, grads, fwd):
-    return [apply("lrn_grad", fwd(op.inputs[0]), grads[0], **{k: op.attrs[k] for k in ("size", "alpha", "beta", "bias")})]
+    params = {k: op.attrs[k] for k in ("size", "alpha", "beta", "bias")}
+    return [apply("lrn_grad", fwd(op.inputs[0]), grads[0], **params)]
 
 
 GRADS = {"lrn": lrn_grad, "pad": pad_grad, "minimum": minimum_grad, "gather_elements": gather_grad("elements"),

@@ -74,7 +74,8 @@ class L1Loss(Loss):
 
     op_type = "L1"
 
-    def __init__(self, input: str, output: str, lambda_: float, reduction: ReductionType = ReductionType.Sum):  # noqa: A002
+    def __init__(self, input: str, output: str, lambda_: float,  # noqa: A002 - PopART's keyword
+                 reduction: ReductionType = ReductionType.Sum):
         super().__init__([input], output, reduction)
         self.lambda_ = float(lambda_)
 

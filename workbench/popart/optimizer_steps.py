@@ -66,12 +66,11 @@ def scalars(optimizer: Optimizer, weight: str, mean_af: int) -> dict[str, Scalar
             found["nesterovWeightDecay"] = (vs.val() * wd.val(), _const(vs, wd))
         return found
     if isinstance(optimizer, Adam):
-        return {"gradientScale": (scale, _const(ls)), "learningRate": (v["learningRate"].val(), _const(v["learningRate"])),
-                "weightDecay": (v["weightDecay"].val(), _const(v["weightDecay"])),
-                "beta1": (v["beta1"].val(), _const(v["beta1"])), "beta2": (v["beta2"].val(), _const(v["beta2"])),
-                "eps": (v["eps"].val(), _const(v["eps"])),
-                "maxWeightNorm": (v["maxWeightNorm"].val(), _const(v["maxWeightNorm"])),
-                "negLearningRate": (-v["learningRate"].val(), _const(v["learningRate"]))}
+        found = {name: (v[name].val(), _const(v[name]))
+                 for name in ("learningRate", "weightDecay", "beta1", "beta2", "eps", "maxWeightNorm")}
+        found["gradientScale"] = (scale, _const(ls))
+        found["negLearningRate"] = (-v["learningRate"].val(), _const(v["learningRate"]))
+        return found
     raise TypeError(f"unsupported optimizer {type(optimizer).__name__}; expected popart.SGD, ConstSGD or Adam")
 
 

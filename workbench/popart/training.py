@@ -21,6 +21,7 @@ from workbench.onnx import dtypes
 from workbench.onnx.lowering import LoweringError
 from workbench.onnx.shapes import TensorType
 
+from . import diagnostics
 from . import losses as loss_nodes
 from . import optimizer_steps as steps
 from .dataflow import AnchorReturnTypeId, DataFlow
@@ -97,6 +98,16 @@ class TrainingSession(_Session):
         except (LoweringError, TypeError) as error:
             raise popart_exception(str(error)) from None
         return self._program.lowered
+
+    def _write_dot_checks(self) -> None:
+        try:
+            checks = diagnostics.requested_checks(self._options.dotChecks)
+        except ValueError as error:
+            raise popart_exception(str(error)) from None
+        if checks:
+            diagnostics.write_dot_checks(self.ir, self._program.forward, self._program.grad_graph, checks,
+                                         self._options.logDir)
+        diagnostics.dump_ir(self.ir)
 
     def _anchor_kinds(self) -> dict[str, str]:
         kinds = {AnchorReturnTypeId.Final: "final", AnchorReturnTypeId.Sum: "sum"}

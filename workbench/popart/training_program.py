@@ -55,6 +55,7 @@ class TrainingProgram:
     scalars: dict[str, Variable] = field(default_factory=dict)  # changeable hyperparameters, by name
     loss_scaling: Optional[Variable] = None  # when the loss scaling can change
     grad_graph: Optional[Graph] = None
+    forward: Optional[Graph] = None
 
 
 class _Frame:
@@ -192,7 +193,7 @@ class _Builder:
         lowered = LoweredModel(self.ir, self.streams_in, dict(self.streams), self.weights, {}, types,
                                {n.name: i for n, i in zip(self.builder.nodes, self.lowering.ipus)})
         return TrainingProgram(lowered, self.loss, self.trainable, self.state, self.scalar_variables,
-                               self.loss_scaling, self.grad_info.graph)
+                               self.loss_scaling, self.grad_info.graph, self.fwd)
 
     def step(self, frame: _Frame) -> None:
         settings = self.settings
