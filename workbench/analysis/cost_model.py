@@ -216,7 +216,7 @@ COSTS: dict[str, CostRule] = {
     **dict.fromkeys(("reciprocal", "softsign"), elementwise(4)),
     **dict.fromkeys(("sigmoid", "erf", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh",
                      "softplus", "elu", "selu"), elementwise(8)),
-    "lrn": elementwise(8),
+    **dict.fromkeys(("lrn", "lrn_grad", "unary_derivative"), elementwise(8)),
     # Random numbers: a generator step per element (normal: two, and a transform).
     **dict.fromkeys(("random_uniform", "dropout", "shaped_dropout"), elementwise(4)),
     "random_normal": elementwise(8),
@@ -244,7 +244,7 @@ COSTS: dict[str, CostRule] = {
     **dict.fromkeys(("concat", "concat_", "onehot", "dynamic_slice", "dynamic_update", "dynamic_update_",
                      "gather", "groupedgather", "tied_gather", "scatter", "scatter_reduce", "io_tile_copy",
                      "replica_sharded_slice", "replicated_slice", "pad", "gather_elements",
-                     "gather_nd"), REARRANGE),
+                     "gather_nd", "gather_scatter_sum"), REARRANGE),
     # Optimiser updates.
     **dict.fromkeys(("accumulate_", "accumulate_square_", "accumulate_mean_", "accumulator_scale_",
                      "accumulator_zero_", "copy_var_update_"), elementwise(2)),

@@ -80,9 +80,18 @@ def _add_call(op_type: str, graph: Graph, parents: list[Tensor], order: tuple[in
     parent_graph = get_current_graph()
     if graph is parent_graph:
         raise ValueError(f"{op_type}: graph {graph.label!r} cannot call itself")
-    return parent_graph._add_op(op_type, parents, output_specs,
-                                attrs={"graph_inputs": order, **attrs}, called_graphs=(graph,),
-                                modified=_by_ref_positions(graph, order), output_names=output_names)
+    # A callee taking inputs on several IPUs gets each parent tensor on its own IPU (no copy) and
+    # returns each output on the IPU that produced it.
+    placed = all(p.ipu == graph.inputs[i].ipu for p, i in zip(parents, order))
+    spans = placed and len({p.ipu for p in parents}) > 1
+    op = parent_graph._add_op(op_type, parents, output_specs,
+                              attrs={"graph_inputs": order, **attrs}, called_graphs=(graph,),
+                              modified=_by_ref_positions(graph, order), output_names=output_names,
+                              crosses_ipus=spans)
+    if spans:
+        for outer, inner in zip(op.outputs, graph.outputs):
+            outer._ipu = inner.ipu
+    return op
 
 
 def call_with_info(graph: Graph, *inputs: TensorInputs, inputs_dict: Optional[Mapping[Tensor, Any]] = None,

@@ -11,6 +11,7 @@ import numpy as np
 from workbench.ir import Op, TensorSpec
 from .elementwise import binary_entries, like_input
 from .registry import OpDef, register
+from .onnx_function_grads import grad_rule
 from .special import erf
 
 
@@ -126,13 +127,13 @@ def _lrn_kernel(op: Op, env):
 
 def _register() -> None:
     for name, fn in UNARY.items():
-        register(OpDef(name, like_input(name, "float"), _in_float32(fn)))
-    binary_entries("minimum", np.minimum)
-    register(OpDef("pad", _pad_infer, _pad_kernel))
+        register(OpDef(name, like_input(name, "float"), _in_float32(fn), grad=grad_rule(name)))
+    binary_entries("minimum", np.minimum, grad=grad_rule("minimum"))
+    register(OpDef("pad", _pad_infer, _pad_kernel, grad=grad_rule("pad")))
     for name, infer, kernel in (("gather_elements", _gather_elements_infer, _gather_elements_kernel),
                                 ("gather_nd", _gather_nd_infer, _gather_nd_kernel),
                                 ("lrn", lambda specs, attrs: [specs[0]], _lrn_kernel)):
-        register(OpDef(name, infer, kernel))
+        register(OpDef(name, infer, kernel, grad=grad_rule(name)))
 
 
 _register()

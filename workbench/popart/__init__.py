@@ -23,6 +23,8 @@ from .patterns import Patterns
 from .session import InferenceSession
 from .stepio import PyStepIO, PyStepIOCallback, PyWeightsIO
 from .tensorinfo import InputShapeInfo, TensorInfo
+from .training_api import *  # noqa: F401,F403  (training sessions, losses, optimisers)
+from .training_api import __all__ as _training_names
 from .transformer import GraphTransformer
 from .variables import CommGroup, CommGroupType, VariableRetrievalMode, VariableSettings
 
@@ -43,4 +45,4 @@ __all__ = [
     "SubgraphCopyingStrategy", "SyntheticDataMode", "VirtualGraphMode", "Patterns", "InferenceSession",
     "PyStepIO", "PyStepIOCallback", "PyWeightsIO", "InputShapeInfo", "TensorInfo", "CommGroup", "CommGroupType",
     "VariableRetrievalMode", "VariableSettings", "GraphTransformer", "DebugContext", "InputSettings", "TileSet",
-]
+] + list(_training_names)

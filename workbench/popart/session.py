@@ -108,15 +108,7 @@ class _Session:
     def _lower(self, shapes: InputShapeInfo):
         input_types = {tensor_id: TensorType(dtypes.onnx_code(info.dataType()), tuple(info.shape()))
                        for tensor_id, info in shapes.getAllTensorInfo().items()}
-        mode = self._options.virtualGraphMode
-        auto = 0
-        if mode is VirtualGraphMode.Auto:
-            auto = max(1, self._device_info.numIpus // self._replication)
-        if mode is VirtualGraphMode.Off or mode is VirtualGraphMode.ExecutionPhases:
-            for node in self._builder.nodes:
-                kept = [a for a in node.attribute if a.name != "__ipu_number"]
-                del node.attribute[:]
-                node.attribute.extend(kept)
+        auto = self._placement()
         try:
             kinds = {a: _STORED.get(self._data_flow.art(a).id(), "all") for a in self._data_flow.anchors()}
             return lower_model(self._builder, anchors=kinds,
@@ -125,6 +117,17 @@ class _Session:
                                constant_weights=self._constant_weights(), auto_ipus=auto)
         except LoweringError as error:
             raise popart_exception(str(error)) from None
+
+    def _placement(self) -> int:
+        """Apply ``virtualGraphMode`` to the model: drop the IPU annotations unless Manual; returns the
+        number of IPUs an Auto split spreads the nodes over (0 otherwise)."""
+        mode = self._options.virtualGraphMode
+        if mode is VirtualGraphMode.Off or mode is VirtualGraphMode.ExecutionPhases:
+            for node in self._builder.nodes:
+                kept = [a for a in node.attribute if a.name != "__ipu_number"]
+                del node.attribute[:]
+                node.attribute.extend(kept)
+        return max(1, self._device_info.numIpus // self._replication) if mode is VirtualGraphMode.Auto else 0
 
     def _write_dot_checks(self) -> None:
         """DOT files of the lowered program for ``dotChecks`` (and ``POPART_DOT_CHECKS``), in ``logDir``."""
@@ -135,6 +138,10 @@ class _Session:
 
     def _constant_weights(self) -> bool:
         return bool(self._options.constantWeights)
+
+    def _batches_per_run(self) -> int:
+        """Batches a run reads from the host (a training session reads each accumulated micro-batch)."""
+        return self._data_flow.batchesPerStep()
 
     # ----- properties -----
     @property
@@ -287,7 +294,7 @@ class _Session:
     def run(self, stepio: Union[PyStepIO, PyStepIOCallback], debugName: str = "") -> None:
         """Run ``batchesPerStep`` batches: read the inputs from ``stepio``, write its anchor arrays."""
         self._require_attached("run")
-        bps, replicas = self._data_flow.batchesPerStep(), self._replication
+        bps, replicas = self._batches_per_run(), self._replication
         inputs = {}
         for tensor_id, stream in self._lowered.inputs.items():
             if not stepio.has_input(tensor_id):

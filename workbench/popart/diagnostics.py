@@ -1,0 +1,62 @@
+"""What a training session writes for PopART's debugging switches.
+
+``dotChecks`` / ``POPART_DOT_CHECKS`` (names joined by ``:``, or ``ALL``): one ``NNN_<CHECK>.dot`` file
+per check in ``logDir``, by the workbench's DOT export: FWD0 and FWD1 the imported forward graph,
+BWD0 the forward graph with its gradient graph, PREALIAS and FINAL the whole program.
+``POPART_IR_DUMP=<file>``: the program in the workbench's JSON export (what the views render).
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Iterable
+
+from workbench.export.dot import to_dot
+from workbench.export.json_schema import to_json
+from workbench.ir import Graph, Ir
+
+CHECKS = ("FWD0", "FWD1", "BWD0", "PREALIAS", "FINAL")
+
+
+def requested_checks(dot_checks: Iterable) -> list[str]:
+    """The checks asked for by the options and ``POPART_DOT_CHECKS``, in PopART's order."""
+    asked = {getattr(c, "name", str(c)).upper() for c in dot_checks}
+    asked |= {c.upper() for c in os.environ.get("POPART_DOT_CHECKS", "").split(":") if c}
+    if "ALL" in asked:
+        asked = set(CHECKS)
+    unknown = asked - set(CHECKS)
+    if unknown:
+        raise ValueError(f"unknown DOT check(s) {sorted(unknown)}; expected some of {', '.join(CHECKS)} or ALL")
+    return [c for c in CHECKS if c in asked]
+
+
+def write_dot_checks(ir: Ir, forward: Graph, backward: Graph, checks: list[str], log_dir: str) -> list[Path]:
+    """One DOT file per check (see the module docstring); returns the paths written."""
+    directory = Path(log_dir or ".")
+    directory.mkdir(parents=True, exist_ok=True)
+    written = []
+    for number, check in enumerate(checks):
+        if check in ("FWD0", "FWD1"):
+            text = to_dot(forward)
+        elif check == "BWD0":
+            text = _joined(to_dot(forward), to_dot(backward))
+        else:
+            text = to_dot(ir)
+        path = directory / f"{number:03d}_{check}.dot"
+        path.write_text(text, encoding="utf-8")
+        written.append(path)
+    return written
+
+
+def _joined(first: str, second: str) -> str:
+    """Two DOT digraphs as one (the second's body inside the first's braces)."""
+    body = second[second.index("{") + 1:second.rindex("}")]
+    return first[:first.rindex("}")] + body + "}\n"
+
+
+def dump_ir(ir: Ir) -> None:
+    """Write the program's JSON export to ``POPART_IR_DUMP`` when it is set."""
+    target = os.environ.get("POPART_IR_DUMP")
+    if target:
+        Path(target).write_text(json.dumps(to_json(ir)), encoding="utf-8")

@@ -1,0 +1,155 @@
+"""The weight update of each optimiser, as workbench ops, following PopART's update equations.
+
+Atomic hyperparameters: lr (learning rate), wd (weight decay), mm (momentum), dm (dampening), vs
+(velocity scaling), ls (loss scaling), af (the accumulation factor when gradients are meaned over
+the accumulation, else 1). ``a`` is the (accumulated, replica-reduced) loss-scaled gradient, so the
+true gradient is ``g = a / (ls * af)``.
+
+SGD without momentum (PopART's SGD0): ``w = w * (1 - lr*(1-dm)*wd) - a * (lr*(1-dm) / (ls*af))``.
+SGD with momentum, velocity ``v`` kept ``vs`` times larger:
+``v = v*mm + a*((1-dm)*vs/(ls*af)) + w*((1-dm)*wd*vs)``, then ``w = w - (lr/vs) * v``, or with
+Nesterov ``w = w - (lr/vs) * (a*(vs/(ls*af)) + w*(vs*wd) + mm*v)``.
+Adam family: ``s = a / (ls*af)`` (plus ``wd*w`` with L2 regularisation), ``m = b1*m + (1-b1)*s``,
+``v = b2*v + (1-b2)*s^2`` (AdaMax: ``v = max(b2*v, |s|)``), the updater term ``x`` of the workbench's
+adam/lamb/adamax updaters (bias-corrected unless NoBias; ``+ wd*w`` in Decay mode), then
+``w = w - lr*x`` (Lamb: times the trust ratio ``min(|w|, mwn) / |x|``).
+
+Each compound scalar above is computed on the host in float64 from the atomic values: a number in
+the program when all its atoms are constant, else a scalar variable named
+``<scalar>___<default|specific___weight>`` that ``updateOptimizerFromHost`` rewrites.
+"""
+from __future__ import annotations
+
+from typing import Callable, Union
+
+import numpy as np
+
+from workbench import ops
+from workbench.ir import Tensor, constant
+
+from .optimizers import SGD, Adam, AdamMode, Optimizer, WeightDecayMode
+
+Scalar = tuple[float, bool]  # (value, constant?)
+Factor = Union[float, Tensor]
+
+# PopART's reserved prefixes of optimiser state tensors.
+VELOCITY, ACCUMULATOR, FIRST_MOMENT, SECOND_MOMENT, STEP = "Accl___", "Accum___", "Accl1___", "Accl2___", "Step___"
+
+
+def _const(*values) -> bool:
+    return all(v.isConst() for v in values)
+
+
+def uses_momentum(optimizer: Optimizer, weight: str) -> bool:
+    momentum = optimizer.value("momentum", weight)
+    return not (momentum.isConst() and momentum.val() == 0.0)
+
+
+def scalars(optimizer: Optimizer, weight: str, mean_af: int) -> dict[str, Scalar]:
+    """The compound scalars of ``weight``'s update, by name."""
+    v = {name: optimizer.value(name, weight) for name in type(optimizer)._DEFAULTS}
+    ls = v["lossScaling"]
+    scale = 1.0 / (ls.val() * mean_af)
+    if isinstance(optimizer, SGD):
+        lr, wd, mm, dm, vs = (v[n] for n in ("learningRate", "weightDecay", "momentum", "dampening",
+                                             "velocityScaling"))
+        keep = 1.0 - dm.val()
+        if not uses_momentum(optimizer, weight):
+            return {"weightDecayScaleFactor0": (1.0 - lr.val() * keep * wd.val(), _const(lr, dm, wd)),
+                    "negScaledLearningRate0": (-lr.val() * keep * scale, _const(lr, dm, ls))}
+        found = {"scaledMomentum": (mm.val(), _const(mm)),
+                 "dampeningScaleFactor": (keep * vs.val() * scale, _const(dm, vs, ls)),
+                 "scaledWeightDecay": (keep * wd.val() * vs.val(), _const(dm, wd, vs)),
+                 "negScaledLearningRate": (-lr.val() / vs.val(), _const(lr, vs))}
+        if v["nesterov"].val():
+            found["nesterovGradScaleFactor"] = (vs.val() * scale, _const(vs, ls))
+            found["nesterovWeightDecay"] = (vs.val() * wd.val(), _const(vs, wd))
+        return found
+    if isinstance(optimizer, Adam):
+        found = {name: (v[name].val(), _const(v[name]))
+                 for name in ("learningRate", "weightDecay", "beta1", "beta2", "eps", "maxWeightNorm")}
+        found["gradientScale"] = (scale, _const(ls))
+        found["negLearningRate"] = (-v["learningRate"].val(), _const(v["learningRate"]))
+        return found
+    raise TypeError(f"unsupported optimizer {type(optimizer).__name__}; expected popart.SGD, ConstSGD or Adam")
+
+
+def state_names(optimizer: Optimizer, weight: str) -> list[str]:
+    """The optimiser state tensors of ``weight`` (zeros at the start), by reserved name."""
+    if isinstance(optimizer, SGD):
+        return [VELOCITY + weight] if uses_momentum(optimizer, weight) else []
+    mode = optimizer.mode
+    names = [FIRST_MOMENT + weight, SECOND_MOMENT + weight]
+    if mode not in (AdamMode.AdamNoBias, AdamMode.LambNoBias):
+        names.append(STEP + weight)
+    return names
+
+
+def _nonzero(value: Factor) -> bool:
+    return isinstance(value, Tensor) or value != 0.0
+
+
+def update(optimizer: Optimizer, w: Tensor, a: Tensor, state: dict[str, Tensor],
+           scalar: Callable[[str], Factor]) -> None:
+    """Emit the update of weight ``w`` from the loss-scaled gradient ``a`` (see the module docstring);
+    ``state`` holds the weight's state tensors by reserved name, ``scalar(name)`` a compound scalar."""
+    if isinstance(optimizer, SGD):
+        _sgd(optimizer, w, a, state, scalar)
+    else:
+        _adam(optimizer, w, a, state, scalar)
+
+
+def _sgd(optimizer: SGD, w: Tensor, a: Tensor, state: dict[str, Tensor], scalar) -> None:
+    velocity = state.get(VELOCITY + w.name)
+    if velocity is None:
+        decay = scalar("weightDecayScaleFactor0")
+        if isinstance(decay, Tensor) or decay != 1.0:
+            ops.var_updates.accumulator_scale_(w, decay)
+        ops.var_updates.accumulate_(w, a, scalar("negScaledLearningRate0"))
+        return
+    ops.var_updates.accumulator_scale_(velocity, scalar("scaledMomentum"))
+    ops.var_updates.accumulate_(velocity, a, scalar("dampeningScaleFactor"))
+    if _nonzero(scalar("scaledWeightDecay")):
+        ops.var_updates.accumulate_(velocity, w, scalar("scaledWeightDecay"))
+    if optimizer.value("nesterov", w.name).val():
+        step = _times(a, scalar("nesterovGradScaleFactor"))
+        if _nonzero(scalar("nesterovWeightDecay")):
+            ops.var_updates.accumulate_(step, w, scalar("nesterovWeightDecay"))
+        ops.var_updates.accumulate_(step, velocity, scalar("scaledMomentum"))
+        ops.var_updates.accumulate_(w, step, scalar("negScaledLearningRate"))
+    else:
+        ops.var_updates.accumulate_(w, velocity, scalar("negScaledLearningRate"))
+
+
+def _times(t: Tensor, factor: Factor) -> Tensor:
+    if not isinstance(factor, Tensor):
+        factor = constant(np.array(factor, t.dtype.as_numpy()), t.dtype)
+    return ops.mul(t, factor)
+
+
+def _adam(optimizer: Adam, w: Tensor, a: Tensor, state: dict[str, Tensor], scalar) -> None:
+    mode, decay = optimizer.mode, optimizer.weightDecayMode
+    first, second = state[FIRST_MOMENT + w.name], state[SECOND_MOMENT + w.name]
+    step = state.get(STEP + w.name)
+    wd = scalar("weightDecay")
+    s = _times(a, scalar("gradientScale"))
+    if decay is WeightDecayMode.L2Regularization and _nonzero(wd):
+        ops.var_updates.accumulate_(s, w, wd)
+    ops.var_updates.accumulate_moving_average_(first, s, scalar("beta1"))
+    decoupled = decay is WeightDecayMode.Decay and _nonzero(wd)
+    weight_args = {"weight": w, "weight_decay": wd} if decoupled else {}
+    if mode is AdamMode.AdaMax:
+        ops.var_updates.copy_var_update_(second, ops.maximum(_times(second, scalar("beta2")), ops.abs(s)))
+        x = ops.var_updates.adamax_updater(first, second, time_step=step, beta1=scalar("beta1"),
+                                           epsilon=scalar("eps"), **weight_args)
+    else:
+        ops.var_updates.accumulate_moving_average_square_(second, s, scalar("beta2"))
+        updater = ops.var_updates.lamb_updater if mode in (AdamMode.Lamb, AdamMode.LambNoBias) \
+            else ops.var_updates.adam_updater
+        bias = {"time_step": step, "beta1": scalar("beta1"), "beta2": scalar("beta2")} if step is not None else {}
+        x = updater(first, second, epsilon=scalar("eps"), **bias, **weight_args)
+    if mode in (AdamMode.Lamb, AdamMode.LambNoBias):
+        ops.var_updates.adam_var_update(w, x, ops.lamb_square(w), ops.lamb_square(x),
+                                        learning_rate=scalar("learningRate"), max_weight_norm=scalar("maxWeightNorm"))
+    else:
+        ops.var_updates.accumulate_(w, x, scalar("negLearningRate"))

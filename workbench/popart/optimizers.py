@@ -1,0 +1,210 @@
+"""PopART's optimisers as descriptions: hyperparameters per weight, each constant or changeable.
+
+A session compiles an optimiser into its program (``optimizer_steps``); constant values become
+numbers in the program, the others scalar variables that ``updateOptimizerFromHost`` rewrites.
+
+>>> opt = popart.SGD({"defaultLearningRate": (0.1, False), "defaultMomentum": (0.9, True)})
+>>> opt.insertSpecific("w0", {"learningRate": (0.01, False)})
+"""
+from __future__ import annotations
+
+import enum
+from typing import Any, Mapping, Optional, Union
+
+from .errors import popart_exception
+
+
+class OptimizerValue:
+    """A hyperparameter value and whether it is constant (compiled in) or can change between runs."""
+
+    __slots__ = ("_value", "_const")
+
+    def __init__(self, val: float = 0.0, isConst: bool = True):
+        self._value = float(val)
+        self._const = bool(isConst)
+
+    def val(self) -> float:
+        return self._value
+
+    def isConst(self) -> bool:
+        return self._const
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, OptimizerValue) and (self._value, self._const) == (other._value, other._const)
+
+    def __hash__(self) -> int:
+        return hash((self._value, self._const))
+
+    def __repr__(self) -> str:
+        return f"OptimizerValue({self._value}, {self._const})"
+
+
+def optimizer_value(value: Any, what: str) -> OptimizerValue:
+    """An OptimizerValue from ``(value, isConst)``, an OptimizerValue or a number (constant)."""
+    if isinstance(value, OptimizerValue):
+        return value
+    if isinstance(value, (tuple, list)) and len(value) == 2:
+        return OptimizerValue(float(value[0]), bool(value[1]))
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return OptimizerValue(float(value), True)
+    raise TypeError(f"{what}: expected a (value, isConst) pair, got {value!r}")
+
+
+class SGDAccumulatorAndMomentum(enum.Enum):
+    Combined = 0
+    Separate = 1
+
+
+class AdamMode(enum.Enum):
+    Adam = 0
+    AdamNoBias = 1
+    AdaMax = 2
+    Lamb = 3
+    LambNoBias = 4
+
+
+class WeightDecayMode(enum.Enum):
+    Decay = 0
+    L2Regularization = 1
+
+
+class DataType(enum.Enum):
+    UNDEFINED = 0
+    FLOAT = 1
+    FLOAT16 = 10
+
+
+class Optimizer:
+    """Hyperparameters by name: defaults (``default<Name>`` keys), per-weight values
+    (``insertSpecific``), and the loss scaling shared by all weights."""
+
+    _DEFAULTS: dict[str, tuple[float, bool]] = {}
+    _GLOBAL = ("lossScaling",)
+
+    def __init__(self, params: Optional[Mapping[str, Any]] = None):
+        params = dict(params or {})
+        known = {f"default{k[0].upper()}{k[1:]}" for k in self._DEFAULTS if k not in self._GLOBAL} | set(self._GLOBAL)
+        unknown = sorted(set(params) - known)
+        if unknown:
+            raise popart_exception(f"Invalid {type(self).__name__} parameter(s) {unknown}; expected some of "
+                                   f"{sorted(known)}")
+        self._defaults = {}
+        for name, default in self._DEFAULTS.items():
+            key = name if name in self._GLOBAL else f"default{name[0].upper()}{name[1:]}"
+            self._defaults[name] = optimizer_value(params.get(key, default), f"{type(self).__name__} {key}")
+        self._specific: dict[str, dict[str, OptimizerValue]] = {}
+
+    def type(self) -> str:
+        return type(self).__name__
+
+    def insertSpecific(self, weightId: str, params: Mapping[str, Any]) -> None:
+        """Values for one weight (keys without ``default``); the others keep the defaults."""
+        names = [n for n in self._DEFAULTS if n not in self._GLOBAL]
+        unknown = sorted(set(params) - set(names))
+        if unknown:
+            raise popart_exception(f"Invalid {type(self).__name__} specific parameter(s) {unknown} for "
+                                   f"'{weightId}'; expected some of {names}")
+        values = {name: self._defaults[name] for name in names}
+        values.update({k: optimizer_value(v, f"{weightId} {k}") for k, v in params.items()})
+        self._specific[weightId] = values
+
+    def hasSpecific(self, weightId: Optional[str] = None) -> bool:
+        return bool(self._specific) if weightId is None else weightId in self._specific
+
+    def value(self, name: str, weight: Optional[str] = None) -> OptimizerValue:
+        """The ``name`` hyperparameter of ``weight`` (its specific value, else the default)."""
+        if weight is not None and weight in self._specific and name in self._specific[weight]:
+            return self._specific[weight][name]
+        return self._defaults[name]
+
+    def key(self, weight: str) -> str:
+        """``specific___<weight>`` or ``default``: which set of values the weight reads."""
+        return f"specific___{weight}" if weight in self._specific else "default"
+
+    def getLossScalingVal(self) -> float:
+        return self._defaults["lossScaling"].val()
+
+    def lossScaling(self) -> OptimizerValue:
+        return self._defaults["lossScaling"]
+
+    def setLossScalingVal(self, value: float) -> None:
+        self._defaults["lossScaling"] = OptimizerValue(value, self._defaults["lossScaling"].isConst())
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{k}={v.val()}{'' if v.isConst() else '*'}" for k, v in self._defaults.items())
+        return f"{type(self).__name__}({shown})"
+
+
+class SGD(Optimizer):
+    """Stochastic gradient descent with weight decay, momentum, dampening, velocity scaling and
+    Nesterov momentum (see ``optimizer_steps`` for the update)."""
+
+    _DEFAULTS = {"learningRate": (0.1, True), "weightDecay": (0.0, True), "momentum": (0.0, True),
+                 "dampening": (0.0, True), "velocityScaling": (1.0, True), "nesterov": (0.0, True),
+                 "lossScaling": (1.0, True)}
+
+    def __init__(self, params: Optional[Mapping[str, Any]] = None, clip_norm_settings: Any = (),
+                 accumulatorAndMomentum: SGDAccumulatorAndMomentum = SGDAccumulatorAndMomentum.Combined,
+                 accumType: DataType = DataType.UNDEFINED, accl1Type: DataType = DataType.UNDEFINED):
+        params = dict(params or {})
+        if "nesterov" in params:
+            params["defaultNesterov"] = params.pop("nesterov")
+            value = params["defaultNesterov"]
+            if isinstance(value, bool):
+                params["defaultNesterov"] = (float(value), True)
+        super().__init__(params)
+        if list(clip_norm_settings):
+            raise popart_exception("SGD: clip norm settings are not supported by the workbench")
+        self.accumulatorAndMomentum = accumulatorAndMomentum
+
+    def learningRates(self): return self._defaults["learningRate"]  # noqa: E704 - PopART's accessors
+    def weightDecays(self): return self._defaults["weightDecay"]  # noqa: E704
+    def momentums(self): return self._defaults["momentum"]  # noqa: E704
+    def dampenings(self): return self._defaults["dampening"]  # noqa: E704
+    def velocityScalings(self): return self._defaults["velocityScaling"]  # noqa: E704
+    def nesterov(self): return self._defaults["nesterov"]  # noqa: E704
+
+
+class ConstSGD(SGD):
+    """SGD whose learning rate, weight decay and loss scaling are all constant."""
+
+    def __init__(self, learning_rate: float, weight_decay: float = 0.0, loss_scaling: float = 1.0):
+        super().__init__({"defaultLearningRate": (learning_rate, True), "defaultWeightDecay": (weight_decay, True),
+                          "lossScaling": (loss_scaling, True)})
+
+    def type(self) -> str:
+        return "SGD"
+
+
+class Adam(Optimizer):
+    """Adam, AdamNoBias, AdaMax, Lamb and LambNoBias, with decoupled weight decay (Decay) or L2
+    regularisation (see ``optimizer_steps`` for the update)."""
+
+    _DEFAULTS = {"learningRate": (0.1, True), "weightDecay": (0.0, True), "beta1": (0.9, True),
+                 "beta2": (0.999, True), "eps": (1e-6, True), "maxWeightNorm": (10.0, True),
+                 "lossScaling": (1.0, True)}
+
+    def __init__(self, params: Optional[Mapping[str, Any]] = None, mode: AdamMode = AdamMode.Adam,
+                 weight_decay_mode: WeightDecayMode = WeightDecayMode.Decay,
+                 accum_type: DataType = DataType.UNDEFINED, accl1_type: DataType = DataType.UNDEFINED,
+                 accl2_type: DataType = DataType.UNDEFINED, clip_norm_settings: Any = (),
+                 scaled_optimizer_state: bool = False):
+        super().__init__(params)
+        if not isinstance(mode, AdamMode):
+            raise TypeError(f"Adam: mode must be a popart.AdamMode, got {mode!r}")
+        if not isinstance(weight_decay_mode, WeightDecayMode):
+            raise TypeError(f"Adam: weight_decay_mode must be a popart.WeightDecayMode, got {weight_decay_mode!r}")
+        if list(clip_norm_settings):
+            raise popart_exception("Adam: clip norm settings are not supported by the workbench")
+        self.mode = mode
+        self.weightDecayMode = weight_decay_mode
+
+    def learningRates(self): return self._defaults["learningRate"]  # noqa: E704
+    def weightDecays(self): return self._defaults["weightDecay"]  # noqa: E704
+    def beta1s(self): return self._defaults["beta1"]  # noqa: E704
+    def beta2s(self): return self._defaults["beta2"]  # noqa: E704
+    def epss(self): return self._defaults["eps"]  # noqa: E704
+    def maxWeightNorms(self): return self._defaults["maxWeightNorm"]  # noqa: E704
+
+
+AnyOptimizer = Union[SGD, Adam]

@@ -1,0 +1,315 @@
+"""Lowering an ONNX model with a loss and an optimiser to a workbench training program.
+
+The model's nodes become a ``forward`` graph (weights and model inputs in; the loss and the anchored
+tensors out), differentiated by the workbench's autodiff for the trainable weights. One micro-batch
+loads its inputs, calls the forward graph, stores the anchors, and calls the gradient graph seeded
+with the loss scaling (divided by the replication factor when replicas are meaned). The step runs
+``accumulationFactor`` micro-batches (a repeat that adds each gradient into ``Accum___<w>``), sums
+the gradients over the replicas, and updates every weight (``optimizer_steps``). The main graph
+repeats the step ``batchesPerStep`` times, or is the step when that is 1, as a popxl user writes it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping, Optional
+
+import numpy as np
+
+from workbench import ops
+from workbench.ir import (Graph, Ir, Tensor, Variable, constant, graph_input, graph_output, in_sequence, ipu,
+                          variable)
+from workbench.ir.streams import DeviceToHostStream, d2h_stream, h2d_stream
+from workbench.onnx import dtypes
+from workbench.onnx.lowering import LoweredModel, LoweringError, node_ipus
+from workbench.onnx.lowering.lower import _Lowering
+from workbench.onnx.model import GraphBuilder
+from workbench.onnx.shapes import TensorType
+from workbench.transforms.autodiff import autodiff, is_float
+
+from . import optimizer_steps as steps
+from . import pipeline
+from .introspection import reservedGradientPrefix
+from .optimizers import Optimizer
+
+GRADIENT = reservedGradientPrefix()
+LOSS_SCALING = "lossScaling_FLOAT"
+
+
+@dataclass(slots=True)
+class TrainingSettings:
+    batches_per_step: int
+    accumulation_factor: int
+    replication_factor: int
+    mean_reduction: bool  # gradients meaned over accumulation and replicas (else summed)
+    auto_ipus: int = 0
+
+
+@dataclass(slots=True)
+class TrainingProgram:
+    """The lowered training program and the tensors a session reads and writes by name."""
+
+    lowered: LoweredModel
+    loss: str
+    trainable: list[str]
+    state: dict[str, Variable] = field(default_factory=dict)  # optimiser state, by reserved name
+    scalars: dict[str, Variable] = field(default_factory=dict)  # changeable hyperparameters, by name
+    loss_scaling: Optional[Variable] = None  # when the loss scaling can change
+    grad_graph: Optional[Graph] = None
+    forward: Optional[Graph] = None
+
+
+class _Frame:
+    """A graph being built and how main-graph tensors enter it: each becomes an input of every
+    graph between the main graph and this one (by reference when the graph modifies it)."""
+
+    def __init__(self, graph: Graph, parent: Optional["_Frame"] = None):
+        self.graph, self.parent = graph, parent
+        self.inner: dict[Tensor, Tensor] = {}
+        self.bindings: dict[Tensor, Tensor] = {}
+
+    def get(self, tensor: Tensor, modified: bool = False) -> Tensor:
+        if self.parent is None:
+            return tensor
+        if tensor not in self.inner:
+            outer = self.parent.get(tensor, modified)
+            with self.graph, ipu(tensor.ipu):
+                inner = graph_input(tensor.shape, tensor.dtype, name=tensor.name, by_ref=modified)
+            self.bindings[inner] = outer
+            self.inner[tensor] = inner
+        return self.inner[tensor]
+
+
+class _Builder:
+    def __init__(self, builder: GraphBuilder, loss: str, optimizer: Optimizer, anchors: Mapping[str, str],
+                 settings: TrainingSettings, input_types: Mapping[str, TensorType]):
+        self.builder, self.loss, self.optimizer, self.settings = builder, loss, optimizer, settings
+        self.anchors, self.anchor_kinds, self.input_types = list(anchors), dict(anchors), input_types
+        self.carried: dict[str, Variable] = {}
+        self.ir = Ir(replication=settings.replication_factor)
+        self.ir.num_host_transfers = settings.batches_per_step * settings.accumulation_factor
+        self.lowering = _Lowering(builder, self.ir, False, node_ipus(builder.nodes, settings.auto_ipus))
+        self.streams: dict[str, DeviceToHostStream] = {}
+        self.program: Optional[TrainingProgram] = None
+
+    # ----- the forward graph and its gradient -----
+    def forward(self) -> None:
+        lowering = self.lowering
+        lowering.plan_homes()
+        self.weights = lowering.weights_in_main()
+        self.trainable = [name for name, var in self.weights.items() if is_float(var)]
+        if not self.trainable:
+            raise LoweringError("the model has no trainable weights (float initializers) to train")
+        self.fwd = fwd = self.ir.create_empty_graph("forward")
+        with fwd:
+            for name, var in self.weights.items():
+                with ipu(var.ipu):
+                    lowering.env[name] = graph_input(var.shape, var.dtype, name=name)
+            self.streams_in = {}
+            for name in self.builder.inputs:
+                ttype = self.input_types[name]
+                wdtype = dtypes.workbench_dtype(ttype.elem_type)
+                with self.ir.main_graph:
+                    self.streams_in[name] = h2d_stream(ttype.shape, wdtype, name=name)
+                with ipu(lowering.home.get(name, 0)):
+                    lowering.env[name] = graph_input(ttype.shape, wdtype, name=name)
+            lowering.lower_nodes()
+            if self.loss not in lowering.env and self.loss not in lowering.values:
+                raise LoweringError(f"the loss '{self.loss}' is not a tensor of the model")
+            loss = lowering.tensor(self.loss, lowering.home_of(self.loss))
+            if not is_float(loss):
+                raise LoweringError(f"the loss '{self.loss}' must be a float tensor, got {loss.dtype}")
+            graph_output(loss)
+            self.forward_anchors = [a for a in self.anchors if not self._reserved(a)]
+            for name in self.forward_anchors:
+                if name not in lowering.env and name not in lowering.values:
+                    raise LoweringError(f"Anchor tensor `{name}' not in Ir Tensors. ")
+                graph_output(lowering.tensor(name, lowering.home_of(name)))
+        required = [lowering.env[name] for name in self.trainable]
+        self.grad_info = autodiff(fwd, grads_provided=[fwd.outputs[0]], grads_required=required)
+
+    def _reserved(self, name: str) -> bool:
+        return name not in self.builder.types and any(
+            name.startswith(p) for p in (GRADIENT, steps.VELOCITY, steps.ACCUMULATOR, steps.FIRST_MOMENT,
+                                         steps.SECOND_MOMENT, steps.STEP))
+
+    # ----- state and hyperparameters in the main graph -----
+    def main_tensors(self) -> None:
+        settings, optimizer = self.settings, self.optimizer
+        self.state: dict[str, Variable] = {}
+        for name in self.trainable:
+            var = self.weights[name]
+            names = steps.state_names(optimizer, name)
+            if settings.accumulation_factor > 1:
+                names.append(steps.ACCUMULATOR + name)
+            for state in names:
+                shape = () if state.startswith(steps.STEP) else var.shape
+                with self.ir.main_graph, ipu(var.ipu):
+                    self.state[state] = variable(np.zeros(shape, var.dtype.as_numpy()), var.dtype, name=state)
+        mean_af = settings.accumulation_factor if settings.mean_reduction else 1
+        self.scalar_values: dict[str, dict[str, object]] = {}
+        self.scalar_variables: dict[str, Variable] = {}
+        for name in self.trainable:
+            key = self.optimizer.key(name)
+            chosen = {}
+            for scalar, (value, const) in steps.scalars(optimizer, name, mean_af).items():
+                full = f"{scalar}___{key}"
+                if const:
+                    chosen[scalar] = value
+                    continue
+                if full not in self.scalar_variables:
+                    with self.ir.main_graph, ipu(self.weights[name].ipu):
+                        self.scalar_variables[full] = variable(np.array(value, np.float32), name=full)
+                chosen[scalar] = self.scalar_variables[full]
+            self.scalar_values[name] = chosen
+        self.loss_scaling = None
+        if not optimizer.lossScaling().isConst():
+            with self.ir.main_graph:
+                self.loss_scaling = variable(np.array(optimizer.getLossScalingVal(), np.float32), name=LOSS_SCALING)
+
+    # ----- the program -----
+    def build(self) -> TrainingProgram:
+        self.forward()
+        self.main_tensors()
+        settings = self.settings
+        # In program order: an update reads the velocity or accumulator its previous op changed in place.
+        with in_sequence(True):
+            if settings.batches_per_step == 1:
+                with self.ir.main_graph:
+                    self.step(_Frame(self.ir.main_graph))
+            else:
+                graph = self.ir.create_empty_graph("step")
+                frame = _Frame(graph, _Frame(self.ir.main_graph))
+                with graph:
+                    self.step(frame)
+                with self.ir.main_graph:
+                    ops.repeat(graph, settings.batches_per_step, inputs_dict=frame.bindings)
+            self.store_carried()
+        pipeline.mark(self.fwd, [g for g in self.ir.graphs if g is not self.fwd])
+        types = dict(self.builder.types)
+        types.update(self.input_types)
+        for name, stream in self.streams.items():
+            if name not in types:
+                types[name] = TensorType(dtypes.onnx_code(stream.dtype.as_numpy()), tuple(stream.shape))
+        lowered = LoweredModel(self.ir, self.streams_in, dict(self.streams), self.weights, {}, types,
+                               {n.name: i for n, i in zip(self.builder.nodes, self.lowering.ipus)})
+        return TrainingProgram(lowered, self.loss, self.trainable, self.state, self.scalar_variables,
+                               self.loss_scaling, self.grad_info.graph, self.fwd)
+
+    def step(self, frame: _Frame) -> None:
+        settings = self.settings
+        if settings.accumulation_factor > 1:
+            graph = self.ir.create_empty_graph("micro_batch")
+            inner = _Frame(graph, frame)
+            with graph:
+                self.micro_batch(inner)
+            ops.repeat(graph, settings.accumulation_factor, inputs_dict=inner.bindings)
+            grads = {name: frame.get(self.state[steps.ACCUMULATOR + name], True) for name in self.trainable}
+        else:
+            grads = self.micro_batch(frame)
+        for name in self.trainable:
+            weight = frame.get(self.weights[name], True)
+            gradient = grads[name]
+            grouping = self.weights[name].replica_grouping  # the replicas sharing this weight (VariableSettings)
+            if grouping.group_size > 1:
+                gradient = ops.collectives.replicated_all_reduce(gradient, op="add", group=grouping)
+            state = {s: frame.get(self.state[s], True) for s in steps.state_names(self.optimizer, name)}
+            values = self.scalar_values[name]
+
+            def scalar(key: str, values=values, weight=weight):
+                value = values[key]
+                return self.lowering.on_ipu(frame.get(value), weight.ipu) if isinstance(value, Tensor) else value
+            with ipu(weight.ipu):
+                steps.update(self.optimizer, weight, gradient, state, scalar)
+                if settings.accumulation_factor > 1:
+                    ops.var_updates.accumulator_zero_(grads[name])
+        if settings.accumulation_factor == 1:
+            self.store_state(frame)
+
+    def micro_batch(self, frame: _Frame) -> dict[str, Tensor]:
+        settings = self.settings
+        loaded = []
+        for name, stream in self.streams_in.items():
+            with ipu(self.lowering.home.get(name, 0)):
+                loaded.append(ops.host_load(stream, name=name))
+        site = ops.call_with_info(self.fwd, *[frame.get(self.weights[n], True) for n in self.weights], *loaded)
+        loss = site.parent_output(0)
+        for index, name in enumerate(self.forward_anchors):
+            self.store(name, site.parent_output(index + 1), frame)
+        seed_value = self.optimizer.getLossScalingVal()
+        divide = settings.replication_factor if settings.mean_reduction else 1
+        with ipu(loss.ipu):
+            if self.loss_scaling is None:
+                seed = constant(np.full(loss.shape, seed_value / divide, loss.dtype.as_numpy()), loss.dtype,
+                                name="lossScaling")
+            else:
+                seed = frame.get(self.loss_scaling)
+                if divide != 1:
+                    seed = ops.mul(seed, constant(np.array(1.0 / divide, np.float32)))
+                if loss.shape:
+                    seed = ops.mul(seed, constant(np.ones(loss.shape, np.float32)))
+        grads = ops.call(self.grad_info.graph, seed, inputs_dict=self.grad_info.inputs_dict(site))
+        by_name = dict(zip(self.trainable, grads))
+        for name, gradient in by_name.items():
+            if GRADIENT + name in self.anchors:
+                self.store(GRADIENT + name, gradient, frame)
+            if settings.accumulation_factor > 1:
+                with ipu(gradient.ipu):
+                    ops.var_updates.accumulate_(frame.get(self.state[steps.ACCUMULATOR + name], True), gradient)
+        if settings.accumulation_factor > 1:
+            self.store_state(frame)
+        return by_name
+
+    def store_state(self, frame: _Frame) -> None:
+        for name in self.anchors:
+            if self._reserved(name) and not name.startswith(GRADIENT):
+                if name not in self.state:
+                    raise LoweringError(f"Anchor tensor `{name}' not in Ir Tensors: the optimizer has no such "
+                                        f"state (it has {', '.join(self.state) or 'none'})")
+                self.store(name, frame.get(self.state[name], True), frame)
+        for name in self.anchors:
+            if name.startswith(GRADIENT) and name not in self.streams and name not in self.carried:
+                raise LoweringError(f"Anchor tensor `{name}' not in Ir Tensors: gradients are anchored for the "
+                                    f"trainable weights ({', '.join(self.trainable)})")
+
+    def store(self, name: str, tensor: Tensor, frame: _Frame) -> None:
+        """Store an anchor every micro-batch ("all"), or keep its last value ("final") or running sum
+        ("sum") in a main-graph variable, stored once after the loops (``store_carried``)."""
+        kind = self.anchor_kinds.get(name, "all")
+        if kind == "all":
+            with self.ir.main_graph:
+                self.streams[name] = d2h_stream(tensor.shape, tensor.dtype, name=name)
+            with ipu(tensor.ipu):
+                ops.host_store(self.streams[name], tensor)
+            return
+        with self.ir.main_graph, ipu(tensor.ipu):
+            holder = variable(np.zeros(tensor.shape, tensor.dtype.as_numpy()), tensor.dtype, name=f"{name}/{kind}")
+            if kind == "sum":
+                ops.var_updates.accumulator_zero_(holder)
+        self.carried[name] = holder
+        with ipu(tensor.ipu):
+            if kind == "sum":
+                ops.var_updates.accumulate_(frame.get(holder, True), tensor)
+            else:
+                ops.var_updates.copy_var_update_(frame.get(holder, True), tensor)
+
+    def store_carried(self) -> None:
+        for name, holder in self.carried.items():
+            with self.ir.main_graph:
+                self.streams[name] = d2h_stream(holder.shape, holder.dtype, name=name)
+                with ipu(holder.ipu):
+                    ops.host_store(self.streams[name], holder)
+
+
+def lower_training(builder: GraphBuilder, *, loss: str, optimizer: Optimizer, anchors: Mapping[str, str],
+                   settings: TrainingSettings, input_types: Mapping[str, TensorType]) -> TrainingProgram:
+    """The training program of ``builder``'s model (see the module docstring); ``anchors`` maps each
+    anchor to "all", "final" or "sum"."""
+    types = dict(input_types)
+    for name in builder.inputs:
+        ttype = types.get(name) or builder.types.get(name)
+        if ttype is None or ttype.shape is None or any(d is None or d < 0 for d in ttype.shape) \
+                or not ttype.elem_type:
+            raise LoweringError(f"the shape of input '{name}' is not known: give it with "
+                                "popart.InputShapeInfo().add(id, popart.TensorInfo(dtype, shape))")
+        types[name] = ttype
+    return _Builder(builder, loss, optimizer, anchors, settings, types).build()
