@@ -19,10 +19,11 @@ import popxl.ops as ops
 REPLICAS, ITERATIONS = 4, 400
 
 
-def counting_ir(replicas: int = REPLICAS, iterations: int = ITERATIONS):
+def counting_ir(replicas: int = REPLICAS, iterations: int = ITERATIONS, unrolled: bool = False):
     """Each iteration adds the all-reduced sum of ones (``replicas``) to an on-chip variable and to a
     remote variable, and stores the on-chip one into a remote buffer entry: after a whole run each
-    of them has grown by ``replicas * iterations``, and a partial run leaves a smaller multiple."""
+    of them has grown by ``replicas * iterations``, and a partial run leaves a smaller multiple.
+    Unrolled, the iterations are ops of the main graph (whose replicas then run in lockstep)."""
     ir = popxl.Ir(replication=replicas)
     with ir.main_graph, popxl.in_sequence():
         buffer = popxl.remote_buffer((8,), popxl.float32, entries=2)
@@ -35,7 +36,11 @@ def counting_ir(replicas: int = REPLICAS, iterations: int = ITERATIONS):
             ops.remote_store(buffer, 0, ops.remote_load(buffer, 0) + total)
             ops.remote_store(buffer, 1, weights)
 
-        ops.repeat(ir.create_graph(body, w), iterations, w)
+        if unrolled:
+            for _ in range(iterations):
+                body(w)
+        else:
+            ops.repeat(ir.create_graph(body, w), iterations, w)
         stream = popxl.d2h_stream([8], popxl.float32, name="w_out")
         ops.host_store(stream, w)
     return ir, w, r, buffer, stream
@@ -61,15 +66,28 @@ def interrupted_run(session, delay: float, kind: str) -> str:
     'outside' if the interrupt landed here, before or after ``run``, and 'none' if it came too late."""
     timer = threading.Timer(delay, interrupt_main, (kind,))
     try:
-        timer.start()
-        session.run()
-        timer.join()
+        try:
+            timer.start()
+            session.run()
+        finally:
+            timer.join()  # whatever happened, the interrupt is raised here at the latest
+            _let_pending_signals_raise()
     except KeyboardInterrupt as interrupt:
         timer.join()
         inside = any(frame.f_code.co_filename.endswith("session.py")
                      for frame, _ in traceback.walk_tb(interrupt.__traceback__))
         return "during" if inside else "outside"
     return "none"
+
+
+def _let_pending_signals_raise() -> None:
+    """Python runs a pending signal handler at its next function call: make it happen here."""
+    for _ in range(3):
+        _nothing()
+
+
+def _nothing() -> None:
+    pass
 
 
 def check_all_or_nothing(before, after, step: float, interrupted: str) -> bool:
@@ -82,17 +100,20 @@ def check_all_or_nothing(before, after, step: float, interrupted: str) -> bool:
     return grown == 0.0
 
 
-def test_interrupts_at_random_moments_leave_weights_and_buffers_as_before_the_run():
-    ir, w, r, buffer, _ = counting_ir()
+@pytest.mark.parametrize("unrolled", [False, True], ids=["replica threads", "lockstep"])
+def test_interrupts_at_random_moments_leave_weights_and_buffers_as_before_the_run(unrolled):
+    iterations = 100 if unrolled else ITERATIONS
+    ir, w, r, buffer, _ = counting_ir(iterations=iterations, unrolled=unrolled)
     rng = np.random.default_rng(0)
-    step = float(REPLICAS * ITERATIONS)
+    step = float(REPLICAS * iterations)
     with popxl.Session(ir, "ipu_model") as session:
+        assert (session._runner._lockstep is not None) == unrolled
         session.progress = False
         start = time.perf_counter()
         session.run()
         whole = time.perf_counter() - start
         runs, interrupts = 1, 0
-        deadline = time.perf_counter() + 4.0
+        deadline = time.perf_counter() + 2.5
         while time.perf_counter() < deadline:
             before = device_state(session, w, r, buffer)
             kind = ("signal", "flag")[interrupts % 2]

@@ -106,6 +106,40 @@ def _scaled_add_kernel(op: Op, env):
     return lambda x, y, a_, b_: (a_ * x + b_ * y).astype(dtype, copy=False)
 
 
+def _scaled_add_in_place_kernel(op: Op, env):
+    """``X = a*X + b*Y`` computed in X's memory: ``X *= a; X += b*Y`` gives the same numbers when X
+    and Y are floats of one dtype and the scales are fixed; otherwise the result is copied in."""
+    x, y = op.inputs[0].dtype.as_numpy(), op.inputs[1].dtype.as_numpy()
+    a, b = op.attrs["a"], op.attrs["b"]
+    if a is None or b is None or x != y or x.kind != "f":
+        general = _scaled_add_kernel(op, env)
+
+        def copied_in(target, *others):
+            target[...] = general(target, *others)
+            return target
+        return copied_in
+
+    def in_place(target, other):
+        if a != 1.0:
+            np.multiply(target, a, out=target)
+        np.add(target, other if b == 1.0 else np.multiply(other, b), out=target)
+        return target
+    return in_place
+
+
+def _scaled_add_into_kernel(op: Op, env):
+    """``out = a*X + b*Y`` with X left as it was (the same numbers as the in-place kernel)."""
+    general = _scaled_add_kernel(op, env)
+    x, y = op.inputs[0].dtype.as_numpy(), op.inputs[1].dtype.as_numpy()
+    a, b = op.attrs["a"], op.attrs["b"]
+    if a != 1.0 or b is None or x != y or x.kind != "f":
+        return lambda out, *inputs: np.copyto(out, general(*inputs))
+
+    def into(out, target, other):
+        np.add(target, other if b == 1.0 else np.multiply(other, b, out=out), out=out)
+    return into
+
+
 def _scaled_add_grad(op, grads, fwd):
     """X gets a g, Y gets b g (in Y's dtype); a scale given as a tensor gets sum(g X) or sum(g Y)."""
     grad = grads[0]
@@ -128,7 +162,8 @@ def _like(t: Tensor, other: Tensor) -> Tensor:
 
 
 register_elementwise("scaled_add", _scaled_add_infer("scaled_add"), _scaled_add_kernel, grad=_scaled_add_grad,
-                     in_place=True, in_place_infer=_scaled_add_infer("scaled_add_"))
+                     in_place=True, in_place_infer=_scaled_add_infer("scaled_add_"),
+                     in_place_build=_scaled_add_in_place_kernel, into=_scaled_add_into_kernel)
 
 
 def _scaled_add(op_type: str, X: Tensor, Y: Tensor, a, b) -> Tensor:

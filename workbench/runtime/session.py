@@ -28,8 +28,9 @@ from .device import Device, device_for, ipu_model_size
 from .out_of_memory import check_fits
 from .program import ReplicaProgram
 from .progress import RunProgress, loop_iterations
+from .lockstep import LockstepMain, lockstep_threads, runs_in_lockstep
 from .replicas import ReplicaRunner, written_variables
-from .snapshot import Snapshot, written_buffers
+from .snapshot import first_writes, swappable
 from .stepper import Stepper
 from .timeline import Timeline
 from .trace import Trace, TraceRecorder
@@ -71,11 +72,15 @@ class Session:
                                 **{t: np.zeros(t.shape, t.dtype.as_numpy()) for t in self._persistent}}
                                for buffers in self._buffers]
         check = os.environ.get("WORKBENCH_CHECK_KERNELS", "") not in ("", "0")
-        self._programs = [ReplicaProgram(ir, self._codes, r, values, buffers, check)
+        main_steps = self._codes[ir.main_graph].steps
+        firsts = first_writes(ir, main_steps, set(self._variables + self._persistent))
+        swaps = swappable(ir, main_steps, firsts)
+        self._programs = [ReplicaProgram(ir, self._codes, r, values, buffers, firsts, swaps, check)
                           for r, (values, buffers) in enumerate(zip(self._device_values, self._buffers))]
-        self._snapshot = Snapshot(self._device_values, self._buffers, self._written_on_device(),
-                                  written_buffers(ir))
-        self._runner = ReplicaRunner(self._programs)
+        self._snapshots = [program.snapshot for program in self._programs]
+        lockstep = (LockstepMain(self._codes[ir.main_graph], self._programs,
+                                 lockstep_threads(ir.replication_factor)) if runs_in_lockstep(ir) else None)
+        self._runner = ReplicaRunner(self._programs, lockstep)
         self._profile = False
         self._progress = True
         self._recorder = TraceRecorder(self._programs, Timeline(
@@ -215,7 +220,8 @@ class Session:
         self._host_in_sync = False
         self._recorder.start(self._profile)
         progress = self._start_progress() if self._progress else None
-        self._snapshot.save()
+        for snapshot in self._snapshots:
+            snapshot.begin()
         try:
             try:
                 self._runner.run(progress.poll if progress is not None else None)
@@ -225,7 +231,8 @@ class Session:
             self._recorder.finish()
             self.run_count += 1
         except BaseException:
-            self._snapshot.restore()
+            for snapshot in self._snapshots:
+                snapshot.restore()
             raise
         self.events.emit("run_finished", self)
 
@@ -249,7 +256,7 @@ class Session:
 
     def _start_progress(self) -> RunProgress:
         return RunProgress(self._programs[0].loop_counter, loop_iterations(self._ir),
-                           f"run {self.run_count + 1}", inline=len(self._programs) == 1)
+                           f"run {self.run_count + 1}", inline=not self._runner.threaded)
 
     # ----- traces -----
     @property

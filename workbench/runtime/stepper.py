@@ -23,7 +23,7 @@ from workbench.analysis.flatten import flattened_schedule
 from workbench.ir import Graph, Op
 
 from . import host_buffers
-from .interpreter import ReplicaInterpreter, StepFailed, plan_graph
+from .interpreter import ReplicaInterpreter, StepFailed, interpreted
 from .replicas import ReplicaExecutionError
 from .stepper_state import Breakpoint, ReplicaState, Stop, live_tensors, position_of
 from .progress import RunProgress
@@ -55,7 +55,7 @@ class Stepper:
         self._inputs = host_buffers.prepare_inputs(inputs or {}, ir.get_all_h2d_streams(),
                                                    ir.num_host_transfers, ir.replication_factor,
                                                    downcast_inputs)
-        self._plans = {graph: plan_graph(code) for graph, code in session._codes.items()}
+        self._plans = {graph: interpreted(code) for graph, code in session._codes.items()}
         flat = flattened_schedule(ir)
         for step in flat:
             self._plans[step.graph].flat_steps.setdefault(step.frame, []).append(step)
@@ -227,16 +227,19 @@ class Stepper:
         if active is not None and active is not self:
             active.abandon("another stepper began a run on the session")
         ir = session.ir
+        # Afresh: a run since this stepper was made may have given variables new arrays.
+        self._interpreters = [ReplicaInterpreter(program, self._plans, self._main_flat)
+                              for program in session._programs]
         views = host_buffers.output_views(self._outputs, ir.get_all_d2h_streams(), ir.num_host_transfers,
                                           ir.replication_factor)
-        session._snapshot.save()
+        for snapshot in session._snapshots:
+            snapshot.begin()
         for replica, program in enumerate(session._programs):
             for stream, port in program.inputs.items():
                 port.data, port.index = self._inputs[stream][:, replica], 0
             for stream, port in program.outputs.items():
                 port.data, port.index = views[stream][:, replica], 0
-            program._occurrences.clear()
-            program.branches.clear()
+            program.begin_run(None)
         if len(self._interpreters) > 1:
             self._threads = ReplicaThreads(self._interpreters)
             self._release = weakref.finalize(self, self._threads.abort)
@@ -282,7 +285,8 @@ class Stepper:
     def _restore(self) -> None:
         """Give the weights (and remote buffers) the values saved when the run began."""
         session = self._session
-        session._snapshot.restore()
+        for snapshot in session._snapshots:
+            snapshot.restore()
         session._host_in_sync = False
         if session._stepped_run is self:
             session._stepped_run = None

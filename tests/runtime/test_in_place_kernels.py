@@ -1,0 +1,59 @@
+"""In-place updates write into the updated tensor's own memory, with the numbers of the out-of-place
+formula; their ``into`` kernels write the same numbers elsewhere and leave the tensor as it was."""
+import numpy as np
+import pytest
+
+import popxl
+import popxl.ops as ops
+from workbench.ops.registry import op_def
+
+
+def build(update, t_dtype, x_dtype):
+    """The op ``update(t, x)`` adds to a fresh graph, with t and x of the given dtypes."""
+    ir = popxl.Ir()
+    with ir.main_graph:
+        t = popxl.variable(np.zeros((3, 4), t_dtype), name="t")
+        x = popxl.variable(np.zeros((3, 4), x_dtype), name="x")
+        update(t, x)
+    return ir.main_graph._ops[-1]
+
+
+CASES = [
+    ("scaled_add_", lambda t, x: ops.scaled_add_(t, x, b=-0.01), lambda t, x: 1.0 * t + -0.01 * x),
+    ("scaled_add_", lambda t, x: ops.scaled_add_(t, x, a=0.9, b=0.1), lambda t, x: 0.9 * t + 0.1 * x),
+    ("accumulate_", lambda t, x: ops.var_updates.accumulate_(t, x, -0.01), lambda t, x: t + -0.01 * x),
+    ("accumulate_square_", lambda t, x: ops.var_updates.accumulate_square_(t, x, 0.5),
+     lambda t, x: t + 0.5 * np.square(x)),
+]
+
+
+@pytest.mark.parametrize("op_type, update, formula", CASES)
+@pytest.mark.parametrize("t_dtype, x_dtype", [(np.float32, np.float32), (np.float16, np.float16),
+                                              (np.float32, np.float16), (np.int32, np.int32)])
+def test_in_place_kernels_write_the_out_of_place_numbers_into_the_tensor(op_type, update, formula,
+                                                                         t_dtype, x_dtype):
+    if op_type == "scaled_add_" and t_dtype is not x_dtype:
+        pytest.skip("scaled_add_ needs one dtype")
+    op = build(update, t_dtype, x_dtype)
+    assert op.type == op_type
+    rng = np.random.default_rng(0)
+    t = (rng.standard_normal((3, 4)) * 100).astype(t_dtype)
+    x = (rng.standard_normal((3, 4)) * 100).astype(x_dtype)
+    expected = np.asarray(formula(t, x)).astype(t_dtype)
+    definition = op_def(op_type)
+
+    untouched, out = t.copy(), np.empty_like(t)
+    definition.into(op, None)(out, untouched, x)
+    np.testing.assert_array_equal(untouched, t)
+    np.testing.assert_array_equal(out, expected)
+
+    result = definition.kernel(op, None)(t, x)
+    assert result is t
+    np.testing.assert_array_equal(t, expected)
+
+
+def test_accumulator_scale_multiplies_in_place():
+    op = build(lambda t, x: ops.var_updates.accumulator_scale_(t, 0.5), np.float32, np.float32)
+    t = np.arange(12, dtype=np.float32).reshape(3, 4)
+    assert op_def(op.type).kernel(op, None)(t) is t
+    np.testing.assert_array_equal(t, np.arange(12, dtype=np.float32).reshape(3, 4) * np.float32(0.5))
