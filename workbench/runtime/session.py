@@ -30,6 +30,7 @@ from .program import ReplicaProgram
 from .progress import RunProgress, loop_iterations
 from .lockstep import LockstepMain, lockstep_threads, runs_in_lockstep
 from .replicas import ReplicaRunner, written_variables
+from .run import Run, Runs
 from .snapshot import first_writes, swappable
 from .stepper import Stepper
 from .timeline import Timeline
@@ -77,27 +78,29 @@ class Session:
         swaps = swappable(ir, main_steps, firsts)
         self._programs = [ReplicaProgram(ir, self._codes, r, values, buffers, firsts, swaps, check)
                           for r, (values, buffers) in enumerate(zip(self._device_values, self._buffers))]
-        self._snapshots = [program.snapshot for program in self._programs]
         lockstep = (LockstepMain(self._codes[ir.main_graph], self._programs,
                                  lockstep_threads(ir.replication_factor)) if runs_in_lockstep(ir) else None)
         self._runner = ReplicaRunner(self._programs, lockstep)
         self._profile = False
         self._progress = True
-        self._recorder = TraceRecorder(self._programs, Timeline(
+        recorder = TraceRecorder(self._programs, Timeline(
             ir, {graph: code.steps for graph, code in self._codes.items()}, device))
-        self._stepped_run: Optional[Stepper] = None
+        self._runs = Runs(self, self._codes, self._programs, recorder, self.events)
         self._blas_limit = None
         self._attached = False
         self._enter_stack: list[bool] = []
-        self._host_in_sync = True
         self.weights_to_host_count = 0
         self.weights_from_host_count = 0
-        self.run_count = 0
 
     # ----- properties -----
     @property
     def ir(self) -> Ir:
         return self._ir
+
+    @property
+    def run_count(self) -> int:
+        """Runs completed, stepped runs included."""
+        return self._runs.count
 
     @property
     def device(self) -> Device:
@@ -143,7 +146,7 @@ class Session:
 
     def __exit__(self, exc_type, exc, traceback) -> None:
         if self._enter_stack.pop():
-            self._abandon_stepped_run("the session detached")
+            self._runs.abandon_stepped("the session detached")
             if self._weights_to_host_on_exit and exc_type is None:
                 self.weights_to_host()
             self._attached = False
@@ -166,7 +169,7 @@ class Session:
         """Copy every variable's host value to the device (each replica gets its group's value),
         then run the weights-from-host fragment (which loads the shards of sharded variables)."""
         self._require_attached("weights_from_host")
-        self._abandon_stepped_run("the weights were written")
+        self._runs.abandon_stepped("the weights were written")
         for variable in self._variables:
             host = self._host[variable]
             for replica, values in enumerate(self._device_values):
@@ -174,7 +177,7 @@ class Session:
         for program in self._programs:
             program.run_fragment(WEIGHTS_FROM_HOST)
         self.weights_from_host_count += 1
-        self._host_in_sync = True
+        self._runs.host_in_sync = True
 
     def weights_to_host(self) -> None:
         """Run the weights-to-host fragment (which stores the shards of sharded variables back), then
@@ -185,7 +188,7 @@ class Session:
         for variable in self._variables:
             weights.gather_to_host(variable, self._device_values, self._host[variable])
         self.weights_to_host_count += 1
-        self._host_in_sync = True
+        self._runs.host_in_sync = True
 
     # ----- running -----
     def create_host_outputs(self) -> dict:
@@ -210,31 +213,20 @@ class Session:
                                                replicas, downcast_inputs)
         views = host_buffers.output_views(outputs or {}, self._ir.get_all_d2h_streams(), transfers,
                                           replicas)
-        self._abandon_stepped_run("the session ran")
-        self.events.emit("run_started", self)
-        for replica, program in enumerate(self._programs):
-            for stream, port in program.inputs.items():
-                port.data, port.index = prepared[stream][:, replica], 0
-            for stream, port in program.outputs.items():
-                port.data, port.index = views[stream][:, replica], 0
-        self._host_in_sync = False
-        self._recorder.start(self._profile)
-        progress = self._start_progress() if self._progress else None
-        for snapshot in self._snapshots:
-            snapshot.begin()
+        run = Run(self._runs, prepared, views, self._profile)
+        run.start()
         try:
+            progress = self._start_progress() if self._progress else None
             try:
                 self._runner.run(progress.poll if progress is not None else None)
             finally:
                 if progress is not None:
                     progress.close()
-            self._recorder.finish()
-            self.run_count += 1
+            run.complete()
         except BaseException:
-            for snapshot in self._snapshots:
-                snapshot.restore()
+            run.undo()
             raise
-        self.events.emit("run_finished", self)
+        run.announce()
 
     # ----- progress -----
     @property
@@ -283,7 +275,7 @@ class Session:
         """The trace of the latest run: every op's start and end per replica and IPU, in simulated
         cycles and, when the run was profiled, in seconds. None before the first run and after a run
         that failed. ``last_trace.summary()`` gives the totals."""
-        return self._recorder.trace
+        return self._runs.recorder.trace
 
     def stepper(self, inputs: Optional[Mapping[Any, Any]] = None, downcast_inputs: bool = True) -> Stepper:
         """A run with ``inputs`` to step op by op, into or over called graphs, to breakpoints, with
@@ -292,12 +284,7 @@ class Session:
         >>> stepper = session.stepper({x_stream: data})
         >>> stepper.step().op, stepper.continue_().finished, stepper.outputs[y_stream]
         """
-        return Stepper(self, inputs, downcast_inputs)
-
-    def _abandon_stepped_run(self, why: str) -> None:
-        """A stepped run still in progress gives back the weights it changed and stops for good."""
-        if self._stepped_run is not None:
-            self._stepped_run.abandon(why)
+        return Stepper(self, self._runs, inputs, downcast_inputs)
 
     # ----- tensor data -----
     def get_tensor_data(self, tensor: Union[Variable, Constant]) -> np.ndarray:
@@ -308,7 +295,7 @@ class Session:
         tensors = list(tensors)
         for tensor in tensors:
             self._check_own_tensor(tensor, (Variable, Constant), "get_tensor_data")
-        if self._attached and not self._host_in_sync and any(isinstance(t, Variable) for t in tensors):
+        if self._attached and not self._runs.host_in_sync and any(isinstance(t, Variable) for t in tensors):
             self.weights_to_host()
         return {t: (np.array(t.data) if isinstance(t, Constant) else self._host[t].copy()) for t in tensors}
 
@@ -334,8 +321,8 @@ class Session:
                 raise ValueError(f"data for variable {tensor.id!r} has shape {array.shape}, expected "
                                  f"{tuple(self._host[tensor].shape)}")
             checked[tensor] = array
-        self._abandon_stepped_run("the weights were written")
-        if self._attached and not self._host_in_sync:
+        self._runs.abandon_stepped("the weights were written")
+        if self._attached and not self._runs.host_in_sync:
             self.weights_to_host()
         for tensor, array in checked.items():
             self._host[tensor][...] = array
