@@ -57,3 +57,28 @@ def test_accumulator_scale_multiplies_in_place():
     t = np.arange(12, dtype=np.float32).reshape(3, 4)
     assert op_def(op.type).kernel(op, None)(t) is t
     np.testing.assert_array_equal(t, np.arange(12, dtype=np.float32).reshape(3, 4) * np.float32(0.5))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int32, np.bool_])
+@pytest.mark.parametrize("zero_side", ["rhs", "lhs"])
+def test_where_with_a_zero_constant_masks_bits_with_the_numbers_of_np_where(dtype, zero_side):
+    rng = np.random.default_rng(1)
+    cond = rng.random((5, 7)) > 0.5
+    kept = (rng.standard_normal((5, 7)) * 10).astype(dtype)
+    if np.issubdtype(dtype, np.floating):
+        kept[0, :4] = [np.nan, -np.inf, np.inf, -0.0]
+    ir = popxl.Ir()
+    with ir.main_graph:
+        c = popxl.variable(cond, name="c")
+        k = popxl.variable(kept, name="k")
+        zero = popxl.constant(np.zeros((), dtype), name="zero")
+        ops.where(c, k, zero) if zero_side == "rhs" else ops.where(c, zero, k)
+    op = ir.main_graph._ops[-1]
+    kernel = op_def("where").kernel(op, None)
+    assert kernel is not np.where
+    if zero_side == "rhs":
+        expected, got = np.where(cond, kept, np.zeros((), dtype)), kernel(cond, kept, np.zeros((), dtype))
+    else:
+        expected, got = np.where(cond, np.zeros((), dtype), kept), kernel(cond, np.zeros((), dtype), kept)
+    assert got.dtype == expected.dtype and got.shape == expected.shape
+    np.testing.assert_array_equal(got.view(np.uint8), expected.view(np.uint8))  # every bit

@@ -6,7 +6,7 @@ from typing import Union
 
 import numpy as np
 
-from workbench.ir import Op, Tensor, TensorSpec, constant, dtypes
+from workbench.ir import Constant, Op, Tensor, TensorSpec, constant, dtypes
 
 from .casting import cast
 from .elementwise import equal, mul, register_elementwise
@@ -64,7 +64,33 @@ def _where_grad(op, grads, fwd):
     return [None, where(condition, grad, _zero(grad)), where(condition, _zero(grad), grad)]
 
 
-register_elementwise("where", _where_infer, lambda op, env: np.where, grad=_where_grad)
+def _where_kernel(op: Op, env):
+    """``np.where``; where one side is a constant of zero bits (a gradient masked by a condition, as
+    for relu) and nothing broadcasts, the condition masks the other side's bits instead, the same
+    numbers without a branch per element (several times faster on a mask that is half true)."""
+    condition, lhs, rhs = op.inputs
+    shape, size = op.outputs[0].shape, op.outputs[0].dtype.as_numpy().itemsize
+    bits = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}.get(size)
+    if bits is None or condition.shape != shape:
+        return np.where
+    if _zero_bits(rhs) and lhs.shape == shape:
+        return lambda cond, kept, _: _masked(kept, np.negative(cond, dtype=bits), bits)
+    if _zero_bits(lhs) and rhs.shape == shape:
+        return lambda cond, _, kept: _masked(kept, np.subtract(cond, 1, dtype=bits), bits)
+    return np.where
+
+
+def _zero_bits(t: Tensor) -> bool:
+    return isinstance(t, Constant) and not np.ascontiguousarray(t.data).view(np.uint8).any()
+
+
+def _masked(kept: np.ndarray, mask: np.ndarray, bits) -> np.ndarray:
+    """``kept`` where ``mask`` is all ones, zero bits where it is zero."""
+    np.bitwise_and(mask, kept.view(bits), out=mask)
+    return mask.view(kept.dtype)
+
+
+register_elementwise("where", _where_infer, _where_kernel, grad=_where_grad)
 
 
 def where(condition: Tensor, lhs: Tensor, rhs: Tensor) -> Tensor:
