@@ -1,4 +1,5 @@
-"""Running the replicas of one step: inline for one replica, one thread each for several.
+"""Running the replicas of one step: inline for one replica; for several, in lockstep in a few
+threads when every collective is in the main graph (``lockstep.py``), else one thread each.
 
 An interrupt (KeyboardInterrupt in the thread that waits) or a failure stops every replica thread,
 at its next collective or loop iteration, before ``run`` raises: then nothing writes the weights any
@@ -8,8 +9,6 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Callable, Optional
-
-from workbench.ir import Variable
 
 from .communicator import CollectiveMismatchError, Communicator, ReplicaAborted
 from .lockstep import LockstepMain
@@ -30,8 +29,8 @@ class ReplicaExecutionError(RuntimeError):
 
 
 class ReplicaRunner:
-    """Runs a session's replica programs, one step at a time: inline for one replica, all in the
-    calling thread in lockstep when ``lockstep`` is given (``lockstep.py``), else a thread each."""
+    """Runs a session's replica programs, one step at a time: inline for one replica, in lockstep
+    when ``lockstep`` is given, else a thread each."""
 
     def __init__(self, programs: list[ReplicaProgram], lockstep: Optional[LockstepMain] = None):
         self._programs = programs
@@ -68,22 +67,25 @@ class ReplicaRunner:
         works = lockstep.begin()
         communicator = lockstep.communicator
         if len(works) == 1:
-            errors = [_error_of(works[0])]
-        else:
-            def work(thread: int) -> Optional[BaseException]:
-                error = _error_of(works[thread])
-                if error is not None:
-                    self._stop_all()
-                    communicator.stop("a replica in another thread failed")
+            try:
+                works[0]()
+            except Exception as error:
+                raise _failure(error, *lockstep.failure(error)) from error
+            return
+
+        def work(thread: int) -> Optional[BaseException]:
+            try:
+                works[thread]()
+            except BaseException as error:  # reported by the caller, after every thread stopped
+                self._stop_all()
+                communicator.stop("a replica in another thread failed")
                 return error
-            errors = self._in_threads(work, len(works), poll,
-                                      lambda: communicator.stop("the run was interrupted"))
+            return None
+
+        errors = self._in_threads(work, len(works), poll, lambda: communicator.stop("the run was interrupted"))
         failures = [e for e in errors if e is not None and not isinstance(e, ReplicaAborted)]
         if failures:
-            error = failures[0]
-            if not isinstance(error, Exception):
-                raise error
-            raise _failure(error, *lockstep.failure(error)) from error
+            raise _failure(failures[0], *lockstep.failure(failures[0])) from failures[0]
 
     def _run_all(self, poll: Optional[Callable[[], None]]) -> None:
         communicator = Communicator(len(self._programs))
@@ -142,21 +144,6 @@ class ReplicaRunner:
             self._pool = None
 
 
-def _error_of(work: Callable[[], None]) -> Optional[BaseException]:
-    try:
-        work()
-    except BaseException as error:  # reported by the caller
-        return error
-    return None
-
-
 def _failure(error: Exception, replica: int, op) -> ReplicaExecutionError:
     where = f" in op {op.name} ({op.type}) of graph {op.graph.label!r}" if op is not None else ""
     return ReplicaExecutionError(f"replica {replica} failed{where}: {type(error).__name__}: {error}", replica, op)
-
-
-def written_variables(codes: dict, variables: list[Variable]) -> list[Variable]:
-    """The variables some graph writes in place during a run."""
-    written = set().union(*(code.effects.written_roots for code in codes.values()))
-    return [v for v in variables if v in written]
-

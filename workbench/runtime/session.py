@@ -29,7 +29,7 @@ from .out_of_memory import check_fits
 from .program import ReplicaProgram
 from .progress import RunProgress, loop_iterations
 from .lockstep import LockstepMain, lockstep_threads, runs_in_lockstep
-from .replicas import ReplicaRunner, written_variables
+from .replicas import ReplicaRunner
 from .run import Run, Runs
 from .snapshot import first_writes, swappable
 from .stepper import Stepper
@@ -160,10 +160,6 @@ class Session:
         if not self._attached:
             raise ValueError(f"{what} needs the session to be attached to its device: call it inside "
                              "`with session:`")
-
-    def _written_on_device(self) -> list:
-        """The variables and persistent tensors some graph writes in place during a run."""
-        return written_variables(self._codes, self._variables + self._persistent)
 
     def weights_from_host(self) -> None:
         """Copy every variable's host value to the device (each replica gets its group's value),
