@@ -71,7 +71,7 @@ def _where_kernel(op: Op, env):
     condition, lhs, rhs = op.inputs
     shape, size = op.outputs[0].shape, op.outputs[0].dtype.as_numpy().itemsize
     bits = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}.get(size)
-    if bits is None or condition.shape != shape:
+    if bits is None or not shape or condition.shape != shape:
         return np.where
     if _zero_bits(rhs) and lhs.shape == shape:
         return lambda cond, kept, _: _masked(kept, np.negative(cond, dtype=bits), bits)
