@@ -82,3 +82,33 @@ def test_where_with_a_zero_constant_masks_bits_with_the_numbers_of_np_where(dtyp
         expected, got = np.where(cond, np.zeros((), dtype), kept), kernel(cond, np.zeros((), dtype), kept)
     assert got.dtype == expected.dtype and got.shape == expected.shape
     np.testing.assert_array_equal(got.view(np.uint8), expected.view(np.uint8))  # every bit
+
+
+def sgd_session_ir(read_after: bool):
+    ir = popxl.Ir()
+    with ir.main_graph:
+        w = popxl.variable(np.ones(3, np.float32), name="w")
+        g = popxl.variable(np.full(3, 10.0, np.float32), name="g")
+        updated = ops.scaled_add_(w, g, b=-0.1)
+        out = popxl.d2h_stream([3], popxl.float32, name="out")
+        ops.host_store(out, (updated + w) if read_after else updated)
+    return ir, w, out
+
+
+@pytest.mark.parametrize("read_after", [False, True])
+def test_an_sgd_step_writes_a_spare_array_that_takes_the_variables_place(read_after):
+    """The old array, untouched, is what a failed run would restore: no copy of the weights is made.
+    A later read of the variable itself must see the update, so then the step writes in place."""
+    ir, w, out = sgd_session_ir(read_after)
+    with popxl.Session(ir, "ipu_model") as session:
+        before = session._device_values[0][w]
+        result = session.run()[out]
+        after = session._device_values[0][w]
+        np.testing.assert_array_equal(session.get_tensor_data(w), np.zeros(3))
+        np.testing.assert_array_equal(result, np.zeros(3))
+        assert (after is before) == read_after
+        if not read_after:
+            np.testing.assert_array_equal(before, np.ones(3))  # the old value, now the spare
+            session.run()
+            assert session._device_values[0][w] is before  # the two arrays take turns
+            np.testing.assert_array_equal(session.get_tensor_data(w), np.full(3, -1.0))

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any, Callable, Optional
 
 from .program import ReplicaProgram
+from .snapshot import uninterrupted
 from .trace import TraceRecorder
 
 
@@ -86,8 +87,7 @@ class Run:
     def undo(self) -> None:
         """The run did not complete: every replica gets back the weights and remote buffers it had
         before it (an interrupt meanwhile cannot leave them half restored)."""
-        for program in self._runs.programs:
-            program.snapshot.restore()
+        uninterrupted([program.snapshot.restore for program in self._runs.programs])  # each idempotent
         self._runs.host_in_sync = False
         self._end()
 

@@ -64,19 +64,27 @@ def _buffers_written(ir: Ir) -> dict[Graph, list]:
 
 def swappable(ir: Ir, steps: list[Op], firsts: dict[Op, list]) -> set[Op]:
     """The first writes that can write a new array instead of the variable's own (``OpDef.into``),
-    which then takes the variable's place when the run ends: an op whose only first write is its
-    input 0, an on-chip variable itself, which no later step reads."""
-    last_read = {t: position for position, op in enumerate(steps) for t in op.inputs}
+    which then takes the variable's place: an op whose only first write is its input 0, an on-chip
+    variable itself, read by no later step and aliased by no other op (so nothing after the op can
+    reach the old array)."""
+    position = {op: i for i, op in enumerate(steps)}
     swaps = set()
-    for position, op in enumerate(steps):
-        written = firsts.get(op)
-        if written is None or len(written) != 1 or op_def(op.type).into is None or op.modified != (0,):
-            continue
+    for op, written in firsts.items():
         variable = op.inputs[0]
-        if (written[0] is variable and isinstance(variable, Variable) and variable.remote_buffer is None
-                and last_read[variable] == position and variable not in ir.main_graph._outputs):
+        if (len(written) != 1 or written[0] is not variable or op.modified != (0,)
+                or op_def(op.type).into is None or not isinstance(variable, Variable)
+                or variable.remote_buffer is not None or variable in ir.main_graph._outputs):
+            continue
+        # Ops outside the schedule (the weights fragments) run between runs, on the current array.
+        others = [o for o in variable.consumers if o is not op and o in position]
+        if all(position[o] < position[op] and not _aliases(o, variable) for o in others):
             swaps.add(op)
     return swaps
+
+
+def _aliases(op: Op, tensor) -> bool:
+    """Whether an output of ``op`` shares ``tensor``'s memory (an in-place op or view on it)."""
+    return any(op.inputs[index] is tensor for index in op.aliases.values())
 
 
 class _Swap:
