@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numbers
 import os
+from functools import partial
 import warnings
 from typing import Any, Iterable, Mapping, Optional, Union
 
@@ -31,7 +32,7 @@ from .progress import RunProgress, loop_iterations
 from .lockstep import LockstepMain, lockstep_threads, runs_in_lockstep
 from .replicas import ReplicaRunner
 from .run import Run, Runs
-from .snapshot import first_writes, swappable
+from .snapshot import first_writes, swappable, to_the_end
 from .stepper import Stepper
 from .timeline import Timeline
 from .trace import Trace, TraceRecorder
@@ -163,26 +164,28 @@ class Session:
 
     def weights_from_host(self) -> None:
         """Copy every variable's host value to the device (each replica gets its group's value),
-        then run the weights-from-host fragment (which loads the shards of sharded variables)."""
+        then run the weights-from-host fragment (which loads the shards of sharded variables). An
+        interrupt is raised once the copy is whole."""
         self._require_attached("weights_from_host")
         self._runs.abandon_stepped("the weights were written")
-        for variable in self._variables:
-            host = self._host[variable]
-            for replica, values in enumerate(self._device_values):
-                values[variable][...] = weights.replica_value(variable, host, replica)
-        for program in self._programs:
-            program.run_fragment(WEIGHTS_FROM_HOST)
+        to_the_end([*(partial(self._variable_from_host, variable) for variable in self._variables),
+                    *(partial(program.run_fragment, WEIGHTS_FROM_HOST) for program in self._programs)])
         self.weights_from_host_count += 1
         self._runs.host_in_sync = True
 
+    def _variable_from_host(self, variable: Variable) -> None:
+        host = self._host[variable]
+        for replica, values in enumerate(self._device_values):
+            values[variable][...] = weights.replica_value(variable, host, replica)
+
     def weights_to_host(self) -> None:
         """Run the weights-to-host fragment (which stores the shards of sharded variables back), then
-        copy every variable's device value into the host cache."""
+        copy every variable's device value into the host cache. An interrupt is raised once the copy
+        is whole."""
         self._require_attached("weights_to_host")
-        for program in self._programs:
-            program.run_fragment(WEIGHTS_TO_HOST)
-        for variable in self._variables:
-            weights.gather_to_host(variable, self._device_values, self._host[variable])
+        to_the_end([*(partial(program.run_fragment, WEIGHTS_TO_HOST) for program in self._programs),
+                    *(partial(weights.gather_to_host, variable, self._device_values, self._host[variable])
+                      for variable in self._variables)])
         self.weights_to_host_count += 1
         self._runs.host_in_sync = True
 

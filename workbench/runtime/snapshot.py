@@ -170,15 +170,25 @@ class ReplicaSnapshot:
         swap.spare = old
 
 
-def uninterrupted(actions: Iterable[Callable[[], object]]) -> None:
-    """Run each action to its end, again if a KeyboardInterrupt cut it short (actions are idempotent).
+def uninterrupted(actions: Iterable[Callable[[], object]]) -> bool:
+    """Run each action to its end, again if a KeyboardInterrupt cut it short (actions are idempotent);
+    True if an interrupt came meanwhile.
 
     Used while a run is being undone because of an interrupt or a failure, which the caller raises
     afterwards: a second Ctrl-C must not leave the undoing half done."""
-    for action in actions:
-        while True:
-            try:
-                action()
-                break
-            except KeyboardInterrupt:
-                continue
+    actions, done, interrupted = list(actions), 0, False
+    while True:
+        try:  # the whole walk inside: an interrupt between two actions is caught too
+            while done < len(actions):
+                actions[done]()
+                done += 1
+            return interrupted
+        except KeyboardInterrupt:
+            interrupted = True
+
+
+def to_the_end(actions: Iterable[Callable[[], object]]) -> None:
+    """Run every (idempotent) action to its end, then raise the KeyboardInterrupt that came meanwhile,
+    if one did: copying weights between host and device is never left half done."""
+    if uninterrupted(actions):
+        raise KeyboardInterrupt
