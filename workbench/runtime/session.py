@@ -61,6 +61,8 @@ class Session:
         self._codes: dict = {graph: compile_graph(graph, steps) for graph, steps in schedules.items()}
         ir._owner = self
         self._ir = ir
+        # The Ir cannot change from now on: its streams are looked up once, not on every run.
+        self._h2d_streams, self._d2h_streams = ir.get_all_h2d_streams(), ir.get_all_d2h_streams()
         self._device = device
         self._weights_to_host_on_exit = weights_to_host_on_exit
         self.events = EventBus()
@@ -192,7 +194,7 @@ class Session:
     # ----- running -----
     def create_host_outputs(self) -> dict:
         """Zeroed output arrays, one per device-to-host stream, shaped as ``run`` returns them."""
-        return host_buffers.create_outputs(self._ir.get_all_d2h_streams(), self._ir.num_host_transfers,
+        return host_buffers.create_outputs(self._d2h_streams, self._ir.num_host_transfers,
                                            self._ir.replication_factor)
 
     def run(self, inputs: Optional[Mapping[Any, Any]] = None, downcast_inputs: bool = True) -> dict:
@@ -208,9 +210,9 @@ class Session:
         """Run once, writing the results into the given ``outputs`` arrays."""
         self._require_attached("run_with_outputs")
         transfers, replicas = self._ir.num_host_transfers, self._ir.replication_factor
-        prepared = host_buffers.prepare_inputs(inputs or {}, self._ir.get_all_h2d_streams(), transfers,
+        prepared = host_buffers.prepare_inputs(inputs or {}, self._h2d_streams, transfers,
                                                replicas, downcast_inputs)
-        views = host_buffers.output_views(outputs or {}, self._ir.get_all_d2h_streams(), transfers,
+        views = host_buffers.output_views(outputs or {}, self._d2h_streams, transfers,
                                           replicas)
         run = Run(self._runs, prepared, views, self._profile)
         run.start()
