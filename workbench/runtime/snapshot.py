@@ -70,8 +70,10 @@ def swappable(ir: Ir, steps: list[Op], firsts: dict[Op, list]) -> set[Op]:
     position = {op: i for i, op in enumerate(steps)}
     swaps = set()
     for op, written in firsts.items():
+        if op.modified != (0,):
+            continue
         variable = op.inputs[0]
-        if (len(written) != 1 or written[0] is not variable or op.modified != (0,)
+        if (len(written) != 1 or written[0] is not variable
                 or op_def(op.type).into is None or not isinstance(variable, Variable)
                 or variable.remote_buffer is not None or variable in ir.main_graph._outputs):
             continue
