@@ -182,3 +182,23 @@ def test_remote_buffer_ids_start_at_1():
     with popxl.Ir().main_graph:
         ids = [popxl.remote_buffer((2,), popxl.float32).remote_buffer_id for _ in range(2)]
     assert ids == [1, 2]
+
+
+def test_a_loop_without_inputs_that_stores_into_a_remote_buffer_is_undone_when_the_run_fails():
+    ir = popxl.Ir(replication=2)
+    with ir.main_graph, popxl.in_sequence():
+        buffer = popxl.remote_buffer((2,), popxl.float32, entries=1)
+        counter = popxl.remote_variable(np.zeros(2, np.float32), buffer, 0, name="counter")
+
+        def count():
+            ops.remote_store(buffer, 0, ops.remote_load(buffer, 0) + 1.0)
+        ops.repeat(ir.create_graph(count), 3)
+        index = ops.host_load(popxl.h2d_stream([], popxl.int32, name="index"))
+        store_output(ops.remote_load(buffer, index))
+    index_stream = ir.get_all_h2d_streams().pop()
+    with popxl.Session(ir, "ipu_model") as session:
+        session.run({index_stream: np.zeros(2, np.int32)})
+        np.testing.assert_array_equal(session.get_tensor_data(counter), np.full(2, 3.0))
+        with pytest.raises(Exception, match="outside"):
+            session.run({index_stream: np.array([0, 5], np.int32)})  # replica 1 loads no entry 5
+        np.testing.assert_array_equal(session.get_tensor_data(counter), np.full(2, 3.0))

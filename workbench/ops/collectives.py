@@ -60,7 +60,23 @@ def _reducer(op, position: int = 0):
     if name == "local":
         return lambda values: np.array(values[position], dtype=dtype)
     reduce = _REDUCERS[name]
+    if name in ("add", "mean") and dtype in (np.float32, np.float64):
+        return lambda values: _sum_in_order(values, name == "mean") if len(values) < 8 \
+            else reduce(np.stack(values)).astype(dtype, copy=False)
     return lambda values: reduce(np.stack(values)).astype(dtype, copy=False)
+
+
+def _sum_in_order(values: list, mean: bool) -> np.ndarray:
+    """``np.sum`` (``np.mean``) over the stacked values without stacking them: fewer than 8 float
+    terms are added in order there too, so the numbers are the same."""
+    if len(values) == 1:
+        return np.array(values[0])
+    total = np.add(values[0], values[1], out=np.empty_like(values[0]))
+    for value in values[2:]:
+        np.add(total, value, out=total)
+    if mean:
+        np.true_divide(total, len(values), out=total)
+    return total
 
 
 def _members(op, env) -> list[int]:
@@ -83,16 +99,18 @@ def _same_spec(specs, attrs):
 
 def _all_reduce_kernel(op, env):
     members = _members(op, env)
-    exchange, reduce = env.exchange(op, members), _reducer(op, members.index(env.replica))
-    return lambda value: reduce(exchange(value))
+    reduce = _reducer(op, members.index(env.replica))
+    if op.attrs["op"] == "local":
+        exchange = env.exchange(op, members)
+        return lambda value: reduce(exchange(value))
+    return env.combine(op, members, reduce)  # every member reduces the same values: once for all
 
 
 def _all_reduce_in_place_kernel(op, env):
-    members = _members(op, env)
-    exchange, reduce = env.exchange(op, members), _reducer(op, members.index(env.replica))
+    reduced = _all_reduce_kernel(op, env)
 
     def run(value):
-        value[...] = reduce(exchange(value))
+        value[...] = reduced(value)
         return value
     return run
 
@@ -113,9 +131,10 @@ def _all_reduce_grad(op, grads, fwd):
     return [replicated_all_reduce(grads[0], _differentiable(op), op.attrs["group"])]
 
 
-register(OpDef("replicated_all_reduce", _same_spec, _all_reduce_kernel, grad=_all_reduce_grad))
+register(OpDef("replicated_all_reduce", _same_spec, _all_reduce_kernel, grad=_all_reduce_grad,
+               exchanges=True))
 register(OpDef("replicated_all_reduce_", _same_spec, _all_reduce_in_place_kernel, modifies=(0,),
-               aliases=((0, 0),)))
+               aliases=((0, 0),), exchanges=True))
 
 
 def replicated_all_reduce(t: Tensor, op: CollectiveOps = "add", group: Optional[ReplicaGrouping] = None) -> Tensor:
@@ -169,7 +188,8 @@ def _all_gather_grad(op, grads, fwd):
     return [blocks.reshape(part, t.shape)]
 
 
-register(OpDef("replicated_all_gather", _gather_infer, _gather_kernel, grad=_all_gather_grad))
+register(OpDef("replicated_all_gather", _gather_infer, _gather_kernel, grad=_all_gather_grad,
+               exchanges=True))
 
 
 def replicated_all_gather(t: Tensor, axis: int = 0, group: Optional[ReplicaGrouping] = None,
@@ -229,7 +249,8 @@ def _sharded_slice_grad(op, grads, fwd):
     return [None if grads[0] is None else _unshard(grads[0], op.inputs[0], op.attrs["group"])]
 
 
-register(OpDef("replicated_reduce_scatter", _shard_infer, _reduce_scatter_kernel, grad=_reduce_scatter_grad))
+register(OpDef("replicated_reduce_scatter", _shard_infer, _reduce_scatter_kernel, grad=_reduce_scatter_grad,
+               exchanges=True))
 register(OpDef("replica_sharded_slice", _shard_infer, _sharded_slice_kernel, grad=_sharded_slice_grad))
 
 

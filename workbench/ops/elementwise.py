@@ -47,12 +47,15 @@ def _in_place_doc(doc: str, target: str) -> str:
 
 
 def register_elementwise(op_type: str, infer, build, *, grad=None, in_place: bool = False,
-                         in_place_infer=None) -> None:
-    """Register ``op_type`` and, when ``in_place``, ``op_type_`` writing into input 0."""
+                         in_place_infer=None, in_place_build=None, into=None) -> None:
+    """Register ``op_type`` and, when ``in_place``, ``op_type_`` writing into input 0 (with the kernel
+    of ``in_place_build`` if given, else ``build``'s result written into input 0; ``into`` as
+    ``OpDef.into``)."""
     register(OpDef(op_type, infer, build, grad=grad))
     if in_place:
         register(OpDef(op_type + "_", in_place_infer or infer,
-                       lambda op, env: _in_place(build(op, env)), modifies=(0,), aliases=((0, 0),)))
+                       in_place_build or (lambda op, env: _in_place(build(op, env))), modifies=(0,),
+                       aliases=((0, 0),), into=into))
 
 
 def like_input(op_type: str, allowed: str, out_dtype: Optional[dtypes.dtype] = None):

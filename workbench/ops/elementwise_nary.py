@@ -6,7 +6,7 @@ from typing import Union
 
 import numpy as np
 
-from workbench.ir import Op, Tensor, TensorSpec, constant, dtypes
+from workbench.ir import Constant, Op, Tensor, TensorSpec, constant, dtypes
 
 from .casting import cast
 from .elementwise import equal, mul, register_elementwise
@@ -64,7 +64,33 @@ def _where_grad(op, grads, fwd):
     return [None, where(condition, grad, _zero(grad)), where(condition, _zero(grad), grad)]
 
 
-register_elementwise("where", _where_infer, lambda op, env: np.where, grad=_where_grad)
+def _where_kernel(op: Op, env):
+    """``np.where``; where one side is a constant of zero bits (a gradient masked by a condition, as
+    for relu) and nothing broadcasts, the condition masks the other side's bits instead, the same
+    numbers without a branch per element (several times faster on a mask that is half true)."""
+    condition, lhs, rhs = op.inputs
+    shape, size = op.outputs[0].shape, op.outputs[0].dtype.as_numpy().itemsize
+    bits = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}.get(size)
+    if bits is None or not shape or condition.shape != shape:
+        return np.where
+    if _zero_bits(rhs) and lhs.shape == shape:
+        return lambda cond, kept, _: _masked(kept, np.negative(cond, dtype=bits), bits)
+    if _zero_bits(lhs) and rhs.shape == shape:
+        return lambda cond, _, kept: _masked(kept, np.subtract(cond, 1, dtype=bits), bits)
+    return np.where
+
+
+def _zero_bits(t: Tensor) -> bool:
+    return isinstance(t, Constant) and not np.ascontiguousarray(t.data).view(np.uint8).any()
+
+
+def _masked(kept: np.ndarray, mask: np.ndarray, bits) -> np.ndarray:
+    """``kept`` where ``mask`` is all ones, zero bits where it is zero."""
+    np.bitwise_and(mask, kept.view(bits), out=mask)
+    return mask.view(kept.dtype)
+
+
+register_elementwise("where", _where_infer, _where_kernel, grad=_where_grad)
 
 
 def where(condition: Tensor, lhs: Tensor, rhs: Tensor) -> Tensor:
@@ -106,6 +132,40 @@ def _scaled_add_kernel(op: Op, env):
     return lambda x, y, a_, b_: (a_ * x + b_ * y).astype(dtype, copy=False)
 
 
+def _scaled_add_in_place_kernel(op: Op, env):
+    """``X = a*X + b*Y`` computed in X's memory: ``X *= a; X += b*Y`` gives the same numbers when X
+    and Y are floats of one dtype and the scales are fixed; otherwise the result is copied in."""
+    x, y = op.inputs[0].dtype.as_numpy(), op.inputs[1].dtype.as_numpy()
+    a, b = op.attrs["a"], op.attrs["b"]
+    if a is None or b is None or x != y or x.kind != "f":
+        general = _scaled_add_kernel(op, env)
+
+        def copied_in(target, *others):
+            target[...] = general(target, *others)
+            return target
+        return copied_in
+
+    def in_place(target, other):
+        if a != 1.0:
+            np.multiply(target, a, out=target)
+        np.add(target, other if b == 1.0 else np.multiply(other, b), out=target)
+        return target
+    return in_place
+
+
+def _scaled_add_into_kernel(op: Op, env):
+    """``out = a*X + b*Y`` with X left as it was (the same numbers as the in-place kernel)."""
+    general = _scaled_add_kernel(op, env)
+    x, y = op.inputs[0].dtype.as_numpy(), op.inputs[1].dtype.as_numpy()
+    a, b = op.attrs["a"], op.attrs["b"]
+    if a != 1.0 or b is None or x != y or x.kind != "f":
+        return lambda out, *inputs: np.copyto(out, general(*inputs))
+
+    def into(out, target, other):
+        np.add(target, other if b == 1.0 else np.multiply(other, b, out=out), out=out)
+    return into
+
+
 def _scaled_add_grad(op, grads, fwd):
     """X gets a g, Y gets b g (in Y's dtype); a scale given as a tensor gets sum(g X) or sum(g Y)."""
     grad = grads[0]
@@ -128,7 +188,8 @@ def _like(t: Tensor, other: Tensor) -> Tensor:
 
 
 register_elementwise("scaled_add", _scaled_add_infer("scaled_add"), _scaled_add_kernel, grad=_scaled_add_grad,
-                     in_place=True, in_place_infer=_scaled_add_infer("scaled_add_"))
+                     in_place=True, in_place_infer=_scaled_add_infer("scaled_add_"),
+                     in_place_build=_scaled_add_in_place_kernel, into=_scaled_add_into_kernel)
 
 
 def _scaled_add(op_type: str, X: Tensor, Y: Tensor, a, b) -> Tensor:

@@ -24,7 +24,12 @@ class OpDef:
 
     ``modifies``: inputs written in place. ``aliases``: (output, input) pairs sharing memory.
     ``view``: the kernel may return a NumPy view of input 0 although the op is out of place (the
-    runtime copies when a later in-place op would write through it). ``grad``: the gradient rule,
+    runtime copies when a later in-place op would write through it). ``exchanges``: a collective
+    whose kernel hands its first input to the other replicas of its group (``env.exchange`` or
+    ``env.combine``) and waits for theirs. ``into``: for an op writing input 0 in place, a builder
+    of a kernel ``into(out, *inputs)`` that writes the same result into another array ``out`` and
+    leaves input 0 as it was (the runtime keeps a variable's old value so without copying it).
+    ``grad``: the gradient rule,
     None where the op has no gradient.
 
     Facts that passes read: ``effect``, the op acts beyond its outputs (a transfer, a code load), so
@@ -60,6 +65,8 @@ class OpDef:
     stop_gradient: bool = False
     call_site: bool = False
     ipus: Optional[Callable[[Op], tuple[int, ...]]] = None
+    exchanges: bool = False
+    into: Optional[KernelBuilder] = None
 
 
 REGISTRY: dict[str, OpDef] = {}

@@ -73,19 +73,37 @@ def _store(target: np.ndarray, value) -> np.ndarray:
     return target
 
 
-def _register_accumulator(op_type: str, update: Callable) -> None:
-    """``update(t, X, f)`` gives the new value of ``t``."""
-    def build(op, env):
+def _register_accumulator(op_type: str, update: Callable, increment: Optional[Callable] = None) -> None:
+    """``update(t, X, f)`` gives the new value of ``t``. Where that is ``t + increment(X, f)``, the
+    kernel adds in place, without a temporary of ``t``'s size, and the op can write into another array
+    (``OpDef.into``)."""
+    def factor_of(op):
         f = op.attrs["f"]
-        if f is not None:
-            return lambda t, x: _store(t, update(t, x, f))
-        return lambda t, x, f_: _store(t, update(t, x, f_.reshape(())))
+        return (lambda extra: f) if f is not None else (lambda extra: extra[0].reshape(()))
 
-    register(OpDef(op_type, _accumulator_infer(op_type, True), build, modifies=(0,), aliases=((0, 0),)))
+    def build(op, env):
+        factor = factor_of(op)
+        if increment is not None:
+            return lambda t, x, *extra: _add_into(t, t, increment(x, factor(extra)))
+        return lambda t, x, *extra: _store(t, update(t, x, factor(extra)))
+
+    def into(op, env):
+        factor = factor_of(op)
+        return lambda out, t, x, *extra: _add_into(out, t, increment(x, factor(extra)))
+
+    register(OpDef(op_type, _accumulator_infer(op_type, True), build, modifies=(0,), aliases=((0, 0),),
+                   into=into if increment is not None else None))
 
 
-_register_accumulator("accumulate_", lambda t, x, f: t + f * x)
-_register_accumulator("accumulate_square_", lambda t, x, f: t + f * np.square(x))
+def _add_into(out: np.ndarray, t: np.ndarray, value) -> np.ndarray:
+    """``t + value`` written into ``out`` in its dtype, as ``_store`` casts (the same numbers as
+    NumPy's out-of-place ``t + value``)."""
+    np.add(t, value, out=out, casting="unsafe")
+    return out
+
+
+_register_accumulator("accumulate_", lambda t, x, f: t + f * x, lambda x, f: f * x)
+_register_accumulator("accumulate_square_", lambda t, x, f: t + f * np.square(x), lambda x, f: f * np.square(x))
 _register_accumulator("accumulate_mean_", lambda t, x, step: (step / (step + 1)) * t + x / (step + 1))
 _register_accumulator("accumulate_moving_average_", lambda t, x, f: f * t + (1 - f) * x)
 _register_accumulator("accumulate_moving_average_square_", lambda t, x, f: f * t + (1 - f) * np.square(x))
@@ -97,8 +115,13 @@ def _scale_kernel(op, env):
     if f == 0:
         return _zero
     if f is not None:
-        return lambda t: _store(t, t * f)
-    return lambda t, f_: _store(t, t * f_.reshape(()))
+        return lambda t: _scale_into(t, f)
+    return lambda t, f_: _scale_into(t, f_.reshape(()))
+
+
+def _scale_into(t: np.ndarray, f) -> np.ndarray:
+    np.multiply(t, f, out=t, casting="unsafe")
+    return t
 
 
 register(OpDef("accumulator_scale_", _accumulator_infer("accumulator_scale_", False), _scale_kernel,

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any, Hashable, Sequence
+from dataclasses import dataclass
+from typing import Any, Callable, Hashable, Sequence
 
 #: A last resort: no collective waits longer than this (seconds) even if no rule above caught it.
 WAIT_LIMIT = 120.0
@@ -23,6 +24,13 @@ class ReplicaAborted(RuntimeError):
     """This replica stopped because another replica failed."""
 
 
+@dataclass(frozen=True, slots=True)
+class _Failed:
+    """What the other members get when combining their values raised."""
+
+    error: BaseException
+
+
 class Communicator:
     """Shared by the replica threads of one run."""
 
@@ -30,6 +38,7 @@ class Communicator:
         self._replicas = replicas
         self._condition = threading.Condition()
         self._slots: dict[Hashable, dict[int, Any]] = {}
+        self._results: dict[Hashable, Any] = {}
         self._taken: dict[Hashable, int] = {}
         self._waiting: dict[int, tuple[Hashable, str]] = {}
         self._finished: set[int] = set()
@@ -41,23 +50,67 @@ class Communicator:
                  value: Any) -> list:
         """Give ``value`` and return the values of all ``members`` (in member order)."""
         with self._condition:
-            slot = self._slots.setdefault(key, {})
-            slot[replica] = value
-            self._condition.notify_all()
-            deadline = time.monotonic() + WAIT_LIMIT
-            while len(slot) < len(members):
-                self._check_can_wait(label, replica, members, slot)
-                if time.monotonic() > deadline:
-                    raise CollectiveMismatchError(f"replica {replica} waited {WAIT_LIMIT:.0f} s at {label} "
-                                                  f"for replicas {[m for m in members if m not in slot]}")
-                self._waiting[replica] = (key, label, len(members))
-                self._condition.wait(timeout=1.0)
-                self._waiting.pop(replica, None)
+            slot = self._give(key, label, replica, members, value)
             values = [slot[m] for m in members]
-            self._taken[key] = self._taken.get(key, 0) + 1
-            if self._taken[key] == len(members):
-                del self._slots[key], self._taken[key]
+            self._take(key, len(members))
             return values
+
+    def combine(self, key: Hashable, label: str, replica: int, members: Sequence[int], value: Any,
+                combine: Callable[[list], Any]) -> Any:
+        """Give ``value`` and return ``combine`` of all members' values (in member order), computed
+        once, by the member that arrives last, while the others wait: so no member writes its value
+        meanwhile, and every member gets the same result object."""
+        with self._condition:
+            slot = self._give(key, label, replica, members, value)
+            last = key not in self._results
+            if last:
+                self._results[key] = None
+        if last:
+            try:
+                result = combine([slot[m] for m in members])
+            except BaseException as error:
+                with self._condition:
+                    self._results[key] = _Failed(error)
+                    self._condition.notify_all()
+                raise
+            with self._condition:
+                self._results[key] = result
+                self._condition.notify_all()
+        with self._condition:
+            while self._results[key] is None:
+                self._check_can_wait(label, replica, members, slot)
+                self._condition.wait(timeout=1.0)
+            result = self._results[key]
+            if self._take(key, len(members)):
+                del self._results[key]
+        if isinstance(result, _Failed):
+            raise ReplicaAborted(f"replica {replica} stopped at {label}: combining the values failed "
+                                 f"({type(result.error).__name__}: {result.error})")
+        return result
+
+    def _give(self, key: Hashable, label: str, replica: int, members: Sequence[int], value: Any) -> dict:
+        """Put ``value`` in the slot of ``key`` and wait (holding the condition) until it is full."""
+        slot = self._slots.setdefault(key, {})
+        slot[replica] = value
+        self._condition.notify_all()
+        deadline = time.monotonic() + WAIT_LIMIT
+        while len(slot) < len(members):
+            self._check_can_wait(label, replica, members, slot)
+            if time.monotonic() > deadline:
+                raise CollectiveMismatchError(f"replica {replica} waited {WAIT_LIMIT:.0f} s at {label} "
+                                              f"for replicas {[m for m in members if m not in slot]}")
+            self._waiting[replica] = (key, label, len(members))
+            self._condition.wait(timeout=1.0)
+            self._waiting.pop(replica, None)
+        return slot
+
+    def _take(self, key: Hashable, members: int) -> bool:
+        """One member is done with the slot of ``key``; True when it was the last."""
+        self._taken[key] = self._taken.get(key, 0) + 1
+        if self._taken[key] == members:
+            del self._slots[key], self._taken[key]
+            return True
+        return False
 
     def _check_can_wait(self, label, replica, members, slot) -> None:
         if self._aborted:

@@ -19,38 +19,31 @@ from workbench.ops.control_flow_kernels import CalleeBinding, callee_bindings, c
 
 from .communicator import ReplicaAborted
 from .compiler import GraphCode
+from .plan import ExecutionPlan
 from .program import ReplicaProgram
 
 
 @dataclass(slots=True)
 class GraphPlan:
-    """What the interpreter precomputes for one graph: its schedule, the constants it reads, and
-    which values to drop after each step (their last use), exactly as the generated code does."""
+    """What the interpreter reads for one graph: the execution plan the generated code was written
+    from (steps, and the values dead after each step), the constants' values, and the steps of each
+    frame of the flattened schedule."""
 
-    code: GraphCode
-    steps: list[Op]
+    plan: ExecutionPlan
     constants: dict[Tensor, np.ndarray]
-    unused: tuple[Tensor, ...]
-    release: list[tuple[Tensor, ...]]
     flat_steps: dict[flatten.Frame, list[flatten.Step]] = field(default_factory=dict)
 
+    @property
+    def graph(self) -> Graph:
+        return self.plan.graph
 
-def plan_graph(code: GraphCode) -> GraphPlan:
-    graph, steps = code.graph, code.steps
-    kept = set(graph._outputs)
-    last_use: dict[Tensor, int] = {}
-    for position, op in enumerate(steps):
-        for tensor in op.inputs:
-            last_use[tensor] = position
-    release: list[list[Tensor]] = [[] for _ in steps]
-    for tensor, position in last_use.items():
-        if tensor not in kept and not isinstance(tensor, Constant):
-            release[position].append(tensor)
-    for position, op in enumerate(steps):
-        release[position].extend(t for t in op.outputs if t not in last_use and t not in kept)
-    unused = tuple(t for t in [*graph._inputs, *code.variables] if t not in last_use and t not in kept)
-    return GraphPlan(code, steps, {c: c.data for c in code.constants}, unused,
-                     [tuple(r) for r in release])
+    @property
+    def steps(self) -> list[Op]:
+        return self.plan.steps
+
+
+def interpreted(code: GraphCode) -> GraphPlan:
+    return GraphPlan(code.plan, {c: c.data for c in code.constants})
 
 
 @dataclass(eq=False, slots=True)
@@ -75,7 +68,7 @@ class Frame:
 
     @property
     def graph(self) -> Graph:
-        return self.plan.code.graph
+        return self.plan.graph
 
     @property
     def op(self) -> Op:
@@ -111,7 +104,7 @@ class ReplicaInterpreter:
         self._bindings: dict[Op, list[CalleeBinding]] = {}
         main = program.ir.main_graph
         plan = plans[main]
-        values = {v: program.variables[v] for v in plan.code.variables}
+        values = {v: program.variables[v] for v in plan.plan.variables}
         self.stack: list[Frame] = []
         self._push(Frame(plan, program.subgraph(main).kernels, "main", values, main_flat))
         self._settle()
@@ -165,7 +158,7 @@ class ReplicaInterpreter:
 
     def _finish_step(self, frame: Frame) -> None:
         values = frame.values
-        for tensor in frame.plan.release[frame.position]:
+        for tensor in frame.plan.plan.plan_steps[frame.position].released:
             values.pop(tensor, None)
         frame.position += 1
 
@@ -174,6 +167,9 @@ class ReplicaInterpreter:
         if bindings is None:
             bindings = self._bindings[op] = callee_bindings(op, self.program)
         arguments = self._arguments(frame, op)
+        save = self.program.snapshot.saving(op)
+        if save is not None:
+            save()  # the call site's kernel would have saved what its callee writes first
         taken = 0
         if op.type == "conditional":
             taken = taken_branch(arguments[0])
@@ -193,7 +189,7 @@ class ReplicaInterpreter:
         graph = frame.graph
         if frame.kind != "main":
             frame.values = dict(zip(graph._inputs, frame.arguments))
-        for tensor in frame.plan.unused:
+        for tensor in frame.plan.plan.unused:
             frame.values.pop(tensor, None)
         self.stack.append(frame)
 

@@ -15,6 +15,7 @@ from workbench.ops.registry import op_def
 from .communicator import ReplicaAborted
 from .compiler import GraphCode
 from .progress import LoopCounter
+from .snapshot import ReplicaSnapshot
 from .trace import record_branch
 
 
@@ -68,8 +69,12 @@ class ReplicaProgram:
     """Binds every kernel once for one replica; ``run()`` executes the main graph."""
 
     def __init__(self, ir: Ir, codes: dict[Graph, GraphCode], replica: int,
-                 variables: dict[Variable, np.ndarray], buffers: dict, check_outputs: bool = False):
+                 variables: dict[Variable, np.ndarray], buffers: dict, firsts: dict[Op, list],
+                 swaps: set[Op], check_outputs: bool = False):
         self.ir = ir
+        main_order = codes[ir.main_graph].variables
+        self.main_variables = [variables[v] for v in main_order]
+        self.snapshot = ReplicaSnapshot(firsts, swaps, variables, buffers, self.main_variables, main_order)
         self.replica = replica
         self.variables = variables
         self.buffers = buffers
@@ -80,6 +85,8 @@ class ReplicaProgram:
         # of a replica thread looks at it, so no replica runs on after its run was given up.
         self.stop_requested = False
         self.loop_counter = LoopCounter()
+        # The collectives whose members read each other's values (rather than one combined result).
+        self.exchanged: set[Op] = set()
         self._occurrences: dict[Op, int] = {}
         self._codes = codes
         self._check = check_outputs
@@ -93,19 +100,27 @@ class ReplicaProgram:
         self._profiled_bound: dict[Graph, BoundGraph] = {}
         self._binding_profiled = False
         self._profiled_main: Optional[Callable] = None
-        main = self.subgraph(ir.main_graph)
-        self._main = main.function
-        self._main_variables = [variables[v] for v in codes[ir.main_graph].variables]
+        self._main = self.subgraph(ir.main_graph).function
 
-    def run(self) -> None:
+    def begin_run(self, communicator) -> None:
+        """Before a run: forget the previous run's collectives, branches and clock log."""
+        self.communicator = communicator
         self._occurrences.clear()
         self.branches.clear()
+        self.timestamps.clear()
+
+    def run(self, communicator=None) -> None:
+        """Run the main graph once, with ``communicator`` for the collectives."""
+        self.begin_run(communicator)
         with np.errstate(all="ignore"):  # IEEE results (inf, nan) without a warning, as on an IPU
             if self.profiling:
-                self.timestamps.clear()
-                self._profiled_main(self._main_variables)
+                self._profiled_main(self.main_variables)
             else:
-                self._main(self._main_variables)
+                self._main(self.main_variables)
+
+    def main_kernels(self, profiled: bool) -> list[Callable]:
+        """The main graph's bound kernels; profiled, its call sites call the profiled graphs."""
+        return (self._profiled_bound if profiled else self._bound)[self.ir.main_graph].kernels
 
     def run_fragment(self, fragment: str) -> None:
         """Run the ops of a weights fragment (``ir/fragments.py``) on this replica's persistent values."""
@@ -152,6 +167,7 @@ class ReplicaProgram:
         """For a collective: give this replica's value, get every group member's (replica order)."""
         if len(members) == 1:
             return lambda value: [value]
+        self.exchanged.add(op)
         label, replica, group = f"{op.name} ({op.type})", self.replica, tuple(members)
         occurrences = self._occurrences
 
@@ -162,6 +178,28 @@ class ReplicaProgram:
             return self.communicator.exchange((op, group, occurrence), label, replica, members,
                                               value.copy())
         return exchange
+
+    def combine(self, op: Op, members: list[int], combine: Callable[[list], np.ndarray]) \
+            -> Callable[[np.ndarray], np.ndarray]:
+        """For a reducing collective: give this replica's value, get ``combine`` of every group
+        member's value (replica order), computed once for the group. The members share the result
+        unless something may write it in place."""
+        if len(members) == 1:
+            return lambda value: combine([value])
+        label, replica, group = f"{op.name} ({op.type})", self.replica, tuple(members)
+        occurrences = self._occurrences
+        output = op.outputs[0]
+        # An in-place collective copies the result into its input; otherwise the output is the
+        # result itself, which must be this replica's own if it may be written.
+        shared = bool(op.modified) or not (self.is_written(output) or output in output.graph._outputs)
+
+        def combined(value):
+            occurrence = occurrences.get(op, 0)
+            occurrences[op] = occurrence + 1
+            result = self.communicator.combine((op, group, occurrence), label, replica, members, value,
+                                               combine)
+            return result if shared else result.copy()
+        return combined
 
     def is_written(self, tensor) -> bool:
         """Whether some op writes ``tensor``'s memory in place."""
@@ -210,7 +248,9 @@ class ReplicaProgram:
                           kernels)
 
     def _kernel(self, op: Op, code: GraphCode) -> Callable:
-        kernel = op_def(op.type).kernel(op, self)
+        definition = op_def(op.type)
+        swap = definition.into and self.snapshot.swapping(op, definition.into(op, self))
+        kernel = swap or definition.kernel(op, self)
         if op.type == "conditional":
             kernel = record_branch(kernel, op, self.branches)
         if op in code.effects.copying_views:
@@ -219,7 +259,18 @@ class ReplicaProgram:
             kernel = _as_arrays(kernel, len(op.outputs))
         if self._check:
             kernel = _checked(kernel, op)
+        save = self.snapshot.saving(op)
+        if save is not None:
+            kernel = _saving_first(kernel, save)
         return kernel
+
+
+def _saving_first(kernel: Callable, save: Callable[[], None]) -> Callable:
+    """``kernel`` after saving what it is the first in the run to write (``snapshot.py``)."""
+    def run(*args):
+        save()
+        return kernel(*args)
+    return run
 
 
 def _copying(kernel: Callable) -> Callable:

@@ -1,4 +1,5 @@
-"""Running the replicas of one step: inline for one replica, one thread each for several.
+"""Running the replicas of one step: inline for one replica; for several, in lockstep in a few
+threads when every collective is in the main graph (``lockstep.py``), else one thread each.
 
 An interrupt (KeyboardInterrupt in the thread that waits) or a failure stops every replica thread,
 at its next collective or loop iteration, before ``run`` raises: then nothing writes the weights any
@@ -9,9 +10,8 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Callable, Optional
 
-from workbench.ir import Variable
-
 from .communicator import CollectiveMismatchError, Communicator, ReplicaAborted
+from .lockstep import LockstepMain
 from .program import ReplicaProgram
 from .snapshot import uninterrupted
 
@@ -29,45 +29,72 @@ class ReplicaExecutionError(RuntimeError):
 
 
 class ReplicaRunner:
-    """Runs a session's replica programs, one step at a time."""
+    """Runs a session's replica programs, one step at a time: inline for one replica, in lockstep
+    when ``lockstep`` is given, else a thread each."""
 
-    def __init__(self, programs: list[ReplicaProgram]):
+    def __init__(self, programs: list[ReplicaProgram], lockstep: Optional[LockstepMain] = None):
         self._programs = programs
+        self._lockstep = lockstep
         self._pool: Optional[ThreadPoolExecutor] = None
+
+    @property
+    def threaded(self) -> bool:
+        """Whether the replicas run in other threads than the calling one."""
+        if self._lockstep is not None:
+            return len(self._lockstep.groups) > 1
+        return len(self._programs) > 1
 
     def run(self, poll: Optional[Callable[[], None]] = None) -> None:
         """Run every replica once; ``poll`` is called now and then while the replica threads run.
         When it raises, every replica thread has stopped (the caller restores the weights)."""
         if len(self._programs) == 1:
             self._run_one(0)
+        elif self._lockstep is not None:
+            self._run_lockstep(self._lockstep, poll)
         else:
             self._run_all(poll)
 
-    def _run_one(self, replica: int) -> None:
+    def _run_one(self, replica: int, communicator=None) -> None:
         program = self._programs[replica]
         try:
-            program.run()
+            program.run(communicator)
         except (ReplicaAborted, CollectiveMismatchError):
             raise
         except Exception as error:
-            op = program.failing_op(error)
-            where = f" in op {op.name} ({op.type}) of graph {op.graph.label!r}" if op is not None else ""
-            raise ReplicaExecutionError(f"replica {replica} failed{where}: {type(error).__name__}: {error}",
-                                        replica, op) from error
+            raise _failure(error, replica, program.failing_op(error)) from error
+
+    def _run_lockstep(self, lockstep: LockstepMain, poll: Optional[Callable[[], None]]) -> None:
+        works = lockstep.begin()
+        communicator = lockstep.communicator
+        if len(works) == 1:
+            try:
+                works[0]()
+            except Exception as error:
+                raise _failure(error, *lockstep.failure(error)) from error
+            return
+
+        def work(thread: int) -> Optional[BaseException]:
+            try:
+                works[thread]()
+            except BaseException as error:  # reported by the caller, after every thread stopped
+                self._stop_all()
+                communicator.stop("a replica in another thread failed")
+                return error
+            return None
+
+        errors = self._in_threads(work, len(works), poll, lambda: communicator.stop("the run was interrupted"))
+        failures = [e for e in errors if e is not None and not isinstance(e, ReplicaAborted)]
+        if failures:
+            raise _failure(failures[0], *lockstep.failure(failures[0])) from failures[0]
 
     def _run_all(self, poll: Optional[Callable[[], None]]) -> None:
         communicator = Communicator(len(self._programs))
-        for program in self._programs:
-            program.communicator = communicator
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(len(self._programs), thread_name_prefix="replica")
 
         def work(replica: int) -> Optional[BaseException]:
             try:
-                self._run_one(replica)
+                self._run_one(replica, communicator)
             except BaseException as error:  # reported by the caller, after every replica stopped
-                for program in self._programs:
-                    program.stop_requested = True
+                self._stop_all()
                 if isinstance(error, CollectiveMismatchError):
                     communicator.finished(replica)
                 else:
@@ -76,9 +103,22 @@ class ReplicaRunner:
             communicator.finished(replica)
             return None
 
+        errors = self._in_threads(work, len(self._programs), poll, communicator.abort)
+        failures = [e for e in errors if e is not None and not isinstance(e, ReplicaAborted)]
+        first = next((e for e in failures if isinstance(e, ReplicaExecutionError)), None)
+        if first is not None or failures:
+            raise first or failures[0]
+
+    def _in_threads(self, work: Callable[[int], Optional[BaseException]], count: int,
+                    poll: Optional[Callable[[], None]], abort: Callable[[], None]) -> list:
+        """``work(0..count-1)`` in pool threads; their results (errors or None) once all have ended.
+        Interrupted while waiting, it stops every thread (``abort`` wakes those waiting for each
+        other) and waits for them before raising."""
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(count, thread_name_prefix="replica")
         for program in self._programs:
             program.stop_requested = False
-        futures = [self._pool.submit(work, replica) for replica in range(len(self._programs))]
+        futures = [self._pool.submit(work, index) for index in range(count)]
         try:
             # A timeout even without ``poll``: an interrupt that reached another thread is seen soon.
             while wait(futures, timeout=POLL_SECONDS).not_done:
@@ -86,16 +126,16 @@ class ReplicaRunner:
                     poll()
         except BaseException:
             # Interrupted (or the progress display failed): no replica may go on writing.
-            for program in self._programs:
-                program.stop_requested = True
-            communicator.abort()
+            self._stop_all()
+            abort()
             uninterrupted([lambda: wait(futures)])
             raise
-        errors = [future.result() for future in futures]
-        failures = [e for e in errors if e is not None and not isinstance(e, ReplicaAborted)]
-        first = next((e for e in failures if isinstance(e, ReplicaExecutionError)), None)
-        if first is not None or failures:
-            raise first or failures[0]
+        return [future.result() for future in futures]
+
+    def _stop_all(self) -> None:
+        """Every replica stops at its next loop iteration."""
+        for program in self._programs:
+            program.stop_requested = True
 
     def close(self) -> None:
         """Let the replica threads go (a later run starts new ones)."""
@@ -104,8 +144,6 @@ class ReplicaRunner:
             self._pool = None
 
 
-def written_variables(codes: dict, variables: list[Variable]) -> list[Variable]:
-    """The variables some graph writes in place during a run."""
-    written = set().union(*(code.effects.written_roots for code in codes.values()))
-    return [v for v in variables if v in written]
-
+def _failure(error: Exception, replica: int, op) -> ReplicaExecutionError:
+    where = f" in op {op.name} ({op.type}) of graph {op.graph.label!r}" if op is not None else ""
+    return ReplicaExecutionError(f"replica {replica} failed{where}: {type(error).__name__}: {error}", replica, op)

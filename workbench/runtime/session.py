@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numbers
 import os
+from functools import partial
 import warnings
 from typing import Any, Iterable, Mapping, Optional, Union
 
@@ -28,8 +29,10 @@ from .compiler import compile_graph
 from .out_of_memory import check_fits
 from .program import ReplicaProgram
 from .progress import RunProgress, loop_iterations
-from .replicas import ReplicaRunner, written_variables
-from .snapshot import Snapshot, written_buffers
+from .lockstep import LockstepMain, lockstep_threads, runs_in_lockstep
+from .replicas import ReplicaRunner
+from .run import Run, Runs
+from .snapshot import first_writes, swappable, to_the_end
 from .stepper import Stepper
 from .timeline import Timeline
 from .trace import Trace, TraceRecorder
@@ -60,6 +63,8 @@ class Session:
         self._codes: dict = {graph: compile_graph(graph, steps) for graph, steps in schedules.items()}
         ir._owner = self
         self._ir = ir
+        # The Ir cannot change from now on: its streams are looked up once, not on every run.
+        self._h2d_streams, self._d2h_streams = ir.get_all_h2d_streams(), ir.get_all_d2h_streams()
         self._device = device
         self._weights_to_host_on_exit = weights_to_host_on_exit
         self.events = EventBus()
@@ -73,28 +78,34 @@ class Session:
                                 **{t: np.zeros(t.shape, t.dtype.as_numpy()) for t in self._persistent}}
                                for buffers in self._buffers]
         check = os.environ.get("WORKBENCH_CHECK_KERNELS", "") not in ("", "0")
-        self._programs = [ReplicaProgram(ir, self._codes, r, values, buffers, check)
+        main_steps = self._codes[ir.main_graph].steps
+        firsts = first_writes(ir, main_steps, set(self._variables + self._persistent))
+        swaps = swappable(ir, main_steps, firsts)
+        self._programs = [ReplicaProgram(ir, self._codes, r, values, buffers, firsts, swaps, check)
                           for r, (values, buffers) in enumerate(zip(self._device_values, self._buffers))]
-        self._snapshot = Snapshot(self._device_values, self._buffers, self._written_on_device(),
-                                  written_buffers(ir))
-        self._runner = ReplicaRunner(self._programs)
+        lockstep = (LockstepMain(self._codes[ir.main_graph], self._programs,
+                                 lockstep_threads(ir.replication_factor)) if runs_in_lockstep(ir) else None)
+        self._runner = ReplicaRunner(self._programs, lockstep)
         self._profile = False
         self._progress = True
-        self._recorder = TraceRecorder(self._programs, Timeline(
+        recorder = TraceRecorder(self._programs, Timeline(
             ir, {graph: code.steps for graph, code in self._codes.items()}, device), TRACE_EVENT_LIMIT)
-        self._stepped_run: Optional[Stepper] = None
+        self._runs = Runs(self, self._codes, self._programs, recorder, self.events)
         self._blas_limit = None
         self._attached = False
         self._enter_stack: list[bool] = []
-        self._host_in_sync = True
         self.weights_to_host_count = 0
         self.weights_from_host_count = 0
-        self.run_count = 0
 
     # ----- properties -----
     @property
     def ir(self) -> Ir:
         return self._ir
+
+    @property
+    def run_count(self) -> int:
+        """Runs completed, stepped runs included."""
+        return self._runs.count
 
     @property
     def device(self) -> Device:
@@ -138,7 +149,7 @@ class Session:
 
     def __exit__(self, exc_type, exc, traceback) -> None:
         if self._enter_stack.pop():
-            self._abandon_stepped_run("the session detached")
+            self._runs.abandon_stepped("the session detached")
             if self._weights_to_host_on_exit and exc_type is None:
                 self.weights_to_host()
             self._attached = False
@@ -153,39 +164,37 @@ class Session:
             raise ValueError(f"{what} needs the session to be attached to its device: call it inside "
                              "`with session:`")
 
-    def _written_on_device(self) -> list:
-        """The variables and persistent tensors some graph writes in place during a run."""
-        return written_variables(self._codes, self._variables + self._persistent)
-
     def weights_from_host(self) -> None:
         """Copy every variable's host value to the device (each replica gets its group's value),
-        then run the weights-from-host fragment (which loads the shards of sharded variables)."""
+        then run the weights-from-host fragment (which loads the shards of sharded variables). An
+        interrupt is raised once the copy is whole."""
         self._require_attached("weights_from_host")
-        self._abandon_stepped_run("the weights were written")
-        for variable in self._variables:
-            host = self._host[variable]
-            for replica, values in enumerate(self._device_values):
-                values[variable][...] = weights.replica_value(variable, host, replica)
-        for program in self._programs:
-            program.run_fragment(WEIGHTS_FROM_HOST)
+        self._runs.abandon_stepped("the weights were written")
+        to_the_end([*(partial(self._variable_from_host, variable) for variable in self._variables),
+                    *(partial(program.run_fragment, WEIGHTS_FROM_HOST) for program in self._programs)])
         self.weights_from_host_count += 1
-        self._host_in_sync = True
+        self._runs.host_in_sync = True
+
+    def _variable_from_host(self, variable: Variable) -> None:
+        host = self._host[variable]
+        for replica, values in enumerate(self._device_values):
+            values[variable][...] = weights.replica_value(variable, host, replica)
 
     def weights_to_host(self) -> None:
         """Run the weights-to-host fragment (which stores the shards of sharded variables back), then
-        copy every variable's device value into the host cache."""
+        copy every variable's device value into the host cache. An interrupt is raised once the copy
+        is whole."""
         self._require_attached("weights_to_host")
-        for program in self._programs:
-            program.run_fragment(WEIGHTS_TO_HOST)
-        for variable in self._variables:
-            weights.gather_to_host(variable, self._device_values, self._host[variable])
+        to_the_end([*(partial(program.run_fragment, WEIGHTS_TO_HOST) for program in self._programs),
+                    *(partial(weights.gather_to_host, variable, self._device_values, self._host[variable])
+                      for variable in self._variables)])
         self.weights_to_host_count += 1
-        self._host_in_sync = True
+        self._runs.host_in_sync = True
 
     # ----- running -----
     def create_host_outputs(self) -> dict:
         """Zeroed output arrays, one per device-to-host stream, shaped as ``run`` returns them."""
-        return host_buffers.create_outputs(self._ir.get_all_d2h_streams(), self._ir.num_host_transfers,
+        return host_buffers.create_outputs(self._d2h_streams, self._ir.num_host_transfers,
                                            self._ir.replication_factor)
 
     def run(self, inputs: Optional[Mapping[Any, Any]] = None, downcast_inputs: bool = True) -> dict:
@@ -201,33 +210,24 @@ class Session:
         """Run once, writing the results into the given ``outputs`` arrays."""
         self._require_attached("run_with_outputs")
         transfers, replicas = self._ir.num_host_transfers, self._ir.replication_factor
-        prepared = host_buffers.prepare_inputs({} if inputs is None else inputs, self._ir.get_all_h2d_streams(), transfers,
+        prepared = host_buffers.prepare_inputs({} if inputs is None else inputs, self._h2d_streams, transfers,
                                                replicas, downcast_inputs)
-        views = host_buffers.output_views({} if outputs is None else outputs, self._ir.get_all_d2h_streams(), transfers,
+        views = host_buffers.output_views({} if outputs is None else outputs, self._d2h_streams, transfers,
                                           replicas)
-        self._abandon_stepped_run("the session ran")
-        self.events.emit("run_started", self)
-        for replica, program in enumerate(self._programs):
-            for stream, port in program.inputs.items():
-                port.data, port.index = prepared[stream][:, replica], 0
-            for stream, port in program.outputs.items():
-                port.data, port.index = views[stream][:, replica], 0
-        self._host_in_sync = False
-        self._recorder.start(self._profile)
-        progress = self._start_progress() if self._progress else None
-        self._snapshot.save()
+        run = Run(self._runs, prepared, views, self._profile)
+        run.start()
         try:
+            progress = self._start_progress() if self._progress else None
             try:
                 self._runner.run(progress.poll if progress is not None else None)
             finally:
                 if progress is not None:
                     progress.close()
-            self._recorder.finish()
-            self.run_count += 1
+            run.complete()
         except BaseException:
-            self._snapshot.restore()
+            run.undo()
             raise
-        self.events.emit("run_finished", self)
+        run.announce()
 
     # ----- progress -----
     @property
@@ -249,7 +249,7 @@ class Session:
 
     def _start_progress(self) -> RunProgress:
         return RunProgress(self._programs[0].loop_counter, loop_iterations(self._ir),
-                           f"run {self.run_count + 1}", inline=len(self._programs) == 1)
+                           f"run {self.run_count + 1}", inline=not self._runner.threaded)
 
     # ----- traces -----
     @property
@@ -283,20 +283,20 @@ class Session:
         >>> session.run(inputs)
         >>> session.last_trace.summary().cycles
         """
-        return self._recorder.event_limit
+        return self._runs.recorder.event_limit
 
     @trace_event_limit.setter
     def trace_event_limit(self, limit: int) -> None:
         if not isinstance(limit, int) or isinstance(limit, bool) or limit < 0:
             raise ValueError(f"Session.trace_event_limit must be a non-negative int, got {limit!r}")
-        self._recorder.event_limit = limit
+        self._runs.recorder.event_limit = limit
 
     @property
     def last_trace(self) -> Optional[Trace]:
         """The trace of the latest run: every op's start and end per replica and IPU, in simulated
         cycles and, when the run was profiled, in seconds. None before the first run and after a run
         that failed. ``last_trace.summary()`` gives the totals."""
-        return self._recorder.trace
+        return self._runs.recorder.trace
 
     def stepper(self, inputs: Optional[Mapping[Any, Any]] = None, downcast_inputs: bool = True) -> Stepper:
         """A run with ``inputs`` to step op by op, into or over called graphs, to breakpoints, with
@@ -305,12 +305,7 @@ class Session:
         >>> stepper = session.stepper({x_stream: data})
         >>> stepper.step().op, stepper.continue_().finished, stepper.outputs[y_stream]
         """
-        return Stepper(self, inputs, downcast_inputs)
-
-    def _abandon_stepped_run(self, why: str) -> None:
-        """A stepped run still in progress gives back the weights it changed and stops for good."""
-        if self._stepped_run is not None:
-            self._stepped_run.abandon(why)
+        return Stepper(self, self._runs, inputs, downcast_inputs)
 
     # ----- tensor data -----
     def get_tensor_data(self, tensor: Union[Variable, Constant]) -> np.ndarray:
@@ -321,7 +316,7 @@ class Session:
         tensors = list(tensors)
         for tensor in tensors:
             self._check_own_tensor(tensor, (Constant, Variable), "get_tensor_data")
-        if self._attached and not self._host_in_sync and any(isinstance(t, Variable) for t in tensors):
+        if self._attached and not self._runs.host_in_sync and any(isinstance(t, Variable) for t in tensors):
             self.weights_to_host()
         return {t: (np.array(t.data) if isinstance(t, Constant) else self._host[t].copy()) for t in tensors}
 
@@ -347,8 +342,8 @@ class Session:
                 raise ValueError(f"data for variable {tensor.id!r} has shape {array.shape}, expected "
                                  f"{tuple(self._host[tensor].shape)}")
             checked[tensor] = array
-        self._abandon_stepped_run("the weights were written")
-        if self._attached and not self._host_in_sync:
+        self._runs.abandon_stepped("the weights were written")
+        if self._attached and not self._runs.host_in_sync:
             self.weights_to_host()
         for tensor, array in checked.items():
             self._host[tensor][...] = array

@@ -23,8 +23,9 @@ from workbench.analysis.flatten import flattened_schedule
 from workbench.ir import Graph, Op
 
 from . import host_buffers
-from .interpreter import ReplicaInterpreter, StepFailed, plan_graph
+from .interpreter import ReplicaInterpreter, StepFailed, interpreted
 from .replicas import ReplicaExecutionError
+from .run import Run, Runs
 from .stepper_state import Breakpoint, ReplicaState, Stop, live_tensors, position_of
 from .progress import RunProgress
 from .stepper_threads import ReplicaThreads
@@ -49,13 +50,17 @@ class Stepper:
     stands, and ``stop.position`` is replica 0's.
     """
 
-    def __init__(self, session, inputs: Optional[Mapping[Any, Any]] = None, downcast_inputs: bool = True):
+    def __init__(self, session, runs: Runs, inputs: Optional[Mapping[Any, Any]] = None,
+                 downcast_inputs: bool = True):
         ir = session.ir
         self._session = session
+        self._runs = runs
+        self._run: Optional[Run] = None
+        self._abandon_callback = self.abandon  # one bound method: the Run knows its stepped run by it
         self._inputs = host_buffers.prepare_inputs({} if inputs is None else inputs, ir.get_all_h2d_streams(),
                                                    ir.num_host_transfers, ir.replication_factor,
                                                    downcast_inputs)
-        self._plans = {graph: plan_graph(code) for graph, code in session._codes.items()}
+        self._plans = {graph: interpreted(code) for graph, code in runs.codes.items()}
         flat = flattened_schedule(ir)
         for step in flat:
             self._plans[step.graph].flat_steps.setdefault(step.frame, []).append(step)
@@ -199,7 +204,7 @@ class Stepper:
         finally:
             if progress is not None:
                 progress.close()
-        session._host_in_sync = False
+        self._run.changed_device()
         if failure is not None:
             self._fail(*failure)
         if all(interpreter.finished for interpreter in self._interpreters):
@@ -223,37 +228,24 @@ class Stepper:
             # A detached session is attached for this stepped run and given back when it ends.
             session.__enter__()
             self._attached_session = True
-        active = session._stepped_run
-        if active is not None and active is not self:
-            active.abandon("another stepper began a run on the session")
         ir = session.ir
         views = host_buffers.output_views(self._outputs, ir.get_all_d2h_streams(), ir.num_host_transfers,
                                           ir.replication_factor)
-        session._snapshot.save()
-        for replica, program in enumerate(session._programs):
-            for stream, port in program.inputs.items():
-                port.data, port.index = self._inputs[stream][:, replica], 0
-            for stream, port in program.outputs.items():
-                port.data, port.index = views[stream][:, replica], 0
-            program._occurrences.clear()
-            program.branches.clear()
+        self._run = Run(self._runs, self._inputs, views, False, self._abandon_callback)
+        self._run.start()
+        # Afresh: a run since this stepper was made may have given variables new arrays.
+        self._interpreters = [ReplicaInterpreter(program, self._plans, self._main_flat)
+                              for program in self._runs.programs]
         if len(self._interpreters) > 1:
             self._threads = ReplicaThreads(self._interpreters)
             self._release = weakref.finalize(self, self._threads.abort)
-        session._stepped_run = self
-        session._host_in_sync = False
-        session._recorder.start(False)
         self._status = "paused"
-        session.events.emit("run_started", session)
 
     def _finish(self) -> None:
-        session = self._session
         self._stop_threads()
         self._status = "finished"
-        session._stepped_run = None
-        session._recorder.finish()
-        session.run_count += 1
-        session.events.emit("run_finished", session)
+        self._run.complete()
+        self._run.announce()
         self._give_back_session()
 
     def _give_back_session(self) -> None:
@@ -280,12 +272,8 @@ class Stepper:
         raise raised from cause
 
     def _restore(self) -> None:
-        """Give the weights (and remote buffers) the values saved when the run began."""
-        session = self._session
-        session._snapshot.restore()
-        session._host_in_sync = False
-        if session._stepped_run is self:
-            session._stepped_run = None
+        """Give the weights (and remote buffers) the values they had when the run began."""
+        self._run.undo()
 
     def _stop_threads(self) -> None:
         if self._threads is not None:
@@ -295,7 +283,7 @@ class Stepper:
     def _rewind(self, reason: str) -> None:
         session = self._session
         self._interpreters = [ReplicaInterpreter(program, self._plans, self._main_flat)
-                              for program in session._programs]
+                              for program in self._runs.programs]
         self._outputs = session.create_host_outputs()
         self._status = "finished" if self._interpreters[0].finished else "ready"
         self._publish(reason)

@@ -43,6 +43,11 @@ class ReplicaThreads:
         return None if waiting is None else waiting[1]
 
     # ----- the communicator the replicas' collectives call -----
+    def combine(self, key: Hashable, label: str, replica: int, members: Sequence[int], value: Any,
+                combine: Callable[[list], Any]) -> Any:
+        """As ``Communicator.combine``; each member combines for itself, from copies."""
+        return combine(self.exchange(key, label, replica, members, value.copy()))
+
     def exchange(self, key: Hashable, label: str, replica: int, members: Sequence[int], value: Any) -> list:
         with self._condition:
             slot = self._slots.setdefault(key, {})
