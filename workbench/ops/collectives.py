@@ -132,9 +132,9 @@ def _all_reduce_grad(op, grads, fwd):
 
 
 register(OpDef("replicated_all_reduce", _same_spec, _all_reduce_kernel, grad=_all_reduce_grad,
-               exchanges=True))
+               meets_replicas=True))
 register(OpDef("replicated_all_reduce_", _same_spec, _all_reduce_in_place_kernel, modifies=(0,),
-               aliases=((0, 0),), exchanges=True))
+               aliases=((0, 0),), meets_replicas=True))
 
 
 def replicated_all_reduce(t: Tensor, op: CollectiveOps = "add", group: Optional[ReplicaGrouping] = None) -> Tensor:
@@ -189,7 +189,7 @@ def _all_gather_grad(op, grads, fwd):
 
 
 register(OpDef("replicated_all_gather", _gather_infer, _gather_kernel, grad=_all_gather_grad,
-               exchanges=True))
+               meets_replicas=True))
 
 
 def replicated_all_gather(t: Tensor, axis: int = 0, group: Optional[ReplicaGrouping] = None,
@@ -250,7 +250,7 @@ def _sharded_slice_grad(op, grads, fwd):
 
 
 register(OpDef("replicated_reduce_scatter", _shard_infer, _reduce_scatter_kernel, grad=_reduce_scatter_grad,
-               exchanges=True))
+               meets_replicas=True))
 register(OpDef("replica_sharded_slice", _shard_infer, _sharded_slice_kernel, grad=_sharded_slice_grad))
 
 

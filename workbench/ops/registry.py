@@ -24,7 +24,7 @@ class OpDef:
 
     ``modifies``: inputs written in place. ``aliases``: (output, input) pairs sharing memory.
     ``view``: the kernel may return a NumPy view of input 0 although the op is out of place (the
-    runtime copies when a later in-place op would write through it). ``exchanges``: a collective
+    runtime copies when a later in-place op would write through it). ``meets_replicas``: a collective
     whose kernel hands its first input to the other replicas of its group (``env.exchange`` or
     ``env.combine``) and waits for theirs. ``into``: for an op writing input 0 in place, a builder
     of a kernel ``into(out, *inputs)`` that writes the same result into another array ``out`` and
@@ -65,7 +65,7 @@ class OpDef:
     stop_gradient: bool = False
     call_site: bool = False
     ipus: Optional[Callable[[Op], tuple[int, ...]]] = None
-    exchanges: bool = False
+    meets_replicas: bool = False
     into: Optional[KernelBuilder] = None
 
 

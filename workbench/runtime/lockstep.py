@@ -30,7 +30,7 @@ from .program import ReplicaProgram
 
 def exchanging_types() -> frozenset[str]:
     """The op types whose kernels exchange values with the other replicas of their group."""
-    return frozenset(name for name, definition in REGISTRY.items() if definition.exchanges)
+    return frozenset(name for name, definition in REGISTRY.items() if definition.meets_replicas)
 
 
 def runs_in_lockstep(ir: Ir) -> bool:
