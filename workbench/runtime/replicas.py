@@ -27,18 +27,25 @@ class ReplicaExecutionError(RuntimeError):
 
 
 class ReplicaRunner:
-    """Runs a session's replica programs, one step at a time."""
+    """Runs a session's replica programs, one step at a time.
 
-    def __init__(self, programs: list[ReplicaProgram], written: list[Variable]):
+    ``instances``, for one instance of a job of several (``workbench.distributed``), carries the
+    collectives that span instances and tells every instance how each run ended.
+    """
+
+    def __init__(self, programs: list[ReplicaProgram], written: list[Variable], instances=None):
         self._programs = programs
         self._written = written
+        self._instances = instances
         self._pool: Optional[ThreadPoolExecutor] = None
 
     def run(self, poll: Optional[Callable[[], None]] = None) -> None:
         """Run every replica once; ``poll`` is called now and then while the replica threads run."""
         saved = [{v: values[v].copy() for v in self._written} for values in self._device_values()]
         try:
-            if len(self._programs) == 1:
+            if self._instances is not None:
+                self._run_instance(poll)
+            elif len(self._programs) == 1:
                 self._run_one(0)
             else:
                 self._run_all(poll)
@@ -51,8 +58,9 @@ class ReplicaRunner:
     def _device_values(self) -> list[dict]:
         return [program.variables for program in self._programs]
 
-    def _run_one(self, replica: int) -> None:
-        program = self._programs[replica]
+    def _run_one(self, index: int) -> None:
+        program = self._programs[index]
+        replica = program.replica
         try:
             program.run()
         except (ReplicaAborted, CollectiveMismatchError):
@@ -63,16 +71,26 @@ class ReplicaRunner:
             raise ReplicaExecutionError(f"replica {replica} failed{where}: {type(error).__name__}: {error}",
                                         replica, op) from error
 
+    def _run_instance(self, poll: Optional[Callable[[], None]]) -> None:
+        try:
+            self._run_all(poll)
+        except BaseException as error:
+            self._instances.run_ended(error)
+            raise
+        self._instances.run_ended(None)
+
     def _run_all(self, poll: Optional[Callable[[], None]]) -> None:
-        communicator = Communicator(len(self._programs))
+        communicator = Communicator([program.replica for program in self._programs])
+        shared = communicator if self._instances is None else self._instances.communicator(communicator)
         for program in self._programs:
-            program.communicator = communicator
+            program.communicator = shared
         if self._pool is None:
             self._pool = ThreadPoolExecutor(len(self._programs), thread_name_prefix="replica")
 
-        def work(replica: int) -> Optional[BaseException]:
+        def work(index: int) -> Optional[BaseException]:
+            replica = self._programs[index].replica
             try:
-                self._run_one(replica)
+                self._run_one(index)
             except BaseException as error:  # reported by the caller, after every replica stopped
                 if isinstance(error, CollectiveMismatchError):
                     communicator.finished(replica)
@@ -82,7 +100,7 @@ class ReplicaRunner:
             communicator.finished(replica)
             return None
 
-        futures = [self._pool.submit(work, replica) for replica in range(len(self._programs))]
+        futures = [self._pool.submit(work, index) for index in range(len(self._programs))]
         while wait(futures, timeout=POLL_SECONDS if poll is not None else None).not_done:
             poll()
         errors = [future.result() for future in futures]
