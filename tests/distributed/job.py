@@ -29,7 +29,8 @@ def local_part(data: np.ndarray, ir: popxl.Ir) -> np.ndarray:
     """This instance's replicas of ``[steps, replicas, ...]`` host data, shaped as ``run`` expects."""
     offset, local = popdist.getReplicaIndexOffset(), ir.instance_replication_factor
     part = data[:, offset: offset + local]
-    return part if local > 1 else part[:, 0]
+    part = part if local > 1 else part[:, 0]
+    return part if len(data) > 1 else part[0]
 
 
 def mlp() -> None:
@@ -68,6 +69,109 @@ def mlp() -> None:
         outputs = session.run({x_stream: local_part(x, ir), y_stream: local_part(y, ir)})
     say("losses", outputs[loss_stream].shape)
     say("digest", digest(session.get_tensor_data(w) for w in weights))
+
+
+def replica_outputs(outputs: np.ndarray, ir: popxl.Ir) -> None:
+    """One line per global replica of this instance: a digest of its part of ``outputs`` (one transfer)."""
+    local = outputs if ir.instance_replication_factor > 1 else outputs[None]
+    for index, replica in enumerate(ir.local_replicas):
+        say(f"replica {replica}", digest([local[index]]))
+
+
+def grouped() -> None:
+    """Groupings that span instances: grouped and all_replicas variables, a replica-sharded variable
+    updated through reduce-scatter and read through all-gather, and collectives over strided groups."""
+    rng = np.random.default_rng(2)
+    ir = popxl.Ir(replication="popdist")
+    replicas = ir.replication_factor
+    across = ir.replica_grouping(stride=2, group_size=2)  # groups {0, 2} and {1, 3}
+    with ir.main_graph, popxl.in_sequence():
+        x_stream = popxl.h2d_stream([3], popxl.float32, name="x")
+        grouped_var = popxl.variable(rng.normal(size=(2, 3)).astype(np.float32), name="grouped",
+                                     replica_grouping=across)
+        own = popxl.variable(rng.normal(size=(replicas, 3)).astype(np.float32), name="own",
+                             replica_grouping=ir.replica_grouping(group_size=1), retrieval_mode="all_replicas")
+        sharded, shard = popxl.replica_sharded_variable(np.arange(10, dtype=np.float32), name="sharded")
+        x = ops.host_load(x_stream)
+        ops.var_updates.accumulate_(grouped_var, ops.collectives.replicated_all_reduce(x, "add", across))
+        ops.var_updates.accumulate_(own, ops.collectives.replicated_all_reduce(x, "max"))
+        update = ops.collectives.replicated_reduce_scatter(
+            ops.concat([x, x, x, x[:1]]), "add", configure_output_for_replicated_tensor_sharding=True)
+        ops.var_updates.accumulate_(shard, update)
+        gathered = ops.collectives.replicated_all_gather(x, group=across, output_shape="new_axis")
+        full = ops.collectives.replicated_all_gather(shard)
+        out = popxl.d2h_stream([2 * 3 + 10], popxl.float32, name="out")
+        ops.host_store(out, ops.concat([gathered.reshape((6,)), full]))
+    x = rng.normal(size=(1, replicas, 3)).astype(np.float32)
+    with popxl.Session(ir, "ipu_hw") as session:
+        outputs = session.run({x_stream: local_part(x, ir)})
+        values = session.get_tensors_data([grouped_var, own, sharded])
+    replica_outputs(outputs[out], ir)
+    say("shapes", [values[v].shape for v in (grouped_var, own, sharded)])
+    say("digest", digest(values.values()))
+
+
+def _explode_op():
+    """A test op that fails where its input is negative, as a faulty kernel would."""
+    from workbench.ops.registry import OpDef, register
+    from workbench.ops.rules import same_spec
+
+    def kernel(op, env):
+        def run(x):
+            if (x < 0).any():
+                raise FloatingPointError("negative input")
+            return x.copy()
+        return run
+    register(OpDef("test_explode", same_spec, kernel))
+
+
+def fault() -> None:
+    """Replica 2 fails before an all-reduce; with ``uncaught`` the error ends the job, else every
+    instance reports an error and the next run, without the fault, works everywhere."""
+    from workbench.ops.registry import apply
+
+    _explode_op()
+    ir = popxl.Ir(replication="popdist")
+    with ir.main_graph:
+        x_stream = popxl.h2d_stream([2], popxl.float32, name="x")
+        total = ops.collectives.replicated_all_reduce(apply("test_explode", ops.host_load(x_stream)))
+        out = popxl.d2h_stream([2], popxl.float32, name="total")
+        ops.host_store(out, total)
+    bad = np.ones((1, ir.replication_factor, 2), np.float32)
+    bad[0, 2] = -1
+    with popxl.Session(ir, "ipu_hw") as session:
+        if sys.argv[2:] == ["uncaught"]:
+            session.run({x_stream: local_part(bad, ir)})
+        try:
+            session.run({x_stream: local_part(bad, ir)})
+        except Exception as error:
+            say("error", f"{type(error).__name__}: {error}")
+        good = np.ones_like(bad)
+        say("next run", session.run({x_stream: local_part(good, ir)})[out].reshape(-1).tolist())
+
+
+def mismatch() -> None:
+    """Replicas 0 and 1 reach an all-reduce over every replica, 2 and 3 do not: an error, not a hang."""
+    ir = popxl.Ir(replication="popdist")
+    with ir.main_graph:
+        flag_stream = popxl.h2d_stream([], popxl.bool, name="flag")
+        x = ops.host_load(popxl.h2d_stream([2], popxl.float32, name="x"))
+        then_graph = ir.create_graph(lambda t: ops.collectives.replicated_all_reduce(t), x)
+        else_graph = ir.create_graph(lambda t: t * 2, x)
+        (y,) = ops.conditional(ops.host_load(flag_stream), then_graph, else_graph, [x], [x])
+        out = popxl.d2h_stream(y.shape, y.dtype, name="y")
+        ops.host_store(out, y)
+    x_stream = next(s for s in ir.get_all_h2d_streams() if s.name == "x")
+    x = np.ones((1, ir.replication_factor, 2), np.float32)
+    flags = np.array([[True, True, False, False]])
+    with popxl.Session(ir, "ipu_hw") as session:
+        try:
+            session.run({flag_stream: local_part(flags, ir), x_stream: local_part(x, ir)})
+        except Exception as error:
+            say("error", f"{type(error).__name__}: {error}")
+        flags[...] = True
+        outputs = session.run({flag_stream: local_part(flags, ir), x_stream: local_part(x, ir)})
+        say("next run", outputs[out].reshape(-1).tolist())
 
 
 if __name__ == "__main__":

@@ -2,8 +2,9 @@
 
 mpi4py is imported (and MPI initialised) only when a job of several instances first needs it. Each
 Session opens its own ``Channel``: a data communicator for the collectives and the weights, and a
-control communicator on which an instance whose run failed tells the others, so that nobody waits
-on it. Every wait polls, so it can stop at a deadline or on such news.
+control communicator on which each instance tells every other how each run ended (a notice). Every
+wait polls, so it stops at a deadline, or when a notice says that an instance it waits on failed or
+finished its run without reaching the collective.
 """
 from __future__ import annotations
 
@@ -14,19 +15,39 @@ from typing import Optional
 import numpy as np
 
 from workbench.runtime.communicator import WAIT_LIMIT, CollectiveMismatchError
+from workbench.runtime.replicas import ReplicaExecutionError
 
 from .settings import PopdistSettings, PopdistSettingsError
 
 HEADER_BYTES = 256  # what each instance says it is about to exchange (op, occurrence, dtype, shape)
-NOTICE_BYTES = 2048  # run number (8 bytes) and the failure message
+NOTICE_BYTES = 2048  # run number, outcome and failing replica (8 bytes each), then the message
+# How a run ended at an instance: completed; a replica failed there; its replicas reached different
+# collectives there; stopped because of another instance.
+FINISHED, FAILED, MISMATCH, STOPPED = range(4)
 NOTICE_TAG = 17
 SPINS_BEFORE_SLEEP = 200
+# An instance may finish its run while its part of the last exchange is still on the way here (the
+# notice and the data travel on different communicators): so much later, it surely is not.
+FINISHED_GRACE = 1.0
 
 _world: Optional["World"] = None
 
 
-class InstanceFailed(RuntimeError):
-    """Another instance's run failed, so this instance's run stopped too."""
+class InstanceFailed(ReplicaExecutionError):
+    """A replica of another instance failed, so this instance's run stopped too; ``replica`` is the
+    global index of the replica that failed."""
+
+
+class InstanceMismatch(CollectiveMismatchError):
+    """The replicas of another instance did not reach the same collectives."""
+
+
+def _outcome(error: Optional[BaseException]) -> int:
+    if error is None:
+        return FINISHED
+    if isinstance(error, (InstanceFailed, InstanceMismatch)):
+        return STOPPED
+    return MISMATCH if isinstance(error, CollectiveMismatchError) else FAILED
 
 
 def world(settings: PopdistSettings) -> "World":
@@ -89,7 +110,7 @@ class Channel:
         self.instance = world.comm.Get_rank()
         self.instances = world.comm.Get_size()
         self._run = 0
-        self._notices: dict[int, str] = {}  # news of the current run, by instance
+        self._notices: dict[int, tuple[int, int, str]] = {}  # this run at the others: outcome, replica, message
         self._sent: list = []
 
     # ----- exchanges -----
@@ -105,8 +126,7 @@ class Channel:
         headers = np.empty((self.instances, HEADER_BYTES), np.uint8)
         self._wait(self._data.Iallgather([header, MPI.BYTE], [headers, MPI.BYTE]), description)
         if (headers != header).any():
-            reached = "; ".join(f"instance {i} at {bytes(h).rstrip(bytes(1)).decode(errors='replace')}"
-                                for i, h in enumerate(headers))
+            reached = "; ".join(f"instance {i} at {_text(h)}" for i, h in enumerate(headers))
             raise CollectiveMismatchError(f"the instances reached different collectives: {reached}")
         send = np.ascontiguousarray(local)
         received = np.empty((self.instances, *send.shape), send.dtype)
@@ -115,14 +135,19 @@ class Channel:
         return received
 
     def _wait(self, request, description: str) -> None:
+        """Wait for an exchange, unless another instance failed or finished its run without it."""
         deadline = time.monotonic() + WAIT_LIMIT
-        spins = 0
+        spins, finished_seen = 0, None
         while not request.Test():
             self._read_notices()
-            news = self._notices
-            if news:
-                raise InstanceFailed(f"instance {self.instance} stopped at {description}: "
-                                     + "; ".join(news[i] for i in sorted(news)))
+            self._raise_news()
+            if self._notices and finished_seen is None:
+                finished_seen = time.monotonic()
+            if finished_seen is not None and time.monotonic() > finished_seen + FINISHED_GRACE:
+                gone = sorted(self._notices)
+                raise CollectiveMismatchError(
+                    f"instance {self.instance} waits at {description} for instance(s) {gone}, which finished "
+                    "the run without reaching it: every replica of a group must run the same collectives")
             if time.monotonic() > deadline:
                 raise CollectiveMismatchError(f"instance {self.instance} waited {WAIT_LIMIT:.0f} s at "
                                               f"{description} for the other instances")
@@ -132,38 +157,43 @@ class Channel:
 
     # ----- the end of a run -----
     def run_ended(self, error: Optional[BaseException]) -> None:
-        """Agree with the other instances on how the run ended; raise InstanceFailed if another failed.
-
-        An instance whose own run failed tells the others first (a notice), so that those still waiting
-        in a collective stop. After a failed run every instance opens a new data communicator: exchanges
-        that a failure left unfinished stay on the old one.
-        """
-        MPI = self._MPI
-        own = 0 if error is None else 2 if isinstance(error, InstanceFailed) else 1
-        if own == 1:
-            self._notify(f"instance {self.instance}: {type(error).__name__}: {error}")
-        statuses = np.empty(self.instances, np.int8)
-        self._wait_quietly(self._control.Iallgather([np.array([own], np.int8), MPI.BYTE], [statuses, MPI.BYTE]))
-        failed = [i for i, status in enumerate(statuses) if status == 1 and i != self.instance]
-        for source in failed:
-            while source not in self._notices:
+        """Tell every instance how this run ended here and learn how it ended there; raise
+        InstanceFailed if it failed elsewhere. After a failed run every instance opens a new data
+        communicator: exchanges that the failure left unfinished stay on the old one."""
+        replica = error.replica if isinstance(error, ReplicaExecutionError) else -1
+        self._notify(_outcome(error), replica, "" if error is None else
+                     f"{error} (on instance {self.instance})" if isinstance(error, ReplicaExecutionError)
+                     else f"{type(error).__name__} on instance {self.instance}: {error}")
+        for source in range(self.instances):
+            if source != self.instance and source not in self._notices:
                 self._receive_notice(source)
-        news = [self._notices[i] for i in failed]
+        outcomes = self._notices
         self._run += 1
-        self._notices = {}
-        if statuses.any():
-            for request, _ in self._sent:
-                request.Wait()
-            self._sent = []
-            self._data = self._world.Dup()
-        if error is None and news:
-            raise InstanceFailed("; ".join(news))
+        for request, _ in self._sent:
+            self._wait_quietly(request)
+        self._sent = []
+        try:
+            if error is None:
+                self._raise_news()
+        finally:
+            self._notices = {}
+            if error is not None or any(outcome != FINISHED for outcome, _, _ in outcomes.values()):
+                self._data = self._world.Dup()
 
-    def _notify(self, message: str) -> None:
+    def _raise_news(self) -> None:
+        """Raise the first failure (or else mismatch) another instance told of in this run."""
+        for kind in (FAILED, MISMATCH):
+            news = [(replica, message) for outcome, replica, message in self._notices.values() if outcome == kind]
+            if news and kind == FAILED:
+                raise InstanceFailed("; ".join(message for _, message in news), news[0][0])
+            if news:
+                raise InstanceMismatch("; ".join(message for _, message in news))
+
+    def _notify(self, outcome: int, replica: int, message: str) -> None:
         notice = np.zeros(NOTICE_BYTES, np.uint8)
-        notice[:8] = np.frombuffer(np.int64(self._run).tobytes(), np.uint8)
-        text = message.encode()[: NOTICE_BYTES - 8]
-        notice[8: 8 + len(text)] = np.frombuffer(text, np.uint8)
+        notice[:24] = np.frombuffer(np.array([self._run, outcome, replica], np.int64).tobytes(), np.uint8)
+        text = message.encode()[: NOTICE_BYTES - 24]
+        notice[24: 24 + len(text)] = np.frombuffer(text, np.uint8)
         for other in range(self.instances):
             if other != self.instance:
                 # The buffer stays referenced until its send completes.
@@ -178,9 +208,10 @@ class Channel:
     def _receive_notice(self, source: int) -> None:
         notice = np.empty(NOTICE_BYTES, np.uint8)
         self._wait_quietly(self._control.Irecv([notice, self._MPI.BYTE], source=source, tag=NOTICE_TAG))
-        run = int(notice[:8].view(np.int64)[0])
-        if run == self._run:
-            self._notices[source] = bytes(notice[8:]).rstrip(bytes(1)).decode(errors="replace")
+        run, outcome, replica = notice[:24].view(np.int64)
+        if run != self._run:
+            raise RuntimeError(f"instance {source} sent news of run {run} during run {self._run}")
+        self._notices[source] = (int(outcome), int(replica), _text(notice[24:]))
 
     def _wait_quietly(self, request) -> None:
         deadline = time.monotonic() + WAIT_LIMIT
@@ -189,3 +220,7 @@ class Channel:
                 raise CollectiveMismatchError(f"instance {self.instance} waited {WAIT_LIMIT:.0f} s for the "
                                               "other instances at the end of a run")
             time.sleep(0.0001)
+
+
+def _text(buffer: np.ndarray) -> str:
+    return bytes(buffer).rstrip(bytes(1)).decode(errors="replace")

@@ -63,7 +63,7 @@ class ReplicaRunner:
         replica = program.replica
         try:
             program.run()
-        except (ReplicaAborted, CollectiveMismatchError):
+        except (ReplicaAborted, CollectiveMismatchError, ReplicaExecutionError):
             raise
         except Exception as error:
             op = program.failing_op(error)
