@@ -174,5 +174,33 @@ def mismatch() -> None:
         say("next run", outputs[out].reshape(-1).tolist())
 
 
+def trace() -> None:
+    """A profiled run with a branch that differs per replica: the trace holds every global replica."""
+    ir = popxl.Ir(replication="popdist")
+    with ir.main_graph:
+        flag = ops.host_load(popxl.h2d_stream([], popxl.bool, name="flag"))
+        x = ops.host_load(popxl.h2d_stream([2], popxl.float32, name="x"))
+        (y,) = ops.conditional(flag, ir.create_graph(lambda t: t * 2, x), ir.create_graph(lambda t: t + 1, x),
+                               [x], [x])
+        out = popxl.d2h_stream([2], popxl.float32, name="y")
+        ops.host_store(out, ops.collectives.replicated_all_reduce(y))
+    streams = {s.name: s for s in ir.get_all_h2d_streams()}
+    flags = np.array([[True, False, False, True]])
+    x = np.ones((1, ir.replication_factor, 2), np.float32)
+    with popxl.Session(ir, "ipu_hw") as session:
+        session.profile = True
+        session.run({streams["flag"]: local_part(flags, ir), streams["x"]: local_part(x, ir)})
+    found = session.last_trace
+    summary = found.summary()
+    taken = ["".join(e.op.type for e in found.of(replica=r) if e.op.type in ("mul", "add"))
+             for r in range(found.replicas)]
+    timed = all(0 <= e.start_seconds <= e.end_seconds < 60 for e in found.events)
+    say("trace", f"{found.replicas} replicas, {len(found.events)} events, {summary.cycles} cycles, "
+                 f"timed {timed}, branches {taken}")
+    if len(sys.argv) > 2:
+        import workbench
+        popdist.execute_on_instances(0, workbench.report, session, sys.argv[2])
+
+
 if __name__ == "__main__":
     globals()[sys.argv[1]]()

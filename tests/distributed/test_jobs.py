@@ -101,3 +101,12 @@ def test_poprun_says_cloud_options_have_no_effect_and_prints_the_topology():
     assert done.returncode == 0 and done.stdout == "instance 1 offset 2\n"
     assert "--vipu-partition configure the IPU cloud and have no effect" in done.stderr
     assert "        1 | 2-3             | 2 (simulated)" in done.stderr
+
+
+def test_every_instance_has_the_trace_of_every_replica_and_instance_0_writes_the_report(tmp_path):
+    expected = "4 replicas, 24 events, 49205 cycles, timed True, branches ['mul', 'add', 'add', 'mul']"
+    assert f"instance 0: trace {expected}" in one_process("trace").stdout
+    done = poprun(2, "trace", str(tmp_path / "report.html"))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count(f"trace {expected}") == 2
+    assert "replica 3" in (tmp_path / "report.html").read_text()

@@ -12,6 +12,8 @@ from typing import Any, Hashable, Optional, Sequence
 
 import numpy as np
 
+from workbench.runtime.trace import RunRecord
+
 from .mpi import Channel, world
 from .settings import PopdistSettings
 
@@ -19,9 +21,11 @@ from .settings import PopdistSettings
 class Instances:
     """Opened by each Session of a job of several instances (every instance opens it, in step)."""
 
-    def __init__(self, settings: PopdistSettings):
+    def __init__(self, settings: PopdistSettings, ir):
         self.settings = settings
         self.channel: Channel = world(settings).channel()
+        # Conditionals by a number every instance gives them alike: the branch logs cross as numbers.
+        self._conditionals = [op for graph in ir.graphs for op in graph._ops if op.type == "conditional"]
 
     def communicator(self, local) -> "SpanningCommunicator":
         """What the replica threads of one run call for collectives, around their local ``Communicator``."""
@@ -48,6 +52,34 @@ class Instances:
                     values[variable] = row[start: start + like.nbytes].view(like.dtype).reshape(like.shape)
                     start += like.nbytes
         return result
+
+
+    def whole_record(self, record: RunRecord) -> RunRecord:
+        """The record of a run on every global replica, from each instance's record of its own.
+
+        Branch logs travel as (conditional number, taken) and clock readings as seconds since the
+        run started, so the trace of the whole job replays on any instance."""
+        number = {op: index for index, op in enumerate(self._conditionals)}
+        profiled = record.timestamps is not None
+        parts = [np.array([(number[op], taken) for op, taken in branches], np.float64).reshape(-1)
+                 for branches in record.branches]
+        if profiled:
+            parts += [np.array(stamps, np.float64) - record.started for stamps in record.timestamps]
+        sizes = np.array([len(part) for part in parts], np.int64)
+        all_sizes = self.channel.allgather(sizes, f"trace record sizes of {len(parts)} logs")
+        width = int(all_sizes.sum(axis=1).max())
+        packed = np.zeros(width, np.float64)
+        if parts:
+            packed[: sizes.sum()] = np.concatenate(parts)
+        everyone = self.channel.allgather(packed, f"trace record of {width} numbers")
+        local = len(record.branches)
+        branches, timestamps = [], []
+        for row, counts in zip(everyone, all_sizes):
+            logs = np.split(row, np.cumsum(counts))[: len(counts)]
+            branches += [tuple((self._conditionals[int(i)], bool(t)) for i, t in log.reshape(-1, 2))
+                         for log in logs[:local]]
+            timestamps += [tuple(log + record.started) for log in logs[local:]]
+        return RunRecord(branches, timestamps if profiled else None, record.started, record.seconds)
 
 
 class SpanningCommunicator:

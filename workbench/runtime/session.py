@@ -225,6 +225,8 @@ class Session:
             if progress is not None:
                 progress.close()
         self._recorder.finish()
+        if self._instances is not None:  # the trace shows every replica of the job
+            self._recorder.record = self._instances.whole_record(self._recorder.record)
         self.run_count += 1
         self.events.emit("run_finished", self)
 
@@ -356,7 +358,7 @@ def _instances(ir: Ir):
         return None
     from workbench.distributed.instances import Instances  # loads MPI: only for jobs of several instances
 
-    return Instances(settings)
+    return Instances(settings, ir)
 
 
 def _ipus_per_replica(ir: Ir) -> int:
