@@ -187,9 +187,16 @@ def trace() -> None:
     streams = {s.name: s for s in ir.get_all_h2d_streams()}
     flags = np.array([[True, False, False, True]])
     x = np.ones((1, ir.replication_factor, 2), np.float32)
+    popdist.init()
     with popxl.Session(ir, "ipu_hw") as session:
         session.profile = True
-        session.run({streams["flag"]: local_part(flags, ir), streams["x"]: local_part(x, ir)})
+        inputs = {streams["flag"]: local_part(flags, ir), streams["x"]: local_part(x, ir)}
+        session.run(inputs)
+        try:
+            session.stepper(inputs)
+        except NotImplementedError as error:
+            say("stepper", error)
+    say("backend", popdist.isBackendInitialized())
     found = session.last_trace
     summary = found.summary()
     taken = ["".join(e.op.type for e in found.of(replica=r) if e.op.type in ("mul", "add"))
