@@ -111,6 +111,20 @@ def grouped() -> None:
     say("digest", digest(values.values()))
 
 
+def pairs() -> None:
+    """An all-reduce over pairs of neighbours: with 3 replicas per instance some pairs lie within an
+    instance and one spans two."""
+    ir = popxl.Ir(replication="popdist")
+    with ir.main_graph:
+        x_stream = popxl.h2d_stream([2], popxl.float32, name="x")
+        out = popxl.d2h_stream([2], popxl.float32, name="y")
+        ops.host_store(out, ops.collectives.replicated_all_reduce(ops.host_load(x_stream),
+                                                                  group=ir.replica_grouping(group_size=2)))
+    x = np.arange(ir.replication_factor * 2, dtype=np.float32).reshape(1, -1, 2)
+    with popxl.Session(ir, "ipu_hw") as session:
+        replica_outputs(session.run({x_stream: local_part(x, ir)})[out], ir)
+
+
 def _explode_op():
     """A test op that fails where its input is negative, as a faulty kernel would."""
     from workbench.ops.registry import OpDef, register

@@ -26,13 +26,13 @@ def _run(command: list, **extra) -> subprocess.CompletedProcess:
     return subprocess.run(command, capture_output=True, text=True, timeout=120, env=_environment(**extra))
 
 
-def one_process(program: str) -> subprocess.CompletedProcess:
-    return _run([sys.executable, JOB, program], POPDIST_NUM_TOTAL_REPLICAS="4")
+def one_process(program: str, replicas: int = 4) -> subprocess.CompletedProcess:
+    return _run([sys.executable, JOB, program], POPDIST_NUM_TOTAL_REPLICAS=str(replicas))
 
 
-def poprun(instances: int, *program: str, options=()) -> subprocess.CompletedProcess:
+def poprun(instances: int, *program: str, options=(), replicas: int = 4) -> subprocess.CompletedProcess:
     return _run([sys.executable, "-m", "workbench.distributed.poprun", "--num-instances", str(instances),
-                 "--num-replicas", "4", *options, sys.executable, JOB, *program])
+                 "--num-replicas", str(replicas), *options, sys.executable, JOB, *program])
 
 
 def mpiexec(instances: int, program: str) -> subprocess.CompletedProcess:
@@ -64,6 +64,12 @@ def test_groupings_and_shards_spanning_instances_match_one_instance():
     assert len(reference) == 5 and reference["replica 0"] != reference["replica 1"]
     assert results(poprun(2, "grouped"), 2) == reference
     assert results(poprun(4, "grouped", options=["--print-topology", "no"]), 4) == reference
+
+
+def test_groups_within_and_across_instances_in_one_collective():
+    reference = results(one_process("pairs", replicas=6), 1)
+    assert reference["replica 0"] == reference["replica 1"] != reference["replica 2"]
+    assert results(poprun(2, "pairs", replicas=6), 2) == reference
 
 
 def test_a_failing_replica_fails_the_run_on_every_instance_and_the_next_run_works():

@@ -88,13 +88,15 @@ class SpanningCommunicator:
     def __init__(self, local, channel: Channel, settings: PopdistSettings):
         self._local = local
         self._channel = channel
+        self._settings = settings
         self._replicas = list(settings.local_replicas)
-        self._first, self._last = self._replicas[0], self._replicas[-1]
+        self._first = self._replicas[0]
+        self._spanning: dict = {}  # op: whether any of its groups spans instances
 
     def exchange(self, key: Hashable, label: str, replica: int, members: Sequence[int], value: Any) -> list:
-        if self._first <= min(members) and max(members) <= self._last:
-            return self._local.exchange(key, label, replica, members, value)
         op, _, occurrence = key
+        if not self._spans(op, members):
+            return self._local.exchange(key, label, replica, members, value)
         values = self._local.exchange(("instances", op, occurrence), label, replica, self._replicas, value)
         everyone = None
         if replica == self._first:
@@ -105,3 +107,15 @@ class SpanningCommunicator:
         everyone = self._local.exchange(("instances result", op, occurrence), label, replica, self._replicas,
                                         everyone)[0]
         return [everyone[m] for m in members]
+
+    def _spans(self, op, members: Sequence[int]) -> bool:
+        """Whether the op exchanges across instances: decided for the op, not for one group, so that
+        every local replica takes the same path even where only some groups span instances."""
+        spans = self._spanning.get(op)
+        if spans is None:
+            grouping = op.attrs.get("group")
+            groups = [grouping.members(g) for g in range(grouping.num_groups)] if grouping is not None \
+                else [members]
+            instance = self._settings.instance_of
+            spans = self._spanning[op] = any(instance(min(g)) != instance(max(g)) for g in groups)
+        return spans
