@@ -29,6 +29,7 @@ SPINS_BEFORE_SLEEP = 200
 # An instance may finish its run while its part of the last exchange is still on the way here (the
 # notice and the data travel on different communicators): so much later, it surely is not.
 FINISHED_GRACE = 1.0
+ABORT_DELAY = 0.3  # lets mpiexec pass on the traceback before the abort stops its forwarding
 
 _world: Optional["World"] = None
 
@@ -94,7 +95,9 @@ def _abort_on_uncaught_exception(comm) -> None:
 
     def hook(kind, value, trace):
         previous(kind, value, trace)
+        sys.stdout.flush()
         sys.stderr.flush()
+        time.sleep(ABORT_DELAY)
         comm.Abort(1)
     sys.excepthook = hook
 
