@@ -149,7 +149,13 @@ def test_replication_factor():
 
 def test_replication_from_popdist(monkeypatch):
     monkeypatch.setenv("POPDIST_NUM_TOTAL_REPLICAS", "4")
-    assert popxl.Ir(replication="popdist").replication_factor == 4
+    ir = popxl.Ir(replication="popdist")
+    assert ir.replication_factor == 4 and ir.instance_replication_factor == 4
+    monkeypatch.setenv("POPDIST_NUM_LOCAL_REPLICAS", "2")
+    monkeypatch.setenv("PMI_SIZE", "2")
+    monkeypatch.setenv("PMI_RANK", "1")
+    ir = popxl.Ir(replication="popdist")
+    assert ir.replication_factor == 4 and ir.instance_replication_factor == 2
 
 
 def test_num_host_transfers():

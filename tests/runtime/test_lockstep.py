@@ -60,7 +60,7 @@ def test_lockstep_gives_the_numbers_of_one_thread_per_replica():
 
 
 def test_each_group_combines_its_values_once_and_the_members_share_the_result():
-    communicator = Communicator(3)
+    communicator = Communicator(range(3))
     calls, results = [], [None] * 3
 
     def combine(values):
@@ -81,7 +81,7 @@ def test_each_group_combines_its_values_once_and_the_members_share_the_result():
 
 
 def test_a_failing_combination_fails_its_replica_and_stops_the_others():
-    communicator = Communicator(2)
+    communicator = Communicator(range(2))
     errors = [None, None]
 
     def combine(values):

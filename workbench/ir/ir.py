@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import itertools
-import os
 from pathlib import Path
 from typing import Any, Callable, Literal, Optional, Sequence, Union
 
@@ -42,8 +41,13 @@ class Ir:
         self._num_host_transfers = 1
         self._dot_dir: Optional[Path] = None
         self._dot_checkpoints = 0
+        # popdist's settings when this Ir is one instance of a job (replication="popdist"), else None.
+        self._popdist = None
         if replication == "popdist":
-            replication = int(os.environ.get("POPDIST_NUM_TOTAL_REPLICAS", "1"))
+            from .popdist_settings import read_settings
+
+            self._popdist = read_settings()
+            replication = self._popdist.num_total_replicas if self._popdist is not None else 1
         self._replication_factor = 1
         self.replication_factor = replication
         self._main = Graph._create(self, "")
@@ -133,11 +137,24 @@ class Ir:
             raise RuntimeError("the replication factor cannot change once a Session owns the Ir")
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise ValueError(f"the replication factor must be a positive int, got {value!r}")
+        if self._popdist is not None and value != self._popdist.num_total_replicas:
+            raise ValueError(f"the replication factor of an Ir made with replication='popdist' is popdist's "
+                             f"{self._popdist.num_total_replicas} replicas, got {value}")
         self._replication_factor = value
 
     @property
     def instance_replication_factor(self) -> int:
+        """The replicas this instance (process) runs: all of them unless popdist splits the job."""
+        if self._popdist is not None:
+            return self._popdist.num_local_replicas
         return self._replication_factor
+
+    @property
+    def local_replicas(self) -> range:
+        """The global indices of the replicas this instance runs."""
+        if self._popdist is not None:
+            return self._popdist.local_replicas
+        return range(self._replication_factor)
 
     # ----- replica groupings -----
     def replica_grouping(self, stride: int = 1, group_size: Optional[int] = None) -> ReplicaGrouping:

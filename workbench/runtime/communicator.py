@@ -32,10 +32,10 @@ class _Failed:
 
 
 class Communicator:
-    """Shared by the replica threads of one run."""
+    """Shared by the replica threads of one run; ``replicas`` are their (global) indices."""
 
-    def __init__(self, replicas: int):
-        self._replicas = replicas
+    def __init__(self, replicas: Sequence[int]):
+        self._replicas = set(replicas)
         self._condition = threading.Condition()
         self._slots: dict[Hashable, dict[int, Any]] = {}
         self._results: dict[Hashable, Any] = {}
@@ -124,7 +124,7 @@ class Communicator:
             raise CollectiveMismatchError(
                 f"replica {replica} waits at {label} for replica(s) {gone}, which finished the run "
                 "without reaching it: every replica of a group must run the same collectives")
-        running = set(range(self._replicas)) - self._finished - {replica}
+        running = self._replicas - self._finished - {replica}
         stuck = {r: self._waiting[r] for r in running if r in self._waiting
                  and len(self._slots.get(self._waiting[r][0], ())) < self._waiting[r][2]}
         if len(stuck) == len(running):

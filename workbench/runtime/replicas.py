@@ -30,11 +30,16 @@ class ReplicaExecutionError(RuntimeError):
 
 class ReplicaRunner:
     """Runs a session's replica programs, one step at a time: inline for one replica, in lockstep
-    when ``lockstep`` is given, else a thread each."""
+    when ``lockstep`` is given, else a thread each.
 
-    def __init__(self, programs: list[ReplicaProgram], lockstep: Optional[LockstepMain] = None):
+    ``instances``, for one instance of a job of several (``workbench.distributed``), carries the
+    collectives that span instances and tells every instance how each run ended.
+    """
+
+    def __init__(self, programs: list[ReplicaProgram], lockstep: Optional[LockstepMain] = None, instances=None):
         self._programs = programs
         self._lockstep = lockstep
+        self._instances = instances
         self._pool: Optional[ThreadPoolExecutor] = None
 
     @property
@@ -47,21 +52,23 @@ class ReplicaRunner:
     def run(self, poll: Optional[Callable[[], None]] = None) -> None:
         """Run every replica once; ``poll`` is called now and then while the replica threads run.
         When it raises, every replica thread has stopped (the caller restores the weights)."""
-        if len(self._programs) == 1:
+        if self._instances is not None:
+            self._run_instance(poll)
+        elif len(self._programs) == 1:
             self._run_one(0)
         elif self._lockstep is not None:
             self._run_lockstep(self._lockstep, poll)
         else:
             self._run_all(poll)
 
-    def _run_one(self, replica: int, communicator=None) -> None:
-        program = self._programs[replica]
+    def _run_one(self, index: int, communicator=None) -> None:
+        program = self._programs[index]
         try:
             program.run(communicator)
-        except (ReplicaAborted, CollectiveMismatchError):
+        except (ReplicaAborted, CollectiveMismatchError, ReplicaExecutionError):
             raise
         except Exception as error:
-            raise _failure(error, replica, program.failing_op(error)) from error
+            raise _failure(error, program.replica, program.failing_op(error)) from error
 
     def _run_lockstep(self, lockstep: LockstepMain, poll: Optional[Callable[[], None]]) -> None:
         works = lockstep.begin()
@@ -87,12 +94,22 @@ class ReplicaRunner:
         if failures:
             raise _failure(failures[0], *lockstep.failure(failures[0])) from failures[0]
 
-    def _run_all(self, poll: Optional[Callable[[], None]]) -> None:
-        communicator = Communicator(len(self._programs))
+    def _run_instance(self, poll: Optional[Callable[[], None]]) -> None:
+        try:
+            self._run_all(poll)
+        except BaseException as error:
+            self._instances.run_ended(error)
+            raise
+        self._instances.run_ended(None)
 
-        def work(replica: int) -> Optional[BaseException]:
+    def _run_all(self, poll: Optional[Callable[[], None]]) -> None:
+        communicator = Communicator([program.replica for program in self._programs])
+        shared = communicator if self._instances is None else self._instances.communicator(communicator)
+
+        def work(index: int) -> Optional[BaseException]:
+            replica = self._programs[index].replica
             try:
-                self._run_one(replica, communicator)
+                self._run_one(index, shared)
             except BaseException as error:  # reported by the caller, after every replica stopped
                 self._stop_all()
                 if isinstance(error, CollectiveMismatchError):

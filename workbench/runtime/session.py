@@ -71,8 +71,11 @@ class Session:
         self._variables = list(ir.variables)
         self._persistent = list(ir.persistent_tensors)
         self._host = {v: weights.initial_host_value(v) for v in self._variables}
+        # This instance's replicas, by global index; a job of several instances links them.
+        self._replicas = ir.local_replicas
+        self._instances = _instances(ir)
         self._buffers = [{b: np.zeros((b.entries, *b.tensor_shape), b.tensor_dtype.as_numpy())
-                          for b in ir.remote_buffers} for _ in range(ir.replication_factor)]
+                          for b in ir.remote_buffers} for _ in self._replicas]
         # A remote variable's device value is its entry of its replica's remote buffer.
         self._device_values = [{**{v: weights.device_storage(v, buffers) for v in self._variables},
                                 **{t: np.zeros(t.shape, t.dtype.as_numpy()) for t in self._persistent}}
@@ -82,12 +85,12 @@ class Session:
         firsts = first_writes(ir, main_steps, set(self._variables + self._persistent))
         swaps = swappable(ir, main_steps, firsts)
         self._programs = [ReplicaProgram(ir, self._codes, r, values, buffers, firsts, swaps, check)
-                          for r, (values, buffers) in enumerate(zip(self._device_values, self._buffers))]
-        lockstep = (LockstepMain(self._codes[ir.main_graph], self._programs,
-                                 lockstep_threads(ir.replication_factor)) if runs_in_lockstep(ir) else None)
-        self._runner = ReplicaRunner(self._programs, lockstep)
+                          for r, values, buffers in zip(self._replicas, self._device_values, self._buffers)]
+        lockstep = (LockstepMain(self._codes[ir.main_graph], self._programs, lockstep_threads(len(self._programs)))
+                    if runs_in_lockstep(ir) and self._instances is None else None)
+        self._runner = ReplicaRunner(self._programs, lockstep, self._instances)
         self._profile = False
-        self._progress = True
+        self._progress = self._replicas[0] == 0  # one progress bar per job
         recorder = TraceRecorder(self._programs, Timeline(
             ir, {graph: code.steps for graph, code in self._codes.items()}, device), TRACE_EVENT_LIMIT)
         self._runs = Runs(self, self._codes, self._programs, recorder, self.events)
@@ -140,8 +143,9 @@ class Session:
         self._enter_stack.append(attaching)
         if attaching:
             self._attached = True
-            if len(self._programs) > 1:
-                # Replica threads each run NumPy; a multi-threaded BLAS under them only contends.
+            if len(self._programs) > 1 or self._instances is not None:
+                # Replica threads each run NumPy; a multi-threaded BLAS under them only contends. Instances
+                # pin it too, so that every process computes exactly as one holding all replicas would.
                 self._blas_limit = threadpool_limits(1, user_api="blas")
             self.weights_from_host()
             self.events.emit("attached", self)
@@ -177,7 +181,7 @@ class Session:
 
     def _variable_from_host(self, variable: Variable) -> None:
         host = self._host[variable]
-        for replica, values in enumerate(self._device_values):
+        for replica, values in zip(self._replicas, self._device_values):
             values[variable][...] = weights.replica_value(variable, host, replica)
 
     def weights_to_host(self) -> None:
@@ -185,9 +189,12 @@ class Session:
         copy every variable's device value into the host cache. An interrupt is raised once the copy
         is whole."""
         self._require_attached("weights_to_host")
-        to_the_end([*(partial(program.run_fragment, WEIGHTS_TO_HOST) for program in self._programs),
-                    *(partial(weights.gather_to_host, variable, self._device_values, self._host[variable])
-                      for variable in self._variables)])
+        to_the_end([partial(program.run_fragment, WEIGHTS_TO_HOST) for program in self._programs])
+        device = dict(zip(self._replicas, self._device_values))
+        if self._instances is not None:  # every instance's replicas: the host holds the whole job's weights
+            device = self._instances.all_device_values(device, self._variables)
+        to_the_end([partial(weights.gather_to_host, variable, device, self._host[variable])
+                    for variable in self._variables])
         self.weights_to_host_count += 1
         self._runs.host_in_sync = True
 
@@ -195,7 +202,7 @@ class Session:
     def create_host_outputs(self) -> dict:
         """Zeroed output arrays, one per device-to-host stream, shaped as ``run`` returns them."""
         return host_buffers.create_outputs(self._d2h_streams, self._ir.num_host_transfers,
-                                           self._ir.replication_factor)
+                                           self._ir.instance_replication_factor)
 
     def run(self, inputs: Optional[Mapping[Any, Any]] = None, downcast_inputs: bool = True) -> dict:
         """Run the main graph once with ``inputs`` (stream to array) and return the outputs."""
@@ -209,7 +216,7 @@ class Session:
                          downcast_inputs: bool = True) -> None:
         """Run once, writing the results into the given ``outputs`` arrays."""
         self._require_attached("run_with_outputs")
-        transfers, replicas = self._ir.num_host_transfers, self._ir.replication_factor
+        transfers, replicas = self._ir.num_host_transfers, self._ir.instance_replication_factor
         prepared = host_buffers.prepare_inputs({} if inputs is None else inputs, self._h2d_streams, transfers,
                                                replicas, downcast_inputs)
         views = host_buffers.output_views({} if outputs is None else outputs, self._d2h_streams, transfers,
@@ -224,6 +231,9 @@ class Session:
                 if progress is not None:
                     progress.close()
             run.complete()
+            if self._instances is not None:  # the trace shows every replica of the job
+                recorder = self._runs.recorder
+                recorder.record = self._instances.whole_record(recorder.record)
         except BaseException:
             run.undo()
             raise
@@ -305,6 +315,10 @@ class Session:
         >>> stepper = session.stepper({x_stream: data})
         >>> stepper.step().op, stepper.continue_().finished, stepper.outputs[y_stream]
         """
+        if self._instances is not None:
+            raise NotImplementedError("the stepper runs one process's replicas; this session is one instance "
+                                      f"of {self._instances.settings.num_instances}: step it with one "
+                                      "instance holding every replica")
         return Stepper(self, self._runs, inputs, downcast_inputs)
 
     # ----- tensor data -----
@@ -363,6 +377,16 @@ class Session:
                              f"{self._ir!r}")
 
 
+def _instances(ir: Ir):
+    """The link to the other instances of the job (MPI), or None when this process is the whole job."""
+    settings = ir._popdist
+    if settings is None or settings.num_instances == 1:
+        return None
+    from .instances import Instances  # loads MPI: only for jobs of several instances
+
+    return Instances(settings, ir)
+
+
 def _ipus_per_replica(ir: Ir) -> int:
     ipus = {op.ipu for graph in ir.graphs for op in graph._ops} | {v.ipu for v in ir.variables} or {0}
     return max(ipus) + 1
@@ -372,10 +396,11 @@ def _device(ir: Ir, device_desc: str) -> Device:
     """The simulated device: an IPU model is sized from the Ir, as popxl does."""
     if device_desc != "ipu_model":
         return device_for(device_desc)
-    device = device_for(device_desc, ipu_model_size(_ipus_per_replica(ir), ir.replication_factor))
+    replicas = ir.instance_replication_factor
+    device = device_for(device_desc, ipu_model_size(_ipus_per_replica(ir), replicas))
     if device.num_ipus > LARGE_IPU_MODEL:
         warnings.warn(f"the Ir needs an IPU model of {device.num_ipus} IPUs ({_ipus_per_replica(ir)} per "
-                      f"replica x {ir.replication_factor} replicas); every replica is simulated on this "
+                      f"replica x {replicas} replicas); every replica is simulated on this "
                       "machine, so runs will take memory and time in proportion", ResourceWarning,
                       stacklevel=3)
     return device
@@ -390,6 +415,7 @@ def _check_device(ir: Ir, device: Device) -> None:
         raise ValueError(f"the {device.kind!r} device does not support remote buffers; use "
                          "'ipu_model' or 'ipu_hw'")
     per_replica = _ipus_per_replica(ir)
+    replicas = ir.instance_replication_factor  # each instance has its own device
     needed = per_replica * replicas
     if needed > device.num_ipus:
         raise ValueError(f"the Ir needs {needed} IPUs ({per_replica} per replica x {replicas} replicas) "

@@ -1,0 +1,136 @@
+"""What ``poprun`` starts: one ``mpiexec`` (MPICH's) running the command as every instance, each
+with the ``POPDIST_*`` environment real poprun gives it."""
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+
+class PoprunError(ValueError):
+    """poprun was given options it cannot run."""
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """The layout poprun asked for."""
+
+    num_instances: int
+    num_replicas: int
+    ipus_per_replica: int = 1
+    only_output_from_instance: Optional[int] = None
+
+    def __post_init__(self):
+        for name in ("num_instances", "num_replicas", "ipus_per_replica"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 1:
+                raise PoprunError(f"--{name.replace('_', '-')} must be a positive integer, got {value!r}")
+        if self.num_replicas % self.num_instances:
+            raise PoprunError(f"--num-replicas {self.num_replicas} does not divide among --num-instances "
+                              f"{self.num_instances}: every instance runs the same number of replicas")
+        only = self.only_output_from_instance
+        if only is not None and not 0 <= only < self.num_instances:
+            raise PoprunError(f"--only-output-from-instance {only} is not one of the {self.num_instances} "
+                              f"instances (0 to {self.num_instances - 1})")
+
+    @property
+    def local_replicas(self) -> int:
+        return self.num_replicas // self.num_instances
+
+    def environment(self, instance: int) -> dict[str, str]:
+        """The variables of ``instance`` (real poprun's, with BLAS pinned to one thread per process)."""
+        return {"POPDIST_NUM_TOTAL_REPLICAS": str(self.num_replicas),
+                "POPDIST_NUM_IPUS_PER_REPLICA": str(self.ipus_per_replica),
+                "POPDIST_NUM_LOCAL_REPLICAS": str(self.local_replicas),
+                "POPDIST_UNIFORM_REPLICAS_PER_INSTANCE": "1",
+                "POPDIST_REPLICA_INDEX_OFFSET": str(instance * self.local_replicas),
+                "POPDIST_LOCAL_INSTANCE_INDEX": str(instance),
+                "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
+    def topology(self) -> str:
+        """The table poprun prints: which instance runs which replicas and IPUs."""
+        rows = [" instance | replicas        | IPUs"]
+        ipus = self.local_replicas * self.ipus_per_replica
+        for instance in range(self.num_instances):
+            first = instance * self.local_replicas
+            replicas = f"{first}-{first + self.local_replicas - 1}" if self.local_replicas > 1 else f"{first}"
+            rows.append(f" {instance:>8} | {replicas:<15} | {ipus} (simulated)")
+        head = (f"poprun: {self.num_instances} instance(s) x {self.local_replicas} replica(s) = "
+                f"{self.num_replicas} replicas of {self.ipus_per_replica} IPU(s), on localhost")
+        return "\n".join([head, *rows])
+
+
+# OpenMPI tokens users pass through poprun, and their MPICH (Hydra) spelling; None: nothing to do.
+_FLAGS = {"--allow-run-as-root": None, "--tag-output": ["-prepend-rank"], "--oversubscribe": None,
+          "--bind-to": "-bind-to", "--map-by": None}
+_WITH_VALUE = {"--bind-to", "--map-by"}
+
+
+def translate_mpi_args(given: dict[str, str]) -> list[str]:
+    """poprun's ``--mpi-global-args`` and ``--mpi-local-args`` (option to text) in OpenMPI's words, as
+    MPICH's ``mpiexec`` options. MPICH passes the whole environment anyway; ``-x NAME`` still becomes
+    ``-genvlist NAME``."""
+    result, passed = [], []
+    for option, text in given.items():
+        tokens, index = shlex.split(text), 0
+        while index < len(tokens):
+            token, index = tokens[index], index + 1
+            name, _, value = token.partition("=")
+            if name in ("-x", "--x") or name in _WITH_VALUE:
+                if not value:
+                    if index >= len(tokens):
+                        raise PoprunError(f"{option}: {name} needs a value (as in -x PYTHONPATH)")
+                    value, index = tokens[index], index + 1
+            if name in ("-x", "--x"):
+                variable, equals, setting = value.partition("=")
+                if equals:
+                    result += ["-genv", variable, setting]
+                else:
+                    passed.append(variable)
+            elif name in _FLAGS:
+                spelling = _FLAGS[name]
+                result += [spelling, value] if isinstance(spelling, str) else spelling or []
+            else:
+                known = ", ".join(sorted(["-x", *_FLAGS]))
+                raise PoprunError(f"{option}: the MPI option {token!r} has no translation for the MPICH that "
+                                  f"runs the instances here; the options understood are {known}")
+    return result + (["-genvlist", ",".join(dict.fromkeys(passed))] if passed else [])
+
+
+def find_mpiexec() -> str:
+    """MPICH's mpiexec: the one beside this Python (the ``mpich`` wheel's) first, then on PATH."""
+    path = os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])
+    found = shutil.which("mpiexec", path=path)
+    if found is None:
+        raise PoprunError("poprun needs MPICH's mpiexec: pip install 'ipu-workbench[distributed]' "
+                          "(mpi4py and mpich)")
+    version = subprocess.run([found, "--version"], capture_output=True, text=True).stdout
+    if "HYDRA" not in version:
+        raise PoprunError(f"{found} is not MPICH's mpiexec (Hydra); poprun drives MPICH: "
+                          "pip install mpich, or put its mpiexec first on PATH")
+    return found
+
+
+def mpiexec_command(job: Job, command: Sequence[str], mpiexec: str, mpi_args: Sequence[str] = ()) -> list[str]:
+    """The ``mpiexec`` command line: one MPMD section per instance, each with its own environment.
+
+    ``mpi_args`` (translated) apply to every instance: on one host, poprun's global and local MPI
+    arguments mean the same."""
+    if not command:
+        raise PoprunError("poprun needs a command to run, as in `poprun --num-instances 2 --num-replicas 4 "
+                          "python train.py`")
+    tagged = job.num_instances > 1 and job.only_output_from_instance is None
+    line = [mpiexec, *(["-prepend-rank"] if tagged and "-prepend-rank" not in mpi_args else []), *mpi_args]
+    for instance in range(job.num_instances):
+        if instance:
+            line.append(":")
+        line += ["-n", "1"]
+        for name, value in job.environment(instance).items():
+            line += ["-env", name, value]
+        quiet = job.only_output_from_instance not in (None, instance)
+        line += ["sh", "-c", 'exec "$@" >/dev/null 2>&1', "sh", *command] if quiet else list(command)
+    return line

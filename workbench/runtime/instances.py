@@ -1,0 +1,133 @@
+"""A session's view of the other instances of its job: collectives and weights across processes.
+
+Replicas keep their global index. A collective whose groups all lie within this instance stays a
+rendezvous of threads. One whose groups span instances gathers every local replica's value, and one
+thread (the instance's first replica) exchanges them with the other instances in one MPI call; each
+member then takes its group's values in global replica order and reduces them with the op's own
+reducer, exactly as one instance holding every replica would, so results agree bit for bit.
+"""
+from __future__ import annotations
+
+from array import array
+from typing import Any, Callable, Hashable, Optional, Sequence
+
+import numpy as np
+
+from .trace import BranchLog, RunRecord
+
+from .mpi import Channel, world
+from workbench.ir.popdist_settings import PopdistSettings
+
+
+class Instances:
+    """Opened by each Session of a job of several instances (every instance opens it, in step)."""
+
+    def __init__(self, settings: PopdistSettings, ir):
+        self.settings = settings
+        self.channel: Channel = world(settings).channel()
+        # Conditionals by a number every instance gives them alike: the branch logs cross as numbers.
+        self._conditionals = [op for graph in ir.graphs for op in graph._ops if op.type == "conditional"]
+
+    def communicator(self, local) -> "SpanningCommunicator":
+        """What the replica threads of one run call for collectives, around their local ``Communicator``."""
+        return SpanningCommunicator(local, self.channel, self.settings)
+
+    def run_ended(self, error: Optional[BaseException]) -> None:
+        """Every instance learns how the run went everywhere; raises if it failed elsewhere."""
+        self.channel.run_ended(error)
+
+    def all_device_values(self, local: dict[int, dict], variables: Sequence) -> dict[int, dict]:
+        """Every global replica's device values of ``variables``, from every instance, in one exchange."""
+        replicas = self.settings.local_replicas
+        arrays = [np.ascontiguousarray(local[r][v]) for r in replicas for v in variables]
+        packed = np.concatenate([a.reshape(-1).view(np.uint8) for a in arrays]) if arrays \
+            else np.zeros(0, np.uint8)
+        everyone = self.channel.allgather(packed, f"weights_to_host of {len(variables)} variables: "
+                                                  f"{packed.nbytes} bytes")
+        result: dict[int, dict] = {}
+        for instance, row in enumerate(everyone):
+            start = 0
+            for index in range(len(replicas)):
+                values = result.setdefault(instance * len(replicas) + index, {})
+                for variable, like in zip(variables, arrays[index * len(variables):]):
+                    values[variable] = row[start: start + like.nbytes].view(like.dtype).reshape(like.shape)
+                    start += like.nbytes
+        return result
+
+
+    def whole_record(self, record: RunRecord) -> RunRecord:
+        """The record of a run on every global replica, from each instance's record of its own.
+
+        Branch logs travel as (conditional number, taken) and clock readings as seconds since the
+        run started, so the trace of the whole job replays on any instance."""
+        number = {op: index for index, op in enumerate(self._conditionals)}
+        profiled = record.timestamps is not None
+        parts = [np.array([(number[op], taken) for op, taken in branches], np.float64).reshape(-1)
+                 for branches in record.branches]
+        if profiled:
+            parts += [np.array(stamps, np.float64) - record.started for stamps in record.timestamps]
+        sizes = np.array([len(part) for part in parts], np.int64)
+        all_sizes = self.channel.allgather(sizes, f"trace record sizes of {len(parts)} logs")
+        width = int(all_sizes.sum(axis=1).max())
+        packed = np.zeros(width, np.float64)
+        if parts:
+            packed[: sizes.sum()] = np.concatenate(parts)
+        everyone = self.channel.allgather(packed, f"trace record of {width} numbers")
+        local = len(record.branches)
+        branches, timestamps = [], []
+        for row, counts in zip(everyone, all_sizes):
+            logs = np.split(row, np.cumsum(counts))[: len(counts)]
+            branches += [BranchLog.of([(self._conditionals[int(i)], bool(t)) for i, t in log.reshape(-1, 2)])
+                         for log in logs[:local]]
+            timestamps += [array("d", log + record.started) for log in logs[local:]]
+        return RunRecord(branches, timestamps if profiled else None, record.started, record.seconds,
+                         record.event_limit)
+
+
+class SpanningCommunicator:
+    """Passes collectives within the instance to the thread ``Communicator``; exchanges the others."""
+
+    def __init__(self, local, channel: Channel, settings: PopdistSettings):
+        self._local = local
+        self._channel = channel
+        self._settings = settings
+        self._replicas = list(settings.local_replicas)
+        self._first = self._replicas[0]
+        self._spanning: dict = {}  # op: whether any of its groups spans instances
+
+    def exchange(self, key: Hashable, label: str, replica: int, members: Sequence[int], value: Any) -> list:
+        op, _, occurrence = key
+        if not self._spans(op, members):
+            return self._local.exchange(key, label, replica, members, value)
+        values = self._local.exchange(("instances", op, occurrence), label, replica, self._replicas, value)
+        everyone = None
+        if replica == self._first:
+            stacked = np.stack(values)
+            description = (f"{label} occurrence {occurrence}: {stacked.dtype}{list(stacked.shape[1:])}")
+            everyone = self._channel.allgather(stacked, description)
+            everyone = everyone.reshape(-1, *stacked.shape[1:])
+        everyone = self._local.exchange(("instances result", op, occurrence), label, replica, self._replicas,
+                                        everyone)[0]
+        return [everyone[m] for m in members]
+
+    def combine(self, key: Hashable, label: str, replica: int, members: Sequence[int], value: Any,
+                combine: Callable[[list], Any]) -> Any:
+        """``combine`` of every member's value (in global replica order): within the instance, once
+        for the group; across instances, by each member from the values exchanged, so that every
+        instance computes the same bits."""
+        op, _, _ = key
+        if not self._spans(op, members):
+            return self._local.combine(key, label, replica, members, value, combine)
+        return combine(self.exchange(key, label, replica, members, value))
+
+    def _spans(self, op, members: Sequence[int]) -> bool:
+        """Whether the op exchanges across instances: decided for the op, not for one group, so that
+        every local replica takes the same path even where only some groups span instances."""
+        spans = self._spanning.get(op)
+        if spans is None:
+            grouping = op.attrs.get("group")
+            groups = [grouping.members(g) for g in range(grouping.num_groups)] if grouping is not None \
+                else [members]
+            instance = self._settings.instance_of
+            spans = self._spanning[op] = any(instance(min(g)) != instance(max(g)) for g in groups)
+        return spans
