@@ -135,8 +135,12 @@ class ReplicaRunner:
             self._pool = ThreadPoolExecutor(count, thread_name_prefix="replica")
         for program in self._programs:
             program.stop_requested = False
-        futures = [self._pool.submit(work, index) for index in range(count)]
+        futures = []
         try:
+            # Submitted inside the ``try``: an interrupt between two submissions must stop those
+            # already started, or they would wait for the others until the collectives' deadline.
+            for index in range(count):
+                futures.append(self._pool.submit(work, index))
             # A timeout even without ``poll``: an interrupt that reached another thread is seen soon.
             while wait(futures, timeout=POLL_SECONDS).not_done:
                 if poll is not None:
