@@ -75,3 +75,21 @@ def test_a_call_spanning_two_ipus_takes_and_returns_tensors_on_their_ipus():
             ops.host_store(stream, out)
     with popxl.Session(ir, "ipu_model") as session:
         np.testing.assert_array_equal(session.run({})[stream], [3.0, 3.0])
+
+
+def test_the_schedule_view_shows_each_pipeline_stage_as_a_band():
+    from workbench.widgets import ScheduleView
+
+    figure = ScheduleView(train(True), live=False).figure
+    strips = {trace.meta["stage"]: trace for trace in figure.data if (trace.meta or {}).get("kind") == "pipeline stage"}
+    assert sorted(strips) == [0, 1, 2]
+    assert all(trace.name == f"pipeline stage {stage}" for stage, trace in strips.items())
+    assert len({trace.marker.color for trace in strips.values()}) == 3
+    import popxl
+    import popxl.ops as ops
+
+    ir = popxl.Ir()
+    with ir.main_graph:
+        ops.relu(popxl.variable(np.ones(3, np.float32)))
+    unstaged = ScheduleView(ir, live=False).figure
+    assert not [trace for trace in unstaged.data if (trace.meta or {}).get("kind") == "pipeline stage"]

@@ -121,6 +121,11 @@ class Graph:
     def __contains__(self, tensor: object) -> bool:
         return isinstance(tensor, Tensor) and tensor.graph is self
 
+    def __call__(self) -> "Graph":
+        """The graph itself: popart.ir, popxl's earlier name, read the main graph with a call
+        (``ir.main_graph()``), which scripts written for it still do."""
+        return self
+
     # ----- context -----
     def __enter__(self) -> "Graph":
         graphs = get_current_context().graphs

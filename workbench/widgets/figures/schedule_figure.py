@@ -16,7 +16,8 @@ import plotly.graph_objects as go
 from workbench.analysis.cost_model import KINDS
 from workbench.ir import Op
 
-from ..style import CURRENT_COLOR, HIGHLIGHT, IN_SEQUENCE_COLOR, SCHEDULE_COLORS, SCHEDULE_LABELS, base_layout, text, text_array
+from ..style import (CURRENT_COLOR, HIGHLIGHT, IN_SEQUENCE_COLOR, SCHEDULE_COLORS, SCHEDULE_LABELS, base_layout,
+                     group_color, text, text_array)
 
 Row = tuple[Optional[int], int]  # (replica or None for every replica, IPU)
 SEQUENCE_COLOR = "rgba(127, 127, 127, 0.14)"
@@ -159,6 +160,7 @@ def schedule_figure(events: Sequence[Any], *, unit: str = "cycles", clock_hz: fl
             opacity=0.45 if control else 1.0, width=0.8 if control else 0.5,
             customdata=[bar.event for bar in drawn], hovertext=text_array(hover(bar.event) for bar in drawn),
             hoverinfo="text", meta=dict(kind=kind)))
+    _add_pipeline_stages(figure, events, bars)
     _add_outlines(figure, events, bars, selected, "selected op", HIGHLIGHT, hover)
     _add_outlines(figure, events, bars, current, "next op", CURRENT_COLOR, hover)
     _add_breakpoints(figure, bars, breakpoints)
@@ -203,6 +205,23 @@ def _add_outlines(figure: go.Figure, events: Sequence[Any], bars: list[Bar], ind
         x=[bar.start for bar in marked], y=rows, mode="markers", name=name, showlegend=False,
         marker=dict(symbol="triangle-right", size=11, color=color), hoverinfo="skip",
         meta=dict(kind=name + " marker")))
+
+
+def _add_pipeline_stages(figure: go.Figure, events: Sequence[Any], bars: list[Bar]) -> None:
+    """A thin strip above each bar of an op with a pipeline stage (PopART's ``pipelineStage``),
+    coloured by stage, so the stages show as bands along the timeline."""
+    stages: dict[int, list[Bar]] = defaultdict(list)
+    for bar in bars:
+        stage = events[bar.event].op.meta.get("pipeline_stage")
+        if stage is not None:
+            stages[stage].append(bar)
+    for stage in sorted(stages):
+        marked = stages[stage]
+        figure.add_trace(go.Bar(
+            orientation="h", y=text_array(row_label(bar.row) for bar in marked), base=[bar.start for bar in marked],
+            x=[bar.end - bar.start for bar in marked], width=0.12, offset=0.27, name=f"pipeline stage {stage}",
+            marker=dict(color=group_color(stage), line=dict(width=0)), hoverinfo="text",
+            hovertext=f"pipeline stage {stage}", meta=dict(kind="pipeline stage", stage=stage)))
 
 
 def _add_breakpoints(figure: go.Figure, bars: list[Bar], indices: Sequence[int]) -> None:
