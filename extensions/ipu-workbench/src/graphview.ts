@@ -82,16 +82,13 @@ export class GraphView {
     if (!this.expanded.delete(key)) {
       this.expanded.add(key);
     }
-    this.redraw(() => key);
+    this.redraw(layout => positionOf(layout, key));
   }
 
-  /** Expands every call, then scrolls to the top of what the first one opened holds. */
+  /** Expands every call, then scrolls to the innermost body the first one opened (see `innermostBody`). */
   expandAll(): void {
     this.walkCalls(this.graphId, '', 0, () => true);
-    this.redraw(layout => {
-      const first = layout.nodes.find(node => node.inner.length > 0);
-      return first && innermostTop(first).key;
-    });
+    this.redraw(innermostBody);
   }
 
   collapseAll(): void {
@@ -111,7 +108,10 @@ export class GraphView {
   /** Expands every call op on the way to a match hidden in a collapsed call. */
   expandToMatches(): void {
     this.walkCalls(this.graphId, '', 0, callee => this.matchesBelow(callee, 0) > 0);
-    this.redraw(() => this.canvas.querySelector('.ipu-wb-match')?.getAttribute('data-key') ?? undefined);
+    this.redraw(layout => {
+      const key = this.canvas.querySelector('.ipu-wb-match')?.getAttribute('data-key');
+      return key ? positionOf(layout, key) : undefined;
+    });
   }
 
   private walkCalls(graphId: string, path: string, depth: number, open: (callee: string) => boolean): void {
@@ -131,10 +131,10 @@ export class GraphView {
   }
 
   /**
-   * Lays the graph out again and draws it when the layout is ready; `focus` names the node to scroll
+   * Lays the graph out again and draws it when the layout is ready; `focus` gives the point to scroll
    * to once drawn (else the top left). Until then the canvas keeps what it shows, or says it is laying out.
    */
-  private redraw(focus: (layout: GraphLayout) => string | undefined = () => undefined): void {
+  private redraw(focus: (layout: GraphLayout) => Point | undefined = () => undefined): void {
     const generation = ++this.generation;
     const nodes = this.nodeCount(this.graphId, '', 0);
     if (nodes > MAX_DRAWN_NODES && !this.drawLarge) {
@@ -151,7 +151,7 @@ export class GraphView {
     const layout = buildLayout(this.index, this.graphId, this.expanded, this.widths);
     if (!fitsElk(layout)) {
       placeInLayers(layout);
-      this.draw(layout, `${countNodes(layout).toLocaleString('en')} nodes: drawn in plain layers, edges may cross nodes`, focus(layout));
+      this.draw(layout, `${countNodes(layout).toLocaleString('en')} nodes: drawn in plain layers, edges may cross nodes`, focus);
       return;
     }
     if (this.canvas.querySelector(':scope > .ipu-wb-graph-svg') === null) {
@@ -160,7 +160,7 @@ export class GraphView {
     this.canvas.setAttribute('aria-busy', 'true');
     arrange(layout).then(byElk => {
       if (generation === this.generation) {
-        this.draw(layout, byElk ? '' : 'the layout engine failed: drawn in plain layers, edges may cross nodes', focus(layout));
+        this.draw(layout, byElk ? '' : 'the layout engine failed: drawn in plain layers, edges may cross nodes', focus);
       }
     }).catch(error => {
       if (generation === this.generation) {
@@ -170,13 +170,13 @@ export class GraphView {
   }
 
   /** Shows `layout`, placed, in place of what the canvas shows, with `note` in the toolbar, and scrolls to `focus`. */
-  private draw(layout: GraphLayout, note: string, focus: string | undefined): void {
+  private draw(layout: GraphLayout, note: string, focus: (layout: GraphLayout) => Point | undefined): void {
     const root = svg(this.doc, 'svg', { class: 'ipu-wb-graph-svg', width: layout.width, height: layout.height,
       viewBox: `0 0 ${layout.width} ${layout.height}`, 'data-engine': layout.engine });
     this.drawn = [];
     root.appendChild(this.drawLayout(layout));
     this.replaceDrawing(root, note);
-    this.scrollTo(layout, focus);
+    this.scrollTo(layout, focus(layout));
   }
 
   /** Puts `content` in the canvas in one step, ends the busy state and highlights the search's matches. */
@@ -192,8 +192,7 @@ export class GraphView {
   }
 
   /** Scrolls the canvas so that node `key` sits near its top left (scaled when fitted to the width). */
-  private scrollTo(layout: GraphLayout, key: string | undefined): void {
-    const at = key === undefined ? undefined : positionOf(layout, key);
+  private scrollTo(layout: GraphLayout, at: Point | undefined): void {
     const width = this.canvas.clientWidth;
     const scale = this.canvas.classList.contains('ipu-wb-fit') && width > 0 && width < layout.width ? width / layout.width : 1;
     this.canvas.scrollLeft = at ? Math.max(0, at.x * scale - SCROLL_MARGIN) : 0;
@@ -340,15 +339,28 @@ export class GraphView {
 }
 
 /**
- * The top-left node of the first body an expanded call holds, descending through expanded calls: the
- * rows of a wide body are centred, so its top left corner is often empty.
+ * Where expand all scrolls to: the top-left corner of the first body the first expanded call holds, or,
+ * when that body has expanded calls, of the first body of its first one, and so on inwards. (An outer
+ * body's top is often only its inputs, with long edges down to the calls inside.)
  */
-export function innermostTop(node: LayoutNode): LayoutNode {
-  let current = node;
-  while (current.inner.length > 0 && current.inner[0].nodes.length > 0) {
-    current = current.inner[0].nodes.reduce((best, n) => (n.y < best.y || (n.y === best.y && n.x < best.x) ? n : best));
+export function innermostBody(layout: GraphLayout): Point | undefined {
+  let call = layout.nodes.find(node => node.inner.length > 0);
+  if (call === undefined) {
+    return undefined;
   }
-  return current;
+  let x = layout.x + call.x;
+  let y = layout.y + call.y;
+  while (call !== undefined) {
+    const body: GraphLayout = call.inner[0];
+    x += body.x;
+    y += body.y;
+    call = body.nodes.find(node => node.inner.length > 0);
+    if (call !== undefined) {
+      x += call.x;
+      y += call.y;
+    }
+  }
+  return { x, y };
 }
 
 /** Where node `key` is drawn, in the coordinates of the whole drawing (nested layouts add up). */

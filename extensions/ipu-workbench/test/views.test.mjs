@@ -134,6 +134,27 @@ test('search counts matches inside collapsed calls and expands to them', async (
   assert.ok(root.querySelector('[data-key="|repeat.5"]').classList.contains('ipu-wb-closed'), 'calls without matches stay closed');
 });
 
+test('while a layout is on its way the drawing stays, and only the latest layout asked for is drawn', async () => {
+  const dom = new JSDOM('<!DOCTYPE html><body></body>');
+  const root = renderIr(dom.window.document.body, sampleDocument());
+  const canvas = root.querySelector('.ipu-wb-canvas');
+  assert.equal(canvas.getAttribute('aria-busy'), 'true');
+  assert.equal(canvas.textContent, 'Laying out 4 nodes…', 'the first drawing says it is coming');
+  await settled(root);
+  const before = canvas.querySelector('.ipu-wb-graph-svg');
+  const call = () => canvas.querySelector('[data-key="|call.3"]');
+  call().dispatchEvent(new dom.window.MouseEvent('click', { bubbles: true }));
+  assert.equal(canvas.getAttribute('aria-busy'), 'true');
+  assert.equal(canvas.querySelector('.ipu-wb-graph-svg'), before, 'the old drawing stays meanwhile');
+  call().dispatchEvent(new dom.window.MouseEvent('click', { bubbles: true }));
+  await settled(root);
+  assert.notEqual(canvas.querySelector('.ipu-wb-graph-svg'), before);
+  assert.equal(canvas.children.length, 1);
+  assert.ok(call().classList.contains('ipu-wb-closed'), 'opened then closed: the second layout is the one drawn');
+  await new Promise(resolve => setTimeout(resolve, 50));
+  assert.ok(call().classList.contains('ipu-wb-closed'), 'and the first one, arriving late, is dropped');
+});
+
 test('the graph view lays out data flow top to bottom', async () => {
   const { root } = await render(sampleDocument());
   const y = key => {
@@ -255,7 +276,7 @@ function wideDocument(count) {
   return document;
 }
 
-test('expand all scrolls to the top of the first call it opened; a call clicked open stays in sight', async () => {
+test('expand all scrolls to the top left of the body the first call opened; a call clicked open stays in sight', async () => {
   const { window, root } = await render(wideDocument(12));
   const { buildLayout } = await import('../lib/layout.js');
   const { placeWithElk } = await import('../lib/elklayout.js');
@@ -270,7 +291,10 @@ test('expand all scrolls to the top of the first call it opened; a call clicked 
   await click(root.querySelector('.ipu-wb-expand-all'));
   const index = new IrIndex(JSON.parse(JSON.stringify(wideDocument(12))));
   const expanded = new Set(['|call.3', '|repeat.5']);
-  const at = positionOf(await layoutGraph(index, 'main_graph', expanded), '|call.3>body|body/a');
+  const layout = await layoutGraph(index, 'main_graph', expanded);
+  const call = positionOf(layout, '|call.3');
+  const body = layout.nodes.find(node => node.key === '|call.3').inner[0];
+  const at = { x: call.x + body.x, y: call.y + body.y };
   assert.ok(at.x > 200, `the call is drawn right of the wide first layer, at ${at.x}`);
   assert.deepEqual([canvas.scrollLeft, canvas.scrollTop], [at.x - 24, Math.max(0, at.y - 24)]);
   await click(root.querySelector('.ipu-wb-collapse-all'));
