@@ -1,10 +1,9 @@
 """The extension's graph view lays real graphs out with ELK: on the MLP's backward graph, the training step with
 every call expanded and a 299-op backward graph, no two node boxes or labels overlap, no edge passes through a
-node that is not one of its ends, and everything lies inside the drawing's width. A 2,003-op graph is laid out
-in reasonable time (slow: it prints the times).
+node that is not one of its ends, and everything lies inside the drawing's width. A layout that takes too long
+falls back to plain layers. A 2,003-op graph is laid out in reasonable time (slow: it prints the times).
 """
 import json
-import os
 import re
 
 import pytest
@@ -39,6 +38,13 @@ def test_real_graphs_are_drawn_without_overlaps_or_edges_through_nodes(tmp_path)
         assert re.search(rf"^ok \d+ - {re.escape(name)}$", out, re.M), out
     for name in ("the sample, every call expanded, is drawn by ELK without overlaps or edges through nodes",
                  "edges bend around nodes: the routes have bends, drawn rounded"):
+        assert re.search(rf"^ok \d+ - {re.escape(name)}$", out, re.M), name
+
+
+def test_a_layout_that_takes_too_long_falls_back_to_plain_layers():
+    out = run_node_tests({}, "test/elk.test.mjs")
+    for name in ("a layout that takes too long is given up and its worker stopped; the next starts a new one",
+                 "a graph ELK does not lay out in time is placed in plain layers"):
         assert re.search(rf"^ok \d+ - {re.escape(name)}$", out, re.M), name
 
 

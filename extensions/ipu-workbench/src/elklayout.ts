@@ -35,7 +35,7 @@ const GRAPH_OPTIONS: LayoutOptions = {
  * narrower drawing with fewer bends) but its time grows fast, so bigger drawings take ELK's default
  * placement; the biggest also merge the edges leaving one node, which halves ELK's time on them.
  */
-export function graphOptions(nodes: number): LayoutOptions {
+function graphOptions(nodes: number): LayoutOptions {
   if (nodes <= 300) {
     return { ...GRAPH_OPTIONS, 'elk.layered.nodePlacement.strategy': 'NETWORK_SIMPLEX' };
   }
@@ -57,10 +57,13 @@ export function fitsElk(layout: GraphLayout): boolean {
   return countNodes(layout) <= ELK_MAX_NODES;
 }
 
-/** Places `layout` with ELK, or in plain layers if ELK fails or times out; resolves to whether ELK placed it. */
-export async function arrange(layout: GraphLayout): Promise<boolean> {
+/**
+ * Places `layout` with ELK, or in plain layers if ELK fails or takes longer than `seconds`; resolves to
+ * whether ELK placed it.
+ */
+export async function arrange(layout: GraphLayout, seconds = ELK_SECONDS): Promise<boolean> {
   try {
-    await placeWithElk(layout);
+    await placeWithElk(layout, seconds);
     return true;
   } catch (error) {
     console.warn('ipu-workbench: ELK could not lay out the graph; drawing it in plain layers', error);
@@ -70,10 +73,10 @@ export async function arrange(layout: GraphLayout): Promise<boolean> {
 }
 
 /** Places `layout` (and everything expanded in it) with ELK: positions, sizes and edge routes. */
-export async function placeWithElk(layout: GraphLayout): Promise<void> {
+export async function placeWithElk(layout: GraphLayout, seconds = ELK_SECONDS): Promise<void> {
   const edges = new Map<string, LayoutEdge>();
   const options = graphOptions(countNodes(layout));
-  const result = await elkLayout(toElk(layout, 'root', options, edges), ELK_SECONDS);
+  const result = await elkLayout(toElk(layout, 'root', options, edges), seconds);
   fromElk(layout, result, edges);
 }
 
