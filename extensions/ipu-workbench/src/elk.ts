@@ -21,12 +21,14 @@ interface Engine {
 }
 
 let engine: Promise<Engine> | undefined;
+/** The worker's source as a blob URL, made once: a stopped worker's successor starts from it too. */
+let workerUrl: string | undefined;
 
 function startEngine(): Promise<Engine> {
   return import('./generated/elkworker.js').then(({ ELK_WORKER_SOURCE }) => {
     const scope = globalThis as { Worker?: typeof Worker; Blob?: typeof Blob; URL?: typeof URL };
     if (typeof scope.Worker === 'function' && typeof scope.Blob === 'function' && typeof scope.URL?.createObjectURL === 'function') {
-      const url = scope.URL.createObjectURL(new scope.Blob([ELK_WORKER_SOURCE], { type: 'text/javascript' }));
+      const url = (workerUrl ??= scope.URL.createObjectURL(new scope.Blob([ELK_WORKER_SOURCE], { type: 'text/javascript' })));
       return { elk: new ELK({ algorithms: ['layered'], workerFactory: () => new scope.Worker!(url) }), inWorker: true };
     }
     // The worker source defines ELK's in-page worker when it sees a CommonJS `module`.

@@ -10,8 +10,10 @@ import { elkLayout } from './elk.js';
 import { countNodes, GAP_X, GraphLayout, HEADER, LayoutEdge, PAD, placeInLayers, Point } from './layout.js';
 
 /**
- * Above this many nodes the plain layering is used: ELK takes seconds for a few thousand nodes (its time
- * grows faster than the node count), and the plain layering takes milliseconds.
+ * Above this many nodes the plain layering is used, which takes milliseconds. ELK's time grows faster
+ * than the node count: in Chromium, from the graph picked to the graph drawn, about 0.3 s for 560 nodes
+ * and 2 to 2.7 s for the 3,750 nodes of a 2,000-op backward graph (the first layout of a page also
+ * starts the worker).
  */
 export const ELK_MAX_NODES = 4000;
 /** A layout that takes longer than this is given up and the plain layering drawn instead. */

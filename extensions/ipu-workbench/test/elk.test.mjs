@@ -34,6 +34,7 @@ test('a layout that takes too long is given up and its worker stopped; the next 
   assert.ok(started[0].terminated);
   await assert.rejects(elkLayout({ id: 'root' }, 0.05), LayoutTimeout);
   assert.equal(started.length, 2);
+  assert.equal(started[1].url, started[0].url, 'from the same source');
 });
 
 test('a graph ELK does not lay out in time is placed in plain layers', async () => {
