@@ -72,6 +72,7 @@ def test_a_notebook_draws_the_ir_and_its_session(lab, browser):
     page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
     page.wait_for_function("document.querySelectorAll('.jp-OutputArea-output .ipu-wb-root').length === 2")
     ir_view, session_view = page.query_selector_all(".jp-OutputArea-output .ipu-wb-root")
+    ir_view.wait_for_selector(".ipu-wb-canvas:not([aria-busy]) > .ipu-wb-graph-svg")
 
     # The Ir opens on its main graph; every markup name is drawn as text, and none ran. Ops are
     # labelled by type, as in the plotly views, with their names in the hover title.
@@ -89,7 +90,7 @@ def test_a_notebook_draws_the_ir_and_its_session(lab, browser):
 
     # Expanding the call shows the called graph; hovering an op gives its details; search highlights.
     ir_view.query_selector(".ipu-wb-callable.ipu-wb-closed").click()
-    assert ir_view.query_selector(".ipu-wb-callable.ipu-wb-open .ipu-wb-frame")
+    ir_view.wait_for_selector(".ipu-wb-callable.ipu-wb-open .ipu-wb-frame")
     inner = [n.text_content() for n in ir_view.query_selector_all(".ipu-wb-open .ipu-wb-op .ipu-wb-label")]
     assert "mul" in inner and "add" in inner, inner
     ir_view.query_selector(".ipu-wb-open .ipu-wb-op:not(.ipu-wb-callable)").hover()
@@ -141,6 +142,7 @@ def test_a_saved_ir_json_file_opens_in_the_viewer(lab, browser):
     page.wait_for_selector('.jp-DirListing-item[title*="model.ir.json"] [data-icon="ipu-workbench:ir-file"]')
     assert view.query_selector(".ipu-wb-summary").text_content().startswith(f"IR {document['ir']['id']}: 2 graphs")
     view.query_selector(".ipu-wb-expand-all").click()
+    view.wait_for_selector(".ipu-wb-frame")
     titles = [n.text_content() for n in view.query_selector_all(".ipu-wb-node title")]
     assert any(title.endswith("/<img src=x onerror=\"__wbXss=1\">") for title in titles), titles
     assert page.evaluate("document.querySelectorAll('.jp-MimeDocument img, .jp-MimeDocument script').length") == 0
@@ -264,7 +266,9 @@ def test_expand_all_on_the_mlp_leaves_its_drawing_in_sight(lab, browser):
     (root / "mlp.ir.json").write_text(json.dumps(mlp_training()[0]._repr_mimebundle_()[0][MIME_TYPE]), encoding="utf-8")
     page = open_page(browser, f"{url}/lab/tree/mlp.ir.json")
     view = page.wait_for_selector(".jp-MimeDocument .ipu-wb-root")
+    view.wait_for_selector(".ipu-wb-canvas:not([aria-busy]) > .ipu-wb-graph-svg")
     view.query_selector(".ipu-wb-expand-all").click()
+    view.wait_for_selector(".ipu-wb-canvas:not([aria-busy]) .ipu-wb-frame")
     canvas = view.query_selector(".ipu-wb-canvas")
     ops_in_sight = canvas.evaluate("""canvas => {
         const box = canvas.getBoundingClientRect();
@@ -275,6 +279,53 @@ def test_expand_all_on_the_mlp_leaves_its_drawing_in_sight(lab, browser):
     }""")
     assert ops_in_sight >= 5, ops_in_sight
     page.screenshot(path=str(ARTIFACTS / "browser-mlp-expanded.png"))
+    page.close()
+
+
+DRAWN_GEOMETRY = """svg => {
+    const problems = [];
+    const outer = svg.getBoundingClientRect();
+    const rect = node => node.getBoundingClientRect();
+    const nodes = [...svg.querySelectorAll('.ipu-wb-node:not(.ipu-wb-open)')];
+    const boxes = nodes.map(node => rect(node.querySelector(':scope > .ipu-wb-box')));
+    nodes.forEach((node, i) => {
+        const [box, label] = [boxes[i], rect(node.querySelector(':scope > .ipu-wb-label'))];
+        if (label.left < box.left || label.right > box.right || label.top < box.top || label.bottom > box.bottom) {
+            problems.push(`the label of ${node.dataset.key} sticks out of its box`);
+        }
+        if (box.left < outer.left - 0.5 || box.right > outer.right + 0.5) {
+            problems.push(`${node.dataset.key} is outside the drawing`);
+        }
+        for (const other of boxes.slice(i + 1)) {
+            if (box.left < other.right && other.left < box.right && box.top < other.bottom && other.top < box.bottom) {
+                problems.push(`${node.dataset.key} overlaps another node`);
+            }
+        }
+    });
+    return [nodes.length, problems];
+}"""
+
+
+def test_the_mlp_backward_graph_is_drawn_by_elk_with_labels_inside_their_boxes(lab, browser):
+    url, root = lab
+    sys.path.insert(0, str(Path(__file__).parents[1]))
+    from programs import mlp_training
+
+    (root / "mlp-backward.ir.json").write_text(json.dumps(mlp_training()[0]._repr_mimebundle_()[0][MIME_TYPE]),
+                                               encoding="utf-8")
+    page = open_page(browser, f"{url}/lab/tree/mlp-backward.ir.json")
+    view = page.wait_for_selector(".jp-MimeDocument .ipu-wb-root")
+    view.wait_for_selector(".ipu-wb-canvas:not([aria-busy]) > .ipu-wb-graph-svg")
+    view.query_selector(".ipu-wb-graph-select").select_option("mlp_training.forward_grad")
+    svg = view.wait_for_selector(".ipu-wb-canvas:not([aria-busy]) > .ipu-wb-graph-svg[data-engine='elk'] .ipu-wb-output")
+    svg = view.query_selector(".ipu-wb-graph-svg")
+    count, problems = svg.evaluate(DRAWN_GEOMETRY)
+    assert count > 50 and problems == [], problems
+    view.query_selector(".ipu-wb-fit-toggle").check()
+    canvas = view.query_selector(".ipu-wb-canvas").bounding_box()
+    drawn = svg.bounding_box()
+    assert drawn["width"] <= canvas["width"] + 0.5, (drawn, canvas)
+    view.query_selector(".ipu-wb-canvas").screenshot(path=str(ARTIFACTS / "browser-mlp-backward-extension.png"))
     page.close()
 
 
@@ -297,7 +348,7 @@ def test_malformed_documents_show_an_error_and_break_nothing_else(lab, browser):
     assert len(page.query_selector_all(".jp-Notebook .jp-Cell")) == 3
     error = page.query_selector(".jp-OutputArea-output .ipu-wb-error")
     assert error.text_content() == "Cannot show this IR: graphs must NOT have fewer than 1 items"
-    assert page.query_selector(".jp-OutputArea-output .ipu-wb-root:not(.ipu-wb-error) .ipu-wb-graph-svg")
+    page.wait_for_selector(".jp-OutputArea-output .ipu-wb-root:not(.ipu-wb-error) .ipu-wb-graph-svg")
     page.close()
 
     (root / "broken.ir.json").write_text('{"schema": "ipu-workbench/ir", "version": 1, "graphs": [', encoding="utf-8")

@@ -1,6 +1,7 @@
 // Writes src/generated/ from the Python package's JSON files, so the extension and the Python side share
 // one definition: the document's TypeScript types and a compiled validator from the JSON schema, and the
-// colours, names and units of every view from the visual language.
+// colours, names and units of every view from the visual language. It also wraps ELK's layout worker as a
+// string, so that the graph view can start it as a Web Worker from the bundle, with no file to serve.
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -41,4 +42,8 @@ writeFileSync(join(out, 'validate.ts'), `${BANNER}// @ts-nocheck\n${code}`);
 const visual = JSON.parse(readFileSync(VISUAL, 'utf8'));
 writeFileSync(join(out, 'visual.ts'),
   `${banner('workbench/widgets/visual_language.json')}export const VISUAL = ${JSON.stringify(visual, null, 2)} as const;\n`);
-console.log(`wrote document.ts, validate.ts and visual.ts in ${out}`);
+const ELK_WORKER = join(here, '..', 'node_modules', 'elkjs', 'lib', 'elk-worker.min.js');
+writeFileSync(join(out, 'elkworker.ts'),
+  `${banner('elkjs/lib/elk-worker.min.js (Eclipse ELK, EPL-2.0)')}export const ELK_WORKER_SOURCE: string = ` +
+  `${JSON.stringify(readFileSync(ELK_WORKER, 'utf8'))};\n`);
+console.log(`wrote document.ts, validate.ts, visual.ts and elkworker.ts in ${out}`);

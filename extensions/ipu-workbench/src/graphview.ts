@@ -1,18 +1,23 @@
 /**
  * The graph view: one graph drawn as SVG, call ops expandable in place into the graphs they call,
- * hover details, and a search that highlights matching ops and tensors.
+ * hover details, and a search that highlights matching ops and tensors. Layouts arrive asynchronously
+ * (ELK runs in a worker): the drawing on screen stays until the next one is ready, then is replaced in
+ * one step, and only the latest layout asked for is drawn. The canvas is `aria-busy` meanwhile.
  */
 import { Details } from './details.js';
 import { button, clear, el, svg } from './dom.js';
-import { GraphLayout, LayoutEdge, LayoutNode, layoutGraph, MAX_DEPTH, nodeKey } from './layout.js';
+import { arrange, fitsElk } from './elklayout.js';
+import { buildLayout, countNodes, GraphLayout, LayoutEdge, LayoutEngine, LayoutNode, MAX_DEPTH, nodeKey, placeInLayers, Point } from './layout.js';
+import { labelWidths, shorten, TextWidth } from './measure.js';
 import { GraphRecord, IrIndex, OpRecord, TensorRecord } from './model.js';
 import { ipuColour } from './visual.js';
 
-const MAX_LABEL_CHARS = 40;
 /** Above this many nodes a drawing waits to be asked for: the browser takes seconds for tens of thousands. */
 export const MAX_DRAWN_NODES = 5000;
 /** Pixels left above and to the left of a node scrolled to. */
 const SCROLL_MARGIN = 24;
+/** The radius of an edge's bends. */
+const BEND_RADIUS = 5;
 
 export class GraphView {
   readonly node: HTMLElement;
@@ -21,7 +26,11 @@ export class GraphView {
   private readonly status: HTMLElement;
   private readonly expandMatches: HTMLButtonElement;
   private readonly canvas: HTMLElement;
+  private readonly note: HTMLElement;
+  private readonly widths: TextWidth;
   private readonly expanded = new Set<string>();
+  /** Counts the drawings asked for: a layout that arrives after a newer one was asked for is dropped. */
+  private generation = 0;
   private drawn: { element: SVGElement; op?: OpRecord; tensor?: TensorRecord }[] = [];
   private graphId: string;
   private query = '';
@@ -44,6 +53,8 @@ export class GraphView {
     this.status = el(doc, 'span', 'ipu-wb-search-status');
     this.expandMatches = button(doc, 'expand to matches', 'ipu-wb-expand-matches', () => this.expandToMatches());
     this.canvas = el(doc, 'div', 'ipu-wb-canvas');
+    this.note = el(doc, 'span', 'ipu-wb-layout-note');
+    this.widths = labelWidths(doc);
     const fit = el(doc, 'input', 'ipu-wb-fit-toggle');
     fit.type = 'checkbox';
     fit.addEventListener('change', () => this.canvas.classList.toggle('ipu-wb-fit', fit.checked));
@@ -52,7 +63,7 @@ export class GraphView {
       button(doc, 'expand all', 'ipu-wb-expand-all', () => this.expandAll()),
       button(doc, 'collapse all', 'ipu-wb-collapse-all', () => this.collapseAll()),
       el(doc, 'label', 'ipu-wb-fit-label', [fit, 'fit width']),
-      this.searchBox, this.expandMatches, this.status
+      this.searchBox, this.expandMatches, this.status, this.note
     ]);
     this.node = el(doc, 'div', 'ipu-wb-graph-view', [toolbar, this.canvas]);
     this.redraw();
@@ -71,16 +82,13 @@ export class GraphView {
     if (!this.expanded.delete(key)) {
       this.expanded.add(key);
     }
-    this.redraw(() => key);
+    this.redraw(layout => positionOf(layout, key));
   }
 
-  /** Expands every call, then scrolls to the top of what the first one opened holds. */
+  /** Expands every call, then scrolls to the innermost body the first one opened (see `innermostBody`). */
   expandAll(): void {
     this.walkCalls(this.graphId, '', 0, () => true);
-    this.redraw(layout => {
-      const first = layout.nodes.find(node => node.inner.length > 0);
-      return first && innermostTop(first).key;
-    });
+    this.redraw(innermostBody);
   }
 
   collapseAll(): void {
@@ -100,7 +108,10 @@ export class GraphView {
   /** Expands every call op on the way to a match hidden in a collapsed call. */
   expandToMatches(): void {
     this.walkCalls(this.graphId, '', 0, callee => this.matchesBelow(callee, 0) > 0);
-    this.redraw(() => this.canvas.querySelector('.ipu-wb-match')?.getAttribute('data-key') ?? undefined);
+    this.redraw(layout => {
+      const key = this.canvas.querySelector('.ipu-wb-match')?.getAttribute('data-key');
+      return key ? positionOf(layout, key) : undefined;
+    });
   }
 
   private walkCalls(graphId: string, path: string, depth: number, open: (callee: string) => boolean): void {
@@ -119,35 +130,69 @@ export class GraphView {
     }
   }
 
-  /** Draws the graph again; `focus` names the node to scroll to once drawn (else the top left). */
-  private redraw(focus: (layout: GraphLayout) => string | undefined = () => undefined): void {
-    clear(this.canvas);
-    this.drawn = [];
+  /**
+   * Lays the graph out again and draws it when the layout is ready; `focus` gives the point to scroll
+   * to once drawn (else the top left). Until then the canvas keeps what it shows, or says it is laying out.
+   */
+  private redraw(focus: (layout: GraphLayout) => Point | undefined = () => undefined): void {
+    const generation = ++this.generation;
     const nodes = this.nodeCount(this.graphId, '', 0);
     if (nodes > MAX_DRAWN_NODES && !this.drawLarge) {
       const label = this.index.graphs.get(this.graphId)?.label ?? this.graphId;
-      this.canvas.appendChild(el(this.doc, 'div', 'ipu-wb-large', [
+      this.replaceDrawing(el(this.doc, 'div', 'ipu-wb-large', [
         `Graph ${label} has ${nodes.toLocaleString('en')} ops and tensors to draw, which can take the browser a while. `,
         button(this.doc, 'draw it', 'ipu-wb-draw-large', () => {
           this.drawLarge = true;
           this.redraw();
         })
-      ]));
-      this.highlight();
+      ]), '');
       return;
     }
-    const layout = layoutGraph(this.index, this.graphId, this.expanded);
+    const layout = buildLayout(this.index, this.graphId, this.expanded, this.widths);
+    if (!fitsElk(layout)) {
+      placeInLayers(layout);
+      this.draw(layout, `${countNodes(layout).toLocaleString('en')} nodes: drawn in plain layers, edges may cross nodes`, focus);
+      return;
+    }
+    if (this.canvas.querySelector(':scope > .ipu-wb-graph-svg') === null) {
+      this.replaceDrawing(el(this.doc, 'div', 'ipu-wb-laying-out', [`Laying out ${countNodes(layout).toLocaleString('en')} nodes…`]), '');
+    }
+    this.canvas.setAttribute('aria-busy', 'true');
+    arrange(layout).then(byElk => {
+      if (generation === this.generation) {
+        this.draw(layout, byElk ? '' : 'the layout engine failed: drawn in plain layers, edges may cross nodes', focus);
+      }
+    }).catch(error => {
+      if (generation === this.generation) {
+        this.replaceDrawing(el(this.doc, 'div', 'ipu-wb-error', [`Cannot draw this graph: ${String(error)}`]), '');
+      }
+    });
+  }
+
+  /** Shows `layout`, placed, in place of what the canvas shows, with `note` in the toolbar, and scrolls to `focus`. */
+  private draw(layout: GraphLayout, note: string, focus: (layout: GraphLayout) => Point | undefined): void {
     const root = svg(this.doc, 'svg', { class: 'ipu-wb-graph-svg', width: layout.width, height: layout.height,
-      viewBox: `0 0 ${layout.width} ${layout.height}` });
+      viewBox: `0 0 ${layout.width} ${layout.height}`, 'data-engine': layout.engine });
+    this.drawn = [];
     root.appendChild(this.drawLayout(layout));
-    this.canvas.appendChild(root);
-    this.highlight();
+    this.replaceDrawing(root, note);
     this.scrollTo(layout, focus(layout));
   }
 
+  /** Puts `content` in the canvas in one step, ends the busy state and highlights the search's matches. */
+  private replaceDrawing(content: HTMLElement | SVGElement, note: string): void {
+    if (!content.classList.contains('ipu-wb-graph-svg')) {
+      this.drawn = [];
+    }
+    clear(this.canvas);
+    this.canvas.appendChild(content);
+    this.canvas.removeAttribute('aria-busy');
+    this.note.textContent = note;
+    this.highlight();
+  }
+
   /** Scrolls the canvas so that node `key` sits near its top left (scaled when fitted to the width). */
-  private scrollTo(layout: GraphLayout, key: string | undefined): void {
-    const at = key === undefined ? undefined : positionOf(layout, key);
+  private scrollTo(layout: GraphLayout, at: Point | undefined): void {
     const width = this.canvas.clientWidth;
     const scale = this.canvas.classList.contains('ipu-wb-fit') && width > 0 && width < layout.width ? width / layout.width : 1;
     this.canvas.scrollLeft = at ? Math.max(0, at.x * scale - SCROLL_MARGIN) : 0;
@@ -161,7 +206,7 @@ export class GraphView {
       const from = byKey.get(edge.from);
       const to = byKey.get(edge.to);
       if (from && to) {
-        group.appendChild(this.drawEdge(edge, from, to));
+        group.appendChild(this.drawEdge(edge, from, to, layout.engine));
       }
     }
     for (const node of layout.nodes) {
@@ -170,15 +215,10 @@ export class GraphView {
     return group;
   }
 
-  private drawEdge(edge: LayoutEdge, from: LayoutNode, to: LayoutNode): SVGElement {
-    const x1 = from.x + from.width / 2;
-    const y1 = from.y + from.height;
-    const x2 = to.x + to.width / 2;
-    const y2 = to.y;
-    const bend = Math.max(12, (y2 - y1) / 2);
+  private drawEdge(edge: LayoutEdge, from: LayoutNode, to: LayoutNode, engine: LayoutEngine): SVGElement {
     const path = svg(this.doc, 'path', {
       class: edge.tensor ? 'ipu-wb-edge' : 'ipu-wb-edge ipu-wb-edge-order',
-      d: `M${x1},${y1} C${x1},${y1 + bend} ${x2},${y2 - bend} ${x2},${y2}`
+      d: engine === 'elk' ? roundedPath(edge.points) : curvedPath(edge.points)
     }, [svg(this.doc, 'title', {}, [edge.tensor ? edge.tensor.id : `${from.label} before ${to.label}`])]);
     const tensor = edge.tensor;
     path.addEventListener('mouseenter', () =>
@@ -299,15 +339,28 @@ export class GraphView {
 }
 
 /**
- * The top-left node of the first body an expanded call holds, descending through expanded calls: the
- * rows of a wide body are centred, so its top left corner is often empty.
+ * Where expand all scrolls to: the top-left corner of the first body the first expanded call holds, or,
+ * when that body has expanded calls, of the first body of its first one, and so on inwards. (An outer
+ * body's top is often only its inputs, with long edges down to the calls inside.)
  */
-export function innermostTop(node: LayoutNode): LayoutNode {
-  let current = node;
-  while (current.inner.length > 0 && current.inner[0].nodes.length > 0) {
-    current = current.inner[0].nodes.reduce((best, n) => (n.y < best.y || (n.y === best.y && n.x < best.x) ? n : best));
+export function innermostBody(layout: GraphLayout): Point | undefined {
+  let call = layout.nodes.find(node => node.inner.length > 0);
+  if (call === undefined) {
+    return undefined;
   }
-  return current;
+  let x = layout.x + call.x;
+  let y = layout.y + call.y;
+  while (call !== undefined) {
+    const body: GraphLayout = call.inner[0];
+    x += body.x;
+    y += body.y;
+    call = body.nodes.find(node => node.inner.length > 0);
+    if (call !== undefined) {
+      x += call.x;
+      y += call.y;
+    }
+  }
+  return { x, y };
 }
 
 /** Where node `key` is drawn, in the coordinates of the whole drawing (nested layouts add up). */
@@ -332,6 +385,35 @@ function tensorMatches(tensor: TensorRecord, query: string): boolean {
   return tensor.name.toLowerCase().includes(query) || tensor.id.toLowerCase().includes(query);
 }
 
-function shorten(label: string): string {
-  return label.length > MAX_LABEL_CHARS ? `${label.slice(0, MAX_LABEL_CHARS - 1)}…` : label;
+/** A route through `points`, its bends rounded off (ELK's orthogonal routes). */
+export function roundedPath(points: Point[]): string {
+  const parts = [`M${points[0].x},${points[0].y}`];
+  for (let i = 1; i < points.length - 1; i++) {
+    const [before, at, after] = [points[i - 1], points[i], points[i + 1]];
+    const r = Math.min(BEND_RADIUS, distance(before, at) / 2, distance(at, after) / 2);
+    const into = towards(at, before, r);
+    const out = towards(at, after, r);
+    parts.push(`L${into.x},${into.y}`, `Q${at.x},${at.y} ${out.x},${out.y}`);
+  }
+  const last = points[points.length - 1];
+  parts.push(`L${last.x},${last.y}`);
+  return parts.join(' ');
+}
+
+/** A curve from the first point to the last, leaving and arriving vertically (the plain layering's edges). */
+function curvedPath(points: Point[]): string {
+  const { x: x1, y: y1 } = points[0];
+  const { x: x2, y: y2 } = points[points.length - 1];
+  const bend = Math.max(12, (y2 - y1) / 2);
+  return `M${x1},${y1} C${x1},${y1 + bend} ${x2},${y2 - bend} ${x2},${y2}`;
+}
+
+function distance(a: Point, b: Point): number {
+  return Math.hypot(b.x - a.x, b.y - a.y);
+}
+
+/** The point `length` from `from` towards `to`. */
+function towards(from: Point, to: Point, length: number): Point {
+  const d = distance(from, to);
+  return d === 0 ? from : { x: from.x + ((to.x - from.x) * length) / d, y: from.y + ((to.y - from.y) * length) / d };
 }

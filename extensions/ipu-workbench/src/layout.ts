@@ -1,22 +1,32 @@
 /**
- * Layered layout of one graph: ops top to bottom in data-flow order, the graph's inputs,
- * variables and constants above them, its outputs below. A call op that is expanded becomes a
- * compound node holding the layouts of the graphs it calls, side by side.
+ * What the graph view draws of one graph, and the plain layered placement it falls back to. Ops run top
+ * to bottom in data-flow order, the graph's inputs, variables and constants above them, its outputs
+ * below. A call op that is expanded becomes a compound node holding the drawings of the graphs it calls,
+ * side by side. `buildLayout` makes the nodes and edges, sized to their labels; ELK (elklayout.ts) or
+ * `placeInLayers` then gives them positions and the edges their routes.
  */
 import { GraphRecord, IrIndex, OpRecord, TensorRecord } from './model.js';
+import { estimateWidth, shorten, TextWidth } from './measure.js';
 import { maxOf } from './numbers.js';
 import { frameLabel, opLabel } from './visual.js';
 
-const NODE_HEIGHT = 26;
+export const NODE_HEIGHT = 26;
 /** Calls nest at most this deep in one drawing (a call cycle in a broken IR stops here). */
 export const MAX_DEPTH = 8;
-const CHAR_WIDTH = 7;
-const PAD = 12;
-const HEADER = 40;
-const GAP_X = 18;
+/** Space between a label and the sides of its box, and around the nodes of a graph. */
+export const PAD = 12;
+/** Space above an expanded call's frames for the call's label and the frames' titles. */
+export const HEADER = 40;
+export const GAP_X = 18;
 const GAP_Y = 36;
+const MIN_NODE_WIDTH = 56;
 
 export type NodeKind = 'op' | 'input' | 'variable' | 'constant' | 'output';
+
+export interface Point {
+  x: number;
+  y: number;
+}
 
 export interface LayoutNode {
   key: string;
@@ -38,12 +48,19 @@ export interface LayoutEdge {
   to: string;
   /** The tensor carried, or null for an ordering-only (`in_sequence`) edge. */
   tensor: TensorRecord | null;
+  /** The route from `from` to `to` in the coordinates of the layout holding the edge; set by placement. */
+  points: Point[];
 }
+
+/** Who placed a layout: ELK, whose edges bend around nodes, or the plain layering, whose edges are curves. */
+export type LayoutEngine = 'elk' | 'layers';
 
 export interface GraphLayout {
   graph: GraphRecord;
   /** For the body of an expanded call: how it is called ('call: body', 'repeat ×3: body'). */
   title: string;
+  /** The least width that holds the title. */
+  minWidth: number;
   /** Prefix of every node key in this expansion: one graph may be shown several times. */
   path: string;
   nodes: LayoutNode[];
@@ -52,6 +69,7 @@ export interface GraphLayout {
   height: number;
   x: number;
   y: number;
+  engine: LayoutEngine;
 }
 
 /** The key of the node of `id` (an op or tensor id) in the expansion at `path`. */
@@ -59,12 +77,21 @@ export function nodeKey(path: string, id: string): string {
   return `${path}|${id}`;
 }
 
-function labelWidth(label: string): number {
-  return Math.max(56, Math.min(label.length, 40) * CHAR_WIDTH + 2 * PAD);
+/** The width of a box holding `label` (bold for a call op), with PAD each side. */
+export function boxWidth(label: string, bold: boolean, width: TextWidth): number {
+  return Math.max(MIN_NODE_WIDTH, Math.ceil(width(shorten(label), bold)) + 2 * PAD);
 }
 
-/** Lays out `graphId`; call ops whose node key is in `expanded` show their callees inside. */
-export function layoutGraph(index: IrIndex, graphId: string, expanded: ReadonlySet<string>, path = '', depth = 0): GraphLayout {
+/** `buildLayout` then `placeInLayers`: the plain layered drawing of `graphId`. */
+export function layoutGraph(index: IrIndex, graphId: string, expanded: ReadonlySet<string>, width: TextWidth = estimateWidth): GraphLayout {
+  const layout = buildLayout(index, graphId, expanded, width);
+  placeInLayers(layout);
+  return layout;
+}
+
+/** The nodes and edges of `graphId`, sized but not placed; call ops whose node key is in `expanded` hold their callees. */
+export function buildLayout(index: IrIndex, graphId: string, expanded: ReadonlySet<string>, width: TextWidth = estimateWidth,
+  path = '', depth = 0): GraphLayout {
   const graph = index.graphs.get(graphId);
   if (graph === undefined) {
     throw new Error(`the document has no graph ${JSON.stringify(graphId)}`);
@@ -73,13 +100,14 @@ export function layoutGraph(index: IrIndex, graphId: string, expanded: ReadonlyS
   const edges: LayoutEdge[] = [];
   const seenEdges = new Set<string>();
   const addNode = (key: string, kind: NodeKind, label: string, extra: Partial<LayoutNode>) => {
-    nodes.set(key, { key, kind, label, width: labelWidth(label), height: NODE_HEIGHT, x: 0, y: 0, layer: 0, inner: [], ...extra });
+    const bold = extra.op !== undefined && extra.op.called_graphs.length > 0;
+    nodes.set(key, { key, kind, label, width: boxWidth(label, bold, width), height: NODE_HEIGHT, x: 0, y: 0, layer: 0, inner: [], ...extra });
   };
   const addEdge = (from: string, to: string, tensor: TensorRecord | null) => {
     const id = `${from}->${to}:${tensor?.id ?? ''}`;
     if (!seenEdges.has(id) && nodes.has(from)) {
       seenEdges.add(id);
-      edges.push({ from, to, tensor });
+      edges.push({ from, to, tensor, points: [] });
     }
   };
   const sourceKey = (tensor: TensorRecord) =>
@@ -107,20 +135,13 @@ export function layoutGraph(index: IrIndex, graphId: string, expanded: ReadonlyS
     const label = (open: boolean) => opLabel(op, sites, graph => index.label(graph), open);
     if (callable && expanded.has(key)) {
       const inner = op.called_graphs.map((callee, i) => {
-        const child = layoutGraph(index, callee, expanded, `${key}>${callee}`, depth + 1);
+        const child = buildLayout(index, callee, expanded, width, `${key}>${callee}`, depth + 1);
         const site = sites[i]?.callee === callee ? sites[i] : sites.find(s => s.callee === callee);
         child.title = site ? frameLabel(site, child.graph.label) : `call: ${child.graph.label}`;
+        child.minWidth = Math.ceil(width(child.title, false)) + 2 * PAD;
         return child;
       });
-      let x = PAD;
-      for (const child of inner) {
-        child.x = x;
-        child.y = HEADER;
-        x += child.width + GAP_X;
-      }
-      const width = Math.max(labelWidth(label(true)), x - GAP_X + PAD);
-      const height = HEADER + maxOf(inner, child => child.height, 0) + PAD;
-      addNode(key, 'op', label(true), { op, inner, width, height });
+      addNode(key, 'op', label(true), { op, inner });
     } else {
       addNode(key, 'op', label(false), { op });
     }
@@ -144,9 +165,49 @@ export function layoutGraph(index: IrIndex, graphId: string, expanded: ReadonlyS
       }
     }
   }
-  const layout: GraphLayout = { graph, title: graph.label, path, nodes: [...nodes.values()], edges, width: 0, height: 0, x: 0, y: 0 };
+  return { graph, title: graph.label, minWidth: 0, path, nodes: [...nodes.values()], edges, width: 0, height: 0, x: 0, y: 0,
+    engine: 'layers' };
+}
+
+/** Every node of `layout`, with those inside its expanded calls. */
+export function countNodes(layout: GraphLayout): number {
+  let count = 0;
+  for (const node of layout.nodes) {
+    count += 1;
+    for (const inner of node.inner) {
+      count += countNodes(inner);
+    }
+  }
+  return count;
+}
+
+/**
+ * Places `layout` in plain layers, its expanded calls first: each call's frames side by side below its
+ * label. Edges run straight from the bottom of one node to the top of the next, over whatever lies between.
+ */
+export function placeInLayers(layout: GraphLayout): void {
+  for (const node of layout.nodes) {
+    if (node.inner.length === 0) {
+      continue;
+    }
+    let x = PAD;
+    for (const child of node.inner) {
+      placeInLayers(child);
+      child.x = x;
+      child.y = HEADER;
+      x += child.width + GAP_X;
+    }
+    node.width = Math.max(node.width, x - GAP_X + PAD);
+    node.height = HEADER + maxOf(node.inner, child => child.height, 0) + PAD;
+  }
   place(layout);
-  return layout;
+  const byKey = new Map(layout.nodes.map(n => [n.key, n]));
+  for (const edge of layout.edges) {
+    const from = byKey.get(edge.from)!;
+    const to = byKey.get(edge.to)!;
+    edge.points = [{ x: from.x + from.width / 2, y: from.y + from.height }, { x: to.x + to.width / 2, y: to.y }];
+  }
+  layout.engine = 'layers';
 }
 
 /** Assigns layers (longest path from a source), orders each layer, then sets coordinates. */
@@ -179,7 +240,7 @@ function place(layout: GraphLayout): void {
   }
   const rows = layers.filter(row => row && row.length);
   const rowWidth = (row: LayoutNode[]) => row.reduce((sum, n) => sum + n.width, 0) + GAP_X * (row.length - 1);
-  const width = maxOf(rows, rowWidth, 0) + 2 * PAD;
+  const width = Math.max(maxOf(rows, rowWidth, 0) + 2 * PAD, layout.minWidth);
   let y = PAD;
   for (const row of rows) {
     let x = (width - rowWidth(row)) / 2;
@@ -191,7 +252,7 @@ function place(layout: GraphLayout): void {
     }
     y += height + GAP_Y;
   }
-  layout.width = Math.max(width, 2 * PAD + 56);
+  layout.width = Math.max(width, 2 * PAD + MIN_NODE_WIDTH);
   layout.height = rows.length ? y - GAP_Y + PAD : 2 * PAD + NODE_HEIGHT;
 }
 

@@ -9,6 +9,7 @@ import { columns } from '../lib/columns.js';
 import { IrIndex } from '../lib/model.js';
 import { layoutGraph } from '../lib/layout.js';
 import { renderIr } from '../lib/view.js';
+import { settled } from './settle.mjs';
 
 const tensor = (graph, name, producer, kind = 'intermediate') => ({
   id: graph === 'main_graph' ? name : `${graph}/${name}`, name, kind, shape: [4], meta_shape: [], dtype: 'float32',
@@ -109,17 +110,31 @@ test('a chain of 120,000 ops is laid out one layer per op', () => {
   assert.equal(layers.get('|body/neg.120000'), 120_000);
 });
 
-test('a graph too big to draw at once says so and is drawn when asked', () => {
+test('a graph too big to draw at once says so and is drawn when asked', async () => {
   const { root } = render(longSchedule(2, 3000, 0), { graph: 'body' });
   const notice = root.querySelector('.ipu-wb-large');
   assert.equal(notice.firstChild.textContent,
     'Graph body has 6,001 ops and tensors to draw, which can take the browser a while. ');
   assert.equal(root.querySelectorAll('.ipu-wb-node').length, 0);
   root.querySelector('.ipu-wb-draw-large').click();
+  assert.equal(root.querySelector('.ipu-wb-laying-out').textContent, 'Laying out 3,002 nodes…', 'said at once, while ELK works');
+  await settled(root);
   assert.equal(root.querySelectorAll('.ipu-wb-graph-svg .ipu-wb-op').length, 3000);
+  assert.equal(root.querySelector('.ipu-wb-graph-svg').getAttribute('data-engine'), 'elk');
   root.querySelector('.ipu-wb-graph-select').value = 'main_graph';
   root.querySelector('.ipu-wb-graph-select').dispatchEvent(new root.ownerDocument.defaultView.Event('change'));
+  await settled(root);
   assert.equal(root.querySelectorAll('.ipu-wb-graph-svg .ipu-wb-op').length, 2, 'the small main graph is drawn at once');
   root.querySelector('.ipu-wb-expand-all').click();
   assert.ok(root.querySelector('.ipu-wb-large').textContent.startsWith('Graph main has 12,007 ops and tensors'));
+});
+
+test('a graph too big for ELK is drawn at once in plain layers, and says so', async () => {
+  const { root } = render(longSchedule(1, 4500, 0), { graph: 'body' });
+  root.querySelector('.ipu-wb-draw-large').click();
+  assert.equal(root.querySelector('.ipu-wb-canvas').getAttribute('aria-busy'), null, 'no wait for a layout');
+  const svg = root.querySelector('.ipu-wb-graph-svg');
+  assert.equal(svg.getAttribute('data-engine'), 'layers');
+  assert.equal(svg.querySelectorAll('.ipu-wb-op').length, 4500);
+  assert.equal(root.querySelector('.ipu-wb-layout-note').textContent, '4,502 nodes: drawn in plain layers, edges may cross nodes');
 });

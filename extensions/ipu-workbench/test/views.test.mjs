@@ -10,11 +10,20 @@ import { JSDOM } from 'jsdom';
 
 import { renderIr } from '../lib/view.js';
 import { EVIL, EVIL_SCRIPT, sampleDocument } from './documents.mjs';
+import { settled } from './settle.mjs';
 
-function render(value, options = {}) {
+/** The view of `value`, once its graph is drawn. */
+async function render(value, options = {}) {
   const dom = new JSDOM('<!DOCTYPE html><body></body>', { runScripts: 'outside-only' });
   const root = renderIr(dom.window.document.body, value, options);
+  await settled(root);
   return { window: dom.window, root };
+}
+
+/** Clicks `node` (a button, or anything with a click listener) and waits for the drawing it asks for. */
+async function click(node) {
+  node.dispatchEvent(new node.ownerDocument.defaultView.MouseEvent('click', { bubbles: true }));
+  await settled(node.ownerDocument.body);
 }
 
 function hoverEverything(window, root) {
@@ -41,9 +50,9 @@ function openAllViews(root) {
   }
 }
 
-test('names that look like HTML are shown as text in every view', () => {
-  const { window, root } = render(sampleDocument());
-  root.querySelector('.ipu-wb-expand-all').click();
+test('names that look like HTML are shown as text in every view', async () => {
+  const { window, root } = await render(sampleDocument());
+  await click(root.querySelector('.ipu-wb-expand-all'));
   openAllViews(root);
   hoverEverything(window, root);
   assertInert(window, root);
@@ -57,9 +66,9 @@ test('names that look like HTML are shown as text in every view', () => {
   assert.ok(labels.includes('▾ repeat ×3 <img src=x onerror="__wbXss…'), 'the loop is named (cut short) in its call');
 });
 
-test('hover details show attributes holding markup as text', () => {
-  const { window, root } = render(sampleDocument());
-  root.querySelector('.ipu-wb-expand-all').click();
+test('hover details show attributes holding markup as text', async () => {
+  const { window, root } = await render(sampleDocument());
+  await click(root.querySelector('.ipu-wb-expand-all'));
   const evilOp = [...root.querySelectorAll('.ipu-wb-op')].find(n => n.getAttribute('data-key').endsWith(`${EVIL_SCRIPT}.2`));
   evilOp.dispatchEvent(new window.MouseEvent('mouseenter'));
   const details = root.querySelector('.ipu-wb-details').textContent;
@@ -68,8 +77,8 @@ test('hover details show attributes holding markup as text', () => {
   assertInert(window, root);
 });
 
-test('a search for markup only highlights', () => {
-  const { window, root } = render(sampleDocument());
+test('a search for markup only highlights', async () => {
+  const { window, root } = await render(sampleDocument());
   const box = root.querySelector('.ipu-wb-search');
   box.value = EVIL;
   box.dispatchEvent(new window.Event('input'));
@@ -78,11 +87,11 @@ test('a search for markup only highlights', () => {
 });
 
 for (const path of (process.env.IPU_WB_DOCUMENTS ?? '').split(delimiter).filter(Boolean)) {
-  test(`exported document ${path} renders as inert text`, () => {
+  test(`exported document ${path} renders as inert text`, async () => {
     const value = JSON.parse(readFileSync(path, 'utf8'));
     const expected = JSON.parse(process.env.IPU_WB_EXPECT_TEXT ?? '[]');
-    const { window, root } = render(value);
-    root.querySelector('.ipu-wb-expand-all').click();
+    const { window, root } = await render(value);
+    await click(root.querySelector('.ipu-wb-expand-all'));
     openAllViews(root);
     hoverEverything(window, root);
     assertInert(window, root);
@@ -93,23 +102,23 @@ for (const path of (process.env.IPU_WB_DOCUMENTS ?? '').split(delimiter).filter(
   });
 }
 
-test('a call op expands into the graph it calls and collapses again', () => {
-  const { root } = render(sampleDocument());
+test('a call op expands into the graph it calls and collapses again', async () => {
+  const { root } = await render(sampleDocument());
   const call = () => [...root.querySelectorAll('.ipu-wb-callable')].find(n => n.textContent.includes('call.3'));
   assert.ok(call().classList.contains('ipu-wb-closed'));
   assert.equal(root.querySelectorAll('.ipu-wb-frame').length, 0);
-  call().dispatchEvent(new root.ownerDocument.defaultView.MouseEvent('click', { bubbles: true }));
+  await click(call());
   assert.ok(call().classList.contains('ipu-wb-open'));
   const frame = call().querySelector('.ipu-wb-frame-label');
   assert.equal(frame.textContent, 'call: body');
   assert.ok(call().textContent.includes('mul.1'));
-  call().querySelector('.ipu-wb-label').dispatchEvent(new root.ownerDocument.defaultView.MouseEvent('click', { bubbles: true }));
+  await click(call().querySelector('.ipu-wb-label'));
   assert.ok(call().classList.contains('ipu-wb-closed'));
   assert.ok(!call().textContent.includes('mul.1'));
 });
 
-test('search counts matches inside collapsed calls and expands to them', () => {
-  const { window, root } = render(sampleDocument());
+test('search counts matches inside collapsed calls and expands to them', async () => {
+  const { window, root } = await render(sampleDocument());
   const box = root.querySelector('.ipu-wb-search');
   box.value = 'MUL';
   box.dispatchEvent(new window.Event('input'));
@@ -117,7 +126,7 @@ test('search counts matches inside collapsed calls and expands to them', () => {
   assert.equal(root.querySelector('.ipu-wb-search-status').textContent, '0 shown, 1 inside collapsed calls');
   const expand = root.querySelector('.ipu-wb-expand-matches');
   assert.equal(expand.hidden, false);
-  expand.click();
+  await click(expand);
   const matches = [...root.querySelectorAll('.ipu-wb-match')].map(n => n.getAttribute('data-key'));
   assert.deepEqual(matches, ['|call.3>body|body/mul.1']);
   assert.equal(root.querySelector('.ipu-wb-search-status').textContent, '1 shown');
@@ -125,8 +134,29 @@ test('search counts matches inside collapsed calls and expands to them', () => {
   assert.ok(root.querySelector('[data-key="|repeat.5"]').classList.contains('ipu-wb-closed'), 'calls without matches stay closed');
 });
 
-test('the graph view lays out data flow top to bottom', () => {
-  const { root } = render(sampleDocument());
+test('while a layout is on its way the drawing stays, and only the latest layout asked for is drawn', async () => {
+  const dom = new JSDOM('<!DOCTYPE html><body></body>');
+  const root = renderIr(dom.window.document.body, sampleDocument());
+  const canvas = root.querySelector('.ipu-wb-canvas');
+  assert.equal(canvas.getAttribute('aria-busy'), 'true');
+  assert.equal(canvas.textContent, 'Laying out 4 nodes…', 'the first drawing says it is coming');
+  await settled(root);
+  const before = canvas.querySelector('.ipu-wb-graph-svg');
+  const call = () => canvas.querySelector('[data-key="|call.3"]');
+  call().dispatchEvent(new dom.window.MouseEvent('click', { bubbles: true }));
+  assert.equal(canvas.getAttribute('aria-busy'), 'true');
+  assert.equal(canvas.querySelector('.ipu-wb-graph-svg'), before, 'the old drawing stays meanwhile');
+  call().dispatchEvent(new dom.window.MouseEvent('click', { bubbles: true }));
+  await settled(root);
+  assert.notEqual(canvas.querySelector('.ipu-wb-graph-svg'), before);
+  assert.equal(canvas.children.length, 1);
+  assert.ok(call().classList.contains('ipu-wb-closed'), 'opened then closed: the second layout is the one drawn');
+  await new Promise(resolve => setTimeout(resolve, 50));
+  assert.ok(call().classList.contains('ipu-wb-closed'), 'and the first one, arriving late, is dropped');
+});
+
+test('the graph view lays out data flow top to bottom', async () => {
+  const { root } = await render(sampleDocument());
   const y = key => {
     const node = [...root.querySelectorAll('.ipu-wb-node')].find(n => n.getAttribute('data-key') === key);
     const match = /translate\(([-\d.]+),([-\d.]+)\)/.exec(node.getAttribute('transform'));
@@ -138,32 +168,33 @@ test('the graph view lays out data flow top to bottom', () => {
   assert.equal(root.querySelectorAll('.ipu-wb-edge').length, 3);
 });
 
-test('the graph picker and the call tree choose the graph drawn', () => {
-  const { window, root } = render(sampleDocument(), { graph: 'body' });
+test('the graph picker and the call tree choose the graph drawn', async () => {
+  const { window, root } = await render(sampleDocument(), { graph: 'body' });
   const drawn = () => [...root.querySelectorAll('.ipu-wb-graph-svg .ipu-wb-op')].map(n => n.getAttribute('data-key'));
   assert.deepEqual(drawn(), ['|body/mul.1', `|body/${EVIL_SCRIPT}.2`]);
   assert.ok(drawn().length === 2 && root.querySelectorAll('.ipu-wb-output').length === 1, 'a subgraph shows its output');
   const select = root.querySelector('.ipu-wb-graph-select');
   select.value = 'main_graph';
   select.dispatchEvent(new window.Event('change'));
+  await settled(root);
   assert.deepEqual(drawn(), ['|call.3', '|repeat.5', '|host_store.6']);
   root.querySelector('.ipu-wb-tab-calls').click();
   const loop = [...root.querySelectorAll('.ipu-wb-tree-graph')].find(n => n.textContent === EVIL);
-  loop.click();
+  await click(loop);
   assert.deepEqual(drawn(), [`|${EVIL}/neg.4`]);
   assert.ok(!root.querySelector('.ipu-wb-graph-view').classList.contains('ipu-wb-hidden'));
 });
 
-test('the call tree shows call kinds and repeat counts', () => {
-  const { root } = render(sampleDocument(), { view: 'calls' });
+test('the call tree shows call kinds and repeat counts', async () => {
+  const { root } = await render(sampleDocument(), { view: 'calls' });
   const tree = root.querySelector('.ipu-wb-call-tree');
   assert.ok(!tree.classList.contains('ipu-wb-hidden'));
   const items = [...tree.querySelectorAll('.ipu-wb-tree-children > li')].map(li => li.textContent.trim());
   assert.deepEqual(items, ['call body 2 ops', `repeat ×3 ${EVIL} 1 op`]);
 });
 
-test('the liveness chart stacks four series and marks the peak', () => {
-  const { window, root } = render(sampleDocument(), { view: 'memory', device: { kind: 'ipu_model', tile_bytes_per_ipu: 1480 } });
+test('the liveness chart stacks four series and marks the peak', async () => {
+  const { window, root } = await render(sampleDocument(), { view: 'memory', device: { kind: 'ipu_model', tile_bytes_per_ipu: 1480 } });
   const chart = root.querySelector('.ipu-wb-liveness');
   assert.equal(chart.querySelectorAll('.ipu-wb-area').length, 4);
   assert.equal(chart.querySelectorAll('.ipu-wb-step').length, 6);
@@ -175,8 +206,8 @@ test('the liveness chart stacks four series and marks the peak', () => {
   assert.ok(details.includes('intermediates 32 B'));
 });
 
-test('unticking a series in the legend removes its area and rescales the chart', () => {
-  const { window, root } = render(sampleDocument(), { view: 'memory' });
+test('unticking a series in the legend removes its area and rescales the chart', async () => {
+  const { window, root } = await render(sampleDocument(), { view: 'memory' });
   const chart = root.querySelector('.ipu-wb-liveness');
   const ticks = () => [...chart.querySelectorAll('.ipu-wb-axis-label')].map(n => n.textContent).filter(t => t.endsWith(' B'));
   assert.deepEqual(ticks(), ['0 B', '32 B', '64 B', '96 B', '128 B'], 'a power of two apart, up to the top of 148 B');
@@ -190,39 +221,39 @@ test('unticking a series in the legend removes its area and rescales the chart',
     'the largest stack without code: 16 B of variables + 32 B of intermediates');
 });
 
-test('a document without liveness, or whose liveness failed, says so', () => {
+test('a document without liveness, or whose liveness failed, says so', async () => {
   const document = sampleDocument();
   document.liveness = { version: 1, error: 'graph cycle', steps: [], ipus: [] };
-  assert.equal(render(document).root.querySelector('.ipu-wb-liveness').textContent, 'No liveness: graph cycle');
+  assert.equal((await render(document)).root.querySelector('.ipu-wb-liveness').textContent, 'No liveness: graph cycle');
   delete document.liveness;
-  assert.equal(render(document).root.querySelector('.ipu-wb-liveness').textContent, 'This document has no liveness section.');
+  assert.equal((await render(document)).root.querySelector('.ipu-wb-liveness').textContent, 'This document has no liveness section.');
 });
 
-test('graphs calling each other in a cycle are drawn to a bounded depth', () => {
+test('graphs calling each other in a cycle are drawn to a bounded depth', async () => {
   const document = sampleDocument();
   const [main, body] = document.graphs;
   body.ops.push({ ...main.ops[0], id: 'body/call.9', name: 'call.9', inputs: ['body/a'], outputs: [] });
   document.call_sites.push({ graph: 'body', op: 'body/call.9', callee: 'body', kind: 'call', repeat_count: null, inputs: [], outputs: [] });
-  const { root } = render(document);
-  root.querySelector('.ipu-wb-expand-all').click();
+  const { root } = await render(document);
+  await click(root.querySelector('.ipu-wb-expand-all'));
   assert.equal(root.querySelectorAll('.ipu-wb-frame-label').length, 8 + 1, 'eight nested bodies and the loop');
   const tree = root.querySelector('.ipu-wb-call-tree');
   assert.equal(tree.querySelectorAll('.ipu-wb-tree-graph').length, 4, 'main, body, body again (a leaf), the loop');
 });
 
-test('JSON text is read like an object, and another schema is refused with a message', () => {
-  assert.ok(render(JSON.stringify(sampleDocument())).root.classList.contains('ipu-wb-root'));
-  const { root } = render({ schema: 'something-else', version: 1 });
+test('JSON text is read like an object, and another schema is refused with a message', async () => {
+  assert.ok((await render(JSON.stringify(sampleDocument()))).root.classList.contains('ipu-wb-root'));
+  const { root } = await render({ schema: 'something-else', version: 1 });
   assert.ok(root.classList.contains('ipu-wb-error'));
   assert.equal(root.textContent, 'Cannot show this IR: expected schema "ipu-workbench/ir", got "something-else"');
-  const newer = render({ ...sampleDocument(), version: 2 }).root;
+  const newer = (await render({ ...sampleDocument(), version: 2 })).root;
   assert.equal(newer.textContent, 'Cannot show this IR: this viewer reads version 1 of "ipu-workbench/ir", got version 2');
 });
 
-test('the stylesheet takes every meaningful colour from the visual language the view sets on its root', () => {
+test('the stylesheet takes every meaningful colour from the visual language the view sets on its root', async () => {
   const css = readFileSync(new URL('../style/base.css', import.meta.url), 'utf8');
   assert.deepEqual(css.match(/#[0-9a-f]{3,8}\b/gi), null, 'no colour written into the stylesheet');
-  const { root } = render(sampleDocument());
+  const { root } = await render(sampleDocument());
   const set = new Set(Array.from({ length: root.style.length }, (_, i) => root.style.item(i)));
   set.add('--ipu-wb-ipu-fill');
   const used = new Set([...css.matchAll(/var\((--ipu-wb-[\w-]+)\)/g)].map(match => match[1]));
@@ -245,28 +276,37 @@ function wideDocument(count) {
   return document;
 }
 
-test('expand all scrolls to the top of the first call it opened; a call clicked open stays in sight', async () => {
-  const { window, root } = render(wideDocument(12));
-  const { layoutGraph } = await import('../lib/layout.js');
+test('expand all scrolls to the top left of the body the first call opened; a call clicked open stays in sight', async () => {
+  const { window, root } = await render(wideDocument(12));
+  const { buildLayout } = await import('../lib/layout.js');
+  const { placeWithElk } = await import('../lib/elklayout.js');
   const { positionOf } = await import('../lib/graphview.js');
   const { IrIndex } = await import('../lib/model.js');
+  const layoutGraph = async (index, graph, expanded) => {
+    const layout = buildLayout(index, graph, expanded);
+    await placeWithElk(layout);
+    return layout;
+  };
   const canvas = root.querySelector('.ipu-wb-canvas');
-  root.querySelector('.ipu-wb-expand-all').click();
+  await click(root.querySelector('.ipu-wb-expand-all'));
   const index = new IrIndex(JSON.parse(JSON.stringify(wideDocument(12))));
   const expanded = new Set(['|call.3', '|repeat.5']);
-  const at = positionOf(layoutGraph(index, 'main_graph', expanded), '|call.3>body|body/a');
+  const layout = await layoutGraph(index, 'main_graph', expanded);
+  const call = positionOf(layout, '|call.3');
+  const body = layout.nodes.find(node => node.key === '|call.3').inner[0];
+  const at = { x: call.x + body.x, y: call.y + body.y };
   assert.ok(at.x > 200, `the call is drawn right of the wide first layer, at ${at.x}`);
   assert.deepEqual([canvas.scrollLeft, canvas.scrollTop], [at.x - 24, Math.max(0, at.y - 24)]);
-  root.querySelector('.ipu-wb-collapse-all').click();
+  await click(root.querySelector('.ipu-wb-collapse-all'));
   assert.deepEqual([canvas.scrollLeft, canvas.scrollTop], [0, 0]);
   const repeat = root.querySelector('[data-key="|repeat.5"]');
-  repeat.dispatchEvent(new window.MouseEvent('click', { bubbles: true }));
-  const opened = positionOf(layoutGraph(index, 'main_graph', new Set(['|repeat.5'])), '|repeat.5');
+  await click(repeat);
+  const opened = positionOf(await layoutGraph(index, 'main_graph', new Set(['|repeat.5'])), '|repeat.5');
   assert.deepEqual([canvas.scrollLeft, canvas.scrollTop], [Math.max(0, opened.x - 24), Math.max(0, opened.y - 24)]);
 });
 
-test('"fit width" shrinks a wide drawing to the canvas; without it a narrow drawing is centred', () => {
-  const { window, root } = render(sampleDocument());
+test('"fit width" shrinks a wide drawing to the canvas; without it a narrow drawing is centred', async () => {
+  const { window, root } = await render(sampleDocument());
   const canvas = root.querySelector('.ipu-wb-canvas');
   const fit = root.querySelector('.ipu-wb-fit-toggle');
   assert.ok(!canvas.classList.contains('ipu-wb-fit'));
@@ -278,7 +318,7 @@ test('"fit width" shrinks a wide drawing to the canvas; without it a narrow draw
   assert.match(css, /\.ipu-wb-fit \.ipu-wb-graph-svg \{\s*max-width: 100%;\s*height: auto;/);
 });
 
-test('the details never break words at any letter, and the memory chart scales to its panel', () => {
+test('the details never break words at any letter, and the memory chart scales to its panel', async () => {
   const css = readFileSync(new URL('../style/base.css', import.meta.url), 'utf8');
   assert.doesNotMatch(css, /word-break/);
   assert.match(css, /\.ipu-wb-details \{[^}]*overflow-wrap: anywhere;/);

@@ -1,0 +1,91 @@
+// The geometry of drawn graphs: no two node boxes or labels overlap, no edge runs through a box that is
+// not one of its ends, and everything lies inside the drawing. The sample is checked here; the Python
+// tests pass real exports as JSON in IPU_WB_GEOMETRY: [{ path, graph, expandAll }], and a big export to
+// time in IPU_WB_TIMED: { path, graph }.
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { test } from 'node:test';
+
+import { JSDOM } from 'jsdom';
+
+import { renderIr } from '../lib/view.js';
+import { sampleDocument } from './documents.mjs';
+import { crosses, geometryProblems, readDrawing } from './geometry.mjs';
+import { settled } from './settle.mjs';
+
+async function drawn(document, graph, expandAll) {
+  const dom = new JSDOM('<!DOCTYPE html><body></body>');
+  const root = renderIr(dom.window.document.body, document, { graph });
+  await settled(root);
+  root.querySelector('.ipu-wb-draw-large')?.click();
+  await settled(root);
+  if (expandAll) {
+    root.querySelector('.ipu-wb-expand-all').click();
+    await settled(root);
+  }
+  assert.ok(!root.classList.contains('ipu-wb-error'), root.textContent);
+  return root.querySelector('.ipu-wb-graph-svg');
+}
+
+function assertGoodGeometry(svg) {
+  assert.equal(svg.getAttribute('data-engine'), 'elk');
+  const drawing = readDrawing(svg);
+  assert.deepEqual(geometryProblems(drawing), []);
+  return drawing;
+}
+
+test('the checks catch an edge through a box, boxes that overlap and a label outside the drawing', () => {
+  const box = { left: 0, top: 0, right: 10, bottom: 10 };
+  assert.ok(crosses({ x: 5, y: -5 }, { x: 5, y: 15 }, box));
+  assert.ok(crosses({ x: -5, y: -5 }, { x: 15, y: 15 }, box));
+  assert.ok(!crosses({ x: 10, y: -5 }, { x: 10, y: 15 }, box), 'along a side is not through');
+  assert.ok(!crosses({ x: 5, y: -5 }, { x: 5, y: 0 }, box), 'ending on a side is not through');
+  const element = { contains: () => false };
+  const two = { left: 5, top: 5, right: 15, bottom: 15, name: 'b', element };
+  const problems = geometryProblems({ width: 12, height: 20, boxes: [], labels: [{ ...box, name: 'a' }, two], edges: [] });
+  assert.deepEqual(problems, ['labels "a" and "b" overlap', 'b is outside the drawing']);
+  const label = { getAttribute: () => null, textContent: 'x' };
+  const owner = name => ({ contains: () => false, querySelector: () => ({ ...label, parentElement: null }), name });
+  const boxes = [{ ...box, name: 'c', element: owner('c'), frame: true }, { ...two, name: 'd', element: owner('d'), frame: true }];
+  assert.deepEqual(geometryProblems({ width: 20, height: 20, boxes, labels: [], edges: [] }), ['boxes c and d overlap']);
+});
+
+test('the sample, every call expanded, is drawn by ELK without overlaps or edges through nodes', async () => {
+  const svg = await drawn(sampleDocument(), undefined, true);
+  const drawing = assertGoodGeometry(svg);
+  assert.equal(drawing.boxes.filter(b => b.frame).length, 2, 'the body and the loop are drawn in frames');
+});
+
+test('edges bend around nodes: the routes have bends, drawn rounded', async () => {
+  const document = sampleDocument();
+  const main = document.graphs[0];
+  // A variable read by the first and the last op: its edge must pass the ops between them.
+  main.ops[main.ops.length - 1].inputs.push(main.ops[0].inputs[0]);
+  const drawing = assertGoodGeometry(await drawn(document, 'main_graph', false));
+  assert.ok(drawing.edges.some(edge => edge.points.length > 2), 'some edge bends');
+  assert.ok(drawing.edges.some(edge => edge.element.getAttribute('d').includes('Q')));
+});
+
+for (const { path, graph, expandAll } of JSON.parse(process.env.IPU_WB_GEOMETRY ?? '[]')) {
+  test(`geometry of ${graph}${expandAll ? ' expanded' : ''} in ${path}`, async () => {
+    const svg = await drawn(JSON.parse(readFileSync(path, 'utf8')), graph, expandAll);
+    const drawing = assertGoodGeometry(svg);
+    console.log(`${graph}: ${drawing.boxes.length} boxes, ${drawing.edges.length} edges, ${drawing.width} × ${drawing.height} px`);
+  });
+}
+
+if (process.env.IPU_WB_TIMED) {
+  const { path, graph } = JSON.parse(process.env.IPU_WB_TIMED);
+  test(`time to lay out ${graph} in ${path}`, async () => {
+    const document = JSON.parse(readFileSync(path, 'utf8'));
+    const ops = document.graphs.find(g => g.id === graph).ops.length;
+    for (const run of ['first', 'second']) {
+      const start = performance.now();
+      const svg = await drawn(document, graph, false);
+      const seconds = (performance.now() - start) / 1000;
+      console.log(`${run} layout of ${ops} ops, ${svg.querySelectorAll('.ipu-wb-node').length} nodes: ${seconds.toFixed(2)} s ` +
+        `by ${svg.getAttribute('data-engine')}`);
+      assert.equal(svg.getAttribute('data-engine'), 'elk');
+    }
+  });
+}
