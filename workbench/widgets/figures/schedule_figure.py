@@ -209,12 +209,14 @@ def _add_outlines(figure: go.Figure, events: Sequence[Any], bars: list[Bar], ind
 
 def _add_pipeline_stages(figure: go.Figure, events: Sequence[Any], bars: list[Bar]) -> None:
     """A thin strip above each bar of an op with a pipeline stage (PopART's ``pipelineStage``),
-    coloured by stage, so the stages show as bands along the timeline."""
+    coloured by stage, so the stages show as bands along the timeline (where there are several)."""
     stages: dict[int, list[Bar]] = defaultdict(list)
     for bar in bars:
         stage = events[bar.event].op.meta.get("pipeline_stage")
         if stage is not None:
             stages[stage].append(bar)
+    if len(stages) < 2:
+        return
     for stage in sorted(stages):
         marked = stages[stage]
         figure.add_trace(go.Bar(
