@@ -221,7 +221,7 @@ def test_a_long_loop_that_cannot_be_copied_keeps_a_bounded_trace():
         seconds = read_trace(session, run)
         run()
         record_bytes = sum(len(log.which) * log.which.itemsize + len(log.taken)
-                           for log in session._recorder.record.branches)
+                           for log in session._runs.recorder.record.branches)
         gc.collect()
         tracemalloc.start()
         trace = session.last_trace
