@@ -72,3 +72,59 @@ def test_the_session_logs_its_lowering(caplog):
         logger.removeHandler(caplog.handler)
         popart.getLogger().setLevel("OFF")
     assert any("training" in r.getMessage() and "ops" in r.getMessage() for r in caplog.records)
+
+
+def test_first_and_final_dot_op_bound_the_ops_each_graph_shows(tmp_path):
+    opts = popart.SessionOptions()
+    opts.dotChecks = {popart.DotCheck.Final}
+    opts.logDir = str(tmp_path / "all")
+    training_session(opts)
+    opts.logDir = str(tmp_path / "some")
+    opts.firstDotOp, opts.finalDotOp = 1, 3
+    training_session(opts)
+    whole, part = [(tmp_path / d / "000_FINAL.dot").read_text() for d in ("all", "some")]
+    ops_in = [sum(1 for line in text.splitlines() if ":op:" in line and "->" not in line) for text in (whole, part)]
+    assert 0 < ops_in[1] < ops_in[0]
+    assert ops_in[1] <= 2 * len(training_session(opts)[0].ir.graphs)  # at most two ops of each graph
+
+
+def test_popart_log_config_sets_the_level_of_each_module(tmp_path):
+    import subprocess
+    import sys
+
+    config = tmp_path / "conf.py"
+    config.write_text('{"devicex": "INFO", "session": "DEBUG"}')
+    probe = ("import logging, popart; print(logging.getLogger('popart.devicex').level, "
+             "logging.getLogger('popart.session').level, logging.getLogger('popart').level)")
+    env = {"POPART_LOG_CONFIG": str(config), "POPART_LOG_LEVEL": "WARN", "PATH": "", "PYTHONPATH": ":".join(sys.path)}
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=120)
+    assert done.stdout.split() == [str(logging.INFO), str(logging.DEBUG), str(logging.WARNING)], done.stderr
+
+
+def test_a_log_config_that_cannot_be_used_is_named(tmp_path):
+    from workbench.popart.logging_ import module_levels
+
+    bad = tmp_path / "conf.py"
+    bad.write_text('{"devicex": "LOUD"}')
+    with pytest.raises(ValueError, match="module 'devicex' has level 'LOUD'; expected one of TRACE"):
+        module_levels(str(bad))
+    with pytest.raises(ValueError, match="cannot be read as JSON"):
+        module_levels(str(tmp_path / "missing.json"))
+
+
+def test_graph_report_and_report_of_a_training_run():
+    opts = popart.SessionOptions()
+    opts.engineOptions = {"debug.instrument": "true"}
+    training, model = training_session(opts)
+    training.prepareDevice()
+    training.weightsFromHost()
+    xs, labels = data(model, 2)
+    training.run(popart.PyStepIO({model.x: xs, model.label: labels}, {}))
+    graph = json.loads(training.getGraphReport())
+    assert graph["ops"] > graph["onnxNodes"] > 0 and graph["ipus"][0]["peakBytes"] > 0
+    report = training.getReport()
+    assert report.compilation == graph and report.execution["cycles"] == training.getCycleCount()
+    plain, _ = training_session()
+    plain.prepareDevice()
+    with pytest.raises(popart.popart_exception, match="getReport needs profiling"):
+        plain.getReport()

@@ -14,7 +14,9 @@ import networkx as nx
 
 from workbench.ir import Graph, Ir
 
-from .graph_data import to_networkx
+from workbench.analysis.schedule import schedule
+
+from .graph_data import op_node_id, to_networkx
 
 # Styling tables, keyed by tensor kind, op type and edge kind: a new look is a new row.
 TENSOR_STYLE = {
@@ -46,9 +48,13 @@ def quote(text: str) -> str:
     return '"' + escaped.replace("\r", "").replace("\n", "\\n") + '"'
 
 
-def to_dot(ir_or_graph: Union[Ir, Graph]) -> str:
-    """DOT text for ``ir_or_graph``: render it with ``dot -Tsvg``."""
+def to_dot(ir_or_graph: Union[Ir, Graph], ops: Optional[range] = None) -> str:
+    """DOT text for ``ir_or_graph``: render it with ``dot -Tsvg``. ``ops`` keeps only the ops at
+    those places of each graph's schedule, and the tensors they read or write (PopART's
+    ``firstDotOp`` and ``finalDotOp``)."""
     data = to_networkx(ir_or_graph)
+    if ops is not None:
+        _keep_scheduled(data, ir_or_graph, ops)
     lines = [f"digraph {quote('ir_' + str(data.graph['ir']))} {{",
              '  graph [rankdir=TB, fontname="Helvetica", compound=true];',
              '  node [fontname="Helvetica", fontsize=11, shape=box];',
@@ -76,6 +82,14 @@ def to_dot(ir_or_graph: Union[Ir, Graph]) -> str:
         lines.append(f"  {quote(tail)} -> {quote(head)}{suffix};")
     lines.append("}")
     return "\n".join(lines) + "\n"
+
+
+def _keep_scheduled(data: nx.MultiDiGraph, ir_or_graph: Union[Ir, Graph], places: range) -> None:
+    graphs = ir_or_graph.graphs if isinstance(ir_or_graph, Ir) else (ir_or_graph,)
+    dropped = [op_node_id(op) for graph in graphs for place, op in enumerate(schedule(graph)) if place not in places]
+    data.remove_nodes_from(dropped)
+    data.remove_nodes_from([node for node, kind in data.nodes(data="kind")
+                            if kind == "tensor" and data.degree(node) == 0])
 
 
 def _node_look(attributes: dict) -> dict:

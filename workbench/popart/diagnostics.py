@@ -31,18 +31,20 @@ def requested_checks(dot_checks: Iterable) -> list[str]:
     return [c for c in CHECKS if c in asked]
 
 
-def write_dot_checks(ir: Ir, forward: Graph, backward: Graph, checks: list[str], log_dir: str) -> list[Path]:
-    """One DOT file per check (see the module docstring); returns the paths written."""
+def write_dot_checks(ir: Ir, forward: Graph, backward: Graph, checks: list[str], log_dir: str,
+                     ops: range) -> list[Path]:
+    """One DOT file per check (see the module docstring), each with the ops at the places ``ops`` of
+    each graph's schedule (``firstDotOp`` to ``finalDotOp``); returns the paths written."""
     directory = Path(log_dir or ".")
     directory.mkdir(parents=True, exist_ok=True)
     written = []
     for number, check in enumerate(checks):
         if check in ("FWD0", "FWD1"):
-            text = to_dot(forward)
+            text = to_dot(forward, ops)
         elif check == "BWD0":
-            text = _joined(to_dot(forward), to_dot(backward))
+            text = _joined(to_dot(forward, ops), to_dot(backward, ops))
         else:
-            text = to_dot(ir)
+            text = to_dot(ir, ops)
         path = directory / f"{number:03d}_{check}.dot"
         path.write_text(text, encoding="utf-8")
         written.append(path)

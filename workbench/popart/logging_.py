@@ -2,12 +2,15 @@
 
 ``POPART_LOG_LEVEL`` (TRACE, DEBUG, INFO, WARN, ERR, CRITICAL, OFF; OFF by default) sets the level of
 every module and ``POPART_LOG_DEST`` where the lines go (stdout, stderr or a file name), in PopART's
-format ``[time] [popart:module] [level] message``."""
+format ``[time] [popart:module] [level] message``. ``POPART_LOG_CONFIG`` names a JSON file of
+``{"module": "LEVEL"}`` pairs whose levels override ``POPART_LOG_LEVEL`` for those modules."""
 from __future__ import annotations
 
+import json
 import logging
 import os
 import sys
+import warnings
 
 _LEVELS = {"TRACE": 5, "DEBUG": logging.DEBUG, "INFO": logging.INFO, "WARN": logging.WARNING,
            "ERR": logging.ERROR, "CRITICAL": logging.CRITICAL, "OFF": logging.CRITICAL + 10}
@@ -47,6 +50,25 @@ def getLogger(name: str = "all") -> Logger:
     return Logger(name)
 
 
+def module_levels(path: str) -> dict[str, int]:
+    """The levels of ``POPART_LOG_CONFIG``'s file, by module; a file that cannot be used raises
+    ValueError naming what is wrong."""
+    try:
+        with open(path, encoding="utf-8") as file:
+            config = json.load(file)
+    except (OSError, json.JSONDecodeError) as error:
+        raise ValueError(f"POPART_LOG_CONFIG={path!r} cannot be read as JSON: {error}") from None
+    if not isinstance(config, dict):
+        raise ValueError(f"POPART_LOG_CONFIG={path!r} must hold an object of module: level pairs")
+    levels = {}
+    for module, level in config.items():
+        if not isinstance(level, str) or level.upper() not in _LEVELS:
+            raise ValueError(f"POPART_LOG_CONFIG={path!r}: module {module!r} has level {level!r}; "
+                             f"expected one of {', '.join(_LEVELS)}")
+        levels[module] = _LEVELS[level.upper()]
+    return levels
+
+
 def _configure() -> None:
     root = logging.getLogger("popart")
     root.setLevel(_LEVELS.get(os.environ.get("POPART_LOG_LEVEL", "OFF").upper(), _LEVELS["OFF"]))
@@ -56,6 +78,13 @@ def _configure() -> None:
         if destination in ("stdout", "stderr") else logging.FileHandler(destination)
     handler.setFormatter(logging.Formatter("[%(asctime)s] [%(name)s] [%(levelname)s] %(message)s"))
     root.addHandler(handler)
+    config = os.environ.get("POPART_LOG_CONFIG")
+    if config:
+        try:
+            for module, level in module_levels(config).items():
+                logging.getLogger(f"popart.{module}").setLevel(level)
+        except ValueError as error:  # importing popart must not fail over a logging setting
+            warnings.warn(str(error), stacklevel=2)
 
 
 _configure()

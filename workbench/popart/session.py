@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional, Union
 
@@ -21,6 +22,7 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
+from workbench.export.dot import to_dot
 from workbench.onnx import dtypes
 from workbench.onnx.lowering import LoweringError, lower_model
 from workbench.onnx.model import GraphBuilder, load_model
@@ -41,6 +43,14 @@ from .tensorinfo import InputShapeInfo, TensorInfo
 _LOG = getLogger("session")
 # How the program stores each kind of anchor (EVERYN stores every batch; the host keeps every N-th).
 _STORED = {AnchorReturnTypeId.Final: "final", AnchorReturnTypeId.Sum: "sum"}
+
+
+@dataclass(frozen=True)
+class ProfileReport:
+    """What ``getReport`` gives: the compiled program and its last run, each as plain data."""
+
+    compilation: dict
+    execution: dict
 
 
 class _Session:
@@ -130,11 +140,17 @@ class _Session:
         return max(1, self._device_info.numIpus // self._replication) if mode is VirtualGraphMode.Auto else 0
 
     def _write_dot_checks(self) -> None:
-        """DOT files of the lowered program for ``dotChecks`` (and ``POPART_DOT_CHECKS``), in ``logDir``."""
+        """DOT files of the lowered program for ``dotChecks`` (and ``POPART_DOT_CHECKS``), in ``logDir``,
+        with the ops from ``firstDotOp`` to ``finalDotOp`` of each graph's schedule."""
         checks = {getattr(c, "name", str(c)).upper() for c in self._options.dotChecks}
         checks |= {c.upper() for c in os.environ.get("POPART_DOT_CHECKS", "").split(":") if c}
-        for check in sorted(checks):
-            self._lowered.ir.dot_checkpoint(check, Path(self._options.logDir or "."))
+        if not checks:
+            return
+        ops = range(int(self._options.firstDotOp), int(self._options.finalDotOp))
+        directory = Path(self._options.logDir or ".")
+        directory.mkdir(parents=True, exist_ok=True)
+        for number, check in enumerate(sorted(checks)):
+            (directory / f"{number:03d}_{check}.dot").write_text(to_dot(self._lowered.ir, ops), encoding="utf-8")
 
     def _constant_weights(self) -> bool:
         return bool(self._options.constantWeights)
@@ -362,6 +378,26 @@ class _Session:
         summary = self._runtime.last_trace.summary()
         return json.dumps({"profilerMode": "SIMULATED", "cycles": summary.cycles,
                            "cyclesPerKind": summary.cycles_per_kind})
+
+    def getGraphReport(self, useCbor: bool = False) -> str:
+        """The compiled program as JSON: its size and, per IPU, the peak of the workbench's memory
+        model against the tile memory."""
+        self._require_prepared("getGraphReport")
+        if useCbor:
+            raise popart_exception("getGraphReport: the workbench writes its reports as JSON (useCbor=False)")
+        report = self._runtime.memory_report
+        return json.dumps({"onnxNodes": len(self._builder.nodes), "ops": sum(len(g.ops) for g in self.ir.graphs),
+                           "ipus": [{"ipu": m.ipu, "peakBytes": m.peak_bytes, "tileMemoryBytes": m.tile_capacity}
+                                    for m in report.ipus]})
+
+    def getReport(self, resetProfile: bool = True) -> ProfileReport:
+        """The profile of the program and its last run (``compilation`` and ``execution``, as
+        ``getGraphReport`` and ``getExecutionReport`` give them); needs
+        ``engineOptions = {"debug.instrument": "true"}``, as PopART's does."""
+        self._require_prepared("getReport")
+        if not self._instrumented():
+            raise popart_exception('getReport needs profiling: set opts.engineOptions = {"debug.instrument": "true"}')
+        return ProfileReport(json.loads(self.getGraphReport()), json.loads(self.getExecutionReport()))
 
     def getCycleCount(self, id: str = "") -> int:  # noqa: A002
         """Simulated cycles of the last run (the device's cycle counter)."""

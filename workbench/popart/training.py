@@ -106,7 +106,8 @@ class TrainingSession(_Session):
             raise popart_exception(str(error)) from None
         if checks:
             diagnostics.write_dot_checks(self.ir, self._program.forward, self._program.grad_graph, checks,
-                                         self._options.logDir)
+                                         self._options.logDir,
+                                         range(int(self._options.firstDotOp), int(self._options.finalDotOp)))
         diagnostics.dump_ir(self.ir)
 
     def _anchor_kinds(self) -> dict[str, str]:
