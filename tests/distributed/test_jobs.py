@@ -118,4 +118,6 @@ def test_every_instance_has_the_trace_of_every_replica_and_instance_0_writes_the
     assert done.stdout.count(expected) == 2 and done.stdout.count("backend True") == 2
     assert "instance 1: stepper the stepper runs one process's replicas; this session is one instance of 2" \
         in done.stdout
-    assert "replica 3" in (tmp_path / "report.html").read_text()
+    report = (tmp_path / "report.html").read_text()
+    assert "replica 3" in report
+    assert "4 replicas in 2 instances" in report and "instance boundary" in report  # the replica-group view

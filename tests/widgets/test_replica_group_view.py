@@ -174,3 +174,23 @@ def test_long_row_labels_are_cut_so_the_matrix_keeps_its_width():
     labels = {y for t in rows for y in t.y}
     assert all(len(label) <= 48 for label in labels) and any(label.endswith("…") for label in labels)
     assert any(x.name in hover for t in rows for hover in t.hovertext)
+
+
+def test_the_instances_of_a_popdist_job_are_parted_in_the_view(monkeypatch):
+    """Instance 1 of a job of 2 instances x 2 replicas: dashed lines between replicas 1 and 2, and each
+    instance named above its replicas."""
+    for name, value in (("PMI_SIZE", "2"), ("PMI_RANK", "1"), ("POPDIST_NUM_TOTAL_REPLICAS", "4")):
+        monkeypatch.setenv(name, value)
+    ir = popxl.Ir(replication="popdist")
+    with ir.main_graph:
+        x = popxl.variable(np.ones(2, np.float32))
+        ops.collectives.replicated_all_reduce(x)
+    assert ir.instances == [range(0, 2), range(2, 4)]
+    figure = ReplicaGroupView(ir, live=False).figure
+    boundaries = [shape for shape in figure.layout.shapes if shape.name == "instance boundary"]
+    assert [shape.x0 for shape in boundaries] == [1.5, 1.5]  # in the grid and in the matrix
+    assert [a.text for a in figure.layout.annotations if a.name == "instance"] == ["instance 0", "instance 1"]
+    assert figure.layout.xaxis2.title.text == "replica (instance 0: 0–1 · instance 1: 2–3)"
+    assert figure.layout.title.text.startswith("4 replicas in 2 instances")
+    alone = ReplicaGroupView(popxl.Ir(replication=4), live=False).figure
+    assert not [shape for shape in alone.layout.shapes if shape.name == "instance boundary"]

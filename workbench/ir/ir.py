@@ -156,6 +156,15 @@ class Ir:
             return self._popdist.local_replicas
         return range(self._replication_factor)
 
+    @property
+    def instances(self) -> list[range]:
+        """The global replica indices of each instance of the job, in instance order (one range, of
+        every replica, unless popdist splits the job)."""
+        if self._popdist is None:
+            return [range(self._replication_factor)]
+        local = self._popdist.num_local_replicas
+        return [range(k * local, (k + 1) * local) for k in range(self._popdist.num_instances)]
+
     # ----- replica groupings -----
     def replica_grouping(self, stride: int = 1, group_size: Optional[int] = None) -> ReplicaGrouping:
         """Group replicas: each group takes ``group_size`` replicas ``stride`` apart."""

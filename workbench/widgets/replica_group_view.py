@@ -66,8 +66,10 @@ class ReplicaGroupView(View):
         self.redraw()
 
     def build_figure(self):
-        return replica_group_figure(self.shown_grouping, self.uses,
-                                    title=f"{self.ir.replication_factor} replicas")
+        instances = self.ir.instances
+        title = f"{self.ir.replication_factor} replicas" + (
+            f" in {len(instances)} instances" if len(instances) > 1 else "")
+        return replica_group_figure(self.shown_grouping, self.uses, title=title, instances=instances)
 
     def grouping_label(self, grouping: ReplicaGrouping) -> str:
         """A grouping in words, with the first collective or variable that uses it."""

@@ -41,8 +41,10 @@ def format_value(value: np.ndarray) -> str:
 
 
 def replica_group_figure(grouping: ReplicaGrouping, uses: Sequence[GroupingUse],
-                         title: Optional[str] = None) -> go.Figure:
-    """Grid of ``grouping``; matrix of ``uses``, one row per kind and grouping."""
+                         title: Optional[str] = None, instances: Sequence[range] = ()) -> go.Figure:
+    """Grid of ``grouping``; matrix of ``uses``, one row per kind and grouping. With several
+    ``instances`` (processes of a popdist job, as global replica ranges), dashed lines part their
+    replicas in the matrix, and in the grid where it is one row."""
     rows = fold_uses(list(uses))
     panels = ["grid"] + (["matrix"] if uses else [])
     grid_rows = -(-grouping.num_replicas // grid_columns(grouping.num_replicas))
@@ -57,6 +59,12 @@ def replica_group_figure(grouping: ReplicaGrouping, uses: Sequence[GroupingUse],
     _add_grid(figure, grouping, 1)
     if uses:
         _add_matrix(figure, grouping.num_replicas, rows, 2)
+    if len(instances) > 1:
+        one_row = grid_columns(grouping.num_replicas) == grouping.num_replicas
+        if one_row:
+            _add_instances(figure, instances, 1, grid=True)
+        if uses:
+            _add_instances(figure, instances, 2, grid=False)
     top = 110 if "<br>" in titles["grid"] else 90
     figure.update_layout(**base_layout(
         title=dict(text=title or f"{grouping.num_replicas} replicas", x=0.01), height=plot + top + 20,
@@ -139,6 +147,24 @@ def _add_matrix(figure: go.Figure, replicas: int, uses: Sequence[GroupingRow], r
     figure.update_xaxes(title_text="replica", tickmode="array", range=columns_range(replicas),
                         tickvals=list(range(0, replicas, 1 if replicas <= 16 else 4)), row=row, col=1)
     figure.update_yaxes(categoryorder="array", categoryarray=list(reversed(labels)), row=row, col=1)
+
+
+def _add_instances(figure: go.Figure, instances: Sequence[range], row: int, grid: bool) -> None:
+    """Dashed lines between the instances' replicas; their names under the grid's squares, or in
+    the matrix's axis title."""
+    for index, replicas in enumerate(instances):
+        if index:
+            figure.add_vline(x=replicas.start - 0.5, line=dict(color="#595959", width=1.5, dash="dash"),
+                             row=row, col=1, name="instance boundary")
+        if grid:
+            axis = "" if row == 1 else row
+            figure.add_annotation(x=(replicas.start + replicas.stop - 1) / 2, y=0, yref=f"y{axis} domain",
+                                  xref=f"x{axis}", text=f"instance {index}", showarrow=False, yanchor="top",
+                                  font=dict(size=10, color="#595959"), name="instance")
+    if not grid:
+        names = " · ".join(f"instance {i}: {r.start}–{r.stop - 1}" if len(r) > 1 else f"instance {i}: {r.start}"
+                           for i, r in enumerate(instances))
+        figure.update_xaxes(title_text=f"replica ({names})", row=row, col=1)
 
 
 def _short(label: str, most: int = ROW_NAME) -> str:
