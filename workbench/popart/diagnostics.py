@@ -2,7 +2,8 @@
 
 ``dotChecks`` / ``POPART_DOT_CHECKS`` (names joined by ``:``, or ``ALL``): one ``NNN_<CHECK>.dot`` file
 per check in ``logDir``, by the workbench's DOT export: FWD0 and FWD1 the imported forward graph,
-BWD0 the forward graph with its gradient graph, PREALIAS and FINAL the whole program.
+BWD0 the forward graph with its gradient graph, PREALIAS and FINAL the whole program (an inference
+program, which has no graphs of its own for them, is drawn whole for every check).
 ``POPART_IR_DUMP=<file>``: the program in the workbench's JSON export (what the views render).
 """
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Optional
 
 from workbench.export.dot import to_dot
 from workbench.export.json_schema import to_json
@@ -31,17 +32,17 @@ def requested_checks(dot_checks: Iterable) -> list[str]:
     return [c for c in CHECKS if c in asked]
 
 
-def write_dot_checks(ir: Ir, forward: Graph, backward: Graph, checks: list[str], log_dir: str,
-                     ops: range) -> list[Path]:
+def write_dot_checks(ir: Ir, forward: Optional[Graph], backward: Optional[Graph], checks: list[str],
+                     log_dir: str, ops: range) -> list[Path]:
     """One DOT file per check (see the module docstring), each with the ops at the places ``ops`` of
     each graph's schedule (``firstDotOp`` to ``finalDotOp``); returns the paths written."""
     directory = Path(log_dir or ".")
     directory.mkdir(parents=True, exist_ok=True)
     written = []
     for number, check in enumerate(checks):
-        if check in ("FWD0", "FWD1"):
+        if check in ("FWD0", "FWD1") and forward is not None:
             text = to_dot(forward, ops)
-        elif check == "BWD0":
+        elif check == "BWD0" and backward is not None:
             text = _joined(to_dot(forward, ops), to_dot(backward, ops))
         else:
             text = to_dot(ir, ops)

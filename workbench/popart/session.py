@@ -13,16 +13,13 @@ reports) works on the program.
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Optional, Union
 
 import numpy as np
 import onnx
 from onnx import numpy_helper
 
-from workbench.export.dot import to_dot
 from workbench.onnx import dtypes
 from workbench.onnx.lowering import LoweringError, lower_model
 from workbench.onnx.model import GraphBuilder, load_model
@@ -31,6 +28,7 @@ from workbench.runtime.out_of_memory import OutOfMemoryError
 from workbench.runtime.session import Session as RuntimeSession
 
 from . import anchors as anchor_arrays
+from . import diagnostics
 from .logging_ import getLogger
 from .dataflow import AnchorReturnTypeId, DataFlow
 from .devices import DeviceInfo, DeviceType
@@ -140,17 +138,22 @@ class _Session:
         return max(1, self._device_info.numIpus // self._replication) if mode is VirtualGraphMode.Auto else 0
 
     def _write_dot_checks(self) -> None:
-        """DOT files of the lowered program for ``dotChecks`` (and ``POPART_DOT_CHECKS``), in ``logDir``,
-        with the ops from ``firstDotOp`` to ``finalDotOp`` of each graph's schedule."""
-        checks = {getattr(c, "name", str(c)).upper() for c in self._options.dotChecks}
-        checks |= {c.upper() for c in os.environ.get("POPART_DOT_CHECKS", "").split(":") if c}
-        if not checks:
-            return
-        ops = range(int(self._options.firstDotOp), int(self._options.finalDotOp))
-        directory = Path(self._options.logDir or ".")
-        directory.mkdir(parents=True, exist_ok=True)
-        for number, check in enumerate(sorted(checks)):
-            (directory / f"{number:03d}_{check}.dot").write_text(to_dot(self._lowered.ir, ops), encoding="utf-8")
+        """The DOT files of ``dotChecks`` and ``POPART_DOT_CHECKS`` in ``logDir`` (ops ``firstDotOp`` to
+        ``finalDotOp`` of each graph's schedule), and the JSON of ``POPART_IR_DUMP``."""
+        try:
+            checks = diagnostics.requested_checks(self._options.dotChecks)
+        except ValueError as error:
+            raise popart_exception(str(error)) from None
+        if checks:
+            forward, backward = self._dot_graphs()
+            diagnostics.write_dot_checks(self.ir, forward, backward, checks, self._options.logDir,
+                                         range(int(self._options.firstDotOp), int(self._options.finalDotOp)))
+        diagnostics.dump_ir(self.ir)
+
+    def _dot_graphs(self) -> tuple:
+        """The forward graph and the gradient graph the checks FWD0 and BWD0 draw (an inference
+        program is one whole: None, None)."""
+        return None, None
 
     def _constant_weights(self) -> bool:
         return bool(self._options.constantWeights)

@@ -21,7 +21,6 @@ from workbench.onnx import dtypes
 from workbench.onnx.lowering import LoweringError
 from workbench.onnx.shapes import TensorType
 
-from . import diagnostics
 from . import losses as loss_nodes
 from . import optimizer_steps as steps
 from .dataflow import AnchorReturnTypeId, DataFlow
@@ -99,16 +98,8 @@ class TrainingSession(_Session):
             raise popart_exception(str(error)) from None
         return self._program.lowered
 
-    def _write_dot_checks(self) -> None:
-        try:
-            checks = diagnostics.requested_checks(self._options.dotChecks)
-        except ValueError as error:
-            raise popart_exception(str(error)) from None
-        if checks:
-            diagnostics.write_dot_checks(self.ir, self._program.forward, self._program.grad_graph, checks,
-                                         self._options.logDir,
-                                         range(int(self._options.firstDotOp), int(self._options.finalDotOp)))
-        diagnostics.dump_ir(self.ir)
+    def _dot_graphs(self) -> tuple:
+        return self._program.forward, self._program.grad_graph
 
     def _anchor_kinds(self) -> dict[str, str]:
         kinds = {AnchorReturnTypeId.Final: "final", AnchorReturnTypeId.Sum: "sum"}

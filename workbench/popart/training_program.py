@@ -21,7 +21,7 @@ from workbench.ir import (Graph, Ir, Tensor, Variable, constant, graph_input, gr
 from workbench.ir.streams import DeviceToHostStream, d2h_stream, h2d_stream
 from workbench.onnx import dtypes
 from workbench.onnx.lowering import LoweredModel, LoweringError, node_ipus
-from workbench.onnx.lowering.lower import _Lowering
+from workbench.onnx.lowering.lower import _Lowering, known_input_types
 from workbench.onnx.model import GraphBuilder
 from workbench.onnx.shapes import TensorType
 from workbench.transforms.autodiff import autodiff, is_float
@@ -304,12 +304,5 @@ def lower_training(builder: GraphBuilder, *, loss: str, optimizer: Optimizer, an
                    settings: TrainingSettings, input_types: Mapping[str, TensorType]) -> TrainingProgram:
     """The training program of ``builder``'s model (see the module docstring); ``anchors`` maps each
     anchor to "all", "final" or "sum"."""
-    types = dict(input_types)
-    for name in builder.inputs:
-        ttype = types.get(name) or builder.types.get(name)
-        if ttype is None or ttype.shape is None or any(d is None or d < 0 for d in ttype.shape) \
-                or not ttype.elem_type:
-            raise LoweringError(f"the shape of input '{name}' is not known: give it with "
-                                "popart.InputShapeInfo().add(id, popart.TensorInfo(dtype, shape))")
-        types[name] = ttype
+    types = known_input_types(builder, input_types)
     return _Builder(builder, loss, optimizer, anchors, settings, types).build()

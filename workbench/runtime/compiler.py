@@ -56,6 +56,18 @@ class GeneratedCode:
         return self.line_steps.get(line)
 
 
+def innermost_step(error: BaseException, by_file: dict) -> Optional[object]:
+    """What ``by_file[filename].step_at_line(line)`` gives for the innermost frame of ``error``'s
+    traceback that runs generated code, or None."""
+    found, trace = None, error.__traceback__
+    while trace is not None:
+        code = by_file.get(trace.tb_frame.f_code.co_filename)
+        if code is not None:
+            found = code.step_at_line(trace.tb_lineno) or found
+        trace = trace.tb_next
+    return found
+
+
 def _register_source(owner: object, filename: str, source: str) -> None:
     """Let tracebacks show the generated lines for as long as ``owner`` lives."""
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)

@@ -24,7 +24,7 @@ from workbench.ir import Ir, Op
 from workbench.ops.registry import REGISTRY
 
 from .communicator import ReplicaAborted
-from .compiler import GraphCode, lockstep_source
+from .compiler import GraphCode, innermost_step, lockstep_source
 from .program import ReplicaProgram
 
 
@@ -163,13 +163,7 @@ class LockstepMain:
 
     def failure(self, error: BaseException) -> tuple[int, Optional[Op]]:
         """The replica whose kernel raised ``error`` and the op (the innermost generated line)."""
-        files = {generated.filename: generated for generated in self._generated}
-        found, trace = None, error.__traceback__
-        while trace is not None:
-            generated = files.get(trace.tb_frame.f_code.co_filename)
-            if generated is not None:
-                found = generated.step_at_line(trace.tb_lineno) or found
-            trace = trace.tb_next
+        found = innermost_step(error, {generated.filename: generated for generated in self._generated})
         if found is None:
             return 0, None
         index, replica = found

@@ -13,7 +13,7 @@ from workbench.ir import Graph, Ir, Op, Variable
 from workbench.ops.registry import op_def
 
 from .communicator import ReplicaAborted
-from .compiler import GraphCode
+from .compiler import GraphCode, innermost_step
 from .progress import LoopCounter
 from .snapshot import ReplicaSnapshot
 from .trace import record_branch
@@ -145,14 +145,7 @@ class ReplicaProgram:
 
     def failing_op(self, error: BaseException) -> Optional[Op]:
         """The op whose kernel raised ``error``: the innermost generated graph line in its traceback."""
-        by_file = {code.filename: code for code in self._codes.values()}
-        found, trace = None, error.__traceback__
-        while trace is not None:
-            code = by_file.get(trace.tb_frame.f_code.co_filename)
-            if code is not None:
-                found = code.step_at_line(trace.tb_lineno) or found
-            trace = trace.tb_next
-        return found
+        return innermost_step(error, {code.filename: code for code in self._codes.values()})
 
     # ----- the environment kernel builders see -----
     def host_load(self, stream, tensor) -> Callable[[], np.ndarray]:

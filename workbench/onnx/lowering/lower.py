@@ -285,6 +285,20 @@ def _adopt_name(tensor: Tensor, name: str) -> None:
     names[fresh] = tensor
 
 
+def known_input_types(builder: GraphBuilder, given: Mapping[str, TensorType]) -> dict[str, TensorType]:
+    """The type of every model input, ``given`` first (a session's InputShapeInfo), else the
+    model's own; an input whose shape is still open is an error saying how to give it."""
+    types = dict(given)
+    for name in builder.inputs:
+        ttype = types.get(name) or builder.types.get(name)
+        if ttype is None or ttype.shape is None or any(d is None or d < 0 for d in ttype.shape) \
+                or not ttype.elem_type:
+            raise LoweringError(f"the shape of input '{name}' is not known: give it with "
+                                "popart.InputShapeInfo().add(id, popart.TensorInfo(dtype, shape))")
+        types[name] = ttype
+    return types
+
+
 def lower_model(builder: GraphBuilder, *, anchors: Union[Mapping[str, str], Iterable[str]],
                 batches_per_step: int = 1, replication_factor: int = 1,
                 input_types: Optional[Mapping[str, TensorType]] = None, constant_weights: bool = False,
@@ -298,14 +312,7 @@ def lower_model(builder: GraphBuilder, *, anchors: Union[Mapping[str, str], Iter
     if builder.variable_settings and builder.replication_factor not in (1, replication_factor):
         raise LoweringError(f"the model's weights are grouped for {builder.replication_factor} replicas "
                             f"(embedReplicationFactor) but the session replicates {replication_factor} times")
-    types = dict(input_types or {})
-    for name in builder.inputs:
-        ttype = types.get(name) or builder.types.get(name)
-        if ttype is None or ttype.shape is None or any(d is None or d < 0 for d in ttype.shape) \
-                or not ttype.elem_type:
-            raise LoweringError(f"the shape of input '{name}' is not known: give it with "
-                                "popart.InputShapeInfo().add(id, popart.TensorInfo(dtype, shape))")
-        types[name] = ttype
+    types = known_input_types(builder, input_types or {})
     ir = Ir(replication=replication_factor)
     ir.num_host_transfers = batches_per_step
     lowering = _Lowering(builder, ir, constant_weights, node_ipus(builder.nodes, auto_ipus))
