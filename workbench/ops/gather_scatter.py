@@ -331,12 +331,14 @@ def _onehot_infer(specs, attrs):
 
 def _onehot_kernel(op, env):
     axis, depth = op.attrs["axis"], op.attrs["depth"]
-    classes = np.arange(depth).reshape((depth,) + (1,) * (op.inputs[0].rank - axis))
+    rank = op.inputs[0].rank
+    classes = np.arange(depth).reshape((depth,) + (1,) * (rank - axis))
+    new_axis = (slice(None),) * axis + (None,)
 
     def onehot(indices, num_classes, values):
+        off, on = values.reshape(2)
         wrapped = np.where(indices < 0, indices + depth, indices)
-        hot = np.expand_dims(wrapped, axis) == classes
-        return np.where(hot, values.flat[1], values.flat[0])
+        return np.where(wrapped[new_axis] == classes, on, off)
     return onehot
 
 

@@ -43,9 +43,10 @@ def _softmax_kernel(op, env):
     compute = _compute_type(dtype)
 
     def softmax(x):
-        x = x.astype(compute, copy=False)
-        e = np.exp(x - x.max(axis, keepdims=True))
-        return (e / e.sum(axis, keepdims=True)).astype(dtype, copy=False)
+        e = x.astype(compute, copy=False) - np.maximum.reduce(x, axis, keepdims=True)
+        np.exp(e, out=e)
+        e /= np.add.reduce(e, axis, keepdims=True)
+        return e.astype(dtype, copy=False)
     return softmax
 
 
@@ -176,11 +177,15 @@ def _nll_parts(op):
     eps = compute.type(6.104e-05 if dtype == np.float16 else 1e-7)
     ignore, log_prob = op.attrs["ignore_index"], op.attrs.get("log_prob", False)
 
+    samples = op.inputs[1].nelms
+    starts = np.arange(samples) * classes  # where each sample's row begins in the flattened probs
+
     def parts(probs, labels):
         rows = probs.reshape(-1, classes).astype(compute, copy=False)
         flat = labels.reshape(-1)
         in_range = (flat >= 0) & (flat < classes)
-        picked = np.where(in_range, rows[np.arange(len(flat)), np.where(in_range, flat, 0)], 0)
+        picked = rows.take(starts + flat, mode="clip")  # a label out of range picks 0 below
+        picked[~in_range] = 0
         losses = -picked if log_prob else -np.log(np.maximum(picked, eps))
         mask = None if ignore is None else flat != ignore
         return rows, flat, in_range, (losses if mask is None else losses * mask), mask

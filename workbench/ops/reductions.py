@@ -153,17 +153,17 @@ def _logsumexp(axes, keepdims, accumulator):
 
 
 sum = _reduction(  # noqa: A001 - popxl's name
-    "sum", lambda axes, keep, acc: lambda a: np.sum(a, axes, acc, keepdims=keep),
+    "sum", lambda axes, keep, acc: lambda a: np.add.reduce(a, axes, acc, keepdims=keep),
     "Sum of the elements over ``axis`` (all axes when None).", grad=lambda op, g, fwd: [_spread(g[0], op)])
 mean = _reduction("mean", _mean, "Arithmetic mean over ``axis`` (all axes when None); integer means "
                   "truncate toward zero.", grad=_mean_grad)
 median = _reduction("median", _median, "Median over ``axis`` (all axes when None); for an even count, "
                     "the lower of the two middle values.", needs_elements=True, grad=_selected_grad)
 max = _reduction(  # noqa: A001 - popxl's name
-    "max", lambda axes, keep, acc: lambda a: np.max(a, axes, keepdims=keep),
+    "max", lambda axes, keep, acc: lambda a: np.maximum.reduce(a, axes, keepdims=keep),
     "Largest element over ``axis`` (all axes when None).", needs_elements=True, grad=_selected_grad)
 min = _reduction(  # noqa: A001 - popxl's name
-    "min", lambda axes, keep, acc: lambda a: np.min(a, axes, keepdims=keep),
+    "min", lambda axes, keep, acc: lambda a: np.minimum.reduce(a, axes, keepdims=keep),
     "Smallest element over ``axis`` (all axes when None).", needs_elements=True, grad=_selected_grad)
 prod = _reduction("prod", lambda axes, keep, acc: lambda a: np.prod(a, axes, acc, keepdims=keep),
                   "Product of the elements over ``axis`` (all axes when None).",

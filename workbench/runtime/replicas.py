@@ -7,8 +7,10 @@ more and the caller can restore them (``snapshot.py``).
 """
 from __future__ import annotations
 
+import sys
 from concurrent.futures import ThreadPoolExecutor, wait
-from typing import Callable, Optional
+from contextlib import contextmanager
+from typing import Callable, Iterator, Optional
 
 from .communicator import CollectiveMismatchError, Communicator, ReplicaAborted
 from .lockstep import LockstepMain
@@ -17,6 +19,10 @@ from .snapshot import uninterrupted
 
 
 POLL_SECONDS = 0.05
+# How long a thread may hold the interpreter while another waits for it, during a threaded run. A
+# replica thread coming back from a BLAS call would otherwise wait up to Python's default 5 ms for
+# one that runs small NumPy ops.
+SWITCH_SECONDS = 0.0005
 
 
 class ReplicaExecutionError(RuntimeError):
@@ -137,14 +143,15 @@ class ReplicaRunner:
             program.stop_requested = False
         futures = []
         try:
-            # Submitted inside the ``try``: an interrupt between two submissions must stop those
-            # already started, or they would wait for the others until the collectives' deadline.
-            for index in range(count):
-                futures.append(self._pool.submit(work, index))
-            # A timeout even without ``poll``: an interrupt that reached another thread is seen soon.
-            while wait(futures, timeout=POLL_SECONDS).not_done:
-                if poll is not None:
-                    poll()
+            with prompt_thread_switches():
+                # Submitted inside the ``try``: an interrupt between two submissions must stop those
+                # already started, or they would wait for the others until the collectives' deadline.
+                for index in range(count):
+                    futures.append(self._pool.submit(work, index))
+                # A timeout even without ``poll``: an interrupt that reached another thread is seen soon.
+                while wait(futures, timeout=POLL_SECONDS).not_done:
+                    if poll is not None:
+                        poll()
         except BaseException:
             # Interrupted (or the progress display failed): no replica may go on writing.
             self._stop_all()
@@ -163,6 +170,17 @@ class ReplicaRunner:
         if self._pool is not None:
             self._pool.shutdown(wait=False)
             self._pool = None
+
+
+@contextmanager
+def prompt_thread_switches() -> Iterator[None]:
+    """Python passes the interpreter between threads every ``SWITCH_SECONDS`` at most, meanwhile."""
+    previous = sys.getswitchinterval()
+    sys.setswitchinterval(min(previous, SWITCH_SECONDS))
+    try:
+        yield
+    finally:
+        sys.setswitchinterval(previous)
 
 
 def _failure(error: Exception, replica: int, op) -> ReplicaExecutionError:

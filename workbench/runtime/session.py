@@ -25,6 +25,7 @@ from workbench.ir.host_data import host_array
 from workbench.ir.fragments import WEIGHTS_FROM_HOST, WEIGHTS_TO_HOST
 
 from . import host_buffers, weights
+from .allocator import keep_freed_memory
 from .compiler import compile_graph
 from .out_of_memory import check_fits
 from .program import ReplicaProgram
@@ -80,6 +81,7 @@ class Session:
         self._device_values = [{**{v: weights.device_storage(v, buffers) for v in self._variables},
                                 **{t: np.zeros(t.shape, t.dtype.as_numpy()) for t in self._persistent}}
                                for buffers in self._buffers]
+        keep_freed_memory()
         check = os.environ.get("WORKBENCH_CHECK_KERNELS", "") not in ("", "0")
         main_steps = self._codes[ir.main_graph].steps
         firsts = first_writes(ir, main_steps, set(self._variables + self._persistent))
