@@ -28,6 +28,18 @@ class Instances:
         # Conditionals by a number every instance gives them alike: the branch logs cross as numbers.
         self._conditionals = [op for graph in ir.graphs for op in graph._ops if op.type == "conditional"]
 
+    def lockstep_exchange(self, op, values: dict[int, Any]) -> None:
+        """For replicas in lockstep: add every other instance's replicas' values of ``op`` (a main-graph
+        collective, so its only occurrence in the run) to ``values``, this instance's by global replica,
+        when the op spans instances."""
+        replicas = self.settings.local_replicas
+        if not spans_instances(op, list(range(self.settings.num_total_replicas)), self.settings):
+            return
+        stacked = np.stack([values[r] for r in replicas])
+        everyone = self.channel.allgather(stacked, _description(f"{op.name} ({op.type})", 0, stacked))
+        for replica, value in enumerate(everyone.reshape(-1, *stacked.shape[1:])):
+            values.setdefault(replica, value)
+
     def communicator(self, local) -> "SpanningCommunicator":
         """What the replica threads of one run call for collectives, around their local ``Communicator``."""
         return SpanningCommunicator(local, self.channel, self.settings)
@@ -103,8 +115,7 @@ class SpanningCommunicator:
         everyone = None
         if replica == self._first:
             stacked = np.stack(values)
-            description = (f"{label} occurrence {occurrence}: {stacked.dtype}{list(stacked.shape[1:])}")
-            everyone = self._channel.allgather(stacked, description)
+            everyone = self._channel.allgather(stacked, _description(label, occurrence, stacked))
             everyone = everyone.reshape(-1, *stacked.shape[1:])
         everyone = self._local.exchange(("instances result", op, occurrence), label, replica, self._replicas,
                                         everyone)[0]
@@ -121,13 +132,21 @@ class SpanningCommunicator:
         return combine(self.exchange(key, label, replica, members, value))
 
     def _spans(self, op, members: Sequence[int]) -> bool:
-        """Whether the op exchanges across instances: decided for the op, not for one group, so that
-        every local replica takes the same path even where only some groups span instances."""
         spans = self._spanning.get(op)
         if spans is None:
-            grouping = op.attrs.get("group")
-            groups = [grouping.members(g) for g in range(grouping.num_groups)] if grouping is not None \
-                else [members]
-            instance = self._settings.instance_of
-            spans = self._spanning[op] = any(instance(min(g)) != instance(max(g)) for g in groups)
+            spans = self._spanning[op] = spans_instances(op, members, self._settings)
         return spans
+
+
+def spans_instances(op, members: Sequence[int], settings: PopdistSettings) -> bool:
+    """Whether ``op`` exchanges across instances: decided for the op, not for one group, so that every
+    local replica takes the same path even where only some groups span instances."""
+    grouping = op.attrs.get("group")
+    groups = [grouping.members(g) for g in range(grouping.num_groups)] if grouping is not None else [members]
+    instance = settings.instance_of
+    return any(instance(min(g)) != instance(max(g)) for g in groups)
+
+
+def _description(label: str, occurrence: int, stacked: np.ndarray) -> str:
+    """What an instance says it exchanges: every instance must say the same."""
+    return f"{label} occurrence {occurrence}: {stacked.dtype}{list(stacked.shape[1:])}"

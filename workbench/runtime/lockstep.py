@@ -9,7 +9,9 @@ each thread hands its replicas' values to the ``LockstepCommunicator`` and waits
 threads' (a rendezvous per collective of a few threads, not of every replica); each replica's own
 kernel then finds its group's values there, and a reduction is computed once per group. Collectives
 inside called graphs need the replicas to wait for each other mid-call, so such Irs keep one thread
-per replica (``replicas.py``).
+per replica (``replicas.py``). In a job of several instances, each instance's replicas run in lockstep
+and a collective that spans instances exchanges their values with the other instances' in one MPI call
+(``instances.py``).
 """
 from __future__ import annotations
 
@@ -47,19 +49,23 @@ def runs_in_lockstep(ir: Ir) -> bool:
     return ir.replication_factor > 1 and not any(op.type in types for graph in called for op in graph._ops)
 
 
-def lockstep_threads(replicas: int) -> int:
-    """Threads for ``replicas`` in lockstep: one per core this process may use."""
+def lockstep_threads(replicas: int, instances: int = 1) -> int:
+    """Threads for ``replicas`` in lockstep: one per core this process may use, the cores shared
+    among the ``instances`` of a job (processes on this machine)."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return max(1, min(replicas, cores))
+    return max(1, min(replicas, cores // instances))
 
 
 class LockstepCommunicator:
     """Where the threads of one run hand over their replicas' values before each collective.
 
-    Keys are ops: a main-graph op runs once a run. ``give`` returns once every thread has given."""
+    Keys are ops: a main-graph op runs once a run. ``give`` returns once every thread has given.
+    Values are keyed by global replica; in a job of several instances, ``across`` adds the other
+    instances' values once this instance's threads have all given theirs."""
 
-    def __init__(self, threads: int):
+    def __init__(self, threads: int, across: Optional[Callable[[Op, dict], None]] = None):
         self._threads = threads
+        self._across = across
         self._condition = threading.Condition()
         self._values: dict[Op, dict[int, Any]] = {}
         self._given: dict[Op, int] = {}
@@ -72,16 +78,28 @@ class LockstepCommunicator:
             # A copy where members read each other's values: the owner may write its own soon after.
             given = dict(zip(replicas, (v.copy() for v in values) if copy else values))
             with self._condition:
-                self._values.setdefault(op, {}).update(given)
+                values = self._values.setdefault(op, {})
+                values.update(given)
                 self._given[op] = self._given.get(op, 0) + 1
                 if self._given[op] == self._threads:
                     self._forget_all_but(op)
+                    if self._across is not None:
+                        self._exchange_across(op, values)
                 self._condition.notify_all()
                 while self._given[op] < self._threads:
                     if self._stopped is not None:
                         raise ReplicaAborted(f"replicas {list(replicas)} stopped at {op.name}: {self._stopped}")
                     self._condition.wait()
         return give
+
+    def _exchange_across(self, op: Op, values: dict) -> None:
+        """The other instances' values (the threads waiting here stop if that fails)."""
+        try:
+            self._across(op, values)
+        except BaseException as error:
+            self._stopped = f"the exchange with the other instances failed: {error}"
+            self._condition.notify_all()
+            raise
 
     def _forget_all_but(self, op: Op) -> None:
         """Every thread has finished the collectives before ``op``: their values can go."""
@@ -114,9 +132,11 @@ class LockstepCommunicator:
 class LockstepMain:
     """The main graph of every replica, as one generated function per thread over its replicas."""
 
-    def __init__(self, code: GraphCode, programs: list[ReplicaProgram], threads: int):
+    def __init__(self, code: GraphCode, programs: list[ReplicaProgram], threads: int,
+                 across: Optional[Callable[[Op, dict], None]] = None):
         self._code = code
         self._programs = programs
+        self._across = across
         count = len(programs)
         self.groups = [list(range(count * t // threads, count * (t + 1) // threads)) for t in range(threads)]
         types = exchanging_types()
@@ -130,13 +150,14 @@ class LockstepMain:
         """Prepare a run: one callable per thread, each running its replicas' main graph."""
         programs = self._programs
         profiled = programs[0].profiling
-        self.communicator = communicator = LockstepCommunicator(len(self.groups))
+        self.communicator = communicator = LockstepCommunicator(len(self.groups), self._across)
         functions = self._functions.get(profiled)
         if functions is None:
             functions = self._functions[profiled] = [self._bind(t, profiled) for t in range(len(self.groups))]
         for program in programs:
             program.begin_run(communicator)
-        return [lambda function=function, group=group, give=communicator.giver(group):
+        return [lambda function=function, group=group,
+                give=communicator.giver([programs[r].replica for r in group]):
                 function(give, *(programs[r].main_variables for r in group))
                 for function, group in zip(functions, self.groups)]
 
@@ -166,5 +187,6 @@ class LockstepMain:
         found = innermost_step(error, {generated.filename: generated for generated in self._generated})
         if found is None:
             return 0, None
-        index, replica = found
-        return replica, self._programs[replica].failing_op(error) or self._code.steps[index]
+        index, local = found
+        program = self._programs[local]
+        return program.replica, program.failing_op(error) or self._code.steps[index]

@@ -82,6 +82,8 @@ class ReplicaRunner:
         if len(works) == 1:
             try:
                 works[0]()
+            except (ReplicaAborted, CollectiveMismatchError, ReplicaExecutionError):
+                raise
             except Exception as error:
                 raise _failure(error, *lockstep.failure(error)) from error
             return
@@ -98,11 +100,16 @@ class ReplicaRunner:
         errors = self._in_threads(work, len(works), poll, lambda: communicator.stop("the run was interrupted"))
         failures = [e for e in errors if e is not None and not isinstance(e, ReplicaAborted)]
         if failures:
+            if isinstance(failures[0], (CollectiveMismatchError, ReplicaExecutionError)):
+                raise failures[0]
             raise _failure(failures[0], *lockstep.failure(failures[0])) from failures[0]
 
     def _run_instance(self, poll: Optional[Callable[[], None]]) -> None:
         try:
-            self._run_all(poll)
+            if self._lockstep is not None:
+                self._run_lockstep(self._lockstep, poll)
+            else:
+                self._run_all(poll)
         except BaseException as error:
             self._instances.run_ended(error)
             raise

@@ -26,7 +26,7 @@ from workbench.ir.fragments import WEIGHTS_FROM_HOST, WEIGHTS_TO_HOST
 
 from . import host_buffers, weights
 from .allocator import keep_freed_memory
-from .compiler import compile_graph
+from .compiler import GraphCode, compile_graph
 from .out_of_memory import check_fits
 from .program import ReplicaProgram
 from .progress import RunProgress, loop_iterations
@@ -88,8 +88,7 @@ class Session:
         swaps = swappable(ir, main_steps, firsts)
         self._programs = [ReplicaProgram(ir, self._codes, r, values, buffers, firsts, swaps, check)
                           for r, values, buffers in zip(self._replicas, self._device_values, self._buffers)]
-        lockstep = (LockstepMain(self._codes[ir.main_graph], self._programs, lockstep_threads(len(self._programs)))
-                    if runs_in_lockstep(ir) and self._instances is None else None)
+        lockstep = _lockstep(ir, self._codes[ir.main_graph], self._programs, self._instances)
         self._runner = ReplicaRunner(self._programs, lockstep, self._instances)
         self._profile = False
         self._progress = self._replicas[0] == 0  # one progress bar per job
@@ -387,6 +386,16 @@ def _instances(ir: Ir):
     from .instances import Instances  # loads MPI: only for jobs of several instances
 
     return Instances(settings, ir)
+
+
+def _lockstep(ir: Ir, main: GraphCode, programs: list[ReplicaProgram], instances) -> Optional[LockstepMain]:
+    """The replicas' main graph in lockstep (``lockstep.py``), when the Ir allows it."""
+    if not runs_in_lockstep(ir):
+        return None
+    if instances is None:
+        return LockstepMain(main, programs, lockstep_threads(len(programs)))
+    return LockstepMain(main, programs, lockstep_threads(len(programs), instances.settings.num_instances),
+                        instances.lockstep_exchange)
 
 
 def _ipus_per_replica(ir: Ir) -> int:
