@@ -5,7 +5,8 @@ the two leading dimensions left out when it is 1, exactly as popxl lays them out
 """
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from collections.abc import Mapping
+from typing import Any, Iterable
 
 import numpy as np
 
@@ -24,12 +25,14 @@ def _names(streams: Iterable[_Stream]) -> str:
 
 def check_mapping(given: Any, what: str, kind: str) -> None:
     """``session.run`` takes a dict from streams to arrays, as popxl does."""
-    if not isinstance(given, Mapping):
+    if type(given) is not dict and not isinstance(given, Mapping):
         raise TypeError(f"session {what} must be a dict from popxl.{kind} to NumPy arrays, got "
                         f"{type(given).__name__}")
 
 
 def check_stream_keys(given: Iterable[Any], expected: set, what: str) -> None:
+    if isinstance(given, type({}.keys())) and given == expected:
+        return
     given = list(given)
     unknown = [k for k in given if k not in expected]
     missing = expected - set(given)

@@ -92,6 +92,7 @@ class Session:
         self._runner = ReplicaRunner(self._programs, lockstep, self._instances)
         self._profile = False
         self._progress = self._replicas[0] == 0  # one progress bar per job
+        self._loop_iterations = loop_iterations(ir)
         recorder = TraceRecorder(self._programs, Timeline(
             ir, {graph: code.steps for graph, code in self._codes.items()}, device), TRACE_EVENT_LIMIT)
         self._runs = Runs(self, self._codes, self._programs, recorder, self.events)
@@ -259,7 +260,7 @@ class Session:
         self._progress = progress
 
     def _start_progress(self) -> RunProgress:
-        return RunProgress(self._programs[0].loop_counter, loop_iterations(self._ir),
+        return RunProgress(self._programs[0].loop_counter, self._loop_iterations,
                            f"run {self.run_count + 1}", inline=not self._runner.threaded)
 
     # ----- traces -----

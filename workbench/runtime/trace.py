@@ -136,6 +136,8 @@ class BranchLog:
 
     @classmethod
     def of(cls, log: list[tuple[Op, bool]]) -> "BranchLog":
+        if not log:
+            return _NO_BRANCHES
         index: dict[Op, int] = {}
         which = array("I", (index.setdefault(op, len(index)) for op, _ in log))
         return cls(tuple(index), which, bytes(taken for _, taken in log))
@@ -144,6 +146,9 @@ class BranchLog:
         """``(op, taken)`` in the order the conditionals ran."""
         ops = self.ops
         return ((ops[which], bool(taken)) for which, taken in zip(self.which, self.taken))
+
+
+_NO_BRANCHES = BranchLog((), array("I"), b"")
 
 
 @dataclass(slots=True)
