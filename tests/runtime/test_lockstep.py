@@ -105,7 +105,7 @@ def test_a_failing_combination_fails_its_replica_and_stops_the_others():
 def test_any_number_of_lockstep_threads_gives_the_same_numbers(threads, monkeypatch):
     import workbench.runtime.session as session_module
 
-    monkeypatch.setattr(session_module, "lockstep_threads", lambda replicas: threads)
+    monkeypatch.setattr(session_module, "lockstep_threads", lambda ir, replicas, instances=1: threads)
     results, w, runner = run(False)
     assert len(runner._lockstep.groups) == threads
     reference, reference_w, _ = run(True)
@@ -140,3 +140,28 @@ def test_a_profiled_lockstep_run_times_each_replica_in_order_with_calls_around_t
             if event.parent is not None:
                 parent = profiled.events[event.parent]
                 assert parent.start_seconds <= event.start_seconds <= event.end_seconds <= parent.end_seconds
+
+
+def matmul_ir(size: int):
+    """Replicas that all-reduce the product of two ``size`` x ``size`` matrices."""
+    ir = popxl.Ir(replication=REPLICAS)
+    with ir.main_graph:
+        a = popxl.variable(np.ones((size, size), np.float32), name="a")
+        ops.collectives.replicated_all_reduce(a @ a)
+    return ir
+
+
+def test_small_matrix_products_run_every_replica_in_one_thread_and_large_ones_in_one_per_core(monkeypatch):
+    import workbench.runtime.lockstep as lockstep
+
+    monkeypatch.setattr(lockstep.os, "sched_getaffinity", lambda pid: {0, 1, 2}, raising=False)
+    small, large = matmul_ir(64), matmul_ir(512)
+    assert lockstep.mean_matmul_flops(small) == 2 * 64 ** 3 < lockstep.PARALLEL_MATMUL_FLOPS
+    assert lockstep.mean_matmul_flops(large) == 2 * 512 ** 3 >= lockstep.PARALLEL_MATMUL_FLOPS
+    assert lockstep.lockstep_threads(small, REPLICAS) == 1
+    assert lockstep.lockstep_threads(large, REPLICAS) == 3
+    assert lockstep.lockstep_threads(large, REPLICAS, instances=2) == 1
+    with popxl.Session(large, "ipu_model") as session:
+        assert len(session._runner._lockstep.groups) == 3
+    with popxl.Session(small, "ipu_model") as session:
+        assert len(session._runner._lockstep.groups) == 1

@@ -2,25 +2,26 @@
 
 One thread per replica costs a replicated run dearly: each collective is a rendezvous of every
 replica thread, and the threads contend for the interpreter lock and the cores. When every collective
-of the Ir sits in its main graph (the usual one-step-per-run training program), the replicas are
-instead split among as many threads as there are cores, and each thread advances its replicas
-together through one generated function (``compiler.lockstep_source``). Before a collective's lines,
-each thread hands its replicas' values to the ``LockstepCommunicator`` and waits for the other
-threads' (a rendezvous per collective of a few threads, not of every replica); each replica's own
-kernel then finds its group's values there, and a reduction is computed once per group. Collectives
-inside called graphs need the replicas to wait for each other mid-call, so such Irs keep one thread
-per replica (``replicas.py``). In a job of several instances, each instance's replicas run in lockstep
-and a collective that spans instances exchanges their values with the other instances' in one MPI call
-(``instances.py``).
+of the Ir sits in its main graph (the usual one-step-per-run training program), one thread instead
+advances every replica together through one generated function (``compiler.lockstep_source``); an Ir
+of large matrix products splits its replicas among as many threads as there are cores. Before a
+collective's lines, each thread hands its replicas' values to the ``LockstepCommunicator`` and waits
+for the other threads' (a rendezvous per collective of a few threads, not of every replica); each
+replica's own kernel then finds its group's values there, and a reduction is computed once per group.
+Collectives inside called graphs need the replicas to wait for each other mid-call, so such Irs keep
+one thread per replica (``replicas.py``). In a job of several instances, each instance's replicas run
+in lockstep and a collective that spans instances exchanges their values with the other instances' in
+one MPI call (``instances.py``).
 """
 from __future__ import annotations
 
-import numpy as np
-
+import math
 import os
 import threading
 from time import perf_counter
 from typing import Any, Callable, Hashable, Optional, Sequence
+
+import numpy as np
 
 from workbench.ir import Ir, Op
 from workbench.ops.registry import REGISTRY
@@ -49,11 +50,29 @@ def runs_in_lockstep(ir: Ir) -> bool:
     return ir.replication_factor > 1 and not any(op.type in types for graph in called for op in graph._ops)
 
 
-def lockstep_threads(replicas: int, instances: int = 1) -> int:
-    """Threads for ``replicas`` in lockstep: one per core this process may use, the cores shared
-    among the ``instances`` of a job (processes on this machine)."""
+# The mean size of the matrix products at which replicas in several threads start to pay: below
+# it, the threads mostly wait for the interpreter lock and for each other at the collectives, and one
+# thread taking every replica is faster (measured on the MLP of ``bench_training_step.py``: at batch
+# 32, 6 MFLOP a product, one thread is 1.3x faster than two; at batch 512, 100 MFLOP, two are 1.7x
+# faster than one).
+PARALLEL_MATMUL_FLOPS = 50e6
+
+
+def lockstep_threads(ir: Ir, replicas: int, instances: int = 1) -> int:
+    """Threads for ``replicas`` in lockstep: one, unless the Ir's matrix products are large enough
+    to run in parallel; then one per core this process may use, the cores shared among the
+    ``instances`` of a job (processes on this machine)."""
+    if mean_matmul_flops(ir) < PARALLEL_MATMUL_FLOPS:
+        return 1
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     return max(1, min(replicas, cores // instances))
+
+
+def mean_matmul_flops(ir: Ir) -> float:
+    """Floating-point operations of the Ir's matrix products, on average (0 without any)."""
+    flops = [2 * math.prod(op.outputs[0].shape) * op.inputs[0].shape[-1]
+             for graph in ir.graphs for op in graph._ops if op.type == "matmul"]
+    return sum(flops) / len(flops) if flops else 0.0
 
 
 class LockstepCommunicator:

@@ -394,8 +394,8 @@ def _lockstep(ir: Ir, main: GraphCode, programs: list[ReplicaProgram], instances
     if not runs_in_lockstep(ir):
         return None
     if instances is None:
-        return LockstepMain(main, programs, lockstep_threads(len(programs)))
-    return LockstepMain(main, programs, lockstep_threads(len(programs), instances.settings.num_instances),
+        return LockstepMain(main, programs, lockstep_threads(ir, len(programs)))
+    return LockstepMain(main, programs, lockstep_threads(ir, len(programs), instances.settings.num_instances),
                         instances.lockstep_exchange)
 
 
