@@ -122,5 +122,30 @@ def broadcast() -> None:
     say("probabilities", digest([anchors[probs][0]]))
 
 
+def report() -> None:
+    """Instance 0 writes the report of the job after a run, then again once every instance has copied
+    the weights to the host; prints what each report shows."""
+    import workbench
+
+    proto, x, label, probs, loss = mlp(seed=0)
+    opts = options()
+    session = popart.TrainingSession(fnModel=proto, dataFlow=popart.DataFlow(1, [loss]), loss=loss,
+                                     optimizer=popart.ConstSGD(0.1), deviceInfo=device(opts), userOptions=opts)
+    session.prepareDevice()
+    session.weightsFromHost()
+    replicas = session.replicationFactor
+    session.run(popart.PyStepIO({x: np.zeros((replicas, BATCH, INPUTS), np.float32),
+                                 label: np.zeros((replicas, BATCH), np.int32)}, session.initAnchorArrays()))
+
+    def shown(when: str) -> None:
+        page = workbench.report(session, f"{sys.argv[2]}/{when}.html").read_text()
+        say(when, {"instances": "4 replicas in 2 instances" in page and "instance boundary" in page,
+                   "timelines": all(f"replica {r}, IPU 0" in page for r in range(REPLICAS)),
+                   "values": "Variable values per group" in page, "weightsToHost asked": "weightsToHost()" in page})
+    popdist.execute_on_instances(0, shown, "run")
+    session.weightsToHost()
+    popdist.execute_on_instances(0, shown, "weightsToHost")
+
+
 if __name__ == "__main__":
     globals()[sys.argv[1]]()

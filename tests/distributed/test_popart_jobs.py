@@ -2,6 +2,7 @@
 MPI), against one process holding every replica. Every program is ``popart_job.py``."""
 import re
 import sys
+import time
 from pathlib import Path
 
 from launch import MPIEXEC, poprun_command, results, run
@@ -27,6 +28,16 @@ def test_broadcast_weights_gives_every_instance_those_of_the_root():
     kept = results(run([*poprun_command(2, 4), sys.executable, JOB, "broadcast", "own"]), 2, LINE)
     assert kept["host weights of seed"] == {"0", "1"} and len(kept["probabilities"]) == 2
     assert sent["probabilities"] < kept["probabilities"]  # instance 0's own first step, in both runs
+
+
+def test_instance_0_writes_the_report_of_the_job_and_its_values_once_every_instance_copied_them(tmp_path):
+    started = time.monotonic()
+    done = run([*poprun_command(2, 4), sys.executable, JOB, "report", str(tmp_path)])
+    assert done.returncode == 0 and time.monotonic() - started < 60, done.stderr
+    assert ("instance 0: run {'instances': True, 'timelines': True, 'values': False, 'weightsToHost asked': True}"
+            in done.stdout), done.stdout
+    assert ("instance 0: weightsToHost {'instances': True, 'timelines': True, 'values': True, "
+            "'weightsToHost asked': False}" in done.stdout), done.stdout
 
 
 def test_options_that_do_not_match_the_launched_job_fail_on_every_instance():
