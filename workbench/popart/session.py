@@ -39,8 +39,8 @@ from .logging_ import getLogger
 from .dataflow import AnchorReturnTypeId, DataFlow
 from .devices import DeviceInfo, DeviceType
 from .errors import OutOfMemoryException, popart_exception
-from .options import SessionOptions, VirtualGraphMode
 from .instances import JobLink
+from .options import SessionOptions, VirtualGraphMode
 from .replication import local_replication, replication_of
 from .stepio import PyStepIO, PyStepIOCallback, PyWeightsIO
 from .tensorinfo import InputShapeInfo, TensorInfo
