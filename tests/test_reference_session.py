@@ -468,3 +468,17 @@ def test_a_memmap_is_a_variables_host_storage_and_receives_the_device_values(tmp
         np.testing.assert_array_equal(data, np.arange(6).reshape(2, 3) + 1)
     data.flush()
     np.testing.assert_array_equal(np.fromfile(tmp_path / "w.bin", np.float32), np.arange(6) + 1)
+
+
+def test_weights_on_host_says_whether_reading_variables_needs_weights_to_host():
+    ir, a, b, o_d2h = variable_plus_constant_ir(update_in_place=True)
+    session = popxl.Session(ir, "ipu_model")
+    assert session.weights_on_host
+    with session:
+        assert session.weights_on_host
+        session.run()
+        assert not session.weights_on_host
+        session.get_tensor_data(a)
+        assert session.weights_on_host and counters(session) == (1, 1)
+        session.run()
+    assert session.weights_on_host

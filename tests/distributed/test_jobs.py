@@ -2,28 +2,16 @@
 
 Every program is ``job.py``; each instance prints ``instance I: WHAT VALUE`` lines.
 """
-import os
 import re
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-import pytest
+from launch import MPIEXEC, poprun_command, results
+from launch import run as _run
 
-ROOT = Path(__file__).resolve().parents[2]
 JOB = str(Path(__file__).with_name("job.py"))
-MPIEXEC = str(Path(sys.executable).with_name("mpiexec"))
-RESULT = re.compile(r"instance (\d+): (digest|replica \d+) ([0-9a-f]{16})")
-
-
-def _environment(**extra) -> dict:
-    clean = {k: v for k, v in os.environ.items() if not k.startswith(("POPDIST_", "PMI_", "OMPI_"))}
-    return {**clean, "PYTHONPATH": str(ROOT), **extra}
-
-
-def _run(command: list, **extra) -> subprocess.CompletedProcess:
-    return subprocess.run(command, capture_output=True, text=True, timeout=120, env=_environment(**extra))
 
 
 def one_process(program: str, replicas: int = 4) -> subprocess.CompletedProcess:
@@ -31,24 +19,12 @@ def one_process(program: str, replicas: int = 4) -> subprocess.CompletedProcess:
 
 
 def poprun(instances: int, *program: str, options=(), replicas: int = 4) -> subprocess.CompletedProcess:
-    return _run([sys.executable, "-m", "workbench.distributed.poprun", "--num-instances", str(instances),
-                 "--num-replicas", str(replicas), *options, sys.executable, JOB, *program])
+    return _run([*poprun_command(instances, replicas, options), sys.executable, JOB, *program])
 
 
 def mpiexec(instances: int, program: str) -> subprocess.CompletedProcess:
     return _run([MPIEXEC, "-n", str(instances), "-genv", "POPDIST_NUM_TOTAL_REPLICAS", "4", sys.executable, JOB,
                  program])
-
-
-def results(done: subprocess.CompletedProcess, instances: int) -> dict:
-    """{what: {value, ...}} over all instances, after checking every instance reported."""
-    assert done.returncode == 0, done.stdout + done.stderr
-    found = RESULT.findall(done.stdout)
-    assert {int(i) for i, _, _ in found} == set(range(instances)), done.stdout
-    merged: dict = {}
-    for _, what, value in found:
-        merged.setdefault(what, set()).add(value)
-    return merged
 
 
 def test_data_parallel_training_gives_the_same_weights_bit_for_bit_however_replicas_are_split():

@@ -7,6 +7,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+import popart
 import popdist
 import popdist.popart
 import popxl
@@ -92,8 +93,10 @@ def test_popart_session_options_and_device_from_popdist(instance):
     assert vars(opts) == {"enableReplicatedGraphs": True, "replicatedGraphCount": 2,
                           "enableDistributedReplicatedGraphs": True, "globalReplicationFactor": 4,
                           "globalReplicaOffset": 2}
-    assert popdist.popart.getDevice().num_ipus == 4
-    assert popdist.popart.getDevice(1, connectionType="OnDemand").num_ipus == 2
+    device = popdist.popart.getDevice()
+    assert (device.numIpus, device.id, device.type) == (4, 1, popart.DeviceType.Ipu)
+    on_demand = popdist.popart.getDevice(1, connectionType="OnDemand")
+    assert (on_demand.numIpus, on_demand.connectionType) == (2, popart.DeviceConnectionType.OnDemand)
     with pytest.raises(ValueError, match="positive int"):
         popdist.popart.getDevice(0)
 

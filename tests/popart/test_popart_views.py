@@ -64,3 +64,16 @@ def test_workbench_show_takes_a_popart_session_before_and_after_its_device_is_pr
     assert after.session is session.workbench_session and "stepper" in after.tabs
     assert any(node.item.name.startswith("clamp/") for node in after["graph"].picture.nodes.values()
                if node.kind == "op")
+
+
+def test_workbench_report_takes_a_popart_session(tmp_path):
+    import workbench
+
+    builder = popart.Builder()
+    x = builder.addInputTensor(popart.TensorInfo("FLOAT", [2]))
+    y = builder.aiOnnx.relu([x], "clamp")
+    session = popart.InferenceSession(builder.getModelProto(), popart.DataFlow(1, [y]),
+                                      popart.DeviceManager().createIpuModelDevice({"numIPUs": 1}))
+    session.prepareDevice()
+    page = workbench.report(session, tmp_path / "popart.html").read_text()
+    assert "Session on ipu_model, 0 runs" in page and "clamp" in page

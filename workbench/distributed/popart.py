@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from workbench.ir.device import Device, device_for
+from workbench.popart.devices import DeviceConnectionType, DeviceInfo, DeviceType
 
 from . import _settings
 
@@ -24,13 +24,25 @@ def configureSessionOptions(opts: Any) -> None:
     opts.globalReplicaOffset = settings.replica_index_offset
 
 
-def getDevice(ipus_per_replica: Optional[int] = None, connectionType: Any = None) -> Device:
-    """This instance's simulated IPUs: its local replicas times the IPUs of each replica.
-
-    ``connectionType`` (popart's OnDemand, Always, ...) has no effect on a simulated device.
+def getDevice(ipus_per_replica: Optional[int] = None, connectionType: Any = None) -> DeviceInfo:
+    """This instance's simulated IPUs, as a PopART device: its local replicas times the IPUs of each
+    replica. ``connectionType`` (``popart.DeviceConnectionType`` or its name) is kept; attaching a
+    simulated device always succeeds.
     """
     settings = _settings()
     ipus = settings.ipus_per_replica if ipus_per_replica is None else ipus_per_replica
     if not isinstance(ipus, int) or isinstance(ipus, bool) or ipus < 1:
         raise ValueError(f"ipus_per_replica must be a positive int, got {ipus!r}")
-    return device_for("ipu_hw", ipus * settings.num_local_replicas)
+    return DeviceInfo(DeviceType.Ipu, ipus * settings.num_local_replicas, device_id=settings.instance_index,
+                      connection=_connection(connectionType))
+
+
+def _connection(given: Any) -> DeviceConnectionType:
+    if given is None:
+        return DeviceConnectionType.Always
+    if isinstance(given, DeviceConnectionType):
+        return given
+    if isinstance(given, str) and given in DeviceConnectionType.__members__:
+        return DeviceConnectionType[given]
+    raise ValueError(f"connectionType must be a popart.DeviceConnectionType or one of "
+                     f"{list(DeviceConnectionType.__members__)}, got {given!r}")

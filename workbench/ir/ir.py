@@ -13,6 +13,7 @@ from .fragments import FRAGMENTS, WEIGHTS_FROM_HOST
 from .graph import Graph
 from .host_data import memmap_data, to_numpy
 from .names import Namespace
+from .popdist_settings import PopdistSettings
 from .remote_buffer import RemoteBuffer
 from .replica_grouping import ReplicaGrouping
 from .streams import DeviceToHostStream, HostToDeviceStream, _Stream
@@ -26,9 +27,11 @@ class Ir:
     """A popxl program: a main graph and the subgraphs it calls.
 
     Build it inside ``with ir.main_graph:``; run it with ``popxl.Session(ir, "ipu_model")``.
+    ``replication="popdist"`` makes it one instance of the job poprun launched; a ``PopdistSettings``
+    makes it the instance those settings describe (as PopART's distributed options do).
     """
 
-    def __init__(self, replication: Union[int, Literal["popdist"]] = 1):
+    def __init__(self, replication: Union[int, Literal["popdist"], PopdistSettings] = 1):
         self._id = next(_ids)
         self.events = EventBus()
         self._owner: Any = None
@@ -43,7 +46,10 @@ class Ir:
         self._dot_checkpoints = 0
         # popdist's settings when this Ir is one instance of a job (replication="popdist"), else None.
         self._popdist = None
-        if replication == "popdist":
+        if isinstance(replication, PopdistSettings):
+            self._popdist = replication
+            replication = replication.num_total_replicas
+        elif replication == "popdist":
             from .popdist_settings import read_settings
 
             self._popdist = read_settings()

@@ -1,6 +1,8 @@
 """``popart.SessionOptions``: every option name PopART binds is accepted and stored; a name PopART
 does not have raises AttributeError. The options with behaviour on the workbench are replication
-(``enableReplicatedGraphs``, ``replicatedGraphCount``), ``virtualGraphMode`` (Manual: the nodes'
+(``enableReplicatedGraphs``, ``replicatedGraphCount``, and for one instance of a job of several
+``enableDistributedReplicatedGraphs``, ``globalReplicationFactor``, ``globalReplicaOffset``: see
+``replication``), ``virtualGraphMode`` (Manual: the nodes'
 IPUs; Auto: a balanced split), ``constantWeights``, ``engineOptions`` and ``logDir``; pipelining
 and the rest keep their values for the program to read back."""
 from __future__ import annotations

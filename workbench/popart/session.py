@@ -9,6 +9,11 @@
 ``session.ir`` is the lowered Ir and ``session.workbench_session`` (after ``prepareDevice``) the
 runtime session, so every workbench view (graphs, schedule, memory, replicas, the stepper, traces,
 reports) works on the program.
+
+Launched by ``poprun`` (or ``mpiexec``) with the distributed options (``popdist.popart.
+configureSessionOptions``), each process is one instance of the job: its replicas are the job's global
+replicas from ``globalReplicaOffset`` on, collectives span the instances, the host weights are the
+job's, and a run's host data holds this instance's replicas (``replicationFactor`` of them).
 """
 from __future__ import annotations
 
@@ -20,6 +25,7 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
+from workbench.ir.popdist_settings import PopdistSettings
 from workbench.onnx import dtypes
 from workbench.onnx.lowering import LoweringError, lower_model
 from workbench.onnx.model import GraphBuilder, load_model
@@ -33,7 +39,9 @@ from .logging_ import getLogger
 from .dataflow import AnchorReturnTypeId, DataFlow
 from .devices import DeviceInfo, DeviceType
 from .errors import OutOfMemoryException, popart_exception
+from .instances import JobLink
 from .options import SessionOptions, VirtualGraphMode
+from .replication import local_replication, replication_of
 from .stepio import PyStepIO, PyStepIOCallback, PyWeightsIO
 from .tensorinfo import InputShapeInfo, TensorInfo
 
@@ -74,8 +82,12 @@ class _Session:
             raise popart_exception(str(error)) from None
         shapes = inputShapeInfo or InputShapeInfo()
         self._builder = GraphBuilder.from_model(_with_input_shapes(self._model, shapes))
-        self._replication = self._options.getGlobalReplicationFactor() if (
-            self._options.enableReplicatedGraphs or self._options.enableDistributedReplicatedGraphs) else 1
+        # The replicas of this process, and what the program is lowered for: the same count, or this
+        # instance's place in a job of several (the program's replicas are then the job's).
+        self._replicas = replication_of(self._options)
+        self._replication = local_replication(self._options)
+        several = isinstance(self._replicas, PopdistSettings) and self._replicas.num_instances > 1
+        self._job_link = JobLink(self._replicas) if several else None
         self._check_anchors()
         self._check_pipelining()
         self._lowered = self._lower(shapes)
@@ -121,7 +133,7 @@ class _Session:
             kinds = {a: _STORED.get(self._data_flow.art(a).id(), "all") for a in self._data_flow.anchors()}
             return lower_model(self._builder, anchors=kinds,
                                batches_per_step=self._data_flow.batchesPerStep(),
-                               replication_factor=self._replication, input_types=input_types,
+                               replication=self._replicas, input_types=input_types,
                                constant_weights=self._constant_weights(), auto_ipus=auto)
         except LoweringError as error:
             raise popart_exception(str(error)) from None
@@ -169,6 +181,8 @@ class _Session:
 
     @property
     def replicationFactor(self) -> int:
+        """The replicas of this process (of this instance, in a job of several): the host data of a
+        run holds theirs."""
         return self._replication
 
     @property

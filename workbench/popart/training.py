@@ -26,6 +26,7 @@ from . import optimizer_steps as steps
 from .dataflow import AnchorReturnTypeId, DataFlow
 from .devices import DeviceInfo
 from .errors import popart_exception
+from .instances import check_root
 from .optimizers import Optimizer
 from .options import ReductionType, SessionOptions
 from .session import _Session
@@ -86,7 +87,7 @@ class TrainingSession(_Session):
         if reduction is ReductionType.NoReduction:
             raise popart_exception("accumulationAndReplicationReductionType NoReduction is not valid for training; "
                                    "use ReductionType.Sum or ReductionType.Mean")
-        settings = TrainingSettings(self._data_flow.batchesPerStep(), self.accumulationFactor, self._replication,
+        settings = TrainingSettings(self._data_flow.batchesPerStep(), self.accumulationFactor, self._replicas,
                                     reduction is ReductionType.Mean, self._placement())
         input_types = {tensor_id: TensorType(dtypes.onnx_code(info.dataType()), tuple(info.shape()))
                        for tensor_id, info in shapes.getAllTensorInfo().items()}
@@ -119,6 +120,20 @@ class TrainingSession(_Session):
 
     def getLoss(self) -> str:
         return self._loss
+
+    # ----- the instances of a job -----
+    def broadcastWeights(self, rootRank: int = 0) -> None:
+        """Give every instance of the job instance ``rootRank``'s weights: the host copy (what
+        ``weightsFromHost`` sends) and, once the device is attached, the device's. Instances whose
+        models start from different initial weights then train alike. A job of one instance has
+        nothing to send."""
+        link = self._job_link
+        check_root(rootRank, 1 if link is None else link.job.num_instances)
+        if link is None:
+            return
+        self._host_weights = link.broadcast(self._host_weights, rootRank)
+        if self._runtime is not None and self._runtime.is_attached:
+            self.weightsFromHost()
 
     # ----- the optimiser -----
     def updateOptimizerFromHost(self, optimizer: Optimizer) -> None:

@@ -11,13 +11,14 @@ repeats the step ``batchesPerStep`` times, or is the step when that is 1, as a p
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Mapping, Optional
+from typing import Mapping, Optional, Union
 
 import numpy as np
 
 from workbench import ops
 from workbench.ir import (Graph, Ir, Tensor, Variable, constant, graph_input, graph_output, in_sequence, ipu,
                           variable)
+from workbench.ir.popdist_settings import PopdistSettings
 from workbench.ir.streams import DeviceToHostStream, d2h_stream, h2d_stream
 from workbench.onnx import dtypes
 from workbench.onnx.lowering import LoweredModel, LoweringError, node_ipus
@@ -39,7 +40,7 @@ LOSS_SCALING = "lossScaling_FLOAT"
 class TrainingSettings:
     batches_per_step: int
     accumulation_factor: int
-    replication_factor: int
+    replication: Union[int, PopdistSettings]  # the replicas, or this instance's place in a job of several
     mean_reduction: bool  # gradients meaned over accumulation and replicas (else summed)
     auto_ipus: int = 0
 
@@ -85,7 +86,7 @@ class _Builder:
         self.builder, self.loss, self.optimizer, self.settings = builder, loss, optimizer, settings
         self.anchors, self.anchor_kinds, self.input_types = list(anchors), dict(anchors), input_types
         self.carried: dict[str, Variable] = {}
-        self.ir = Ir(replication=settings.replication_factor)
+        self.ir = Ir(replication=settings.replication)
         self.ir.num_host_transfers = settings.batches_per_step * settings.accumulation_factor
         self.lowering = _Lowering(builder, self.ir, False, node_ipus(builder.nodes, settings.auto_ipus))
         self.streams: dict[str, DeviceToHostStream] = {}
@@ -236,7 +237,7 @@ class _Builder:
         for index, name in enumerate(self.forward_anchors):
             self.store(name, site.parent_output(index + 1), frame)
         seed_value = self.optimizer.getLossScalingVal()
-        divide = settings.replication_factor if settings.mean_reduction else 1
+        divide = self.ir.replication_factor if settings.mean_reduction else 1  # every replica of the job
         with ipu(loss.ipu):
             if self.loss_scaling is None:
                 seed = constant(np.full(loss.shape, seed_value / divide, loss.dtype.as_numpy()), loss.dtype,

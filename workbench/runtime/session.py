@@ -132,6 +132,12 @@ class Session:
         return self._attached
 
     @property
+    def weights_on_host(self) -> bool:
+        """Whether the host copy of the variables is current, so that reading them needs no
+        ``weights_to_host`` (which every instance of a job of several must call together)."""
+        return not self._attached or self._runs.host_in_sync
+
+    @property
     def graph_code(self) -> dict:
         """The compiled code of each graph (``GraphCode``), for inspection."""
         return dict(self._codes)

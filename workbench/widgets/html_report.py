@@ -118,7 +118,8 @@ def report(sources: Union[Any, Iterable[Any]], path: Union[str, Path] = "report.
 
 
 def _as_list(sources: Any) -> list:
-    if isinstance(sources, (Ir, Workbench)) or hasattr(sources, "events"):
+    """One source (an Ir, Session or Workbench, or what names one, as a PopART session does), or several."""
+    if isinstance(sources, (Ir, Workbench)) or hasattr(sources, "events") or hasattr(sources, "_workbench_source"):
         return [sources]
     return list(sources)
 

@@ -18,7 +18,8 @@ class ReplicaGroupView(View):
     """The grid shows ``grouping`` (default: the first collective's, else the first grouping of
     several groups, else all replicas in one group); the matrix every collective and listed variable.
     Bound to a Session, the table shows each group's variable values after each run (read with
-    ``Session.get_tensors_data``, which copies weights to the host if a run left them on the device).
+    ``Session.get_tensors_data``, which copies weights to the host if a run left them on the device;
+    one instance of a job of several shows them only once every instance has copied them).
     """
 
     live_kinds = frozenset({"op_added", "tensor_added", "graph_built", "graph_discarded", "run_finished",
@@ -29,6 +30,8 @@ class ReplicaGroupView(View):
                  variables: Optional[Sequence[Variable]] = None, **options):
         self.grouping = grouping
         self._variables = None if variables is None else list(variables)
+        self.values = None
+        self.values_elsewhere = False
         super().__init__(source, **options)
 
     def _compute(self) -> None:
@@ -36,7 +39,12 @@ class ReplicaGroupView(View):
         listed = set(self.listed_variables())
         self.uses = [use for use in every if use.kind == "collective" or use.item in listed]
         self.values = None
+        self.values_elsewhere = False
         if self.session is not None and self.session.run_count > 0 and listed:
+            if len(self.ir.instances) > 1 and not self.session.weights_on_host:
+                # Reading them here alone would start an exchange the other instances do not join.
+                self.values_elsewhere = True
+                return
             variables = self.listed_variables()
             data = self.session.get_tensors_data(variables)
             self.values = {variable: group_values(variable, data[variable]) for variable in variables}
@@ -79,6 +87,10 @@ class ReplicaGroupView(View):
 
     def details_html(self) -> str:
         """The table of each group's variable values after the last run (nothing before a run)."""
+        if self.values_elsewhere:
+            return ("<p class='ipu-wb-values'>The variables' values after the last run are on the devices of "
+                    "the job's instances: call <code>session.weights_to_host()</code> (PopART: "
+                    "<code>weightsToHost()</code>) on every instance before drawing this view on one.</p>")
         return values_table_html(self.values) if self.values and self.error is None else ""
 
     def _controls(self) -> list:

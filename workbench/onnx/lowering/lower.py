@@ -19,6 +19,7 @@ from workbench import ops
 from workbench.ir import (Constant, Graph, Ir, Tensor, Variable, constant, get_current_graph, graph_input,
                           graph_output, ipu, name_scope, variable)
 from workbench.ir.streams import DeviceToHostStream, HostToDeviceStream, d2h_stream, h2d_stream
+from workbench.ir.popdist_settings import PopdistSettings
 
 from .. import dtypes, replica_settings
 from ..model import GraphBuilder
@@ -299,21 +300,28 @@ def known_input_types(builder: GraphBuilder, given: Mapping[str, TensorType]) ->
     return types
 
 
+def check_embedded_replication(builder: GraphBuilder, replication: Union[int, PopdistSettings]) -> None:
+    """Grouped weights need the replication factor the model was built for (the job's, when split)."""
+    replicas = replication.num_total_replicas if isinstance(replication, PopdistSettings) else replication
+    if builder.variable_settings and builder.replication_factor not in (1, replicas):
+        raise LoweringError(f"the model's weights are grouped for {builder.replication_factor} replicas "
+                            f"(embedReplicationFactor) but the session replicates {replicas} times")
+
+
 def lower_model(builder: GraphBuilder, *, anchors: Union[Mapping[str, str], Iterable[str]],
-                batches_per_step: int = 1, replication_factor: int = 1,
+                batches_per_step: int = 1, replication: Union[int, PopdistSettings] = 1,
                 input_types: Optional[Mapping[str, TensorType]] = None, constant_weights: bool = False,
                 auto_ipus: int = 0) -> LoweredModel:
     """The Ir of ``builder``'s model (see the module docstring).
 
     ``anchors`` maps each anchor to ``"all"`` (stored every batch), ``"final"`` (the last batch's
     value, stored once after the loop) or ``"sum"`` (summed over the batches on the device, stored
-    once); a plain list means ``"all"``."""
+    once); a plain list means ``"all"``. ``replication`` is the number of replicas, or this
+    instance's place in a job of several (its replicas are then global indices)."""
     kinds = dict(anchors) if isinstance(anchors, Mapping) else dict.fromkeys(anchors, "all")
-    if builder.variable_settings and builder.replication_factor not in (1, replication_factor):
-        raise LoweringError(f"the model's weights are grouped for {builder.replication_factor} replicas "
-                            f"(embedReplicationFactor) but the session replicates {replication_factor} times")
+    check_embedded_replication(builder, replication)
     types = known_input_types(builder, input_types or {})
-    ir = Ir(replication=replication_factor)
+    ir = Ir(replication=replication)
     ir.num_host_transfers = batches_per_step
     lowering = _Lowering(builder, ir, constant_weights, node_ipus(builder.nodes, auto_ipus))
     lowering.plan_homes()
