@@ -26,7 +26,7 @@ def export(tmp_path, layers: int):
 
 def test_real_graphs_are_drawn_without_overlaps_or_edges_through_nodes(tmp_path):
     mlp, backward = export(tmp_path, 4)
-    big, big_backward = export(tmp_path, 37)
+    big, big_backward = export(tmp_path, 42)
     assert backward["id"] == BACKWARD and len(backward["ops"]) >= 30
     assert 290 <= len(big_backward["ops"]) <= 310
     cases = [{"path": mlp, "graph": BACKWARD, "expandAll": False},
@@ -50,7 +50,7 @@ def test_a_layout_that_takes_too_long_falls_back_to_plain_layers():
 
 @pytest.mark.slow
 def test_a_2000_op_graph_is_laid_out_by_elk_in_reasonable_time(tmp_path):
-    path, backward = export(tmp_path, 250)
+    path, backward = export(tmp_path, 286)
     assert len(backward["ops"]) >= 2000
     out = run_node_tests({"IPU_WB_TIMED": json.dumps({"path": path, "graph": BACKWARD})}, "test/geometry.test.mjs")
     times = [float(s) for s in re.findall(r"layout of \d+ ops, \d+ nodes: ([\d.]+) s by elk", out)]

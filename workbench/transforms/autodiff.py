@@ -348,7 +348,10 @@ def _check_not_overwritten(graph: Graph, tensor: Tensor) -> None:
 def sum_to_shape(grad: Tensor, shape: tuple[int, ...]) -> Tensor:
     """Sum a broadcast gradient over the broadcast axes, back to ``shape``."""
     lead = grad.rank - len(shape)
-    axes = list(range(lead)) + [lead + i for i, d in enumerate(shape) if d == 1 and grad.shape[lead + i] != 1]
+    inner = [lead + i for i, d in enumerate(shape) if d == 1 and grad.shape[lead + i] != 1]
+    if lead and not inner:  # only leading axes to sum away: the sum has the shape already
+        return ops.sum(grad, list(range(lead)), keepdims=False)
+    axes = list(range(lead)) + inner
     if axes:
         grad = ops.sum(grad, axes, keepdims=True)
     return grad if grad.shape == tuple(shape) else ops.reshape(grad, shape)
