@@ -50,8 +50,8 @@ def test_a_layout_that_takes_too_long_falls_back_to_plain_layers():
 
 @pytest.mark.slow
 def test_a_2000_op_graph_is_laid_out_by_elk_in_reasonable_time(tmp_path):
-    path, backward = export(tmp_path, 286)
-    assert len(backward["ops"]) >= 2000
+    path, backward = export(tmp_path, 285)
+    assert len(backward["ops"]) >= 1990  # about 2,000 ops, within ELK_MAX_NODES boxes of ops and values
     out = run_node_tests({"IPU_WB_TIMED": json.dumps({"path": path, "graph": BACKWARD})}, "test/geometry.test.mjs")
     times = [float(s) for s in re.findall(r"layout of \d+ ops, \d+ nodes: ([\d.]+) s by elk", out)]
     print(*re.findall(r"^# (?:first|second) layout.*$", out, re.M), sep="\n")
