@@ -130,6 +130,40 @@ def test_softmax_then_nll_loss_gradient_is_probs_minus_onehot():
     np.testing.assert_allclose(result, probs - np.eye(4)[labels], rtol=1e-12, atol=1e-15)
 
 
+def grad_op_types(loss):
+    """The op types of the gradient graph of ``loss`` (a function of logits and labels)."""
+    ir = popxl.Ir()
+    with ir.main_graph:
+        graph = ir.create_graph(loss, popxl.TensorSpec((3, 4), popxl.float32), popxl.TensorSpec((3,), popxl.int32))
+        info = autodiff(graph, grads_required=graph.inputs[:1])
+    return [op.type for op in info.graph.ops]
+
+
+def test_a_softmax_read_only_by_nll_loss_gets_its_gradient_in_one_op():
+    direct = grad_op_types(lambda x, l: ops.nll_loss(ops.softmax(x, 1), l))
+    assert direct.count("nll_loss_with_softmax_grad") == 1
+    assert "onehot" not in direct and "softmax" not in direct and len(direct) <= 2
+    # The probabilities read elsewhere too, or the softmax over another axis: the chain rule, op by op.
+
+    def shared_loss(x, l):
+        probs = ops.softmax(x, 1)
+        return ops.nll_loss(probs, l) + ops.sum(probs * 0.5)
+
+    shared = grad_op_types(shared_loss)
+    other_axis = grad_op_types(lambda x, l: ops.nll_loss(ops.transpose(ops.softmax(ops.transpose(x), 0)), l))
+    log_prob = grad_op_types(lambda x, l: ops.nll_loss(ops.softmax(x, 1), l, log_prob=True))
+    for types in (shared, other_axis, log_prob):
+        assert "nll_loss_with_softmax_grad" not in types and "onehot" in types
+
+
+@SETTINGS
+@given(labelled_probs(), reductions)
+def test_softmax_then_nll_loss_gradient_matches_finite_differences(inputs, reduction):
+    """Through the direct gradient, with labels out of range and an ignored index."""
+    probs, labels, ignore = inputs
+    check_gradients(lambda x, l: ops.nll_loss(ops.softmax(x, -1), l, ignore, reduction), np.log(probs), labels)
+
+
 @SETTINGS
 @given(st.lists(st.integers(1, 4), min_size=3, max_size=4).map(tuple), st.data(), seeds)
 def test_nearest_interpolate_gradient_sums_over_the_copies(shape, data, seed):

@@ -250,7 +250,8 @@ def _nll_grad_kernel(op, env):
         grad = rows.copy()
         hits = np.nonzero(in_range)[0]
         grad[hits, flat[hits]] -= 1
-        scale = np.broadcast_to(loss_grad.astype(rows.dtype), shape).reshape(-1, 1)
+        # A label out of range picks no probability: its loss is a constant, with no gradient.
+        scale = np.broadcast_to(loss_grad.astype(rows.dtype), shape).reshape(-1, 1) * in_range[:, None]
         if mask is not None:
             scale = scale * mask[:, None]
         if reduction == "mean":
@@ -267,7 +268,8 @@ def nll_loss_with_softmax_grad(probs: Tensor, labels: Tensor, loss_grad: Union[f
                                ignore_index: Optional[int] = None, reduction: REDUCTION_TYPE = "mean"
                                ) -> Tuple[Tensor, Tensor]:
     """The ``nll_loss`` of softmax output ``probs`` and its gradient with respect to the softmax's
-    input x: ``loss_grad * (probs - onehot(labels))``, scaled as the reduction scales the loss."""
+    input x: ``loss_grad * (probs - onehot(labels))``, scaled as the reduction scales the loss (zero
+    for samples whose label is ignored or out of range)."""
     expect_tensors("nll_loss_with_softmax_grad", probs=probs, labels=labels)
     _nll_checks("nll_loss_with_softmax_grad", probs.spec, labels.spec)
     reduction = _check_reduction("nll_loss_with_softmax_grad", reduction)

@@ -118,9 +118,12 @@ def nll_with_softmax_grad_grad(op, grads, fwd):
         loss_grad = fwd(op.inputs[2])
         if loss_grad.dtype is not probs.dtype:
             loss_grad = cast(loss_grad, probs.dtype)
-        term = grads[1] * _per_sample(loss_grad, kept, divisor, probs.rank - 1)
+        # Samples whose label is out of range have a zero row in ``hot`` and no gradient output.
+        in_range = reduce_sum(hot, axis=-1, keepdims=True)
+        term = grads[1] * in_range * _per_sample(loss_grad, kept, divisor, probs.rank - 1)
         probs_grad = term if probs_grad is None else probs_grad + term
-        loss_grad_grad = _per_sample(reduce_sum(grads[1] * (probs - hot), axis=-1), kept, divisor, probs.rank - 1)
+        loss_grad_grad = _per_sample(reduce_sum(grads[1] * in_range * (probs - hot), axis=-1), kept, divisor,
+                                     probs.rank - 1)
         loss_grad_grad = blocks.reshape(loss_grad_grad, op.inputs[1].shape)
         if loss_grad_grad.dtype is not op.inputs[2].dtype:
             loss_grad_grad = cast(loss_grad_grad, op.inputs[2].dtype)

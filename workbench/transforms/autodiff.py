@@ -200,6 +200,10 @@ class _GradGraphBuilder:
         output_grads = [self._total(t) for t in op.outputs]
         if all(g is None for g in output_grads) or not any(t in needs for t in op.inputs):
             return
+        softmax = self._softmax_into(op)
+        if softmax is not None and softmax.inputs[0] in needs:
+            self._softmax_nll_backward(softmax, op, output_grads[0], fwd)
+            return
         rule = _rule(op, self.graph)
         if rule is None:
             return
@@ -211,6 +215,30 @@ class _GradGraphBuilder:
         for index, (tensor, grad) in enumerate(zip(op.inputs, input_grads)):
             if grad is not None and tensor in needs:
                 self.parts.setdefault(tensor, []).append(self._fit(op, index, tensor, grad))
+
+    def _softmax_into(self, op: Op) -> Optional[Op]:
+        """For an ``nll_loss`` of probabilities that only a softmax over the classes makes and only
+        this loss reads: that softmax (its gradient then skips the probabilities, as PopART's
+        ``NlllWithSoftmaxGradDirect`` pattern does). None otherwise."""
+        if op.type != "nll_loss" or op.attrs.get("log_prob", False):
+            return None
+        probs = op.inputs[0]
+        softmax = probs.producer
+        if (softmax is None or softmax.type != "softmax" or softmax.attrs["axis"] != probs.rank - 1
+                or list(probs.consumers) != [op] or probs in self.graph._outputs
+                or probs in self.required or probs in self.provided):
+            return None
+        return softmax
+
+    def _softmax_nll_backward(self, softmax: Op, loss: Op, loss_grad: Tensor, fwd: ForwardValues) -> None:
+        """The gradient of the softmax's input, ``(probs - onehot(labels))`` scaled as the loss is, in
+        one op; neither the loss's nor the softmax's own rule runs."""
+        with ipu(loss.ipu):
+            _, grad = ops.nll_loss_with_softmax_grad(fwd(loss.inputs[0]), fwd(loss.inputs[1]), loss_grad,
+                                                     ignore_index=loss.attrs["ignore_index"],
+                                                     reduction=loss.attrs["reduction"])
+        logits = softmax.inputs[0]
+        self.parts.setdefault(logits, []).append(self._fit(softmax, 0, logits, grad))
 
     def _fit(self, op: Op, index: int, tensor: Tensor, grad: Tensor) -> Tensor:
         """The gradient of input ``index`` of ``op``, summed down to the input's shape."""
