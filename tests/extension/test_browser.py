@@ -137,7 +137,7 @@ def test_a_saved_ir_json_file_opens_in_the_viewer(lab, browser):
 
     document = hostile_ir()._repr_mimebundle_()[0][MIME_TYPE]
     (root / "model.ir.json").write_text(json.dumps(document), encoding="utf-8")
-    page = open_page(browser, f"{url}/lab/tree/model.ir.json")
+    page = open_page(browser, f"{url}/lab/tree/model.ir.json?reset")
     view = page.wait_for_selector(".jp-MimeDocument .ipu-wb-root")
     page.wait_for_selector('.jp-DirListing-item[title*="model.ir.json"] [data-icon="ipu-workbench:ir-file"]')
     assert view.query_selector(".ipu-wb-summary").text_content().startswith(f"IR {document['ir']['id']}: 2 graphs")
@@ -264,7 +264,7 @@ def test_expand_all_on_the_mlp_leaves_its_drawing_in_sight(lab, browser):
     from programs import mlp_training
 
     (root / "mlp.ir.json").write_text(json.dumps(mlp_training()[0]._repr_mimebundle_()[0][MIME_TYPE]), encoding="utf-8")
-    page = open_page(browser, f"{url}/lab/tree/mlp.ir.json")
+    page = open_page(browser, f"{url}/lab/tree/mlp.ir.json?reset")
     view = page.wait_for_selector(".jp-MimeDocument .ipu-wb-root")
     view.wait_for_selector(".ipu-wb-canvas:not([aria-busy]) > .ipu-wb-graph-svg")
     view.query_selector(".ipu-wb-expand-all").click()
@@ -313,7 +313,7 @@ def test_the_mlp_backward_graph_is_drawn_by_elk_with_labels_inside_their_boxes(l
 
     (root / "mlp-backward.ir.json").write_text(json.dumps(mlp_training()[0]._repr_mimebundle_()[0][MIME_TYPE]),
                                                encoding="utf-8")
-    page = open_page(browser, f"{url}/lab/tree/mlp-backward.ir.json")
+    page = open_page(browser, f"{url}/lab/tree/mlp-backward.ir.json?reset")
     view = page.wait_for_selector(".jp-MimeDocument .ipu-wb-root")
     view.wait_for_selector(".ipu-wb-canvas:not([aria-busy]) > .ipu-wb-graph-svg")
     view.query_selector(".ipu-wb-graph-select").select_option("mlp_training.forward_grad")
@@ -323,7 +323,8 @@ def test_the_mlp_backward_graph_is_drawn_by_elk_with_labels_inside_their_boxes(l
     assert count > 50 and problems == [], problems
     view.query_selector(".ipu-wb-fit-toggle").check()
     canvas = view.query_selector(".ipu-wb-canvas").bounding_box()
-    drawn = svg.bounding_box()
+    # Fitting draws the graph again: measure the new drawing.
+    drawn = view.wait_for_selector(".ipu-wb-canvas:not([aria-busy]) > .ipu-wb-graph-svg").bounding_box()
     assert drawn["width"] <= canvas["width"] + 0.5, (drawn, canvas)
     view.query_selector(".ipu-wb-canvas").screenshot(path=str(ARTIFACTS / "browser-mlp-backward-extension.png"))
     page.close()
@@ -352,7 +353,7 @@ def test_malformed_documents_show_an_error_and_break_nothing_else(lab, browser):
     page.close()
 
     (root / "broken.ir.json").write_text('{"schema": "ipu-workbench/ir", "version": 1, "graphs": [', encoding="utf-8")
-    page = open_page(browser, f"{url}/lab/tree/broken.ir.json")
+    page = open_page(browser, f"{url}/lab/tree/broken.ir.json?reset")
     error = page.wait_for_selector(".jp-MimeDocument .ipu-wb-error")
     assert error.text_content().startswith("Cannot show this IR: the text is not JSON")
     assert page.query_selector(".jp-Dialog") is None
