@@ -1,7 +1,6 @@
 """Programs run as every instance of a job (``poprun``/``mpiexec ... python job.py PROGRAM``), or as one
 process holding all replicas (``POPDIST_NUM_TOTAL_REPLICAS=4 python job.py PROGRAM``). Each prints
 ``instance I: RESULT`` lines that the tests compare."""
-import hashlib
 import sys
 
 import numpy as np
@@ -11,18 +10,9 @@ import popxl
 import popxl.ops as ops
 from popxl.transforms import autodiff
 
+from job_output import digest, say
+
 WIDTH, BATCH, STEPS = 16, 4, 8
-
-
-def say(what: str, value) -> None:
-    print(f"instance {popdist.getInstanceIndex()}: {what} {value}", flush=True)
-
-
-def digest(arrays) -> str:
-    sha = hashlib.sha256()
-    for array in arrays:
-        sha.update(np.ascontiguousarray(array).tobytes())
-    return sha.hexdigest()[:16]
 
 
 def local_part(data: np.ndarray, ir: popxl.Ir) -> np.ndarray:

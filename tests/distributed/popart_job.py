@@ -1,7 +1,6 @@
 """PopART programs run as every instance of a job (``poprun``/``mpiexec ... python popart_job.py PROGRAM``),
 or as one process of 4 replicas (``python popart_job.py PROGRAM`` without popdist settings). Each prints
 ``instance I: WHAT VALUE`` lines that the tests compare."""
-import hashlib
 import sys
 
 import numpy as np
@@ -10,19 +9,10 @@ import popart
 import popdist
 import popdist.popart
 
+from job_output import digest, say
+
 BATCH, INPUTS, HIDDEN, CLASSES, STEPS = 4, 6, 8, 3, 4
 REPLICAS = 4  # of the whole job
-
-
-def say(what: str, value) -> None:
-    print(f"instance {popdist.getInstanceIndex()}: {what} {value}", flush=True)
-
-
-def digest(arrays) -> str:
-    sha = hashlib.sha256()
-    for array in arrays:
-        sha.update(np.ascontiguousarray(array).tobytes())
-    return sha.hexdigest()[:16]
 
 
 SHAPES = {"w1": (INPUTS, HIDDEN), "b1": (HIDDEN,), "w2": (HIDDEN, CLASSES), "b2": (CLASSES,)}
