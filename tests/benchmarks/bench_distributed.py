@@ -42,4 +42,4 @@ def test_two_instances_of_two_replicas_against_one_of_four():
         name = f"all_reduce_{size}_seconds"
         print(f"all-reduce of {size} over 4 replicas: 1x4 {one[name] * 1e6:.0f} us, 2x2 {two[name] * 1e6:.0f} us, "
               f"overhead across instances {(two[name] - one[name]) * 1e6:.0f} us")
-    assert ratio > 0
+    assert ratio >= 1.0
