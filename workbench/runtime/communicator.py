@@ -61,10 +61,13 @@ class Communicator:
         once, by the member that arrives last, while the others wait: so no member writes its value
         meanwhile, and every member gets the same result object."""
         with self._condition:
-            slot = self._give(key, label, replica, members, value)
-            last = key not in self._results
+            slot = self._slots.setdefault(key, {})
+            slot[replica] = value
+            last = len(slot) == len(members)
             if last:
                 self._results[key] = None
+            else:  # one wait, for the result: the last member to arrive computes it
+                self._wait_for(lambda: self._results.get(key) is not None, key, label, replica, members, slot)
         if last:
             try:
                 result = combine([slot[m] for m in members])
@@ -77,9 +80,6 @@ class Communicator:
                 self._results[key] = result
                 self._condition.notify_all()
         with self._condition:
-            while self._results[key] is None:
-                self._check_can_wait(label, replica, members, slot)
-                self._condition.wait(timeout=1.0)
             result = self._results[key]
             if self._take(key, len(members)):
                 del self._results[key]
@@ -93,8 +93,15 @@ class Communicator:
         slot = self._slots.setdefault(key, {})
         slot[replica] = value
         self._condition.notify_all()
+        self._wait_for(lambda: len(slot) == len(members), key, label, replica, members, slot)
+        return slot
+
+    def _wait_for(self, done: Callable[[], bool], key: Hashable, label: str, replica: int,
+                  members: Sequence[int], slot: dict) -> None:
+        """Wait (holding the condition) until ``done()``; raise if the run was stopped, a replica
+        failed, the replicas are deadlocked or the wait limit passed."""
         deadline = time.monotonic() + WAIT_LIMIT
-        while len(slot) < len(members):
+        while not done():
             self._check_can_wait(label, replica, members, slot)
             if time.monotonic() > deadline:
                 raise CollectiveMismatchError(f"replica {replica} waited {WAIT_LIMIT:.0f} s at {label} "
@@ -102,7 +109,6 @@ class Communicator:
             self._waiting[replica] = (key, label, len(members))
             self._condition.wait(timeout=1.0)
             self._waiting.pop(replica, None)
-        return slot
 
     def _take(self, key: Hashable, members: int) -> bool:
         """One member is done with the slot of ``key``; True when it was the last."""
