@@ -2,9 +2,9 @@
 
 Replicas keep their global index. A collective whose groups all lie within this instance stays a
 rendezvous of threads. One whose groups span instances gathers every local replica's value, and one
-thread (the instance's first replica) exchanges them with the other instances in one MPI call; each
-member then takes its group's values in global replica order and reduces them with the op's own
-reducer, exactly as one instance holding every replica would, so results agree bit for bit.
+thread (the last local replica to arrive) exchanges them with the other instances in one MPI call and
+reduces each group's values, in global replica order, with the op's own reducer, exactly as one
+instance holding every replica would, so results agree bit for bit.
 """
 from __future__ import annotations
 
@@ -104,32 +104,46 @@ class SpanningCommunicator:
         self._channel = channel
         self._settings = settings
         self._replicas = list(settings.local_replicas)
-        self._first = self._replicas[0]
         self._spanning: dict = {}  # op: whether any of its groups spans instances
 
     def exchange(self, key: Hashable, label: str, replica: int, members: Sequence[int], value: Any) -> list:
         op, _, occurrence = key
         if not self._spans(op, members):
             return self._local.exchange(key, label, replica, members, value)
-        values = self._local.exchange(("instances", op, occurrence), label, replica, self._replicas, value)
-        everyone = None
-        if replica == self._first:
-            stacked = np.stack(values)
-            everyone = self._channel.allgather(stacked, _description(label, occurrence, stacked))
-            everyone = everyone.reshape(-1, *stacked.shape[1:])
-        everyone = self._local.exchange(("instances result", op, occurrence), label, replica, self._replicas,
-                                        everyone)[0]
+        everyone = self._local.combine(("instances", op, occurrence), label, replica, self._replicas, value,
+                                       lambda values: self._gathered(values, label, occurrence))
         return [everyone[m] for m in members]
 
     def combine(self, key: Hashable, label: str, replica: int, members: Sequence[int], value: Any,
                 combine: Callable[[list], Any]) -> Any:
-        """``combine`` of every member's value (in global replica order): within the instance, once
-        for the group; across instances, by each member from the values exchanged, so that every
-        instance computes the same bits."""
-        op, _, _ = key
+        """``combine`` of every member's value (in global replica order), computed once for each
+        group: within the instance by the group's last member to arrive; across instances by the
+        instance's last replica to arrive, for every group of its replicas, from the values exchanged,
+        so that every instance computes the same bits."""
+        op, _, occurrence = key
         if not self._spans(op, members):
             return self._local.combine(key, label, replica, members, value, combine)
-        return combine(self.exchange(key, label, replica, members, value))
+
+        def gathered_and_combined(values: list) -> dict:
+            everyone = self._gathered(values, label, occurrence)
+            groups = {tuple(self._members(op, r, members)) for r in self._replicas}
+            return {group: combine([everyone[m] for m in group]) for group in groups}
+
+        # One rendezvous of the local replicas: the last to arrive exchanges and combines for all.
+        results = self._local.combine(("instances", op, occurrence), label, replica, self._replicas, value,
+                                      gathered_and_combined)
+        return results[tuple(members)]
+
+    def _gathered(self, values: list, label: str, occurrence: int) -> np.ndarray:
+        """Every global replica's value, from this instance's (in local replica order), in one MPI call."""
+        stacked = np.stack(values)
+        everyone = self._channel.allgather(stacked, _description(label, occurrence, stacked))
+        return everyone.reshape(-1, *stacked.shape[1:])
+
+    def _members(self, op, replica: int, members: Sequence[int]) -> list[int]:
+        """The members of ``replica``'s group of ``op`` (``members`` without a grouping: everyone)."""
+        grouping = op.attrs.get("group")
+        return list(members) if grouping is None else grouping.members(grouping.assignment[replica])
 
     def _spans(self, op, members: Sequence[int]) -> bool:
         spans = self._spanning.get(op)
