@@ -244,20 +244,27 @@ def _nll_grad_kernel(op, env):
     parts = _nll_parts(op)
     reduction, shape = op.attrs["reduction"], op.inputs[1].shape
     dtype = op.outputs[0].dtype.as_numpy()
+    classes = op.inputs[0].shape[-1]
+    starts = np.arange(op.inputs[1].nelms) * classes  # where each sample's row begins in the flat probs
 
     def nll_with_grad(probs, labels, loss_grad):
         rows, flat, in_range, losses, mask = parts(probs, labels)
         grad = rows.copy()
-        hits = np.nonzero(in_range)[0]
-        grad[hits, flat[hits]] -= 1
-        # A label out of range picks no probability: its loss is a constant, with no gradient.
-        scale = np.broadcast_to(loss_grad.astype(rows.dtype), shape).reshape(-1, 1) * in_range[:, None]
-        if mask is not None:
-            scale = scale * mask[:, None]
-        if reduction == "mean":
-            scale = scale / (len(flat) if mask is None else max(int(mask.sum()), 1))
+        everywhere = bool(in_range.all())
+        grad.reshape(-1)[starts + flat if everywhere else (starts + flat)[in_range]] -= 1
+        scale = loss_grad.astype(rows.dtype, copy=False)
+        if scale.ndim == 0 and mask is None and everywhere:  # the usual case: one factor for all
+            grad *= scale / len(flat) if reduction == "mean" else scale
+        else:
+            # A label out of range picks no probability: its loss is a constant, with no gradient.
+            scale = np.broadcast_to(scale, shape).reshape(-1, 1) * in_range[:, None]
+            if mask is not None:
+                scale = scale * mask[:, None]
+            if reduction == "mean":
+                scale = scale / (len(flat) if mask is None else max(int(mask.sum()), 1))
+            grad *= scale
         return (_reduce_loss(losses, mask, reduction, shape, dtype),
-                (grad * scale).reshape(probs.shape).astype(dtype))
+                grad.reshape(probs.shape).astype(dtype, copy=False))
     return nll_with_grad
 
 
