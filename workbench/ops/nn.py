@@ -170,7 +170,8 @@ def _nll_infer(specs, attrs):
 
 
 def _nll_parts(op):
-    """Per-sample losses of flattened probs and labels, and the mask of samples that count."""
+    """Per-sample losses of flattened probs and labels, and the mask of samples that count; also each
+    sample's position of its label in the flattened probs (meaningful where ``in_range``)."""
     classes = op.inputs[0].shape[-1]
     dtype = op.inputs[0].dtype.as_numpy()
     compute = _compute_type(dtype)
@@ -184,11 +185,12 @@ def _nll_parts(op):
         rows = probs.reshape(-1, classes).astype(compute, copy=False)
         flat = labels.reshape(-1)
         in_range = (flat >= 0) & (flat < classes)
-        picked = rows.take(starts + flat, mode="clip")  # a label out of range picks 0 below
+        positions = starts + flat
+        picked = rows.take(positions, mode="clip")  # a label out of range picks 0 below
         picked[~in_range] = 0
         losses = -picked if log_prob else -np.log(np.maximum(picked, eps))
         mask = None if ignore is None else flat != ignore
-        return rows, flat, in_range, (losses if mask is None else losses * mask), mask
+        return rows, positions, in_range, (losses if mask is None else losses * mask), mask
     return parts
 
 
@@ -244,24 +246,22 @@ def _nll_grad_kernel(op, env):
     parts = _nll_parts(op)
     reduction, shape = op.attrs["reduction"], op.inputs[1].shape
     dtype = op.outputs[0].dtype.as_numpy()
-    classes = op.inputs[0].shape[-1]
-    starts = np.arange(op.inputs[1].nelms) * classes  # where each sample's row begins in the flat probs
 
     def nll_with_grad(probs, labels, loss_grad):
-        rows, flat, in_range, losses, mask = parts(probs, labels)
+        rows, positions, in_range, losses, mask = parts(probs, labels)
         grad = rows.copy()
         everywhere = bool(in_range.all())
-        grad.reshape(-1)[starts + flat if everywhere else (starts + flat)[in_range]] -= 1
+        grad.reshape(-1)[positions if everywhere else positions[in_range]] -= 1
         scale = loss_grad.astype(rows.dtype, copy=False)
         if scale.ndim == 0 and mask is None and everywhere:  # the usual case: one factor for all
-            grad *= scale / len(flat) if reduction == "mean" else scale
+            grad *= scale / len(positions) if reduction == "mean" else scale
         else:
             # A label out of range picks no probability: its loss is a constant, with no gradient.
             scale = np.broadcast_to(scale, shape).reshape(-1, 1) * in_range[:, None]
             if mask is not None:
                 scale = scale * mask[:, None]
             if reduction == "mean":
-                scale = scale / (len(flat) if mask is None else max(int(mask.sum()), 1))
+                scale = scale / (len(positions) if mask is None else max(int(mask.sum()), 1))
             grad *= scale
         return (_reduce_loss(losses, mask, reduction, shape, dtype),
                 grad.reshape(probs.shape).astype(dtype, copy=False))

@@ -28,16 +28,9 @@ class JobLink:
 
             self._channel = world(self.job).channel()
         names = sorted(weights)
-        arrays = [np.ascontiguousarray(weights[name]) for name in names]
-        packed = np.concatenate([a.reshape(-1).view(np.uint8) for a in arrays]) if arrays \
-            else np.zeros(0, np.uint8)
-        everyone = self._channel.allgather(packed, f"broadcastWeights from instance {root}: {len(names)} weights, "
-                                                   f"{packed.nbytes} bytes")
-        result, start = {}, 0
-        for name, like in zip(names, arrays):
-            result[name] = everyone[root][start: start + like.nbytes].view(like.dtype).reshape(like.shape).copy()
-            start += like.nbytes
-        return result
+        everyone = self._channel.allgather_arrays([weights[name] for name in names],
+                                                  f"broadcastWeights from instance {root}: {len(names)} weights")
+        return {name: array.copy() for name, array in zip(names, everyone[root])}
 
 
 def check_root(root: Any, instances: int) -> int:

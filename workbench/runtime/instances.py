@@ -35,9 +35,8 @@ class Instances:
         replicas = self.settings.local_replicas
         if not spans_instances(op, list(range(self.settings.num_total_replicas)), self.settings):
             return
-        stacked = np.stack([values[r] for r in replicas])
-        everyone = self.channel.allgather(stacked, _description(f"{op.name} ({op.type})", 0, stacked))
-        for replica, value in enumerate(everyone.reshape(-1, *stacked.shape[1:])):
+        everyone = gather_replicas(self.channel, [values[r] for r in replicas], f"{op.name} ({op.type})", 0)
+        for replica, value in enumerate(everyone):
             values.setdefault(replica, value)
 
     def communicator(self, local) -> "SpanningCommunicator":
@@ -51,21 +50,11 @@ class Instances:
     def all_device_values(self, local: dict[int, dict], variables: Sequence) -> dict[int, dict]:
         """Every global replica's device values of ``variables``, from every instance, in one exchange."""
         replicas = self.settings.local_replicas
-        arrays = [np.ascontiguousarray(local[r][v]) for r in replicas for v in variables]
-        packed = np.concatenate([a.reshape(-1).view(np.uint8) for a in arrays]) if arrays \
-            else np.zeros(0, np.uint8)
-        everyone = self.channel.allgather(packed, f"weights_to_host of {len(variables)} variables: "
-                                                  f"{packed.nbytes} bytes")
-        result: dict[int, dict] = {}
-        for instance, row in enumerate(everyone):
-            start = 0
-            for index in range(len(replicas)):
-                values = result.setdefault(instance * len(replicas) + index, {})
-                for variable, like in zip(variables, arrays[index * len(variables):]):
-                    values[variable] = row[start: start + like.nbytes].view(like.dtype).reshape(like.shape)
-                    start += like.nbytes
-        return result
-
+        everyone = self.channel.allgather_arrays([local[r][v] for r in replicas for v in variables],
+                                                 f"weights_to_host of {len(variables)} variables")
+        count = len(variables)
+        return {instance * len(replicas) + index: dict(zip(variables, arrays[index * count:(index + 1) * count]))
+                for instance, arrays in enumerate(everyone) for index in range(len(replicas))}
 
     def whole_record(self, record: RunRecord) -> RunRecord:
         """The record of a run on every global replica, from each instance's record of its own.
@@ -111,7 +100,7 @@ class SpanningCommunicator:
         if not self._spans(op, members):
             return self._local.exchange(key, label, replica, members, value)
         everyone = self._local.combine(("instances", op, occurrence), label, replica, self._replicas, value,
-                                       lambda values: self._gathered(values, label, occurrence))
+                                       lambda values: gather_replicas(self._channel, values, label, occurrence))
         return [everyone[m] for m in members]
 
     def combine(self, key: Hashable, label: str, replica: int, members: Sequence[int], value: Any,
@@ -125,7 +114,7 @@ class SpanningCommunicator:
             return self._local.combine(key, label, replica, members, value, combine)
 
         def gathered_and_combined(values: list) -> dict:
-            everyone = self._gathered(values, label, occurrence)
+            everyone = gather_replicas(self._channel, values, label, occurrence)
             groups = {tuple(self._members(op, r, members)) for r in self._replicas}
             return {group: combine([everyone[m] for m in group]) for group in groups}
 
@@ -133,12 +122,6 @@ class SpanningCommunicator:
         results = self._local.combine(("instances", op, occurrence), label, replica, self._replicas, value,
                                       gathered_and_combined)
         return results[tuple(members)]
-
-    def _gathered(self, values: list, label: str, occurrence: int) -> np.ndarray:
-        """Every global replica's value, from this instance's (in local replica order), in one MPI call."""
-        stacked = np.stack(values)
-        everyone = self._channel.allgather(stacked, _description(label, occurrence, stacked))
-        return everyone.reshape(-1, *stacked.shape[1:])
 
     def _members(self, op, replica: int, members: Sequence[int]) -> list[int]:
         """The members of ``replica``'s group of ``op`` (``members`` without a grouping: everyone)."""
@@ -161,6 +144,9 @@ def spans_instances(op, members: Sequence[int], settings: PopdistSettings) -> bo
     return any(instance(min(g)) != instance(max(g)) for g in groups)
 
 
-def _description(label: str, occurrence: int, stacked: np.ndarray) -> str:
-    """What an instance says it exchanges: every instance must say the same."""
-    return f"{label} occurrence {occurrence}: {stacked.dtype}{list(stacked.shape[1:])}"
+def gather_replicas(channel: Channel, values: list, label: str, occurrence: int) -> np.ndarray:
+    """Every global replica's value of a collective, from this instance's replicas' ``values`` (in
+    local order), in one MPI call; each instance says what it exchanges, and all must say the same."""
+    stacked = np.stack(values)
+    everyone = channel.allgather(stacked, f"{label} occurrence {occurrence}: {stacked.dtype}{list(stacked.shape[1:])}")
+    return everyone.reshape(-1, *stacked.shape[1:])

@@ -137,6 +137,17 @@ class Channel:
                    description)
         return received
 
+    def allgather_arrays(self, arrays: list[np.ndarray], description: str) -> list[list[np.ndarray]]:
+        """Every instance's ``arrays`` (the same shapes and dtypes everywhere), packed into one
+        exchange: per instance, arrays like ``arrays``, views of what was received."""
+        contiguous = [np.ascontiguousarray(a) for a in arrays]
+        packed = np.concatenate([a.reshape(-1).view(np.uint8) for a in contiguous]) if contiguous \
+            else np.zeros(0, np.uint8)
+        everyone = self.allgather(packed, f"{description}: {packed.nbytes} bytes")
+        ends = np.cumsum([a.nbytes for a in contiguous])
+        return [[part.view(like.dtype).reshape(like.shape) for part, like in zip(np.split(row, ends[:-1]), contiguous)]
+                for row in everyone]
+
     def _wait(self, request, description: str) -> None:
         """Wait for an exchange, unless another instance failed or finished its run without it."""
         deadline = time.monotonic() + WAIT_LIMIT

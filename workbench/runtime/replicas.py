@@ -71,7 +71,7 @@ class ReplicaRunner:
         program = self._programs[index]
         try:
             program.run(communicator)
-        except (ReplicaAborted, CollectiveMismatchError, ReplicaExecutionError):
+        except RUN_ERRORS:
             raise
         except Exception as error:
             raise _failure(error, program.replica, program.failing_op(error)) from error
@@ -82,7 +82,7 @@ class ReplicaRunner:
         if len(works) == 1:
             try:
                 works[0]()
-            except (ReplicaAborted, CollectiveMismatchError, ReplicaExecutionError):
+            except RUN_ERRORS:
                 raise
             except Exception as error:
                 raise _failure(error, *lockstep.failure(error)) from error
@@ -100,7 +100,7 @@ class ReplicaRunner:
         errors = self._in_threads(work, len(works), poll, lambda: communicator.stop("the run was interrupted"))
         failures = [e for e in errors if e is not None and not isinstance(e, ReplicaAborted)]
         if failures:
-            if isinstance(failures[0], (CollectiveMismatchError, ReplicaExecutionError)):
+            if isinstance(failures[0], RUN_ERRORS):
                 raise failures[0]
             raise _failure(failures[0], *lockstep.failure(failures[0])) from failures[0]
 
@@ -188,6 +188,10 @@ def prompt_thread_switches() -> Iterator[None]:
         yield
     finally:
         sys.setswitchinterval(previous)
+
+
+# What a replica raises that already says what went wrong where: passed on as it is.
+RUN_ERRORS = (ReplicaAborted, CollectiveMismatchError, ReplicaExecutionError)
 
 
 def _failure(error: Exception, replica: int, op) -> ReplicaExecutionError:

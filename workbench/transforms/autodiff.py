@@ -377,9 +377,7 @@ def sum_to_shape(grad: Tensor, shape: tuple[int, ...]) -> Tensor:
     """Sum a broadcast gradient over the broadcast axes, back to ``shape``."""
     lead = grad.rank - len(shape)
     inner = [lead + i for i, d in enumerate(shape) if d == 1 and grad.shape[lead + i] != 1]
-    if lead and not inner:  # only leading axes to sum away: the sum has the shape already
-        return ops.sum(grad, list(range(lead)), keepdims=False)
     axes = list(range(lead)) + inner
-    if axes:
-        grad = ops.sum(grad, axes, keepdims=True)
+    if axes:  # summed over leading axes only, the result has the shape already
+        grad = ops.sum(grad, axes, keepdims=bool(inner))
     return grad if grad.shape == tuple(shape) else ops.reshape(grad, shape)

@@ -300,7 +300,7 @@ def known_input_types(builder: GraphBuilder, given: Mapping[str, TensorType]) ->
     return types
 
 
-def check_embedded_replication(builder: GraphBuilder, replication: Union[int, PopdistSettings]) -> None:
+def _check_embedded_replication(builder: GraphBuilder, replication: Union[int, PopdistSettings]) -> None:
     """Grouped weights need the replication factor the model was built for (the job's, when split)."""
     replicas = replication.num_total_replicas if isinstance(replication, PopdistSettings) else replication
     if builder.variable_settings and builder.replication_factor not in (1, replicas):
@@ -319,7 +319,7 @@ def lower_model(builder: GraphBuilder, *, anchors: Union[Mapping[str, str], Iter
     once); a plain list means ``"all"``. ``replication`` is the number of replicas, or this
     instance's place in a job of several (its replicas are then global indices)."""
     kinds = dict(anchors) if isinstance(anchors, Mapping) else dict.fromkeys(anchors, "all")
-    check_embedded_replication(builder, replication)
+    _check_embedded_replication(builder, replication)
     types = known_input_types(builder, input_types or {})
     ir = Ir(replication=replication)
     ir.num_host_transfers = batches_per_step
