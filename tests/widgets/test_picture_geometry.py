@@ -8,7 +8,8 @@ import pytest
 
 from programs import mlp_training
 from workbench.widgets import GraphView
-from workbench.widgets.figures.graph_figure import ASSUMED_WIDTH, CHAR_WIDTH, MARGIN
+from workbench.widgets.figures.graph_figure import CHAR_WIDTH, MARGIN
+from workbench.widgets.style import PICTURE_WIDTH
 
 LABEL_HEIGHT = 12  # pixels a 10 px label takes vertically
 LABEL_GAP = 2  # pixels between a marker's edge and its label, as plotly draws "middle right" text
@@ -30,7 +31,7 @@ class Pixels:
 
     def __init__(self, figure):
         layout = figure.layout
-        self.width = ASSUMED_WIDTH - 2 * MARGIN
+        self.width = PICTURE_WIDTH - 2 * MARGIN
         self.height = layout.height - layout.margin.t - layout.margin.b
         self.x_range, self.y_range = layout.xaxis.range, layout.yaxis.range
         self.nodes, self.labels, self.paths = [], [], []

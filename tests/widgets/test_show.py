@@ -12,6 +12,7 @@ from widget_programs import call_tree_program, trace
 from workbench.export.mime import MIME_TYPE
 from workbench.widgets import (CallTreeView, GraphView, LivenessView, ReplicaGroupView, ScheduleView,
                                SessionStepperView, Workbench)
+from workbench.widgets.style import PICTURE_WIDTH
 from workbench.widgets.view import PLOTLY_MIME
 
 VIEW_TABS = ["call tree", "graph", "schedule", "liveness", "replica groups"]
@@ -121,6 +122,8 @@ def test_without_a_kernel_every_view_and_the_workbench_display_as_static_html():
         bundle, _ = wb[tab]._repr_mimebundle_()
         assert PLOTLY_MIME in bundle and "plotly-graph-div" in bundle["text/html"]
         assert not any("widget" in mime for mime in bundle)
+        # Drawn again from a saved notebook, the picture keeps the width its labels were fitted to.
+        assert bundle[PLOTLY_MIME]["layout"]["width"] == PICTURE_WIDTH
     bundle, metadata = wb._repr_mimebundle_()
     # The extension's picture of the Session, opened on its memory, stays where no widget can be drawn.
     assert set(bundle) == {"text/plain", "text/html", MIME_TYPE} and metadata[MIME_TYPE]["view"] == "memory"

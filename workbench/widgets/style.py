@@ -95,6 +95,10 @@ TEMPLATE = dict(layout=dict(plot_bgcolor="white", paper_bgcolor="white", xaxis=_
                             colorway=GROUP_COLORS, title=dict(x=0.05)))
 
 
+# The notebook output area the pictures are laid out for: node sizes and label cuts fit it whole.
+PICTURE_WIDTH = 960
+
+
 def base_layout(**overrides) -> dict:
     """Layout settings shared by every figure: white background, compact margins, one font."""
     layout = dict(template=TEMPLATE, font=FONT, margin=dict(l=50, r=20, t=50, b=40),

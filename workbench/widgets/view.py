@@ -17,7 +17,7 @@ from workbench.ir import Ir
 
 from .live import DEFAULT_WINDOW, LiveBinding, Scheduler
 from .selection import Selection
-from .style import base_layout, text
+from .style import PICTURE_WIDTH, base_layout, text
 
 PLOTLY_MIME = "application/vnd.plotly.v1+json"
 
@@ -114,10 +114,14 @@ class View:
         return display_bundle(self, include, exclude)
 
     def static_bundle(self) -> tuple[dict, dict]:
-        """The picture that stays when there is no widget: the figure as plotly JSON."""
+        """The picture that stays when there is no widget: the figure as plotly JSON, as wide as it was
+        laid out for (a front end would otherwise draw it at its own default width, narrower than its
+        labels were fitted to)."""
         from .figure_canvas import figure_json
 
-        return {PLOTLY_MIME: figure_json(self.figure)}, {}
+        picture = figure_json(self.figure)
+        picture.setdefault("layout", {}).setdefault("width", PICTURE_WIDTH)
+        return {PLOTLY_MIME: picture}, {}
 
 
 def display_bundle(shown: Any, include=None, exclude=None) -> tuple[dict, dict]:

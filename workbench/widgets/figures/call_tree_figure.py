@@ -10,9 +10,8 @@ import plotly.graph_objects as go
 from workbench.analysis.call_tree import CallTree, CallTreeEdge, CallTreeNode
 
 from ..layout import Layout, column_pixels, layered_layout
-from ..style import CALL_SITE_COLORS, GRAPH_STATUS_COLORS, HIGHLIGHT, base_layout, count_of, fitted, text
+from ..style import CALL_SITE_COLORS, GRAPH_STATUS_COLORS, HIGHLIGHT, PICTURE_WIDTH, base_layout, count_of, fitted, text
 
-ASSUMED_WIDTH = 960  # the notebook output area the names are fitted to
 MIN_COLUMN = 160  # pixels per column at least; wider trees open on their left part
 LAYER_HEIGHT = 130  # pixels per level of calls
 RING = 12  # pixels the selection ring adds around a graph's square
@@ -65,7 +64,7 @@ def call_tree_figure(tree: CallTree, selected_graph=None, title: Optional[str] =
                 ys += [y for _, y in paths[pair]] + [None]
         if xs:
             figure.add_trace(go.Scatter(x=xs, y=ys, mode="lines", name=name, line=line, hoverinfo="skip"))
-    column = column_pixels(layout, ASSUMED_WIDTH - 40, MIN_COLUMN)
+    column = column_pixels(layout, PICTURE_WIDTH - 40, MIN_COLUMN)
     room = int((column - 50) // 7)
     for pair, edges in pairs.items():
         (x0, y0), (x1, y1) = paths[pair][:2]
@@ -95,7 +94,7 @@ def call_tree_figure(tree: CallTree, selected_graph=None, title: Optional[str] =
         title=dict(text=title or f"Call tree: {count_of(len(tree.nodes), 'graph')}, "
                                  f"{count_of(len(tree.edges), 'call site')}", x=0.01),
         showlegend=True, legend=dict(orientation="h", yanchor="bottom", y=1.0, x=1.0, xanchor="right"),
-        xaxis=dict(visible=False, range=[left, left + (ASSUMED_WIDTH - 40) / column]),
+        xaxis=dict(visible=False, range=[left, left + (PICTURE_WIDTH - 40) / column]),
         yaxis=dict(visible=False, range=[-layout.depth + 0.5, 0.5]),
         height=LAYER_HEIGHT * layout.depth + 90, margin=dict(l=20, r=20, t=70, b=20)))
     return figure

@@ -11,12 +11,10 @@ import plotly.graph_objects as go
 
 from ..dataflow import DataflowPicture
 from ..layout import Layout, column_pixels, layered_layout
-from ..style import (CALL_OUTLINE, EDGE_COLOR, HIGHLIGHT, IN_SEQUENCE_COLOR, KIND_COLORS, OP_OUTLINE, base_layout,
-                     count_of, fitted, ipu_color, text, text_array)
+from ..style import (CALL_OUTLINE, EDGE_COLOR, HIGHLIGHT, IN_SEQUENCE_COLOR, KIND_COLORS, OP_OUTLINE, PICTURE_WIDTH,
+                     base_layout, count_of, fitted, ipu_color, text, text_array)
 
 VISIBLE_LAYERS = 16  # taller pictures open showing the top layers; pan or double-click for all
-# Nodes and labels are sized to fit a container this wide (a notebook's output area) whole.
-ASSUMED_WIDTH = 960
 MARGIN = 20  # left and right, in pixels
 CHAR_WIDTH = 6.5  # pixels per character of a 10 px label, a little above the average glyph
 MIN_LABEL = 3  # characters; with less room than this, names are left to the hover
@@ -60,7 +58,7 @@ class Sizes:
 
 
 def picture_sizes(layout: Layout) -> Sizes:
-    return Sizes(column_pixels(layout, ASSUMED_WIDTH - 2 * MARGIN, 0.0))
+    return Sizes(column_pixels(layout, PICTURE_WIDTH - 2 * MARGIN, 0.0))
 
 
 def label_rooms(layout: Layout, sizes: Sizes) -> dict:
