@@ -25,7 +25,7 @@ def counting_ir(replicas: int = REPLICAS, iterations: int = ITERATIONS, unrolled
     """Each iteration adds the all-reduced sum of ones (``replicas``) to an on-chip variable and to a
     remote variable, and stores the on-chip one into a remote buffer entry: after a whole run each
     of them has grown by ``replicas * iterations``, and a partial run leaves a smaller multiple.
-    Unrolled, the iterations are ops of the main graph (whose replicas then run in lockstep)."""
+    Unrolled, the iterations are ops of the main graph."""
     ir = popxl.Ir(replication=replicas)
     with ir.main_graph, popxl.in_sequence():
         buffer = popxl.remote_buffer((8,), popxl.float32, entries=2)
@@ -101,14 +101,18 @@ def check_all_or_nothing(before, after, step: float, completed: bool) -> bool:
     return grown == 0.0
 
 
-@pytest.mark.parametrize("unrolled", [False, True], ids=["replica threads", "lockstep"])
-def test_interrupts_at_random_moments_leave_weights_and_buffers_as_before_the_run(unrolled):
+@pytest.mark.parametrize("threads, unrolled", [(False, False), (False, True), (True, False)],
+                         ids=["taking turns", "taking turns, unrolled", "replica threads"])
+def test_interrupts_at_random_moments_leave_weights_and_buffers_as_before_the_run(threads, unrolled, monkeypatch):
+    import workbench.runtime.session as session_module
+
+    monkeypatch.setattr(session_module, "replicas_in_threads", lambda ir, instances=1: threads)
     iterations = 100 if unrolled else ITERATIONS
     ir, w, r, buffer, _ = counting_ir(iterations=iterations, unrolled=unrolled)
     rng = np.random.default_rng(0)
     step = float(REPLICAS * iterations)
     with popxl.Session(ir, "ipu_model") as session:
-        assert (session._runner._lockstep is not None) == unrolled
+        assert session._runner.threaded == threads
         session.progress = False
         start = time.perf_counter()
         session.run()

@@ -2,7 +2,7 @@
 
 A run allocates and frees the same arrays every time. glibc's allocator gives large freed blocks back
 to the system (arrays above its mmap threshold, and free memory at the top of its heap beyond its trim
-threshold), so the next run faults in fresh zeroed pages for them: with several replicas in lockstep
+threshold), so the next run faults in fresh zeroed pages for them: with several replicas taking turns
 that was some 800 page faults and half the time of a training step. Raising both thresholds once per
 process keeps that memory for reuse, as a device's static allocation would. Elsewhere than glibc
 nothing changes.

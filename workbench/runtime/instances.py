@@ -1,8 +1,8 @@
 """A session's view of the other instances of its job: collectives and weights across processes.
 
 Replicas keep their global index. A collective whose groups all lie within this instance stays a
-rendezvous of threads. One whose groups span instances gathers every local replica's value, and one
-thread (the last local replica to arrive) exchanges them with the other instances in one MPI call and
+rendezvous of the local replicas. One whose groups span instances gathers every local replica's
+value, and the last local replica to arrive exchanges them with the other instances in one MPI call and
 reduces each group's values, in global replica order, with the op's own reducer, exactly as one
 instance holding every replica would, so results agree bit for bit.
 """
@@ -28,19 +28,8 @@ class Instances:
         # Conditionals by a number every instance gives them alike: the branch logs cross as numbers.
         self._conditionals = [op for graph in ir.graphs for op in graph._ops if op.type == "conditional"]
 
-    def lockstep_exchange(self, op, values: dict[int, Any]) -> None:
-        """For replicas in lockstep: add every other instance's replicas' values of ``op`` (a main-graph
-        collective, so its only occurrence in the run) to ``values``, this instance's by global replica,
-        when the op spans instances."""
-        replicas = self.settings.local_replicas
-        if not spans_instances(op, list(range(self.settings.num_total_replicas)), self.settings):
-            return
-        everyone = gather_replicas(self.channel, [values[r] for r in replicas], f"{op.name} ({op.type})", 0)
-        for replica, value in enumerate(everyone):
-            values.setdefault(replica, value)
-
     def communicator(self, local) -> "SpanningCommunicator":
-        """What the replica threads of one run call for collectives, around their local ``Communicator``."""
+        """What the replicas of one run call for collectives, around their local communicator."""
         return SpanningCommunicator(local, self.channel, self.settings)
 
     def run_ended(self, error: Optional[BaseException]) -> None:
@@ -86,7 +75,7 @@ class Instances:
 
 
 class SpanningCommunicator:
-    """Passes collectives within the instance to the thread ``Communicator``; exchanges the others."""
+    """Passes collectives within the instance to the local communicator; exchanges the others."""
 
     def __init__(self, local, channel: Channel, settings: PopdistSettings):
         self._local = local

@@ -8,6 +8,7 @@ finished its run without reaching the collective.
 """
 from __future__ import annotations
 
+import os
 import sys
 import time
 from typing import Optional
@@ -25,7 +26,10 @@ NOTICE_BYTES = 2048  # run number, outcome and failing replica (8 bytes each), t
 # collectives there; stopped because of another instance.
 FINISHED, FAILED, MISMATCH, STOPPED = range(4)
 NOTICE_TAG = 17
-SPINS_BEFORE_SLEEP = 200
+# MPICH moves a large message in pieces, each only when both sides call into MPI: a wait that slept
+# between its polls would stretch a megabyte over milliseconds. So a wait polls without sleeping for
+# so long, giving the core away between polls to any process that wants it, and only then sleeps.
+SPIN_SECONDS = 0.02
 # An instance may finish its run while its part of the last exchange is still on the way here (the
 # notice and the data travel on different communicators): so much later, it surely is not.
 FINISHED_GRACE = 1.0
@@ -150,8 +154,8 @@ class Channel:
 
     def _wait(self, request, description: str) -> None:
         """Wait for an exchange, unless another instance failed or finished its run without it."""
-        deadline = time.monotonic() + WAIT_LIMIT
-        spins, finished_seen = 0, None
+        started = time.monotonic()
+        deadline, finished_seen = started + WAIT_LIMIT, None
         while not request.Test():
             self._read_notices()
             self._raise_news()
@@ -165,8 +169,9 @@ class Channel:
             if time.monotonic() > deadline:
                 raise CollectiveMismatchError(f"instance {self.instance} waited {WAIT_LIMIT:.0f} s at "
                                               f"{description} for the other instances")
-            spins += 1
-            if spins > SPINS_BEFORE_SLEEP:
+            if time.monotonic() - started < SPIN_SECONDS:
+                os.sched_yield()
+            else:
                 time.sleep(0.0001)
 
     # ----- the end of a run -----

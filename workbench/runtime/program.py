@@ -85,8 +85,6 @@ class ReplicaProgram:
         # of a replica thread looks at it, so no replica runs on after its run was given up.
         self.stop_requested = False
         self.loop_counter = LoopCounter()
-        # The collectives whose members read each other's values (rather than one combined result).
-        self.exchanged: set[Op] = set()
         self._occurrences: dict[Op, int] = {}
         self._codes = codes
         self._check = check_outputs
@@ -117,10 +115,6 @@ class ReplicaProgram:
                 self._profiled_main(self.main_variables)
             else:
                 self._main(self.main_variables)
-
-    def main_kernels(self, profiled: bool) -> list[Callable]:
-        """The main graph's bound kernels; profiled, its call sites call the profiled graphs."""
-        return (self._profiled_bound if profiled else self._bound)[self.ir.main_graph].kernels
 
     def run_fragment(self, fragment: str) -> None:
         """Run the ops of a weights fragment (``ir/fragments.py``) on this replica's persistent values."""
@@ -160,7 +154,6 @@ class ReplicaProgram:
         """For a collective: give this replica's value, get every group member's (replica order)."""
         if len(members) == 1:
             return lambda value: [value]
-        self.exchanged.add(op)
         label, replica, group = f"{op.name} ({op.type})", self.replica, tuple(members)
         occurrences = self._occurrences
 

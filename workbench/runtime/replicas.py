@@ -1,21 +1,26 @@
-"""Running the replicas of one step: inline for one replica; for several, in lockstep in a few
-threads when every collective is in the main graph (``lockstep.py``), else one thread each.
+"""Running the replicas of one step: inline for one replica; for several, taking turns in the
+calling thread (``turns.py``), or one thread each when the Ir's matrix products are large enough to
+run in parallel.
 
-An interrupt (KeyboardInterrupt in the thread that waits) or a failure stops every replica thread,
-at its next collective or loop iteration, before ``run`` raises: then nothing writes the weights any
-more and the caller can restore them (``snapshot.py``).
+An interrupt (KeyboardInterrupt) or a failure stops every replica, at its next collective (or loop
+iteration, in threads), before ``run`` raises: then nothing writes the weights any more and the
+caller can restore them (``snapshot.py``).
 """
 from __future__ import annotations
 
+import math
+import os
 import sys
 from concurrent.futures import ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from typing import Callable, Iterator, Optional
 
 from .communicator import CollectiveMismatchError, Communicator, ReplicaAborted
-from .lockstep import LockstepMain
+from workbench.ir import Ir
+
 from .program import ReplicaProgram
 from .snapshot import uninterrupted
+from .turns import TurnTakingCommunicator
 
 
 POLL_SECONDS = 0.05
@@ -23,6 +28,27 @@ POLL_SECONDS = 0.05
 # replica thread coming back from a BLAS call would otherwise wait up to Python's default 5 ms for
 # one that runs small NumPy ops.
 SWITCH_SECONDS = 0.0005
+# The mean size of the matrix products at which replicas in threads start to pay: below it, the
+# threads mostly wait for the interpreter lock and for each other at the collectives, and replicas
+# taking turns in one thread are faster (measured on the MLP of ``bench_training_step.py``: at batch
+# 32, 6 MFLOP a product, one thread is 1.3x faster than two; at batch 512, 100 MFLOP, two are 1.7x
+# faster than one).
+PARALLEL_MATMUL_FLOPS = 50e6
+
+
+def replicas_in_threads(ir: Ir, instances: int = 1) -> bool:
+    """Whether the replicas of ``ir`` run one thread each: when its matrix products are large
+    enough, and this process may use more than one core (the cores shared among the ``instances``
+    of a job on this machine)."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return cores // instances > 1 and mean_matmul_flops(ir) >= PARALLEL_MATMUL_FLOPS
+
+
+def mean_matmul_flops(ir: Ir) -> float:
+    """Floating-point operations of the Ir's matrix products, on average (0 without any)."""
+    flops = [2 * math.prod(op.outputs[0].shape) * op.inputs[0].shape[-1]
+             for graph in ir.graphs for op in graph._ops if op.type == "matmul"]
+    return sum(flops) / len(flops) if flops else 0.0
 
 
 class ReplicaExecutionError(RuntimeError):
@@ -35,35 +61,33 @@ class ReplicaExecutionError(RuntimeError):
 
 
 class ReplicaRunner:
-    """Runs a session's replica programs, one step at a time: inline for one replica, in lockstep
-    when ``lockstep`` is given, else a thread each.
+    """Runs a session's replica programs, one step at a time: inline for one replica, else taking
+    turns in the calling thread, or a thread each when ``threads``.
 
     ``instances``, for one instance of a job of several (``workbench.distributed``), carries the
     collectives that span instances and tells every instance how each run ended.
     """
 
-    def __init__(self, programs: list[ReplicaProgram], lockstep: Optional[LockstepMain] = None, instances=None):
+    def __init__(self, programs: list[ReplicaProgram], threads: bool = False, instances=None):
         self._programs = programs
-        self._lockstep = lockstep
+        self._threads = threads and len(programs) > 1
         self._instances = instances
         self._pool: Optional[ThreadPoolExecutor] = None
 
     @property
     def threaded(self) -> bool:
         """Whether the replicas run in other threads than the calling one."""
-        if self._lockstep is not None:
-            return len(self._lockstep.groups) > 1
-        return len(self._programs) > 1
+        return self._threads
 
     def run(self, poll: Optional[Callable[[], None]] = None) -> None:
-        """Run every replica once; ``poll`` is called now and then while the replica threads run.
-        When it raises, every replica thread has stopped (the caller restores the weights)."""
+        """Run every replica once; ``poll`` is called now and then while the replicas run. When it
+        raises, every replica has stopped (the caller restores the weights)."""
+        for program in self._programs:
+            program.stop_requested = False
         if self._instances is not None:
             self._run_instance(poll)
         elif len(self._programs) == 1:
             self._run_one(0)
-        elif self._lockstep is not None:
-            self._run_lockstep(self._lockstep, poll)
         else:
             self._run_all(poll)
 
@@ -76,47 +100,23 @@ class ReplicaRunner:
         except Exception as error:
             raise _failure(error, program.replica, program.failing_op(error)) from error
 
-    def _run_lockstep(self, lockstep: LockstepMain, poll: Optional[Callable[[], None]]) -> None:
-        works = lockstep.begin()
-        communicator = lockstep.communicator
-        if len(works) == 1:
-            try:
-                works[0]()
-            except RUN_ERRORS:
-                raise
-            except Exception as error:
-                raise _failure(error, *lockstep.failure(error)) from error
-            return
-
-        def work(thread: int) -> Optional[BaseException]:
-            try:
-                works[thread]()
-            except BaseException as error:  # reported by the caller, after every thread stopped
-                self._stop_all()
-                communicator.stop("a replica in another thread failed")
-                return error
-            return None
-
-        errors = self._in_threads(work, len(works), poll, lambda: communicator.stop("the run was interrupted"))
-        failures = [e for e in errors if e is not None and not isinstance(e, ReplicaAborted)]
-        if failures:
-            if isinstance(failures[0], RUN_ERRORS):
-                raise failures[0]
-            raise _failure(failures[0], *lockstep.failure(failures[0])) from failures[0]
-
     def _run_instance(self, poll: Optional[Callable[[], None]]) -> None:
         try:
-            if self._lockstep is not None:
-                self._run_lockstep(self._lockstep, poll)
-            else:
-                self._run_all(poll)
+            self._run_all(poll)
         except BaseException as error:
             self._instances.run_ended(error)
             raise
         self._instances.run_ended(None)
 
     def _run_all(self, poll: Optional[Callable[[], None]]) -> None:
-        communicator = Communicator([program.replica for program in self._programs])
+        replicas = [program.replica for program in self._programs]
+        if not self._threads:
+            turns = TurnTakingCommunicator(replicas)
+            shared = turns if self._instances is None else self._instances.communicator(turns)
+            turns.take_turns([lambda index=index: self._run_one(index, shared)
+                              for index in range(len(self._programs))], poll)
+            return
+        communicator = Communicator(replicas)
         shared = communicator if self._instances is None else self._instances.communicator(communicator)
 
         def work(index: int) -> Optional[BaseException]:
@@ -146,8 +146,6 @@ class ReplicaRunner:
         other) and waits for them before raising."""
         if self._pool is None:
             self._pool = ThreadPoolExecutor(count, thread_name_prefix="replica")
-        for program in self._programs:
-            program.stop_requested = False
         futures = []
         try:
             with prompt_thread_switches():

@@ -30,8 +30,7 @@ from .compiler import GraphCode, compile_graph
 from .out_of_memory import check_fits
 from .program import ReplicaProgram
 from .progress import RunProgress, loop_iterations
-from .lockstep import LockstepMain, lockstep_threads, runs_in_lockstep
-from .replicas import ReplicaRunner
+from .replicas import ReplicaRunner, replicas_in_threads
 from .run import Run, Runs
 from .snapshot import first_writes, swappable, to_the_end
 from .stepper import Stepper
@@ -88,8 +87,8 @@ class Session:
         swaps = swappable(ir, main_steps, firsts)
         self._programs = [ReplicaProgram(ir, self._codes, r, values, buffers, firsts, swaps, check)
                           for r, values, buffers in zip(self._replicas, self._device_values, self._buffers)]
-        lockstep = _lockstep(ir, self._codes[ir.main_graph], self._programs, self._instances)
-        self._runner = ReplicaRunner(self._programs, lockstep, self._instances)
+        instances = 1 if self._instances is None else self._instances.settings.num_instances
+        self._runner = ReplicaRunner(self._programs, replicas_in_threads(ir, instances), self._instances)
         self._profile = False
         self._progress = self._replicas[0] == 0  # one progress bar per job
         self._loop_iterations = loop_iterations(ir)
@@ -393,16 +392,6 @@ def _instances(ir: Ir):
     from .instances import Instances  # loads MPI: only for jobs of several instances
 
     return Instances(settings, ir)
-
-
-def _lockstep(ir: Ir, main: GraphCode, programs: list[ReplicaProgram], instances) -> Optional[LockstepMain]:
-    """The replicas' main graph in lockstep (``lockstep.py``), when the Ir allows it."""
-    if not runs_in_lockstep(ir):
-        return None
-    if instances is None:
-        return LockstepMain(main, programs, lockstep_threads(ir, len(programs)))
-    return LockstepMain(main, programs, lockstep_threads(ir, len(programs), instances.settings.num_instances),
-                        instances.lockstep_exchange)
 
 
 def _ipus_per_replica(ir: Ir) -> int:
