@@ -75,6 +75,17 @@ def test_a_collective_only_some_instances_reach_is_an_error_everywhere_not_a_han
     assert done.stdout.count("next run [4.0, 4.0, 4.0, 4.0]") == 2
 
 
+def test_instances_at_different_collectives_of_one_shape_are_refused_through_shared_memory():
+    done = poprun(2, "crossed")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("through shared memory True") == 2
+    for instance in (0, 1):
+        assert re.search(rf"instance {instance}: error CollectiveMismatchError: the instances reached different "
+                         r"collectives: instance 0 at replicated_all_reduce\S* \(replicated_all_reduce\) occurrence 0: "
+                         r"float32\[2\]; instance 1 at replicated_all_reduce\S* ", done.stdout), done.stdout
+    assert done.stdout.count("next run [8.0, 8.0, 8.0, 8.0]") == 2
+
+
 def test_poprun_says_cloud_options_have_no_effect_and_prints_the_topology():
     done = _run([sys.executable, "-m", "workbench.distributed.poprun", "--vipu-partition", "p1", "--num-instances",
                  "2", "--num-replicas", "4", "--only-output-from-instance", "1", sys.executable, "-c",

@@ -2,9 +2,10 @@
 
 Replicas keep their global index. A collective whose groups all lie within this instance stays a
 rendezvous of the local replicas. One whose groups span instances gathers every local replica's
-value, and the last local replica to arrive exchanges them with the other instances in one MPI call and
-reduces each group's values, in global replica order, with the op's own reducer, exactly as one
-instance holding every replica would, so results agree bit for bit.
+value, and the last local replica to arrive exchanges them with the other instances at once (through
+shared memory on one machine, ``mpi_window.py``) and reduces each group's values, in global replica
+order, with the op's own reducer, exactly as one instance holding every replica would, so results
+agree bit for bit.
 """
 from __future__ import annotations
 
@@ -13,10 +14,11 @@ from typing import Any, Callable, Hashable, Optional, Sequence
 
 import numpy as np
 
-from .trace import BranchLog, RunRecord
+from workbench.ir.popdist_settings import PopdistSettings
+from workbench.ops.registry import REGISTRY
 
 from .mpi import Channel, world
-from workbench.ir.popdist_settings import PopdistSettings
+from .trace import BranchLog, RunRecord
 
 
 class Instances:
@@ -25,6 +27,7 @@ class Instances:
     def __init__(self, settings: PopdistSettings, ir):
         self.settings = settings
         self.channel: Channel = world(settings).channel()
+        self.channel.open_window(len(settings.local_replicas) * largest_collective_value(ir))
         # Conditionals by a number every instance gives them alike: the branch logs cross as numbers.
         self._conditionals = [op for graph in ir.graphs for op in graph._ops if op.type == "conditional"]
 
@@ -88,8 +91,12 @@ class SpanningCommunicator:
         op, _, occurrence = key
         if not self._spans(op, members):
             return self._local.exchange(key, label, replica, members, value)
+        def gathered(values: list) -> np.ndarray:
+            # A copy: the members read the values later, when the shared window may be written again.
+            return gather_replicas(self._channel, values, label, occurrence).copy()
+
         everyone = self._local.combine(("instances", op, occurrence), label, replica, self._replicas, value,
-                                       lambda values: gather_replicas(self._channel, values, label, occurrence))
+                                       gathered)
         return [everyone[m] for m in members]
 
     def combine(self, key: Hashable, label: str, replica: int, members: Sequence[int], value: Any,
@@ -135,7 +142,13 @@ def spans_instances(op, members: Sequence[int], settings: PopdistSettings) -> bo
 
 def gather_replicas(channel: Channel, values: list, label: str, occurrence: int) -> np.ndarray:
     """Every global replica's value of a collective, from this instance's replicas' ``values`` (in
-    local order), in one MPI call; each instance says what it exchanges, and all must say the same."""
-    stacked = np.stack(values)
-    everyone = channel.allgather(stacked, f"{label} occurrence {occurrence}: {stacked.dtype}{list(stacked.shape[1:])}")
-    return everyone.reshape(-1, *stacked.shape[1:])
+    local order), in one exchange; each instance says what it exchanges, and all must say the same.
+    The result may be a view of the shared window: read it before the exchange after next."""
+    first = values[0]
+    return channel.gather(values, f"{label} occurrence {occurrence}: {first.dtype}{list(first.shape)}")
+
+
+def largest_collective_value(ir) -> int:
+    """Bytes of the largest value one replica gives to a collective of ``ir``."""
+    types = {name for name, definition in REGISTRY.items() if definition.meets_replicas}
+    return max((op.inputs[0].nbytes for graph in ir.graphs for op in graph._ops if op.type in types), default=0)

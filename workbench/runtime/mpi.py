@@ -16,6 +16,7 @@ from typing import Optional
 import numpy as np
 
 from .communicator import WAIT_LIMIT, CollectiveMismatchError
+from .mpi_window import SharedWindow
 from .replicas import ReplicaExecutionError
 
 from workbench.ir.popdist_settings import PopdistSettings, PopdistSettingsError
@@ -119,6 +120,17 @@ class Channel:
         self._run = 0
         self._notices: dict[int, tuple[int, int, str]] = {}  # this run at the others: outcome, replica, message
         self._sent: list = []
+        self._window: Optional[SharedWindow] = None
+
+    def open_window(self, part_bytes: int) -> None:
+        """Let ``gather`` exchange up to ``part_bytes`` per instance through shared memory, when every
+        instance runs on this machine (every instance calls this alike)."""
+        self._window = SharedWindow.open(self._MPI, self._world, part_bytes)
+
+    @property
+    def through_shared_memory(self) -> bool:
+        """Whether collectives are exchanged through a shared window."""
+        return self._window is not None
 
     # ----- exchanges -----
     def allgather(self, local: np.ndarray, description: str) -> np.ndarray:
@@ -140,6 +152,16 @@ class Channel:
         self._wait(self._data.Iallgather([send, send.nbytes, MPI.BYTE], [received, send.nbytes, MPI.BYTE]),
                    description)
         return received
+
+    def gather(self, values: list[np.ndarray], description: str) -> np.ndarray:
+        """Every instance's ``values`` (alike in number, shape and dtype everywhere), in instance order,
+        stacked on a leading axis; through the shared window when there is one (then the result is a
+        view, valid until the exchange after next)."""
+        window = self._window
+        if window is not None and len(values) * values[0].nbytes <= window.part_bytes:
+            return window.allgather(values, description, lambda: self._wait(self._data.Ibarrier(), description))
+        stacked = np.stack(values)
+        return self.allgather(stacked, description).reshape(-1, *stacked.shape[1:])
 
     def allgather_arrays(self, arrays: list[np.ndarray], description: str) -> list[list[np.ndarray]]:
         """Every instance's ``arrays`` (the same shapes and dtypes everywhere), packed into one
@@ -198,6 +220,8 @@ class Channel:
             self._notices = {}
             if error is not None or any(outcome != FINISHED for outcome, _, _ in outcomes.values()):
                 self._data = self._world.Dup()
+                if self._window is not None:
+                    self._window.restart()
 
     def _raise_news(self) -> None:
         """Raise the first failure (or else mismatch) another instance told of in this run."""
