@@ -1,5 +1,5 @@
-"""Instances as processes against replicas in threads, in one run: the data-parallel MLP as 2 instances
-x 2 replicas and as 1 x 4, and the time of an all-reduce over 4 replicas of 8 B and of 4 MiB.
+"""Instances as processes against every replica in one process, in one run: the data-parallel MLP as 2
+instances x 2 replicas and as 1 x 4, and the time of an all-reduce over 4 replicas of 8 B and of 4 MiB.
 
 Run with ``python -m pytest tests/benchmarks/bench_distributed.py -o python_files='bench_*.py' -s``.
 Each layout runs twice, alternating, and keeps its best figures.
@@ -24,18 +24,18 @@ def _figures(command: list) -> dict:
 
 
 def test_two_instances_of_two_replicas_against_one_of_four():
-    threads = [sys.executable, JOB]
+    one_process = [sys.executable, JOB]
     processes = [sys.executable, "-m", "workbench.distributed.poprun", "--print-topology", "no",
                  "--only-output-from-instance", "0", "--num-instances", "2", "--num-replicas", "4", sys.executable, JOB]
     runs = {"1x4": [], "2x2": []}
     for _ in range(2):
-        runs["1x4"].append(_figures(threads))
+        runs["1x4"].append(_figures(one_process))
         runs["2x2"].append(_figures(processes))
     best = {layout: {name: (max if name.endswith("per_second") else min)(r[name] for r in results)
                      for name in results[0]} for layout, results in runs.items()}
     one, two = best["1x4"], best["2x2"]
     ratio = two["mlp_steps_per_second"] / one["mlp_steps_per_second"]
-    print(f"\ndata-parallel MLP 784-256-256-10, batch 32 per replica: 1x4 threads "
+    print(f"\ndata-parallel MLP 784-256-256-10, batch 32 per replica: 1x4 "
           f"{one['mlp_steps_per_second']:.0f} steps/s, 2x2 instances {two['mlp_steps_per_second']:.0f} steps/s, "
           f"ratio {ratio:.2f} (target >= 1)")
     for size in ("8B", "4MiB"):
