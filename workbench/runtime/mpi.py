@@ -157,9 +157,8 @@ class Channel:
         """Every instance's ``values`` (alike in number, shape and dtype everywhere), in instance order,
         stacked on a leading axis; through the shared window when there is one (then the result is a
         view, valid until the exchange after next)."""
-        window = self._window
-        if window is not None and len(values) * values[0].nbytes <= window.part_bytes:
-            return window.allgather(values, description, lambda: self._wait(self._data.Ibarrier(), description))
+        if self._window is not None:
+            return self._window.allgather(values, description, lambda: self._wait(self._data.Ibarrier(), description))
         stacked = np.stack(values)
         return self.allgather(stacked, description).reshape(-1, *stacked.shape[1:])
 
