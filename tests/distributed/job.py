@@ -156,50 +156,39 @@ def fault() -> None:
 
 def mismatch() -> None:
     """Replicas 0 and 1 reach an all-reduce over every replica, 2 and 3 do not: an error, not a hang."""
-    ir = popxl.Ir(replication="popdist")
-    with ir.main_graph:
-        flag_stream = popxl.h2d_stream([], popxl.bool, name="flag")
-        x = ops.host_load(popxl.h2d_stream([2], popxl.float32, name="x"))
-        then_graph = ir.create_graph(lambda t: ops.collectives.replicated_all_reduce(t), x)
-        else_graph = ir.create_graph(lambda t: t * 2, x)
-        (y,) = ops.conditional(ops.host_load(flag_stream), then_graph, else_graph, [x], [x])
-        out = popxl.d2h_stream(y.shape, y.dtype, name="y")
-        ops.host_store(out, y)
-    x_stream = next(s for s in ir.get_all_h2d_streams() if s.name == "x")
-    x = np.ones((1, ir.replication_factor, 2), np.float32)
-    flags = np.array([[True, True, False, False]])
-    with popxl.Session(ir, "ipu_hw") as session:
-        try:
-            session.run({flag_stream: local_part(flags, ir), x_stream: local_part(x, ir)})
-        except Exception as error:
-            say("error", f"{type(error).__name__}: {error}")
-        flags[...] = True
-        outputs = session.run({flag_stream: local_part(flags, ir), x_stream: local_part(x, ir)})
-        say("next run", outputs[out].reshape(-1).tolist())
+    run_split_branches(lambda t: t * 2, then_next=True)
 
 
 def crossed() -> None:
     """Replicas 0 and 1 all-reduce x, 2 and 3 all-reduce x * 2 (another op of the same shape): every
     instance says which collective it exchanges, and all refuse the exchange."""
+    run_split_branches(lambda t: ops.collectives.replicated_all_reduce(t * 2), then_next=False,
+                       say_window=True)
+
+
+def run_split_branches(else_body, then_next: bool, say_window: bool = False) -> None:
+    """A run where replicas 0 and 1 take a branch that all-reduces x and 2 and 3 the branch
+    ``else_body``, reporting its error; then a run where every replica takes the then branch if
+    ``then_next``, else the else branch."""
     ir = popxl.Ir(replication="popdist")
     with ir.main_graph:
         flag_stream = popxl.h2d_stream([], popxl.bool, name="flag")
         x = ops.host_load(popxl.h2d_stream([2], popxl.float32, name="x"))
         then_graph = ir.create_graph(lambda t: ops.collectives.replicated_all_reduce(t), x)
-        else_graph = ir.create_graph(lambda t: ops.collectives.replicated_all_reduce(t * 2), x)
-        (y,) = ops.conditional(ops.host_load(flag_stream), then_graph, else_graph, [x], [x])
+        (y,) = ops.conditional(ops.host_load(flag_stream), then_graph, ir.create_graph(else_body, x), [x], [x])
         out = popxl.d2h_stream(y.shape, y.dtype, name="y")
         ops.host_store(out, y)
     x_stream = next(s for s in ir.get_all_h2d_streams() if s.name == "x")
     x = np.ones((1, ir.replication_factor, 2), np.float32)
     flags = np.array([[True, True, False, False]])
     with popxl.Session(ir, "ipu_hw") as session:
-        say("through shared memory", session._instances.channel.through_shared_memory)
+        if say_window:
+            say("through shared memory", session._instances.channel.through_shared_memory)
         try:
             session.run({flag_stream: local_part(flags, ir), x_stream: local_part(x, ir)})
         except Exception as error:
             say("error", f"{type(error).__name__}: {error}")
-        flags[...] = False
+        flags[...] = then_next
         outputs = session.run({flag_stream: local_part(flags, ir), x_stream: local_part(x, ir)})
         say("next run", outputs[out].reshape(-1).tolist())
 

@@ -173,35 +173,6 @@ def test_a_session_whose_replicas_take_branches_with_other_collectives_fails_at_
         np.testing.assert_array_equal(session.get_tensor_data(x), np.full(4, 4.0, np.float32))
 
 
-def test_a_profiled_run_times_each_replica_in_order_with_calls_around_their_ops():
-    ir = popxl.Ir(replication=2)
-    with ir.main_graph:
-        x = ops.host_load(popxl.h2d_stream([16], popxl.float32, name="x"))
-        total = ops.collectives.replicated_all_reduce(x)
-        body = ir.create_graph(lambda t: ops.collectives.replicated_all_reduce(t * 0.5 + 1.0), total)
-        (y,) = ops.repeat(body, 3, total)
-        ops.host_store(popxl.d2h_stream(y.shape, y.dtype, name="y"), y)
-    stream, data = ir.get_all_h2d_streams().pop(), np.arange(32, dtype=np.float32).reshape(2, 16)
-    with popxl.Session(ir, "ipu_model") as session:
-        assert not session._runner.threaded
-        plain = session.run({stream: data})
-        unprofiled = session.last_trace
-        session.profile = True
-        profiled_outputs = session.run({stream: data})
-        profiled = session.last_trace
-    for expected, got in zip(plain.values(), profiled_outputs.values()):
-        np.testing.assert_array_equal(got, expected)
-    assert profiled.profiled and len(profiled) == len(unprofiled)
-    for replica in range(2):
-        events = profiled.of(replica=replica)
-        leaves = [e for e in events if e.kind != "control"]
-        assert all(a.end_seconds <= b.start_seconds for a, b in zip(leaves, leaves[1:]))
-        for event in events:
-            if event.parent is not None:
-                parent = profiled.events[event.parent]
-                assert parent.start_seconds <= event.start_seconds <= event.end_seconds <= parent.end_seconds
-
-
 def matmul_ir(size: int):
     """Replicas that all-reduce the product of two ``size`` x ``size`` matrices."""
     ir = popxl.Ir(replication=REPLICAS)

@@ -14,6 +14,8 @@ from typing import Any, Callable, Hashable, Sequence
 
 #: A last resort: no collective waits longer than this (seconds) even if no rule above caught it.
 WAIT_LIMIT = 120.0
+#: How often (seconds) whoever waits for the replicas of a run calls back the run's progress display.
+POLL_SECONDS = 0.05
 
 
 class CollectiveMismatchError(RuntimeError):

@@ -15,15 +15,14 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from typing import Callable, Iterator, Optional
 
-from .communicator import CollectiveMismatchError, Communicator, ReplicaAborted
 from workbench.ir import Ir
 
+from .communicator import POLL_SECONDS, CollectiveMismatchError, Communicator, ReplicaAborted
 from .program import ReplicaProgram
 from .snapshot import uninterrupted
 from .turns import TurnTakingCommunicator
 
 
-POLL_SECONDS = 0.05
 # How long a thread may hold the interpreter while another waits for it, during a threaded run. A
 # replica thread coming back from a BLAS call would otherwise wait up to Python's default 5 ms for
 # one that runs small NumPy ops.

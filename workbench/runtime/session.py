@@ -26,7 +26,7 @@ from workbench.ir.fragments import WEIGHTS_FROM_HOST, WEIGHTS_TO_HOST
 
 from . import host_buffers, weights
 from .allocator import keep_freed_memory
-from .compiler import GraphCode, compile_graph
+from .compiler import compile_graph
 from .out_of_memory import check_fits
 from .program import ReplicaProgram
 from .progress import RunProgress, loop_iterations

@@ -11,11 +11,10 @@ from __future__ import annotations
 import threading
 from typing import Any, Callable, Hashable, Optional, Sequence
 
-from .communicator import CollectiveMismatchError, ReplicaAborted
+from .communicator import POLL_SECONDS, CollectiveMismatchError, ReplicaAborted
 from .interpreter import ReplicaInterpreter
 from .snapshot import uninterrupted
 
-POLL_SECONDS = 0.05
 
 Command = Callable[[ReplicaInterpreter], None]
 

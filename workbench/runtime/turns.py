@@ -17,9 +17,7 @@ from typing import Any, Callable, Hashable, Optional, Sequence
 
 from greenlet import greenlet
 
-from .communicator import CollectiveMismatchError, ReplicaAborted
-
-POLL_SECONDS = 0.05
+from .communicator import POLL_SECONDS, CollectiveMismatchError, ReplicaAborted
 
 
 class TurnTakingCommunicator:
@@ -31,7 +29,7 @@ class TurnTakingCommunicator:
         self._slots: dict[Hashable, dict[int, Any]] = {}
         self._results: dict[Hashable, Any] = {}
         self._taken: dict[Hashable, int] = {}
-        self._waiting: dict[int, tuple[str, Sequence[int], dict]] = {}
+        self._waiting: dict[int, str] = {}  # replica: the collective it waits at
         self._finished: set[int] = set()
         self._moves = 0  # values given and replicas finished: what lets a waiting replica go on
         self._stop: Optional[BaseException] = None
@@ -101,7 +99,7 @@ class TurnTakingCommunicator:
             raise CollectiveMismatchError(
                 f"replica {replica} waits at {label} for replica(s) {gone}, which finished the run "
                 "without reaching it: every replica of a group must run the same collectives")
-        self._waiting[replica] = (label, members, slot)
+        self._waiting[replica] = label
         self._scheduler.switch()
         del self._waiting[replica]
         if self._stop is not None:
@@ -116,7 +114,7 @@ class TurnTakingCommunicator:
         return False
 
     def _deadlock(self) -> CollectiveMismatchError:
-        where = "; ".join(f"replica {r} at {label}" for r, (label, _, _) in sorted(self._waiting.items()))
+        where = "; ".join(f"replica {r} at {label}" for r, label in sorted(self._waiting.items()))
         return CollectiveMismatchError(f"the replicas reached different collectives and wait on each "
                                        f"other: {where}")
 
