@@ -1,5 +1,8 @@
 """Replicas taking turns in one thread: the numbers of one thread per replica, collectives anywhere
 (in called graphs and loops too), and replicas that cannot meet are told at once."""
+import gc
+import weakref
+
 import numpy as np
 import pytest
 
@@ -194,3 +197,34 @@ def test_small_matrix_products_take_turns_in_one_thread_and_large_ones_run_a_thr
         assert session._runner.threaded
     with popxl.Session(small, "ipu_model") as session:
         assert not session._runner.threaded
+
+
+def test_turns_serve_the_next_run_and_keep_nothing_of_the_last_alive():
+    class Work:
+        def __init__(self, communicator, replica):
+            self.communicator, self.replica, self.result = communicator, replica, None
+
+        def __call__(self):
+            self.result = self.communicator.combine(("op", (0, 1), 0), "op", self.replica, [0, 1], 1, sum)
+    kept = []
+    for _ in range(2):
+        communicator = TurnTakingCommunicator(range(2))
+        works = [Work(communicator, r) for r in range(2)]
+        communicator.take_turns(works)
+        assert [work.result for work in works] == [2, 2]
+        kept += [weakref.ref(work) for work in works]
+        del works, communicator
+    gc.collect()
+    assert [ref() for ref in kept] == [None] * 4
+
+
+def test_a_run_after_an_interrupted_one_starts_every_replica_afresh():
+    def interrupted(c, r):
+        c.exchange(("op", (0, 1), 0), "op", r, [0, 1], r)
+        if r == 1:
+            raise KeyboardInterrupt
+        c.exchange(("op", (0, 1), 1), "op", r, [0, 1], r)
+    _, raised = take_turns(range(2), interrupted)
+    assert isinstance(raised, KeyboardInterrupt)
+    outcomes, raised = take_turns(range(3), lambda c, r: c.exchange(("op", (0, 1, 2), 0), "op", r, [0, 1, 2], r))
+    assert raised is None and outcomes == {r: [0, 1, 2] for r in range(3)}

@@ -12,6 +12,7 @@ deadline.
 """
 from __future__ import annotations
 
+import threading
 from time import perf_counter
 from typing import Any, Callable, Hashable, Optional, Sequence
 
@@ -20,15 +21,26 @@ from greenlet import greenlet
 from .communicator import POLL_SECONDS, CollectiveMismatchError, ReplicaAborted
 
 
+class _Meeting:
+    """One execution of a collective: the values given so far (by replica), the result once known,
+    and how many members have yet to leave with it."""
+
+    __slots__ = ("values", "result", "done", "staying")
+
+    def __init__(self, members: int):
+        self.values: dict[int, Any] = {}
+        self.result: Any = None
+        self.done = False
+        self.staying = members
+
+
 class TurnTakingCommunicator:
     """The collectives of replicas taking turns (``take_turns``); ``replicas`` are their global
     indices, in the order of the callables given to ``take_turns``."""
 
     def __init__(self, replicas: Sequence[int]):
         self._replicas = list(replicas)
-        self._slots: dict[Hashable, dict[int, Any]] = {}
-        self._results: dict[Hashable, Any] = {}
-        self._taken: dict[Hashable, int] = {}
+        self._meetings: dict[Hashable, _Meeting] = {}
         self._waiting: dict[int, str] = {}  # replica: the collective it waits at
         self._finished: set[int] = set()
         self._moves = 0  # values given and replicas finished: what lets a waiting replica go on
@@ -37,64 +49,68 @@ class TurnTakingCommunicator:
 
     def exchange(self, key: Hashable, label: str, replica: int, members: Sequence[int], value: Any) -> list:
         """Give ``value``; every member's value (in member order) once all have given theirs."""
-        slot = self._give(key, replica, value)
-        while len(slot) < len(members):
-            self._wait(label, replica, members, slot)
-        values = [slot[m] for m in members]
-        self._take(key, len(members))
-        return values
+        return self.combine(key, label, replica, members, value, list)
 
     def combine(self, key: Hashable, label: str, replica: int, members: Sequence[int], value: Any,
                 combine: Callable[[list], Any]) -> Any:
         """Give ``value``; ``combine`` of every member's value (in member order), computed once by the
         last member to arrive. Every member gets the same result object."""
-        slot = self._give(key, replica, value)
-        if len(slot) == len(members):
-            self._results[key] = combine([slot[m] for m in members])
-        while key not in self._results:
-            self._wait(label, replica, members, slot)
-        result = self._results[key]
-        if self._take(key, len(members)):
-            del self._results[key]
-        return result
+        if self._stop is not None:
+            raise self._stopped(replica)
+        meeting = self._meetings.get(key)
+        if meeting is None:
+            meeting = self._meetings[key] = _Meeting(len(members))
+        values = meeting.values
+        values[replica] = value
+        self._moves += 1
+        if len(values) == len(members):
+            meeting.result = combine([values[m] for m in members])
+            meeting.done = True
+        while not meeting.done:
+            self._wait(label, replica, members, values)
+        meeting.staying -= 1
+        if not meeting.staying:
+            del self._meetings[key]
+        return meeting.result
 
     def take_turns(self, works: Sequence[Callable[[], None]],
                    poll: Optional[Callable[[], None]] = None) -> None:
         """Run ``works`` (one per replica) to the end, taking turns. The first error of a replica
         (or an interrupt) stops every other replica at its collective, then is raised here."""
         self._scheduler = greenlet.getcurrent()
-        turns = [greenlet(work) for work in works]
+        turns = _idle_turns(len(works), self._scheduler)
         pending = list(range(len(turns)))
         next_poll = perf_counter() + POLL_SECONDS
         try:
+            for index, work in enumerate(works):  # each runs until its first wait
+                self._went_on(turns, pending, index, turns[index].switch(work))
             while pending:
                 moves = self._moves
                 for index in list(pending):
-                    turns[index].switch()
-                    if turns[index].dead:
-                        pending.remove(index)
-                        self._finished.add(self._replicas[index])
-                        self._moves += 1
+                    self._went_on(turns, pending, index, turns[index].switch())
                 if pending and moves == self._moves:
                     raise self._deadlock()
                 if poll is not None and perf_counter() > next_poll:
                     poll()
                     next_poll = perf_counter() + POLL_SECONDS
         except BaseException as error:
-            self._stop_all(turns, error)
+            self._stop_all([turn for turn, replica in zip(turns, self._replicas) if replica in self._waiting],
+                           error)
             raise
+        finally:  # those not suspended in a work serve the next run
+            _IDLE.turns.extend(turn for turn, replica in zip(turns, self._replicas)
+                               if not turn.dead and replica not in self._waiting)
 
-    def _give(self, key: Hashable, replica: int, value: Any) -> dict:
-        if self._stop is not None:
-            raise self._stopped(replica)
-        slot = self._slots.setdefault(key, {})
-        slot[replica] = value
-        self._moves += 1
-        return slot
+    def _went_on(self, turns: list[greenlet], pending: list[int], index: int, outcome: Any) -> None:
+        """Replica ``index`` handed the thread back: waiting, or ``_FINISHED`` with its work."""
+        if outcome is _FINISHED:
+            pending.remove(index)
+            self._finished.add(self._replicas[index])
+            self._moves += 1
 
-    def _wait(self, label: str, replica: int, members: Sequence[int], slot: dict) -> None:
+    def _wait(self, label: str, replica: int, members: Sequence[int], values: dict) -> None:
         """Hand the thread to the next replica; raise if the run stops meanwhile."""
-        gone = [m for m in members if m not in slot and m in self._finished]
+        gone = self._finished and [m for m in members if m not in values and m in self._finished]
         if gone:
             raise CollectiveMismatchError(
                 f"replica {replica} waits at {label} for replica(s) {gone}, which finished the run "
@@ -104,14 +120,6 @@ class TurnTakingCommunicator:
         del self._waiting[replica]
         if self._stop is not None:
             raise self._stopped(replica, label)
-
-    def _take(self, key: Hashable, members: int) -> bool:
-        """One member is done with the slot of ``key``; True when it was the last."""
-        taken = self._taken[key] = self._taken.get(key, 0) + 1
-        if taken == members:
-            del self._slots[key], self._taken[key]
-            return True
-        return False
 
     def _deadlock(self) -> CollectiveMismatchError:
         where = "; ".join(f"replica {r} at {label}" for r, label in sorted(self._waiting.items()))
@@ -128,12 +136,40 @@ class TurnTakingCommunicator:
         return ReplicaAborted(f"replica {replica} stopped{at}: another replica failed "
                               f"({type(stop).__name__}: {stop})")
 
-    def _stop_all(self, turns: list[greenlet], error: BaseException) -> None:
-        """Every suspended replica raises at its collective and ends (its frames unwind here)."""
+    def _stop_all(self, waiting: list[greenlet], error: BaseException) -> None:
+        """Every replica suspended at a collective raises there and ends (its frames unwind here)."""
         self._stop = error
-        for turn in turns:
-            if turn and not turn.dead:  # started and suspended
+        for turn in waiting:
+            if not turn.dead:
                 try:
                     turn.switch()
                 except (ReplicaAborted, CollectiveMismatchError):
                     pass
+
+
+#: What a turn hands back to the scheduler when its work is done (a waiting one hands back nothing).
+_FINISHED = object()
+
+# Turns kept between runs, per thread (a greenlet lives in the thread that made it): starting a new
+# greenlet costs about ten times a switch, and a run of four replicas would start four.
+_IDLE = threading.local()
+
+
+def _idle_turns(count: int, scheduler: greenlet) -> list[greenlet]:
+    """``count`` greenlets under ``scheduler`` that each run a work when switched to with it, then
+    hand back ``_FINISHED`` and wait for the next (taken from the idle ones, else new)."""
+    idle = _IDLE.__dict__.setdefault("turns", [])
+    while len(idle) < count:
+        idle.append(greenlet(_serve))
+    taken = idle[-count:]
+    del idle[-count:]
+    for turn in taken:
+        turn.parent = scheduler
+    return taken
+
+
+def _serve(work: Callable[[], None]) -> None:
+    while True:
+        work()
+        del work  # an idle turn keeps nothing of the run it served alive
+        work = greenlet.getcurrent().parent.switch(_FINISHED)
