@@ -241,8 +241,9 @@ class ReplicaProgram:
             kernel = record_branch(kernel, op, self.branches)
         if op in code.effects.copying_views:
             kernel = _copying(kernel)
-        if any(not t.shape for t in op.outputs):
-            kernel = _as_arrays(kernel, len(op.outputs))
+        scalars = [i for i, t in enumerate(op.outputs) if not t.shape]
+        if scalars and not op.called_graphs:  # a called graph returns what its kernels made: arrays
+            kernel = _as_arrays(kernel, scalars, len(op.outputs))
         if self._check:
             kernel = _checked(kernel, op)
         save = self.snapshot.saving(op)
@@ -263,11 +264,18 @@ def _copying(kernel: Callable) -> Callable:
     return lambda *args: np.array(kernel(*args))
 
 
-def _as_arrays(kernel: Callable, count: int) -> Callable:
-    """NumPy returns scalars for 0-d results; ops always produce arrays."""
+def _as_arrays(kernel: Callable, scalars: list[int], count: int) -> Callable:
+    """NumPy returns scalars for 0-d results; ops always produce arrays (``scalars`` are the
+    positions of the 0-d ones among ``count`` results)."""
     if count == 1:
         return lambda *args: np.asarray(kernel(*args))
-    return lambda *args: tuple(np.asarray(v) for v in kernel(*args))
+
+    def run(*args):
+        results = list(kernel(*args))
+        for index in scalars:
+            results[index] = np.asarray(results[index])
+        return tuple(results)
+    return run
 
 
 def _checked(kernel: Callable, op: Op) -> Callable:
