@@ -4,7 +4,11 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 
+import popxl
 import popxl.ops as ops
+from popxl.transforms import autodiff
+from workbench.ops.registry import apply
+
 from gradcheck import check_gradients
 from strategies import SETTINGS, broadcast_pairs, seeds, shapes, values
 
@@ -30,6 +34,30 @@ def test_clip_passes_the_gradient_inside_the_bounds_only(shape, seed):
     x = values(seed, shape)
     grads = check_gradients(lambda t: ops.clip(t, -1.0, 0.5), x)
     np.testing.assert_array_equal(grads[0] == 0, (x < -1.0) | (x > 0.5))
+
+
+@settings(**SETTINGS)
+@given(shape=shapes, seed=seeds)
+def test_the_relu_gradient_op_is_linear_in_the_gradient_and_flat_in_the_output(shape, seed):
+    gradient, x = values(seed, shape), values(seed + 1, shape)
+    grads = check_gradients(lambda g, t: apply("relu_grad", g, ops.relu(t)), gradient, x)
+    np.testing.assert_array_equal(grads[1], np.zeros(shape))
+
+
+def test_the_relu_gradient_is_one_op_that_multiplies_by_the_slope_of_the_output_as_the_ipu_does():
+    ir = popxl.Ir()
+    with ir.main_graph:
+        forward = ir.create_graph(ops.relu, popxl.TensorSpec((4,), popxl.float32))
+        assert [op.type for op in autodiff(forward).graph.ops] == ["relu_grad"]
+        x = popxl.variable(np.array([1.5, -2.0, 0.0, 3.0], np.float32))
+        gradient = popxl.variable(np.array([-1.0, -1.0, 2.0, np.inf], np.float32))
+        result = apply("relu_grad", gradient, ops.relu(x))
+        out = popxl.d2h_stream(result.shape, result.dtype)
+        ops.host_store(out, result)
+    with popxl.Session(ir, "ipu_model") as session:
+        got = session.run()[out]
+    np.testing.assert_array_equal(got, [-1.0, 0.0, 0.0, np.inf])
+    np.testing.assert_array_equal(np.signbit(got), [True, True, False, False])  # -1 times 0 is -0
 
 
 @settings(**SETTINGS)

@@ -34,7 +34,7 @@ CODE_BYTES: dict[str, int] = {
                      "swish_", "logical_not", "isnan", "isinf", "isfinite", "clip", "increment_mod",
                      "increment_mod_", "cast"), 24 * KiB),
     # Elementwise binary and n-ary (broadcasting adds address arithmetic).
-    **dict.fromkeys(("add", "add_", "sub", "mul", "div", "fmod", "pow", "equal", "greater",
+    **dict.fromkeys(("add", "add_", "sub", "mul", "div", "fmod", "pow", "equal", "greater", "relu_grad",
                      "greater_equal", "logical_and", "logical_or", "maximum", "where", "scaled_add",
                      "scaled_add_"), 32 * KiB),
     # Reductions, scans, sorting.

@@ -204,7 +204,7 @@ COSTS: dict[str, CostRule] = {
     # Elementwise: flops per output element.
     **dict.fromkeys(("abs", "ceil", "floor", "sign", "negate", "relu", "relu_", "logical_not", "isnan",
                      "isinf", "isfinite", "clip", "cast", "increment_mod", "increment_mod_", "add", "add_",
-                     "sub", "mul", "maximum", "equal", "greater", "greater_equal", "logical_and",
+                     "sub", "mul", "maximum", "equal", "greater", "relu_grad", "greater_equal", "logical_and",
                      "logical_or", "where", "init"), elementwise(1)),
     **dict.fromkeys(("scaled_add", "scaled_add_"), elementwise(2)),
     **dict.fromkeys(("div", "fmod", "sqrt"), elementwise(4)),

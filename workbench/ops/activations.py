@@ -9,7 +9,7 @@ import numpy as np
 
 from workbench.ir import Op, Tensor, TensorSpec, constant
 
-from .elementwise import (add, greater, greater_equal, like_input, logical_and, mul, register_elementwise, sub,
+from .elementwise import (add, greater_equal, like_input, logical_and, mul, register_elementwise, sub,
                           tanh, unary_op)
 from .elementwise_nary import where
 from .registry import OpDef, apply, register
@@ -63,8 +63,29 @@ register(OpDef("geluerf_grad", lambda specs, attrs: [TensorSpec(specs[1].shape, 
 
 
 def _relu_grad(op, grads, fwd):
-    x = fwd(op.inputs[0])
-    return [where(greater(x, constant(0, dtype=x.dtype)), grads[0], constant(0, dtype=x.dtype))]
+    return [apply("relu_grad", grads[0], fwd(op.outputs[0]))]
+
+
+def _relu_grad_infer(specs, attrs):
+    grad, out = specs
+    if grad.shape != out.shape or grad.dtype != out.dtype:
+        raise ValueError(f"relu_grad: the gradient {grad.dtype}{list(grad.shape)} and the relu output "
+                         f"{out.dtype}{list(out.shape)} must have one shape and dtype")
+    return [TensorSpec(grad.shape, grad.dtype)]
+
+
+def _relu_grad_kernel(op: Op, env):
+    """The gradient times the relu's slope, 1 where its output is positive and 0 elsewhere, as the IPU
+    computes it (so a negative gradient times 0 is -0, and an infinite one NaN)."""
+    return lambda grad, out: np.multiply(grad, np.greater(out, 0), dtype=grad.dtype)
+
+
+def _relu_grad_grad(op, grads, fwd):
+    """Linear in the gradient, and the slope is flat everywhere but at 0."""
+    return [apply("relu_grad", grads[0], fwd(op.inputs[1])), None]
+
+
+register(OpDef("relu_grad", _relu_grad_infer, _relu_grad_kernel, grad=_relu_grad_grad))
 
 
 def _gelu_grad(op, grads, fwd):
