@@ -93,7 +93,7 @@ PICTURES = {
     "MLP backward graph, ops only": lambda: (gradient_graph(4), "auto"),
     "MLP backward graph, every tensor": lambda: (gradient_graph(4), "full"),
     "MLP training step": lambda: (step_graph(), "auto"),
-    "300-op backward graph": lambda: (gradient_graph(42), "auto"),
+    "300-op backward graph": lambda: (gradient_graph(49), "auto"),
 }
 
 

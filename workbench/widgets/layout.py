@@ -3,9 +3,11 @@ around the nodes between their ends.
 
 The layers are chosen here: longest path from the sources, then each source (a variable, a constant,
 a graph input) moved down to just above its first consumer rather than left at the top. igraph's
-Sugiyama layout does the rest: it orders each layer to remove crossings, places the nodes at least
-one column apart, and routes an edge that spans several layers through bend points of its own, one
-per layer crossed, placed like nodes so that no node sits on the edge's path.
+Sugiyama layout does the rest: it orders each layer to remove crossings, places the nodes, and
+routes an edge that spans several layers through bend points of its own, one per layer crossed,
+placed like nodes so that no node sits on the edge's path. Where its placement puts two nodes of a
+layer less than a column apart, or a bend less than half a column from its neighbours (it sometimes
+puts two at one spot), they are moved apart.
 """
 from __future__ import annotations
 
@@ -56,15 +58,30 @@ def layered_layout(nodes: Sequence[Hashable], edges: Iterable[tuple[Hashable, Ha
         return Layout()
     picture = graph.layout_sugiyama(layers=layers, hgap=1, vgap=1, maxiter=SWEEPS)
     coords = picture.coords[:len(index)]
-    positions = {node: (x, -y) for node, (x, y) in zip(index, coords)}
-    bends = {}
-    for (tail, head), points in zip(pairs, picture.edge_routing):
-        if len(points):
-            bends[keys[tail], keys[head]] = [(x, -y) for x, y in points]
-    xs = [x for x, _ in picture.coords]  # nodes and bends
+    points = [[x, -y] for x, y in coords]
+    routes = [[[x, -y] for x, y in route] for route in picture.edge_routing]
+    _keep_apart(points, [point for route in routes for point in route])
+    positions = {node: (x, y) for node, (x, y) in zip(index, points)}
+    bends = {(keys[tail], keys[head]): [(x, y) for x, y in route]
+             for (tail, head), route in zip(pairs, routes) if route}
+    xs = [x for x, _ in points] + [x for route in routes for x, _ in route]  # nodes and bends
     depth = int(max(y for _, y in coords)) + 1
     return Layout(positions, min(xs), {node: int(y) for node, (_, y) in zip(index, coords)}, bends, depth,
                   max(xs) - min(xs) + 1)
+
+
+def _keep_apart(nodes: list[list[float]], bends: list[list[float]]) -> None:
+    """Move points (``[x, y]``) right where needed, keeping their order in each layer, so that two nodes
+    of a layer are at least a column apart and a bend at least half a column from anything else:
+    igraph's placement sometimes puts two at one spot."""
+    layers: dict[float, list[tuple[list[float], bool]]] = {}
+    for points, is_node in ((nodes, True), (bends, False)):
+        for point in points:
+            layers.setdefault(point[1], []).append((point, is_node))
+    for row in layers.values():
+        row.sort(key=lambda entry: entry[0][0])
+        for (left, left_is_node), (right, right_is_node) in zip(row, row[1:]):
+            right[0] = max(right[0], left[0] + (1.0 if left_is_node and right_is_node else 0.5))
 
 
 def _layers(graph: igraph.Graph) -> list[int]:
