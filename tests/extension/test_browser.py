@@ -311,8 +311,8 @@ def test_the_mlp_backward_graph_is_drawn_by_elk_with_labels_inside_their_boxes(l
     sys.path.insert(0, str(Path(__file__).parents[1]))
     from programs import mlp_training
 
-    (root / "mlp-backward.ir.json").write_text(json.dumps(mlp_training()[0]._repr_mimebundle_()[0][MIME_TYPE]),
-                                               encoding="utf-8")
+    document = mlp_training(layers=5)[0]._repr_mimebundle_()[0][MIME_TYPE]
+    (root / "mlp-backward.ir.json").write_text(json.dumps(document), encoding="utf-8")
     page = open_page(browser, f"{url}/lab/tree/mlp-backward.ir.json?reset")
     view = page.wait_for_selector(".jp-MimeDocument .ipu-wb-root")
     view.wait_for_selector(".ipu-wb-canvas:not([aria-busy]) > .ipu-wb-graph-svg")
