@@ -1,8 +1,9 @@
 """Layered pictures of directed graphs (call trees, dataflow): every edge points down, long edges bend
 around the nodes between their ends.
 
-The layers are chosen here: longest path from the sources, then each source (a variable, a constant,
-a graph input) moved down to just above its first consumer rather than left at the top. igraph's
+The layers are chosen here: longest path from the sources, then each op fed by sources alone (a
+transpose of a weight) and each source (a variable, a constant, a graph input) moved down to just
+above its first consumer rather than left at the top. igraph's
 Sugiyama layout does the rest: it orders each layer to remove crossings, places the nodes, and
 routes an edge that spans several layers through bend points of its own, one per layer crossed,
 placed like nodes so that no node sits on the edge's path. Where its placement puts two nodes of a
@@ -85,14 +86,18 @@ def _keep_apart(nodes: list[list[float]], bends: list[list[float]]) -> None:
 
 
 def _layers(graph: igraph.Graph) -> list[int]:
-    """Longest path from the sources, with each source moved down to just above its first consumer."""
+    """Longest path from the sources; then each node fed by sources alone (a transpose of an input)
+    moved down to just above its first consumer, and each source likewise."""
     layer = [0] * graph.vcount()
     predecessors = graph.get_adjlist(mode="in")
     successors = graph.get_adjlist(mode="out")
-    for vertex in graph.topological_sorting():
+    order = graph.topological_sorting()
+    for vertex in order:
         layer[vertex] = max((layer[p] + 1 for p in predecessors[vertex]), default=0)
-    for vertex in range(graph.vcount()):
-        if not predecessors[vertex] and successors[vertex]:
+    fed_by_sources = [v for v in reversed(order) if predecessors[v] and successors[v]
+                      and all(not predecessors[p] for p in predecessors[v])]
+    for vertex in fed_by_sources + [v for v in range(graph.vcount()) if not predecessors[v]]:
+        if successors[vertex]:
             layer[vertex] = min(layer[s] for s in successors[vertex]) - 1
     lowest = min(layer, default=0)
     return [value - lowest for value in layer]
