@@ -95,9 +95,10 @@ def test_each_group_combines_its_values_once_and_the_members_share_the_result():
     np.testing.assert_array_equal(outcomes[0], [6.0, 6.0])
 
 
-def test_an_exchange_gives_every_member_every_value_in_member_order():
+def test_an_exchange_gives_every_member_every_value_in_member_order_in_a_list_of_its_own():
     outcomes, raised = take_turns([5, 2], lambda c, r: c.exchange(("op", (2, 5), 0), "op", r, [2, 5], r * 10))
     assert raised is None and outcomes == {5: [20, 50], 2: [20, 50]}
+    assert outcomes[5] is not outcomes[2]
 
 
 def test_a_failing_combination_fails_its_replica_and_stops_the_others():

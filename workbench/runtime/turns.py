@@ -48,8 +48,9 @@ class TurnTakingCommunicator:
         self._scheduler: Optional[greenlet] = None
 
     def exchange(self, key: Hashable, label: str, replica: int, members: Sequence[int], value: Any) -> list:
-        """Give ``value``; every member's value (in member order) once all have given theirs."""
-        return self.combine(key, label, replica, members, value, list)
+        """Give ``value``; every member's value (in member order) once all have given theirs, in a list
+        of this member's own."""
+        return list(self.combine(key, label, replica, members, value, tuple))
 
     def combine(self, key: Hashable, label: str, replica: int, members: Sequence[int], value: Any,
                 combine: Callable[[list], Any]) -> Any:
