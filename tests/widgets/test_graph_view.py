@@ -156,17 +156,22 @@ def test_the_backward_graph_of_the_mlp_is_drawn_as_ops_only():
     assert len(backward.ops) > 25 and dataflow_picture(backward).detail == "ops"
 
 
-def test_a_transpose_of_a_weight_sits_just_above_the_product_that_uses_it():
+@pytest.mark.parametrize("detail", ["ops", "full"])
+def test_a_transpose_of_a_weight_sits_just_above_the_product_that_uses_it(detail):
     ir, _ = mlp_training()
     backward = max(ir.graphs, key=lambda graph: len(graph.ops))
-    picture = dataflow_picture(backward)
+    picture = dataflow_picture(backward, detail=detail)
     layers = picture_layout(picture).layers
     layer_of = {node.item: layers[key] for key, node in picture.nodes.items()}
     transposes = [op for op in backward.ops if op.type == "transpose"]
     assert len(transposes) == 7
     for transpose in transposes:
-        (product,) = transpose.outputs[0].consumers
-        assert layer_of[product] - layer_of[transpose] == 1, transpose.name
+        result = transpose.outputs[0]
+        (product,) = result.consumers
+        if detail == "full":  # the result tensor between them
+            assert layer_of[product] - layer_of[result] == 1 == layer_of[result] - layer_of[transpose]
+        else:
+            assert layer_of[product] - layer_of[transpose] == 1, transpose.name
 
 
 def test_the_ops_level_joins_the_ops_that_hidden_tensors_connected():

@@ -2,8 +2,8 @@
 around the nodes between their ends.
 
 The layers are chosen here: longest path from the sources, then each op fed by sources alone (a
-transpose of a weight) and each source (a variable, a constant, a graph input) moved down to just
-above its first consumer rather than left at the top. igraph's
+transpose of a weight, with its result tensor) and each source (a variable, a constant, a graph
+input) moved down to just above its first consumer rather than left at the top. igraph's
 Sugiyama layout does the rest: it orders each layer to remove crossings, places the nodes, and
 routes an edge that spans several layers through bend points of its own, one per layer crossed,
 placed like nodes so that no node sits on the edge's path. Where its placement puts two nodes of a
@@ -86,17 +86,21 @@ def _keep_apart(nodes: list[list[float]], bends: list[list[float]]) -> None:
 
 
 def _layers(graph: igraph.Graph) -> list[int]:
-    """Longest path from the sources; then each node fed by sources alone (a transpose of an input)
-    moved down to just above its first consumer, and each source likewise."""
+    """Longest path from the sources; then each node fed by sources alone (a transpose of an input),
+    and each node that follows one of those alone (the transpose's result), moved down to just above
+    its first consumer, and each source likewise."""
     layer = [0] * graph.vcount()
     predecessors = graph.get_adjlist(mode="in")
     successors = graph.get_adjlist(mode="out")
     order = graph.topological_sorting()
+    hanging = [False] * graph.vcount()  # fed by sources alone, or by one such node alone
     for vertex in order:
-        layer[vertex] = max((layer[p] + 1 for p in predecessors[vertex]), default=0)
-    fed_by_sources = [v for v in reversed(order) if predecessors[v] and successors[v]
-                      and all(not predecessors[p] for p in predecessors[v])]
-    for vertex in fed_by_sources + [v for v in range(graph.vcount()) if not predecessors[v]]:
+        before = predecessors[vertex]
+        layer[vertex] = max((layer[p] + 1 for p in before), default=0)
+        hanging[vertex] = bool(before) and (all(not predecessors[p] for p in before)
+                                            or (len(before) == 1 and hanging[before[0]]))
+    moved = [v for v in reversed(order) if hanging[v]] + [v for v in order if not predecessors[v]]
+    for vertex in moved:
         if successors[vertex]:
             layer[vertex] = min(layer[s] for s in successors[vertex]) - 1
     lowest = min(layer, default=0)
