@@ -91,6 +91,7 @@ class SpanningCommunicator:
         op, _, occurrence = key
         if not self._spans(op, members):
             return self._local.exchange(key, label, replica, members, value)
+
         def gathered(values: list) -> np.ndarray:
             # A copy: the members read the values later, when the shared window may be written again.
             return gather_replicas(self._channel, values, label, occurrence).copy()

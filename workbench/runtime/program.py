@@ -193,7 +193,8 @@ class ReplicaProgram:
 
     def loop_tick(self, op: Op) -> Optional[Callable[[], None]]:
         """What a repeat calls after each iteration: replica 0's main-graph loops count progress, and
-        with several replicas (each in its thread) every loop stops when the run is given up."""
+        with several replicas every loop stops when the run is given up (how replicas in threads are
+        stopped; replicas taking turns stop at their collectives)."""
         counts = self.replica == 0 and op.graph is self.ir.main_graph
         if self.ir.replication_factor == 1:
             return self.loop_counter.tick if counts else None
