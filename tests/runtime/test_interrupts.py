@@ -55,6 +55,15 @@ def device_state(session, w, r, buffer):
     return np.stack(weights), np.stack(buffers)
 
 
+@pytest.fixture(autouse=True)
+def interrupts_raise():
+    """Ctrl-C raises KeyboardInterrupt even when the tests were started with SIGINT ignored (as a
+    shell starts its background jobs), where Python would not install its handler."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
 def interrupt_main(kind: str) -> None:
     """SIGINT to the main thread (Ctrl-C, Jupyter's interrupt), or the flag the signal handler sets."""
     if kind == "signal":

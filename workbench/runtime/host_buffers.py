@@ -5,7 +5,7 @@ the two leading dimensions left out when it is 1, exactly as popxl lays them out
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Set
 from typing import Any, Iterable
 
 import numpy as np
@@ -30,7 +30,7 @@ def check_mapping(given: Any, what: str, kind: str) -> None:
                         f"{type(given).__name__}")
 
 
-def check_stream_keys(given: Iterable[Any], expected: set, what: str) -> None:
+def check_stream_keys(given: Iterable[Any], expected: Set, what: str) -> None:
     if given == expected:  # a dict's keys compare with a set as a set does
         return
     given = list(given)
@@ -59,15 +59,39 @@ def _describe(key: Any, ir: Any) -> str:
     return repr(getattr(key, "name", key))
 
 
-def prepare_inputs(inputs: Mapping[Any, Any], expected: set, transfers: int, replicas: int,
-                   downcast: bool) -> dict:
-    """Check every input and return each as a ``[transfers, replicas, *shape]`` array."""
-    check_mapping(inputs, "inputs", "HostToDeviceStream")
-    check_stream_keys(inputs.keys(), expected, "inputs")
-    prepared = {}
-    for stream, value in inputs.items():
+class HostBuffers:
+    """The host buffers of one Ir's streams, laid out once: checks the inputs a run is given and the
+    output arrays it writes into, and makes new output arrays.
+
+    ``replicas`` is how many replicas the host feeds (an instance's own, in a job of several)."""
+
+    def __init__(self, h2d: Iterable[_Stream], d2h: Iterable[_Stream], transfers: int, replicas: int):
+        self._transfers, self._replicas = transfers, replicas
+        self._inputs = {s: self._layout(s) for s in h2d}
+        self._outputs = {s: self._layout(s) for s in d2h}
+
+    def _layout(self, stream: _Stream) -> tuple:
+        """(the host shape, the dtype, the ``[transfers, replicas, *shape]`` shape of a run)."""
+        return (host_shape(stream, self._transfers, self._replicas), stream.dtype.as_numpy(),
+                (self._transfers, self._replicas, *stream.shape))
+
+    def prepare_inputs(self, inputs: Mapping[Any, Any], downcast: bool) -> dict:
+        """Check every input and return each as a ``[transfers, replicas, *shape]`` array."""
+        check_mapping(inputs, "inputs", "HostToDeviceStream")
+        layouts = self._inputs
+        check_stream_keys(inputs.keys(), layouts.keys(), "inputs")
+        prepared = {}
+        for stream, value in inputs.items():
+            shape, dtype, run_shape = layouts[stream]
+            if type(value) is not np.ndarray or value.dtype != dtype or value.shape != shape:
+                value = self._converted(stream, value, downcast)
+            prepared[stream] = value.reshape(run_shape)
+        return prepared
+
+    def _converted(self, stream: _Stream, value: Any, downcast: bool) -> np.ndarray:
+        """``value`` as an array of the stream's host shape and dtype, or a clear error."""
+        shape, want, _ = self._inputs[stream]
         array = host_array(value)
-        want = stream.dtype.as_numpy()
         if array.dtype != want:
             narrowed = dtypes.DOWNCAST.get(array.dtype)
             if downcast and narrowed == want:
@@ -76,47 +100,43 @@ def prepare_inputs(inputs: Mapping[Any, Any], expected: set, transfers: int, rep
                 raise TypeError(f"input for stream {stream.name!r} has dtype {array.dtype}, expected "
                                 f"{want}" + (" (or a 64-bit array with downcast_inputs=True)"
                                              if want in dtypes.DOWNCAST.values() else ""))
-        shape = host_shape(stream, transfers, replicas)
         if array.shape != shape:
             if array.size == 1 and int(np.prod(shape)) == 1:
-                array = array.reshape(shape)
-            else:
-                raise ValueError(f"input for stream {stream.name!r} has shape {array.shape}, expected "
-                                 f"{shape} ([num_host_transfers={transfers}, replication_factor="
-                                 f"{replicas}, *{tuple(stream.shape)}] without the dimensions that are 1)")
-        prepared[stream] = array.reshape((transfers, replicas, *stream.shape))
-    return prepared
+                return array.reshape(shape)
+            raise ValueError(f"input for stream {stream.name!r} has shape {array.shape}, expected "
+                             f"{shape} ([num_host_transfers={self._transfers}, replication_factor="
+                             f"{self._replicas}, *{tuple(stream.shape)}] without the dimensions that are 1)")
+        return array
 
+    def create_outputs(self) -> dict:
+        """Zeroed output arrays, one per device-to-host stream."""
+        return {stream: np.zeros(shape, dtype) for stream, (shape, dtype, _) in self._outputs.items()}
 
-def create_outputs(streams: Iterable[_Stream], transfers: int, replicas: int) -> dict:
-    return {s: np.zeros(host_shape(s, transfers, replicas), s.dtype.as_numpy()) for s in streams}
-
-
-def output_views(outputs: Mapping[Any, np.ndarray], expected: set, transfers: int,
-                 replicas: int) -> dict:
-    """Check the output arrays and return ``[transfers, replicas, *shape]`` views to write into."""
-    check_mapping(outputs, "outputs", "DeviceToHostStream")
-    check_stream_keys(outputs.keys(), expected, "outputs")
-    views = {}
-    for stream, array in outputs.items():
-        shape = host_shape(stream, transfers, replicas)
-        if not isinstance(array, np.ndarray):
-            raise TypeError(f"output for stream {stream.name!r} must be a NumPy array of shape {shape}, "
-                            f"got {type(array).__name__}")
-        if array.shape != shape:
-            raise ValueError(f"output array for stream {stream.name!r} has shape {array.shape}, expected "
-                             f"{shape}")
-        if array.dtype != stream.dtype.as_numpy():
-            raise TypeError(f"output array for stream {stream.name!r} has dtype {array.dtype}, "
-                            f"expected {stream.dtype.as_numpy()}")
-        if not array.flags.writeable:
-            raise ValueError(f"output array for stream {stream.name!r} is read-only; expected a writable "
-                             "array (session.create_host_outputs() makes them)")
-        view = array.view()
-        try:
-            view.shape = (transfers, replicas, *stream.shape)
-        except AttributeError:
-            raise ValueError(f"output array for stream {stream.name!r} must be writable in place "
-                             "(a contiguous array)") from None
-        views[stream] = view
-    return views
+    def output_views(self, outputs: Mapping[Any, np.ndarray]) -> dict:
+        """Check the output arrays and return ``[transfers, replicas, *shape]`` views to write into."""
+        check_mapping(outputs, "outputs", "DeviceToHostStream")
+        layouts = self._outputs
+        check_stream_keys(outputs.keys(), layouts.keys(), "outputs")
+        views = {}
+        for stream, array in outputs.items():
+            shape, dtype, run_shape = layouts[stream]
+            if not isinstance(array, np.ndarray):
+                raise TypeError(f"output for stream {stream.name!r} must be a NumPy array of shape {shape}, "
+                                f"got {type(array).__name__}")
+            if array.shape != shape:
+                raise ValueError(f"output array for stream {stream.name!r} has shape {array.shape}, expected "
+                                 f"{shape}")
+            if array.dtype != dtype:
+                raise TypeError(f"output array for stream {stream.name!r} has dtype {array.dtype}, "
+                                f"expected {dtype}")
+            if not array.flags.writeable:
+                raise ValueError(f"output array for stream {stream.name!r} is read-only; expected a writable "
+                                 "array (session.create_host_outputs() makes them)")
+            view = array.view()
+            try:
+                view.shape = run_shape
+            except AttributeError:
+                raise ValueError(f"output array for stream {stream.name!r} must be writable in place "
+                                 "(a contiguous array)") from None
+            views[stream] = view
+        return views

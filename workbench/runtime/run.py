@@ -1,7 +1,7 @@
 """One run of a session from start to finish: ``Run``, the only thing that starts, counts or undoes runs.
 
 ``Runs`` is what all runs of one session share: the replica programs (with their ports and the
-snapshots that make a run all or nothing), the trace recorder, the events, the count of runs, whether
+snapshots that make a run all or nothing), the layout of the host buffers, the trace recorder, the events, the count of runs, whether
 the host copy of the weights is up to date, and the stepped run in progress, if any. ``Session.run``
 and the ``Stepper`` each make a ``Run`` and drive it; neither touches that state otherwise.
 
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional
 
+from .host_buffers import HostBuffers
 from .program import ReplicaProgram
 from .snapshot import uninterrupted
 from .trace import TraceRecorder
@@ -21,11 +22,12 @@ from .trace import TraceRecorder
 class Runs:
     """The state every run of a session reads and changes, owned by the session."""
 
-    def __init__(self, owner: Any, codes: dict, programs: list[ReplicaProgram], recorder: TraceRecorder,
-                 events):
+    def __init__(self, owner: Any, codes: dict, programs: list[ReplicaProgram], host_buffers: HostBuffers,
+                 recorder: TraceRecorder, events):
         self.owner = owner
         self.codes = codes
         self.programs = programs
+        self.host_buffers = host_buffers
         self.recorder = recorder
         self.events = events
         self.count = 0

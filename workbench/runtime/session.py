@@ -24,9 +24,10 @@ from workbench.ir.events import EventBus
 from workbench.ir.host_data import host_array
 from workbench.ir.fragments import WEIGHTS_FROM_HOST, WEIGHTS_TO_HOST
 
-from . import host_buffers, weights
+from . import weights
 from .allocator import keep_freed_memory
 from .compiler import compile_graph
+from .host_buffers import HostBuffers
 from .out_of_memory import check_fits
 from .program import ReplicaProgram
 from .progress import RunProgress, loop_iterations
@@ -63,8 +64,9 @@ class Session:
         self._codes: dict = {graph: compile_graph(graph, steps) for graph, steps in schedules.items()}
         ir._owner = self
         self._ir = ir
-        # The Ir cannot change from now on: its streams are looked up once, not on every run.
-        self._h2d_streams, self._d2h_streams = ir.get_all_h2d_streams(), ir.get_all_d2h_streams()
+        # The Ir cannot change from now on: its streams are laid out once, not on every run.
+        host_buffers = HostBuffers(ir.get_all_h2d_streams(), ir.get_all_d2h_streams(), ir.num_host_transfers,
+                                   ir.instance_replication_factor)
         self._device = device
         self._weights_to_host_on_exit = weights_to_host_on_exit
         self.events = EventBus()
@@ -94,7 +96,7 @@ class Session:
         self._loop_iterations = loop_iterations(ir)
         recorder = TraceRecorder(self._programs, Timeline(
             ir, {graph: code.steps for graph, code in self._codes.items()}, device), TRACE_EVENT_LIMIT)
-        self._runs = Runs(self, self._codes, self._programs, recorder, self.events)
+        self._runs = Runs(self, self._codes, self._programs, host_buffers, recorder, self.events)
         self._blas_limit = None
         self._attached = False
         self._enter_stack: list[bool] = []
@@ -208,8 +210,7 @@ class Session:
     # ----- running -----
     def create_host_outputs(self) -> dict:
         """Zeroed output arrays, one per device-to-host stream, shaped as ``run`` returns them."""
-        return host_buffers.create_outputs(self._d2h_streams, self._ir.num_host_transfers,
-                                           self._ir.instance_replication_factor)
+        return self._runs.host_buffers.create_outputs()
 
     def run(self, inputs: Optional[Mapping[Any, Any]] = None, downcast_inputs: bool = True) -> dict:
         """Run the main graph once with ``inputs`` (stream to array) and return the outputs."""
@@ -223,11 +224,8 @@ class Session:
                          downcast_inputs: bool = True) -> None:
         """Run once, writing the results into the given ``outputs`` arrays."""
         self._require_attached("run_with_outputs")
-        transfers, replicas = self._ir.num_host_transfers, self._ir.instance_replication_factor
-        prepared = host_buffers.prepare_inputs({} if inputs is None else inputs, self._h2d_streams, transfers,
-                                               replicas, downcast_inputs)
-        views = host_buffers.output_views({} if outputs is None else outputs, self._d2h_streams, transfers,
-                                          replicas)
+        prepared = self._runs.host_buffers.prepare_inputs({} if inputs is None else inputs, downcast_inputs)
+        views = self._runs.host_buffers.output_views({} if outputs is None else outputs)
         run = Run(self._runs, prepared, views, self._profile)
         run.start()
         try:

@@ -22,7 +22,6 @@ from typing import Any, Callable, Mapping, Optional, Union
 from workbench.analysis.flatten import flattened_schedule
 from workbench.ir import Graph, Op
 
-from . import host_buffers
 from .interpreter import ReplicaInterpreter, StepFailed, interpreted
 from .replicas import ReplicaExecutionError
 from .run import Run, Runs
@@ -57,9 +56,7 @@ class Stepper:
         self._runs = runs
         self._run: Optional[Run] = None
         self._abandon_callback = self.abandon  # one bound method: the Run knows its stepped run by it
-        self._inputs = host_buffers.prepare_inputs({} if inputs is None else inputs, ir.get_all_h2d_streams(),
-                                                   ir.num_host_transfers, ir.replication_factor,
-                                                   downcast_inputs)
+        self._inputs = runs.host_buffers.prepare_inputs({} if inputs is None else inputs, downcast_inputs)
         self._plans = {graph: interpreted(code) for graph, code in runs.codes.items()}
         flat = flattened_schedule(ir)
         for step in flat:
@@ -228,9 +225,7 @@ class Stepper:
             # A detached session is attached for this stepped run and given back when it ends.
             session.__enter__()
             self._attached_session = True
-        ir = session.ir
-        views = host_buffers.output_views(self._outputs, ir.get_all_d2h_streams(), ir.num_host_transfers,
-                                          ir.replication_factor)
+        views = self._runs.host_buffers.output_views(self._outputs)
         self._run = Run(self._runs, self._inputs, views, False, self._abandon_callback)
         self._run.start()
         # Afresh: a run since this stepper was made may have given variables new arrays.
