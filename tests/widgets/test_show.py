@@ -37,17 +37,27 @@ def test_the_small_program_computes_what_it_says():
                                    np.tanh(np.arange(4) * 2), rtol=1e-6)
 
 
-def test_importing_workbench_loads_neither_plotly_nor_ipywidgets_until_they_are_used():
-    code = ("import sys, numpy, workbench, popxl\n"
-            "loaded = lambda: sorted(m for m in ('plotly', 'ipywidgets') if m in sys.modules)\n"
+def test_building_and_running_a_program_loads_no_picture_library_until_a_view_is_made():
+    """A script (or each instance of a poprun job) starts without plotly, ipywidgets or networkx."""
+    code = ("import sys, numpy, workbench, popxl, popxl.ops as ops\n"
+            "loaded = lambda: sorted(m for m in ('plotly', 'ipywidgets', 'networkx') if m in sys.modules)\n"
+            "print(loaded())\n"
+            "ir = popxl.Ir()\n"
+            "with ir.main_graph:\n"
+            "    ops.add(popxl.variable(1.0), popxl.constant(2.0))\n"
+            "with popxl.Session(ir, 'ipu_model') as session:\n"
+            "    session.run()\n"
             "print(loaded())\n"
             "assert {'show', 'report'} <= set(dir(workbench))\n"
             "wb = workbench.show(popxl.Ir(), live=False)\n"
             "print(loaded())\n"
             "wb.widget\n"
+            "print(loaded())\n"
+            "workbench.export.to_networkx(ir)\n"
             "print(loaded())\n")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert result.stdout.splitlines() == ["[]", "['plotly']", "['ipywidgets', 'plotly']"]
+    assert result.stdout.splitlines() == ["[]", "[]", "['plotly']", "['ipywidgets', 'plotly']",
+                                          "['ipywidgets', 'networkx', 'plotly']"]
 
 
 def test_show_and_report_are_attributes_of_the_package():

@@ -8,15 +8,16 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Optional, Union
-
-import networkx as nx
+from typing import TYPE_CHECKING, Optional, Union
 
 from workbench.ir import Graph, Ir
 
 from workbench.analysis.schedule import schedule
 
 from .graph_data import op_node_id, to_networkx
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 # Styling tables, keyed by tensor kind, op type and edge kind: a new look is a new row.
 TENSOR_STYLE = {

@@ -5,14 +5,15 @@ every run: ``graph:<graph id>``, ``<graph id>:op:<op name>`` and ``<graph id>:te
 """
 from __future__ import annotations
 
-from typing import Union
-
-import networkx as nx
+from typing import TYPE_CHECKING, Union
 
 from workbench.ir import Graph, Ir, Op, Tensor
 
 from .call_sites import call_sites
 from .values import plain
+
+if TYPE_CHECKING:  # networkx loads when a graph is made, not with popxl
+    import networkx as nx
 
 
 def graph_node_id(graph: Graph) -> str:
@@ -41,6 +42,8 @@ def to_networkx(graph_or_ir: Union[Graph, Ir]) -> nx.MultiDiGraph:
         graphs = (graph_or_ir,)
     else:
         raise TypeError(f"to_networkx needs a popxl.Ir or popxl.Graph, got {type(graph_or_ir).__name__}")
+    import networkx as nx
+
     result = nx.MultiDiGraph(ir=graphs[0].ir.id, graphs=[g.id for g in graphs])
     for graph in graphs:
         _add_graph(result, graph)
