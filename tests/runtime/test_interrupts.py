@@ -122,6 +122,8 @@ def test_interrupts_at_random_moments_leave_weights_and_buffers_as_before_the_ru
     step = float(REPLICAS * iterations)
     with popxl.Session(ir, "ipu_model") as session:
         assert session._runner.threaded == threads
+        # Unrolled, the replicas share the weight they all update alike (``shared_weights.py``).
+        assert (session._device_values[0][w] is session._device_values[1][w]) == unrolled
         session.progress = False
         start = time.perf_counter()
         session.run()

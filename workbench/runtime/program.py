@@ -15,6 +15,7 @@ from workbench.ops.registry import op_def
 from .communicator import ReplicaAborted
 from .compiler import GraphCode, innermost_step
 from .progress import LoopCounter
+from .shared_weights import SharedUpdates
 from .snapshot import ReplicaSnapshot
 from .trace import record_branch
 
@@ -70,11 +71,12 @@ class ReplicaProgram:
 
     def __init__(self, ir: Ir, codes: dict[Graph, GraphCode], replica: int,
                  variables: dict[Variable, np.ndarray], buffers: dict, firsts: dict[Op, list],
-                 swaps: set[Op], check_outputs: bool = False):
+                 swaps: set[Op], shared: SharedUpdates, check_outputs: bool = False):
         self.ir = ir
         main_order = codes[ir.main_graph].variables
         self.main_variables = [variables[v] for v in main_order]
         self.snapshot = ReplicaSnapshot(firsts, swaps, variables, buffers, self.main_variables, main_order)
+        self._shared = shared
         self.replica = replica
         self.variables = variables
         self.buffers = buffers
@@ -250,6 +252,8 @@ class ReplicaProgram:
         save = self.snapshot.saving(op)
         if save is not None:
             kernel = _saving_first(kernel, save)
+        if op in self._shared.updates:
+            kernel = self._shared.once(op, kernel)
         return kernel
 
 

@@ -1,7 +1,8 @@
 """One run of a session from start to finish: ``Run``, the only thing that starts, counts or undoes runs.
 
 ``Runs`` is what all runs of one session share: the replica programs (with their ports and the
-snapshots that make a run all or nothing), the layout of the host buffers, the trace recorder, the events, the count of runs, whether
+snapshots that make a run all or nothing), the layout of the host buffers, the weight updates the
+replicas share, the trace recorder, the events, the count of runs, whether
 the host copy of the weights is up to date, and the stepped run in progress, if any. ``Session.run``
 and the ``Stepper`` each make a ``Run`` and drive it; neither touches that state otherwise.
 
@@ -15,6 +16,7 @@ from typing import Any, Callable, Optional
 
 from .host_buffers import HostBuffers
 from .program import ReplicaProgram
+from .shared_weights import SharedUpdates
 from .snapshot import uninterrupted
 from .trace import TraceRecorder
 
@@ -23,11 +25,12 @@ class Runs:
     """The state every run of a session reads and changes, owned by the session."""
 
     def __init__(self, owner: Any, codes: dict, programs: list[ReplicaProgram], host_buffers: HostBuffers,
-                 recorder: TraceRecorder, events):
+                 shared_updates: SharedUpdates, recorder: TraceRecorder, events):
         self.owner = owner
         self.codes = codes
         self.programs = programs
         self.host_buffers = host_buffers
+        self.shared_updates = shared_updates
         self.recorder = recorder
         self.events = events
         self.count = 0
@@ -66,6 +69,7 @@ class Run:
                 port.data, port.index = self._outputs[stream][:, replica], 0
             program.begin_run(None)
             program.snapshot.begin()
+        runs.shared_updates.begin()
         runs.host_in_sync = False
         runs.recorder.start(self._profiled)
         runs._stepped = self._abandon

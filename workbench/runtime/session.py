@@ -33,6 +33,7 @@ from .program import ReplicaProgram
 from .progress import RunProgress, loop_iterations
 from .replicas import ReplicaRunner, replicas_in_threads
 from .run import Run, Runs
+from .shared_weights import shared_weights
 from .snapshot import first_writes, swappable, to_the_end
 from .stepper import Stepper
 from .timeline import Timeline
@@ -78,16 +79,20 @@ class Session:
         self._instances = _instances(ir)
         self._buffers = [{b: np.zeros((b.entries, *b.tensor_shape), b.tensor_dtype.as_numpy())
                           for b in ir.remote_buffers} for _ in self._replicas]
-        # A remote variable's device value is its entry of its replica's remote buffer.
-        self._device_values = [{**{v: weights.device_storage(v, buffers) for v in self._variables},
+        main_steps = self._codes[ir.main_graph].steps
+        shared = shared_weights(ir, main_steps)
+        # A remote variable's device value is its entry of its replica's remote buffer; the replicas
+        # share one array of a weight they all hold alike.
+        one_for_all = {v: weights.device_storage(v, {}) for v in shared.variables}
+        self._device_values = [{**{v: one_for_all[v] if v in one_for_all else weights.device_storage(v, buffers)
+                                   for v in self._variables},
                                 **{t: np.zeros(t.shape, t.dtype.as_numpy()) for t in self._persistent}}
                                for buffers in self._buffers]
         keep_freed_memory()
         check = os.environ.get("WORKBENCH_CHECK_KERNELS", "") not in ("", "0")
-        main_steps = self._codes[ir.main_graph].steps
         firsts = first_writes(ir, main_steps, set(self._variables + self._persistent))
-        swaps = swappable(ir, main_steps, firsts)
-        self._programs = [ReplicaProgram(ir, self._codes, r, values, buffers, firsts, swaps, check)
+        swaps = swappable(ir, main_steps, firsts) - shared.updates.keys()  # a swap would part the copies
+        self._programs = [ReplicaProgram(ir, self._codes, r, values, buffers, firsts, swaps, shared, check)
                           for r, values, buffers in zip(self._replicas, self._device_values, self._buffers)]
         instances = 1 if self._instances is None else self._instances.settings.num_instances
         self._runner = ReplicaRunner(self._programs, replicas_in_threads(ir, instances), self._instances)
@@ -96,7 +101,7 @@ class Session:
         self._loop_iterations = loop_iterations(ir)
         recorder = TraceRecorder(self._programs, Timeline(
             ir, {graph: code.steps for graph, code in self._codes.items()}, device), TRACE_EVENT_LIMIT)
-        self._runs = Runs(self, self._codes, self._programs, host_buffers, recorder, self.events)
+        self._runs = Runs(self, self._codes, self._programs, host_buffers, shared, recorder, self.events)
         self._blas_limit = None
         self._attached = False
         self._enter_stack: list[bool] = []

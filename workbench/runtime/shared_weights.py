@@ -1,0 +1,146 @@
+"""Weights every replica holds alike, kept once: the usual data-parallel training step updates each
+replica's copy of a weight with the same all-reduced gradient, so the copies never differ.
+
+A variable qualifies when all of this instance's replicas start with one value (one replica group,
+not sharded, on chip) and every write to it is an update that leaves the copies equal: a main-graph
+op writing the variable in place from values that are the same on every replica (constants, other
+such variables, results of an all-reduce over all replicas). Its replicas then share one array, and
+each update runs once per run, in whichever replica reaches it first: the others skip it.
+
+That is exact only if no replica could see the update too early or too late. Replicas pass a
+collective together, so between two main-graph steps that meet other replicas (collectives, or calls
+of graphs with collectives) each replica runs the steps in between on its own, in any order. An
+update that no earlier step between the meeting steps around it touches, and no later one there
+writes again, is therefore seen by every replica exactly when it would have made its own.
+"""
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right
+from itertools import count
+from typing import Callable, Iterator
+
+from workbench.analysis.aliasing import declared_root
+from workbench.ir import Constant, Graph, Ir, Op, Tensor, Variable
+from workbench.ops.registry import op_def
+
+#: Collectives whose every member gets the same result.
+_UNIFORM_COLLECTIVES = frozenset({"replicated_all_reduce", "replicated_all_reduce_"})
+#: In-place ops whose result depends on their inputs alone (not on a replica's streams, buffers or seed).
+PURE_UPDATES = frozenset({
+    "accumulate_", "accumulate_mean_", "accumulate_moving_average_", "accumulate_moving_average_square_",
+    "accumulate_square_", "accumulator_scale_", "accumulator_zero_", "adam_var_update", "add_",
+    "copy_var_update_", "dynamic_update_", "exp_", "gelu_", "geluerf_", "increment_mod_", "relu_",
+    "scaled_add_", "sparse_accumulate_", "swish_"})
+
+
+def shared_weights(ir: Ir, steps: list[Op]) -> SharedUpdates:
+    """The weights all local replicas can share, and the main-graph ``steps`` that update them."""
+    if len(ir.local_replicas) < 2:
+        return SharedUpdates(set(), {})
+    touching: dict[Tensor, list[int]] = {}  # the steps that read or write a tensor's memory
+    modified: dict[Tensor, list[Op]] = {}  # the steps that write it
+    for position, op in enumerate(steps):
+        for root in dict.fromkeys(declared_root(t) for t in op.inputs):
+            touching.setdefault(root, []).append(position)
+        for index in op.modified:
+            modified.setdefault(declared_root(op.inputs[index]), []).append(op)
+    meets = _meeting_ops(ir)
+    meetings = [position for position, op in enumerate(steps) if op in meets]
+    shared = {v for v in touching if isinstance(v, Variable) and _same_everywhere_at_start(ir, v)}
+    while True:  # drop the variables with an update that may differ, until none is left to drop
+        uniform = _Uniform(shared, modified)
+        kept = {v for v in shared if all(_is_shared_update(steps, p, v, uniform, touching[v], meetings)
+                                         for p in touching[v] if _writes(steps[p], v))}
+        if kept == shared:
+            break
+        shared = kept
+    return SharedUpdates(shared, {steps[p]: v for v in shared for p in touching[v] if _writes(steps[p], v)})
+
+
+class SharedUpdates:
+    """The shared ``variables`` (read-only ones too); runs each of their ``updates`` once per run, in
+    the first replica to reach it."""
+
+    def __init__(self, variables: set[Variable], updates: dict[Op, Variable]):
+        self.variables = variables
+        self.updates = updates
+        self._reached: dict[Op, Iterator[int]] = {}
+
+    def begin(self) -> None:
+        """A run starts: no replica has reached an update yet."""
+        self._reached = {op: count() for op in self.updates}
+
+    def once(self, op: Op, kernel: Callable) -> Callable:
+        """``kernel`` of ``op``, run by the first replica that reaches it; the later ones get the
+        variable (input 0) as it already is. Replicas in threads take their turn atomically."""
+        def run(variable, *others):
+            if next(self._reached[op]):
+                return variable
+            return kernel(variable, *others)
+        return run
+
+
+def _same_everywhere_at_start(ir: Ir, variable: Variable) -> bool:
+    """One value for all replicas, which the host cannot set per replica either."""
+    return (variable.replica_grouping.num_groups == 1 and variable.retrieval_mode == "one_per_group"
+            and variable.shard_count == 1 and variable.remote_buffer is None
+            and variable not in ir.main_graph._outputs)
+
+
+def _writes(op: Op, variable: Variable) -> bool:
+    return any(declared_root(op.inputs[i]) is variable for i in op.modified)
+
+
+def _is_shared_update(steps: list[Op], position: int, variable: Variable, uniform: _Uniform,
+                      touches: list[int], meetings: list[int]) -> bool:
+    """Whether step ``position`` updates ``variable`` alike on every replica, where no replica can
+    tell whether it ran the update itself."""
+    op = steps[position]
+    if op.type not in PURE_UPDATES or op.inputs[0] is not variable:
+        return False
+    if not all(uniform(t) for t in op.inputs[1:]):
+        return False
+    index = bisect_left(meetings, position)
+    before = meetings[index - 1] if index else -1
+    index = bisect_right(meetings, position)
+    after = meetings[index] if index < len(meetings) else len(steps)
+    # Steps after it may read the update (each replica would have made its own by then); none before
+    # it may touch the variable, and none after it write it again.
+    return all(p > position and not _writes(steps[p], variable)
+               for p in touches if before < p < after and p != position)
+
+
+class _Uniform:
+    """Whether a tensor holds the same value on every replica: one of the ``shared`` variables, or a
+    constant or the result of an all-reduce over all replicas that no step writes in place."""
+
+    def __init__(self, shared: set, modified: dict[Tensor, list[Op]]):
+        self._shared, self._modified = shared, modified
+
+    def __call__(self, tensor: Tensor) -> bool:
+        root = declared_root(tensor)
+        if root in self._shared:
+            return True
+        op = tensor.producer
+        writers = [w for w in self._modified.get(root, ()) if w is not op]
+        if writers:
+            return False
+        if isinstance(tensor, Constant):
+            return True
+        return (op is not None and op.type in _UNIFORM_COLLECTIVES and op.attrs["op"] != "local"
+                and op.attrs["group"].num_groups == 1)
+
+
+def _meeting_ops(ir: Ir) -> set[Op]:
+    """The ops that meet other replicas: collectives, and calls of graphs with such ops."""
+    meets: dict[Graph, bool] = {}
+
+    def graph_meets(graph: Graph) -> bool:
+        if graph not in meets:
+            meets[graph] = False  # a graph calling itself adds nothing
+            meets[graph] = any(op_meets(op) for op in graph._ops)
+        return meets[graph]
+
+    def op_meets(op: Op) -> bool:
+        return op_def(op.type).meets_replicas or any(graph_meets(g) for g in op.called_graphs)
+    return {op for graph in ir.graphs for op in graph._ops if op_meets(op)}
