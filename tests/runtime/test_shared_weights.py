@@ -137,13 +137,16 @@ def test_an_update_is_shared_when_no_replica_can_tell_who_made_it(before, after,
     assert updates_of(ir).variables == ({w} if shared else set())
 
 
-def test_a_read_after_a_shared_update_sees_it_on_every_replica():
+@pytest.mark.parametrize("threads", [True, False], ids=["replica threads", "taking turns"])
+def test_a_read_after_a_shared_update_sees_it_whole_on_every_replica(monkeypatch, threads):
+    monkeypatch.setattr(session_module, "replicas_in_threads", lambda ir, instances=1: threads)
     ir, w = program_around_an_update(False, "read")
     x = np.arange(4, dtype=np.float32).reshape(2, 2)
     with popxl.Session(ir, "ipu_model") as session:
-        out = session.run({ir.get_all_h2d_streams().pop(): x})
-    expected = 2 * (1 + 0.5 * x.sum(axis=0))
-    np.testing.assert_array_equal(out[ir.get_all_d2h_streams().pop()], np.stack([expected, expected]))
+        for run in range(1, 21):
+            out = session.run({ir.get_all_h2d_streams().pop(): x})
+            expected = 2 * (1 + run * 0.5 * x.sum(axis=0))
+            np.testing.assert_array_equal(out[ir.get_all_d2h_streams().pop()], np.stack([expected, expected]))
 
 
 def test_weights_set_per_group_or_updated_inside_a_called_graph_are_not_shared():

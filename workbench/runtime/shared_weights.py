@@ -15,6 +15,7 @@ writes again, is therefore seen by every replica exactly when it would have made
 """
 from __future__ import annotations
 
+import threading
 from bisect import bisect_left, bisect_right
 from itertools import count
 from typing import Callable, Iterator
@@ -65,6 +66,7 @@ class SharedUpdates:
         self.variables = variables
         self.updates = updates
         self._reached: dict[Op, Iterator[int]] = {}
+        self._locks = {op: threading.Lock() for op in updates}
 
     def begin(self) -> None:
         """A run starts: no replica has reached an update yet."""
@@ -72,11 +74,14 @@ class SharedUpdates:
 
     def once(self, op: Op, kernel: Callable) -> Callable:
         """``kernel`` of ``op``, run by the first replica that reaches it; the later ones get the
-        variable (input 0) as it already is. Replicas in threads take their turn atomically."""
+        variable (input 0) once it is updated (replicas in threads wait for the update to end)."""
+        lock = self._locks[op]
+
         def run(variable, *others):
-            if next(self._reached[op]):
-                return variable
-            return kernel(variable, *others)
+            with lock:
+                if next(self._reached[op]):
+                    return variable
+                return kernel(variable, *others)
         return run
 
 
