@@ -53,6 +53,12 @@ def check_stream_keys(given: Iterable[Any], expected: Set, what: str) -> None:
                          f"{_names(expected)}")
 
 
+def _check_streams(given: Any, layouts: dict, what: str, kind: str) -> None:
+    """``given`` maps exactly the streams of ``layouts`` to arrays."""
+    check_mapping(given, what, kind)
+    check_stream_keys(given.keys(), layouts.keys(), what)
+
+
 def _describe(key: Any, ir: Any) -> str:
     if isinstance(key, _Stream) and ir is not None and key._ir is not ir:
         return f"{key.name!r} (a stream of {key._ir!r}, not of the session's {ir!r})"
@@ -77,9 +83,8 @@ class HostBuffers:
 
     def prepare_inputs(self, inputs: Mapping[Any, Any], downcast: bool) -> dict:
         """Check every input and return each as a ``[transfers, replicas, *shape]`` array."""
-        check_mapping(inputs, "inputs", "HostToDeviceStream")
         layouts = self._inputs
-        check_stream_keys(inputs.keys(), layouts.keys(), "inputs")
+        _check_streams(inputs, layouts, "inputs", "HostToDeviceStream")
         prepared = {}
         for stream, value in inputs.items():
             shape, dtype, run_shape = layouts[stream]
@@ -114,9 +119,8 @@ class HostBuffers:
 
     def output_views(self, outputs: Mapping[Any, np.ndarray]) -> dict:
         """Check the output arrays and return ``[transfers, replicas, *shape]`` views to write into."""
-        check_mapping(outputs, "outputs", "DeviceToHostStream")
         layouts = self._outputs
-        check_stream_keys(outputs.keys(), layouts.keys(), "outputs")
+        _check_streams(outputs, layouts, "outputs", "DeviceToHostStream")
         views = {}
         for stream, array in outputs.items():
             shape, dtype, run_shape = layouts[stream]
