@@ -84,8 +84,10 @@ class Session:
         # A remote variable's device value is its entry of its replica's remote buffer; the replicas
         # share one array of a weight they all hold alike.
         one_for_all = {v: weights.device_storage(v, {}) for v in shared.variables}
-        self._device_values = [{**{v: one_for_all[v] if v in one_for_all else weights.device_storage(v, buffers)
-                                   for v in self._variables},
+
+        def storage(variable: Variable, buffers: dict) -> np.ndarray:
+            return one_for_all[variable] if variable in one_for_all else weights.device_storage(variable, buffers)
+        self._device_values = [{**{v: storage(v, buffers) for v in self._variables},
                                 **{t: np.zeros(t.shape, t.dtype.as_numpy()) for t in self._persistent}}
                                for buffers in self._buffers]
         keep_freed_memory()
