@@ -214,3 +214,21 @@ def test_an_all_reduced_value_changed_in_place_afterwards_is_not_alike_on_every_
         ops.add_(total, own)
         ops.scaled_add_(w, total)
     assert updates_of(ir).variables == set()
+
+
+def test_an_update_right_after_a_call_that_reads_the_weight_past_its_collective_is_not_shared():
+    """Replicas resume the call after its all-reduce one by one: the first would update the weight
+    before the others read it."""
+    ir = popxl.Ir(replication=2)
+    with ir.main_graph, popxl.in_sequence():
+        w = popxl.variable(np.ones(2, np.float32), name="w")
+        x = ops.host_load(popxl.h2d_stream([2], popxl.float32, name="x"))
+        body = ir.create_graph(lambda t, weight: ops.collectives.replicated_all_reduce(t) + weight, x, w)
+        (y,) = ops.call(body, x, w)
+        ops.scaled_add_(w, popxl.constant(np.ones(2, np.float32)))
+        ops.host_store(popxl.d2h_stream([2], popxl.float32, name="y"), y)
+    assert updates_of(ir).variables == set()
+    x = np.arange(4, dtype=np.float32).reshape(2, 2)
+    with popxl.Session(ir, "ipu_model") as session:
+        out = session.run({ir.get_all_h2d_streams().pop(): x})[ir.get_all_d2h_streams().pop()]
+    np.testing.assert_array_equal(out, np.stack([x.sum(axis=0) + 1] * 2))

@@ -109,10 +109,15 @@ def _is_shared_update(steps: list[Op], position: int, variable: Variable, unifor
     before = meetings[index - 1] if index else -1
     index = bisect_right(meetings, position)
     after = meetings[index] if index < len(meetings) else len(steps)
-    # Steps after it may read the update (each replica would have made its own by then); none before
-    # it may touch the variable, and none after it write it again.
-    return all(p > position and not _writes(steps[p], variable)
-               for p in touches if before < p < after and p != position)
+    for p in touches:
+        # No step between may touch the variable before the update, nor a call that meets other
+        # replicas just before it (a replica resumes such a call after the collective inside). Steps
+        # after it may read the update (each replica would have made its own by then), not write it.
+        if before < p < position or (p == before and steps[p].called_graphs):
+            return False
+        if position < p < after and _writes(steps[p], variable):
+            return False
+    return True
 
 
 class _Uniform:
