@@ -68,15 +68,19 @@ def test_replicas_in_threads_update_a_shared_weight_once_per_run(monkeypatch, th
         np.testing.assert_array_equal(trained[w], next(v for k, v in apart.items() if k.name == w.name))
 
 
-def test_a_stepped_run_updates_a_shared_weight_once(monkeypatch):
+def test_a_stepped_run_updates_a_shared_weight_once_and_a_reset_takes_it_back():
     ir, x_stream, weights = training_ir()
     data = np.random.default_rng(1).standard_normal((REPLICAS, BATCH, 5)).astype(np.float32)
+    _, second = [op for op in ir.main_graph.ops if op.type == "scaled_add_"]
     with popxl.Session(ir, "ipu_model") as session:
         before = session.get_tensors_data(weights)
         stepper = session.stepper({x_stream: data})
-        stepper.step()
-        stepper.reset()  # abandoned after an op: nothing changed
+        stepper.run_to(second)  # the first update made once, and the new array taken by every replica
+        assert len({id(values[weights[0]]) for values in session._device_values}) == 1
+        assert not np.array_equal(session.get_tensor_data(weights[0]), before[weights[0]])
+        stepper.reset()  # abandoned: every replica has the weights of before again
         after_reset = session.get_tensors_data(weights)
+        assert len({id(values[weights[0]]) for values in session._device_values}) == 1
         stepper.continue_()
         stepped = session.get_tensors_data(weights)
     with popxl.Session(ir, "ipu_model") as session:

@@ -253,7 +253,7 @@ class ReplicaProgram:
         if save is not None:
             kernel = _saving_first(kernel, save)
         if op in self._shared.updates:
-            kernel = self._shared.once(op, kernel)
+            kernel = self._shared.once(op, kernel, self.snapshot.adopting(op))
         return kernel
 
 

@@ -93,7 +93,7 @@ class Session:
         keep_freed_memory()
         check = os.environ.get("WORKBENCH_CHECK_KERNELS", "") not in ("", "0")
         firsts = first_writes(ir, main_steps, set(self._variables + self._persistent))
-        swaps = swappable(ir, main_steps, firsts) - shared.updates.keys()  # a swap would part the copies
+        swaps = swappable(ir, main_steps, firsts)
         self._programs = [ReplicaProgram(ir, self._codes, r, values, buffers, firsts, swaps, shared, check)
                           for r, values, buffers in zip(self._replicas, self._device_values, self._buffers)]
         instances = 1 if self._instances is None else self._instances.settings.num_instances

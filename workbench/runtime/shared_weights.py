@@ -5,7 +5,8 @@ A variable qualifies when all of this instance's replicas start with one value (
 not sharded, on chip) and every write to it is an update that leaves the copies equal: a main-graph
 op writing the variable in place from values that are the same on every replica (constants, other
 such variables, results of an all-reduce over all replicas). Its replicas then share one array, and
-each update runs once per run, in whichever replica reaches it first: the others skip it.
+each update runs once per run, in whichever replica reaches it first: the others take its result
+(and, when it wrote a new array for the variable, make that theirs too).
 
 That is exact only if no replica could see the update too early or too late. Replicas pass a
 collective together, so between two main-graph steps that meet other replicas (collectives, or calls
@@ -18,7 +19,7 @@ from __future__ import annotations
 import threading
 from bisect import bisect_left, bisect_right
 from itertools import count
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator, Optional
 
 from workbench.analysis.aliasing import declared_root
 from workbench.ir import Constant, Graph, Ir, Op, Tensor, Variable
@@ -66,22 +67,26 @@ class SharedUpdates:
         self.variables = variables
         self.updates = updates
         self._reached: dict[Op, Iterator[int]] = {}
+        self._results: dict[Op, Any] = {}  # what the replica that ran each update got
         self._locks = {op: threading.Lock() for op in updates}
 
     def begin(self) -> None:
         """A run starts: no replica has reached an update yet."""
         self._reached = {op: count() for op in self.updates}
 
-    def once(self, op: Op, kernel: Callable) -> Callable:
-        """``kernel`` of ``op``, run by the first replica that reaches it; the later ones get the
-        variable (input 0) once it is updated (replicas in threads wait for the update to end)."""
-        lock = self._locks[op]
+    def once(self, op: Op, kernel: Callable, adopt: Optional[Callable] = None) -> Callable:
+        """``kernel`` of ``op``, run by the first replica that reaches it; the later ones get its
+        result once it is whole (replicas in threads wait for it). When the update writes a new
+        array for the variable (a swap, ``snapshot.py``), ``adopt(old, new)`` makes it theirs too."""
+        lock, results = self._locks[op], self._results
 
         def run(variable, *others):
             with lock:
                 if next(self._reached[op]):
-                    return variable
-                return kernel(variable, *others)
+                    result = results[op]
+                    return result if adopt is None else adopt(variable, result)
+                result = results[op] = kernel(variable, *others)
+                return result
         return run
 
 

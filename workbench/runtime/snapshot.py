@@ -156,6 +156,21 @@ class ReplicaSnapshot:
         self._saved.clear()
         self._swapped.clear()
 
+    def adopting(self, op: Op) -> Optional[Callable[[np.ndarray, np.ndarray], np.ndarray]]:
+        """For a swapping first write that another replica made for this one (``shared_weights.py``):
+        take the array it wrote as this replica's too, as if this replica had swapped (None for other
+        ops)."""
+        swap = self._swaps.get(op)
+        if swap is None:
+            return None
+        swapped = self._swapped
+
+        def adopt(variable: np.ndarray, new: np.ndarray) -> np.ndarray:
+            swapped.append((swap, variable, new))
+            self._place(swap, variable, new)
+            return new
+        return adopt
+
     def restore(self) -> None:
         """Put back what the run saved, latest first (a remote variable and its buffer share memory),
         and give swapped variables back their old arrays; an interrupt meanwhile cannot leave it half
