@@ -236,3 +236,24 @@ def test_an_update_right_after_a_call_that_reads_the_weight_past_its_collective_
     with popxl.Session(ir, "ipu_model") as session:
         out = session.run({ir.get_all_h2d_streams().pop(): x})[ir.get_all_d2h_streams().pop()]
     np.testing.assert_array_equal(out, np.stack([x.sum(axis=0) + 1] * 2))
+
+
+def test_when_the_replica_running_a_shared_update_fails_the_others_stop_instead_of_going_on():
+    from workbench.runtime.communicator import ReplicaAborted
+
+    ir, w = program_around_an_update(False, "")
+    shared = updates_of(ir)
+    (update,) = shared.updates
+
+    def failing(variable, total):
+        raise FloatingPointError("overflow")
+    run = shared.once(update, failing)
+    shared.begin()
+    weight, total = np.ones(2, np.float32), np.ones(2, np.float32)
+    with pytest.raises(FloatingPointError):
+        run(weight, total)
+    with pytest.raises(ReplicaAborted, match="scaled_add_.* failed in the replica that ran it for all"):
+        run(weight, total)
+    shared.begin()  # the next run starts afresh
+    with pytest.raises(FloatingPointError):
+        run(weight, total)

@@ -25,6 +25,8 @@ from workbench.analysis.aliasing import declared_root
 from workbench.ir import Constant, Graph, Ir, Op, Tensor, Variable
 from workbench.ops.registry import op_def
 
+from .communicator import ReplicaAborted
+
 #: Collectives whose every member gets the same result.
 _UNIFORM_COLLECTIVES = frozenset({"replicated_all_reduce", "replicated_all_reduce_"})
 #: In-place ops whose result depends on their inputs alone (not on a replica's streams, buffers or seed).
@@ -84,7 +86,10 @@ class SharedUpdates:
             with lock:
                 if next(self._reached[op]):
                     result = results[op]
+                    if result is None:
+                        raise ReplicaAborted(f"{op.name} ({op.type}) failed in the replica that ran it for all")
                     return result if adopt is None else adopt(variable, result)
+                results[op] = None  # until it is whole
                 result = results[op] = kernel(variable, *others)
                 return result
         return run
