@@ -18,8 +18,7 @@ from __future__ import annotations
 
 import threading
 from bisect import bisect_left, bisect_right
-from itertools import count
-from typing import Any, Callable, Iterator, Optional
+from typing import Any, Callable, Optional
 
 from workbench.analysis.aliasing import declared_root
 from workbench.ir import Constant, Graph, Ir, Op, Tensor, Variable
@@ -68,13 +67,13 @@ class SharedUpdates:
     def __init__(self, variables: set[Variable], updates: dict[Op, Variable]):
         self.variables = variables
         self.updates = updates
-        self._reached: dict[Op, Iterator[int]] = {}
-        self._results: dict[Op, Any] = {}  # what the replica that ran each update got
+        # What the replica that ran each update this run got (None until it is whole).
+        self._results: dict[Op, Any] = {}
         self._locks = {op: threading.Lock() for op in updates}
 
     def begin(self) -> None:
         """A run starts: no replica has reached an update yet."""
-        self._reached = {op: count() for op in self.updates}
+        self._results.clear()
 
     def once(self, op: Op, kernel: Callable, adopt: Optional[Callable] = None) -> Callable:
         """``kernel`` of ``op``, run by the first replica that reaches it; the later ones get its
@@ -84,7 +83,7 @@ class SharedUpdates:
 
         def run(variable, *others):
             with lock:
-                if next(self._reached[op]):
+                if op in results:
                     result = results[op]
                     if result is None:
                         raise ReplicaAborted(f"{op.name} ({op.type}) failed in the replica that ran it for all")
@@ -142,8 +141,7 @@ class _Uniform:
         if root in self._shared:
             return True
         op = tensor.producer
-        writers = [w for w in self._modified.get(root, ()) if w is not op]
-        if writers:
+        if any(writer is not op for writer in self._modified.get(root, ())):
             return False
         if isinstance(tensor, Constant):
             return True
