@@ -12,6 +12,6 @@ from .module import Module
 from .op import Op
 from .remote_buffer import RemoteBuffer, remote_buffer
 from .replica_grouping import ReplicaGrouping
-from .streams import DeviceToHostStream, HostToDeviceStream, d2h_stream, h2d_stream
+from .streams import DeviceToHostStream, HostToDeviceStream, Stream, d2h_stream, h2d_stream
 from .tensor import (Constant, Tensor, TensorByRef, TensorLike, TensorSpec, Variable, constant,
                      graph_input, graph_output, variable)

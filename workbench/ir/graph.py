@@ -19,6 +19,17 @@ class Graph:
     Graphs are made by the Ir (``ir.main_graph``, ``ir.create_graph``, ``ir.create_empty_graph``).
     """
 
+    _ir: "Ir"
+    _name: str
+    _ops: list[Op]
+    _tensors: Namespace
+    _inputs: list[Tensor]
+    _input_set: set[Tensor]
+    _outputs: list[Tensor]
+    _by_ref_inputs: set[Tensor]
+    _hooks: dict[int, Callable[[Op], Any]]
+    _next_hook: int
+
     def __init__(self):
         raise RuntimeError("Graphs cannot be constructed directly; use ir.main_graph, ir.create_graph "
                            "or ir.create_empty_graph")
@@ -28,13 +39,13 @@ class Graph:
         graph = object.__new__(cls)
         graph._ir = ir
         graph._name = name
-        graph._ops: list[Op] = []
-        graph._tensors: Namespace = Namespace()
-        graph._inputs: list[Tensor] = []
-        graph._input_set: set[Tensor] = set()
-        graph._outputs: list[Tensor] = []
-        graph._by_ref_inputs: set[Tensor] = set()
-        graph._hooks: dict[int, Callable[[Op], Any]] = {}
+        graph._ops = []
+        graph._tensors = Namespace()
+        graph._inputs = []
+        graph._input_set = set()
+        graph._outputs = []
+        graph._by_ref_inputs = set()
+        graph._hooks = {}
         graph._next_hook = 0
         return graph
 

@@ -16,7 +16,7 @@ from .names import Namespace
 from .popdist_settings import PopdistSettings
 from .remote_buffer import RemoteBuffer
 from .replica_grouping import ReplicaGrouping
-from .streams import DeviceToHostStream, HostToDeviceStream, _Stream
+from .streams import _S, DeviceToHostStream, HostToDeviceStream, Stream
 from .tensor import Tensor, TensorSpec, Variable
 
 _ids = itertools.count()
@@ -181,14 +181,14 @@ class Ir:
         return ReplicaGrouping._from_assignment(self, assignment)
 
     # ----- streams and buffers -----
-    def _add_stream(self, kind: type, name: str, spec: TensorSpec) -> _Stream:
+    def _add_stream(self, kind: type[_S], name: str, spec: TensorSpec) -> _S:
         self._check_buildable()
         unique = self._streams.fresh(name)
         stream = kind._create(self, unique, spec)
         self._streams[unique] = stream
         return stream
 
-    def _streams_used_by(self, op_type: str) -> list[_Stream]:
+    def _streams_used_by(self, op_type: str) -> list[Any]:
         used = (op.attrs["stream"] for graph in self._graphs for op in graph._ops if op.type == op_type)
         return list(dict.fromkeys(used))
 

@@ -28,6 +28,10 @@ def strided_assignment(replicas: int, stride: int, group_size: int) -> list[int]
 class ReplicaGrouping:
     """Which group each replica belongs to, for variable settings and collectives."""
 
+    _ir: "Ir"
+    _assignment: list[int]
+    _stride: Optional[int]
+
     def __init__(self):
         raise RuntimeError("use ir.replica_grouping(stride, group_size) or "
                            "ir.replica_grouping_from_assignments(assignment)")

@@ -1,7 +1,7 @@
 """Host streams: the named channels that carry data between host and device in each run."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterable, Optional
+from typing import TYPE_CHECKING, Iterable, Optional, TypeVar
 
 from . import dtypes
 from .context import get_current_graph
@@ -11,18 +11,30 @@ if TYPE_CHECKING:
     from .ir import Ir
 
 
-class _Stream:
+_S = TypeVar("_S", bound="Stream")
+
+
+class Stream:
+    """A host stream of either direction: its name and the spec of each transfer."""
+
     __slots__ = ("_ir", "_name", "_spec")
+    _ir: "Ir"
+    _name: str
+    _spec: TensorSpec
     direction = ""
 
     def __init__(self):
         raise RuntimeError("streams are created with popxl.h2d_stream and popxl.d2h_stream")
 
     @classmethod
-    def _create(cls, ir: "Ir", name: str, spec: TensorSpec):
+    def _create(cls: type[_S], ir: "Ir", name: str, spec: TensorSpec) -> _S:
         stream = object.__new__(cls)
         stream._ir, stream._name, stream._spec = ir, name, spec
         return stream
+
+    @property
+    def ir(self) -> "Ir":
+        return self._ir
 
     @property
     def name(self) -> str:
@@ -50,14 +62,18 @@ class _Stream:
     __repr__ = __str__
 
 
-class HostToDeviceStream(_Stream):
+#: The earlier name of ``Stream``.
+_Stream = Stream
+
+
+class HostToDeviceStream(Stream):
     """An input: ``session.run`` takes one array per such stream."""
 
     __slots__ = ()
     direction = "h2d"
 
 
-class DeviceToHostStream(_Stream):
+class DeviceToHostStream(Stream):
     """An output: ``session.run`` returns one array per such stream."""
 
     __slots__ = ()

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Iterable, NewType, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Any, Callable, Iterable, NewType, Optional, Tuple, TypeVar, Union
 
 import numpy as np
 
@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from .graph import Graph
     from .ir import Ir
     from .op import Op
+    from .remote_buffer import RemoteBuffer
     from .replica_grouping import ReplicaGrouping
 
 ScalarType = Union[int, float, bool]
@@ -103,6 +104,9 @@ def bind_tensor_methods(**functions: Callable[..., Any]) -> None:
     _methods.update(functions)
 
 
+_T = TypeVar("_T", bound="Tensor")
+
+
 class Tensor:
     """A value in a graph: a graph input, an op output, a variable or a constant.
 
@@ -112,23 +116,31 @@ class Tensor:
 
     __slots__ = ("_graph", "_name", "_spec", "producer", "consumers", "_ipu", "_tile_set", "meta",
                  "__weakref__")
+    _graph: "Graph"
+    _name: str
+    _spec: TensorSpec
+    producer: Optional["Op"]
+    consumers: list["Op"]
+    _ipu: int
+    _tile_set: str
+    meta: dict[str, Any]
 
     def __init__(self):
         raise RuntimeError("Tensors cannot be constructed directly; create them with popxl.variable, "
                            "popxl.constant, popxl.graph_input or by applying ops")
 
     @classmethod
-    def _create(cls, graph: "Graph", name: str, spec: TensorSpec, ipu: int = 0,
-                tile_set: str = "compute", producer: Optional["Op"] = None) -> "Tensor":
+    def _create(cls: type[_T], graph: "Graph", name: str, spec: TensorSpec, ipu: int = 0,
+                tile_set: str = "compute", producer: Optional["Op"] = None) -> _T:
         tensor = object.__new__(cls)
         tensor._graph = graph
         tensor._name = name
         tensor._spec = spec
         tensor.producer = producer
-        tensor.consumers: list[Op] = []
+        tensor.consumers = []
         tensor._ipu = ipu
         tensor._tile_set = tile_set
-        tensor.meta: dict = {}
+        tensor.meta = {}
         return tensor
 
     # ----- description -----
@@ -299,6 +311,12 @@ class Variable(Tensor):
 
     __slots__ = ("_host_data", "replica_grouping", "retrieval_mode", "remote_buffer", "remote_offset",
                  "shard_count")
+    _host_data: np.ndarray
+    replica_grouping: "ReplicaGrouping"
+    retrieval_mode: str
+    remote_buffer: Optional["RemoteBuffer"]
+    remote_offset: int
+    shard_count: int
 
     @property
     def kind(self) -> str:
@@ -327,6 +345,7 @@ class Constant(Tensor):
     """A tensor with a value fixed when the graph is built."""
 
     __slots__ = ("_data",)
+    _data: np.ndarray
 
     @property
     def kind(self) -> str:

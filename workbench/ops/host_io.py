@@ -14,7 +14,7 @@ def host_load(h2d_stream: HostToDeviceStream, name: Optional[str] = None) -> Ten
     """Receive the next transfer of ``h2d_stream`` from the host."""
     if not isinstance(h2d_stream, HostToDeviceStream):
         raise TypeError(f"host_load needs a HostToDeviceStream (popxl.h2d_stream), got {h2d_stream!r}")
-    if h2d_stream._ir is not get_current_graph().ir:
+    if h2d_stream.ir is not get_current_graph().ir:
         raise ValueError(f"stream {h2d_stream.name!r} belongs to another Ir")
     op = get_current_graph()._add_op("host_load", [], [h2d_stream.spec], attrs={"stream": h2d_stream},
                                      output_names=[name or h2d_stream.name])

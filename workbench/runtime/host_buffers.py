@@ -12,14 +12,14 @@ import numpy as np
 
 from workbench.ir import dtypes
 from workbench.ir.host_data import host_array
-from workbench.ir.streams import _Stream
+from workbench.ir.streams import Stream
 
 
-def host_shape(stream: _Stream, transfers: int, replicas: int) -> tuple[int, ...]:
+def host_shape(stream: Stream, transfers: int, replicas: int) -> tuple[int, ...]:
     return (transfers,) * (transfers > 1) + (replicas,) * (replicas > 1) + tuple(stream.shape)
 
 
-def _names(streams: Iterable[_Stream]) -> str:
+def _names(streams: Iterable[Stream]) -> str:
     return ", ".join(sorted(repr(s.name) for s in streams)) or "none"
 
 
@@ -36,11 +36,11 @@ def check_stream_keys(given: Iterable[Any], expected: Set, what: str) -> None:
     given = list(given)
     unknown = [k for k in given if k not in expected]
     missing = expected - set(given)
-    ir = next(iter(expected))._ir if expected else None
+    ir = next(iter(expected)).ir if expected else None
     for key in unknown:
-        twin = next((s for s in missing if isinstance(key, _Stream) and s.name == key.name), None)
+        twin = next((s for s in missing if isinstance(key, Stream) and s.name == key.name), None)
         if twin is not None:
-            raise ValueError(f"session {what}: stream {key.name!r} belongs to {key._ir!r}, not to the session's "
+            raise ValueError(f"session {what}: stream {key.name!r} belongs to {key.ir!r}, not to the session's "
                              f"{ir!r}; expected the session Ir's own stream {key.name!r} (the one "
                              "popxl.h2d_stream or popxl.d2h_stream returned while that Ir was built)")
     if unknown or missing:
@@ -60,8 +60,8 @@ def _check_streams(given: Any, layouts: dict, what: str, kind: str) -> None:
 
 
 def _describe(key: Any, ir: Any) -> str:
-    if isinstance(key, _Stream) and ir is not None and key._ir is not ir:
-        return f"{key.name!r} (a stream of {key._ir!r}, not of the session's {ir!r})"
+    if isinstance(key, Stream) and ir is not None and key.ir is not ir:
+        return f"{key.name!r} (a stream of {key.ir!r}, not of the session's {ir!r})"
     return repr(getattr(key, "name", key))
 
 
@@ -71,12 +71,12 @@ class HostBuffers:
 
     ``replicas`` is how many replicas the host feeds (an instance's own, in a job of several)."""
 
-    def __init__(self, h2d: Iterable[_Stream], d2h: Iterable[_Stream], transfers: int, replicas: int):
+    def __init__(self, h2d: Iterable[Stream], d2h: Iterable[Stream], transfers: int, replicas: int):
         self._transfers, self._replicas = transfers, replicas
         self._inputs = {s: self._layout(s) for s in h2d}
         self._outputs = {s: self._layout(s) for s in d2h}
 
-    def _layout(self, stream: _Stream) -> tuple:
+    def _layout(self, stream: Stream) -> tuple:
         """(the host shape, the dtype, the ``[transfers, replicas, *shape]`` shape of a run)."""
         return (host_shape(stream, self._transfers, self._replicas), stream.dtype.as_numpy(),
                 (self._transfers, self._replicas, *stream.shape))
@@ -93,7 +93,7 @@ class HostBuffers:
             prepared[stream] = value.reshape(run_shape)
         return prepared
 
-    def _converted(self, stream: _Stream, value: Any, downcast: bool) -> np.ndarray:
+    def _converted(self, stream: Stream, value: Any, downcast: bool) -> np.ndarray:
         """``value`` as an array of the stream's host shape and dtype, or a clear error."""
         shape, want, _ = self._inputs[stream]
         array = host_array(value)
