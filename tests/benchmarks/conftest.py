@@ -1,4 +1,4 @@
 """Benchmarks measure the plain runtime, without the test suite's kernel checks."""
-import os
+from workbench.runtime.options import default_run_options, set_default_run_options
 
-os.environ["WORKBENCH_CHECK_KERNELS"] = "0"
+set_default_run_options(default_run_options().with_changes(check_kernels=False))

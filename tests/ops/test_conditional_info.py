@@ -80,7 +80,7 @@ def test_set_parent_input_modified_makes_a_branch_write_visible():
 
 
 def test_one_call_binding_record_describes_every_call_site():
-    from workbench.ir.call_binding import call_binding, call_bindings
+    from workbench.ops.call_binding import call_binding, call_bindings
 
     ir = popxl.Ir()
     with ir.main_graph:

@@ -102,14 +102,14 @@ def test_an_sgd_step_writes_a_spare_array_that_takes_the_variables_place(read_af
     A later read of the variable itself must see the update, so then the step writes in place."""
     ir, w, out = sgd_session_ir(read_after)
     with popxl.Session(ir, "ipu_model") as session:
-        before = session._device_values[0][w]
+        before = session.executable.device_values[0][w]
         result = session.run()[out]
-        after = session._device_values[0][w]
+        after = session.executable.device_values[0][w]
         np.testing.assert_array_equal(session.get_tensor_data(w), np.zeros(3))
         np.testing.assert_array_equal(result, np.zeros(3))
         assert (after is before) == read_after
         if not read_after:
             np.testing.assert_array_equal(before, np.ones(3))  # the old value, now the spare
             session.run()
-            assert session._device_values[0][w] is before  # the two arrays take turns
+            assert session.executable.device_values[0][w] is before  # the two arrays take turns
             np.testing.assert_array_equal(session.get_tensor_data(w), np.full(3, -1.0))

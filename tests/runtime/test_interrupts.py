@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 import popxl
 import popxl.ops as ops
+from support.strategies import session as session_of
 
 REPLICAS, ITERATIONS = 4, 400
 
@@ -50,8 +51,8 @@ def counting_ir(replicas: int = REPLICAS, iterations: int = ITERATIONS, unrolled
 
 def device_state(session, w, r, buffer):
     """Every replica's on-chip weight and remote buffer, copied."""
-    weights = [values[w].copy() for values in session._device_values]
-    buffers = [b[buffer].copy() for b in session._buffers]
+    weights = [values[w].copy() for values in session.executable.device_values]
+    buffers = [b[buffer].copy() for b in session.executable.buffers]
     return np.stack(weights), np.stack(buffers)
 
 
@@ -112,18 +113,15 @@ def check_all_or_nothing(before, after, step: float, completed: bool) -> bool:
 
 @pytest.mark.parametrize("threads, unrolled", [(False, False), (False, True), (True, False)],
                          ids=["taking turns", "taking turns, unrolled", "replica threads"])
-def test_interrupts_at_random_moments_leave_weights_and_buffers_as_before_the_run(threads, unrolled, monkeypatch):
-    import workbench.runtime.session as session_module
-
-    monkeypatch.setattr(session_module, "replicas_in_threads", lambda ir, instances=1: threads)
+def test_interrupts_at_random_moments_leave_weights_and_buffers_as_before_the_run(threads, unrolled):
     iterations = 100 if unrolled else ITERATIONS
     ir, w, r, buffer, _ = counting_ir(iterations=iterations, unrolled=unrolled)
     rng = np.random.default_rng(0)
     step = float(REPLICAS * iterations)
-    with popxl.Session(ir, "ipu_model") as session:
-        assert session._runner.threaded == threads
+    with session_of(ir, threads) as session:
+        assert session.executable.runner.threaded == threads
         # Unrolled, the replicas share the weight they all update alike (``shared_weights.py``).
-        assert (session._device_values[0][w] is session._device_values[1][w]) == unrolled
+        assert (session.executable.device_values[0][w] is session.executable.device_values[1][w]) == unrolled
         session.progress = False
         start = time.perf_counter()
         session.run()
@@ -212,7 +210,7 @@ def check_weight_copies_whole():
         session.weights_from_host()
         whole = time.perf_counter() - start
         for delay in np.linspace(0.0, whole, 12):
-            for values in session._device_values:  # the device holds other values than the host
+            for values in session.executable.device_values:  # the device holds other values than the host
                 for w in ws:
                     values[w][...] = 0.0
             timer = threading.Timer(float(delay), interrupt_main, ("flag",))
@@ -226,5 +224,5 @@ def check_weight_copies_whole():
             except KeyboardInterrupt:
                 pass
             # Copied whole, or not at all (when the interrupt came before the call): never in part.
-            seen = set(np.unique([values[w] for values in session._device_values for w in ws]))
+            seen = set(np.unique([values[w] for values in session.executable.device_values for w in ws]))
             assert seen in ({7.0}, {0.0})

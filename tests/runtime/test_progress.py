@@ -5,7 +5,8 @@ import pytest
 
 import popxl
 import popxl.ops as ops
-from workbench.runtime import progress
+from support.strategies import default_progress
+from workbench.runtime import ProgressOptions, RunOptions, default_run_options
 
 
 class RecordedBar:
@@ -26,13 +27,11 @@ class RecordedBar:
 
 
 @pytest.fixture
-def bars(monkeypatch):
+def bars():
     """Every bar made, drawn as soon as a run starts."""
     RecordedBar.made = []
-    monkeypatch.setattr(progress, "_tqdm_bar", RecordedBar)
-    monkeypatch.setattr(progress, "DELAY_SECONDS", 0.0)
-    monkeypatch.setattr(progress, "REFRESH_SECONDS", 0.0)
-    return RecordedBar.made
+    with default_progress(ProgressOptions(delay_seconds=0.0, refresh_seconds=0.0, bar=RecordedBar)):
+        yield RecordedBar.made
 
 
 def counting_ir(iterations: int, replication: int = 1) -> tuple:
@@ -66,11 +65,11 @@ def test_the_bar_advances_during_a_run_of_one_replica(bars):
     assert bar.seen == sorted(bar.seen) and len(set(bar.seen)) > 1
 
 
-def test_short_runs_draw_nothing(monkeypatch):
+def test_short_runs_draw_nothing():
     made = []
-    monkeypatch.setattr(progress, "_tqdm_bar", lambda **kwargs: made.append(kwargs))
     ir, _ = counting_ir(5)
-    with popxl.Session(ir, "ipu_model") as session:
+    with popxl.Session(ir, "ipu_model", options=default_run_options().with_changes(
+            progress=ProgressOptions(bar=lambda **kwargs: made.append(kwargs)))) as session:
         session.run()
     assert made == []
 
@@ -124,10 +123,9 @@ def test_the_stepper_shows_progress_while_it_continues_over_a_loop(bars):
     assert bar.desc == "continue" and bar.n == 40 and bar.closed
 
 
-def test_in_a_terminal_the_bar_is_a_line_on_stderr(monkeypatch, capsys):
-    monkeypatch.setattr(progress, "DELAY_SECONDS", 0.0)
+def test_in_a_terminal_the_bar_is_a_line_on_stderr(capsys):
     ir, _ = counting_ir(25)
-    with popxl.Session(ir, "ipu_model") as session:
+    with popxl.Session(ir, "ipu_model", options=RunOptions(progress=ProgressOptions(delay_seconds=0.0))) as session:
         session.run()
     err = capsys.readouterr().err
     assert "run 1: 100%" in err and "25/25" in err

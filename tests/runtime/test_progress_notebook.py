@@ -9,15 +9,14 @@ CELLS = [
 import numpy as np
 import popxl
 import popxl.ops as ops
-from workbench.runtime import progress
+from workbench.runtime import ProgressOptions, RunOptions
 
-progress.DELAY_SECONDS = 0.0
 ir = popxl.Ir()
 with ir.main_graph:
     w = popxl.variable(np.zeros(2, np.float32), name="w")
     body = ir.create_graph(lambda x: x + 1, w.spec)
     ops.var_updates.copy_var_update_(w, ops.repeat(body, 30, w)[0])
-session = popxl.Session(ir, "ipu_model")
+session = popxl.Session(ir, "ipu_model", options=RunOptions(progress=ProgressOptions(delay_seconds=0.0)))
 """,
     "with session:\n    session.run()",
     "session.progress = False\nwith session:\n    session.run()",

@@ -5,7 +5,7 @@ import pytest
 
 import popxl
 import popxl.ops as ops
-import workbench.runtime.session as session_module
+from support.strategies import session as session_of
 from workbench.analysis.schedule import schedule
 from workbench.runtime.shared_weights import SharedUpdates, shared_weights
 
@@ -34,36 +34,29 @@ def training_ir(replicas: int = REPLICAS, grouping=None):
     return ir, x_stream, weights
 
 
-def train(ir, x_stream, weights, steps: int = 3):
+def train(ir, x_stream, weights, steps: int = 3, threads: bool = False, shared: bool = True):
     data = np.random.default_rng(1).standard_normal((steps, REPLICAS, BATCH, 5)).astype(np.float32)
-    with popxl.Session(ir, "ipu_model") as session:
+    with session_of(ir, threads, shared_weights=shared) as session:
         for step in range(steps):
             session.run({x_stream: data[step]})
-        arrays = [[values[w] for values in session._device_values] for w in weights]
+        arrays = [[values[w] for values in session.executable.device_values] for w in weights]
         return session.get_tensors_data(weights), arrays
 
 
-def not_shared(monkeypatch):
-    monkeypatch.setattr(session_module, "shared_weights", lambda ir, steps: SharedUpdates(set(), {}))
-
-
-def test_replicas_share_each_weight_they_update_alike_and_train_it_bit_for_bit_as_apart(monkeypatch):
+def test_replicas_share_each_weight_they_update_alike_and_train_it_bit_for_bit_as_apart():
     trained, arrays = train(*training_ir())
     assert all(all(a is copies[0] for a in copies) for copies in arrays)
-    not_shared(monkeypatch)
-    apart, arrays = train(*training_ir())
+    apart, arrays = train(*training_ir(), shared=False)
     assert not any(copies[1] is copies[0] for copies in arrays)
     for w in trained:
         np.testing.assert_array_equal(trained[w], next(v for k, v in apart.items() if k.name == w.name))
 
 
 @pytest.mark.parametrize("threads", [True, False], ids=["replica threads", "taking turns"])
-def test_replicas_in_threads_update_a_shared_weight_once_per_run(monkeypatch, threads):
-    monkeypatch.setattr(session_module, "replicas_in_threads", lambda ir, instances=1: threads)
+def test_replicas_in_threads_update_a_shared_weight_once_per_run(threads):
     ir, x_stream, weights = training_ir()
-    trained, _ = train(ir, x_stream, weights)
-    not_shared(monkeypatch)
-    apart, _ = train(*training_ir())
+    trained, _ = train(ir, x_stream, weights, threads=threads)
+    apart, _ = train(*training_ir(), threads=threads, shared=False)
     for w in trained:
         np.testing.assert_array_equal(trained[w], next(v for k, v in apart.items() if k.name == w.name))
 
@@ -76,11 +69,11 @@ def test_a_stepped_run_updates_a_shared_weight_once_and_a_reset_takes_it_back():
         before = session.get_tensors_data(weights)
         stepper = session.stepper({x_stream: data})
         stepper.run_to(second)  # the first update made once, and the new array taken by every replica
-        assert len({id(values[weights[0]]) for values in session._device_values}) == 1
+        assert len({id(values[weights[0]]) for values in session.executable.device_values}) == 1
         assert not np.array_equal(session.get_tensor_data(weights[0]), before[weights[0]])
         stepper.reset()  # abandoned: every replica has the weights of before again
         after_reset = session.get_tensors_data(weights)
-        assert len({id(values[weights[0]]) for values in session._device_values}) == 1
+        assert len({id(values[weights[0]]) for values in session.executable.device_values}) == 1
         stepper.continue_()
         stepped = session.get_tensors_data(weights)
     with popxl.Session(ir, "ipu_model") as session:
@@ -142,11 +135,10 @@ def test_an_update_is_shared_when_no_replica_can_tell_who_made_it(before, after,
 
 
 @pytest.mark.parametrize("threads", [True, False], ids=["replica threads", "taking turns"])
-def test_a_read_after_a_shared_update_sees_it_whole_on_every_replica(monkeypatch, threads):
-    monkeypatch.setattr(session_module, "replicas_in_threads", lambda ir, instances=1: threads)
+def test_a_read_after_a_shared_update_sees_it_whole_on_every_replica(threads):
     ir, w = program_around_an_update(False, "read")
     x = np.arange(4, dtype=np.float32).reshape(2, 2)
-    with popxl.Session(ir, "ipu_model") as session:
+    with session_of(ir, threads) as session:
         for run in range(1, 21):
             out = session.run({ir.get_all_h2d_streams().pop(): x})
             expected = 2 * (1 + run * 0.5 * x.sum(axis=0))
@@ -187,9 +179,11 @@ def test_one_replica_shares_nothing():
 
 def test_the_pure_updates_are_op_types_that_write_their_first_input():
     from workbench.ops.registry import REGISTRY
-    from workbench.runtime.shared_weights import PURE_UPDATES
 
-    assert all(REGISTRY[t].modifies == (0,) and not REGISTRY[t].meets_replicas for t in PURE_UPDATES)
+    pure = {t for t, definition in REGISTRY.items() if definition.pure_update}
+    assert {"scaled_add_", "adam_var_update", "copy_var_update_", "accumulate_", "relu_"} <= pure
+    assert not pure & {"remote_load_", "replicated_all_reduce_"}  # a replica's own buffer, other replicas
+    assert all(REGISTRY[t].modifies == (0,) and not REGISTRY[t].meets_replicas for t in pure)
 
 
 def test_an_in_place_load_from_a_replicas_own_buffer_is_not_a_shared_update():

@@ -170,7 +170,7 @@ def test_only_a_profiled_run_records_seconds():
         ops.host_store(popxl.d2h_stream(y.shape, y.dtype, name="y"), y)
     stream, data = ir.get_all_h2d_streams().pop(), np.arange(32, dtype=np.float32).reshape(2, 16)
     with popxl.Session(ir, "ipu_model") as session:
-        assert not session._runner.threaded  # the replicas take turns, each timed in its own order
+        assert not session.executable.runner.threaded  # the replicas take turns, each timed in its own order
         plain = session.run({stream: data})
         unprofiled = session.last_trace
         session.profile = True

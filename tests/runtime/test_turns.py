@@ -9,7 +9,8 @@ import pytest
 import popxl
 import popxl.ops as ops
 import workbench.runtime.replicas as replicas_module
-import workbench.runtime.session as session_module
+from support.strategies import session as session_of
+from workbench.runtime import RunOptions
 from workbench.runtime.communicator import CollectiveMismatchError, ReplicaAborted
 from workbench.runtime.turns import TurnTakingCommunicator
 
@@ -43,20 +44,19 @@ def sgd_ir(collective_in_subgraph: bool):
     return ir, x_stream, out, w
 
 
-def run(collective_in_subgraph: bool, threads: bool, monkeypatch):
-    monkeypatch.setattr(session_module, "replicas_in_threads", lambda ir, instances=1: threads)
+def run(collective_in_subgraph: bool, threads: bool):
     ir, x_stream, out, w = sgd_ir(collective_in_subgraph)
     data = np.random.default_rng(0).standard_normal((2, REPLICAS, 2, 3)).astype(np.float32)
-    with popxl.Session(ir, "ipu_model") as session:
-        assert session._runner.threaded == threads
+    with session_of(ir, threads) as session:
+        assert session.executable.runner.threaded == threads
         results = [session.run({x_stream: data})[out] for _ in range(2)]
         return results, session.get_tensor_data(w)
 
 
 @pytest.mark.parametrize("collective_in_subgraph", [False, True], ids=["main graph", "called graph"])
-def test_taking_turns_gives_the_numbers_of_one_thread_per_replica(collective_in_subgraph, monkeypatch):
-    turns_results, turns_w = run(collective_in_subgraph, False, monkeypatch)
-    threaded_results, threaded_w = run(collective_in_subgraph, True, monkeypatch)
+def test_taking_turns_gives_the_numbers_of_one_thread_per_replica(collective_in_subgraph):
+    turns_results, turns_w = run(collective_in_subgraph, False)
+    threaded_results, threaded_w = run(collective_in_subgraph, True)
     for ours, theirs in zip(turns_results, threaded_results):
         np.testing.assert_array_equal(ours, theirs)
     np.testing.assert_array_equal(turns_w, threaded_w)
@@ -167,7 +167,7 @@ def test_a_session_whose_replicas_take_branches_with_other_collectives_fails_at_
         ops.conditional(index > 0, twice, once, then_inputs=[x], else_inputs=[x])
     stream = ir.get_all_h2d_streams().pop()
     with popxl.Session(ir, "ipu_model") as session:
-        assert not session._runner.threaded
+        assert not session.executable.runner.threaded
         with pytest.raises(CollectiveMismatchError, match=r"reached different collectives and wait on each "
                            r"other: replica 0 at replicated_all_reduce_.4 \(replicated_all_reduce_\); replica 1 at "
                            r"replicated_all_reduce_.2"):
@@ -186,18 +186,23 @@ def matmul_ir(size: int):
     return ir
 
 
-def test_small_matrix_products_take_turns_in_one_thread_and_large_ones_run_a_thread_each(monkeypatch):
-    monkeypatch.setattr(replicas_module.os, "sched_getaffinity", lambda pid: {0, 1, 2}, raising=False)
+def test_small_matrix_products_take_turns_in_one_thread_and_large_ones_run_a_thread_each():
     small, large = matmul_ir(64), matmul_ir(512)
     assert replicas_module.mean_matmul_flops(small) == 2 * 64 ** 3 < replicas_module.PARALLEL_MATMUL_FLOPS
     assert replicas_module.mean_matmul_flops(large) == 2 * 512 ** 3 >= replicas_module.PARALLEL_MATMUL_FLOPS
-    assert not replicas_module.replicas_in_threads(small)
-    assert replicas_module.replicas_in_threads(large)
-    assert not replicas_module.replicas_in_threads(large, instances=2)  # one core each
-    with popxl.Session(large, "ipu_model") as session:
-        assert session._runner.threaded
-    with popxl.Session(small, "ipu_model") as session:
-        assert not session._runner.threaded
+    assert not replicas_module.replicas_in_threads(small, cores=3)
+    assert replicas_module.replicas_in_threads(large, cores=3)
+    assert not replicas_module.replicas_in_threads(large, instances=2, cores=3)  # one core each
+    assert not replicas_module.replicas_in_threads(large, cores=1)
+    three_cores = RunOptions(cores=3, check_kernels=True)
+    with popxl.Session(large, "ipu_model", options=three_cores) as session:
+        assert session.executable.runner.threaded
+    with popxl.Session(small, "ipu_model", options=three_cores) as session:
+        assert not session.executable.runner.threaded
+    with popxl.Session(large, "ipu_model", options=three_cores.with_changes(replicas="turns")) as session:
+        assert not session.executable.runner.threaded
+    with popxl.Session(small, "ipu_model", options=three_cores.with_changes(replicas="threads")) as session:
+        assert session.executable.runner.threaded
 
 
 def test_turns_serve_the_next_run_and_keep_nothing_of_the_last_alive():

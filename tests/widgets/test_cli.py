@@ -9,7 +9,8 @@ from pathlib import Path
 
 from workbench import cli
 from workbench.ir import Ir
-from workbench.runtime import progress
+from support.strategies import default_progress
+from workbench.runtime import ProgressOptions
 from workbench.runtime.session import Session
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -135,10 +136,10 @@ LOOP = """
 """
 
 
-def test_a_long_run_shows_its_bar_and_the_report_keeps_its_own_line(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(progress, "DELAY_SECONDS", 0.0)
+def test_a_long_run_shows_its_bar_and_the_report_keeps_its_own_line(tmp_path, capsys):
     script = write(tmp_path, "loop.py", LOOP)
-    assert cli.main(["report", str(script), "-o", str(tmp_path / "loop.html")]) == 0
+    with default_progress(ProgressOptions(delay_seconds=0.0)):
+        assert cli.main(["report", str(script), "-o", str(tmp_path / "loop.html")]) == 0
     err = capsys.readouterr().err
     assert "run 1: 100%" in err and "12/12" in err
     assert err.index("12/12") < err.index("[workbench] session 1 (Ir[id=")

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from workbench.ir import Graph, Ir, Op
-from workbench.ir.call_binding import call_bindings
+from workbench.ops.call_binding import call_bindings
 
 
 @dataclass(eq=False, slots=True)

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from workbench.ir import Graph, Ir
+from workbench.ops.registry import op_def
 
 from .flatten import FlatSchedule, Frame, Step, flattened_schedule
 
@@ -52,7 +53,7 @@ def code_liveness(ir: Ir, flat: Optional[FlatSchedule] = None) -> dict[Graph, Gr
     loads: dict[Graph, list[int]] = {graph: [] for graph in ir.graphs}
     calls: dict[Graph, list[int]] = {graph: [] for graph in ir.graphs}
     for step in flat.steps:
-        if step.op.type == "remote_code_load":
+        if op_def(step.op.type).loads_code:
             loads[step.op.attrs["graph"]].append(step.index)
         for callee in dict.fromkeys(child.graph for child in step.children):
             calls[callee].append(step.index)
@@ -96,7 +97,8 @@ class _Analysis:
         if any(child.graph is self.graph for child in step.children):
             self.mark(step.index, step.end, True)
             return True
-        if op.type == "remote_code_load" and op.attrs["graph"] is self.graph:
+        definition = op_def(op.type)
+        if definition.loads_code and op.attrs["graph"] is self.graph:
             if ignore_loads:
                 self.ignored.add(step.index)
                 self.live[step.index] = needed
@@ -104,9 +106,9 @@ class _Analysis:
             self.live[step.index] = True
             self.starts.add(step.index)
             return False
-        if op.type == "conditional":
+        if definition.branches:
             needed = self.branches(step, needed, ignore_loads)
-        elif op.type == "repeat":
+        elif definition.repeats:
             body = step.children[0]
             entry = self.sequence(body, needed, ignore_loads)
             if entry and not needed and body.repeat_count > 1:  # the next iteration needs it

@@ -22,7 +22,7 @@ from math import prod
 from typing import Iterator, Optional
 
 from workbench.ir import Graph, Ir, Op
-from workbench.ir.call_binding import BRANCHES, call_bindings
+from workbench.ops.call_binding import BRANCHES, call_bindings
 
 from .schedule import schedule
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from workbench.ir import Constant, Graph, Ir, Tensor, Variable
-from workbench.ir.call_binding import call_binding
+from workbench.ops.call_binding import call_binding
 
 from .code_liveness import GraphCodeLiveness, code_liveness
 from .code_size import graph_code_bytes

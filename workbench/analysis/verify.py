@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from workbench.ir import Graph, Ir, Op
-from workbench.ir.call_binding import call_bindings
+from workbench.ops.call_binding import call_bindings
 from workbench.ops.registry import REGISTRY
 
 from .aliasing import modifies_constant

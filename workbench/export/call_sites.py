@@ -5,7 +5,7 @@ from dataclasses import dataclass
 from typing import Iterator, Optional
 
 from workbench.ir import Graph, Op, Tensor
-from workbench.ir.call_binding import call_bindings
+from workbench.ops.call_binding import call_bindings
 
 
 @dataclass(frozen=True, slots=True)

@@ -218,7 +218,8 @@ def _var_update_kernel(op, env):
     return update
 
 
-register(OpDef("adam_var_update", _var_update_infer, _var_update_kernel, modifies=(0,), aliases=((0, 0),)))
+register(OpDef("adam_var_update", _var_update_infer, _var_update_kernel, modifies=(0,), aliases=((0, 0),),
+               pure_update=True))
 
 
 def adam_var_update(t: Tensor, x: Tensor, r1: Tensor, r2: Tensor, learning_rate: Optional[Factor] = None,

@@ -7,14 +7,10 @@ then branch's inputs and the else branch's. Each input feeds the graph input its
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterator, Optional
+from typing import Iterator, Optional
 
-if TYPE_CHECKING:
-    from .graph import Graph
-    from .op import Op
-    from .tensor import Tensor
+from workbench.ir import Graph, Op, Tensor
 
-CALL_SITE_TYPES = ("call", "repeat", "conditional")
 BRANCHES = ("then", "else")
 
 

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from workbench.ir import Graph, Op, Tensor
-from workbench.ir.call_binding import CallBinding, call_bindings
+from workbench.ops.call_binding import CallBinding, call_bindings
 
 
 class CallSiteInfo:

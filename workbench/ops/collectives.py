@@ -10,7 +10,7 @@ from typing import List, Literal, Optional
 
 import numpy as np
 
-from workbench.ir import ReplicaGrouping, Tensor, TensorSpec, get_current_graph, ipu
+from workbench.ir import Op, ReplicaGrouping, Tensor, TensorSpec, get_current_graph, ipu
 
 from . import grad_blocks as blocks
 from .comm_group import CommGroup, CommGroupType
@@ -131,10 +131,15 @@ def _all_reduce_grad(op, grads, fwd):
     return [replicated_all_reduce(grads[0], _differentiable(op), op.attrs["group"])]
 
 
+def _same_on_every_replica(op: Op) -> bool:
+    """An all-reduce over all replicas gives each the same value (a 'local' one gives each its own)."""
+    return op.attrs["op"] != "local" and op.attrs["group"].num_groups == 1
+
+
 register(OpDef("replicated_all_reduce", _same_spec, _all_reduce_kernel, grad=_all_reduce_grad,
-               meets_replicas=True))
+               meets_replicas=True, uniform_result=_same_on_every_replica))
 register(OpDef("replicated_all_reduce_", _same_spec, _all_reduce_in_place_kernel, modifies=(0,),
-               aliases=((0, 0),), meets_replicas=True))
+               aliases=((0, 0),), meets_replicas=True, uniform_result=_same_on_every_replica))
 
 
 def replicated_all_reduce(t: Tensor, op: CollectiveOps = "add", group: Optional[ReplicaGrouping] = None) -> Tensor:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any, Iterable, Mapping, Optional
 
 from workbench.ir import Graph, Op, Tensor
-from workbench.ir.call_binding import CallBinding, call_bindings
+from workbench.ops.call_binding import CallBinding, call_bindings
 
 from .call_site import CallSiteInfo
 from .control_flow import TensorInputs, add_conditional

@@ -17,7 +17,7 @@ from typing import Callable, Optional, Sequence
 import numpy as np
 
 from workbench.ir import Graph, Op, Tensor, constant, dtypes, graph_input, graph_output
-from workbench.ir.call_binding import call_bindings
+from workbench.ops.call_binding import call_bindings
 
 from . import control_flow
 from .call_site import CallSiteInfo

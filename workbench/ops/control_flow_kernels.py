@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Sequence
 
 from workbench.ir import Graph, Op
-from workbench.ir.call_binding import call_bindings
+from workbench.ops.call_binding import call_bindings
 
 from .control_flow_grads import call_grad, conditional_grad, repeat_grad
 from .registry import OpDef, register
@@ -136,5 +136,6 @@ def _conditional_kernel(op: Op, env) -> Any:
 
 
 register(OpDef("call", infer=None, kernel=_call_kernel, grad=call_grad, call_site=True))
-register(OpDef("repeat", infer=None, kernel=_repeat_kernel, grad=repeat_grad, call_site=True))
-register(OpDef("conditional", infer=None, kernel=_conditional_kernel, grad=conditional_grad, call_site=True))
+register(OpDef("repeat", infer=None, kernel=_repeat_kernel, grad=repeat_grad, call_site=True, repeats=True))
+register(OpDef("conditional", infer=None, kernel=_conditional_kernel, grad=conditional_grad, call_site=True,
+               branches=True))

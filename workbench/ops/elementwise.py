@@ -55,7 +55,7 @@ def register_elementwise(op_type: str, infer, build, *, grad=None, in_place: boo
     if in_place:
         register(OpDef(op_type + "_", in_place_infer or infer,
                        in_place_build or (lambda op, env: _in_place(build(op, env))), modifies=(0,),
-                       aliases=((0, 0),), into=into))
+                       aliases=((0, 0),), into=into, pure_update=True))
 
 
 def like_input(op_type: str, allowed: str, out_dtype: Optional[dtypes.dtype] = None):

@@ -291,7 +291,7 @@ register(OpDef("dynamic_slice", _dynamic_slice_infer, _dynamic_slice_kernel, gra
 register(OpDef("dynamic_update", _dynamic_update_infer("dynamic_update"), _dynamic_update_kernel(False),
                grad=_dynamic_update_grad))
 register(OpDef("dynamic_update_", _dynamic_update_infer("dynamic_update_"), _dynamic_update_kernel(True),
-               modifies=(0,), aliases=((0, 0),)))
+               modifies=(0,), aliases=((0, 0),), pure_update=True))
 
 
 def dynamic_slice(t: Tensor, index: Tensor, axes: List[int], sizes: List[int], no_overlap: bool) -> Tensor:

@@ -1,9 +1,11 @@
 """Gradient rules of the normalisations and the negative log-likelihood losses of ``nn.py``."""
 from __future__ import annotations
 
+from typing import Optional
+
 import numpy as np
 
-from workbench.ir import Tensor, constant, dtypes
+from workbench.ir import Op, Tensor, constant, dtypes
 
 from . import grad_blocks as blocks
 from .casting import cast
@@ -128,3 +130,15 @@ def nll_with_softmax_grad_grad(op, grads, fwd):
         if loss_grad_grad.dtype is not op.inputs[2].dtype:
             loss_grad_grad = cast(loss_grad_grad, op.inputs[2].dtype)
     return [probs_grad, None, loss_grad_grad]
+
+
+def softmax_under_nll(op: Op) -> Optional[Op]:
+    """For an ``nll_loss`` of probabilities (not log-probabilities) made by a softmax over the last
+    axis: that softmax, whose gradient autodiff may then take with the loss's in one op. Else None."""
+    if op.type != "nll_loss" or op.attrs.get("log_prob", False):
+        return None
+    probs = op.inputs[0]
+    softmax = probs.producer
+    if softmax is None or softmax.type != "softmax" or softmax.attrs["axis"] != probs.rank - 1:
+        return None
+    return softmax

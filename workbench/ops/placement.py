@@ -41,7 +41,7 @@ def _io_tile_copy_grad(op, grads, fwd):
         return [io_tile_copy(grads[0])]
 
 
-register(OpDef("ipu_copy", same_spec, _copy_kernel, grad=_ipu_copy_grad, crosses_ipus=True,
+register(OpDef("ipu_copy", same_spec, _copy_kernel, grad=_ipu_copy_grad, crosses_ipus=True, moves_to_ipu=True,
                ipus=lambda op: tuple(dict.fromkeys((op.attrs["source"], op.attrs["destination"])))))
 register(OpDef("io_tile_copy", same_spec, _copy_kernel, grad=_io_tile_copy_grad))
 

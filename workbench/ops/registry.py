@@ -30,7 +30,7 @@ class OpDef:
     of a kernel ``into(out, *inputs)`` that writes the same result into another array ``out`` and
     leaves input 0 as it was (the runtime keeps a variable's old value so without copying it).
     ``grad``: the gradient rule,
-    None where the op has no gradient.
+    None where the op has no gradient. The facts after ``into`` are described beside them.
 
     Facts that passes read: ``effect``, the op acts beyond its outputs (a transfer, a code load), so
     running it again repeats the act; ``exchange``, a host or Streaming Memory transfer that
@@ -67,6 +67,16 @@ class OpDef:
     ipus: Optional[Callable[[Op], tuple[int, ...]]] = None
     meets_replicas: bool = False
     into: Optional[KernelBuilder] = None
+    # Facts the runtime, analysis and passes read (never a set of type names of their own):
+    repeats: bool = False  # runs its called graph attrs["repeat_count"] times
+    branches: bool = False  # runs one of its two called graphs, chosen by input 0
+    loads_code: bool = False  # loads the code of attrs["graph"] (remote_code_load)
+    writes_buffer: bool = False  # writes attrs["buffer"], a remote buffer, rather than an input
+    moves_to_ipu: bool = False  # copies its input to another IPU, running on the source
+    fills: bool = False  # makes a new tensor from nothing but its attributes (init)
+    matrix_product: bool = False  # a matrix product (what the replica strategy weighs)
+    pure_update: bool = False  # writes input 0 with a result of its inputs alone (no stream, buffer, seed)
+    uniform_result: Optional[Callable[[Op], bool]] = None  # whether every replica gets the same result
 
 
 REGISTRY: dict[str, OpDef] = {}

@@ -91,7 +91,7 @@ def _register_accumulator(op_type: str, update: Callable, increment: Optional[Ca
         factor = factor_of(op)
         return lambda out, t, x, *extra: _add_into(out, t, increment(x, factor(extra)))
 
-    register(OpDef(op_type, _accumulator_infer(op_type, True), build, modifies=(0,), aliases=((0, 0),),
+    register(OpDef(op_type, _accumulator_infer(op_type, True), build, modifies=(0,), aliases=((0, 0),), pure_update=True,
                    into=into if increment is not None else None))
 
 
@@ -125,7 +125,7 @@ def _scale_into(t: np.ndarray, f) -> np.ndarray:
 
 
 register(OpDef("accumulator_scale_", _accumulator_infer("accumulator_scale_", False), _scale_kernel,
-               modifies=(0,), aliases=((0, 0),)))
+               modifies=(0,), aliases=((0, 0),), pure_update=True))
 
 
 def _accumulate(op_type: str, t: Tensor, X: Optional[Tensor], f, factor_name: str = "f",
@@ -186,8 +186,9 @@ def _copy_infer(specs, attrs):
 
 
 register(OpDef("accumulator_zero_", lambda specs, attrs: [specs[0]], lambda op, env: _zero,
-               modifies=(0,), aliases=((0, 0),)))
-register(OpDef("copy_var_update_", _copy_infer, lambda op, env: _copy, modifies=(0,), aliases=((0, 0),)))
+               modifies=(0,), aliases=((0, 0),), pure_update=True))
+register(OpDef("copy_var_update_", _copy_infer, lambda op, env: _copy, modifies=(0,), aliases=((0, 0),),
+               pure_update=True))
 
 
 def accumulator_zero_(t: Tensor) -> Tensor:
@@ -236,7 +237,8 @@ def _sparse_kernel(op, env):
     return update
 
 
-register(OpDef("sparse_accumulate_", _sparse_infer, _sparse_kernel, modifies=(0,), aliases=((0, 0),)))
+register(OpDef("sparse_accumulate_", _sparse_infer, _sparse_kernel, modifies=(0,), aliases=((0, 0),),
+               pure_update=True))
 
 
 def sparse_accumulate_(t: Tensor, X: Tensor, indices: Tensor, axis: int = 0, f: Optional[Factor] = None,

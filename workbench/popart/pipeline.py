@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from workbench.ir import Graph
+from workbench.ops.registry import op_def
 
 STAGE = "__pipeline_stage"
 
@@ -21,7 +22,7 @@ def forward_stages(forward: Graph) -> dict[int, int]:
         if stage is None:
             continue
         op.meta["pipeline_stage"] = int(stage)
-        if op.type != "ipu_copy":  # a copy runs on its source IPU, for the next stage
+        if not op_def(op.type).moves_to_ipu:  # a copy runs on its source IPU, for the next stage
             by_ipu[op.ipu] = max(by_ipu.get(op.ipu, 0), int(stage))
     for op in forward.ops:  # ops a rule added without a node (copies between IPUs)
         op.meta.setdefault("pipeline_stage", by_ipu.get(op.ipu, 0))

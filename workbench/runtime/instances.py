@@ -15,7 +15,7 @@ from typing import Any, Callable, Hashable, Optional, Sequence
 import numpy as np
 
 from workbench.ir.popdist_settings import PopdistSettings
-from workbench.ops.registry import REGISTRY
+from workbench.ops.registry import op_def
 
 from .mpi import Channel, world
 from .trace import BranchLog, RunRecord
@@ -29,7 +29,7 @@ class Instances:
         self.channel: Channel = world(settings).channel()
         self.channel.open_window(len(settings.local_replicas) * largest_collective_value(ir))
         # Conditionals by a number every instance gives them alike: the branch logs cross as numbers.
-        self._conditionals = [op for graph in ir.graphs for op in graph._ops if op.type == "conditional"]
+        self._conditionals = [op for graph in ir.graphs for op in graph.ops if op_def(op.type).branches]
 
     def communicator(self, local) -> "SpanningCommunicator":
         """What the replicas of one run call for collectives, around their local communicator."""
@@ -151,5 +151,5 @@ def gather_replicas(channel: Channel, values: list, label: str, occurrence: int)
 
 def largest_collective_value(ir) -> int:
     """Bytes of the largest value one replica gives to a collective of ``ir``."""
-    types = {name for name, definition in REGISTRY.items() if definition.meets_replicas}
-    return max((op.inputs[0].nbytes for graph in ir.graphs for op in graph._ops if op.type in types), default=0)
+    return max((op.inputs[0].nbytes for graph in ir.graphs for op in graph.ops if op_def(op.type).meets_replicas),
+               default=0)

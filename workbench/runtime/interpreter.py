@@ -16,6 +16,7 @@ import numpy as np
 from workbench.analysis import flatten
 from workbench.ir import Constant, Graph, Op, Tensor
 from workbench.ops.control_flow_kernels import CalleeBinding, callee_bindings, copy_at, repeat_recopy, taken_branch
+from workbench.ops.registry import op_def
 
 from .communicator import ReplicaAborted
 from .compiler import GraphCode
@@ -171,14 +172,15 @@ class ReplicaInterpreter:
         if save is not None:
             save()  # the call site's kernel would have saved what its callee writes first
         taken = 0
-        if op.type == "conditional":
+        definition = op_def(op.type)
+        if definition.branches:
             taken = taken_branch(arguments[0])
             self.program.branches.append((op, taken == 0))  # the run's trace reads the branches taken
         binding = bindings[taken]
         passed = arguments[binding.first: binding.first + binding.count]
         copy_at(passed, binding.copy_in)
         kind = binding.kind
-        count = op.attrs["repeat_count"] if op.type == "repeat" else 1
+        count = op.attrs["repeat_count"] if definition.repeats else 1
         step = frame.flat_step
         flat = None if step is None else step.children[taken]
         self._push(Frame(self.plans[binding.graph], self.program.subgraph(binding.graph).kernels, kind,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from time import perf_counter
-from typing import Callable, Optional
+from typing import Callable, Optional, Sequence
 
 import numpy as np
 
@@ -17,7 +17,7 @@ from .compiler import GraphCode, innermost_step
 from .progress import LoopCounter
 from .shared_weights import SharedUpdates
 from .snapshot import ReplicaSnapshot
-from .trace import record_branch
+from .binders import Binder
 
 
 class InputPort:
@@ -67,16 +67,18 @@ class BoundGraph:
 
 
 class ReplicaProgram:
-    """Binds every kernel once for one replica; ``run()`` executes the main graph."""
+    """Binds every kernel once for one replica (through ``binders``, in order); ``run()`` executes the
+    main graph."""
 
     def __init__(self, ir: Ir, codes: dict[Graph, GraphCode], replica: int,
                  variables: dict[Variable, np.ndarray], buffers: dict, firsts: dict[Op, list],
-                 swaps: set[Op], shared: SharedUpdates, check_outputs: bool = False):
+                 swaps: set[Op], shared: SharedUpdates, binders: Sequence[Binder]):
         self.ir = ir
         main_order = codes[ir.main_graph].variables
         self.main_variables = [variables[v] for v in main_order]
         self.snapshot = ReplicaSnapshot(firsts, swaps, variables, buffers, self.main_variables, main_order)
-        self._shared = shared
+        self.shared_updates = shared
+        self.binders = tuple(binders)
         self.replica = replica
         self.variables = variables
         self.buffers = buffers
@@ -89,7 +91,6 @@ class ReplicaProgram:
         self.loop_counter = LoopCounter()
         self._occurrences: dict[Op, int] = {}
         self._codes = codes
-        self._check = check_outputs
         self._bound: dict[Graph, BoundGraph] = {}
         self._fragments: dict[str, list] = {}
         # What a run leaves for its trace: the branch each conditional took and, when profiling,
@@ -240,61 +241,6 @@ class ReplicaProgram:
         definition = op_def(op.type)
         swap = definition.into and self.snapshot.swapping(op, definition.into(op, self))
         kernel = swap or definition.kernel(op, self)
-        if op.type == "conditional":
-            kernel = record_branch(kernel, op, self.branches)
-        if op in code.effects.copying_views:
-            kernel = _copying(kernel)
-        scalars = [i for i, t in enumerate(op.outputs) if not t.shape]
-        if scalars and not op.called_graphs:  # a called graph returns what its kernels made: arrays
-            kernel = _as_arrays(kernel, scalars, len(op.outputs))
-        if self._check:
-            kernel = _checked(kernel, op)
-        save = self.snapshot.saving(op)
-        if save is not None:
-            kernel = _saving_first(kernel, save)
-        if op in self._shared.updates:
-            kernel = self._shared.once(op, kernel, self.snapshot.adopting(op))
+        for binder in self.binders:
+            kernel = binder.wrap(self, op, code, kernel)
         return kernel
-
-
-def _saving_first(kernel: Callable, save: Callable[[], None]) -> Callable:
-    """``kernel`` after saving what it is the first in the run to write (``snapshot.py``)."""
-    def run(*args):
-        save()
-        return kernel(*args)
-    return run
-
-
-def _copying(kernel: Callable) -> Callable:
-    return lambda *args: np.array(kernel(*args))
-
-
-def _as_arrays(kernel: Callable, scalars: list[int], count: int) -> Callable:
-    """NumPy returns scalars for 0-d results; ops always produce arrays (``scalars`` are the
-    positions of the 0-d ones among ``count`` results)."""
-    if count == 1:
-        return lambda *args: np.asarray(kernel(*args))
-
-    def run(*args):
-        results = list(kernel(*args))
-        for index in scalars:
-            results[index] = np.asarray(results[index])
-        return tuple(results)
-    return run
-
-
-def _checked(kernel: Callable, op: Op) -> Callable:
-    """Verify each result against the op's inferred shape and dtype (the test suite's oracle)."""
-    expected = [(t.shape, t.dtype.as_numpy()) for t in op.outputs]
-
-    def run(*args):
-        result = kernel(*args)
-        values = () if not expected else (result,) if len(expected) == 1 else result
-        for value, (shape, dtype) in zip(values, expected):
-            if not isinstance(value, np.ndarray) or value.shape != shape or value.dtype != dtype:
-                got = (f"{value.dtype}{list(value.shape)}" if isinstance(value, np.ndarray)
-                       else type(value).__name__)
-                raise AssertionError(f"kernel of {op.name} ({op.type}) returned {got}, expected "
-                                     f"{dtype}{list(shape)}")
-        return result
-    return run

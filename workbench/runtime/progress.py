@@ -13,9 +13,9 @@ from time import perf_counter
 from typing import Any, Callable, Optional
 
 from workbench.ir import Ir
+from workbench.ops.registry import op_def
 
-DELAY_SECONDS = 1.0
-REFRESH_SECONDS = 0.1
+from .options import ProgressOptions
 
 
 class LoopCounter:
@@ -48,25 +48,28 @@ class LoopCounter:
 
 def loop_iterations(ir: Ir) -> Optional[int]:
     """Iterations of the main graph's repeat loops in one run, or None when it has none."""
-    counts = [op.attrs["repeat_count"] for op in ir.main_graph._ops if op.type == "repeat"]
+    counts = [op.attrs["repeat_count"] for op in ir.main_graph.ops if op_def(op.type).repeats]
     return sum(counts) if counts else None
 
 
 class RunProgress:
-    """One run's progress: counts through ``counter``; draws a bar once the run passes ``DELAY_SECONDS``.
+    """One run's progress: counts through ``counter``; draws a bar once the run passes the options'
+    ``delay_seconds``.
 
     ``inline`` says whether the loops run on the drawing thread (one replica): then the counter
     calls back every so often. Otherwise the thread that waits for the replicas calls ``poll``."""
 
     def __init__(self, counter: LoopCounter, total: Optional[int], description: str, inline: bool,
-                 bar_factory: Optional[Callable[..., Any]] = None):
+                 options: ProgressOptions = ProgressOptions()):
         self._counter = counter
         self._total = total
         self._description = description
-        self._bar_factory = bar_factory or _tqdm_bar
+        self._bar_factory: Callable[..., Any] = options.bar or _tqdm_bar
+        self._delay = options.delay_seconds
+        self._refresh = options.refresh_seconds
         self._bar: Any = None
         self._started = perf_counter()
-        self._next_refresh = self._started + DELAY_SECONDS
+        self._next_refresh = self._started + self._delay
         counter.reset(self._check_inline if inline else None)
 
     @property
@@ -79,7 +82,7 @@ class RunProgress:
         now = perf_counter()
         if now < self._next_refresh:
             return
-        self._next_refresh = now + REFRESH_SECONDS
+        self._next_refresh = now + self._refresh
         if self._bar is None:
             self._bar = self._bar_factory(total=self._total, desc=self._description,
                                           seconds_ago=now - self._started)
@@ -89,7 +92,7 @@ class RunProgress:
     def close(self) -> None:
         """End of the run (finished or failed): a run that lasted long enough shows where it got
         to on its bar, which closes."""
-        self._next_refresh = min(self._next_refresh, self._started + DELAY_SECONDS)
+        self._next_refresh = min(self._next_refresh, self._started + self._delay)
         self.poll()
         done = self._counter.done
         self._counter.reset()

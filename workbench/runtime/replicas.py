@@ -16,8 +16,10 @@ from contextlib import contextmanager
 from typing import Callable, Iterator, Optional
 
 from workbench.ir import Ir
+from workbench.ops.registry import op_def
 
 from .communicator import POLL_SECONDS, CollectiveMismatchError, Communicator, ReplicaAborted
+from .options import RunOptions
 from .program import ReplicaProgram
 from .snapshot import uninterrupted
 from .turns import TurnTakingCommunicator
@@ -35,18 +37,26 @@ SWITCH_SECONDS = 0.0005
 PARALLEL_MATMUL_FLOPS = 50e6
 
 
-def replicas_in_threads(ir: Ir, instances: int = 1) -> bool:
-    """Whether the replicas of ``ir`` run one thread each: when its matrix products are large
-    enough, and this process may use more than one core (the cores shared among the ``instances``
-    of a job on this machine)."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+def replicas_in_threads(ir: Ir, instances: int = 1, cores: Optional[int] = None) -> bool:
+    """Whether the replicas of ``ir`` run one thread each, by the 'auto' strategy: when its matrix
+    products are large enough, and this process may use more than one core (the ``cores``, by
+    default those this process may run on, shared among the ``instances`` of a job on this machine)."""
+    if cores is None:
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     return cores // instances > 1 and mean_matmul_flops(ir) >= PARALLEL_MATMUL_FLOPS
+
+
+def threads_chosen(ir: Ir, options: RunOptions, instances: int = 1) -> bool:
+    """Whether ``options`` give each replica of ``ir`` a thread (rather than turns in the calling one)."""
+    if options.replicas == "auto":
+        return replicas_in_threads(ir, instances, options.cores)
+    return options.replicas == "threads"
 
 
 def mean_matmul_flops(ir: Ir) -> float:
     """Floating-point operations of the Ir's matrix products, on average (0 without any)."""
     flops = [2 * math.prod(op.outputs[0].shape) * op.inputs[0].shape[-1]
-             for graph in ir.graphs for op in graph._ops if op.type == "matmul"]
+             for graph in ir.graphs for op in graph.ops if op_def(op.type).matrix_product]
     return sum(flops) / len(flops) if flops else 0.0
 
 

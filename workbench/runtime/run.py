@@ -12,26 +12,27 @@ or is undone, which gives the weights and remote buffers their values of before 
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
-from .host_buffers import HostBuffers
-from .program import ReplicaProgram
-from .shared_weights import SharedUpdates
+from workbench.ir.events import EventBus
+
 from .snapshot import uninterrupted
-from .trace import TraceRecorder
+
+if TYPE_CHECKING:
+    from .executable import Executable
 
 
 class Runs:
     """The state every run of a session reads and changes, owned by the session."""
 
-    def __init__(self, owner: Any, codes: dict, programs: list[ReplicaProgram], host_buffers: HostBuffers,
-                 shared_updates: SharedUpdates, recorder: TraceRecorder, events):
+    def __init__(self, owner: Any, executable: "Executable", events: EventBus):
         self.owner = owner
-        self.codes = codes
-        self.programs = programs
-        self.host_buffers = host_buffers
-        self.shared_updates = shared_updates
-        self.recorder = recorder
+        self.options = executable.options
+        self.codes = executable.codes
+        self.programs = executable.programs
+        self.host_buffers = executable.host_buffers
+        self.shared_updates = executable.shared
+        self.recorder = executable.recorder
         self.events = events
         self.count = 0
         self.host_in_sync = True

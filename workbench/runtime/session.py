@@ -8,39 +8,30 @@ the weights is a cache that a run invalidates; reads refresh it only when it is 
 from __future__ import annotations
 
 import numbers
-import os
-from functools import partial
 import warnings
+from functools import partial
 from typing import Any, Iterable, Mapping, Optional, Union
 
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from workbench.analysis import verify
-from workbench.analysis.memory import MemoryReport, memory, surely_fits
+from workbench.analysis.memory import MemoryReport, memory
 from workbench.ir import Constant, Ir, Tensor, Variable, display
 from workbench.ir.device import Device, device_for, ipu_model_size
 from workbench.ir.events import EventBus
-from workbench.ir.host_data import host_array
 from workbench.ir.fragments import WEIGHTS_FROM_HOST, WEIGHTS_TO_HOST
+from workbench.ir.host_data import host_array
 
 from . import weights
-from .allocator import keep_freed_memory
-from .compiler import compile_graph
-from .host_buffers import HostBuffers
-from .out_of_memory import check_fits
-from .program import ReplicaProgram
-from .progress import RunProgress, loop_iterations
-from .replicas import ReplicaRunner, replicas_in_threads
+from .executable import TRACE_EVENT_LIMIT, Executable, compile_executable
+from .options import RunOptions, default_run_options
+from .progress import RunProgress
 from .run import Run, Runs
-from .shared_weights import shared_weights
-from .snapshot import first_writes, swappable, to_the_end
+from .snapshot import to_the_end
 from .stepper import Stepper
-from .timeline import Timeline
-from .trace import Trace, TraceRecorder
+from .trace import Trace
 
-TRACE_EVENT_LIMIT = 250_000  # events a run's trace keeps at most, by default: about 50 MB (some 190 bytes each)
-
+__all__ = ["Session", "TRACE_EVENT_LIMIT", "LARGE_IPU_MODEL"]
 
 LARGE_IPU_MODEL = 64  # IPUs beyond which a Session warns that the simulation will be heavy
 
@@ -48,63 +39,33 @@ LARGE_IPU_MODEL = 64  # IPUs beyond which a Session warns that the simulation wi
 class Session:
     """Runs an Ir on a simulated device: ``'ipu_model'``, ``'ipu_hw'`` or ``'cpu'``.
 
+    ``options`` choose how it runs (``RunOptions``: replica strategy, shared weights, kernel checks,
+    progress); without them, ``default_run_options()``.
+
     >>> with popxl.Session(ir, "ipu_model") as session:
     ...     outputs = session.run({x_stream: data})
     """
 
-    def __init__(self, ir: Ir, device_desc: str = "cpu", weights_to_host_on_exit: bool = True):
+    def __init__(self, ir: Ir, device_desc: str = "cpu", weights_to_host_on_exit: bool = True, *,
+                 options: Optional[RunOptions] = None):
         if not isinstance(ir, Ir):
             raise TypeError(f"Session needs a popxl.Ir, got {type(ir).__name__}")
+        if options is not None and not isinstance(options, RunOptions):
+            raise TypeError(f"Session options must be a RunOptions, got {type(options).__name__}")
         device = _device(ir, device_desc) if isinstance(device_desc, str) else device_desc
         _check_device(ir, device)
-        schedules = verify(ir)
-        self._memory_report: Optional[MemoryReport] = None
-        if not surely_fits(ir, device):
-            self._memory_report = memory(ir, device)
-            check_fits(self._memory_report, device.kind)
-        self._codes: dict = {graph: compile_graph(graph, steps) for graph, steps in schedules.items()}
-        ir._owner = self
+        self._executable = executable = compile_executable(ir, device, options or default_run_options())
+        ir._owner = self  # the Ir cannot change from now on
         self._ir = ir
-        # The Ir cannot change from now on: its streams are laid out once, not on every run.
-        host_buffers = HostBuffers(ir.get_all_h2d_streams(), ir.get_all_d2h_streams(), ir.num_host_transfers,
-                                   ir.instance_replication_factor)
         self._device = device
+        self._memory_report = executable.memory_report
         self._weights_to_host_on_exit = weights_to_host_on_exit
         self.events = EventBus()
-        self._variables = list(ir.variables)
-        self._persistent = list(ir.persistent_tensors)
-        self._host = {v: weights.initial_host_value(v) for v in self._variables}
-        # This instance's replicas, by global index; a job of several instances links them.
-        self._replicas = ir.local_replicas
-        self._instances = _instances(ir)
-        self._buffers = [{b: np.zeros((b.entries, *b.tensor_shape), b.tensor_dtype.as_numpy())
-                          for b in ir.remote_buffers} for _ in self._replicas]
-        main_steps = self._codes[ir.main_graph].steps
-        shared = shared_weights(ir, main_steps)
-        # A remote variable's device value is its entry of its replica's remote buffer; the replicas
-        # share one array of a weight they all hold alike.
-        one_for_all = {v: weights.device_storage(v, {}) for v in shared.variables}
-
-        def storage(variable: Variable, buffers: dict) -> np.ndarray:
-            return one_for_all[variable] if variable in one_for_all else weights.device_storage(variable, buffers)
-        self._device_values = [{**{v: storage(v, buffers) for v in self._variables},
-                                **{t: np.zeros(t.shape, t.dtype.as_numpy()) for t in self._persistent}}
-                               for buffers in self._buffers]
-        keep_freed_memory()
-        check = os.environ.get("WORKBENCH_CHECK_KERNELS", "") not in ("", "0")
-        firsts = first_writes(ir, main_steps, set(self._variables + self._persistent))
-        swaps = swappable(ir, main_steps, firsts)
-        self._programs = [ReplicaProgram(ir, self._codes, r, values, buffers, firsts, swaps, shared, check)
-                          for r, values, buffers in zip(self._replicas, self._device_values, self._buffers)]
-        instances = 1 if self._instances is None else self._instances.settings.num_instances
-        self._runner = ReplicaRunner(self._programs, replicas_in_threads(ir, instances), self._instances)
+        self._host = {v: weights.initial_host_value(v) for v in ir.variables}
+        self._runs = Runs(self, executable, self.events)
         self._profile = False
-        self._progress = self._replicas[0] == 0  # one progress bar per job
-        self._loop_iterations = loop_iterations(ir)
-        recorder = TraceRecorder(self._programs, Timeline(
-            ir, {graph: code.steps for graph, code in self._codes.items()}, device), TRACE_EVENT_LIMIT)
-        self._runs = Runs(self, self._codes, self._programs, host_buffers, shared, recorder, self.events)
-        self._blas_limit = None
+        self._progress = executable.options.progress.shown and executable.replicas[0] == 0  # one bar per job
+        self._blas_limit: Any = None
         self._attached = False
         self._enter_stack: list[bool] = []
         self.weights_to_host_count = 0
@@ -146,9 +107,14 @@ class Session:
         return not self._attached or self._runs.host_in_sync
 
     @property
+    def executable(self) -> Executable:
+        """What compiling the Ir gave: the code, storage, programs and runner of every run."""
+        return self._executable
+
+    @property
     def graph_code(self) -> dict:
         """The compiled code of each graph (``GraphCode``), for inspection."""
-        return dict(self._codes)
+        return dict(self._executable.codes)
 
     def expected_inputs(self) -> list:
         return sorted(self._ir.get_all_h2d_streams(), key=lambda s: s.name)
@@ -159,7 +125,7 @@ class Session:
         self._enter_stack.append(attaching)
         if attaching:
             self._attached = True
-            if len(self._programs) > 1 or self._instances is not None:
+            if len(self._executable.programs) > 1 or self._executable.instances is not None:
                 # Replica threads each run NumPy; a multi-threaded BLAS under them only contends. Instances
                 # pin it too, so that every process computes exactly as one holding all replicas would.
                 self._blas_limit = threadpool_limits(1, user_api="blas")
@@ -173,7 +139,7 @@ class Session:
             if self._weights_to_host_on_exit and exc_type is None:
                 self.weights_to_host()
             self._attached = False
-            self._runner.close()
+            self._executable.runner.close()
             if self._blas_limit is not None:
                 self._blas_limit.restore_original_limits()
                 self._blas_limit = None
@@ -190,14 +156,14 @@ class Session:
         interrupt is raised once the copy is whole."""
         self._require_attached("weights_from_host")
         self._runs.abandon_stepped("the weights were written")
-        to_the_end([*(partial(self._variable_from_host, variable) for variable in self._variables),
-                    *(partial(program.run_fragment, WEIGHTS_FROM_HOST) for program in self._programs)])
+        to_the_end([*(partial(self._variable_from_host, variable) for variable in self._ir.variables),
+                    *(partial(program.run_fragment, WEIGHTS_FROM_HOST) for program in self._executable.programs)])
         self.weights_from_host_count += 1
         self._runs.host_in_sync = True
 
     def _variable_from_host(self, variable: Variable) -> None:
         host = self._host[variable]
-        for replica, values in zip(self._replicas, self._device_values):
+        for replica, values in zip(self._executable.replicas, self._executable.device_values):
             values[variable][...] = weights.replica_value(variable, host, replica)
 
     def weights_to_host(self) -> None:
@@ -205,12 +171,12 @@ class Session:
         copy every variable's device value into the host cache. An interrupt is raised once the copy
         is whole."""
         self._require_attached("weights_to_host")
-        to_the_end([partial(program.run_fragment, WEIGHTS_TO_HOST) for program in self._programs])
-        device = dict(zip(self._replicas, self._device_values))
-        if self._instances is not None:  # every instance's replicas: the host holds the whole job's weights
-            device = self._instances.all_device_values(device, self._variables)
+        to_the_end([partial(program.run_fragment, WEIGHTS_TO_HOST) for program in self._executable.programs])
+        device = dict(zip(self._executable.replicas, self._executable.device_values))
+        if self._executable.instances is not None:  # every instance's replicas: the host holds the whole job's weights
+            device = self._executable.instances.all_device_values(device, self._ir.variables)
         to_the_end([partial(weights.gather_to_host, variable, device, self._host[variable])
-                    for variable in self._variables])
+                    for variable in self._ir.variables])
         self.weights_to_host_count += 1
         self._runs.host_in_sync = True
 
@@ -238,14 +204,14 @@ class Session:
         try:
             progress = self._start_progress() if self._progress else None
             try:
-                self._runner.run(progress.poll if progress is not None else None)
+                self._executable.runner.run(progress.poll if progress is not None else None)
             finally:
                 if progress is not None:
                     progress.close()
             run.complete()
-            if self._instances is not None:  # the trace shows every replica of the job
+            if self._executable.instances is not None:  # the trace shows every replica of the job
                 recorder = self._runs.recorder
-                recorder.record = self._instances.whole_record(recorder.record)
+                recorder.record = self._executable.instances.whole_record(recorder.record)
         except BaseException:
             run.undo()
             raise
@@ -270,8 +236,10 @@ class Session:
         self._progress = progress
 
     def _start_progress(self) -> RunProgress:
-        return RunProgress(self._programs[0].loop_counter, self._loop_iterations,
-                           f"run {self.run_count + 1}", inline=not self._runner.threaded)
+        executable = self._executable
+        return RunProgress(executable.programs[0].loop_counter, executable.loop_iterations,
+                           f"run {self.run_count + 1}", inline=not executable.runner.threaded,
+                           options=executable.options.progress)
 
     # ----- traces -----
     @property
@@ -327,9 +295,9 @@ class Session:
         >>> stepper = session.stepper({x_stream: data})
         >>> stepper.step().op, stepper.continue_().finished, stepper.outputs[y_stream]
         """
-        if self._instances is not None:
+        if self._executable.instances is not None:
             raise NotImplementedError("the stepper runs one process's replicas; this session is one instance "
-                                      f"of {self._instances.settings.num_instances}: step it with one "
+                                      f"of {self._executable.instances.settings.num_instances}: step it with one "
                                       "instance holding every replica")
         return Stepper(self, self._runs, inputs, downcast_inputs)
 
@@ -389,18 +357,8 @@ class Session:
                              f"{self._ir!r}")
 
 
-def _instances(ir: Ir):
-    """The link to the other instances of the job (MPI), or None when this process is the whole job."""
-    settings = ir._popdist
-    if settings is None or settings.num_instances == 1:
-        return None
-    from .instances import Instances  # loads MPI: only for jobs of several instances
-
-    return Instances(settings, ir)
-
-
 def _ipus_per_replica(ir: Ir) -> int:
-    ipus = {op.ipu for graph in ir.graphs for op in graph._ops} | {v.ipu for v in ir.variables} or {0}
+    ipus = {op.ipu for graph in ir.graphs for op in graph.ops} | {v.ipu for v in ir.variables} or {0}
     return max(ipus) + 1
 
 

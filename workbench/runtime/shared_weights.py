@@ -26,15 +26,6 @@ from workbench.ops.registry import op_def
 
 from .communicator import ReplicaAborted
 
-#: Collectives whose every member gets the same result.
-_UNIFORM_COLLECTIVES = frozenset({"replicated_all_reduce", "replicated_all_reduce_"})
-#: In-place ops whose result depends on their inputs alone (not on a replica's streams, buffers or seed).
-PURE_UPDATES = frozenset({
-    "accumulate_", "accumulate_mean_", "accumulate_moving_average_", "accumulate_moving_average_square_",
-    "accumulate_square_", "accumulator_scale_", "accumulator_zero_", "adam_var_update", "add_",
-    "copy_var_update_", "dynamic_update_", "exp_", "gelu_", "geluerf_", "increment_mod_", "relu_",
-    "scaled_add_", "sparse_accumulate_", "swish_"})
-
 
 def shared_weights(ir: Ir, steps: list[Op]) -> SharedUpdates:
     """The weights all local replicas can share, and the main-graph ``steps`` that update them."""
@@ -110,7 +101,7 @@ def _is_shared_update(steps: list[Op], position: int, variable: Variable, unifor
     """Whether step ``position`` updates ``variable`` alike on every replica, where no replica can
     tell whether it ran the update itself."""
     op = steps[position]
-    if op.type not in PURE_UPDATES or op.inputs[0] is not variable:
+    if not op_def(op.type).pure_update or op.inputs[0] is not variable:
         return False
     if not all(uniform(t) for t in op.inputs[1:]):
         return False
@@ -145,8 +136,10 @@ class _Uniform:
             return False
         if isinstance(tensor, Constant):
             return True
-        return (op is not None and op.type in _UNIFORM_COLLECTIVES and op.attrs["op"] != "local"
-                and op.attrs["group"].num_groups == 1)
+        if op is None:
+            return False
+        uniform = op_def(op.type).uniform_result
+        return uniform is not None and uniform(op)
 
 
 def _meeting_ops(ir: Ir) -> set[Op]:

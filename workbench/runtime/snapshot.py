@@ -23,9 +23,6 @@ from workbench.analysis.aliasing import declared_root
 from workbench.ir import Graph, Ir, Op, Variable
 from workbench.ops.registry import op_def
 
-#: The op types that write a remote buffer (rather than one of their inputs) during a run.
-BUFFER_WRITERS = frozenset({"remote_store"})
-
 
 def first_writes(ir: Ir, steps: list[Op], persistent: set) -> dict[Op, list]:
     """For each main-graph step that is the first to write something: what it writes first
@@ -37,7 +34,7 @@ def first_writes(ir: Ir, steps: list[Op], persistent: set) -> dict[Op, list]:
         written = [declared_root(op.inputs[i]) for i in op.modified]
         written = [t for t in written if t in persistent]
         written += [b for graph in op.called_graphs for b in buffers_of[graph]]
-        if op.type in BUFFER_WRITERS:
+        if op_def(op.type).writes_buffer:
             written.append(op.attrs["buffer"])
         new = [w for w in dict.fromkeys(written) if w not in seen]
         if new:
@@ -53,8 +50,8 @@ def _buffers_written(ir: Ir) -> dict[Graph, list]:
     def visit(graph: Graph) -> list:
         if graph not in found:
             found[graph] = []
-            buffers = [op.attrs["buffer"] for op in graph._ops if op.type in BUFFER_WRITERS]
-            buffers += [b for op in graph._ops for callee in op.called_graphs for b in visit(callee)]
+            buffers = [op.attrs["buffer"] for op in graph.ops if op_def(op.type).writes_buffer]
+            buffers += [b for op in graph.ops for callee in op.called_graphs for b in visit(callee)]
             found[graph] = list(dict.fromkeys(buffers))
         return found[graph]
     for graph in ir.graphs:

@@ -184,7 +184,8 @@ class Stepper:
             self._begin()
         session = self._session
         progress = RunProgress(self._interpreters[0].program.loop_counter, None, reason,
-                               inline=self._threads is None) if session.progress else None
+                               inline=self._threads is None,
+                               options=self._runs.options.progress) if session.progress else None
         try:
             if self._threads is None:
                 failure = None

@@ -19,6 +19,7 @@ from workbench.analysis.flatten import FlatSchedule, Frame, Step, flattened_sche
 from workbench.analysis.static_schedule import op_ipus
 from workbench.ir import Graph, Ir, Op
 from workbench.ir.device import Device
+from workbench.ops.registry import op_def
 
 from .trace import RunRecord, Trace, TraceEvent
 from .trace_store import EventBudget, IterationMark, ReplicaEvents
@@ -64,7 +65,7 @@ class TimelinePlan:
             ops = frozenset(step.op for step in steps)
             self.bodies[frame] = LoopBody(
                 tuple(sorted({ipu for op in ops for ipu in self.timings[op].ipus})), ops,
-                not any(op.type == "conditional" or self.timings[op].members is not None for op in ops))
+                not any(op_def(op.type).branches or self.timings[op].members is not None for op in ops))
         return self.bodies[frame]
 
 
@@ -199,11 +200,12 @@ class _ReplicaWalk:
         op, ipu = step.op, timing.ipus[0]
         start = end = event.start_cycle
         self.free[ipu] = start
-        if op.type == "repeat":
+        definition = op_def(op.type)
+        if definition.repeats:
             count = op.attrs["repeat_count"]
             event.cycles = timing.cycles * count
             return (yield from self.iterate(step.children[0], count, timing, index, event.kind, iterations, start))
-        if op.type == "conditional":
+        if definition.branches:
             logged, taken = next(self.branches)
             if logged is not op:
                 raise RuntimeError(f"the run's branch log has {logged.name} where {op.name} ran")

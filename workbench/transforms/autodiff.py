@@ -15,6 +15,7 @@ import numpy as np
 from workbench import ops
 from workbench.ir import (Constant, Graph, Op, Tensor, constant, get_current_context, graph_input, graph_output,
                           ipu)
+from workbench.ops.nn_grads import softmax_under_nll
 from workbench.ops.registry import REGISTRY, op_types
 
 from .clone import SIDE_EFFECT_TYPES, clone_graph, side_effect
@@ -220,12 +221,9 @@ class _GradGraphBuilder:
         """For an ``nll_loss`` of probabilities that only a softmax over the classes makes and only
         this loss reads: that softmax (its gradient then skips the probabilities, as PopART's
         ``NlllWithSoftmaxGradDirect`` pattern does). None otherwise."""
-        if op.type != "nll_loss" or op.attrs.get("log_prob", False):
-            return None
+        softmax = softmax_under_nll(op)
         probs = op.inputs[0]
-        softmax = probs.producer
-        if (softmax is None or softmax.type != "softmax" or softmax.attrs["axis"] != probs.rank - 1
-                or list(probs.consumers) != [op] or probs in self.graph._outputs
+        if (softmax is None or list(probs.consumers) != [op] or probs in self.graph._outputs
                 or probs in self.required or probs in self.provided):
             return None
         return softmax

@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from typing import Iterator
 
 from workbench.ir import Graph, Op, get_current_graph, in_sequence, io_tiles
-from workbench.ops.registry import op_types
+from workbench.ops.registry import op_def, op_types
 
 __all__ = ["merge_exchange", "io_tile_exchange"]
 
@@ -61,7 +61,7 @@ def io_tile_exchange(verify_overlap: bool = True) -> Iterator[None]:
         with io_tiles(), merge_exchange(), in_sequence(False):
             yield
     if verify_overlap:
-        others = [op for op in created if op.type not in EXCHANGE_TYPES and op.type != "init"]
+        others = [op for op in created if op.type not in EXCHANGE_TYPES and not op_def(op.type).fills]
         transfers = [op for op in created if op.type in EXCHANGE_TYPES]
         exchanges = _exchanges(created)
         if len(others) + exchanges > 1:

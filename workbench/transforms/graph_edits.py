@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Callable
 
 from workbench.ir import Graph, Ir, Op, Tensor
+from workbench.ops.registry import op_def
 
 
 def fresh_name(graph: Graph, name: str) -> str:
@@ -64,7 +65,8 @@ class EditLog:
         between the branches), so a graph called by repeat or conditional is refused.
         """
         for op in sites:
-            if op.type != "call":
+            definition = op_def(op.type)
+            if not definition.call_site or definition.repeats or definition.branches:
                 raise NotImplementedError(
                     f"autodiff needs {tensor.id!r} as an extra output of graph {graph.label!r}, but {op.type} "
                     f"op {op.name} in graph {op.graph.label!r} calls it, and a {op.type} cannot gain "

@@ -17,7 +17,7 @@ from typing import Iterable, Optional, Union
 from workbench.export.call_sites import CallSite, call_sites
 from workbench.export.graph_data import op_node_id, tensor_node_id
 from workbench.ir import Graph, Op, Tensor
-from workbench.ops.registry import op_types
+from workbench.ops.registry import op_def, op_types
 
 from .style import count_of, format_bytes, text
 
@@ -180,7 +180,7 @@ def _op_label(op: Op, sites: list[CallSite], expanded: bool) -> str:
     if not sites:
         return op.type
     marker = "▾" if expanded else "▸"
-    if op.type == "repeat":
+    if op_def(op.type).repeats:
         return f"{marker} repeat ×{op.attrs.get('repeat_count')} {sites[0].callee.label}"
     return f"{marker} {op.type} {' | '.join(site.callee.label for site in sites)}"
 

@@ -1,0 +1,1 @@
+"""Helpers the tests share: how to choose a runtime strategy, and the like."""

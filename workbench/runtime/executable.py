@@ -1,0 +1,122 @@
+"""Compiling: an Ir and a device in, an ``Executable`` out, holding everything a run needs.
+
+``compile_executable`` checks the Ir against the device, compiles each graph once into Python code
+over bound kernels, lays out the host buffers, allocates every replica's weights and remote buffers
+(the weights the replicas share once), plans what a run saves to be undoable, binds one program per
+replica and picks how the replicas run, all as the ``RunOptions`` say. ``Session`` is the popxl API
+around an Executable: attaching, weights, runs, traces and the stepper.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Optional
+
+import numpy as np
+
+from workbench.analysis import verify
+from workbench.analysis.memory import MemoryReport, memory, surely_fits
+from workbench.ir import Graph, Ir
+from workbench.ir.device import Device
+
+from . import weights
+from .allocator import keep_freed_memory
+from .binders import kernel_binders
+from .compiler import GraphCode, compile_graph
+from .host_buffers import HostBuffers
+from .options import RunOptions
+from .out_of_memory import check_fits
+from .program import ReplicaProgram
+from .progress import loop_iterations
+from .replicas import ReplicaRunner, threads_chosen
+from .shared_weights import SharedUpdates, shared_weights
+from .snapshot import first_writes, swappable
+from .timeline import Timeline
+from .trace import TraceRecorder
+
+if TYPE_CHECKING:
+    from .instances import Instances
+
+TRACE_EVENT_LIMIT = 250_000  # events a run's trace keeps at most, by default: about 50 MB (some 190 bytes each)
+
+
+@dataclass(slots=True)
+class Executable:
+    """An Ir compiled for a device: the code of each graph, the host buffers' layout, this instance's
+    ``replicas`` (global indices) with their ``device_values`` (variables and persistent tensors) and
+    remote ``buffers``, the ``shared`` weight updates, one bound program per replica, the ``runner``
+    that runs them and the ``recorder`` of their traces. ``instances`` links the instances of a job
+    of several (None for a job of one)."""
+
+    ir: Ir
+    device: Device
+    options: RunOptions
+    memory_report: Optional[MemoryReport]
+    codes: dict[Graph, GraphCode]
+    host_buffers: HostBuffers
+    replicas: list[int]
+    instances: Optional["Instances"]
+    buffers: list[dict[Any, np.ndarray]]
+    device_values: list[dict[Any, np.ndarray]]
+    shared: SharedUpdates
+    programs: list[ReplicaProgram]
+    runner: ReplicaRunner
+    recorder: TraceRecorder
+    loop_iterations: Optional[int]
+
+
+def compile_executable(ir: Ir, device: Device, options: RunOptions) -> Executable:
+    """Compile ``ir`` for ``device`` (the device already checked to hold it) as ``options`` say."""
+    schedules = verify(ir)
+    report = None
+    if not surely_fits(ir, device):
+        report = memory(ir, device)
+        check_fits(report, device.kind)
+    codes = {graph: compile_graph(graph, steps) for graph, steps in schedules.items()}
+    host_buffers = HostBuffers(ir.get_all_h2d_streams(), ir.get_all_d2h_streams(), ir.num_host_transfers,
+                               ir.instance_replication_factor)
+    replicas = ir.local_replicas
+    instances = _instances(ir)
+    buffers = [{b: np.zeros((b.entries, *b.tensor_shape), b.tensor_dtype.as_numpy()) for b in ir.remote_buffers}
+               for _ in replicas]
+    main_steps = codes[ir.main_graph].steps
+    shared = shared_weights(ir, main_steps) if options.shared_weights else SharedUpdates(set(), {})
+    device_values = _device_values(ir, buffers, shared)
+    if options.keep_freed_memory:
+        keep_freed_memory()
+    persistent = set(ir.variables) | set(ir.persistent_tensors)
+    firsts = first_writes(ir, main_steps, persistent)
+    swaps = swappable(ir, main_steps, firsts)
+    binders = kernel_binders(options)
+    programs = [ReplicaProgram(ir, codes, r, values, replica_buffers, firsts, swaps, shared, binders)
+                for r, values, replica_buffers in zip(replicas, device_values, buffers)]
+    instance_count = 1 if instances is None else instances.settings.num_instances
+    runner = ReplicaRunner(programs, threads_chosen(ir, options, instance_count), instances)
+    timeline = Timeline(ir, {graph: code.steps for graph, code in codes.items()}, device)
+    recorder = TraceRecorder(programs, timeline, TRACE_EVENT_LIMIT)
+    return Executable(ir, device, options, report, codes, host_buffers, replicas, instances, buffers,
+                      device_values, shared, programs, runner, recorder, loop_iterations(ir))
+
+
+def _device_values(ir: Ir, buffers: list[dict], shared: SharedUpdates) -> list[dict[Any, np.ndarray]]:
+    """Each replica's storage of the variables and persistent tensors. A remote variable's device value
+    is its entry of its replica's remote buffer; the replicas share one array of a weight they all
+    hold alike."""
+    one_for_all = {v: weights.device_storage(v, {}) for v in shared.variables}
+
+    def storage(variable, replica_buffers: dict) -> np.ndarray:
+        if variable in one_for_all:
+            return one_for_all[variable]
+        return weights.device_storage(variable, replica_buffers)
+    return [{**{v: storage(v, replica_buffers) for v in ir.variables},
+             **{t: np.zeros(t.shape, t.dtype.as_numpy()) for t in ir.persistent_tensors}}
+            for replica_buffers in buffers]
+
+
+def _instances(ir: Ir) -> Optional["Instances"]:
+    """The link to the other instances of the job (MPI), or None when this process is the whole job."""
+    settings = ir._popdist
+    if settings is None or settings.num_instances == 1:
+        return None
+    from .instances import Instances  # loads MPI: only for jobs of several instances
+
+    return Instances(settings, ir)

@@ -1,0 +1,79 @@
+"""How a session runs, chosen explicitly: ``RunOptions``, given to ``Session(..., options=...)``.
+
+Every choice the runtime makes about execution strategy is a field here, never a module global: the
+replica strategy, whether replicas share the weights they update alike, the kernel checks that the test
+suite turns on, the allocator tuning and the progress bar. ``set_default_run_options`` sets what
+sessions made without options use (the test suite turns the kernel checks on there, once).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Literal, Optional
+
+ReplicaStrategy = Literal["auto", "inline", "turns", "threads"]
+REPLICA_STRATEGIES: tuple[str, ...] = ("auto", "inline", "turns", "threads")
+
+
+@dataclass(frozen=True, slots=True)
+class ProgressOptions:
+    """The progress bar of long runs: shown after ``delay_seconds``, redrawn every ``refresh_seconds``,
+    drawn by ``bar`` (``bar(total=, desc=, seconds_ago=)``; None: tqdm's)."""
+
+    shown: bool = True
+    delay_seconds: float = 1.0
+    refresh_seconds: float = 0.1
+    bar: Optional[Callable[..., Any]] = None
+
+
+@dataclass(frozen=True, slots=True)
+class RunOptions:
+    """The execution strategy of a session.
+
+    ``replicas``: 'inline' runs one replica in the calling thread (several take turns there, as
+    'turns'); 'turns' runs the replicas one after the other in the calling thread, switching at
+    collectives; 'threads' gives each replica a thread; 'auto' takes threads when the Ir's matrix
+    products are large enough and more than ``cores`` cores are free (None: those this process may
+    use), else turns. ``shared_weights``: replicas keep one copy of a weight they all update alike.
+    ``check_kernels``: every kernel's result is checked against its op's inferred shape and dtype.
+    ``keep_freed_memory``: raise glibc's allocator thresholds once per process, so that the arrays a
+    run frees are reused by the next (``allocator.py``).
+
+    >>> popxl.Session(ir, "ipu_model", options=RunOptions(replicas="threads"))
+    """
+
+    replicas: ReplicaStrategy = "auto"
+    shared_weights: bool = True
+    check_kernels: bool = False
+    keep_freed_memory: bool = True
+    cores: Optional[int] = None
+    progress: ProgressOptions = field(default_factory=ProgressOptions)
+
+    def __post_init__(self) -> None:
+        if self.replicas not in REPLICA_STRATEGIES:
+            raise ValueError(f"RunOptions.replicas must be one of {', '.join(map(repr, REPLICA_STRATEGIES))}, "
+                             f"got {self.replicas!r}")
+        if self.cores is not None and (not isinstance(self.cores, int) or self.cores < 1):
+            raise ValueError(f"RunOptions.cores must be a positive int or None, got {self.cores!r}")
+        if not isinstance(self.progress, ProgressOptions):
+            raise TypeError(f"RunOptions.progress must be a ProgressOptions, got {type(self.progress).__name__}")
+
+    def with_changes(self, **changes: Any) -> "RunOptions":
+        """A copy with ``changes`` (field names as keywords)."""
+        return replace(self, **changes)
+
+
+_default = RunOptions()
+
+
+def default_run_options() -> RunOptions:
+    """The options of sessions made without any."""
+    return _default
+
+
+def set_default_run_options(options: RunOptions) -> RunOptions:
+    """Make ``options`` those of sessions made without any; returns the previous default."""
+    global _default
+    if not isinstance(options, RunOptions):
+        raise TypeError(f"the default run options must be a RunOptions, got {type(options).__name__}")
+    previous, _default = _default, options
+    return previous
