@@ -1,8 +1,8 @@
 """The op registry: every op type is one ``OpDef`` holding all the rules about it.
 
 A kernel builder receives the op (for its attributes) and the runtime environment of one replica
-(streams, subgraphs, collectives) and returns a plain callable over NumPy arrays: one array in per
-input, one array out (a tuple for several outputs, None for none).
+(``kernel_env.KernelEnv``: streams, subgraphs, collectives) and returns a plain callable over NumPy
+arrays: one array in per input, one array out (a tuple for several outputs, None for none).
 """
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 from workbench.ir import Op, Tensor, TensorSpec, get_current_graph
 
 from .arguments import check_same_placement
+from .kernel_env import KernelBuilder
 
 InferRule = Callable[[Sequence[TensorSpec], Mapping[str, Any]], Sequence[TensorSpec]]
-KernelBuilder = Callable[[Op, Any], Callable[..., Any]]
 GradRule = Callable[[Op, Sequence[Optional[Tensor]], Callable[[Tensor], Tensor]], Sequence[Optional[Tensor]]]
 
 
