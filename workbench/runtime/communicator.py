@@ -42,7 +42,7 @@ class Communicator:
         self._slots: dict[Hashable, dict[int, Any]] = {}
         self._results: dict[Hashable, Any] = {}
         self._taken: dict[Hashable, int] = {}
-        self._waiting: dict[int, tuple[Hashable, str]] = {}
+        self._waiting: dict[int, tuple[Hashable, str, int]] = {}
         self._finished: set[int] = set()
         self._failed: int | None = None
         self._deadlock: str | None = None

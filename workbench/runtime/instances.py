@@ -10,7 +10,7 @@ agree bit for bit.
 from __future__ import annotations
 
 from array import array
-from typing import Any, Callable, Hashable, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
@@ -18,6 +18,7 @@ from workbench.ir.popdist_settings import PopdistSettings
 from workbench.ops.registry import op_def
 
 from .mpi import Channel, world
+from .rendezvous import MeetingKey, Rendezvous
 from .trace import BranchLog, RunRecord
 
 
@@ -80,14 +81,14 @@ class Instances:
 class SpanningCommunicator:
     """Passes collectives within the instance to the local communicator; exchanges the others."""
 
-    def __init__(self, local, channel: Channel, settings: PopdistSettings):
+    def __init__(self, local: Rendezvous, channel: Channel, settings: PopdistSettings):
         self._local = local
         self._channel = channel
         self._settings = settings
         self._replicas = list(settings.local_replicas)
         self._spanning: dict = {}  # op: whether any of its groups spans instances
 
-    def exchange(self, key: Hashable, label: str, replica: int, members: Sequence[int], value: Any) -> list:
+    def exchange(self, key: MeetingKey, label: str, replica: int, members: Sequence[int], value: Any) -> list:
         op, _, occurrence = key
         if not self._spans(op, members):
             return self._local.exchange(key, label, replica, members, value)
@@ -100,7 +101,7 @@ class SpanningCommunicator:
                                        gathered)
         return [everyone[m] for m in members]
 
-    def combine(self, key: Hashable, label: str, replica: int, members: Sequence[int], value: Any,
+    def combine(self, key: MeetingKey, label: str, replica: int, members: Sequence[int], value: Any,
                 combine: Callable[[list], Any]) -> Any:
         """``combine`` of every member's value (in global replica order), computed once for each
         group: within the instance by the group's last member to arrive; across instances by the

@@ -15,6 +15,7 @@ from workbench.ops.registry import op_def
 from .communicator import ReplicaAborted
 from .compiler import GraphCode, innermost_step
 from .progress import LoopCounter
+from .rendezvous import NO_RENDEZVOUS, MeetingKey, Rendezvous
 from .shared_weights import SharedUpdates
 from .snapshot import ReplicaSnapshot
 from .binders import Binder
@@ -84,7 +85,7 @@ class ReplicaProgram:
         self.buffers = buffers
         self.inputs: dict = {}
         self.outputs: dict = {}
-        self.communicator = None
+        self.communicator: Rendezvous = NO_RENDEZVOUS
         # Set by the thread that waits for the replicas when it is interrupted: every loop iteration
         # of a replica thread looks at it, so no replica runs on after its run was given up.
         self.stop_requested = False
@@ -103,14 +104,14 @@ class ReplicaProgram:
         self._profiled_main: Optional[Callable] = None
         self._main = self.subgraph(ir.main_graph).function
 
-    def begin_run(self, communicator) -> None:
+    def begin_run(self, communicator: Optional[Rendezvous]) -> None:
         """Before a run: forget the previous run's collectives, branches and clock log."""
-        self.communicator = communicator
+        self.communicator = NO_RENDEZVOUS if communicator is None else communicator
         self._occurrences.clear()
         self.branches.clear()
         self.timestamps.clear()
 
-    def run(self, communicator=None) -> None:
+    def run(self, communicator: Optional[Rendezvous] = None) -> None:
         """Run the main graph once, with ``communicator`` for the collectives."""
         self.begin_run(communicator)
         with np.errstate(all="ignore"):  # IEEE results (inf, nan) without a warning, as on an IPU
@@ -164,7 +165,7 @@ class ReplicaProgram:
             occurrence = occurrences.get(op, 0)
             occurrences[op] = occurrence + 1
             # A copy: the owner may overwrite its array while other members still read it.
-            return self.communicator.exchange((op, group, occurrence), label, replica, members,
+            return self.communicator.exchange(MeetingKey(op, group, occurrence), label, replica, members,
                                               value.copy())
         return exchange
 
@@ -180,13 +181,13 @@ class ReplicaProgram:
         output = op.outputs[0]
         # An in-place collective copies the result into its input; otherwise the output is the
         # result itself, which must be this replica's own if it may be written.
-        shared = bool(op.modified) or not (self.is_written(output) or output in output.graph._outputs)
+        shared = bool(op.modified) or not (self.is_written(output) or output in output.graph.outputs)
 
         def combined(value):
             occurrence = occurrences.get(op, 0)
             occurrences[op] = occurrence + 1
-            result = self.communicator.combine((op, group, occurrence), label, replica, members, value,
-                                               combine)
+            result = self.communicator.combine(MeetingKey(op, group, occurrence), label, replica, members,
+                                               value, combine)
             return result if shared else result.copy()
         return combined
 
