@@ -188,7 +188,7 @@ class Ir:
         self._streams[unique] = stream
         return stream
 
-    def _streams_used_by(self, op_type: str) -> list[Any]:
+    def _streams_used_by(self, op_type: str) -> list[Stream]:
         used = (op.attrs["stream"] for graph in self._graphs for op in graph._ops if op.type == op_type)
         return list(dict.fromkeys(used))
 

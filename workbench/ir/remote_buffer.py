@@ -1,7 +1,7 @@
 """Remote buffers: arrays of equally shaped entries in Streaming Memory, one set per replica."""
 from __future__ import annotations
 
-from typing import Iterable, Optional, Tuple
+from typing import Iterable, Tuple
 
 from . import dtypes
 from .context import get_current_graph

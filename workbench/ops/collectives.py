@@ -357,8 +357,8 @@ def _all_reduce_over_ipus(variant: str, ts: List[Tensor], ipus: Optional[List[in
         raise ValueError(f"{variant}: {len(ts)} tensors but {len(ipus)} ipus")
     reduce_op = _check_op(variant, op)
     result = create_op("all_reduce", ts, {"op": reduce_op, "variant": variant, "ipus": tuple(ipus)}).outputs
-    for tensor, ipu in zip(result, ipus):
-        tensor._ipu = ipu
+    for tensor, destination in zip(result, ipus):
+        tensor._ipu = destination
     return list(result)
 
 

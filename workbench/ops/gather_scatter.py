@@ -209,7 +209,7 @@ def _expanded_indices(indices: tuple, data: tuple, axis: int) -> tuple:
 
 def _scatter_reduce_infer(specs, attrs):
     data, indices = specs[0], specs[1]
-    axis, reduction = attrs["axis"], attrs["reduction"]
+    axis = attrs["axis"]
     check_dtype("scatter_reduce", indices, "int")
     expanded = _expanded_indices(indices.shape, data.shape, axis)
     others = [d for i, d in enumerate(expanded) if i != axis and d != 1]

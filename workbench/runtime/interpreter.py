@@ -14,7 +14,7 @@ from typing import Callable, Optional
 import numpy as np
 
 from workbench.analysis import flatten
-from workbench.ir import Constant, Graph, Op, Tensor
+from workbench.ir import Graph, Op, Tensor
 from workbench.ops.control_flow_kernels import CalleeBinding, callee_bindings, copy_at, repeat_recopy, taken_branch
 from workbench.ops.registry import op_def
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from time import perf_counter
-from typing import Callable, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
@@ -21,13 +21,16 @@ from .snapshot import ReplicaSnapshot
 from .binders import Binder
 
 
+_UNBOUND = np.empty((0,))
+
+
 class InputPort:
     """Feeds the host_loads of one stream in one replica: slice ``index`` of ``data`` each time."""
 
     __slots__ = ("data", "index")
 
     def __init__(self):
-        self.data: Optional[np.ndarray] = None
+        self.data: np.ndarray = _UNBOUND  # a run binds the host buffer
         self.index = 0
 
     def load(self) -> np.ndarray:
@@ -49,7 +52,7 @@ class OutputPort:
     __slots__ = ("data", "index")
 
     def __init__(self):
-        self.data: Optional[np.ndarray] = None
+        self.data: np.ndarray = _UNBOUND  # a run binds the host buffer
         self.index = 0
 
     def store(self, value: np.ndarray) -> None:
@@ -115,7 +118,7 @@ class ReplicaProgram:
         """Run the main graph once, with ``communicator`` for the collectives."""
         self.begin_run(communicator)
         with np.errstate(all="ignore"):  # IEEE results (inf, nan) without a warning, as on an IPU
-            if self.profiling:
+            if self.profiling and self._profiled_main is not None:
                 self._profiled_main(self.main_variables)
             else:
                 self._main(self.main_variables)
@@ -143,7 +146,8 @@ class ReplicaProgram:
 
     def failing_op(self, error: BaseException) -> Optional[Op]:
         """The op whose kernel raised ``error``: the innermost generated graph line in its traceback."""
-        return innermost_step(error, {code.filename: code for code in self._codes.values()})
+        step = innermost_step(error, {code.filename: code for code in self._codes.values()})
+        return step if isinstance(step, Op) else None
 
     # ----- the environment kernel builders see -----
     def host_load(self, stream, tensor) -> Callable[[], np.ndarray]:
@@ -230,7 +234,7 @@ class ReplicaProgram:
                        for i, op in enumerate(code.steps)]
         else:
             kernels = [self._kernel(op, code) for op in code.steps]
-        namespace = {f"k{i}": k for i, k in enumerate(kernels)}
+        namespace: dict[str, Any] = {f"k{i}": k for i, k in enumerate(kernels)}
         namespace.update({f"c{i}": c.data for i, c in enumerate(code.constants)})
         if profiled:
             namespace.update(T=perf_counter, A=self.timestamps.append)

@@ -17,6 +17,8 @@ from workbench.ops.registry import op_def
 
 from .options import ProgressOptions
 
+DEFAULT_PROGRESS = ProgressOptions()
+
 
 class LoopCounter:
     """Iterations of a replica's main-graph repeat loops; the loops call ``tick`` once an iteration.
@@ -29,7 +31,7 @@ class LoopCounter:
     def __init__(self):
         self.done = 0
         self._check_at = math.inf
-        self._check: Optional[Callable[[], None]] = None
+        self._check: Callable[[], None] = _nothing
 
     def tick(self) -> None:
         self.done += 1
@@ -39,11 +41,15 @@ class LoopCounter:
     def reset(self, check: Optional[Callable[[], None]] = None) -> None:
         """Start counting from zero; ``check`` is called on the next iteration (None: never)."""
         self.done = 0
-        self._check = check
+        self._check = _nothing if check is None else check
         self._check_at = 1 if check is not None else math.inf
 
     def check_again_after(self, iterations: int) -> None:
         self._check_at = self.done + max(1, iterations)
+
+
+def _nothing() -> None:
+    pass
 
 
 def loop_iterations(ir: Ir) -> Optional[int]:
@@ -60,7 +66,7 @@ class RunProgress:
     calls back every so often. Otherwise the thread that waits for the replicas calls ``poll``."""
 
     def __init__(self, counter: LoopCounter, total: Optional[int], description: str, inline: bool,
-                 options: ProgressOptions = ProgressOptions()):
+                 options: ProgressOptions = DEFAULT_PROGRESS):
         self._counter = counter
         self._total = total
         self._description = description

@@ -20,6 +20,8 @@ class ExpectedConnection:
     """One input or output of a gradient graph: a forward tensor, or the gradient of one."""
 
     __slots__ = ("_fwd_tensor", "_connection_type")
+    _fwd_tensor: Tensor
+    _connection_type: ExpectedConnectionType
 
     def __init__(self):
         raise TypeError("ExpectedConnection cannot be constructed directly; read it from a GradGraphInfo "
@@ -49,6 +51,10 @@ class GradGraphInfo:
     must be fed (``expected_inputs``) and what each of its outputs is (``expected_outputs``)."""
 
     __slots__ = ("_graph", "_forward_graph", "_expected_inputs", "_expected_outputs")
+    _graph: Graph
+    _forward_graph: Graph
+    _expected_inputs: tuple[ExpectedConnection, ...]
+    _expected_outputs: tuple[ExpectedConnection, ...]
 
     def __init__(self):
         raise TypeError("GradGraphInfo cannot be constructed directly; popxl.transforms.autodiff(graph) "

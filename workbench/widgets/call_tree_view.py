@@ -1,7 +1,7 @@
 """CallTreeView: which graph calls which, how and how often; click a graph to open it."""
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 from workbench.analysis.call_tree import call_tree
 
