@@ -7,8 +7,8 @@ import pytest
 
 import popxl
 import popxl.ops as ops
-from workbench.runtime.plan import plan_graph
-from workbench.runtime.replicas import ReplicaExecutionError
+from workbench.runtime.execution.plan import plan_graph
+from workbench.runtime.replication.replicas import ReplicaExecutionError
 
 
 def small_ir():

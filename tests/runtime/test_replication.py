@@ -4,7 +4,7 @@ import pytest
 
 import popxl
 import popxl.ops as ops
-from workbench.runtime.replicas import ReplicaExecutionError
+from workbench.runtime.replication.replicas import ReplicaExecutionError
 
 R = 4
 

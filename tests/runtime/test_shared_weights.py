@@ -7,7 +7,7 @@ import popxl
 import popxl.ops as ops
 from support.strategies import session as session_of
 from workbench.analysis.schedule import schedule
-from workbench.runtime.shared_weights import SharedUpdates, shared_weights
+from workbench.runtime.state.shared_weights import SharedUpdates, shared_weights
 
 REPLICAS, BATCH, LR = 4, 3, 0.1
 
@@ -233,7 +233,7 @@ def test_an_update_right_after_a_call_that_reads_the_weight_past_its_collective_
 
 
 def test_when_the_replica_running_a_shared_update_fails_the_others_stop_instead_of_going_on():
-    from workbench.runtime.communicator import ReplicaAborted
+    from workbench.runtime.replication.communicator import ReplicaAborted
 
     ir, w = program_around_an_update(False, "")
     shared = updates_of(ir)

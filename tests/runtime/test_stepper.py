@@ -6,8 +6,8 @@ import pytest
 import popxl
 import popxl.ops as ops
 from workbench.analysis import flattened_schedule
-from workbench.runtime.communicator import CollectiveMismatchError
-from workbench.runtime.replicas import ReplicaExecutionError
+from workbench.runtime.replication.communicator import CollectiveMismatchError
+from workbench.runtime.replication.replicas import ReplicaExecutionError
 
 TRANSFERS = 3
 W0 = np.arange(9, dtype=np.float32).reshape(3, 3) / 10

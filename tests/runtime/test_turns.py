@@ -8,11 +8,11 @@ import pytest
 
 import popxl
 import popxl.ops as ops
-import workbench.runtime.replicas as replicas_module
+import workbench.runtime.replication.replicas as replicas_module
 from support.strategies import session as session_of
 from workbench.runtime import RunOptions
-from workbench.runtime.communicator import CollectiveMismatchError, ReplicaAborted
-from workbench.runtime.turns import TurnTakingCommunicator
+from workbench.runtime.replication.communicator import CollectiveMismatchError, ReplicaAborted
+from workbench.runtime.replication.turns import TurnTakingCommunicator
 
 REPLICAS = 4
 

@@ -18,23 +18,23 @@ from workbench.analysis.memory import MemoryReport, memory, surely_fits
 from workbench.ir import Graph, Ir
 from workbench.ir.device import Device
 
-from . import weights
-from .allocator import keep_freed_memory
-from .binders import kernel_binders
-from .compiler import GraphCode, compile_graph
-from .host_buffers import HostBuffers
+from .execution.binders import kernel_binders
+from .execution.compiler import GraphCode, compile_graph
+from .execution.host_buffers import HostBuffers
+from .execution.program import ReplicaProgram
 from .options import RunOptions
 from .out_of_memory import check_fits
-from .program import ReplicaProgram
-from .progress import loop_iterations
-from .replicas import ReplicaRunner, threads_chosen
-from .shared_weights import SharedUpdates, shared_weights
-from .snapshot import first_writes, swappable
-from .timeline import Timeline
-from .trace import TraceRecorder
+from .replication.replicas import ReplicaRunner, threads_chosen
+from .state import weights
+from .state.allocator import keep_freed_memory
+from .state.shared_weights import SharedUpdates, shared_weights
+from .state.snapshot import first_writes, swappable
+from .tracing.progress import loop_iterations
+from .tracing.timeline import Timeline
+from .tracing.trace import TraceRecorder
 
 if TYPE_CHECKING:
-    from .instances import Instances
+    from .job.instances import Instances
 
 TRACE_EVENT_LIMIT = 250_000  # events a run's trace keeps at most, by default: about 50 MB (some 190 bytes each)
 
@@ -117,6 +117,6 @@ def _instances(ir: Ir) -> Optional["Instances"]:
     settings = ir._popdist
     if settings is None or settings.num_instances == 1:
         return None
-    from .instances import Instances  # loads MPI: only for jobs of several instances
+    from .job.instances import Instances  # loads MPI: only for jobs of several instances
 
     return Instances(settings, ir)

@@ -22,14 +22,14 @@ from workbench.ir.events import EventBus
 from workbench.ir.fragments import WEIGHTS_FROM_HOST, WEIGHTS_TO_HOST
 from workbench.ir.host_data import host_array
 
-from . import weights
 from .executable import TRACE_EVENT_LIMIT, Executable, compile_executable
+from .execution.run import Run, Runs
 from .options import RunOptions, default_run_options
-from .progress import RunProgress
-from .run import Run, Runs
-from .snapshot import to_the_end
-from .stepper import Stepper
-from .trace import Trace
+from .state import weights
+from .state.snapshot import to_the_end
+from .stepping.stepper import Stepper
+from .tracing.progress import RunProgress
+from .tracing.trace import Trace
 
 __all__ = ["Session", "TRACE_EVENT_LIMIT", "LARGE_IPU_MODEL"]
 

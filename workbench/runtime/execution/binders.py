@@ -13,8 +13,8 @@ import numpy as np
 from workbench.ir import Op
 from workbench.ops.registry import op_def
 
-from .options import RunOptions
-from .trace import record_branch
+from ..options import RunOptions
+from ..tracing.trace import record_branch
 
 if TYPE_CHECKING:
     from .compiler import GraphCode

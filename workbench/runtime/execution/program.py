@@ -12,14 +12,13 @@ from workbench.analysis.aliasing import declared_root
 from workbench.ir import Graph, Ir, Op, Variable
 from workbench.ops.registry import op_def
 
-from .communicator import ReplicaAborted
-from .compiler import GraphCode, innermost_step
-from .progress import LoopCounter
-from .rendezvous import NO_RENDEZVOUS, MeetingKey, Rendezvous
-from .shared_weights import SharedUpdates
-from .snapshot import ReplicaSnapshot
+from ..replication.communicator import ReplicaAborted
+from ..replication.rendezvous import NO_RENDEZVOUS, MeetingKey, Rendezvous
+from ..state.shared_weights import SharedUpdates
+from ..state.snapshot import ReplicaSnapshot
+from ..tracing.progress import LoopCounter
 from .binders import Binder
-
+from .compiler import GraphCode, innermost_step
 
 _UNBOUND = np.empty((0,))
 

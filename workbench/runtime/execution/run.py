@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from workbench.ir.events import EventBus
 
-from .snapshot import uninterrupted
+from ..state.snapshot import uninterrupted
 
 if TYPE_CHECKING:
-    from .executable import Executable
+    from ..executable import Executable
 
 
 class Runs:

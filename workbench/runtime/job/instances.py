@@ -17,9 +17,9 @@ import numpy as np
 from workbench.ir.popdist_settings import PopdistSettings
 from workbench.ops.registry import op_def
 
+from ..replication.rendezvous import MeetingKey, Rendezvous
+from ..tracing.trace import BranchLog, RunRecord
 from .mpi import Channel, world
-from .rendezvous import MeetingKey, Rendezvous
-from .trace import BranchLog, RunRecord
 
 
 class Instances:

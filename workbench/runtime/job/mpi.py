@@ -15,11 +15,11 @@ from typing import Optional
 
 import numpy as np
 
-from .communicator import WAIT_LIMIT, CollectiveMismatchError
-from .mpi_window import SharedWindow
-from .replicas import ReplicaExecutionError
-
 from workbench.ir.popdist_settings import PopdistSettings, PopdistSettingsError
+
+from ..replication.communicator import WAIT_LIMIT, CollectiveMismatchError
+from ..replication.replicas import ReplicaExecutionError
+from .mpi_window import SharedWindow
 
 HEADER_BYTES = 256  # what each instance says it is about to exchange (op, occurrence, dtype, shape)
 NOTICE_BYTES = 2048  # run number, outcome and failing replica (8 bytes each), then the message

@@ -17,7 +17,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from .communicator import CollectiveMismatchError
+from ..replication.communicator import CollectiveMismatchError
 
 HEADER_BYTES = 256
 ALIGNMENT = 64

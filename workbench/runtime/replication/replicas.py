@@ -18,12 +18,11 @@ from typing import Callable, Iterator, Optional
 from workbench.ir import Ir
 from workbench.ops.registry import op_def
 
+from ..execution.program import ReplicaProgram
+from ..options import RunOptions
+from ..state.snapshot import uninterrupted
 from .communicator import POLL_SECONDS, CollectiveMismatchError, Communicator, ReplicaAborted
-from .options import RunOptions
-from .program import ReplicaProgram
-from .snapshot import uninterrupted
 from .turns import TurnTakingCommunicator
-
 
 # How long a thread may hold the interpreter while another waits for it, during a threaded run. A
 # replica thread coming back from a BLAS call would otherwise wait up to Python's default 5 ms for

@@ -24,7 +24,7 @@ from workbench.analysis.aliasing import declared_root
 from workbench.ir import Constant, Graph, Ir, Op, Tensor, Variable
 from workbench.ops.registry import op_def
 
-from .communicator import ReplicaAborted
+from ..replication.communicator import ReplicaAborted
 
 
 def shared_weights(ir: Ir, steps: list[Op]) -> SharedUpdates:

@@ -18,10 +18,10 @@ from workbench.ir import Graph, Op, Tensor
 from workbench.ops.control_flow_kernels import CalleeBinding, callee_bindings, copy_at, repeat_recopy, taken_branch
 from workbench.ops.registry import op_def
 
-from .communicator import ReplicaAborted
-from .compiler import GraphCode
-from .plan import ExecutionPlan
-from .program import ReplicaProgram
+from ..execution.compiler import GraphCode
+from ..execution.plan import ExecutionPlan
+from ..execution.program import ReplicaProgram
+from ..replication.communicator import ReplicaAborted
 
 
 @dataclass(slots=True)

@@ -22,11 +22,11 @@ from typing import Any, Callable, Mapping, Optional, Union
 from workbench.analysis.flatten import flattened_schedule
 from workbench.ir import Graph, Op
 
+from ..execution.run import Run, Runs
+from ..replication.replicas import ReplicaExecutionError
+from ..tracing.progress import RunProgress
 from .interpreter import ReplicaInterpreter, StepFailed, interpreted
-from .replicas import ReplicaExecutionError
-from .run import Run, Runs
 from .stepper_state import Breakpoint, ReplicaState, Stop, live_tensors, position_of
-from .progress import RunProgress
 from .stepper_threads import ReplicaThreads
 
 __all__ = ["Stepper", "Stop", "Breakpoint"]

@@ -11,10 +11,9 @@ from __future__ import annotations
 import threading
 from typing import Any, Callable, Hashable, Optional, Sequence
 
-from .communicator import POLL_SECONDS, CollectiveMismatchError, ReplicaAborted
+from ..replication.communicator import POLL_SECONDS, CollectiveMismatchError, ReplicaAborted
+from ..state.snapshot import uninterrupted
 from .interpreter import ReplicaInterpreter
-from .snapshot import uninterrupted
-
 
 Command = Callable[[ReplicaInterpreter], None]
 

@@ -15,7 +15,7 @@ from typing import Any, Callable, Optional
 from workbench.ir import Ir
 from workbench.ops.registry import op_def
 
-from .options import ProgressOptions
+from ..options import ProgressOptions
 
 DEFAULT_PROGRESS = ProgressOptions()
 

@@ -1,0 +1,1 @@
+"""Compiling a graph into Python code over bound kernels, and one replica's program that runs it."""

@@ -1,0 +1,1 @@
+"""Jobs of several instances (processes): the MPI link and the collectives that span instances."""
