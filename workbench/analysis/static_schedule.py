@@ -1,15 +1,14 @@
 """The static schedule: the flattened schedule laid out in simulated cycles, per IPU, before any run.
 
 Each op starts when every IPU it occupies is free and after the ops an ``in_sequence`` block puts
-before it, then holds those IPUs for its cost-model cycles, as a run's timeline does. Without a run
-there is no branch log and no iteration count to replay, so every replica is drawn as one: a repeat
-body appears once (one iteration, ``repeats`` says how many run), and a conditional's then-branch
-is followed by its else-branch, as the flattened schedule lists them. A call site's event spans its
-own overhead and the ops it calls.
+before it, then holds those IPUs for its cost-model cycles: the rules of ``clock.py``, which a run's
+timeline follows too. Without a run there is no branch log and no iteration count to replay, so
+every replica is drawn as one: a repeat body appears once (one iteration, ``repeats`` says how many
+run), and a conditional's then-branch is followed by its else-branch, as the flattened schedule
+lists them. A call site's event spans its own overhead and the ops it calls.
 """
 from __future__ import annotations
 
-from collections import defaultdict
 from dataclasses import dataclass
 from typing import Optional
 
@@ -17,16 +16,11 @@ from workbench.ir import Ir, Op
 from workbench.ir.device import Device
 from workbench.ops.registry import op_ipus
 
-from .cost_model import op_cycles, op_kind
-from .flatten import Frame, Step, flattened_schedule
+from .clock import ClockPlan, ClockWalker, OpTiming, clock_plan, run_to_end, sequenced_ops
+from .flatten import Step
 from .op_events import TraceEvent
 
-
-def sequenced_ops(ir: Ir) -> set[Op]:
-    """The ops an ``in_sequence`` block ordered: those with ops before them, and those ops."""
-    ops = {before for graph in ir.graphs for op in graph._ops for before in op.after}
-    ops.update(op for graph in ir.graphs for op in graph._ops if op.after)
-    return ops
+__all__ = ["ScheduledOp", "StaticSchedule", "op_ipus", "sequence_regions", "sequenced_ops", "static_schedule"]
 
 
 def sequence_regions(ir: Ir) -> dict[Op, int]:
@@ -41,13 +35,13 @@ def sequence_regions(ir: Ir) -> dict[Op, int]:
         return op
 
     for graph in ir.graphs:
-        for op in graph._ops:
+        for op in graph.ops:
             for before in op.after:
                 parent[root(op)] = root(before)
     numbers: dict[Op, int] = {}
     regions: dict[Op, int] = {}
     for graph in ir.graphs:
-        for op in graph._ops:
+        for op in graph.ops:
             if op in parent:
                 regions[op] = numbers.setdefault(root(op), len(numbers))
     return regions
@@ -82,51 +76,28 @@ class StaticSchedule:
         return iter(self.events)
 
 
+class _StaticWalk(ClockWalker):
+    """Every replica as one: both branches of a conditional, one iteration of a repeat, no meetings."""
+
+    def __init__(self, plan: ClockPlan):
+        super().__init__(plan)
+        self.events: list[ScheduledOp] = []
+
+    def iteration_count(self, step: Step) -> int:
+        return 1
+
+    def new_event(self, step: Step, timing: OpTiming, start: int, parent: Optional[int],
+                  iterations: tuple[int, ...]) -> tuple[ScheduledOp, int]:
+        frame = step.frame
+        event = ScheduledOp(None, timing.ipus[0], timing.ipus, step.op, timing.kind, step.index, frame.call_path,
+                            iterations, parent, timing.in_sequence, timing.cycles, start, repeats=frame.repeats,
+                            branches=frame.branches)
+        self.events.append(event)
+        return event, len(self.events) - 1
+
+
 def static_schedule(ir: Ir, device: Device) -> StaticSchedule:
     """Lay out ``flattened_schedule(ir)`` with ``cost_model`` cycles on ``device`` (see the module)."""
-    flat = flattened_schedule(ir)
-    own_steps: dict[Frame, list[Step]] = defaultdict(list)
-    for step in flat.steps:
-        own_steps[step.frame].append(step)
-    sequenced = sequenced_ops(ir)
-    events: list[ScheduledOp] = []
-    free: dict[int, int] = defaultdict(int)
-    last_end: dict[Op, int] = {}
-
-    def visit(frame: Frame, parent: Optional[int], iterations: tuple[int, ...]) -> tuple[Optional[int], Optional[int]]:
-        first, last = None, None
-        for step in own_steps.get(frame, ()):
-            op = step.op
-            ipus, cycles = op_ipus(op), op_cycles(op, device)
-            start = max(free[ipu] for ipu in ipus)
-            for before in op.after:
-                start = max(start, last_end.get(before, 0))
-            event = ScheduledOp(None, ipus[0], ipus, op, op_kind(op), step.index, frame.call_path, iterations,
-                                parent, op in sequenced, cycles, start, repeats=frame.repeats,
-                                branches=frame.branches)
-            events.append(event)
-            if step.children:
-                event.end_cycle = call(step, event, len(events) - 1, iterations)
-            else:
-                event.end_cycle = start + cycles
-                for ipu in ipus:
-                    free[ipu] = event.end_cycle
-            last_end[op] = event.end_cycle
-            first = event.start_cycle if first is None else min(first, event.start_cycle)
-            last = event.end_cycle if last is None else max(last, event.end_cycle)
-        return first, last
-
-    def call(step: Step, event: ScheduledOp, index: int, iterations: tuple[int, ...]) -> int:
-        """The call site's overhead before each frame it opens, then that frame; returns the end."""
-        ipu, end = event.ipu, event.start_cycle
-        free[ipu] = event.start_cycle
-        for child in step.children:
-            free[ipu] += event.cycles
-            end = max(end, free[ipu])
-            _, last = visit(child, index, iterations + ((0,) if child.kind == "repeat" else ()))
-            if last is not None:
-                end = max(end, last)
-        return end
-
-    visit(flat.main, None, ())
-    return StaticSchedule(events, device.clock_hz)
+    walk = _StaticWalk(clock_plan(ir, device))
+    run_to_end(walk.run())
+    return StaticSchedule(walk.events, device.clock_hz)
