@@ -43,7 +43,7 @@ def memory_root(tensor: Tensor) -> Tensor:
 
 def modified_roots(graph: Graph) -> set[Tensor]:
     """Tensors of ``graph`` whose memory some op of the graph writes in place."""
-    return {declared_root(op.inputs[i]) for op in graph._ops for i in op.modified}
+    return {declared_root(op.inputs[i]) for op in graph.ops for i in op.modified}
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,12 +61,12 @@ class GraphEffects:
 
 def graph_effects(graph: Graph) -> GraphEffects:
     roots = modified_roots(graph)
-    inputs = {t: i for i, t in enumerate(graph._inputs)}
+    inputs = {t: i for i, t in enumerate(graph.inputs)}
     modified_inputs = frozenset(inputs[t] for t in roots if t in inputs)
-    aliased_outputs = tuple(i for i, t in enumerate(graph._outputs)
+    aliased_outputs = tuple(i for i, t in enumerate(graph.outputs)
                             if isinstance(memory_root(t), Constant) or memory_root(t) in inputs
                             or isinstance(memory_root(t), Variable))
-    copying = frozenset(op for op in graph._ops if is_view_op(op) and (
+    copying = frozenset(op for op in graph.ops if is_view_op(op) and (
         declared_root(op.inputs[0]) in roots or op.outputs[0] in roots))
     return GraphEffects(modified_inputs, aliased_outputs, copying, frozenset(roots))
 

@@ -70,7 +70,7 @@ def call_tree(ir: Ir) -> CallTree:
     """The call tree of ``ir`` (see the module docstring)."""
     edges = [CallTreeEdge(graph, binding.graph, op, binding.label,
                           op.attrs["repeat_count"] if binding.kind == "repeat" else 1)
-             for graph in ir.graphs for op in graph._ops for binding in call_bindings(op)]
+             for graph in ir.graphs for op in graph.ops for binding in call_bindings(op)]
     incoming: dict[Graph, list[CallTreeEdge]] = {graph: [] for graph in ir.graphs}
     for edge in edges:
         incoming[edge.callee].append(edge)
@@ -93,5 +93,5 @@ def call_tree(ir: Ir) -> CallTree:
         runs[graph] = (total, branch)
         return runs[graph]
 
-    nodes = [CallTreeNode(graph, len(graph._ops), *runs_of(graph)) for graph in ir.graphs]
+    nodes = [CallTreeNode(graph, len(graph.ops), *runs_of(graph)) for graph in ir.graphs]
     return CallTree(nodes, edges)

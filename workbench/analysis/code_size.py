@@ -81,6 +81,6 @@ def op_code_bytes(op: Op) -> int:
 def graph_code_bytes(graph: Graph) -> dict[int, int]:
     """Estimated code bytes of ``graph``'s own ops (not of the graphs it calls), per IPU."""
     per_ipu: dict[int, int] = defaultdict(int)
-    for op in graph._ops:
+    for op in graph.ops:
         per_ipu[op.ipu] += op_code_bytes(op)
     return dict(per_ipu)

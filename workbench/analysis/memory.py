@@ -116,7 +116,7 @@ def _remote_buffer_bytes(ir: Ir) -> dict[int, int]:
     """Bytes of remote buffers per IPU, placed on the IPU of the first op or variable using them."""
     placed: dict[RemoteBuffer, int] = {}
     for graph in ir.graphs:
-        for op in graph._ops:
+        for op in graph.ops:
             for value in op.attrs.values():
                 if isinstance(value, RemoteBuffer):
                     placed.setdefault(value, op.ipu)
@@ -147,7 +147,7 @@ def surely_fits(ir: Ir, device: Device) -> bool:
     tile: dict[int, int] = defaultdict(int)
     code_total = 0
     for graph, count in frames.items():
-        for tensor in graph._tensors.values():
+        for tensor in graph.tensors:
             tile[tensor.ipu] += count * tensor.nbytes
         for ipu, nbytes in graph_code_bytes(graph).items():
             tile[ipu] += nbytes
@@ -163,7 +163,7 @@ def _frames_per_graph(ir: Ir) -> dict:
 
     def visit(graph, paths: int) -> None:
         counts[graph] += paths
-        for op in graph._ops:
+        for op in graph.ops:
             for callee in op.called_graphs:
                 visit(callee, paths)
 

@@ -75,7 +75,7 @@ class GroupValue:
 
 def grouping_uses(ir: Ir) -> list[GroupingUse]:
     """Collective ops of every graph (graph order, then op order), then the variables."""
-    uses = [GroupingUse(op, value, "collective") for graph in ir.graphs for op in graph._ops
+    uses = [GroupingUse(op, value, "collective") for graph in ir.graphs for op in graph.ops
             for value in op.attrs.values() if isinstance(value, ReplicaGrouping)]
     uses += [GroupingUse(variable, variable.replica_grouping, "variable") for variable in ir.variables]
     return uses

@@ -48,7 +48,7 @@ def _alias_group(tensor) -> list:
 
 def dependencies(graph: Graph) -> dict[int, set[int]]:
     """For each op index, the indices of the ops it must follow."""
-    ops = graph._ops
+    ops = graph.ops
     index = {op: i for i, op in enumerate(ops)}
     before: dict[int, set[int]] = defaultdict(set)
     after: dict[int, set[int]] = defaultdict(set)
@@ -83,7 +83,7 @@ def dependencies(graph: Graph) -> dict[int, set[int]]:
 
 def schedule(graph: Graph) -> list[Op]:
     """The execution order of ``graph``'s ops."""
-    ops = graph._ops
+    ops = graph.ops
     before = dependencies(graph)
     waiting = {i: len(before[i]) for i in range(len(ops))}
     followers: dict[int, list[int]] = defaultdict(list)

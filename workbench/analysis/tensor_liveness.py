@@ -197,7 +197,7 @@ class _Allocations:
             allocation = self.of.get((frame, tensor))
             if allocation is not None:
                 return self.find(allocation)
-            if tensor in frame.graph._input_set:
+            if frame.graph.is_input(tensor):
                 parent = _call_site_input(frame, tensor)
                 if parent is None:
                     return None

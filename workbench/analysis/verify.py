@@ -20,7 +20,7 @@ def verify(ir: Ir) -> dict[Graph, list[Op]]:
     _check_call_cycles(ir)
     schedules = {}
     for graph in ir.graphs:
-        for op in graph._ops:
+        for op in graph.ops:
             _check_op(op)
         try:
             schedules[graph] = schedule(graph)
@@ -34,7 +34,7 @@ def _check_call_cycles(ir: Ir) -> None:
 
     def visit(graph: Graph, path: list[Graph]) -> None:
         state[graph] = "active"
-        for op in graph._ops:
+        for op in graph.ops:
             for callee in op.called_graphs:
                 if state.get(callee) == "active":
                     loop = " -> ".join(g.label for g in [*path, graph, callee])

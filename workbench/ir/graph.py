@@ -123,6 +123,18 @@ class Graph:
     def called_graphs(self) -> tuple["Graph", ...]:
         return tuple(dict.fromkeys(g for op in self._ops for g in op.called_graphs))
 
+    def is_input(self, tensor: Tensor) -> bool:
+        """Whether ``tensor`` is one of this graph's inputs (no copy of ``inputs`` made)."""
+        return tensor in self._input_set
+
+    def is_by_ref_input(self, tensor: Tensor) -> bool:
+        """Whether ``tensor`` is an input passed by reference (``TensorByRef``): callers see its writes."""
+        return tensor in self._by_ref_inputs
+
+    def is_output(self, tensor: Tensor) -> bool:
+        """Whether ``tensor`` is one of this graph's outputs."""
+        return tensor in self._outputs
+
     def get_tensor(self, tensor_id: str) -> Tensor:
         for tensor in self._tensors.values():
             if tensor.id == tensor_id or (not self._name and tensor.name == tensor_id):
@@ -204,6 +216,34 @@ class Graph:
             raise ValueError(f"tensor {tensor.id!r} belongs to graph {tensor.graph.label!r}, not to "
                              f"{self.label!r}: only tensors of a graph can be its outputs")
         self._outputs.append(tensor)
+
+    # ----- editing (used by the IR-to-IR passes, which log each edit to undo it) -----
+    def _fresh_name(self, name: str) -> str:
+        """``name``, or ``name_1``, ``name_2``... whichever is still free in this graph."""
+        return self._tensors.fresh(name)
+
+    def _rename_tensor(self, tensor: Tensor, name: str) -> None:
+        del self._tensors[tensor.name]
+        tensor._name = self._fresh_name(name)
+        self._tensors[tensor.name] = tensor
+
+    def _forget_tensor(self, tensor: Tensor) -> None:
+        """Drop ``tensor`` (an input too) from the graph; nothing may read it."""
+        if tensor in self._input_set:
+            self._inputs.remove(tensor)
+            self._input_set.discard(tensor)
+        del self._tensors[tensor.name]
+
+    def _remove_op(self, op: Op) -> None:
+        """Take out ``op``, whose outputs nobody reads."""
+        self._ops.remove(op)
+        for tensor in dict.fromkeys(op.inputs):
+            tensor.consumers.remove(op)
+        for tensor in op.outputs:
+            del self._tensors[tensor.name]
+
+    def _remove_last_output(self) -> None:
+        self._outputs.pop()
 
     def _check_inputs(self, op_type: str, inputs: Iterable[Tensor]) -> None:
         for tensor in inputs:

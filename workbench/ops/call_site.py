@@ -54,10 +54,10 @@ class CallSiteInfo:
     def graph_to_parent(self, graph_tensor: Tensor) -> Tensor:
         """The parent tensor connected to a graph input or output of the called graph."""
         graph = self.called_graph
-        if graph_tensor in graph._input_set:
+        if graph.is_input(graph_tensor):
             return self.parent_input(self.graph_to_parent_input_index(graph.inputs.index(graph_tensor)))
-        if graph_tensor in graph._outputs:
-            return self.parent_output(graph._outputs.index(graph_tensor))
+        if graph.is_output(graph_tensor):
+            return self.parent_output(graph.outputs.index(graph_tensor))
         raise ValueError(f"{graph_tensor.id!r} is neither an input nor an output of {graph.label!r}")
 
     def parent_to_graph(self, parent_tensor: Tensor) -> Tensor:

@@ -59,11 +59,11 @@ class ConditionalSiteInfo(CallSiteInfo):
     def graph_to_parent(self, graph_tensor: Tensor) -> Tensor:
         """The parent tensor connected to an input or output of either branch."""
         for graph, then_branch in zip(self.called_graph, (True, False)):
-            if graph_tensor in graph._input_set:
+            if graph.is_input(graph_tensor):
                 index = graph.inputs.index(graph_tensor)
                 return self.parent_input(self.graph_to_parent_input_index(index, then_branch))
-            if graph_tensor in graph._outputs:
-                return self.parent_output(graph._outputs.index(graph_tensor))
+            if graph.is_output(graph_tensor):
+                return self.parent_output(graph.outputs.index(graph_tensor))
         raise ValueError(f"Tensor {graph_tensor.name!r} is not an input or output of the called graph(s)")
 
     def parent_to_graph(self, parent_tensor: Tensor) -> Tensor:

@@ -49,7 +49,7 @@ def bind_inputs(op_type: str, graph: Graph, inputs: Sequence[TensorInputs],
                          f"{len(flat)} inputs given but graph {graph.label!r} has only {len(graph.inputs)})")
     bound = {i: _coerce(v, graph.inputs[i], op_type) for i, v in enumerate(flat)}
     for graph_tensor, parent in (inputs_dict or {}).items():
-        if not isinstance(graph_tensor, Tensor) or graph_tensor not in graph._input_set:
+        if not isinstance(graph_tensor, Tensor) or not graph.is_input(graph_tensor):
             raise ValueError(f"{op_type}: inputs_dict key {graph_tensor!r} is not an input of graph "
                              f"{graph.label!r}")
         index = graph.inputs.index(graph_tensor)
@@ -72,7 +72,7 @@ def bind_inputs(op_type: str, graph: Graph, inputs: Sequence[TensorInputs],
 
 
 def _by_ref_positions(graph: Graph, order: Sequence[int]) -> tuple[int, ...]:
-    return tuple(p for p, index in enumerate(order) if graph.inputs[index] in graph._by_ref_inputs)
+    return tuple(p for p, index in enumerate(order) if graph.is_by_ref_input(graph.inputs[index]))
 
 
 def _add_call(op_type: str, graph: Graph, parents: list[Tensor], order: tuple[int, ...],

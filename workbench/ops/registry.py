@@ -121,7 +121,7 @@ def create_op(op_type: str, inputs: Sequence[Tensor], attrs: Optional[dict] = No
     graph = get_current_graph()
     graph._check_inputs(op_type, inputs)
     if (len(inputs) > 1 and not definition.crosses_ipus and not called_graphs
-            and len({(t._ipu, t._tile_set) for t in inputs}) > 1):  # all in one place: nothing to check
+            and len({(t.ipu, t.tile_set) for t in inputs}) > 1):  # all in one place: nothing to check
         check_same_placement(op_type, {t.name: t for t in inputs})
     attrs = dict(attrs or {})
     specs = definition.infer([t.spec for t in inputs], attrs)

@@ -223,7 +223,7 @@ class _GradGraphBuilder:
         ``NlllWithSoftmaxGradDirect`` pattern does). None otherwise."""
         softmax = softmax_under_nll(op)
         probs = op.inputs[0]
-        if (softmax is None or list(probs.consumers) != [op] or probs in self.graph._outputs
+        if (softmax is None or list(probs.consumers) != [op] or self.graph.is_output(probs)
                 or probs in self.required or probs in self.provided):
             return None
         return softmax
@@ -330,7 +330,7 @@ class _GradGraphBuilder:
             if connection.connection_type is ExpectedConnectionType.FwdGrad:
                 continue
             _check_not_overwritten(graph, tensor)
-            if tensor not in graph._input_set and tensor not in graph._outputs:
+            if not graph.is_input(tensor) and not graph.is_output(tensor):
                 self.run.log.add_output(graph, tensor, sites)
                 tensor.meta[ACTIVATION_MARK] = True
                 self.run.log.on_undo(lambda t=tensor: t.meta.pop(ACTIVATION_MARK, None))
@@ -362,7 +362,7 @@ def _rule(op: Op, graph: Graph):
 
 def _check_not_overwritten(graph: Graph, tensor: Tensor) -> None:
     """An activation must still hold its value when the forward graph returns it."""
-    if tensor in graph._input_set and tensor not in graph._by_ref_inputs:
+    if graph.is_input(tensor) and not graph.is_by_ref_input(tensor):
         return  # the call site passes a copy: the parent keeps the value
     for op in tensor.consumers:
         if any(op.inputs[i] is tensor for i in op.modified):

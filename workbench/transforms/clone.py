@@ -19,7 +19,7 @@ def clone_graph(graph: Graph, name: str) -> Graph:
         for tensor in graph.inputs:
             with ipu(tensor.ipu):
                 mapping[tensor] = graph_input(tensor.shape, tensor.dtype, tensor.name,
-                                              by_ref=tensor in graph._by_ref_inputs,
+                                              by_ref=graph.is_by_ref_input(tensor),
                                               meta_shape=tensor.meta_shape)
         for tensor in graph.constants:
             with ipu(tensor.ipu):
@@ -52,7 +52,7 @@ def side_effect(graph: Graph) -> str:
             if op.type in SIDE_EFFECT_TYPES:
                 return f"{op.type} op {op.name} in graph {g.label!r}"
             for index in op.modified:
-                if op.inputs[index] in g._by_ref_inputs:
+                if g.is_by_ref_input(op.inputs[index]):
                     return (f"{op.type} op {op.name} in graph {g.label!r}, which writes the by-reference "
                             f"input {op.inputs[index].name!r}")
             for callee in op.called_graphs:

@@ -9,39 +9,28 @@ from workbench.ops.registry import op_def
 
 def fresh_name(graph: Graph, name: str) -> str:
     """``name``, or ``name_1``, ``name_2``... whichever is still free in ``graph``."""
-    return graph._tensors.fresh(name)
+    return graph._fresh_name(name)
 
 
 def rename(tensor: Tensor, name: str) -> None:
     """Give a tensor a new (unique) name in its graph."""
-    graph = tensor.graph
-    del graph._tensors[tensor.name]
-    tensor._name = fresh_name(graph, name)
-    graph._tensors[tensor.name] = tensor
+    tensor.graph._rename_tensor(tensor, name)
 
 
 def remove_op(op: Op) -> None:
     """Take an op whose outputs nobody reads out of its graph."""
-    graph = op.graph
-    graph._ops.remove(op)
-    for tensor in dict.fromkeys(op.inputs):
-        tensor.consumers.remove(op)
-    for tensor in op.outputs:
-        del graph._tensors[tensor.name]
-    graph.ir.events.emit("op_removed", op)
+    op.graph._remove_op(op)
+    op.graph.ir.events.emit("op_removed", op)
 
 
 def remove_unread(graph: Graph, tensor: Tensor) -> None:
     """Take an input or constant that nothing reads out of its graph."""
-    if tensor in graph._input_set:
-        graph._inputs.remove(tensor)
-        graph._input_set.discard(tensor)
-    del graph._tensors[tensor.name]
+    graph._forget_tensor(tensor)
 
 
 def call_sites(graph: Graph) -> list[Op]:
     """Every op of the Ir that calls ``graph``."""
-    return [op for g in graph.ir.graphs for op in g._ops if graph in op.called_graphs]
+    return [op for g in graph.ir.graphs for op in g.ops if graph in op.called_graphs]
 
 
 class EditLog:
@@ -73,7 +62,7 @@ class EditLog:
                     f"outputs; call {graph.label!r} with ops.call, or differentiate the graph containing "
                     f"the {op.type}")
         graph._add_output(tensor)
-        self._undo.append(graph._outputs.pop)
+        self._undo.append(graph._remove_last_output)
         for op in sites:
             self._add_call_output(op, tensor)
 
@@ -87,7 +76,7 @@ class EditLog:
 
         def undo() -> None:
             op.outputs = op.outputs[:-1]
-            del parent._tensors[output.name]
+            parent._forget_tensor(output)
             self._ir.events.emit("op_changed", op)
         self._undo.append(undo)
 

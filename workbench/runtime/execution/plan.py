@@ -49,10 +49,10 @@ def plan_graph(graph: Graph, steps: list[Op] | None = None) -> ExecutionPlan:
     persistent = set(graph.ir.persistent_tensors) if graph.is_main else set()
     variables = list(dict.fromkeys(t for op in steps for t in op.inputs
                                    if isinstance(t, Variable) or t in persistent))
-    used = [*(t for op in steps for t in op.inputs), *graph._outputs]  # a graph may return a constant
+    used = [*(t for op in steps for t in op.inputs), *graph.outputs]  # a graph may return a constant
     constants = list(dict.fromkeys(t for t in used if isinstance(t, Constant)))
     constant_names = {c: f"c{i}" for i, c in enumerate(constants)}
-    kept = set(graph._outputs)
+    kept = set(graph.outputs)
     last_use: dict[Tensor, int] = {}
     for position, op in enumerate(steps):
         for tensor in op.inputs:
@@ -74,9 +74,9 @@ def plan_graph(graph: Graph, steps: list[Op] | None = None) -> ExecutionPlan:
     def dies(tensor: Tensor) -> bool:
         return tensor not in kept and tensor not in constant_names
 
-    parameters = tuple(allocate(t) for t in graph._inputs)
+    parameters = tuple(allocate(t) for t in graph.inputs)
     variable_slots = tuple(allocate(v) for v in variables)
-    unused = tuple(t for t in dict.fromkeys([*graph._inputs, *variables]) if t not in last_use and dies(t))
+    unused = tuple(t for t in dict.fromkeys([*graph.inputs, *variables]) if t not in last_use and dies(t))
     for tensor in unused:
         free.append(slots[tensor])
     plan_steps = []
@@ -88,6 +88,6 @@ def plan_graph(graph: Graph, steps: list[Op] | None = None) -> ExecutionPlan:
         never_read = [t for t in op.outputs if t not in last_use and dies(t)]
         free.extend(slots[t] for t in never_read)
         plan_steps.append(PlanStep(op, arguments, results, tuple(released + never_read)))
-    returned = tuple(constant_names.get(t) or slots[t] for t in graph._outputs)
+    returned = tuple(constant_names.get(t) or slots[t] for t in graph.outputs)
     return ExecutionPlan(graph, steps, graph_effects(graph), variables, constants, parameters,
                          variable_slots, unused, plan_steps, returned)

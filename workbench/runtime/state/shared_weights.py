@@ -89,7 +89,7 @@ def _same_everywhere_at_start(ir: Ir, variable: Variable) -> bool:
     """One value for all replicas, which the host cannot set per replica either."""
     return (variable.replica_grouping.num_groups == 1 and variable.retrieval_mode == "one_per_group"
             and variable.shard_count == 1 and variable.remote_buffer is None
-            and variable not in ir.main_graph._outputs)
+            and not ir.main_graph.is_output(variable))
 
 
 def _writes(op: Op, variable: Variable) -> bool:
@@ -149,9 +149,9 @@ def _meeting_ops(ir: Ir) -> set[Op]:
     def graph_meets(graph: Graph) -> bool:
         if graph not in meets:
             meets[graph] = False  # a graph calling itself adds nothing
-            meets[graph] = any(op_meets(op) for op in graph._ops)
+            meets[graph] = any(op_meets(op) for op in graph.ops)
         return meets[graph]
 
     def op_meets(op: Op) -> bool:
         return op_def(op.type).meets_replicas or any(graph_meets(g) for g in op.called_graphs)
-    return {op for graph in ir.graphs for op in graph._ops if op_meets(op)}
+    return {op for graph in ir.graphs for op in graph.ops if op_meets(op)}

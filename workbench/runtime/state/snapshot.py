@@ -72,7 +72,7 @@ def swappable(ir: Ir, steps: list[Op], firsts: dict[Op, list]) -> set[Op]:
         variable = op.inputs[0]
         if (len(written) != 1 or written[0] is not variable
                 or op_def(op.type).into is None or not isinstance(variable, Variable)
-                or variable.remote_buffer is not None or variable in ir.main_graph._outputs):
+                or variable.remote_buffer is not None or ir.main_graph.is_output(variable)):
             continue
         # Ops outside the schedule (the weights fragments) run between runs, on the current array.
         others = [o for o in variable.consumers if o is not op and o in position]

@@ -190,7 +190,7 @@ class ReplicaInterpreter:
     def _push(self, frame: Frame) -> None:
         graph = frame.graph
         if frame.kind != "main":
-            frame.values = dict(zip(graph._inputs, frame.arguments))
+            frame.values = dict(zip(graph.inputs, frame.arguments))
         for tensor in frame.plan.plan.unused:
             frame.values.pop(tensor, None)
         self.stack.append(frame)
@@ -202,7 +202,7 @@ class ReplicaInterpreter:
             if not self.stack:
                 return
             values, constants = frame.values, frame.plan.constants
-            outputs = [values[t] if t in values else constants[t] for t in frame.graph._outputs]
+            outputs = [values[t] if t in values else constants[t] for t in frame.graph.outputs]
             op, binding = frame.call_site, frame.binding
             if frame.kind == "repeat":
                 arguments, carried = frame.arguments, len(op.outputs)

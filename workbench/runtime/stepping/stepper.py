@@ -311,7 +311,7 @@ class Stepper:
             graph = labels[graph]
         if isinstance(graph, Graph) and graph not in ir.graphs:
             raise ValueError(f"graph {graph.label!r} belongs to another Ir than this session's")
-        ops = [o for g in ([graph] if graph is not None else ir.graphs) for o in g._ops]
+        ops = [o for g in ([graph] if graph is not None else ir.graphs) for o in g.ops]
         where = f"graph {graph.label!r}" if graph is not None else "the Ir"
         if op is not None and not any(o.name == op for o in ops):
             close = difflib.get_close_matches(op, [o.name for o in ops], n=3)
@@ -330,7 +330,7 @@ def _may_stop_in(breakpoint: Breakpoint, graph: Graph) -> bool:
     """Whether some op of ``graph`` can match ``breakpoint``."""
     if breakpoint.graph is not None and breakpoint.graph is not graph:
         return False
-    return any(breakpoint.matches(op, graph, position) for position, op in enumerate(graph._ops))
+    return any(breakpoint.matches(op, graph, position) for position, op in enumerate(graph.ops))
 
 
 def _hit(breakpoints: list[Breakpoint], interpreter: ReplicaInterpreter) -> Optional[Breakpoint]:
@@ -347,7 +347,7 @@ def _reachable_graphs(ir) -> dict[Graph, set[Graph]]:
 
     def visit(graph: Graph) -> set[Graph]:
         if graph not in reach:
-            reach[graph] = {graph}.union(*(visit(c) for op in graph._ops for c in op.called_graphs))
+            reach[graph] = {graph}.union(*(visit(c) for op in graph.ops for c in op.called_graphs))
         return reach[graph]
     for graph in ir.graphs:
         visit(graph)
