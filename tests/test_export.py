@@ -10,7 +10,7 @@ import pytest
 import popxl
 import popxl.ops as ops
 import workbench.export
-from export_program import ODD_NAME, build_program
+from support.programs import ODD_NAME, export_program as build_program
 from workbench.export import json_schema_version, to_json, to_networkx
 from workbench.export.values import plain
 

@@ -5,7 +5,7 @@ import subprocess
 
 import pytest
 
-from export_program import build_program
+from support.programs import export_program as build_program
 from workbench.export import to_dot, to_networkx, write_dot_checkpoint
 
 _TOKEN = re.compile(r'"(?:\\.|[^"\\])*"|->|[{}\[\];=,]|[A-Za-z_][A-Za-z_0-9]*|-?[0-9.]+|\s+')

@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 
 import popxl
-import popxl.ops as ops
 import workbench
 
 ROOT = Path(workbench.__file__).parent

@@ -4,7 +4,7 @@ import pytest
 
 import popxl
 import popxl.ops as ops
-from programs import add_one, call_tree_program as build_program
+from support.programs import add_one, call_tree_program as build_program
 from workbench.analysis import call_tree, flattened_schedule
 
 

@@ -15,7 +15,7 @@ import pytest
 TESTS = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(TESTS))
 
-from jupyterlab_harness import chromium, jupyterlab, open_notebook  # noqa: E402
+from support.jupyterlab_harness import chromium, jupyterlab, open_notebook  # noqa: E402
 
 pytestmark = [pytest.mark.benchmark, pytest.mark.slow]
 
@@ -29,7 +29,7 @@ import popxl.ops as ops
 import workbench
 from ipykernel.comm.comm import BaseComm as KernelComm
 from workbench.widgets import GraphView
-from programs import mlp_training
+from support.programs import mlp_training
 
 plotly.io.renderers.default = "plotly_mimetype"
 comm_bytes = [0]

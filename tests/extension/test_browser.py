@@ -16,7 +16,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from jupyterlab_harness import chromium, jupyterlab, open_notebook, open_page
+from support.jupyterlab_harness import chromium, jupyterlab, open_notebook, open_page
 from workbench.export.mime import MIME_TYPE
 
 pytestmark = pytest.mark.slow
@@ -195,7 +195,7 @@ import sys
 sys.path.insert(0, {str(Path(__file__).resolve().parents[1])!r})
 import popxl
 import workbench
-from programs import mlp_training
+from support.programs import mlp_training
 from workbench.widgets import GraphView
 
 ir, inputs = mlp_training()
@@ -261,7 +261,7 @@ def test_a_figure_drawn_in_a_hidden_tab_takes_the_width_of_its_container_when_sh
 def test_expand_all_on_the_mlp_leaves_its_drawing_in_sight(lab, browser):
     url, root = lab
     sys.path.insert(0, str(Path(__file__).parents[1]))
-    from programs import mlp_training
+    from support.programs import mlp_training
 
     (root / "mlp.ir.json").write_text(json.dumps(mlp_training()[0]._repr_mimebundle_()[0][MIME_TYPE]), encoding="utf-8")
     page = open_page(browser, f"{url}/lab/tree/mlp.ir.json?reset")
@@ -309,7 +309,7 @@ DRAWN_GEOMETRY = """svg => {
 def test_the_mlp_backward_graph_is_drawn_by_elk_with_labels_inside_their_boxes(lab, browser):
     url, root = lab
     sys.path.insert(0, str(Path(__file__).parents[1]))
-    from programs import mlp_training
+    from support.programs import mlp_training
 
     document = mlp_training(layers=5)[0]._repr_mimebundle_()[0][MIME_TYPE]
     (root / "mlp-backward.ir.json").write_text(json.dumps(document), encoding="utf-8")

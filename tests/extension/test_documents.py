@@ -20,8 +20,8 @@ import popxl
 import popxl.ops as ops
 import pytest
 
-from export_program import build_program
-from programs import call_tree_program, mlp_training
+from support.programs import export_program as build_program
+from support.programs import call_tree_program, mlp_training
 from workbench.export.mime import MIME_TYPE
 
 REPO = Path(__file__).resolve().parents[2]

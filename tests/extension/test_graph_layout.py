@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from programs import mlp_training
+from support.programs import mlp_training
 from test_documents import run_node_tests
 from workbench.export.mime import MIME_TYPE
 

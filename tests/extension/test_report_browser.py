@@ -7,7 +7,7 @@ import pytest
 
 import popxl
 import workbench
-from jupyterlab_harness import chromium, open_page
+from support.jupyterlab_harness import chromium, open_page
 
 pytestmark = pytest.mark.slow
 
@@ -16,7 +16,7 @@ ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
 
 def test_every_figure_of_the_mlp_report_is_drawn_offline(tmp_path):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from programs import mlp_training
+    from support.programs import mlp_training
 
     ir, inputs = mlp_training()
     with popxl.Session(ir, "ipu_model") as session:

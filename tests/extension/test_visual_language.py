@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from export_program import build_program
-from programs import call_tree_program, mlp_training
+from support.programs import export_program as build_program
+from support.programs import call_tree_program, mlp_training
 from workbench.analysis.call_tree import call_tree
 from workbench.export.mime import MIME_TYPE
 from workbench.widgets import style

@@ -5,6 +5,7 @@ import pytest
 import popxl
 import popxl.ops as ops
 from workbench.runtime.replication.replicas import ReplicaExecutionError
+from support.faulty_ops import exploding_op
 
 R = 4
 
@@ -137,24 +138,8 @@ def test_grouped_variables_start_from_their_groups_data_and_read_back_per_group(
     np.testing.assert_array_equal(all_replicas, data)
 
 
-def _exploding_op():
-    """A test op that fails where its input is negative, as a faulty kernel would."""
-    from workbench.ops.registry import REGISTRY, OpDef, register
-    from workbench.ops.rules import same_spec
-
-    def kernel(op, env):
-        def run(x):
-            if (x < 0).any():
-                raise FloatingPointError("negative input")
-            return x.copy()
-        return run
-
-    if "test_explode" not in REGISTRY:
-        register(OpDef("test_explode", same_spec, kernel))
-
-
 def test_a_failure_in_replica_3_ends_the_run_names_replica_and_op_and_keeps_weights():
-    _exploding_op()
+    exploding_op()
     from workbench.ops.registry import apply
 
     ir = popxl.Ir(replication=4)

@@ -5,19 +5,13 @@ import pytest
 
 import popxl
 import popxl.ops as ops
-from workbench.ops.registry import REGISTRY, OpDef, apply, register
-from workbench.ops.rules import same_spec
+from support.faulty_ops import widening_op
+from workbench.ops.registry import apply
 from workbench.runtime import RunOptions, default_run_options
 
 
-def _widening_op() -> None:
-    """A test op whose kernel returns float64 for a float32 input, as a faulty kernel would."""
-    if "test_widen" not in REGISTRY:
-        register(OpDef("test_widen", same_spec, lambda op, env: lambda x: x.astype(np.float64)))
-
-
 def widening_ir() -> tuple:
-    _widening_op()
+    widening_op()
     ir = popxl.Ir()
     with ir.main_graph:
         x = popxl.variable(np.ones(3, np.float32), name="x")

@@ -595,9 +595,9 @@ def test_bad_inputs_are_refused_when_the_stepper_is_made():
 
 def test_a_failing_replica_is_named_and_the_weights_are_restored():
     from workbench.ops.registry import apply
-    from tests.runtime.test_replication import _exploding_op
+    from support.faulty_ops import exploding_op
 
-    _exploding_op()
+    exploding_op()
     ir = popxl.Ir(replication=4)
     with ir.main_graph, popxl.in_sequence():
         w = popxl.variable(np.zeros(2, np.float32), name="w")

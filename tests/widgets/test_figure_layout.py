@@ -69,7 +69,7 @@ def test_panels_are_a_fixed_number_of_pixels_apart():
 
 
 def test_the_graph_figure_takes_the_width_of_its_container():
-    from programs import mlp_training
+    from support.programs import mlp_training
     from workbench.widgets import GraphView
 
     ir, _ = mlp_training()

@@ -6,7 +6,7 @@ import popxl
 import popxl.ops as ops
 from widget_programs import call_tree_program, chain, click, trace
 from workbench.widgets import GraphView
-from programs import mlp_training
+from support.programs import mlp_training
 from workbench.widgets.dataflow import FULL_DETAIL_NODES, dataflow_picture
 from workbench.widgets.figures import graph_figure
 from workbench.widgets.figures.graph_figure import picture_layout

@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from programs import mlp_training
+from support.programs import mlp_training
 from workbench.widgets import GraphView
 from workbench.widgets.figures.graph_figure import CHAR_WIDTH, MARGIN
 from workbench.widgets.style import PICTURE_WIDTH

@@ -112,7 +112,7 @@ def test_the_report_packs_plotlys_basic_bundle_when_every_trace_is_basic():
 
 
 def test_the_report_draws_every_graph_of_the_call_tree(tmp_path):
-    from programs import mlp_training
+    from support.programs import mlp_training
 
     ir, inputs = mlp_training()
     with popxl.Session(ir, "ipu_model") as session:

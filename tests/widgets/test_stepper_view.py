@@ -129,7 +129,7 @@ def test_step_over_run_to_breakpoints_continue_and_reset_from_the_buttons():
 
 
 def test_errors_are_shown_in_the_view_and_do_not_raise_from_the_buttons():
-    from tests.runtime.test_replication import _exploding_op
+    from support.faulty_ops import exploding_op
     from workbench.ops.registry import apply
 
     ir, x_stream, _, _ = program()
@@ -143,7 +143,7 @@ def test_errors_are_shown_in_the_view_and_do_not_raise_from_the_buttons():
         view.buttons["step"].click()
         assert view.message == "" and view.error_box.value == "" and view.stop.actions == 1
 
-    _exploding_op()
+    exploding_op()
     ir = popxl.Ir(replication=2)
     with ir.main_graph:
         stream = popxl.h2d_stream([2], popxl.float32, name="x")

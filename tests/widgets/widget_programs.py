@@ -3,7 +3,7 @@ import numpy as np
 
 import popxl
 import popxl.ops as ops
-from programs import add_one, call_tree_program  # noqa: F401  (the widget tests import them from here)
+from support.programs import add_one, call_tree_program  # noqa: F401  (the widget tests import them from here)
 
 
 def chain(count: int, ir=None):

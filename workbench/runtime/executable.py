@@ -9,7 +9,7 @@ around an Executable: attaching, weights, runs, traces and the stepper.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 import numpy as np
 
@@ -53,7 +53,7 @@ class Executable:
     memory_report: Optional[MemoryReport]
     codes: dict[Graph, GraphCode]
     host_buffers: HostBuffers
-    replicas: list[int]
+    replicas: Sequence[int]
     instances: Optional["Instances"]
     buffers: list[dict[Any, np.ndarray]]
     device_values: list[dict[Any, np.ndarray]]
