@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Callable, Generator, Optional, Sequence
+from typing import Callable, Generator, Mapping, Optional, Sequence
 
 from workbench.ir import Graph, Ir, Op
 from workbench.ir.device import Device
@@ -28,8 +28,12 @@ from .cost_model import op_cycles, op_kind
 from .flatten import FlatSchedule, Frame, Step, flattened_schedule
 from .op_events import TraceEvent
 
-#: What a walk yields at a meeting: (key, group, arrival); it is sent back the cycle it resumes at.
+#: What a walk yields at a meeting: (key, group, arrival); it is sent back the cycle it resumes at. A walk
+#: of a frame returns the first start and the last end of its events (None without any); a meeting
+#: returns the cycle the op starts at; a call site its span.
 Walk = Generator[tuple, Optional[int], tuple[Optional[int], Optional[int]]]
+Meeting = Generator[tuple, Optional[int], int]
+Span = Generator[tuple, Optional[int], tuple[int, int]]
 
 
 @dataclass(slots=True)
@@ -90,7 +94,7 @@ def sequenced_ops(ir: Ir) -> set[Op]:
     return ops
 
 
-def clock_plan(ir: Ir, device: Device, steps_of: Optional[dict[Graph, Sequence[Op]]] = None) -> ClockPlan:
+def clock_plan(ir: Ir, device: Device, steps_of: Optional[Mapping[Graph, Sequence[Op]]] = None) -> ClockPlan:
     """The plan of ``ir`` on ``device``; each graph's ops run in ``steps_of[graph]`` order (by default
     the order of the flattened schedule)."""
     flat = flattened_schedule(ir)
@@ -129,7 +133,7 @@ class ClockWalker:
         """How many iterations of a repeat to walk (all of them, by default)."""
         return step.op.attrs["repeat_count"]
 
-    def meet(self, op: Op, timing: OpTiming, start: int) -> Walk:
+    def meet(self, op: Op, timing: OpTiming, start: int) -> Meeting:
         """Where an op waits for other replicas; returns the cycle it starts at (``start`` by default)."""
         return start
         yield  # a generator: a walk that meets pauses here
@@ -186,7 +190,7 @@ class ClockWalker:
         return first, last
 
     def call(self, step: Step, timing: OpTiming, event: TraceEvent, index: int,
-             iterations: tuple[int, ...]) -> Walk:
+             iterations: tuple[int, ...]) -> Span:
         """The call site's overhead before each frame it opens, then that frame; returns its span."""
         ipu = timing.ipus[0]
         start = end = event.start_cycle
@@ -204,7 +208,7 @@ class ClockWalker:
         return start, end
 
     def iterate(self, body: Frame, count: int, timing: OpTiming, event: TraceEvent, index: int,
-                iterations: tuple[int, ...], start: int) -> Walk:
+                iterations: tuple[int, ...], start: int) -> Span:
         """A repeat's ``count`` iterations from ``start``: each its overhead on the repeat's IPU, then
         the body; returns the span of them all."""
         ipu, end = timing.ipus[0], start

@@ -97,8 +97,9 @@ class SpanningCommunicator:
             # A copy: the members read the values later, when the shared window may be written again.
             return gather_replicas(self._channel, values, label, occurrence).copy()
 
-        everyone = self._local.combine(("instances", op, occurrence), label, replica, self._replicas, value,
-                                       gathered)
+        # One meeting of all the local replicas (an op's groups span instances for every replica or none).
+        everyone = self._local.combine(MeetingKey(op, tuple(self._replicas), occurrence), label, replica,
+                                       self._replicas, value, gathered)
         return [everyone[m] for m in members]
 
     def combine(self, key: MeetingKey, label: str, replica: int, members: Sequence[int], value: Any,
@@ -117,8 +118,8 @@ class SpanningCommunicator:
             return {group: combine([everyone[m] for m in group]) for group in groups}
 
         # One rendezvous of the local replicas: the last to arrive exchanges and combines for all.
-        results = self._local.combine(("instances", op, occurrence), label, replica, self._replicas, value,
-                                      gathered_and_combined)
+        results = self._local.combine(MeetingKey(op, tuple(self._replicas), occurrence), label, replica,
+                                      self._replicas, value, gathered_and_combined)
         return results[tuple(members)]
 
     def _members(self, op, replica: int, members: Sequence[int]) -> list[int]:

@@ -105,7 +105,7 @@ class ReplicaInterpreter:
         self._bindings: dict[Op, list[CalleeBinding]] = {}
         main = program.ir.main_graph
         plan = plans[main]
-        values = {v: program.variables[v] for v in plan.plan.variables}
+        values: dict[Tensor, np.ndarray] = {v: program.variables[v] for v in plan.plan.variables}
         self.stack: list[Frame] = []
         self._push(Frame(plan, program.subgraph(main).kernels, "main", values, main_flat))
         self._settle()
@@ -126,8 +126,8 @@ class ReplicaInterpreter:
     def advance(self, into: bool) -> None:
         """One action: enter the call site about to run (``into``) or run the op's bound kernel."""
         if self.program.stop_requested:
-            raise ReplicaAborted(f"replica {self.program.replica} stopped before {self.op.name}: the "
-                                 "run was given up")
+            raise ReplicaAborted(f"replica {self.program.replica} stopped before {self.stack[-1].op.name}: "
+                                 "the run was given up")
         frame = self.stack[-1]
         op = frame.op
         if into and flatten.callees(op):
@@ -204,6 +204,7 @@ class ReplicaInterpreter:
             values, constants = frame.values, frame.plan.constants
             outputs = [values[t] if t in values else constants[t] for t in frame.graph.outputs]
             op, binding = frame.call_site, frame.binding
+            assert op is not None and binding is not None  # every frame but the main one has a call site
             if frame.kind == "repeat":
                 arguments, carried = frame.arguments, len(op.outputs)
                 arguments[:carried] = outputs

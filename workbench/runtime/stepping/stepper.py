@@ -67,6 +67,8 @@ class Stepper:
         self._threads: Optional[ReplicaThreads] = None
         self._why = ""
         self._attached_session = False
+        self._status = "ready"
+        self._outputs: dict = {}
         self._rewind("created")
 
     # ----- state -----
@@ -202,13 +204,18 @@ class Stepper:
         finally:
             if progress is not None:
                 progress.close()
-        self._run.changed_device()
+        self._begun().changed_device()
         if failure is not None:
             self._fail(*failure)
         if all(interpreter.finished for interpreter in self._interpreters):
             self._finish()
         hit = _hit(breakpoints, self._interpreters[0]) if breakpoints is not None else None
         return self._publish(reason, hit)
+
+    def _begun(self) -> Run:
+        """The run of the current stepping (it exists from the first command on)."""
+        assert self._run is not None, "the stepped run has not begun"
+        return self._run
 
     def _check_can_step(self) -> None:
         if self._status == "finished":
@@ -240,8 +247,9 @@ class Stepper:
     def _finish(self) -> None:
         self._stop_threads()
         self._status = "finished"
-        self._run.complete()
-        self._run.announce()
+        run = self._begun()
+        run.complete()
+        run.announce()
         self._give_back_session()
 
     def _give_back_session(self) -> None:
@@ -269,7 +277,7 @@ class Stepper:
 
     def _restore(self) -> None:
         """Give the weights (and remote buffers) the values they had when the run began."""
-        self._run.undo()
+        self._begun().undo()
 
     def _stop_threads(self) -> None:
         if self._threads is not None:

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections import defaultdict, deque
 from dataclasses import dataclass
-from typing import Any, Generator, Optional, Sequence
+from typing import Any, Optional, Sequence
 
-from workbench.analysis.clock import ClockPlan, ClockWalker, LoopBody, OpTiming, Walk, clock_plan
+from workbench.analysis.clock import ClockPlan, ClockWalker, LoopBody, Meeting, OpTiming, Walk, clock_plan
 from workbench.analysis.flatten import Frame, Step
 from workbench.ir import Graph, Ir, Op
 from workbench.ir.device import Device
@@ -47,11 +47,11 @@ class Timeline:
         return Trace(replicas, totals, self._device.clock_hz, record.timestamps is not None, record.seconds)
 
 
-def _meet_at_collectives(walkers: list[Generator]) -> None:
+def _meet_at_collectives(walkers: Sequence[Walk]) -> None:
     """Advance every replica's walk; a walk pauses at each collective until its whole group arrives,
     then all members resume at the latest arrival."""
     waiting: dict[Any, dict[int, int]] = {}
-    ready = deque((replica, None) for replica in range(len(walkers)))
+    ready: deque[tuple[int, Optional[int]]] = deque((replica, None) for replica in range(len(walkers)))
     while ready:
         replica, start = ready.popleft()
         try:
@@ -103,7 +103,7 @@ class _ReplicaWalk(ClockWalker):
             raise RuntimeError(f"the run's branch log has {logged.name} where {step.op.name} ran")
         return (step.children[0 if taken else 1],)
 
-    def meet(self, op: Op, timing: OpTiming, start: int) -> Walk:
+    def meet(self, op: Op, timing: OpTiming, start: int) -> Meeting:
         assert timing.members is not None and self.replica is not None
         group = timing.members(self.replica)
         if len(group) == 1:
