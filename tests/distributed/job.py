@@ -183,7 +183,7 @@ def run_split_branches(else_body, then_next: bool, say_window: bool = False) -> 
     flags = np.array([[True, True, False, False]])
     with popxl.Session(ir, "ipu_hw") as session:
         if say_window:
-            say("through shared memory", session._instances.channel.through_shared_memory)
+            say("through shared memory", session.executable.instances.channel.through_shared_memory)
         try:
             session.run({flag_stream: local_part(flags, ir), x_stream: local_part(x, ir)})
         except Exception as error:
