@@ -18,20 +18,8 @@ from typing import Any, Callable, Hashable, Optional, Sequence
 
 from greenlet import greenlet
 
-from .communicator import POLL_SECONDS, CollectiveMismatchError, ReplicaAborted
-
-
-class _Meeting:
-    """One execution of a collective: the values given so far (by replica), the result once known,
-    and how many members have yet to leave with it."""
-
-    __slots__ = ("values", "result", "done", "staying")
-
-    def __init__(self, members: int):
-        self.values: dict[int, Any] = {}
-        self.result: Any = None
-        self.done = False
-        self.staying = members
+from .communicator import POLL_SECONDS
+from .rendezvous import CollectiveMismatchError, MeetingBook, ReplicaAborted, Waiting, deadlock_error, gone_error
 
 
 class TurnTakingCommunicator:
@@ -40,8 +28,7 @@ class TurnTakingCommunicator:
 
     def __init__(self, replicas: Sequence[int]):
         self._replicas = list(replicas)
-        self._meetings: dict[Hashable, _Meeting] = {}
-        self._waiting: dict[int, str] = {}  # replica: the collective it waits at
+        self._book = MeetingBook()
         self._finished: set[int] = set()
         self._moves = 0  # values given and replicas finished: what lets a waiting replica go on
         self._stop: Optional[BaseException] = None
@@ -58,20 +45,15 @@ class TurnTakingCommunicator:
         last member to arrive. Every member gets the same result object."""
         if self._stop is not None:
             raise self._stopped(replica)
-        meeting = self._meetings.get(key)
-        if meeting is None:
-            meeting = self._meetings[key] = _Meeting(len(members))
-        values = meeting.values
-        values[replica] = value
+        meeting = self._book.give(key, replica, members, value)
         self._moves += 1
+        values = meeting.values
         if len(values) == len(members):
             meeting.result = combine([values[m] for m in members])
             meeting.done = True
         while not meeting.done:
-            self._wait(label, replica, members, values)
-        meeting.staying -= 1
-        if not meeting.staying:
-            del self._meetings[key]
+            self._wait(key, label, replica, members)
+        self._book.leave(key, meeting)
         return meeting.result
 
     def take_turns(self, works: Sequence[Callable[[], None]],
@@ -95,12 +77,12 @@ class TurnTakingCommunicator:
                     poll()
                     next_poll = perf_counter() + POLL_SECONDS
         except BaseException as error:
-            self._stop_all([turn for turn, replica in zip(turns, self._replicas) if replica in self._waiting],
+            self._stop_all([turn for turn, replica in zip(turns, self._replicas) if replica in self._book.waiting],
                            error)
             raise
         finally:  # those not suspended in a work serve the next run
             _IDLE.turns.extend(turn for turn, replica in zip(turns, self._replicas)
-                               if not turn.dead and replica not in self._waiting)
+                               if not turn.dead and replica not in self._book.waiting)
 
     def _went_on(self, turns: list[greenlet], pending: list[int], index: int, outcome: Any) -> None:
         """Replica ``index`` handed the thread back: waiting, or ``_FINISHED`` with its work."""
@@ -109,23 +91,20 @@ class TurnTakingCommunicator:
             self._finished.add(self._replicas[index])
             self._moves += 1
 
-    def _wait(self, label: str, replica: int, members: Sequence[int], values: dict) -> None:
+    def _wait(self, key: Hashable, label: str, replica: int, members: Sequence[int]) -> None:
         """Hand the thread to the next replica; raise if the run stops meanwhile."""
-        gone = self._finished and [m for m in members if m not in values and m in self._finished]
+        gone = self._finished and self._book.gone(key, members, self._finished)
         if gone:
-            raise CollectiveMismatchError(
-                f"replica {replica} waits at {label} for replica(s) {gone}, which finished the run "
-                "without reaching it: every replica of a group must run the same collectives")
-        self._waiting[replica] = label
+            raise gone_error(replica, label, gone)
+        waiting = self._book.waiting
+        waiting[replica] = Waiting(key, label, members)
         self._scheduler.switch()
-        del self._waiting[replica]
+        del waiting[replica]
         if self._stop is not None:
             raise self._stopped(replica, label)
 
     def _deadlock(self) -> CollectiveMismatchError:
-        where = "; ".join(f"replica {r} at {label}" for r, label in sorted(self._waiting.items()))
-        return CollectiveMismatchError(f"the replicas reached different collectives and wait on each "
-                                       f"other: {where}")
+        return deadlock_error(self._book.where())
 
     def _stopped(self, replica: int, label: str = "") -> BaseException:
         stop = self._stop

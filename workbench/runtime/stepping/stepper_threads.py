@@ -11,7 +11,8 @@ from __future__ import annotations
 import threading
 from typing import Any, Callable, Hashable, Optional, Sequence
 
-from ..replication.communicator import POLL_SECONDS, CollectiveMismatchError, ReplicaAborted
+from ..replication.communicator import POLL_SECONDS
+from ..replication.rendezvous import MeetingBook, ReplicaAborted, Waiting, deadlock_error, gone_error
 from ..state.snapshot import uninterrupted
 from .interpreter import ReplicaInterpreter
 
@@ -25,10 +26,8 @@ class ReplicaThreads:
         count = len(interpreters)
         self._interpreters = interpreters
         self._condition = threading.Condition()
-        self._slots: dict[Hashable, dict[int, Any]] = {}
-        self._taken: dict[Hashable, int] = {}
+        self._book = MeetingBook()
         self._busy = [False] * count
-        self._waiting: list[Optional[tuple[Hashable, str, Sequence[int]]]] = [None] * count
         self._errors: list[Optional[BaseException]] = [None] * count
         self._aborted = False
         for interpreter in interpreters:
@@ -37,8 +36,8 @@ class ReplicaThreads:
 
     def waiting_at(self, replica: int) -> Optional[str]:
         """The collective ``replica`` waits in, if it waits."""
-        waiting = self._waiting[replica]
-        return None if waiting is None else waiting[1]
+        waiting = self._book.waiting.get(replica)
+        return None if waiting is None else waiting.label
 
     # ----- the communicator the replicas' collectives call -----
     def combine(self, key: Hashable, label: str, replica: int, members: Sequence[int], value: Any,
@@ -48,26 +47,25 @@ class ReplicaThreads:
 
     def exchange(self, key: Hashable, label: str, replica: int, members: Sequence[int], value: Any) -> list:
         with self._condition:
-            slot = self._slots.setdefault(key, {})
-            slot[replica] = value
+            book = self._book
+            meeting = book.give(key, replica, members, value)
+            slot = meeting.values
             if len(slot) < len(members):
-                self._waiting[replica] = (key, label, members)
+                book.waiting[replica] = Waiting(key, label, members)
                 self._condition.notify_all()
                 while len(slot) < len(members):
                     if self._aborted:
-                        self._waiting[replica] = None
+                        book.waiting.pop(replica, None)
                         raise ReplicaAborted(f"replica {replica} stopped waiting at {label}: the stepped "
                                              "run was stopped")
                     self._condition.wait()
             else:
                 # Release the waiting members in the same breath, so no command ends in between.
                 for member in members:
-                    self._waiting[member] = None
+                    book.waiting.pop(member, None)
                 self._condition.notify_all()
             values = [slot[m] for m in members]
-            self._taken[key] = self._taken.get(key, 0) + 1
-            if self._taken[key] == len(members):
-                del self._slots[key], self._taken[key]
+            book.leave(key, meeting)
             return values
 
     # ----- commands -----
@@ -87,7 +85,7 @@ class ReplicaThreads:
                             # A daemon thread: one left waiting in a collective never holds up exit.
                             threading.Thread(target=self._work, args=(replica, command), daemon=True,
                                              name=f"stepper-replica-{replica}").start()
-                if all(not busy or waiting is not None for busy, waiting in zip(self._busy, self._waiting)):
+                if all(not busy or replica in self._book.waiting for replica, busy in enumerate(self._busy)):
                     break
                 self._condition.wait(POLL_SECONDS if poll is not None else None)
                 if poll is not None:
@@ -113,20 +111,15 @@ class ReplicaThreads:
         for replica, error in enumerate(self._errors):
             if error is not None and not isinstance(error, ReplicaAborted):
                 return replica, error
-        waiting = {r: w for r, w in enumerate(self._waiting) if w is not None}
-        for replica, (key, label, members) in waiting.items():
-            gone = [m for m in members if m not in self._slots.get(key, {})
-                    and self._interpreters[m].finished]
+        book = self._book
+        finished = {r for r, interpreter in enumerate(self._interpreters) if interpreter.finished}
+        for replica, (key, label, members) in sorted(book.waiting.items()):
+            gone = book.gone(key, members, finished)
             if gone:
-                return replica, CollectiveMismatchError(
-                    f"replica {replica} waits at {label} for replica(s) {gone}, which finished the run "
-                    "without reaching it: every replica of a group must run the same collectives")
-        unfinished = [r for r, interpreter in enumerate(self._interpreters) if not interpreter.finished]
-        if waiting and all(r in waiting for r in unfinished):
-            where = "; ".join(f"replica {r} at {label}" for r, (_, label, _) in sorted(waiting.items()))
-            first = min(waiting)
-            return first, CollectiveMismatchError(
-                f"the replicas reached different collectives and wait on each other: {where}")
+                return replica, gone_error(replica, label, gone)
+        unfinished = [r for r in range(len(self._interpreters)) if r not in finished]
+        if book.waiting and all(r in book.waiting for r in unfinished):
+            return min(book.waiting), deadlock_error(book.where())
         return None
 
     def abort(self) -> None:
