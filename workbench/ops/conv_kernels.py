@@ -1,0 +1,154 @@
+"""NumPy kernels of the convolutions and poolings of ``convolution.py``, built once per op.
+
+A convolution is im2col and one matrix product: a strided view lists every window of the padded
+input as [N, C, *kernel, *out], one copy makes it the contiguous [N, C·K, P] column matrix, and
+``matmul`` with the weight as a [C_out, C·K] view writes [N, C_out, P], already the output's layout.
+A 1×1 convolution of stride 1 needs no copy at all. Poolings reduce over the kernel offsets one
+strided slice at a time (K passes over the output, never a window axis that NumPy reduces slowly).
+"""
+from __future__ import annotations
+
+import math
+from typing import Callable, Sequence
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+Pads = Sequence[tuple[int, int]]
+
+
+def compute_type(dtype: np.dtype) -> np.dtype:
+    """float16 is computed in float32, as the IPU accumulates it."""
+    return np.dtype(np.float32) if dtype == np.float16 else np.dtype(dtype)
+
+
+def padder(shape: Sequence[int], pads: Pads, fill: float, dtype: np.dtype) -> Callable[[np.ndarray], np.ndarray]:
+    """A function giving its [N, C, *spatial] argument with ``pads`` (one (begin, end) pair per
+    spatial axis) filled with ``fill``; the argument itself when there is nothing to pad."""
+    if not any(b or e for b, e in pads):
+        return lambda x: x
+    padded = tuple(shape[:2]) + tuple(n + b + e for n, (b, e) in zip(shape[2:], pads))
+    inside = (slice(None),) * 2 + tuple(slice(b, b + n) for n, (b, _) in zip(shape[2:], pads))
+
+    def pad(x: np.ndarray) -> np.ndarray:
+        out = np.zeros(padded, dtype) if fill == 0 else np.full(padded, fill, dtype)
+        out[inside] = x
+        return out
+    return pad
+
+
+def offset_slices(kernel: Sequence[int], stride: Sequence[int], dilation: Sequence[int],
+                  out: Sequence[int]) -> list[tuple[slice, ...]]:
+    """For each kernel offset, the [N, C, *out] slice of the padded input that the offset reads."""
+    return [(slice(None),) * 2 + tuple(slice(k * d, k * d + (o - 1) * s + 1, s)
+                                       for k, d, s, o in zip(offset, dilation, stride, out))
+            for offset in np.ndindex(*kernel)]
+
+
+def columns(x: np.ndarray, kernel: Sequence[int], stride: Sequence[int], dilation: Sequence[int],
+            out: Sequence[int]) -> np.ndarray:
+    """The contiguous [N, C·K, P] im2col matrix of the padded ``x``: row (c, k) holds what kernel
+    offset k of channel c meets at each of the P output positions."""
+    n, c = x.shape[:2]
+    positions = math.prod(out)
+    if all(k == 1 for k in kernel):
+        picked = x if all(s == 1 for s in stride) and tuple(x.shape[2:]) == tuple(out) else x[
+            (slice(None),) * 2 + tuple(slice(0, (o - 1) * s + 1, s) for o, s in zip(out, stride))]
+        return np.ascontiguousarray(picked).reshape(n, c, positions)
+    spatial = x.strides[2:]
+    windows = as_strided(x, (n, c, *kernel, *out), x.strides[:2] + tuple(s * d for s, d in zip(spatial, dilation))
+                         + tuple(s * t for s, t in zip(spatial, stride)), writeable=False)
+    return np.ascontiguousarray(windows).reshape(n, c * math.prod(kernel), positions)
+
+
+def conv(x_shape: Sequence[int], weight_shape: Sequence[int], stride: Sequence[int], dilation: Sequence[int],
+         pads: Pads, groups: int, out: Sequence[int], dtype: np.dtype) -> Callable:
+    """``conv(x, weight)``: [N, C_in, *spatial] * [C_out, C_in / groups, *kernel] -> [N, C_out, *out]."""
+    compute = compute_type(dtype)
+    pad = padder(x_shape, pads, 0, compute)
+    kernel = tuple(weight_shape[2:])
+    n, c_out = x_shape[0], weight_shape[0]
+    rows = weight_shape[1] * math.prod(kernel)
+    positions = math.prod(out)
+    out_shape = (n, c_out, *out)
+
+    def conv(x: np.ndarray, weight: np.ndarray) -> np.ndarray:
+        cols = columns(pad(x.astype(compute, copy=False)), kernel, stride, dilation, out)
+        weight = weight.astype(compute, copy=False)
+        if groups == 1:
+            y = np.matmul(weight.reshape(c_out, rows), cols)
+        else:
+            y = np.matmul(weight.reshape(groups, c_out // groups, rows), cols.reshape(n, groups, rows, positions))
+        return y.reshape(out_shape).astype(dtype, copy=False)
+    return conv
+
+
+def conv_transpose(x_shape: Sequence[int], weight_shape: Sequence[int], stride: Sequence[int],
+                   dilation: Sequence[int], pads_begin: Sequence[int], out: Sequence[int], groups: int,
+                   dtype: np.dtype) -> Callable:
+    """``conv_transpose(x, weight)``: one matrix product gives every kernel offset's contribution
+    ([N, C_out·K, P]), then each offset's slab is added into its strided place (col2im)."""
+    compute = compute_type(dtype)
+    kernel = tuple(weight_shape[2:])
+    n, c_in, spatial = x_shape[0], x_shape[1], tuple(x_shape[2:])
+    c_out_group = weight_shape[1]
+    full = tuple(max(s * (m - 1) + (k - 1) * d + 1, b + o) for m, k, s, d, b, o in zip(
+        spatial, kernel, stride, dilation, pads_begin, out))
+    crop = (slice(None),) * 2 + tuple(slice(b, b + o) for b, o in zip(pads_begin, out))
+    places = offset_slices(kernel, stride, dilation, spatial)
+    k_total, positions = math.prod(kernel), math.prod(spatial)
+
+    def conv_transpose(x: np.ndarray, weight: np.ndarray) -> np.ndarray:
+        x, weight = x.astype(compute, copy=False), weight.astype(compute, copy=False)
+        # [G, C_out/G·K, C_in/G] @ [N, G, C_in/G, P] -> [N, G, C_out/G, K, P]
+        lhs = weight.reshape(groups, c_in // groups, c_out_group * k_total).transpose(0, 2, 1)
+        parts = np.matmul(lhs, x.reshape(n, groups, c_in // groups, positions)).reshape(
+            n, groups * c_out_group, k_total, *spatial)
+        result = np.zeros((n, groups * c_out_group) + full, compute)
+        for index, place in enumerate(places):
+            result[place] += parts[:, :, index]
+        return result[crop].astype(dtype)
+    return conv_transpose
+
+
+def max_pool(x_shape: Sequence[int], kernel: Sequence[int], stride: Sequence[int], dilation: Sequence[int],
+             pads: Pads, out: Sequence[int], dtype: np.dtype) -> Callable:
+    pad = padder(x_shape, pads, -np.inf, dtype)
+    slices = offset_slices(kernel, stride, dilation, out)
+
+    def max_pool(x: np.ndarray) -> np.ndarray:
+        x = pad(x)
+        y = x[slices[0]].copy()
+        for place in slices[1:]:
+            np.maximum(y, x[place], out=y)
+        return y
+    return max_pool
+
+
+def window_counts(x_shape: Sequence[int], kernel: Sequence[int], stride: Sequence[int], dilation: Sequence[int],
+                  pads: Pads, out: Sequence[int]) -> np.ndarray:
+    """How many positions of the unpadded input each window covers, [1, 1, *out]."""
+    ones = padder((1, 1) + tuple(x_shape[2:]), pads, 0, np.dtype(np.float64))(np.ones((1, 1) + tuple(x_shape[2:])))
+    counts = np.zeros((1, 1, *out))
+    for place in offset_slices(kernel, stride, dilation, out):
+        counts += ones[place]
+    return counts
+
+
+def average_pool(x_shape: Sequence[int], kernel: Sequence[int], stride: Sequence[int], dilation: Sequence[int],
+                 pads: Pads, out: Sequence[int], dtype: np.dtype) -> Callable:
+    """Padding is left out of each window's count (ONNX count_include_pad=0)."""
+    compute = compute_type(dtype)
+    pad = padder(x_shape, pads, 0, compute)
+    slices = offset_slices(kernel, stride, dilation, out)
+    counts = window_counts(x_shape, kernel, stride, dilation, pads, out)
+    scale = compute.type(1 / counts.flat[0]) if np.all(counts == counts.flat[0]) else (1 / counts).astype(compute)
+
+    def average_pool(x: np.ndarray) -> np.ndarray:
+        x = pad(x.astype(compute, copy=False))
+        y = x[slices[0]].copy()
+        for place in slices[1:]:
+            y += x[place]
+        y *= scale
+        return y.astype(dtype, copy=False)
+    return average_pool
