@@ -111,44 +111,80 @@ def conv_transpose(x_shape: Sequence[int], weight_shape: Sequence[int], stride: 
     return conv_transpose
 
 
+def _reduce_axis(reduce: np.ufunc, fill: float, x: np.ndarray, axis: int, begin: int, kernel: int, step: int,
+                 dilation: int, length: int) -> np.ndarray:
+    """``length`` windows along ``axis`` of the unpadded ``x``, window j starting at ``j * step - begin``:
+    each kernel offset is reduced into the outputs whose position it finds inside ``x`` (a padded
+    position would hold ``fill``, which changes nothing), so no padded copy is made."""
+    n = x.shape[axis]
+    full, partial = [], []
+    for k in range(kernel):
+        shift = k * dilation - begin                      # input position of output j: j * step + shift
+        low = max(0, -(shift // step) if shift < 0 else 0)
+        high = min(length, (n - 1 - shift) // step + 1)
+        if low < high:
+            index = [slice(None)] * x.ndim
+            index[axis] = slice(low * step + shift, (high - 1) * step + shift + 1, step)
+            (full if (low, high) == (0, length) else partial).append((low, high, x[tuple(index)]))
+    if len(full) >= 2:
+        y = reduce(full[0][2], full[1][2])
+        full = full[2:]
+    elif full:
+        y = np.array(full.pop()[2])
+    else:
+        y = np.full(x.shape[:axis] + (length,) + x.shape[axis + 1:], fill, x.dtype)
+    for low, high, part in full + partial:
+        index = [slice(None)] * x.ndim
+        index[axis] = slice(low, high)
+        target = y[tuple(index)]
+        reduce(target, part, out=target)
+    return y
+
+
+def _window_reduce(reduce: np.ufunc, fill: float, x: np.ndarray, kernel: Sequence[int], stride: Sequence[int],
+                   dilation: Sequence[int], pads_begin: Sequence[int], out: Sequence[int]) -> np.ndarray:
+    """``reduce`` (np.maximum or np.add, both separable) over every window, one spatial axis at a
+    time. Outer axes take strided slices, whose rows stay contiguous; the innermost axis is reduced
+    at full resolution, where NumPy's loops are vectorised, and subsampled at the end."""
+    rank = len(kernel)
+    for axis, (k, s, d, b, o) in enumerate(zip(kernel, stride, dilation, pads_begin, out), 2):
+        if k == 1:
+            index = [slice(None)] * x.ndim
+            index[axis] = slice(0, (o - 1) * s + 1, s)
+            x = x[tuple(index)]
+        elif axis == rank + 1 and s > 1:
+            x = _reduce_axis(reduce, fill, x, axis, b, k, 1, d, (o - 1) * s + 1)[..., ::s]
+        else:
+            x = _reduce_axis(reduce, fill, x, axis, b, k, s, d, o)
+    return x
+
+
 def max_pool(x_shape: Sequence[int], kernel: Sequence[int], stride: Sequence[int], dilation: Sequence[int],
              pads: Pads, out: Sequence[int], dtype: np.dtype) -> Callable:
-    pad = padder(x_shape, pads, -np.inf, dtype)
-    slices = offset_slices(kernel, stride, dilation, out)
+    begin = tuple(b for b, _ in pads)
 
     def max_pool(x: np.ndarray) -> np.ndarray:
-        x = pad(x)
-        y = x[slices[0]].copy()
-        for place in slices[1:]:
-            np.maximum(y, x[place], out=y)
-        return y
+        y = _window_reduce(np.maximum, -np.inf, x, kernel, stride, dilation, begin, out)
+        return y if y.flags.owndata else y.copy()  # a fresh, contiguous array, never the input
     return max_pool
 
 
 def window_counts(x_shape: Sequence[int], kernel: Sequence[int], stride: Sequence[int], dilation: Sequence[int],
                   pads: Pads, out: Sequence[int]) -> np.ndarray:
     """How many positions of the unpadded input each window covers, [1, 1, *out]."""
-    ones = padder((1, 1) + tuple(x_shape[2:]), pads, 0, np.dtype(np.float64))(np.ones((1, 1) + tuple(x_shape[2:])))
-    counts = np.zeros((1, 1, *out))
-    for place in offset_slices(kernel, stride, dilation, out):
-        counts += ones[place]
-    return counts
+    ones = np.ones((1, 1) + tuple(x_shape[2:]))
+    return _window_reduce(np.add, 0, ones, kernel, stride, dilation, tuple(b for b, _ in pads), out)
 
 
 def average_pool(x_shape: Sequence[int], kernel: Sequence[int], stride: Sequence[int], dilation: Sequence[int],
                  pads: Pads, out: Sequence[int], dtype: np.dtype) -> Callable:
     """Padding is left out of each window's count (ONNX count_include_pad=0)."""
     compute = compute_type(dtype)
-    pad = padder(x_shape, pads, 0, compute)
-    slices = offset_slices(kernel, stride, dilation, out)
+    begin = tuple(b for b, _ in pads)
     counts = window_counts(x_shape, kernel, stride, dilation, pads, out)
     scale = compute.type(1 / counts.flat[0]) if np.all(counts == counts.flat[0]) else (1 / counts).astype(compute)
 
     def average_pool(x: np.ndarray) -> np.ndarray:
-        x = pad(x.astype(compute, copy=False))
-        y = x[slices[0]].copy()
-        for place in slices[1:]:
-            y += x[place]
-        y *= scale
+        y = _window_reduce(np.add, 0, x.astype(compute, copy=False), kernel, stride, dilation, begin, out) * scale
         return y.astype(dtype, copy=False)
     return average_pool
