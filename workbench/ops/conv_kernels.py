@@ -45,40 +45,69 @@ def offset_slices(kernel: Sequence[int], stride: Sequence[int], dilation: Sequen
             for offset in np.ndindex(*kernel)]
 
 
-def columns(x: np.ndarray, kernel: Sequence[int], stride: Sequence[int], dilation: Sequence[int],
-            out: Sequence[int]) -> np.ndarray:
-    """The contiguous [N, C·K, P] im2col matrix of the padded ``x``: row (c, k) holds what kernel
-    offset k of channel c meets at each of the P output positions."""
+def _pointwise_columns(x: np.ndarray, stride: Sequence[int], out: Sequence[int]) -> np.ndarray:
+    """The [N, C, P] input of a 1×1 convolution: the input itself, or its strided positions."""
     n, c = x.shape[:2]
-    positions = math.prod(out)
-    if all(k == 1 for k in kernel):
-        picked = x if all(s == 1 for s in stride) and tuple(x.shape[2:]) == tuple(out) else x[
-            (slice(None),) * 2 + tuple(slice(0, (o - 1) * s + 1, s) for o, s in zip(out, stride))]
-        return np.ascontiguousarray(picked).reshape(n, c, positions)
+    if any(s != 1 for s in stride) or tuple(x.shape[2:]) != tuple(out):
+        x = np.ascontiguousarray(x[(slice(None),) * 2 + tuple(slice(0, (o - 1) * s + 1, s) for o, s in zip(out, stride))])
+    return x.reshape(n, c, math.prod(out))
+
+
+def _windows(x: np.ndarray, kernel: Sequence[int], stride: Sequence[int], dilation: Sequence[int],
+             out: Sequence[int]) -> np.ndarray:
+    """A read-only [N, C, *kernel, *out] view of every window of the padded ``x``."""
     spatial = x.strides[2:]
-    windows = as_strided(x, (n, c, *kernel, *out), x.strides[:2] + tuple(s * d for s, d in zip(spatial, dilation))
-                         + tuple(s * t for s, t in zip(spatial, stride)), writeable=False)
-    return np.ascontiguousarray(windows).reshape(n, c * math.prod(kernel), positions)
+    return as_strided(x, (*x.shape[:2], *kernel, *out), x.strides[:2] + tuple(s * d for s, d in zip(spatial, dilation))
+                      + tuple(s * t for s, t in zip(spatial, stride)), writeable=False)
+
+
+CHUNK_BYTES = 1 << 20  # of im2col matrix per matrix product: about one core's L2 cache
 
 
 def conv(x_shape: Sequence[int], weight_shape: Sequence[int], stride: Sequence[int], dilation: Sequence[int],
          pads: Pads, groups: int, out: Sequence[int], dtype: np.dtype) -> Callable:
-    """``conv(x, weight)``: [N, C_in, *spatial] * [C_out, C_in / groups, *kernel] -> [N, C_out, *out]."""
+    """``conv(x, weight)``: [N, C_in, *spatial] * [C_out, C_in / groups, *kernel] -> [N, C_out, *out].
+
+    A large column matrix is made and multiplied a band of output rows at a time, each band small
+    enough to stay in cache between its copy and its product."""
     compute = compute_type(dtype)
     pad = padder(x_shape, pads, 0, compute)
     kernel = tuple(weight_shape[2:])
-    n, c_out = x_shape[0], weight_shape[0]
-    rows = weight_shape[1] * math.prod(kernel)
+    n, c_in, c_out = x_shape[0], x_shape[1], weight_shape[0]
+    group_rows = weight_shape[1] * math.prod(kernel)
     positions = math.prod(out)
     out_shape = (n, c_out, *out)
+    weight_matrix = (groups, c_out // groups, group_rows)
+    if all(k == 1 for k in kernel):
+        def pointwise(x: np.ndarray, weight: np.ndarray) -> np.ndarray:
+            cols = _pointwise_columns(pad(x.astype(compute, copy=False)), stride, out)
+            w = weight.astype(compute, copy=False).reshape(weight_matrix)
+            y = np.matmul(w[0], cols) if groups == 1 else np.matmul(w, cols.reshape(n, groups, -1, positions))
+            return y.reshape(out_shape).astype(dtype, copy=False)
+        return pointwise
+
+    band_positions = positions // out[0]  # output positions per row of the first spatial axis
+    row_bytes = c_in * math.prod(kernel) * band_positions * compute.itemsize
+    band = out[0] if row_bytes * out[0] <= 2 * CHUNK_BYTES else max(1, CHUNK_BYTES // row_bytes)
+    bands = [(start, min(out[0], start + band)) for start in range(0, out[0], band)]
 
     def conv(x: np.ndarray, weight: np.ndarray) -> np.ndarray:
-        cols = columns(pad(x.astype(compute, copy=False)), kernel, stride, dilation, out)
-        weight = weight.astype(compute, copy=False)
-        if groups == 1:
-            y = np.matmul(weight.reshape(c_out, rows), cols)
+        windows = _windows(pad(x.astype(compute, copy=False)), kernel, stride, dilation, out)
+        w = weight.astype(compute, copy=False).reshape(weight_matrix)
+        y = np.empty((n, groups, c_out // groups, positions), compute)
+        if len(bands) == 1:
+            cols = np.ascontiguousarray(windows).reshape(n, groups, group_rows, positions)
+            np.matmul(w, cols, out=y)
         else:
-            y = np.matmul(weight.reshape(groups, c_out // groups, rows), cols.reshape(n, groups, rows, positions))
+            buffer = np.empty(c_in * math.prod(kernel) * band * band_positions, compute)
+            for image in range(n):
+                for start, stop in bands:
+                    part = windows[(image, Ellipsis, slice(start, stop)) + (slice(None),) * (len(out) - 1)]
+                    cols = buffer[:part.size].reshape(part.shape)
+                    np.copyto(cols, part)
+                    size = (stop - start) * band_positions
+                    np.matmul(w, cols.reshape(groups, group_rows, size),
+                              out=y[image, :, :, start * band_positions:stop * band_positions])
         return y.reshape(out_shape).astype(dtype, copy=False)
     return conv
 
