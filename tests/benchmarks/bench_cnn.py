@@ -6,6 +6,9 @@ initializer here (He-scaled weights, per-channel factors near one), so that acti
 range through the network. Batch 1, 224×224, the same input for both; onnxruntime with one intra-op
 thread, NumPy's BLAS limited to one thread; each figure the best of several runs, the two taking
 turns. The outputs and the logits (the input of a final Softmax) must agree within float32 tolerance.
+Both run on one thread, so the target is checked on processor time (``time.process_time``, every
+thread of the process counted), which other work on a shared machine disturbs far less than the
+wall-clock time printed beside it.
 
 Run with ``python -m pytest tests/benchmarks/bench_cnn.py -o python_files='bench_*.py' -s``.
 """
@@ -105,29 +108,33 @@ def assert_agree(ours: dict, theirs: dict) -> None:
                                    err_msg=name)
 
 
-def measure(name: str) -> tuple[float, float]:
-    """Best seconds per run of the workbench and of onnxruntime, after checking their results."""
+def measure(name: str) -> dict:
+    """Best seconds per run, by processor time and by wall clock, of the workbench and of
+    onnxruntime, after checking that their results agree."""
     model, input_name, shape, outputs = light_model(name)
     feed = {input_name: np.random.default_rng(1).standard_normal(shape).astype(np.float32)}
-    theirs, ours = Onnxruntime(model, feed, outputs), Workbench(model, feed, outputs)
-    best = [float("inf")] * 2
+    runners = {"workbench": Workbench(model, feed, outputs), "onnxruntime": Onnxruntime(model, feed, outputs)}
+    best = {(clock, who): float("inf") for clock in ("cpu", "wall") for who in runners}
     with threadpool_limits(1, user_api="blas"):
-        assert_agree(ours.run(), theirs.run())
+        assert_agree(runners["workbench"].run(), runners["onnxruntime"].run())
         for _ in range(ROUNDS):
-            for index, runner in enumerate((ours, theirs)):
-                start = time.perf_counter()
+            for who, runner in runners.items():
+                cpu, wall = time.process_time(), time.perf_counter()
                 runner.run()
-                best[index] = min(best[index], time.perf_counter() - start)
-    return best[0], best[1]
+                best["cpu", who] = min(best["cpu", who], time.process_time() - cpu)
+                best["wall", who] = min(best["wall", who], time.perf_counter() - wall)
+    return best
 
 
 @pytest.mark.parametrize("name", ["resnet50", "densenet121", "inception_v1", "squeezenet"])
 def test_cnn_inference_against_onnxruntime(name):
-    ours, theirs = measure(name)
-    ratio = ours / theirs
-    print(f"\n{name}: workbench {ours * 1e3:.1f} ms, onnxruntime (1 thread) {theirs * 1e3:.1f} ms, "
-          f"ratio {ratio:.2f} (target <= {TARGET})")
-    assert ratio <= TARGET
+    best = measure(name)
+    ratio = {clock: best[clock, "workbench"] / best[clock, "onnxruntime"] for clock in ("cpu", "wall")}
+    print(f"\n{name}: workbench {best['cpu', 'workbench'] * 1e3:.1f} ms, onnxruntime (1 thread) "
+          f"{best['cpu', 'onnxruntime'] * 1e3:.1f} ms of processor time, ratio {ratio['cpu']:.2f} "
+          f"(target <= {TARGET}); wall clock {best['wall', 'workbench'] * 1e3:.1f} ms and "
+          f"{best['wall', 'onnxruntime'] * 1e3:.1f} ms, ratio {ratio['wall']:.2f}")
+    assert ratio["cpu"] <= TARGET
 
 
 def test_vgg19_fits_the_default_device_and_matches_onnxruntime():

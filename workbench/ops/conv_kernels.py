@@ -145,27 +145,32 @@ def _reduce_axis(reduce: np.ufunc, fill: float, x: np.ndarray, axis: int, begin:
     """``length`` windows along ``axis`` of the unpadded ``x``, window j starting at ``j * step - begin``:
     each kernel offset is reduced into the outputs whose position it finds inside ``x`` (a padded
     position would hold ``fill``, which changes nothing), so no padded copy is made."""
-    n = x.shape[axis]
+    n, shape = x.shape[axis], x.shape[:axis] + (length,) + x.shape[axis + 1:]
+
+    def along(start: int, stop: int, step: int = 1) -> tuple:
+        return (slice(None),) * axis + (slice(start, stop, step),)
     full, partial = [], []
     for k in range(kernel):
         shift = k * dilation - begin                      # input position of output j: j * step + shift
         low = max(0, -(shift // step) if shift < 0 else 0)
         high = min(length, (n - 1 - shift) // step + 1)
         if low < high:
-            index = [slice(None)] * x.ndim
-            index[axis] = slice(low * step + shift, (high - 1) * step + shift + 1, step)
-            (full if (low, high) == (0, length) else partial).append((low, high, x[tuple(index)]))
+            part = x[along(low * step + shift, (high - 1) * step + shift + 1, step)]
+            (full if (low, high) == (0, length) else partial).append((low, high, part))
     if len(full) >= 2:
         y = reduce(full[0][2], full[1][2])
         full = full[2:]
+    elif full and partial:  # the first partial offset meets the full one; the ends are copied
+        base, (low, high, part) = full.pop()[2], partial.pop(0)
+        y = np.empty(shape, x.dtype)
+        reduce(base[along(low, high)], part, out=y[along(low, high)])
+        y[along(0, low)], y[along(high, length)] = base[along(0, low)], base[along(high, length)]
     elif full:
         y = np.array(full.pop()[2])
     else:
-        y = np.full(x.shape[:axis] + (length,) + x.shape[axis + 1:], fill, x.dtype)
+        y = np.full(shape, fill, x.dtype)
     for low, high, part in full + partial:
-        index = [slice(None)] * x.ndim
-        index[axis] = slice(low, high)
-        target = y[tuple(index)]
+        target = y[along(low, high)]
         reduce(target, part, out=target)
     return y
 
