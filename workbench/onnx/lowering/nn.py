@@ -59,8 +59,8 @@ def _conv(ctx: NodeContext):
     y = ops.conv(x, w, stride=_spatial(ctx, rank, "strides", 1), padding=_spatial(ctx, 2 * rank, "pads", 0),
                  dilation=_spatial(ctx, rank, "dilations", 1), groups=int(ctx.attrs.get("group", 1)),
                  pad_type=_pad_type(ctx))
-    if ctx.has(2):  # into the convolution's own new output
-        y = ops.add_(y, ops.reshape(ctx.input(2), (-1,) + (1,) * rank))
+    if ctx.has(2):
+        y = ops.add(y, ops.reshape(ctx.input(2), (-1,) + (1,) * rank))
     return [y]
 
 
