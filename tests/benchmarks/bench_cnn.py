@@ -43,7 +43,10 @@ def placeholder_value(shape: tuple, users: set, rng: np.random.Generator) -> np.
 def light_model(name: str) -> tuple[onnx.ModelProto, str, list, list]:
     """The model with random weights, its input's name and shape, and the names to compare: the
     outputs and the logits."""
-    model = onnx.load(os.path.join(LIGHT, f"light_{name}.onnx"))
+    path = os.path.join(LIGHT, f"light_{name}.onnx")
+    if not os.path.exists(path):
+        pytest.skip(f"this onnx package ships no {path}")
+    model = onnx.load(path)
     graph, rng = model.graph, np.random.default_rng(0)
     given = {t.name: t for t in graph.initializer}
     users: dict[str, set] = {}
