@@ -2,9 +2,10 @@
 
 A convolution is im2col and one matrix product: a strided view lists every window of the padded
 input as [N, C, *kernel, *out], one copy makes it the contiguous [N, C·K, P] column matrix, and
-``matmul`` with the weight as a [C_out, C·K] view writes [N, C_out, P], already the output's layout.
-A 1×1 convolution of stride 1 needs no copy at all. Poolings reduce over the kernel offsets one
-strided slice at a time (K passes over the output, never a window axis that NumPy reduces slowly).
+``matmul`` with the weight as a [C_out, C·K] view writes [N, C_out, P], already the output's layout
+(a large column matrix is made and multiplied a band of output rows at a time). A 1×1 convolution
+of stride 1 needs no copy at all. Poolings reduce one spatial axis at a time, each kernel offset a
+strided slice of the unpadded input, never a window axis (which NumPy reduces slowly).
 """
 from __future__ import annotations
 
@@ -57,8 +58,14 @@ def _windows(x: np.ndarray, kernel: Sequence[int], stride: Sequence[int], dilati
              out: Sequence[int]) -> np.ndarray:
     """A read-only [N, C, *kernel, *out] view of every window of the padded ``x``."""
     spatial = x.strides[2:]
-    return as_strided(x, (*x.shape[:2], *kernel, *out), x.strides[:2] + tuple(s * d for s, d in zip(spatial, dilation))
-                      + tuple(s * t for s, t in zip(spatial, stride)), writeable=False)
+    shape = (*x.shape[:2], *kernel, *out)
+    strides = x.strides[:2] + tuple(s * d for s, d in zip(spatial, dilation)) + tuple(
+        s * t for s, t in zip(spatial, stride))
+    if x.flags.c_contiguous:  # the same view, made without as_strided's Python overhead
+        view = np.ndarray(shape, x.dtype, buffer=x, strides=strides)
+        view.flags.writeable = False
+        return view
+    return as_strided(x, shape, strides, writeable=False)
 
 
 CHUNK_BYTES = 1 << 20  # of im2col matrix per matrix product: about one core's L2 cache
