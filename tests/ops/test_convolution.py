@@ -101,6 +101,14 @@ def test_conv_made_a_band_of_output_rows_at_a_time(monkeypatch, x_shape, w_shape
     np.testing.assert_allclose(result, expected, rtol=1e-4, atol=1e-5)
 
 
+def test_conv_of_a_transposed_input_without_padding():
+    """The input is then a strided NumPy view, read as it is."""
+    x, w = normal(1, 2, 6, 5), normal(3, 2, 2, 3)
+    result = run_op(lambda t, k: ops.conv(ops.transpose(t, (0, 1, 3, 2)), k), x, w)
+    expected = conv_loop(x.transpose(0, 1, 3, 2), w, (1, 1), (0, 0), (0, 0), (1, 1), 1)
+    np.testing.assert_allclose(result, expected, rtol=1e-4, atol=1e-5)
+
+
 def test_conv_in_float16():
     x, w = normal(1, 2, 4, 4, dtype=np.float16), normal(2, 2, 3, 3, dtype=np.float16)
     result = run_op(ops.conv, x, w)
