@@ -5,6 +5,7 @@ import pytest
 import popxl
 import popxl.ops as ops
 from helpers import run_op
+from workbench.ops import conv_kernels
 
 RNG = np.random.default_rng(5)
 
@@ -81,6 +82,31 @@ def test_conv_same_padding_with_stride_gives_ceil_of_input_over_stride():
     result = run_op(lambda t, k: ops.conv(t, k, stride=(2, 2), pad_type="same_upper"), x, w)
     assert result.shape == (1, 1, 4, 4)
     np.testing.assert_allclose(result, conv_loop(x, w, (2, 2), (1, 1), (1, 1), (1, 1), 1), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("x_shape, w_shape, stride, padding, dilation, groups", [
+    ((2, 3, 9, 6), (4, 3, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1),
+    ((1, 4, 11, 7), (6, 2, 3, 2), (2, 1), (0, 1, 2, 0), (1, 2), 2),
+    ((1, 2, 7, 4, 3), (2, 2, 2, 2, 2), (2, 1, 1), (1, 0, 1, 0, 1, 0), (1, 1, 1), 1),
+])
+def test_conv_made_a_band_of_output_rows_at_a_time(monkeypatch, x_shape, w_shape, stride, padding, dilation,
+                                                   groups):
+    """A column matrix over the size limit is made and multiplied in bands of output rows (here
+    one or two rows a band), with the same result."""
+    monkeypatch.setattr(conv_kernels, "CHUNK_BYTES", 2 * 4 * int(np.prod(w_shape[1:])) * x_shape[-1])
+    x, w = normal(*x_shape), normal(*w_shape)
+    rank = len(x_shape) - 2
+    result = run_op(lambda t, k: ops.conv(t, k, stride, padding, dilation, groups), x, w)
+    expected = conv_loop(x, w, stride, padding[:rank], padding[rank:], dilation, groups)
+    np.testing.assert_allclose(result, expected, rtol=1e-4, atol=1e-5)
+
+
+def test_conv_of_a_transposed_input_without_padding():
+    """The input is then a strided NumPy view, read as it is."""
+    x, w = normal(1, 2, 6, 5), normal(3, 2, 2, 3)
+    result = run_op(lambda t, k: ops.conv(ops.transpose(t, (0, 1, 3, 2)), k), x, w)
+    expected = conv_loop(x.transpose(0, 1, 3, 2), w, (1, 1), (0, 0), (0, 0), (1, 1), 1)
+    np.testing.assert_allclose(result, expected, rtol=1e-4, atol=1e-5)
 
 
 def test_conv_in_float16():

@@ -3,18 +3,17 @@
 Padding lists every spatial axis's leading pad, then every trailing pad (ONNX order): for 2-D,
 ``(top, left, bottom, right)``. ``pad_type`` 'same_upper'/'same_lower' choose pads so that each
 output axis is ceil(input / stride) long, the odd pad going at the end or the start. Windows are
-NumPy strided views (``sliding_window_view``); a convolution is one ``tensordot`` per group.
+NumPy strided views; the kernels themselves are in ``conv_kernels.py``.
 """
 from __future__ import annotations
 
 from typing import List, Literal, Optional, Sequence, Tuple
 
 import numpy as np
-from numpy.lib.stride_tricks import sliding_window_view
 
 from workbench.ir import Tensor, TensorSpec, constant
 
-from . import conv_grads
+from . import conv_grads, conv_kernels as kernels
 from .arguments import expect_tensors
 from .registry import OpDef, apply, register
 from .rules import check_dtype, same_dtype
@@ -70,19 +69,6 @@ def _out_length(n: int, begin: int, end: int, extent: int, stride: int, ceil_mod
     return out
 
 
-def _windows(x: np.ndarray, extent, stride, dilation, out) -> np.ndarray:
-    """[N, C, *out, *kernel] view of the first ``out`` windows of the (already padded) input."""
-    rank = len(extent)
-    view = sliding_window_view(x, extent, axis=tuple(range(2, 2 + rank)))
-    key = (slice(None),) * 2 + tuple(slice(0, (o - 1) * s + 1, s) for o, s in zip(out, stride)) + tuple(
-        slice(None, None, d) for d in dilation)
-    return view[key]
-
-
-def _compute_type(dtype: np.dtype) -> np.dtype:
-    return np.dtype(np.float32) if dtype == np.float16 else dtype
-
-
 def _conv_params(op_type: str, t: Tensor, kernel: Sequence[int], stride, padding, dilation, pad_type) -> dict:
     rank = _spatial_rank(op_type, t)
     stride = _ints(op_type, "stride", stride, rank, 1)
@@ -114,25 +100,10 @@ def _conv_infer(specs, attrs):
 
 
 def _conv_kernel(op, env):
-    attrs, groups = op.attrs, op.attrs["groups"]
-    weight_shape = op.inputs[1].shape
-    rank = len(weight_shape) - 2
-    extent = tuple((k - 1) * d + 1 for k, d in zip(weight_shape[2:], attrs["dilation"]))
-    pad = ((0, 0), (0, 0)) + tuple(zip(attrs["pads_begin"], attrs["pads_end"]))
-    dtype = op.inputs[0].dtype.as_numpy()
-    compute = _compute_type(dtype)
-    c_in, c_out = weight_shape[1], weight_shape[0] // groups
-    axes = ([1] + list(range(2 + rank, 2 + 2 * rank)), list(range(1, 2 + rank)))
-    out = op.outputs[0].shape[2:]
-
-    def conv(x, weight):
-        x = np.pad(x.astype(compute, copy=False), pad)
-        windows = _windows(x, extent, attrs["stride"], attrs["dilation"], out)
-        weight = weight.astype(compute, copy=False)
-        parts = [np.tensordot(windows[:, g * c_in:(g + 1) * c_in], weight[g * c_out:(g + 1) * c_out], axes)
-                 for g in range(groups)]
-        return np.moveaxis(np.concatenate(parts, -1), -1, 1).astype(dtype)
-    return conv
+    attrs = op.attrs
+    return kernels.conv(op.inputs[0].shape, op.inputs[1].shape, attrs["stride"], attrs["dilation"],
+                        tuple(zip(attrs["pads_begin"], attrs["pads_end"])), attrs["groups"],
+                        op.outputs[0].shape[2:], op.inputs[0].dtype.as_numpy())
 
 
 register(OpDef("conv", _conv_infer, _conv_kernel, grad=conv_grads.conv_grad))
@@ -162,31 +133,10 @@ def _conv_transpose_infer(specs, attrs):
 
 
 def _conv_transpose_kernel(op, env):
-    attrs, groups = op.attrs, op.attrs["groups"]
-    x_shape, weight_shape = op.inputs[0].shape, op.inputs[1].shape
-    stride, dilation, begin = attrs["stride"], attrs["dilation"], attrs["pads_begin"]
-    out_spatial = attrs["output_shape"]
-    full = tuple(max(s * (n - 1) + (k - 1) * d + 1, b + o) for n, k, s, d, b, o in zip(
-        x_shape[2:], weight_shape[2:], stride, dilation, begin, out_spatial))
-    crop = (slice(None),) * 2 + tuple(slice(b, b + o) for b, o in zip(begin, out_spatial))
-    c_in, c_out = x_shape[1] // groups, weight_shape[1]
-    dtype = op.inputs[0].dtype.as_numpy()
-    compute = _compute_type(dtype)
-    offsets = [(k, tuple(slice(i * d, i * d + s * (n - 1) + 1, s)
-                         for i, d, s, n in zip(k, dilation, stride, x_shape[2:])))
-               for k in np.ndindex(*weight_shape[2:])]
-
-    def conv_transpose(x, weight):
-        x, weight = x.astype(compute, copy=False), weight.astype(compute, copy=False)
-        result = np.zeros((x.shape[0], c_out * groups) + full, compute)
-        for g in range(groups):
-            channels = slice(g * c_out, (g + 1) * c_out)
-            source = x[:, g * c_in:(g + 1) * c_in]
-            for k, window in offsets:
-                part = np.tensordot(source, weight[(slice(g * c_in, (g + 1) * c_in), slice(None)) + k], ([1], [0]))
-                result[(slice(None), channels) + window] += np.moveaxis(part, -1, 1)
-        return result[crop].astype(dtype)
-    return conv_transpose
+    attrs = op.attrs
+    return kernels.conv_transpose(op.inputs[0].shape, op.inputs[1].shape, attrs["stride"], attrs["dilation"],
+                                  attrs["pads_begin"], attrs["output_shape"], attrs["groups"],
+                                  op.inputs[0].dtype.as_numpy())
 
 
 register(OpDef("conv_transpose", _conv_transpose_infer, _conv_transpose_kernel, grad=conv_grads.conv_transpose_grad))
@@ -266,28 +216,13 @@ def _pool_infer(op_type: str):
     return infer
 
 
-def _max_pool_kernel(op, env):
-    extent, out, pad = _pool_geometry(op.inputs[0].shape, op.attrs)
-    axes = tuple(range(-len(extent), 0))
-    stride, dilation = op.attrs["stride"], op.attrs["dilation"]
-    return lambda x: _windows(np.pad(x, pad, constant_values=-np.inf), extent, stride, dilation, out).max(axes)
-
-
-def _average_pool_kernel(op, env):
-    """Padding is left out of each window's count (ONNX count_include_pad=0)."""
-    shape = op.inputs[0].shape
-    extent, out, pad = _pool_geometry(shape, op.attrs)
-    axes = tuple(range(-len(extent), 0))
-    stride, dilation = op.attrs["stride"], op.attrs["dilation"]
-    dtype = op.inputs[0].dtype.as_numpy()
-    compute = _compute_type(dtype)
-    ones = np.pad(np.ones((1, 1) + shape[2:], compute), pad)
-    counts = _windows(ones, extent, stride, dilation, out).sum(axes)
-
-    def average_pool(x):
-        x = np.pad(x.astype(compute, copy=False), pad)
-        return (_windows(x, extent, stride, dilation, out).sum(axes) / counts).astype(dtype)
-    return average_pool
+def _pool_kernel(build):
+    def kernel(op, env):
+        shape, attrs = op.inputs[0].shape, op.attrs
+        _, out, pad = _pool_geometry(shape, attrs)
+        return build(shape, attrs["kernel_size"], attrs["stride"], attrs["dilation"], pad[2:], out,
+                     op.inputs[0].dtype.as_numpy())
+    return kernel
 
 
 def _pool_layout(op) -> dict:
@@ -309,15 +244,16 @@ def _average_pool_grad(op, grads, fwd):
     if grad is None:
         return [None]
     shape = op.inputs[0].shape
-    extent, out, pad = _pool_geometry(shape, op.attrs)
-    ones = np.pad(np.ones((1, 1) + shape[2:]), pad)
-    counts = _windows(ones, extent, op.attrs["stride"], op.attrs["dilation"], out).sum(tuple(range(-len(out), 0)))
+    _, out, pad = _pool_geometry(shape, op.attrs)
+    counts = kernels.window_counts(shape, op.attrs["kernel_size"], op.attrs["stride"], op.attrs["dilation"], pad[2:],
+                                   out)
     share = grad / constant(counts, dtype=grad.dtype)
     return [conv_grads.windows_back(lambda offset: share, shape, **_pool_layout(op))]
 
 
-register(OpDef("max_pool", _pool_infer("max_pool"), _max_pool_kernel, grad=_max_pool_grad))
-register(OpDef("average_pool", _pool_infer("average_pool"), _average_pool_kernel, grad=_average_pool_grad))
+register(OpDef("max_pool", _pool_infer("max_pool"), _pool_kernel(kernels.max_pool), grad=_max_pool_grad))
+register(OpDef("average_pool", _pool_infer("average_pool"), _pool_kernel(kernels.average_pool),
+               grad=_average_pool_grad))
 
 
 def average_pool(t: Tensor, kernel_size: Tuple[int], stride: Optional[Tuple[int]] = None,

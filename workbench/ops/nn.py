@@ -134,8 +134,11 @@ def _batch_norm_kernel(op, env):
     per_channel = _channel_shape(len(shape), shape[1])
 
     def batch_norm(x, scale, bias, mean, var):
-        factor = (scale.astype(compute) / np.sqrt(var.astype(compute) + compute.type(eps))).reshape(per_channel)
-        y = (x.astype(compute, copy=False) - mean.reshape(per_channel)) * factor + bias.reshape(per_channel)
+        """One scale and one shift per channel, applied in two passes over one new array."""
+        factor = scale.astype(compute) / np.sqrt(var.astype(compute) + compute.type(eps))
+        shift = bias.astype(compute) - mean.astype(compute) * factor
+        y = np.multiply(x, factor.reshape(per_channel), dtype=compute)
+        y += shift.reshape(per_channel)
         return y.astype(dtype, copy=False)
     return batch_norm
 

@@ -21,12 +21,14 @@ def _matmul(ctx: NodeContext):
 
 @lowers("Gemm", 6, 7, 9, 11)
 def _gemm(ctx: NodeContext):
-    """alpha * A' B' + beta * C, A' and B' transposed as transA and transB say."""
+    """alpha * A' B' + beta * C, A' and B' transposed as transA and transB say. A transposed
+    operand is an alias of the operand (``transpose_``, as PopART inplaces it): the matrix product
+    reads it in transposed order, and no transposed copy is made or counted in memory."""
     a, b = ctx.input(0), ctx.input(1)
     if ctx.attrs.get("transA", 0):
-        a = ops.transpose(a, (1, 0))
+        a = ops.transpose_(a, (1, 0))
     if ctx.attrs.get("transB", 0):
-        b = ops.transpose(b, (1, 0))
+        b = ops.transpose_(b, (1, 0))
     y = ops.matmul(a, b)
     alpha, beta = float(ctx.attrs.get("alpha", 1.0)), float(ctx.attrs.get("beta", 1.0))
     if alpha != 1.0:

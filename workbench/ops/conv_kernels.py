@@ -1,0 +1,231 @@
+"""NumPy kernels of the convolutions and poolings of ``convolution.py``, built once per op.
+
+A convolution is im2col and one matrix product: a strided view lists every window of the padded
+input as [N, C, *kernel, *out], one copy makes it the contiguous [N, C·K, P] column matrix, and
+``matmul`` with the weight as a [C_out, C·K] view writes [N, C_out, P], already the output's layout
+(a large column matrix is made and multiplied a band of output rows at a time). A 1×1 convolution
+of stride 1 needs no copy at all. Poolings reduce one spatial axis at a time, each kernel offset a
+strided slice of the unpadded input, never a window axis (which NumPy reduces slowly).
+"""
+from __future__ import annotations
+
+import math
+from typing import Callable, Sequence
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+Pads = Sequence[tuple[int, int]]
+
+
+def compute_type(dtype: np.dtype) -> np.dtype:
+    """float16 is computed in float32, as the IPU accumulates it."""
+    return np.dtype(np.float32) if dtype == np.float16 else np.dtype(dtype)
+
+
+def padder(shape: Sequence[int], pads: Pads, fill: float, dtype: np.dtype) -> Callable[[np.ndarray], np.ndarray]:
+    """A function giving its [N, C, *spatial] argument with ``pads`` (one (begin, end) pair per
+    spatial axis) filled with ``fill``; the argument itself when there is nothing to pad."""
+    if not any(b or e for b, e in pads):
+        return lambda x: x
+    padded = tuple(shape[:2]) + tuple(n + b + e for n, (b, e) in zip(shape[2:], pads))
+    inside = (slice(None),) * 2 + tuple(slice(b, b + n) for n, (b, _) in zip(shape[2:], pads))
+
+    def pad(x: np.ndarray) -> np.ndarray:
+        out = np.zeros(padded, dtype) if fill == 0 else np.full(padded, fill, dtype)
+        out[inside] = x
+        return out
+    return pad
+
+
+def offset_slices(kernel: Sequence[int], stride: Sequence[int], dilation: Sequence[int],
+                  out: Sequence[int]) -> list[tuple[slice, ...]]:
+    """For each kernel offset, the [N, C, *out] slice of the padded input that the offset reads."""
+    return [(slice(None),) * 2 + tuple(slice(k * d, k * d + (o - 1) * s + 1, s)
+                                       for k, d, s, o in zip(offset, dilation, stride, out))
+            for offset in np.ndindex(*kernel)]
+
+
+def _pointwise_columns(x: np.ndarray, stride: Sequence[int], out: Sequence[int]) -> np.ndarray:
+    """The [N, C, P] input of a 1×1 convolution: the input itself, or its strided positions."""
+    n, c = x.shape[:2]
+    if any(s != 1 for s in stride) or tuple(x.shape[2:]) != tuple(out):
+        x = np.ascontiguousarray(x[(slice(None),) * 2 + tuple(slice(0, (o - 1) * s + 1, s) for o, s in zip(out, stride))])
+    return x.reshape(n, c, math.prod(out))
+
+
+def _windows(x: np.ndarray, kernel: Sequence[int], stride: Sequence[int], dilation: Sequence[int],
+             out: Sequence[int]) -> np.ndarray:
+    """A read-only [N, C, *kernel, *out] view of every window of the padded ``x``."""
+    spatial = x.strides[2:]
+    shape = (*x.shape[:2], *kernel, *out)
+    strides = x.strides[:2] + tuple(s * d for s, d in zip(spatial, dilation)) + tuple(
+        s * t for s, t in zip(spatial, stride))
+    if x.flags.c_contiguous:  # the same view, made without as_strided's Python overhead
+        view = np.ndarray(shape, x.dtype, buffer=x, strides=strides)
+        view.flags.writeable = False
+        return view
+    return as_strided(x, shape, strides, writeable=False)
+
+
+CHUNK_BYTES = 1 << 20  # of im2col matrix per matrix product: about one core's L2 cache
+
+
+def conv(x_shape: Sequence[int], weight_shape: Sequence[int], stride: Sequence[int], dilation: Sequence[int],
+         pads: Pads, groups: int, out: Sequence[int], dtype: np.dtype) -> Callable:
+    """``conv(x, weight)``: [N, C_in, *spatial] * [C_out, C_in / groups, *kernel] -> [N, C_out, *out].
+
+    A large column matrix is made and multiplied a band of output rows at a time, each band small
+    enough to stay in cache between its copy and its product."""
+    compute = compute_type(dtype)
+    pad = padder(x_shape, pads, 0, compute)
+    kernel = tuple(weight_shape[2:])
+    n, c_in, c_out = x_shape[0], x_shape[1], weight_shape[0]
+    group_rows = weight_shape[1] * math.prod(kernel)
+    positions = math.prod(out)
+    out_shape = (n, c_out, *out)
+    weight_matrix = (groups, c_out // groups, group_rows)
+    if all(k == 1 for k in kernel):
+        def pointwise(x: np.ndarray, weight: np.ndarray) -> np.ndarray:
+            cols = _pointwise_columns(pad(x.astype(compute, copy=False)), stride, out)
+            w = weight.astype(compute, copy=False).reshape(weight_matrix)
+            y = np.matmul(w[0], cols) if groups == 1 else np.matmul(w, cols.reshape(n, groups, -1, positions))
+            return y.reshape(out_shape).astype(dtype, copy=False)
+        return pointwise
+
+    band_positions = positions // out[0]  # output positions per row of the first spatial axis
+    row_bytes = c_in * math.prod(kernel) * band_positions * compute.itemsize
+    band = out[0] if row_bytes * out[0] <= 2 * CHUNK_BYTES else max(1, CHUNK_BYTES // row_bytes)
+    bands = [(start, min(out[0], start + band)) for start in range(0, out[0], band)]
+
+    def conv(x: np.ndarray, weight: np.ndarray) -> np.ndarray:
+        windows = _windows(pad(x.astype(compute, copy=False)), kernel, stride, dilation, out)
+        w = weight.astype(compute, copy=False).reshape(weight_matrix)
+        y = np.empty((n, groups, c_out // groups, positions), compute)
+        if len(bands) == 1:
+            cols = np.ascontiguousarray(windows).reshape(n, groups, group_rows, positions)
+            np.matmul(w, cols, out=y)
+        else:
+            buffer = np.empty(c_in * math.prod(kernel) * band * band_positions, compute)
+            for image in range(n):
+                for start, stop in bands:
+                    part = windows[(image, Ellipsis, slice(start, stop)) + (slice(None),) * (len(out) - 1)]
+                    cols = buffer[:part.size].reshape(part.shape)
+                    np.copyto(cols, part)
+                    size = (stop - start) * band_positions
+                    np.matmul(w, cols.reshape(groups, group_rows, size),
+                              out=y[image, :, :, start * band_positions:stop * band_positions])
+        return y.reshape(out_shape).astype(dtype, copy=False)
+    return conv
+
+
+def conv_transpose(x_shape: Sequence[int], weight_shape: Sequence[int], stride: Sequence[int],
+                   dilation: Sequence[int], pads_begin: Sequence[int], out: Sequence[int], groups: int,
+                   dtype: np.dtype) -> Callable:
+    """``conv_transpose(x, weight)``: one matrix product gives every kernel offset's contribution
+    ([N, C_out·K, P]), then each offset's slab is added into its strided place (col2im)."""
+    compute = compute_type(dtype)
+    kernel = tuple(weight_shape[2:])
+    n, c_in, spatial = x_shape[0], x_shape[1], tuple(x_shape[2:])
+    c_out_group = weight_shape[1]
+    full = tuple(max(s * (m - 1) + (k - 1) * d + 1, b + o) for m, k, s, d, b, o in zip(
+        spatial, kernel, stride, dilation, pads_begin, out))
+    crop = (slice(None),) * 2 + tuple(slice(b, b + o) for b, o in zip(pads_begin, out))
+    places = offset_slices(kernel, stride, dilation, spatial)
+    k_total, positions = math.prod(kernel), math.prod(spatial)
+
+    def conv_transpose(x: np.ndarray, weight: np.ndarray) -> np.ndarray:
+        x, weight = x.astype(compute, copy=False), weight.astype(compute, copy=False)
+        # [G, C_out/G·K, C_in/G] @ [N, G, C_in/G, P] -> [N, G, C_out/G, K, P]
+        lhs = weight.reshape(groups, c_in // groups, c_out_group * k_total).transpose(0, 2, 1)
+        parts = np.matmul(lhs, x.reshape(n, groups, c_in // groups, positions)).reshape(
+            n, groups * c_out_group, k_total, *spatial)
+        result = np.zeros((n, groups * c_out_group) + full, compute)
+        for index, place in enumerate(places):
+            result[place] += parts[:, :, index]
+        return result[crop].astype(dtype)
+    return conv_transpose
+
+
+def _reduce_axis(reduce: np.ufunc, fill: float, x: np.ndarray, axis: int, begin: int, kernel: int, step: int,
+                 dilation: int, length: int) -> np.ndarray:
+    """``length`` windows along ``axis`` of the unpadded ``x``, window j starting at ``j * step - begin``:
+    each kernel offset is reduced into the outputs whose position it finds inside ``x`` (a padded
+    position would hold ``fill``, which changes nothing), so no padded copy is made."""
+    n, shape = x.shape[axis], x.shape[:axis] + (length,) + x.shape[axis + 1:]
+
+    def along(start: int, stop: int, step: int = 1) -> tuple:
+        return (slice(None),) * axis + (slice(start, stop, step),)
+    full, partial = [], []
+    for k in range(kernel):
+        shift = k * dilation - begin                      # input position of output j: j * step + shift
+        low = max(0, -(shift // step) if shift < 0 else 0)
+        high = min(length, (n - 1 - shift) // step + 1)
+        if low < high:
+            part = x[along(low * step + shift, (high - 1) * step + shift + 1, step)]
+            (full if (low, high) == (0, length) else partial).append((low, high, part))
+    if len(full) >= 2:
+        y = reduce(full[0][2], full[1][2])
+        full = full[2:]
+    elif full and partial:  # the first partial offset meets the full one; the ends are copied
+        base, (low, high, part) = full.pop()[2], partial.pop(0)
+        y = np.empty(shape, x.dtype)
+        reduce(base[along(low, high)], part, out=y[along(low, high)])
+        y[along(0, low)], y[along(high, length)] = base[along(0, low)], base[along(high, length)]
+    elif full:
+        y = np.array(full.pop()[2])
+    else:
+        y = np.full(shape, fill, x.dtype)
+    for low, high, part in full + partial:
+        target = y[along(low, high)]
+        reduce(target, part, out=target)
+    return y
+
+
+def _window_reduce(reduce: np.ufunc, fill: float, x: np.ndarray, kernel: Sequence[int], stride: Sequence[int],
+                   dilation: Sequence[int], pads_begin: Sequence[int], out: Sequence[int]) -> np.ndarray:
+    """``reduce`` (np.maximum or np.add, both separable) over every window, one spatial axis at a
+    time. Outer axes take strided slices, whose rows stay contiguous; the innermost axis is reduced
+    at full resolution, where NumPy's loops are vectorised, and subsampled at the end."""
+    rank = len(kernel)
+    for axis, (k, s, d, b, o) in enumerate(zip(kernel, stride, dilation, pads_begin, out), 2):
+        if k == 1:
+            index = [slice(None)] * x.ndim
+            index[axis] = slice(0, (o - 1) * s + 1, s)
+            x = x[tuple(index)]
+        elif axis == rank + 1 and s > 1:
+            x = _reduce_axis(reduce, fill, x, axis, b, k, 1, d, (o - 1) * s + 1)[..., ::s]
+        else:
+            x = _reduce_axis(reduce, fill, x, axis, b, k, s, d, o)
+    return x
+
+
+def max_pool(x_shape: Sequence[int], kernel: Sequence[int], stride: Sequence[int], dilation: Sequence[int],
+             pads: Pads, out: Sequence[int], dtype: np.dtype) -> Callable:
+    begin = tuple(b for b, _ in pads)
+
+    def max_pool(x: np.ndarray) -> np.ndarray:
+        y = _window_reduce(np.maximum, -np.inf, x, kernel, stride, dilation, begin, out)
+        return y if y.flags.owndata else y.copy()  # a fresh, contiguous array, never the input
+    return max_pool
+
+
+def window_counts(x_shape: Sequence[int], kernel: Sequence[int], stride: Sequence[int], dilation: Sequence[int],
+                  pads: Pads, out: Sequence[int]) -> np.ndarray:
+    """How many positions of the unpadded input each window covers, [1, 1, *out]."""
+    ones = np.ones((1, 1) + tuple(x_shape[2:]))
+    return _window_reduce(np.add, 0, ones, kernel, stride, dilation, tuple(b for b, _ in pads), out)
+
+
+def average_pool(x_shape: Sequence[int], kernel: Sequence[int], stride: Sequence[int], dilation: Sequence[int],
+                 pads: Pads, out: Sequence[int], dtype: np.dtype) -> Callable:
+    """Padding is left out of each window's count (ONNX count_include_pad=0)."""
+    compute = compute_type(dtype)
+    begin = tuple(b for b, _ in pads)
+    counts = window_counts(x_shape, kernel, stride, dilation, pads, out)
+    scale = compute.type(1 / counts.flat[0]) if np.all(counts == counts.flat[0]) else (1 / counts).astype(compute)
+
+    def average_pool(x: np.ndarray) -> np.ndarray:
+        y = _window_reduce(np.add, 0, x.astype(compute, copy=False), kernel, stride, dilation, begin, out) * scale
+        return y.astype(dtype, copy=False)
+    return average_pool
