@@ -132,9 +132,9 @@ def _all_reduce_grad(op, grads, fwd):
 
 
 register(OpDef("replicated_all_reduce", _same_spec, _all_reduce_kernel, grad=_all_reduce_grad,
-               meets_replicas=True))
+               meets_replicas=True, popart_class="collectives.ReplicatedAllReduceOp"))
 register(OpDef("replicated_all_reduce_", _same_spec, _all_reduce_in_place_kernel, modifies=(0,),
-               aliases=((0, 0),), meets_replicas=True))
+               aliases=((0, 0),), meets_replicas=True, popart_class="collectives.ReplicatedAllReduceInplaceOp"))
 
 
 def replicated_all_reduce(t: Tensor, op: CollectiveOps = "add", group: Optional[ReplicaGrouping] = None) -> Tensor:
@@ -189,7 +189,7 @@ def _all_gather_grad(op, grads, fwd):
 
 
 register(OpDef("replicated_all_gather", _gather_infer, _gather_kernel, grad=_all_gather_grad,
-               meets_replicas=True))
+               meets_replicas=True, popart_class="collectives.ReplicatedAllGatherOp"))
 
 
 def replicated_all_gather(t: Tensor, axis: int = 0, group: Optional[ReplicaGrouping] = None,
@@ -250,8 +250,9 @@ def _sharded_slice_grad(op, grads, fwd):
 
 
 register(OpDef("replicated_reduce_scatter", _shard_infer, _reduce_scatter_kernel, grad=_reduce_scatter_grad,
-               meets_replicas=True))
-register(OpDef("replica_sharded_slice", _shard_infer, _sharded_slice_kernel, grad=_sharded_slice_grad))
+               meets_replicas=True, popart_class="collectives.ReplicatedReduceScatterOp"))
+register(OpDef("replica_sharded_slice", _shard_infer, _sharded_slice_kernel, grad=_sharded_slice_grad,
+               popart_class="collectives.ReplicatedReduceScatterOp"))
 
 
 def replicated_reduce_scatter(t: Tensor, op: CollectiveOps = "add", group: Optional[ReplicaGrouping] = None,
@@ -296,7 +297,8 @@ def _replicated_slice_grad(op, grads, fwd):
     return [replicated_all_gather(grad, axis, op.attrs["group"], "concat")]
 
 
-register(OpDef("replicated_slice", _slice_infer, _slice_kernel, grad=_replicated_slice_grad))
+register(OpDef("replicated_slice", _slice_infer, _slice_kernel, grad=_replicated_slice_grad,
+               popart_class="collectives.ReplicatedReduceScatterOp"))
 
 
 def replicated_slice(t: Tensor, axis: int = 0, group: Optional[ReplicaGrouping] = None) -> Tensor:
@@ -340,7 +342,7 @@ def _ipus_grad(op, grads, fwd):
 
 
 register(OpDef("all_reduce", _ipus_infer, _ipus_kernel, grad=_ipus_grad, crosses_ipus=True,
-               ipus=lambda op: tuple(dict.fromkeys(op.attrs["ipus"]))))
+               ipus=lambda op: tuple(dict.fromkeys(op.attrs["ipus"])), popart_class="collectives.AllReduceOp"))
 
 
 def _all_reduce_over_ipus(variant: str, ts: List[Tensor], ipus: Optional[List[int]], op: str) -> List[Tensor]:

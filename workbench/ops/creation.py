@@ -30,4 +30,4 @@ def _init_kernel(op, env):
     return lambda: np.zeros(shape, numpy_dtype)
 
 
-register(OpDef("init", infer=None, kernel=_init_kernel))
+register(OpDef("init", infer=None, kernel=_init_kernel, popart_class="InitOp"))

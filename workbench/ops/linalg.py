@@ -73,7 +73,7 @@ def _matmul_grad(op, grads, fwd):
     return [grad_a, grad_b]
 
 
-register(OpDef("matmul", _matmul_infer, _matmul_kernel, grad=_matmul_grad))
+register(OpDef("matmul", _matmul_infer, _matmul_kernel, grad=_matmul_grad, popart_class="MatMulOp"))
 
 
 def matmul(lhs: Tensor, rhs: Tensor, available_memory_proportion: Optional[float] = None,

@@ -30,7 +30,8 @@ class OpDef:
     of a kernel ``into(out, *inputs)`` that writes the same result into another array ``out`` and
     leaves input 0 as it was (the runtime keeps a variable's old value so without copying it).
     ``grad``: the gradient rule,
-    None where the op has no gradient.
+    None where the op has no gradient. ``popart_class``: the PopART C++ class of the op, as
+    ``popart._internal.ir.op`` names it (``"AddLhsInplaceOp"``, ``"exchange.HostLoadOp"``).
 
     Facts that passes read: ``effect``, the op acts beyond its outputs (a transfer, a code load), so
     running it again repeats the act; ``exchange``, a host or Streaming Memory transfer that
@@ -67,6 +68,7 @@ class OpDef:
     ipus: Optional[Callable[[Op], tuple[int, ...]]] = None
     meets_replicas: bool = False
     into: Optional[KernelBuilder] = None
+    popart_class: str = ""
 
 
 REGISTRY: dict[str, OpDef] = {}
