@@ -1,0 +1,60 @@
+"""The ``_pb_*`` attributes of popxl's objects (``ir._pb_ir``, ``graph._pb_graph``, ...): views of them in
+``popart._internal.ir``, which is imported on first use so that ``import popxl`` stays light."""
+from __future__ import annotations
+
+from workbench.ir import Graph, Ir, Tensor
+from workbench.ir.replica_grouping import ReplicaGrouping
+from workbench.runtime.session import Session
+from workbench.transforms.grad_graph_info import ExpectedConnection, ExpectedConnectionType, GradGraphInfo
+
+
+def _ir():
+    from workbench.popart._internal import ir
+
+    return ir
+
+
+def _from_pb_graph(cls, pb_graph) -> Graph:
+    return pb_graph._graph
+
+
+def _from_pb_tensor(cls, pb_tensor) -> Tensor:
+    return pb_tensor._tensor
+
+
+def _pb_ec(connection: ExpectedConnection):
+    return _ir().ExpectedConnection(connection.fwd_tensor.id, connection.connection_type)
+
+
+def _pb_bwd_info(info: GradGraphInfo):
+    return _ir().BwdGraphInfo(_ir().GraphId(info.graph.name), [c._pb_ec for c in info.expected_inputs],
+                              [c._pb_ec for c in info.expected_outputs])
+
+
+def _grad_info_from_pb(cls, pb_ir, pb_forward_graph, bwd_info) -> GradGraphInfo:
+    """The GradGraphInfo a ``_ir.BwdGraphInfo`` describes, its tensors found by id in the forward graph."""
+    forward = pb_forward_graph._graph
+    graph = pb_ir.getGraph(bwd_info.bwdGraphId)._graph
+
+    def connection(pb_connection) -> ExpectedConnection:
+        kind = pb_connection.type
+        if not isinstance(kind, ExpectedConnectionType):
+            raise TypeError(f"expected an ExpectedConnectionType, got {kind!r}")
+        return ExpectedConnection._create(forward.get_tensor(pb_connection.fwdId), kind)
+
+    return GradGraphInfo._create(graph, forward, [connection(c) for c in bwd_info.expectedInputs],
+                                 [connection(c) for c in bwd_info.expectedOutputs])
+
+
+def install() -> None:
+    Ir._pb_ir = property(lambda ir: _ir().ir_view.view_ir(ir), doc="This Ir seen as PopART's Ir binding.")
+    Graph._pb_graph = property(lambda g: _ir().graph_view.view_graph(g), doc="This graph as PopART's Graph.")
+    Graph._from_pb = classmethod(_from_pb_graph)
+    Tensor._pb_tensor = property(lambda t: _ir().tensor_view.view_tensor(t), doc="This tensor as PopART's Tensor.")
+    Tensor._from_pb_tensor = classmethod(_from_pb_tensor)
+    Session._pb_session = property(lambda s: _ir().session_view.Session._view(s),
+                                   doc="This session as PopART's session binding.")
+    ReplicaGrouping._pb_replica_grouping = property(lambda rg: _ir().ReplicaGrouping._view(rg))
+    ExpectedConnection._pb_ec = property(_pb_ec)
+    GradGraphInfo._pb_bwd_info = property(_pb_bwd_info)
+    GradGraphInfo._from_pb = classmethod(_grad_info_from_pb)
