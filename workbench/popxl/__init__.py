@@ -7,6 +7,7 @@
 from . import context, dtypes, errors, ops, remote_buffer, replica_grouping, session, streams, tensor
 from . import transforms, typing_, utils
 from . import fp8_utils, random_seed, tensorlocation, testing
+from . import graph, ir, module  # popxl's module layout: popxl.graph.Graph, popxl.ir.Ir, popxl.module.Module
 from . import _pb
 from workbench.ir.context import (gcg, get_current_graph, get_ir, get_main_graph, gir, gmg, in_sequence,
                                   io_tiles, ipu, name_scope)

@@ -1,11 +1,12 @@
 """popxl.ops.utils: argument checks and small conversions for writing ops (custom ops)."""
-from typing import Any
+from typing import Any, Optional
 
 from workbench.ir import Graph, Tensor, dtypes
 from workbench.ops.arguments import check_same_placement
 from workbench.ops.casting import cast
 
-__all__ = ["check_in_graph", "check_tensor_ipu_and_tile_set", "cast_if_needed", "handle_negative_axis"]
+__all__ = ["check_in_graph", "check_tensor_ipu_and_tile_set", "cast_if_needed", "handle_negative_axis",
+           "convert_optional_float"]
 
 
 def _named(args, tensors) -> dict:
@@ -36,3 +37,10 @@ def cast_if_needed(t: Tensor, data_type: dtypes.dtype) -> Tensor:
 def handle_negative_axis(t: Tensor, axis: int) -> int:
     """``axis`` counted from the front: a negative axis counts back from ``t``'s rank."""
     return t.rank + axis if axis < 0 else axis
+
+
+def convert_optional_float(value: Optional[float]):
+    """``value`` as PopART's optional float (``popart._internal.ir.OptionalFloat``), empty for None."""
+    from workbench.popart._internal.ir import OptionalFloat
+
+    return OptionalFloat(value)
