@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from workbench.ir import Graph, Ir, Tensor
+from workbench.ir.context import Context
 from workbench.ir.replica_grouping import ReplicaGrouping
 from workbench.runtime.session import Session
 from workbench.transforms.grad_graph_info import ExpectedConnection, ExpectedConnectionType, GradGraphInfo
@@ -46,6 +47,14 @@ def _grad_info_from_pb(cls, pb_ir, pb_forward_graph, bwd_info) -> GradGraphInfo:
                                  [connection(c) for c in bwd_info.expectedOutputs])
 
 
+def _get_op_settings(context: Context, name: str):
+    from .tensorlocation import TileSet
+
+    prefix = context.name_scope_prefix()
+    return _ir().op_view.NewOpSettings(prefix + name, context.ipu_id,
+                                       TileSet.IO if context.io_tile_set else TileSet.Compute)
+
+
 def install() -> None:
     Ir._pb_ir = property(lambda ir: _ir().ir_view.view_ir(ir), doc="This Ir seen as PopART's Ir binding.")
     Graph._pb_graph = property(lambda g: _ir().graph_view.view_graph(g), doc="This graph as PopART's Graph.")
@@ -58,3 +67,6 @@ def install() -> None:
     ExpectedConnection._pb_ec = property(_pb_ec)
     GradGraphInfo._pb_bwd_info = property(_pb_bwd_info)
     GradGraphInfo._from_pb = classmethod(_grad_info_from_pb)
+    Ir._from_pb = classmethod(lambda cls, pb_ir: pb_ir._ir)
+    Graph._create_tensor_id = lambda graph, name: graph._unique_name(name)
+    Context._get_op_settings = _get_op_settings
