@@ -36,6 +36,9 @@ class Graph:
         graph._by_ref_inputs: set[Tensor] = set()
         graph._hooks: dict[int, Callable[[Op], Any]] = {}
         graph._next_hook = 0
+        # False: autodiff of a caller must be given this graph's gradient (popart._internal.ir's
+        # setCanBeRecursivelyAutodiffed), as for graphs with a hand-written gradient.
+        graph._recursive_autodiff = True
         return graph
 
     # ----- identity -----

@@ -27,6 +27,10 @@ def _pb_ec(connection: ExpectedConnection):
     return _ir().ExpectedConnection(connection.fwd_tensor.id, connection.connection_type)
 
 
+def _connection_from_pb(cls, pb_graph, pb_connection) -> ExpectedConnection:
+    return ExpectedConnection._create(pb_graph._graph.get_tensor(pb_connection.fwdId), pb_connection.type)
+
+
 def _pb_bwd_info(info: GradGraphInfo):
     return _ir().BwdGraphInfo(_ir().GraphId(info.graph.name), [c._pb_ec for c in info.expected_inputs],
                               [c._pb_ec for c in info.expected_outputs])
@@ -55,6 +59,18 @@ def _get_op_settings(context: Context, name: str):
                                        TileSet.IO if context.io_tile_set else TileSet.Compute)
 
 
+def _create_tensor_id(graph: Graph, name: str) -> str:
+    """A tensor id free in ``graph`` (scoped by the open name scopes), as popxl gives for new op outputs."""
+    fresh = graph._tensors.fresh(Context.name_scope_prefix(_current_context()) + name)
+    return f"{graph.name}/{fresh}" if graph.name else fresh
+
+
+def _current_context() -> Context:
+    from workbench.ir.context import get_current_context
+
+    return get_current_context()
+
+
 def install() -> None:
     Ir._pb_ir = property(lambda ir: _ir().ir_view.view_ir(ir), doc="This Ir seen as PopART's Ir binding.")
     Graph._pb_graph = property(lambda g: _ir().graph_view.view_graph(g), doc="This graph as PopART's Graph.")
@@ -65,8 +81,9 @@ def install() -> None:
                                    doc="This session as PopART's session binding.")
     ReplicaGrouping._pb_replica_grouping = property(lambda rg: _ir().ReplicaGrouping._view(rg))
     ExpectedConnection._pb_ec = property(_pb_ec)
+    ExpectedConnection._from_pb = classmethod(_connection_from_pb)
     GradGraphInfo._pb_bwd_info = property(_pb_bwd_info)
     GradGraphInfo._from_pb = classmethod(_grad_info_from_pb)
     Ir._from_pb = classmethod(lambda cls, pb_ir: pb_ir._ir)
-    Graph._create_tensor_id = lambda graph, name: graph._unique_name(name)
+    Graph._create_tensor_id = _create_tensor_id
     Context._get_op_settings = _get_op_settings

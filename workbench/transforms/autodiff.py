@@ -111,6 +111,10 @@ class _Autodiff:
     def called_graph_grad(self, graph: Graph) -> GradGraphInfo:
         """The gradient of a called graph for all its float outputs and inputs (built once)."""
         info = self.called.get(graph) or self.reuse.get(graph)
+        if info is None and not graph._recursive_autodiff:
+            raise RuntimeError(f"autodiff: graph {graph.label!r} is called by the graph being differentiated but "
+                               "has been marked as unsafe to autodiff (setCanBeRecursivelyAutodiffed(False)); "
+                               "provide its gradient graph in called_graphs_grad_info")
         if info is None:
             provided = [t for t in graph.outputs if is_float(t) and not t.meta.get(ACTIVATION_MARK)]
             info = self.differentiate(graph, provided, [t for t in graph.inputs if is_float(t)])

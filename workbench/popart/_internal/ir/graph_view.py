@@ -216,9 +216,13 @@ class Graph:
         remove_op(op)
 
     def removeOutput(self, index: int) -> None:
-        """Remove output ``index`` of the graph, and the matching output of every op calling it."""
+        """Remove output ``index`` of the graph, and the matching output of every op calling it. Outputs
+        after it move down one place; an index past the last output removes the last one, as PopART's
+        does (so removing each index of a list of all outputs, in order, removes them all)."""
         graph = self._graph
         graph._check_buildable()
+        if index >= len(graph._outputs) and graph._outputs:
+            index = len(graph._outputs) - 1
         self._at(graph._outputs, index, "output")
         sites = call_sites(graph)
         for op in sites:
@@ -259,7 +263,7 @@ class Graph:
         self._graph._recursive_autodiff = bool(value)
 
     def getCanBeRecursivelyAutodiffed(self) -> bool:
-        return getattr(self._graph, "_recursive_autodiff", True)
+        return self._graph._recursive_autodiff
 
 
 GraphLike = Union[Graph, GraphId, str]

@@ -105,6 +105,11 @@ class Ir:
             raise TypeError(f"applyPreAliasPatterns takes a graph of this Ir (ir._pb_ir.getAllGraphs()), got "
                             f"{graph!r}")
 
+    def applyInplacePattern(self, graph: Graph) -> None:
+        """PopART turns ops into their in-place variants here; on the workbench ops stay as popxl built
+        them (in place only where asked), so this only checks the graph."""
+        self.applyPreAliasPatterns(graph)
+
     def setDataFlow(self, data_flow) -> None:
         self._ir._popart_data_flow = data_flow
 

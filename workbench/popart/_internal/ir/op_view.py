@@ -21,10 +21,13 @@ if TYPE_CHECKING:
 CLASSES: dict[str, type] = {}  # PopART class path ("exchange.HostLoadOp") -> view class
 
 
+FIRST_OP_ID = 100  # PopART numbers the ops of an Ir from 100
+
+
 def op_id(op: WorkbenchOp) -> int:
-    """PopART's integer op id: the Ir-wide counter that ends every op name (``Add.7`` -> 7)."""
+    """PopART's integer op id, from the Ir-wide count that ends every op name (``Add.1`` -> 100)."""
     try:
-        return int(op.name.rsplit(".", 1)[1])
+        return int(op.name.rsplit(".", 1)[1]) - 1 + FIRST_OP_ID
     except (IndexError, ValueError):
         return id(op)
 
@@ -261,6 +264,18 @@ class Op:
     def hasOutput(self, index: int) -> bool:
         return 0 <= index < len(self._op.outputs)
 
+    def getInputTensors(self) -> list["Tensor"]:
+        return self.input.tensors()
+
+    def getOutputTensors(self) -> list["Tensor"]:
+        return self.output.tensors()
+
+    def hasInputTensor(self, tensor: "Tensor") -> bool:
+        return any(t is tensor._tensor for t in self._op.inputs)
+
+    def hasOutputTensor(self, tensor: "Tensor") -> bool:
+        return any(t is tensor._tensor for t in self._op.outputs)
+
     def inIndex(self, tensor: "Tensor") -> int:
         return self.input.indices(tensor)[0]
 
@@ -354,7 +369,61 @@ class SubgraphOp(Op):
         return binding.order[index - binding.first]
 
     def subgraphInToOpInIndex(self, index: int) -> int:
-        return self._binding().op_input_index(index)
+        """The op input feeding graph input ``index``; for an input no op input feeds yet, the index a
+        new op input would take (``connectInTensor`` then binds it)."""
+        binding = self._binding()
+        if index in binding.order:
+            return binding.op_input_index(index)
+        return binding.first + len(binding.order)
+
+    def getNumExplicitInputs(self) -> int:
+        return len(self._op.inputs)
+
+    def connectInTensor(self, index: int, tensor_id: str) -> None:
+        """Feed the first graph input no op input feeds yet with parent tensor ``tensor_id``, as op input
+        ``index`` (the next one)."""
+        op = self._op
+        op.graph.ir._check_buildable()
+        binding = self._binding()
+        if index != len(op.inputs):
+            raise NotImplementedError(f"{self.opType()} {op.name}: connectInTensor can only add the next input "
+                                      f"(index {len(op.inputs)}), got index {index}")
+        unbound = [i for i in range(len(binding.graph.inputs)) if i not in binding.order]
+        if not unbound:
+            raise ValueError(f"{self.opType()} {op.name}: every input of graph {binding.graph.label!r} is already "
+                             "fed; add a graph input first (popxl.graph_input inside the graph)")
+        tensor = op.graph.get_tensor(tensor_id)
+        spec = binding.graph.inputs[unbound[0]].spec
+        if (tensor.shape, tensor.dtype) != (spec.shape, spec.dtype):
+            raise ValueError(f"{self.opType()} {op.name}: {tensor_id!r} is {tensor.spec}, but graph input "
+                             f"{binding.graph.inputs[unbound[0]].id!r} expects {spec}")
+        op.inputs = op.inputs + (tensor,)
+        op.attrs["graph_inputs"] = tuple(op.attrs["graph_inputs"]) + (unbound[0],)
+        if op not in tensor.consumers:
+            tensor.consumers.append(op)
+        op.graph.ir.events.emit("op_changed", op)
+
+    def addLoopInput(self, index: int, tensor_id: str, subgraph_tensor_id: str, overwrite: bool = False) -> None:
+        """Add a graph input named by ``subgraph_tensor_id`` to the called graph, fed by ``tensor_id``."""
+        from workbench.ir import Tensor as WorkbenchTensor
+
+        graph = self._binding().graph
+        parent = self._op.graph.get_tensor(tensor_id)
+        name = subgraph_tensor_id.split("/", 1)[1] if subgraph_tensor_id.startswith(graph.name + "/") \
+            else subgraph_tensor_id
+        graph_input = WorkbenchTensor._create(graph, graph._tensors.fresh(name), parent.spec, parent._ipu,
+                                              parent._tile_set)
+        graph._add_tensor(graph_input)
+        graph._inputs.append(graph_input)
+        graph._input_set.add(graph_input)
+        self.connectInTensor(index, tensor_id)
+
+    def addModified(self, index: int, regions) -> None:
+        """Mark op input ``index`` as written by the call when any region is not empty."""
+        op = self._op
+        if any(not region.isEmpty() for region in regions):
+            op.modified = tuple(sorted(set(op.modified) | {index}))
+            op.graph.ir.events.emit("op_changed", op)
 
     def opOutToSubgraphOutIndex(self, index: int) -> int:
         return index
