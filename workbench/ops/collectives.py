@@ -140,13 +140,15 @@ register(OpDef("replicated_all_reduce_", _same_spec, _all_reduce_in_place_kernel
 def replicated_all_reduce(t: Tensor, op: CollectiveOps = "add", group: Optional[ReplicaGrouping] = None) -> Tensor:
     """Reduce ``t`` over the replicas of each group; every member gets the result."""
     return create_op("replicated_all_reduce", [t], {"op": _check_op("replicated_all_reduce", op),
-                                                    "group": _group("replicated_all_reduce", group)}).outputs[0]
+                                                    "group": _group("replicated_all_reduce", group)},
+                     output_names=[t.name + "_all_reduce"]).outputs[0]
 
 
 def replicated_all_reduce_(t: Tensor, op: CollectiveOps = "add", group: Optional[ReplicaGrouping] = None) -> Tensor:
     """Reduce ``t`` over the replicas of each group, in place."""
     return create_op("replicated_all_reduce_", [t], {"op": _check_op("replicated_all_reduce_", op),
-                                                     "group": _group("replicated_all_reduce_", group)}).outputs[0]
+                                                     "group": _group("replicated_all_reduce_", group)},
+                     output_names=[t.name + "_all_reduce"]).outputs[0]
 
 
 # ----- all-gather -----
@@ -205,7 +207,8 @@ def replicated_all_gather(t: Tensor, axis: int = 0, group: Optional[ReplicaGroup
         raise ValueError(f"replicated_all_gather: {t.id!r} has no meta_shape to gather into")
     axis = normalize_axis("replicated_all_gather", axis, max(t.rank, 1))
     return create_op("replicated_all_gather", [t], {"axis": axis, "output_shape": output_shape,
-                                                    "group": _group("replicated_all_gather", group)}).outputs[0]
+                                                    "group": _group("replicated_all_gather", group)},
+                     output_names=[t.name + "_all_gathered"]).outputs[0]
 
 
 # ----- sharding -----
@@ -260,13 +263,15 @@ def replicated_reduce_scatter(t: Tensor, op: CollectiveOps = "add", group: Optio
     """Reduce ``t`` over each group; each member keeps its 1/group_size flat shard (zero-padded)."""
     return create_op("replicated_reduce_scatter", [t], {
         "op": _check_op("replicated_reduce_scatter", op), "group": _group("replicated_reduce_scatter", group),
-        "keep_meta_shape": bool(configure_output_for_replicated_tensor_sharding)}).outputs[0]
+        "keep_meta_shape": bool(configure_output_for_replicated_tensor_sharding)},
+        output_names=[t.name + "_reduce_scattered"]).outputs[0]
 
 
 def replica_sharded_slice(t: Tensor, group: Optional[ReplicaGrouping] = None) -> Tensor:
     """Each member keeps its flat shard of ``t`` (no reduction); the shard remembers ``t``'s shape."""
     return create_op("replica_sharded_slice", [t], {"group": _group("replica_sharded_slice", group),
-                                                    "keep_meta_shape": True}).outputs[0]
+                                                    "keep_meta_shape": True},
+                     output_names=[t.name + "_sharded_slice"]).outputs[0]
 
 
 def _slice_infer(specs, attrs):

@@ -2,7 +2,9 @@
 ``popart._internal.ir``, which is imported on first use so that ``import popxl`` stays light."""
 from __future__ import annotations
 
-from workbench.ir import Graph, Ir, Tensor
+import re
+
+from workbench.ir import Graph, Ir, Op, Tensor
 from workbench.ir.context import Context
 from workbench.ir.replica_grouping import ReplicaGrouping
 from workbench.runtime.session import Session
@@ -71,6 +73,20 @@ def _current_context() -> Context:
     return get_current_context()
 
 
+_BINDING_NAME = re.compile(r"^[a-z]+[A-Z]")
+
+
+def _op_missing_attribute(op: Op, name: str):
+    """Say why a PopART binding method (camelCase) is missing on a workbench op, instead of a bare AttributeError."""
+    if _BINDING_NAME.match(name):
+        raise AttributeError(
+            f"workbench op {op.name} ({op.type}) has no {name!r}: that is a method of PopART's C++ op binding. "
+            "Op hooks and CallSiteInfo._op give workbench ops here; popart._internal.ir views them "
+            "(graph._pb_graph.getOps()), but code that rewrites PopART ops one by one (popxl-addons' "
+            "pipelined_execution) cannot run on the workbench")
+    raise AttributeError(f"{type(op).__name__!r} object has no attribute {name!r}")
+
+
 def install() -> None:
     Ir._pb_ir = property(lambda ir: _ir().ir_view.view_ir(ir), doc="This Ir seen as PopART's Ir binding.")
     Graph._pb_graph = property(lambda g: _ir().graph_view.view_graph(g), doc="This graph as PopART's Graph.")
@@ -87,3 +103,4 @@ def install() -> None:
     Ir._from_pb = classmethod(lambda cls, pb_ir: pb_ir._ir)
     Graph._create_tensor_id = _create_tensor_id
     Context._get_op_settings = _get_op_settings
+    Op.__getattr__ = _op_missing_attribute

@@ -27,7 +27,7 @@ from workbench.ir.fragments import WEIGHTS_FROM_HOST, WEIGHTS_TO_HOST
 from . import weights
 from .allocator import keep_freed_memory
 from .compiler import compile_graph
-from .host_buffers import HostBuffers
+from .host_buffers import HostBuffers, buffer_shape
 from .out_of_memory import check_fits
 from .program import ReplicaProgram
 from .progress import RunProgress, loop_iterations
@@ -154,6 +154,11 @@ class Session:
         return sorted(self._ir.get_all_h2d_streams(), key=lambda s: s.name)
 
     # ----- attach / detach -----
+    def _full_input_shape(self, shape: Iterable[int]) -> tuple[int, ...]:
+        """The host buffer shape for a stream of ``shape`` (popxl's helper of this name, which
+        Graphcore's tutorials call to make inputs)."""
+        return buffer_shape(shape, self._ir.num_host_transfers, self._ir.instance_replication_factor)
+
     def __enter__(self) -> "Session":
         attaching = not self._attached
         self._enter_stack.append(attaching)

@@ -41,9 +41,10 @@ def _all_gather(graph, t, stride, group_size, *settings):
     return replicated_all_gather(t, group=_grouping(graph, stride, group_size))
 
 
-def _reduce_scatter(graph, t, op, stride, group_size, *settings):
+def _reduce_scatter(graph, t, op, stride, group_size, sharded_output=False, *settings):
     from workbench.ops.collectives import replicated_reduce_scatter
-    return replicated_reduce_scatter(t, _reduction(op), group=_grouping(graph, stride, group_size))
+    return replicated_reduce_scatter(t, _reduction(op), group=_grouping(graph, stride, group_size),
+                                     configure_output_for_replicated_tensor_sharding=bool(sharded_output))
 
 
 def _all_reduce(graph, t, op, stride, group_size, *settings):
