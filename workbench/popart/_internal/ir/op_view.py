@@ -452,6 +452,60 @@ class IpuCopyBase(Op):
         return self._op.ipu
 
 
+class _Factor:
+    """An op's scale factor (PopART's ``OptimizerValue``): a constant, or a tensor input (``val()`` 0)."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value):
+        self._value = value
+
+    def val(self) -> float:
+        return 0.0 if self._value is None else float(self._value)
+
+    def isConst(self) -> bool:
+        return self._value is not None
+
+
+class FactorOp(Op):
+    """The accumulator ops' ``getFactor()``."""
+
+    __slots__ = ()
+
+    def getFactor(self) -> _Factor:
+        return _Factor(self._op.attrs.get("f"))
+
+
+class MemoryProportionOp(Op):
+    """Ops whose available memory proportion PopART lets a pass set (matmul, convolution)."""
+
+    __slots__ = ()
+
+    def getAvailableMemoryProportion(self):
+        from .enums import OptionalFloat
+
+        return OptionalFloat(self._op.attrs.get("available_memory_proportion"))
+
+    def setAvailableMemoryProportion(self, value) -> None:
+        """Record the proportion on the op (the simulated IPU plans no tile memory by it)."""
+        proportion = value.value() if hasattr(value, "value") and callable(value.value) and value else value
+        if proportion is not None and not 0 < float(proportion) <= 1:
+            raise ValueError(f"an available memory proportion must lie in (0, 1], got {proportion!r}")
+        self._op.attrs["available_memory_proportion"] = None if proportion is None else float(proportion)
+        self._op.graph.ir.events.emit("op_changed", self._op)
+
+    def getPartialsType(self):
+        from .op import MatMulPartialsType
+        from workbench.ir import dtypes
+
+        partials = self._op.attrs.get("partials_type")
+        if partials is None:
+            options = getattr(self._op.graph.ir, "_popart_session_options", None)
+            partials = dtypes.float16 if options is not None and str(
+                getattr(options, "partialsTypeMatMuls", "")).lower() == "half" else dtypes.float32
+        return MatMulPartialsType.HALF if partials is dtypes.float16 else MatMulPartialsType.FLOAT
+
+
 class _OperatorIdentifier:
     """``op.opid``: PopART's identifier of an op type (its domain, type and version)."""
 
@@ -466,7 +520,9 @@ class _OperatorIdentifier:
         return f"{self.domain}.{self.type}:{self.version}"
 
 
-_BASES = {"CallOp": SubgraphOp, "LoopOp": SubgraphOp, "IpuCopyOp": IpuCopyBase}
+_BASES = {"CallOp": SubgraphOp, "LoopOp": SubgraphOp, "IpuCopyOp": IpuCopyBase, "AccumulateOp": FactorOp,
+          "AccumulatorScaleOp": FactorOp, "SparseAccumulateOp": FactorOp, "MatMulOp": MemoryProportionOp,
+          "ConvOp": MemoryProportionOp}
 
 
 def op_class(popart_class: str) -> type:
