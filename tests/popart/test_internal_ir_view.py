@@ -202,3 +202,20 @@ def test_replica_grouping_view_of_a_strided_grouping():
     assert (view.getStride(), view.getGroupSize(), view.getNumReplicas()) == (2, 4, 8)
     with pytest.raises(NotImplementedError, match="constant stride"):
         ir.replica_grouping_from_assignments([0, 1, 1, 0, 0, 1, 1, 0])._pb_replica_grouping
+
+
+def test_readme_internal_ir_example_runs_and_prints_what_it_says():
+    import contextlib
+    import io
+    import re
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = readme.split("## Graphcore's PopXL tutorials and popxl-addons", 1)[1]
+    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    printed = io.StringIO()
+    namespace = {}
+    with contextlib.redirect_stdout(printed):
+        exec(compile(code, "README.md", "exec"), namespace)
+    assert printed.getvalue().strip() == "AccumulateOp Accumulate 100"
+    assert namespace["ir"].main_graph.ops == ()
