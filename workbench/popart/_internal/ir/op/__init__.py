@@ -4,7 +4,7 @@ Classes in PopART's sub-namespaces live in ``op.exchange``, ``op.collectives`` a
 """
 from workbench.ops.registry import REGISTRY
 
-from ..op_view import IpuCopyBase, SubgraphOp, op_class
+from ..op_classes import IpuCopyBase, SubgraphOp, op_class
 from ..op_view import Op as Op  # noqa: F401  (PopART binds the base class here too)
 from enum import Enum
 
