@@ -50,8 +50,9 @@ def autodiff(graph: Graph, grads_provided: Optional[Iterable[Tensor]] = None,
     graph.ir._check_buildable()
     provided = _graph_tensors(graph, graph.outputs if grads_provided is None else grads_provided,
                               "grads_provided")
+    # A tensor may be required more than once: each entry gets its own output, as in popxl.
     required = _graph_tensors(graph, graph.inputs if grads_required is None else grads_required,
-                              "grads_required")
+                              "grads_required", repeats=True)
     reuse = _checked_reuse(graph, called_graphs_grad_info or {})
     run = _Autodiff(graph, reuse)
     context = get_current_context()
@@ -69,7 +70,7 @@ def autodiff(graph: Graph, grads_provided: Optional[Iterable[Tensor]] = None,
     return info
 
 
-def _graph_tensors(graph: Graph, tensors: Iterable[Tensor], what: str) -> list[Tensor]:
+def _graph_tensors(graph: Graph, tensors: Iterable[Tensor], what: str, repeats: bool = False) -> list[Tensor]:
     result = list(tensors)
     for tensor in result:
         if not isinstance(tensor, Tensor):
@@ -77,7 +78,7 @@ def _graph_tensors(graph: Graph, tensors: Iterable[Tensor], what: str) -> list[T
         if tensor.graph is not graph:
             raise ValueError(f"autodiff: {what} holds {tensor.id!r}, which is not a tensor of graph "
                              f"{graph.label!r}")
-    if len(set(result)) != len(result):
+    if not repeats and len(set(result)) != len(result):
         raise ValueError(f"autodiff: {what} names a tensor more than once: {[t.name for t in result]}")
     return result
 
