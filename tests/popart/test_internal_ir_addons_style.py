@@ -94,7 +94,7 @@ def custom_op_package(tmp_path, monkeypatch):
     package = tmp_path / "wb_custom_ops_pkg"
     package.mkdir()
     (package / "__init__.py").write_text("")
-    for name in ("fancy_op_binding", "replicated_all_gather_strided_binding"):
+    for name in ("fancy_op_binding", "replicated_all_gather_strided_binding", "replicated_all_reduce_strided_binding"):
         (package / f"{name}.cpp").write_text("// C++ source\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     yield "wb_custom_ops_pkg"
@@ -120,19 +120,37 @@ def test_the_replica_strided_gather_binding_is_a_gather_over_a_strided_grouping(
     binding = importlib.import_module(f"{custom_op_package}.replicated_all_gather_strided_binding")
     ir = popxl.Ir(replication=4)
     with ir.main_graph:
-        stream = popxl.h2d_stream((2,), popxl.float32, "x")
+        stream = popxl.h2d_stream((1, 2), popxl.float32, "x")
         x = ops.host_load(stream)
         graph = ir.main_graph
         op = binding.ReplicatedAllGatherStridedOp.createOpInGraph(
             graph._pb_graph, {0: x.id}, {0: graph._create_tensor_id("gathered")}, 2, 2, None)
         assert isinstance(op, _ir.op.collectives.ReplicatedAllGatherOp)
         gathered = popxl.Tensor._from_pb_tensor(op.outTensor(0))
+        assert gathered.shape == (4,)  # the C++ op gathers flat
         out = popxl.d2h_stream(gathered.shape, gathered.dtype, "out")
         ops.host_store(out, gathered)
-    data = np.arange(8, dtype=np.float32).reshape(4, 2)
+    data = np.arange(8, dtype=np.float32).reshape(4, 1, 2)
     with popxl.Session(ir, "ipu_model") as session:
         result = session.run({stream: data})[out]
     # Replicas 0 and 2 form one group, 1 and 3 the other: each gathers its group's rows in order.
     for replica in range(4):
         group = [replica % 2, replica % 2 + 2]
         np.testing.assert_array_equal(result[replica], data[group].reshape(-1))
+
+
+def test_the_strided_all_reduce_variants_that_need_popart_patterns_are_refused(custom_op_package):
+    import importlib
+
+    import cppimport.import_hook  # noqa: F401
+
+    binding = importlib.import_module(f"{custom_op_package}.replicated_all_reduce_strided_binding")
+    ir = popxl.Ir(replication=2)
+    with ir.main_graph:
+        x = popxl.variable(np.ones(2, np.float32), name="x")
+        create = binding.ReplicatedAllReduceStridedOp.createOpInGraph
+        with pytest.raises(NotImplementedError, match="identical_inputs or identical_grad_inputs"):
+            create(ir.main_graph._pb_graph, {0: x.id}, {0: "y"}, "add", 1, 2, False, True, None)
+        op = create(ir.main_graph._pb_graph, {0: x.id}, {0: "y"}, "add", 1, 2, False, False, None)
+    assert [o.type for o in ir.main_graph.ops] == ["replicated_all_reduce"]
+    assert isinstance(op, _ir.op.collectives.ReplicatedAllReduceOp)

@@ -37,8 +37,11 @@ def _grouping(graph, stride: int, group_size: int):
 
 
 def _all_gather(graph, t, stride, group_size, *settings):
+    """The C++ op gathers flat: ``group_size * t.nelms`` elements, the members' tensors in turn."""
     from workbench.ops.collectives import replicated_all_gather
-    return replicated_all_gather(t, group=_grouping(graph, stride, group_size))
+    from workbench.ops.shape import reshape
+    flat = t if t.rank == 1 else reshape(t, (t.nelms,))
+    return replicated_all_gather(flat, group=_grouping(graph, stride, group_size))
 
 
 def _reduce_scatter(graph, t, op, stride, group_size, sharded_output=False, *settings):
@@ -47,13 +50,28 @@ def _reduce_scatter(graph, t, op, stride, group_size, sharded_output=False, *set
                                      configure_output_for_replicated_tensor_sharding=bool(sharded_output))
 
 
-def _all_reduce(graph, t, op, stride, group_size, *settings):
+def _check_plain_reduce(identical_inputs: bool, identical_grad_inputs: bool) -> None:
+    """The workbench's all-reduce reduces forward and backward; the C++ op's variants that skip either
+    (identity forward, or identity gradient, after PopART's OpToIdentity pattern) are not emulated."""
+    if identical_inputs or identical_grad_inputs:
+        raise NotImplementedError(
+            "ReplicatedAllReduceStridedOp with identical_inputs or identical_grad_inputs (popxl-addons' "
+            "replicated_all_reduce_strided and its _identical_inputs / _identical_grad_inputs forms) is not "
+            "emulated on the workbench: it relies on PopART's OpToIdentity pattern, which the workbench does not "
+            "run; use ops.collectives.replicated_all_reduce with a replica grouping (its gradient is the all-reduce "
+            "of the gradients)")
+
+
+def _all_reduce(graph, t, op, stride, group_size, identical_inputs=False, identical_grad_inputs=False, *settings):
     from workbench.ops.collectives import replicated_all_reduce
+    _check_plain_reduce(identical_inputs, identical_grad_inputs)
     return replicated_all_reduce(t, _reduction(op), group=_grouping(graph, stride, group_size))
 
 
-def _all_reduce_inplace(graph, t, op, stride, group_size, *settings):
+def _all_reduce_inplace(graph, t, op, stride, group_size, identical_inputs=False, identical_grad_inputs=False,
+                        *settings):
     from workbench.ops.collectives import replicated_all_reduce_
+    _check_plain_reduce(identical_inputs, identical_grad_inputs)
     return replicated_all_reduce_(t, _reduction(op), group=_grouping(graph, stride, group_size))
 
 
