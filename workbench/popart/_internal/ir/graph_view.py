@@ -124,8 +124,10 @@ class Graph:
         return [op_id(op) for op in self._graph._ops]
 
     def getOpSchedule(self, require_optimal: bool = False) -> list[Op]:
-        """The ops in the order they run (creation order, which ``in_sequence`` and data order respect)."""
-        return self.getOps()
+        """The ops in the order they run: the workbench's schedule (data, ``in_sequence`` and in-place order)."""
+        from workbench.analysis.schedule import schedule
+
+        return [view_op(op) for op in schedule(self._graph)]
 
     def getOp(self, op_id_: int) -> Op:
         return view_op(self._op_by_id(op_id_))
