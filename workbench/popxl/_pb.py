@@ -1,20 +1,35 @@
-"""The ``_pb_*`` attributes of popxl's objects (``ir._pb_ir``, ``graph._pb_graph``, ...): views of them in
-``popart._internal.ir``, which is imported on first use so that ``import popxl`` stays light."""
+"""The ``_pb_*`` attributes of popxl's objects (``ir._pb_ir``, ``graph._pb_graph``, ...), views of them as
+PopART's C++ binding shows them (made by the PopART face through ``workbench.ir.binding_views``), and the
+other private names of popxl that code written for it reaches (``Graph._from_pb``, ``ctx._get_op_settings``)."""
 from __future__ import annotations
 
 import re
 
 from workbench.ir import Graph, Ir, Op, Tensor
+from workbench.ir.binding_views import views
 from workbench.ir.context import Context
 from workbench.ir.replica_grouping import ReplicaGrouping
 from workbench.runtime.session import Session
 from workbench.transforms.grad_graph_info import ExpectedConnection, ExpectedConnectionType, GradGraphInfo
 
+from .tensorlocation import ExecutionContext, TileSet
 
-def _ir():
-    from workbench.popart._internal import ir
 
-    return ir
+class NewOpSettings:
+    """The settings popxl's context gives an op about to be made (``ctx._get_op_settings(name)``)."""
+
+    __slots__ = ("name", "vgraphId", "executionContext", "tileSet", "pipelineStage")
+
+    def __init__(self, name: str, ipu: int, tile_set: TileSet):
+        self.name = name
+        self.vgraphId = ipu
+        self.executionContext = ExecutionContext.Normal
+        self.tileSet = tile_set
+        self.pipelineStage = None
+
+
+def _view(kind: str) -> property:
+    return property(lambda obj: getattr(views(), kind)(obj), doc=f"This object as PopART's binding shows it ({kind}).")
 
 
 def _from_pb_graph(cls, pb_graph) -> Graph:
@@ -25,17 +40,8 @@ def _from_pb_tensor(cls, pb_tensor) -> Tensor:
     return pb_tensor._tensor
 
 
-def _pb_ec(connection: ExpectedConnection):
-    return _ir().ExpectedConnection(connection.fwd_tensor.id, connection.connection_type)
-
-
 def _connection_from_pb(cls, pb_graph, pb_connection) -> ExpectedConnection:
     return ExpectedConnection._create(pb_graph._graph.get_tensor(pb_connection.fwdId), pb_connection.type)
-
-
-def _pb_bwd_info(info: GradGraphInfo):
-    return _ir().BwdGraphInfo(_ir().GraphId(info.graph.name), [c._pb_ec for c in info.expected_inputs],
-                              [c._pb_ec for c in info.expected_outputs])
 
 
 def _grad_info_from_pb(cls, pb_ir, pb_forward_graph, bwd_info) -> GradGraphInfo:
@@ -53,24 +59,17 @@ def _grad_info_from_pb(cls, pb_ir, pb_forward_graph, bwd_info) -> GradGraphInfo:
                                  [connection(c) for c in bwd_info.expectedOutputs])
 
 
-def _get_op_settings(context: Context, name: str):
-    from .tensorlocation import TileSet
-
-    prefix = context.name_scope_prefix()
-    return _ir().op_view.NewOpSettings(prefix + name, context.ipu_id,
-                                       TileSet.IO if context.io_tile_set else TileSet.Compute)
+def _get_op_settings(context: Context, name: str) -> NewOpSettings:
+    return NewOpSettings(context.name_scope_prefix() + name, context.ipu_id,
+                         TileSet.IO if context.io_tile_set else TileSet.Compute)
 
 
 def _create_tensor_id(graph: Graph, name: str) -> str:
     """A tensor id free in ``graph`` (scoped by the open name scopes), as popxl gives for new op outputs."""
-    fresh = graph._tensors.fresh(Context.name_scope_prefix(_current_context()) + name)
-    return f"{graph.name}/{fresh}" if graph.name else fresh
-
-
-def _current_context() -> Context:
     from workbench.ir.context import get_current_context
 
-    return get_current_context()
+    fresh = graph._tensors.fresh(get_current_context().name_scope_prefix() + name)
+    return f"{graph.name}/{fresh}" if graph.name else fresh
 
 
 _BINDING_NAME = re.compile(r"^[a-z]+[A-Z]")
@@ -88,19 +87,18 @@ def _op_missing_attribute(op: Op, name: str):
 
 
 def install() -> None:
-    Ir._pb_ir = property(lambda ir: _ir().ir_view.view_ir(ir), doc="This Ir seen as PopART's Ir binding.")
-    Graph._pb_graph = property(lambda g: _ir().graph_view.view_graph(g), doc="This graph as PopART's Graph.")
-    Graph._from_pb = classmethod(_from_pb_graph)
-    Tensor._pb_tensor = property(lambda t: _ir().tensor_view.view_tensor(t), doc="This tensor as PopART's Tensor.")
-    Tensor._from_pb_tensor = classmethod(_from_pb_tensor)
-    Session._pb_session = property(lambda s: _ir().session_view.Session._view(s),
-                                   doc="This session as PopART's session binding.")
-    ReplicaGrouping._pb_replica_grouping = property(lambda rg: _ir().ReplicaGrouping._view(rg))
-    ExpectedConnection._pb_ec = property(_pb_ec)
-    ExpectedConnection._from_pb = classmethod(_connection_from_pb)
-    GradGraphInfo._pb_bwd_info = property(_pb_bwd_info)
-    GradGraphInfo._from_pb = classmethod(_grad_info_from_pb)
+    Ir._pb_ir = _view("ir")
     Ir._from_pb = classmethod(lambda cls, pb_ir: pb_ir._ir)
+    Graph._pb_graph = _view("graph")
+    Graph._from_pb = classmethod(_from_pb_graph)
     Graph._create_tensor_id = _create_tensor_id
+    Tensor._pb_tensor = _view("tensor")
+    Tensor._from_pb_tensor = classmethod(_from_pb_tensor)
+    Session._pb_session = _view("session")
+    ReplicaGrouping._pb_replica_grouping = _view("replica_grouping")
+    ExpectedConnection._pb_ec = _view("expected_connection")
+    ExpectedConnection._from_pb = classmethod(_connection_from_pb)
+    GradGraphInfo._pb_bwd_info = _view("bwd_graph_info")
+    GradGraphInfo._from_pb = classmethod(_grad_info_from_pb)
     Context._get_op_settings = _get_op_settings
     Op.__getattr__ = _op_missing_attribute

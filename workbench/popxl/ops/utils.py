@@ -39,8 +39,29 @@ def handle_negative_axis(t: Tensor, axis: int) -> int:
     return t.rank + axis if axis < 0 else axis
 
 
-def convert_optional_float(value: Optional[float]):
-    """``value`` as PopART's optional float (``popart._internal.ir.OptionalFloat``), empty for None."""
-    from workbench.popart._internal.ir import OptionalFloat
+class OptionalFloat:
+    """A float or nothing (PopART's ``OptionalFloat``)."""
 
+    __slots__ = ("_value",)
+
+    def __init__(self, value: Optional[float] = None):
+        self._value = None if value is None else float(value)
+
+    def __bool__(self) -> bool:
+        return self._value is not None
+
+    def value(self) -> float:
+        if self._value is None:
+            raise ValueError("this OptionalFloat is empty")
+        return self._value
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, OptionalFloat) and other._value == self._value
+
+    def __repr__(self) -> str:
+        return f"OptionalFloat({self._value!r})"
+
+
+def convert_optional_float(value: Optional[float]) -> OptionalFloat:
+    """``value`` as PopART's optional float, empty for None."""
     return OptionalFloat(value)

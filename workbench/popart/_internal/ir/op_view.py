@@ -125,19 +125,6 @@ class Settings:
         return view_graph(self._op.graph)
 
 
-class NewOpSettings:
-    """The settings popxl's context gives an op about to be made (``ctx._get_op_settings(name)``)."""
-
-    __slots__ = ("name", "vgraphId", "executionContext", "tileSet", "pipelineStage")
-
-    def __init__(self, name: str, ipu: int, tile_set: TileSet):
-        self.name = name
-        self.vgraphId = ipu
-        self.executionContext = ExecutionContext.Normal
-        self.tileSet = tile_set
-        self.pipelineStage = None
-
-
 def execution_context(op: WorkbenchOp) -> ExecutionContext:
     """Where ``op`` runs: a weights fragment of the main graph, the main program, or a subgraph."""
     fragments = op.graph.ir._fragments

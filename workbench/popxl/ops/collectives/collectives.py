@@ -1,15 +1,27 @@
 """popxl.ops.collectives.collectives: the reduction names of collectives and PopART's operator for each."""
+from enum import Enum
+
 from workbench.ops.collectives import CollectiveOps
 
-_OPERATORS = {"add": "Add", "mean": "Mean", "mul": "Mul", "min": "Min", "max": "Max", "and": "LogicalAnd",
-              "or": "LogicalOr", "square_add": "SquareAdd", "local": "Local"}
+
+class CollectiveOperator(Enum):
+    """How a collective combines the replicas' values (PopART's ``CollectiveOperator``)."""
+
+    Add = "add"
+    Mean = "mean"
+    Mul = "mul"
+    Min = "min"
+    Max = "max"
+    LogicalAnd = "and"
+    LogicalOr = "or"
+    SquareAdd = "square_add"
+    Local = "local"
 
 
-def to_collective_op(op: CollectiveOps):
+def to_collective_op(op: CollectiveOps) -> CollectiveOperator:
     """PopART's ``CollectiveOperator`` for a reduction name (``'add'`` -> ``CollectiveOperator.Add``)."""
-    from workbench.popart._internal.ir import CollectiveOperator
-
     try:
-        return CollectiveOperator[_OPERATORS[op]]
-    except (KeyError, TypeError):
-        raise ValueError(f"unknown collective op {op!r}; expected one of {sorted(_OPERATORS)}") from None
+        return CollectiveOperator(op)
+    except ValueError:
+        raise ValueError(f"unknown collective op {op!r}; expected one of "
+                         f"{sorted(o.value for o in CollectiveOperator)}") from None
