@@ -76,8 +76,12 @@ _BINDING_NAME = re.compile(r"^[a-z]+[A-Z]")
 
 
 def _op_missing_attribute(op: Op, name: str):
-    """Say why a PopART binding method (camelCase) is missing on a workbench op, instead of a bare AttributeError."""
+    """A method of PopART's op binding (camelCase) asked of a workbench op, as popxl code does of the op
+    behind ``CallSiteInfo._op``: answered by the op's view, or an error that says why there is none."""
     if _BINDING_NAME.match(name):
+        view = views().op(op)
+        if hasattr(type(view), name):
+            return getattr(view, name)
         raise AttributeError(
             f"workbench op {op.name} ({op.type}) has no {name!r}: that is a method of PopART's C++ op binding. "
             "Op hooks and CallSiteInfo._op give workbench ops here; popart._internal.ir views them "

@@ -107,16 +107,23 @@ class _Autodiff:
 
     def differentiate(self, graph: Graph, provided: Sequence[Tensor], required: Sequence[Tensor]
                       ) -> GradGraphInfo:
+        for op in graph.ops:
+            for called in op.called_graphs:
+                self._check_may_differentiate(called)
         return _GradGraphBuilder(self, graph, provided, required).build()
+
+    def _check_may_differentiate(self, graph: Graph) -> None:
+        """A graph marked not to be differentiated recursively needs its gradient given, as in PopART."""
+        if not graph._recursive_autodiff and graph not in self.called and graph not in self.reuse:
+            raise RuntimeError(f"autodiff: graph {graph.label!r} is called by the graph being differentiated but "
+                               "has been marked as unsafe to autodiff (setCanBeRecursivelyAutodiffed(False)); "
+                               "provide its gradient graph in called_graphs_grad_info")
 
     def called_graph_grad(self, graph: Graph) -> GradGraphInfo:
         """The gradient of a called graph for all its float outputs and inputs (built once)."""
         info = self.called.get(graph) or self.reuse.get(graph)
-        if info is None and not graph._recursive_autodiff:
-            raise RuntimeError(f"autodiff: graph {graph.label!r} is called by the graph being differentiated but "
-                               "has been marked as unsafe to autodiff (setCanBeRecursivelyAutodiffed(False)); "
-                               "provide its gradient graph in called_graphs_grad_info")
         if info is None:
+            self._check_may_differentiate(graph)
             provided = [t for t in graph.outputs if is_float(t) and not t.meta.get(ACTIVATION_MARK)]
             info = self.differentiate(graph, provided, [t for t in graph.inputs if is_float(t)])
         self.called[graph] = info

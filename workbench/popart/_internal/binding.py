@@ -7,10 +7,11 @@ from .ir import BwdGraphInfo, GraphId, ReplicaGrouping
 from .ir import ExpectedConnection as PbExpectedConnection
 from .ir.graph_view import view_graph as graph
 from .ir.ir_view import view_ir as ir
+from .ir.op_view import view_op as op
 from .ir.session_view import Session
 from .ir.tensor_view import view_tensor as tensor
 
-__all__ = ["ir", "graph", "tensor", "session", "replica_grouping", "expected_connection", "bwd_graph_info"]
+__all__ = ["ir", "graph", "tensor", "op", "session", "replica_grouping", "expected_connection", "bwd_graph_info"]
 
 
 def session(popxl_session) -> Session:
