@@ -101,6 +101,22 @@ def test_erasing_an_op_through_the_view_changes_the_graph_the_export_and_the_run
         np.testing.assert_array_equal(session.get_tensor_data(v), [1.0, 2.0])
 
 
+def test_erasing_an_op_in_a_sequence_keeps_the_order_of_its_neighbours():
+    ir = popxl.Ir()
+    with ir.main_graph, popxl.in_sequence(True):
+        v = popxl.variable(np.zeros(2, np.float32))
+        ops.var_updates.accumulate_(v, popxl.constant(np.ones(2, np.float32)))
+        ops.var_updates.accumulate_(v, popxl.constant(np.ones(2, np.float32)))
+        ops.var_updates.accumulator_scale_(v, 3.0)
+    first, middle, last = ir.main_graph.ops
+    ir.main_graph._pb_graph.eraseOp(ir.main_graph._pb_graph.getOps()[1].id)
+    assert ir.main_graph.ops == (first, last)
+    assert last.after == (first,)
+    with popxl.Session(ir, "ipu_model") as session:
+        session.run()
+        np.testing.assert_array_equal(session.get_tensor_data(v), [3.0, 3.0])
+
+
 def test_erasing_an_op_whose_output_is_read_is_refused_and_leaves_the_graph():
     ir = popxl.Ir()
     with ir.main_graph:

@@ -216,6 +216,10 @@ class Graph:
                 raise RuntimeError(f"cannot erase op {op.name}: its output {tensor.id!r} is still read by {where}; "
                                    "erase or rewire those first")
         remove_op(op)
+        for other in graph._ops:  # ops ordered after it (in_sequence) follow what it followed
+            if op in other.after:
+                kept = tuple(o for o in other.after if o is not op)
+                other.after = tuple(dict.fromkeys(kept + op.after))
 
     def removeOutput(self, index: int) -> None:
         """Remove output ``index`` of the graph, and the matching output of every op calling it. Outputs
