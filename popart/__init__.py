@@ -2,6 +2,7 @@
 import sys
 
 import workbench.popart as _popart
+import workbench.popart._internal.ir  # noqa: F401  (popart._internal.ir: views of popxl's Ir)
 
 for _name, _module in list(sys.modules.items()):
     if _name.startswith("workbench.popart."):

@@ -4,6 +4,17 @@
 writes them to one standalone HTML file. Both load plotly and ipywidgets only when first used.
 """
 from . import export as _export  # noqa: F401 - installs how the IR displays (workbench.ir.display)
+from .ir import binding_views as _binding_views
+
+
+def _popart_views():
+    """The PopART face's views of IR objects (popart._internal.ir), loaded when popxl code first asks."""
+    from .popart._internal import binding
+
+    return binding
+
+
+_binding_views.set_loader(_popart_views)
 
 __version__ = "0.1.0"
 

@@ -216,7 +216,25 @@ def test_argument_errors():
         with pytest.raises(TypeError, match="must be a popxl.Graph"):
             autodiff("graph")
         with pytest.raises(ValueError, match="more than once"):
-            autodiff(graph, grads_required=[graph.inputs[0], graph.inputs[0]])
+            autodiff(graph, grads_provided=[graph.outputs[0], graph.outputs[0]])
+
+
+def test_a_tensor_required_twice_gets_two_gradient_outputs():
+    ir = popxl.Ir()
+    with ir.main_graph:
+        graph = ir.create_graph(lambda a: ops.exp(a), popxl.TensorSpec((2,), popxl.float32))
+        info = autodiff(graph, grads_required=[graph.inputs[0], graph.inputs[0]])
+        assert len(info.graph.outputs) == 2 and info.outputs == (graph.inputs[0], graph.inputs[0])
+        x = popxl.variable(np.array([0.0, 1.0], np.float32))
+        site = ops.call_with_info(graph, x)
+        grads = ops.call(info.graph, popxl.constant(np.ones(2, np.float32)), inputs_dict=info.inputs_dict(site))
+        streams = [popxl.d2h_stream((2,), popxl.float32, f"g{i}") for i in range(2)]
+        for stream, grad in zip(streams, grads):
+            ops.host_store(stream, grad)
+    with popxl.Session(ir, "ipu_model") as session:
+        result = session.run()
+    for stream in streams:
+        np.testing.assert_allclose(result[stream], np.exp([0.0, 1.0]), rtol=1e-6)
 
 
 def test_info_objects_are_not_constructible_and_describe_themselves():

@@ -51,7 +51,11 @@ class Context(threading.local):
         self._hooks.pop(handle, None)
 
     def _op_created(self, op: "Op") -> None:
-        """Order ``op`` as the open ``in_sequence`` block says and run the hooks."""
+        """Order ``op`` as the open ``in_sequence`` block says and run the hooks. Code written for
+        popxl reports ops it made through ``popart._internal.ir`` by their views: those were
+        reported when made, and are skipped."""
+        if hasattr(op, "_op"):
+            return
         if self.sequence_mode is not None:
             self._sequence(op)
         if self._hooks:

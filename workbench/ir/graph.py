@@ -47,6 +47,9 @@ class Graph:
         graph._by_ref_inputs = set()
         graph._hooks = {}
         graph._next_hook = 0
+        # False: autodiff of a caller must be given this graph's gradient (popart._internal.ir's
+        # setCanBeRecursivelyAutodiffed), as for graphs with a hand-written gradient.
+        graph._recursive_autodiff = True
         return graph
 
     # ----- identity -----

@@ -34,7 +34,9 @@ class TensorSpec(Mapping):
         # Plain tuples of ints and popxl dtypes are kept as given (the common case, kept cheap).
         if not _is_shape(self.shape):
             object.__setattr__(self, "shape", _as_shape(self.shape, "shape"))
-        if not _is_shape(self.meta_shape):
+        if self.meta_shape is None:  # popxl takes None for "not sharded", as popxl-addons passes it
+            object.__setattr__(self, "meta_shape", ())
+        elif not _is_shape(self.meta_shape):
             object.__setattr__(self, "meta_shape", _as_shape(self.meta_shape, "meta_shape"))
         if type(self.dtype) is not dtypes.dtype:
             object.__setattr__(self, "dtype", dtypes.dtype.as_dtype(self.dtype))

@@ -60,7 +60,7 @@ def _geluerf_grad_kernel(op: Op, env):
 
 
 register(OpDef("geluerf_grad", lambda specs, attrs: [TensorSpec(specs[1].shape, specs[1].dtype)],
-               _geluerf_grad_kernel))
+               _geluerf_grad_kernel, popart_class="GeluErfGradOp"))
 
 
 def _relu_grad(op, grads, fwd):
@@ -86,7 +86,7 @@ def _relu_grad_grad(op, grads, fwd):
     return [apply("relu_grad", grads[0], fwd(op.inputs[1])), None]
 
 
-register(OpDef("relu_grad", _relu_grad_infer, _relu_grad_kernel, grad=_relu_grad_grad))
+register(OpDef("relu_grad", _relu_grad_infer, _relu_grad_kernel, grad=_relu_grad_grad, popart_class="ReluGradOp"))
 
 
 def _gelu_grad(op, grads, fwd):
@@ -127,16 +127,20 @@ def _relu_kernel(op: Op) -> Callable[[np.ndarray], np.ndarray]:
 
 
 relu, relu_ = unary_op("relu", lambda a: np.maximum(a, 0), "Rectified linear unit: max(t, 0) per element.",
-                       in_place=True, grad=_relu_grad, kernel_for=_relu_kernel)
+                       in_place=True, grad=_relu_grad, kernel_for=_relu_kernel, popart_class="ReluOp",
+                       popart_inplace_class="ReluInplaceOp")
 gelu, gelu_ = unary_op("gelu", _gelu, "Gaussian error linear unit, in its tanh approximation: "
                        "0.5 t (1 + tanh(sqrt(2/pi) (t + 0.044715 t^3))).", allowed="float", in_place=True,
-                       kernel_for=_at_least(_gelu, np.float32), grad=_gelu_grad)
+                       kernel_for=_at_least(_gelu, np.float32), grad=_gelu_grad,
+                       popart_class="GeluOp", popart_inplace_class="GeluInplaceOp")
 geluerf, geluerf_ = unary_op("geluerf", _geluerf, "Gaussian error linear unit computed exactly: "
                              "t * Phi(t) = 0.5 t (1 + erf(t / sqrt(2))).", allowed="float", in_place=True,
                              kernel_for=_at_least(_geluerf, np.float64),
-                             grad=lambda op, grads, fwd: [apply("geluerf_grad", grads[0], fwd(op.inputs[0]))])
+                             grad=lambda op, grads, fwd: [apply("geluerf_grad", grads[0], fwd(op.inputs[0]))],
+                             popart_class="GeluErfOp", popart_inplace_class="GeluErfInplaceOp")
 swish, swish_ = unary_op("swish", _swish, "Swish (SiLU) activation: t * sigmoid(t).", allowed="float",
-                         in_place=True, kernel_for=_at_least(_swish, np.float32), grad=_swish_grad)
+                         in_place=True, kernel_for=_at_least(_swish, np.float32), grad=_swish_grad,
+                         popart_class="SwishOp", popart_inplace_class="SwishInplaceOp")
 
 
 def _clip_kernel(op: Op, env):
@@ -160,7 +164,7 @@ def _clip_grad(op, grads, fwd):
     return [where(inside, grads[0], constant(0, dtype=x.dtype))]
 
 
-register_elementwise("clip", like_input("clip", "number"), _clip_kernel, grad=_clip_grad)
+register_elementwise("clip", like_input("clip", "number"), _clip_kernel, grad=_clip_grad, popart_class="ClipOp")
 
 
 def clip(t: Tensor, min: float = float("-inf"), max: float = float("inf")) -> Tensor:  # noqa: A002

@@ -108,8 +108,8 @@ def _updater_kernel(op, env):
     return updater
 
 
-for _type in ("adam_updater", "lamb_updater", "adamax_updater"):
-    register(OpDef(_type, _updater_infer(_type), _updater_kernel))
+for _type in ("adam_updater", "lamb_updater", "adamax_updater"):  # PopART: one class in three modes
+    register(OpDef(_type, _updater_infer(_type), _updater_kernel, popart_class="AdamUpdaterOp"))
 
 
 def _updater(op_type: str, acc_first_order: Tensor, acc_second_order: Tensor, weight: Optional[Tensor],
@@ -219,7 +219,7 @@ def _var_update_kernel(op, env):
 
 
 register(OpDef("adam_var_update", _var_update_infer, _var_update_kernel, modifies=(0,), aliases=((0, 0),),
-               pure_update=True))
+               pure_update=True, popart_class="AdamVarUpdateOp"))
 
 
 def adam_var_update(t: Tensor, x: Tensor, r1: Tensor, r2: Tensor, learning_rate: Optional[Factor] = None,

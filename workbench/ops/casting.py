@@ -33,7 +33,7 @@ def _cast_grad(op, grads, fwd):
     return [apply("cast", grads[0], data_type=source) if source.is_floating_point else None]
 
 
-register(OpDef("cast", _cast_infer, _cast_kernel, grad=_cast_grad))
+register(OpDef("cast", _cast_infer, _cast_kernel, grad=_cast_grad, popart_class="CastOp"))
 
 
 def cast(t: Tensor, data_type: dtypes.dtype) -> Tensor:

@@ -41,4 +41,4 @@ def _no_effect() -> None:
 
 
 register(OpDef("remote_code_load", infer=lambda specs, attrs: [], kernel=lambda op, env: _no_effect,
-               effect=True, loads_code=True))
+               effect=True, loads_code=True, popart_class="exchange.RemoteCodeLoadOp"))

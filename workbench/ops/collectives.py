@@ -137,21 +137,25 @@ def _same_on_every_replica(op: Op) -> bool:
 
 
 register(OpDef("replicated_all_reduce", _same_spec, _all_reduce_kernel, grad=_all_reduce_grad,
-               meets_replicas=True, uniform_result=_same_on_every_replica))
+               meets_replicas=True, uniform_result=_same_on_every_replica,
+               popart_class="collectives.ReplicatedAllReduceOp"))
 register(OpDef("replicated_all_reduce_", _same_spec, _all_reduce_in_place_kernel, modifies=(0,),
-               aliases=((0, 0),), meets_replicas=True, uniform_result=_same_on_every_replica))
+               aliases=((0, 0),), meets_replicas=True, uniform_result=_same_on_every_replica,
+               popart_class="collectives.ReplicatedAllReduceInplaceOp"))
 
 
 def replicated_all_reduce(t: Tensor, op: CollectiveOps = "add", group: Optional[ReplicaGrouping] = None) -> Tensor:
     """Reduce ``t`` over the replicas of each group; every member gets the result."""
     return create_op("replicated_all_reduce", [t], {"op": _check_op("replicated_all_reduce", op),
-                                                    "group": _group("replicated_all_reduce", group)}).outputs[0]
+                                                    "group": _group("replicated_all_reduce", group)},
+                     output_names=[t.name + "_all_reduce"]).outputs[0]
 
 
 def replicated_all_reduce_(t: Tensor, op: CollectiveOps = "add", group: Optional[ReplicaGrouping] = None) -> Tensor:
     """Reduce ``t`` over the replicas of each group, in place."""
     return create_op("replicated_all_reduce_", [t], {"op": _check_op("replicated_all_reduce_", op),
-                                                     "group": _group("replicated_all_reduce_", group)}).outputs[0]
+                                                     "group": _group("replicated_all_reduce_", group)},
+                     output_names=[t.name + "_all_reduce"]).outputs[0]
 
 
 # ----- all-gather -----
@@ -194,7 +198,7 @@ def _all_gather_grad(op, grads, fwd):
 
 
 register(OpDef("replicated_all_gather", _gather_infer, _gather_kernel, grad=_all_gather_grad,
-               meets_replicas=True))
+               meets_replicas=True, popart_class="collectives.ReplicatedAllGatherOp"))
 
 
 def replicated_all_gather(t: Tensor, axis: int = 0, group: Optional[ReplicaGrouping] = None,
@@ -210,7 +214,8 @@ def replicated_all_gather(t: Tensor, axis: int = 0, group: Optional[ReplicaGroup
         raise ValueError(f"replicated_all_gather: {t.id!r} has no meta_shape to gather into")
     axis = normalize_axis("replicated_all_gather", axis, max(t.rank, 1))
     return create_op("replicated_all_gather", [t], {"axis": axis, "output_shape": output_shape,
-                                                    "group": _group("replicated_all_gather", group)}).outputs[0]
+                                                    "group": _group("replicated_all_gather", group)},
+                     output_names=[t.name + "_all_gathered"]).outputs[0]
 
 
 # ----- sharding -----
@@ -255,8 +260,9 @@ def _sharded_slice_grad(op, grads, fwd):
 
 
 register(OpDef("replicated_reduce_scatter", _shard_infer, _reduce_scatter_kernel, grad=_reduce_scatter_grad,
-               meets_replicas=True))
-register(OpDef("replica_sharded_slice", _shard_infer, _sharded_slice_kernel, grad=_sharded_slice_grad))
+               meets_replicas=True, popart_class="collectives.ReplicatedReduceScatterOp"))
+register(OpDef("replica_sharded_slice", _shard_infer, _sharded_slice_kernel, grad=_sharded_slice_grad,
+               popart_class="collectives.ReplicatedReduceScatterOp"))
 
 
 def replicated_reduce_scatter(t: Tensor, op: CollectiveOps = "add", group: Optional[ReplicaGrouping] = None,
@@ -264,13 +270,15 @@ def replicated_reduce_scatter(t: Tensor, op: CollectiveOps = "add", group: Optio
     """Reduce ``t`` over each group; each member keeps its 1/group_size flat shard (zero-padded)."""
     return create_op("replicated_reduce_scatter", [t], {
         "op": _check_op("replicated_reduce_scatter", op), "group": _group("replicated_reduce_scatter", group),
-        "keep_meta_shape": bool(configure_output_for_replicated_tensor_sharding)}).outputs[0]
+        "keep_meta_shape": bool(configure_output_for_replicated_tensor_sharding)},
+        output_names=[t.name + "_reduce_scattered"]).outputs[0]
 
 
 def replica_sharded_slice(t: Tensor, group: Optional[ReplicaGrouping] = None) -> Tensor:
     """Each member keeps its flat shard of ``t`` (no reduction); the shard remembers ``t``'s shape."""
     return create_op("replica_sharded_slice", [t], {"group": _group("replica_sharded_slice", group),
-                                                    "keep_meta_shape": True}).outputs[0]
+                                                    "keep_meta_shape": True},
+                     output_names=[t.name + "_sharded_slice"]).outputs[0]
 
 
 def _slice_infer(specs, attrs):
@@ -301,7 +309,8 @@ def _replicated_slice_grad(op, grads, fwd):
     return [replicated_all_gather(grad, axis, op.attrs["group"], "concat")]
 
 
-register(OpDef("replicated_slice", _slice_infer, _slice_kernel, grad=_replicated_slice_grad))
+register(OpDef("replicated_slice", _slice_infer, _slice_kernel, grad=_replicated_slice_grad,
+               popart_class="collectives.ReplicatedReduceScatterOp"))
 
 
 def replicated_slice(t: Tensor, axis: int = 0, group: Optional[ReplicaGrouping] = None) -> Tensor:
@@ -345,7 +354,7 @@ def _ipus_grad(op, grads, fwd):
 
 
 register(OpDef("all_reduce", _ipus_infer, _ipus_kernel, grad=_ipus_grad, crosses_ipus=True,
-               ipus=lambda op: tuple(dict.fromkeys(op.attrs["ipus"]))))
+               ipus=lambda op: tuple(dict.fromkeys(op.attrs["ipus"])), popart_class="collectives.AllReduceOp"))
 
 
 def _all_reduce_over_ipus(variant: str, ts: List[Tensor], ipus: Optional[List[int]], op: str) -> List[Tensor]:

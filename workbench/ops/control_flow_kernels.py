@@ -135,7 +135,8 @@ def _conditional_kernel(op: Op, env) -> Any:
     return _adapt(select, len(op.outputs))
 
 
-register(OpDef("call", infer=None, kernel=_call_kernel, grad=call_grad, call_site=True))
-register(OpDef("repeat", infer=None, kernel=_repeat_kernel, grad=repeat_grad, call_site=True, repeats=True))
+register(OpDef("call", infer=None, kernel=_call_kernel, grad=call_grad, call_site=True, popart_class="CallOp"))
+register(OpDef("repeat", infer=None, kernel=_repeat_kernel, grad=repeat_grad, call_site=True, repeats=True,
+               popart_class="LoopOp"))
 register(OpDef("conditional", infer=None, kernel=_conditional_kernel, grad=conditional_grad, call_site=True,
-               branches=True))
+               branches=True, popart_class="IfOp"))

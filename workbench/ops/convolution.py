@@ -106,7 +106,7 @@ def _conv_kernel(op, env):
                         op.outputs[0].shape[2:], op.inputs[0].dtype.as_numpy())
 
 
-register(OpDef("conv", _conv_infer, _conv_kernel, grad=conv_grads.conv_grad))
+register(OpDef("conv", _conv_infer, _conv_kernel, grad=conv_grads.conv_grad, popart_class="ConvOp"))
 
 
 def conv(t: Tensor, weight: Tensor, stride: Optional[Tuple[int]] = (1, 1),
@@ -139,7 +139,8 @@ def _conv_transpose_kernel(op, env):
                                   op.inputs[0].dtype.as_numpy())
 
 
-register(OpDef("conv_transpose", _conv_transpose_infer, _conv_transpose_kernel, grad=conv_grads.conv_transpose_grad))
+register(OpDef("conv_transpose", _conv_transpose_infer, _conv_transpose_kernel, grad=conv_grads.conv_transpose_grad,
+               popart_class="ConvTransposeOp"))
 
 
 def conv_transpose(t: Tensor, weight: Tensor, stride: Optional[Tuple[int]] = (1, 1),
@@ -251,9 +252,10 @@ def _average_pool_grad(op, grads, fwd):
     return [conv_grads.windows_back(lambda offset: share, shape, **_pool_layout(op))]
 
 
-register(OpDef("max_pool", _pool_infer("max_pool"), _pool_kernel(kernels.max_pool), grad=_max_pool_grad))
+register(OpDef("max_pool", _pool_infer("max_pool"), _pool_kernel(kernels.max_pool), grad=_max_pool_grad,
+               popart_class="MaxPoolOp"))
 register(OpDef("average_pool", _pool_infer("average_pool"), _pool_kernel(kernels.average_pool),
-               grad=_average_pool_grad))
+               grad=_average_pool_grad, popart_class="AveragePoolOp"))
 
 
 def average_pool(t: Tensor, kernel_size: Tuple[int], stride: Optional[Tuple[int]] = None,
@@ -331,7 +333,7 @@ def _roi_align_kernel(op, env):
     return roi_align
 
 
-register(OpDef("roi_align", _roi_align_infer, _roi_align_kernel))
+register(OpDef("roi_align", _roi_align_infer, _roi_align_kernel, popart_class="RoiAlignOp"))
 
 
 def roi_align(t: Tensor, rois: Tensor, batch_index: Tensor, output_size: Tuple[int], spatial_scale: float,

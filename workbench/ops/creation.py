@@ -30,4 +30,4 @@ def _init_kernel(op, env):
     return lambda: np.zeros(shape, numpy_dtype)
 
 
-register(OpDef("init", infer=None, kernel=_init_kernel, fills=True))
+register(OpDef("init", infer=None, kernel=_init_kernel, fills=True, popart_class="InitOp"))

@@ -59,7 +59,7 @@ def _print_grad(op, grads, fwd):
                   format=attrs["format"])]
 
 
-register(OpDef("print_tensor", same_spec, _print_kernel, grad=_print_grad, view=True))
+register(OpDef("print_tensor", same_spec, _print_kernel, grad=_print_grad, view=True, popart_class="PrintTensorOp"))
 
 
 def print_tensor(t: Tensor, title: str = None, print_self: bool = True, print_gradient: bool = False,

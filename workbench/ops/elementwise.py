@@ -47,15 +47,16 @@ def _in_place_doc(doc: str, target: str) -> str:
 
 
 def register_elementwise(op_type: str, infer, build, *, grad=None, in_place: bool = False,
-                         in_place_infer=None, in_place_build=None, into=None) -> None:
+                         in_place_infer=None, in_place_build=None, into=None, popart_class: str = "",
+                         popart_inplace_class: str = "") -> None:
     """Register ``op_type`` and, when ``in_place``, ``op_type_`` writing into input 0 (with the kernel
     of ``in_place_build`` if given, else ``build``'s result written into input 0; ``into`` as
-    ``OpDef.into``)."""
-    register(OpDef(op_type, infer, build, grad=grad))
+    ``OpDef.into``); ``popart_class`` and ``popart_inplace_class`` name PopART's classes of the two."""
+    register(OpDef(op_type, infer, build, grad=grad, popart_class=popart_class))
     if in_place:
         register(OpDef(op_type + "_", in_place_infer or infer,
                        in_place_build or (lambda op, env: _in_place(build(op, env))), modifies=(0,),
-                       aliases=((0, 0),), into=into, pure_update=True))
+                       aliases=((0, 0),), into=into, pure_update=True, popart_class=popart_inplace_class))
 
 
 def like_input(op_type: str, allowed: str, out_dtype: Optional[dtypes.dtype] = None):
@@ -68,14 +69,15 @@ def like_input(op_type: str, allowed: str, out_dtype: Optional[dtypes.dtype] = N
 
 def unary_op(op_type: str, fn: Callable[[np.ndarray], np.ndarray], doc: str, *, allowed: str = "number",
              out_dtype: Optional[dtypes.dtype] = None, grad=None, in_place: bool = False,
-             kernel_for: Optional[KernelFor] = None):
+             kernel_for: Optional[KernelFor] = None, popart_class: str = "", popart_inplace_class: str = ""):
     """Register ``op_type`` (and ``op_type_`` when ``in_place``) and return the front-end function(s).
 
     ``kernel_for(op)`` may pick a kernel by dtype instead of the fixed ``fn``.
     """
     register_elementwise(op_type, like_input(op_type, allowed, out_dtype),
                          lambda op, env: kernel_for(op) if kernel_for else fn, grad=grad, in_place=in_place,
-                         in_place_infer=like_input(op_type + "_", allowed, out_dtype))
+                         in_place_infer=like_input(op_type + "_", allowed, out_dtype), popart_class=popart_class,
+                         popart_inplace_class=popart_inplace_class)
 
     def front(t: Tensor) -> Tensor:
         return apply(op_type, t)
@@ -92,7 +94,8 @@ def unary_op(op_type: str, fn: Callable[[np.ndarray], np.ndarray], doc: str, *, 
 
 def binary_entries(op_type: str, fn: Callable[[np.ndarray, np.ndarray], np.ndarray], *,
                    allowed: str = "number", out_dtype: Optional[dtypes.dtype] = None, grad=None,
-                   in_place: bool = False, kernel_for: Optional[KernelFor] = None) -> None:
+                   in_place: bool = False, kernel_for: Optional[KernelFor] = None, popart_class: str = "",
+                   popart_inplace_class: str = "") -> None:
     """Register a broadcasting binary op (both inputs of one dtype); ``kernel_for(op)`` may pick a
     kernel by dtype."""
 
@@ -109,15 +112,17 @@ def binary_entries(op_type: str, fn: Callable[[np.ndarray, np.ndarray], np.ndarr
 
     register_elementwise(op_type, infer_for(op_type, False),
                          lambda op, env: kernel_for(op) if kernel_for else fn, grad=grad, in_place=in_place,
-                         in_place_infer=infer_for(op_type + "_", True))
+                         in_place_infer=infer_for(op_type + "_", True), popart_class=popart_class,
+                         popart_inplace_class=popart_inplace_class)
 
 
 def binary_op(op_type: str, fn: Callable[[np.ndarray, np.ndarray], np.ndarray], doc: str, *,
               allowed: str = "number", out_dtype: Optional[dtypes.dtype] = None, grad=None,
-              in_place: bool = False, kernel_for: Optional[KernelFor] = None):
+              in_place: bool = False, kernel_for: Optional[KernelFor] = None, popart_class: str = "",
+              popart_inplace_class: str = ""):
     """Register a broadcasting binary op and return its front-end function(s) ``f(lhs, rhs)``."""
     binary_entries(op_type, fn, allowed=allowed, out_dtype=out_dtype, grad=grad, in_place=in_place,
-                   kernel_for=kernel_for)
+                   kernel_for=kernel_for, popart_class=popart_class, popart_inplace_class=popart_inplace_class)
 
     def front(lhs: Tensor, rhs: Tensor) -> Tensor:
         return apply(op_type, lhs, rhs)
@@ -157,26 +162,29 @@ def _half(t: Tensor) -> Tensor:
 
 
 abs = unary_op("abs", np.abs, "Absolute value of each element.",  # noqa: A001 - popxl's name
-               grad=lambda op, g, fwd: [mul(g[0], sign(_input(op, fwd)))])
+               grad=lambda op, g, fwd: [mul(g[0], sign(_input(op, fwd)))], popart_class="AbsOp")
 ceil = unary_op("ceil", np.ceil, "Round each element up to an integer value (NaN stays NaN).",
-                allowed="float", grad=zero_gradient)
+                allowed="float", grad=zero_gradient, popart_class="CeilOp")
 floor = unary_op("floor", np.floor, "Round each element down to an integer value (NaN stays NaN).",
-                 allowed="float", grad=zero_gradient)
+                 allowed="float", grad=zero_gradient, popart_class="FloorOp")
 sign = unary_op("sign", np.sign, "The sign of each element: -1, 0 or 1 (0 for NaN).",
-                kernel_for=_sign_kernel, grad=zero_gradient)
-negate = unary_op("negate", np.negative, "Negate each element.", grad=lambda op, g, fwd: [negate(g[0])])
+                kernel_for=_sign_kernel, grad=zero_gradient, popart_class="SignOp")
+negate = unary_op("negate", np.negative, "Negate each element.", grad=lambda op, g, fwd: [negate(g[0])],
+                  popart_class="NegateOp")
 sqrt = unary_op("sqrt", np.sqrt, "Square root of each element.", allowed="float",
-                grad=lambda op, g, fwd: [div(mul(g[0], _half(g[0])), _output(op, fwd))])
+                grad=lambda op, g, fwd: [div(mul(g[0], _half(g[0])), _output(op, fwd))], popart_class="SqrtOp")
 exp, exp_ = unary_op("exp", np.exp, "e raised to each element.", allowed="float", in_place=True,
-                     grad=lambda op, g, fwd: [mul(g[0], _output(op, fwd))])
+                     grad=lambda op, g, fwd: [mul(g[0], _output(op, fwd))],
+                     popart_class="ExpOp", popart_inplace_class="ExpInplaceOp")
 log = unary_op("log", np.log, "Natural logarithm of each element.", allowed="float",
-               grad=lambda op, g, fwd: [div(g[0], _input(op, fwd))])
+               grad=lambda op, g, fwd: [div(g[0], _input(op, fwd))], popart_class="LogOp")
 log2 = unary_op("log2", np.log2, "Base-2 logarithm of each element.", allowed="float",
-                grad=lambda op, g, fwd: [div(g[0], mul(_input(op, fwd), constant(np.log(2.0), g[0].dtype)))])
+                grad=lambda op, g, fwd: [div(g[0], mul(_input(op, fwd), constant(np.log(2.0), g[0].dtype)))],
+                popart_class="Log2Op")
 cos = unary_op("cos", np.cos, "Cosine of each element (radians).", allowed="float",
-               grad=lambda op, g, fwd: [negate(mul(g[0], sin(_input(op, fwd))))])
+               grad=lambda op, g, fwd: [negate(mul(g[0], sin(_input(op, fwd))))], popart_class="CosOp")
 sin = unary_op("sin", np.sin, "Sine of each element (radians).", allowed="float",
-               grad=lambda op, g, fwd: [mul(g[0], cos(_input(op, fwd)))])
+               grad=lambda op, g, fwd: [mul(g[0], cos(_input(op, fwd)))], popart_class="SinOp")
 
 
 def _tanh_grad(op, grads, fwd):
@@ -185,7 +193,8 @@ def _tanh_grad(op, grads, fwd):
     return [mul(grads[0], sub(constant(1, dtype=y.dtype), mul(y, y)))]
 
 
-tanh = unary_op("tanh", np.tanh, "Hyperbolic tangent of each element.", allowed="float", grad=_tanh_grad)
+tanh = unary_op("tanh", np.tanh, "Hyperbolic tangent of each element.", allowed="float", grad=_tanh_grad,
+                popart_class="TanhOp")
 
 
 # ----- increment_mod -----
@@ -198,7 +207,8 @@ def _increment_mod_kernel(op: Op, env):
 
 register_elementwise("increment_mod", like_input("increment_mod", "number"), _increment_mod_kernel,
                      grad=lambda op, grads, fwd: [grads[0]], in_place=True,
-                     in_place_infer=like_input("increment_mod_", "number"))
+                     in_place_infer=like_input("increment_mod_", "number"),
+                     popart_class="IncrementModOp", popart_inplace_class="IncrementModInplaceOp")
 
 
 def _increment_mod_attrs(op_type: str, increment: float, modulus: float) -> dict:
@@ -221,7 +231,7 @@ def increment_mod_(t: Tensor, increment: float, modulus: float) -> Tensor:
 
 
 # ----- predicates -----
-unary_op("logical_not", np.logical_not, "", allowed="bool")
+unary_op("logical_not", np.logical_not, "", allowed="bool", popart_class="NotOp")
 
 
 def _as_bool(t: Tensor) -> Tensor:
@@ -234,10 +244,11 @@ def logical_not(t: Tensor) -> Tensor:
     return apply("logical_not", _as_bool(t))
 
 
-isnan = unary_op("isnan", np.isnan, "True where an element is NaN.", out_dtype=dtypes.bool_)
-isinf = unary_op("isinf", np.isinf, "True where an element is +inf or -inf.", out_dtype=dtypes.bool_)
+isnan = unary_op("isnan", np.isnan, "True where an element is NaN.", out_dtype=dtypes.bool_, popart_class="IsNaN")
+isinf = unary_op("isinf", np.isinf, "True where an element is +inf or -inf.", out_dtype=dtypes.bool_,
+                 popart_class="IsInf")
 isfinite = unary_op("isfinite", np.isfinite, "True where an element is neither infinite nor NaN.",
-                    out_dtype=dtypes.bool_)
+                    out_dtype=dtypes.bool_, popart_class="IsFiniteOp")
 
 
 # ----- binary arithmetic -----
@@ -278,16 +289,18 @@ def _pow_grad(op, grads, fwd):
 
 
 add, add_ = binary_op("add", np.add, "Add two tensors elementwise, broadcasting as NumPy does.",
-                      in_place=True, grad=lambda op, g, fwd: [g[0], g[0]])
+                      in_place=True, grad=lambda op, g, fwd: [g[0], g[0]],
+                      popart_class="AddOp", popart_inplace_class="AddLhsInplaceOp")
 sub = binary_op("sub", np.subtract, "Subtract ``rhs`` from ``lhs`` elementwise (broadcasting).",
-                grad=lambda op, g, fwd: [g[0], negate(g[0])])
+                grad=lambda op, g, fwd: [g[0], negate(g[0])], popart_class="SubtractOp")
 mul = binary_op("mul", np.multiply, "Multiply two tensors elementwise (broadcasting).",
-                grad=lambda op, g, fwd: [mul(g[0], _input(op, fwd, 1)), mul(g[0], _input(op, fwd, 0))])
+                grad=lambda op, g, fwd: [mul(g[0], _input(op, fwd, 1)), mul(g[0], _input(op, fwd, 0))],
+                popart_class="MulOp")
 div = binary_op("div", np.divide, "Divide ``lhs`` by ``rhs`` elementwise (broadcasting); integer "
-                "division truncates toward zero.", kernel_for=_divide_kernel, grad=_div_grad)
+                "division truncates toward zero.", kernel_for=_divide_kernel, grad=_div_grad, popart_class="DivOp")
 fmod = binary_op("fmod", np.fmod, "Remainder of ``lhs / rhs`` elementwise with the sign of ``lhs``, "
-                 "as C's fmod (broadcasting).", grad=_fmod_grad)
-binary_entries("pow", np.power, kernel_for=_power_kernel, grad=_pow_grad)
+                 "as C's fmod (broadcasting).", grad=_fmod_grad, popart_class="FmodOp")
+binary_entries("pow", np.power, kernel_for=_power_kernel, grad=_pow_grad, popart_class="PowOp")
 
 
 def pow(t: Tensor, e: Union[float, int, Tensor]) -> Tensor:  # noqa: A001 - popxl's name
@@ -303,8 +316,8 @@ def pow(t: Tensor, e: Union[float, int, Tensor]) -> Tensor:  # noqa: A001 - popx
 
 # ----- comparison and logic -----
 equal = binary_op("equal", np.equal, "True where ``lhs`` equals ``rhs`` (broadcasting).", allowed="any",
-                  out_dtype=dtypes.bool_)
-binary_entries("greater", np.greater, out_dtype=dtypes.bool_)
+                  out_dtype=dtypes.bool_, popart_class="EqualOp")
+binary_entries("greater", np.greater, out_dtype=dtypes.bool_, popart_class="GreaterOp")
 
 
 def greater(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002 - popxl's parameter name
@@ -315,9 +328,9 @@ def greater(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002 - popxl's par
 greater_equal = binary_op("greater_equal", np.greater_equal,
                           "True where ``lhs`` is greater than or equal to ``rhs`` (broadcasting). "
                           "Not in popxl itself; ``Tensor.__ge__`` and ``__le__`` use it.",
-                          out_dtype=dtypes.bool_)
-binary_entries("logical_and", np.logical_and, allowed="bool")
-binary_entries("logical_or", np.logical_or, allowed="bool")
+                          out_dtype=dtypes.bool_, popart_class="GreaterOrEqualOp")
+binary_entries("logical_and", np.logical_and, allowed="bool", popart_class="AndOp")
+binary_entries("logical_or", np.logical_or, allowed="bool", popart_class="OrOp")
 
 
 def logical_and(lhs: Tensor, rhs: Tensor) -> Tensor:

@@ -41,7 +41,7 @@ def _maximum_grad(op, grads, fwd):
     return [where(equal(fwd(t), result), grads[0], _zero(result)) for t in op.inputs]
 
 
-register_elementwise("maximum", _maximum_infer, _maximum_kernel, grad=_maximum_grad)
+register_elementwise("maximum", _maximum_infer, _maximum_kernel, grad=_maximum_grad, popart_class="MaxOp")
 
 
 def maximum(*ts: Tensor) -> Tensor:
@@ -90,7 +90,7 @@ def _masked(kept: np.ndarray, mask: np.ndarray, bits) -> np.ndarray:
     return mask.view(kept.dtype)
 
 
-register_elementwise("where", _where_infer, _where_kernel, grad=_where_grad)
+register_elementwise("where", _where_infer, _where_kernel, grad=_where_grad, popart_class="WhereOp")
 
 
 def where(condition: Tensor, lhs: Tensor, rhs: Tensor) -> Tensor:
@@ -189,7 +189,8 @@ def _like(t: Tensor, other: Tensor) -> Tensor:
 
 register_elementwise("scaled_add", _scaled_add_infer("scaled_add"), _scaled_add_kernel, grad=_scaled_add_grad,
                      in_place=True, in_place_infer=_scaled_add_infer("scaled_add_"),
-                     in_place_build=_scaled_add_in_place_kernel, into=_scaled_add_into_kernel)
+                     in_place_build=_scaled_add_in_place_kernel, into=_scaled_add_into_kernel,
+                     popart_class="ScaledAddOp", popart_inplace_class="ScaledAddLhsInplaceOp")
 
 
 def _scaled_add(op_type: str, X: Tensor, Y: Tensor, a, b) -> Tensor:

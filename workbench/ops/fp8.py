@@ -81,8 +81,8 @@ def _from_fp8_kernel(op, env):
     return cast
 
 
-register(OpDef("pow2scale_cast_to_fp8", _to_fp8_infer, _to_fp8_kernel))
-register(OpDef("pow2scale_cast_from_fp8", _from_fp8_infer, _from_fp8_kernel))
+register(OpDef("pow2scale_cast_to_fp8", _to_fp8_infer, _to_fp8_kernel, popart_class="CastThenPow2ScaleOp"))
+register(OpDef("pow2scale_cast_from_fp8", _from_fp8_infer, _from_fp8_kernel, popart_class="Pow2ScaleThenCastOp"))
 
 
 def pow2scale_cast_to_fp8(t: Tensor, log2_scale: Tensor, data_type: dtypes.dtype) -> Tensor:
@@ -119,7 +119,7 @@ def _matmul_pow2scaled_kernel(op, env):
     return matmul
 
 
-register(OpDef("matmul_pow2scaled", _matmul_pow2scaled_infer, _matmul_pow2scaled_kernel))
+register(OpDef("matmul_pow2scaled", _matmul_pow2scaled_infer, _matmul_pow2scaled_kernel, popart_class="MatMulOp"))
 
 
 def matmul_pow2scaled(lhs: Tensor, rhs: Tensor, log2_scale: Tensor,

@@ -78,8 +78,9 @@ def _gather_grad(op, grads, fwd):
     return [blocks.scatter_add(rows, blocks.reshape(indices, (count,)), axis, t.shape[axis]), None]
 
 
-register(OpDef("gather", _gather_infer("gather"), _gather_kernel, grad=_gather_grad))
-register(OpDef("tied_gather", _gather_infer("tied_gather"), _gather_kernel, grad=_gather_grad))
+register(OpDef("gather", _gather_infer("gather"), _gather_kernel, grad=_gather_grad, popart_class="GatherOp"))
+register(OpDef("tied_gather", _gather_infer("tied_gather"), _gather_kernel, grad=_gather_grad,
+               popart_class="TiedGatherOp"))
 
 
 def gather(t: Tensor, indices: Tensor, axis: int = 0, available_memory_proportion: Optional[float] = None,
@@ -129,7 +130,7 @@ def _grouped_grad(op, grads, fwd):
     return [blocks.scatter_add(rows, every, axis, t.shape[axis]), None]
 
 
-register(OpDef("groupedgather", _grouped_infer, _grouped_kernel, grad=_grouped_grad))
+register(OpDef("groupedgather", _grouped_infer, _grouped_kernel, grad=_grouped_grad, popart_class="GroupedGatherOp"))
 
 
 def groupedgather(t: Tensor, indices: Tensor, axis: int = 0, group_size: Optional[int] = 1,
@@ -190,7 +191,7 @@ def _scatter_grad(op, grads, fwd):
     return [kept, None, blocks.masked(survives, blocks.take_elements(grad, indices, axis))]
 
 
-register(OpDef("scatter", _scatter_infer, _scatter_kernel, grad=_scatter_grad))
+register(OpDef("scatter", _scatter_infer, _scatter_kernel, grad=_scatter_grad, popart_class="ScatterOp"))
 
 
 def scatter(t: Tensor, indices: Tensor, values: Tensor, axis: int = 0,
@@ -290,7 +291,8 @@ def _scatter_reduce_grad(op, grads, fwd):
     return [data_grad, None] + ([initial_grad] if len(op.inputs) == 3 else [])
 
 
-register(OpDef("scatter_reduce", _scatter_reduce_infer, _scatter_reduce_kernel, grad=_scatter_reduce_grad))
+register(OpDef("scatter_reduce", _scatter_reduce_infer, _scatter_reduce_kernel, grad=_scatter_reduce_grad,
+               popart_class="ScatterReduceOp"))
 
 
 def scatter_reduce(data: Tensor, indices: Tensor, reduction: ScatterReductionType,
@@ -354,7 +356,7 @@ def _onehot_grad(op, grads, fwd):
     return [None, None, blocks.reshape(pair, values.shape)]
 
 
-register(OpDef("onehot", _onehot_infer, _onehot_kernel, grad=_onehot_grad))
+register(OpDef("onehot", _onehot_infer, _onehot_kernel, grad=_onehot_grad, popart_class="OnehotOp"))
 
 
 def onehot(t: Tensor, num_classes: Tensor, values: Tensor, axis: int) -> Tensor:

@@ -37,6 +37,7 @@ def _same_as_stream(specs, attrs) -> list[TensorSpec]:
 
 
 register(OpDef("host_load", _same_as_stream,
-               lambda op, env: env.host_load(op.attrs["stream"], op.outputs[0]), effect=True, exchange=True))
+               lambda op, env: env.host_load(op.attrs["stream"], op.outputs[0]), effect=True, exchange=True,
+               popart_class="exchange.HostLoadOp"))
 register(OpDef("host_store", lambda specs, attrs: [], lambda op, env: env.host_store(op.attrs["stream"]),
-               effect=True, exchange=True))
+               effect=True, exchange=True, popart_class="exchange.HostStoreOp"))

@@ -93,8 +93,9 @@ def _slice_grad(op, grads, fwd):
     return [grad]
 
 
-register(OpDef("slice", _slice_infer, _slice_kernel, grad=_slice_grad, view=True))
-register(OpDef("slice_", _slice_infer, _slice_kernel, grad=_slice_grad, aliases=((0, 0),)))
+register(OpDef("slice", _slice_infer, _slice_kernel, grad=_slice_grad, view=True, popart_class="SliceOp"))
+register(OpDef("slice_", _slice_infer, _slice_kernel, grad=_slice_grad, aliases=((0, 0),),
+               popart_class="SliceInplaceOp"))
 
 
 def slice(t: Tensor, start: IntOrList = None, stop: IntOrList = None, step: IntOrList = None,
@@ -287,11 +288,12 @@ def _dynamic_update_grad(op, grads, fwd):
     return [kept, None, apply("dynamic_slice", grads[0], index, **_region_attrs(op))]
 
 
-register(OpDef("dynamic_slice", _dynamic_slice_infer, _dynamic_slice_kernel, grad=_dynamic_slice_grad, view=True))
+register(OpDef("dynamic_slice", _dynamic_slice_infer, _dynamic_slice_kernel, grad=_dynamic_slice_grad, view=True,
+               popart_class="dynamic.DynamicSliceOp"))
 register(OpDef("dynamic_update", _dynamic_update_infer("dynamic_update"), _dynamic_update_kernel(False),
-               grad=_dynamic_update_grad))
+               grad=_dynamic_update_grad, popart_class="dynamic.DynamicUpdateOp"))
 register(OpDef("dynamic_update_", _dynamic_update_infer("dynamic_update_"), _dynamic_update_kernel(True),
-               modifies=(0,), aliases=((0, 0),), pure_update=True))
+               modifies=(0,), aliases=((0, 0),), pure_update=True, popart_class="dynamic.DynamicUpdateInplaceOp"))
 
 
 def dynamic_slice(t: Tensor, index: Tensor, axes: List[int], sizes: List[int], no_overlap: bool) -> Tensor:

@@ -73,7 +73,8 @@ def _matmul_grad(op, grads, fwd):
     return [grad_a, grad_b]
 
 
-register(OpDef("matmul", _matmul_infer, _matmul_kernel, grad=_matmul_grad, matrix_product=True))
+register(OpDef("matmul", _matmul_infer, _matmul_kernel, grad=_matmul_grad, matrix_product=True,
+               popart_class="MatMulOp"))
 
 
 def matmul(lhs: Tensor, rhs: Tensor, available_memory_proportion: Optional[float] = None,

@@ -58,7 +58,7 @@ def _softmax_grad(op, grads, fwd):
     return [y * (grad - reduce_sum(grad * y, axis=op.attrs["axis"], keepdims=True))]
 
 
-register(OpDef("softmax", _softmax_infer, _softmax_kernel, grad=_softmax_grad))
+register(OpDef("softmax", _softmax_infer, _softmax_kernel, grad=_softmax_grad, popart_class="SoftmaxOp"))
 
 
 def softmax(t: Tensor, axis: int) -> Tensor:
@@ -108,7 +108,7 @@ def _group_norm_kernel(op, env):
     return group_norm
 
 
-register(OpDef("group_norm", _group_norm_infer, _group_norm_kernel, grad=group_norm_grad))
+register(OpDef("group_norm", _group_norm_infer, _group_norm_kernel, grad=group_norm_grad, popart_class="GroupNormOp"))
 
 
 def group_norm(t: Tensor, weight: Tensor, bias: Tensor, num_groups: int, eps: float = 1e-5) -> Tensor:
@@ -143,7 +143,8 @@ def _batch_norm_kernel(op, env):
     return batch_norm
 
 
-register(OpDef("batch_norm_inference", _batch_norm_infer, _batch_norm_kernel, grad=batch_norm_grad))
+register(OpDef("batch_norm_inference", _batch_norm_infer, _batch_norm_kernel, grad=batch_norm_grad,
+               popart_class="BatchNormOp"))
 
 
 def batch_norm_inference(t: Tensor, scale: Tensor, bias: Tensor, mean: Tensor, var: Tensor,
@@ -217,7 +218,7 @@ def _nll_kernel(op, env):
     return nll
 
 
-register(OpDef("nll_loss", _nll_infer, _nll_kernel, grad=nll_grad))
+register(OpDef("nll_loss", _nll_infer, _nll_kernel, grad=nll_grad, popart_class="NllOp"))
 
 
 def _check_reduction(op_type: str, reduction: str) -> str:
@@ -271,7 +272,8 @@ def _nll_grad_kernel(op, env):
     return nll_with_grad
 
 
-register(OpDef("nll_loss_with_softmax_grad", _nll_grad_infer, _nll_grad_kernel, grad=nll_with_softmax_grad_grad))
+register(OpDef("nll_loss_with_softmax_grad", _nll_grad_infer, _nll_grad_kernel, grad=nll_with_softmax_grad_grad,
+               popart_class="NlllWithSoftmaxGradDirectOp"))
 
 
 def nll_loss_with_softmax_grad(probs: Tensor, labels: Tensor, loss_grad: Union[float, Tensor] = 1,
@@ -344,7 +346,7 @@ def _interpolate_grad(op, grads, fwd):
     return [grad]
 
 
-register(OpDef("interpolate", _interpolate_infer, _interpolate_kernel, grad=_interpolate_grad))
+register(OpDef("interpolate", _interpolate_infer, _interpolate_kernel, grad=_interpolate_grad, popart_class="ResizeOp"))
 
 
 def interpolate(t: Tensor, scale_factor: Optional[Tuple[float, ...]] = (1.0, 1.0, 1.0, 1.0),

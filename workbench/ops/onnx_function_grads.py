@@ -57,7 +57,7 @@ def _derivative_kernel(op: Op, env) -> Callable:
 
 
 register(OpDef("unary_derivative", lambda specs, attrs: [TensorSpec(specs[0].shape, specs[0].dtype)],
-               _derivative_kernel))
+               _derivative_kernel, popart_class="ElementWiseNonLinearUnaryGradOp"))
 
 
 def unary_grad(op_type: str) -> Optional[Callable]:
@@ -125,7 +125,7 @@ def _scatter_sum_kernel(op: Op, env) -> Callable:
 
 
 register(OpDef("gather_scatter_sum", lambda specs, attrs: [TensorSpec(tuple(attrs["shape"]), specs[0].dtype)],
-               _scatter_sum_kernel))
+               _scatter_sum_kernel, popart_class="GatherGradOp"))
 
 
 def gather_grad(kind: str):
@@ -158,7 +158,7 @@ def _lrn_grad_kernel(op: Op, env) -> Callable:
     return grad
 
 
-register(OpDef("lrn_grad", lambda specs, attrs: [specs[0]], _lrn_grad_kernel))
+register(OpDef("lrn_grad", lambda specs, attrs: [specs[0]], _lrn_grad_kernel, popart_class="LRNGradOp"))
 
 
 def lrn_grad(op: Op, grads, fwd):

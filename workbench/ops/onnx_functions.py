@@ -61,6 +61,13 @@ UNARY = {
     "leaky_relu": _leaky_relu, "hard_sigmoid": _hard_sigmoid, "thresholded_relu": _thresholded_relu,
     "reciprocal": lambda x: 1.0 / x, "round": np.round,
 }
+UNARY_POPART_CLASSES = {
+    "sigmoid": "SigmoidOp", "erf": "ErfOp", "tan": "TanOp", "asin": "AsinOp", "acos": "AcosOp", "atan": "AtanOp",
+    "sinh": "SinhOp", "cosh": "CoshOp", "asinh": "AsinhOp", "acosh": "AcoshOp", "atanh": "AtanhOp",
+    "softsign": "SoftSignOp", "softplus": "SoftPlusOp", "elu": "EluOp", "selu": "SeluOp",
+    "leaky_relu": "LeakyReluOp", "hard_sigmoid": "HardSigmoidOp", "thresholded_relu": "ThresholdedReluOp",
+    "reciprocal": "ReciprocalOp", "round": "RoundOp",
+}
 
 
 def _pad_infer(specs, attrs):
@@ -127,13 +134,15 @@ def _lrn_kernel(op: Op, env):
 
 def _register() -> None:
     for name, fn in UNARY.items():
-        register(OpDef(name, like_input(name, "float"), _in_float32(fn), grad=grad_rule(name)))
-    binary_entries("minimum", np.minimum, grad=grad_rule("minimum"))
-    register(OpDef("pad", _pad_infer, _pad_kernel, grad=grad_rule("pad")))
-    for name, infer, kernel in (("gather_elements", _gather_elements_infer, _gather_elements_kernel),
-                                ("gather_nd", _gather_nd_infer, _gather_nd_kernel),
-                                ("lrn", lambda specs, attrs: [specs[0]], _lrn_kernel)):
-        register(OpDef(name, infer, kernel, grad=grad_rule(name)))
+        register(OpDef(name, like_input(name, "float"), _in_float32(fn), grad=grad_rule(name),
+                       popart_class=UNARY_POPART_CLASSES[name]))
+    binary_entries("minimum", np.minimum, grad=grad_rule("minimum"), popart_class="MinOp")
+    register(OpDef("pad", _pad_infer, _pad_kernel, grad=grad_rule("pad"), popart_class="BasePadOutplaceOp"))
+    for name, infer, kernel, popart_class in (
+            ("gather_elements", _gather_elements_infer, _gather_elements_kernel, "GatherElementsOp"),
+            ("gather_nd", _gather_nd_infer, _gather_nd_kernel, "GatherNdOp"),
+            ("lrn", lambda specs, attrs: [specs[0]], _lrn_kernel, "LRNOp")):
+        register(OpDef(name, infer, kernel, grad=grad_rule(name), popart_class=popart_class))
 
 
 _register()

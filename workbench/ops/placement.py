@@ -42,8 +42,9 @@ def _io_tile_copy_grad(op, grads, fwd):
 
 
 register(OpDef("ipu_copy", same_spec, _copy_kernel, grad=_ipu_copy_grad, crosses_ipus=True, moves_to_ipu=True,
-               ipus=lambda op: tuple(dict.fromkeys((op.attrs["source"], op.attrs["destination"])))))
-register(OpDef("io_tile_copy", same_spec, _copy_kernel, grad=_io_tile_copy_grad))
+               ipus=lambda op: tuple(dict.fromkeys((op.attrs["source"], op.attrs["destination"]))),
+               popart_class="IpuCopyOp"))
+register(OpDef("io_tile_copy", same_spec, _copy_kernel, grad=_io_tile_copy_grad, popart_class="IoTileCopyOp"))
 
 
 def ipu_copy(t: Tensor, destination: int, source: Optional[int] = None) -> Tensor:

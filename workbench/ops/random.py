@@ -46,7 +46,7 @@ def _split_kernel(op, env):
     return split if n > 1 else lambda seed: split(seed)[0]
 
 
-register(OpDef("split_random_seed", _split_infer, _split_kernel))
+register(OpDef("split_random_seed", _split_infer, _split_kernel, popart_class="ModifyRandomSeedOp"))
 
 
 def split_random_seed(seed: Tensor, n: int = 2) -> Tuple[Tensor, ...]:
@@ -83,8 +83,8 @@ def _normal_kernel(op, env):
     return lambda seed: _generator(seed).normal(mean, std, shape).astype(dtype)
 
 
-register(OpDef("random_uniform", _sample_infer("random_uniform"), _uniform_kernel))
-register(OpDef("random_normal", _sample_infer("random_normal"), _normal_kernel))
+register(OpDef("random_uniform", _sample_infer("random_uniform"), _uniform_kernel, popart_class="RandomUniformOp"))
+register(OpDef("random_normal", _sample_infer("random_normal"), _normal_kernel, popart_class="RandomNormalOp"))
 
 
 def _shape(op_type: str, shape: Iterable[int]) -> tuple[int, ...]:
@@ -146,8 +146,8 @@ def _dropout_kernel(op, env):
     return dropout
 
 
-register(OpDef("dropout", _dropout_infer("dropout"), _dropout_kernel))
-register(OpDef("shaped_dropout", _dropout_infer("shaped_dropout"), _dropout_kernel))
+register(OpDef("dropout", _dropout_infer("dropout"), _dropout_kernel, popart_class="DropoutOp"))
+register(OpDef("shaped_dropout", _dropout_infer("shaped_dropout"), _dropout_kernel, popart_class="ShapedDropoutOp"))
 
 
 def _ratio(op_type: str, name: str, value: float) -> float:

@@ -48,7 +48,7 @@ def _check_not_empty(op_type: str, spec: TensorSpec, axes: Iterable[int]) -> Non
 
 
 def _reduction(op_type: str, make: MakeReduction, doc: str, *, allowed: str = "number",
-               needs_elements: bool = False, grad=None):
+               needs_elements: bool = False, grad=None, popart_class: str = ""):
     """Register an axis reduction and return its front-end function ``f(t, axis=None, keepdims=False)``."""
 
     def infer(specs, attrs):
@@ -70,7 +70,7 @@ def _reduction(op_type: str, make: MakeReduction, doc: str, *, allowed: str = "n
             return kernel
         return lambda a: kernel(a).astype(out)
 
-    register(OpDef(op_type, infer, build, grad=grad))
+    register(OpDef(op_type, infer, build, grad=grad, popart_class=popart_class))
 
     def front(t: Tensor, axis: Axis = None, keepdims: bool = False) -> Tensor:
         if axis is not None and not isinstance(axis, (int, np.integer)):
@@ -154,40 +154,46 @@ def _logsumexp(axes, keepdims, accumulator):
 
 sum = _reduction(  # noqa: A001 - popxl's name
     "sum", lambda axes, keep, acc: lambda a: np.add.reduce(a, axes, acc, keepdims=keep),
-    "Sum of the elements over ``axis`` (all axes when None).", grad=lambda op, g, fwd: [_spread(g[0], op)])
+    "Sum of the elements over ``axis`` (all axes when None).", grad=lambda op, g, fwd: [_spread(g[0], op)],
+    popart_class="ReduceSumOp")
 mean = _reduction("mean", _mean, "Arithmetic mean over ``axis`` (all axes when None); integer means "
-                  "truncate toward zero.", grad=_mean_grad)
+                  "truncate toward zero.", grad=_mean_grad, popart_class="ReduceMeanOp")
 median = _reduction("median", _median, "Median over ``axis`` (all axes when None); for an even count, "
-                    "the lower of the two middle values.", needs_elements=True, grad=_selected_grad)
+                    "the lower of the two middle values.", needs_elements=True, grad=_selected_grad,
+                    popart_class="ReduceMedianOp")
 max = _reduction(  # noqa: A001 - popxl's name
     "max", lambda axes, keep, acc: lambda a: np.maximum.reduce(a, axes, keepdims=keep),
-    "Largest element over ``axis`` (all axes when None).", needs_elements=True, grad=_selected_grad)
+    "Largest element over ``axis`` (all axes when None).", needs_elements=True, grad=_selected_grad,
+    popart_class="ReduceMaxOp")
 min = _reduction(  # noqa: A001 - popxl's name
     "min", lambda axes, keep, acc: lambda a: np.minimum.reduce(a, axes, keepdims=keep),
-    "Smallest element over ``axis`` (all axes when None).", needs_elements=True, grad=_selected_grad)
+    "Smallest element over ``axis`` (all axes when None).", needs_elements=True, grad=_selected_grad,
+    popart_class="ReduceMinOp")
 prod = _reduction("prod", lambda axes, keep, acc: lambda a: np.prod(a, axes, acc, keepdims=keep),
                   "Product of the elements over ``axis`` (all axes when None).",
                   grad=lambda op, g, fwd: [mul(_kept(g[0], op), div(_kept(fwd(op.outputs[0]), op),
-                                                                     fwd(op.inputs[0])))])
+                                                                     fwd(op.inputs[0])))], popart_class="ReduceProdOp")
 l1 = _reduction("l1", lambda axes, keep, acc: lambda a: np.sum(np.abs(a), axes, acc, keepdims=keep),
                 "L1 norm: sum of absolute values over ``axis`` (all axes when None).",
-                grad=lambda op, g, fwd: [mul(_kept(g[0], op), sign(fwd(op.inputs[0])))])
+                grad=lambda op, g, fwd: [mul(_kept(g[0], op), sign(fwd(op.inputs[0])))], popart_class="ReduceL1Op")
 l2 = _reduction(
     "l2", lambda axes, keep, acc: lambda a: np.sqrt(np.sum(np.square(a, dtype=acc), axes, acc,
                                                            keepdims=keep)),
     "L2 norm: square root of the sum of squares over ``axis`` (all axes when None).", allowed="float",
-    grad=lambda op, g, fwd: [mul(_kept(g[0], op), div(fwd(op.inputs[0]), _kept(fwd(op.outputs[0]), op)))])
+    grad=lambda op, g, fwd: [mul(_kept(g[0], op), div(fwd(op.inputs[0]), _kept(fwd(op.outputs[0]), op)))],
+                popart_class="ReduceL2Op")
 logsum = _reduction(
     "logsum", lambda axes, keep, acc: lambda a: np.log(np.sum(a, axes, acc, keepdims=keep)),
     "Natural log of the sum over ``axis`` (all axes when None).", allowed="float",
-    grad=lambda op, g, fwd: [_spread(div(g[0], exp(fwd(op.outputs[0]))), op)])
+    grad=lambda op, g, fwd: [_spread(div(g[0], exp(fwd(op.outputs[0]))), op)], popart_class="ReduceLogSumOp")
 logsumexp = _reduction("logsumexp", _logsumexp, "Natural log of the sum of exponentials over ``axis`` "
                        "(all axes when None), computed without overflow.", allowed="float",
-                       needs_elements=True, grad=_logsumexp_grad)
+                       needs_elements=True, grad=_logsumexp_grad, popart_class="ReduceLogSumExpOp")
 sumsquare = _reduction(
     "sumsquare", lambda axes, keep, acc: lambda a: np.sum(np.square(a, dtype=acc), axes, acc, keepdims=keep),
     "Sum of squares over ``axis`` (all axes when None).",
-    grad=lambda op, g, fwd: [mul(_kept(g[0], op), mul(fwd(op.inputs[0]), _number(2, g[0])))])
+    grad=lambda op, g, fwd: [mul(_kept(g[0], op), mul(fwd(op.inputs[0]), _number(2, g[0])))],
+                       popart_class="ReduceSumSquareOp")
 
 
 # ----- lamb_square -----
@@ -205,7 +211,8 @@ def _lamb_square_grad(op, grads, fwd):
 
 
 register(OpDef("lamb_square", _lamb_square_infer,
-               lambda op, env: lambda a: np.sum(np.square(a, dtype=np.float32)), grad=_lamb_square_grad))
+               lambda op, env: lambda a: np.sum(np.square(a, dtype=np.float32)), grad=_lamb_square_grad,
+               popart_class="LambSquareOp"))
 
 
 def lamb_square(t: Tensor) -> Tensor:
@@ -220,7 +227,7 @@ def _dim(op_type: str, spec: TensorSpec, dim) -> int:
     return normalize_axis(op_type, dim, len(spec.shape))
 
 
-def _arg_reduction(op_type: str, fn: Callable, doc: str):
+def _arg_reduction(op_type: str, fn: Callable, doc: str, popart_class: str):
     def infer(specs, attrs):
         spec = specs[0]
         check_dtype(op_type, spec, "number")
@@ -233,7 +240,7 @@ def _arg_reduction(op_type: str, fn: Callable, doc: str):
         keepdim = bool(op.attrs["keepdim"])
         return lambda a: fn(a, dim, keepdims=keepdim).astype(np.int32)
 
-    register(OpDef(op_type, infer, build))
+    register(OpDef(op_type, infer, build, popart_class=popart_class))
 
     def front(t: Tensor, dim: Optional[int] = 0, keepdim: Optional[bool] = False) -> Tensor:
         return apply(op_type, t, dim=dim, keepdim=keepdim)
@@ -244,9 +251,9 @@ def _arg_reduction(op_type: str, fn: Callable, doc: str):
 
 
 argmax = _arg_reduction("argmax", np.argmax, "Index (int32) of the largest element along ``dim``; the "
-                        "first one on ties.")
+                        "first one on ties.", popart_class="ArgMaxOp")
 argmin = _arg_reduction("argmin", np.argmin, "Index (int32) of the smallest element along ``dim``; the "
-                        "first one on ties.")
+                        "first one on ties.", popart_class="ArgMinOp")
 
 
 def _cumsum_infer(specs, attrs):
@@ -271,7 +278,7 @@ def _cumsum_grad(op, grads, fwd):
     return [add(sub(total, apply("cumsum", grad, dim=dim)), grad)]
 
 
-register(OpDef("cumsum", _cumsum_infer, _cumsum_kernel, grad=_cumsum_grad))
+register(OpDef("cumsum", _cumsum_infer, _cumsum_kernel, grad=_cumsum_grad, popart_class="CumSumOp"))
 
 
 def cumsum(t: Tensor, dim: Optional[int] = 0) -> Tensor:
@@ -321,7 +328,7 @@ def _topk_grad(op, grads, fwd):
     return [apply("scatter", init(x.shape, x.dtype), fwd(op.outputs[1]), grads[0], axis=axis)]
 
 
-register(OpDef("topk", _topk_infer, _topk_kernel, grad=_topk_grad))
+register(OpDef("topk", _topk_infer, _topk_kernel, grad=_topk_grad, popart_class="TopKOp"))
 
 
 def topk(t: Tensor, k: int, axis: int, largest: bool, sorted: bool,  # noqa: A002 - popxl's name
@@ -353,7 +360,7 @@ def _histogram_kernel(op: Op, env):
     return histogram
 
 
-register(OpDef("histogram", _histogram_infer, _histogram_kernel))
+register(OpDef("histogram", _histogram_infer, _histogram_kernel, popart_class="HistogramOp"))
 
 
 def histogram(t: Tensor, levels: List[float], absolute_of_input: bool) -> Tensor:

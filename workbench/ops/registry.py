@@ -30,7 +30,9 @@ class OpDef:
     of a kernel ``into(out, *inputs)`` that writes the same result into another array ``out`` and
     leaves input 0 as it was (the runtime keeps a variable's old value so without copying it).
     ``grad``: the gradient rule,
-    None where the op has no gradient. The facts after ``into`` are described beside them.
+    None where the op has no gradient. ``popart_class``: the PopART C++ class of the op, as
+    ``popart._internal.ir.op`` names it (``"AddLhsInplaceOp"``, ``"exchange.HostLoadOp"``). The facts after
+    ``into`` are described beside them.
 
     Facts that passes read: ``effect``, the op acts beyond its outputs (a transfer, a code load), so
     running it again repeats the act; ``exchange``, a host or Streaming Memory transfer that
@@ -67,6 +69,7 @@ class OpDef:
     ipus: Optional[Callable[[Op], tuple[int, ...]]] = None
     meets_replicas: bool = False
     into: Optional[KernelBuilder] = None
+    popart_class: str = ""
     # Facts the runtime, analysis and passes read (never a set of type names of their own):
     repeats: bool = False  # runs its called graph attrs["repeat_count"] times
     branches: bool = False  # runs one of its two called graphs, chosen by input 0

@@ -71,11 +71,12 @@ def _buffer_spec(specs, attrs) -> list[TensorSpec]:
     return [TensorSpec(buffer.tensor_shape, buffer.tensor_dtype, buffer.meta_shape)]
 
 
-register(OpDef("remote_load", _buffer_spec, _load_kernel, effect=True, exchange=True))
+register(OpDef("remote_load", _buffer_spec, _load_kernel, effect=True, exchange=True,
+               popart_class="exchange.RemoteLoadOp"))
 register(OpDef("remote_load_", lambda specs, attrs: [specs[0]], _load_in_place_kernel, modifies=(0,),
-               aliases=((0, 0),), effect=True, exchange=True))
+               aliases=((0, 0),), effect=True, exchange=True, popart_class="exchange.RemoteLoadInplaceOp"))
 register(OpDef("remote_store", lambda specs, attrs: [], _store_kernel, effect=True, exchange=True,
-               writes_buffer=True))
+               writes_buffer=True, popart_class="exchange.RemoteStoreOp"))
 
 
 def remote_load(remote_buffer: RemoteBuffer, offset: Union[int, Tensor], name: Optional[str] = None) -> Tensor:

@@ -91,9 +91,10 @@ def _reshape_grad(op, grads, fwd):
     return [None if grads[0] is None else blocks.reshape(grads[0], op.inputs[0].shape)]
 
 
-register(OpDef("reshape", _reshape_infer("reshape"), _reshape_kernel, grad=_reshape_grad, view=True))
+register(OpDef("reshape", _reshape_infer("reshape"), _reshape_kernel, grad=_reshape_grad, view=True,
+               popart_class="ReshapeOp"))
 register(OpDef("reshape_", _reshape_infer("reshape_"), _reshape_in_place_kernel, grad=_reshape_grad,
-               aliases=((0, 0),)))
+               aliases=((0, 0),), popart_class="ReshapeInplaceOp"))
 
 
 def reshape(t: Tensor, shape: Sequence[int]) -> Tensor:
@@ -150,8 +151,10 @@ def _transpose_grad(op, grads, fwd):
     return [blocks.transpose(grads[0], np.argsort(op.attrs["permutation"]))]
 
 
-register(OpDef("transpose", _transpose_infer, _transpose_kernel, grad=_transpose_grad, view=True))
-register(OpDef("transpose_", _transpose_infer, _transpose_kernel, grad=_transpose_grad, aliases=((0, 0),)))
+register(OpDef("transpose", _transpose_infer, _transpose_kernel, grad=_transpose_grad, view=True,
+               popart_class="TransposeOp"))
+register(OpDef("transpose_", _transpose_infer, _transpose_kernel, grad=_transpose_grad, aliases=((0, 0),),
+               popart_class="TransposeInplaceOp"))
 
 
 def transpose(t: Tensor, permutation: Optional[Sequence[int]] = None) -> Tensor:
@@ -214,8 +217,8 @@ def _concat_grad(op, grads, fwd):
     return list(apply_many("split", grads[0], axis=op.attrs["axis"], splits=lengths))
 
 
-register(OpDef("concat", _concat_infer("concat"), _concat_kernel, grad=_concat_grad))
-register(OpDef("concat_", _concat_infer("concat_"), _concat_kernel, grad=_concat_grad))
+register(OpDef("concat", _concat_infer("concat"), _concat_kernel, grad=_concat_grad, popart_class="ConcatOp"))
+register(OpDef("concat_", _concat_infer("concat_"), _concat_kernel, grad=_concat_grad, popart_class="ConcatInplaceOp"))
 
 
 def _concat_args(op_type: str, ts: Iterable[Tensor], axis: int) -> tuple[list[Tensor], int]:
@@ -265,7 +268,7 @@ def _split_grad(op, grads, fwd):
     return [blocks.concat(parts, op.attrs["axis"]) if len(parts) > 1 else parts[0]]
 
 
-register(OpDef("split", _split_infer, _split_kernel, grad=_split_grad))
+register(OpDef("split", _split_infer, _split_kernel, grad=_split_grad, popart_class="SplitOp"))
 
 
 def split(t: Tensor, splits: Union[int, List[int]], axis: int = 0) -> List[Tensor]:
@@ -305,7 +308,8 @@ def _subsample_grad(op, grads, fwd):
     return [blocks.place(grads[0], op.inputs[0].shape, [0] * len(axes), op.attrs["strides"], axes)]
 
 
-register(OpDef("subsample", _subsample_infer, _subsample_kernel, grad=_subsample_grad, view=True))
+register(OpDef("subsample", _subsample_infer, _subsample_kernel, grad=_subsample_grad, view=True,
+               popart_class="SubsampleOp"))
 
 
 def subsample(t: Tensor, strides: Union[int, Iterable[int]]) -> Tensor:
@@ -327,9 +331,10 @@ def _identity_grad(op, grads, fwd):
     return [grads[0]]
 
 
-register(OpDef("identity", _like_input, _identity_kernel, grad=_identity_grad, view=True))
-register(OpDef("detach", _like_input, _identity_kernel, view=True, stop_gradient=True))
-register(OpDef("detach_", _like_input, _identity_kernel, aliases=((0, 0),), stop_gradient=True))
+register(OpDef("identity", _like_input, _identity_kernel, grad=_identity_grad, view=True, popart_class="IdentityOp"))
+register(OpDef("detach", _like_input, _identity_kernel, view=True, stop_gradient=True, popart_class="DetachOp"))
+register(OpDef("detach_", _like_input, _identity_kernel, aliases=((0, 0),), stop_gradient=True,
+               popart_class="DetachInplaceOp"))
 
 
 def identity(t: Tensor, output_name: Optional[str] = None) -> Tensor:

@@ -73,7 +73,8 @@ def _store(target: np.ndarray, value) -> np.ndarray:
     return target
 
 
-def _register_accumulator(op_type: str, update: Callable, increment: Optional[Callable] = None) -> None:
+def _register_accumulator(op_type: str, update: Callable, increment: Optional[Callable] = None, *,
+                          popart_class: str) -> None:
     """``update(t, X, f)`` gives the new value of ``t``. Where that is ``t + increment(X, f)``, the
     kernel adds in place, without a temporary of ``t``'s size, and the op can write into another array
     (``OpDef.into``)."""
@@ -92,7 +93,7 @@ def _register_accumulator(op_type: str, update: Callable, increment: Optional[Ca
         return lambda out, t, x, *extra: _add_into(out, t, increment(x, factor(extra)))
 
     register(OpDef(op_type, _accumulator_infer(op_type, True), build, modifies=(0,), aliases=((0, 0),), pure_update=True,
-                   into=into if increment is not None else None))
+                   into=into if increment is not None else None, popart_class=popart_class))
 
 
 def _add_into(out: np.ndarray, t: np.ndarray, value) -> np.ndarray:
@@ -102,11 +103,14 @@ def _add_into(out: np.ndarray, t: np.ndarray, value) -> np.ndarray:
     return out
 
 
-_register_accumulator("accumulate_", lambda t, x, f: t + f * x, lambda x, f: f * x)
-_register_accumulator("accumulate_square_", lambda t, x, f: t + f * np.square(x), lambda x, f: f * np.square(x))
-_register_accumulator("accumulate_mean_", lambda t, x, step: (step / (step + 1)) * t + x / (step + 1))
-_register_accumulator("accumulate_moving_average_", lambda t, x, f: f * t + (1 - f) * x)
-_register_accumulator("accumulate_moving_average_square_", lambda t, x, f: f * t + (1 - f) * np.square(x))
+_register_accumulator("accumulate_", lambda t, x, f: t + f * x, lambda x, f: f * x, popart_class="AccumulateOp")
+_register_accumulator("accumulate_square_", lambda t, x, f: t + f * np.square(x), lambda x, f: f * np.square(x),
+                      popart_class="AccumulateOp")
+_register_accumulator("accumulate_mean_", lambda t, x, step: (step / (step + 1)) * t + x / (step + 1),
+                      popart_class="AccumulateOp")
+_register_accumulator("accumulate_moving_average_", lambda t, x, f: f * t + (1 - f) * x, popart_class="AccumulateOp")
+_register_accumulator("accumulate_moving_average_square_", lambda t, x, f: f * t + (1 - f) * np.square(x),
+                      popart_class="AccumulateOp")
 
 
 def _scale_kernel(op, env):
@@ -125,7 +129,7 @@ def _scale_into(t: np.ndarray, f) -> np.ndarray:
 
 
 register(OpDef("accumulator_scale_", _accumulator_infer("accumulator_scale_", False), _scale_kernel,
-               modifies=(0,), aliases=((0, 0),), pure_update=True))
+               modifies=(0,), aliases=((0, 0),), pure_update=True, popart_class="AccumulatorScaleOp"))
 
 
 def _accumulate(op_type: str, t: Tensor, X: Optional[Tensor], f, factor_name: str = "f",
@@ -186,9 +190,9 @@ def _copy_infer(specs, attrs):
 
 
 register(OpDef("accumulator_zero_", lambda specs, attrs: [specs[0]], lambda op, env: _zero,
-               modifies=(0,), aliases=((0, 0),), pure_update=True))
+               modifies=(0,), aliases=((0, 0),), pure_update=True, popart_class="AccumulatorScaleOp"))
 register(OpDef("copy_var_update_", _copy_infer, lambda op, env: _copy, modifies=(0,), aliases=((0, 0),),
-               pure_update=True))
+               pure_update=True, popart_class="CopyVarUpdateOp"))
 
 
 def accumulator_zero_(t: Tensor) -> Tensor:
@@ -238,7 +242,7 @@ def _sparse_kernel(op, env):
 
 
 register(OpDef("sparse_accumulate_", _sparse_infer, _sparse_kernel, modifies=(0,), aliases=((0, 0),),
-               pure_update=True))
+               pure_update=True, popart_class="SparseAccumulateOp"))
 
 
 def sparse_accumulate_(t: Tensor, X: Tensor, indices: Tensor, axis: int = 0, f: Optional[Factor] = None,

@@ -7,6 +7,8 @@
 from . import context, dtypes, errors, ops, remote_buffer, replica_grouping, session, streams, tensor
 from . import transforms, typing_, utils
 from . import fp8_utils, random_seed, tensorlocation, testing
+from . import graph, ir, module  # popxl's module layout: popxl.graph.Graph, popxl.ir.Ir, popxl.module.Module
+from . import _pb
 from workbench.ir.context import (gcg, get_current_graph, get_ir, get_main_graph, gir, gmg, in_sequence,
                                   io_tiles, ipu, name_scope)
 from workbench.ir.dtypes import (bool, complex64, complex128, double, dtype, float, float8_143, float8_152,
@@ -29,6 +31,7 @@ from .random_seed import create_seeds
 from .tensorlocation import ExecutionContext, ReplicatedTensorSharding, TensorLocation, TensorStorage, TileSet
 
 __version__ = "3.3.0"
+_pb.install()
 
 __all__ = [
     "get_current_graph", "gcg", "get_main_graph", "gmg", "get_ir", "gir", "in_sequence", "name_scope",

@@ -23,6 +23,7 @@ from workbench.ir.fragments import WEIGHTS_FROM_HOST, WEIGHTS_TO_HOST
 from workbench.ir.host_data import host_array
 
 from .executable import TRACE_EVENT_LIMIT, Executable, compile_executable
+from .execution.host_buffers import buffer_shape
 from .execution.run import Run, Runs
 from .options import RunOptions, default_run_options
 from .state import weights
@@ -120,6 +121,11 @@ class Session:
         return sorted(self._ir.get_all_h2d_streams(), key=lambda s: s.name)
 
     # ----- attach / detach -----
+    def _full_input_shape(self, shape: Iterable[int]) -> tuple[int, ...]:
+        """The host buffer shape for a stream of ``shape`` (popxl's helper of this name, which
+        Graphcore's tutorials call to make inputs)."""
+        return buffer_shape(shape, self._ir.num_host_transfers, self._ir.instance_replication_factor)
+
     def __enter__(self) -> "Session":
         attaching = not self._attached
         self._enter_stack.append(attaching)

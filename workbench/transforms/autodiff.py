@@ -51,8 +51,9 @@ def autodiff(graph: Graph, grads_provided: Optional[Iterable[Tensor]] = None,
     graph.ir._check_buildable()
     provided = _graph_tensors(graph, graph.outputs if grads_provided is None else grads_provided,
                               "grads_provided")
+    # A tensor may be required more than once: each entry gets its own output, as in popxl.
     required = _graph_tensors(graph, graph.inputs if grads_required is None else grads_required,
-                              "grads_required")
+                              "grads_required", repeats=True)
     reuse = _checked_reuse(graph, called_graphs_grad_info or {})
     run = _Autodiff(graph, reuse)
     context = get_current_context()
@@ -70,7 +71,7 @@ def autodiff(graph: Graph, grads_provided: Optional[Iterable[Tensor]] = None,
     return info
 
 
-def _graph_tensors(graph: Graph, tensors: Iterable[Tensor], what: str) -> list[Tensor]:
+def _graph_tensors(graph: Graph, tensors: Iterable[Tensor], what: str, repeats: bool = False) -> list[Tensor]:
     result = list(tensors)
     for tensor in result:
         if not isinstance(tensor, Tensor):
@@ -78,7 +79,7 @@ def _graph_tensors(graph: Graph, tensors: Iterable[Tensor], what: str) -> list[T
         if tensor.graph is not graph:
             raise ValueError(f"autodiff: {what} holds {tensor.id!r}, which is not a tensor of graph "
                              f"{graph.label!r}")
-    if len(set(result)) != len(result):
+    if not repeats and len(set(result)) != len(result):
         raise ValueError(f"autodiff: {what} names a tensor more than once: {[t.name for t in result]}")
     return result
 
@@ -107,12 +108,23 @@ class _Autodiff:
 
     def differentiate(self, graph: Graph, provided: Sequence[Tensor], required: Sequence[Tensor]
                       ) -> GradGraphInfo:
+        for op in graph.ops:
+            for called in op.called_graphs:
+                self._check_may_differentiate(called)
         return _GradGraphBuilder(self, graph, provided, required).build()
+
+    def _check_may_differentiate(self, graph: Graph) -> None:
+        """A graph marked not to be differentiated recursively needs its gradient given, as in PopART."""
+        if not graph._recursive_autodiff and graph not in self.called and graph not in self.reuse:
+            raise RuntimeError(f"autodiff: graph {graph.label!r} is called by the graph being differentiated but "
+                               "has been marked as unsafe to autodiff (setCanBeRecursivelyAutodiffed(False)); "
+                               "provide its gradient graph in called_graphs_grad_info")
 
     def called_graph_grad(self, graph: Graph) -> GradGraphInfo:
         """The gradient of a called graph for all its float outputs and inputs (built once)."""
         info = self.called.get(graph) or self.reuse.get(graph)
         if info is None:
+            self._check_may_differentiate(graph)
             provided = [t for t in graph.outputs if is_float(t) and not t.meta.get(ACTIVATION_MARK)]
             info = self.differentiate(graph, provided, [t for t in graph.inputs if is_float(t)])
         self.called[graph] = info

@@ -16,7 +16,12 @@ from workbench.ir.streams import Stream
 
 
 def host_shape(stream: Stream, transfers: int, replicas: int) -> tuple[int, ...]:
-    return (transfers,) * (transfers > 1) + (replicas,) * (replicas > 1) + tuple(stream.shape)
+    return buffer_shape(stream.shape, transfers, replicas)
+
+
+def buffer_shape(shape: Iterable[int], transfers: int, replicas: int) -> tuple[int, ...]:
+    """The host buffer shape of a stream of ``shape``: the two leading dimensions, each left out when 1."""
+    return (transfers,) * (transfers > 1) + (replicas,) * (replicas > 1) + tuple(shape)
 
 
 def _names(streams: Iterable[Stream]) -> str:

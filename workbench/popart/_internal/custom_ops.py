@@ -1,0 +1,147 @@
+"""C++ custom ops (popxl-addons builds them with ``cppimport``) on the workbench.
+
+A custom op's Python binding is compiled from a ``.cpp`` file next to the module that imports it, against
+the Poplar SDK and PopART's C++ API, neither of which the workbench has. Importing such a binding gives a
+module that names the op and says so when used. The replica-strided collectives are ordinary collectives
+over a strided replica grouping, so their bindings are emulated with the workbench's own ops.
+"""
+from __future__ import annotations
+
+import importlib.abc
+import importlib.machinery
+import sys
+import types
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+
+class _StridedCollective:
+    """A binding class ``XStridedOp`` whose ``createOpInGraph`` adds the workbench collective ``apply``."""
+
+    def __init__(self, name: str, apply: Callable[..., Any]):
+        self._name = name
+        self._apply = apply
+
+    def createOpInGraph(self, pb_graph, inputs: dict, outputs: dict, *args: Any):
+        from workbench.popart._internal.ir.op_view import view_op
+
+        graph = pb_graph._graph
+        tensor = graph.get_tensor(inputs[0])
+        with graph:
+            out = self._apply(graph, tensor, *args)
+        return view_op(out.producer)
+
+
+def _grouping(graph, stride: int, group_size: int):
+    return graph.ir.replica_grouping(stride=stride, group_size=group_size)
+
+
+def _all_gather(graph, t, stride, group_size, *settings):
+    """The C++ op gathers flat: ``group_size * t.nelms`` elements, the members' tensors in turn."""
+    from workbench.ops.collectives import replicated_all_gather
+    from workbench.ops.shape import reshape
+    flat = t if t.rank == 1 else reshape(t, (t.nelms,))
+    return replicated_all_gather(flat, group=_grouping(graph, stride, group_size))
+
+
+def _reduce_scatter(graph, t, op, stride, group_size, sharded_output=False, *settings):
+    from workbench.ops.collectives import replicated_reduce_scatter
+    return replicated_reduce_scatter(t, _reduction(op), group=_grouping(graph, stride, group_size),
+                                     configure_output_for_replicated_tensor_sharding=bool(sharded_output))
+
+
+def _check_plain_reduce(identical_inputs: bool, identical_grad_inputs: bool) -> None:
+    """The workbench's all-reduce reduces forward and backward; the C++ op's variants that skip either
+    (identity forward, or identity gradient, after PopART's OpToIdentity pattern) are not emulated."""
+    if identical_inputs or identical_grad_inputs:
+        raise NotImplementedError(
+            "ReplicatedAllReduceStridedOp with identical_inputs or identical_grad_inputs (popxl-addons' "
+            "replicated_all_reduce_strided and its _identical_inputs / _identical_grad_inputs forms) is not "
+            "emulated on the workbench: it relies on PopART's OpToIdentity pattern, which the workbench does not "
+            "run; use ops.collectives.replicated_all_reduce with a replica grouping (its gradient is the all-reduce "
+            "of the gradients)")
+
+
+def _all_reduce(graph, t, op, stride, group_size, identical_inputs=False, identical_grad_inputs=False, *settings):
+    from workbench.ops.collectives import replicated_all_reduce
+    _check_plain_reduce(identical_inputs, identical_grad_inputs)
+    return replicated_all_reduce(t, _reduction(op), group=_grouping(graph, stride, group_size))
+
+
+def _all_reduce_inplace(graph, t, op, stride, group_size, identical_inputs=False, identical_grad_inputs=False,
+                        *settings):
+    from workbench.ops.collectives import replicated_all_reduce_
+    _check_plain_reduce(identical_inputs, identical_grad_inputs)
+    return replicated_all_reduce_(t, _reduction(op), group=_grouping(graph, stride, group_size))
+
+
+def _reduction(op) -> str:
+    return op.value if hasattr(op, "value") else str(op)
+
+
+EMULATED: dict[str, dict[str, _StridedCollective]] = {
+    "replicated_all_gather_strided_binding": {
+        "ReplicatedAllGatherStridedOp": _StridedCollective("ReplicatedAllGatherStridedOp", _all_gather)},
+    "replicated_reduce_scatter_strided_binding": {
+        "ReplicatedReduceScatterStridedOp": _StridedCollective("ReplicatedReduceScatterStridedOp", _reduce_scatter)},
+    "replicated_all_reduce_strided_binding": {
+        "ReplicatedAllReduceStridedOp": _StridedCollective("ReplicatedAllReduceStridedOp", _all_reduce),
+        "ReplicatedAllReduceStridedInplaceOp": _StridedCollective("ReplicatedAllReduceStridedInplaceOp",
+                                                                  _all_reduce_inplace)},
+}
+
+
+class UnbuildableBinding(types.ModuleType):
+    """The module of a C++ custom op the workbench cannot build: any use names the op and the reason."""
+
+    def __init__(self, name: str, source: Path):
+        super().__init__(name)
+        self.__file__ = str(source)
+        self._source = source
+
+    def __getattr__(self, attribute: str):
+        if attribute.startswith("__"):
+            raise AttributeError(attribute)
+        raise NotImplementedError(
+            f"{attribute} of the C++ custom op {self._source.name} ({self.__name__}) is not available on the IPU "
+            "Workbench: custom ops are compiled against the Poplar SDK and PopART's C++ API, which the workbench "
+            "does not have. Build the same computation from popxl ops, or run it on an IPU with the Poplar SDK.")
+
+
+def binding_module(name: str, source: Path) -> types.ModuleType:
+    """The module for C++ source ``source`` imported as ``name``: an emulation, or one that refuses use."""
+    short = name.rsplit(".", 1)[-1]
+    if short in EMULATED:
+        module = types.ModuleType(name, f"Emulation of the C++ custom op {source.name} with workbench ops.")
+        module.__file__ = str(source)
+        for attribute, binding in EMULATED[short].items():
+            setattr(module, attribute, binding)
+        return module
+    return UnbuildableBinding(name, source)
+
+
+class CppBindingFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Finds ``<package>.<name>`` where ``<name>.cpp`` lies in the package's folder (cppimport's rule)."""
+
+    def find_spec(self, fullname: str, path: Optional[list] = None, target=None):
+        short = fullname.rsplit(".", 1)[-1]
+        for folder in path or sys.path:
+            source = Path(folder) / f"{short}.cpp"
+            if source.is_file():
+                return importlib.machinery.ModuleSpec(fullname, self, origin=str(source))
+        return None
+
+    def create_module(self, spec):
+        return binding_module(spec.name, Path(spec.origin))
+
+    def exec_module(self, module) -> None:
+        """Nothing to run: the module is complete when made."""
+
+
+FINDER = CppBindingFinder()
+
+
+def install() -> None:
+    """Put the finder on ``sys.meta_path`` (once)."""
+    if FINDER not in sys.meta_path:
+        sys.meta_path.append(FINDER)

@@ -1,0 +1,275 @@
+"""``_ir.Graph``: a view of one workbench graph, with the methods of PopART's graph binding.
+
+Reads go to the graph; the edits PopART offers (erase an op, remove an output, mark a graph as not to be
+differentiated recursively) change the graph itself, so every view, export and run sees them.
+"""
+from __future__ import annotations
+
+from typing import Union
+
+from workbench.ir import Graph as WorkbenchGraph
+from workbench.ir.tensor import Constant, Variable
+from workbench.transforms.graph_edits import call_sites, remove_op
+
+from .op_view import Op, op_id, view_op
+from .tensor_view import Tensor, view_tensor
+
+
+class GraphId:
+    """A graph's id (PopART's ``GraphId``): the main graph's is the empty string."""
+
+    __slots__ = ("_id",)
+
+    def __init__(self, graph_id: str = ""):
+        if not isinstance(graph_id, str):
+            raise TypeError(f"a GraphId is made from a str, got {type(graph_id).__name__} {graph_id!r}")
+        self._id = graph_id
+
+    @staticmethod
+    def root() -> "GraphId":
+        return GraphId("")
+
+    def str(self) -> str:
+        return self._id
+
+    def __str__(self) -> str:
+        return self._id
+
+    def __repr__(self) -> str:
+        return f"GraphId({self._id!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, str):
+            return other == self._id
+        return isinstance(other, GraphId) and other._id == self._id
+
+    def __lt__(self, other: "GraphId") -> bool:
+        return self._id < other._id
+
+    def __hash__(self) -> int:
+        return hash(self._id)
+
+
+def view_graph(graph: WorkbenchGraph) -> "Graph":
+    return Graph._view(graph)
+
+
+def graph_id(graph: WorkbenchGraph) -> GraphId:
+    return GraphId(graph.name)
+
+
+class TopoCons:
+    """The extra ordering constraints of a graph (``in_sequence``): which ops must run before which."""
+
+    __slots__ = ("_graph",)
+
+    def __init__(self, graph: WorkbenchGraph):
+        self._graph = graph
+
+    def getBefores(self, op: Op) -> list[Op]:
+        return [view_op(o) for o in op._op.after]
+
+    def getAfters(self, op: Op) -> list[Op]:
+        return [view_op(o) for o in self._graph._ops if any(b is op._op for b in o.after)]
+
+    def transferToSubgraph(self, *args) -> None:
+        raise NotImplementedError("TopoCons.transferToSubgraph: moving ops into a new subgraph through "
+                                  "popart._internal.ir is not supported on the workbench")
+
+
+class Graph:
+    """PopART's ``Graph``: read through to the workbench graph (``_graph``); edits change it."""
+
+    __slots__ = ("_graph",)
+
+    def __init__(self, *args, **kwargs):
+        raise TypeError("Graph cannot be constructed here: create graphs with popxl (ir.create_graph, "
+                        "ir.create_empty_graph); a view of one is graph._pb_graph")
+
+    @classmethod
+    def _view(cls, graph: WorkbenchGraph) -> "Graph":
+        view = object.__new__(cls)
+        view._graph = graph
+        return view
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Graph) and other._graph is self._graph
+
+    def __hash__(self) -> int:
+        return id(self._graph)
+
+    def __repr__(self) -> str:
+        return f"Graph({self._graph.name!r})"
+
+    # ----- identity -----
+    @property
+    def id(self) -> GraphId:
+        return graph_id(self._graph)
+
+    def getGraphString(self) -> str:
+        return self._graph.name or "main"
+
+    def getIr(self):
+        from .ir_view import view_ir
+        return view_ir(self._graph.ir)
+
+    def getScope(self) -> str:
+        return self._graph.name
+
+    # ----- ops -----
+    def getOps(self) -> list[Op]:
+        return [view_op(op) for op in self._graph._ops]
+
+    def getOpIds(self) -> list[int]:
+        return [op_id(op) for op in self._graph._ops]
+
+    def getOpSchedule(self, require_optimal: bool = False) -> list[Op]:
+        """The ops in the order they run: the workbench's schedule (data, ``in_sequence`` and in-place order)."""
+        from workbench.analysis.schedule import schedule
+
+        return [view_op(op) for op in schedule(self._graph)]
+
+    def getOp(self, op_id_: int) -> Op:
+        return view_op(self._op_by_id(op_id_))
+
+    def _op_by_id(self, op_id_: int):
+        for op in self._graph._ops:
+            if op_id(op) == op_id_:
+                return op
+        raise KeyError(f"graph {self._graph.label!r} has no op with id {op_id_}")
+
+    def getCalledGraphs(self) -> list["Graph"]:
+        return [view_graph(g) for g in self._graph.called_graphs]
+
+    # ----- tensors -----
+    def getTensor(self, tensor_id: str) -> Tensor:
+        return view_tensor(self._graph.get_tensor(tensor_id))
+
+    def containsTensor(self, tensor_id: str) -> bool:
+        return any(t.id == tensor_id for t in self._graph._tensors.values())
+
+    def getTensorIds(self) -> list[str]:
+        return [t.id for t in self._graph._tensors.values()]
+
+    def getInputIds(self) -> list[str]:
+        return [t.id for t in self._graph._inputs]
+
+    def getOutputIds(self) -> list[str]:
+        return [t.id for t in self._graph._outputs]
+
+    def getInputId(self, index: int) -> str:
+        return self._at(self._graph._inputs, index, "input").id
+
+    def getOutputId(self, index: int) -> str:
+        return self._at(self._graph._outputs, index, "output").id
+
+    def getInputTensor(self, index: int) -> Tensor:
+        return view_tensor(self._at(self._graph._inputs, index, "input"))
+
+    def getOutputTensor(self, index: int) -> Tensor:
+        return view_tensor(self._at(self._graph._outputs, index, "output"))
+
+    def getInputTensors(self) -> list[Tensor]:
+        return [view_tensor(t) for t in self._graph._inputs]
+
+    def getOutputTensors(self) -> list[Tensor]:
+        return [view_tensor(t) for t in self._graph._outputs]
+
+    def getInputIndex(self, tensor_id: str) -> int:
+        return self._index(self._graph._inputs, tensor_id, "input")
+
+    def getOutputIndex(self, tensor_id: str) -> int:
+        return self._index(self._graph._outputs, tensor_id, "output")
+
+    def hasInputId(self, tensor_id: str) -> bool:
+        return any(t.id == tensor_id for t in self._graph._inputs)
+
+    def hasOutputId(self, tensor_id: str) -> bool:
+        return any(t.id == tensor_id for t in self._graph._outputs)
+
+    def _at(self, tensors, index: int, what: str):
+        if not 0 <= index < len(tensors):
+            raise IndexError(f"graph {self._graph.label!r} has no {what} at index {index}; it has "
+                             f"{len(tensors)} {what}s")
+        return tensors[index]
+
+    def _index(self, tensors, tensor_id: str, what: str) -> int:
+        for index, tensor in enumerate(tensors):
+            if tensor.id == tensor_id:
+                return index
+        raise KeyError(f"{tensor_id!r} is not an {what} of graph {self._graph.label!r}; its {what}s are "
+                       f"{[t.id for t in tensors]}")
+
+    def topoCons(self) -> TopoCons:
+        return TopoCons(self._graph)
+
+    # ----- edits -----
+    def eraseOp(self, op_id_: int) -> None:
+        """Take an op out of the graph with its outputs, which nothing may still read."""
+        op = self._op_by_id(op_id_)
+        graph = self._graph
+        graph._check_buildable()
+        for tensor in op.outputs:
+            readers = [o.name for o in tensor.consumers]
+            if readers or tensor in graph._outputs:
+                where = f"ops {readers}" if readers else f"graph {graph.label!r} as an output"
+                raise RuntimeError(f"cannot erase op {op.name}: its output {tensor.id!r} is still read by {where}; "
+                                   "erase or rewire those first")
+        remove_op(op)
+        for other in graph._ops:  # ops ordered after it (in_sequence) follow what it followed
+            if op in other.after:
+                kept = tuple(o for o in other.after if o is not op)
+                other.after = tuple(dict.fromkeys(kept + op.after))
+
+    def removeOutput(self, index: int) -> None:
+        """Remove output ``index`` of the graph, and the matching output of every op calling it. Outputs
+        after it move down one place; an index past the last output removes the last one, as PopART's
+        does (so removing each index of a list of all outputs, in order, removes them all)."""
+        graph = self._graph
+        graph._check_buildable()
+        if index >= len(graph._outputs) and graph._outputs:
+            index = len(graph._outputs) - 1
+        self._at(graph._outputs, index, "output")
+        sites = call_sites(graph)
+        for op in sites:
+            if op.type != "call":
+                raise RuntimeError(f"cannot remove output {index} of graph {graph.label!r}: {op.type} op {op.name} "
+                                   "calls it, and its outputs are carried from one iteration or branch to the next")
+            readers = [o.name for o in op.outputs[index].consumers]
+            if readers:
+                raise RuntimeError(f"cannot remove output {index} of graph {graph.label!r}: the matching output "
+                                   f"{op.outputs[index].id!r} of call op {op.name} is read by {readers}")
+        del graph._outputs[index]
+        for op in sites:
+            removed = op.outputs[index]
+            op.outputs = op.outputs[:index] + op.outputs[index + 1:]
+            del op.graph._tensors[removed.name]
+            graph.ir.events.emit("op_changed", op)
+
+    def markAsOutput(self, tensor_id: str) -> None:
+        graph = self._graph
+        tensor = graph.get_tensor(tensor_id)
+        if call_sites(graph):
+            raise RuntimeError(f"cannot add output {tensor_id!r} to graph {graph.label!r}: it is already called, "
+                               "and its call sites would lack the new output")
+        graph._add_output(tensor)
+
+    def removeIsolatedTensors(self, *flags: bool) -> None:
+        """Forget tensors that no op produces or reads and that are no input, output, variable or constant."""
+        graph = self._graph
+        keep = set(graph._inputs) | set(graph._outputs)
+        for name, tensor in list(graph._tensors.items()):
+            if tensor.producer is None and not tensor.consumers and tensor not in keep \
+                    and not isinstance(tensor, (Variable, Constant)):
+                del graph._tensors[name]
+
+    def setCanBeRecursivelyAutodiffed(self, value: bool) -> None:
+        """False: autodiff of a graph calling this one needs its gradient graph given
+        (``called_graphs_grad_info``) and will not differentiate it itself."""
+        self._graph._recursive_autodiff = bool(value)
+
+    def getCanBeRecursivelyAutodiffed(self) -> bool:
+        return self._graph._recursive_autodiff
+
+
+GraphLike = Union[Graph, GraphId, str]

@@ -1,0 +1,124 @@
+"""``_ir.Ir``: a view of one workbench Ir, with the methods of PopART's Ir binding."""
+from __future__ import annotations
+
+from typing import Union
+
+from workbench.ir import Ir as WorkbenchIr
+
+from .graph_view import Graph, GraphId, view_graph
+from .patterns import Patterns, PatternsLevel
+from .tensor_view import Tensor, view_tensor
+
+
+def view_ir(ir: WorkbenchIr) -> "Ir":
+    return Ir._view(ir)
+
+
+class Ir:
+    """PopART's ``Ir``: read through to the workbench Ir (``_ir``)."""
+
+    __slots__ = ("_ir",)
+
+    def __init__(self, *args, **kwargs):
+        raise TypeError("Ir cannot be constructed here: create a popxl.Ir(); its view is ir._pb_ir")
+
+    @classmethod
+    def _view(cls, ir: WorkbenchIr) -> "Ir":
+        view = object.__new__(cls)
+        view._ir = ir
+        return view
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Ir) and other._ir is self._ir
+
+    def __hash__(self) -> int:
+        return id(self._ir)
+
+    def __repr__(self) -> str:
+        return f"Ir(id={self._ir.id})"
+
+    def getId(self) -> int:
+        return self._ir.id
+
+    # ----- graphs -----
+    def getMainGraph(self) -> Graph:
+        return view_graph(self._ir.main_graph)
+
+    def getAllGraphs(self) -> list[Graph]:
+        return [view_graph(g) for g in self._ir.graphs]
+
+    def getGraph(self, graph_id: Union[GraphId, str]) -> Graph:
+        return view_graph(self._graph(graph_id))
+
+    def hasGraph(self, graph_id: Union[GraphId, str]) -> bool:
+        key = str(graph_id)
+        return any(g.name == key for g in self._ir.graphs)
+
+    def _graph(self, graph_id):
+        key = str(graph_id)
+        for graph in self._ir.graphs:
+            if graph.name == key:
+                return graph
+        raise KeyError(f"{self._ir!r} has no graph with id {key!r}; its graphs are "
+                       f"{[g.name for g in self._ir.graphs]}")
+
+    def createUniqueSubgraphId(self, base: Union[GraphId, str]) -> GraphId:
+        return GraphId(self._ir._graph_names.fresh(str(base)))
+
+    # ----- tensors -----
+    def getTensor(self, tensor_id: str) -> Tensor:
+        for graph in self._ir.graphs:
+            for tensor in graph._tensors.values():
+                if tensor.id == tensor_id:
+                    return view_tensor(tensor)
+        raise KeyError(f"{self._ir!r} has no tensor with id {tensor_id!r}")
+
+    def containsTensor(self, tensor_id: str) -> bool:
+        return any(t.id == tensor_id for g in self._ir.graphs for t in g._tensors.values())
+
+    def getTensorIds(self) -> list[str]:
+        return [t.id for g in self._ir.graphs for t in g._tensors.values()]
+
+    # ----- options and patterns -----
+    def getSessionOptions(self):
+        """The PopART session options of this Ir, made on first use and kept with it."""
+        options = getattr(self._ir, "_popart_session_options", None)
+        if options is None:
+            from workbench.popart.options import SessionOptions
+
+            options = SessionOptions()
+            self._ir._popart_session_options = options
+        return options
+
+    def setPatterns(self, patterns: Patterns) -> None:
+        if not isinstance(patterns, Patterns):
+            raise TypeError(f"setPatterns takes a popart._internal.ir.patterns.Patterns, got {patterns!r}")
+        self._ir._check_buildable()
+        self._ir._popart_patterns = patterns
+
+    def getPatterns(self) -> Patterns:
+        return getattr(self._ir, "_popart_patterns", None) or Patterns(PatternsLevel.Default)
+
+    def applyPreAliasPatterns(self, graph: Graph) -> None:
+        """PopART rewrites ops here; the workbench keeps ops as popxl built them, so this only checks the graph."""
+        if not isinstance(graph, Graph) or graph._graph.ir is not self._ir:
+            raise TypeError(f"applyPreAliasPatterns takes a graph of this Ir (ir._pb_ir.getAllGraphs()), got "
+                            f"{graph!r}")
+
+    def applyInplacePattern(self, graph: Graph) -> None:
+        """PopART turns ops into their in-place variants here; on the workbench ops stay as popxl built
+        them (in place only where asked), so this only checks the graph."""
+        self.applyPreAliasPatterns(graph)
+
+    def setDataFlow(self, data_flow) -> None:
+        self._ir._popart_data_flow = data_flow
+
+    def updateVertices(self) -> None:
+        """PopART recomputes scheduling facts here; workbench views compute them when read."""
+
+    def logIr(self) -> None:
+        for graph in self._ir.graphs:
+            print(graph)
+
+    def getReplicationFactor(self) -> int:
+        return self._ir.replication_factor

@@ -1,0 +1,2 @@
+"""popxl.graph."""
+from workbench.ir.graph import Graph

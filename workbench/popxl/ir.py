@@ -1,0 +1,2 @@
+"""popxl.ir."""
+from workbench.ir.ir import Ir

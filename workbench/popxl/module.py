@@ -1,0 +1,2 @@
+"""popxl.module."""
+from workbench.ir.module import Module
