@@ -10,6 +10,7 @@ from typing import Union
 from workbench.ir import Graph as WorkbenchGraph
 from workbench.ir.tensor import Constant, Variable
 from workbench.transforms.graph_edits import call_sites, remove_op
+from workbench.ops.registry import op_def
 
 from .op_view import Op, op_id, view_op
 from .tensor_view import Tensor, view_tensor
@@ -232,7 +233,8 @@ class Graph:
         self._at(graph._outputs, index, "output")
         sites = call_sites(graph)
         for op in sites:
-            if op.type != "call":
+            definition = op_def(op.type)
+            if definition.repeats or definition.branches:
                 raise RuntimeError(f"cannot remove output {index} of graph {graph.label!r}: {op.type} op {op.name} "
                                    "calls it, and its outputs are carried from one iteration or branch to the next")
             readers = [o.name for o in op.outputs[index].consumers]
