@@ -34,7 +34,7 @@ from workbench.runtime.out_of_memory import OutOfMemoryError
 from workbench.runtime.session import Session as RuntimeSession
 
 from . import anchors as anchor_arrays
-from . import diagnostics
+from . import diagnostics, stepio_checks
 from .logging_ import getLogger
 from .dataflow import AnchorReturnTypeId, DataFlow
 from .devices import DeviceInfo, DeviceType
@@ -105,8 +105,7 @@ class _Session:
                 raise popart_exception(f"Anchor tensor `{anchor}' not in Ir Tensors. ")
             art = self._data_flow.art(anchor)
             if self._data_flow.batchesPerStep() % art.rp():
-                raise popart_exception(f"Anchor return period {art.rp()} of '{anchor}' does not divide "
-                                       f"batchesPerStep {self._data_flow.batchesPerStep()}")
+                raise popart_exception("Return period must be a factor of the number of batches per step")
 
     def _check_pipelining(self) -> None:
         """Pipelining needs the model split over IPUs and at least as many batches as stages."""
@@ -169,10 +168,6 @@ class _Session:
 
     def _constant_weights(self) -> bool:
         return bool(self._options.constantWeights)
-
-    def _batches_per_run(self) -> int:
-        """Batches a run reads from the host (a training session reads each accumulated micro-batch)."""
-        return self._data_flow.batchesPerStep()
 
     # ----- properties -----
     @property
@@ -324,22 +319,22 @@ class _Session:
     def initAnchorArrays(self) -> dict[str, np.ndarray]:
         return anchor_arrays.create(self)
 
+    def _host_layout(self) -> anchor_arrays.HostLayout:
+        return anchor_arrays.HostLayout(self._data_flow.batchesPerStep(), self.accumulationFactor, self._replication)
+
     def run(self, stepio: Union[PyStepIO, PyStepIOCallback], debugName: str = "") -> None:
-        """Run ``batchesPerStep`` batches: read the inputs from ``stepio``, write its anchor arrays."""
+        """Run ``batchesPerStep`` batches: read the inputs from ``stepio``, write its anchor arrays.
+        Every array is checked first (``stepio_checks``): a refused run changes nothing."""
         self._require_attached("run")
-        bps, replicas = self._batches_per_run(), self._replication
-        inputs = {}
-        for tensor_id, stream in self._lowered.inputs.items():
-            if not stepio.has_input(tensor_id):
-                raise popart_exception(f"No input data was given for tensor '{tensor_id}' (expected "
-                                       f"{anchor_arrays.expected_shape(bps, replicas, stream.shape)})")
-            inputs[stream] = anchor_arrays.input_array(tensor_id, stepio.input(tensor_id, 0, bps), stream, bps, replicas)
+        layout = self._host_layout()
+        inputs = stepio_checks.checked_inputs(stepio, self._lowered.inputs, self._data_flow,
+                                              self._lowered.types, layout)
         if self._outputs is None:
             self._outputs = self._runtime.create_host_outputs()
         outputs = self._outputs
         self._runtime.run_with_outputs(inputs, outputs)
         for tensor_id, stream in self._lowered.anchors.items():
-            anchor_arrays.deliver(tensor_id, outputs[stream], self._data_flow.art(tensor_id), stepio, bps, replicas)
+            anchor_arrays.deliver(tensor_id, outputs[stream], self._data_flow.art(tensor_id), stepio, layout)
 
     # ----- random numbers -----
     def setRandomSeed(self, seedValue: int) -> None:

@@ -76,8 +76,7 @@ class TrainingSession(_Session):
         for anchor in self._data_flow.anchors():
             art = self._data_flow.art(anchor)
             if self._data_flow.batchesPerStep() % art.rp():
-                raise popart_exception(f"Anchor return period {art.rp()} of '{anchor}' does not divide "
-                                       f"batchesPerStep {self._data_flow.batchesPerStep()}")
+                raise popart_exception("Return period must be a factor of the number of batches per step")
 
     def _lower(self, shapes: InputShapeInfo):
         options = self._options
@@ -108,9 +107,6 @@ class TrainingSession(_Session):
 
     def _constant_weights(self) -> bool:
         return False
-
-    def _batches_per_run(self) -> int:
-        return self._data_flow.batchesPerStep() * self.accumulationFactor
 
     # ----- the program's pieces -----
     @property
