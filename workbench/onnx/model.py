@@ -15,6 +15,7 @@ from onnx import helper, numpy_helper
 
 from . import dtypes, replica_settings
 from .shapes import TensorType, infer_node, outer_names, type_of
+from .tensor_storage import tensor_proto
 
 
 VARIABLE_SETTINGS = "popart.variableSettings/"
@@ -180,7 +181,7 @@ class GraphBuilder:
             list(self.nodes), self.name or "BuilderGraph",
             [self.types[t].value_info(t) for t in self.inputs],
             [self.type(t).value_info(t) for t in self.outputs],
-            initializer=[numpy_helper.from_array(a, n) for n, a in self.initializers.items()],
+            initializer=[tensor_proto(a, n) for n, a in self.initializers.items()],
             value_info=value_info, doc_string=self.doc_string or None)
 
     def model_proto(self) -> onnx.ModelProto:

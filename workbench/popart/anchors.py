@@ -4,8 +4,8 @@ With every factor above 1, an input is ``[batchesPerStep, accumulationFactor, re
 *shape]`` (any array of that many elements is taken). Anchors: ALL ``[batchesPerStep,
 accumulationFactor, replication, *shape]``, EVERYN ``[batchesPerStep // N, accumulationFactor,
 replication, *shape]``, FINAL and SUM ``[replication, *shape]``; each factor of 1 is left out. The
-program stores ALL and EVERYN anchors every micro-batch (the host keeps the micro-batches of every
-N-th batch for EVERYN), and FINAL and SUM anchors once, after the loops.
+program stores ALL and EVERYN anchors every micro-batch (the host keeps every N-th micro-batch for
+EVERYN, as PopART does), and FINAL and SUM anchors once, after the loops.
 """
 from __future__ import annotations
 
@@ -76,9 +76,7 @@ def picked_batches(stored: np.ndarray, art: AnchorReturnType, layout: HostLayout
     if art.id() in _ONCE:
         return full[:1]  # stored once, after the loops
     if art.id() is AnchorReturnTypeId.EveryN:
-        per_batch = full.reshape((layout.batches_per_step, layout.accumulation) + full.shape[1:])
-        kept = per_batch[art.rp() - 1::art.rp()]
-        return kept.reshape((-1,) + full.shape[1:])
+        return full[art.rp() - 1::art.rp()]  # every N-th micro-batch, as PopART counts them
     return full
 
 

@@ -30,6 +30,7 @@ from workbench.onnx import dtypes
 from workbench.onnx.lowering import LoweringError, lower_model
 from workbench.onnx.model import GraphBuilder, load_model
 from workbench.onnx.shapes import TensorType
+from workbench.onnx.tensor_storage import replace_initializers
 from workbench.runtime.out_of_memory import OutOfMemoryError
 from workbench.runtime.session import Session as RuntimeSession
 
@@ -88,6 +89,7 @@ class _Session:
         self._replication = local_replication(self._options)
         several = isinstance(self._replicas, PopdistSettings) and self._replicas.num_instances > 1
         self._job_link = JobLink(self._replicas) if several else None
+        self._check_accumulation()
         self._check_anchors()
         self._check_pipelining()
         self._lowered = self._lower(shapes)
@@ -106,6 +108,18 @@ class _Session:
             art = self._data_flow.art(anchor)
             if self._data_flow.batchesPerStep() % art.rp():
                 raise popart_exception("Return period must be a factor of the number of batches per step")
+
+    def _check_accumulation(self) -> None:
+        """Gradient accumulation: only when training, and a factor only when enabled (PopART's checks)."""
+        options = self._options
+        if not options.enableGradientAccumulation and int(options.accumulationFactor) > 1:
+            raise popart_exception("enableGradientAccumulation is false, but accumulationFactor > 1. Either enable "
+                                   "gradient accumulation, or set the accumulation factor to 1")
+        if options.enableGradientAccumulation and not self._trains():
+            raise popart_exception("Gradient Accumulation only available when training.")
+
+    def _trains(self) -> bool:
+        return False
 
     def _check_pipelining(self) -> None:
         """Pipelining needs the model split over IPUs and at least as many batches as stages."""
@@ -259,6 +273,7 @@ class _Session:
     # ----- weights -----
     def weightsFromHost(self) -> None:
         self._require_attached("weightsFromHost")
+        self._weights_sent = True
         self._runtime.write_variables_data({var: self._host_weights[name]
                                             for name, var in self._lowered.weights.items()})
 
@@ -294,14 +309,19 @@ class _Session:
 
     def modelToHost(self, fn: str) -> None:
         """Write the model, with the weights' current values, to the ONNX file ``fn``."""
+        if self._runtime is None:
+            raise popart_exception("Devicex::prepare() must be called before Devicex::weightsToHost(const "
+                                   "std::map<TensorId, MutableVoidData> &) is called.")
         if self._runtime is not None and self._runtime.is_attached and self._lowered.weights:
             self.weightsToHost()
         model = onnx.ModelProto()
         model.CopyFrom(self._model)
-        for init in model.graph.initializer:
-            if init.name in self._host_weights:
-                init.CopyFrom(numpy_helper.from_array(self._host_weights[init.name], init.name))
+        replace_initializers(model, {**self._host_weights, **self._saved_state()})
         onnx.save(model, fn)
+
+    def _saved_state(self) -> dict:
+        """Tensors ``modelToHost`` saves beside the weights (a training session's optimiser state)."""
+        return {}
 
     def resetHostWeights(self, modelProtoOrFilename: Union[bytes, str],
                          ignoreWeightsInModelWithoutCorrespondingHostWeight: bool = False) -> None:
@@ -326,6 +346,9 @@ class _Session:
         """Run ``batchesPerStep`` batches: read the inputs from ``stepio``, write its anchor arrays.
         Every array is checked first (``stepio_checks``): a refused run changes nothing."""
         self._require_attached("run")
+        if self._trains() and self._host_weights and not getattr(self, "_weights_sent", False):
+            raise popart_exception("Must call weightsFromHost before run as the model has initializers and the "
+                                   "session has been created in training mode")
         layout = self._host_layout()
         inputs = stepio_checks.checked_inputs(stepio, self._lowered.inputs, self._data_flow,
                                               self._lowered.types, layout)

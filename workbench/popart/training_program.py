@@ -34,6 +34,20 @@ from .optimizers import Optimizer
 
 GRADIENT = reservedGradientPrefix()
 LOSS_SCALING = "lossScaling_FLOAT"
+STATE_PREFIXES = (steps.VELOCITY, steps.ACCUMULATOR, steps.FIRST_MOMENT, steps.SECOND_MOMENT, steps.STEP)
+
+
+def take_saved_state(builder: GraphBuilder) -> dict[str, np.ndarray]:
+    """Remove from ``builder`` the initializers that hold the optimiser state of one of its weights
+    (``Accl___w``... in a model ``modelToHost`` saved) and return them: training resumes from them."""
+    saved = {}
+    for name in list(builder.initializers):
+        prefix = next((p for p in STATE_PREFIXES if name.startswith(p)), None)
+        if prefix is not None and name[len(prefix):] in builder.initializers:
+            saved[name] = builder.initializers.pop(name)
+            builder.values.pop(name, None)
+            builder.types.pop(name, None)
+    return saved
 
 
 @dataclass(slots=True)
@@ -82,8 +96,10 @@ class _Frame:
 
 class _Builder:
     def __init__(self, builder: GraphBuilder, loss: str, optimizer: Optimizer, anchors: Mapping[str, str],
-                 settings: TrainingSettings, input_types: Mapping[str, TensorType]):
+                 settings: TrainingSettings, input_types: Mapping[str, TensorType],
+                 saved_state: Mapping[str, np.ndarray]):
         self.builder, self.loss, self.optimizer, self.settings = builder, loss, optimizer, settings
+        self.saved_state = saved_state
         self.anchors, self.anchor_kinds, self.input_types = list(anchors), dict(anchors), input_types
         self.carried: dict[str, Variable] = {}
         self.ir = Ir(replication=settings.replication)
@@ -98,8 +114,6 @@ class _Builder:
         lowering.plan_homes()
         self.weights = lowering.weights_in_main()
         self.trainable = [name for name, var in self.weights.items() if is_float(var)]
-        if not self.trainable:
-            raise LoweringError("the model has no trainable weights (float initializers) to train")
         self.fwd = fwd = self.ir.create_empty_graph("forward")
         with fwd:
             for name, var in self.weights.items():
@@ -144,8 +158,15 @@ class _Builder:
                 names.append(steps.ACCUMULATOR + name)
             for state in names:
                 shape = () if state.startswith(steps.STEP) else var.shape
+                start = np.zeros(shape, var.dtype.as_numpy())
+                if state in self.saved_state:
+                    saved = self.saved_state[state]
+                    if saved.size != start.size:
+                        raise LoweringError(f"The model's optimizer state '{state}' has shape {list(saved.shape)}; "
+                                            f"the optimizer needs {list(shape)}")
+                    start = saved.astype(start.dtype).reshape(shape)
                 with self.ir.main_graph, ipu(var.ipu):
-                    self.state[state] = variable(np.zeros(shape, var.dtype.as_numpy()), var.dtype, name=state)
+                    self.state[state] = variable(start, var.dtype, name=state)
         mean_af = settings.accumulation_factor if settings.mean_reduction else 1
         self.scalar_values: dict[str, dict[str, object]] = {}
         self.scalar_variables: dict[str, Variable] = {}
@@ -302,8 +323,10 @@ class _Builder:
 
 
 def lower_training(builder: GraphBuilder, *, loss: str, optimizer: Optimizer, anchors: Mapping[str, str],
-                   settings: TrainingSettings, input_types: Mapping[str, TensorType]) -> TrainingProgram:
+                   settings: TrainingSettings, input_types: Mapping[str, TensorType],
+                   saved_state: Optional[Mapping[str, np.ndarray]] = None) -> TrainingProgram:
     """The training program of ``builder``'s model (see the module docstring); ``anchors`` maps each
-    anchor to "all", "final" or "sum"."""
+    anchor to "all", "final" or "sum"; the optimiser state starts from ``saved_state`` (by reserved
+    name) where it has a value, else from zeros."""
     types = known_input_types(builder, input_types)
-    return _Builder(builder, loss, optimizer, anchors, settings, types).build()
+    return _Builder(builder, loss, optimizer, anchors, settings, types, saved_state or {}).build()
