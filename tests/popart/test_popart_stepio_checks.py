@@ -45,7 +45,7 @@ def test_every_n_keeps_every_nth_micro_batch():
     loss = builder.aiGraphcore.nllloss([model.probs, model.label], popart.ReductionType.Sum)
     flow = popart.DataFlow(4, {loss: popart.AnchorReturnType("EVERYN", 2), model.probs: popart.AnchorReturnType("ALL")})
     training = popart.TrainingSession(fnModel=builder.getModelProto(), dataFlow=flow, loss=loss,
-                                      optimizer=popart.ConstSGD(0.0), userOptions=options,
+                                      optimizer=popart.ConstSGD(0.1), userOptions=options,
                                       deviceInfo=popart.DeviceManager().createIpuModelDevice({"numIPUs": 1}))
     training.prepareDevice()
     training.weightsFromHost()

@@ -38,27 +38,3 @@ def versionString() -> str:
 
 def packageHash() -> str:
     return "workbench"
-
-
-def reservedGradientPrefix() -> str:
-    return "Gradient___"
-
-
-def reservedUpdatedVarPrefix() -> str:
-    return "UpdatedVar___"
-
-
-def reservedAccumPrefix() -> str:
-    return "Accum___"
-
-
-def reservedRestoredPrefix() -> str:
-    return "Restored___"
-
-
-def reservedStashedPrefix() -> str:
-    return "Stashed___"
-
-
-def reservedRandomSeedPrefix() -> str:
-    return "randomSeed___"

@@ -28,12 +28,14 @@ from workbench import ops
 from workbench.ir import Tensor, constant
 
 from .optimizers import SGD, Adam, AdamMode, Optimizer, WeightDecayMode
+from .reserved import PREFIXES
 
 Scalar = tuple[float, bool]  # (value, constant?)
 Factor = Union[float, Tensor]
 
 # PopART's reserved prefixes of optimiser state tensors.
-VELOCITY, ACCUMULATOR, FIRST_MOMENT, SECOND_MOMENT, STEP = "Accl___", "Accum___", "Accl1___", "Accl2___", "Step___"
+VELOCITY, ACCUMULATOR, FIRST_MOMENT, SECOND_MOMENT, STEP = (
+    PREFIXES[f"reserved{name}Prefix"] for name in ("Accl", "Accum", "Accl1", "Accl2", "Step"))
 
 
 def _const(*values) -> bool:

@@ -29,11 +29,11 @@ from workbench.transforms.autodiff import autodiff, is_float
 
 from . import optimizer_steps as steps
 from . import pipeline
-from .introspection import reservedGradientPrefix
 from .optimizers import Optimizer
+from .reserved import PREFIXES
 
-GRADIENT = reservedGradientPrefix()
-LOSS_SCALING = "lossScaling_FLOAT"
+GRADIENT = PREFIXES["reservedGradientPrefix"]
+LOSS_SCALING = PREFIXES["reservedLossScalingPrefix"] + "FLOAT"
 STATE_PREFIXES = (steps.VELOCITY, steps.ACCUMULATOR, steps.FIRST_MOMENT, steps.SECOND_MOMENT, steps.STEP)
 
 
@@ -269,6 +269,8 @@ class _Builder:
                     seed = ops.mul(seed, constant(np.array(1.0 / divide, np.float32)))
                 if loss.shape:
                     seed = ops.mul(seed, constant(np.ones(loss.shape, np.float32)))
+                if seed.dtype != loss.dtype:  # a float16 model: the loss scaling variable stays float32
+                    seed = ops.cast(seed, loss.dtype)
         grads = ops.call(self.grad_info.graph, seed, inputs_dict=self.grad_info.inputs_dict(site))
         by_name = dict(zip(self.trainable, grads))
         for name, gradient in by_name.items():

@@ -76,6 +76,22 @@ class _Lowering:
         self.weights: dict[str, Variable] = {}
         self.constants: dict[str, Constant] = {}
         self.home: dict[str, int] = {}  # the IPU of each tensor's first consumer
+        self.check_supported()
+
+    def check_supported(self) -> None:
+        """Refuse, before anything is built, a node whose op version the table lacks or whose
+        tensors have an element type the workbench has no dtype for."""
+        types = self.builder.types
+        for node in self.builder.nodes:
+            _, since = rule_for(node, self.opsets)
+            for name in [*node.input, *node.output]:
+                ttype = types.get(name) if name else None
+                if ttype is not None and ttype.elem_type and not dtypes.is_supported(ttype.elem_type):
+                    domain = "ai.onnx" if node.domain in ("", "ai.onnx") else node.domain
+                    raise LoweringError(
+                        f"Op {domain}.{node.op_type}:{since} (node '{node.name or node.output[0]}'): tensor "
+                        f"'{name}' has element type {onnx.TensorProto.DataType.Name(ttype.elem_type)}, which "
+                        f"the workbench does not support (it supports {', '.join(dtypes.STRINGS)})")
 
     # ----- where tensors live -----
     def plan_homes(self) -> None:
@@ -193,7 +209,7 @@ class _Lowering:
             except LoweringError:
                 raise
             except (ValueError, TypeError) as error:
-                raise LoweringError(f"{ctx.label} ({domain}.{node.op_type}:{since}): {error}") from None
+                raise LoweringError(f"{ctx.label}: {error}") from None
         created = {t for op in graph._ops[before:] for t in op.outputs}
         annotations = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute if a.name.startswith("__")}
         for op in graph._ops[before:]:

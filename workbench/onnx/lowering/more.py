@@ -101,8 +101,10 @@ def _mvn(ctx: NodeContext):
 def _lp_normalization(ctx: NodeContext):
     x = ctx.input(0)
     axis = int(ctx.attrs.get("axis", -1)) % x.rank
-    norm = ops.l2 if int(ctx.attrs.get("p", 2)) == 2 else ops.l1
-    return [ops.div(x, norm(x, axis=axis, keepdims=True))]
+    norm = (ops.l2 if int(ctx.attrs.get("p", 2)) == 2 else ops.l1)(x, axis=axis, keepdims=True)
+    # A zero norm means a zero slice, which stays zero (divided by 1, as onnxruntime does, not NaN).
+    zero = ops.cast(ops.equal(norm, _scalar(0, norm)), norm.dtype)
+    return [ops.div(x, ops.add(norm, zero))]
 
 
 @lowers("Hardmax", 1, 11)
