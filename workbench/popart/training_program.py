@@ -22,7 +22,7 @@ from workbench.ir.popdist_settings import PopdistSettings
 from workbench.ir.streams import DeviceToHostStream, d2h_stream, h2d_stream
 from workbench.onnx import dtypes
 from workbench.onnx.lowering import LoweredModel, LoweringError, node_ipus
-from workbench.onnx.lowering.lower import _Lowering, known_input_types
+from workbench.onnx.lowering.lower import _Lowering, check_supported, known_input_types
 from workbench.onnx.model import GraphBuilder
 from workbench.onnx.shapes import TensorType
 from workbench.transforms.autodiff import autodiff, is_float
@@ -330,5 +330,6 @@ def lower_training(builder: GraphBuilder, *, loss: str, optimizer: Optimizer, an
     """The training program of ``builder``'s model (see the module docstring); ``anchors`` maps each
     anchor to "all", "final" or "sum"; the optimiser state starts from ``saved_state`` (by reserved
     name) where it has a value, else from zeros."""
+    check_supported(builder)
     types = known_input_types(builder, input_types)
     return _Builder(builder, loss, optimizer, anchors, settings, types, saved_state or {}).build()

@@ -51,6 +51,9 @@ def _scatter(ctx: NodeContext):
 @lowers("PRelu", 6, 7, 9)
 def _prelu(ctx: NodeContext):
     x, slope = ctx.input(0), ctx.input(1)
+    if ctx.since == 6 and x.rank > 2 and slope.shape == (x.shape[1],):
+        # PRelu-6 shares a slope per channel (axis 1); from PRelu-7 the slope broadcasts as NumPy does.
+        slope = ops.reshape(slope, (x.shape[1],) + (1,) * (x.rank - 2))
     return [ops.where(ops.greater(_scalar(0, x), x), ops.mul(x, slope), x)]
 
 
