@@ -82,6 +82,7 @@ class _Session:
         except (ValueError, FileNotFoundError, TypeError) as error:
             raise popart_exception(str(error)) from None
         shapes = inputShapeInfo or InputShapeInfo()
+        _check_open_dimensions(self._model, shapes)
         self._builder = GraphBuilder.from_model(_with_input_shapes(self._model, shapes))
         # The replicas of this process, and what the program is lowered for: the same count, or this
         # instance's place in a job of several (the program's replicas are then the job's).
@@ -304,8 +305,8 @@ class _Session:
 
     def _check_writable(self, what: str) -> None:
         if self._constant_weights() and self._builder.initializers:
-            raise popart_exception(f"Cannot call {what} when constantWeights is set: the weights are compiled "
-                                   "into the program; set SessionOptions.constantWeights = False")
+            raise popart_exception(f"Cannot call {what} when constantWeights is set. Set `constantWeights` to False in "
+                                   "the `SessionOption`s when initialising the session to enable this behaviour.")
 
     def modelToHost(self, fn: str) -> None:
         """Write the model, with the weights' current values, to the ONNX file ``fn``."""
@@ -331,8 +332,7 @@ class _Session:
             if init.name not in self._host_weights:
                 if ignoreWeightsInModelWithoutCorrespondingHostWeight:
                     continue
-                raise popart_exception(f"resetHostWeights: the model has weight '{init.name}', which this "
-                                       "session's model does not")
+                raise popart_exception(f"resetWeights, no tensor '{init.name}' in tensors")
             self._host_weights[init.name] = numpy_helper.to_array(init).copy()
 
     # ----- running -----
@@ -441,6 +441,22 @@ class _Session:
         return trace.summary().cycles if trace is not None else 0
 
 
+def _check_open_dimensions(model: onnx.ModelProto, shapes: InputShapeInfo) -> None:
+    """An input whose declared shape has a named (``dim_param``) or negative dimension needs its shape
+    in the InputShapeInfo (PopART's check and wording)."""
+    given = shapes.getAllTensorInfo()
+    initialized = {init.name for init in model.graph.initializer}
+    for value in model.graph.input:
+        if value.name in initialized or value.name in given or not value.type.tensor_type.HasField("shape"):
+            continue
+        dims = [d.dim_param if d.HasField("dim_param") else (d.dim_value if d.HasField("dim_value") else "?")
+                for d in value.type.tensor_type.shape.dim]
+        unknown = next((d for d in dims if isinstance(d, str) or d < 0), None)
+        if unknown is not None:
+            raise popart_exception(f"Input tensor '{value.name}' must be specified in InputShapeInfo, as it has shape "
+                                   f"[{', '.join(map(str, dims))}], which uses an unknown value '{unknown}'.")
+
+
 def _with_input_shapes(model: onnx.ModelProto, shapes: InputShapeInfo) -> onnx.ModelProto:
     """The model with the input types ``shapes`` gives (so that inference reaches every tensor)."""
     given = shapes.getAllTensorInfo()
@@ -448,6 +464,7 @@ def _with_input_shapes(model: onnx.ModelProto, shapes: InputShapeInfo) -> onnx.M
         return model
     copy = onnx.ModelProto()
     copy.CopyFrom(model)
+    del copy.graph.value_info[:]  # inferred from the old input shapes: inferred again from the new
     for value in copy.graph.input:
         if value.name in given:
             info = given[value.name]
