@@ -143,3 +143,24 @@ def test_anchor_return_periods_are_checked_as_popart_checks_them():
         popart.DataFlow(2, {"x": popart.AnchorReturnType("EVERYN", 4)})
     with pytest.raises(popart.popart_exception, match="Return period must be a factor of the number of batches"):
         popart.DataFlow(3, {"x": popart.AnchorReturnType("EVERYN", 2)})
+
+
+def test_gradients_of_model_inputs_can_be_the_only_anchors():
+    builder = popart.Builder()
+    x = builder.addInputTensor(popart.TensorInfo("FLOAT", [2, 3]), "x")
+    weight = np.arange(6, dtype=np.float32).reshape(3, 2)
+    w = builder.addInitializedInputTensor(weight, "w")
+    loss = builder.aiGraphcore.l1loss([builder.aiOnnx.matmul([x, w])], 1.0, popart.ReductionType.Sum)
+    gradient = popart.reservedGradientPrefix() + x
+    flow = popart.DataFlow(2, {gradient: popart.AnchorReturnType("ALL")})
+    training = popart.TrainingSession(builder.getModelProto(), flow, loss, popart.ConstSGD(0.1),
+                                      popart.DeviceManager().createCpuDevice())
+    training.prepareDevice()
+    training.weightsFromHost()
+    anchors = training.initAnchorArrays()
+    xs = np.array([[[1, -1, 2], [0.5, 1, -3]], [[2, 0.5, 1], [-1, -2, 1]]], np.float32)
+    training.run(popart.PyStepIO({x: xs}, anchors))
+    # d|x @ w|/dx = sign(x @ w) @ w.T, with the weight of each step's start (SGD: w -= 0.1 * x.T @ sign).
+    second = weight - 0.1 * xs[0].T @ np.sign(xs[0] @ weight)
+    for step, w_step in enumerate((weight, second)):
+        np.testing.assert_allclose(anchors[gradient][step], np.sign(xs[step] @ w_step) @ w_step.T, rtol=1e-6)

@@ -139,7 +139,10 @@ class _Builder:
                 if name not in lowering.env and name not in lowering.values:
                     raise LoweringError(f"Anchor tensor `{name}' not in Ir Tensors. ")
                 graph_output(lowering.tensor(name, lowering.home_of(name)))
-        required = [lowering.env[name] for name in self.trainable]
+        # Gradients of the weights, and of the float model inputs anchored as Gradient___<input>.
+        self.input_gradients = [name for name in self.builder.inputs
+                                if GRADIENT + name in self.anchors and is_float(lowering.env[name])]
+        required = [lowering.env[name] for name in self.trainable + self.input_gradients]
         self.grad_info = autodiff(fwd, grads_provided=[fwd.outputs[0]], grads_required=required)
 
     def _reserved(self, name: str) -> bool:
@@ -273,6 +276,8 @@ class _Builder:
                     seed = ops.cast(seed, loss.dtype)
         grads = ops.call(self.grad_info.graph, seed, inputs_dict=self.grad_info.inputs_dict(site))
         by_name = dict(zip(self.trainable, grads))
+        for name, gradient in zip(self.input_gradients, grads[len(self.trainable):]):
+            self.store(GRADIENT + name, gradient, frame)
         for name, gradient in by_name.items():
             if GRADIENT + name in self.anchors:
                 self.store(GRADIENT + name, gradient, frame)
@@ -293,7 +298,7 @@ class _Builder:
         for name in self.anchors:
             if name.startswith(GRADIENT) and name not in self.streams and name not in self.carried:
                 raise LoweringError(f"Anchor tensor `{name}' not in Ir Tensors: gradients are anchored for the "
-                                    f"trainable weights ({', '.join(self.trainable)})")
+                                    f"trainable weights ({', '.join(self.trainable)}) and float model inputs")
 
     def store(self, name: str, tensor: Tensor, frame: _Frame) -> None:
         """Store an anchor every micro-batch ("all"), or keep its last value ("final") or running sum
