@@ -10,15 +10,31 @@ from popart_training_oracle import data, mlp
 
 
 @pytest.mark.parametrize("dtype, field", [(np.float32, "float_data"), (np.int32, "int32_data"),
-                                          (np.int64, "int64_data"), (np.float16, "int32_data"),
+                                          (np.int64, "int64_data"), (np.float16, "int32_data"),  # two halves an entry
                                           (np.uint8, "int32_data"), (np.bool_, "int32_data")])
 def test_builder_initializers_are_stored_in_typed_fields(dtype, field):
     builder = popart.Builder()
     value = (np.arange(6).reshape(2, 3) % 2 if dtype is np.bool_ else np.arange(6).reshape(2, 3) - 1).astype(dtype)
     builder.addInitializedInputTensor(value, "w")
     init = onnx.load_from_string(builder.getModelProto()).graph.initializer[0]
-    assert not init.HasField("raw_data") and len(getattr(init, field)) == 6
-    np.testing.assert_array_equal(numpy_helper.to_array(init), value)
+    assert not init.HasField("raw_data") and len(getattr(init, field)) == (3 if dtype is np.float16 else 6)
+    if dtype is np.float16:  # as PopART scripts read them
+        np.testing.assert_array_equal(np.asarray(init.int32_data, np.int32).view(np.float16).reshape(2, 3), value)
+    else:
+        np.testing.assert_array_equal(numpy_helper.to_array(init), value)
+
+
+def test_float16_weights_saved_packed_load_back():
+    builder = popart.Builder()
+    x = builder.addInputTensor(popart.TensorInfo("FLOAT16", [3]))
+    w = builder.addInitializedInputTensor(np.array([0.5, -1.5, 2.25], np.float16), "w")
+    y = builder.aiOnnx.mul([x, w])
+    session = popart.InferenceSession(builder.getModelProto(), popart.DataFlow(1, [y]),
+                                      popart.DeviceManager().createCpuDevice())
+    session.prepareDevice()
+    anchors = session.initAnchorArrays()
+    session.run(popart.PyStepIO({x: np.ones(3, np.float16)}, anchors))
+    np.testing.assert_array_equal(anchors[y], [0.5, -1.5, 2.25])
 
 
 def momentum_session(proto, accumulation=2):

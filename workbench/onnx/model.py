@@ -15,7 +15,7 @@ from onnx import helper, numpy_helper
 
 from . import dtypes, replica_settings
 from .shapes import TensorType, infer_node, outer_names, type_of
-from .tensor_storage import tensor_proto
+from .tensor_storage import tensor_proto, to_array
 
 
 VARIABLE_SETTINGS = "popart.variableSettings/"
@@ -215,7 +215,7 @@ class GraphBuilder:
         builder.replication_factor = replicas
         for init in model.graph.initializer:
             if init.name in grouped:  # the full value: one per group
-                builder.initializers[init.name] = builder.values[init.name] = numpy_helper.to_array(init)
+                builder.initializers[init.name] = builder.values[init.name] = to_array(init)
         return builder
 
     @classmethod
@@ -224,7 +224,7 @@ class GraphBuilder:
         """A builder holding an existing graph (a subgraph sees ``parent``'s tensors)."""
         builder = cls(opsets, graph.name, parent)
         for init in graph.initializer:
-            array = numpy_helper.to_array(init)
+            array = to_array(init)
             builder.initializers[init.name] = array
             builder.values[init.name] = array
             builder.types[init.name] = TensorType(init.data_type, tuple(init.dims))
@@ -256,7 +256,7 @@ def _first_groups(model: onnx.ModelProto, grouped: set) -> onnx.ModelProto:
     copy.CopyFrom(model)
     for init in copy.graph.initializer:
         if init.name in grouped:
-            init.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(init)[0], init.name))
+            init.CopyFrom(tensor_proto(to_array(init)[0], init.name))
     return copy
 
 

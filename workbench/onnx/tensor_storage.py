@@ -1,6 +1,10 @@
 """Initializers stored as PopART's builder stores them: in the TensorProto's typed fields
 (``float_data``, ``int32_data``, ``int64_data``, ``uint64_data``, ``double_data``), not
-``raw_data``, so that scripts reading ``init.float_data`` of a saved model see the values."""
+``raw_data``, so that scripts reading ``init.float_data`` of a saved model see the values.
+
+float16 values are packed two to an ``int32_data`` entry, as PopART packs them (a script reads them
+back with ``np.asarray(init.int32_data, np.int32).view(np.float16)``); ``to_array`` reads both that
+packing and ONNX's one-per-entry form."""
 from __future__ import annotations
 
 import numpy as np
@@ -36,7 +40,10 @@ def tensor_proto(array: np.ndarray, name: str) -> TensorProto:
             tag = (_PACKED_FIXED[array.dtype] << 3) | 2
             proto.MergeFromString(_varint(tag) + _varint(len(payload)) + payload)
     elif array.dtype == np.float16:
-        proto.int32_data.extend(array.view(np.uint16).ravel().tolist())
+        halves = np.ascontiguousarray(array, "<f2").ravel()
+        if halves.size % 2:
+            halves = np.concatenate([halves, np.zeros(1, "<f2")])
+        proto.int32_data.extend(halves.view("<i4").tolist())
     elif array.dtype.type in _INT32_FIELD:
         proto.int32_data.extend(array.astype(np.int32).ravel().tolist())
     elif array.dtype == np.int64:
@@ -46,6 +53,16 @@ def tensor_proto(array: np.ndarray, name: str) -> TensorProto:
     else:
         return numpy_helper.from_array(array, name)
     return proto
+
+
+def to_array(proto: TensorProto) -> np.ndarray:
+    """The values of an initializer, float16 packed two to an int32 (PopART's form) included."""
+    count = int(np.prod(proto.dims, dtype=np.int64))
+    if (proto.data_type == TensorProto.FLOAT16 and not proto.HasField("raw_data") and count > 1
+            and len(proto.int32_data) == (count + 1) // 2):
+        packed = np.asarray(proto.int32_data, "<i4").view("<f2")[:count]
+        return packed.astype(np.float16).reshape(tuple(proto.dims))
+    return numpy_helper.to_array(proto)
 
 
 def same_storage(array: np.ndarray, old: TensorProto) -> TensorProto:

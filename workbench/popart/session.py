@@ -23,14 +23,13 @@ from typing import Any, Optional, Union
 
 import numpy as np
 import onnx
-from onnx import numpy_helper
 
 from workbench.ir.popdist_settings import PopdistSettings
 from workbench.onnx import dtypes
 from workbench.onnx.lowering import LoweringError, lower_model
 from workbench.onnx.model import GraphBuilder, load_model
 from workbench.onnx.shapes import TensorType
-from workbench.onnx.tensor_storage import replace_initializers
+from workbench.onnx.tensor_storage import replace_initializers, to_array
 from workbench.runtime.out_of_memory import OutOfMemoryError
 from workbench.runtime.session import Session as RuntimeSession
 
@@ -333,7 +332,7 @@ class _Session:
                 if ignoreWeightsInModelWithoutCorrespondingHostWeight:
                     continue
                 raise popart_exception(f"resetWeights, no tensor '{init.name}' in tensors")
-            self._host_weights[init.name] = numpy_helper.to_array(init).copy()
+            self._host_weights[init.name] = to_array(init).copy()
 
     # ----- running -----
     def initAnchorArrays(self) -> dict[str, np.ndarray]:
