@@ -51,3 +51,28 @@ def test_float16_model_with_a_changeable_loss_scaling_trains():
     weights = {w: np.zeros(2, np.float16)}
     training.readWeights(popart.PyWeightsIO(weights))
     np.testing.assert_array_equal(weights[w], np.array([1.0 - 0.5 * 3.0, 2.0 + 0.5], np.float16))
+
+
+@pytest.mark.parametrize("changeable", ["lossScaling", "defaultLearningRate", "defaultBeta1", "defaultEps"])
+def test_float16_adam_with_a_changeable_value_matches_the_constant_one(changeable):
+    values = {"defaultLearningRate": 0.05, "defaultBeta1": 0.7, "defaultEps": 1e-3, "lossScaling": 8.0}
+
+    def trained(optimizer):
+        builder = popart.Builder()
+        x = builder.addInputTensor(popart.TensorInfo("FLOAT16", [2, 2]))
+        w = builder.addInitializedInputTensor(np.array([[1.0, -2.0], [0.5, 3.0]], np.float16), "w")
+        loss = builder.aiGraphcore.identityloss([builder.aiOnnx.matmul([x, w])], popart.ReductionType.Sum)
+        training = popart.TrainingSession(builder.getModelProto(), popart.DataFlow(1, {}), loss, optimizer,
+                                          popart.DeviceManager().createCpuDevice())
+        training.prepareDevice()
+        training.weightsFromHost()
+        training.run(popart.PyStepIO({x: np.array([[1.0, 2.0], [-1.0, 0.5]], np.float16)}, {}))
+        training.weightsToHost()
+        weights = {w: np.zeros((2, 2), np.float16)}
+        training.readWeights(popart.PyWeightsIO(weights))
+        return weights[w]
+
+    constant = trained(popart.Adam({k: (v, True) for k, v in values.items()}))
+    mixed = trained(popart.Adam({k: (v, k != changeable) for k, v in values.items()}))
+    np.testing.assert_allclose(mixed.astype(np.float32), constant.astype(np.float32), rtol=1e-3, atol=1e-3)
+    assert not np.array_equal(constant, np.array([[1.0, -2.0], [0.5, 3.0]], np.float16))

@@ -126,6 +126,8 @@ def _sgd(optimizer: SGD, w: Tensor, a: Tensor, state: dict[str, Tensor], scalar)
 def _times(t: Tensor, factor: Factor) -> Tensor:
     if not isinstance(factor, Tensor):
         factor = constant(np.array(factor, t.dtype.as_numpy()), t.dtype)
+    elif factor.dtype != t.dtype:  # a changeable scalar is float32; a float16 model's tensors are not
+        factor = ops.cast(factor, t.dtype)
     return ops.mul(t, factor)
 
 
