@@ -14,6 +14,7 @@ import onnx
 from onnx import helper, numpy_helper
 
 from . import dtypes, replica_settings
+from .builder_checks import check_node
 from .shapes import TensorType, infer_node, outer_names, type_of
 from .tensor_storage import tensor_proto, to_array
 
@@ -120,6 +121,8 @@ class GraphBuilder:
             if tensor_id and not self.has(tensor_id):
                 raise UnknownTensorError(f"{op_type}: input '{tensor_id}' is not a tensor of the graph "
                                          f"(known inputs: {', '.join(self.inputs) or 'none'})")
+        check_node(op_type, domain, inputs, attributes,
+                   {name: self.type(name) for name in inputs if name and self.has(name)}, self.opsets.get("", 11))
         outputs = [self.unique(f"{prefix}{op_type}:{index}") for index in range(num_outputs)]
         node = helper.make_node(op_type, list(inputs), outputs, name=self._unique_node_name(name),
                                 domain=domain if domain not in ("", "ai.onnx") else None,
