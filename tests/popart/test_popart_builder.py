@@ -267,3 +267,13 @@ def test_a_window_larger_than_its_input_and_wrong_input_counts_are_refused():
     with pytest.raises(popart.popart_exception, match=r"^Padding vector \(length 4\) doesn't contain 2 entries per "
                                                       r"input dimension 4$"):
         builder.aiOnnx.pad([x], [1, 1, 1, 1], "constant", 0.0)
+
+
+def test_too_many_outputs_and_untyped_inputs_of_the_main_graph_are_refused():
+    builder = popart.Builder()
+    x = builder.addInputTensor(popart.TensorInfo("FLOAT", [1, 1, 1]))
+    with pytest.raises(popart.popart_exception, match=r"^RNN has an invalid number of outputs 3\. Must be between 0\.\.2$"):
+        builder.aiOnnx.rnn([x, x, x], 3)
+    with pytest.raises(popart.popart_exception, match="^Can not add untyped tensors to the top-level graph."):
+        builder.addUntypedInputTensor()
+    assert builder.createSubgraphBuilder().addUntypedInputTensor()

@@ -1,5 +1,5 @@
 """The checks PopART's Builder makes of a node before adding it, with its wording: the number of
-inputs an op takes, and the window parameters of convolutions and pools (strides, pads and
+inputs and outputs an op takes, and the window parameters of convolutions and pools (strides, pads and
 dilations per spatial dimension, a kernel_shape that matches the weights, an output shape that is
 not negative), and Pad's pads per dimension."""
 from __future__ import annotations
@@ -23,7 +23,7 @@ def _vector(values: Sequence[int]) -> str:
 
 
 def check_node(op_type: str, domain: str, inputs: Sequence[str], attributes: Mapping, types: Mapping[str, TensorType],
-               opset: int) -> None:
+               opset: int, num_outputs: int = 1) -> None:
     """Raise ``BuilderCheckError`` for a node PopART's Builder would refuse (see the module)."""
     if domain not in ("", "ai.onnx"):
         return
@@ -35,6 +35,9 @@ def check_node(op_type: str, domain: str, inputs: Sequence[str], attributes: Map
         most = "inf" if schema.max_input >= 2 ** 31 - 1 else str(schema.max_input)
         raise BuilderCheckError(f"{op_type} has invalid number of inputs {len(inputs)}. Must be between "
                                 f"{schema.min_input}..{most}")
+    if num_outputs > schema.max_output:
+        raise BuilderCheckError(f"{op_type} has an invalid number of outputs {num_outputs}. Must be between "
+                                f"0..{schema.max_output}")
     shape = _shape(types.get(inputs[0]) if inputs else None)
     if shape is None:
         return

@@ -122,7 +122,8 @@ class GraphBuilder:
                 raise UnknownTensorError(f"{op_type}: input '{tensor_id}' is not a tensor of the graph "
                                          f"(known inputs: {', '.join(self.inputs) or 'none'})")
         check_node(op_type, domain, inputs, attributes,
-                   {name: self.type(name) for name in inputs if name and self.has(name)}, self.opsets.get("", 11))
+                   {name: self.type(name) for name in inputs if name and self.has(name)}, self.opsets.get("", 11),
+                   num_outputs)
         outputs = [self.unique(f"{prefix}{op_type}:{index}") for index in range(num_outputs)]
         node = helper.make_node(op_type, list(inputs), outputs, name=self._unique_node_name(name),
                                 domain=domain if domain not in ("", "ai.onnx") else None,

@@ -136,6 +136,10 @@ class Builder(Annotations):
         return self._graph.add_input(ttype, self._prefix() + name if name else self._prefix() + "input")
 
     def addUntypedInputTensor(self, debugContext: Any = "") -> str:
+        if self._graph.parent is None:
+            raise popart_exception("Can not add untyped tensors to the top-level graph. Use "
+                                   "Builder::addInputTensor(const TensorInfo &tensorInfo, const "
+                                   "popart::DebugContext &debugContext) instead.")
         name = debug_name(debugContext)
         return self._graph.add_input(TensorType(0, None), self._prefix() + (name or "input"))
 
