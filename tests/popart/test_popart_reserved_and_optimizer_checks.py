@@ -76,3 +76,27 @@ def test_float16_adam_with_a_changeable_value_matches_the_constant_one(changeabl
     mixed = trained(popart.Adam({k: (v, k != changeable) for k, v in values.items()}))
     np.testing.assert_allclose(mixed.astype(np.float32), constant.astype(np.float32), rtol=1e-3, atol=1e-3)
     assert not np.array_equal(constant, np.array([[1.0, -2.0], [0.5, 3.0]], np.float16))
+
+
+def test_changeable_sgd_scalars_and_loss_scaling_can_be_anchored_by_popart_names():
+    builder = popart.Builder()
+    x = builder.addInputTensor(popart.TensorInfo("FLOAT", [2]))
+    w = builder.addInitializedInputTensor(np.array([1.0, 2.0], np.float32), "w")
+    loss = builder.aiGraphcore.identityloss([builder.aiOnnx.mul([x, w])], popart.ReductionType.Sum)
+    names = [popart.reservedDefaultScaledLearningRate0Prefix() + "FLOAT",
+             popart.reservedDefaultWeightDecayScaleFactor0Prefix() + "FLOAT", popart.reservedLossScalingPrefix() + "FLOAT"]
+    optimizer = popart.SGD({"defaultLearningRate": (0.5, False), "defaultWeightDecay": (0.1, False),
+                            "lossScaling": (4.0, False)})
+    training = popart.TrainingSession(builder.getModelProto(), popart.DataFlow(1, names), loss, optimizer,
+                                      popart.DeviceManager().createCpuDevice())
+    training.prepareDevice()
+    training.weightsFromHost()
+    for lr, wd, ls in [(0.5, 0.1, 4.0), (0.25, 0.2, 2.0)]:
+        training.updateOptimizerFromHost(popart.SGD({"defaultLearningRate": (lr, False),
+                                                     "defaultWeightDecay": (wd, False), "lossScaling": (ls, False)}))
+        anchors = training.initAnchorArrays()
+        training.run(popart.PyStepIO({x: np.ones(2, np.float32)}, anchors))
+        np.testing.assert_allclose([anchors[n] for n in names], [lr / ls, 1 - wd * lr, ls], rtol=1e-6)
+    with pytest.raises(popart.popart_exception, match="the optimizer's value is constant"):
+        popart.TrainingSession(builder.getModelProto(), popart.DataFlow(1, names[:1]), loss, popart.ConstSGD(0.1),
+                               popart.DeviceManager().createCpuDevice())

@@ -76,6 +76,20 @@ def scalars(optimizer: Optimizer, weight: str, mean_af: int) -> dict[str, Scalar
     raise TypeError(f"unsupported optimizer {type(optimizer).__name__}; expected popart.SGD, ConstSGD or Adam")
 
 
+# PopART's names of the SGD0 compound scalars a script anchors (``<prefix>FLOAT``), with the
+# workbench's scalar each reads and the sign between them.
+ANCHORED_SCALARS = {PREFIXES["reservedDefaultScaledLearningRate0Prefix"]: ("negScaledLearningRate0", -1.0),
+                    PREFIXES["reservedDefaultWeightDecayScaleFactor0Prefix"]: ("weightDecayScaleFactor0", 1.0)}
+
+
+def anchored_scalar(name: str) -> tuple[str, float] | None:
+    """The workbench scalar (``<scalar>___default``) and sign behind an anchor of PopART's name."""
+    for prefix, (scalar, sign) in ANCHORED_SCALARS.items():
+        if name.startswith(prefix):
+            return f"{scalar}___default", sign
+    return None
+
+
 def state_names(optimizer: Optimizer, weight: str) -> list[str]:
     """The optimiser state tensors of ``weight`` (zeros at the start), by reserved name."""
     if isinstance(optimizer, SGD):

@@ -146,9 +146,24 @@ class _Builder:
         self.grad_info = autodiff(fwd, grads_provided=[fwd.outputs[0]], grads_required=required)
 
     def _reserved(self, name: str) -> bool:
-        return name not in self.builder.types and any(
-            name.startswith(p) for p in (GRADIENT, steps.VELOCITY, steps.ACCUMULATOR, steps.FIRST_MOMENT,
-                                         steps.SECOND_MOMENT, steps.STEP))
+        return name not in self.builder.types and (name == LOSS_SCALING or steps.anchored_scalar(name) is not None
+                                                   or any(name.startswith(p) for p in (GRADIENT, *STATE_PREFIXES)))
+
+    def scalar_anchor(self, name: str, frame: _Frame) -> Optional[Tensor]:
+        """The changeable loss scaling or SGD scalar a reserved anchor names (None for other names)."""
+        if name == LOSS_SCALING:
+            if self.loss_scaling is None:
+                raise LoweringError(f"Anchor tensor `{name}' not in Ir Tensors: the loss scaling is constant")
+            return frame.get(self.loss_scaling)
+        found = steps.anchored_scalar(name)
+        if found is None:
+            return None
+        scalar, sign = found
+        if scalar not in self.scalar_variables:
+            raise LoweringError(f"Anchor tensor `{name}' not in Ir Tensors: the optimizer's value is constant "
+                                "(make it changeable: (value, False))")
+        value = frame.get(self.scalar_variables[scalar])
+        return value if sign > 0 else ops.mul(value, constant(np.array(sign, np.float32)))
 
     # ----- state and hyperparameters in the main graph -----
     def main_tensors(self) -> None:
@@ -291,6 +306,10 @@ class _Builder:
     def store_state(self, frame: _Frame) -> None:
         for name in self.anchors:
             if self._reserved(name) and not name.startswith(GRADIENT):
+                scalar = self.scalar_anchor(name, frame)
+                if scalar is not None:
+                    self.store(name, scalar, frame)
+                    continue
                 if name not in self.state:
                     raise LoweringError(f"Anchor tensor `{name}' not in Ir Tensors: the optimizer has no such "
                                         f"state (it has {', '.join(self.state) or 'none'})")
