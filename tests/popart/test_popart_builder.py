@@ -174,8 +174,26 @@ def test_node_attribute_api():
     assert set(builder.getAllNodeAttributeNames({y})) == {"myInt", "myFloats", "myString"}
     builder.removeNodeAttribute("myInt", {y})
     assert not builder.nodeHasAttribute("myInt", {y})
-    with pytest.raises(popart.popart_exception, match="already has attribute"):
+    with pytest.raises(popart.popart_exception, match="^Node already has attribute myString.$"):
         builder.addNodeAttribute("myString", "again", {y})
+
+
+@pytest.mark.parametrize("getter, value, message", [
+    ("getInt64NodeAttribute", 1.5, "an integer"), ("getInt64VectorNodeAttribute", 3, "an integer vector"),
+    ("getFloatNodeAttribute", [1.0], "a float"), ("getFloatVectorNodeAttribute", 2.0, "a float vector"),
+    ("getStringNodeAttribute", 4, "a string"), ("getStringVectorNodeAttribute", "one", "a string vector"),
+    ("getBoolNodeAttribute", "yes", "a int"),
+])
+def test_typed_attribute_getters_refuse_other_types(getter, value, message):
+    builder = popart.Builder()
+    y = builder.aiOnnx.relu([builder.addInputTensor(popart.TensorInfo("FLOAT", [2]))])
+    builder.addNodeAttribute("test", value, {y})
+    with pytest.raises(popart.popart_exception, match=f"^Attribute test is not {message}.$"):
+        getattr(builder, getter)("test", {y})
+    with pytest.raises(popart.popart_exception, match="^Node does not have an attribute other.$"):
+        getattr(builder, getter)("other", {y})
+    with pytest.raises(popart.popart_exception, match="^Cannot remove attribute other as it does not exist.$"):
+        builder.removeNodeAttribute("other", {y})
 
 
 def test_memory_partials_recompute_and_outline_attributes():
@@ -220,3 +238,42 @@ def test_reshape_const_and_tensor_info():
     info = popart.TensorInfo(np.zeros((2, 3), np.int32))
     assert (info.dataType(), info.shape(), info.nelms(), info.nbytes(), info.data_type_lcase()) == \
         ("INT32", [2, 3], 6, 24, "int32")
+
+
+@pytest.mark.parametrize("attributes, message", [
+    ({"kernel_shape": [3, 3]}, r"^kernel_shape, \[3 3\], does not match inferred shape from weight input '.*', \[1 1\]$"),
+    ({"strides": [1]}, "^Length of strides vector 1 != number of spatial dimensions 2$"),
+    ({"pads": [0, 0]}, "^Padding vector \\(length 2\\) does not have 2 values for each spatial dimension 2$"),
+    ({"dilations": [1, 1, 1]}, "^Length of dilations vector 3 != number of spatial dimensions 2$"),
+])
+def test_conv_window_parameters_are_checked_when_the_node_is_added(attributes, message):
+    builder = popart.Builder()
+    x = builder.addInputTensor(popart.TensorInfo("FLOAT", [1, 4, 8, 8]))
+    w = builder.addInputTensor(popart.TensorInfo("FLOAT", [2, 4, 1, 1]))
+    with pytest.raises(popart.popart_exception, match=message):
+        builder.aiOnnx.conv([x, w], **attributes)
+    assert builder.getTensorShape(builder.aiOnnx.conv([x, w])) == [1, 2, 8, 8]
+
+
+def test_a_window_larger_than_its_input_and_wrong_input_counts_are_refused():
+    builder = popart.Builder()
+    x = builder.addInputTensor(popart.TensorInfo("FLOAT", [1, 4, 8, 8]))
+    w = builder.addInputTensor(popart.TensorInfo("FLOAT", [2, 4, 11, 11]))
+    with pytest.raises(popart.popart_exception,
+                       match=r"^Window parameter values combine to give invalid spatial output shape: \[-2 -2\]$"):
+        builder.aiOnnx.conv([x, w])
+    with pytest.raises(popart.popart_exception, match=r"^Abs has invalid number of inputs 0\. Must be between 1\.\.1$"):
+        builder.aiOnnx.abs([])
+    with pytest.raises(popart.popart_exception, match=r"^Padding vector \(length 4\) doesn't contain 2 entries per "
+                                                      r"input dimension 4$"):
+        builder.aiOnnx.pad([x], [1, 1, 1, 1], "constant", 0.0)
+
+
+def test_too_many_outputs_and_untyped_inputs_of_the_main_graph_are_refused():
+    builder = popart.Builder()
+    x = builder.addInputTensor(popart.TensorInfo("FLOAT", [1, 1, 1]))
+    with pytest.raises(popart.popart_exception, match=r"^RNN has an invalid number of outputs 3\. Must be between 0\.\.2$"):
+        builder.aiOnnx.rnn([x, x, x], 3)
+    with pytest.raises(popart.popart_exception, match="^Can not add untyped tensors to the top-level graph."):
+        builder.addUntypedInputTensor()
+    assert builder.createSubgraphBuilder().addUntypedInputTensor()

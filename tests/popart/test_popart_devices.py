@@ -78,7 +78,10 @@ def test_versions_logging_and_supported_operations():
     popart.getLogger().setLevel("DEBUG")
     supported = {(op.domain, op.type, op.version) for op in popart.getSupportedOperations(False)}
     assert ("ai.onnx", "Conv", 11) in supported and ("ai.graphcore", "L1", 1) in supported
-    assert "Det" in popart.getUnsupportedOperations(11) and "LRN" not in popart.getUnsupportedOperations(11)
+    unsupported = popart.getUnsupportedOperations(11)
+    assert popart.OperatorIdentifier("ai.onnx", "Det", 11) in unsupported
+    assert "LRN" not in {op.type for op in unsupported}
+    assert not set(unsupported) & set(popart.getSupportedOperations(False))
 
 
 def test_graph_transformer_converts_types_and_prunes_inputs():

@@ -6,6 +6,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 import popart
 from popart_oracle import run_here, run_onnxruntime
+from workbench.onnx.tensor_storage import to_array
 
 RNG = np.random.default_rng(1)
 
@@ -75,7 +76,7 @@ def test_half_precision_cnn_is_close_to_the_float_one():
     proto16, x16, out16 = cnn("FLOAT16")
     proto32 = onnx.load_from_string(proto16)
     for init in proto32.graph.initializer:
-        init.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(init).astype(np.float32), init.name))
+        init.CopyFrom(numpy_helper.from_array(to_array(init).astype(np.float32), init.name))  # PopART's packing
     for value in list(proto32.graph.input) + list(proto32.graph.output) + list(proto32.graph.value_info):
         value.type.tensor_type.elem_type = TensorProto.FLOAT
     data = RNG.standard_normal((2, 3, 16, 16)).astype(np.float32)

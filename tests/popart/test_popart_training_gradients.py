@@ -79,7 +79,8 @@ def test_gradient_matches_finite_differences(case):
     if not weights:
         pytest.skip("no float input to differentiate")
     anchors = {popart.reservedGradientPrefix() + w: popart.AnchorReturnType("ALL") for w in weights}
-    training = popart.TrainingSession(proto, popart.DataFlow(1, anchors), loss, popart.ConstSGD(0.0),
+    frozen = popart.SGD({"defaultLearningRate": (0.0, False)})  # a constant zero rate is refused, as on PopART
+    training = popart.TrainingSession(proto, popart.DataFlow(1, anchors), loss, frozen,
                                       popart.DeviceManager().createCpuDevice())
     training.prepareDevice()
     training.weightsFromHost()

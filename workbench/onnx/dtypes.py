@@ -55,6 +55,11 @@ def type_string(value: Any) -> str:
                          f"{', '.join(STRINGS)}") from None
 
 
+def is_supported(code: int) -> bool:
+    """Whether ONNX's element type ``code`` has a workbench dtype."""
+    return code in _BY_CODE
+
+
 def onnx_code(value: Any) -> int:
     return _BY_STRING[type_string(value)][0]
 

@@ -81,6 +81,7 @@ GRAPHCORE_RULES.update({
     "Init": _init,
     "GroupNormalization": _group_norm,
     "DynamicSlice": _dynamic_slice,
+    **dict.fromkeys(("DynamicUpdate", "DynamicAdd", "DynamicZero"), _same),
 })
 
 _A = onnx.defs.OpSchema.AttrType
@@ -92,7 +93,8 @@ ATTRIBUTES: dict[str, dict[str, int]] = {
     "Subsample": {"strides": _A.INTS},
     "PrintTensor": {"print_gradient": _A.INT, "title": _A.STRING},
     "GroupNormalization": {"num_groups": _A.INT, "epsilon": _A.FLOAT},
-    "DynamicSlice": {"axes": _A.INTS, "sizes": _A.INTS, "noOverlap": _A.INT},
+    **dict.fromkeys(("DynamicSlice", "DynamicUpdate", "DynamicAdd", "DynamicZero"),
+                    {"axes": _A.INTS, "sizes": _A.INTS, "noOverlap": _A.INT}),
     "IncrementMod": {"increment": _A.FLOAT, "modulus": _A.FLOAT},
     "Init": {"shape": _A.INTS, "data_type": _A.INT, "tensor_type": _A.INT, "init_type": _A.INT, "batch_axis": _A.INT},
     "Call": {"callee": _A.GRAPH},

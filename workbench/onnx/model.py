@@ -14,7 +14,9 @@ import onnx
 from onnx import helper, numpy_helper
 
 from . import dtypes, replica_settings
+from .builder_checks import check_node
 from .shapes import TensorType, infer_node, outer_names, type_of
+from .tensor_storage import tensor_proto, to_array
 
 
 VARIABLE_SETTINGS = "popart.variableSettings/"
@@ -119,6 +121,9 @@ class GraphBuilder:
             if tensor_id and not self.has(tensor_id):
                 raise UnknownTensorError(f"{op_type}: input '{tensor_id}' is not a tensor of the graph "
                                          f"(known inputs: {', '.join(self.inputs) or 'none'})")
+        check_node(op_type, domain, inputs, attributes,
+                   {name: self.type(name) for name in inputs if name and self.has(name)}, self.opsets.get("", 11),
+                   num_outputs)
         outputs = [self.unique(f"{prefix}{op_type}:{index}") for index in range(num_outputs)]
         node = helper.make_node(op_type, list(inputs), outputs, name=self._unique_node_name(name),
                                 domain=domain if domain not in ("", "ai.onnx") else None,
@@ -180,7 +185,7 @@ class GraphBuilder:
             list(self.nodes), self.name or "BuilderGraph",
             [self.types[t].value_info(t) for t in self.inputs],
             [self.type(t).value_info(t) for t in self.outputs],
-            initializer=[numpy_helper.from_array(a, n) for n, a in self.initializers.items()],
+            initializer=[tensor_proto(a, n) for n, a in self.initializers.items()],
             value_info=value_info, doc_string=self.doc_string or None)
 
     def model_proto(self) -> onnx.ModelProto:
@@ -214,7 +219,7 @@ class GraphBuilder:
         builder.replication_factor = replicas
         for init in model.graph.initializer:
             if init.name in grouped:  # the full value: one per group
-                builder.initializers[init.name] = builder.values[init.name] = numpy_helper.to_array(init)
+                builder.initializers[init.name] = builder.values[init.name] = to_array(init)
         return builder
 
     @classmethod
@@ -223,7 +228,7 @@ class GraphBuilder:
         """A builder holding an existing graph (a subgraph sees ``parent``'s tensors)."""
         builder = cls(opsets, graph.name, parent)
         for init in graph.initializer:
-            array = numpy_helper.to_array(init)
+            array = to_array(init)
             builder.initializers[init.name] = array
             builder.values[init.name] = array
             builder.types[init.name] = TensorType(init.data_type, tuple(init.dims))
@@ -255,7 +260,7 @@ def _first_groups(model: onnx.ModelProto, grouped: set) -> onnx.ModelProto:
     copy.CopyFrom(model)
     for init in copy.graph.initializer:
         if init.name in grouped:
-            init.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(init)[0], init.name))
+            init.CopyFrom(tensor_proto(to_array(init)[0], init.name))
     return copy
 
 

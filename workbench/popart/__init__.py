@@ -11,8 +11,6 @@ from .devices import (DeviceConnectionType, DeviceInfo, DeviceManager, DeviceSel
 from .errors import OutOfMemoryException, popart_exception, poplar_exception
 from .graphcore import AiGraphcoreOpset1
 from .introspection import (OperatorIdentifier, getSupportedOperations, getUnsupportedOperations, packageHash,
-                            reservedAccumPrefix, reservedGradientPrefix, reservedRandomSeedPrefix,
-                            reservedRestoredPrefix, reservedStashedPrefix, reservedUpdatedVarPrefix,
                             versionNumber, versionString)
 from .logging_ import Logger, getLogger
 from .opsets import opset_class
@@ -20,6 +18,8 @@ from .options import (DotCheck, Instrumentation, MeanReductionStrategy, MergeVar
                       RecomputationType, RecomputeType, ReductionType, SessionOptions, SubgraphCopyingStrategy,
                       SyntheticDataMode, VirtualGraphMode)
 from .patterns import Patterns
+from .reserved import *  # noqa: F401,F403  (PopART's reserved prefixes)
+from .reserved import __all__ as _reserved_names
 from .session import InferenceSession
 from .stepio import PyStepIO, PyStepIOCallback, PyWeightsIO
 from .tensorinfo import InputShapeInfo, TensorInfo
@@ -38,11 +38,9 @@ __all__ = [
     "DeviceSelectionCriterion", "DeviceType", "SyncPattern", "OutOfMemoryException", "popart_exception",
     "poplar_exception", "AiGraphcoreOpset1", "AiOnnxOpset6", "AiOnnxOpset7", "AiOnnxOpset8", "AiOnnxOpset9",
     "AiOnnxOpset10", "AiOnnxOpset11", "OperatorIdentifier", "getSupportedOperations", "getUnsupportedOperations",
-    "packageHash", "versionNumber", "versionString", "reservedGradientPrefix", "reservedUpdatedVarPrefix",
-    "reservedAccumPrefix", "reservedRestoredPrefix", "reservedStashedPrefix", "reservedRandomSeedPrefix",
-    "Logger", "getLogger", "DotCheck", "Instrumentation", "MeanReductionStrategy", "MergeVarUpdateType",
+    "packageHash", "versionNumber", "versionString", "Logger", "getLogger", "DotCheck", "Instrumentation", "MeanReductionStrategy", "MergeVarUpdateType",
     "PatternsLevel", "RecomputationType", "RecomputeType", "ReductionType", "SessionOptions",
     "SubgraphCopyingStrategy", "SyntheticDataMode", "VirtualGraphMode", "Patterns", "InferenceSession",
     "PyStepIO", "PyStepIOCallback", "PyWeightsIO", "InputShapeInfo", "TensorInfo", "CommGroup", "CommGroupType",
     "VariableRetrievalMode", "VariableSettings", "GraphTransformer", "DebugContext", "InputSettings", "TileSet",
-] + list(_training_names)
+] + list(_training_names) + list(_reserved_names)

@@ -1,13 +1,15 @@
 """Host arrays of a session run, laid out as PopART lays them out.
 
-Inputs are ``[batchesPerStep, replicationFactor, *shape]`` with each leading 1 left out (any array of
-that many elements is taken). Anchors: ALL ``[batchesPerStep, replication, *shape]``, EVERYN
-``[batchesPerStep // N, replication, *shape]``, FINAL and SUM ``[replication, *shape]``, each leading
-1 left out. The program stores ALL and EVERYN anchors every batch (the host keeps every N-th for
-EVERYN), and FINAL and SUM anchors once, after the loop.
+With every factor above 1, an input is ``[batchesPerStep, accumulationFactor, replicationFactor,
+*shape]`` (any array of that many elements is taken). Anchors: ALL ``[batchesPerStep,
+accumulationFactor, replication, *shape]``, EVERYN ``[batchesPerStep // N, accumulationFactor,
+replication, *shape]``, FINAL and SUM ``[replication, *shape]``; each factor of 1 is left out. The
+program stores ALL and EVERYN anchors every micro-batch (the host keeps every N-th micro-batch for
+EVERYN, as PopART does), and FINAL and SUM anchors once, after the loops.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -15,68 +17,75 @@ import numpy as np
 from .dataflow import AnchorReturnType, AnchorReturnTypeId
 from .errors import popart_exception
 
-
-def expected_shape(batches: int, replicas: int, shape: tuple) -> list[int]:
-    return [d for d in (batches, replicas) if d != 1] + list(shape)
+_ONCE = (AnchorReturnTypeId.Final, AnchorReturnTypeId.Sum)
 
 
-def returned_batches(art: AnchorReturnType, batches: int) -> int:
-    if art.id() in (AnchorReturnTypeId.Final, AnchorReturnTypeId.Sum):
-        return 1
-    if art.id() is AnchorReturnTypeId.EveryN:
-        if batches % art.rp():
-            raise popart_exception("Invalid anchor period, is not divisble by batchesPerStep")
-        return batches // art.rp()
-    return batches
+@dataclass(frozen=True, slots=True)
+class HostLayout:
+    """The factors of a run's host arrays: batches per step, micro-batches per batch, replicas."""
+
+    batches_per_step: int
+    accumulation: int
+    replicas: int
+
+    @property
+    def micro_batches(self) -> int:
+        return self.batches_per_step * self.accumulation
+
+    def input_shape(self, shape: tuple) -> list[int]:
+        factors = (self.batches_per_step, self.accumulation, self.replicas)
+        return [d for d in factors if d != 1] + list(shape)
+
+    def stream_shape(self, shape: tuple) -> list[int]:
+        """How the runtime takes an input: ``[micro-batches, replicas, *shape]`` without the 1s."""
+        return [d for d in (self.micro_batches, self.replicas) if d != 1] + list(shape)
+
+    def anchor_shape(self, art: AnchorReturnType, shape: tuple) -> list[int]:
+        if art.id() in _ONCE:
+            factors: tuple = (self.replicas,)
+        elif art.id() is AnchorReturnTypeId.EveryN:
+            factors = (self.batches_per_step // art.rp(), self.accumulation, self.replicas)
+        else:
+            factors = (self.batches_per_step, self.accumulation, self.replicas)
+        return [d for d in factors if d != 1] + list(shape)
+
+    def describe(self, elements: int) -> str:
+        """The factors behind an expected element count, as PopART lists them."""
+        return (f"\n   replication  factor = {self.replicas}\n   accumulation factor = {self.accumulation}"
+                f"\n   batches per step    = {self.batches_per_step}\n   Tensor nelms        = {elements}")
 
 
 def create(session: Any) -> dict[str, np.ndarray]:
     """Zeroed anchor arrays of the session's anchors (``initAnchorArrays``)."""
     arrays = {}
-    flow = session.dataFlow
+    flow, layout = session.dataFlow, session._host_layout()
     for anchor in flow.anchors():
         info = session.getInfo(anchor)
-        batches = returned_batches(flow.art(anchor), flow.batchesPerStep())
-        shape = [d for d in (batches, session.accumulationFactor, session.replicationFactor) if d != 1] + info.shape()
-        arrays[anchor] = np.zeros(shape, info.data_type_lcase())
+        art = flow.art(anchor)
+        if art.id() is AnchorReturnTypeId.EveryN and flow.batchesPerStep() % art.rp():
+            raise popart_exception("Invalid anchor period, is not divisble by batchesPerStep")
+        arrays[anchor] = np.zeros(layout.anchor_shape(art, tuple(info.shape())), info.data_type_lcase())
     return arrays
 
 
-def input_array(tensor_id: str, data: Any, stream: Any, batches: int, replicas: int) -> np.ndarray:
-    """One input as ``[batches, replicas, *shape]`` (without the 1s) in the stream's dtype."""
-    array = np.asarray(data)
-    want = stream.dtype.as_numpy()
-    shape = expected_shape(batches, replicas, stream.shape)
-    if array.dtype == want and list(array.shape) == shape:
-        return array
-    if array.dtype != want:
-        raise popart_exception(f"Input '{tensor_id}' has dtype {array.dtype}, but the model expects {want} "
-                               f"of shape {shape}")
-    if array.size != int(np.prod(shape, dtype=np.int64)):
-        raise popart_exception(f"Input '{tensor_id}' has shape {list(array.shape)} ({array.size} elements), "
-                               f"expected {shape} ([batchesPerStep={batches}, replicationFactor={replicas}, "
-                               f"*{list(stream.shape)}] without the dimensions that are 1)")
-    return array.reshape(shape)
+def picked_batches(stored: np.ndarray, art: AnchorReturnType, layout: HostLayout) -> np.ndarray:
+    """What one anchor returns of the micro-batches the program stored, as
+    ``[kept micro-batches, replicas, *shape]``."""
+    head = (layout.micro_batches > 1) + (layout.replicas > 1)
+    full = stored.reshape((layout.micro_batches, layout.replicas) + stored.shape[head:])
+    if art.id() in _ONCE:
+        return full[:1]  # stored once, after the loops
+    if art.id() is AnchorReturnTypeId.EveryN:
+        return full[art.rp() - 1::art.rp()]  # every N-th micro-batch, as PopART counts them
+    return full
 
 
-def deliver(tensor_id: str, stored: np.ndarray, art: AnchorReturnType, stepio: Any, batches: int,
-            replicas: int) -> None:
-    """Write one anchor's stored batches into the step IO as its return type asks."""
-    full = stored.reshape((batches, replicas) + stored.shape[(batches > 1) + (replicas > 1):])
-    kind = art.id()
-    if kind in (AnchorReturnTypeId.Final, AnchorReturnTypeId.Sum):
-        picked = full[:1]  # stored once, after the loop
-    elif kind is AnchorReturnTypeId.EveryN:
-        picked = full[art.rp() - 1::art.rp()]
-    else:
-        picked = full
+def deliver(tensor_id: str, stored: np.ndarray, art: AnchorReturnType, stepio: Any, layout: HostLayout) -> None:
+    """Write one anchor's stored micro-batches into the step IO as its return type asks (the arrays
+    of a ``PyStepIO`` were checked before the run)."""
+    picked = picked_batches(stored, art, layout)
     if hasattr(stepio, "write_output"):
         stepio.write_output(tensor_id, picked)
         return
-    if not stepio.has_output(tensor_id):
-        raise popart_exception(f"No anchor array was given for anchor '{tensor_id}'")
     target = stepio.output(tensor_id)
-    if not isinstance(target, np.ndarray) or target.size != picked.size:
-        raise popart_exception(f"The anchor array of '{tensor_id}' has shape {list(np.shape(target))}, expected "
-                               f"{expected_shape(picked.shape[0], replicas, picked.shape[2:])}")
     target[...] = picked.reshape(target.shape)

@@ -6,6 +6,8 @@ from __future__ import annotations
 import contextlib
 from typing import Any, Iterable, Iterator, Optional, Union
 
+from onnx import AttributeProto
+
 from workbench.onnx.model import UnknownTensorError
 
 from . import node_attributes as attrs
@@ -145,7 +147,7 @@ class Annotations:
     def addNodeAttribute(self, attributeName: str, attributeValue: Any, nodeOutputNames: Iterable[str]) -> None:
         node = self._nodes_of(nodeOutputNames)
         if attrs.has(node, attributeName):
-            raise popart_exception(f"Node already has attribute {attributeName}")
+            raise popart_exception(f"Node already has attribute {attributeName}.")
         attrs.set_attribute(node, attributeName, attributeValue)
 
     def nodeHasAttribute(self, attributeName: str, nodeOutputNames: Iterable[str]) -> bool:
@@ -154,20 +156,41 @@ class Annotations:
     def getAllNodeAttributeNames(self, nodeOutputNames: Iterable[str]) -> list[str]:
         return [a.name for a in self._nodes_of(nodeOutputNames).attribute]
 
-    def _get_attribute(self, attributeName: str, nodeOutputNames: Iterable[str]) -> Any:
+    def _typed_attribute(self, attributeName: str, nodeOutputNames: Iterable[str], kind: int, what: str) -> Any:
+        """The attribute's value when it is of ONNX attribute type ``kind``, else PopART's error."""
         node = self._nodes_of(nodeOutputNames)
-        if not attrs.has(node, attributeName):
-            raise popart_exception(f"Node does not have an attribute {attributeName}")
+        found = next((a for a in node.attribute if a.name == attributeName), None)
+        if found is None:
+            raise popart_exception(f"Node does not have an attribute {attributeName}.")
+        if found.type != kind:
+            raise popart_exception(f"Attribute {attributeName} is not {what}.")
         return attrs.get(node, attributeName)
 
-    getInt64NodeAttribute = getInt64VectorNodeAttribute = _get_attribute
-    getFloatNodeAttribute = getFloatVectorNodeAttribute = _get_attribute
-    getStringNodeAttribute = getStringVectorNodeAttribute = getBoolNodeAttribute = _get_attribute
+    def getInt64NodeAttribute(self, attributeName: str, nodeOutputNames: Iterable[str]) -> int:
+        return self._typed_attribute(attributeName, nodeOutputNames, AttributeProto.INT, "an integer")
+
+    def getInt64VectorNodeAttribute(self, attributeName: str, nodeOutputNames: Iterable[str]) -> list[int]:
+        return self._typed_attribute(attributeName, nodeOutputNames, AttributeProto.INTS, "an integer vector")
+
+    def getFloatNodeAttribute(self, attributeName: str, nodeOutputNames: Iterable[str]) -> float:
+        return self._typed_attribute(attributeName, nodeOutputNames, AttributeProto.FLOAT, "a float")
+
+    def getFloatVectorNodeAttribute(self, attributeName: str, nodeOutputNames: Iterable[str]) -> list[float]:
+        return self._typed_attribute(attributeName, nodeOutputNames, AttributeProto.FLOATS, "a float vector")
+
+    def getStringNodeAttribute(self, attributeName: str, nodeOutputNames: Iterable[str]) -> str:
+        return self._typed_attribute(attributeName, nodeOutputNames, AttributeProto.STRING, "a string")
+
+    def getStringVectorNodeAttribute(self, attributeName: str, nodeOutputNames: Iterable[str]) -> list[str]:
+        return self._typed_attribute(attributeName, nodeOutputNames, AttributeProto.STRINGS, "a string vector")
+
+    def getBoolNodeAttribute(self, attributeName: str, nodeOutputNames: Iterable[str]) -> bool:
+        return bool(self._typed_attribute(attributeName, nodeOutputNames, AttributeProto.INT, "a int"))
 
     def removeNodeAttribute(self, attributeName: str, nodeOutputNames: Iterable[str]) -> None:
         node = self._nodes_of(nodeOutputNames)
         if not attrs.has(node, attributeName):
-            raise popart_exception(f"Cannot remove attribute {attributeName}: the node does not have it")
+            raise popart_exception(f"Cannot remove attribute {attributeName} as it does not exist.")
         attrs.remove(node, attributeName)
 
     def outputTensorLocation(self, nodeOutputNames: Union[str, Iterable[str]], value: Any) -> None:

@@ -15,6 +15,7 @@ from typing import Any, Iterable, Iterator, Optional, Union
 import numpy as np
 
 from workbench.onnx import dtypes
+from workbench.onnx.builder_checks import BuilderCheckError
 from workbench.onnx.model import GraphBuilder, UnknownTensorError, load_model
 from workbench.onnx.shapes import GRAPHCORE, ShapeInferenceError, TensorType
 
@@ -100,7 +101,7 @@ class Builder(Annotations):
         try:
             return self._graph.add_node(op_type, inputs, full, domain=domain, num_outputs=num_outputs,
                                         name=name, prefix=self._prefix())
-        except UnknownTensorError as error:
+        except (UnknownTensorError, BuilderCheckError) as error:
             raise popart_exception(str(error)) from None
         except ShapeInferenceError as error:
             raise popart_exception(f"{op_type} '{name}': ONNX shape inference failed: {error}") from None
@@ -135,6 +136,10 @@ class Builder(Annotations):
         return self._graph.add_input(ttype, self._prefix() + name if name else self._prefix() + "input")
 
     def addUntypedInputTensor(self, debugContext: Any = "") -> str:
+        if self._graph.parent is None:
+            raise popart_exception("Can not add untyped tensors to the top-level graph. Use "
+                                   "Builder::addInputTensor(const TensorInfo &tensorInfo, const "
+                                   "popart::DebugContext &debugContext) instead.")
         name = debug_name(debugContext)
         return self._graph.add_input(TensorType(0, None), self._prefix() + (name or "input"))
 

@@ -49,12 +49,14 @@ class AnchorReturnType:
             raise popart_exception(f"Invalid anchor return type ID supplied: {artString}")
         self._id = _BY_NAME[key]
         if self._id is AnchorReturnTypeId.EveryN:
-            if returnPeriod is None or int(returnPeriod) <= 0:
-                raise popart_exception("Must specify a positive return period for AnchorReturnType EveryN")
+            if returnPeriod is None:
+                raise popart_exception("Must specify return period with option 'EVERYN'")
+            if int(returnPeriod) <= 0:
+                raise popart_exception("Anchor return period must be greater than zero")
             self._period = int(returnPeriod)
         else:
             if returnPeriod is not None:
-                raise popart_exception(f"A return period should not be supplied for AnchorReturnType {artString}")
+                raise popart_exception("A return period should not be supplied for this anchor return type")
             self._period = 1
         self._string = {AnchorReturnTypeId.All: "All", AnchorReturnTypeId.Final: "Final",
                         AnchorReturnTypeId.EveryN: "EveryN", AnchorReturnTypeId.Sum: "Sum"}[self._id]
@@ -80,7 +82,7 @@ class DataFlow:
     def __init__(self, batchesPerStep: int, anchorTensors: Union[Mapping[str, AnchorReturnType], Sequence[str]] = (),
                  anchorReturnType: Optional[AnchorReturnType] = None):
         if not isinstance(batchesPerStep, int) or isinstance(batchesPerStep, bool) or batchesPerStep <= 0:
-            raise popart_exception(f"batchesPerStep must be a positive integer, got {batchesPerStep!r}")
+            raise popart_exception(f"'Batches per step' must be greater than zero (got {batchesPerStep!r})")
         self._bps = batchesPerStep
         if isinstance(anchorTensors, Mapping):
             anchors = dict(anchorTensors)
@@ -91,6 +93,11 @@ class DataFlow:
             if not isinstance(art, AnchorReturnType):
                 raise TypeError(f"DataFlow: the return type of anchor '{tensor_id}' must be a "
                                 f"popart.AnchorReturnType, got {type(art).__name__}")
+            if art.id() is AnchorReturnTypeId.EveryN:
+                if art.rp() > batchesPerStep:
+                    raise popart_exception("Return period must be <= to the number of batches per step")
+                if batchesPerStep % art.rp():
+                    raise popart_exception("Return period must be a factor of the number of batches per step")
         self._anchors = anchors
 
     def batchesPerStep(self) -> int:
@@ -110,7 +117,7 @@ class DataFlow:
 
     def art(self, tensor_id: str) -> AnchorReturnType:
         if tensor_id not in self._anchors:
-            raise popart_exception(f"Tensor '{tensor_id}' is not an anchor")
+            raise popart_exception(f"Tensor {tensor_id} is not an anchor")
         return self._anchors[tensor_id]
 
     def __repr__(self) -> str:

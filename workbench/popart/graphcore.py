@@ -45,6 +45,10 @@ _OPS: dict[str, tuple] = {
                            lambda b: {"num_groups": int(b["num_groups"]), "epsilon": float(b["epsilon"])}),
     "dynamicslice": ("DynamicSlice", [("axes", _P.empty), ("sizes", _P.empty), ("noOverlap", 0)], 1,
                      lambda b: {"axes": list(b["axes"]), "sizes": list(b["sizes"]), "noOverlap": int(b["noOverlap"])}),
+    **{name: (op_type, [("axes", _P.empty), ("sizes", _P.empty), ("noOverlap", 0)], 1,
+              lambda b: {"axes": list(b["axes"]), "sizes": list(b["sizes"]), "noOverlap": int(b["noOverlap"])})
+       for name, op_type in (("dynamicupdate", "DynamicUpdate"), ("dynamicadd", "DynamicAdd"),
+                             ("dynamiczero", "DynamicZero"))},
     "incrementmod": ("IncrementMod", [("increment", _P.empty), ("modulus", _P.empty)], 1,
                      lambda b: {"increment": float(b["increment"]), "modulus": float(b["modulus"])}),
 }

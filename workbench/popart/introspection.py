@@ -20,12 +20,13 @@ def getSupportedOperations(includePrivate: bool = False) -> list[OperatorIdentif
     return [OperatorIdentifier(domain, op_type, version) for domain, op_type, version in supported()]
 
 
-def getUnsupportedOperations(opsetVersion: int) -> list[str]:
-    """The ai.onnx ops of ``opsetVersion`` that a session cannot lower."""
+def getUnsupportedOperations(opsetVersion: int) -> list[OperatorIdentifier]:
+    """The ai.onnx op versions in force at ``opsetVersion`` that a session cannot lower."""
     from .opsets import schemas
 
     have = {(op_type, version) for domain, op_type, version in supported() if domain == "ai.onnx"}
-    return sorted(name for name, schema in schemas(opsetVersion).items() if (name, schema.since_version) not in have)
+    return [OperatorIdentifier("ai.onnx", name, schema.since_version)
+            for name, schema in sorted(schemas(opsetVersion).items()) if (name, schema.since_version) not in have]
 
 
 def versionNumber() -> tuple[int, int, int]:
@@ -38,27 +39,3 @@ def versionString() -> str:
 
 def packageHash() -> str:
     return "workbench"
-
-
-def reservedGradientPrefix() -> str:
-    return "Gradient___"
-
-
-def reservedUpdatedVarPrefix() -> str:
-    return "UpdatedVar___"
-
-
-def reservedAccumPrefix() -> str:
-    return "Accum___"
-
-
-def reservedRestoredPrefix() -> str:
-    return "Restored___"
-
-
-def reservedStashedPrefix() -> str:
-    return "Stashed___"
-
-
-def reservedRandomSeedPrefix() -> str:
-    return "randomSeed___"

@@ -28,12 +28,14 @@ from workbench import ops
 from workbench.ir import Tensor, constant
 
 from .optimizers import SGD, Adam, AdamMode, Optimizer, WeightDecayMode
+from .reserved import PREFIXES
 
 Scalar = tuple[float, bool]  # (value, constant?)
 Factor = Union[float, Tensor]
 
 # PopART's reserved prefixes of optimiser state tensors.
-VELOCITY, ACCUMULATOR, FIRST_MOMENT, SECOND_MOMENT, STEP = "Accl___", "Accum___", "Accl1___", "Accl2___", "Step___"
+VELOCITY, ACCUMULATOR, FIRST_MOMENT, SECOND_MOMENT, STEP = (
+    PREFIXES[f"reserved{name}Prefix"] for name in ("Accl", "Accum", "Accl1", "Accl2", "Step"))
 
 
 def _const(*values) -> bool:
@@ -72,6 +74,20 @@ def scalars(optimizer: Optimizer, weight: str, mean_af: int) -> dict[str, Scalar
         found["negLearningRate"] = (-v["learningRate"].val(), _const(v["learningRate"]))
         return found
     raise TypeError(f"unsupported optimizer {type(optimizer).__name__}; expected popart.SGD, ConstSGD or Adam")
+
+
+# PopART's names of the SGD0 compound scalars a script anchors (``<prefix>FLOAT``), with the
+# workbench's scalar each reads and the sign between them.
+ANCHORED_SCALARS = {PREFIXES["reservedDefaultScaledLearningRate0Prefix"]: ("negScaledLearningRate0", -1.0),
+                    PREFIXES["reservedDefaultWeightDecayScaleFactor0Prefix"]: ("weightDecayScaleFactor0", 1.0)}
+
+
+def anchored_scalar(name: str) -> tuple[str, float] | None:
+    """The workbench scalar (``<scalar>___default``) and sign behind an anchor of PopART's name."""
+    for prefix, (scalar, sign) in ANCHORED_SCALARS.items():
+        if name.startswith(prefix):
+            return f"{scalar}___default", sign
+    return None
 
 
 def state_names(optimizer: Optimizer, weight: str) -> list[str]:
@@ -124,6 +140,8 @@ def _sgd(optimizer: SGD, w: Tensor, a: Tensor, state: dict[str, Tensor], scalar)
 def _times(t: Tensor, factor: Factor) -> Tensor:
     if not isinstance(factor, Tensor):
         factor = constant(np.array(factor, t.dtype.as_numpy()), t.dtype)
+    elif factor.dtype != t.dtype:  # a changeable scalar is float32; a float16 model's tensors are not
+        factor = ops.cast(factor, t.dtype)
     return ops.mul(t, factor)
 
 

@@ -80,6 +80,8 @@ class Optimizer:
 
     _DEFAULTS: dict[str, tuple[float, bool]] = {}
     _GLOBAL = ("lossScaling",)
+    _NON_NEGATIVE: tuple[tuple[str, str], ...] = ()  # (value, its name in PopART's message)
+    _POSITIVE: tuple[tuple[str, str], ...] = ()
 
     def __init__(self, params: Optional[Mapping[str, Any]] = None):
         params = dict(params or {})
@@ -92,7 +94,25 @@ class Optimizer:
         for name, default in self._DEFAULTS.items():
             key = name if name in self._GLOBAL else f"default{name[0].upper()}{name[1:]}"
             self._defaults[name] = optimizer_value(params.get(key, default), f"{type(self).__name__} {key}")
+        self._check_values(self._defaults)
         self._specific: dict[str, dict[str, OptimizerValue]] = {}
+
+    def _check_values(self, values: Mapping[str, OptimizerValue]) -> None:
+        """PopART's checks of one set of values (a negative rate, a constant zero learning rate...)."""
+        name = type(self).__name__ if type(self).__name__ != "ConstSGD" else "SGD"
+        lr = values["learningRate"]
+        if lr.val() < 0:
+            raise popart_exception(f"Negative learning rate ({lr.val()}) in {name}, bailing as this might be a "
+                                   "user error.")
+        if lr.val() == 0.0 and lr.isConst():
+            raise popart_exception(f"Constant, zero learning rate in {name}, bailing as this might be a user error.")
+        for key, label in self._NON_NEGATIVE:
+            if values[key].val() < 0:
+                raise popart_exception(f"Negative {label} ({values[key].val()}) in {name}, bailing as this might be "
+                                       "a user error")
+        for key, label in self._POSITIVE:
+            if values[key].val() <= 0:
+                raise popart_exception(f"Non-positive {label} ({values[key].val()}) in {name} is not supported")
 
     def type(self) -> str:
         return type(self).__name__
@@ -106,6 +126,7 @@ class Optimizer:
                                    f"'{weightId}'; expected some of {names}")
         values = {name: self._defaults[name] for name in names}
         values.update({k: optimizer_value(v, f"{weightId} {k}") for k, v in params.items()})
+        self._check_values(values)
         self._specific[weightId] = values
 
     def hasSpecific(self, weightId: Optional[str] = None) -> bool:
@@ -142,6 +163,8 @@ class SGD(Optimizer):
     _DEFAULTS = {"learningRate": (0.1, True), "weightDecay": (0.0, True), "momentum": (0.0, True),
                  "dampening": (0.0, True), "velocityScaling": (1.0, True), "nesterov": (0.0, True),
                  "lossScaling": (1.0, True)}
+    _NON_NEGATIVE = (("weightDecay", "weight decay"), ("momentum", "momentum"), ("dampening", "dampening"))
+    _POSITIVE = (("velocityScaling", "velocity scaling"),)
 
     def __init__(self, params: Optional[Mapping[str, Any]] = None, clip_norm_settings: Any = (),
                  accumulatorAndMomentum: SGDAccumulatorAndMomentum = SGDAccumulatorAndMomentum.Combined,
@@ -183,6 +206,8 @@ class Adam(Optimizer):
     _DEFAULTS = {"learningRate": (0.1, True), "weightDecay": (0.0, True), "beta1": (0.9, True),
                  "beta2": (0.999, True), "eps": (1e-6, True), "maxWeightNorm": (10.0, True),
                  "lossScaling": (1.0, True)}
+    _NON_NEGATIVE = (("weightDecay", "weight decay"), ("beta1", "beta1"), ("beta2", "beta2"))
+    _POSITIVE = (("eps", "eps"),)
 
     def __init__(self, params: Optional[Mapping[str, Any]] = None, mode: AdamMode = AdamMode.Adam,
                  weight_decay_mode: WeightDecayMode = WeightDecayMode.Decay,

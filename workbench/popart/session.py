@@ -23,18 +23,18 @@ from typing import Any, Optional, Union
 
 import numpy as np
 import onnx
-from onnx import numpy_helper
 
 from workbench.ir.popdist_settings import PopdistSettings
 from workbench.onnx import dtypes
 from workbench.onnx.lowering import LoweringError, lower_model
 from workbench.onnx.model import GraphBuilder, load_model
 from workbench.onnx.shapes import TensorType
+from workbench.onnx.tensor_storage import replace_initializers, to_array
 from workbench.runtime.out_of_memory import OutOfMemoryError
 from workbench.runtime.session import Session as RuntimeSession
 
 from . import anchors as anchor_arrays
-from . import diagnostics
+from . import diagnostics, stepio_checks
 from .logging_ import getLogger
 from .dataflow import AnchorReturnTypeId, DataFlow
 from .devices import DeviceInfo, DeviceType
@@ -81,6 +81,7 @@ class _Session:
         except (ValueError, FileNotFoundError, TypeError) as error:
             raise popart_exception(str(error)) from None
         shapes = inputShapeInfo or InputShapeInfo()
+        _check_open_dimensions(self._model, shapes)
         self._builder = GraphBuilder.from_model(_with_input_shapes(self._model, shapes))
         # The replicas of this process, and what the program is lowered for: the same count, or this
         # instance's place in a job of several (the program's replicas are then the job's).
@@ -88,6 +89,7 @@ class _Session:
         self._replication = local_replication(self._options)
         several = isinstance(self._replicas, PopdistSettings) and self._replicas.num_instances > 1
         self._job_link = JobLink(self._replicas) if several else None
+        self._check_accumulation()
         self._check_anchors()
         self._check_pipelining()
         self._lowered = self._lower(shapes)
@@ -105,8 +107,19 @@ class _Session:
                 raise popart_exception(f"Anchor tensor `{anchor}' not in Ir Tensors. ")
             art = self._data_flow.art(anchor)
             if self._data_flow.batchesPerStep() % art.rp():
-                raise popart_exception(f"Anchor return period {art.rp()} of '{anchor}' does not divide "
-                                       f"batchesPerStep {self._data_flow.batchesPerStep()}")
+                raise popart_exception("Return period must be a factor of the number of batches per step")
+
+    def _check_accumulation(self) -> None:
+        """Gradient accumulation: only when training, and a factor only when enabled (PopART's checks)."""
+        options = self._options
+        if not options.enableGradientAccumulation and int(options.accumulationFactor) > 1:
+            raise popart_exception("enableGradientAccumulation is false, but accumulationFactor > 1. Either enable "
+                                   "gradient accumulation, or set the accumulation factor to 1")
+        if options.enableGradientAccumulation and not self._trains():
+            raise popart_exception("Gradient Accumulation only available when training.")
+
+    def _trains(self) -> bool:
+        return False
 
     def _check_pipelining(self) -> None:
         """Pipelining needs the model split over IPUs and at least as many batches as stages."""
@@ -169,10 +182,6 @@ class _Session:
 
     def _constant_weights(self) -> bool:
         return bool(self._options.constantWeights)
-
-    def _batches_per_run(self) -> int:
-        """Batches a run reads from the host (a training session reads each accumulated micro-batch)."""
-        return self._data_flow.batchesPerStep()
 
     # ----- properties -----
     @property
@@ -264,6 +273,7 @@ class _Session:
     # ----- weights -----
     def weightsFromHost(self) -> None:
         self._require_attached("weightsFromHost")
+        self._weights_sent = True
         self._runtime.write_variables_data({var: self._host_weights[name]
                                             for name, var in self._lowered.weights.items()})
 
@@ -294,19 +304,24 @@ class _Session:
 
     def _check_writable(self, what: str) -> None:
         if self._constant_weights() and self._builder.initializers:
-            raise popart_exception(f"Cannot call {what} when constantWeights is set: the weights are compiled "
-                                   "into the program; set SessionOptions.constantWeights = False")
+            raise popart_exception(f"Cannot call {what} when constantWeights is set. Set `constantWeights` to False in "
+                                   "the `SessionOption`s when initialising the session to enable this behaviour.")
 
     def modelToHost(self, fn: str) -> None:
         """Write the model, with the weights' current values, to the ONNX file ``fn``."""
+        if self._runtime is None:
+            raise popart_exception("Devicex::prepare() must be called before Devicex::weightsToHost(const "
+                                   "std::map<TensorId, MutableVoidData> &) is called.")
         if self._runtime is not None and self._runtime.is_attached and self._lowered.weights:
             self.weightsToHost()
         model = onnx.ModelProto()
         model.CopyFrom(self._model)
-        for init in model.graph.initializer:
-            if init.name in self._host_weights:
-                init.CopyFrom(numpy_helper.from_array(self._host_weights[init.name], init.name))
+        replace_initializers(model, {**self._host_weights, **self._saved_state()})
         onnx.save(model, fn)
+
+    def _saved_state(self) -> dict:
+        """Tensors ``modelToHost`` saves beside the weights (a training session's optimiser state)."""
+        return {}
 
     def resetHostWeights(self, modelProtoOrFilename: Union[bytes, str],
                          ignoreWeightsInModelWithoutCorrespondingHostWeight: bool = False) -> None:
@@ -316,30 +331,32 @@ class _Session:
             if init.name not in self._host_weights:
                 if ignoreWeightsInModelWithoutCorrespondingHostWeight:
                     continue
-                raise popart_exception(f"resetHostWeights: the model has weight '{init.name}', which this "
-                                       "session's model does not")
-            self._host_weights[init.name] = numpy_helper.to_array(init).copy()
+                raise popart_exception(f"resetWeights, no tensor '{init.name}' in tensors")
+            self._host_weights[init.name] = to_array(init).copy()
 
     # ----- running -----
     def initAnchorArrays(self) -> dict[str, np.ndarray]:
         return anchor_arrays.create(self)
 
+    def _host_layout(self) -> anchor_arrays.HostLayout:
+        return anchor_arrays.HostLayout(self._data_flow.batchesPerStep(), self.accumulationFactor, self._replication)
+
     def run(self, stepio: Union[PyStepIO, PyStepIOCallback], debugName: str = "") -> None:
-        """Run ``batchesPerStep`` batches: read the inputs from ``stepio``, write its anchor arrays."""
+        """Run ``batchesPerStep`` batches: read the inputs from ``stepio``, write its anchor arrays.
+        Every array is checked first (``stepio_checks``): a refused run changes nothing."""
         self._require_attached("run")
-        bps, replicas = self._batches_per_run(), self._replication
-        inputs = {}
-        for tensor_id, stream in self._lowered.inputs.items():
-            if not stepio.has_input(tensor_id):
-                raise popart_exception(f"No input data was given for tensor '{tensor_id}' (expected "
-                                       f"{anchor_arrays.expected_shape(bps, replicas, stream.shape)})")
-            inputs[stream] = anchor_arrays.input_array(tensor_id, stepio.input(tensor_id, 0, bps), stream, bps, replicas)
+        if self._trains() and self._host_weights and not getattr(self, "_weights_sent", False):
+            raise popart_exception("Must call weightsFromHost before run as the model has initializers and the "
+                                   "session has been created in training mode")
+        layout = self._host_layout()
+        inputs = stepio_checks.checked_inputs(stepio, self._lowered.inputs, self._data_flow,
+                                              self._lowered.types, layout)
         if self._outputs is None:
             self._outputs = self._runtime.create_host_outputs()
         outputs = self._outputs
         self._runtime.run_with_outputs(inputs, outputs)
         for tensor_id, stream in self._lowered.anchors.items():
-            anchor_arrays.deliver(tensor_id, outputs[stream], self._data_flow.art(tensor_id), stepio, bps, replicas)
+            anchor_arrays.deliver(tensor_id, outputs[stream], self._data_flow.art(tensor_id), stepio, layout)
 
     # ----- random numbers -----
     def setRandomSeed(self, seedValue: int) -> None:
@@ -423,6 +440,22 @@ class _Session:
         return trace.summary().cycles if trace is not None else 0
 
 
+def _check_open_dimensions(model: onnx.ModelProto, shapes: InputShapeInfo) -> None:
+    """An input whose declared shape has a named (``dim_param``) or negative dimension needs its shape
+    in the InputShapeInfo (PopART's check and wording)."""
+    given = shapes.getAllTensorInfo()
+    initialized = {init.name for init in model.graph.initializer}
+    for value in model.graph.input:
+        if value.name in initialized or value.name in given or not value.type.tensor_type.HasField("shape"):
+            continue
+        dims = [d.dim_param if d.HasField("dim_param") else (d.dim_value if d.HasField("dim_value") else "?")
+                for d in value.type.tensor_type.shape.dim]
+        unknown = next((d for d in dims if isinstance(d, str) or d < 0), None)
+        if unknown is not None:
+            raise popart_exception(f"Input tensor '{value.name}' must be specified in InputShapeInfo, as it has shape "
+                                   f"[{', '.join(map(str, dims))}], which uses an unknown value '{unknown}'.")
+
+
 def _with_input_shapes(model: onnx.ModelProto, shapes: InputShapeInfo) -> onnx.ModelProto:
     """The model with the input types ``shapes`` gives (so that inference reaches every tensor)."""
     given = shapes.getAllTensorInfo()
@@ -430,6 +463,7 @@ def _with_input_shapes(model: onnx.ModelProto, shapes: InputShapeInfo) -> onnx.M
         return model
     copy = onnx.ModelProto()
     copy.CopyFrom(model)
+    del copy.graph.value_info[:]  # inferred from the old input shapes: inferred again from the new
     for value in copy.graph.input:
         if value.name in given:
             info = given[value.name]

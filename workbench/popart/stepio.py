@@ -2,21 +2,37 @@
 ``PyWeightsIO`` (arrays for reading and writing weights)."""
 from __future__ import annotations
 
-from typing import Callable, Mapping
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
+from .errors import popart_exception
+
+
+def _contiguous(tensor_id: str, array: Any, kind: str) -> None:
+    if isinstance(array, np.ndarray) and not array.flags.c_contiguous:
+        raise popart_exception(f"PyStepIO is unable to use the numpy {kind} array for tensor '{tensor_id}' as it is "
+                               "not c-contiguous (a data conversion here could have a significant impact on "
+                               "performance and hence is not allowed)")
+
 
 class PyStepIO:
-    """Input arrays and anchor arrays of one run, by tensor id."""
+    """Input arrays and anchor arrays of one run, by tensor id (each C-contiguous, as PopART needs
+    them; a session checks them all before it runs)."""
 
     def __init__(self, inputs: Mapping[str, np.ndarray], outputs: Mapping[str, np.ndarray]):
+        for tensor_id, array in inputs.items():
+            _contiguous(tensor_id, array, "input")
+        for tensor_id, array in outputs.items():
+            _contiguous(tensor_id, array, "output")
         self.inputs = dict(inputs)
         self.outputs = outputs
-        self._checks = True
+        self.runtime_asserts = True
 
     def enableRuntimeAsserts(self, enabled: bool) -> None:
-        self._checks = bool(enabled)
+        """With False, the element counts of the arrays are not compared with the model's before a
+        run (an array of the wrong size is still refused)."""
+        self.runtime_asserts = bool(enabled)
 
     def input(self, tensor_id: str, batch: int, batches: int) -> np.ndarray:
         return np.asarray(self.inputs[tensor_id])
@@ -53,7 +69,9 @@ class PyStepIOCallback:
         """All of a run's batches of ``tensor_id``, one callback per batch, stacked."""
         parts = []
         for _ in range(batches):
-            parts.append(np.array(self._input(tensor_id, False)))
+            array = self._input(tensor_id, False)
+            _contiguous(tensor_id, array, "input")
+            parts.append(np.array(array))
             self._input_complete(tensor_id)
         return np.stack(parts) if batches > 1 else parts[0]
 
@@ -63,6 +81,7 @@ class PyStepIOCallback:
     def write_output(self, tensor_id: str, batches: np.ndarray) -> None:
         for value in batches:
             target = self._output(tensor_id)
+            _contiguous(tensor_id, target, "output")
             target[...] = value.reshape(np.shape(target))
             self._output_complete(tensor_id)
 
@@ -71,6 +90,11 @@ class PyWeightsIO:
     """Arrays for weights, by tensor id: ``readWeights`` fills them, ``writeWeights`` reads them."""
 
     def __init__(self, weights: Mapping[str, np.ndarray]):
+        for tensor_id, array in weights.items():
+            if isinstance(array, np.ndarray) and not array.flags.c_contiguous:
+                raise popart_exception(f"PyWeightsIO is unable to use the provided numpy output array for tensor "
+                                       f"'{tensor_id}' as it is not c-contiguous. Please use a function like "
+                                       "`numpy.ascontiguousarray()` to make contiguous before passing to PyWeightsIO")
         self.weights = weights
 
     def contains(self, tensor_id: str) -> bool:

@@ -31,7 +31,7 @@ from .optimizers import Optimizer
 from .options import ReductionType, SessionOptions
 from .session import _Session
 from .tensorinfo import InputShapeInfo
-from .training_program import LOSS_SCALING, TrainingProgram, TrainingSettings, lower_training
+from .training_program import LOSS_SCALING, TrainingProgram, TrainingSettings, lower_training, take_saved_state
 
 
 class TrainingSession(_Session):
@@ -63,6 +63,9 @@ class TrainingSession(_Session):
         super().__init__(fnModel, dataFlow, deviceInfo, inputShapeInfo, patterns, userOptions, name, dataFeed)
 
     # ----- building the program -----
+    def _trains(self) -> bool:
+        return True
+
     def _check_anchors(self) -> None:
         if isinstance(self._loss, loss_nodes.Loss):
             try:
@@ -76,8 +79,7 @@ class TrainingSession(_Session):
         for anchor in self._data_flow.anchors():
             art = self._data_flow.art(anchor)
             if self._data_flow.batchesPerStep() % art.rp():
-                raise popart_exception(f"Anchor return period {art.rp()} of '{anchor}' does not divide "
-                                       f"batchesPerStep {self._data_flow.batchesPerStep()}")
+                raise popart_exception("Return period must be a factor of the number of batches per step")
 
     def _lower(self, shapes: InputShapeInfo):
         options = self._options
@@ -91,10 +93,11 @@ class TrainingSession(_Session):
                                     reduction is ReductionType.Mean, self._placement())
         input_types = {tensor_id: TensorType(dtypes.onnx_code(info.dataType()), tuple(info.shape()))
                        for tensor_id, info in shapes.getAllTensorInfo().items()}
+        saved_state = take_saved_state(self._builder)
         try:
             self._program = lower_training(self._builder, loss=self._loss, optimizer=self._optimizer,
                                            anchors=self._anchor_kinds(), settings=settings,
-                                           input_types=input_types)
+                                           input_types=input_types, saved_state=saved_state)
         except (LoweringError, TypeError) as error:
             raise popart_exception(str(error)) from None
         return self._program.lowered
@@ -109,9 +112,6 @@ class TrainingSession(_Session):
     def _constant_weights(self) -> bool:
         return False
 
-    def _batches_per_run(self) -> int:
-        return self._data_flow.batchesPerStep() * self.accumulationFactor
-
     # ----- the program's pieces -----
     @property
     def program(self) -> TrainingProgram:
@@ -120,6 +120,18 @@ class TrainingSession(_Session):
 
     def getLoss(self) -> str:
         return self._loss
+
+    def _saved_state(self) -> dict:
+        """The optimiser state ``modelToHost`` writes beside the weights (``Accl___w``, ``Step___w``...):
+        the device's values once attached, the starting values before."""
+        # With momentum PopART accumulates the gradients into the velocity itself: no Accum___ to save.
+        state = {name: var for name, var in self._program.state.items()
+                 if not (name.startswith(steps.ACCUMULATOR)
+                         and steps.VELOCITY + name[len(steps.ACCUMULATOR):] in self._program.state)}
+        if self._runtime is not None and self._runtime.is_attached:
+            values = self._runtime.get_tensors_data(state.values())
+            return {name: values[var] for name, var in state.items()}
+        return {name: var.host_data for name, var in state.items()}
 
     # ----- the instances of a job -----
     def broadcastWeights(self, rootRank: int = 0) -> None:

@@ -22,18 +22,32 @@ from workbench.ir.popdist_settings import PopdistSettings
 from workbench.ir.streams import DeviceToHostStream, d2h_stream, h2d_stream
 from workbench.onnx import dtypes
 from workbench.onnx.lowering import LoweredModel, LoweringError, node_ipus
-from workbench.onnx.lowering.lower import _Lowering, known_input_types
+from workbench.onnx.lowering.lower import _Lowering, check_supported, known_input_types
 from workbench.onnx.model import GraphBuilder
 from workbench.onnx.shapes import TensorType
 from workbench.transforms.autodiff import autodiff, is_float
 
 from . import optimizer_steps as steps
 from . import pipeline
-from .introspection import reservedGradientPrefix
 from .optimizers import Optimizer
+from .reserved import PREFIXES
 
-GRADIENT = reservedGradientPrefix()
-LOSS_SCALING = "lossScaling_FLOAT"
+GRADIENT = PREFIXES["reservedGradientPrefix"]
+LOSS_SCALING = PREFIXES["reservedLossScalingPrefix"] + "FLOAT"
+STATE_PREFIXES = (steps.VELOCITY, steps.ACCUMULATOR, steps.FIRST_MOMENT, steps.SECOND_MOMENT, steps.STEP)
+
+
+def take_saved_state(builder: GraphBuilder) -> dict[str, np.ndarray]:
+    """Remove from ``builder`` the initializers that hold the optimiser state of one of its weights
+    (``Accl___w``... in a model ``modelToHost`` saved) and return them: training resumes from them."""
+    saved = {}
+    for name in list(builder.initializers):
+        prefix = next((p for p in STATE_PREFIXES if name.startswith(p)), None)
+        if prefix is not None and name[len(prefix):] in builder.initializers:
+            saved[name] = builder.initializers.pop(name)
+            builder.values.pop(name, None)
+            builder.types.pop(name, None)
+    return saved
 
 
 @dataclass(slots=True)
@@ -82,8 +96,10 @@ class _Frame:
 
 class _Builder:
     def __init__(self, builder: GraphBuilder, loss: str, optimizer: Optimizer, anchors: Mapping[str, str],
-                 settings: TrainingSettings, input_types: Mapping[str, TensorType]):
+                 settings: TrainingSettings, input_types: Mapping[str, TensorType],
+                 saved_state: Mapping[str, np.ndarray]):
         self.builder, self.loss, self.optimizer, self.settings = builder, loss, optimizer, settings
+        self.saved_state = saved_state
         self.anchors, self.anchor_kinds, self.input_types = list(anchors), dict(anchors), input_types
         self.carried: dict[str, Variable] = {}
         self.ir = Ir(replication=settings.replication)
@@ -98,8 +114,6 @@ class _Builder:
         lowering.plan_homes()
         self.weights = lowering.weights_in_main()
         self.trainable = [name for name, var in self.weights.items() if is_float(var)]
-        if not self.trainable:
-            raise LoweringError("the model has no trainable weights (float initializers) to train")
         self.fwd = fwd = self.ir.create_empty_graph("forward")
         with fwd:
             for name, var in self.weights.items():
@@ -125,13 +139,31 @@ class _Builder:
                 if name not in lowering.env and name not in lowering.values:
                     raise LoweringError(f"Anchor tensor `{name}' not in Ir Tensors. ")
                 graph_output(lowering.tensor(name, lowering.home_of(name)))
-        required = [lowering.env[name] for name in self.trainable]
+        # Gradients of the weights, and of the float model inputs anchored as Gradient___<input>.
+        self.input_gradients = [name for name in self.builder.inputs
+                                if GRADIENT + name in self.anchors and is_float(lowering.env[name])]
+        required = [lowering.env[name] for name in self.trainable + self.input_gradients]
         self.grad_info = autodiff(fwd, grads_provided=[fwd.outputs[0]], grads_required=required)
 
     def _reserved(self, name: str) -> bool:
-        return name not in self.builder.types and any(
-            name.startswith(p) for p in (GRADIENT, steps.VELOCITY, steps.ACCUMULATOR, steps.FIRST_MOMENT,
-                                         steps.SECOND_MOMENT, steps.STEP))
+        return name not in self.builder.types and (name == LOSS_SCALING or steps.anchored_scalar(name) is not None
+                                                   or any(name.startswith(p) for p in (GRADIENT, *STATE_PREFIXES)))
+
+    def scalar_anchor(self, name: str, frame: _Frame) -> Optional[Tensor]:
+        """The changeable loss scaling or SGD scalar a reserved anchor names (None for other names)."""
+        if name == LOSS_SCALING:
+            if self.loss_scaling is None:
+                raise LoweringError(f"Anchor tensor `{name}' not in Ir Tensors: the loss scaling is constant")
+            return frame.get(self.loss_scaling)
+        found = steps.anchored_scalar(name)
+        if found is None:
+            return None
+        scalar, sign = found
+        if scalar not in self.scalar_variables:
+            raise LoweringError(f"Anchor tensor `{name}' not in Ir Tensors: the optimizer's value is constant "
+                                "(make it changeable: (value, False))")
+        value = frame.get(self.scalar_variables[scalar])
+        return value if sign > 0 else ops.mul(value, constant(np.array(sign, np.float32)))
 
     # ----- state and hyperparameters in the main graph -----
     def main_tensors(self) -> None:
@@ -144,8 +176,15 @@ class _Builder:
                 names.append(steps.ACCUMULATOR + name)
             for state in names:
                 shape = () if state.startswith(steps.STEP) else var.shape
+                start = np.zeros(shape, var.dtype.as_numpy())
+                if state in self.saved_state:
+                    saved = self.saved_state[state]
+                    if saved.size != start.size:
+                        raise LoweringError(f"The model's optimizer state '{state}' has shape {list(saved.shape)}; "
+                                            f"the optimizer needs {list(shape)}")
+                    start = saved.astype(start.dtype).reshape(shape)
                 with self.ir.main_graph, ipu(var.ipu):
-                    self.state[state] = variable(np.zeros(shape, var.dtype.as_numpy()), var.dtype, name=state)
+                    self.state[state] = variable(start, var.dtype, name=state)
         mean_af = settings.accumulation_factor if settings.mean_reduction else 1
         self.scalar_values: dict[str, dict[str, object]] = {}
         self.scalar_variables: dict[str, Variable] = {}
@@ -248,8 +287,12 @@ class _Builder:
                     seed = ops.mul(seed, constant(np.array(1.0 / divide, np.float32)))
                 if loss.shape:
                     seed = ops.mul(seed, constant(np.ones(loss.shape, np.float32)))
+                if seed.dtype != loss.dtype:  # a float16 model: the loss scaling variable stays float32
+                    seed = ops.cast(seed, loss.dtype)
         grads = ops.call(self.grad_info.graph, seed, inputs_dict=self.grad_info.inputs_dict(site))
         by_name = dict(zip(self.trainable, grads))
+        for name, gradient in zip(self.input_gradients, grads[len(self.trainable):]):
+            self.store(GRADIENT + name, gradient, frame)
         for name, gradient in by_name.items():
             if GRADIENT + name in self.anchors:
                 self.store(GRADIENT + name, gradient, frame)
@@ -263,6 +306,10 @@ class _Builder:
     def store_state(self, frame: _Frame) -> None:
         for name in self.anchors:
             if self._reserved(name) and not name.startswith(GRADIENT):
+                scalar = self.scalar_anchor(name, frame)
+                if scalar is not None:
+                    self.store(name, scalar, frame)
+                    continue
                 if name not in self.state:
                     raise LoweringError(f"Anchor tensor `{name}' not in Ir Tensors: the optimizer has no such "
                                         f"state (it has {', '.join(self.state) or 'none'})")
@@ -270,7 +317,7 @@ class _Builder:
         for name in self.anchors:
             if name.startswith(GRADIENT) and name not in self.streams and name not in self.carried:
                 raise LoweringError(f"Anchor tensor `{name}' not in Ir Tensors: gradients are anchored for the "
-                                    f"trainable weights ({', '.join(self.trainable)})")
+                                    f"trainable weights ({', '.join(self.trainable)}) and float model inputs")
 
     def store(self, name: str, tensor: Tensor, frame: _Frame) -> None:
         """Store an anchor every micro-batch ("all"), or keep its last value ("final") or running sum
@@ -302,8 +349,11 @@ class _Builder:
 
 
 def lower_training(builder: GraphBuilder, *, loss: str, optimizer: Optimizer, anchors: Mapping[str, str],
-                   settings: TrainingSettings, input_types: Mapping[str, TensorType]) -> TrainingProgram:
+                   settings: TrainingSettings, input_types: Mapping[str, TensorType],
+                   saved_state: Optional[Mapping[str, np.ndarray]] = None) -> TrainingProgram:
     """The training program of ``builder``'s model (see the module docstring); ``anchors`` maps each
-    anchor to "all", "final" or "sum"."""
+    anchor to "all", "final" or "sum"; the optimiser state starts from ``saved_state`` (by reserved
+    name) where it has a value, else from zeros."""
+    check_supported(builder)
     types = known_input_types(builder, input_types)
-    return _Builder(builder, loss, optimizer, anchors, settings, types).build()
+    return _Builder(builder, loss, optimizer, anchors, settings, types, saved_state or {}).build()

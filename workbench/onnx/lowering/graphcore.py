@@ -1,5 +1,5 @@
 """Lowering rules of the ai.graphcore ops: losses, Scale, Subsample, Gelu, Swish, Nop, Detach,
-PrintTensor, GroupNormalization, Init, IncrementMod, DynamicSlice, CheckpointOutput, Square."""
+PrintTensor, GroupNormalization, Init, IncrementMod, DynamicSlice/Update/Add/Zero, CheckpointOutput, Square."""
 from __future__ import annotations
 
 import numpy as np
@@ -94,3 +94,33 @@ def _increment_mod(ctx: NodeContext):
 def _dynamic_slice(ctx: NodeContext):
     return [ops.dynamic_slice(ctx.input(0), ctx.input(1), list(ctx.attrs["axes"]), list(ctx.attrs["sizes"]),
                               bool(ctx.attrs.get("noOverlap", 0)))]
+
+
+def _dynamic_args(ctx: NodeContext) -> tuple:
+    return list(ctx.attrs["axes"]), list(ctx.attrs["sizes"]), bool(ctx.attrs.get("noOverlap", 0))
+
+
+@graphcore("DynamicUpdate")
+def _dynamic_update(ctx: NodeContext):
+    return [ops.dynamic_update(ctx.input(0), ctx.input(1), ctx.input(2), *_dynamic_args(ctx))]
+
+
+@graphcore("DynamicAdd")
+def _dynamic_add(ctx: NodeContext):
+    """The slice at the runtime offsets plus the update, written back (PopART's DynamicAdd)."""
+    x, index, update = ctx.input(0), ctx.input(1), ctx.input(2)
+    axes, sizes, no_overlap = _dynamic_args(ctx)
+    added = ops.add(ops.dynamic_slice(x, index, axes, sizes, no_overlap), update)
+    return [ops.dynamic_update(x, index, added, axes, sizes, no_overlap)]
+
+
+@graphcore("DynamicZero")
+def _dynamic_zero(ctx: NodeContext):
+    """Zeros written over the slice at the runtime offsets (the third input gives the slice's shape)."""
+    x, index = ctx.input(0), ctx.input(1)
+    axes, sizes, no_overlap = _dynamic_args(ctx)
+    shape = list(x.shape)
+    for axis, size in zip(axes, sizes):
+        shape[axis] = size
+    zeros = constant(np.zeros(shape, x.dtype.as_numpy()), x.dtype)
+    return [ops.dynamic_update(x, index, zeros, axes, sizes, no_overlap)]

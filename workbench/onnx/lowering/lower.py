@@ -59,6 +59,26 @@ def node_ipus(nodes: list, auto_ipus: int = 0) -> list[int]:
     return [_ipu_of(node) or 0 for node in nodes]
 
 
+def check_supported(builder: GraphBuilder) -> None:
+    """Refuse, before anything is built, a node whose op version the table lacks, that reads a value
+    that is no tensor (a sequence, optional or map), or whose tensors have an element type the
+    workbench has no dtype for; the error names the op, its version and the node."""
+    types, opsets = builder.types, dict(builder.opsets)
+    for node in builder.nodes:
+        _, since = rule_for(node, opsets)
+        domain = "ai.onnx" if node.domain in ("", "ai.onnx") else node.domain
+        where = f"Op {domain}.{node.op_type}:{since} (node '{node.name or node.output[0]}')"
+        for name in [*node.input, *node.output]:
+            ttype = types.get(name) if name else None
+            if name in builder.inputs and ttype is None:
+                raise LoweringError(f"{where}: input '{name}' is a sequence, optional or map, not a tensor; the "
+                                    "workbench runs tensors only")
+            if ttype is not None and ttype.elem_type and not dtypes.is_supported(ttype.elem_type):
+                raise LoweringError(f"{where}: tensor '{name}' has element type "
+                                    f"{onnx.TensorProto.DataType.Name(ttype.elem_type)}, which the workbench does not "
+                                    f"support (it supports {', '.join(dtypes.STRINGS)})")
+
+
 class _Lowering:
     def __init__(self, builder: GraphBuilder, ir: Ir, constant_weights: bool, ipus: list[int]):
         self.builder = builder
@@ -193,7 +213,7 @@ class _Lowering:
             except LoweringError:
                 raise
             except (ValueError, TypeError) as error:
-                raise LoweringError(f"{ctx.label} ({domain}.{node.op_type}:{since}): {error}") from None
+                raise LoweringError(f"{ctx.label}: {error}") from None
         created = {t for op in graph._ops[before:] for t in op.outputs}
         annotations = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute if a.name.startswith("__")}
         for op in graph._ops[before:]:
@@ -212,6 +232,7 @@ class _Lowering:
                  caller: str) -> tuple[Graph, list]:
         """A popxl graph lowered from ``proto`` (see ``NodeContext.subgraph``)."""
         builder = GraphBuilder.from_graph(proto, self.opsets, parent=self.builder)
+        check_supported(builder)
         child = _Lowering(builder, self.ir, self.constant_weights, [node_ipu] * len(builder.nodes))
         child.values = {**self.values, **child.values}
         read = [n for n in outer_names(_as_node(proto)) if n not in child.values]
@@ -319,6 +340,7 @@ def lower_model(builder: GraphBuilder, *, anchors: Union[Mapping[str, str], Iter
     once); a plain list means ``"all"``. ``replication`` is the number of replicas, or this
     instance's place in a job of several (its replicas are then global indices)."""
     kinds = dict(anchors) if isinstance(anchors, Mapping) else dict.fromkeys(anchors, "all")
+    check_supported(builder)
     _check_embedded_replication(builder, replication)
     types = known_input_types(builder, input_types or {})
     ir = Ir(replication=replication)

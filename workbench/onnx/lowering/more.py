@@ -51,6 +51,9 @@ def _scatter(ctx: NodeContext):
 @lowers("PRelu", 6, 7, 9)
 def _prelu(ctx: NodeContext):
     x, slope = ctx.input(0), ctx.input(1)
+    if ctx.since == 6 and x.rank > 2 and slope.shape == (x.shape[1],):
+        # PRelu-6 shares a slope per channel (axis 1); from PRelu-7 the slope broadcasts as NumPy does.
+        slope = ops.reshape(slope, (x.shape[1],) + (1,) * (x.rank - 2))
     return [ops.where(ops.greater(_scalar(0, x), x), ops.mul(x, slope), x)]
 
 
@@ -101,8 +104,10 @@ def _mvn(ctx: NodeContext):
 def _lp_normalization(ctx: NodeContext):
     x = ctx.input(0)
     axis = int(ctx.attrs.get("axis", -1)) % x.rank
-    norm = ops.l2 if int(ctx.attrs.get("p", 2)) == 2 else ops.l1
-    return [ops.div(x, norm(x, axis=axis, keepdims=True))]
+    norm = (ops.l2 if int(ctx.attrs.get("p", 2)) == 2 else ops.l1)(x, axis=axis, keepdims=True)
+    # A zero norm means a zero slice, which stays zero (divided by 1, as onnxruntime does, not NaN).
+    zero = ops.cast(ops.equal(norm, _scalar(0, norm)), norm.dtype)
+    return [ops.div(x, ops.add(norm, zero))]
 
 
 @lowers("Hardmax", 1, 11)

@@ -104,6 +104,14 @@ def _pad(ctx: NodeContext):
     return [apply("pad", x, pads=tuple(int(p) for p in pads), mode=ctx.attrs.get("mode", "constant"), value=value)]
 
 
+@lowers("Tile", 1)
+def _tile_1(ctx: NodeContext):
+    """Tile-1: ``tiles`` copies along one ``axis`` (both inputs constant)."""
+    x = ctx.input(0)
+    count, axis = int(ctx.value(1).reshape(-1)[0]), int(ctx.value(2).reshape(-1)[0])
+    return [ops.concat([x] * count, axis % x.rank) if count != 1 else x]
+
+
 @lowers("Tile", 6)
 def _tile(ctx: NodeContext):
     x = ctx.input(0)

@@ -45,7 +45,7 @@ class NodeContext:
 
     @property
     def label(self) -> str:
-        return f"{self.node.op_type} '{self.node.name or self.node.output[0]}'"
+        return f"{self.domain}.{self.node.op_type}:{self.since} '{self.node.name or self.node.output[0]}'"
 
     def has(self, index: int) -> bool:
         return index < len(self.node.input) and bool(self.node.input[index])
@@ -114,12 +114,23 @@ def since_version(domain: str, op_type: str, opset: int) -> int:
 
 
 def rule_for(node: onnx.NodeProto, opsets: dict[str, int]) -> tuple[LowerRule, int]:
+    """The rule of ``node`` at the model's opsets and the op version it lowers: an op version outside
+    the table is refused (never run as another version of the op)."""
     domain = ONNX if node.domain in ("", ONNX) else node.domain
     opset = opsets.get("" if domain == ONNX else domain, 1)
-    since = since_version(domain, node.op_type, opset)
+    node_name = node.name or (node.output[0] if node.output else "")
+    if domain == GRAPHCORE:
+        since = 1
+    else:
+        try:
+            since = onnx.defs.get_schema(node.op_type, opset, "" if domain == ONNX else domain).since_version
+        except onnx.defs.SchemaError:
+            raise LoweringError(f"Op {domain}.{node.op_type} (node '{node_name}') has no definition at opset "
+                                f"{opset} of {domain}: the workbench cannot run it (see "
+                                "popart.getSupportedOperations(False))") from None
     rule = RULES.get((domain, node.op_type, since))
     if rule is None:
-        raise LoweringError(f"Op {domain}.{node.op_type}:{since} (node '{node.name or node.output[0]}') at "
+        raise LoweringError(f"Op {domain}.{node.op_type}:{since} (node '{node_name}') at "
                             f"opset {opset} is not supported by the workbench: see "
                             "popart.getSupportedOperations(False) for the ops that are")
     return rule, since
