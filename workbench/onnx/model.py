@@ -14,6 +14,7 @@ import onnx
 from onnx import helper, numpy_helper
 
 from . import dtypes, replica_settings
+from .loading import ModelFileError, load_model  # noqa: F401  (the loaders' import place)
 from .shapes import TensorType, infer_node, outer_names, type_of
 
 
@@ -257,21 +258,3 @@ def _first_groups(model: onnx.ModelProto, grouped: set) -> onnx.ModelProto:
         if init.name in grouped:
             init.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(init)[0], init.name))
     return copy
-
-
-def load_model(source: Any) -> onnx.ModelProto:
-    """A ModelProto from serialized bytes, a path, or a ModelProto."""
-    if isinstance(source, onnx.ModelProto):
-        return source
-    if isinstance(source, (bytes, bytearray)):
-        try:
-            return onnx.load_from_string(bytes(source))
-        except Exception as error:  # protobuf's DecodeError and friends
-            raise ValueError(f"the bytes given are not a serialized ONNX ModelProto: {error}") from None
-    if isinstance(source, str) or hasattr(source, "__fspath__"):
-        try:
-            return onnx.load(source)
-        except FileNotFoundError:
-            raise FileNotFoundError(f"no ONNX model file at {str(source)!r}") from None
-    raise TypeError(f"expected an ONNX model as bytes or a file path, got {type(source).__name__}")
-

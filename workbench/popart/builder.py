@@ -42,7 +42,11 @@ class Builder(Annotations):
             self._chosen = _parent._chosen
         elif modelProtoOrFilename is not None:
             self._root = self
-            self._graph = GraphBuilder.from_model(load_model(modelProtoOrFilename))
+            try:
+                model = load_model(modelProtoOrFilename)
+            except (ValueError, FileNotFoundError) as error:
+                raise popart_exception(str(error)) from None
+            self._graph = GraphBuilder.from_model(model)
             version = self._graph.opsets.get("")
             self._chosen = version if version in ONNX_OPSETS else None
         else:

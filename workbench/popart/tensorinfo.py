@@ -1,6 +1,7 @@
 """TensorInfo (an element type and a shape) and InputShapeInfo (types for inputs a model leaves open)."""
 from __future__ import annotations
 
+import operator
 from typing import Any, Iterable
 
 import numpy as np
@@ -28,7 +29,7 @@ class TensorInfo:
             self._type = dtypes.type_string(data_type)
         except ValueError as error:
             raise popart_exception(str(error)) from None
-        self._shape = [int(d) for d in shape]
+        self._shape = [_dimension(d, shape) for d in shape]
         if any(d < 0 for d in self._shape):
             raise popart_exception(f"TensorInfo shape {self._shape} has a negative dimension")
         self._meta_shape = [int(d) for d in meta_shape]
@@ -80,6 +81,15 @@ class TensorInfo:
         return f"{self._type}   {self._shape}"
 
     __str__ = __repr__
+
+
+def _dimension(value: Any, shape: Any) -> int:
+    """A whole-number dimension (an int or NumPy integer; a float such as 2.5 is refused, not truncated)."""
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise popart_exception(f"TensorInfo shape {list(shape)} has the dimension {value!r} of type "
+                               f"{type(value).__name__}; dimensions are whole numbers (int)") from None
 
 
 class InputShapeInfo:

@@ -116,6 +116,9 @@ def since_version(domain: str, op_type: str, opset: int) -> int:
 def rule_for(node: onnx.NodeProto, opsets: dict[str, int]) -> tuple[LowerRule, int]:
     domain = ONNX if node.domain in ("", ONNX) else node.domain
     opset = opsets.get("" if domain == ONNX else domain, 1)
+    if domain not in (ONNX, GRAPHCORE):
+        raise LoweringError(f"No class for {domain}.{node.op_type}:{opset} (node '{node.name or node.output[0]}'): "
+                            f"the domain '{domain}' is unknown; the workbench has ops of {ONNX} and {GRAPHCORE}")
     since = since_version(domain, node.op_type, opset)
     rule = RULES.get((domain, node.op_type, since))
     if rule is None:
