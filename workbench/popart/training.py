@@ -29,6 +29,7 @@ from .errors import popart_exception
 from .instances import check_root
 from .optimizers import Optimizer
 from .options import ReductionType, SessionOptions
+from .replication import averages_over_instances
 from .session import _Session
 from .tensorinfo import InputShapeInfo
 from .training_program import LOSS_SCALING, TrainingProgram, TrainingSettings, lower_training
@@ -88,7 +89,7 @@ class TrainingSession(_Session):
             raise popart_exception("accumulationAndReplicationReductionType NoReduction is not valid for training; "
                                    "use ReductionType.Sum or ReductionType.Mean")
         settings = TrainingSettings(self._data_flow.batchesPerStep(), self.accumulationFactor, self._replicas,
-                                    reduction is ReductionType.Mean, self._placement())
+                                    self._program_mean(), self._placement())
         input_types = {tensor_id: TensorType(dtypes.onnx_code(info.dataType()), tuple(info.shape()))
                        for tensor_id, info in shapes.getAllTensorInfo().items()}
         try:
@@ -193,7 +194,8 @@ class TrainingSession(_Session):
         self._pending_optimizer = None
 
     def _program_mean(self) -> bool:
-        return self._options.accumulationAndReplicationReductionType is ReductionType.Mean
+        return (self._options.accumulationAndReplicationReductionType is ReductionType.Mean
+                or averages_over_instances(self._options, self._replicas))
 
 
 def _mode(optimizer: Optimizer) -> str:
