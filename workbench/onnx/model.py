@@ -197,14 +197,29 @@ class GraphBuilder:
 
     # ----- loading -----
     @classmethod
-    def from_model(cls, model: onnx.ModelProto) -> "GraphBuilder":
-        """A builder holding an existing model, its types filled in by ONNX's shape inference."""
+    def from_model(cls, model: onnx.ModelProto, replicas: int = 1) -> "GraphBuilder":
+        """A builder holding an existing model, its types filled in by ONNX's shape inference. Grouped
+        weights of a model that embeds no replication factor are grouped for ``replicas`` (the session's)."""
         opsets = {("" if o.domain == "ai.onnx" else o.domain): o.version for o in model.opset_import}
         props = {p.key: p.value for p in model.metadata_props}
-        replicas = int(props.get(REPLICATION_FACTOR, "1"))
+        embedded = int(props.get(REPLICATION_FACTOR, "1"))
+        replicas = embedded if embedded > 1 else replicas
         settings = {k[len(VARIABLE_SETTINGS):]: v for k, v in props.items() if k.startswith(VARIABLE_SETTINGS)}
-        grouped = {t for t, text in settings.items() if replica_settings.group_count(text, replicas) > 1}
-        per_replica = _first_groups(model, grouped) if grouped else model
+        grouped = set()
+        for tensor_id, text in settings.items():
+            try:
+                groups = replica_settings.group_count(text, replicas)
+            except ValueError as error:
+                raise ValueError(f"weight '{tensor_id}': {error} of the session") from None
+            if groups > 1:
+                grouped.add(tensor_id)
+                dims = next((list(i.dims) for i in model.graph.initializer if i.name == tensor_id), None)
+                if dims is not None and dims[:1] != [groups]:
+                    raise ValueError(f"weight '{tensor_id}' is shared by {groups} replica groups of {replicas} "
+                                     f"replicas: its value needs a leading dimension of {groups} (one value per "
+                                     f"group), got shape {dims}")
+        # Types the builder inferred before it knew the replication factor hold each group's value.
+        per_replica = _first_groups(model, grouped, retype=embedded <= 1) if grouped else model
         try:
             inferred = onnx.shape_inference.infer_shapes(per_replica, data_prop=True)
         except onnx.shape_inference.InferenceError:
@@ -249,11 +264,18 @@ class GraphBuilder:
         return builder
 
 
-def _first_groups(model: onnx.ModelProto, grouped: set) -> onnx.ModelProto:
+def _first_groups(model: onnx.ModelProto, grouped: set, retype: bool = False) -> onnx.ModelProto:
     """The model with each grouped weight replaced by its first group's value (its per-replica
-    shape), for shape inference."""
+    shape), for shape inference; with ``retype``, without the shapes inferred before (from whole weights)."""
     copy = onnx.ModelProto()
     copy.CopyFrom(model)
+    if retype:
+        del copy.graph.value_info[:]
+        for value in copy.graph.output:
+            value.type.tensor_type.ClearField("shape")
+        for value in copy.graph.input:
+            if value.name in grouped:
+                value.type.tensor_type.ClearField("shape")
     for init in copy.graph.initializer:
         if init.name in grouped:
             init.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(init)[0], init.name))

@@ -167,8 +167,8 @@ class Builder(Annotations):
         except ValueError as error:
             raise popart_exception(str(error)) from None
         groups = 1
-        if settings is not None:
-            replicas = self._root._graph.replication_factor
+        replicas = self._root._graph.replication_factor
+        if settings is not None and replicas > 1:  # else the session's replication factor resolves the groups
             try:
                 groups = settings.getGroupCount(replicas)
             except ValueError as error:

@@ -81,11 +81,14 @@ class _Session:
         except (ValueError, FileNotFoundError, TypeError) as error:
             raise popart_exception(str(error)) from None
         shapes = inputShapeInfo or InputShapeInfo()
-        self._builder = GraphBuilder.from_model(_with_input_shapes(self._model, shapes))
         # The replicas of this process, and what the program is lowered for: the same count, or this
         # instance's place in a job of several (the program's replicas are then the job's).
         self._replicas = replication_of(self._options)
         self._replication = local_replication(self._options)
+        try:
+            self._builder = GraphBuilder.from_model(_with_input_shapes(self._model, shapes), _total(self._replicas))
+        except ValueError as error:
+            raise popart_exception(str(error)) from None
         several = isinstance(self._replicas, PopdistSettings) and self._replicas.num_instances > 1
         self._job_link = JobLink(self._replicas) if several else None
         self._check_anchors()
@@ -421,6 +424,10 @@ class _Session:
         self._require_prepared("getCycleCount")
         trace = self._runtime.last_trace
         return trace.summary().cycles if trace is not None else 0
+
+
+def _total(replicas: Union[int, PopdistSettings]) -> int:
+    return replicas.num_total_replicas if isinstance(replicas, PopdistSettings) else replicas
 
 
 def _with_input_shapes(model: onnx.ModelProto, shapes: InputShapeInfo) -> onnx.ModelProto:
