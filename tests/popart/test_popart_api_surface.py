@@ -48,3 +48,182 @@ def test_grouped_weights_that_do_not_fit_the_sessions_replicas_are_named():
                                                       "divide 3 replicas of the session"):
         popart.InferenceSession(builder.getModelProto(), popart.DataFlow(1, [y]),
                                 popart.DeviceManager().createIpuModelDevice({"numIPUs": 3}), userOptions=replicated(3))
+
+
+@pytest.mark.parametrize("level, on, off", [
+    (popart.PatternsLevel.Default, ["PreUniRepl", "MatMulOp"], ["TiedGather", "LSTMOp"]),
+    (popart.PatternsLevel.All, ["TiedGather", "LSTMOp", "MatMulOp"], []),
+    (popart.PatternsLevel.Minimal, ["MatMulOp", "CosGradOp"], ["PreUniRepl", "TiedGather"]),
+    (popart.PatternsLevel.NoPatterns, [], ["MatMulOp", "PreUniRepl"]),
+])
+def test_pattern_levels_enable_popart_s_patterns(level, on, off):
+    patterns = popart.Patterns(level)
+    assert all(patterns.isPatternEnabled(name) for name in on)
+    assert not any(patterns.isPatternEnabled(name) for name in off)
+    assert patterns.InPlace == (level in (popart.PatternsLevel.Default, popart.PatternsLevel.All))
+
+
+def test_pattern_toggles_by_name_and_property():
+    patterns = popart.Patterns(["PreUniRepl", "InPlace"])
+    assert patterns.PreUniRepl and patterns.InPlace and not patterns.PostNRepl
+    patterns.PostNRepl = True
+    patterns.SoftMaxGradDirect = True  # the property's spelling of SoftmaxGradDirect
+    assert patterns.isPatternEnabled("PostNRepl") and patterns.isPatternEnabled("SoftmaxGradDirect")
+    assert patterns.enablePattern("PreUniRepl", False) is patterns and not patterns.PreUniRepl
+    patterns.InPlace = False
+    assert not patterns.isPatternEnabled("InPlace")
+
+
+def test_pattern_errors_name_the_pattern():
+    with pytest.raises(popart.popart_exception, match="Unknown pattern Inplace, did you mean InPlace?"):
+        popart.Patterns(["Inplace"])
+    with pytest.raises(popart.popart_exception, match="Unknown pattern NoSuchPattern"):
+        popart.Patterns().isPatternEnabled("NoSuchPattern")
+    with pytest.raises(popart.popart_exception, match="Pattern 'MatMulOp' is mandatory and cannot be disabled"):
+        popart.Patterns().enablePattern("MatMulOp", False)
+
+
+def relu_session(patterns):
+    builder = popart.Builder()
+    x = builder.addInputTensor(popart.TensorInfo("FLOAT", [2]))
+    y = builder.aiOnnx.relu([x])
+    return popart.InferenceSession(builder.getModelProto(), popart.DataFlow(1, [y]),
+                                   popart.DeviceManager().createIpuModelDevice({}), patterns=patterns)
+
+
+def test_a_session_needs_the_mandatory_patterns_unless_runtime_asserts_are_off():
+    with pytest.raises(popart.popart_exception, match="Pattern '.*' must be enabled"):
+        relu_session(popart.Patterns(popart.PatternsLevel.NoPatterns))
+    relu_session(popart.Patterns(popart.PatternsLevel.NoPatterns).enableRuntimeAsserts(False))
+    relu_session(popart.Patterns(popart.PatternsLevel.Minimal))
+
+
+def test_session_options_popart_s_tests_set():
+    opts = popart.SessionOptions()
+    opts.enableExplicitIR(True)
+    assert opts.useHostCopyOps and opts.enableExplicitMainLoops and opts.explicitRecomputation
+    opts.executionPhaseSettings.phases = 2
+    opts.executionPhaseSettings.activationIOSchedule = popart.ExecutionPhaseIOSchedule.OnDemand
+    opts.batchSerializationSettings.factor = 4
+    opts.weightTensorLocationSettings.location.storage = popart.TensorStorage.OffChip
+    opts.activationTensorLocationSettings = popart.TensorLocationSettings(popart.TensorStorage.OffChip, 0)
+    opts.automaticLossScalingSettings.enabled = True
+    opts.experimentalSettings.customTransformApplierSettings = {"a": ["b"]}
+    opts.defaultBufferingDepth = 2
+    opts._enableRngStateManagement = True
+    assert opts.enableRngStateManagement
+    assert opts.activationTensorLocationSettings.location.storage is popart.TensorStorage.OffChip
+    assert opts.activationTensorLocationSettings.minElementsForOffChip == 0
+    fresh = popart.SessionOptions()  # every SessionOptions has records of its own
+    assert (fresh.executionPhaseSettings.phases, fresh.weightTensorLocationSettings.location.storage) == (
+        0, popart.TensorStorage.OnChip)
+    with pytest.raises(AttributeError, match="'popart.ExecutionPhaseSettings' object has no attribute 'phase'"):
+        opts.executionPhaseSettings.phase = 3
+    location = popart.TensorLocation(popart.TensorStorage.OffChip, popart.ReplicatedTensorSharding.On)
+    assert location.replicatedTensorSharding is popart.ReplicatedTensorSharding.On
+
+
+def test_data_types_include_float8():
+    assert popart.DataType.FLOAT8_143.value == 2 and popart.DataType.FLOAT8_152.value == 3
+    info = popart.TensorInfo(popart.DataType.FLOAT8_143, [2, 3])
+    assert (info.dataType(), info.nbytes(), info.data_type_lcase()) == ("FLOAT8_143", 6, "float8_143")
+    assert popart.TensorInfo(popart.DataType.FLOAT16, [2]).dataType() == "FLOAT16"
+    assert popart.Adam({}, accum_type=popart.DataType.FLOAT16) is not None
+
+
+def test_device_info_num_ipus_and_opset_names():
+    assert popart.DeviceManager().createIpuModelDevice({"numIPUs": 4}).num_ipus == 4
+    builder = popart.Builder(opsets={"ai.onnx": 11, "ai.graphcore": 1})
+    assert str(builder.aiOnnx) == "AiOnnxOpset11"
+    assert str(builder.aiGraphcore) == "AiGraphcoreOpset1"
+
+
+def test_virtual_graph_takes_a_set_or_list_of_tensors():
+    builder = popart.Builder()
+    x = builder.addInputTensor(popart.TensorInfo("FLOAT", [2]))
+    y = builder.aiOnnx.relu([x])
+    z = builder.aiOnnx.neg([y])
+    builder.virtualGraph({y, z}, 1)
+    assert builder.getVirtualGraph(y) == builder.getVirtualGraph(z) == 1
+    builder.virtualGraph([y], 0)
+    assert builder.getVirtualGraph(y) == 0
+
+
+def test_debug_info_is_written_as_json_and_cbor(tmp_path):
+    import cbor2
+    import json
+
+    def record(form):
+        path = tmp_path / f"debug.{form}"
+        popart.initializePoplarDebugInfo(str(path), form)
+        outer = popart.DebugInfo(popart.DebugContext("outer"), "layer_a")
+        outer.setValue("arg", 1)
+        inner = popart.DebugInfo(popart.DebugContext(outer, "inner"), "layer_b")
+        inner.setValue("arg", 2)
+        popart.closePoplarDebugInfo()
+        popart.DebugInfo(popart.DebugContext("after"), "layer_c")  # not collected
+        return json.loads(path.read_text()) if form == "json" else cbor2.loads(path.read_bytes())
+
+    for form in ("json", "cbor"):
+        data = record(form)
+        inner, outer = data["contexts"]  # newest first
+        table = data["stringTable"]
+        assert (table[inner["name"]], table[outer["name"]]) == ("inner", "outer")
+        assert (inner["layer"], inner["arg"], inner["parentId"], outer["arg"]) == ("layer_b", "2", 1, "1")
+        assert "parentId" not in outer
+        assert table[inner["location"]["fileName"]] == __file__
+        assert table[inner["location"]["functionName"]] == "record"
+    with pytest.raises(popart.popart_exception, match="format 'xml' is not one of json, cbor"):
+        popart.initializePoplarDebugInfo(str(tmp_path / "x"), "xml")
+
+
+def test_training_session_whose_only_anchor_is_an_input_gradient():
+    builder = popart.Builder()
+    x = builder.addInputTensor(popart.TensorInfo("FLOAT", [2]), "x")
+    w = builder.addInitializedInputTensor(np.array([1.0, 2.0], np.float32), "w")
+    loss = builder.aiGraphcore.l1loss([builder.aiOnnx.mul([x, w])], 1.0)
+    gradient = popart.reservedGradientPrefix() + x
+    session = popart.TrainingSession(builder.getModelProto(), popart.DataFlow(1, [gradient]), loss,
+                                     popart.ConstSGD(0.1), popart.DeviceManager().createIpuModelDevice({}))
+    session.prepareDevice()
+    session.weightsFromHost()
+    anchors = session.initAnchorArrays()
+    data = np.array([1.0, -1.0], np.float32)
+    session.run(popart.PyStepIO({x: data}, anchors))
+    # d/dx mean(|x * w|) = sign(x * w) * w / 2
+    np.testing.assert_allclose(anchors[gradient], np.sign(data * [1.0, 2.0]) * [1.0, 2.0] / 2)
+
+
+def test_int64_inputs_take_int64_host_data():
+    builder = popart.Builder()
+    i = builder.addInputTensor(popart.TensorInfo("INT64", [3]))
+    o = builder.aiOnnx.add([i, i])
+    session = popart.InferenceSession(builder.getModelProto(), popart.DataFlow(1, [o]),
+                                      popart.DeviceManager().createIpuModelDevice({}))
+    session.prepareDevice()
+    anchors = session.initAnchorArrays()
+    data = np.array([1, -2, 3], np.int64)
+    session.run(popart.PyStepIO({i: data}, anchors))
+    np.testing.assert_array_equal(anchors[o], data + data)
+
+
+def test_float16_model_trains_with_a_changeable_loss_scaling():
+    builder = popart.Builder()
+    x = builder.addInputTensor(popart.TensorInfo("FLOAT16", [2]))
+    w = builder.addInitializedInputTensor(np.array([1.0, 2.0], np.float16))
+    loss = builder.aiGraphcore.l1loss([builder.aiOnnx.mul([x, w])], 1.0)
+    optimizer = popart.SGD({"defaultLearningRate": (0.1, False), "lossScaling": (8.0, False)})
+    session = popart.TrainingSession(builder.getModelProto(), popart.DataFlow(1, [loss]), loss, optimizer,
+                                     popart.DeviceManager().createIpuModelDevice({}))
+    session.prepareDevice()
+    session.weightsFromHost()
+    anchors = session.initAnchorArrays()
+    data = np.array([1.0, -1.0], np.float16)
+    session.run(popart.PyStepIO({x: data}, anchors))
+    session.weightsToHost()
+    weights = {w: np.zeros(2, np.float16)}
+    session.readWeights(popart.PyWeightsIO(weights))
+    # The scaled gradient is unscaled by the update: w - 0.1 * sign(x * w) * x / 2.
+    expected = np.array([1.0, 2.0]) - 0.1 * np.sign(data * [1.0, 2.0]) * data / 2
+    np.testing.assert_allclose(weights[w], expected, rtol=1e-3)
+    assert anchors[loss].dtype == np.float16 and float(anchors[loss]) == 1.5

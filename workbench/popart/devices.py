@@ -74,6 +74,8 @@ class DeviceInfo:
     def numIpus(self) -> int:
         return self._num_ipus
 
+    num_ipus = numIpus  # the name popxl's and PopART's test utilities read
+
     @property
     def tilesPerIPU(self) -> int:
         return self._tiles

@@ -41,6 +41,7 @@ from .devices import DeviceInfo, DeviceType
 from .errors import OutOfMemoryException, popart_exception
 from .instances import JobLink
 from .options import SessionOptions, VirtualGraphMode
+from .patterns import session_patterns
 from .replication import local_replication, replication_of
 from .stepio import PyStepIO, PyStepIOCallback, PyWeightsIO
 from .tensorinfo import InputShapeInfo, TensorInfo
@@ -74,7 +75,7 @@ class _Session:
         self._options = userOptions if userOptions is not None else SessionOptions()
         self._data_flow = data_flow
         self._device_info = deviceInfo
-        self._patterns = patterns
+        self._patterns = session_patterns(patterns)
         self.name = name
         try:
             self._model = load_model(fnModel)

@@ -125,7 +125,10 @@ class _Builder:
                 if name not in lowering.env and name not in lowering.values:
                     raise LoweringError(f"Anchor tensor `{name}' not in Ir Tensors. ")
                 graph_output(lowering.tensor(name, lowering.home_of(name)))
-        required = [lowering.env[name] for name in self.trainable]
+        # Anchored gradients of the model's (float) inputs are computed with the weights' gradients.
+        self.input_gradients = [name for name in self.builder.inputs
+                                if GRADIENT + name in self.anchors and is_float(lowering.env[name])]
+        required = [lowering.env[name] for name in self.trainable + self.input_gradients]
         self.grad_info = autodiff(fwd, grads_provided=[fwd.outputs[0]], grads_required=required)
 
     def _reserved(self, name: str) -> bool:
@@ -248,8 +251,12 @@ class _Builder:
                     seed = ops.mul(seed, constant(np.array(1.0 / divide, np.float32)))
                 if loss.shape:
                     seed = ops.mul(seed, constant(np.ones(loss.shape, np.float32)))
+                if seed.dtype != loss.dtype:  # a float16 loss: the float32 scale, cast to it
+                    seed = ops.cast(seed, loss.dtype)
         grads = ops.call(self.grad_info.graph, seed, inputs_dict=self.grad_info.inputs_dict(site))
         by_name = dict(zip(self.trainable, grads))
+        for name, gradient in zip(self.input_gradients, grads[len(self.trainable):]):
+            self.store(GRADIENT + name, gradient, frame)
         for name, gradient in by_name.items():
             if GRADIENT + name in self.anchors:
                 self.store(GRADIENT + name, gradient, frame)
@@ -270,7 +277,8 @@ class _Builder:
         for name in self.anchors:
             if name.startswith(GRADIENT) and name not in self.streams and name not in self.carried:
                 raise LoweringError(f"Anchor tensor `{name}' not in Ir Tensors: gradients are anchored for the "
-                                    f"trainable weights ({', '.join(self.trainable)})")
+                                    f"trainable weights ({', '.join(self.trainable)}) and the float inputs "
+                                    f"({', '.join(n for n in self.builder.inputs if is_float(self.lowering.env[n]))})")
 
     def store(self, name: str, tensor: Tensor, frame: _Frame) -> None:
         """Store an anchor every micro-batch ("all"), or keep its last value ("final") or running sum
