@@ -131,7 +131,7 @@ def test_session_logs_through_popart_logger(caplog):
         with caplog.at_level(logging.INFO, logger="popart"):
             popart.InferenceSession(builder.getModelProto(), popart.DataFlow(1, [y]),
                                     popart.DeviceManager().createCpuDevice())
-        assert "1 ONNX nodes lowered" in caplog.text
+        assert "Preparing the Ir of 'inference': 1 ONNX nodes" in caplog.text
     finally:
         logger.propagate = False
         popart.getLogger().setLevel("OFF")

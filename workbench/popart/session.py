@@ -34,8 +34,7 @@ from workbench.runtime.out_of_memory import OutOfMemoryError
 from workbench.runtime.session import Session as RuntimeSession
 
 from . import anchors as anchor_arrays
-from . import diagnostics
-from .logging_ import getLogger
+from . import diagnostics, session_log, tile_map
 from .dataflow import AnchorReturnTypeId, DataFlow
 from .devices import DeviceInfo, DeviceType
 from .errors import OutOfMemoryException, popart_exception
@@ -47,7 +46,6 @@ from .stepio import PyStepIO, PyStepIOCallback, PyWeightsIO
 from .tensorinfo import InputShapeInfo, TensorInfo
 
 
-_LOG = getLogger("session")
 # How the program stores each kind of anchor (EVERYN stores every batch; the host keeps every N-th).
 _STORED = {AnchorReturnTypeId.Final: "final", AnchorReturnTypeId.Sum: "sum"}
 
@@ -96,8 +94,7 @@ class _Session:
         self._check_pipelining()
         self._lowered = self._lower(shapes)
         self._write_dot_checks()
-        _LOG.info(f"{name}: {len(self._builder.nodes)} ONNX nodes lowered to "
-                  f"{sum(len(g.ops) for g in self._lowered.ir.graphs)} ops on {self._device_info}")
+        session_log.created(name, self._builder, self._lowered, self._patterns, self._device_info)
         self._runtime: Optional[RuntimeSession] = None
         self._outputs: Optional[dict] = None  # the runtime's output buffers, reused run after run
         self._host_weights = {name: np.array(v) for name, v in self._builder.initializers.items()}
@@ -237,6 +234,8 @@ class _Session:
                 raise popart_exception(str(error)) from None
             self._runtime.progress = False
             self._runtime.profile = self._instrumented()
+            session_log.prepared(self._device_info, self._lowered, self._runtime.memory_report)
+            tile_map.save_if_asked(self._tile_mapping(), self._options.logDir)
         if loadEngine:
             self.loadEngineAndConnectStreams()
 
@@ -270,12 +269,14 @@ class _Session:
         self._require_attached("weightsFromHost")
         self._runtime.write_variables_data({var: self._host_weights[name]
                                             for name, var in self._lowered.weights.items()})
+        session_log.weights("FromHost", list(self._lowered.weights))
 
     def weightsToHost(self) -> None:
         self._require_attached("weightsToHost")
         values = self._runtime.get_tensors_data(self._lowered.weights.values())
         for name, var in self._lowered.weights.items():
             self._host_weights[name] = values[var]
+        session_log.weights("ToHost", list(self._lowered.weights))
 
     def readWeights(self, weightsIo: PyWeightsIO) -> None:
         """Fill ``weightsIo``'s arrays with the host copy of the weights."""
@@ -342,8 +343,18 @@ class _Session:
             self._outputs = self._runtime.create_host_outputs()
         outputs = self._outputs
         self._runtime.run_with_outputs(inputs, outputs)
+        session_log.ran(debugName, bps, replicas)
         for tensor_id, stream in self._lowered.anchors.items():
             anchor_arrays.deliver(tensor_id, outputs[stream], self._data_flow.art(tensor_id), stepio, bps, replicas)
+
+    # ----- the tile map -----
+    def _tile_mapping(self):
+        return tile_map.session_tile_mapping(self._builder, self._lowered, self._device_info.tilesPerIPU)
+
+    def getTensorTileMap(self) -> dict[str, list[list[tuple[int, int]]]]:
+        """Per tensor, per tile of its IPU, the element intervals the simulated tile allocator put there."""
+        self._require_prepared("getTensorTileMap")
+        return tile_map.as_popart_map(self._tile_mapping())
 
     # ----- random numbers -----
     def setRandomSeed(self, seedValue: int) -> None:
@@ -393,23 +404,23 @@ class _Session:
                       for kind, cycles in sorted(summary.cycles_per_kind.items())]
         return "\n".join(lines)
 
-    def getExecutionReport(self, useCbor: bool = False, resetProfile: bool = True) -> str:
+    def getExecutionReport(self, useCbor: bool = False, resetProfile: bool = True) -> Union[str, bytes]:
+        """The last run as JSON (``useCbor``: CBOR bytes): its simulated cycles, in all and per kind of op."""
         if not self._instrumented() or self._runtime is None or self._runtime.last_trace is None:
-            return '{"profilerMode":"NONE"}'
+            return diagnostics.report({"profilerMode": "NONE"}, useCbor)
         summary = self._runtime.last_trace.summary()
-        return json.dumps({"profilerMode": "SIMULATED", "cycles": summary.cycles,
-                           "cyclesPerKind": summary.cycles_per_kind})
+        return diagnostics.report({"profilerMode": "SIMULATED", "cycles": summary.cycles,
+                                   "cyclesPerKind": summary.cycles_per_kind}, useCbor)
 
-    def getGraphReport(self, useCbor: bool = False) -> str:
-        """The compiled program as JSON: its size and, per IPU, the peak of the workbench's memory
-        model against the tile memory."""
+    def getGraphReport(self, useCbor: bool = False) -> Union[str, bytes]:
+        """The compiled program as JSON (``useCbor``: CBOR bytes): its size and, per IPU, the peak of the
+        workbench's memory model against the tile memory."""
         self._require_prepared("getGraphReport")
-        if useCbor:
-            raise popart_exception("getGraphReport: the workbench writes its reports as JSON (useCbor=False)")
         report = self._runtime.memory_report
-        return json.dumps({"onnxNodes": len(self._builder.nodes), "ops": sum(len(g.ops) for g in self.ir.graphs),
-                           "ipus": [{"ipu": m.ipu, "peakBytes": m.peak_bytes, "tileMemoryBytes": m.tile_capacity}
-                                    for m in report.ipus]})
+        return diagnostics.report({"onnxNodes": len(self._builder.nodes),
+                                   "ops": sum(len(g.ops) for g in self.ir.graphs),
+                                   "ipus": [{"ipu": m.ipu, "peakBytes": m.peak_bytes, "tileMemoryBytes": m.tile_capacity}
+                                            for m in report.ipus]}, useCbor)
 
     def getReport(self, resetProfile: bool = True) -> ProfileReport:
         """The profile of the program and its last run (``compilation`` and ``execution``, as

@@ -1,0 +1,69 @@
+"""What a PopART session logs at each step it takes, under PopART's modules: ``session`` (each API call,
+at trace), ``ir`` (the model read and lowered), ``pattern`` (the patterns in force), ``devicex`` (compiling
+for the device, its host streams, weight transfers and runs). Each message is built only when its
+module logs at that level."""
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from .introspection import versionString
+from .logging_ import TRACE, python_logger
+
+_SESSION, _IR, _PATTERN, _DEVICEX = (python_logger(m) for m in ("session", "ir", "pattern", "devicex"))
+
+
+def _on(logger: logging.Logger, level: int) -> bool:
+    return logger.isEnabledFor(level)
+
+
+def created(name: str, builder: Any, lowered: Any, patterns: Any, device: Any) -> None:
+    """A session read its model, applied its patterns and lowered it."""
+    if _on(_SESSION, TRACE):
+        _SESSION.log(TRACE, f"Session::configureFromOnnx ({name})")
+    if _on(_SESSION, logging.INFO):
+        _SESSION.info(f"Popart version: {versionString()}")
+    if _on(_IR, logging.INFO):
+        _IR.info(f"Preparing the Ir of '{name}': {len(builder.nodes)} ONNX nodes, {len(builder.inputs)} inputs, "
+                 f"{len(builder.initializers)} weights")
+    if _on(_PATTERN, logging.DEBUG):
+        enabled = [p for p in repr(patterns).split() if patterns.isPatternEnabled(p)]
+        _PATTERN.debug(f"Patterns in force: {', '.join(enabled) or 'none'}; InPlace {patterns.InPlace}")
+    if _on(_IR, TRACE):
+        for node in builder.nodes:
+            _IR.log(TRACE, f"Lowering node '{node.name}' ({node.domain or 'ai.onnx'}.{node.op_type}) "
+                           f"-> {', '.join(node.output)} on IPU {lowered.node_ipus.get(node.name, 0)}")
+    if _on(_IR, logging.INFO):
+        _IR.info(f"Ir of '{name}' ready: {sum(len(g.ops) for g in lowered.ir.graphs)} ops in "
+                 f"{len(lowered.ir.graphs)} graphs, for {device}")
+
+
+def prepared(device: Any, lowered: Any, memory: Any) -> None:
+    """The program was compiled for the device (``memory``: its memory report)."""
+    if _on(_SESSION, TRACE):
+        _SESSION.log(TRACE, "Session::prepareDevice()")
+    if _on(_DEVICEX, logging.INFO):
+        _DEVICEX.info(f"Compiled the program for {device}")
+    if _on(_DEVICEX, logging.DEBUG):
+        for tensor_id in lowered.inputs:
+            _DEVICEX.debug(f"Creating host-to-device FIFO {tensor_id}")
+        for tensor_id in lowered.anchors:
+            _DEVICEX.debug(f"Creating device-to-host FIFO {tensor_id}")
+        for ipu in memory.ipus:
+            _DEVICEX.debug(f"IPU {ipu.ipu}: peak tile memory {ipu.peak_bytes:,} of {ipu.tile_capacity:,} bytes")
+
+
+def weights(direction: str, names: Any) -> None:
+    """Weights went ``"FromHost"`` or ``"ToHost"``."""
+    if _on(_SESSION, TRACE):
+        _SESSION.log(TRACE, f"Session::weights{direction}")
+    if _on(_DEVICEX, logging.DEBUG):
+        towards = "to the device" if direction == "FromHost" else "to the host"
+        _DEVICEX.debug(f"Copying {len(names)} weights {towards}: {', '.join(names)}")
+
+
+def ran(debug_name: str, batches: int, replicas: int) -> None:
+    if _on(_SESSION, TRACE):
+        _SESSION.log(TRACE, f"Session::run {debug_name}".rstrip())
+    if _on(_DEVICEX, logging.DEBUG):
+        _DEVICEX.debug(f"Ran {batches} batches on {replicas} replica(s)")
