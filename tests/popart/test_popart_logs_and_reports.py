@@ -129,3 +129,20 @@ def test_profiling_reports_in_cbor():
     graph, execution = session.getGraphReport(useCbor=True), session.getExecutionReport(useCbor=True)
     assert isinstance(graph, bytes) and cbor2.loads(graph) == json.loads(session.getGraphReport())
     assert cbor2.loads(execution)["profilerMode"] == "SIMULATED" and cbor2.loads(execution)["cycles"] > 0
+
+
+def test_the_builder_logs_each_node_and_off_silences_it(capsys):
+    def lines_of(level):
+        popart.getLogger().setLevel(level)
+        builder = popart.Builder()
+        x = builder.addInputTensor(popart.TensorInfo("FLOAT", [1, 2, 3]))
+        builder.aiOnnx.abs([x])
+        return capsys.readouterr().err
+
+    try:
+        said = lines_of("DEBUG")
+        assert LINE.match(said.splitlines()[0]).groups() == (
+            "builder", "debug", "Adding ai.onnx.Abs to builder opset:10, numInputs:1 numOutputs:1")
+        assert lines_of("OFF") == ""
+    finally:
+        popart.getLogger().setLevel("OFF")

@@ -18,6 +18,7 @@ from workbench.onnx import dtypes
 from workbench.onnx.model import GraphBuilder, UnknownTensorError, load_model
 from workbench.onnx.shapes import GRAPHCORE, ShapeInferenceError, TensorType
 
+from . import step_log
 from .annotations import Annotations
 from .errors import popart_exception
 from .graphcore import AiGraphcoreOpset1
@@ -101,6 +102,7 @@ class Builder(Annotations):
             self._graph.opsets.setdefault(GRAPHCORE, defaultAiGraphcoreOpset)
         full = {**attributes, **{k: v[-1] for k, v in self._context.items() if v}}
         name = self._prefix() + (debug or op_type)
+        step_log.node_added(domain or "ai.onnx", op_type, self._graph.opsets.get(domain, 1), len(inputs), num_outputs)
         try:
             return self._graph.add_node(op_type, inputs, full, domain=domain, num_outputs=num_outputs,
                                         name=name, prefix=self._prefix())

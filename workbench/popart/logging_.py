@@ -6,7 +6,7 @@ format, ``[2019-10-16 13:55:05.359] [popart:devicex] [debug] message``. ``POPART
 INFO, WARN, ERR, CRITICAL, OFF; OFF by default) sets the level of every module and ``POPART_LOG_DEST``
 where the lines go (stdout, stderr or a file name). ``POPART_LOG_CONFIG`` names a JSON file of
 ``{"module": "LEVEL"}`` pairs whose levels override ``POPART_LOG_LEVEL`` for those modules. What each
-module logs for the steps a session takes is in ``session_log``."""
+module logs for the steps a session takes is in ``step_log``."""
 from __future__ import annotations
 
 import json
@@ -82,6 +82,23 @@ class PopartFormatter(logging.Formatter):
         return f"[{stamp}.{int(record.msecs):03d}] [popart:{module}] [{level}] {record.getMessage()}"
 
 
+class _StandardStream(logging.StreamHandler):
+    """Writes to whatever ``sys.stdout``/``sys.stderr`` is when a line is logged (a notebook or a test
+    may replace them after popart is imported)."""
+
+    def __init__(self, name: str):
+        self._which = name
+        super().__init__()
+
+    @property
+    def stream(self):
+        return getattr(sys, self._which)
+
+    @stream.setter
+    def stream(self, value) -> None:  # StreamHandler sets it; the stream is looked up each time instead
+        pass
+
+
 def module_levels(path: str) -> dict[str, int]:
     """The levels of ``POPART_LOG_CONFIG``'s file, by module; a file that cannot be used raises
     ValueError naming what is wrong."""
@@ -107,8 +124,7 @@ def _configure() -> None:
     root.setLevel(_LEVELS.get(os.environ.get("POPART_LOG_LEVEL", "OFF").upper(), _LEVELS["OFF"]))
     root.propagate = False
     destination = os.environ.get("POPART_LOG_DEST", "stderr")
-    handler = logging.StreamHandler(sys.stdout if destination == "stdout" else sys.stderr) \
-        if destination in ("stdout", "stderr") else logging.FileHandler(destination)
+    handler = _StandardStream(destination) if destination in ("stdout", "stderr") else logging.FileHandler(destination)
     handler.setFormatter(PopartFormatter())
     root.addHandler(handler)
     config = os.environ.get("POPART_LOG_CONFIG")

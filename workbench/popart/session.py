@@ -34,7 +34,7 @@ from workbench.runtime.out_of_memory import OutOfMemoryError
 from workbench.runtime.session import Session as RuntimeSession
 
 from . import anchors as anchor_arrays
-from . import diagnostics, session_log, tile_map
+from . import diagnostics, step_log, tile_map
 from .dataflow import AnchorReturnTypeId, DataFlow
 from .devices import DeviceInfo, DeviceType
 from .errors import OutOfMemoryException, popart_exception
@@ -94,7 +94,7 @@ class _Session:
         self._check_pipelining()
         self._lowered = self._lower(shapes)
         self._write_dot_checks()
-        session_log.created(name, self._builder, self._lowered, self._patterns, self._device_info)
+        step_log.created(name, self._builder, self._lowered, self._patterns, self._device_info)
         self._runtime: Optional[RuntimeSession] = None
         self._outputs: Optional[dict] = None  # the runtime's output buffers, reused run after run
         self._host_weights = {name: np.array(v) for name, v in self._builder.initializers.items()}
@@ -234,7 +234,7 @@ class _Session:
                 raise popart_exception(str(error)) from None
             self._runtime.progress = False
             self._runtime.profile = self._instrumented()
-            session_log.prepared(self._device_info, self._lowered, self._runtime.memory_report)
+            step_log.prepared(self._device_info, self._lowered, self._runtime.memory_report)
             tile_map.save_if_asked(self._tile_mapping(), self._options.logDir)
         if loadEngine:
             self.loadEngineAndConnectStreams()
@@ -269,14 +269,14 @@ class _Session:
         self._require_attached("weightsFromHost")
         self._runtime.write_variables_data({var: self._host_weights[name]
                                             for name, var in self._lowered.weights.items()})
-        session_log.weights("FromHost", list(self._lowered.weights))
+        step_log.weights("FromHost", list(self._lowered.weights))
 
     def weightsToHost(self) -> None:
         self._require_attached("weightsToHost")
         values = self._runtime.get_tensors_data(self._lowered.weights.values())
         for name, var in self._lowered.weights.items():
             self._host_weights[name] = values[var]
-        session_log.weights("ToHost", list(self._lowered.weights))
+        step_log.weights("ToHost", list(self._lowered.weights))
 
     def readWeights(self, weightsIo: PyWeightsIO) -> None:
         """Fill ``weightsIo``'s arrays with the host copy of the weights."""
@@ -343,7 +343,7 @@ class _Session:
             self._outputs = self._runtime.create_host_outputs()
         outputs = self._outputs
         self._runtime.run_with_outputs(inputs, outputs)
-        session_log.ran(debugName, bps, replicas)
+        step_log.ran(debugName, bps, replicas)
         for tensor_id, stream in self._lowered.anchors.items():
             anchor_arrays.deliver(tensor_id, outputs[stream], self._data_flow.art(tensor_id), stepio, bps, replicas)
 

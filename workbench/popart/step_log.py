@@ -1,7 +1,7 @@
-"""What a PopART session logs at each step it takes, under PopART's modules: ``session`` (each API call,
-at trace), ``ir`` (the model read and lowered), ``pattern`` (the patterns in force), ``devicex`` (compiling
-for the device, its host streams, weight transfers and runs). Each message is built only when its
-module logs at that level."""
+"""What PopART logs at each step a script takes, under PopART's modules: ``builder`` (each node added, at
+debug), ``session`` (each API call, at trace), ``ir`` (the model read and lowered), ``pattern`` (the
+patterns in force), ``devicex`` (compiling for the device, its host streams, weight transfers and runs).
+Each message is built only when its module logs at that level."""
 from __future__ import annotations
 
 import logging
@@ -10,11 +10,17 @@ from typing import Any
 from .introspection import versionString
 from .logging_ import TRACE, python_logger
 
-_SESSION, _IR, _PATTERN, _DEVICEX = (python_logger(m) for m in ("session", "ir", "pattern", "devicex"))
+_SESSION, _IR, _PATTERN, _DEVICEX, _BUILDER = (python_logger(m) for m in
+                                                ("session", "ir", "pattern", "devicex", "builder"))
 
 
 def _on(logger: logging.Logger, level: int) -> bool:
     return logger.isEnabledFor(level)
+
+
+def node_added(domain: str, op_type: str, opset: int, inputs: int, outputs: int) -> None:
+    if _on(_BUILDER, logging.DEBUG):
+        _BUILDER.debug(f"Adding {domain}.{op_type} to builder opset:{opset}, numInputs:{inputs} numOutputs:{outputs}")
 
 
 def created(name: str, builder: Any, lowered: Any, patterns: Any, device: Any) -> None:
