@@ -227,3 +227,13 @@ def test_float16_model_trains_with_a_changeable_loss_scaling():
     expected = np.array([1.0, 2.0]) - 0.1 * np.sign(data * [1.0, 2.0]) * data / 2
     np.testing.assert_allclose(weights[w], expected, rtol=1e-3)
     assert anchors[loss].dtype == np.float16 and float(anchors[loss]) == 1.5
+
+
+def test_deprecated_buffering_options_are_aliases_with_a_warning():
+    opts = popart.SessionOptions()
+    with pytest.warns(FutureWarning, match="defaultPrefetchBufferingDepth has been deprecated .* defaultBufferingDepth"):
+        opts.defaultPrefetchBufferingDepth = 3
+    with pytest.warns(FutureWarning, match="Please use the alias bufferingDepthMap instead"):
+        opts.prefetchBufferingDepthMap = {"x": 2}
+    assert (opts.defaultBufferingDepth, opts.bufferingDepthMap) == (3, {"x": 2})
+    assert opts.defaultPrefetchBufferingDepth == 3

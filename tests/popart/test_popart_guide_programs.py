@@ -56,7 +56,8 @@ def test_training_with_the_legacy_loss_form_and_labels_known_from_input_shape_in
     data_feed = popart.DataFlow(1, {"output": popart.AnchorReturnType("ALL")})
     session = popart.TrainingSession(str(tmp_path / "model.onnx"), dataFeed=data_feed,
                                      losses=[popart.NllLoss("output", "labels", "loss")],
-                                     optimizer=popart.ConstSGD(0.001), deviceInfo=popart.DeviceManager().createCpuDevice(),
+                                     optimizer=popart.ConstSGD(0.001),
+                                     deviceInfo=popart.DeviceManager().createCpuDevice(),
                                      inputShapeInfo=input_shape_info)
     session.prepareDevice()
     session.weightsFromHost()
@@ -155,7 +156,8 @@ def test_executing_saving_and_profiling_as_the_guide_does(tmp_path):
                                      training.initAnchorArrays()))
         expected -= step_lr * 2.0  # d|(a + b) w| / dw = a + b = 2
     training.modelToHost(str(tmp_path / "trained.onnx"))
-    saved = {init.name: onnx.numpy_helper.to_array(init) for init in onnx.load(str(tmp_path / "trained.onnx")).graph.initializer}
+    saved = {init.name: onnx.numpy_helper.to_array(init)
+             for init in onnx.load(str(tmp_path / "trained.onnx")).graph.initializer}
     np.testing.assert_allclose(saved["w"], [expected], rtol=1e-6)
     assert "cycles" in training.getSummaryReport() and '"ops"' in training.getGraphReport()
     fresh = popart.TrainingSession(builder.getModelProto(), popart.DataFlow(1, [loss]), loss, popart.ConstSGD(0.1),

@@ -104,6 +104,7 @@ def test_distributed_optimizer_needs_host_all_reduce_and_a_training_session():
     opts.hostAllReduce = True
     optimizer = hvd.DistributedOptimizer(popart.ConstSGD(0.1), small_training_session(opts), opts)
     assert optimizer.type() == "SGD"  # reads as the optimiser it wraps
+    assert hvd.DistributedOptimizer(popart.ConstSGD(0.1)).type() == "SGD"  # the optimiser alone, as Horovod takes it
 
 
 def test_a_real_horovod_is_not_shadowed(tmp_path):

@@ -28,8 +28,8 @@ opts = popart.SessionOptions()
 opts.constantWeights = False
 opts.logDir = {log_dir!r}
 {before}
-session = popart.InferenceSession(builder.getModelProto(), popart.DataFlow(1, [o]),
-                                  popart.DeviceManager().createIpuModelDevice({{"tilesPerIPU": 1216}}), userOptions=opts)
+device = popart.DeviceManager().createIpuModelDevice({{"tilesPerIPU": 1216}})
+session = popart.InferenceSession(builder.getModelProto(), popart.DataFlow(1, [o]), device, userOptions=opts)
 session.prepareDevice()
 session.weightsFromHost()
 anchors = session.initAnchorArrays()
@@ -49,12 +49,15 @@ def run_program(tmp_path, before="", **environment):
 
 def test_trace_logs_every_step_in_popart_s_format(tmp_path):
     lines = run_program(tmp_path, POPART_LOG_LEVEL="TRACE")
-    for expected in [("session", "trace", "Session::configureFromOnnx"), ("ir", "info", "Preparing the Ir of 'inference'"),
+    for expected in [("session", "trace", "Session::configureFromOnnx"),
+                     ("ir", "info", "Preparing the Ir of 'inference'"),
                      ("pattern", "debug", "Patterns in force"), ("ir", "trace", "Lowering node 'Add'"),
-                     ("session", "trace", "Session::prepareDevice()"), ("devicex", "info", "Compiled the program for Device Type"),
+                     ("session", "trace", "Session::prepareDevice()"),
+                     ("devicex", "info", "Compiled the program for Device Type"),
                      ("devicex", "debug", "Creating host-to-device FIFO input"),
                      ("devicex", "debug", "Creating device-to-host FIFO Add"),
-                     ("session", "trace", "Session::weightsFromHost"), ("devicex", "debug", "Copying 1 weights to the device"),
+                     ("session", "trace", "Session::weightsFromHost"),
+                     ("devicex", "debug", "Copying 1 weights to the device"),
                      ("session", "trace", "Session::run"), ("devicex", "debug", "Ran 1 batches on 1 replica(s)")]:
         module, level, start = expected
         assert any(line[:2] == (module, level) and line[2].startswith(start) for line in lines), (expected, lines)

@@ -129,16 +129,18 @@ def broadcast_weights(session: Any, root_rank: int = 0) -> None:
 
 
 class DistributedOptimizer:
-    """``DistributedOptimizer(optimizer, training_session, userOpts)``: the optimiser of a session whose
-    gradients Horovod averages over the ranks (``userOpts.hostAllReduce`` must be set before the
-    session is made, since the session is compiled for it). Reads as the optimiser it wraps."""
+    """``DistributedOptimizer(optimizer[, training_session, userOpts])``: the optimiser of a session whose
+    gradients Horovod averages over the ranks. The session does the averaging, compiled for it by
+    ``userOpts.hostAllReduce = True``; given the session and its options, this checks that they are
+    so. Reads as the optimiser it wraps."""
 
-    def __init__(self, optimizer: Any, training_session: Any, userOpts: Any):
+    def __init__(self, optimizer: Any, training_session: Optional[Any] = None, userOpts: Optional[Any] = None):
         ranks = _joined("DistributedOptimizer")
-        if not getattr(userOpts, "hostAllReduce", False):
+        if userOpts is not None and not getattr(userOpts, "hostAllReduce", False):
             raise ValueError("hvd.DistributedOptimizer needs userOpts.hostAllReduce = True, set before the "
                              "TrainingSession is created with those options")
-        _check_session(training_session, ranks, "DistributedOptimizer")
+        if training_session is not None:
+            _check_session(training_session, ranks, "DistributedOptimizer")
         self.optimizer = optimizer
         self.training_session = training_session
 

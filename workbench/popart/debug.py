@@ -21,8 +21,10 @@ class DebugContext:
         own = names[0] if names else ""
         self.own_name = own
         self.parent_info = parent_info
-        self.name = f"{parent.name}/{own}" if parent is not None and parent.name and own else (own or
-                                                                                              (parent.name if parent else ""))
+        if parent is not None and parent.name and own:
+            self.name = f"{parent.name}/{own}"
+        else:
+            self.name = own or (parent.name if parent is not None else "")
         caller = sys._getframe(1)
         self.location: tuple[str, str, int] = (caller.f_code.co_filename, caller.f_code.co_name, caller.f_lineno)
 

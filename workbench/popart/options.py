@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import enum
+import warnings
 from typing import Any
 
 from . import option_records as records
@@ -97,10 +98,11 @@ _DEFAULTS: dict[str, Any] = {
     "enableNonStableSoftmax": False, "enablePipelining": False,
     "subgraphCopyingStrategy": SubgraphCopyingStrategy.OnEnterAndExit,
     "autoRecomputation": RecomputationType.NoRecompute, "mergeVarUpdate": MergeVarUpdateType.Off,
-    "mergeVarUpdateMemThreshold": 1000000, "rearrangeAnchorsOnHost": True, "executionPhaseSettings": records.ExecutionPhaseSettings(),
+    "mergeVarUpdateMemThreshold": 1000000, "rearrangeAnchorsOnHost": True,
+    "executionPhaseSettings": records.ExecutionPhaseSettings(),
     "numIOTiles": 0, "explicitRecomputation": False, "explicitPipelining": False,
-    "batchSerializationSettings": records.BatchSerializationSettings(), "aliasZeroCopy": False, "enablePrefetchDatastreams": True,
-    "defaultPrefetchBufferingDepth": 1, "prefetchBufferingDepthMap": {},
+    "batchSerializationSettings": records.BatchSerializationSettings(), "aliasZeroCopy": False,
+    "enablePrefetchDatastreams": True,
     "virtualGraphMode": VirtualGraphMode.Off, "enableReplicatedGraphs": False, "replicatedGraphCount": 1,
     "compileEngine": True, "engineOptions": {}, "convolutionOptions": {}, "lstmOptions": {},
     "matmulOptions": {}, "reportOptions": {}, "gclOptions": {}, "dotOpNames": False,
@@ -129,8 +131,9 @@ _DEFAULTS: dict[str, Any] = {
     "batchSerializationFactor": 0, "enableEngineCachingFromFile": False, "autodiffSettings": records.AutodiffSettings(),
     "developerSettings": records.DeveloperSettings(), "numIOTilesPerIpu": 0, "ensureFp32LossScaleTensor": False,
     "enableInplaceAmbiguityChecking": True, "createImplicitPipeliningFwdOnlyProgram": False,
-    "throwIfLog2ScaleTensorNotInRange": True, "updatableNamedBuffers": [], "enableConstantFoldingOfMultipleConsumers": True,
-    "useLoopCandidateCreator": False, "stashAllTensorsInferencePipeline": False, "experimentalSettings": records.ExperimentalSettings(),
+    "throwIfLog2ScaleTensorNotInRange": True, "updatableNamedBuffers": [],
+    "enableConstantFoldingOfMultipleConsumers": True, "useLoopCandidateCreator": False,
+    "stashAllTensorsInferencePipeline": False, "experimentalSettings": records.ExperimentalSettings(),
     "replicatedCollectivesSettings": records.ReplicatedCollectivesSettings(), "enableRngStateManagement": False,
     "bufferingDepthMap": {}, "disableOptimizerStateTensorStreams": False, "rearrangeStreamsOnHost": False,
     "defaultBufferingDepth": 1, "virtualGraphSplitRatios": [], "enableVariablesCaching": True,
@@ -140,6 +143,9 @@ _DICT_OPTIONS = ("engineOptions", "convolutionOptions", "lstmOptions", "matmulOp
                  "gclOptions", "tensorLocationSettingsOverride")
 
 
+# Older names PopART still takes, with a warning: the option each stands for.
+_DEPRECATED = {"defaultPrefetchBufferingDepth": "defaultBufferingDepth",
+               "prefetchBufferingDepthMap": "bufferingDepthMap"}
 # The underscored names PopART's bindings also give these options.
 _PRIVATE_NAMES = {f"_{name}": name for name in (*_DICT_OPTIONS, "enableRngStateManagement")}
 
@@ -157,13 +163,17 @@ class SessionOptions:
 
     def __getattr__(self, name: str) -> Any:
         values = object.__getattribute__(self, "_values")
-        name = _PRIVATE_NAMES.get(name, name)
+        name = _DEPRECATED.get(name, _PRIVATE_NAMES.get(name, name))
         if name in values:
             return values[name]
         raise AttributeError(f"'popart.SessionOptions' object has no attribute '{name}'")
 
     def __setattr__(self, name: str, value: Any) -> None:
         name = _PRIVATE_NAMES.get(name, name)
+        if name in _DEPRECATED:
+            warnings.warn(f"The session option {name} has been deprecated and will be removed in a future release. "
+                          f"Please use the alias {_DEPRECATED[name]} instead.", FutureWarning, stacklevel=2)
+            name = _DEPRECATED[name]
         if name not in self._values:
             raise AttributeError(f"'popart.SessionOptions' object has no attribute '{name}'")
         if name in _DICT_OPTIONS:

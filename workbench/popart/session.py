@@ -419,8 +419,8 @@ class _Session:
         report = self._runtime.memory_report
         return diagnostics.report({"onnxNodes": len(self._builder.nodes),
                                    "ops": sum(len(g.ops) for g in self.ir.graphs),
-                                   "ipus": [{"ipu": m.ipu, "peakBytes": m.peak_bytes, "tileMemoryBytes": m.tile_capacity}
-                                            for m in report.ipus]}, useCbor)
+                                   "ipus": [{"ipu": m.ipu, "peakBytes": m.peak_bytes,
+                                             "tileMemoryBytes": m.tile_capacity} for m in report.ipus]}, useCbor)
 
     def getReport(self, resetProfile: bool = True) -> ProfileReport:
         """The profile of the program and its last run (``compilation`` and ``execution``, as
