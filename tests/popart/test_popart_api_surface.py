@@ -237,3 +237,17 @@ def test_deprecated_buffering_options_are_aliases_with_a_warning():
         opts.prefetchBufferingDepthMap = {"x": 2}
     assert (opts.defaultBufferingDepth, opts.bufferingDepthMap) == (3, {"x": 2})
     assert opts.defaultPrefetchBufferingDepth == 3
+
+
+def test_excluded_patterns_must_be_popart_s():
+    builder = popart.Builder()
+    x = builder.addInputTensor(popart.TensorInfo("FLOAT", [2]))
+    y = builder.aiOnnx.identity([x])
+    builder.excludePatterns(y, ["PostNRepl"])
+    z = builder.aiOnnx.identity([y])
+    device = popart.DeviceManager().createCpuDevice()
+    popart.InferenceSession(builder.getModelProto(), popart.DataFlow(1, [y]), device)
+    builder.excludePatterns(z, ["ThisPatternDoesNotExist"])
+    with pytest.raises(popart.popart_exception, match="Invalid pattern name 'ThisPatternDoesNotExist' in "
+                                                      "Op::excludePatterns"):
+        popart.InferenceSession(builder.getModelProto(), popart.DataFlow(1, [z]), device)

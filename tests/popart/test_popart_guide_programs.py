@@ -128,15 +128,20 @@ def test_executing_saving_and_profiling_as_the_guide_does(tmp_path):
     (tmp_path / "onnx.pb").write_bytes(builder.getModelProto())
 
     df = popart.DataFlow(1, {o: popart.AnchorReturnType("ALL")})
-    s = popart.InferenceSession(str(tmp_path / "onnx.pb"), deviceInfo=popart.DeviceManager().createCpuDevice(),
-                                dataFeed=df)
+    device = popart.DeviceManager().createCpuDevice()
+    s = popart.InferenceSession(str(tmp_path / "onnx.pb"), deviceInfo=device, dataFeed=df)
     s.prepareDevice()
     anchors = s.initAnchorArrays()
     data_a, data_b = np.random.rand(1).astype(np.float32), np.random.rand(1).astype(np.float32)
     s.run(popart.PyStepIO({"a": data_a, "b": data_b}, anchors))
     np.testing.assert_allclose(anchors[o], (data_a + data_b) * 2, rtol=1e-6)
-    assert "Execution profiling not enabled" in s.getSummaryReport()
-    assert s.getExecutionReport() == '{"profilerMode":"NONE"}'  # the guide's words
+    with pytest.raises(popart.poplar_exception, match="Profiling is disabled for current device type"):
+        s.getSummaryReport()  # a CPU device has no profile
+    s = popart.InferenceSession(str(tmp_path / "onnx.pb"), deviceInfo=popart.DeviceManager().createIpuModelDevice({}),
+                                dataFeed=df)
+    s.prepareDevice()
+    assert "Execution profiling not enabled" in s.getSummaryReport()  # the guide's words, without instrumentation
+    assert s.getExecutionReport() == '{"profilerMode":"NONE"}'
 
     # Training, with the learning rate changed between steps, then saved and loaded again.
     opts = popart.SessionOptions()

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any, Iterable, Optional
 
 from .errors import popart_exception
+from .node_attributes import EXCLUDE_PATTERNS
 from .options import PatternsLevel
 
 # PopART's pre-alias patterns: name -> (enabled by default, mandatory).
@@ -135,6 +136,18 @@ def session_patterns(patterns: Optional[Patterns]) -> Patterns:
         raise TypeError(f"patterns must be a popart.Patterns, got {type(patterns).__name__}")
     patterns.check_mandatory()
     return patterns
+
+
+def check_exclusions(nodes: Iterable[Any]) -> None:
+    """Every pattern a node excludes (``builder.excludePatterns``) must be one of PopART's."""
+    for node in nodes:
+        for attribute in node.attribute:
+            if attribute.name == EXCLUDE_PATTERNS:
+                for name in (s.decode() for s in attribute.strings):
+                    if name not in PATTERNS:
+                        raise popart_exception(f"Invalid pattern name '{name}' in Op::excludePatterns of node "
+                                               f"'{node.name}'; expected one of PopART's patterns, such as "
+                                               "PreUniRepl or PostNRepl")
 
 
 def _known(name: str) -> str:

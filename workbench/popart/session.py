@@ -37,10 +37,10 @@ from . import anchors as anchor_arrays
 from . import diagnostics, step_log, tile_map
 from .dataflow import AnchorReturnTypeId, DataFlow
 from .devices import DeviceInfo, DeviceType
-from .errors import OutOfMemoryException, popart_exception
+from .errors import OutOfMemoryException, popart_exception, poplar_exception
 from .instances import JobLink
 from .options import SessionOptions, VirtualGraphMode
-from .patterns import session_patterns
+from .patterns import check_exclusions, session_patterns
 from .replication import local_replication, replication_of
 from .stepio import PyStepIO, PyStepIOCallback, PyWeightsIO
 from .tensorinfo import InputShapeInfo, TensorInfo
@@ -88,6 +88,7 @@ class _Session:
             self._builder = GraphBuilder.from_model(_with_input_shapes(self._model, shapes), _total(self._replicas))
         except ValueError as error:
             raise popart_exception(str(error)) from None
+        check_exclusions(self._builder.nodes)
         several = isinstance(self._replicas, PopdistSettings) and self._replicas.num_instances > 1
         self._job_link = JobLink(self._replicas) if several else None
         self._check_anchors()
@@ -384,10 +385,17 @@ class _Session:
     def _instrumented(self) -> bool:
         return self._options.engineOptions.get("debug.instrument", "false").lower() == "true"
 
+    def _require_profiled(self, what: str) -> None:
+        """Reports need a prepared device that profiles: an IPU or IPU Model, as on Poplar."""
+        self._require_prepared(what)
+        if self._device_info.type is DeviceType.Cpu:
+            raise poplar_exception(f"{what}: a CPU device has no profile. Profiling is disabled for current "
+                                   "device type.")
+
     def getSummaryReport(self, resetProfile: bool = True) -> str:
         """Memory per IPU and, with ``engineOptions = {"debug.instrument": "true"}``, the last run's
         simulated cycles and measured time per kind of op."""
-        self._require_prepared("getSummaryReport")
+        self._require_profiled("getSummaryReport")
         report = self._runtime.memory_report
         lines = [f"Program: {len(self._builder.nodes)} ONNX nodes lowered to "
                  f"{sum(len(g.ops) for g in self.ir.graphs)} ops",
@@ -406,7 +414,8 @@ class _Session:
 
     def getExecutionReport(self, useCbor: bool = False, resetProfile: bool = True) -> Union[str, bytes]:
         """The last run as JSON (``useCbor``: CBOR bytes): its simulated cycles, in all and per kind of op."""
-        if not self._instrumented() or self._runtime is None or self._runtime.last_trace is None:
+        self._require_profiled("getExecutionReport")
+        if not self._instrumented() or self._runtime.last_trace is None:
             return diagnostics.report({"profilerMode": "NONE"}, useCbor)
         summary = self._runtime.last_trace.summary()
         return diagnostics.report({"profilerMode": "SIMULATED", "cycles": summary.cycles,
@@ -415,7 +424,7 @@ class _Session:
     def getGraphReport(self, useCbor: bool = False) -> Union[str, bytes]:
         """The compiled program as JSON (``useCbor``: CBOR bytes): its size and, per IPU, the peak of the
         workbench's memory model against the tile memory."""
-        self._require_prepared("getGraphReport")
+        self._require_profiled("getGraphReport")
         report = self._runtime.memory_report
         return diagnostics.report({"onnxNodes": len(self._builder.nodes),
                                    "ops": sum(len(g.ops) for g in self.ir.graphs),
