@@ -251,3 +251,25 @@ def test_excluded_patterns_must_be_popart_s():
     with pytest.raises(popart.popart_exception, match="Invalid pattern name 'ThisPatternDoesNotExist' in "
                                                       "Op::excludePatterns"):
         popart.InferenceSession(builder.getModelProto(), popart.DataFlow(1, [z]), device)
+
+
+def test_debug_info_holds_the_builder_s_nodes_and_the_session_s_ops(tmp_path):
+    import json
+
+    path = tmp_path / "debug.json"
+    popart.initializePoplarDebugInfo(str(path), "json")
+    builder = popart.Builder()
+    x = builder.addInputTensor(popart.TensorInfo("FLOAT", [2]))
+    y = builder.aiOnnx.relu([x], "my_relu")  # this line is where the node's context points
+    line = test_debug_info_holds_the_builder_s_nodes_and_the_session_s_ops.__code__.co_firstlineno + 7
+    popart.InferenceSession(builder.getModelProto(), popart.DataFlow(1, [y]), popart.DeviceManager().createCpuDevice())
+    popart.closePoplarDebugInfo()
+    data = json.loads(path.read_text())
+    table = data["stringTable"]
+    by_layer = {}
+    for context in data["contexts"]:
+        by_layer.setdefault(context["layer"], []).append(context)
+    (node,) = by_layer["popart_builder"]
+    assert (table[node["name"]], node["opType"], node["opset"]) == ("my_relu", "Relu", "ai.onnx:10")
+    assert (table[node["location"]["fileName"]], node["location"]["lineNumber"]) == (__file__, line)
+    assert {"host_load", "relu", "host_store"} <= {context.get("opType") for context in by_layer["popart"]}

@@ -102,7 +102,8 @@ class Builder(Annotations):
             self._graph.opsets.setdefault(GRAPHCORE, defaultAiGraphcoreOpset)
         full = {**attributes, **{k: v[-1] for k, v in self._context.items() if v}}
         name = self._prefix() + (debug or op_type)
-        step_log.node_added(domain or "ai.onnx", op_type, self._graph.opsets.get(domain, 1), len(inputs), num_outputs)
+        step_log.node_added(domain or "ai.onnx", op_type, self._graph.opsets.get(domain, 1), len(inputs), num_outputs,
+                            name)
         try:
             return self._graph.add_node(op_type, inputs, full, domain=domain, num_outputs=num_outputs,
                                         name=name, prefix=self._prefix())

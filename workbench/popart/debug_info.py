@@ -4,14 +4,17 @@ with ``setValue``, and ``closePoplarDebugInfo()``, which writes every DebugInfo 
 The file is Poplar's layout, in JSON or (``"cbor"``) CBOR: ``contexts``, newest first, each with its
 ``name``, ``layer``, ``location`` (``fileName``, ``functionName``, ``lineNumber`` of the code that made
 its DebugContext), ``parentId`` (the place of its parent in ``contexts``) and the values set on it;
-names are indices into ``stringTable``. Like Poplar's, the collection is one per process.
+names are indices into ``stringTable``. Like Poplar's, the collection is one per process. While it is
+on, the workbench adds its own: each node the builder adds (layer ``popart_builder``) and each op a
+session lowers the model to (layer ``popart``), located at the user's line that caused them.
 """
 from __future__ import annotations
 
 import json
+import sys
 import threading
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Mapping, Optional
 
 import cbor2
 
@@ -101,3 +104,30 @@ class DebugInfo:
 
     def getPathName(self) -> str:
         return self.context.name
+
+
+def collecting() -> bool:
+    return _collection is not None
+
+
+def note(name: str, layer: str, values: Mapping[str, Any]) -> None:
+    """Record the workbench's own DebugInfo while debug info is collected (at the caller's caller
+    outside the workbench)."""
+    if _collection is None:
+        return
+    from .debug import DebugContext
+
+    context = DebugContext(name)
+    context.location = _user_location()
+    info = DebugInfo(context, layer)
+    for key, value in values.items():
+        info.setValue(key, value)
+
+
+def _user_location() -> tuple[str, str, int]:
+    """The innermost frame outside the workbench package (the user's line)."""
+    package = str(Path(__file__).resolve().parents[1])
+    frame = sys._getframe(1)
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(package):
+        frame = frame.f_back
+    return frame.f_code.co_filename, frame.f_code.co_name, frame.f_lineno

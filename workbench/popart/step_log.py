@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from . import debug_info
 from .introspection import versionString
 from .logging_ import TRACE, python_logger
 
@@ -18,9 +19,11 @@ def _on(logger: logging.Logger, level: int) -> bool:
     return logger.isEnabledFor(level)
 
 
-def node_added(domain: str, op_type: str, opset: int, inputs: int, outputs: int) -> None:
+def node_added(domain: str, op_type: str, opset: int, inputs: int, outputs: int, name: str = "") -> None:
     if _on(_BUILDER, logging.DEBUG):
         _BUILDER.debug(f"Adding {domain}.{op_type} to builder opset:{opset}, numInputs:{inputs} numOutputs:{outputs}")
+    debug_info.note(name or op_type, "popart_builder", {"opset": f"{domain}:{opset}", "opType": op_type,
+                                                        "numInputs": inputs, "numOutputs": outputs})
 
 
 def created(name: str, builder: Any, lowered: Any, patterns: Any, device: Any) -> None:
@@ -39,6 +42,12 @@ def created(name: str, builder: Any, lowered: Any, patterns: Any, device: Any) -
         for node in builder.nodes:
             _IR.log(TRACE, f"Lowering node '{node.name}' ({node.domain or 'ai.onnx'}.{node.op_type}) "
                            f"-> {', '.join(node.output)} on IPU {lowered.node_ipus.get(node.name, 0)}")
+    if debug_info.collecting():
+        for graph in lowered.ir.graphs:
+            for op in graph.ops:
+                debug_info.note(op.name, "popart", {"graph": graph.name, "opType": op.type, "ipu": op.ipu})
+            for tensor in graph.tensors:
+                debug_info.note(tensor.name, "popart", {"graph": graph.name, "tensorInfo": str(tensor.spec)})
     if _on(_IR, logging.INFO):
         _IR.info(f"Ir of '{name}' ready: {sum(len(g.ops) for g in lowered.ir.graphs)} ops in "
                  f"{len(lowered.ir.graphs)} graphs, for {device}")
