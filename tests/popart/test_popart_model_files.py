@@ -130,3 +130,17 @@ def test_model_with_external_data_loads_its_weights(tmp_path):
     anchors = session.initAnchorArrays()
     session.run(popart.PyStepIO({}, anchors))
     np.testing.assert_array_equal(anchors[y], weight)
+
+
+def test_reset_host_weights_and_graph_transformer_refuse_bad_models_alike(tmp_path):
+    builder = popart.Builder()
+    x = builder.addInputTensor(popart.TensorInfo("FLOAT", [2]))
+    w = builder.addInitializedInputTensor(np.ones(2, np.float32))
+    loss = builder.aiGraphcore.l1loss([builder.aiOnnx.mul([x, w])], 1.0)
+    session = popart.TrainingSession(builder.getModelProto(), popart.DataFlow(1, [loss]), loss, popart.ConstSGD(0.1),
+                                     popart.DeviceManager().createIpuModelDevice({}))
+    for load in (session.resetHostWeights, popart.GraphTransformer):
+        with pytest.raises(popart.popart_exception, match="from file /dev/zero: it is a character device"):
+            load("/dev/zero")
+        with pytest.raises(popart.popart_exception, match="from bytes: it is empty"):
+            load(b"")

@@ -318,7 +318,11 @@ class _Session:
                          ignoreWeightsInModelWithoutCorrespondingHostWeight: bool = False) -> None:
         """Replace the host weights by the initializers of another model (``weightsFromHost`` sends them)."""
         self._check_writable("resetHostWeights")
-        for init in load_model(modelProtoOrFilename).graph.initializer:
+        try:
+            model = load_model(modelProtoOrFilename)
+        except (ValueError, FileNotFoundError, TypeError) as error:
+            raise popart_exception(str(error)) from None
+        for init in model.graph.initializer:
             if init.name not in self._host_weights:
                 if ignoreWeightsInModelWithoutCorrespondingHostWeight:
                     continue
