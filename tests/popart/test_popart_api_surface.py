@@ -273,3 +273,76 @@ def test_debug_info_holds_the_builder_s_nodes_and_the_session_s_ops(tmp_path):
     assert (table[node["name"]], node["opType"], node["opset"]) == ("my_relu", "Relu", "ai.onnx:10")
     assert (table[node["location"]["fileName"]], node["location"]["lineNumber"]) == (__file__, line)
     assert {"host_load", "relu", "host_store"} <= {context.get("opType") for context in by_layer["popart"]}
+
+
+def test_int64_host_data_for_an_input_turned_to_int32():
+    builder = popart.Builder()
+    data = builder.addInputTensor(popart.TensorInfo("FLOAT", [3, 2]))
+    indices = builder.addInputTensor(popart.TensorInfo("INT64", [2]))
+    o = builder.aiOnnx.gather([data, indices], 0)
+    transformer = popart.GraphTransformer(builder.getModelProto())
+    transformer.convertINT64ToINT32()
+    session = popart.InferenceSession(transformer.getModelProto(), popart.DataFlow(1, [o]),
+                                      popart.DeviceManager().createIpuModelDevice({}))
+    session.prepareDevice()
+    anchors = session.initAnchorArrays()
+    table = np.arange(6, dtype=np.float32).reshape(3, 2)
+    session.run(popart.PyStepIO({data: table, indices: np.array([2, 0], np.int64)}, anchors))
+    np.testing.assert_array_equal(anchors[o], table[[2, 0]])
+    with pytest.raises(popart.popart_exception, match=r"Input '.*' has int64 values outside the range of int32"):
+        session.run(popart.PyStepIO({data: table, indices: np.array([2, 2**40], np.int64)}, anchors))
+
+
+def test_builder_opsets_may_name_ai_onnx_ml():
+    builder = popart.Builder(opsets={"ai.onnx": 9, "ai.onnx.ml": 1, "ai.graphcore": 1})
+    assert str(builder.aiOnnx) == "AiOnnxOpset9"
+    with pytest.raises(popart.popart_exception, match="unknown opset domain\\(s\\) \\['com.example'\\]"):
+        popart.Builder(opsets={"ai.onnx": 9, "com.example": 1})
+    with pytest.raises(popart.popart_exception, match="Unsupported or unrecognized ai.onnx.ml version: 2"):
+        popart.Builder(opsets={"ai.onnx": 9, "ai.onnx.ml": 2})
+
+
+def test_training_session_without_weights_gives_the_gradients_of_its_inputs():
+    builder = popart.Builder()
+    a = builder.addInputTensor(popart.TensorInfo("FLOAT", [2, 3]))
+    b = builder.addInputTensor(popart.TensorInfo("FLOAT", [3, 4]))
+    product = builder.aiOnnx.matmul([a, b])
+    loss = builder.aiGraphcore.l1loss([product], 0.1)  # 0.1 * mean |a b|
+    grad_a, grad_b = (popart.reservedGradientPrefix() + t for t in (a, b))
+    session = popart.TrainingSession(builder.getModelProto(), popart.DataFlow(1, [grad_a, grad_b]), loss,
+                                     popart.ConstSGD(0.01), popart.DeviceManager().createIpuModelDevice({}))
+    session.prepareDevice()
+    session.weightsFromHost()
+    anchors = session.initAnchorArrays()
+    rng = np.random.default_rng(3)
+    x, y = rng.normal(size=(2, 3)).astype(np.float32), rng.normal(size=(3, 4)).astype(np.float32)
+    session.run(popart.PyStepIO({a: x, b: y}, anchors))
+    upstream = 0.1 * np.sign(x @ y) / 8
+    np.testing.assert_allclose(anchors[grad_a], upstream @ y.T, rtol=1e-5)
+    np.testing.assert_allclose(anchors[grad_b], x.T @ upstream, rtol=1e-5)
+
+
+def test_gradient_of_an_activation_can_be_anchored():
+    builder = popart.Builder()
+    x = builder.addInputTensor(popart.TensorInfo("FLOAT", [2, 3]))
+    w = builder.addInitializedInputTensor(np.ones((3, 4), np.float32))
+    product = builder.aiOnnx.matmul([x, w])
+    loss = builder.aiGraphcore.l1loss([builder.aiOnnx.relu([product])], 1.0, popart.ReductionType.Sum)
+    gradient = popart.reservedGradientPrefix() + product
+    session = popart.TrainingSession(builder.getModelProto(), popart.DataFlow(1, [gradient]), loss,
+                                     popart.ConstSGD(0.01), popart.DeviceManager().createIpuModelDevice({}))
+    session.prepareDevice()
+    session.weightsFromHost()
+    anchors = session.initAnchorArrays()
+    data = np.array([[1.0, 2.0, 0.5], [-1.0, -1.0, -1.0]], np.float32)
+    session.run(popart.PyStepIO({x: data}, anchors))
+    np.testing.assert_array_equal(anchors[gradient], np.broadcast_to((data.sum(1, keepdims=True) > 0), (2, 4)))
+
+
+def test_a_training_session_needs_weights_or_an_anchored_gradient():
+    builder = popart.Builder()
+    x = builder.addInputTensor(popart.TensorInfo("FLOAT", [2]))
+    loss = builder.aiGraphcore.l1loss([x], 1.0)
+    with pytest.raises(popart.popart_exception, match="no trainable weights .* and no gradient of an input"):
+        popart.TrainingSession(builder.getModelProto(), popart.DataFlow(1, [loss]), loss, popart.ConstSGD(0.01),
+                               popart.DeviceManager().createIpuModelDevice({}))

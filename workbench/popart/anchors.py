@@ -49,6 +49,8 @@ def input_array(tensor_id: str, data: Any, stream: Any, batches: int, replicas: 
     shape = expected_shape(batches, replicas, stream.shape)
     if array.dtype == want and list(array.shape) == shape:
         return array
+    if (array.dtype, want) in _NARROWED:
+        array = _narrowed(tensor_id, array, want)
     if array.dtype != want:
         raise popart_exception(f"Input '{tensor_id}' has dtype {array.dtype}, but the model expects {want} "
                                f"of shape {shape}")
@@ -57,6 +59,19 @@ def input_array(tensor_id: str, data: Any, stream: Any, batches: int, replicas: 
                                f"expected {shape} ([batchesPerStep={batches}, replicationFactor={replicas}, "
                                f"*{list(stream.shape)}] without the dimensions that are 1)")
     return array.reshape(shape)
+
+
+# 64-bit integer host data for the 32-bit inputs PopART turns 64-bit ones into (GraphTransformer's
+# convertINT64ToINT32, or enableSupportedDataTypeCasting): converted when every value fits.
+_NARROWED = {(np.dtype(np.int64), np.dtype(np.int32)), (np.dtype(np.uint64), np.dtype(np.uint32))}
+
+
+def _narrowed(tensor_id: str, array: np.ndarray, want: np.dtype) -> np.ndarray:
+    limits = np.iinfo(want)
+    if array.size and (array.min() < limits.min or array.max() > limits.max):
+        raise popart_exception(f"Input '{tensor_id}' has {array.dtype} values outside the range of {want} "
+                               f"[{limits.min}, {limits.max}], the type the model takes it as")
+    return array.astype(want)
 
 
 def deliver(tensor_id: str, stored: np.ndarray, art: AnchorReturnType, stepio: Any, batches: int,

@@ -55,10 +55,12 @@ class Builder(Annotations):
             self._graph = GraphBuilder({})
             self._chosen = None
         if opsets:
-            unknown = set(opsets) - {"ai.onnx", "ai.graphcore"}
+            unknown = set(opsets) - {"ai.onnx", "ai.graphcore", "ai.onnx.ml"}
             if unknown:
-                raise popart_exception(f"unknown opset domain(s) {sorted(unknown)}; expected 'ai.onnx' and "
-                                       "'ai.graphcore'")
+                raise popart_exception(f"unknown opset domain(s) {sorted(unknown)}; expected 'ai.onnx', "
+                                       "'ai.graphcore' and 'ai.onnx.ml'")
+            if opsets.get("ai.onnx.ml", defaultAiOnnxMlOpset) != defaultAiOnnxMlOpset:
+                raise popart_exception(f"Unsupported or unrecognized ai.onnx.ml version: {opsets['ai.onnx.ml']}")
             self._choose(int(opsets["ai.onnx"]))
             if opsets.get("ai.graphcore", 1) != 1:
                 raise ValueError(f"Unsupported or unrecognized ai.graphcore version: {opsets['ai.graphcore']}")

@@ -98,8 +98,6 @@ class _Builder:
         lowering.plan_homes()
         self.weights = lowering.weights_in_main()
         self.trainable = [name for name, var in self.weights.items() if is_float(var)]
-        if not self.trainable:
-            raise LoweringError("the model has no trainable weights (float initializers) to train")
         self.fwd = fwd = self.ir.create_empty_graph("forward")
         with fwd:
             for name, var in self.weights.items():
@@ -125,9 +123,13 @@ class _Builder:
                 if name not in lowering.env and name not in lowering.values:
                     raise LoweringError(f"Anchor tensor `{name}' not in Ir Tensors. ")
                 graph_output(lowering.tensor(name, lowering.home_of(name)))
-        # Anchored gradients of the model's (float) inputs are computed with the weights' gradients.
-        self.input_gradients = [name for name in self.builder.inputs
-                                if GRADIENT + name in self.anchors and is_float(lowering.env[name])]
+        # Anchored gradients of other float tensors (inputs, activations) are computed with the weights'.
+        anchored = [name[len(GRADIENT):] for name in self.anchors if name.startswith(GRADIENT)]
+        self.input_gradients = [name for name in anchored if name not in self.trainable and name in lowering.env
+                                and is_float(lowering.env[name])]
+        if not self.trainable and not self.input_gradients:
+            raise LoweringError("the model has no trainable weights (float initializers) to train, and no "
+                                f"gradient of an input is anchored ({GRADIENT}<input>)")
         required = [lowering.env[name] for name in self.trainable + self.input_gradients]
         self.grad_info = autodiff(fwd, grads_provided=[fwd.outputs[0]], grads_required=required)
 
@@ -277,8 +279,8 @@ class _Builder:
         for name in self.anchors:
             if name.startswith(GRADIENT) and name not in self.streams and name not in self.carried:
                 raise LoweringError(f"Anchor tensor `{name}' not in Ir Tensors: gradients are anchored for the "
-                                    f"trainable weights ({', '.join(self.trainable)}) and the float inputs "
-                                    f"({', '.join(n for n in self.builder.inputs if is_float(self.lowering.env[n]))})")
+                                    f"trainable weights ({', '.join(self.trainable) or 'none'}) and the model's "
+                                    "other float tensors")
 
     def store(self, name: str, tensor: Tensor, frame: _Frame) -> None:
         """Store an anchor every micro-batch ("all"), or keep its last value ("final") or running sum
