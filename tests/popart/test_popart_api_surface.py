@@ -339,10 +339,15 @@ def test_gradient_of_an_activation_can_be_anchored():
     np.testing.assert_array_equal(anchors[gradient], np.broadcast_to((data.sum(1, keepdims=True) > 0), (2, 4)))
 
 
-def test_a_training_session_needs_weights_or_an_anchored_gradient():
+def test_a_training_session_with_nothing_to_train_runs_its_loss():
     builder = popart.Builder()
     x = builder.addInputTensor(popart.TensorInfo("FLOAT", [2]))
-    loss = builder.aiGraphcore.l1loss([x], 1.0)
-    with pytest.raises(popart.popart_exception, match="no trainable weights .* and no gradient of an input"):
-        popart.TrainingSession(builder.getModelProto(), popart.DataFlow(1, [loss]), loss, popart.ConstSGD(0.01),
-                               popart.DeviceManager().createIpuModelDevice({}))
+    scale = builder.aiOnnx.constant(np.array([1.0, 2.0], np.float32))
+    loss = builder.aiGraphcore.l1loss([builder.aiOnnx.mul([x, scale])], 1.0)
+    session = popart.TrainingSession(builder.getModelProto(), popart.DataFlow(1, [loss]), loss, popart.ConstSGD(0.01),
+                                     popart.DeviceManager().createIpuModelDevice({}))
+    session.prepareDevice()
+    session.weightsFromHost()
+    anchors = session.initAnchorArrays()
+    session.run(popart.PyStepIO({x: np.array([1.0, -1.0], np.float32)}, anchors))
+    assert float(anchors[loss]) == 1.5  # mean(|[1, -2]|)

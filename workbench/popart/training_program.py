@@ -127,9 +127,6 @@ class _Builder:
         anchored = [name[len(GRADIENT):] for name in self.anchors if name.startswith(GRADIENT)]
         self.input_gradients = [name for name in anchored if name not in self.trainable and name in lowering.env
                                 and is_float(lowering.env[name])]
-        if not self.trainable and not self.input_gradients:
-            raise LoweringError("the model has no trainable weights (float initializers) to train, and no "
-                                f"gradient of an input is anchored ({GRADIENT}<input>)")
         required = [lowering.env[name] for name in self.trainable + self.input_gradients]
         self.grad_info = autodiff(fwd, grads_provided=[fwd.outputs[0]], grads_required=required)
 
