@@ -351,3 +351,12 @@ def test_a_training_session_with_nothing_to_train_runs_its_loss():
     anchors = session.initAnchorArrays()
     session.run(popart.PyStepIO({x: np.array([1.0, -1.0], np.float32)}, anchors))
     assert float(anchors[loss]) == 1.5  # mean(|[1, -2]|)
+
+
+def test_constants_inside_a_virtual_graph_scope_keep_their_value():
+    builder = popart.Builder()
+    x = builder.addInputTensor(popart.TensorInfo("INT32", [3]))
+    with builder.virtualGraph(0):  # the node's __ipu_number attribute sorts before its value
+        depth = builder.aiOnnx.constant(np.array(4, np.int32))
+        hot = builder.aiOnnx.onehot([x, depth, builder.aiOnnx.constant(np.array([0, 1], np.int32))])
+    assert builder.getTensorShape(hot) == [3, 4]

@@ -128,8 +128,9 @@ class GraphBuilder:
         self.nodes.append(node)
         for tensor_id in outputs:
             self.producers[tensor_id] = node
-        if op_type == "Constant" and domain in ("", "ai.onnx"):
-            self.values[outputs[0]] = numpy_helper.to_array(node.attribute[0].t)
+        value = _constant_value(node) if op_type == "Constant" and domain in ("", "ai.onnx") else None
+        if value is not None:
+            self.values[outputs[0]] = value
         return outputs
 
     def _unique_node_name(self, name: str) -> str:
@@ -258,10 +259,17 @@ class GraphBuilder:
                 builder.producers[name] = node
                 builder._claim(name)
                 builder.types.setdefault(name, TensorType(0, None))
-            if node.op_type == "Constant" and node.domain in ("", "ai.onnx") and node.attribute \
-                    and node.attribute[0].name == "value":
-                builder.values[node.output[0]] = numpy_helper.to_array(node.attribute[0].t)
+            value = _constant_value(node) if node.op_type == "Constant" and node.domain in ("", "ai.onnx") else None
+            if value is not None:
+                builder.values[node.output[0]] = value
         return builder
+
+
+def _constant_value(node: onnx.NodeProto) -> Optional[np.ndarray]:
+    """The tensor of a Constant node's ``value`` (other attributes, such as a virtual graph, may come
+    first); None for the other forms of Constant."""
+    found = next((a for a in node.attribute if a.name == "value"), None)
+    return numpy_helper.to_array(found.t) if found is not None else None
 
 
 def _first_groups(model: onnx.ModelProto, grouped: set, retype: bool = False) -> onnx.ModelProto:
