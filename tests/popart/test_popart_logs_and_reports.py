@@ -53,7 +53,8 @@ def test_trace_logs_every_step_in_popart_s_format(tmp_path):
                      ("ir", "info", "Preparing the Ir of 'inference'"),
                      ("pattern", "debug", "Patterns in force"), ("ir", "trace", "Lowering node 'Add'"),
                      ("session", "trace", "Session::prepareDevice()"),
-                     ("devicex", "info", "Compiled the program for Device Type"),
+                     ("devicex", "info", "Graph compiled: the program for Device Type"),
+                     ("devicex", "info", "Engine loaded on Device Type"),
                      ("devicex", "debug", "Creating host-to-device FIFO input"),
                      ("devicex", "debug", "Creating device-to-host FIFO Add"),
                      ("session", "trace", "Session::weightsFromHost"),
@@ -149,3 +150,24 @@ def test_the_builder_logs_each_node_and_off_silences_it(capsys):
         assert lines_of("OFF") == ""
     finally:
         popart.getLogger().setLevel("OFF")
+
+
+@pytest.mark.parametrize("load_engine", [True, False])
+def test_compiling_and_loading_the_engine_are_logged_when_they_happen(capsys, load_engine):
+    builder = popart.Builder()
+    a = builder.addInputTensor(popart.TensorInfo("FLOAT", [2]))
+    o = builder.aiOnnx.relu([a])
+    session = popart.InferenceSession(builder.getModelProto(), popart.DataFlow(1, [o]),
+                                      popart.DeviceManager().createIpuModelDevice({}))
+    with pytest.raises(popart.popart_exception, match="there is no compiled engine; call prepareDevice"):
+        session.loadEngineAndConnectStreams()
+    popart.getLogger().setLevel("INFO")
+    try:
+        session.prepareDevice(load_engine)
+        prepared = capsys.readouterr().err
+        session.run(popart.PyStepIO({a: np.ones(2, np.float32)}, session.initAnchorArrays()))
+        ran = capsys.readouterr().err
+    finally:
+        popart.getLogger().setLevel("OFF")
+    assert "Graph compiled" in prepared and "Graph compiled" not in ran
+    assert ("Engine loaded" in prepared, "Engine loaded" in ran) == (load_engine, not load_engine)

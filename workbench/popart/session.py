@@ -241,13 +241,16 @@ class _Session:
             self.loadEngineAndConnectStreams()
 
     def loadEngineAndConnectStreams(self) -> None:
-        self._require_prepared("loadEngineAndConnectStreams")
+        if self._runtime is None:
+            raise popart_exception("loadEngineAndConnectStreams: there is no compiled engine; call "
+                                   "prepareDevice() first")
         if self._device_info.type is DeviceType.OfflineIpu:
             return
         if not self._device_info.isAttached and not self._device_info.attach():
             raise popart_exception(f"Failed to attach to device {self._device_info.id}: its IPUs are in use")
         if not self._runtime.is_attached:
             self._runtime.__enter__()
+            step_log.engine_loaded(self._device_info)
 
     def _require_prepared(self, what: str) -> None:
         if self._runtime is None:

@@ -58,7 +58,7 @@ def prepared(device: Any, lowered: Any, memory: Any) -> None:
     if _on(_SESSION, TRACE):
         _SESSION.log(TRACE, "Session::prepareDevice()")
     if _on(_DEVICEX, logging.INFO):
-        _DEVICEX.info(f"Compiled the program for {device}")
+        _DEVICEX.info(f"Graph compiled: the program for {device}")
     if _on(_DEVICEX, logging.DEBUG):
         for tensor_id in lowered.inputs:
             _DEVICEX.debug(f"Creating host-to-device FIFO {tensor_id}")
@@ -66,6 +66,14 @@ def prepared(device: Any, lowered: Any, memory: Any) -> None:
             _DEVICEX.debug(f"Creating device-to-host FIFO {tensor_id}")
         for ipu in memory.ipus:
             _DEVICEX.debug(f"IPU {ipu.ipu}: peak tile memory {ipu.peak_bytes:,} of {ipu.tile_capacity:,} bytes")
+
+
+def engine_loaded(device: Any) -> None:
+    """The compiled program was loaded onto the (attached) device."""
+    if _on(_SESSION, TRACE):
+        _SESSION.log(TRACE, "Session::loadEngineAndConnectStreams()")
+    if _on(_DEVICEX, logging.INFO):
+        _DEVICEX.info(f"Engine loaded on {device}")
 
 
 def weights(direction: str, names: Any) -> None:
