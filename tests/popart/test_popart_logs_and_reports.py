@@ -171,3 +171,34 @@ def test_compiling_and_loading_the_engine_are_logged_when_they_happen(capsys, lo
         popart.getLogger().setLevel("OFF")
     assert "Graph compiled" in prepared and "Graph compiled" not in ran
     assert ("Engine loaded" in prepared, "Engine loaded" in ran) == (load_engine, not load_engine)
+
+
+def test_cycle_counts_need_the_counter_option_a_run_and_a_known_counter():
+    builder = popart.Builder()
+    a = builder.addInputTensor(popart.TensorInfo("FLOAT", [2]))
+    with builder.virtualGraph(1):
+        o = builder.aiOnnx.exp([a])
+    opts = popart.SessionOptions()
+    opts.virtualGraphMode = popart.VirtualGraphMode.Manual
+
+    def session(options):
+        made = popart.InferenceSession(builder.getModelProto(), popart.DataFlow(1, [o]),
+                                       popart.DeviceManager().createIpuModelDevice({"numIPUs": 2}), userOptions=options)
+        made.prepareDevice()
+        return made
+
+    plain = session(opts)
+    with pytest.raises(popart.popart_exception, match="SessionOption 'instrumentWithHardwareCycleCounter' must be"):
+        plain.getCycleCount()
+    opts.instrumentWithHardwareCycleCounter = True
+    counted = session(opts)
+    with pytest.raises(popart.popart_exception, match="Must call run before getCycleCount"):
+        counted.getCycleCount()
+    counted.run(popart.PyStepIO({a: np.ones(2, np.float32)}, counted.initAnchorArrays()))
+    assert counted.getCycleCount() > 0
+    with pytest.raises(popart.popart_exception, match="Make sure you have set SessionOption::hardwareInstrumentations"):
+        counted.getCycleCount("inner_ipu_1")
+    opts.hardwareInstrumentations = {popart.Instrumentation.Outer, popart.Instrumentation.Inner}
+    inner = session(opts)
+    inner.run(popart.PyStepIO({a: np.ones(2, np.float32)}, inner.initAnchorArrays()))
+    assert 0 < inner.getCycleCount("inner_ipu_1") <= inner.getCycleCount()

@@ -144,3 +144,24 @@ def test_reset_host_weights_and_graph_transformer_refuse_bad_models_alike(tmp_pa
             load("/dev/zero")
         with pytest.raises(popart.popart_exception, match="from bytes: it is empty"):
             load(b"")
+
+
+@pytest.mark.parametrize("dim, shown", [("batch", "batch"), (-1, "-1")])
+def test_inputs_of_unknown_size_must_be_given_in_input_shape_info(dim, shown):
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [dim, 3])
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g", [x],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 11)]).SerializeToString()
+    flow, device = popart.DataFlow(1, {"y": popart.AnchorReturnType("ALL")}), popart.DeviceManager().createCpuDevice()
+    with pytest.raises(popart.popart_exception) as error:
+        popart.InferenceSession(model, flow, device)
+    assert str(error.value) == (f"Input tensor 'x' must be specified in InputShapeInfo, as it has shape [{shown}, 3], "
+                                f"which uses an unknown value '{shown}'.")
+    shapes = popart.InputShapeInfo()
+    shapes.add("x", popart.TensorInfo("FLOAT", [2, 3]))
+    session = popart.InferenceSession(model, flow, device, inputShapeInfo=shapes)
+    session.prepareDevice()
+    anchors = session.initAnchorArrays()
+    data = np.array([[-1.0, 0.5, 2.0], [3.0, -4.0, 0.0]], np.float32)
+    session.run(popart.PyStepIO({"x": data}, anchors))
+    np.testing.assert_array_equal(anchors["y"], np.maximum(data, 0))

@@ -290,6 +290,7 @@ def test_instrumented_engine_reports_simulated_cycles_and_dot_checks_write_files
     proto, a, b, o = add_model((4,))
     options = popart.SessionOptions()
     options.engineOptions = {"debug.instrument": "true"}
+    options.instrumentWithHardwareCycleCounter = True  # for getCycleCount, as PopART needs
     options.dotChecks = {popart.DotCheck.Final}
     options.logDir = str(tmp_path)
     session = popart.InferenceSession(proto, popart.DataFlow(1, [o]), popart.DeviceManager().createIpuModelDevice({}),

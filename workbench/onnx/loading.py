@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import stat
-from typing import Any
+from typing import Any, Collection
 
 import onnx
 
@@ -82,3 +82,21 @@ def _checked(model: onnx.ModelProto, label: str) -> onnx.ModelProto:
         raise ModelFileError(f"Failed to load a ModelProto from {label}: it parses, but holds no graph (no "
                              "inputs, nodes or outputs); expected a serialized ONNX ModelProto")
     return model
+
+
+def check_input_shapes(model: onnx.ModelProto, given: Collection[str]) -> None:
+    """An input of the model (not a weight) that ``given`` (InputShapeInfo's ids) leaves out must not have
+    a shape with a ``dim_param`` or a negative size: ValueError naming the input and the value."""
+    weights = {init.name for init in model.graph.initializer}
+    for value in model.graph.input:
+        if value.name in weights or value.name in given or not value.type.HasField("tensor_type"):
+            continue
+        tensor_type = value.type.tensor_type
+        if not tensor_type.HasField("shape"):
+            continue  # no shape at all: the lowering names the input
+        dims = [d.dim_param if d.HasField("dim_param") else (str(d.dim_value) if d.HasField("dim_value") else "?")
+                for d in tensor_type.shape.dim]
+        unknown = next((d for d in dims if d == "?" or not d.isdigit()), None)
+        if unknown is not None:
+            raise ValueError(f"Input tensor '{value.name}' must be specified in InputShapeInfo, as it has shape "
+                             f"[{', '.join(dims)}], which uses an unknown value '{unknown}'.")

@@ -71,3 +71,24 @@ def dump_ir(ir: Ir) -> None:
 def report(document: dict, cbor: bool) -> Union[str, bytes]:
     """A profiling report: JSON text, or with ``cbor`` the same document as CBOR bytes."""
     return cbor2.dumps(document) if cbor else json.dumps(document, separators=(",", ":"))
+
+
+def cycle_count_source(options, trace, counter: str):
+    """The summary of the last run's trace that ``getCycleCount(counter)`` reads, after PopART's checks:
+    the option is on, a run happened, and the counter is one the instrumentation options make."""
+    from .errors import popart_exception
+    from .options import Instrumentation
+
+    if not options.instrumentWithHardwareCycleCounter:
+        raise popart_exception("SessionOption 'instrumentWithHardwareCycleCounter' must be set to true in order "
+                               "to measure cycles")
+    if trace is None:
+        raise popart_exception("Must call run before getCycleCount.")
+    summary = trace.summary()
+    inner = Instrumentation.Inner in set(options.hardwareInstrumentations)
+    known = {""} | ({f"inner_ipu_{ipu}" for _, ipu in summary.cycles_per_ipu} if inner else set())
+    if counter not in known:
+        raise popart_exception(f"Invalid id '{counter}' for getCycleCount; the counters are "
+                               f"{sorted(known)}. Make sure you have set SessionOption::hardwareInstrumentations "
+                               "correctly.")
+    return summary

@@ -28,6 +28,7 @@ from onnx import numpy_helper
 from workbench.ir.popdist_settings import PopdistSettings
 from workbench.onnx import dtypes
 from workbench.onnx.lowering import LoweringError, lower_model
+from workbench.onnx.loading import check_input_shapes
 from workbench.onnx.model import GraphBuilder, load_model
 from workbench.onnx.shapes import TensorType
 from workbench.runtime.out_of_memory import OutOfMemoryError
@@ -85,6 +86,7 @@ class _Session:
         self._replicas = replication_of(self._options)
         self._replication = local_replication(self._options)
         try:
+            check_input_shapes(self._model, shapes.getAllTensorInfo())
             self._builder = GraphBuilder.from_model(_with_input_shapes(self._model, shapes), _total(self._replicas))
         except ValueError as error:
             raise popart_exception(str(error)) from None
@@ -448,10 +450,15 @@ class _Session:
         return ProfileReport(json.loads(self.getGraphReport()), json.loads(self.getExecutionReport()))
 
     def getCycleCount(self, id: str = "") -> int:  # noqa: A002
-        """Simulated cycles of the last run (the device's cycle counter)."""
+        """Simulated cycles of the last run, as the cycle counter of ``instrumentWithHardwareCycleCounter``
+        gives them: the whole run (``id=""``), or with ``Instrumentation.Inner`` in
+        ``hardwareInstrumentations`` one IPU's (``"inner_ipu_<n>"``)."""
         self._require_prepared("getCycleCount")
-        trace = self._runtime.last_trace
-        return trace.summary().cycles if trace is not None else 0
+        summary = diagnostics.cycle_count_source(self._options, self._runtime.last_trace, id)
+        if id == "":
+            return summary.cycles
+        ipu = int(id[len("inner_ipu_"):])
+        return max((cycles for (_, on), cycles in summary.cycles_per_ipu.items() if on == ipu), default=0)
 
 
 def _total(replicas: Union[int, PopdistSettings]) -> int:
