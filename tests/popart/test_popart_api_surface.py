@@ -360,3 +360,23 @@ def test_constants_inside_a_virtual_graph_scope_keep_their_value():
         depth = builder.aiOnnx.constant(np.array(4, np.int32))
         hot = builder.aiOnnx.onehot([x, depth, builder.aiOnnx.constant(np.array([0, 1], np.int32))])
     assert builder.getTensorShape(hot) == [3, 4]
+
+
+def test_int64_constants_out_of_int32_range_are_clipped_or_refused():
+    builder = popart.Builder()
+    data = builder.addInputTensor(popart.TensorInfo("FLOAT", [3, 2]))
+    starts = builder.aiOnnx.constant(np.array([-(2**62)], np.int64))  # "from the very start", out of int32's range
+    ends = builder.aiOnnx.constant(np.array([2], np.int64))
+    axes = builder.aiOnnx.constant(np.array([0], np.int64))
+    o = builder.aiOnnx.slice([data, starts, ends, axes])
+    with pytest.raises(popart.popart_exception, match="cannot cast int64 to int32: a number is outside"):
+        popart.GraphTransformer(builder.getModelProto()).convertINT64ToINT32()
+    transformer = popart.GraphTransformer(builder.getModelProto())
+    transformer.convertINT64ToINT32(clip=True)
+    session = popart.InferenceSession(transformer.getModelProto(), popart.DataFlow(1, [o]),
+                                      popart.DeviceManager().createIpuModelDevice({}))
+    session.prepareDevice()
+    anchors = session.initAnchorArrays()
+    table = np.arange(6, dtype=np.float32).reshape(3, 2)
+    session.run(popart.PyStepIO({data: table}, anchors))
+    np.testing.assert_array_equal(anchors[o], table[:2])
