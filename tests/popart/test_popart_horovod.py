@@ -128,3 +128,14 @@ def test_import_horovod_popart_is_the_workbench_module():
     import workbench.distributed.horovod as module
 
     assert hvd is module
+
+
+def test_horovodrun_hands_over_to_a_real_horovod(tmp_path):
+    runner = tmp_path / "site" / "horovod" / "runner"
+    runner.mkdir(parents=True)
+    (runner.parent / "__init__.py").write_text("")
+    (runner / "__init__.py").write_text("")
+    (runner / "launch.py").write_text("def run_commandline():\n    print('the real horovodrun')\n    return 0\n")
+    output = run([sys.executable, "-m", "workbench.distributed.horovodrun", "-np", "2", "python", "x.py"],
+                 pythonpath=f"{ROOT}{os.pathsep}{tmp_path / 'site'}")
+    assert output.strip() == "the real horovodrun"
