@@ -5,11 +5,16 @@ Each message is built only when its module logs at that level."""
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import debug_info
 from .introspection import versionString
 from .logging_ import TRACE, python_logger
+from .patterns import PATTERNS, Patterns
+
+if TYPE_CHECKING:
+    from workbench.onnx.lowering import LoweredModel
+    from workbench.onnx.model import GraphBuilder
 
 _SESSION, _IR, _PATTERN, _DEVICEX, _BUILDER = (python_logger(m) for m in
                                                 ("session", "ir", "pattern", "devicex", "builder"))
@@ -26,7 +31,7 @@ def node_added(domain: str, op_type: str, opset: int, inputs: int, outputs: int,
                                                         "numInputs": inputs, "numOutputs": outputs})
 
 
-def created(name: str, builder: Any, lowered: Any, patterns: Any, device: Any) -> None:
+def created(name: str, builder: "GraphBuilder", lowered: "LoweredModel", patterns: Patterns, device: Any) -> None:
     """A session read its model, applied its patterns and lowered it."""
     if _on(_SESSION, TRACE):
         _SESSION.log(TRACE, f"Session::configureFromOnnx ({name})")
@@ -36,7 +41,7 @@ def created(name: str, builder: Any, lowered: Any, patterns: Any, device: Any) -
         _IR.info(f"Preparing the Ir of '{name}': {len(builder.nodes)} ONNX nodes, {len(builder.inputs)} inputs, "
                  f"{len(builder.initializers)} weights")
     if _on(_PATTERN, logging.DEBUG):
-        enabled = [p for p in repr(patterns).split() if patterns.isPatternEnabled(p)]
+        enabled = [name for name in PATTERNS if patterns.isPatternEnabled(name)]
         _PATTERN.debug(f"Patterns in force: {', '.join(enabled) or 'none'}; InPlace {patterns.InPlace}")
     if _on(_IR, TRACE):
         for node in builder.nodes:
@@ -53,7 +58,7 @@ def created(name: str, builder: Any, lowered: Any, patterns: Any, device: Any) -
                  f"{len(lowered.ir.graphs)} graphs, for {device}")
 
 
-def prepared(device: Any, lowered: Any, memory: Any) -> None:
+def prepared(device: Any, lowered: "LoweredModel", memory: Any) -> None:
     """The program was compiled for the device (``memory``: its memory report)."""
     if _on(_SESSION, TRACE):
         _SESSION.log(TRACE, "Session::prepareDevice()")
