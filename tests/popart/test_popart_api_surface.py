@@ -380,3 +380,20 @@ def test_int64_constants_out_of_int32_range_are_clipped_or_refused():
     table = np.arange(6, dtype=np.float32).reshape(3, 2)
     session.run(popart.PyStepIO({data: table}, anchors))
     np.testing.assert_array_equal(anchors[o], table[:2])
+
+
+@pytest.mark.parametrize("container", [set, list])
+def test_virtual_graph_of_a_node_with_several_outputs(container):
+    builder = popart.Builder()
+    x = builder.addInputTensor(popart.TensorInfo("FLOAT", [4, 1]))
+    parts = builder.aiOnnx.split([x], 4)
+    total = builder.aiOnnx.add([builder.aiOnnx.add(parts[:2]), builder.aiOnnx.add(parts[2:])])
+    builder.virtualGraph(container(parts), 1)
+    assert builder.getVirtualGraph(container(parts)) == 1 and builder.hasVirtualGraph(container(parts))
+    with pytest.raises(popart.popart_exception, match="are not the outputs of one node"):
+        builder.getVirtualGraph(container([parts[0], total]))
+    assert not builder.hasVirtualGraph()
+    with pytest.raises(popart.popart_exception, match="Virtual graph not set in current scope"):
+        builder.getVirtualGraph()
+    with builder.virtualGraph(0):
+        assert builder.hasVirtualGraph() and builder.getVirtualGraph() == 0
