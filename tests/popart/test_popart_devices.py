@@ -2,6 +2,7 @@
 import pytest
 
 import popart
+from workbench.popart.devices import POD_IPUS
 
 
 def test_created_devices_describe_themselves():
@@ -27,10 +28,27 @@ def test_acquire_takes_free_ipus_of_the_pod_and_detach_gives_them_back():
     other.detach()
     again = manager.acquireDeviceById(taken)
     assert again.id == taken and again.isAttached
-    assert manager.acquireDeviceById(taken) is None  # its IPUs are held
+    assert manager.tryAcquireDeviceById(taken) is None  # its IPUs are held
+    with pytest.raises(popart.popart_exception, match=f"Failed to acquire device with id '{taken}'"):
+        manager.acquireDeviceById(taken)
     again.detach()
-    with pytest.raises(popart.popart_exception, match="devices of 1, 2, 4"):
+    with pytest.raises(popart.popart_exception, match="Failed to acquire device with 3 IPUs. .* devices of 1, 2, 4"):
         manager.acquireAvailableDevice(3)
+    with pytest.raises(popart.poplar_exception, match="No such device set id: '999'"):
+        manager.acquireDeviceById(999)
+
+
+def test_acquiring_when_every_device_is_attached():
+    manager = popart.DeviceManager()
+    everything = manager.acquireAvailableDevice(POD_IPUS)
+    try:
+        assert manager.tryAcquireAvailableDevice(1) is None
+        with pytest.raises(popart.popart_exception, match="Failed to acquire device with 1 IPUs. Ensure that there "
+                                                          "are sufficient IPUs available"):
+            manager.acquireAvailableDevice(1)
+    finally:
+        everything.detach()
+    assert manager.createSimDevice({}).tilesPerIPU == 4
 
 
 def test_enumerate_devices_numbers_them_as_gc_info():
@@ -134,7 +152,7 @@ def test_session_logs_through_popart_logger(caplog):
         with caplog.at_level(logging.INFO, logger="popart"):
             popart.InferenceSession(builder.getModelProto(), popart.DataFlow(1, [y]),
                                     popart.DeviceManager().createCpuDevice())
-        assert "1 ONNX nodes lowered" in caplog.text
+        assert "Preparing the Ir of 'inference': 1 ONNX nodes" in caplog.text
     finally:
         logger.propagate = False
         popart.getLogger().setLevel("OFF")

@@ -52,6 +52,7 @@ def test_popart_ir_dump_writes_the_workbench_json(tmp_path, monkeypatch):
 def test_summary_report_and_cycles_of_a_training_run():
     opts = popart.SessionOptions()
     opts.engineOptions = {"debug.instrument": "true"}
+    opts.instrumentWithHardwareCycleCounter = True  # for getCycleCount, as PopART needs
     training, model = training_session(opts)
     training.prepareDevice()
     training.weightsFromHost()
@@ -115,6 +116,7 @@ def test_a_log_config_that_cannot_be_used_is_named(tmp_path):
 def test_graph_report_and_report_of_a_training_run():
     opts = popart.SessionOptions()
     opts.engineOptions = {"debug.instrument": "true"}
+    opts.instrumentWithHardwareCycleCounter = True  # for getCycleCount, as PopART needs
     training, model = training_session(opts)
     training.prepareDevice()
     training.weightsFromHost()

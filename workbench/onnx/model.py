@@ -15,6 +15,7 @@ from onnx import helper, numpy_helper
 
 from . import dtypes, replica_settings
 from .builder_checks import check_node
+from .loading import ModelFileError, load_model  # noqa: F401  (the loaders' import place)
 from .shapes import TensorType, infer_node, outer_names, type_of
 from .tensor_storage import tensor_proto, to_array
 
@@ -132,8 +133,9 @@ class GraphBuilder:
         self.nodes.append(node)
         for tensor_id in outputs:
             self.producers[tensor_id] = node
-        if op_type == "Constant" and domain in ("", "ai.onnx"):
-            self.values[outputs[0]] = numpy_helper.to_array(node.attribute[0].t)
+        value = _constant_value(node) if op_type == "Constant" and domain in ("", "ai.onnx") else None
+        if value is not None:
+            self.values[outputs[0]] = value
         return outputs
 
     def _unique_node_name(self, name: str) -> str:
@@ -201,14 +203,29 @@ class GraphBuilder:
 
     # ----- loading -----
     @classmethod
-    def from_model(cls, model: onnx.ModelProto) -> "GraphBuilder":
-        """A builder holding an existing model, its types filled in by ONNX's shape inference."""
+    def from_model(cls, model: onnx.ModelProto, replicas: int = 1) -> "GraphBuilder":
+        """A builder holding an existing model, its types filled in by ONNX's shape inference. Grouped
+        weights of a model that embeds no replication factor are grouped for ``replicas`` (the session's)."""
         opsets = {("" if o.domain == "ai.onnx" else o.domain): o.version for o in model.opset_import}
         props = {p.key: p.value for p in model.metadata_props}
-        replicas = int(props.get(REPLICATION_FACTOR, "1"))
+        embedded = int(props.get(REPLICATION_FACTOR, "1"))
+        replicas = embedded if embedded > 1 else replicas
         settings = {k[len(VARIABLE_SETTINGS):]: v for k, v in props.items() if k.startswith(VARIABLE_SETTINGS)}
-        grouped = {t for t, text in settings.items() if replica_settings.group_count(text, replicas) > 1}
-        per_replica = _first_groups(model, grouped) if grouped else model
+        grouped = set()
+        for tensor_id, text in settings.items():
+            try:
+                groups = replica_settings.group_count(text, replicas)
+            except ValueError as error:
+                raise ValueError(f"weight '{tensor_id}': {error} of the session") from None
+            if groups > 1:
+                grouped.add(tensor_id)
+                dims = next((list(i.dims) for i in model.graph.initializer if i.name == tensor_id), None)
+                if dims is not None and dims[:1] != [groups]:
+                    raise ValueError(f"weight '{tensor_id}' is shared by {groups} replica groups of {replicas} "
+                                     f"replicas: its value needs a leading dimension of {groups} (one value per "
+                                     f"group), got shape {dims}")
+        # Types the builder inferred before it knew the replication factor hold each group's value.
+        per_replica = _first_groups(model, grouped, retype=embedded <= 1) if grouped else model
         try:
             inferred = onnx.shape_inference.infer_shapes(per_replica, data_prop=True)
         except onnx.shape_inference.InferenceError:
@@ -247,36 +264,32 @@ class GraphBuilder:
                 builder.producers[name] = node
                 builder._claim(name)
                 builder.types.setdefault(name, TensorType(0, None))
-            if node.op_type == "Constant" and node.domain in ("", "ai.onnx") and node.attribute \
-                    and node.attribute[0].name == "value":
-                builder.values[node.output[0]] = numpy_helper.to_array(node.attribute[0].t)
+            value = _constant_value(node) if node.op_type == "Constant" and node.domain in ("", "ai.onnx") else None
+            if value is not None:
+                builder.values[node.output[0]] = value
         return builder
 
 
-def _first_groups(model: onnx.ModelProto, grouped: set) -> onnx.ModelProto:
+def _constant_value(node: onnx.NodeProto) -> Optional[np.ndarray]:
+    """The tensor of a Constant node's ``value`` (other attributes, such as a virtual graph, may come
+    first); None for the other forms of Constant."""
+    found = next((a for a in node.attribute if a.name == "value"), None)
+    return numpy_helper.to_array(found.t) if found is not None else None
+
+
+def _first_groups(model: onnx.ModelProto, grouped: set, retype: bool = False) -> onnx.ModelProto:
     """The model with each grouped weight replaced by its first group's value (its per-replica
-    shape), for shape inference."""
+    shape), for shape inference; with ``retype``, without the shapes inferred before (from whole weights)."""
     copy = onnx.ModelProto()
     copy.CopyFrom(model)
+    if retype:
+        del copy.graph.value_info[:]
+        for value in copy.graph.output:
+            value.type.tensor_type.ClearField("shape")
+        for value in copy.graph.input:
+            if value.name in grouped:
+                value.type.tensor_type.ClearField("shape")
     for init in copy.graph.initializer:
         if init.name in grouped:
             init.CopyFrom(tensor_proto(to_array(init)[0], init.name))
     return copy
-
-
-def load_model(source: Any) -> onnx.ModelProto:
-    """A ModelProto from serialized bytes, a path, or a ModelProto."""
-    if isinstance(source, onnx.ModelProto):
-        return source
-    if isinstance(source, (bytes, bytearray)):
-        try:
-            return onnx.load_from_string(bytes(source))
-        except Exception as error:  # protobuf's DecodeError and friends
-            raise ValueError(f"the bytes given are not a serialized ONNX ModelProto: {error}") from None
-    if isinstance(source, str) or hasattr(source, "__fspath__"):
-        try:
-            return onnx.load(source)
-        except FileNotFoundError:
-            raise FileNotFoundError(f"no ONNX model file at {str(source)!r}") from None
-    raise TypeError(f"expected an ONNX model as bytes or a file path, got {type(source).__name__}")
-

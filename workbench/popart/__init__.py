@@ -6,6 +6,7 @@ lower them once to a workbench Ir and run it on the simulated IPUs of ``workbenc
 from .builder import Builder, defaultAiGraphcoreOpset, defaultAiOnnxMlOpset, defaultAiOnnxOpset
 from .dataflow import AnchorReturnType, AnchorReturnTypeId, DataFlow, ExchangeStrategy, InputSettings, TileSet
 from .debug import DebugContext
+from .debug_info import DebugInfo, closePoplarDebugInfo, initializePoplarDebugInfo
 from .devices import (DeviceConnectionType, DeviceInfo, DeviceManager, DeviceSelectionCriterion, DeviceType,
                       SyncPattern)
 from .errors import OutOfMemoryException, popart_exception, poplar_exception
@@ -13,6 +14,8 @@ from .graphcore import AiGraphcoreOpset1
 from .introspection import (OperatorIdentifier, getSupportedOperations, getUnsupportedOperations, packageHash,
                             versionNumber, versionString)
 from .logging_ import Logger, getLogger
+from .option_records import *  # noqa: F401,F403  (the records some options hold, and their enums)
+from .option_records import RECORD_NAMES as _record_names
 from .opsets import opset_class
 from .options import (DotCheck, Instrumentation, MeanReductionStrategy, MergeVarUpdateType, PatternsLevel,
                       RecomputationType, RecomputeType, ReductionType, SessionOptions, SubgraphCopyingStrategy,
@@ -43,4 +46,5 @@ __all__ = [
     "SubgraphCopyingStrategy", "SyntheticDataMode", "VirtualGraphMode", "Patterns", "InferenceSession",
     "PyStepIO", "PyStepIOCallback", "PyWeightsIO", "InputShapeInfo", "TensorInfo", "CommGroup", "CommGroupType",
     "VariableRetrievalMode", "VariableSettings", "GraphTransformer", "DebugContext", "InputSettings", "TileSet",
-] + list(_training_names) + list(_reserved_names)
+    "DebugInfo", "initializePoplarDebugInfo", "closePoplarDebugInfo",
+] + list(_training_names) + list(_reserved_names) + list(_record_names)

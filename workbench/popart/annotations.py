@@ -26,7 +26,13 @@ class Annotations:
         finally:
             self._context[key].pop()
 
-    def _node(self, tensor_id: str):
+    def _node(self, tensor_id: Union[str, Iterable[str]]):
+        """The node making ``tensor_id``, or the one node making every tensor of a set or list."""
+        if not isinstance(tensor_id, str):
+            nodes = {id(node): node for node in (self._node(t) for t in tensor_id)}
+            if len(nodes) != 1:
+                raise popart_exception(f"The tensors {sorted(tensor_id)} are not the outputs of one node")
+            return next(iter(nodes.values()))
         try:
             return self._graph.node_of(tensor_id)
         except UnknownTensorError as error:
@@ -43,14 +49,18 @@ class Annotations:
         self._annotate(attrs.IPU, arg, int(value))
         return None
 
-    def hasVirtualGraph(self, nodeOutputName: str) -> bool:
+    def hasVirtualGraph(self, nodeOutputName: Union[str, Iterable[str], None] = None) -> bool:
+        """Whether the node (or, without one, the current ``with virtualGraph`` scope) has an IPU."""
+        if nodeOutputName is None:
+            return bool(self._context.get(attrs.IPU))
         return attrs.has(self._node(nodeOutputName), attrs.IPU)
 
-    def getVirtualGraph(self, nodeOutputName: Optional[str] = None) -> int:
+    def getVirtualGraph(self, nodeOutputName: Union[str, Iterable[str], None] = None) -> int:
+        """The IPU of a node (named by an output, or a set or list of its outputs), or of the current scope."""
         if nodeOutputName is None:
             stack = self._context.get(attrs.IPU)
             if not stack:
-                raise popart_exception("Invalid call to getVirtualGraph, Virtual Graph not set")
+                raise popart_exception("Invalid call to getVirtualGraph, Virtual graph not set in current scope")
             return stack[-1]
         return attrs.get(self._node(nodeOutputName), attrs.IPU)
 

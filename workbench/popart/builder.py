@@ -19,6 +19,7 @@ from workbench.onnx.builder_checks import BuilderCheckError
 from workbench.onnx.model import GraphBuilder, UnknownTensorError, load_model
 from workbench.onnx.shapes import GRAPHCORE, ShapeInferenceError, TensorType
 
+from . import step_log
 from .annotations import Annotations
 from .errors import popart_exception
 from .graphcore import AiGraphcoreOpset1
@@ -43,7 +44,11 @@ class Builder(Annotations):
             self._chosen = _parent._chosen
         elif modelProtoOrFilename is not None:
             self._root = self
-            self._graph = GraphBuilder.from_model(load_model(modelProtoOrFilename))
+            try:
+                model = load_model(modelProtoOrFilename)
+            except (ValueError, FileNotFoundError) as error:
+                raise popart_exception(str(error)) from None
+            self._graph = GraphBuilder.from_model(model)
             version = self._graph.opsets.get("")
             self._chosen = version if version in ONNX_OPSETS else None
         else:
@@ -51,10 +56,12 @@ class Builder(Annotations):
             self._graph = GraphBuilder({})
             self._chosen = None
         if opsets:
-            unknown = set(opsets) - {"ai.onnx", "ai.graphcore"}
+            unknown = set(opsets) - {"ai.onnx", "ai.graphcore", "ai.onnx.ml"}
             if unknown:
-                raise popart_exception(f"unknown opset domain(s) {sorted(unknown)}; expected 'ai.onnx' and "
-                                       "'ai.graphcore'")
+                raise popart_exception(f"unknown opset domain(s) {sorted(unknown)}; expected 'ai.onnx', "
+                                       "'ai.graphcore' and 'ai.onnx.ml'")
+            if opsets.get("ai.onnx.ml", defaultAiOnnxMlOpset) != defaultAiOnnxMlOpset:
+                raise popart_exception(f"Unsupported or unrecognized ai.onnx.ml version: {opsets['ai.onnx.ml']}")
             self._choose(int(opsets["ai.onnx"]))
             if opsets.get("ai.graphcore", 1) != 1:
                 raise ValueError(f"Unsupported or unrecognized ai.graphcore version: {opsets['ai.graphcore']}")
@@ -98,6 +105,8 @@ class Builder(Annotations):
             self._graph.opsets.setdefault(GRAPHCORE, defaultAiGraphcoreOpset)
         full = {**attributes, **{k: v[-1] for k, v in self._context.items() if v}}
         name = self._prefix() + (debug or op_type)
+        step_log.node_added(domain or "ai.onnx", op_type, self._graph.opsets.get(domain, 1), len(inputs), num_outputs,
+                            name)
         try:
             return self._graph.add_node(op_type, inputs, full, domain=domain, num_outputs=num_outputs,
                                         name=name, prefix=self._prefix())
@@ -168,8 +177,8 @@ class Builder(Annotations):
         except ValueError as error:
             raise popart_exception(str(error)) from None
         groups = 1
-        if settings is not None:
-            replicas = self._root._graph.replication_factor
+        replicas = self._root._graph.replication_factor
+        if settings is not None and replicas > 1:  # else the session's replication factor resolves the groups
             try:
                 groups = settings.getGroupCount(replicas)
             except ValueError as error:

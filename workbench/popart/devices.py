@@ -14,10 +14,11 @@ from typing import Any, Mapping, Optional
 
 from workbench.ir.device import Device
 
-from .errors import popart_exception
+from .errors import popart_exception, poplar_exception
 
 POD_IPUS = int(os.environ.get("WORKBENCH_POD_IPUS", "64"))
 TILES_PER_IPU = 1472
+SIM_TILES_PER_IPU = 4  # Poplar's IPU simulator, unless told otherwise
 
 
 class DeviceType(enum.Enum):
@@ -73,6 +74,8 @@ class DeviceInfo:
     @property
     def numIpus(self) -> int:
         return self._num_ipus
+
+    num_ipus = numIpus  # the name popxl's and PopART's test utilities read
 
     @property
     def tilesPerIPU(self) -> int:
@@ -177,14 +180,15 @@ _POD = _Pod(POD_IPUS)
 class DeviceManager:
     """Creates and acquires simulated devices."""
 
-    def _ipu_device(self, device_type: DeviceType, options: Optional[Mapping[str, Any]]) -> DeviceInfo:
+    def _ipu_device(self, device_type: DeviceType, options: Optional[Mapping[str, Any]],
+                    default_tiles: int = TILES_PER_IPU) -> DeviceInfo:
         options = dict(options or {})
         known = {"numIPUs", "tilesPerIPU", "compileIPUCode", "ipuVersion", "syncPattern", "numIpus"}
         unknown = set(options) - known
         if unknown:
             raise popart_exception(f"Unknown device option(s) {sorted(unknown)}; expected some of {sorted(known)}")
         num_ipus = int(options.get("numIPUs", options.get("numIpus", 1)))
-        tiles = int(options.get("tilesPerIPU", TILES_PER_IPU))
+        tiles = int(options.get("tilesPerIPU", default_tiles))
         if num_ipus < 1 or tiles < 1:
             raise popart_exception(f"numIPUs and tilesPerIPU must be positive, got {num_ipus} and {tiles}")
         return DeviceInfo(device_type, num_ipus, tiles, ipu_version=str(options.get("ipuVersion", "ipu2")))
@@ -197,7 +201,8 @@ class DeviceManager:
         return self._ipu_device(DeviceType.IpuModel, opts)
 
     def createSimDevice(self, opts: Optional[Mapping[str, Any]] = None) -> DeviceInfo:
-        return self._ipu_device(DeviceType.Sim, opts)
+        """A simulator device: ``{"numIPUs": n, "tilesPerIPU": t}``, of 4 tiles per IPU unless told, as Poplar's."""
+        return self._ipu_device(DeviceType.Sim, opts, default_tiles=SIM_TILES_PER_IPU)
 
     def createOfflineIPUDevice(self, opts: Optional[Mapping[str, Any]] = None) -> DeviceInfo:
         """A device to compile for, not to run on."""
@@ -216,29 +221,49 @@ class DeviceManager:
     def acquireAvailableDevice(self, numIpus: int = 1, tilesPerIpu: int = 0, pattern: SyncPattern = SyncPattern.Full,
                                connectionType: DeviceConnectionType = DeviceConnectionType.Always,
                                selectionCriterion: DeviceSelectionCriterion = DeviceSelectionCriterion.First
-                               ) -> Optional[DeviceInfo]:
-        """The first free device of ``numIpus`` IPUs (a power of two), attached; None if all are taken."""
+                               ) -> DeviceInfo:
+        """The first free device of ``numIpus`` IPUs (a power of two), attached; an error if none is free."""
+        device = self.tryAcquireAvailableDevice(numIpus, tilesPerIpu, pattern, connectionType, selectionCriterion)
+        if device is None:
+            raise popart_exception(f"Failed to acquire device with {numIpus} IPUs. Ensure that there are sufficient "
+                                   f"IPUs available: every device of {numIpus} IPUs of the simulated POD is attached")
+        return device
+
+    def tryAcquireAvailableDevice(self, numIpus: int = 1, tilesPerIpu: int = 0,
+                                  pattern: SyncPattern = SyncPattern.Full,
+                                  connectionType: DeviceConnectionType = DeviceConnectionType.Always,
+                                  selectionCriterion: DeviceSelectionCriterion = DeviceSelectionCriterion.First
+                                  ) -> Optional[DeviceInfo]:
+        """As ``acquireAvailableDevice``, but None when every such device is attached."""
         if numIpus < 1 or numIpus & (numIpus - 1) or numIpus > _POD.size:
-            raise popart_exception(f"Cannot acquire a device of {numIpus} IPUs: the simulated POD has devices of "
-                                   f"1, 2, 4, ... {_POD.size} IPUs")
+            raise popart_exception(f"Failed to acquire device with {numIpus} IPUs. Ensure that there are sufficient "
+                                   f"IPUs available: the simulated POD has devices of 1, 2, 4, ... {_POD.size} IPUs")
         for device in self.enumerateDevices(pattern, numIpus, connectionType=connectionType, tilesPerIPU=tilesPerIpu):
             if connectionType is not DeviceConnectionType.Always or device.attach():
                 return device
         return None
 
-    tryAcquireAvailableDevice = acquireAvailableDevice
-
     def acquireDeviceById(self, id: int, pattern: SyncPattern = SyncPattern.Full,  # noqa: A002
-                          connectionType: DeviceConnectionType = DeviceConnectionType.Always) -> Optional[DeviceInfo]:
+                          connectionType: DeviceConnectionType = DeviceConnectionType.Always) -> DeviceInfo:
+        """Device ``id`` (as ``enumerateDevices`` numbers them), attached; an error if it is attached already."""
+        device = self.tryAcquireDeviceById(id, pattern, connectionType)
+        if device is None:
+            raise popart_exception(f"Failed to acquire device with id '{id}': its IPUs are attached (detach the "
+                                   "device holding them, or use tryAcquireDeviceById)")
+        return device
+
+    def tryAcquireDeviceById(self, id: int, pattern: SyncPattern = SyncPattern.Full,  # noqa: A002
+                             connectionType: DeviceConnectionType = DeviceConnectionType.Always
+                             ) -> Optional[DeviceInfo]:
+        """As ``acquireDeviceById``, but None when its IPUs are attached."""
         groups = dict(_POD.groups())
         if id not in groups:
-            raise popart_exception(f"No device with id {id}: the simulated POD has ids 0 to {len(groups) - 1}")
+            raise poplar_exception(f"No such device set id: '{id}' (the simulated POD has ids 0 to "
+                                   f"{len(groups) - 1})")
         device = DeviceInfo(DeviceType.Ipu, len(groups[id]), TILES_PER_IPU, id, groups[id], connectionType)
         if connectionType is DeviceConnectionType.Always and not device.attach():
             return None
         return device
-
-    tryAcquireDeviceById = acquireDeviceById
 
     def setOnDemandAttachTimeout(self, attachTimeout: int) -> None:
         self._timeout = int(attachTimeout)

@@ -5,13 +5,16 @@ per check in ``logDir``, by the workbench's DOT export: FWD0 and FWD1 the import
 BWD0 the forward graph with its gradient graph, PREALIAS and FINAL the whole program (an inference
 program, which has no graphs of its own for them, is drawn whole for every check).
 ``POPART_IR_DUMP=<file>``: the program in the workbench's JSON export (what the views render).
+The profiling reports are JSON text, or CBOR bytes where PopART offers them (``useCbor=True``).
 """
 from __future__ import annotations
 
 import json
 import os
 from pathlib import Path
-from typing import Iterable, Optional
+from typing import Iterable, Optional, Union
+
+import cbor2
 
 from workbench.export.dot import to_dot
 from workbench.export.json_schema import to_json
@@ -63,3 +66,29 @@ def dump_ir(ir: Ir) -> None:
     target = os.environ.get("POPART_IR_DUMP")
     if target:
         Path(target).write_text(json.dumps(to_json(ir)), encoding="utf-8")
+
+
+def report(document: dict, cbor: bool) -> Union[str, bytes]:
+    """A profiling report: JSON text, or with ``cbor`` the same document as CBOR bytes."""
+    return cbor2.dumps(document) if cbor else json.dumps(document, separators=(",", ":"))
+
+
+def cycle_count_source(options, trace, counter: str):
+    """The summary of the last run's trace that ``getCycleCount(counter)`` reads, after PopART's checks:
+    the option is on, a run happened, and the counter is one the instrumentation options make."""
+    from .errors import popart_exception
+    from .options import Instrumentation
+
+    if not options.instrumentWithHardwareCycleCounter:
+        raise popart_exception("SessionOption 'instrumentWithHardwareCycleCounter' must be set to true in order "
+                               "to measure cycles")
+    if trace is None:
+        raise popart_exception("Must call run before getCycleCount.")
+    summary = trace.summary()
+    inner = Instrumentation.Inner in set(options.hardwareInstrumentations)
+    known = {""} | ({f"inner_ipu_{ipu}" for _, ipu in summary.cycles_per_ipu} if inner else set())
+    if counter not in known:
+        raise popart_exception(f"Invalid id '{counter}' for getCycleCount; the counters are "
+                               f"{sorted(known)}. Make sure you have set SessionOption::hardwareInstrumentations "
+                               "correctly.")
+    return summary

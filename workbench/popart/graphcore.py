@@ -86,6 +86,9 @@ class AiGraphcoreOpset1:
     def __init__(self, builder: Any):
         self._builder = builder
 
+    def __repr__(self) -> str:
+        return type(self).__name__
+
     def call(self, args: list, num_outputs: int, callee: Any, debugContext: Any = "") -> list[str]:
         """Call the subgraph ``callee`` (a subgraph builder) on ``args``; returns its outputs."""
         if not all(isinstance(a, str) for a in args):

@@ -2,12 +2,12 @@
 appends the matching ai.graphcore loss node to its model, whose output is the loss."""
 from __future__ import annotations
 
-from typing import Optional
+from typing import Mapping, Optional
 
 from onnx import helper
 
 from workbench.onnx.model import GraphBuilder
-from workbench.onnx.shapes import GRAPHCORE
+from workbench.onnx.shapes import GRAPHCORE, TensorType
 
 from .errors import popart_exception
 from .options import ReductionType
@@ -89,13 +89,21 @@ class L1Loss(Loss):
         return {**super().attributes(), "lambda": self.lambda_}
 
 
-def append(graph: GraphBuilder, loss: Loss) -> str:
-    """Add ``loss``'s node to the model held by ``graph``; returns the loss tensor's id."""
+def append(graph: GraphBuilder, loss: Loss, input_types: Optional[Mapping[str, TensorType]] = None) -> str:
+    """Add ``loss``'s node to the model held by ``graph``; returns the loss tensor's id. An input of the
+    loss that the model lacks (the labels of an exported model) becomes a model input when
+    ``input_types`` (the session's InputShapeInfo) gives its type."""
     if not isinstance(loss, Loss):
         raise TypeError(f"losses must hold popart.NllLoss or popart.L1Loss objects, got {type(loss).__name__}")
+    input_types = input_types or {}
     for tensor_id in loss._inputs:
         if not graph.has(tensor_id):
-            raise popart_exception(f"{type(loss).__name__}: input '{tensor_id}' is not a tensor of the model")
+            if tensor_id not in input_types:
+                raise popart_exception(f"{type(loss).__name__}: input '{tensor_id}' is not a tensor of the model; "
+                                       "a loss input the model does not have (such as its labels) needs its type "
+                                       f"from inputShapeInfo: inputShapeInfo.add('{tensor_id}', "
+                                       "popart.TensorInfo(dtype, shape))")
+            graph.add_input(input_types[tensor_id], tensor_id)
     if graph.has(loss.output(0)):
         raise popart_exception(f"{type(loss).__name__}: output '{loss.output(0)}' is already a tensor of the model")
     graph.opsets.setdefault(GRAPHCORE, 1)

@@ -12,6 +12,7 @@ import enum
 from typing import Any, Mapping, Optional, Union
 
 from .errors import popart_exception
+from .tensorinfo import DataType
 
 
 class OptimizerValue:
@@ -66,12 +67,6 @@ class AdamMode(enum.Enum):
 class WeightDecayMode(enum.Enum):
     Decay = 0
     L2Regularization = 1
-
-
-class DataType(enum.Enum):
-    UNDEFINED = 0
-    FLOAT = 1
-    FLOAT16 = 10
 
 
 class Optimizer:

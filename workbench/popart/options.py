@@ -7,8 +7,12 @@ IPUs; Auto: a balanced split), ``constantWeights``, ``engineOptions`` and ``logD
 and the rest keep their values for the program to read back."""
 from __future__ import annotations
 
+import copy
 import enum
+import warnings
 from typing import Any
+
+from . import option_records as records
 
 
 class VirtualGraphMode(enum.Enum):
@@ -94,10 +98,11 @@ _DEFAULTS: dict[str, Any] = {
     "enableNonStableSoftmax": False, "enablePipelining": False,
     "subgraphCopyingStrategy": SubgraphCopyingStrategy.OnEnterAndExit,
     "autoRecomputation": RecomputationType.NoRecompute, "mergeVarUpdate": MergeVarUpdateType.Off,
-    "mergeVarUpdateMemThreshold": 1000000, "rearrangeAnchorsOnHost": True, "executionPhaseSettings": None,
+    "mergeVarUpdateMemThreshold": 1000000, "rearrangeAnchorsOnHost": True,
+    "executionPhaseSettings": records.ExecutionPhaseSettings(),
     "numIOTiles": 0, "explicitRecomputation": False, "explicitPipelining": False,
-    "batchSerializationSettings": None, "aliasZeroCopy": False, "enablePrefetchDatastreams": True,
-    "defaultPrefetchBufferingDepth": 1, "prefetchBufferingDepthMap": {},
+    "batchSerializationSettings": records.BatchSerializationSettings(), "aliasZeroCopy": False,
+    "enablePrefetchDatastreams": True,
     "virtualGraphMode": VirtualGraphMode.Off, "enableReplicatedGraphs": False, "replicatedGraphCount": 1,
     "compileEngine": True, "engineOptions": {}, "convolutionOptions": {}, "lstmOptions": {},
     "matmulOptions": {}, "reportOptions": {}, "gclOptions": {}, "dotOpNames": False,
@@ -112,23 +117,37 @@ _DEFAULTS: dict[str, Any] = {
     "serializedPoprithmsAnnealGraphsDir": "", "enableDistributedReplicatedGraphs": False,
     "globalReplicationFactor": 1, "globalReplicaOffset": 0, "groupHostSync": False,
     "strictOpVersions": True, "opxAliasChecking": False, "opxModifyChecking": False,
-    "activationTensorLocationSettings": None, "weightTensorLocationSettings": None,
-    "optimizerStateTensorLocationSettings": None, "accumulatorTensorLocationSettings": None,
-    "tensorLocationSettingsOverride": {}, "accumulateOuterFragmentSettings": None,
-    "enableLoadAndOffloadRNGState": False, "automaticLossScalingSettings": None, "useHostCopyOps": False,
+    "activationTensorLocationSettings": records.TensorLocationSettings(),
+    "weightTensorLocationSettings": records.TensorLocationSettings(),
+    "optimizerStateTensorLocationSettings": records.TensorLocationSettings(),
+    "accumulatorTensorLocationSettings": records.TensorLocationSettings(),
+    "tensorLocationSettingsOverride": {}, "accumulateOuterFragmentSettings": records.AccumulateOuterFragmentSettings(),
+    "enableLoadAndOffloadRNGState": False,
+    "automaticLossScalingSettings": records.AutomaticLossScalingSettings(), "useHostCopyOps": False,
     "enableSupportedDataTypeCasting": True, "enableExplicitMainLoops": False, "enableMergeExchange": True,
     "delayVarUpdates": True, "scheduleNonWeightUpdateGradientConsumersEarly": False,
     "enableVirtualGraphs": False, "autoVirtualGraph": False, "pingPongPhases": 0,
     "replicatedWeightSharding": False, "replicatedWeightShardingMinNumElements": 0,
-    "batchSerializationFactor": 0, "enableEngineCachingFromFile": False, "autodiffSettings": None,
-    "developerSettings": None, "numIOTilesPerIpu": 0, "ensureFp32LossScaleTensor": False,
+    "batchSerializationFactor": 0, "enableEngineCachingFromFile": False, "autodiffSettings": records.AutodiffSettings(),
+    "developerSettings": records.DeveloperSettings(), "numIOTilesPerIpu": 0, "ensureFp32LossScaleTensor": False,
     "enableInplaceAmbiguityChecking": True, "createImplicitPipeliningFwdOnlyProgram": False,
-    "throwIfLog2ScaleTensorNotInRange": True, "updatableNamedBuffers": [], "enableConstantFoldingOfMultipleConsumers": True,
-    "useLoopCandidateCreator": False, "stashAllTensorsInferencePipeline": False, "experimentalSettings": None,
-    "replicatedCollectivesSettings": None, "enableRngStateManagement": False, "bufferingDepthMap": {},
+    "throwIfLog2ScaleTensorNotInRange": True, "updatableNamedBuffers": [],
+    "enableConstantFoldingOfMultipleConsumers": True, "useLoopCandidateCreator": False,
+    "stashAllTensorsInferencePipeline": False, "experimentalSettings": records.ExperimentalSettings(),
+    "replicatedCollectivesSettings": records.ReplicatedCollectivesSettings(), "enableRngStateManagement": False,
+    "bufferingDepthMap": {}, "disableOptimizerStateTensorStreams": False, "rearrangeStreamsOnHost": False,
+    "defaultBufferingDepth": 1, "virtualGraphSplitRatios": [], "enableVariablesCaching": True,
+    "enableEfficientOverlapIOTopoCons": False,
 }
 _DICT_OPTIONS = ("engineOptions", "convolutionOptions", "lstmOptions", "matmulOptions", "reportOptions",
                  "gclOptions", "tensorLocationSettingsOverride")
+
+
+# Older names PopART still takes, with a warning: the option each stands for.
+_DEPRECATED = {"defaultPrefetchBufferingDepth": "defaultBufferingDepth",
+               "prefetchBufferingDepthMap": "bufferingDepthMap"}
+# The underscored names PopART's bindings also give these options.
+_PRIVATE_NAMES = {f"_{name}": name for name in (*_DICT_OPTIONS, "enableRngStateManagement")}
 
 
 class SessionOptions:
@@ -140,22 +159,21 @@ class SessionOptions:
     """
 
     def __init__(self):
-        values = {}
-        for name, default in _DEFAULTS.items():
-            values[name] = default.copy() if isinstance(default, (dict, set, list)) else default
-        object.__setattr__(self, "_values", values)
+        object.__setattr__(self, "_values", {name: copy.deepcopy(default) for name, default in _DEFAULTS.items()})
 
     def __getattr__(self, name: str) -> Any:
         values = object.__getattribute__(self, "_values")
-        if name.startswith("_") and name[1:] in _DICT_OPTIONS:
-            name = name[1:]
+        name = _DEPRECATED.get(name, _PRIVATE_NAMES.get(name, name))
         if name in values:
             return values[name]
         raise AttributeError(f"'popart.SessionOptions' object has no attribute '{name}'")
 
     def __setattr__(self, name: str, value: Any) -> None:
-        if name.startswith("_") and name[1:] in _DICT_OPTIONS:
-            name = name[1:]
+        name = _PRIVATE_NAMES.get(name, name)
+        if name in _DEPRECATED:
+            warnings.warn(f"The session option {name} has been deprecated and will be removed in a future release. "
+                          f"Please use the alias {_DEPRECATED[name]} instead.", FutureWarning, stacklevel=2)
+            name = _DEPRECATED[name]
         if name not in self._values:
             raise AttributeError(f"'popart.SessionOptions' object has no attribute '{name}'")
         if name in _DICT_OPTIONS:
@@ -163,6 +181,12 @@ class SessionOptions:
                 raise TypeError(f"SessionOptions.{name} must be a dict of strings, got {type(value).__name__}")
             value = {str(k): str(v) for k, v in value.items()}
         self._values[name] = value
+
+    def enableExplicitIR(self, enable: bool) -> None:
+        """PopART's switch for its explicit program forms: host copy ops, explicit main loops and explicit
+        recomputation (recorded; the workbench's programs are explicit already)."""
+        for name in ("useHostCopyOps", "enableExplicitMainLoops", "explicitRecomputation"):
+            self._values[name] = bool(enable)
 
     def getGlobalReplicationFactor(self) -> int:
         if self.enableDistributedReplicatedGraphs:

@@ -30,7 +30,7 @@ def replication_of(options: Any, environ: Optional[Mapping[str, str]] = None) ->
     the process's environment)."""
     local = local_replication(options)
     if not options.enableDistributedReplicatedGraphs:
-        return local
+        return host_all_reduce_job(options, local, environ) or local
     total = _count(options, "globalReplicationFactor", minimum=1)
     offset = _count(options, "globalReplicaOffset", minimum=0)
     if total % local:
@@ -56,6 +56,31 @@ def replication_of(options: Any, environ: Optional[Mapping[str, str]] = None) ->
         return PopdistSettings(1, 0, total, local, 0, 1)
     _check_against_launch(launched, total, local, offset, environ)
     return PopdistSettings(instances, index, total, local, offset, launched.ipus_per_replica)
+
+
+def host_all_reduce_job(options: Any, local: int, environ: Optional[Mapping[str, str]] = None
+                        ) -> Optional[PopdistSettings]:
+    """With ``hostAllReduce`` in a process launched as one of several (``mpiexec``, ``horovodrun``): this
+    instance's place in the job its launcher started, every instance running ``local`` replicas; the
+    gradients are then averaged over every replica of the job, as Horovod's ``DistributedOptimizer``
+    does. None otherwise."""
+    if not options.hostAllReduce:
+        return None
+    try:
+        launched = read_settings(environ)
+    except PopdistSettingsError as error:
+        raise popart_exception(f"the MPI environment of this process is inconsistent: {error}") from None
+    if launched is None or launched.num_instances == 1:
+        return None
+    index = launched.instance_index
+    return PopdistSettings(launched.num_instances, index, launched.num_instances * local, local, index * local,
+                           launched.ipus_per_replica)
+
+
+def averages_over_instances(options: Any, replicas: Union[int, PopdistSettings]) -> bool:
+    """Whether a training session averages its gradients over the job's replicas because Horovod
+    (``hostAllReduce``) reduces them between instances."""
+    return bool(options.hostAllReduce) and isinstance(replicas, PopdistSettings) and replicas.num_instances > 1
 
 
 def _check_against_launch(launched: PopdistSettings, total: int, local: int, offset: int,

@@ -27,6 +27,7 @@ import onnx
 from workbench.ir.popdist_settings import PopdistSettings
 from workbench.onnx import dtypes
 from workbench.onnx.lowering import LoweringError, lower_model
+from workbench.onnx.loading import check_input_shapes
 from workbench.onnx.model import GraphBuilder, load_model
 from workbench.onnx.shapes import TensorType
 from workbench.onnx.tensor_storage import replace_initializers, to_array
@@ -34,19 +35,18 @@ from workbench.runtime.out_of_memory import OutOfMemoryError
 from workbench.runtime.session import Session as RuntimeSession
 
 from . import anchors as anchor_arrays
-from . import diagnostics, stepio_checks
-from .logging_ import getLogger
+from . import diagnostics, step_log, stepio_checks, tile_map
 from .dataflow import AnchorReturnTypeId, DataFlow
 from .devices import DeviceInfo, DeviceType
-from .errors import OutOfMemoryException, popart_exception
+from .errors import OutOfMemoryException, popart_exception, poplar_exception
 from .instances import JobLink
 from .options import SessionOptions, VirtualGraphMode
+from .patterns import check_exclusions, session_patterns
 from .replication import local_replication, replication_of
 from .stepio import PyStepIO, PyStepIOCallback, PyWeightsIO
 from .tensorinfo import InputShapeInfo, TensorInfo
 
 
-_LOG = getLogger("session")
 # How the program stores each kind of anchor (EVERYN stores every batch; the host keeps every N-th).
 _STORED = {AnchorReturnTypeId.Final: "final", AnchorReturnTypeId.Sum: "sum"}
 
@@ -74,19 +74,23 @@ class _Session:
         self._options = userOptions if userOptions is not None else SessionOptions()
         self._data_flow = data_flow
         self._device_info = deviceInfo
-        self._patterns = patterns
+        self._patterns = session_patterns(patterns)
         self.name = name
         try:
             self._model = load_model(fnModel)
         except (ValueError, FileNotFoundError, TypeError) as error:
             raise popart_exception(str(error)) from None
         shapes = inputShapeInfo or InputShapeInfo()
-        _check_open_dimensions(self._model, shapes)
-        self._builder = GraphBuilder.from_model(_with_input_shapes(self._model, shapes))
         # The replicas of this process, and what the program is lowered for: the same count, or this
         # instance's place in a job of several (the program's replicas are then the job's).
         self._replicas = replication_of(self._options)
         self._replication = local_replication(self._options)
+        try:
+            check_input_shapes(self._model, shapes.getAllTensorInfo())
+            self._builder = GraphBuilder.from_model(_with_input_shapes(self._model, shapes), _total(self._replicas))
+        except ValueError as error:
+            raise popart_exception(str(error)) from None
+        check_exclusions(self._builder.nodes)
         several = isinstance(self._replicas, PopdistSettings) and self._replicas.num_instances > 1
         self._job_link = JobLink(self._replicas) if several else None
         self._check_accumulation()
@@ -94,8 +98,7 @@ class _Session:
         self._check_pipelining()
         self._lowered = self._lower(shapes)
         self._write_dot_checks()
-        _LOG.info(f"{name}: {len(self._builder.nodes)} ONNX nodes lowered to "
-                  f"{sum(len(g.ops) for g in self._lowered.ir.graphs)} ops on {self._device_info}")
+        step_log.created(name, self._builder, self._lowered, self._patterns, self._device_info)
         self._runtime: Optional[RuntimeSession] = None
         self._outputs: Optional[dict] = None  # the runtime's output buffers, reused run after run
         self._host_weights = {name: np.array(v) for name, v in self._builder.initializers.items()}
@@ -242,17 +245,22 @@ class _Session:
                 raise popart_exception(str(error)) from None
             self._runtime.progress = False
             self._runtime.profile = self._instrumented()
+            step_log.prepared(self._device_info, self._lowered, self._runtime.memory_report)
+            tile_map.save_if_asked(self._tile_mapping(), self._options.logDir)
         if loadEngine:
             self.loadEngineAndConnectStreams()
 
     def loadEngineAndConnectStreams(self) -> None:
-        self._require_prepared("loadEngineAndConnectStreams")
+        if self._runtime is None:
+            raise popart_exception("loadEngineAndConnectStreams: there is no compiled engine; call "
+                                   "prepareDevice() first")
         if self._device_info.type is DeviceType.OfflineIpu:
             return
         if not self._device_info.isAttached and not self._device_info.attach():
             raise popart_exception(f"Failed to attach to device {self._device_info.id}: its IPUs are in use")
         if not self._runtime.is_attached:
             self._runtime.__enter__()
+            step_log.engine_loaded(self._device_info)
 
     def _require_prepared(self, what: str) -> None:
         if self._runtime is None:
@@ -276,12 +284,14 @@ class _Session:
         self._weights_sent = True
         self._runtime.write_variables_data({var: self._host_weights[name]
                                             for name, var in self._lowered.weights.items()})
+        step_log.weights("FromHost", list(self._lowered.weights))
 
     def weightsToHost(self) -> None:
         self._require_attached("weightsToHost")
         values = self._runtime.get_tensors_data(self._lowered.weights.values())
         for name, var in self._lowered.weights.items():
             self._host_weights[name] = values[var]
+        step_log.weights("ToHost", list(self._lowered.weights))
 
     def readWeights(self, weightsIo: PyWeightsIO) -> None:
         """Fill ``weightsIo``'s arrays with the host copy of the weights."""
@@ -327,7 +337,11 @@ class _Session:
                          ignoreWeightsInModelWithoutCorrespondingHostWeight: bool = False) -> None:
         """Replace the host weights by the initializers of another model (``weightsFromHost`` sends them)."""
         self._check_writable("resetHostWeights")
-        for init in load_model(modelProtoOrFilename).graph.initializer:
+        try:
+            model = load_model(modelProtoOrFilename)
+        except (ValueError, FileNotFoundError, TypeError) as error:
+            raise popart_exception(str(error)) from None
+        for init in model.graph.initializer:
             if init.name not in self._host_weights:
                 if ignoreWeightsInModelWithoutCorrespondingHostWeight:
                     continue
@@ -355,8 +369,18 @@ class _Session:
             self._outputs = self._runtime.create_host_outputs()
         outputs = self._outputs
         self._runtime.run_with_outputs(inputs, outputs)
+        step_log.ran(debugName, layout.micro_batches, layout.replicas)
         for tensor_id, stream in self._lowered.anchors.items():
             anchor_arrays.deliver(tensor_id, outputs[stream], self._data_flow.art(tensor_id), stepio, layout)
+
+    # ----- the tile map -----
+    def _tile_mapping(self):
+        return tile_map.session_tile_mapping(self._builder, self._lowered, self._device_info.tilesPerIPU)
+
+    def getTensorTileMap(self) -> dict[str, list[list[tuple[int, int]]]]:
+        """Per tensor, per tile of its IPU, the element intervals the simulated tile allocator put there."""
+        self._require_prepared("getTensorTileMap")
+        return tile_map.as_popart_map(self._tile_mapping())
 
     # ----- random numbers -----
     def setRandomSeed(self, seedValue: int) -> None:
@@ -386,10 +410,17 @@ class _Session:
     def _instrumented(self) -> bool:
         return self._options.engineOptions.get("debug.instrument", "false").lower() == "true"
 
+    def _require_profiled(self, what: str) -> None:
+        """Reports need a prepared device that profiles: an IPU or IPU Model, as on Poplar."""
+        self._require_prepared(what)
+        if self._device_info.type is DeviceType.Cpu:
+            raise poplar_exception(f"{what}: a CPU device has no profile. Profiling is disabled for current "
+                                   "device type.")
+
     def getSummaryReport(self, resetProfile: bool = True) -> str:
         """Memory per IPU and, with ``engineOptions = {"debug.instrument": "true"}``, the last run's
         simulated cycles and measured time per kind of op."""
-        self._require_prepared("getSummaryReport")
+        self._require_profiled("getSummaryReport")
         report = self._runtime.memory_report
         lines = [f"Program: {len(self._builder.nodes)} ONNX nodes lowered to "
                  f"{sum(len(g.ops) for g in self.ir.graphs)} ops",
@@ -406,23 +437,24 @@ class _Session:
                       for kind, cycles in sorted(summary.cycles_per_kind.items())]
         return "\n".join(lines)
 
-    def getExecutionReport(self, useCbor: bool = False, resetProfile: bool = True) -> str:
-        if not self._instrumented() or self._runtime is None or self._runtime.last_trace is None:
-            return '{"profilerMode":"NONE"}'
+    def getExecutionReport(self, useCbor: bool = False, resetProfile: bool = True) -> Union[str, bytes]:
+        """The last run as JSON (``useCbor``: CBOR bytes): its simulated cycles, in all and per kind of op."""
+        self._require_profiled("getExecutionReport")
+        if not self._instrumented() or self._runtime.last_trace is None:
+            return diagnostics.report({"profilerMode": "NONE"}, useCbor)
         summary = self._runtime.last_trace.summary()
-        return json.dumps({"profilerMode": "SIMULATED", "cycles": summary.cycles,
-                           "cyclesPerKind": summary.cycles_per_kind})
+        return diagnostics.report({"profilerMode": "SIMULATED", "cycles": summary.cycles,
+                                   "cyclesPerKind": summary.cycles_per_kind}, useCbor)
 
-    def getGraphReport(self, useCbor: bool = False) -> str:
-        """The compiled program as JSON: its size and, per IPU, the peak of the workbench's memory
-        model against the tile memory."""
-        self._require_prepared("getGraphReport")
-        if useCbor:
-            raise popart_exception("getGraphReport: the workbench writes its reports as JSON (useCbor=False)")
+    def getGraphReport(self, useCbor: bool = False) -> Union[str, bytes]:
+        """The compiled program as JSON (``useCbor``: CBOR bytes): its size and, per IPU, the peak of the
+        workbench's memory model against the tile memory."""
+        self._require_profiled("getGraphReport")
         report = self._runtime.memory_report
-        return json.dumps({"onnxNodes": len(self._builder.nodes), "ops": sum(len(g.ops) for g in self.ir.graphs),
-                           "ipus": [{"ipu": m.ipu, "peakBytes": m.peak_bytes, "tileMemoryBytes": m.tile_capacity}
-                                    for m in report.ipus]})
+        return diagnostics.report({"onnxNodes": len(self._builder.nodes),
+                                   "ops": sum(len(g.ops) for g in self.ir.graphs),
+                                   "ipus": [{"ipu": m.ipu, "peakBytes": m.peak_bytes,
+                                             "tileMemoryBytes": m.tile_capacity} for m in report.ipus]}, useCbor)
 
     def getReport(self, resetProfile: bool = True) -> ProfileReport:
         """The profile of the program and its last run (``compilation`` and ``execution``, as
@@ -434,26 +466,20 @@ class _Session:
         return ProfileReport(json.loads(self.getGraphReport()), json.loads(self.getExecutionReport()))
 
     def getCycleCount(self, id: str = "") -> int:  # noqa: A002
-        """Simulated cycles of the last run (the device's cycle counter)."""
+        """Simulated cycles of the last run, as the cycle counter of ``instrumentWithHardwareCycleCounter``
+        gives them: the whole run (``id=""``), or with ``Instrumentation.Inner`` in
+        ``hardwareInstrumentations`` one IPU's (``"inner_ipu_<n>"``)."""
         self._require_prepared("getCycleCount")
-        trace = self._runtime.last_trace
-        return trace.summary().cycles if trace is not None else 0
+        summary = diagnostics.cycle_count_source(self._options, self._runtime.last_trace, id)
+        if id == "":
+            return summary.cycles
+        ipu = int(id[len("inner_ipu_"):])
+        return max((cycles for (_, on), cycles in summary.cycles_per_ipu.items() if on == ipu), default=0)
 
 
-def _check_open_dimensions(model: onnx.ModelProto, shapes: InputShapeInfo) -> None:
-    """An input whose declared shape has a named (``dim_param``) or negative dimension needs its shape
-    in the InputShapeInfo (PopART's check and wording)."""
-    given = shapes.getAllTensorInfo()
-    initialized = {init.name for init in model.graph.initializer}
-    for value in model.graph.input:
-        if value.name in initialized or value.name in given or not value.type.tensor_type.HasField("shape"):
-            continue
-        dims = [d.dim_param if d.HasField("dim_param") else (d.dim_value if d.HasField("dim_value") else "?")
-                for d in value.type.tensor_type.shape.dim]
-        unknown = next((d for d in dims if isinstance(d, str) or d < 0), None)
-        if unknown is not None:
-            raise popart_exception(f"Input tensor '{value.name}' must be specified in InputShapeInfo, as it has shape "
-                                   f"[{', '.join(map(str, dims))}], which uses an unknown value '{unknown}'.")
+def _total(replicas: Union[int, PopdistSettings]) -> int:
+    return replicas.num_total_replicas if isinstance(replicas, PopdistSettings) else replicas
+
 
 
 def _with_input_shapes(model: onnx.ModelProto, shapes: InputShapeInfo) -> onnx.ModelProto:

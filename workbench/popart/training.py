@@ -29,6 +29,7 @@ from .errors import popart_exception
 from .instances import check_root
 from .optimizers import Optimizer
 from .options import ReductionType, SessionOptions
+from .replication import averages_over_instances
 from .session import _Session
 from .tensorinfo import InputShapeInfo
 from .training_program import LOSS_SCALING, TrainingProgram, TrainingSettings, lower_training, take_saved_state
@@ -59,6 +60,7 @@ class TrainingSession(_Session):
                             f"{type(optimizer).__name__}")
         self._loss = loss
         self._optimizer = optimizer
+        self._loss_input_types = _types(inputShapeInfo)
         self._program: Optional[TrainingProgram] = None
         super().__init__(fnModel, dataFlow, deviceInfo, inputShapeInfo, patterns, userOptions, name, dataFeed)
 
@@ -69,7 +71,7 @@ class TrainingSession(_Session):
     def _check_anchors(self) -> None:
         if isinstance(self._loss, loss_nodes.Loss):
             try:
-                self._loss = loss_nodes.append(self._builder, self._loss)
+                self._loss = loss_nodes.append(self._builder, self._loss, self._loss_input_types)
             except ValueError as error:
                 raise popart_exception(str(error)) from None
         if not isinstance(self._loss, str):
@@ -90,9 +92,8 @@ class TrainingSession(_Session):
             raise popart_exception("accumulationAndReplicationReductionType NoReduction is not valid for training; "
                                    "use ReductionType.Sum or ReductionType.Mean")
         settings = TrainingSettings(self._data_flow.batchesPerStep(), self.accumulationFactor, self._replicas,
-                                    reduction is ReductionType.Mean, self._placement())
-        input_types = {tensor_id: TensorType(dtypes.onnx_code(info.dataType()), tuple(info.shape()))
-                       for tensor_id, info in shapes.getAllTensorInfo().items()}
+                                    self._program_mean(), self._placement())
+        input_types = _types(shapes)
         saved_state = take_saved_state(self._builder)
         try:
             self._program = lower_training(self._builder, loss=self._loss, optimizer=self._optimizer,
@@ -205,7 +206,16 @@ class TrainingSession(_Session):
         self._pending_optimizer = None
 
     def _program_mean(self) -> bool:
-        return self._options.accumulationAndReplicationReductionType is ReductionType.Mean
+        return (self._options.accumulationAndReplicationReductionType is ReductionType.Mean
+                or averages_over_instances(self._options, self._replicas))
+
+
+def _types(shapes: Optional[InputShapeInfo]) -> dict[str, TensorType]:
+    """The types an InputShapeInfo gives, by tensor id."""
+    if shapes is None:
+        return {}
+    return {tensor_id: TensorType(dtypes.onnx_code(info.dataType()), tuple(info.shape()))
+            for tensor_id, info in shapes.getAllTensorInfo().items()}
 
 
 def _mode(optimizer: Optimizer) -> str:

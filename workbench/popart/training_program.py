@@ -139,9 +139,10 @@ class _Builder:
                 if name not in lowering.env and name not in lowering.values:
                     raise LoweringError(f"Anchor tensor `{name}' not in Ir Tensors. ")
                 graph_output(lowering.tensor(name, lowering.home_of(name)))
-        # Gradients of the weights, and of the float model inputs anchored as Gradient___<input>.
-        self.input_gradients = [name for name in self.builder.inputs
-                                if GRADIENT + name in self.anchors and is_float(lowering.env[name])]
+        # Anchored gradients of other float tensors (inputs, activations) are computed with the weights'.
+        anchored = [name[len(GRADIENT):] for name in self.anchors if name.startswith(GRADIENT)]
+        self.input_gradients = [name for name in anchored if name not in self.trainable and name in lowering.env
+                                and is_float(lowering.env[name])]
         required = [lowering.env[name] for name in self.trainable + self.input_gradients]
         self.grad_info = autodiff(fwd, grads_provided=[fwd.outputs[0]], grads_required=required)
 
@@ -317,7 +318,8 @@ class _Builder:
         for name in self.anchors:
             if name.startswith(GRADIENT) and name not in self.streams and name not in self.carried:
                 raise LoweringError(f"Anchor tensor `{name}' not in Ir Tensors: gradients are anchored for the "
-                                    f"trainable weights ({', '.join(self.trainable)}) and float model inputs")
+                                    f"trainable weights ({', '.join(self.trainable) or 'none'}) and the model's "
+                                    "other float tensors")
 
     def store(self, name: str, tensor: Tensor, frame: _Frame) -> None:
         """Store an anchor every micro-batch ("all"), or keep its last value ("final") or running sum

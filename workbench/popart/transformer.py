@@ -39,12 +39,26 @@ class GraphTransformer:
         del graph.initializer[:]
         graph.initializer.extend(inits)
 
-    def _convert(self, source: int, target: int) -> None:
+    def _convert(self, source: int, target: int, clip: bool = False) -> None:
+        """Every tensor, input, output and Cast of type ``source`` becomes ``target``; integer values
+        outside ``target``'s range are clipped with ``clip``, else refused."""
         graph = self._model.graph
         numpy_target = helper.tensor_dtype_to_np_dtype(target)
+
+        def converted(array: np.ndarray) -> np.ndarray:
+            if np.issubdtype(numpy_target, np.integer) and array.size:
+                limits = np.iinfo(numpy_target)
+                if clip:
+                    array = np.clip(array, limits.min, limits.max)
+                elif array.min() < limits.min or array.max() > limits.max:
+                    raise popart_exception(f"cannot cast {array.dtype} to {np.dtype(numpy_target)}: a number is "
+                                           f"outside [{limits.min}, {limits.max}]; to convert it anyway, clipped to "
+                                           "that range, set clip=True")
+            return array.astype(numpy_target)
+
         for init in graph.initializer:
             if init.data_type == source:
-                init.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(init).astype(numpy_target), init.name))
+                init.CopyFrom(numpy_helper.from_array(converted(numpy_helper.to_array(init)), init.name))
         for value in list(graph.input) + list(graph.output) + list(graph.value_info):
             if value.type.tensor_type.elem_type == source:
                 value.type.tensor_type.elem_type = target
@@ -53,8 +67,8 @@ class GraphTransformer:
                 if node.op_type == "Cast" and attribute.name == "to" and attribute.i == source:
                     attribute.i = target
                 elif attribute.type == onnx.AttributeProto.TENSOR and attribute.t.data_type == source:
-                    attribute.t.CopyFrom(numpy_helper.from_array(
-                        numpy_helper.to_array(attribute.t).astype(numpy_target), attribute.t.name))
+                    attribute.t.CopyFrom(numpy_helper.from_array(converted(numpy_helper.to_array(attribute.t)),
+                                                                 attribute.t.name))
 
     def convertFloatsToHalfs(self) -> None:
         self._convert(TensorProto.FLOAT, TensorProto.FLOAT16)
@@ -78,13 +92,7 @@ class GraphTransformer:
         self._convert(TensorProto.INT16, TensorProto.INT32)
 
     def convertINT64ToINT32(self, clip: bool = False) -> None:
-        if clip:
-            info = np.iinfo(np.int32)
-            for init in self._model.graph.initializer:
-                if init.data_type == TensorProto.INT64:
-                    clipped = np.clip(numpy_helper.to_array(init), info.min, info.max)
-                    init.CopyFrom(numpy_helper.from_array(clipped, init.name))
-        self._convert(TensorProto.INT64, TensorProto.INT32)
+        self._convert(TensorProto.INT64, TensorProto.INT32, clip)
 
     def convertInitializersToConstants(self, ids: Iterable[str]) -> None:
         """Make the named initializers Constant nodes (weights no session can change)."""

@@ -119,15 +119,15 @@ def rule_for(node: onnx.NodeProto, opsets: dict[str, int]) -> tuple[LowerRule, i
     domain = ONNX if node.domain in ("", ONNX) else node.domain
     opset = opsets.get("" if domain == ONNX else domain, 1)
     node_name = node.name or (node.output[0] if node.output else "")
-    if domain == GRAPHCORE:
-        since = 1
-    else:
-        try:
-            since = onnx.defs.get_schema(node.op_type, opset, "" if domain == ONNX else domain).since_version
-        except onnx.defs.SchemaError:
-            raise LoweringError(f"Op {domain}.{node.op_type} (node '{node_name}') has no definition at opset "
-                                f"{opset} of {domain}: the workbench cannot run it (see "
-                                "popart.getSupportedOperations(False))") from None
+    if domain not in (ONNX, GRAPHCORE):
+        raise LoweringError(f"No class for {domain}.{node.op_type}:{opset} (node '{node_name}'): the domain "
+                            f"'{domain}' is unknown; the workbench has ops of {ONNX} and {GRAPHCORE}")
+    try:
+        since = since_version(domain, node.op_type, opset)
+    except LoweringError:
+        raise LoweringError(f"Op {domain}.{node.op_type} (node '{node_name}') has no definition at opset "
+                            f"{opset} of {domain}: the workbench cannot run it (see "
+                            "popart.getSupportedOperations(False))") from None
     rule = RULES.get((domain, node.op_type, since))
     if rule is None:
         raise LoweringError(f"Op {domain}.{node.op_type}:{since} (node '{node_name}') at "

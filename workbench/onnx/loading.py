@@ -1,0 +1,102 @@
+"""Reading an ONNX model from a path or from bytes, with the same checks and the same wording either way.
+
+A path must name a regular file (not a device such as ``/dev/zero``, a FIFO or a directory, which could
+block or never end) of at most protobuf's 2 GB limit; both paths and bytes must hold a non-empty
+serialized ``ModelProto`` with a graph. Every refusal is a ``ModelFileError`` naming the source (the file,
+or ``bytes``) and the problem.
+"""
+from __future__ import annotations
+
+import os
+import stat
+from typing import Any, Collection
+
+import onnx
+
+# protobuf refuses a serialized message over INT_MAX bytes.
+PROTOBUF_LIMIT = 2**31 - 1
+_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+          (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"))
+
+
+class ModelFileError(ValueError):
+    """A model that cannot be loaded: what was given, and why."""
+
+
+def load_model(source: Any) -> onnx.ModelProto:
+    """A ModelProto from serialized bytes, a path, or a ModelProto (returned as it is)."""
+    if isinstance(source, onnx.ModelProto):
+        return source
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        return _checked(_parsed(bytes(source), "bytes"), "bytes")
+    if isinstance(source, str) or hasattr(source, "__fspath__"):
+        path = os.fspath(source)
+        label = f"file {path}"
+        _check_regular_file(path, label)
+        with open(path, "rb") as file:
+            model = _parsed(file.read(), label)
+        _checked(model, label)
+        if any(t.data_location == onnx.TensorProto.EXTERNAL for t in model.graph.initializer):
+            onnx.load_external_data_for_model(model, os.path.dirname(os.path.abspath(path)))
+        return model
+    raise TypeError(f"expected an ONNX model as bytes or a file path, got {type(source).__name__}")
+
+
+def _check_regular_file(path: str, label: str) -> None:
+    """Refuse before reading anything that is not a regular file of at most protobuf's limit."""
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        raise FileNotFoundError(f"no ONNX model file at {path!r}") from None
+    except OSError as error:
+        raise ModelFileError(f"Failed to open {label}: {error.strerror}") from None
+    for is_kind, kind in _KINDS:
+        if is_kind(info.st_mode):
+            raise ModelFileError(f"Failed to load a ModelProto from {label}: it is {kind}, not a regular file; "
+                                 "expected the path of an ONNX model file")
+    if info.st_size > PROTOBUF_LIMIT:
+        raise ModelFileError(f"Failed to load a ModelProto from {label}: it has {info.st_size:,} bytes, over "
+                             f"protobuf's limit of {PROTOBUF_LIMIT:,} bytes for one message; store the weights as "
+                             "ONNX external data (onnx.save_model(..., save_as_external_data=True))")
+
+
+def _parsed(data: bytes, label: str) -> onnx.ModelProto:
+    if not data:
+        raise ModelFileError(f"Failed to load a ModelProto from {label}: it is empty (0 bytes); expected a "
+                             "serialized ONNX ModelProto")
+    if len(data) > PROTOBUF_LIMIT:
+        raise ModelFileError(f"Failed to load a ModelProto from {label}: it has {len(data):,} bytes, over "
+                             f"protobuf's limit of {PROTOBUF_LIMIT:,} bytes for one message")
+    model = onnx.ModelProto()
+    try:
+        model.ParseFromString(data)
+    except Exception as error:  # protobuf's DecodeError (its module differs between implementations)
+        raise ModelFileError(f"Failed to load a ModelProto from {label}: it is not a serialized ONNX ModelProto "
+                             f"({len(data):,} bytes; protobuf says: {error})") from None
+    return model
+
+
+def _checked(model: onnx.ModelProto, label: str) -> onnx.ModelProto:
+    """Bytes can parse as a ModelProto by chance (every field is optional): a model must have a graph."""
+    if not model.HasField("graph"):
+        raise ModelFileError(f"Failed to load a ModelProto from {label}: it parses, but holds no graph (no "
+                             "inputs, nodes or outputs); expected a serialized ONNX ModelProto")
+    return model
+
+
+def check_input_shapes(model: onnx.ModelProto, given: Collection[str]) -> None:
+    """An input of the model (not a weight) that ``given`` (InputShapeInfo's ids) leaves out must not have
+    a shape with a ``dim_param`` or a negative size: ValueError naming the input and the value."""
+    weights = {init.name for init in model.graph.initializer}
+    for value in model.graph.input:
+        if value.name in weights or value.name in given or not value.type.HasField("tensor_type"):
+            continue
+        tensor_type = value.type.tensor_type
+        if not tensor_type.HasField("shape"):
+            continue  # no shape at all: the lowering names the input
+        dims = [d.dim_param if d.HasField("dim_param") else (str(d.dim_value) if d.HasField("dim_value") else "?")
+                for d in tensor_type.shape.dim]
+        unknown = next((d for d in dims if d == "?" or not d.isdigit()), None)
+        if unknown is not None:
+            raise ValueError(f"Input tensor '{value.name}' must be specified in InputShapeInfo, as it has shape "
+                             f"[{', '.join(dims)}], which uses an unknown value '{unknown}'.")

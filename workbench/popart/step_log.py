@@ -1,0 +1,97 @@
+"""What PopART logs at each step a script takes, under PopART's modules: ``builder`` (each node added, at
+debug), ``session`` (each API call, at trace), ``ir`` (the model read and lowered), ``pattern`` (the
+patterns in force), ``devicex`` (compiling for the device, its host streams, weight transfers and runs).
+Each message is built only when its module logs at that level."""
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from . import debug_info
+from .introspection import versionString
+from .logging_ import TRACE, python_logger
+from .patterns import PATTERNS, Patterns
+
+if TYPE_CHECKING:
+    from workbench.onnx.lowering import LoweredModel
+    from workbench.onnx.model import GraphBuilder
+
+_SESSION, _IR, _PATTERN, _DEVICEX, _BUILDER = (python_logger(m) for m in
+                                                ("session", "ir", "pattern", "devicex", "builder"))
+
+
+def _on(logger: logging.Logger, level: int) -> bool:
+    return logger.isEnabledFor(level)
+
+
+def node_added(domain: str, op_type: str, opset: int, inputs: int, outputs: int, name: str = "") -> None:
+    if _on(_BUILDER, logging.DEBUG):
+        _BUILDER.debug(f"Adding {domain}.{op_type} to builder opset:{opset}, numInputs:{inputs} numOutputs:{outputs}")
+    debug_info.note(name or op_type, "popart_builder", {"opset": f"{domain}:{opset}", "opType": op_type,
+                                                        "numInputs": inputs, "numOutputs": outputs})
+
+
+def created(name: str, builder: "GraphBuilder", lowered: "LoweredModel", patterns: Patterns, device: Any) -> None:
+    """A session read its model, applied its patterns and lowered it."""
+    if _on(_SESSION, TRACE):
+        _SESSION.log(TRACE, f"Session::configureFromOnnx ({name})")
+    if _on(_SESSION, logging.INFO):
+        _SESSION.info(f"Popart version: {versionString()}")
+    if _on(_IR, logging.INFO):
+        _IR.info(f"Preparing the Ir of '{name}': {len(builder.nodes)} ONNX nodes, {len(builder.inputs)} inputs, "
+                 f"{len(builder.initializers)} weights")
+    if _on(_PATTERN, logging.DEBUG):
+        enabled = [name for name in PATTERNS if patterns.isPatternEnabled(name)]
+        _PATTERN.debug(f"Patterns in force: {', '.join(enabled) or 'none'}; InPlace {patterns.InPlace}")
+    if _on(_IR, TRACE):
+        for node in builder.nodes:
+            _IR.log(TRACE, f"Lowering node '{node.name}' ({node.domain or 'ai.onnx'}.{node.op_type}) "
+                           f"-> {', '.join(node.output)} on IPU {lowered.node_ipus.get(node.name, 0)}")
+    if debug_info.collecting():
+        for graph in lowered.ir.graphs:
+            for op in graph.ops:
+                debug_info.note(op.name, "popart", {"graph": graph.name, "opType": op.type, "ipu": op.ipu})
+            for tensor in graph.tensors:
+                debug_info.note(tensor.name, "popart", {"graph": graph.name, "tensorInfo": str(tensor.spec)})
+    if _on(_IR, logging.INFO):
+        _IR.info(f"Ir of '{name}' ready: {sum(len(g.ops) for g in lowered.ir.graphs)} ops in "
+                 f"{len(lowered.ir.graphs)} graphs, for {device}")
+
+
+def prepared(device: Any, lowered: "LoweredModel", memory: Any) -> None:
+    """The program was compiled for the device (``memory``: its memory report)."""
+    if _on(_SESSION, TRACE):
+        _SESSION.log(TRACE, "Session::prepareDevice()")
+    if _on(_DEVICEX, logging.INFO):
+        _DEVICEX.info(f"Graph compiled: the program for {device}")
+    if _on(_DEVICEX, logging.DEBUG):
+        for tensor_id in lowered.inputs:
+            _DEVICEX.debug(f"Creating host-to-device FIFO {tensor_id}")
+        for tensor_id in lowered.anchors:
+            _DEVICEX.debug(f"Creating device-to-host FIFO {tensor_id}")
+        for ipu in memory.ipus:
+            _DEVICEX.debug(f"IPU {ipu.ipu}: peak tile memory {ipu.peak_bytes:,} of {ipu.tile_capacity:,} bytes")
+
+
+def engine_loaded(device: Any) -> None:
+    """The compiled program was loaded onto the (attached) device."""
+    if _on(_SESSION, TRACE):
+        _SESSION.log(TRACE, "Session::loadEngineAndConnectStreams()")
+    if _on(_DEVICEX, logging.INFO):
+        _DEVICEX.info(f"Engine loaded on {device}")
+
+
+def weights(direction: str, names: Any) -> None:
+    """Weights went ``"FromHost"`` or ``"ToHost"``."""
+    if _on(_SESSION, TRACE):
+        _SESSION.log(TRACE, f"Session::weights{direction}")
+    if _on(_DEVICEX, logging.DEBUG):
+        towards = "to the device" if direction == "FromHost" else "to the host"
+        _DEVICEX.debug(f"Copying {len(names)} weights {towards}: {', '.join(names)}")
+
+
+def ran(debug_name: str, batches: int, replicas: int) -> None:
+    if _on(_SESSION, TRACE):
+        _SESSION.log(TRACE, f"Session::run {debug_name}".rstrip())
+    if _on(_DEVICEX, logging.DEBUG):
+        _DEVICEX.debug(f"Ran {batches} batches on {replicas} replica(s)")
