@@ -69,7 +69,9 @@ def train(mode: str, replicas: int) -> None:
         feed_x, feed_label = xs[step][:, mine], labels[step][:, mine]
         if horovod or replicas == 1:
             feed_x, feed_label = feed_x[:, 0], feed_label[:, 0]
-        session.run(popart.PyStepIO({x: feed_x, label: feed_label}, anchors))
+        # PopART takes C-contiguous arrays only: a rank's column of the batch is copied out.
+        feed = {x: np.ascontiguousarray(feed_x), label: np.ascontiguousarray(feed_label)}
+        session.run(popart.PyStepIO(feed, anchors))
     session.weightsToHost()
     weights = {"w": np.zeros((INPUTS, CLASSES), np.float32), "b": np.zeros(CLASSES, np.float32)}
     session.readWeights(popart.PyWeightsIO(weights))

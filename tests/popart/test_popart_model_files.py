@@ -121,6 +121,8 @@ def test_model_with_external_data_loads_its_weights(tmp_path):
     y = builder.aiOnnx.relu([w])
     builder.addOutputTensor(y)
     model = onnx.load_from_string(builder.getModelProto())
+    # ONNX moves only raw_data to an external file; the builder writes float_data, as PopART's does.
+    model.graph.initializer[0].CopyFrom(onnx.numpy_helper.from_array(weight, model.graph.initializer[0].name))
     onnx.save_model(model, str(tmp_path / "m.onnx"), save_as_external_data=True, location="m.data",
                     size_threshold=0)
     assert (tmp_path / "m.data").exists()

@@ -26,7 +26,7 @@ import onnx
 
 from workbench.ir.popdist_settings import PopdistSettings
 from workbench.onnx import dtypes
-from workbench.onnx.lowering import LoweringError, lower_model
+from workbench.onnx.lowering import LoweringError, check_op_versions, lower_model
 from workbench.onnx.loading import check_input_shapes
 from workbench.onnx.model import GraphBuilder, load_model
 from workbench.onnx.shapes import TensorType
@@ -86,6 +86,7 @@ class _Session:
         self._replicas = replication_of(self._options)
         self._replication = local_replication(self._options)
         try:
+            check_op_versions(self._model)
             check_input_shapes(self._model, shapes.getAllTensorInfo())
             self._builder = GraphBuilder.from_model(_with_input_shapes(self._model, shapes), _total(self._replicas))
         except ValueError as error:

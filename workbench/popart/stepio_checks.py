@@ -46,9 +46,9 @@ def check_input(tensor_id: str, array: Any, stream: Any, layout: HostLayout, cou
         raise popart_exception(_size_error("input", tensor_id, _count(expected), array.size, layout,
                                            _count(stream.shape)))
     if array.dtype != want:
-        if array.dtype == np.int64 and want == np.int32:
-            _LOG.warn(f"Copying (host) tensor {tensor_id} from INT64 to INT32")
-            array = array.astype(np.int32)
+        if (array.dtype, want) in _NARROWED:
+            _LOG.warn(f"Copying (host) tensor {tensor_id} from {_type_name(array)} to {dtypes.type_string(want)}")
+            array = _narrowed(tensor_id, array, want)
         else:
             raise popart_exception(f"Type discrepancy for tensor {tensor_id}. User provided : {_type_name(array)} "
                                    f"and expected : {dtypes.type_string(want)}{_CUSTOM_COPY}")
@@ -59,6 +59,19 @@ def check_input(tensor_id: str, array: Any, stream: Any, layout: HostLayout, cou
         raise popart_exception(f"Input '{tensor_id}' has shape {list(array.shape)} ({array.size} elements), "
                                f"expected {expected}")
     return array.reshape(stream_shape)
+
+
+# 64-bit integer host data for the 32-bit inputs PopART turns 64-bit ones into (its INT64 to INT32
+# conversion): converted when every value fits.
+_NARROWED = {(np.dtype(np.int64), np.dtype(np.int32)), (np.dtype(np.uint64), np.dtype(np.uint32))}
+
+
+def _narrowed(tensor_id: str, array: np.ndarray, want: np.dtype) -> np.ndarray:
+    limits = np.iinfo(want)
+    if array.size and (array.min() < limits.min or array.max() > limits.max):
+        raise popart_exception(f"Input '{tensor_id}' has {array.dtype} values outside the range of {want} "
+                               f"[{limits.min}, {limits.max}], the type the model takes it as")
+    return array.astype(want)
 
 
 def _check_given_inputs(given: Mapping[str, Any], model_inputs: Mapping[str, Any], known: Any) -> None:

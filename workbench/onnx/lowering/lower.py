@@ -59,6 +59,14 @@ def node_ipus(nodes: list, auto_ipus: int = 0) -> list[int]:
     return [_ipu_of(node) or 0 for node in nodes]
 
 
+def check_op_versions(model: onnx.ModelProto) -> None:
+    """Refuse a node whose op version the table lacks before anything else of the model is looked at
+    (its input shapes included): the error names the op, its version and the node."""
+    opsets = {"" if entry.domain in ("", "ai.onnx") else entry.domain: entry.version for entry in model.opset_import}
+    for node in model.graph.node:
+        rule_for(node, opsets)
+
+
 def check_supported(builder: GraphBuilder) -> None:
     """Refuse, before anything is built, a node whose op version the table lacks, that reads a value
     that is no tensor (a sequence, optional or map), or whose tensors have an element type the
