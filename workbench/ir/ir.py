@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import itertools
 from pathlib import Path
-from typing import Any, Callable, Literal, Optional, Sequence, Union
+from typing import Any, Callable, Literal, Optional, Sequence, Union, cast
 
 import numpy as np
 
@@ -194,11 +194,11 @@ class Ir:
 
     def get_all_h2d_streams(self) -> set[HostToDeviceStream]:
         """The host-to-device streams that some host_load reads."""
-        return set(self._streams_used_by("host_load"))
+        return cast(set[HostToDeviceStream], set(self._streams_used_by("host_load")))
 
     def get_all_d2h_streams(self) -> set[DeviceToHostStream]:
         """The device-to-host streams that some host_store writes."""
-        return set(self._streams_used_by("host_store"))
+        return cast(set[DeviceToHostStream], set(self._streams_used_by("host_store")))
 
     def _register_remote_buffer(self, buffer: RemoteBuffer) -> int:
         self._check_buildable()
