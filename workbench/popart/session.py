@@ -238,7 +238,7 @@ class _Session:
             self._runtime.progress = False
             self._runtime.profile = self._instrumented()
             step_log.prepared(self._device_info, self._lowered, self._runtime.memory_report)
-            tile_map.save_if_asked(self._tile_mapping(), self._options.logDir)
+            tile_map.save_if_asked(self._tile_mapping, self._options.logDir)
         if loadEngine:
             self.loadEngineAndConnectStreams()
 
