@@ -318,6 +318,7 @@ class _Session:
             if init.name in self._host_weights:
                 init.CopyFrom(numpy_helper.from_array(self._host_weights[init.name], init.name))
         onnx.save(model, fn)
+        step_log.model_to_host(fn)
 
     def resetHostWeights(self, modelProtoOrFilename: Union[bytes, str],
                          ignoreWeightsInModelWithoutCorrespondingHostWeight: bool = False) -> None:
