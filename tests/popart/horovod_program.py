@@ -1,5 +1,5 @@
-"""A small PopART training run, as Horovod's ranks (``mpiexec -n 2 python horovod_program.py horovod``) or as
-one process holding every replica (``python horovod_program.py alone 2``). Each process prints
+"""A small PopART training run, as Horovod's ranks (``mpiexec -n 2 python horovod_program.py horovod [replicas
+of each rank]``) or as one process holding every replica (``python horovod_program.py alone 2``). Each process prints
 ``rank R: digest D`` of its weights after training; under Horovod also ``rank R: size S`` and what
 ``hvd.allreduce`` and ``hvd.broadcast`` give. ``horovod-own`` leaves out ``broadcast_weights``."""
 import hashlib
@@ -44,9 +44,9 @@ def train(mode: str, replicas: int) -> None:
         opts.hostAllReduce = True
     else:
         rank, ranks = 0, 1
-        opts.enableReplicatedGraphs = replicas > 1
-        opts.replicatedGraphCount = replicas
         opts.accumulationAndReplicationReductionType = popart.ReductionType.Mean
+    opts.enableReplicatedGraphs = replicas > 1  # the replicas of this process
+    opts.replicatedGraphCount = replicas
     proto, x, label, loss = model(seed=rank)  # each rank draws its own weights; rank 0's are broadcast
     optimizer = popart.SGD({"defaultLearningRate": (0.1, False)})
     session = popart.TrainingSession(fnModel=proto, loss=loss, optimizer=optimizer, userOptions=opts,
@@ -64,10 +64,10 @@ def train(mode: str, replicas: int) -> None:
     session.weightsFromHost()
     anchors = session.initAnchorArrays()
     xs, labels = data(replicas * ranks)
-    mine = slice(rank, rank + 1) if horovod else slice(None)
+    mine = slice(rank * replicas, (rank + 1) * replicas)  # this process's replicas of the job
     for step in range(STEPS):
         feed_x, feed_label = xs[step][:, mine], labels[step][:, mine]
-        if horovod or replicas == 1:
+        if replicas == 1:
             feed_x, feed_label = feed_x[:, 0], feed_label[:, 0]
         # PopART takes C-contiguous arrays only: a rank's column of the batch is copied out.
         feed = {x: np.ascontiguousarray(feed_x), label: np.ascontiguousarray(feed_label)}

@@ -45,6 +45,12 @@ def test_two_ranks_train_bit_for_bit_as_one_process_of_two_replicas():
     assert lines(run([sys.executable, PROGRAM, "alone", "1"]))[0]["digest"] != alone[0]["digest"]
 
 
+def test_ranks_of_two_replicas_each_train_as_one_process_of_all_four():
+    alone = lines(run([sys.executable, PROGRAM, "alone", "4"]))
+    ranks = lines(run([MPIEXEC, "-n", "2", sys.executable, PROGRAM, "horovod", "2"]))
+    assert ranks[0]["digest"] == ranks[1]["digest"] == alone[0]["digest"]
+
+
 def test_without_broadcast_weights_the_ranks_start_from_their_own_weights():
     alone = lines(run([sys.executable, PROGRAM, "alone", "2"]))
     own = lines(run([MPIEXEC, "-n", "2", sys.executable, PROGRAM, "horovod-own"]))

@@ -202,3 +202,25 @@ def test_cycle_counts_need_the_counter_option_a_run_and_a_known_counter():
     inner = session(opts)
     inner.run(popart.PyStepIO({a: np.ones(2, np.float32)}, inner.initAnchorArrays()))
     assert 0 < inner.getCycleCount("inner_ipu_1") <= inner.getCycleCount()
+
+
+def test_optimizer_transfers_and_saved_models_are_logged(capsys, tmp_path):
+    builder = popart.Builder()
+    x = builder.addInputTensor(popart.TensorInfo("FLOAT", [2]))
+    w = builder.addInitializedInputTensor(np.ones(2, np.float32))
+    loss = builder.aiGraphcore.l1loss([builder.aiOnnx.mul([x, w])], 1.0)
+    session = popart.TrainingSession(builder.getModelProto(), popart.DataFlow(1, [loss]), loss,
+                                     popart.SGD({"defaultLearningRate": (0.1, False)}),
+                                     popart.DeviceManager().createIpuModelDevice({}))
+    session.prepareDevice()
+    popart.getLogger().setLevel("TRACE")
+    try:
+        session.updateOptimizerFromHost(popart.SGD({"defaultLearningRate": (0.05, False)}))
+        session.modelToHost(str(tmp_path / "model.onnx"))
+        lines = [LINE.match(line).groups() for line in capsys.readouterr().err.splitlines()]
+    finally:
+        popart.getLogger().setLevel("OFF")
+    assert ("session", "trace", "Session::optimizerFromHost") in lines
+    assert any(module == "devicex" and text.startswith("Writing 2 optimizer values to the device: ")
+               and "negScaledLearningRate0___default=-0.05" in text for module, _, text in lines)
+    assert ("session", "info", f"Writing the model with its current weights to {tmp_path / 'model.onnx'}") in lines

@@ -2,8 +2,8 @@
 
 Each process launched by ``mpiexec -n N`` (or ``horovodrun -np N``) is one rank. A TrainingSession made
 with ``SessionOptions.hostAllReduce = True`` in such a process is one instance of the job: its gradients
-are averaged over every replica of every rank through the job's MPI link, so N ranks of one replica train
-bit for bit as one process of N replicas with ``ReductionType.Mean``. ``broadcast_weights`` gives every
+are averaged over every replica of every rank through the job's MPI link, so N ranks of R replicas each
+(``replicatedGraphCount``) train bit for bit as one process of N x R replicas with ``ReductionType.Mean``. ``broadcast_weights`` gives every
 rank the weights of ``root_rank``. A process that no launcher started is a job of one rank.
 
 >>> import horovod.popart as hvd

@@ -247,7 +247,7 @@ class _Session:
             self._runtime.progress = False
             self._runtime.profile = self._instrumented()
             step_log.prepared(self._device_info, self._lowered, self._runtime.memory_report)
-            tile_map.save_if_asked(self._tile_mapping(), self._options.logDir)
+            tile_map.save_if_asked(self._tile_mapping, self._options.logDir)
         if loadEngine:
             self.loadEngineAndConnectStreams()
 
@@ -329,6 +329,7 @@ class _Session:
         model.CopyFrom(self._model)
         replace_initializers(model, {**self._host_weights, **self._saved_state()})
         onnx.save(model, fn)
+        step_log.model_to_host(fn)
 
     def _saved_state(self) -> dict:
         """Tensors ``modelToHost`` saves beside the weights (a training session's optimiser state)."""

@@ -90,6 +90,22 @@ def weights(direction: str, names: Any) -> None:
         _DEVICEX.debug(f"Copying {len(names)} weights {towards}: {', '.join(names)}")
 
 
+def optimizer_from_host(values: dict) -> None:
+    """Changed optimiser values went to the device."""
+    if _on(_SESSION, TRACE):
+        _SESSION.log(TRACE, "Session::optimizerFromHost")
+    if _on(_DEVICEX, logging.DEBUG):
+        _DEVICEX.debug(f"Writing {len(values)} optimizer values to the device: "
+                       f"{', '.join(f'{name}={value}' for name, value in sorted(values.items()))}")
+
+
+def model_to_host(path: str) -> None:
+    if _on(_SESSION, TRACE):
+        _SESSION.log(TRACE, "Session::modelToHost")
+    if _on(_SESSION, logging.INFO):
+        _SESSION.info(f"Writing the model with its current weights to {path}")
+
+
 def ran(debug_name: str, batches: int, replicas: int) -> None:
     if _on(_SESSION, TRACE):
         _SESSION.log(TRACE, f"Session::run {debug_name}".rstrip())

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
@@ -44,11 +45,13 @@ def as_popart_map(mapping: TileMapping) -> dict[str, list[list[tuple[int, int]]]
     return {name: [list(spans) for spans in per_tile] for name, per_tile in mapping.intervals.items()}
 
 
-def save_if_asked(mapping: TileMapping, log_dir: str) -> None:
-    """Write the map to ``POPART_TENSOR_TILE_MAP`` (under ``logDir``) when the variable is set."""
+def save_if_asked(mapping: Callable[[], TileMapping], log_dir: str) -> None:
+    """Write the map (made only then) to ``POPART_TENSOR_TILE_MAP`` (under ``logDir``) when the variable
+    is set."""
     file_name = os.environ.get("POPART_TENSOR_TILE_MAP", "")
     if not file_name:
         return
+    mapping = mapping()
     path = Path(log_dir or ".") / file_name
     try:
         path.write_text(json.dumps({name: [[list(span) for span in spans] for spans in per_tile]

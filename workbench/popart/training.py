@@ -22,6 +22,7 @@ from workbench.onnx.lowering import LoweringError
 from workbench.onnx.shapes import TensorType
 
 from . import losses as loss_nodes
+from . import step_log
 from . import optimizer_steps as steps
 from .dataflow import AnchorReturnTypeId, DataFlow
 from .devices import DeviceInfo
@@ -204,6 +205,7 @@ class TrainingSession(_Session):
                                             for name, value in values.items()})
         self._optimizer = optimizer
         self._pending_optimizer = None
+        step_log.optimizer_from_host(values)
 
     def _program_mean(self) -> bool:
         return (self._options.accumulationAndReplicationReductionType is ReductionType.Mean
