@@ -64,7 +64,8 @@ def local_part(data: np.ndarray, replicas: int) -> np.ndarray:
     """This instance's replicas of ``[steps, job replicas, ...]`` host data, as PopART lays out a run's."""
     offset = popdist.getReplicaIndexOffset() if popdist.isPopdistEnvSet() else 0
     part = data[:, offset: offset + replicas]
-    return part if replicas > 1 else part[:, 0]
+    # PopART takes C-contiguous host arrays only: the slice is copied out.
+    return np.ascontiguousarray(part if replicas > 1 else part[:, 0])
 
 
 def train() -> None:
