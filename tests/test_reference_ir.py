@@ -52,17 +52,21 @@ def test_replica_grouping_from_assignments_with_a_non_constant_stride():
     assert repr(grouping) == "ReplicaGrouping(assignment=[0, 0, 1, 1, 0, 0, 1, 1])"
 
 
-def test_a_non_constant_grouping_maps_onto_a_constant_one():
+def test_a_non_constant_grouping_maps_onto_the_constant_grouping_that_refines_it():
     ir = popxl.Ir(replication=8)
     grouping = ir.replica_grouping_from_assignments([0, 0, 1, 1, 0, 0, 1, 1])
-    assert grouping.const_rg == ir.replica_grouping(1, 4)
-    host_map, device_map = grouping.to_host_map(), grouping.to_device_map()
-    assert host_map == [0, 1, 4, 5, 2, 3, 6, 7]
-    assert [host_map[device_map[r]] for r in range(8)] == list(range(8))
-    # group g of the grouping sits where group g of const_rg is
-    assert [grouping.assignment[host_map[p]] for p in range(8)] == grouping.const_rg.assignment
+    # pairs of neighbours: the coarsest strided grouping whose groups each lie inside one of ours
+    assert grouping.const_rg == ir.replica_grouping(1, 2)
+    assert grouping.to_device_map == [0, 1, 0, 1]  # group of ours holding each const_rg group
+    assert grouping.to_host_map == [0, 1]  # first const_rg group inside each of ours
+    for const_group, members in enumerate(grouping.const_rg.groups()):
+        assert {grouping.assignment[r] for r in members} == {grouping.to_device_map[const_group]}
+    scattered = ir.replica_grouping_from_assignments([0, 1, 1, 0, 0, 1, 1, 0])
+    assert scattered.const_rg == ir.replica_grouping(1, 1)
+    assert scattered.to_device_map == scattered.assignment and scattered.to_host_map == [0, 1]
     constant = ir.replica_grouping(2, 4)
-    assert constant.const_rg is constant and constant.to_device_map() == list(range(8))
+    assert constant.const_rg is constant
+    assert constant.to_device_map is None and constant.to_host_map is None
 
 
 def test_replica_grouping_from_constant_assignments_has_a_stride():
