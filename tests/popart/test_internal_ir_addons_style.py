@@ -76,9 +76,11 @@ def test_ops_made_in_a_weights_fragment_run_when_the_weights_move():
             ops.remote_store(buffer, 0, loaded)
         ops.var_updates.accumulate_(loaded, popxl.constant(np.array([10.0, 10.0], np.float32)))
     assert [op.type for op in ir.main_graph.ops] == ["accumulate_"]
-    contexts = [_ir.op_view.execution_context(op) for fragment in ("weights_from_host", "weights_to_host")
-                for op in ir.fragment_ops(fragment)]
-    assert contexts == [_ir.ExecutionContext.WeightsFromHostFragment, _ir.ExecutionContext.WeightsToHostFragment]
+    contexts = [(op.type, _ir.op_view.execution_context(op))
+                for fragment in ("weights_from_host", "weights_to_host") for op in ir.fragment_ops(fragment)]
+    assert contexts == [("init", _ir.ExecutionContext.WeightsFromHostFragment),
+                        ("remote_load", _ir.ExecutionContext.WeightsFromHostFragment),
+                        ("remote_store", _ir.ExecutionContext.WeightsToHostFragment)]
     with popxl.Session(ir, "ipu_model") as session:
         session.run()
         session.run()
