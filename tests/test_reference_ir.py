@@ -311,6 +311,12 @@ def test_without_in_sequence_a_reader_of_the_old_value_runs_before_the_write():
         np.testing.assert_array_equal(session.run()[d2h], [2.0, 4.0])
 
 
+def test_in_sequence_refuses_none_in_popxls_words():
+    with pytest.raises(TypeError, match="^`None` cannot be passed to in_sequence"):
+        with popxl.in_sequence(None):
+            pass
+
+
 def test_in_sequence_false_nested_in_true():
     """The inner block is unordered within, but as a whole follows A and precedes D."""
     ir = popxl.Ir()
@@ -365,7 +371,7 @@ def test_in_sequence_pass_orders_nothing_and_restarts_the_sequence():
 def test_in_sequence_rejects_other_modes():
     ir = popxl.Ir()
     for mode in (None, 1, "yes"):
-        with pytest.raises(TypeError, match="in_sequence mode"):
+        with pytest.raises(TypeError, match="in_sequence.* mode must be True, False or 'pass'"):
             with ir.main_graph, popxl.in_sequence(mode):
                 pass
     assert popxl.context.get_current_context().in_sequence is None

@@ -264,3 +264,24 @@ def test_readme_internal_ir_example_runs_and_prints_what_it_says():
         exec(compile(code, "README.md", "exec"), namespace)
     assert printed.getvalue().strip() == "AccumulateOp Accumulate 100"
     assert namespace["ir"].main_graph.ops == ()
+
+
+def test_conv_options_come_as_a_copy_that_set_conv_options_writes_back():
+    ir = popxl.Ir()
+    with ir.main_graph:
+        x = popxl.variable(np.ones((1, 2, 3, 3), np.float32))
+        w = popxl.variable(np.ones((2, 2, 1, 1), np.float32))
+        plain = ops.conv(x, w)
+        ops.conv(x, w, available_memory_proportions=[0.4])
+    first, second = [op for op in ir.main_graph._pb_graph.getOps() if isinstance(op, _ir.op.ConvOp)]
+    assert first.getConvOptions().availableMemoryProportions == []
+    options = second.getConvOptions()
+    assert options.availableMemoryProportions == [0.4]
+    options.availableMemoryProportions = [0.25]
+    assert second.getConvOptions().availableMemoryProportions == [0.4]  # a copy
+    second.setConvOptions(options)
+    assert second.getConvOptions().availableMemoryProportions == [0.25]
+    options.availableMemoryProportions = [1.5]
+    with pytest.raises(ValueError, match=r"\(0, 1\]"):
+        second.setConvOptions(options)
+    assert "available_memory_proportions" not in plain.producer.attrs

@@ -147,6 +147,8 @@ def conv(t: Tensor, weight: Tensor, stride: Optional[Tuple[int]] = (1, 1),
     bias. ``padding`` is (begin pads..., end pads...), for 2-D (top, left, bottom, right)."""
     expect_tensors("conv", weight=weight)
     params = _conv_params("conv", t, weight.shape[2:], stride, padding, dilation, pad_type)
+    if available_memory_proportions:  # recorded for PopART's ConvOp view; the simulated IPU plans no tiles by it
+        params["available_memory_proportions"] = tuple(float(p) for p in available_memory_proportions)
     return apply("conv", t, weight, groups=int(groups or 1), **params)
 
 
