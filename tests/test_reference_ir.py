@@ -471,3 +471,16 @@ def test_a_session_needs_enough_ipus_for_the_placement():
         popxl.variable(np.ones(2, np.float32)) + 1
     with pytest.raises(ValueError, match="needs 2 IPUs"):
         popxl.Session(cpu_ir, "cpu")
+
+
+def test_ensure_tensor_makes_a_constant_of_the_tensors_dtype_as_dunder_operators_do():
+    ir = popxl.Ir()
+    with ir.main_graph:
+        a = popxl.variable(np.int32(1))
+        b = popxl.variable(np.float32(2))
+        assert a._ensure_tensor(b) is b
+        three = a._ensure_tensor(3.7)
+        assert isinstance(three, popxl.tensor.Constant) and three.dtype == popxl.int32
+        assert a._ensure_tensor(3, popxl.float16).dtype == popxl.float16
+        with pytest.raises(ValueError, match="empty value"):
+            a._ensure_tensor([])
