@@ -52,17 +52,21 @@ def test_replica_grouping_from_assignments_with_a_non_constant_stride():
     assert repr(grouping) == "ReplicaGrouping(assignment=[0, 0, 1, 1, 0, 0, 1, 1])"
 
 
-def test_a_non_constant_grouping_maps_onto_a_constant_one():
+def test_a_non_constant_grouping_maps_onto_the_constant_grouping_that_refines_it():
     ir = popxl.Ir(replication=8)
     grouping = ir.replica_grouping_from_assignments([0, 0, 1, 1, 0, 0, 1, 1])
-    assert grouping.const_rg == ir.replica_grouping(1, 4)
-    host_map, device_map = grouping.to_host_map(), grouping.to_device_map()
-    assert host_map == [0, 1, 4, 5, 2, 3, 6, 7]
-    assert [host_map[device_map[r]] for r in range(8)] == list(range(8))
-    # group g of the grouping sits where group g of const_rg is
-    assert [grouping.assignment[host_map[p]] for p in range(8)] == grouping.const_rg.assignment
+    # pairs of neighbours: the coarsest strided grouping whose groups each lie inside one of ours
+    assert grouping.const_rg == ir.replica_grouping(1, 2)
+    assert grouping.to_device_map == [0, 1, 0, 1]  # group of ours holding each const_rg group
+    assert grouping.to_host_map == [0, 1]  # first const_rg group inside each of ours
+    for const_group, members in enumerate(grouping.const_rg.groups()):
+        assert {grouping.assignment[r] for r in members} == {grouping.to_device_map[const_group]}
+    scattered = ir.replica_grouping_from_assignments([0, 1, 1, 0, 0, 1, 1, 0])
+    assert scattered.const_rg == ir.replica_grouping(1, 1)
+    assert scattered.to_device_map == scattered.assignment and scattered.to_host_map == [0, 1]
     constant = ir.replica_grouping(2, 4)
-    assert constant.const_rg is constant and constant.to_device_map() == list(range(8))
+    assert constant.const_rg is constant
+    assert constant.to_device_map is None and constant.to_host_map is None
 
 
 def test_replica_grouping_from_constant_assignments_has_a_stride():
@@ -307,6 +311,12 @@ def test_without_in_sequence_a_reader_of_the_old_value_runs_before_the_write():
         np.testing.assert_array_equal(session.run()[d2h], [2.0, 4.0])
 
 
+def test_in_sequence_refuses_none_in_popxls_words():
+    with pytest.raises(TypeError, match="^`None` cannot be passed to in_sequence"):
+        with popxl.in_sequence(None):
+            pass
+
+
 def test_in_sequence_false_nested_in_true():
     """The inner block is unordered within, but as a whole follows A and precedes D."""
     ir = popxl.Ir()
@@ -361,7 +371,7 @@ def test_in_sequence_pass_orders_nothing_and_restarts_the_sequence():
 def test_in_sequence_rejects_other_modes():
     ir = popxl.Ir()
     for mode in (None, 1, "yes"):
-        with pytest.raises(TypeError, match="in_sequence mode"):
+        with pytest.raises(TypeError, match="in_sequence.* mode must be True, False or 'pass'"):
             with ir.main_graph, popxl.in_sequence(mode):
                 pass
     assert popxl.context.get_current_context().in_sequence is None
@@ -461,3 +471,16 @@ def test_a_session_needs_enough_ipus_for_the_placement():
         popxl.variable(np.ones(2, np.float32)) + 1
     with pytest.raises(ValueError, match="needs 2 IPUs"):
         popxl.Session(cpu_ir, "cpu")
+
+
+def test_ensure_tensor_makes_a_constant_of_the_tensors_dtype_as_dunder_operators_do():
+    ir = popxl.Ir()
+    with ir.main_graph:
+        a = popxl.variable(np.int32(1))
+        b = popxl.variable(np.float32(2))
+        assert a._ensure_tensor(b) is b
+        three = a._ensure_tensor(3.7)
+        assert isinstance(three, popxl.tensor.Constant) and three.dtype == popxl.int32
+        assert a._ensure_tensor(3, popxl.float16).dtype == popxl.float16
+        with pytest.raises(ValueError, match="empty value"):
+            a._ensure_tensor([])

@@ -3,6 +3,7 @@
 ``workbench.show(ir_or_session)`` gives every view in tabs; ``workbench.report(ir_or_session, path)``
 writes them to one standalone HTML file. Both load plotly and ipywidgets only when first used.
 """
+from . import custom_op_imports as _custom_op_imports
 from . import export as _export  # noqa: F401 - installs how the IR displays (workbench.ir.display)
 from .ir import binding_views as _binding_views
 
@@ -15,6 +16,7 @@ def _popart_views():
 
 
 _binding_views.set_loader(_popart_views)
+_custom_op_imports.install()  # popxl-addons' C++ custom-op modules resolve here, real cppimport or none
 
 __version__ = "0.1.0"
 

@@ -41,6 +41,10 @@ def test_index_mappings_name_the_branch():
     assert [info.is_parent_index_in_then_branch(i) for i in (1, 2, 3)] == [True, True, False]
     assert info.graph_to_parent_output_index(0, then_branch=False) == 0
     assert info.parent_to_graph_output_index(0) == 0
+    with pytest.raises(IndexError, match="Invalid graph output index 3 of the conditional \\(else branch\\)"):
+        info.graph_to_parent_output_index(3, then_branch=False)
+    with pytest.raises(IndexError, match="Invalid parent output index 3"):
+        info.parent_to_graph_output_index(3)
     with pytest.raises(IndexError, match="0 is the condition"):
         info.is_parent_index_in_then_branch(0)
     with pytest.raises(IndexError, match="Invalid graph input index 1 of the else branch"):

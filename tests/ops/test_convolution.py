@@ -189,6 +189,9 @@ def test_conv_transpose_output_shape_and_same_padding(pad_type):
     assert result.shape == (1, 1, 6, 6)
     expected = conv_transpose_loop(x, w, (2, 2), (begin, begin), (6, 6), (1, 1), 1)
     np.testing.assert_allclose(result, expected, rtol=1e-5, atol=1e-6)
+    whole = run_op(lambda t, k: ops.conv_transpose(t, k, stride=(2, 2), pad_type=pad_type,
+                                                   output_shape=(1, 1, 6, 6)), x, w)
+    np.testing.assert_array_equal(whole, result)  # the whole output shape, as popxl's own tests give it
 
 
 def test_conv_transpose_errors(graph):
@@ -197,6 +200,8 @@ def test_conv_transpose_errors(graph):
         ops.conv_transpose(x, popxl.variable(np.zeros((3, 1, 3, 3), np.float32)))
     with pytest.raises(ValueError, match=r"output shape \[9, 9\] is larger than the largest possible \[5, 5\]"):
         ops.conv_transpose(x, popxl.variable(np.zeros((2, 1, 3, 3), np.float32)), output_shape=(9, 9))
+    with pytest.raises(ValueError, match=r"must start with the batch and output channels \[1, 1\]"):
+        ops.conv_transpose(x, popxl.variable(np.zeros((2, 1, 3, 3), np.float32)), output_shape=(2, 1, 5, 5))
 
 
 # ----- pooling -----

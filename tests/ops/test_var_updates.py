@@ -217,6 +217,11 @@ def test_updater_argument_errors():
             var_updates.lamb_updater(m, v, time_step=step, beta1=0.9)
         with pytest.raises(ValueError, match=r"^AdaMax requires time_step to not be None\."):
             var_updates.adamax_updater(m, v)
+        # both wrong: the weight decay is named first, as popxl names it
+        with pytest.raises(ValueError, match=r"^Weight decay requires weight .*\(lamb_updater"):
+            var_updates.lamb_updater(m, v, time_step=step, weight_decay=0.1)
+        with pytest.raises(ValueError, match=r"^Weight decay requires weight .*\(adamax_updater"):
+            var_updates.adamax_updater(m, v, weight_decay=0.1)
         assert len(ir.main_graph.ops) == 0
         var_updates.adam_updater(m, v)  # no decay needs no weight
 

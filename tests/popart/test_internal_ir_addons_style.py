@@ -76,9 +76,11 @@ def test_ops_made_in_a_weights_fragment_run_when_the_weights_move():
             ops.remote_store(buffer, 0, loaded)
         ops.var_updates.accumulate_(loaded, popxl.constant(np.array([10.0, 10.0], np.float32)))
     assert [op.type for op in ir.main_graph.ops] == ["accumulate_"]
-    contexts = [_ir.op_view.execution_context(op) for fragment in ("weights_from_host", "weights_to_host")
-                for op in ir.fragment_ops(fragment)]
-    assert contexts == [_ir.ExecutionContext.WeightsFromHostFragment, _ir.ExecutionContext.WeightsToHostFragment]
+    contexts = [(op.type, _ir.op_view.execution_context(op))
+                for fragment in ("weights_from_host", "weights_to_host") for op in ir.fragment_ops(fragment)]
+    assert contexts == [("init", _ir.ExecutionContext.WeightsFromHostFragment),
+                        ("remote_load", _ir.ExecutionContext.WeightsFromHostFragment),
+                        ("remote_store", _ir.ExecutionContext.WeightsToHostFragment)]
     with popxl.Session(ir, "ipu_model") as session:
         session.run()
         session.run()
@@ -88,34 +90,142 @@ def test_ops_made_in_a_weights_fragment_run_when_the_weights_move():
             pass
 
 
+CUSTOM_OPS = ("fancy_op_binding", "replicated_all_gather_strided_binding", "replicated_all_reduce_strided_binding")
+
+
+def _write_addons_like_package(root):
+    """A package named as popxl-addons is, holding C++ custom-op sources beside the module that imports them."""
+    ops_folder = root / "popxl_addons" / "custom"
+    ops_folder.mkdir(parents=True)
+    (root / "popxl_addons" / "__init__.py").write_text("")
+    (ops_folder / "__init__.py").write_text("")
+    for name in CUSTOM_OPS:
+        (ops_folder / f"{name}.cpp").write_text("// cppimport\n// C++ source\n")
+    (ops_folder / "fancy.cpp").write_text("// C++ that the binding includes\n")  # fancy.py stays Python
+    (ops_folder / "fancy.py").write_text("import cppimport.import_hook  # noqa: F401\n"
+                                         "from . import fancy_op_binding\n")
+
+
 @pytest.fixture
 def custom_op_package(tmp_path, monkeypatch):
-    """A package holding C++ custom-op sources, as popxl-addons' ops folders do."""
-    package = tmp_path / "wb_custom_ops_pkg"
-    package.mkdir()
-    (package / "__init__.py").write_text("")
-    for name in ("fancy_op_binding", "replicated_all_gather_strided_binding", "replicated_all_reduce_strided_binding"):
-        (package / f"{name}.cpp").write_text("// C++ source\n")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    yield "wb_custom_ops_pkg"
-    for name in [m for m in sys.modules if m.startswith("wb_custom_ops_pkg")]:
+    """The binding modules of an addons-like package, imported in this process (without cppimport)."""
+    saved = {name: module for name, module in sys.modules.items() if name.startswith("popxl_addons")}
+    for name in saved:
         del sys.modules[name]
+    _write_addons_like_package(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield "popxl_addons.custom"
+    for name in [m for m in sys.modules if m.startswith("popxl_addons")]:
+        del sys.modules[name]
+    sys.modules.update(saved)
 
 
 def test_a_cpp_custom_op_imports_and_says_why_it_cannot_run(custom_op_package):
     import importlib
-
-    import cppimport.import_hook  # noqa: F401
 
     binding = importlib.import_module(f"{custom_op_package}.fancy_op_binding")
     with pytest.raises(NotImplementedError, match=r"FancyOp of the C\+\+ custom op fancy_op_binding.cpp .*Poplar SDK"):
         binding.FancyOp.createOpInGraph
 
 
-def test_the_replica_strided_gather_binding_is_a_gather_over_a_strided_grouping(custom_op_package):
+def test_only_popxl_addons_binding_modules_are_answered(tmp_path, monkeypatch):
     import importlib
 
-    import cppimport.import_hook  # noqa: F401
+    (tmp_path / "other_package").mkdir()
+    (tmp_path / "other_package" / "__init__.py").write_text("")
+    (tmp_path / "other_package" / "native_binding.cpp").write_text("// cppimport\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(ModuleNotFoundError, match="native_binding"):
+        importlib.import_module("other_package.native_binding")
+    sys.modules.pop("other_package", None)
+
+
+def _run_isolated(tmp_path, script: str) -> str:
+    """Run ``script`` in a fresh interpreter that sees only this checkout, ``tmp_path`` and the installed
+    packages' folder (no ``.pth`` files run, so no editable install adds another checkout)."""
+    import subprocess
+    import sysconfig
+    from pathlib import Path
+
+    checkout = Path(__file__).resolve().parents[2]
+    paths = [str(checkout), str(tmp_path), sysconfig.get_paths()["purelib"]]
+    prelude = f"import sys; sys.path[:0] = {paths!r}\n"
+    done = subprocess.run([sys.executable, "-S", "-c", prelude + script], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_without_cppimport_popxl_addons_alone_gets_a_stand_in(tmp_path):
+    _write_addons_like_package(tmp_path)
+    out = _run_isolated(tmp_path, """
+import popxl
+try:
+    import cppimport
+except ModuleNotFoundError:
+    print("cppimport hidden from others")
+import popxl_addons.custom.fancy as fancy
+try:
+    fancy.fancy_op_binding.FancyOp
+except NotImplementedError as error:
+    print("refused:", "Poplar SDK" in str(error))
+print("stand-in:", "Stand-in" in sys.modules["cppimport"].__doc__)
+""")
+    assert out.split("\n")[:3] == ["cppimport hidden from others", "refused: True", "stand-in: True"]
+
+
+REAL_CPPIMPORT = {
+    "__init__.py": "def imp(fullname, opt_in=False):\n    raise ImportError(fullname)\n",
+    "import_hook.py": """
+import importlib.machinery, sys, types
+from pathlib import Path
+
+class Hook:
+    # As cppimport's hook: first on sys.meta_path, it builds any module with a marked .cpp beside it.
+    def find_spec(self, fullname, path, target=None):
+        short = fullname.rsplit(".", 1)[-1]
+        for folder in path or sys.path:
+            source = Path(folder) / (short + ".cpp")
+            if source.is_file() and b"cppimport" in source.read_bytes().split(b"\\n")[0]:
+                if fullname.startswith("popxl_addons"):
+                    raise RuntimeError("compiling " + fullname + " needs the Poplar SDK")
+                return importlib.machinery.ModuleSpec(fullname, self, origin=str(source))
+        return None
+    def create_module(self, spec):
+        module = types.ModuleType(spec.name)
+        module.built_by = "cppimport"
+        return module
+    def exec_module(self, module):
+        pass
+
+sys.meta_path.insert(0, Hook())
+""",
+}
+
+
+@pytest.mark.parametrize("hook_first", [False, True])
+def test_a_real_cppimport_is_used_as_it_is_and_still_builds_other_modules(tmp_path, hook_first):
+    _write_addons_like_package(tmp_path)
+    (tmp_path / "cppimport").mkdir()
+    for name, text in REAL_CPPIMPORT.items():
+        (tmp_path / "cppimport" / name).write_text(text)
+    (tmp_path / "other_package").mkdir()
+    (tmp_path / "other_package" / "__init__.py").write_text("")
+    (tmp_path / "other_package" / "native_binding.cpp").write_text("// cppimport\n")
+    first = "import cppimport.import_hook\nimport popxl\n" if hook_first else "import popxl\n"
+    out = _run_isolated(tmp_path, first + f"""
+import cppimport, popxl_addons.custom.fancy as fancy
+print("real cppimport:", cppimport.__file__.startswith({str(tmp_path)!r}))
+print("addons binding emulated:", type(fancy.fancy_op_binding).__name__ == "UnbuildableBinding")
+import other_package.native_binding as native
+print("others built by cppimport:", native.built_by)
+""")
+    assert out.split("\n")[:3] == ["real cppimport: True", "addons binding emulated: True",
+                                    "others built by cppimport: cppimport"]
+
+
+def test_the_replica_strided_gather_binding_is_a_gather_over_a_strided_grouping(custom_op_package):
+    import importlib
 
     binding = importlib.import_module(f"{custom_op_package}.replicated_all_gather_strided_binding")
     ir = popxl.Ir(replication=4)
@@ -141,8 +251,6 @@ def test_the_replica_strided_gather_binding_is_a_gather_over_a_strided_grouping(
 
 def test_the_strided_all_reduce_variants_that_need_popart_patterns_are_refused(custom_op_package):
     import importlib
-
-    import cppimport.import_hook  # noqa: F401
 
     binding = importlib.import_module(f"{custom_op_package}.replicated_all_reduce_strided_binding")
     ir = popxl.Ir(replication=2)

@@ -220,6 +220,35 @@ def test_replica_grouping_view_of_a_strided_grouping():
         ir.replica_grouping_from_assignments([0, 1, 1, 0, 0, 1, 1, 0])._pb_replica_grouping
 
 
+def test_a_strided_grouping_gives_popart_variable_settings():
+    ir = popxl.Ir(replication=8)
+    grouping = ir.replica_grouping(stride=2, group_size=4)
+    settings = grouping._to_variable_settings("all_replicas")
+    assert isinstance(settings, popart.VariableSettings) and not settings.isUsingCommGroup()
+    assert (settings.getStride(), settings.getGroupSize()) == (2, 4)
+    assert settings.retrievalMode is popart.VariableRetrievalMode.AllReplicas
+    assert settings.getGroupCount(8) == 2 and settings.numReplicasReturningVariable(8) == 8
+    assert grouping._to_variable_settings().retrievalMode is popart.VariableRetrievalMode.OnePerGroup
+    with pytest.raises(ValueError, match="retrieval_mode"):
+        grouping._to_variable_settings("every_replica")
+    with pytest.raises(NotImplementedError, match="constant stride"):
+        ir.replica_grouping_from_assignments([0, 1, 1, 0, 0, 1, 1, 0])._to_variable_settings()
+    comm_group = popart.VariableSettings(popart.CommGroup(popart.CommGroupType.Consecutive, 2))
+    assert comm_group.isUsingCommGroup()
+    with pytest.raises(ValueError, match="CommGroup"):
+        comm_group.getStride()
+
+
+def test_strided_variable_settings_reach_the_builder_only_as_consecutive_groups():
+    builder = popart.Builder()
+    builder.embedReplicationFactor(4)
+    weight = builder.addInitializedInputTensor(np.ones((2, 3), np.float32),
+                                               popart.VariableSettings(1, 2, popart.VariableRetrievalMode.OnePerGroup))
+    assert weight
+    with pytest.raises(ValueError, match="has no stride"):
+        builder.addInitializedInputTensor(np.ones((2, 3), np.float32), popart.VariableSettings(2, 2))
+
+
 def test_readme_internal_ir_example_runs_and_prints_what_it_says():
     import contextlib
     import io
@@ -235,3 +264,24 @@ def test_readme_internal_ir_example_runs_and_prints_what_it_says():
         exec(compile(code, "README.md", "exec"), namespace)
     assert printed.getvalue().strip() == "AccumulateOp Accumulate 100"
     assert namespace["ir"].main_graph.ops == ()
+
+
+def test_conv_options_come_as_a_copy_that_set_conv_options_writes_back():
+    ir = popxl.Ir()
+    with ir.main_graph:
+        x = popxl.variable(np.ones((1, 2, 3, 3), np.float32))
+        w = popxl.variable(np.ones((2, 2, 1, 1), np.float32))
+        plain = ops.conv(x, w)
+        ops.conv(x, w, available_memory_proportions=[0.4])
+    first, second = [op for op in ir.main_graph._pb_graph.getOps() if isinstance(op, _ir.op.ConvOp)]
+    assert first.getConvOptions().availableMemoryProportions == []
+    options = second.getConvOptions()
+    assert options.availableMemoryProportions == [0.4]
+    options.availableMemoryProportions = [0.25]
+    assert second.getConvOptions().availableMemoryProportions == [0.4]  # a copy
+    second.setConvOptions(options)
+    assert second.getConvOptions().availableMemoryProportions == [0.25]
+    options.availableMemoryProportions = [1.5]
+    with pytest.raises(ValueError, match=r"\(0, 1\]"):
+        second.setConvOptions(options)
+    assert "available_memory_proportions" not in plain.producer.attrs

@@ -1,5 +1,6 @@
 """The generated code reads like hand-written NumPy: one line per op, named in a comment, and a
 traceback through it shows the line of the op that failed."""
+import re
 import traceback
 
 import numpy as np
@@ -55,7 +56,7 @@ def test_a_traceback_shows_the_generated_line_of_the_failing_op():
             session.run({index_stream: np.array(5, np.int32)})
     load = caught.value.op
     text = "".join(traceback.format_exception(caught.value.__cause__))
-    assert f"= k1(t0)  # {load.name} (remote_load)" in text
+    assert re.search(rf"= k\d+\(t\d+, t\d+\)  # {re.escape(load.name)} \(remote_load\)", text)
 
 
 def test_interpreter_and_generated_code_read_one_plan():

@@ -146,7 +146,8 @@ def in_sequence(mode: Union[bool, Literal["pass"]] = True) -> Iterator[None]:
     and starts the sequence afresh (for transforms that add their own constraints).
     """
     if mode is None:
-        raise TypeError("in_sequence mode must be True, False or 'pass', got None; try False instead")
+        raise TypeError("`None` cannot be passed to in_sequence: its mode must be True, False or 'pass'; "
+                        "try False instead")
     if mode != "pass" and not isinstance(mode, bool):
         raise TypeError(f"in_sequence mode must be True, False or 'pass', got {mode!r}")
     previous = _context.sequence_mode

@@ -1,6 +1,8 @@
 """Replica groupings: partitions of an Ir's replicas into equal groups."""
 from __future__ import annotations
 
+from functools import reduce
+from math import gcd
 from typing import TYPE_CHECKING, Optional, Sequence
 
 if TYPE_CHECKING:
@@ -111,20 +113,26 @@ class ReplicaGrouping:
 
     @property
     def const_rg(self) -> "ReplicaGrouping":
-        """A grouping of constant stride with the same groups' sizes: this one when it is constant,
-        else consecutive groups (stride 1) into which ``to_device_map`` places this one's groups."""
-        return self if self.is_const else ReplicaGrouping._strided(self._ir, 1, self.group_size)
-
-    def to_device_map(self) -> list[int]:
-        """For each replica, the replica of ``const_rg`` that takes its place, so that group ``g``
-        of this grouping becomes group ``g`` of ``const_rg`` (the identity when constant)."""
-        return [position for position, _ in sorted(enumerate(self.to_host_map()), key=lambda p: p[1])]
-
-    def to_host_map(self) -> list[int]:
-        """The inverse of ``to_device_map``: for each replica of ``const_rg``, the replica it stands for."""
+        """The coarsest grouping of constant stride that refines this one (each of its groups lies inside
+        one group of this one); this one when it is constant. ``[0,0,1,1,0,0,1,1]`` gives ``[0,0,1,1,2,2,3,3]``."""
         if self.is_const:
-            return list(range(self.num_replicas))
-        return sorted(range(self.num_replicas), key=lambda r: (self._assignment[r], r))
+            return self
+        stride, group_size = _refining_stride_and_size(self._assignment)
+        return ReplicaGrouping._strided(self._ir, stride, group_size)
+
+    @property
+    def to_device_map(self) -> Optional[list[int]]:
+        """For each group of ``const_rg``, the group of this grouping it lies in (None when constant)."""
+        if self.is_const:
+            return None
+        return _first_seen_pairs(self.const_rg._assignment, self._assignment)
+
+    @property
+    def to_host_map(self) -> Optional[list[int]]:
+        """For each group of this grouping, the first group of ``const_rg`` inside it (None when constant)."""
+        if self.is_const:
+            return None
+        return _first_seen_pairs(self._assignment, self.const_rg._assignment)
 
     def members(self, group: int) -> list[int]:
         """The replicas of ``group``, in increasing order."""
@@ -166,3 +174,37 @@ def _constant_stride(assignment: list[int]) -> Optional[int]:
         return stride if strided_assignment(replicas, stride, size) == assignment else None
     except ValueError:
         return None
+
+
+def _member_gaps(assignment: list[int]) -> dict[int, list[int]]:
+    """For each group, the distances between its consecutive members."""
+    members: dict[int, list[int]] = {}
+    for replica, group in enumerate(assignment):
+        members.setdefault(group, []).append(replica)
+    return {group: [b - a for a, b in zip(rs, rs[1:])] for group, rs in members.items()}
+
+
+def _refining_stride_and_size(assignment: list[int]) -> tuple[int, int]:
+    """Stride and group size of ``const_rg``: the smallest gap between members is the stride; each group
+    is cut where a larger gap opens, and the group size is the gcd of the pieces' sizes."""
+    gaps = _member_gaps(assignment)
+    stride = min((g for group_gaps in gaps.values() for g in group_gaps), default=1)
+    pieces: list[int] = []
+    for group_gaps in gaps.values():
+        size = 1
+        for gap in group_gaps:
+            if gap > stride:
+                pieces.append(size)
+                size = 0
+            size += 1
+        pieces.append(size)
+    group_size = reduce(gcd, pieces)
+    return (stride if group_size > 1 else 1), group_size
+
+
+def _first_seen_pairs(keys: list[int], values: list[int]) -> list[int]:
+    """Walking the replicas in order, the value at the first replica of each key, in key order."""
+    found: dict[int, int] = {}
+    for key, value in zip(keys, values):
+        found.setdefault(key, value)
+    return [found[key] for key in sorted(found)]

@@ -218,40 +218,43 @@ class Tensor:
         return f"Tensor[{self.id} {self._spec}]"
 
     # ----- operators (ops come from workbench.ops through the method table) -----
-    def _other(self, value: Any) -> "Tensor":
+    def _ensure_tensor(self, value: Any, dtype: Optional[dtypes.dtype] = None,
+                       raise_on_empty: bool = True) -> "Tensor":
+        """``value`` as an operand of this tensor: a tensor as it is, else a constant of this tensor's dtype
+        (or ``dtype``), as popxl's dunder operators make it."""
         if isinstance(value, Tensor):
             return value
         array = np.asarray(value)
-        if array.size == 0:
+        if raise_on_empty and array.size == 0:
             raise ValueError(f"cannot combine {self!r} with an empty value {value!r}")
-        return constant(array, dtype=self.dtype)
+        return constant(array, dtype=dtype or self.dtype)
 
-    def __add__(self, other): return _methods["add"](self, self._other(other))
-    def __radd__(self, other): return _methods["add"](self._other(other), self)
-    def __iadd__(self, other): return _methods["add_"](self, self._other(other))
-    def __sub__(self, other): return _methods["sub"](self, self._other(other))
-    def __rsub__(self, other): return _methods["sub"](self._other(other), self)
-    def __mul__(self, other): return _methods["mul"](self, self._other(other))
-    def __rmul__(self, other): return _methods["mul"](self._other(other), self)
-    def __truediv__(self, other): return _methods["div"](self, self._other(other))
-    def __rtruediv__(self, other): return _methods["div"](self._other(other), self)
-    def __mod__(self, other): return _methods["fmod"](self, self._other(other))
-    def __rmod__(self, other): return _methods["fmod"](self._other(other), self)
-    def __pow__(self, other): return _methods["pow"](self, self._other(other))
-    def __rpow__(self, other): return _methods["pow"](self._other(other), self)
-    def __matmul__(self, other): return _methods["matmul"](self, self._other(other))
-    def __rmatmul__(self, other): return _methods["matmul"](self._other(other), self)
+    def __add__(self, other): return _methods["add"](self, self._ensure_tensor(other))
+    def __radd__(self, other): return _methods["add"](self._ensure_tensor(other), self)
+    def __iadd__(self, other): return _methods["add_"](self, self._ensure_tensor(other))
+    def __sub__(self, other): return _methods["sub"](self, self._ensure_tensor(other))
+    def __rsub__(self, other): return _methods["sub"](self._ensure_tensor(other), self)
+    def __mul__(self, other): return _methods["mul"](self, self._ensure_tensor(other))
+    def __rmul__(self, other): return _methods["mul"](self._ensure_tensor(other), self)
+    def __truediv__(self, other): return _methods["div"](self, self._ensure_tensor(other))
+    def __rtruediv__(self, other): return _methods["div"](self._ensure_tensor(other), self)
+    def __mod__(self, other): return _methods["fmod"](self, self._ensure_tensor(other))
+    def __rmod__(self, other): return _methods["fmod"](self._ensure_tensor(other), self)
+    def __pow__(self, other): return _methods["pow"](self, self._ensure_tensor(other))
+    def __rpow__(self, other): return _methods["pow"](self._ensure_tensor(other), self)
+    def __matmul__(self, other): return _methods["matmul"](self, self._ensure_tensor(other))
+    def __rmatmul__(self, other): return _methods["matmul"](self._ensure_tensor(other), self)
     def __neg__(self): return _methods["negate"](self)
     def __abs__(self): return _methods["abs"](self)
-    def __and__(self, other): return _methods["logical_and"](self, self._other(other))
-    def __rand__(self, other): return _methods["logical_and"](self._other(other), self)
-    def __or__(self, other): return _methods["logical_or"](self, self._other(other))
-    def __ror__(self, other): return _methods["logical_or"](self._other(other), self)
+    def __and__(self, other): return _methods["logical_and"](self, self._ensure_tensor(other))
+    def __rand__(self, other): return _methods["logical_and"](self._ensure_tensor(other), self)
+    def __or__(self, other): return _methods["logical_or"](self, self._ensure_tensor(other))
+    def __ror__(self, other): return _methods["logical_or"](self._ensure_tensor(other), self)
     def __invert__(self): return _methods["logical_not"](self)
-    def __gt__(self, other): return _methods["greater"](self, self._other(other))
-    def __lt__(self, other): return _methods["greater"](self._other(other), self)
-    def __ge__(self, other): return _methods["greater_equal"](self, self._other(other))
-    def __le__(self, other): return _methods["greater_equal"](self._other(other), self)
+    def __gt__(self, other): return _methods["greater"](self, self._ensure_tensor(other))
+    def __lt__(self, other): return _methods["greater"](self._ensure_tensor(other), self)
+    def __ge__(self, other): return _methods["greater_equal"](self, self._ensure_tensor(other))
+    def __le__(self, other): return _methods["greater_equal"](self._ensure_tensor(other), self)
     def __getitem__(self, key): return _methods["getitem"](self, key)
 
     # Identity semantics, as popxl: `a == b` asks whether they are the same tensor.

@@ -117,9 +117,6 @@ def _updater(op_type: str, acc_first_order: Tensor, acc_second_order: Tensor, we
     expect_tensors(op_type, acc_first_order=acc_first_order, acc_second_order=acc_second_order)
     decay = hyper["weight_decay"]
     needs_weight = isinstance(decay, Tensor) or (decay is not None and decay != 0.0)
-    if decay is not None and weight is None:
-        raise ValueError(f"Weight decay requires weight to not be None. ({op_type}: pass weight= with "
-                         "weight_decay, or leave weight_decay out)")
     if time_step is not None:
         expect_tensors(op_type, time_step=time_step)
     inputs = [acc_first_order, acc_second_order]
@@ -140,8 +137,16 @@ def _updater(op_type: str, acc_first_order: Tensor, acc_second_order: Tensor, we
     return create_op(op_type, inputs, attrs, modified=modified, output_names=["Updater"]).outputs[0]
 
 
+def _check_weight_decay(op_type: str, weight, weight_decay) -> None:
+    """Checked first, as popxl does, so that its message wins when bias correction is missing too."""
+    if weight_decay is not None and weight is None:
+        raise ValueError(f"Weight decay requires weight to not be None. ({op_type}: pass weight= with "
+                         "weight_decay, or leave weight_decay out)")
+
+
 def _adam_like(op_type: str, acc_first_order, acc_second_order, weight, time_step, weight_decay, beta1,
                beta2, epsilon) -> Tensor:
+    _check_weight_decay(op_type, weight, weight_decay)
     if time_step is not None and (beta1 is None or beta2 is None):
         raise ValueError(f"Bias correction requires both beta1 and beta2 to not be None. ({op_type}: "
                          "a time_step turns bias correction on)")
@@ -174,6 +179,7 @@ def adamax_updater(acc_first_order: Tensor, acc_second_order: Tensor, weight: Op
                    epsilon: Factor = 1e-07) -> Tensor:
     """The Adamax updater term ``m / (1 - beta1**t) / (v + epsilon) + weight_decay * weight``, where
     ``v`` holds the running maximum; ``time_step`` is required and incremented in place."""
+    _check_weight_decay("adamax_updater", weight, weight_decay)
     if time_step is None:
         raise ValueError("AdaMax requires time_step to not be None. (adamax_updater: pass the step counter "
                          "tensor, which it increments in place)")

@@ -29,8 +29,8 @@ def remote_code_load(graph: Graph, destination: str) -> None:
                                   "only 'executable' is")
     current = get_current_graph()
     if graph is current:
-        raise ValueError(f"remote_code_load: graph {graph.label!r} cannot load its own code; load it from "
-                         "the graph that calls it")
+        raise ValueError(f"The remote_code_load op cannot load the code of the graph it is in: graph "
+                         f"{graph.label!r} cannot load its own code; load it from the graph that calls it")
     if graph.ir is not current.ir:
         raise ValueError(f"remote_code_load: graph {graph.label!r} belongs to another Ir")
     current._add_op("remote_code_load", [], [], attrs={"graph": graph, "destination": destination})

@@ -51,9 +51,18 @@ class ConditionalSiteInfo(CallSiteInfo):
         return binding.order[idx - binding.first]
 
     def graph_to_parent_output_index(self, idx: int, then_branch: bool = True) -> int:
-        return idx
+        """Output ``idx`` of either branch is output ``idx`` of the op."""
+        return self._output_index(idx, then_branch, "graph")
 
     def parent_to_graph_output_index(self, idx: int, then_branch: bool = True) -> int:
+        return self._output_index(idx, then_branch, "parent")
+
+    def _output_index(self, idx: int, then_branch: bool, side: str) -> int:
+        count = len(self._op.outputs)
+        if not 0 <= idx < count:
+            branch = "then" if then_branch else "else"
+            raise IndexError(f"Invalid {side} output index {idx} of the conditional ({branch} branch): its outputs "
+                             f"are 0..{count - 1}")
         return idx
 
     def graph_to_parent(self, graph_tensor: Tensor) -> Tensor:

@@ -118,6 +118,8 @@ def conv(t: Tensor, weight: Tensor, stride: Optional[Tuple[int]] = (1, 1),
     bias. ``padding`` is (begin pads..., end pads...), for 2-D (top, left, bottom, right)."""
     expect_tensors("conv", weight=weight)
     params = _conv_params("conv", t, weight.shape[2:], stride, padding, dilation, pad_type)
+    if available_memory_proportions:  # recorded for PopART's ConvOp view; the simulated IPU plans no tiles by it
+        params["available_memory_proportions"] = tuple(float(p) for p in available_memory_proportions)
     return apply("conv", t, weight, groups=int(groups or 1), **params)
 
 
@@ -151,7 +153,8 @@ def conv_transpose(t: Tensor, weight: Tensor, stride: Optional[Tuple[int]] = (1,
                    partials_types: Optional[List[str]] = None, enable_conv_dithering: Optional[List[int]] = None):
     """The transpose (gradient) of ``conv``: ``weight`` is [C_in, C_out / groups, *kernel]. Each
     output axis is stride * (n - 1) + output_padding + dilated kernel - pads, unless
-    ``output_shape`` (spatial) is given; then the pads are derived from it (ONNX ConvTranspose)."""
+    ``output_shape`` is given (spatial, or the whole [N, C_out, *spatial] as popxl's tests pass it); then the
+    pads are derived from it (ONNX ConvTranspose)."""
     rank = _spatial_rank("conv_transpose", t)
     expect_tensors("conv_transpose", weight=weight)
     stride = _ints("conv_transpose", "stride", stride, rank, 1)
@@ -159,6 +162,7 @@ def conv_transpose(t: Tensor, weight: Tensor, stride: Optional[Tuple[int]] = (1,
     extra = _ints("conv_transpose", "output_padding", output_padding or None, rank, 0)
     full = [s * (n - 1) + (k - 1) * d + 1 + p for n, k, s, d, p in zip(
         t.shape[2:], weight.shape[2:], stride, dilation, extra)]
+    output_shape = _spatial_output_shape(t, weight, groups, output_shape)
     if output_shape or pad_type in ("same_upper", "same_lower"):
         target = _ints("conv_transpose", "output_shape", output_shape or None, rank, 0) if output_shape else [
             n * s for n, s in zip(t.shape[2:], stride)]
@@ -177,6 +181,18 @@ def conv_transpose(t: Tensor, weight: Tensor, stride: Optional[Tuple[int]] = (1,
             raise ValueError(f"conv_transpose: padding {list(padding)} leaves no output from {full}")
     return apply("conv_transpose", t, weight, groups=int(groups or 1), stride=stride, dilation=dilation,
                  pads_begin=tuple(begin), output_shape=tuple(int(o) for o in target))
+
+
+def _spatial_output_shape(t: Tensor, weight: Tensor, groups, output_shape) -> tuple:
+    """``output_shape``'s spatial part: a shape of the input's rank must start with N and C_out."""
+    shape = tuple(int(o) for o in output_shape or ())
+    if len(shape) != t.rank:
+        return shape
+    leading = (t.shape[0], weight.shape[1] * int(groups or 1))
+    if shape[:2] != leading:
+        raise ValueError(f"conv_transpose: a whole output_shape {list(shape)} must start with the batch and output "
+                         f"channels {list(leading)}; or give the spatial shape {list(shape[2:])} alone")
+    return shape[2:]
 
 
 # ----- pooling -----

@@ -9,28 +9,31 @@ from typing import Optional, Union
 
 import numpy as np
 
-from workbench.ir import RemoteBuffer, ReplicaGrouping, Tensor, TensorSpec, Variable, dtypes, get_current_graph
+from workbench.ir import (RemoteBuffer, ReplicaGrouping, Tensor, TensorSpec, Variable, constant, dtypes,
+                          get_current_graph)
 from workbench.ir.fragments import WEIGHTS_FROM_HOST, WEIGHTS_TO_HOST, add_fragment_op
 from workbench.ir.host_data import to_numpy
 from workbench.ir.remote_variables import remote_replica_sharded_variable, replica_sharded_buffer
 
+from .creation import init
 from .registry import OpDef, register
 
 __all__ = ["remote_load", "remote_load_", "remote_store"]
 
 
-def _offset(op_type: str, buffer: RemoteBuffer, offset: Union[int, Tensor]) -> list[Tensor]:
-    """The offset as op inputs: none for a constant entry, one for a runtime tensor."""
+def _offset(op_type: str, buffer: RemoteBuffer, offset: Union[int, Tensor]) -> Tensor:
+    """The offset as the op's tensor input; an int becomes a uint32 constant named ``offset``, as popxl
+    makes it."""
     if not isinstance(buffer, RemoteBuffer):
         raise TypeError(f"{op_type}: expected a RemoteBuffer (popxl.remote_buffer), got {buffer!r}")
     if isinstance(offset, Tensor):
         if offset.nelms != 1 or not offset.dtype.is_int:
             raise ValueError(f"{op_type}: a tensor offset must be a single integer, got {offset.spec}")
-        return [offset]
+        return offset
     if not isinstance(offset, int) or isinstance(offset, bool) or not 0 <= offset < buffer.entries:
         raise ValueError(f"{op_type}: offset must be an int in 0..{buffer.entries - 1} (the buffer's entries), "
                          f"got {offset!r}")
-    return []
+    return constant(offset, dtypes.uint32, name="offset")
 
 
 def _entry(buffer_array: np.ndarray, offset, op) -> np.ndarray:
@@ -42,10 +45,11 @@ def _entry(buffer_array: np.ndarray, offset, op) -> np.ndarray:
 
 
 def _load_kernel(op, env):
+    """Inputs: none (a weights fragment's load of a fixed entry), or the undefined target and the offset."""
     storage, fixed = env.remote_buffer(op.attrs["buffer"]), op.attrs["offset"]
     if fixed is not None:
         return lambda: storage[fixed, ...].copy()
-    return lambda offset: _entry(storage, offset, op).copy()
+    return lambda undefined_target, offset: _entry(storage, offset, op).copy()
 
 
 def _load_in_place_kernel(op, env):
@@ -80,31 +84,34 @@ register(OpDef("remote_store", lambda specs, attrs: [], _store_kernel, effect=Tr
 
 
 def remote_load(remote_buffer: RemoteBuffer, offset: Union[int, Tensor], name: Optional[str] = None) -> Tensor:
-    """Load entry ``offset`` of ``remote_buffer`` from Streaming Memory."""
-    inputs = _offset("remote_load", remote_buffer, offset)
-    attrs = {"buffer": remote_buffer, "offset": None if inputs else offset}
-    op = get_current_graph()._add_op("remote_load", inputs, _buffer_spec([], attrs), attrs=attrs,
-                                     output_names=[name or "remote_load"])
+    """Load entry ``offset`` of ``remote_buffer`` from Streaming Memory into a new tensor (an undefined
+    ``init`` the load writes, as popxl builds it)."""
+    offset_tensor = _offset("remote_load", remote_buffer, offset)
+    out_name = name or "remote_load"
+    target = init(remote_buffer.tensor_shape, remote_buffer.tensor_dtype, f"{out_name}_init", "undef",
+                  remote_buffer.meta_shape)
+    attrs = {"buffer": remote_buffer, "offset": None}
+    op = get_current_graph()._add_op("remote_load", [target, offset_tensor], _buffer_spec([], attrs), attrs=attrs,
+                                     output_names=[out_name])
     return op.outputs[0]
 
 
 def remote_load_(remote_buffer: RemoteBuffer, offset: Union[int, Tensor], t: Tensor) -> Tensor:
     """Load entry ``offset`` of ``remote_buffer`` into ``t``, in place."""
-    inputs = _offset("remote_load_", remote_buffer, offset)
+    offset_tensor = _offset("remote_load_", remote_buffer, offset)
     remote_buffer.validate_tensor_matches_buffer(t)
-    attrs = {"buffer": remote_buffer, "offset": None if inputs else offset}
-    op = get_current_graph()._add_op("remote_load_", [t, *inputs], [t.spec], attrs=attrs, modified=(0,),
+    attrs = {"buffer": remote_buffer, "offset": None}
+    op = get_current_graph()._add_op("remote_load_", [t, offset_tensor], [t.spec], attrs=attrs, modified=(0,),
                                      aliases={0: 0})
     return op.outputs[0]
 
 
 def remote_store(remote_buffer: RemoteBuffer, offset: Union[int, Tensor], t: Tensor) -> None:
     """Store ``t`` into entry ``offset`` of ``remote_buffer``."""
-    inputs = _offset("remote_store", remote_buffer, offset)
+    offset_tensor = _offset("remote_store", remote_buffer, offset)
     remote_buffer.validate_tensor_matches_buffer(t)
-    attrs = {"buffer": remote_buffer, "offset": None if inputs else offset}
-    get_current_graph()._add_op("remote_store", [t, *inputs], [], attrs=attrs)
-
+    attrs = {"buffer": remote_buffer, "offset": None}
+    get_current_graph()._add_op("remote_store", [t, offset_tensor], [], attrs=attrs)
 
 
 def replica_sharded_variable(data, dtype: Optional[dtypes.dtype] = None, name: Optional[str] = None,

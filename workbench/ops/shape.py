@@ -127,7 +127,7 @@ def _permutation(op_type: str, t: Tensor, permutation: Optional[Iterable[int]]) 
     too_large = tuple(p for p in permutation if p >= t.rank)
     if too_large:
         raise ValueError(f"Values in permutation must be less than the number of dimensions of the tensor "
-                         f"({t.rank}): {permutation}. ({op_type}: found {too_large})")
+                         f"({t.rank}): {permutation}. ({op_type}: found {too_large} for a tensor of rank {t.rank})")
     if sorted(permutation) != list(range(t.rank)):
         raise ValueError(f"{op_type}: permutation {permutation} must list each axis 0..{t.rank - 1} "
                          "exactly once")

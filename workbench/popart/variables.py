@@ -38,24 +38,71 @@ class CommGroup:
 
 
 class VariableSettings:
-    """``VariableSettings(CommGroup(...), VariableRetrievalMode.X)``; either may be left out."""
+    """``VariableSettings(CommGroup(...), VariableRetrievalMode.X)``, either may be left out; or, as popxl's
+    replica groupings give them, ``VariableSettings(stride, groupSize, VariableRetrievalMode.X)``."""
 
-    def __init__(self, *args: Union[CommGroup, VariableRetrievalMode]):
+    def __init__(self, *args: Union[CommGroup, VariableRetrievalMode, int]):
+        if len(args) >= 2 and all(isinstance(a, int) and not isinstance(a, bool) for a in args[:2]):
+            self._init_strided(*args)
+            return
         if any(not isinstance(a, (CommGroup, VariableRetrievalMode)) for a in args):
-            raise TypeError(f"VariableSettings takes a CommGroup and a VariableRetrievalMode, got {args!r}")
+            raise TypeError(f"VariableSettings takes a CommGroup and a VariableRetrievalMode, or a stride, a group "
+                            f"size and a VariableRetrievalMode; got {args!r}")
+        self._stride_and_size = None
         self.commGroup = next((a for a in args if isinstance(a, CommGroup)), CommGroup())
         self.retrievalMode = next((a for a in args if isinstance(a, VariableRetrievalMode)),
                                   VariableRetrievalMode.OnePerGroup)
 
+    def _init_strided(self, stride: int, group_size: int,
+                      mode: VariableRetrievalMode = VariableRetrievalMode.OnePerGroup) -> None:
+        if stride < 1 or group_size < 1:
+            raise ValueError(f"VariableSettings: stride and group size must be at least 1, got {stride} and "
+                             f"{group_size}")
+        if not isinstance(mode, VariableRetrievalMode):
+            raise TypeError(f"VariableSettings: expected a VariableRetrievalMode after the group size, got {mode!r}")
+        self._stride_and_size = (stride, group_size)
+        self.commGroup = None
+        self.retrievalMode = mode
+
+    def isUsingCommGroup(self) -> bool:
+        return self._stride_and_size is None
+
+    def getStride(self) -> int:
+        return self._strided("getStride")[0]
+
+    def getGroupSize(self) -> int:
+        return self._strided("getGroupSize")[1]
+
+    def _strided(self, method: str) -> tuple[int, int]:
+        if self._stride_and_size is None:
+            raise ValueError(f"VariableSettings.{method}: these settings are a CommGroup ({self.commGroup!r}); "
+                             "read settings.commGroup instead")
+        return self._stride_and_size
+
     def encode(self) -> str:
+        if self._stride_and_size is not None:
+            stride, group_size = self._stride_and_size
+            if stride != 1:
+                raise ValueError(f"VariableSettings(stride={stride}, groupSize={group_size}): the builder keeps "
+                                 "weights' settings as a CommGroup, which has no stride; give "
+                                 "VariableSettings(CommGroup(CommGroupType.Orthogonal, size), mode) instead")
+            return replica_settings.encode("Consecutive", group_size, self.retrievalMode.name)
         return replica_settings.encode(self.commGroup.type.name, self.commGroup.replicaGroupSize,
                                        self.retrievalMode.name)
 
     def getGroupCount(self, replicas: int) -> int:
+        if self._stride_and_size is not None:
+            group_size = self._stride_and_size[1]
+            if replicas % group_size:
+                raise ValueError(f"groups of {group_size} replicas do not divide {replicas} replicas")
+            return replicas // group_size
         return replica_settings.group_count(self.encode(), replicas)
 
     def numReplicasReturningVariable(self, replicas: int) -> int:
         return replicas if self.retrievalMode is VariableRetrievalMode.AllReplicas else self.getGroupCount(replicas)
 
     def __repr__(self) -> str:
+        if self._stride_and_size is not None:
+            stride, group_size = self._stride_and_size
+            return f"VariableSettings(stride={stride}, groupSize={group_size}, {self.retrievalMode.name})"
         return f"VariableSettings({self.commGroup!r}, {self.retrievalMode.name})"

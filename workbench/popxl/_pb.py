@@ -32,6 +32,11 @@ def _view(kind: str) -> property:
     return property(lambda obj: getattr(views(), kind)(obj), doc=f"This object as PopART's binding shows it ({kind}).")
 
 
+def _to_variable_settings(grouping: ReplicaGrouping, retrieval_mode=None):
+    """PopART's VariableSettings for a grouping of constant stride (``rg._to_variable_settings(mode)``)."""
+    return views().variable_settings(grouping, retrieval_mode)
+
+
 def _from_pb_graph(cls, pb_graph) -> Graph:
     return pb_graph._graph
 
@@ -100,6 +105,7 @@ def install() -> None:
     Tensor._from_pb_tensor = classmethod(_from_pb_tensor)
     Session._pb_session = _view("session")
     ReplicaGrouping._pb_replica_grouping = _view("replica_grouping")
+    ReplicaGrouping._to_variable_settings = _to_variable_settings
     ExpectedConnection._pb_ec = _view("expected_connection")
     ExpectedConnection._from_pb = classmethod(_connection_from_pb)
     GradGraphInfo._pb_bwd_info = _view("bwd_graph_info")

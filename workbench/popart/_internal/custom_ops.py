@@ -4,15 +4,13 @@ A custom op's Python binding is compiled from a ``.cpp`` file next to the module
 the Poplar SDK and PopART's C++ API, neither of which the workbench has. Importing such a binding gives a
 module that names the op and says so when used. The replica-strided collectives are ordinary collectives
 over a strided replica grouping, so their bindings are emulated with the workbench's own ops.
+``workbench.custom_op_imports`` finds the modules; this file makes them.
 """
 from __future__ import annotations
 
-import importlib.abc
-import importlib.machinery
-import sys
 import types
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable
 
 
 class _StridedCollective:
@@ -118,30 +116,3 @@ def binding_module(name: str, source: Path) -> types.ModuleType:
             setattr(module, attribute, binding)
         return module
     return UnbuildableBinding(name, source)
-
-
-class CppBindingFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """Finds ``<package>.<name>`` where ``<name>.cpp`` lies in the package's folder (cppimport's rule)."""
-
-    def find_spec(self, fullname: str, path: Optional[list] = None, target=None):
-        short = fullname.rsplit(".", 1)[-1]
-        for folder in path or sys.path:
-            source = Path(folder) / f"{short}.cpp"
-            if source.is_file():
-                return importlib.machinery.ModuleSpec(fullname, self, origin=str(source))
-        return None
-
-    def create_module(self, spec):
-        return binding_module(spec.name, Path(spec.origin))
-
-    def exec_module(self, module) -> None:
-        """Nothing to run: the module is complete when made."""
-
-
-FINDER = CppBindingFinder()
-
-
-def install() -> None:
-    """Put the finder on ``sys.meta_path`` (once)."""
-    if FINDER not in sys.meta_path:
-        sys.meta_path.append(FINDER)

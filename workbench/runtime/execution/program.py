@@ -129,7 +129,8 @@ class ReplicaProgram:
             kernels = self._fragments[fragment] = [(op, op_def(op.type).kernel(op, self))
                                                    for op in self.ir.fragment_ops(fragment)]
         for op, kernel in kernels:
-            result = kernel(*(self.variables[t] for t in op.inputs))
+            # a fragment op reads persistent values, or constants (an offset) from their data
+            result = kernel(*(self.variables[t] if t in self.variables else t.data for t in op.inputs))
             for tensor, value in zip(op.outputs, (result,) if len(op.outputs) == 1 else result or ()):
                 self.variables[tensor][...] = value
 

@@ -165,9 +165,37 @@ class MemoryProportionOp(Op):
         return MatMulPartialsType.HALF if partials is dtypes.float16 else MatMulPartialsType.FLOAT
 
 
+class ConvOptions:
+    """``ConvOp.getConvOptions()``: a copy of the convolution's options PopART lets a pass read and set."""
+
+    __slots__ = ("availableMemoryProportions",)
+
+    def __init__(self, proportions=()):
+        self.availableMemoryProportions = [float(p) for p in proportions]
+
+
+class ConvolutionOp(MemoryProportionOp):
+    """PopART's ConvOp: its options (one available memory proportion per convolution) come as a copy."""
+
+    __slots__ = ()
+
+    def getConvOptions(self) -> ConvOptions:
+        return ConvOptions(self._op.attrs.get("available_memory_proportions", ()))
+
+    def setConvOptions(self, options: ConvOptions) -> None:
+        proportions = tuple(float(p) for p in options.availableMemoryProportions)
+        if any(not 0 < p <= 1 for p in proportions):
+            raise ValueError(f"available memory proportions must lie in (0, 1], got {list(proportions)}")
+        if proportions:
+            self._op.attrs["available_memory_proportions"] = proportions
+        else:
+            self._op.attrs.pop("available_memory_proportions", None)
+        self._op.graph.ir.events.emit("op_changed", self._op)
+
+
 _BASES = {"CallOp": SubgraphOp, "LoopOp": SubgraphOp, "IpuCopyOp": IpuCopyBase, "AccumulateOp": FactorOp,
           "AccumulatorScaleOp": FactorOp, "SparseAccumulateOp": FactorOp, "MatMulOp": MemoryProportionOp,
-          "ConvOp": MemoryProportionOp}
+          "ConvOp": ConvolutionOp}
 
 
 def op_class(popart_class: str) -> type:
