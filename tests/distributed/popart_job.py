@@ -64,7 +64,7 @@ def local_part(data: np.ndarray, replicas: int) -> np.ndarray:
     """This instance's replicas of ``[steps, job replicas, ...]`` host data, as PopART lays out a run's."""
     offset = popdist.getReplicaIndexOffset() if popdist.isPopdistEnvSet() else 0
     part = data[:, offset: offset + replicas]
-    return part if replicas > 1 else part[:, 0]
+    return np.ascontiguousarray(part if replicas > 1 else part[:, 0])  # PyStepIO takes C-contiguous arrays
 
 
 def train() -> None:
