@@ -120,15 +120,18 @@ def test_sessions_check_accumulation_weights_and_preparation():
     loss = onnx.load_from_string(proto).graph.output[0].name
     options = popart.SessionOptions()
     options.accumulationFactor = 4
-    with pytest.raises(popart.popart_exception, match="^enableGradientAccumulation is false, but accumulationFactor > 1"):
-        popart.TrainingSession(fnModel=proto, dataFlow=popart.DataFlow(1, {}), loss=loss, optimizer=popart.ConstSGD(0.1),
-                               userOptions=options, deviceInfo=popart.DeviceManager().createCpuDevice())
+    with pytest.raises(popart.popart_exception,
+                       match="^enableGradientAccumulation is false, but accumulationFactor > 1"):
+        popart.TrainingSession(fnModel=proto, dataFlow=popart.DataFlow(1, {}), loss=loss,
+                               optimizer=popart.ConstSGD(0.1), userOptions=options,
+                               deviceInfo=popart.DeviceManager().createCpuDevice())
     options.enableGradientAccumulation = True
     with pytest.raises(popart.popart_exception, match="^Gradient Accumulation only available when training"):
         popart.InferenceSession(fnModel=proto, dataFlow=popart.DataFlow(1, [model.probs]), userOptions=options,
                                 deviceInfo=popart.DeviceManager().createCpuDevice())
     training = popart.TrainingSession(fnModel=proto, dataFlow=popart.DataFlow(1, {}), loss=loss,
-                                      optimizer=popart.ConstSGD(0.1), deviceInfo=popart.DeviceManager().createCpuDevice())
+                                      optimizer=popart.ConstSGD(0.1),
+                                      deviceInfo=popart.DeviceManager().createCpuDevice())
     with pytest.raises(popart.popart_exception, match="^Devicex::prepare\\(\\) must be called before"):
         training.modelToHost("never.onnx")
     training.prepareDevice()
@@ -143,7 +146,8 @@ def test_a_model_without_weights_trains_nothing_but_runs():
     y = builder.aiOnnx.add([x, builder.aiOnnx.constant(np.array([1.0, 2.0], np.float32))])
     loss = builder.aiGraphcore.identityloss([y])
     training = popart.TrainingSession(fnModel=builder.getModelProto(), dataFlow=popart.DataFlow(1, [y]), loss=loss,
-                                      optimizer=popart.ConstSGD(0.1), deviceInfo=popart.DeviceManager().createCpuDevice())
+                                      optimizer=popart.ConstSGD(0.1),
+                                      deviceInfo=popart.DeviceManager().createCpuDevice())
     training.prepareDevice()
     anchors = training.initAnchorArrays()
     training.run(popart.PyStepIO({x: np.array([3.0, 4.0], np.float32)}, anchors))

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import popart
-from popart_training_oracle import data, loss_and_grads, mlp, session, sgd_step, trained_weights
+from popart_training_oracle import data, loss_and_grads, mlp, sgd_step, trained_weights
 
 
 def training_with_anchor(art: str, bps=2, accumulation=1, replicas=1):
