@@ -27,6 +27,7 @@ import onnx
 from workbench.ir.popdist_settings import PopdistSettings
 from workbench.onnx import dtypes
 from workbench.onnx.lowering import LoweringError, lower_model
+from workbench.onnx.lowering.lower import check_supported
 from workbench.onnx.model import GraphBuilder, load_model
 from workbench.onnx.shapes import TensorType
 from workbench.onnx.tensor_storage import replace_initializers, to_array
@@ -81,8 +82,12 @@ class _Session:
         except (ValueError, FileNotFoundError, TypeError) as error:
             raise popart_exception(str(error)) from None
         shapes = inputShapeInfo or InputShapeInfo()
-        _check_open_dimensions(self._model, shapes)
         self._builder = GraphBuilder.from_model(_with_input_shapes(self._model, shapes))
+        try:
+            check_supported(self._builder)  # an op the workbench lacks is named before any shape is asked for
+        except LoweringError as error:
+            raise popart_exception(str(error)) from None
+        _check_open_dimensions(self._model, shapes)
         # The replicas of this process, and what the program is lowered for: the same count, or this
         # instance's place in a job of several (the program's replicas are then the job's).
         self._replicas = replication_of(self._options)
