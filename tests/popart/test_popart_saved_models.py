@@ -152,3 +152,22 @@ def test_a_model_without_weights_trains_nothing_but_runs():
     anchors = training.initAnchorArrays()
     training.run(popart.PyStepIO({x: np.array([3.0, 4.0], np.float32)}, anchors))
     np.testing.assert_array_equal(anchors[y], [4.0, 6.0])
+
+
+def test_adam_step_counter_of_a_float16_weight_is_saved_as_float32(tmp_path):
+    builder = popart.Builder()
+    x = builder.addInputTensor(popart.TensorInfo("FLOAT16", [2]))
+    w = builder.addInitializedInputTensor(np.array([1.0, 2.0], np.float16), "w")
+    loss = builder.aiGraphcore.identityloss([builder.aiOnnx.mul([x, w])], popart.ReductionType.Sum)
+    training = popart.TrainingSession(builder.getModelProto(), popart.DataFlow(1, {}), loss,
+                                      popart.Adam({"defaultLearningRate": (0.01, False)}),
+                                      popart.DeviceManager().createCpuDevice())
+    training.prepareDevice()
+    training.weightsFromHost()
+    for _ in range(3):
+        training.run(popart.PyStepIO({x: np.ones(2, np.float16)}, {}))
+    training.modelToHost(str(tmp_path / "adam16.onnx"))
+    step = [i for i in onnx.load(tmp_path / "adam16.onnx").graph.initializer if i.name == "Step___w"][0]
+    assert step.data_type == onnx.TensorProto.FLOAT and list(step.float_data) == [3.0]
+    moment = [i for i in onnx.load(tmp_path / "adam16.onnx").graph.initializer if i.name == "Accl1___w"][0]
+    assert moment.data_type == onnx.TensorProto.FLOAT16 and len(moment.int32_data) == 1  # two halves packed
