@@ -241,7 +241,8 @@ def test_reshape_const_and_tensor_info():
 
 
 @pytest.mark.parametrize("attributes, message", [
-    ({"kernel_shape": [3, 3]}, r"^kernel_shape, \[3 3\], does not match inferred shape from weight input '.*', \[1 1\]$"),
+    ({"kernel_shape": [3, 3]},
+     r"^kernel_shape, \[3 3\], does not match inferred shape from weight input '.*', \[1 1\]$"),
     ({"strides": [1]}, "^Length of strides vector 1 != number of spatial dimensions 2$"),
     ({"pads": [0, 0]}, "^Padding vector \\(length 2\\) does not have 2 values for each spatial dimension 2$"),
     ({"dilations": [1, 1, 1]}, "^Length of dilations vector 3 != number of spatial dimensions 2$"),
@@ -272,7 +273,8 @@ def test_a_window_larger_than_its_input_and_wrong_input_counts_are_refused():
 def test_too_many_outputs_and_untyped_inputs_of_the_main_graph_are_refused():
     builder = popart.Builder()
     x = builder.addInputTensor(popart.TensorInfo("FLOAT", [1, 1, 1]))
-    with pytest.raises(popart.popart_exception, match=r"^RNN has an invalid number of outputs 3\. Must be between 0\.\.2$"):
+    with pytest.raises(popart.popart_exception,
+                       match=r"^RNN has an invalid number of outputs 3\. Must be between 0\.\.2$"):
         builder.aiOnnx.rnn([x, x, x], 3)
     with pytest.raises(popart.popart_exception, match="^Can not add untyped tensors to the top-level graph."):
         builder.addUntypedInputTensor()

@@ -8,7 +8,8 @@ import popart
 
 def test_every_reserved_prefix_popart_names_exists():
     expected = {"reservedAcclPrefix": "Accl___", "reservedAccl1Prefix": "Accl1___", "reservedAccl2Prefix": "Accl2___",
-                "reservedAccumPrefix": "Accum___", "reservedStepPrefix": "Step___", "reservedGradientPrefix": "Gradient___",
+                "reservedAccumPrefix": "Accum___", "reservedStepPrefix": "Step___",
+                "reservedGradientPrefix": "Gradient___",
                 "reservedUpdatedVarPrefix": "UpdatedVar___", "reservedLossScalingPrefix": "lossScaling_",
                 "reservedDefaultScaledLearningRate0Prefix": "scaledLearningRate0___default___",
                 "reservedSpecificAdamBeta1Prefix": "adamBeta1___specific___", "reservedCounterPrefix": "Counter___"}
@@ -84,7 +85,8 @@ def test_changeable_sgd_scalars_and_loss_scaling_can_be_anchored_by_popart_names
     w = builder.addInitializedInputTensor(np.array([1.0, 2.0], np.float32), "w")
     loss = builder.aiGraphcore.identityloss([builder.aiOnnx.mul([x, w])], popart.ReductionType.Sum)
     names = [popart.reservedDefaultScaledLearningRate0Prefix() + "FLOAT",
-             popart.reservedDefaultWeightDecayScaleFactor0Prefix() + "FLOAT", popart.reservedLossScalingPrefix() + "FLOAT"]
+             popart.reservedDefaultWeightDecayScaleFactor0Prefix() + "FLOAT",
+             popart.reservedLossScalingPrefix() + "FLOAT"]
     optimizer = popart.SGD({"defaultLearningRate": (0.5, False), "defaultWeightDecay": (0.1, False),
                             "lossScaling": (4.0, False)})
     training = popart.TrainingSession(builder.getModelProto(), popart.DataFlow(1, names), loss, optimizer,

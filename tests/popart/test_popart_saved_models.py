@@ -120,15 +120,18 @@ def test_sessions_check_accumulation_weights_and_preparation():
     loss = onnx.load_from_string(proto).graph.output[0].name
     options = popart.SessionOptions()
     options.accumulationFactor = 4
-    with pytest.raises(popart.popart_exception, match="^enableGradientAccumulation is false, but accumulationFactor > 1"):
-        popart.TrainingSession(fnModel=proto, dataFlow=popart.DataFlow(1, {}), loss=loss, optimizer=popart.ConstSGD(0.1),
-                               userOptions=options, deviceInfo=popart.DeviceManager().createCpuDevice())
+    with pytest.raises(popart.popart_exception,
+                       match="^enableGradientAccumulation is false, but accumulationFactor > 1"):
+        popart.TrainingSession(fnModel=proto, dataFlow=popart.DataFlow(1, {}), loss=loss,
+                               optimizer=popart.ConstSGD(0.1), userOptions=options,
+                               deviceInfo=popart.DeviceManager().createCpuDevice())
     options.enableGradientAccumulation = True
     with pytest.raises(popart.popart_exception, match="^Gradient Accumulation only available when training"):
         popart.InferenceSession(fnModel=proto, dataFlow=popart.DataFlow(1, [model.probs]), userOptions=options,
                                 deviceInfo=popart.DeviceManager().createCpuDevice())
     training = popart.TrainingSession(fnModel=proto, dataFlow=popart.DataFlow(1, {}), loss=loss,
-                                      optimizer=popart.ConstSGD(0.1), deviceInfo=popart.DeviceManager().createCpuDevice())
+                                      optimizer=popart.ConstSGD(0.1),
+                                      deviceInfo=popart.DeviceManager().createCpuDevice())
     with pytest.raises(popart.popart_exception, match="^Devicex::prepare\\(\\) must be called before"):
         training.modelToHost("never.onnx")
     training.prepareDevice()
@@ -143,8 +146,28 @@ def test_a_model_without_weights_trains_nothing_but_runs():
     y = builder.aiOnnx.add([x, builder.aiOnnx.constant(np.array([1.0, 2.0], np.float32))])
     loss = builder.aiGraphcore.identityloss([y])
     training = popart.TrainingSession(fnModel=builder.getModelProto(), dataFlow=popart.DataFlow(1, [y]), loss=loss,
-                                      optimizer=popart.ConstSGD(0.1), deviceInfo=popart.DeviceManager().createCpuDevice())
+                                      optimizer=popart.ConstSGD(0.1),
+                                      deviceInfo=popart.DeviceManager().createCpuDevice())
     training.prepareDevice()
     anchors = training.initAnchorArrays()
     training.run(popart.PyStepIO({x: np.array([3.0, 4.0], np.float32)}, anchors))
     np.testing.assert_array_equal(anchors[y], [4.0, 6.0])
+
+
+def test_adam_step_counter_of_a_float16_weight_is_saved_as_float32(tmp_path):
+    builder = popart.Builder()
+    x = builder.addInputTensor(popart.TensorInfo("FLOAT16", [2]))
+    w = builder.addInitializedInputTensor(np.array([1.0, 2.0], np.float16), "w")
+    loss = builder.aiGraphcore.identityloss([builder.aiOnnx.mul([x, w])], popart.ReductionType.Sum)
+    training = popart.TrainingSession(builder.getModelProto(), popart.DataFlow(1, {}), loss,
+                                      popart.Adam({"defaultLearningRate": (0.01, False)}),
+                                      popart.DeviceManager().createCpuDevice())
+    training.prepareDevice()
+    training.weightsFromHost()
+    for _ in range(3):
+        training.run(popart.PyStepIO({x: np.ones(2, np.float16)}, {}))
+    training.modelToHost(str(tmp_path / "adam16.onnx"))
+    step = [i for i in onnx.load(tmp_path / "adam16.onnx").graph.initializer if i.name == "Step___w"][0]
+    assert step.data_type == onnx.TensorProto.FLOAT and list(step.float_data) == [3.0]
+    moment = [i for i in onnx.load(tmp_path / "adam16.onnx").graph.initializer if i.name == "Accl1___w"][0]
+    assert moment.data_type == onnx.TensorProto.FLOAT16 and len(moment.int32_data) == 1  # two halves packed

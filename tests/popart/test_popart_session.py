@@ -83,7 +83,8 @@ def test_replicated_anchors_lead_with_batches_then_replicas():
 
 def test_every_n_must_divide_batches_per_step():
     proto, a, b, o = add_model()
-    with pytest.raises(popart.popart_exception, match="Return period must be a factor of the number of batches per step"):
+    with pytest.raises(popart.popart_exception,
+                       match="Return period must be a factor of the number of batches per step"):
         popart.InferenceSession(proto, popart.DataFlow(3, {o: popart.AnchorReturnType("EVERYN", 2)}),
                                 popart.DeviceManager().createCpuDevice())
     with pytest.raises(popart.popart_exception, match="Invalid anchor return type"):

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import popart
-from popart_training_oracle import data, loss_and_grads, mlp, session, sgd_step, trained_weights
+from popart_training_oracle import data, loss_and_grads, mlp, sgd_step, trained_weights
 
 
 def training_with_anchor(art: str, bps=2, accumulation=1, replicas=1):
@@ -164,3 +164,28 @@ def test_gradients_of_model_inputs_can_be_the_only_anchors():
     second = weight - 0.1 * xs[0].T @ np.sign(xs[0] @ weight)
     for step, w_step in enumerate((weight, second)):
         np.testing.assert_allclose(anchors[gradient][step], np.sign(xs[step] @ w_step) @ w_step.T, rtol=1e-6)
+
+
+def test_a_grouped_weight_anchored_all_gives_each_replicas_value():
+    builder = popart.Builder()
+    builder.embedReplicationFactor(4)
+    x = builder.addInputTensor(popart.TensorInfo("FLOAT", [2]))
+    settings = popart.VariableSettings(popart.CommGroup(popart.CommGroupType.Consecutive, 2),
+                                       popart.VariableRetrievalMode.OnePerGroup)
+    w = builder.addInitializedInputTensor(np.array([[1.0, 2.0], [3.0, 4.0]], np.float32), settings, "w")
+    y = builder.aiOnnx.mul([x, w])
+    options = popart.SessionOptions()
+    options.enableReplicatedGraphs = True
+    options.replicatedGraphCount = 4
+    flow = popart.DataFlow(2, {w: popart.AnchorReturnType("ALL"), y: popart.AnchorReturnType("FINAL")})
+    session = popart.InferenceSession(builder.getModelProto(), flow,
+                                      popart.DeviceManager().createIpuModelDevice({"numIPUs": 4}), userOptions=options)
+    session.prepareDevice()
+    session.weightsFromHost()
+    anchors = session.initAnchorArrays()
+    assert anchors[w].shape == (2, 4, 2) and anchors[y].shape == (4, 2)
+    xs = np.arange(16, dtype=np.float32).reshape(2, 4, 2)
+    session.run(popart.PyStepIO({x: xs}, anchors))
+    per_replica = np.array([[1.0, 2.0], [1.0, 2.0], [3.0, 4.0], [3.0, 4.0]], np.float32)
+    np.testing.assert_array_equal(anchors[w], np.stack([per_replica] * 2))
+    np.testing.assert_array_equal(anchors[y], xs[1] * per_replica)

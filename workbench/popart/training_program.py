@@ -18,6 +18,7 @@ import numpy as np
 from workbench import ops
 from workbench.ir import (Graph, Ir, Tensor, Variable, constant, graph_input, graph_output, in_sequence, ipu,
                           variable)
+from workbench.ir.dtypes import float32
 from workbench.ir.popdist_settings import PopdistSettings
 from workbench.ir.streams import DeviceToHostStream, d2h_stream, h2d_stream
 from workbench.onnx import dtypes
@@ -176,8 +177,10 @@ class _Builder:
             if settings.accumulation_factor > 1:
                 names.append(steps.ACCUMULATOR + name)
             for state in names:
-                shape = () if state.startswith(steps.STEP) else var.shape
-                start = np.zeros(shape, var.dtype.as_numpy())
+                # Adam's step counter is a float32 scalar whatever the weight's type, as PopART keeps it.
+                counter = state.startswith(steps.STEP)
+                shape, dtype = ((), float32) if counter else (var.shape, var.dtype)
+                start = np.zeros(shape, dtype.as_numpy())
                 if state in self.saved_state:
                     saved = self.saved_state[state]
                     if saved.size != start.size:
@@ -185,7 +188,7 @@ class _Builder:
                                             f"the optimizer needs {list(shape)}")
                     start = saved.astype(start.dtype).reshape(shape)
                 with self.ir.main_graph, ipu(var.ipu):
-                    self.state[state] = variable(start, var.dtype, name=state)
+                    self.state[state] = variable(start, dtype, name=state)
         mean_af = settings.accumulation_factor if settings.mean_reduction else 1
         self.scalar_values: dict[str, dict[str, object]] = {}
         self.scalar_variables: dict[str, Variable] = {}
