@@ -4,8 +4,9 @@
 >>> poprun --host node1,node2 --num-instances 4 --num-replicas 8 python train.py
 
 Each instance is a process started by MPICH's ``mpiexec`` with the ``POPDIST_*`` variables of real
-poprun; its output comes back whole line by whole line, tagged with the instance. Options for the IPU
-cloud (V-IPU partitions) are accepted and have no effect here.
+poprun; its output comes back whole line by whole line, tagged with the instance, and an instance that
+fails ends the whole job. Options for the IPU cloud (V-IPU partitions) are accepted and have no effect
+here.
 """
 from __future__ import annotations
 
@@ -84,7 +85,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if args.print_topology == "yes":
         print(job.topology(), file=sys.stderr)
     with InstanceOutput(job.num_instances, job.only_output_from_instance, tagged) as output:
-        line = mpiexec_command(job, args.command, mpiexec, mpi_args, output.mpiexec_options())
+        line = mpiexec_command(job, output.watched(args.command), mpiexec, mpi_args, output.mpiexec_options())
         if args.verbose:
             print("poprun: " + shlex.join(line), file=sys.stderr)
         sys.stdout.flush()
