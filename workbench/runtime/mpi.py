@@ -16,12 +16,11 @@ from typing import Optional
 import numpy as np
 
 from .communicator import WAIT_LIMIT, CollectiveMismatchError
-from .mpi_window import SharedWindow
+from .mpi_window import HEADER_BYTES, SharedWindow, header, mismatch
 from .replicas import ReplicaExecutionError
 
 from workbench.ir.popdist_settings import PopdistSettings, PopdistSettingsError
 
-HEADER_BYTES = 256  # what each instance says it is about to exchange (op, occurrence, dtype, shape)
 NOTICE_BYTES = 2048  # run number, outcome and failing replica (8 bytes each), then the message
 # How a run ended at an instance: completed; a replica failed there; its replicas reached different
 # collectives there; stopped because of another instance.
@@ -139,14 +138,11 @@ class Channel:
         First each instance says what it exchanges; if they differ, all raise CollectiveMismatchError.
         """
         MPI = self._MPI
-        header = np.zeros(HEADER_BYTES, np.uint8)
-        said = description.encode()[:HEADER_BYTES]
-        header[: len(said)] = np.frombuffer(said, np.uint8)
+        said = header(description)
         headers = np.empty((self.instances, HEADER_BYTES), np.uint8)
-        self._wait(self._data.Iallgather([header, MPI.BYTE], [headers, MPI.BYTE]), description)
-        if (headers != header).any():
-            reached = "; ".join(f"instance {i} at {_text(h)}" for i, h in enumerate(headers))
-            raise CollectiveMismatchError(f"the instances reached different collectives: {reached}")
+        self._wait(self._data.Iallgather([said, MPI.BYTE], [headers, MPI.BYTE]), description)
+        if (headers != said).any():
+            raise mismatch(headers)
         send = np.ascontiguousarray(local)
         received = np.empty((self.instances, *send.shape), send.dtype)
         self._wait(self._data.Iallgather([send, send.nbytes, MPI.BYTE], [received, send.nbytes, MPI.BYTE]),
