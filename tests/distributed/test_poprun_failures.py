@@ -2,12 +2,13 @@
 (the others then wait inside MPI for ever, which MPICH alone lets them do), while the others are in a
 Session, or killed by a signal; even when its output is not shown. No process is left behind."""
 import re
+import signal
 import subprocess
 import sys
 import time
 import uuid
 
-from launch import poprun_command, run
+from launch import environment, poprun_command, run
 
 # Instance 1 fails before it makes its Session; the others make theirs and train (and would wait for
 # instance 1 in MPI for ever).
@@ -61,3 +62,17 @@ def test_a_job_whose_instances_succeed_is_untouched():
     assert done.returncode == 0, done.stderr
     assert sorted(done.stdout.splitlines()) == ["[1,0]<stdout>:instance 0 ran", "[1,1]<stdout>:instance 1 ran"]
     assert "ending the job" not in done.stderr
+
+
+def test_ctrl_c_to_poprun_reaches_every_instance_and_ends_the_job():
+    program = ("import time, popdist; print('instance', popdist.getInstanceIndex(), 'waiting', flush=True); "
+               "time.sleep(120)")
+    poprun = subprocess.Popen([*poprun_command(2, 2), sys.executable, "-c", program], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, env=environment())
+    waiting = [poprun.stdout.readline() for _ in range(2)]
+    assert sorted(waiting) == ["[1,0]<stdout>:instance 0 waiting\n", "[1,1]<stdout>:instance 1 waiting\n"]
+    started = time.monotonic()
+    poprun.send_signal(signal.SIGINT)  # not from a terminal: poprun passes it on
+    _, errors = poprun.communicate(timeout=60)
+    assert poprun.returncode == 130 and time.monotonic() - started < 20, errors
+    assert errors.count("<stderr>:KeyboardInterrupt") == 2

@@ -21,6 +21,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
@@ -126,13 +127,17 @@ class InstanceOutput:
 
     def _copy_while_running(self, process: subprocess.Popen) -> bool:
         """Copy lines until ``process`` ends, ending the job once an instance failed; whether Ctrl-C
-        was pressed meanwhile."""
-        interrupts, pause, failure_seen, steps_taken = 0, POLL_SECONDS[0], None, 0
-        while True:
-            try:
-                process.wait(pause)
-                return interrupts > 0
-            except subprocess.TimeoutExpired:
+        was pressed meanwhile (counted by a handler, so that it never cuts a line being written)."""
+        interrupts: list[int] = []
+        previous = signal.signal(signal.SIGINT, lambda number, frame: interrupts.append(number)) \
+            if threading.current_thread() is threading.main_thread() else None
+        try:
+            pause, failure_seen, steps_taken, passed_on = POLL_SECONDS[0], None, 0, 0
+            while process.poll() is None:
+                try:
+                    process.wait(pause)
+                except subprocess.TimeoutExpired:
+                    pass
                 pause = POLL_SECONDS[0] if self._copy_new() else min(pause * 2, POLL_SECONDS[1])
                 if self.failure is not None and failure_seen is None:
                     failure_seen = time.monotonic()
@@ -141,12 +146,16 @@ class InstanceOutput:
                         time.monotonic() >= failure_seen + ENDING_STEPS[steps_taken][0]:
                     process.send_signal(ENDING_STEPS[steps_taken][1])
                     steps_taken += 1
-            except KeyboardInterrupt:
-                interrupts += 1
-                if interrupts > 2:
-                    process.kill()
-                elif not _terminal_sends_to(process):
-                    process.send_signal(signal.SIGINT)
+                for _ in range(passed_on, len(interrupts)):
+                    if len(interrupts) > 2:
+                        process.kill()
+                    elif not _terminal_sends_to(process):
+                        process.send_signal(signal.SIGINT)
+                passed_on = len(interrupts)
+            return bool(interrupts)
+        finally:
+            if previous is not None:
+                signal.signal(signal.SIGINT, previous)
 
     def _copy_new(self) -> bool:
         """Copy the lines the files have gained since last time; whether any file had grown."""
