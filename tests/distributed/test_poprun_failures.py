@@ -8,7 +8,7 @@ import sys
 import time
 import uuid
 
-from launch import environment, poprun_command, run
+from launch import MPIEXEC, environment, poprun_command, run
 
 # Instance 1 fails before it makes its Session; the others make theirs and train (and would wait for
 # instance 1 in MPI for ever).
@@ -38,10 +38,16 @@ def test_an_instance_failing_before_its_session_ends_the_job_promptly():
     done, seconds = job('raise ValueError("no such data file: train.npz")', marker=marker)
     assert done.returncode == 1 and seconds < 30, done.stderr
     assert "[1,1]<stderr>:ValueError: no such data file: train.npz" in done.stderr
-    assert "poprun: instance 1 exited with status 1; ending the job" in done.stderr
     assert "ran" not in done.stdout
     left = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True)
     assert left.stdout == "", "processes of the job were left behind"
+
+
+def test_an_instance_exiting_with_a_failure_status_before_its_session_ends_the_job():
+    """sys.exit never reaches the hook for uncaught errors: poprun itself sees the instance end."""
+    done, seconds = job("sys.exit(5)")
+    assert done.returncode == 5 and seconds < 30, done.stderr
+    assert "poprun: instance 1 exited with status 5; ending the job" in done.stderr
 
 
 def test_an_instance_killed_by_a_signal_ends_the_job_with_its_status():
@@ -76,3 +82,12 @@ def test_ctrl_c_to_poprun_reaches_every_instance_and_ends_the_job():
     _, errors = poprun.communicate(timeout=60)
     assert poprun.returncode == 130 and time.monotonic() - started < 20, errors
     assert errors.count("<stderr>:KeyboardInterrupt") == 2
+
+
+def test_under_a_bare_mpiexec_an_error_before_the_session_ends_the_job_too():
+    """Without poprun: the instance that fails starts MPI only to abort the job."""
+    program = EARLY.format(failure='raise ValueError("bad op argument")')
+    started = time.monotonic()
+    done = run([MPIEXEC, "-n", "2", sys.executable, "-c", program])
+    assert done.returncode != 0 and time.monotonic() - started < 30, done.stdout + done.stderr
+    assert "ValueError: bad op argument" in done.stderr and "ran" not in done.stdout

@@ -9,7 +9,6 @@ finished its run without reaching the collective.
 from __future__ import annotations
 
 import os
-import sys
 import time
 from typing import Optional
 
@@ -19,7 +18,7 @@ from .communicator import WAIT_LIMIT, CollectiveMismatchError
 from .mpi_window import HEADER_BYTES, SharedWindow, header, mismatch
 from .replicas import ReplicaExecutionError
 
-from workbench.ir.popdist_settings import PopdistSettings, PopdistSettingsError
+from workbench.ir.popdist_settings import PopdistSettings, PopdistSettingsError, end_job_on_uncaught_error
 
 NOTICE_BYTES = 2048  # run number, outcome and failing replica (8 bytes each), then the message
 # How a run ended at an instance: completed; a replica failed there; its replicas reached different
@@ -33,7 +32,6 @@ SPIN_SECONDS = 0.02
 # An instance may finish its run while its part of the last exchange is still on the way here (the
 # notice and the data travel on different communicators): so much later, it surely is not.
 FINISHED_GRACE = 1.0
-ABORT_DELAY = 0.3  # lets mpiexec pass on the traceback before the abort stops its forwarding
 
 _world: Optional["World"] = None
 
@@ -86,24 +84,11 @@ class World:
         self.MPI = MPI
         self.comm = comm
         self.settings = settings
-        _abort_on_uncaught_exception(comm)
+        end_job_on_uncaught_error()
 
     def channel(self) -> "Channel":
         """A new pair of communicators; every instance must open its channels in the same order."""
         return Channel(self)
-
-
-def _abort_on_uncaught_exception(comm) -> None:
-    """An error nobody catches ends every instance promptly, not only this one."""
-    previous = sys.excepthook
-
-    def hook(kind, value, trace):
-        previous(kind, value, trace)
-        sys.stdout.flush()
-        sys.stderr.flush()
-        time.sleep(ABORT_DELAY)
-        comm.Abort(1)
-    sys.excepthook = hook
 
 
 class Channel:
