@@ -69,8 +69,8 @@ def test_a_collective_only_some_instances_reach_is_an_error_everywhere_not_a_han
     done = poprun(2, "mismatch")
     assert done.returncode == 0, done.stderr
     assert re.search(r"instance 0: error CollectiveMismatchError: instance 0 waits at replicated_all_reduce\S* "
-                     r"\(replicated_all_reduce\) occurrence 0: float32\[2\] for instance\(s\) \[1\], which "
-                     "finished the run without reaching it", done.stdout)
+                     r"\(replicated_all_reduce\) occurrence 0: float32\[2\], add, groups \[0, 0, 0, 0\] for "
+                     r"instance\(s\) \[1\], which finished the run without reaching it", done.stdout)
     assert "instance 1: error InstanceMismatch: CollectiveMismatchError on instance 0" in done.stdout
     assert done.stdout.count("next run [4.0, 4.0, 4.0, 4.0]") == 2
 
@@ -82,7 +82,8 @@ def test_instances_at_different_collectives_of_one_shape_are_refused_through_sha
     for instance in (0, 1):
         assert re.search(rf"instance {instance}: error CollectiveMismatchError: the instances reached different "
                          r"collectives: instance 0 at replicated_all_reduce\S* \(replicated_all_reduce\) occurrence 0: "
-                         r"float32\[2\]; instance 1 at replicated_all_reduce\S* ", done.stdout), done.stdout
+                         r"float32\[2\], add, groups \[0, 0, 0, 0\]; instance 1 at replicated_all_reduce\S* ",
+                         done.stdout), done.stdout
     assert done.stdout.count("next run [8.0, 8.0, 8.0, 8.0]") == 2
 
 

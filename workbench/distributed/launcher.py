@@ -1,5 +1,6 @@
 """What ``poprun`` starts: one ``mpiexec`` (MPICH's) running the command as every instance, each
-with the ``POPDIST_*`` environment real poprun gives it."""
+with the ``POPDIST_*`` environment real poprun gives it, on this machine or on the hosts given (placed
+by MPICH's launcher: ssh to other hosts, a plain fork for names of this machine)."""
 from __future__ import annotations
 
 import os
@@ -23,6 +24,7 @@ class Job:
     num_replicas: int
     ipus_per_replica: int = 1
     only_output_from_instance: Optional[int] = None
+    hosts: tuple[str, ...] = ()  # as poprun's --host gives them: "name" or "name:instances"
 
     def __post_init__(self):
         for name in ("num_instances", "num_replicas", "ipus_per_replica"):
@@ -36,6 +38,34 @@ class Job:
         if only is not None and not 0 <= only < self.num_instances:
             raise PoprunError(f"--only-output-from-instance {only} is not one of the {self.num_instances} "
                               f"instances (0 to {self.num_instances - 1})")
+        self.placement()  # checks the hosts
+
+    def placement(self) -> list[tuple[str, int]]:
+        """(host, instances there) in instance order: consecutive instances share a host, as many on
+        each as its ``name:count`` says, or an even share when no host gives a count."""
+        if not self.hosts:
+            return []
+        named = [_host_and_count(entry) for entry in self.hosts]
+        if all(count is None for _, count in named):
+            if self.num_instances % len(named):
+                raise PoprunError(f"--num-instances {self.num_instances} does not divide among the {len(named)} "
+                                  f"hosts {', '.join(name for name, _ in named)}: give each host its share as "
+                                  "name:count")
+            return [(name, self.num_instances // len(named)) for name, _ in named]
+        if any(count is None for _, count in named):
+            raise PoprunError(f"hosts {', '.join(self.hosts)}: give a count to every host (name:count) or to none")
+        if sum(count for _, count in named) != self.num_instances:
+            raise PoprunError(f"the hosts {', '.join(self.hosts)} hold {sum(c for _, c in named)} instances; "
+                              f"--num-instances is {self.num_instances}")
+        return named
+
+    def host_of(self, instance: int) -> str:
+        first = 0
+        for name, count in self.placement():
+            if instance < first + count:
+                return name
+            first += count
+        return "localhost"
 
     @property
     def local_replicas(self) -> int:
@@ -53,19 +83,52 @@ class Job:
 
     def topology(self) -> str:
         """The table poprun prints: which instance runs which replicas and IPUs."""
-        rows = [" instance | replicas        | IPUs"]
-        ipus = self.local_replicas * self.ipus_per_replica
+        rows = [" instance | replicas        | IPUs" + ("               | host" if self.hosts else "")]
+        ipus = f"{self.local_replicas * self.ipus_per_replica} (simulated)"
         for instance in range(self.num_instances):
             first = instance * self.local_replicas
             replicas = f"{first}-{first + self.local_replicas - 1}" if self.local_replicas > 1 else f"{first}"
-            rows.append(f" {instance:>8} | {replicas:<15} | {ipus} (simulated)")
+            where = f"{ipus:<18} | {self.host_of(instance)}" if self.hosts else ipus
+            rows.append(f" {instance:>8} | {replicas:<15} | {where}")
+        where = ", ".join(name for name, _ in self.placement()) or "localhost"
         head = (f"poprun: {self.num_instances} instance(s) x {self.local_replicas} replica(s) = "
-                f"{self.num_replicas} replicas of {self.ipus_per_replica} IPU(s), on localhost")
+                f"{self.num_replicas} replicas of {self.ipus_per_replica} IPU(s), on {where}")
         return "\n".join([head, *rows])
 
 
-# OpenMPI tokens users pass through poprun, and their MPICH (Hydra) spelling; None: nothing to do.
-_FLAGS = {"--allow-run-as-root": None, "--tag-output": ["-prepend-rank"], "--oversubscribe": None,
+def _host_and_count(entry: str) -> tuple[str, Optional[int]]:
+    name, colon, count = entry.strip().partition(":")
+    if not name or (colon and not (count.isdigit() and int(count) > 0)) or "," in name or " " in name:
+        raise PoprunError(f"{entry!r} is not a host: give a name, or name:count with a positive count of instances")
+    return name, int(count) if colon else None
+
+
+def read_hosts(listing: str) -> tuple[str, ...]:
+    """``--host``'s comma-separated hosts."""
+    hosts = tuple(entry.strip() for entry in listing.split(","))
+    for entry in hosts:
+        _host_and_count(entry)
+    return hosts
+
+
+def read_hostfile(path: str) -> tuple[str, ...]:
+    """A host file: one host (``name`` or ``name:count``) per line; blank lines and ``#`` comments skipped."""
+    try:
+        with open(path, encoding="utf-8") as file:
+            lines = [line.split("#", 1)[0].strip() for line in file]
+    except OSError as error:
+        raise PoprunError(f"cannot read the host file {path}: {error.strerror}") from None
+    hosts = tuple(line for line in lines if line)
+    if not hosts:
+        raise PoprunError(f"the host file {path} names no host")
+    for entry in hosts:
+        _host_and_count(entry)
+    return hosts
+
+
+# OpenMPI tokens users pass through poprun, and their MPICH (Hydra) spelling; None: nothing to do
+# (``--tag-output`` is poprun's own tagging of whole lines, see ``output.py``).
+_FLAGS = {"--allow-run-as-root": None, "--tag-output": None, "--oversubscribe": None,
           "--bind-to": "-bind-to", "--map-by": None}
 _WITH_VALUE = {"--bind-to", "--map-by"}
 
@@ -115,22 +178,23 @@ def find_mpiexec() -> str:
     return found
 
 
-def mpiexec_command(job: Job, command: Sequence[str], mpiexec: str, mpi_args: Sequence[str] = ()) -> list[str]:
-    """The ``mpiexec`` command line: one MPMD section per instance, each with its own environment.
+def mpiexec_command(job: Job, command: Sequence[str], mpiexec: str, mpi_args: Sequence[str] = (),
+                    output_args: Sequence[str] = ()) -> list[str]:
+    """The ``mpiexec`` command line: the hosts, then one MPMD section per instance, each with its own
+    environment (MPICH's launcher carries it to other hosts, with the rest of poprun's environment).
 
-    ``mpi_args`` (translated) apply to every instance: on one host, poprun's global and local MPI
-    arguments mean the same."""
+    ``mpi_args`` (translated) apply to every instance: poprun's global and local MPI arguments mean the
+    same to MPICH. ``output_args``: where mpiexec writes each instance's output."""
     if not command:
         raise PoprunError("poprun needs a command to run, as in `poprun --num-instances 2 --num-replicas 4 "
                           "python train.py`")
-    tagged = job.num_instances > 1 and job.only_output_from_instance is None
-    line = [mpiexec, *(["-prepend-rank"] if tagged and "-prepend-rank" not in mpi_args else []), *mpi_args]
+    hosts = ["-hosts", ",".join(f"{name}:{count}" for name, count in job.placement())] if job.hosts else []
+    line = [mpiexec, *hosts, *output_args, *mpi_args]
     for instance in range(job.num_instances):
         if instance:
             line.append(":")
         line += ["-n", "1"]
         for name, value in job.environment(instance).items():
             line += ["-env", name, value]
-        quiet = job.only_output_from_instance not in (None, instance)
-        line += ["sh", "-c", 'exec "$@" >/dev/null 2>&1', "sh", *command] if quiet else list(command)
+        line += list(command)
     return line

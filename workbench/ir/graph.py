@@ -186,6 +186,9 @@ class Graph:
         return get_current_context().ipu_id
 
     def _unique_name(self, name: str) -> str:
+        if not isinstance(name, str):
+            raise TypeError(f"a tensor's name must be a str (or None for a default name), not "
+                            f"{type(name).__name__} {name!r}")
         return self._tensors.fresh(get_current_context().name_scope_prefix() + name)
 
     def _unique_op_name(self, op_type: str, prefix: Optional[str] = None) -> str:

@@ -3,15 +3,20 @@
 poprun sets ``POPDIST_*`` for each instance; a bare ``mpiexec -n N`` sets only its own rank and size
 (``PMI_RANK``/``PMI_SIZE`` for MPICH, ``OMPI_COMM_WORLD_*`` for OpenMPI), from which the rest follows:
 one replica per instance unless ``POPDIST_NUM_TOTAL_REPLICAS`` says more. Reading them imports nothing,
-least of all MPI.
+least of all MPI; but the first time they describe a job of several instances, an error that nothing
+catches is made to end the whole job (``end_job_on_uncaught_error``).
 """
 from __future__ import annotations
 
 import os
+import sys
+import time
 from dataclasses import dataclass
 from typing import Mapping, Optional
 
+ABORT_DELAY = 0.3  # lets mpiexec pass on the traceback before the abort stops its forwarding
 _RANK = ("PMI_RANK", "OMPI_COMM_WORLD_RANK")
+_ending_job_on_error = False
 _SIZE = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE")
 
 
@@ -81,4 +86,31 @@ def read_settings(environ: Optional[Mapping[str, str]] = None) -> Optional[Popdi
     ipus = get("POPDIST_NUM_IPUS_PER_REPLICA", 1)
     if ipus < 1:
         raise PopdistSettingsError(f"POPDIST_NUM_IPUS_PER_REPLICA={ipus} must be positive")
+    if instances > 1 and environ is os.environ:
+        end_job_on_uncaught_error()
     return PopdistSettings(instances, index, total, local, offset, ipus)
+
+
+def end_job_on_uncaught_error() -> None:
+    """From now on, an error nothing catches in this instance ends every instance of the job (MPI's
+    abort), whenever it happens: the others may be waiting for this one inside MPI, even in its
+    set-up, which has no deadline. MPI is started only then, if nothing started it before."""
+    global _ending_job_on_error
+    if _ending_job_on_error:
+        return
+    _ending_job_on_error = True
+    previous = sys.excepthook
+
+    def hook(kind, value, trace):
+        previous(kind, value, trace)
+        if _first(os.environ, _SIZE) in (None, "1"):
+            return  # no longer in a job (the variables were taken away)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        time.sleep(ABORT_DELAY)
+        try:
+            from mpi4py import MPI
+        except ImportError:
+            return
+        MPI.COMM_WORLD.Abort(1)
+    sys.excepthook = hook

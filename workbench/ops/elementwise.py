@@ -253,10 +253,17 @@ isfinite = unary_op("isfinite", np.isfinite, "True where an element is neither i
 
 # ----- binary arithmetic -----
 def _divide_kernel(op: Op):
-    """Floats divide; integers truncate toward zero as the IPU does."""
+    """Floats divide; integers truncate toward zero as the IPU does, and refuse a zero divisor (which
+    has no integer result) rather than give whatever an infinity casts to."""
     if op.outputs[0].dtype.is_floating_point:
         return np.divide
-    return lambda a, b: np.trunc(np.true_divide(a, b)).astype(a.dtype)
+
+    def integer_divide(a, b):
+        if not np.all(b):
+            raise ZeroDivisionError(f"integer division by zero: {np.size(b) - np.count_nonzero(b)} of the "
+                                    f"{np.size(b)} divisor elements are 0")
+        return np.trunc(np.true_divide(a, b)).astype(a.dtype)
+    return integer_divide
 
 
 def _power_kernel(op: Op):

@@ -333,6 +333,9 @@ class Session:
                                           "'all_replicas' and groups of several replicas is not "
                                           "supported, as in popxl")
             # A Python number takes the variable's dtype, as in popxl.
+            if isinstance(data, numbers.Number) and not isinstance(data, numbers.Real):
+                raise TypeError(f"data for variable {tensor.id!r} is {data!r}, a {type(data).__name__}; a "
+                                f"{tensor.dtype.name} variable takes real numbers")
             array = np.array(data, tensor.dtype.as_numpy()) if isinstance(data, numbers.Number) \
                 else host_array(data)
             if array.dtype != tensor.dtype.as_numpy():

@@ -95,7 +95,7 @@ class SpanningCommunicator:
 
         def gathered(values: list) -> np.ndarray:
             # A copy: the members read the values later, when the shared window may be written again.
-            return gather_replicas(self._channel, values, label, occurrence).copy()
+            return gather_replicas(self._channel, values, label, occurrence, op).copy()
 
         # One meeting of all the local replicas (an op's groups span instances for every replica or none).
         everyone = self._local.combine(MeetingKey(op, tuple(self._replicas), occurrence), label, replica,
@@ -113,7 +113,7 @@ class SpanningCommunicator:
             return self._local.combine(key, label, replica, members, value, combine)
 
         def gathered_and_combined(values: list) -> dict:
-            everyone = gather_replicas(self._channel, values, label, occurrence)
+            everyone = gather_replicas(self._channel, values, label, occurrence, op)
             groups = {tuple(self._members(op, r, members)) for r in self._replicas}
             return {group: combine([everyone[m] for m in group]) for group in groups}
 
@@ -143,12 +143,17 @@ def spans_instances(op, members: Sequence[int], settings: PopdistSettings) -> bo
     return any(instance(min(g)) != instance(max(g)) for g in groups)
 
 
-def gather_replicas(channel: Channel, values: list, label: str, occurrence: int) -> np.ndarray:
+def gather_replicas(channel: Channel, values: list, label: str, occurrence: int, op) -> np.ndarray:
     """Every global replica's value of a collective, from this instance's replicas' ``values`` (in
-    local order), in one exchange; each instance says what it exchanges, and all must say the same.
-    The result may be a view of the shared window: read it before the exchange after next."""
+    local order), in one exchange; each instance says what it exchanges (down to the reduction and the
+    groups of ``op``), and all must say the same. The result may be a view of the shared window: read
+    it before the exchange after next."""
     first = values[0]
-    return channel.gather(values, f"{label} occurrence {occurrence}: {first.dtype}{list(first.shape)}")
+    kind = [f"{op.attrs['op']}"] if "op" in op.attrs else []
+    grouping = op.attrs.get("group")
+    kind += [f"groups {list(grouping.assignment)}"] if grouping is not None else []
+    return channel.gather(values, f"{label} occurrence {occurrence}: {first.dtype}{list(first.shape)}"
+                                  + "".join(f", {part}" for part in kind))
 
 
 def largest_collective_value(ir) -> int:

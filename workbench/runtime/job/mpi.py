@@ -9,19 +9,17 @@ finished its run without reaching the collective.
 from __future__ import annotations
 
 import os
-import sys
 import time
 from typing import Optional
 
 import numpy as np
 
-from workbench.ir.popdist_settings import PopdistSettings, PopdistSettingsError
+from workbench.ir.popdist_settings import PopdistSettings, PopdistSettingsError, end_job_on_uncaught_error
 
 from ..replication.communicator import WAIT_LIMIT, CollectiveMismatchError
 from ..replication.replicas import ReplicaExecutionError
-from .mpi_window import SharedWindow
+from .mpi_window import HEADER_BYTES, SharedWindow, header, mismatch
 
-HEADER_BYTES = 256  # what each instance says it is about to exchange (op, occurrence, dtype, shape)
 NOTICE_BYTES = 2048  # run number, outcome and failing replica (8 bytes each), then the message
 # How a run ended at an instance: completed; a replica failed there; its replicas reached different
 # collectives there; stopped because of another instance.
@@ -34,7 +32,6 @@ SPIN_SECONDS = 0.02
 # An instance may finish its run while its part of the last exchange is still on the way here (the
 # notice and the data travel on different communicators): so much later, it surely is not.
 FINISHED_GRACE = 1.0
-ABORT_DELAY = 0.3  # lets mpiexec pass on the traceback before the abort stops its forwarding
 
 _world: Optional["World"] = None
 
@@ -87,24 +84,11 @@ class World:
         self.MPI = MPI
         self.comm = comm
         self.settings = settings
-        _abort_on_uncaught_exception(comm)
+        end_job_on_uncaught_error()
 
     def channel(self) -> "Channel":
         """A new pair of communicators; every instance must open its channels in the same order."""
         return Channel(self)
-
-
-def _abort_on_uncaught_exception(comm) -> None:
-    """An error nobody catches ends every instance promptly, not only this one."""
-    previous = sys.excepthook
-
-    def hook(kind, value, trace):
-        previous(kind, value, trace)
-        sys.stdout.flush()
-        sys.stderr.flush()
-        time.sleep(ABORT_DELAY)
-        comm.Abort(1)
-    sys.excepthook = hook
 
 
 class Channel:
@@ -139,14 +123,11 @@ class Channel:
         First each instance says what it exchanges; if they differ, all raise CollectiveMismatchError.
         """
         MPI = self._MPI
-        header = np.zeros(HEADER_BYTES, np.uint8)
-        said = description.encode()[:HEADER_BYTES]
-        header[: len(said)] = np.frombuffer(said, np.uint8)
+        said = header(description)
         headers = np.empty((self.instances, HEADER_BYTES), np.uint8)
-        self._wait(self._data.Iallgather([header, MPI.BYTE], [headers, MPI.BYTE]), description)
-        if (headers != header).any():
-            reached = "; ".join(f"instance {i} at {_text(h)}" for i, h in enumerate(headers))
-            raise CollectiveMismatchError(f"the instances reached different collectives: {reached}")
+        self._wait(self._data.Iallgather([said, MPI.BYTE], [headers, MPI.BYTE]), description)
+        if (headers != said).any():
+            raise mismatch(headers)
         send = np.ascontiguousarray(local)
         received = np.empty((self.instances, *send.shape), send.dtype)
         self._wait(self._data.Iallgather([send, send.nbytes, MPI.BYTE], [received, send.nbytes, MPI.BYTE]),

@@ -13,14 +13,34 @@ are read only when all say the same.
 """
 from __future__ import annotations
 
+import hashlib
 from typing import Callable, Optional
 
 import numpy as np
 
 from ..replication.communicator import CollectiveMismatchError
 
-HEADER_BYTES = 256
+# What each instance says it is about to exchange: a digest of the whole description (op, occurrence,
+# dtype, shape, reduction, groups), which must be the same everywhere, then as much of its text as fits.
+HEADER_BYTES, DIGEST_BYTES = 256, 16
 ALIGNMENT = 64
+
+
+def header(description: str) -> np.ndarray:
+    """The header of an exchange that ``description`` describes."""
+    said = description.encode()
+    text = said[:HEADER_BYTES - DIGEST_BYTES]
+    result = np.zeros(HEADER_BYTES, np.uint8)
+    result[:DIGEST_BYTES] = np.frombuffer(hashlib.sha256(said).digest()[:DIGEST_BYTES], np.uint8)
+    result[DIGEST_BYTES: DIGEST_BYTES + len(text)] = np.frombuffer(text, np.uint8)
+    return result
+
+
+def mismatch(headers: np.ndarray) -> CollectiveMismatchError:
+    """The error when the instances' ``headers`` differ: where each instance is."""
+    reached = "; ".join(f"instance {i} at {bytes(h[DIGEST_BYTES:]).rstrip(bytes(1)).decode(errors='replace')}"
+                        for i, h in enumerate(headers))
+    return CollectiveMismatchError(f"the instances reached different collectives: {reached}")
 
 
 class SharedWindow:
@@ -65,9 +85,7 @@ class SharedWindow:
         half = self._halves[self._exchanges % 2]
         self._exchanges += 1
         headers = half[: self._instances * HEADER_BYTES].reshape(self._instances, HEADER_BYTES)
-        said = np.zeros(HEADER_BYTES, np.uint8)
-        text = description.encode()[:HEADER_BYTES]
-        said[: len(text)] = np.frombuffer(text, np.uint8)
+        said = header(description)
         headers[self._instance] = said
         data = half[self._instances * HEADER_BYTES:]
         mine = data[self._instance * nbytes: (self._instance + 1) * nbytes]
@@ -76,9 +94,7 @@ class SharedWindow:
         barrier()
         self._window.Sync()
         if (headers != said).any():
-            reached = "; ".join(f"instance {i} at {bytes(h).rstrip(bytes(1)).decode(errors='replace')}"
-                                for i, h in enumerate(headers))
-            raise CollectiveMismatchError(f"the instances reached different collectives: {reached}")
+            raise mismatch(headers)
         everyone = data[: self._instances * nbytes].view(first.dtype)
         return everyone.reshape(self._instances * len(values), *first.shape)
 
