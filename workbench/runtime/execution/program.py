@@ -10,6 +10,7 @@ import numpy as np
 
 from workbench.analysis.aliasing import declared_root
 from workbench.ir import Graph, Ir, Op, Variable
+from workbench.ops.overwriting import OVERWRITING
 from workbench.ops.registry import op_def
 
 from ..replication.communicator import ReplicaAborted
@@ -244,7 +245,8 @@ class ReplicaProgram:
     def _kernel(self, op: Op, code: GraphCode) -> Callable:
         definition = op_def(op.type)
         swap = definition.into and self.snapshot.swapping(op, definition.into(op, self))
-        kernel = swap or definition.kernel(op, self)
+        overwrite = op in code.plan.overwriting and OVERWRITING[op.type](op, self)
+        kernel = swap or overwrite or definition.kernel(op, self)
         for binder in self.binders:
             kernel = binder.wrap(self, op, code, kernel)
         return kernel
