@@ -221,16 +221,13 @@ def _reduce_axis(reduce: np.ufunc, fill: float, x: np.ndarray, axis: int, begin:
 def _window_reduce(reduce: np.ufunc, fill: float, x: np.ndarray, kernel: Sequence[int], stride: Sequence[int],
                    dilation: Sequence[int], pads_begin: Sequence[int], out: Sequence[int]) -> np.ndarray:
     """``reduce`` (np.maximum or np.add, both separable) over every window, one spatial axis at a
-    time. Outer axes take strided slices, whose rows stay contiguous; the innermost axis is reduced
-    at full resolution, where NumPy's loops are vectorised, and subsampled at the end."""
-    rank = len(kernel)
+    time, each kernel offset a strided slice; the outer axes go first, shrinking the array while its
+    rows stay contiguous, so the innermost axis strides over the fewest values."""
     for axis, (k, s, d, b, o) in enumerate(zip(kernel, stride, dilation, pads_begin, out), 2):
         if k == 1:
             index = [slice(None)] * x.ndim
             index[axis] = slice(0, (o - 1) * s + 1, s)
             x = x[tuple(index)]
-        elif axis == rank + 1 and s > 1:
-            x = _reduce_axis(reduce, fill, x, axis, b, k, 1, d, (o - 1) * s + 1)[..., ::s]
         else:
             x = _reduce_axis(reduce, fill, x, axis, b, k, s, d, o)
     return x
