@@ -75,4 +75,5 @@ def test_a_stepped_run_shows_each_value_before_the_op_that_reuses_it():
         stepper.continue_()
         assert stepper.finished
         np.testing.assert_allclose(shown[conv_output], conv, rtol=1e-5, atol=1e-5)  # a copy, not overwritten
-        np.testing.assert_array_equal(stepper.outputs[streams["y"]], ran)
+        # the plain run computes the bias add and batch norm as one map (``fusion.py``): the last bits may differ
+        np.testing.assert_allclose(stepper.outputs[streams["y"]], ran, rtol=1e-6, atol=1e-6)
