@@ -4,6 +4,7 @@ a plain run (``runtime/execution/fusion.py``); the stepper and profiled runs sti
 import numpy as np
 import popxl
 import popxl.ops as ops
+from workbench.ops.channel_affine import run_kernels
 
 RNG = np.random.default_rng(1)
 X = RNG.standard_normal((2, 3, 4, 5)).astype(np.float32)
@@ -80,3 +81,16 @@ def test_a_value_read_elsewhere_or_a_full_size_factor_ends_the_run():
     code, ran, _, _ = run_and_step(ir, x_stream)
     assert [[code.steps[i].type for i in run] for run in code.plan.fused] == [["add", "batch_norm_inference"]]
     np.testing.assert_allclose(ran[streams["y"]], expected(full_factor=True)[1], rtol=1e-5, atol=1e-5)
+
+
+def test_a_run_given_up_half_way_leaves_nothing_to_the_next():
+    ir, x_stream, _ = channel_maps()
+    with popxl.Session(ir, "ipu_model") as session:
+        code = session.graph_code[ir.main_graph]
+    chain = [code.steps[i] for i in code.plan.fused[0]]
+    first, normalise, scale, shift = run_kernels(chain, overwrite=False)
+    one = np.float32(1)
+    first(X, one)  # a run that failed after its first op
+    y = shift(scale(normalise(first(X, one), SCALE, SHIFT, MEAN, VAR), FACTOR), OFFSET)
+    normed, _ = expected()
+    np.testing.assert_allclose(y, normed * FACTOR + OFFSET, rtol=1e-5, atol=1e-5)

@@ -61,14 +61,13 @@ def run_kernels(ops: Sequence[Op], overwrite: bool) -> list[Callable]:
     composed: list[Map] = [(None, None)]
 
     def noting(index: int) -> Callable:
-        def note(x, *others):
-            composed[0] = _then(composed[0], maps[index](*others))
+        def note(x, *others):  # the first op starts afresh, whatever a failed run left
+            composed[0] = _then(composed[0] if index else (None, None), maps[index](*others))
             return x
         return note
 
     def apply(x, *others):
         factor, shift = _then(composed[0], maps[-1](*others))
-        composed[0] = (None, None)
         y = x if overwrite else None
         if factor is not None:
             y = np.multiply(x, factor, out=y)
