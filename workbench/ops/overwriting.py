@@ -15,7 +15,7 @@ import numpy as np
 
 from workbench.ir import Op
 
-from . import activations, elementwise  # noqa: F401 (register the op types below)
+from . import activations, convolution, elementwise, shape  # noqa: F401 (register the op types below)
 from .nn import batch_norm_factors
 from .registry import op_def
 
@@ -60,5 +60,10 @@ OVERWRITING: dict[str, Callable[[Op, object], Optional[Kernel]]] = {
 """Op type -> builder of the kernel writing that op's result over input 0 (of the result's shape and
 dtype), or giving None where it cannot."""
 
-for _type in OVERWRITING:
+FRESH_RESULTS = frozenset({"conv", "batch_norm_inference", "relu", "add", "mul", "max_pool", "average_pool",
+                           "concat"})
+"""Op types whose kernels return a new array that aliases none of their inputs (or, where the
+runtime binds one of the kernels above, their input 0, itself such an array)."""
+
+for _type in (*OVERWRITING, *FRESH_RESULTS):
     op_def(_type)  # a misspelt type fails at import

@@ -14,16 +14,7 @@ from __future__ import annotations
 from collections import Counter
 
 from workbench.ir import Op
-from workbench.ops.overwriting import OVERWRITING
-from workbench.ops.registry import op_def
-
-FRESH_RESULTS = frozenset({"conv", "batch_norm_inference", "relu", "add", "mul", "max_pool", "average_pool",
-                           "concat"})
-"""Op types whose kernels return a new array that aliases none of their inputs (or, bound by this
-pass, their input 0, itself such an array)."""
-
-for _type in FRESH_RESULTS:
-    op_def(_type)  # a misspelt type fails at import
+from workbench.ops.overwriting import FRESH_RESULTS, OVERWRITING
 
 
 def overwriting_steps(steps: list[Op], outputs: tuple) -> frozenset[Op]:
