@@ -94,10 +94,30 @@ def test_conv_made_a_band_of_output_rows_at_a_time(monkeypatch, x_shape, w_shape
     """A column matrix over the size limit is made and multiplied in bands of output rows (here
     one or two rows a band), with the same result."""
     monkeypatch.setattr(conv_kernels, "CHUNK_BYTES", 2 * 4 * int(np.prod(w_shape[1:])) * x_shape[-1])
+    monkeypatch.setattr(conv_kernels, "FEW_OUTPUTS", 0)  # every convolution makes a column matrix
     x, w = normal(*x_shape), normal(*w_shape)
     rank = len(x_shape) - 2
     result = run_op(lambda t, k: ops.conv(t, k, stride, padding, dilation, groups), x, w)
     expected = conv_loop(x, w, stride, padding[:rank], padding[rank:], dilation, groups)
+    np.testing.assert_allclose(result, expected, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("x_shape, w_shape, padding, dilation", [
+    ((2, 3, 7, 5), (4, 3, 3, 3), (1, 1, 1, 1), (1, 1)),
+    ((1, 5, 6, 9), (32, 5, 2, 4), (0, 2, 1, 0), (1, 1)),
+    ((1, 4, 9, 8), (7, 4, 3, 2), (2, 0, 2, 3), (2, 3)),
+    ((1, 2, 3, 3), (1, 2, 3, 3), (0, 0, 0, 0), (1, 1)),
+])
+@pytest.mark.parametrize("few_outputs", [0, 32])
+def test_conv_of_few_output_channels_adds_one_product_per_kernel_offset(monkeypatch, few_outputs, x_shape, w_shape,
+                                                                         padding, dilation):
+    """A 2-D convolution of stride 1 with at most ``FEW_OUTPUTS`` output channels multiplies shifted
+    views of its padded input, one per kernel offset; with none allowed it makes a column matrix. Both
+    give the direct loop's result."""
+    monkeypatch.setattr(conv_kernels, "FEW_OUTPUTS", few_outputs)
+    x, w = normal(*x_shape), normal(*w_shape)
+    result = run_op(lambda t, k: ops.conv(t, k, (1, 1), padding, dilation), x, w)
+    expected = conv_loop(x, w, (1, 1), padding[:2], padding[2:], dilation, 1)
     np.testing.assert_allclose(result, expected, rtol=1e-4, atol=1e-5)
 
 

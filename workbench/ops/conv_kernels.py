@@ -4,7 +4,8 @@ A convolution is im2col and one matrix product: a strided view lists every windo
 input as [N, C, *kernel, *out], one copy makes it the contiguous [N, C·K, P] column matrix, and
 ``matmul`` with the weight as a [C_out, C·K] view writes [N, C_out, P], already the output's layout
 (a large column matrix is made and multiplied a band of output rows at a time). A 1×1 convolution
-of stride 1 needs no copy at all. Poolings reduce one spatial axis at a time, each kernel offset a
+of stride 1 needs no copy at all, nor does a 2-D one of stride 1 with few output channels, which adds
+up one product per kernel offset of shifted views of the padded input. Poolings reduce one spatial axis at a time, each kernel offset a
 strided slice of the unpadded input, never a window axis (which NumPy reduces slowly).
 """
 from __future__ import annotations
@@ -69,6 +70,39 @@ def _windows(x: np.ndarray, kernel: Sequence[int], stride: Sequence[int], dilati
 
 
 CHUNK_BYTES = 1 << 20  # of im2col matrix per matrix product: about one core's L2 cache
+FEW_OUTPUTS = 32  # output channels up to which a 2-D convolution of stride 1 multiplies shifted inputs
+
+
+def _shifted_taps_conv(x_shape: Sequence[int], weight_shape: Sequence[int], dilation: Sequence[int], pads: Pads,
+                       out: Sequence[int], dtype: np.dtype) -> Callable:
+    """A 2-D convolution of stride 1 as one matrix product per kernel offset, added up, with no
+    column matrix: the padded input, flattened per channel, read from the offset's shift is a plain
+    [C_in, rows · padded width] matrix, so each product computes every output row at the padded
+    width (the extra columns are dropped at the end). With few output channels the im2col copy
+    costs as much as its matrix product; these products and sums cost far less."""
+    compute = compute_type(dtype)
+    n, c_in, height, width = x_shape
+    c_out = weight_shape[0]
+    (top, bottom), (left, right) = pads
+    padded_width = width + left + right
+    rows = height + top + bottom + 1  # a zero row below: the dropped columns of the last row read it
+    offsets = [kh * dilation[0] * padded_width + kw * dilation[1] for kh, kw in np.ndindex(*weight_shape[2:])]
+    length = out[0] * padded_width
+
+    def conv(x: np.ndarray, weight: np.ndarray) -> np.ndarray:
+        padded = np.zeros((n, c_in, rows, padded_width), compute)
+        padded[:, :, top:top + height, left:left + width] = x
+        flat = padded.reshape(n, c_in, rows * padded_width)
+        taps = weight.astype(compute, copy=False).transpose(2, 3, 0, 1).reshape(len(offsets), c_out, c_in)
+        y = np.empty((n, c_out, length), compute)
+        part = np.empty((c_out, length), compute)
+        for image in range(n):
+            np.matmul(taps[0], flat[image, :, offsets[0]:offsets[0] + length], out=y[image])
+            for tap, offset in zip(taps[1:], offsets[1:]):
+                np.matmul(tap, flat[image, :, offset:offset + length], out=part)
+                y[image] += part
+        return np.ascontiguousarray(y.reshape(n, c_out, out[0], padded_width)[..., :out[1]], dtype)
+    return conv
 
 
 def conv(x_shape: Sequence[int], weight_shape: Sequence[int], stride: Sequence[int], dilation: Sequence[int],
@@ -92,6 +126,8 @@ def conv(x_shape: Sequence[int], weight_shape: Sequence[int], stride: Sequence[i
             y = np.matmul(w[0], cols) if groups == 1 else np.matmul(w, cols.reshape(n, groups, -1, positions))
             return y.reshape(out_shape).astype(dtype, copy=False)
         return pointwise
+    if len(kernel) == 2 and groups == 1 and tuple(stride) == (1, 1) and c_out <= FEW_OUTPUTS:
+        return _shifted_taps_conv(x_shape, weight_shape, dilation, pads, out, dtype)
 
     band_positions = positions // out[0]  # output positions per row of the first spatial axis
     row_bytes = c_in * math.prod(kernel) * band_positions * compute.itemsize
@@ -185,16 +221,13 @@ def _reduce_axis(reduce: np.ufunc, fill: float, x: np.ndarray, axis: int, begin:
 def _window_reduce(reduce: np.ufunc, fill: float, x: np.ndarray, kernel: Sequence[int], stride: Sequence[int],
                    dilation: Sequence[int], pads_begin: Sequence[int], out: Sequence[int]) -> np.ndarray:
     """``reduce`` (np.maximum or np.add, both separable) over every window, one spatial axis at a
-    time. Outer axes take strided slices, whose rows stay contiguous; the innermost axis is reduced
-    at full resolution, where NumPy's loops are vectorised, and subsampled at the end."""
-    rank = len(kernel)
+    time, each kernel offset a strided slice; the outer axes go first, shrinking the array while its
+    rows stay contiguous, so the innermost axis strides over the fewest values."""
     for axis, (k, s, d, b, o) in enumerate(zip(kernel, stride, dilation, pads_begin, out), 2):
         if k == 1:
             index = [slice(None)] * x.ndim
             index[axis] = slice(0, (o - 1) * s + 1, s)
             x = x[tuple(index)]
-        elif axis == rank + 1 and s > 1:
-            x = _reduce_axis(reduce, fill, x, axis, b, k, 1, d, (o - 1) * s + 1)[..., ::s]
         else:
             x = _reduce_axis(reduce, fill, x, axis, b, k, s, d, o)
     return x

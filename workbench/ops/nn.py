@@ -127,18 +127,30 @@ def _batch_norm_infer(specs, attrs):
     return [TensorSpec(specs[0].shape, specs[0].dtype)]
 
 
-def _batch_norm_kernel(op, env):
+def batch_norm_factors(op):
+    """``factors(scale, bias, mean, var)``: the one scale and one shift per channel that batch norm in
+    inference applies, each shaped to broadcast over the input."""
     shape, eps = op.inputs[0].shape, op.attrs["epsilon"]
+    compute = _compute_type(op.inputs[0].dtype.as_numpy())
+    per_channel = _channel_shape(len(shape), shape[1])
+
+    def factors(scale, bias, mean, var):
+        factor = scale.astype(compute) / np.sqrt(var.astype(compute) + compute.type(eps))
+        shift = bias.astype(compute) - mean.astype(compute) * factor
+        return factor.reshape(per_channel), shift.reshape(per_channel)
+    return factors
+
+
+def _batch_norm_kernel(op, env):
     dtype = op.inputs[0].dtype.as_numpy()
     compute = _compute_type(dtype)
-    per_channel = _channel_shape(len(shape), shape[1])
+    factors = batch_norm_factors(op)
 
     def batch_norm(x, scale, bias, mean, var):
         """One scale and one shift per channel, applied in two passes over one new array."""
-        factor = scale.astype(compute) / np.sqrt(var.astype(compute) + compute.type(eps))
-        shift = bias.astype(compute) - mean.astype(compute) * factor
-        y = np.multiply(x, factor.reshape(per_channel), dtype=compute)
-        y += shift.reshape(per_channel)
+        factor, shift = factors(scale, bias, mean, var)
+        y = np.multiply(x, factor, dtype=compute)
+        y += shift
         return y.astype(dtype, copy=False)
     return batch_norm
 

@@ -9,6 +9,9 @@ from dataclasses import dataclass
 from workbench.analysis import GraphEffects, graph_effects, schedule
 from workbench.ir import Constant, Graph, Op, Tensor, Variable
 
+from .fusion import fused_runs
+from .reuse import overwriting_steps
+
 
 @dataclass(frozen=True, slots=True)
 class PlanStep:
@@ -29,6 +32,8 @@ class ExecutionPlan:
     variables and persistent tensors, ``Ir.persistent_tensors``) from one list, into
     ``variable_slots``. ``unused`` are inputs and variables no step reads. ``returned`` names the
     graph outputs. Slots are reused once their value is dead, so rebinding a slot frees its value.
+    ``overwriting`` are the steps whose kernel writes its result over its dead input 0 (``reuse.py``);
+    ``fused`` the runs of steps (as indices) that a plain run computes as one (``fusion.py``).
     """
 
     graph: Graph
@@ -41,6 +46,8 @@ class ExecutionPlan:
     unused: tuple[Tensor, ...]
     plan_steps: list[PlanStep]
     returned: tuple[str, ...]
+    overwriting: frozenset[Op]
+    fused: tuple[tuple[int, ...], ...]
 
 
 def plan_graph(graph: Graph, steps: list[Op] | None = None) -> ExecutionPlan:
@@ -90,4 +97,5 @@ def plan_graph(graph: Graph, steps: list[Op] | None = None) -> ExecutionPlan:
         plan_steps.append(PlanStep(op, arguments, results, tuple(released + never_read)))
     returned = tuple(constant_names.get(t) or slots[t] for t in graph.outputs)
     return ExecutionPlan(graph, steps, graph_effects(graph), variables, constants, parameters,
-                         variable_slots, unused, plan_steps, returned)
+                         variable_slots, unused, plan_steps, returned, overwriting_steps(steps, graph.outputs),
+                         fused_runs(steps, graph.outputs))

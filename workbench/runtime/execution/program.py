@@ -10,6 +10,8 @@ import numpy as np
 
 from workbench.analysis.aliasing import declared_root
 from workbench.ir import Graph, Ir, Op, Variable
+from workbench.ops.channel_affine import run_kernels
+from workbench.ops.overwriting import OVERWRITING
 from workbench.ops.registry import op_def
 
 from ..replication.communicator import ReplicaAborted
@@ -232,9 +234,11 @@ class ReplicaProgram:
             plain = self._bound[graph].kernels
             kernels = [self._kernel(op, code) if op.called_graphs else plain[i]
                        for i, op in enumerate(code.steps)]
+            running = kernels
         else:
             kernels = [self._kernel(op, code) for op in code.steps]
-        namespace: dict[str, Any] = {f"k{i}": k for i, k in enumerate(kernels)}
+            running = self._fused(code, kernels)
+        namespace: dict[str, Any] = {f"k{i}": k for i, k in enumerate(running)}
         namespace.update({f"c{i}": c.data for i, c in enumerate(code.constants)})
         if profiled:
             namespace.update(T=perf_counter, A=self.timestamps.append)
@@ -245,7 +249,22 @@ class ReplicaProgram:
     def _kernel(self, op: Op, code: GraphCode) -> Callable:
         definition = op_def(op.type)
         swap = definition.into and self.snapshot.swapping(op, definition.into(op, self))
-        kernel = swap or definition.kernel(op, self)
+        overwrite = op in code.plan.overwriting and OVERWRITING[op.type](op, self)
+        return self._wrap(op, code, swap or overwrite or definition.kernel(op, self))
+
+    def _wrap(self, op: Op, code: GraphCode, kernel: Callable) -> Callable:
         for binder in self.binders:
             kernel = binder.wrap(self, op, code, kernel)
         return kernel
+
+    def _fused(self, code: GraphCode, kernels: list[Callable]) -> list[Callable]:
+        """What a plain run calls: ``kernels``, but one kernel for each of the plan's fused runs
+        (``fusion.py``); the stepper and profiled runs call ``kernels`` themselves."""
+        if not code.plan.fused:
+            return kernels
+        running = list(kernels)
+        for run in code.plan.fused:
+            ops = [code.steps[i] for i in run]
+            for index, op, kernel in zip(run, ops, run_kernels(ops, ops[0] in code.plan.overwriting)):
+                running[index] = self._wrap(op, code, kernel)
+        return running
