@@ -97,6 +97,8 @@ def check_geometry(picture):
         assert edge["points"][-1] == [head["x"], head["y"]]
         assert head["y"] > tail["y"] or not acyclic, (picture["id"], tail["key"], head["key"])
         assert all(0 <= x <= picture["width"] and 0 <= y <= picture["height"] for x, y in edge["points"])
+        for x, y in edge["points"][1:-1]:  # a bend is never inside a box: the edge goes round it
+            assert not any(abs(x - n["x"]) * 2 < n["w"] and n["y"] <= y <= n["y"] + n["h"] for n in nodes), edge
 
 
 def test_every_group_picture_of_real_programs_is_laid_out_without_overlaps(resnet):

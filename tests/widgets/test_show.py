@@ -10,12 +10,12 @@ import popxl.ops as ops
 import workbench
 from widget_programs import call_tree_program, trace
 from workbench.export.mime import MIME_TYPE
-from workbench.widgets import (CallTreeView, GraphView, LivenessView, ReplicaGroupView, ScheduleView,
+from workbench.widgets import (CallTreeView, GraphView, LivenessView, ModelView, ReplicaGroupView, ScheduleView,
                                SessionStepperView, Workbench)
 from workbench.widgets.style import PICTURE_WIDTH
 from workbench.widgets.view import PLOTLY_MIME
 
-VIEW_TABS = ["call tree", "graph", "schedule", "liveness", "replica groups"]
+VIEW_TABS = ["model", "call tree", "graph", "schedule", "liveness", "replica groups"]
 
 
 def small_program():
@@ -73,31 +73,33 @@ def test_show_and_report_are_attributes_of_the_package():
         raise AssertionError("expected an AttributeError")
 
 
-def test_an_ir_gets_five_tabs_sharing_one_selection():
+def test_an_ir_gets_six_tabs_sharing_one_selection():
     ir, _, _, _ = small_program()
     wb = workbench.show(ir, live=False)
     assert isinstance(wb, Workbench) and wb.tabs == VIEW_TABS
-    kinds = [CallTreeView, GraphView, ScheduleView, LivenessView, ReplicaGroupView]
+    kinds = [ModelView, CallTreeView, GraphView, ScheduleView, LivenessView, ReplicaGroupView]
     assert [type(wb[tab]) for tab in wb.tabs] == kinds
     assert all(view.selection is wb.selection for view in wb.views.values())
     tab = wb.widget
     assert list(tab.titles) == VIEW_TABS and tab.selected_index == 0
     # A tab's view widget is made when the tab is first opened.
-    assert [list(page.children) for page in tab.children] == [[wb["call tree"].widget], [], [], [], []]
+    assert [list(page.children) for page in tab.children] == [[wb["model"].widget], [], [], [], [], []]
     assert all(wb[t]._widget is None for t in VIEW_TABS[1:])
     tab.selected_index = VIEW_TABS.index("liveness")
     assert list(tab.children[VIEW_TABS.index("liveness")].children) == [wb["liveness"].widget]
     assert wb["graph"]._widget is None
-    assert repr(wb) == f"Workbench({ir!r}: call tree, graph, schedule, liveness, replica groups)"
+    assert repr(wb) == f"Workbench({ir!r}: model, call tree, graph, schedule, liveness, replica groups)"
 
 
-def test_a_graph_picked_in_the_call_tree_opens_in_the_graph_tab_and_ops_are_marked_everywhere():
+def test_a_graph_picked_in_the_call_tree_opens_in_the_model_tab_and_ops_are_marked_everywhere():
     ir, names = call_tree_program()
     wb = Workbench(ir, live=False)
     tab = wb.widget
     assert tab.selected_index == 0
+    tab.selected_index = VIEW_TABS.index("call tree")
     wb["call tree"]._click(names["g"].id)
-    assert wb["graph"].graph is names["g"] and tab.selected_index == VIEW_TABS.index("graph")
+    assert wb["graph"].graph is names["g"] and tab.selected_index == VIEW_TABS.index("model")
+    assert wb["model"].graph is names["g"] and wb["model"].shown == names["g"].id
     add = names["g"].ops[0]
     wb["graph"]._click(wb["graph"].picture.keys_of(add)[0])
     assert wb.selection.op is add

@@ -133,15 +133,14 @@ def _edge_label(tensors: list) -> str:
 
 
 def _to_pixels(layout, boxes: dict) -> tuple[dict, int, int, dict]:
-    """Pixel boxes (centre x, top y, width, height) from a layout in columns and layers: each layer as tall
-    as its tallest box, columns as wide as the widest box (up to ``MAX_COLUMN``), boxes pushed right
-    where a wide one would overlap the next."""
+    """Pixel boxes (centre x, top y, width, height) and bend points from a layout in columns and layers:
+    each layer as tall as its tallest box, columns as wide as the widest box (up to ``MAX_COLUMN``); in
+    each layer, boxes and bends keep their order and are pushed right where they would come closer than
+    ``GAP_X`` (a bend half that), so that no edge passes through a box."""
     if not layout.positions:
         return {}, 2 * MARGIN, 2 * MARGIN, {}
-    widest = max(box.width for box in boxes.values())
-    column = min(widest, MAX_COLUMN) + GAP_X
-    depth = layout.depth
-    tallest = [0] * depth
+    column = min(max(box.width for box in boxes.values()), MAX_COLUMN) + GAP_X
+    tallest = [0] * layout.depth
     for item, layer in layout.layers.items():
         tallest[layer] = max(tallest[layer], boxes[item].height)
     tops, bottom = [], MARGIN
@@ -149,33 +148,31 @@ def _to_pixels(layout, boxes: dict) -> tuple[dict, int, int, dict]:
         tops.append(bottom)
         bottom += height + GAP_Y
     bottom -= GAP_Y
-    layer_of_y = {}
+    layer_of_y = {y: layout.layers[item] for item, (_, y) in layout.positions.items()}
     rows: dict[int, list] = {}
     for item, (x, y) in layout.positions.items():
-        layer = layout.layers[item]
-        layer_of_y[y] = layer
-        rows.setdefault(layer, []).append((x, item))
-    placed = {}
-    right = 0.0
-    for layer, row in rows.items():
-        row.sort(key=lambda entry: entry[0])
-        edge = MARGIN
-        for x, item in row:
-            box = boxes[item]
-            centre = max((x - layout.left) * column + column / 2 + MARGIN, edge + box.width / 2)
-            edge = centre + box.width / 2 + GAP_X
-            box_top = tops[layer] + (tallest[layer] - box.height) / 2
-            placed[item] = {"x": round(centre), "y": round(box_top), "w": box.width, "h": box.height}
-            right = max(right, centre + box.width / 2)
-    bends = {}
+        rows.setdefault(layout.layers[item], []).append((x, 0, item))
     for key, points in layout.bends.items():
-        converted = []
-        for x, y in points:
-            layer = layer_of_y.get(y, int(round(-y)))
-            middle = tops[layer] + tallest[layer] / 2 if layer < depth else bottom
-            converted.append((round((x - layout.left) * column + column / 2 + MARGIN), round(middle)))
-            right = max(right, converted[-1][0])
-        bends[key] = converted
+        for index, (x, y) in enumerate(points):
+            rows.setdefault(layer_of_y.get(y, int(round(-y))), []).append((x, 1, (key, index)))
+    placed, bends, right = {}, {key: list(points) for key, points in layout.bends.items()}, 0.0
+    for layer, row in rows.items():
+        row.sort(key=lambda entry: (entry[0], entry[1]))
+        edge = MARGIN
+        for x, is_bend, item in row:
+            ideal = (x - layout.left) * column + column / 2 + MARGIN
+            half = GAP_X / 2 if is_bend else boxes[item].width / 2
+            centre = max(ideal, edge + half)
+            edge = centre + half + (0 if is_bend else GAP_X / 2)
+            right = max(right, centre + half)
+            if is_bend:
+                key, index = item
+                middle = tops[layer] + tallest[layer] / 2 if layer < layout.depth else bottom
+                bends[key][index] = (round(centre), round(middle))
+            else:
+                box = boxes[item]
+                top = tops[layer] + (tallest[layer] - box.height) / 2
+                placed[item] = {"x": round(centre), "y": round(top), "w": box.width, "h": box.height}
     return placed, int(right + MARGIN), int(bottom + MARGIN), bends
 
 

@@ -50,24 +50,41 @@ class OpGroup:
             yield from child.walk()
 
 
-def op_scope(op: Op, scopes: dict[Op, tuple[str, ...]]) -> tuple[str, ...]:
-    """The name-scope path of ``op`` (``scopes`` holds those of the ops before it, for ONNX ops that
-    inherit one)."""
-    parts = tuple(op.name.split("/")[:-1])
-    if "onnx_node" not in op.meta:
-        return parts
-    parts = parts[:-1]  # the node's own name
-    if parts:
-        return parts
-    own = op.name.rpartition("/")[0] + "/"  # constants made while lowering the node carry its scope
+def op_scopes(graph: Graph) -> dict[Op, tuple[str, ...]]:
+    """The name-scope path of each op of ``graph``. The ops lowered from one ONNX node share one."""
+    scopes: dict[Op, tuple[str, ...]] = {}
+    nodes: dict[str, list[Op]] = {}
+    for op in graph.ops:
+        if "onnx_node" in op.meta:
+            nodes.setdefault(op.name.rpartition("/")[0], []).append(op)
+        else:
+            scopes[op] = tuple(op.name.split("/")[:-1])
+    for op in graph.ops:
+        if op in scopes:
+            continue
+        prefix = op.name.rpartition("/")[0]
+        scope = _node_scope(prefix, nodes[prefix], scopes)
+        for member in nodes[prefix]:
+            scopes[member] = scope
+    return scopes
+
+
+def _node_scope(prefix: str, ops: list[Op], scopes: dict[Op, tuple[str, ...]]) -> tuple[str, ...]:
+    """The scope of the ops lowered from one ONNX node, whose own name is the last part of ``prefix``:
+    the directories of the node name, else those its weights share, else its first input's maker's."""
+    directories = tuple(prefix.split("/")[:-1])
+    if directories:
+        return directories
+    own = prefix + "/"  # constants made while lowering the node carry its scope
     parameters = [t.name[len(own):] if t.name.startswith(own) else t.name
-                  for t in op.inputs if t.kind in ("variable", "constant")]
+                  for op in ops for t in op.inputs if t.kind in ("variable", "constant")]
     if parameters:
         return _parameter_scope(parameters)
-    for tensor in op.inputs:
-        producer = tensor.producer
-        if producer is not None and producer in scopes:
-            return scopes[producer]
+    for op in ops:
+        for tensor in op.inputs:
+            producer = tensor.producer
+            if producer is not None and producer not in ops and producer in scopes:
+                return scopes[producer]
     return ()
 
 
@@ -93,9 +110,7 @@ def _parameter_scope(names: list[str]) -> tuple[str, ...]:
 def group_graph(graph: Graph, max_items: int = MAX_ITEMS) -> OpGroup:
     """The group tree of ``graph``: its root is the graph itself."""
     root = OpGroup(graph.id, graph.label, "graph")
-    scopes: dict[Op, tuple[str, ...]] = {}
-    for op in graph.ops:
-        scopes[op] = op_scope(op, scopes)
+    scopes = op_scopes(graph)
     orders = {op: order for order, op in enumerate(graph.ops)}
     ipus = sorted({op.ipu for op in graph.ops})
     homes: dict[int, OpGroup] = {}

@@ -1,6 +1,8 @@
 """Notebook views of an Ir, drawn with plotly over ``workbench.analysis`` data, updating live.
 
 - ``CallTreeView(ir)``: graphs and the call sites between them (call, repeat ×N, branch).
+- ``ModelView(ir, graph=None)``: a graph grouped by IPU, name scope and runs of ops, one group at a time,
+  Netron-like op boxes; the same pictures as the JupyterLab extension's Model tab.
 - ``GraphView(ir, graph=None)``: one graph's ops and tensors; call sites expand inline; search.
 - ``LivenessView(ir, device=None)``: memory per IPU over the schedule, and code liveness per graph.
 - ``ReplicaGroupView(ir_or_session, grouping=None)``: replicas coloured by group, the groups of each
@@ -37,6 +39,7 @@ from .graph_view import GraphView
 from .html_report import report
 from .live import Debouncer, LiveBinding, ManualScheduler
 from .liveness_view import LivenessView
+from .model_view import ModelView
 from .replica_group_view import ReplicaGroupView
 from .schedule_view import ScheduleView
 from .selection import Selection
@@ -44,6 +47,6 @@ from .stepper_view import SessionStepperView
 from .tabs import Workbench, show
 from .view import View
 
-__all__ = ["CallTreeView", "GraphView", "LivenessView", "ReplicaGroupView", "ScheduleView", "Selection",
+__all__ = ["CallTreeView", "GraphView", "LivenessView", "ModelView", "ReplicaGroupView", "ScheduleView", "Selection",
            "SessionStepperView", "View", "Workbench", "show", "report", "Debouncer", "LiveBinding",
            "ManualScheduler"]

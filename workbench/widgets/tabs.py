@@ -7,6 +7,7 @@ from .call_tree_view import CallTreeView
 from .graph_view import GraphView
 from .live import DEFAULT_WINDOW, Scheduler
 from .liveness_view import LivenessView
+from .model_view import ModelView
 from .replica_group_view import ReplicaGroupView
 from .schedule_view import ScheduleView
 from .selection import Selection
@@ -16,7 +17,8 @@ from .workbench_html import plotly_figure_html, workbench_html
 
 
 class Workbench:
-    """Tabs of the call tree, graph, schedule, liveness and replica-group views of an Ir or a Session,
+    """Tabs of the model (grouped graph), call tree, graph, schedule, liveness and replica-group views of an
+    Ir or a Session,
     plus, for a Session, a stepper (stepping with ``inputs``) whose current op the other tabs show.
     Every view shares ``selection``: a graph clicked in the call tree opens in the graph tab, an op
     clicked anywhere is marked everywhere.
@@ -33,6 +35,7 @@ class Workbench:
         options = dict(selection=self.selection, live=live, window=window, scheduler=scheduler)
         source = self.session if self.session is not None else self.ir
         self.views: dict[str, Any] = {
+            "model": ModelView(source, **options),
             "call tree": CallTreeView(source, open_graphs=False, **options),
             "graph": GraphView(source, **options),
             "schedule": ScheduleView(source, **options),
@@ -74,9 +77,9 @@ class Workbench:
             self._pages[index].children = [list(self.views.values())[index].widget]
 
     def _graph_chosen(self, change) -> None:
-        """A graph picked while the call tree tab is open opens in the graph tab."""
-        if self._widget is not None and self._widget.selected_index == 0:
-            self._widget.selected_index = self.tabs.index("graph")
+        """A graph picked while the call tree tab is open opens in the model tab."""
+        if self._widget is not None and self._widget.selected_index == self.tabs.index("call tree"):
+            self._widget.selected_index = self.tabs.index("model")
 
     def to_html(self, include_plotlyjs: Any = "cdn") -> str:
         """Every view one under the other, as an HTML fragment."""

@@ -1,0 +1,122 @@
+"""ModelView: a graph grouped by IPU, name scope and runs of ops, one group at a time, as the JupyterLab
+extension's Model tab draws it (both draw the pictures of ``workbench.export.group_layout``)."""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from workbench.export.group_layout import grouped_graph
+from workbench.ir import Graph
+
+from .figures.model_figure import model_figure
+from .selection import Selection
+from .style import count_of
+from .view import View
+
+
+class ModelView(View):
+    """The groups of ``selection.graph`` (the main graph unless ``graph`` is given). Clicking a group opens
+    it, clicking a call op opens the graph it calls, clicking an op selects it; ``open(group_id)`` and
+    ``up()`` move by hand, and the breadcrumb above the picture goes back to any enclosing group.
+
+    >>> view = ModelView(ir)
+    >>> view.open(view.pictures[view.shown]["nodes"][0]["key"])
+    """
+
+    live_kinds = frozenset({"op_added", "op_changed", "graph_created", "graph_built", "graph_discarded"})
+
+    def __init__(self, source: Any, graph: Optional[Graph] = None, *, selection: Optional[Selection] = None,
+                 **options):
+        selection = selection if selection is not None else Selection()
+        if graph is not None:
+            selection.graph = graph
+        self.shown = ""
+        self.pictures: dict[str, dict] = {}
+        self._picture_graph: Optional[Graph] = None
+        super().__init__(source, selection=selection, **options)
+        self.selection.observe(self._graph_selected, names="graph")
+        self.selection.observe(lambda change: self.redraw(), names="op")
+
+    @property
+    def graph(self) -> Graph:
+        graph = self.selection.graph
+        return graph if graph is not None and graph.ir is self.ir else self.ir.main_graph
+
+    def _compute(self) -> None:
+        grouped = grouped_graph(self.graph)
+        self.pictures = {picture["id"]: picture for picture in grouped["groups"]}
+        if self._picture_graph is not self.graph or self.shown not in self.pictures:
+            self.shown = grouped["root"]
+        self._picture_graph = self.graph
+
+    @property
+    def picture(self) -> dict:
+        return self.pictures[self.shown]
+
+    def build_figure(self):
+        selected = self.selection.op.id if self.selection.op is not None else ""
+        title = " › ".join(f"{p['label']} ({count_of(p['ops'], 'op')})" for p in self.path())
+        return model_figure(self.picture, title, selected)
+
+    def path(self) -> list[dict]:
+        """The pictures from the graph's top group down to the one shown."""
+        chain, at = [], self.pictures.get(self.shown)
+        while at is not None:
+            chain.append(at)
+            at = self.pictures.get(at["parent"]) if at["parent"] is not None else None
+        return chain[::-1]
+
+    # ----- interaction -----
+    def open(self, group_id: str) -> None:
+        """Show the group ``group_id`` of the graph shown."""
+        if group_id not in self.pictures:
+            raise ValueError(f"{self.graph.label!r} has no group {group_id!r}; its groups are "
+                             f"{', '.join(list(self.pictures)[:8])}{'…' if len(self.pictures) > 8 else ''}")
+        self.shown = group_id
+        self.redraw()
+        self._update_crumbs()
+
+    def up(self) -> None:
+        """Show the group around the one shown (nothing at the top)."""
+        parent = self.picture["parent"]
+        if parent is not None:
+            self.open(parent)
+
+    def _click(self, key: Any) -> None:
+        if key in self.pictures:
+            self.open(key)
+            return
+        op = next((op for op in self.graph.ops if op.id == key), None)
+        if op is None:
+            return
+        if op.called_graphs:
+            self.selection.graph = op.called_graphs[0]
+        else:
+            self.selection.op = op
+
+    def _graph_selected(self, change) -> None:
+        if change["new"] is not self._picture_graph:
+            self.refresh()
+            self._update_crumbs()
+
+    def _controls(self) -> list:
+        import ipywidgets
+
+        self._crumbs = ipywidgets.HBox([])
+        self._update_crumbs()
+        return [self._crumbs]
+
+    def _update_crumbs(self) -> None:
+        if self._widget is None and not hasattr(self, "_crumbs"):
+            return
+        import ipywidgets
+
+        buttons = []
+        for picture in self.path()[:-1]:
+            button = ipywidgets.Button(description=f"{picture['label']} ({count_of(picture['ops'], 'op')})",
+                                       layout=ipywidgets.Layout(width="auto"))
+            button.on_click(lambda _, target=picture["id"]: self.open(target))
+            buttons.append(button)
+        self._crumbs.children = buttons
+
+    def __repr__(self) -> str:
+        return f"ModelView({self.graph.label}: {count_of(len(self.graph.ops), 'op')}, group {self.shown!r})"
