@@ -1,5 +1,8 @@
 """workbench.show: every view in tabs sharing one selection (a stepper tab for a Session), a light
 ``import workbench``, and views that render where no widget manager runs."""
+import base64
+import gzip
+import re
 import subprocess
 import sys
 
@@ -12,6 +15,7 @@ from widget_programs import call_tree_program, trace
 from workbench.export.mime import MIME_TYPE
 from workbench.widgets import (CallTreeView, GraphView, LivenessView, ModelView, ReplicaGroupView, ScheduleView,
                                SessionStepperView, Workbench)
+from workbench.widgets.offline_plotly import plotlyjs_for
 from workbench.widgets.style import PICTURE_WIDTH
 from workbench.widgets.view import PLOTLY_MIME
 
@@ -141,5 +145,10 @@ def test_without_a_kernel_every_view_and_the_workbench_display_as_static_html():
     assert set(bundle) == {"text/plain", "text/html", MIME_TYPE} and metadata[MIME_TYPE]["view"] == "memory"
     # One figure per tab, except the graph tab: one per graph of the call tree (main and double).
     assert bundle["text/html"].count("plotly-graph-div") == len(VIEW_TABS) - 1 + len(ir.graphs)
-    assert bundle["text/html"].count("cdn.plot.ly") == 1  # the library once, for the whole workbench
+    # plotly.js once for the whole workbench, inside the HTML (gzipped): offline it still draws.
+    html = bundle["text/html"]
+    assert "cdn.plot.ly" not in html and not re.search(r"<script[^>]*\bsrc=", html)
+    (packed,) = re.findall(r"<script id='plotly-js-[0-9a-f]+' type='application/gzip;base64'>([^<]*)</script>", html)
+    assert gzip.decompress(base64.b64decode(packed)).decode("utf-8") == plotlyjs_for(["scatter", "bar"])
+    assert "cdn.plot.ly" not in wb["liveness"]._repr_mimebundle_()[0]["text/html"]
     assert "<h3>Stepper</h3>" not in bundle["text/html"]  # nothing stepped yet

@@ -13,6 +13,7 @@ from .schedule_view import ScheduleView
 from .selection import Selection
 from .stepper_view import SessionStepperView
 from .view import _ir_and_session, display_bundle, source_bundle
+from .offline_plotly import offline_drawer
 from .workbench_html import plotly_figure_html, workbench_html
 
 
@@ -81,8 +82,11 @@ class Workbench:
         if self._widget is not None and self._widget.selected_index == self.tabs.index("call tree"):
             self._widget.selected_index = self.tabs.index("model")
 
-    def to_html(self, include_plotlyjs: Any = "cdn") -> str:
-        """Every view one under the other, as an HTML fragment."""
+    def to_html(self, include_plotlyjs: Any = "offline") -> str:
+        """Every view one under the other, as an HTML fragment that draws with no network (plotly.js inside
+        it, gzipped, used only where the page has none); or with plotly's ``include_plotlyjs`` values."""
+        if include_plotlyjs == "offline":
+            return workbench_html(self, offline_drawer())
         return workbench_html(self, plotly_figure_html(include_plotlyjs))
 
     def _repr_mimebundle_(self, include=None, exclude=None) -> tuple[dict, dict]:

@@ -107,7 +107,14 @@ class View:
             self._binding = None
 
     # ----- display -----
-    def to_html(self, include_plotlyjs: Any = "cdn") -> str:
+    def to_html(self, include_plotlyjs: Any = "offline") -> str:
+        """The figure and details as an HTML fragment. By default it carries plotly.js (gzipped, used only
+        where the page has none), so it draws with no network; plotly's values (True, False, "cdn") as
+        ``plotly.io.to_html`` takes them."""
+        if include_plotlyjs == "offline":
+            from .offline_plotly import offline_drawer
+
+            return offline_drawer()(self.figure, "workbench-view") + self.details_html()
         return self.figure.to_html(full_html=False, include_plotlyjs=include_plotlyjs) + self.details_html()
 
     def _repr_mimebundle_(self, include=None, exclude=None) -> tuple[dict, dict]:
