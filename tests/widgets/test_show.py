@@ -112,18 +112,21 @@ def test_a_graph_picked_in_the_call_tree_opens_in_the_model_tab_and_ops_are_mark
     assert len(wb["liveness"].marked_steps()) == 2  # g runs in the repeat body and in the then-branch
 
 
-def test_a_session_also_gets_a_stepper_tab_over_the_graph_and_schedule_views():
+def test_a_session_also_gets_a_stepper_tab_over_the_model_and_schedule_views():
     ir, x_stream, _, double = small_program()
     with popxl.Session(ir, "ipu_model") as session:
         wb = workbench.show(session, {x_stream: np.ones(4, np.float32)}, live=False)
         assert wb.tabs == VIEW_TABS + ["stepper"]
         stepper = wb["stepper"]
-        assert isinstance(stepper, SessionStepperView) and stepper.views == [wb["graph"], wb["schedule"]]
+        beside, below = stepper.views
+        assert isinstance(stepper, SessionStepperView) and isinstance(beside, ModelView) and below is wb["schedule"]
+        assert beside.selection is wb.selection and beside.width < PICTURE_WIDTH
         wb.widget.selected_index = len(wb.tabs) - 1
         assert list(wb.widget.children[-1].children) == [stepper.widget]
         stepper.buttons["step"].click()
         stepper.buttons["step"].click()
         assert wb.selection.op is double.ops[0] and wb["graph"].graph is double
+        assert beside.graph is double and any(n["key"] == double.ops[0].id for n in beside.picture["nodes"])
         (current,) = wb["schedule"].current_events()
         assert wb["schedule"].events[current].op is double.ops[0]
     assert "Session on ipu_model" in repr(wb)

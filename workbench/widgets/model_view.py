@@ -9,14 +9,15 @@ from workbench.ir import Graph
 
 from .figures.model_figure import model_figure
 from .selection import Selection
-from .style import count_of
+from .style import PICTURE_WIDTH, count_of
 from .view import View
 
 
 class ModelView(View):
     """The groups of ``selection.graph`` (the main graph unless ``graph`` is given). Clicking a group opens
     it, clicking a call op opens the graph it calls, clicking an op selects it; ``open(group_id)`` and
-    ``up()`` move by hand, and the breadcrumb above the picture goes back to any enclosing group.
+    ``up()`` move by hand, and the breadcrumb above the picture goes back to any enclosing group. An op
+    selected elsewhere (a stepped run's next op) opens the group holding it. ``width`` is the figure's.
 
     >>> view = ModelView(ir)
     >>> view.open(view.pictures[view.shown]["nodes"][0]["key"])
@@ -25,7 +26,9 @@ class ModelView(View):
     live_kinds = frozenset({"op_added", "op_changed", "graph_created", "graph_built", "graph_discarded"})
 
     def __init__(self, source: Any, graph: Optional[Graph] = None, *, selection: Optional[Selection] = None,
-                 **options):
+                 width: int = PICTURE_WIDTH, **options):
+        self.width = width
+        self._home: dict[str, str] = {}
         selection = selection if selection is not None else Selection()
         if graph is not None:
             selection.graph = graph
@@ -34,7 +37,7 @@ class ModelView(View):
         self._picture_graph: Optional[Graph] = None
         super().__init__(source, selection=selection, **options)
         self.selection.observe(self._graph_selected, names="graph")
-        self.selection.observe(lambda change: self.redraw(), names="op")
+        self.selection.observe(self._op_selected, names="op")
 
     @property
     def graph(self) -> Graph:
@@ -44,6 +47,7 @@ class ModelView(View):
     def _compute(self) -> None:
         grouped = grouped_graph(self.graph)
         self.pictures = {picture["id"]: picture for picture in grouped["groups"]}
+        self._home = {node["key"]: picture["id"] for picture in grouped["groups"] for node in picture["nodes"]}
         if self._picture_graph is not self.graph or self.shown not in self.pictures:
             self.shown = grouped["root"]
         self._picture_graph = self.graph
@@ -55,7 +59,7 @@ class ModelView(View):
     def build_figure(self):
         selected = self.selection.op.id if self.selection.op is not None else ""
         title = " › ".join(f"{p['label']} ({count_of(p['ops'], 'op')})" for p in self.path())
-        return model_figure(self.picture, title, selected)
+        return model_figure(self.picture, title, selected, self.width)
 
     def path(self) -> list[dict]:
         """The pictures from the graph's top group down to the one shown."""
@@ -92,6 +96,17 @@ class ModelView(View):
             self.selection.graph = op.called_graphs[0]
         else:
             self.selection.op = op
+
+    def _op_selected(self, change) -> None:
+        """The selected op comes into view: the group holding it opens (a stepped run's next op, say)."""
+        op = change["new"]
+        if op is not None and op.graph is not self._picture_graph and op.graph is self.graph:
+            self.refresh()
+        home = self._home.get(op.id) if op is not None else None
+        if home is not None and home != self.shown:
+            self.open(home)
+        else:
+            self.redraw()
 
     def _graph_selected(self, change) -> None:
         if change["new"] is not self._picture_graph:

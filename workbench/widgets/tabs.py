@@ -17,6 +17,9 @@ from .offline_plotly import offline_drawer
 from .workbench_html import plotly_figure_html, workbench_html
 
 
+STEPPER_PICTURE_WIDTH = 560  # the model picture beside the stepper's table
+
+
 class Workbench:
     """Tabs of the model (grouped graph), call tree, graph, schedule, liveness and replica-group views of an
     Ir or a Session,
@@ -44,8 +47,8 @@ class Workbench:
             "replica groups": ReplicaGroupView(source, **options),
         }
         if self.session is not None:
-            self.views["stepper"] = SessionStepperView(self.session, inputs, views=[self.views["graph"],
-                                                                                    self.views["schedule"]],
+            beside = ModelView(self.session, width=STEPPER_PICTURE_WIDTH, **options)  # the next op's group
+            self.views["stepper"] = SessionStepperView(self.session, inputs, views=[beside, self.views["schedule"]],
                                                        **options)
         self._widget = None
         self._pages: list = []

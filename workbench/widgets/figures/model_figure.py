@@ -16,7 +16,7 @@ MIN_HEIGHT = 120
 MAX_HEIGHT = 900  # taller pictures open at their top; drag to pan
 
 
-def model_figure(picture: dict, title: str, selected: str = "") -> go.Figure:
+def model_figure(picture: dict, title: str, selected: str = "", width: int = PICTURE_WIDTH) -> go.Figure:
     """``picture`` is one group of the ``grouped`` section; boxes carry their key in ``customdata``;
     the box whose key is ``selected`` gets a red outline."""
     figure = go.Figure()
@@ -76,7 +76,7 @@ def model_figure(picture: dict, title: str, selected: str = "") -> go.Figure:
             customdata=text_array(box["key"] for box in members),
             hovertext=text_array("<br>".join(text(line) for line in box["lines"]) for box in members),
             hoverinfo="text"))
-    plot_width = PICTURE_WIDTH - 40  # pixels of the plot area: one per pixel of the picture
+    plot_width = width - 40  # pixels of the plot area: one per pixel of the picture
     plot_height = max(min(picture["height"], MAX_HEIGHT), MIN_HEIGHT)
     notes = [] if picture["height"] <= MAX_HEIGHT and picture["width"] <= plot_width else ["drag to pan"]
     figure.update_layout(**base_layout(
@@ -84,7 +84,7 @@ def model_figure(picture: dict, title: str, selected: str = "") -> go.Figure:
         shapes=shapes, annotations=annotations, showlegend=True,
         legend=dict(orientation="h", yanchor="top", y=-0.02, x=0.0, xanchor="left", itemclick=False),
         xaxis=dict(visible=False, range=[0, plot_width]), yaxis=dict(visible=False, range=[plot_height, 0]),
-        width=PICTURE_WIDTH, height=plot_height + TITLE_SPACE + LEGEND_SPACE,
+        width=width, height=plot_height + TITLE_SPACE + LEGEND_SPACE,
         margin=dict(l=20, r=20, t=TITLE_SPACE, b=LEGEND_SPACE), dragmode="pan"))
     return figure
 
