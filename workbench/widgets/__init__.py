@@ -12,6 +12,9 @@
 - ``SessionStepperView(session, inputs)``: buttons that step a run op by op, the live tensors of every
   replica, and the current op selected for the views sharing its selection.
 
+``DiffView(before, after)``: two versions of a graph side by side (Irs, Graphs or ``to_json`` snapshots
+taken before a transform edits the Ir), the ops added, removed and changed marked.
+
 ``Workbench(ir_or_session, inputs=None)`` (``show``) puts them all in tabs, sharing one selection,
 with a stepper tab for a Session; ``report(sources, path)`` writes them to one standalone HTML file.
 
@@ -35,6 +38,7 @@ marks ``op``/``tensor``; the liveness view marks the steps of ``op``.
 >>> tree, graph = CallTreeView(ir, selection=selection), GraphView(ir, selection=selection)
 """
 from .call_tree_view import CallTreeView
+from .diff_view import DiffView
 from .graph_view import GraphView
 from .html_report import report
 from .live import Debouncer, LiveBinding, ManualScheduler
@@ -47,6 +51,6 @@ from .stepper_view import SessionStepperView
 from .tabs import Workbench, show
 from .view import View
 
-__all__ = ["CallTreeView", "GraphView", "LivenessView", "ModelView", "ReplicaGroupView", "ScheduleView", "Selection",
+__all__ = ["CallTreeView", "DiffView", "GraphView", "LivenessView", "ModelView", "ReplicaGroupView", "ScheduleView", "Selection",
            "SessionStepperView", "View", "Workbench", "show", "report", "Debouncer", "LiveBinding",
            "ManualScheduler"]
