@@ -1,6 +1,7 @@
 """workbench.show: every view in tabs sharing one selection (a stepper tab for a Session), a light
 ``import workbench``, and views that render where no widget manager runs."""
 import base64
+import json
 import gzip
 import re
 import subprocess
@@ -155,3 +156,24 @@ def test_without_a_kernel_every_view_and_the_workbench_display_as_static_html():
     assert gzip.decompress(base64.b64decode(packed)).decode("utf-8") == plotlyjs_for(["scatter", "bar"])
     assert "cdn.plot.ly" not in wb["liveness"]._repr_mimebundle_()[0]["text/html"]
     assert "<h3>Stepper</h3>" not in bundle["text/html"]  # nothing stepped yet
+
+
+def test_show_of_a_10000_op_program_stays_under_2_mb():
+    """Its saved picture is the model tab's top group, not the whole document (8 MB at this size)."""
+    import comm as comm_package
+    from real_programs import wide_program
+
+    sent = []
+    original = comm_package.DummyComm.publish_msg
+    comm_package.DummyComm.publish_msg = lambda self, msg_type, data=None, *args, **keys: sent.append(
+        len(json.dumps(data, default=str)))
+    try:
+        ir = wide_program()
+        wb = workbench.show(ir, live=False)
+        static, _ = wb.static_bundle()
+        wb.widget
+    finally:
+        comm_package.DummyComm.publish_msg = original
+    assert set(static) == {PLOTLY_MIME}
+    assert static[PLOTLY_MIME]["layout"]["title"]["text"].startswith("main (10002 ops)")
+    assert len(json.dumps(static)) + sum(sent) <= 2 * 2 ** 20

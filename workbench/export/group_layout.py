@@ -51,14 +51,35 @@ def grouped_section(ir: Ir) -> dict:
 
 
 def grouped_graph(graph: Graph) -> dict:
-    root = group_graph(graph)
-    chains: dict[Op, list[OpGroup]] = {}
-    for group in root.walk():
-        chain = _chain(group)
-        for op in group.ops:
-            chains[op] = chain
-    return {"graph": graph.id, "root": root.id,
-            "groups": [_group_picture(group, chains) for group in root.walk()]}
+    """One graph's entry of the ``grouped`` section: every group's picture."""
+    pictures = GroupPictures(graph)
+    return {"graph": graph.id, "root": pictures.root.id,
+            "groups": [pictures.picture(group.id) for group in pictures.root.walk()]}
+
+
+class GroupPictures:
+    """The groups of one graph, each group's picture laid out when first asked for (a view shows one
+    group at a time: a 10,000-op graph's first picture costs its grouping and one small layout)."""
+
+    def __init__(self, graph: Graph):
+        self.graph = graph
+        self.root = group_graph(graph)
+        self.groups = {group.id: group for group in self.root.walk()}
+        self._chains: dict[Op, list[OpGroup]] = {}
+        for group in self.root.walk():
+            chain = _chain(group)
+            for op in group.ops:
+                self._chains[op] = chain
+        self._pictures: dict[str, dict] = {}
+
+    def picture(self, group_id: str) -> dict:
+        if group_id not in self._pictures:
+            self._pictures[group_id] = _group_picture(self.groups[group_id], self._chains)
+        return self._pictures[group_id]
+
+    def home(self, op: Op) -> str:
+        """The id of the group whose picture draws ``op``."""
+        return self._chains[op][-1].id
 
 
 def _chain(group: OpGroup) -> list[OpGroup]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from workbench.export.group_layout import grouped_graph
+from workbench.export.group_layout import GroupPictures
 from workbench.ir import Graph
 
 from .figures.model_figure import model_figure
@@ -20,7 +20,7 @@ class ModelView(View):
     selected elsewhere (a stepped run's next op) opens the group holding it. ``width`` is the figure's.
 
     >>> view = ModelView(ir)
-    >>> view.open(view.pictures[view.shown]["nodes"][0]["key"])
+    >>> view.open(view.picture["nodes"][0]["key"])
     """
 
     live_kinds = frozenset({"op_added", "op_changed", "graph_created", "graph_built", "graph_discarded"})
@@ -28,12 +28,10 @@ class ModelView(View):
     def __init__(self, source: Any, graph: Optional[Graph] = None, *, selection: Optional[Selection] = None,
                  width: int = PICTURE_WIDTH, **options):
         self.width = width
-        self._home: dict[str, str] = {}
         selection = selection if selection is not None else Selection()
         if graph is not None:
             selection.graph = graph
         self.shown = ""
-        self.pictures: dict[str, dict] = {}
         self._picture_graph: Optional[Graph] = None
         super().__init__(source, selection=selection, **options)
         self.selection.observe(self._graph_selected, names="graph")
@@ -45,16 +43,15 @@ class ModelView(View):
         return graph if graph is not None and graph.ir is self.ir else self.ir.main_graph
 
     def _compute(self) -> None:
-        grouped = grouped_graph(self.graph)
-        self.pictures = {picture["id"]: picture for picture in grouped["groups"]}
-        self._home = {node["key"]: picture["id"] for picture in grouped["groups"] for node in picture["nodes"]}
-        if self._picture_graph is not self.graph or self.shown not in self.pictures:
-            self.shown = grouped["root"]
+        self.groups = GroupPictures(self.graph)
+        if self._picture_graph is not self.graph or self.shown not in self.groups.groups:
+            self.shown = self.groups.root.id
         self._picture_graph = self.graph
 
     @property
     def picture(self) -> dict:
-        return self.pictures[self.shown]
+        """The picture of the group shown (``workbench.export.group_layout``)."""
+        return self.groups.picture(self.shown)
 
     def build_figure(self):
         selected = self.selection.op.id if self.selection.op is not None else ""
@@ -63,18 +60,20 @@ class ModelView(View):
 
     def path(self) -> list[dict]:
         """The pictures from the graph's top group down to the one shown."""
-        chain, at = [], self.pictures.get(self.shown)
+        chain, at = [], self.shown
         while at is not None:
-            chain.append(at)
-            at = self.pictures.get(at["parent"]) if at["parent"] is not None else None
+            picture = self.groups.picture(at)
+            chain.append(picture)
+            at = picture["parent"]
         return chain[::-1]
 
     # ----- interaction -----
     def open(self, group_id: str) -> None:
         """Show the group ``group_id`` of the graph shown."""
-        if group_id not in self.pictures:
+        groups = self.groups.groups
+        if group_id not in groups:
             raise ValueError(f"{self.graph.label!r} has no group {group_id!r}; its groups are "
-                             f"{', '.join(list(self.pictures)[:8])}{'…' if len(self.pictures) > 8 else ''}")
+                             f"{', '.join(list(groups)[:8])}{'…' if len(groups) > 8 else ''}")
         self.shown = group_id
         self.redraw()
         self._update_crumbs()
@@ -86,7 +85,7 @@ class ModelView(View):
             self.open(parent)
 
     def _click(self, key: Any) -> None:
-        if key in self.pictures:
+        if key in self.groups.groups:
             self.open(key)
             return
         op = next((op for op in self.graph.ops if op.id == key), None)
@@ -102,7 +101,7 @@ class ModelView(View):
         op = change["new"]
         if op is not None and op.graph is not self._picture_graph and op.graph is self.graph:
             self.refresh()
-        home = self._home.get(op.id) if op is not None else None
+        home = self.groups.home(op) if op is not None and op.graph is self.graph else None
         if home is not None and home != self.shown:
             self.open(home)
         else:

@@ -18,6 +18,7 @@ from .workbench_html import plotly_figure_html, workbench_html
 
 
 STEPPER_PICTURE_WIDTH = 560  # the model picture beside the stepper's table
+STATIC_DOCUMENT_OPS = 3000  # beyond this, a Workbench's saved picture is the model tab's, not the whole document
 
 
 class Workbench:
@@ -38,13 +39,14 @@ class Workbench:
         self.selection = selection if selection is not None else Selection()
         options = dict(selection=self.selection, live=live, window=window, scheduler=scheduler)
         source = self.session if self.session is not None else self.ir
+        later = dict(options, defer=True)  # the tabs behind the first compute when first looked at
         self.views: dict[str, Any] = {
             "model": ModelView(source, **options),
-            "call tree": CallTreeView(source, open_graphs=False, **options),
-            "graph": GraphView(source, **options),
-            "schedule": ScheduleView(source, **options),
-            "liveness": LivenessView(source, **options),
-            "replica groups": ReplicaGroupView(source, **options),
+            "call tree": CallTreeView(source, open_graphs=False, **later),
+            "graph": GraphView(source, **later),
+            "schedule": ScheduleView(source, **later),
+            "liveness": LivenessView(source, **later),
+            "replica groups": ReplicaGroupView(source, **later),
         }
         if self.session is not None:
             beside = ModelView(self.session, width=STEPPER_PICTURE_WIDTH, **options)  # the next op's group
@@ -97,7 +99,10 @@ class Workbench:
 
     def static_bundle(self) -> tuple[dict, dict]:
         """The picture that stays when there is no widget: the extension's view of the Ir (or the
-        Session, opened on its memory)."""
+        Session, opened on its memory); for a program of more than ``STATIC_DOCUMENT_OPS`` ops, whose whole
+        document would weigh megabytes in the notebook, the model tab's picture instead."""
+        if sum(len(graph.ops) for graph in self.ir.graphs) > STATIC_DOCUMENT_OPS:
+            return self.views["model"].static_bundle()
         return source_bundle(self.session if self.session is not None else self.ir)
 
     def close(self) -> None:
