@@ -74,10 +74,14 @@ class DiffView:
         return figure + f"<p>{text(self.summary())}</p>"
 
     def _repr_mimebundle_(self, include=None, exclude=None) -> tuple[dict, dict]:
+        """The figure as plotly JSON (which JupyterLab draws); outside a kernel also as HTML."""
         from .figure_canvas import figure_json
+        from .view import _kernel_running
 
-        picture = figure_json(self.figure)
-        return {PLOTLY_MIME: picture, "text/html": self.to_html(), "text/plain": repr(self)}, {}
+        data = {PLOTLY_MIME: figure_json(self.figure), "text/plain": repr(self)}
+        if not _kernel_running():
+            data["text/html"] = self.to_html()
+        return data, {}
 
     def __repr__(self) -> str:
         return f"DiffView({self.summary()})"

@@ -13,6 +13,9 @@ from .style import PICTURE_WIDTH, count_of
 from .view import View
 
 
+TITLE_CHAR_WIDTH = 9  # pixels per character of a figure title
+
+
 class ModelView(View):
     """The groups of ``selection.graph`` (the main graph unless ``graph`` is given). Clicking a group opens
     it, clicking a call op opens the graph it calls, clicking an op selects it; ``open(group_id)`` and
@@ -55,7 +58,11 @@ class ModelView(View):
 
     def build_figure(self):
         selected = self.selection.op.id if self.selection.op is not None else ""
-        title = " › ".join(f"{p['label']} ({count_of(p['ops'], 'op')})" for p in self.path())
+        crumbs = [f"{p['label']} ({count_of(p['ops'], 'op')})" for p in self.path()]
+        title = " › ".join(crumbs)
+        while len(crumbs) > 1 and len(title) * TITLE_CHAR_WIDTH > self.width - 40:  # the innermost that fit
+            crumbs = crumbs[1:]
+            title = "… › " + " › ".join(crumbs)
         return model_figure(self.picture, title, selected, self.width)
 
     def path(self) -> list[dict]:

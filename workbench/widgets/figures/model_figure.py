@@ -50,14 +50,14 @@ def model_figure(picture: dict, title: str, selected: str = "", width: int = PIC
         ys.append(None)
     if xs:
         figure.add_trace(go.Scatter(x=xs, y=ys, mode="lines", line=dict(color=EDGE_COLOR, width=1.3),
-                                    name="→ tensor (point at its middle for its shape)", hoverinfo="skip"))
+                                    name="→ tensor (hover its middle: shape)", hoverinfo="skip"))
         middles = [_middle(edge["points"]) for edge in picture["edges"]]
         figure.add_trace(go.Scatter(x=[m[0] for m in middles], y=[m[1] for m in middles], mode="markers",
                                     marker=dict(size=9, color="rgba(0,0,0,0)"), showlegend=False,
                                     hovertext=text_array(text(edge["label"]) for edge in picture["edges"]),
                                     hoverinfo="text", name="tensors"))
     for kind, name in (("op", "op: type, attribute, weights ⟨shape⟩"),
-                       ("call", "call: click to open the graph it calls"), ("group", "▸ group: click to open")):
+                       ("call", "call: click opens its graph"), ("group", "▸ group: click to open")):
         members = [box for box in nodes if box["kind"] == kind]
         if not members:
             continue
