@@ -32,9 +32,9 @@ def test_an_ir_offers_its_json_and_plain_text():
     assert data["text/plain"] == repr(ir)
     document = data[MIME_TYPE]
     assert MIME_TYPE == "application/vnd.ipu-workbench.ir+json"
-    assert {key: value for key, value in document.items() if key != "liveness"} == to_json(ir)
+    assert {key: value for key, value in document.items() if key != "liveness"} == to_json(ir, grouped=True)
     assert document["liveness"] == liveness_json(ir)
-    assert metadata == {MIME_TYPE: {"view": "graph", "graph": "main_graph"}}
+    assert metadata == {MIME_TYPE: {"view": "model", "graph": "main_graph"}}
     json.dumps(data, allow_nan=False)
 
 
@@ -52,7 +52,7 @@ def test_a_graph_opens_the_whole_ir_on_itself():
     data, metadata = add_one._repr_mimebundle_()
     assert data["text/plain"] == f"Graph[{add_one.label} ir={ir.id} ops=1]"
     assert [graph["id"] for graph in data[MIME_TYPE]["graphs"]] == ["main_graph", add_one.id]
-    assert metadata == {MIME_TYPE: {"view": "graph", "graph": add_one.id}}
+    assert metadata == {MIME_TYPE: {"view": "model", "graph": add_one.id}}
 
 
 def test_a_session_opens_the_memory_chart_with_its_device():

@@ -54,7 +54,7 @@ def test_the_drawn_programs_compute_what_they_say():
 def test_each_ipu_has_memory_stacked_by_kind_in_the_liveness_numbers():
     ir, _, _ = two_ipu_program()
     liveness = tensor_liveness(ir)
-    figure = liveness_figure(liveness, {0: 1000, 1: 2000})
+    figure = liveness_figure(liveness, {0: 1000, 1: 2000}, include_code=True)
     for ipu in (0, 1):
         for kind in ("variables", "constants", "intermediates", "code"):
             drawn = trace(figure, kind, ipu=ipu)
@@ -85,9 +85,9 @@ def test_the_capacity_line_is_in_range_only_when_memory_comes_near_it():
     ir, _, _ = two_ipu_program()
     liveness = tensor_liveness(ir)
     peak = max(liveness.totals(0))
-    near = liveness_figure(liveness, {0: 2 * peak, 1: 10**9})
+    near = liveness_figure(liveness, {0: 2 * peak, 1: 10**9}, include_code=True)
     assert near.layout.yaxis.range[1] >= 2 * peak
-    far = liveness_figure(liveness, {0: 100 * peak, 1: 10**9})
+    far = liveness_figure(liveness, {0: 100 * peak, 1: 10**9}, include_code=True)
     assert far.layout.yaxis.range[1] == peak * 1.25
     assert "% of" in far.layout.annotations[0].text  # the panel title gives the share of capacity
 
@@ -104,7 +104,9 @@ def test_code_bars_run_from_the_load_to_the_end_of_the_last_call_with_markers():
     assert list(trace(figure, "remote_code_load").x) == record.load_steps
     assert sorted(trace(figure, "call").x) == sorted(
         step for r in liveness.code.values() for step in r.call_steps)
-    assert list(trace(figure, "code always live").y) == ["main"]
+    # Only graphs whose code is loaded get a row; the always-live main graph is counted in the title.
+    assert not [t for t in figure.data if t.name == "code always live"]
+    assert figure.layout.annotations[-1].text == "Code loaded and freed per graph (1 more always live)"
 
 
 def test_the_view_uses_the_device_capacity_and_a_sessions_own_report():
@@ -149,7 +151,7 @@ def test_memory_ticks_are_binary_like_the_titles():
 
 def test_code_can_be_left_out_so_the_tensors_fill_the_scale():
     ir, *_ = chain(20)
-    view = LivenessView(ir, live=False)
+    view = LivenessView(ir, include_code=True, live=False)
     kinds = {t.meta["kind"] for t in view.figure.data if (t.meta or {}).get("ipu") == 0}
     with_code = view.figure.layout.yaxis.range[1]
     (toggle,) = [child for child in view.widget.children if hasattr(child, "description")]
@@ -166,5 +168,23 @@ def test_a_capacity_far_above_the_peak_is_said_to_be_off_the_scale():
     assert title.endswith("· capacity far above, off the scale")
     view = LivenessView(ir, live=False)
     peak = max(record.total for record in view.liveness.steps[0])
-    figure = liveness_figure(view.liveness, {0: peak * 2})
+    figure = liveness_figure(view.liveness, {0: peak * 2}, include_code=True)
     assert "off the scale" not in figure.layout.annotations[0].text
+
+
+def test_by_default_code_that_would_dwarf_the_tensors_is_left_out_and_all_code_always_live_is_one_line():
+    ir, *_ = chain(20)
+    liveness = tensor_liveness(ir)
+    record = liveness.steps[0][0]
+    assert record.code > 2 * (record.total - record.code)  # code dwarfs these few small tensors
+    view = LivenessView(ir, live=False)
+    figure = view.figure
+    assert "code" not in {t.meta["kind"] for t in figure.data if (t.meta or {}).get("ipu") == 0}
+    title = figure.layout.title.text
+    assert "code left out of the memory panels: it would dwarf the tensors" in title
+    assert "all code is always live: no graph's code is loaded with remote_code_load (1 graph)" in title
+    assert [a.text for a in figure.layout.annotations if a.text.startswith("Code")] == []  # no code panel
+    (toggle,) = [child for child in view.widget.children if hasattr(child, "description")]
+    assert toggle.value is False
+    toggle.value = True
+    assert "code" in {t.meta["kind"] for t in view.figure.data if (t.meta or {}).get("ipu") == 0}

@@ -194,3 +194,16 @@ def test_the_instances_of_a_popdist_job_are_parted_in_the_view(monkeypatch):
     assert figure.layout.title.text.startswith("4 replicas in 2 instances")
     alone = ReplicaGroupView(popxl.Ir(replication=4), live=False).figure
     assert not [shape for shape in alone.layout.shapes if shape.name == "instance boundary"]
+
+
+def test_every_variable_of_a_transformer_has_a_row_and_its_hover_names_them_all():
+    from real_programs import transformer
+
+    ir, _ = transformer()
+    assert len(ir.variables) == 24
+    view = ReplicaGroupView(ir, live=False)
+    rows = [t for t in view.figure.data if (t.meta or {}).get("panel") == "matrix"]
+    variable_rows = {y for t in rows for y in t.y if "variables" in y}
+    assert variable_rows == {"24 variables: layer0.qkv, layer0.proj, …"}
+    hover = next(h for t in rows for h in t.hovertext if h.startswith("<b>24 variables</b>"))
+    assert all(variable.name in hover for variable in ir.variables)

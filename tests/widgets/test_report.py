@@ -12,7 +12,8 @@ import popxl
 import popxl.ops as ops
 import workbench
 from workbench.widgets import Workbench
-from workbench.widgets.html_report import BASIC_BUNDLE, plotlyjs_for, report_html
+from workbench.widgets.html_report import report_html
+from workbench.widgets.offline_plotly import BASIC_BUNDLE, plotlyjs_for
 
 HOSTILE = "<img src=x onerror=alert(1)>"
 ESCAPED = "&lt;img src=x onerror=alert(1)&gt;"
@@ -60,9 +61,9 @@ def test_the_report_is_one_standalone_file_with_plotly_inline_once_and_every_vie
     assert text.startswith("<!DOCTYPE html>") and bundles(text) == [plotlyjs_for(["scatter", "bar"])]
     page = without_bundles(text)
     assert "cdn.plot.ly" not in page and not re.search(r"<script[^>]*\bsrc=", page)  # nothing fetched
-    for heading in ("Call tree", "Graph main", "Schedule", "Liveness", "Replica groups"):
+    for heading in ("Model", "Call tree", "Graph main", "Schedule", "Liveness", "Replica groups"):
         assert f"<h3>{heading}</h3>" in text
-    assert text.count('class="plotly-graph-div"') == 5
+    assert text.count('class="plotly-graph-div"') == 6
     assert "Schedule of the last run" in text and "Memory over" in text
     assert f"Session on ipu_model, 1 run, of {ir!r}: 1 graph, 3 ops, 2 replicas" in text
 
@@ -76,7 +77,7 @@ def test_names_from_the_ir_appear_escaped_never_as_markup(tmp_path):
     text = path.read_text(encoding="utf-8")
     assert HOSTILE not in text
     assert f"<title>{ESCAPED}</title>" in text and f"<h1>{ESCAPED}</h1>" in text
-    assert "<h3>Stepper</h3>" in text and f"<td style='font-weight:bold;" in text
+    assert "<h3>Stepper</h3>" in text and "<b>read by the next op</b>" in text
     stepper_html = text[text.index("<h3>Stepper</h3>"):]
     # The loaded x (named after its stream) and w, with their values in replicas 0 and 1.
     assert f">{ESCAPED}/{ESCAPED}_1<" in stepper_html and f">{ESCAPED}/{ESCAPED}<" in stepper_html
@@ -95,8 +96,8 @@ def test_several_irs_and_sessions_share_one_file_with_a_table_of_contents(tmp_pa
     assert len(bundles(text)) == 1
     assert text.count("<section id=") == 2 and text.count("<li><a href='#section-") == 2
     assert "Static schedule (no run yet)" in text and "<p class='summary'>built by a test</p>" in text
-    assert text.count('class="plotly-graph-div"') == 10
-    assert len(set(re.findall(r'id="(workbench-\d+)"', text))) == 10  # every figure its own div
+    assert text.count('class="plotly-graph-div"') == 12
+    assert len(set(re.findall(r'id="(workbench-\d+)"', text))) == 12  # every figure its own div
 
 
 def test_an_empty_list_still_makes_a_page():
@@ -120,6 +121,6 @@ def test_the_report_draws_every_graph_of_the_call_tree(tmp_path):
     page = workbench.report(session, tmp_path / "mlp.html").read_text(encoding="utf-8")
     for graph in ir.graphs:
         assert f"<h3>Graph {graph.label}</h3>" in page
-    assert page.count('class="plotly-graph-div"') == 4 + len(ir.graphs)
+    assert page.count('class="plotly-graph-div"') == 5 + len(ir.graphs)
     if BASIC_BUNDLE.exists():
         assert len(page.encode("utf-8")) <= 2 * 2 ** 20  # the MLP's whole report within 2 MiB

@@ -1,5 +1,9 @@
 """workbench.show: every view in tabs sharing one selection (a stepper tab for a Session), a light
 ``import workbench``, and views that render where no widget manager runs."""
+import base64
+import json
+import gzip
+import re
 import subprocess
 import sys
 
@@ -10,12 +14,13 @@ import popxl.ops as ops
 import workbench
 from widget_programs import call_tree_program, trace
 from workbench.export.mime import MIME_TYPE
-from workbench.widgets import (CallTreeView, GraphView, LivenessView, ReplicaGroupView, ScheduleView,
+from workbench.widgets import (CallTreeView, GraphView, LivenessView, ModelView, ReplicaGroupView, ScheduleView,
                                SessionStepperView, Workbench)
+from workbench.widgets.offline_plotly import plotlyjs_for
 from workbench.widgets.style import PICTURE_WIDTH
 from workbench.widgets.view import PLOTLY_MIME
 
-VIEW_TABS = ["call tree", "graph", "schedule", "liveness", "replica groups"]
+VIEW_TABS = ["model", "call tree", "graph", "schedule", "liveness", "replica groups"]
 
 
 def small_program():
@@ -73,31 +78,33 @@ def test_show_and_report_are_attributes_of_the_package():
         raise AssertionError("expected an AttributeError")
 
 
-def test_an_ir_gets_five_tabs_sharing_one_selection():
+def test_an_ir_gets_six_tabs_sharing_one_selection():
     ir, _, _, _ = small_program()
     wb = workbench.show(ir, live=False)
     assert isinstance(wb, Workbench) and wb.tabs == VIEW_TABS
-    kinds = [CallTreeView, GraphView, ScheduleView, LivenessView, ReplicaGroupView]
+    kinds = [ModelView, CallTreeView, GraphView, ScheduleView, LivenessView, ReplicaGroupView]
     assert [type(wb[tab]) for tab in wb.tabs] == kinds
     assert all(view.selection is wb.selection for view in wb.views.values())
     tab = wb.widget
     assert list(tab.titles) == VIEW_TABS and tab.selected_index == 0
     # A tab's view widget is made when the tab is first opened.
-    assert [list(page.children) for page in tab.children] == [[wb["call tree"].widget], [], [], [], []]
+    assert [list(page.children) for page in tab.children] == [[wb["model"].widget], [], [], [], [], []]
     assert all(wb[t]._widget is None for t in VIEW_TABS[1:])
     tab.selected_index = VIEW_TABS.index("liveness")
     assert list(tab.children[VIEW_TABS.index("liveness")].children) == [wb["liveness"].widget]
     assert wb["graph"]._widget is None
-    assert repr(wb) == f"Workbench({ir!r}: call tree, graph, schedule, liveness, replica groups)"
+    assert repr(wb) == f"Workbench({ir!r}: model, call tree, graph, schedule, liveness, replica groups)"
 
 
-def test_a_graph_picked_in_the_call_tree_opens_in_the_graph_tab_and_ops_are_marked_everywhere():
+def test_a_graph_picked_in_the_call_tree_opens_in_the_model_tab_and_ops_are_marked_everywhere():
     ir, names = call_tree_program()
     wb = Workbench(ir, live=False)
     tab = wb.widget
     assert tab.selected_index == 0
+    tab.selected_index = VIEW_TABS.index("call tree")
     wb["call tree"]._click(names["g"].id)
-    assert wb["graph"].graph is names["g"] and tab.selected_index == VIEW_TABS.index("graph")
+    assert wb["graph"].graph is names["g"] and tab.selected_index == VIEW_TABS.index("model")
+    assert wb["model"].graph is names["g"] and wb["model"].shown == names["g"].id
     add = names["g"].ops[0]
     wb["graph"]._click(wb["graph"].picture.keys_of(add)[0])
     assert wb.selection.op is add
@@ -106,18 +113,21 @@ def test_a_graph_picked_in_the_call_tree_opens_in_the_graph_tab_and_ops_are_mark
     assert len(wb["liveness"].marked_steps()) == 2  # g runs in the repeat body and in the then-branch
 
 
-def test_a_session_also_gets_a_stepper_tab_over_the_graph_and_schedule_views():
+def test_a_session_also_gets_a_stepper_tab_over_the_model_and_schedule_views():
     ir, x_stream, _, double = small_program()
     with popxl.Session(ir, "ipu_model") as session:
         wb = workbench.show(session, {x_stream: np.ones(4, np.float32)}, live=False)
         assert wb.tabs == VIEW_TABS + ["stepper"]
         stepper = wb["stepper"]
-        assert isinstance(stepper, SessionStepperView) and stepper.views == [wb["graph"], wb["schedule"]]
+        beside, below = stepper.views
+        assert isinstance(stepper, SessionStepperView) and isinstance(beside, ModelView) and below is wb["schedule"]
+        assert beside.selection is wb.selection and beside.width < PICTURE_WIDTH
         wb.widget.selected_index = len(wb.tabs) - 1
         assert list(wb.widget.children[-1].children) == [stepper.widget]
         stepper.buttons["step"].click()
         stepper.buttons["step"].click()
         assert wb.selection.op is double.ops[0] and wb["graph"].graph is double
+        assert beside.graph is double and any(n["key"] == double.ops[0].id for n in beside.picture["nodes"])
         (current,) = wb["schedule"].current_events()
         assert wb["schedule"].events[current].op is double.ops[0]
     assert "Session on ipu_model" in repr(wb)
@@ -139,5 +149,31 @@ def test_without_a_kernel_every_view_and_the_workbench_display_as_static_html():
     assert set(bundle) == {"text/plain", "text/html", MIME_TYPE} and metadata[MIME_TYPE]["view"] == "memory"
     # One figure per tab, except the graph tab: one per graph of the call tree (main and double).
     assert bundle["text/html"].count("plotly-graph-div") == len(VIEW_TABS) - 1 + len(ir.graphs)
-    assert bundle["text/html"].count("cdn.plot.ly") == 1  # the library once, for the whole workbench
+    # plotly.js once for the whole workbench, inside the HTML (gzipped): offline it still draws.
+    html = bundle["text/html"]
+    assert "cdn.plot.ly" not in html and not re.search(r"<script[^>]*\bsrc=", html)
+    (packed,) = re.findall(r"<script id='plotly-js-[0-9a-f]+' type='application/gzip;base64'>([^<]*)</script>", html)
+    assert gzip.decompress(base64.b64decode(packed)).decode("utf-8") == plotlyjs_for(["scatter", "bar"])
+    assert "cdn.plot.ly" not in wb["liveness"]._repr_mimebundle_()[0]["text/html"]
     assert "<h3>Stepper</h3>" not in bundle["text/html"]  # nothing stepped yet
+
+
+def test_show_of_a_10000_op_program_stays_under_2_mb():
+    """Its saved picture is the model tab's top group, not the whole document (8 MB at this size)."""
+    import comm as comm_package
+    from real_programs import wide_program
+
+    sent = []
+    original = comm_package.DummyComm.publish_msg
+    comm_package.DummyComm.publish_msg = lambda self, msg_type, data=None, *args, **keys: sent.append(
+        len(json.dumps(data, default=str)))
+    try:
+        ir = wide_program()
+        wb = workbench.show(ir, live=False)
+        static, _ = wb.static_bundle()
+        wb.widget
+    finally:
+        comm_package.DummyComm.publish_msg = original
+    assert set(static) == {PLOTLY_MIME}
+    assert static[PLOTLY_MIME]["layout"]["title"]["text"].startswith("main (10002 ops)")
+    assert len(json.dumps(static)) + sum(sent) <= 2 * 2 ** 20

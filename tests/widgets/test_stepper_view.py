@@ -71,7 +71,9 @@ def test_the_current_op_is_highlighted_in_the_graph_and_schedule_views_through_t
         schedule_view = ScheduleView(session, selection=selection, live=False)
         view = SessionStepperView(session, {x_stream: data()}, selection=selection,
                                   views=[graph_view, schedule_view])
-        assert [child for child in view.widget.children[-2:]] == [graph_view.widget, schedule_view.widget]
+        beside, below = view.widget.children[-2:]
+        # The first view beside the live values, the others below.
+        assert beside.children[1] is graph_view.widget and below is schedule_view.widget
         view.buttons["step"].click()
         call = op_of(ir.main_graph, "call")
         assert selection.op is call and selection.step == 1

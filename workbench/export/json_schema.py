@@ -5,6 +5,7 @@ from workbench.ir import Graph, Ir, Op, Tensor, Variable
 from workbench.ir.streams import _Stream
 
 from .call_sites import CallSite, call_sites
+from .group_layout import grouped_section
 from .liveness_json import liveness_json
 from .values import grouping, plain
 
@@ -12,9 +13,10 @@ json_schema_name = "ipu-workbench/ir"
 json_schema_version = 1
 
 
-def to_json(ir: Ir, liveness: bool = False) -> dict:
+def to_json(ir: Ir, liveness: bool = False, grouped: bool = False) -> dict:
     """The whole Ir as a dict of JSON-native values: ``json.dumps(to_json(ir))`` always works.
-    ``liveness=True`` adds the optional ``liveness`` section (memory per step, for charts)."""
+    ``liveness=True`` adds the optional ``liveness`` section (memory per step, for charts);
+    ``grouped=True`` the ``grouped`` section (each graph's ops in groups, every group's picture laid out)."""
     if not isinstance(ir, Ir):
         raise TypeError(f"to_json needs a popxl.Ir, got {type(ir).__name__}")
     document = {
@@ -33,6 +35,8 @@ def to_json(ir: Ir, liveness: bool = False) -> dict:
     }
     if liveness:
         document["liveness"] = liveness_json(ir)
+    if grouped:
+        document["grouped"] = grouped_section(ir)
     return document
 
 

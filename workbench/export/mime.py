@@ -1,8 +1,8 @@
 """Notebook display of an Ir, a Graph or a Session: the JSON export (with its liveness section) under
 a vendor MIME type that the JupyterLab extension draws, plus plain text for other front ends.
 
-The metadata tells the extension what to show first: ``view`` is ``"graph"``, ``"calls"`` or
-``"memory"``, ``graph`` the id of the graph to draw, ``device`` the session's device.
+The metadata tells the extension what to show first: ``view`` is ``"model"`` (the grouped picture),
+``"graph"``, ``"calls"`` or ``"memory"``, ``graph`` the id of the graph to draw, ``device`` the session's device.
 """
 from __future__ import annotations
 
@@ -18,13 +18,13 @@ MIME_TYPE = "application/vnd.ipu-workbench.ir+json"
 
 
 def ir_bundle(ir: Ir) -> tuple[dict, dict]:
-    """The bundle of an Ir: its main graph in the graph view."""
-    return _bundle(ir, repr(ir), {"view": "graph", "graph": ir.main_graph.id})
+    """The bundle of an Ir: its main graph in the grouped view."""
+    return _bundle(ir, repr(ir), {"view": "model", "graph": ir.main_graph.id})
 
 
 def graph_bundle(graph: Graph) -> tuple[dict, dict]:
-    """The bundle of a graph: the whole Ir, opened on this graph."""
-    return _bundle(graph.ir, repr(graph), {"view": "graph", "graph": graph.id})
+    """The bundle of a graph: the whole Ir, opened on this graph's grouped view."""
+    return _bundle(graph.ir, repr(graph), {"view": "model", "graph": graph.id})
 
 
 def session_bundle(session: Any) -> tuple[dict, dict]:
@@ -37,6 +37,6 @@ def session_bundle(session: Any) -> tuple[dict, dict]:
 
 
 def _bundle(ir: Ir, text: str, options: dict, liveness: Optional[TensorLiveness] = None) -> tuple[dict, dict]:
-    document = to_json(ir)
+    document = to_json(ir, grouped=True)
     document["liveness"] = liveness_json(ir, liveness)
     return {"text/plain": text, MIME_TYPE: document}, {MIME_TYPE: options}

@@ -1,6 +1,8 @@
 """Notebook views of an Ir, drawn with plotly over ``workbench.analysis`` data, updating live.
 
 - ``CallTreeView(ir)``: graphs and the call sites between them (call, repeat ×N, branch).
+- ``ModelView(ir, graph=None)``: a graph grouped by IPU, name scope and runs of ops, one group at a time,
+  Netron-like op boxes; the same pictures as the JupyterLab extension's Model tab.
 - ``GraphView(ir, graph=None)``: one graph's ops and tensors; call sites expand inline; search.
 - ``LivenessView(ir, device=None)``: memory per IPU over the schedule, and code liveness per graph.
 - ``ReplicaGroupView(ir_or_session, grouping=None)``: replicas coloured by group, the groups of each
@@ -9,6 +11,9 @@
   run's trace (simulated cycles, or seconds of a profiled run), else the static schedule.
 - ``SessionStepperView(session, inputs)``: buttons that step a run op by op, the live tensors of every
   replica, and the current op selected for the views sharing its selection.
+
+``DiffView(before, after)``: two versions of a graph side by side (Irs, Graphs or ``to_json`` snapshots
+taken before a transform edits the Ir), the ops added, removed and changed marked.
 
 ``Workbench(ir_or_session, inputs=None)`` (``show``) puts them all in tabs, sharing one selection,
 with a stepper tab for a Session; ``report(sources, path)`` writes them to one standalone HTML file.
@@ -33,10 +38,12 @@ marks ``op``/``tensor``; the liveness view marks the steps of ``op``.
 >>> tree, graph = CallTreeView(ir, selection=selection), GraphView(ir, selection=selection)
 """
 from .call_tree_view import CallTreeView
+from .diff_view import DiffView
 from .graph_view import GraphView
 from .html_report import report
 from .live import Debouncer, LiveBinding, ManualScheduler
 from .liveness_view import LivenessView
+from .model_view import ModelView
 from .replica_group_view import ReplicaGroupView
 from .schedule_view import ScheduleView
 from .selection import Selection
@@ -44,6 +51,6 @@ from .stepper_view import SessionStepperView
 from .tabs import Workbench, show
 from .view import View
 
-__all__ = ["CallTreeView", "GraphView", "LivenessView", "ReplicaGroupView", "ScheduleView", "Selection",
+__all__ = ["CallTreeView", "DiffView", "GraphView", "LivenessView", "ModelView", "ReplicaGroupView", "ScheduleView", "Selection",
            "SessionStepperView", "View", "Workbench", "show", "report", "Debouncer", "LiveBinding",
            "ManualScheduler"]

@@ -1,40 +1,21 @@
 """A standalone HTML report: every view of some Irs and Sessions in one file that works offline.
 
-plotly.js is inside the file once, gzipped: the page unpacks it with the browser's own
-DecompressionStream, then draws each figure into its div from its JSON (written with ``<`` as an
-escape, so no name can close the script). The bundle is plotly.js's basic one (scatter and bar
-traces, all the views use) where the install has it, else plotly's whole bundle. Text the report
-writes itself (titles, the stepper's tables) has every name from the IR escaped.
+plotly.js is inside the file once, gzipped (``offline_plotly``). Text the report writes itself (titles,
+the stepper's tables) has every name from the IR escaped.
 """
 from __future__ import annotations
 
-import base64
-import gzip
 import itertools
-import json
 from pathlib import Path
 from typing import Any, Iterable, Union
 
 from workbench.ir import Ir
 
+from .offline_plotly import figure_html, loader_html
 from .style import count_of, text
 from .tabs import Workbench
-from .workbench_html import PLOTLY_CONFIG, workbench_html
-BASIC_BUNDLE = Path(__file__).parent / "assets" / "plotly-basic.min.js"
-BASIC_TRACES = {"scatter", "bar", "pie"}  # what the basic bundle draws
-LOADER = """
-const plotlyReady = (async () => {
-  const packed = Uint8Array.from(atob(document.getElementById("plotly-js").textContent), (c) => c.charCodeAt(0));
-  const unpacked = new Blob([packed]).stream().pipeThrough(new DecompressionStream("gzip"));
-  const script = document.createElement("script");
-  script.textContent = await new Response(unpacked).text();
-  document.head.appendChild(script);
-  return window.Plotly;
-})();
-function drawFigure(id, figure) {
-  plotlyReady.then((Plotly) => Plotly.newPlot(id, figure.data, figure.layout, %s));
-}
-""" % json.dumps(PLOTLY_CONFIG)
+from .workbench_html import workbench_html
+
 STYLE = """
 body { font-family: Helvetica, Arial, sans-serif; color: #262626; margin: 24px 32px; }
 h1 { font-size: 22px; } h2 { font-size: 18px; border-bottom: 1px solid #D9D9D9; padding-bottom: 4px; }
@@ -55,12 +36,6 @@ def section_title(workbench: Workbench) -> str:
     return f"Session on {session.device.kind}, {count_of(session.run_count, 'run')}, of {what}"
 
 
-def report_figure_html(figure, div_id: str) -> str:
-    """A figure of the report: its div, and a script that draws it once plotly.js is unpacked."""
-    data = figure.to_json().replace("<", "\\u003c")
-    return f'<div id="{div_id}" class="plotly-graph-div"></div><script>drawFigure("{div_id}", {data});</script>'
-
-
 def report_html(sources: Union[Any, Iterable[Any]], title: str = "IPU Workbench report",
                 summary: str = "") -> str:
     """The whole report of ``sources`` (an Ir, Session or Workbench, or several) as one HTML page."""
@@ -68,7 +43,7 @@ def report_html(sources: Union[Any, Iterable[Any]], title: str = "IPU Workbench 
 
     def draw(figure, div_id: str) -> str:
         drawn.update(trace.type or "scatter" for trace in figure.data)
-        return report_figure_html(figure, div_id)
+        return figure_html(figure, div_id)
 
     workbenches = [_workbench(source) for source in _as_list(sources)]
     ids = (f"workbench-{n}" for n in itertools.count())
@@ -79,30 +54,11 @@ def report_html(sources: Union[Any, Iterable[Any]], title: str = "IPU Workbench 
         for n, wb in enumerate(workbenches))
     empty = "" if workbenches else "<p>Nothing to show: no Ir was given.</p>"
     return (f"<!DOCTYPE html>\n<html lang='en'>\n<head>\n<meta charset='utf-8'>\n<title>{text(title)}</title>\n"
-            f"<style>{STYLE}</style>\n<script id='plotly-js' type='application/gzip;base64'>"
-            f"{packed_plotlyjs(drawn)}</script>\n<script>{LOADER}</script>\n</head>\n<body>\n"
+            f"<style>{STYLE}</style>\n{loader_html(drawn)}</head>\n<body>\n"
             f"<h1>{text(title)}</h1>\n"
             + (f"<p class='summary'>{text(summary)}</p>\n" if summary else "")
             + (f"<nav><ul>{contents}</ul></nav>\n" if len(workbenches) > 1 else "")
             + f"{empty}{sections}\n</body>\n</html>\n")
-
-
-def plotlyjs_for(trace_types: Iterable[str]) -> str:
-    """plotly.js's basic bundle when it draws every one of ``trace_types`` and matches the version
-    of plotly's Python package, else plotly's whole bundle."""
-    from plotly.offline import get_plotlyjs, get_plotlyjs_version
-
-    if BASIC_BUNDLE.exists() and set(trace_types) <= BASIC_TRACES:
-        bundle = BASIC_BUNDLE.read_text(encoding="utf-8")
-        if f"v{get_plotlyjs_version()}" in bundle[:200]:
-            return bundle
-    return get_plotlyjs()
-
-
-def packed_plotlyjs(trace_types: Iterable[str]) -> str:
-    """The plotly.js the report needs, gzipped and in base64, as the page's loader unpacks it."""
-    source = plotlyjs_for(trace_types).encode("utf-8")
-    return base64.b64encode(gzip.compress(source, compresslevel=9, mtime=0)).decode("ascii")
 
 
 def report(sources: Union[Any, Iterable[Any]], path: Union[str, Path] = "report.html", *,

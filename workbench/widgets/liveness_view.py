@@ -14,9 +14,10 @@ from .view import View
 class LivenessView(View):
     """Bytes of tile memory live at each step of ``analysis.flattened_schedule``, per IPU, stacked by
     variables, constants, intermediates and code, against the device's capacity; hovering a step lists
-    its live tensors (``include_code=False``, or the checkbox, leaves code out of those panels). Below,
-    each graph's code liveness (``analysis.code_liveness``) as bars from
-    ``remote_code_load`` to last call. Clicking a step selects its op. The device is ``device``, the
+    its live tensors. ``include_code`` (or the checkbox) stacks code with them (True) or leaves it out
+    (False); by default it is left out where it would dwarf the tensors, and the title says so. Below,
+    the code liveness (``analysis.code_liveness``) of the graphs whose code is loaded, as bars from
+    ``remote_code_load`` to last call; when all code is always live, one line says so. Clicking a step selects its op. The device is ``device``, the
     Session's device, or the simulated 'ipu_model'. While a Session is stepped (``session.stepper``),
     a line marks the step it stands before.
     """
@@ -24,7 +25,8 @@ class LivenessView(View):
     live_kinds = frozenset({"op_added", "op_changed", "tensor_added", "graph_built", "graph_discarded",
                             "attached", "run_finished", "step"})
 
-    def __init__(self, source: Any, device: Optional[Device] = None, include_code: bool = True, **options):
+    def __init__(self, source: Any, device: Optional[Device] = None, include_code: Optional[bool] = None,
+                 **options):
         self._device = device
         self.include_code = include_code
         super().__init__(source, **options)
@@ -53,7 +55,8 @@ class LivenessView(View):
     def _controls(self) -> list:
         import ipywidgets
 
-        toggle = ipywidgets.Checkbox(value=self.include_code, description="code in the memory panels", indent=False)
+        shown = self.include_code if self.include_code is not None else not self._code_dwarfs()
+        toggle = ipywidgets.Checkbox(value=shown, description="code in the memory panels", indent=False)
         toggle.observe(lambda change: self.show_code(change["new"]), names="value")
         return [toggle]
 
@@ -61,6 +64,11 @@ class LivenessView(View):
         """Stack code memory with the tensors (True) or leave it out, so the tensors fill the scale."""
         self.include_code = include
         self.redraw()
+
+    def _code_dwarfs(self) -> bool:
+        from .figures.liveness_figure import code_dwarfs_tensors
+
+        return self.error is None and code_dwarfs_tensors(self.liveness)
 
     def marked_steps(self) -> list[int]:
         """The steps of the selected op (every expansion of its graph), else the selected step."""

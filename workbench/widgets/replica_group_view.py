@@ -11,7 +11,7 @@ from .figures import replica_group_figure, values_table_html
 from .figures.replica_figure import grouping_shape
 from .view import View
 
-LISTED_VARIABLES = 12  # with more variables than this, only those split into several groups are listed
+LISTED_VARIABLES = 12  # with more variables than this, only those split into several groups get a values table
 
 
 class ReplicaGroupView(View):
@@ -35,9 +35,8 @@ class ReplicaGroupView(View):
         super().__init__(source, **options)
 
     def _compute(self) -> None:
-        every = grouping_uses(self.ir)
+        self.uses = grouping_uses(self.ir)  # every variable: those of one grouping fold into one row
         listed = set(self.listed_variables())
-        self.uses = [use for use in every if use.kind == "collective" or use.item in listed]
         self.values = None
         self.values_elsewhere = False
         if self.session is not None and self.session.run_count > 0 and listed:

@@ -68,20 +68,46 @@ def describe_stop(stop: Any) -> str:
     return text
 
 
-def table_html(rows: Sequence[LiveRow], replicas: int) -> str:
-    """The live tensors as an HTML table, every name escaped; the next op's inputs in bold."""
-    if not rows:
+OTHER_ROWS_SHOWN = 20  # other live tensors shown with their values when a filter picks them
+OTHER_NAMES_LISTED = 60  # other live tensors named (without values) while no filter is typed
+
+
+def table_html(rows: Sequence[LiveRow], replicas: int, filter_text: str = "", made_next: Sequence[str] = ()) -> str:
+    """The live tensors as HTML, every name escaped: first the next op's inputs with their values in every
+    replica (and the outputs it will make), then the other live tensors collapsed to their names; those whose
+    name or graph contains ``filter_text`` are shown with their values (at most ``OTHER_ROWS_SHOWN``)."""
+    if not rows and not made_next:
         return "<p><i>no live tensors</i></p>"
     head = "".join(f"<th style='{CELL_STYLE}'>{text(h)}</th>"
                    for h in ["tensor", "graph", "type", *(f"replica {r}" for r in range(replicas))])
-    body = []
-    for row in rows:
-        cells = [row.name, row.graph, row.spec, *("—" if v is None else v for v in row.values)]
-        weight = "font-weight:bold;" if row.read_next else ""
-        body.append("<tr>" + "".join(f"<td style='{weight}{CELL_STYLE}'>{text(c)}</td>" for c in cells)
-                    + "</tr>")
-    return (f"<table style='{TABLE_STYLE}'><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
-            "<p style='font-size:11px;color:#595959'>bold: read by the next op</p>")
+
+    def table(shown: Sequence[LiveRow]) -> str:
+        body = "".join("<tr>" + "".join(f"<td style='{CELL_STYLE}'>{text(c)}</td>"
+                                        for c in (row.name, row.graph, row.spec,
+                                                  *("—" if v is None else v for v in row.values))) + "</tr>"
+                       for row in shown)
+        return f"<table style='{TABLE_STYLE}'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+    read = [row for row in rows if row.read_next]
+    others = [row for row in rows if not row.read_next]
+    parts = ["<p style='margin:4px 0'><b>read by the next op</b></p>", table(read) if read else "<p><i>none</i></p>"]
+    if made_next:
+        parts.append(f"<p style='margin:4px 0'><b>made by the next op</b>: {text(', '.join(made_next))}</p>")
+    needle = filter_text.strip().lower()
+    if needle:
+        picked = [row for row in others if needle in row.name.lower() or needle in row.graph.lower()]
+        more = f", the first {OTHER_ROWS_SHOWN} shown" if len(picked) > OTHER_ROWS_SHOWN else ""
+        parts.append(f"<p style='margin:4px 0'><b>{count_of(len(picked), 'other live tensor')} matching "
+                     f"{text(filter_text.strip())!r}</b>{more}</p>")
+        if picked:
+            parts.append(table(picked[:OTHER_ROWS_SHOWN]))
+    elif others:
+        names = ", ".join(text(row.name) for row in others[:OTHER_NAMES_LISTED])
+        more = f", … {len(others) - OTHER_NAMES_LISTED} more" if len(others) > OTHER_NAMES_LISTED else ""
+        parts.append(f"<details><summary>{count_of(len(others), 'other live tensor')} (type in the filter for "
+                     f"their values)</summary><p style='font-family:monospace;font-size:11px'>{names}{more}</p>"
+                     f"</details>")
+    return "".join(parts)
 
 
 def outputs_html(outputs: Mapping[Any, Any]) -> str:
@@ -130,6 +156,7 @@ class SessionStepperView:
         self._owns_views = views is None
         self._view_options = dict(live=live, window=window, scheduler=scheduler)
         self._widget = None
+        self.filter_text = ""
         self._handle = subscribe_weakly(session.events, self._heard)
 
     # ----- the stepper -----
@@ -238,7 +265,13 @@ class SessionStepperView:
     def values_html(self) -> str:
         if self.stop is not None and self.stop.status == "finished":
             return outputs_html(self._stepper.outputs if self._stepper is not None else {})
-        return table_html(self.rows, self.ir.replication_factor)
+        made = [t.name for t in self.stop.op.outputs] if self.stop is not None and self.stop.op is not None else []
+        return table_html(self.rows, self.ir.replication_factor, self.filter_text, made)
+
+    def filter(self, wanted: str) -> None:
+        """Show the other live tensors whose name or graph contains ``wanted`` with their values."""
+        self.filter_text = wanted
+        self._render()
 
     def to_html(self) -> str:
         """Where the run stands, the last error and the live values, as HTML (names escaped)."""
@@ -275,10 +308,17 @@ class SessionStepperView:
             self.status_box = ipywidgets.HTML()
             self.error_box = ipywidgets.HTML()
             self.table = ipywidgets.HTML()
+            self.filter_box = ipywidgets.Text(placeholder="filter the other live tensors by name or graph",
+                                              continuous_update=False, layout=ipywidgets.Layout(width="320px"))
+            self.filter_box.observe(lambda change: self.filter(change["new"]), names="value")
             controls = ipywidgets.HBox([self.buttons[name] for name in COMMANDS if name != "run to"])
             run_to = ipywidgets.HBox([self.buttons["run to"], self.target, self.buttons["breakpoint"]])
-            self._widget = ipywidgets.VBox([controls, run_to, self.status_box, self.error_box, self.table,
-                                            *(view.widget for view in self.views)])
+            views = [view.widget for view in self.views]
+            values = ipywidgets.VBox([self.filter_box, self.table],
+                                     layout=ipywidgets.Layout(flex="1 1 380px", min_width="320px", overflow="auto",
+                                                              max_height="640px"))
+            beside = ipywidgets.HBox([values, *views[:1]], layout=ipywidgets.Layout(flex_flow="row wrap"))
+            self._widget = ipywidgets.VBox([controls, run_to, self.status_box, self.error_box, beside, *views[1:]])
             self._render()
         return self._widget
 

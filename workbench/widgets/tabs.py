@@ -7,16 +7,23 @@ from .call_tree_view import CallTreeView
 from .graph_view import GraphView
 from .live import DEFAULT_WINDOW, Scheduler
 from .liveness_view import LivenessView
+from .model_view import ModelView
 from .replica_group_view import ReplicaGroupView
 from .schedule_view import ScheduleView
 from .selection import Selection
 from .stepper_view import SessionStepperView
 from .view import _ir_and_session, display_bundle, source_bundle
+from .offline_plotly import offline_drawer
 from .workbench_html import plotly_figure_html, workbench_html
 
 
+STEPPER_PICTURE_WIDTH = 560  # the model picture beside the stepper's table
+STATIC_DOCUMENT_OPS = 3000  # beyond this, a Workbench's saved picture is the model tab's, not the whole document
+
+
 class Workbench:
-    """Tabs of the call tree, graph, schedule, liveness and replica-group views of an Ir or a Session,
+    """Tabs of the model (grouped graph), call tree, graph, schedule, liveness and replica-group views of an
+    Ir or a Session,
     plus, for a Session, a stepper (stepping with ``inputs``) whose current op the other tabs show.
     Every view shares ``selection``: a graph clicked in the call tree opens in the graph tab, an op
     clicked anywhere is marked everywhere.
@@ -32,16 +39,18 @@ class Workbench:
         self.selection = selection if selection is not None else Selection()
         options = dict(selection=self.selection, live=live, window=window, scheduler=scheduler)
         source = self.session if self.session is not None else self.ir
+        later = dict(options, defer=True)  # the tabs behind the first compute when first looked at
         self.views: dict[str, Any] = {
-            "call tree": CallTreeView(source, open_graphs=False, **options),
-            "graph": GraphView(source, **options),
-            "schedule": ScheduleView(source, **options),
-            "liveness": LivenessView(source, **options),
-            "replica groups": ReplicaGroupView(source, **options),
+            "model": ModelView(source, **options),
+            "call tree": CallTreeView(source, open_graphs=False, **later),
+            "graph": GraphView(source, **later),
+            "schedule": ScheduleView(source, **later),
+            "liveness": LivenessView(source, **later),
+            "replica groups": ReplicaGroupView(source, **later),
         }
         if self.session is not None:
-            self.views["stepper"] = SessionStepperView(self.session, inputs, views=[self.views["graph"],
-                                                                                    self.views["schedule"]],
+            beside = ModelView(self.session, width=STEPPER_PICTURE_WIDTH, **options)  # the next op's group
+            self.views["stepper"] = SessionStepperView(self.session, inputs, views=[beside, self.views["schedule"]],
                                                        **options)
         self._widget = None
         self._pages: list = []
@@ -74,12 +83,15 @@ class Workbench:
             self._pages[index].children = [list(self.views.values())[index].widget]
 
     def _graph_chosen(self, change) -> None:
-        """A graph picked while the call tree tab is open opens in the graph tab."""
-        if self._widget is not None and self._widget.selected_index == 0:
-            self._widget.selected_index = self.tabs.index("graph")
+        """A graph picked while the call tree tab is open opens in the model tab."""
+        if self._widget is not None and self._widget.selected_index == self.tabs.index("call tree"):
+            self._widget.selected_index = self.tabs.index("model")
 
-    def to_html(self, include_plotlyjs: Any = "cdn") -> str:
-        """Every view one under the other, as an HTML fragment."""
+    def to_html(self, include_plotlyjs: Any = "offline") -> str:
+        """Every view one under the other, as an HTML fragment that draws with no network (plotly.js inside
+        it, gzipped, used only where the page has none); or with plotly's ``include_plotlyjs`` values."""
+        if include_plotlyjs == "offline":
+            return workbench_html(self, offline_drawer())
         return workbench_html(self, plotly_figure_html(include_plotlyjs))
 
     def _repr_mimebundle_(self, include=None, exclude=None) -> tuple[dict, dict]:
@@ -87,7 +99,10 @@ class Workbench:
 
     def static_bundle(self) -> tuple[dict, dict]:
         """The picture that stays when there is no widget: the extension's view of the Ir (or the
-        Session, opened on its memory)."""
+        Session, opened on its memory); for a program of more than ``STATIC_DOCUMENT_OPS`` ops, whose whole
+        document would weigh megabytes in the notebook, the model tab's picture instead."""
+        if sum(len(graph.ops) for graph in self.ir.graphs) > STATIC_DOCUMENT_OPS:
+            return self.views["model"].static_bundle()
         return source_bundle(self.session if self.session is not None else self.ir)
 
     def close(self) -> None:

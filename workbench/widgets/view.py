@@ -30,7 +30,7 @@ class View:
     has_details = False  # whether the widget shows ``details_html()`` below the figure
 
     def __init__(self, source: Any, *, selection: Optional[Selection] = None, live: bool = True,
-                 window: float = DEFAULT_WINDOW, scheduler: Optional[Scheduler] = None):
+                 window: float = DEFAULT_WINDOW, scheduler: Optional[Scheduler] = None, defer: bool = False):
         self.ir, self.session = _ir_and_session(source)
         self.selection = selection if selection is not None else Selection()
         if self.selection.graph is None:
@@ -42,12 +42,22 @@ class View:
         self._widget = None
         self._binding = (LiveBinding(self.refresh, self.ir, self.session, window, scheduler, self.live_kinds)
                          if live else None)
-        self.refresh()
+        self._stale = defer  # ``defer``: computed when first looked at (a tab not opened yet costs nothing)
+        if not defer:
+            self.refresh()
+
+    def __getattr__(self, name: str):
+        """A deferred view computes its data the first time any of it is read."""
+        if not name.startswith("_") and self.__dict__.get("_stale"):
+            self.refresh()
+            return getattr(self, name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     # ----- data -----
     def refresh(self, kinds: Iterable[str] = ()) -> None:
         """Recompute the data from the Ir (and Session) and redraw the widget if one is shown. An Ir
         that cannot be analysed yet (half built, or invalid) leaves ``error`` set and draws it."""
+        self._stale = False
         try:
             self._compute()
             self.error = None
@@ -65,6 +75,8 @@ class View:
 
     @property
     def figure(self) -> go.Figure:
+        if self._stale:
+            self.refresh()
         if self._figure is None:
             self._figure = error_figure(self.error) if self.error is not None else self.build_figure()
         return self._figure
@@ -82,6 +94,8 @@ class View:
     @property
     def widget(self):
         """The ipywidgets box (made on first use): controls above the live figure."""
+        if self._stale:
+            self.refresh()
         if self._widget is None:
             import ipywidgets
 
@@ -107,7 +121,14 @@ class View:
             self._binding = None
 
     # ----- display -----
-    def to_html(self, include_plotlyjs: Any = "cdn") -> str:
+    def to_html(self, include_plotlyjs: Any = "offline") -> str:
+        """The figure and details as an HTML fragment. By default it carries plotly.js (gzipped, used only
+        where the page has none), so it draws with no network; plotly's values (True, False, "cdn") as
+        ``plotly.io.to_html`` takes them."""
+        if include_plotlyjs == "offline":
+            from .offline_plotly import offline_drawer
+
+            return offline_drawer()(self.figure, "workbench-view") + self.details_html()
         return self.figure.to_html(full_html=False, include_plotlyjs=include_plotlyjs) + self.details_html()
 
     def _repr_mimebundle_(self, include=None, exclude=None) -> tuple[dict, dict]:

@@ -10,10 +10,10 @@ from typing import Any, Callable, Iterable, Optional
 from workbench.analysis.call_tree import call_tree
 
 from .graph_view import GraphView
+from .offline_plotly import PLOTLY_CONFIG
 from .stepper_view import SessionStepperView
 from .style import text
 
-PLOTLY_CONFIG = {"displaylogo": False, "responsive": True}
 
 
 def plotly_figure_html(include_plotlyjs: Any = "cdn") -> Callable[[Any, str], str]:

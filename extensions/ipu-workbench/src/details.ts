@@ -33,7 +33,7 @@ export class Details {
     op.inputs.forEach((id, i) => lines.push(`in ${i}: ${tensorLine(id)}`));
     op.outputs.forEach((id, i) => lines.push(`out ${i}: ${tensorLine(id)}`));
     for (const [key, value] of Object.entries(op.attrs)) {
-      lines.push(`${key} = ${shorten(JSON.stringify(value) ?? String(value))}`);
+      lines.push(`${key} = ${preview(value)}`);
     }
     if (op.called_graphs.length) {
       lines.push(`calls ${op.called_graphs.map(id => index.graphs.get(id)?.label ?? id).join(', ')}`);
@@ -45,6 +45,42 @@ export class Details {
     this.show(`tensor ${tensor.name}`, [describeTensor(tensor), `ipu ${tensor.ipu}`,
       tensor.producer === null ? 'no producer' : `produced by ${tensor.producer}`]);
   }
+}
+
+/**
+ * `value` as JSON text of at most MAX_VALUE_CHARS characters, written without recursion and stopping once
+ * long enough: an attribute nested thousands of levels deep (or just huge) costs no more than a short one.
+ */
+export function preview(value: unknown): string {
+  type Piece = { text: string } | { value: unknown };
+  let text = '';
+  const stack: Piece[] = [{ value }];
+  while (stack.length && text.length < MAX_VALUE_CHARS) {
+    const piece = stack.pop()!;
+    if ('text' in piece) {
+      text += piece.text;
+      continue;
+    }
+    const item = piece.value;
+    if (typeof item !== 'object' || item === null) {
+      text += JSON.stringify(item) ?? String(item);
+      continue;
+    }
+    const isList = Array.isArray(item);
+    const entries = isList ? (item as unknown[]).map(v => ['', v] as const) : Object.entries(item);
+    text += isList ? '[' : '{';
+    stack.push({ text: isList ? ']' : '}' });
+    for (let i = entries.length - 1; i >= 0; i--) {
+      stack.push({ value: entries[i][1] });
+      if (!isList) {
+        stack.push({ text: `${JSON.stringify(entries[i][0])}:` });
+      }
+      if (i > 0) {
+        stack.push({ text: ',' });
+      }
+    }
+  }
+  return shorten(stack.length ? `${text}…` : text);
 }
 
 function shorten(text: string): string {

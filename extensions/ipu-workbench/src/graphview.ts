@@ -35,6 +35,8 @@ export class GraphView {
   private graphId: string;
   private query = '';
   private drawLarge = false;
+  /** Whether the view has been shown: until then nothing is laid out, so a hidden tab costs nothing. */
+  private started = false;
 
   constructor(private readonly doc: Document, private readonly index: IrIndex, private readonly details: Details, graphId: string) {
     this.graphId = index.graphs.has(graphId) ? graphId : index.main.id;
@@ -66,7 +68,14 @@ export class GraphView {
       this.searchBox, this.expandMatches, this.status, this.note
     ]);
     this.node = el(doc, 'div', 'ipu-wb-graph-view', [toolbar, this.canvas]);
-    this.redraw();
+  }
+
+  /** Draws the view the first time it is shown (later calls do nothing). */
+  activate(): void {
+    if (!this.started) {
+      this.started = true;
+      this.redraw();
+    }
   }
 
   /** Shows `graphId` as the outermost graph. */
@@ -135,6 +144,9 @@ export class GraphView {
    * to once drawn (else the top left). Until then the canvas keeps what it shows, or says it is laying out.
    */
   private redraw(focus: (layout: GraphLayout) => Point | undefined = () => undefined): void {
+    if (!this.started) {
+      return;
+    }
     const generation = ++this.generation;
     const nodes = this.nodeCount(this.graphId, '', 0);
     if (nodes > MAX_DRAWN_NODES && !this.drawLarge) {

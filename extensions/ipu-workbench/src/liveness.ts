@@ -44,6 +44,11 @@ export function renderLiveness(doc: Document, index: IrIndex, details: Details, 
   const chart = el(doc, 'div', 'ipu-wb-chart');
   const summary = el(doc, 'div', 'ipu-wb-liveness-summary');
   const shown = new Set(SERIES.map(s => s.name));
+  const codeName = kindLabel('code');
+  const dwarfed = liveness.ipus.some(codeDwarfsTensors);
+  if (dwarfed) {
+    shown.delete(codeName);
+  }
   let current = liveness.ipus[0];
   const draw = (ipu: IpuLiveness) => {
     current = ipu;
@@ -69,7 +74,7 @@ export function renderLiveness(doc: Document, index: IrIndex, details: Details, 
   const legend = el(doc, 'div', 'ipu-wb-legend', SERIES.map(s => {
     const box = el(doc, 'input', 'ipu-wb-series-toggle');
     box.type = 'checkbox';
-    box.checked = true;
+    box.checked = shown.has(s.name);
     box.value = s.name;
     box.addEventListener('change', () => {
       if (!shown.delete(s.name)) {
@@ -79,7 +84,17 @@ export function renderLiveness(doc: Document, index: IrIndex, details: Details, 
     });
     return el(doc, 'label', 'ipu-wb-legend-item', [box, el(doc, 'span', `ipu-wb-swatch ${s.className}`), s.name]);
   }));
-  return el(doc, 'div', 'ipu-wb-liveness', [...parts, summary, chart, legend]);
+  const note = dwarfed ? [el(doc, 'div', 'ipu-wb-liveness-note',
+    [`${codeName} left out: it would dwarf the tensors (tick it below to stack it)`])] : [];
+  return el(doc, 'div', 'ipu-wb-liveness', [...parts, summary, ...note, chart, legend]);
+}
+
+/** Whether code, at its largest, is more than twice the tensors at their largest: stacked with them it
+ * would squash them into a thin line (the notebook's memory chart leaves it out likewise). */
+export function codeDwarfsTensors(ipu: IpuLiveness): boolean {
+  const code = maxOf(ipu.code, value => value, 0);
+  const tensors = ipu.variables + ipu.constants + maxOf(ipu.intermediates, value => value, 0);
+  return code > 2 * tensors;
 }
 
 /**

@@ -10,7 +10,7 @@ export type {
 } from './generated/document.js';
 export { DocumentError, readDocument, SCHEMA_NAME, SCHEMA_VERSION } from './document.js';
 
-const VIEWS = ['graph', 'calls', 'memory'] as const;
+const VIEWS = ['model', 'graph', 'calls', 'memory'] as const;
 export type ViewName = (typeof VIEWS)[number];
 
 /** What the Python object asked to show first (the MIME bundle's metadata). */

@@ -6,6 +6,7 @@ import { renderCallTree } from './calltree.js';
 import { Details } from './details.js';
 import { button, el } from './dom.js';
 import { GraphView } from './graphview.js';
+import { GroupView } from './groupview.js';
 import { renderLiveness } from './liveness.js';
 import { applyColours, countOf } from './visual.js';
 import { DocumentError, IrIndex, readDocument, readOptions, ViewName } from './model.js';
@@ -13,6 +14,7 @@ import { DocumentError, IrIndex, readDocument, readOptions, ViewName } from './m
 export const ROOT_CLASS = 'ipu-wb-root';
 
 const TABS: { view: ViewName; label: string }[] = [
+  { view: 'model', label: 'Model' },
   { view: 'graph', label: 'Graph' },
   { view: 'calls', label: 'Call tree' },
   { view: 'memory', label: 'Memory' }
@@ -47,22 +49,29 @@ function buildView(doc: Document, value: unknown, given: unknown): HTMLElement {
   const index = new IrIndex(readDocument(value));
   const details = new Details(doc, 'Point at an op, tensor, call or step for its details.');
   const graphView = new GraphView(doc, index, details, options.graph ?? index.main.id);
+  const groupView = new GroupView(doc, index, details, options.graph ?? index.main.id);
   const panels = {
+    model: groupView.node,
     graph: graphView.node,
     calls: renderCallTree(doc, index, details, graph => {
       graphView.show(graph);
-      select('graph');
+      groupView.showGraph(graph);
+      select(groupView.available ? 'model' : 'graph');
     }),
     memory: renderLiveness(doc, index, details, options)
   };
   const buttons = new Map<string, HTMLButtonElement>();
   const select = (view: ViewName) => {
-    for (const tab of TABS) {
+    if (view === 'graph') {
+      graphView.activate();
+    }
+    for (const tab of tabs) {
       panels[tab.view].classList.toggle('ipu-wb-hidden', tab.view !== view);
       buttons.get(tab.view)!.classList.toggle('ipu-wb-active', tab.view === view);
     }
   };
-  for (const tab of TABS) {
+  const tabs = TABS.filter(tab => tab.view !== 'model' || groupView.available);
+  for (const tab of tabs) {
     buttons.set(tab.view, button(doc, tab.label, `ipu-wb-tab ipu-wb-tab-${tab.view}`, () => select(tab.view)));
   }
   const ops = index.doc.graphs.reduce((sum, g) => sum + g.ops.length, 0);
@@ -73,6 +82,10 @@ function buildView(doc: Document, value: unknown, given: unknown): HTMLElement {
     el(doc, 'div', 'ipu-wb-body', [el(doc, 'div', 'ipu-wb-panels', Object.values(panels)), details.node])
   ]);
   applyColours(root);
-  select(options.view ?? 'graph');
+  if (!groupView.available) {
+    panels.model.classList.add('ipu-wb-hidden');
+  }
+  const first = options.view ?? (groupView.available ? 'model' : 'graph');
+  select(first === 'model' && !groupView.available ? 'graph' : first);
   return root;
 }

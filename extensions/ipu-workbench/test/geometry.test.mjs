@@ -15,7 +15,7 @@ import { settled } from './settle.mjs';
 
 async function drawn(document, graph, expandAll) {
   const dom = new JSDOM('<!DOCTYPE html><body></body>');
-  const root = renderIr(dom.window.document.body, document, { graph });
+  const root = renderIr(dom.window.document.body, document, { graph, view: 'graph' });
   await settled(root);
   root.querySelector('.ipu-wb-draw-large')?.click();
   await settled(root);

@@ -196,6 +196,14 @@ test('the call tree shows call kinds and repeat counts', async () => {
 test('the liveness chart stacks four series and marks the peak', async () => {
   const { window, root } = await render(sampleDocument(), { view: 'memory', device: { kind: 'ipu_model', tile_bytes_per_ipu: 1480 } });
   const chart = root.querySelector('.ipu-wb-liveness');
+  // 100 B of code against 48 B of tensors: code starts left out, and the chart says so.
+  assert.equal(chart.querySelectorAll('.ipu-wb-area').length, 3);
+  assert.equal(chart.querySelector('.ipu-wb-liveness-note').textContent,
+    'code left out: it would dwarf the tensors (tick it below to stack it)');
+  const code = [...chart.querySelectorAll('.ipu-wb-series-toggle')].find(box => box.value === 'code');
+  assert.equal(code.checked, false);
+  code.checked = true;
+  code.dispatchEvent(new window.Event('change'));
   assert.equal(chart.querySelectorAll('.ipu-wb-area').length, 4);
   assert.equal(chart.querySelectorAll('.ipu-wb-step').length, 6);
   assert.equal(chart.querySelector('.ipu-wb-liveness-summary').textContent,
@@ -206,12 +214,14 @@ test('the liveness chart stacks four series and marks the peak', async () => {
   assert.ok(details.includes('intermediates 32 B'));
 });
 
-test('unticking a series in the legend removes its area and rescales the chart', async () => {
+test('ticking and unticking a series in the legend adds and removes its area and rescales the chart', async () => {
   const { window, root } = await render(sampleDocument(), { view: 'memory' });
   const chart = root.querySelector('.ipu-wb-liveness');
   const ticks = () => [...chart.querySelectorAll('.ipu-wb-axis-label')].map(n => n.textContent).filter(t => t.endsWith(' B'));
-  assert.deepEqual(ticks(), ['0 B', '32 B', '64 B', '96 B', '128 B'], 'a power of two apart, up to the top of 148 B');
   const code = [...chart.querySelectorAll('.ipu-wb-series-toggle')].find(box => box.value === 'code');
+  code.checked = true;
+  code.dispatchEvent(new window.Event('change'));
+  assert.deepEqual(ticks(), ['0 B', '32 B', '64 B', '96 B', '128 B'], 'a power of two apart, up to the top of 148 B');
   code.checked = false;
   code.dispatchEvent(new window.Event('change'));
   const areas = [...chart.querySelectorAll('.ipu-wb-area')].map(n => n.getAttribute('class'));

@@ -9,7 +9,7 @@ import plotly.graph_objects as go
 
 from workbench.analysis.call_tree import CallTree, CallTreeEdge, CallTreeNode
 
-from ..layout import Layout, column_pixels, layered_layout
+from workbench.export.layered import Layout, column_pixels, layered_layout
 from ..style import CALL_SITE_COLORS, GRAPH_STATUS_COLORS, HIGHLIGHT, PICTURE_WIDTH, base_layout, count_of, fitted, text
 
 MIN_COLUMN = 160  # pixels per column at least; wider trees open on their left part

@@ -10,7 +10,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from ..dataflow import DataflowPicture
-from ..layout import Layout, column_pixels, layered_layout
+from workbench.export.layered import Layout, column_pixels, layered_layout
 from ..style import (CALL_OUTLINE, EDGE_COLOR, HIGHLIGHT, IN_SEQUENCE_COLOR, KIND_COLORS, OP_OUTLINE, PICTURE_WIDTH,
                      base_layout, count_of, fitted, ipu_color, text, text_array)
 

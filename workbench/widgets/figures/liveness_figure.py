@@ -36,22 +36,41 @@ def live_tensor_lines(record: StepMemory, limit: int = HOVER_TENSORS) -> list[st
     return lines
 
 
+def code_dwarfs_tensors(liveness: TensorLiveness) -> bool:
+    """Whether code, at its largest, is more than twice the tensors at their largest on some IPU: stacked
+    with them it would squash the tensors into a thin line at the bottom of the scale."""
+    for ipu in liveness.ipus:
+        records = liveness.steps[ipu]
+        code = max((record.code for record in records), default=0)
+        tensors = max((record.total - record.code for record in records), default=0)
+        if code > 2 * tensors:
+            return True
+    return False
+
+
 def liveness_figure(liveness: TensorLiveness, capacity: Mapping[int, int], marked_steps: Iterable[int] = (),
-                    current_step: Optional[int] = None, include_code: bool = True) -> go.Figure:
-    """One memory panel per IPU (``capacity`` maps IPU to tile-memory bytes), then the code panel.
+                    current_step: Optional[int] = None, include_code: Optional[bool] = None) -> go.Figure:
+    """One memory panel per IPU (``capacity`` maps IPU to tile-memory bytes), then the code panel for the
+    graphs whose code is loaded and freed (all code always live is said in one line instead).
     Step ``s`` spans x from s-0.5 to s+0.5 in both panels. ``marked_steps`` (the selection) get dotted
     lines, ``current_step`` (where a stepped run stands) a solid one. Without ``include_code`` the
-    memory panels leave code out, so tensors that code would dwarf fill the scale."""
+    memory panels leave code out, so tensors fill the scale; None leaves it out where it would dwarf them."""
+    dwarfed = include_code is None and code_dwarfs_tensors(liveness)
+    include_code = not dwarfed if include_code is None else include_code
     kinds = KINDS if include_code else tuple(kind for kind in KINDS if kind != "code")
     ipus = liveness.ipus
-    code_rows = [record for record in liveness.code.values() if record.intervals or record.load_steps]
-    rows = len(ipus) + 1
-    height = int(230 * len(ipus) + 60 + 28 * max(len(code_rows), 2) + 60)
+    shown_code = [record for record in liveness.code.values() if record.intervals or record.load_steps]
+    code_rows = [record for record in shown_code if not record.always_live or record.load_steps]
+    always = [record for record in shown_code if record not in code_rows]
+    rows = len(ipus) + (1 if code_rows else 0)
+    height = int(230 * len(ipus) + 60 + (28 * max(len(code_rows), 2) + 60 if code_rows else 40))
+    code_title = "Code loaded and freed per graph" + (f" ({len(always)} more always live)" if always else "")
     # A fixed gap in pixels between panels leaves room for the next panel's title above its plot.
-    figure = make_subplots(rows=rows, cols=1, shared_xaxes=True, vertical_spacing=PANEL_GAP / (height - 120),
-                           row_heights=[1.0] * len(ipus) + [max(0.35, 0.12 * len(code_rows))],
+    figure = make_subplots(rows=rows, cols=1, shared_xaxes=True,
+                           vertical_spacing=PANEL_GAP / (height - 120) if rows > 1 else 0.0,
+                           row_heights=[1.0] * len(ipus) + ([max(0.35, 0.12 * len(code_rows))] if code_rows else []),
                            subplot_titles=[_memory_title(liveness, ipu, capacity[ipu]) for ipu in ipus]
-                           + ["Code liveness per graph"])
+                           + ([code_title] if code_rows else []))
     steps = np.arange(len(liveness.flat))
     edges = np.concatenate([[-0.5], steps, [len(steps) - 0.5]]) if len(steps) else steps
     descriptions = [step_description(liveness, s) for s in steps]
@@ -80,7 +99,15 @@ def liveness_figure(liveness: TensorLiveness, capacity: Mapping[int, int], marke
         if cap > 3 * peak:
             figure.layout.annotations[row - 1].text += " · capacity far above, off the scale"
         figure.update_yaxes(range=[0, top], title_text=f"IPU {ipu}", row=row, col=1, **binary_ticks(top))
-    _add_code_panel(figure, liveness, code_rows, rows)
+    if code_rows:
+        _add_code_panel(figure, liveness, code_rows, rows)
+    notes = []
+    if not code_rows and always:
+        notes.append(f"all code is always live: no graph's code is loaded with remote_code_load "
+                     f"({len(always)} graph{'s' if len(always) != 1 else ''})")
+    if dwarfed:
+        notes.append("code left out of the memory panels: it would dwarf the tensors (tick 'code in the memory "
+                     "panels' to stack it)")
     for step in marked_steps:
         figure.add_shape(type="line", x0=step, x1=step, xref="x", y0=0, y1=1, yref="paper",
                          line=dict(color=HIGHLIGHT, width=1.5, dash="dot"), name="selected step")
@@ -94,7 +121,9 @@ def liveness_figure(liveness: TensorLiveness, capacity: Mapping[int, int], marke
     figure.update_layout(**base_layout(
         height=height, hovermode="closest",
         legend=dict(yanchor="top", y=1.0, x=1.01, xanchor="left"),
-        title=dict(text=f"Memory over {len(steps)} schedule steps", x=0.01), margin=dict(l=70, r=20, t=70, b=50)))
+        title=dict(text=f"Memory over {len(steps)} schedule steps"
+                   + "".join(f"<br><sup>{note}</sup>" for note in notes), x=0.01),
+        margin=dict(l=70, r=20, t=70 + 16 * len(notes), b=50)))
     return figure
 
 

@@ -141,7 +141,7 @@ def _add_matrix(figure: go.Figure, replicas: int, uses: Sequence[GroupingRow], r
             text=[str(group)] * len(cells), textfont=dict(color="white", size=10),
             marker=dict(symbol="square", size=22 if replicas <= 16 else 12, color=group_color(group)),
             meta=dict(panel="matrix", group=group),
-            hovertext=[f"{text(use.label)}<br>replica {r} is in group {group} with "
+            hovertext=[f"{_every_name(use)}<br>replica {r} is in group {group} with "
                        f"{', '.join(map(str, use.grouping.members(group)))}" for use, r in cells],
             hoverinfo="text"), row=row, col=1)
     figure.update_xaxes(title_text="replica", tickmode="array", range=columns_range(replicas),
@@ -165,6 +165,15 @@ def _add_instances(figure: go.Figure, instances: Sequence[range], row: int, grid
         names = " · ".join(f"instance {i}: {r.start}–{r.stop - 1}" if len(r) > 1 else f"instance {i}: {r.start}"
                            for i, r in enumerate(instances))
         figure.update_xaxes(title_text=f"replica ({names})", row=row, col=1)
+
+
+def _every_name(row: GroupingRow, per_line: int = 6) -> str:
+    """Every use of a row by name, a few to a line (the row's label names only the first two)."""
+    if len(row.uses) == 1:
+        return text(row.label)
+    names = [text(use.label.removeprefix("variable ")) for use in row.uses]
+    lines = [", ".join(names[start:start + per_line]) for start in range(0, len(names), per_line)]
+    return f"<b>{len(row.uses)} {row.uses[0].kind}s</b>:<br>" + "<br>".join(lines)
 
 
 def _short(label: str, most: int = ROW_NAME) -> str:

@@ -13,9 +13,10 @@ puts two at one spot), they are moved apart.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Hashable, Iterable, Sequence
+from typing import TYPE_CHECKING, Hashable, Iterable, Sequence
 
-import igraph
+if TYPE_CHECKING:  # igraph (which loads plotly when present) loads with the first layout, not with popxl
+    import igraph
 
 SWEEPS = 30  # crossing-reduction sweeps; beyond a few tens they seldom change the picture
 Point = tuple[float, float]
@@ -49,6 +50,8 @@ def column_pixels(layout: Layout, width: int, least: float) -> float:
 def layered_layout(nodes: Sequence[Hashable], edges: Iterable[tuple[Hashable, Hashable]]) -> Layout:
     """Lay ``nodes`` out in layers so that each edge (tail, head) goes down; see the module docstring.
     Edges between unknown nodes, self-loops and repeated edges are ignored."""
+    import igraph
+
     index = {node: number for number, node in enumerate(nodes)}
     keys = list(index)
     pairs = list(dict.fromkeys((index[tail], index[head]) for tail, head in edges

@@ -1,0 +1,79 @@
+// The grouped model view draws the pictures the Python side laid out: boxes with their lines, edges with
+// arrowheads, groups that open on click and a breadcrumb back. The document comes from the Python tests
+// (IPU_WB_GROUPED: a path to an export of ResNet-50 with its grouped section).
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { test } from 'node:test';
+
+import { JSDOM } from 'jsdom';
+
+import { preview } from '../lib/details.js';
+import { renderIr } from '../lib/view.js';
+
+function render(value, options = {}) {
+  const dom = new JSDOM('<!DOCTYPE html><body></body>');
+  return { window: dom.window, root: renderIr(dom.window.document.body, value, options) };
+}
+
+function click(window, node) {
+  node.dispatchEvent(new window.MouseEvent('click', { bubbles: true }));
+}
+
+const path = process.env.IPU_WB_GROUPED;
+if (path) {
+  const document = JSON.parse(readFileSync(path, 'utf8'));
+  const picture = id => document.grouped.graphs.flatMap(g => g.groups).find(g => g.id === id);
+
+  test('a document with grouped pictures opens on them, drawn as laid out', () => {
+    const { root } = render(document);
+    assert.ok(root.querySelector('.ipu-wb-tab-model').classList.contains('ipu-wb-active'));
+    assert.equal(root.querySelector('.ipu-wb-graph-svg'), null, 'the hidden graph tab lays nothing out');
+    const top = document.grouped.graphs[0].groups[0];
+    const svg = root.querySelector('.ipu-wb-group-svg');
+    assert.equal(svg.getAttribute('data-group'), top.id);
+    assert.equal(Number(svg.getAttribute('width')), top.width);
+    const boxes = [...svg.querySelectorAll('.ipu-wb-pbox')];
+    assert.deepEqual(boxes.map(b => b.getAttribute('data-key')), top.nodes.map(n => n.key));
+    assert.deepEqual(boxes.map(b => [...b.querySelectorAll('text')].map(t => t.textContent)), top.nodes.map(n => n.lines));
+    const edges = [...svg.querySelectorAll('.ipu-wb-edge')];
+    assert.equal(edges.length, top.edges.length);
+    assert.ok(edges.every(e => e.getAttribute('marker-end') === 'url(#ipu-wb-arrow)'), 'every edge has an arrowhead');
+    assert.ok(edges.every(e => e.querySelector('title').textContent.includes('float32[')), 'an edge names its tensor and shape');
+    const legend = root.querySelector('.ipu-wb-legend').textContent;
+    for (const text of ['op on IPU 0', 'group of ops', 'tensor']) {
+      assert.ok(legend.includes(text), `the legend explains ${text}`);
+    }
+  });
+
+  test('clicking a group opens it, the breadcrumb goes back up', () => {
+    const { window, root } = render(document);
+    const top = document.grouped.graphs[0].groups[0];
+    const first = top.nodes.find(n => n.kind === 'group' && n.lines[0] === '▸ res2');
+    click(window, root.querySelector(`.ipu-wb-pbox[data-key="${first.key}"]`));
+    assert.equal(root.querySelector('.ipu-wb-group-svg').getAttribute('data-group'), first.key);
+    const opened = picture(first.key);
+    assert.deepEqual([...root.querySelectorAll('.ipu-wb-group-svg .ipu-wb-pbox')].map(b => b.getAttribute('data-key')),
+      opened.nodes.map(n => n.key));
+    const crumbs = [...root.querySelectorAll('.ipu-wb-crumb')].map(c => c.textContent);
+    assert.deepEqual(crumbs, ['main (180 ops)', 'res2 (32 ops)']);
+    click(window, root.querySelector('button.ipu-wb-crumb'));
+    assert.equal(root.querySelector('.ipu-wb-group-svg').getAttribute('data-group'), top.id);
+  });
+
+  test('pointing at an op shows its details', () => {
+    const { window, root } = render(document);
+    const conv = root.querySelector('.ipu-wb-pbox-op:has(text)');
+    conv.dispatchEvent(new window.MouseEvent('mouseenter'));
+    assert.match(root.querySelector('.ipu-wb-details-title').textContent, /^(host_load|conv) /);
+  });
+}
+
+test('an attribute nested 5,000 deep shows as a short preview, with no stack overflow', () => {
+  let deep = [1];
+  for (let i = 0; i < 5000; i++) {
+    deep = [deep];
+  }
+  const text = preview(deep);
+  assert.ok(text.length <= 160 && text.startsWith('[[[[') && text.endsWith('…'), text);
+  assert.equal(preview({ a: [1, 'x'], b: null }), '{"a":[1,"x"],"b":null}');
+});

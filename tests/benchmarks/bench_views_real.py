@@ -1,0 +1,121 @@
+"""Time to picture and bytes per display of real programs in JupyterLab (headless Chromium): a pipelined
+transformer trained on 2 replicas (546 ops), ResNet-50 through PopART (180 ops), a 2,102-op chain and a
+10,002-op program. For each: ``workbench.show(ir)`` (the live Model tab), the Ir displayed as the
+extension's document (its Model tab drawn from the shipped layout), against a static plotly figure of
+the same picture. Prints the medians; the targets are 2 s to a picture and 2 MiB per show.
+"""
+import statistics
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+TESTS = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(TESTS))
+
+from jupyterlab_harness import chromium, jupyterlab, open_notebook  # noqa: E402
+
+pytestmark = [pytest.mark.benchmark, pytest.mark.slow]
+
+SETUP = f"""
+import json, sys
+sys.path.insert(0, {str(TESTS)!r})
+import plotly.io
+import workbench
+from ipykernel.comm.comm import BaseComm as KernelComm
+from workbench.widgets import ModelView
+import real_programs
+
+plotly.io.renderers.default = "plotly_mimetype"
+comm_bytes = [0]
+publish = KernelComm.publish_msg
+
+
+def counting(self, msg_type, data=None, metadata=None, buffers=None, **keys):
+    comm_bytes[0] += len(json.dumps(data, default=str)) + sum(len(bytes(b)) for b in buffers or ())
+    return publish(self, msg_type, data, metadata, buffers, **keys)
+
+
+KernelComm.publish_msg = counting
+programs = dict(transformer=real_programs.transformer()[0], resnet50=real_programs.resnet50_session()._workbench_source(),
+                chain=real_programs.long_chain(), wide=real_programs.wide_program())
+print("ready")
+"""
+PROGRAMS = {"transformer": "pipelined transformer, 2 replicas, 546 ops", "resnet50": "ResNet-50 via PopART, 180 ops",
+            "chain": "chain of 2,102 ops", "wide": "10,002 ops"}
+REPEATS = 3
+PAINTED = {"plotly": ".jp-OutputArea .main-svg .layer-above", "extension": ".jp-OutputArea .ipu-wb-group-svg"}
+
+TIME_TO_PICTURE = """async ([index, selector]) => {
+  const notebook = window.jupyterapp.shell.currentWidget.content;
+  const cell = notebook.widgets[index];
+  cell.model.outputs.clear();
+  notebook.activeCellIndex = index;
+  const start = performance.now();
+  window.jupyterapp.commands.execute('notebook:run-cell');
+  return await new Promise((resolve) => {
+    const painted = () => {
+      if (cell.node.querySelector(selector)) {
+        requestAnimationFrame(() => resolve(performance.now() - start));
+      } else {
+        requestAnimationFrame(painted);
+      }
+    };
+    painted();
+  });
+}"""
+
+OUTPUT_TEXT = """async (index) => {
+  const notebook = window.jupyterapp.shell.currentWidget.content;
+  const cell = notebook.widgets[index];
+  cell.model.outputs.clear();
+  notebook.activeCellIndex = index;
+  await window.jupyterapp.commands.execute('notebook:run-cell');
+  return await new Promise((resolve) => {
+    const read = () => {
+      const text = cell.node.querySelector('.jp-OutputArea-output pre');
+      if (text && text.textContent.trim()) resolve(text.textContent.trim()); else setTimeout(read, 20);
+    };
+    read();
+  });
+}"""
+
+
+def cells_of(name: str) -> list[tuple[str, str]]:
+    """(cell source, what marks it painted): static figure, show(), the Ir's own display, then the bytes."""
+    return [(f"ModelView(programs[{name!r}], live=False).figure", "plotly"),
+            (f"comm_bytes[0] = 0\nshown = workbench.show(programs[{name!r}], live=False)\nshown", "plotly"),
+            (f"programs[{name!r}]", "extension"),
+            ("data, _ = shown._repr_mimebundle_()\n"
+             "print(comm_bytes[0] + len(json.dumps({k: v for k, v in data.items() if 'widget' not in k})), "
+             f"len(json.dumps(programs[{name!r}]._repr_mimebundle_()[0])))", "")]
+
+
+def test_time_to_picture_and_bytes_of_real_programs(tmp_path):
+    cells = [SETUP] + [source for name in PROGRAMS for source, _ in cells_of(name)]
+    with jupyterlab(tmp_path) as (url, root), chromium() as browser:
+        notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+        notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+        nbformat.write(notebook, root / "bench.ipynb")
+        page = open_notebook(browser, url, "bench.ipynb")
+        page.set_default_timeout(300_000)
+        assert page.evaluate(OUTPUT_TEXT, 0) == "ready"
+        page.evaluate(TIME_TO_PICTURE, [1, PAINTED["plotly"]])  # plotly.js loads with the first figure
+        print()
+        results = []
+        for number, (name, label) in enumerate(PROGRAMS.items()):
+            first = 1 + 4 * number
+            times = {kind: [] for kind in ("static", "show", "extension")}
+            for _ in range(REPEATS):
+                for offset, kind in enumerate(times):
+                    times[kind].append(page.evaluate(TIME_TO_PICTURE, [first + offset, PAINTED[cells_of(name)[offset][1]]]))
+            shown, document = (int(n) for n in page.evaluate(OUTPUT_TEXT, first + 3).split())
+            medians = {kind: statistics.median(values) / 1000 for kind, values in times.items()}
+            print(f"{label}: show() {medians['show']:.2f} s, the Ir's display (extension) {medians['extension']:.2f} s, "
+                  f"static plotly figure {medians['static']:.2f} s; show() {shown / 2**20:.2f} MiB, "
+                  f"the Ir's display {document / 2**20:.2f} MiB")
+            results.append((name, medians, shown))
+        page.screenshot(path=str(TESTS / "artifacts" / "bench_views_real.png"))
+    for name, medians, shown in results:
+        assert shown <= 2 * 2**20, (name, shown)

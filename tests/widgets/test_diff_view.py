@@ -1,0 +1,64 @@
+"""DiffView: two versions of a graph side by side. Training ops added after autodiff show as added, an op
+whose attribute changed as changed, runs of unchanged ops fold, and the figure marks each side."""
+import numpy as np
+
+import popxl
+import popxl.ops as ops
+from popxl.transforms import autodiff
+from workbench.export import to_json
+from workbench.export.graph_diff import graph_diff
+from workbench.widgets import DiffView
+
+
+def model(axis: int = 1, layers: int = 8):
+    ir = popxl.Ir()
+    with ir.main_graph:
+        x = popxl.variable(np.ones((4, 4), np.float32), name="x")
+        w = popxl.variable(np.eye(4, dtype=np.float32), name="w")
+        for _ in range(layers):
+            x = ops.relu(x @ w)
+        ops.softmax(x, axis=axis)
+    return ir
+
+
+def test_the_ops_training_adds_after_autodiff_show_as_added_and_unchanged_runs_fold():
+    ir = popxl.Ir()
+    with ir.main_graph:
+        w = popxl.variable(np.ones(3, np.float32), name="w")
+        forward = ir.create_graph(lambda a: ops.sin(a) * a, w)
+        before = to_json(ir)
+        grads = autodiff(forward)
+        site = ops.call_with_info(forward, w)
+        (dw,) = ops.call(grads.graph, popxl.constant(np.ones(3, np.float32)), inputs_dict=grads.inputs_dict(site))
+        ops.var_updates.accumulate_(w, dw, -0.1)
+    view = DiffView(before, ir)
+    statuses = [row.status for row in view.diff.rows]
+    assert statuses == ["added", "added", "added"]
+    assert [row.after["type"] for row in view.diff.rows] == ["call", "call", "accumulate_"]
+    assert view.summary() == "main → main: 3 ops added, 0 removed, 0 changed (+1 accumulate_, +2 call)"
+    added = [t for t in view.figure.data if t.meta["status"] == "added"]
+    assert len(added) == 1 and list(added[0].x) == [1, 1, 1]  # on the right
+
+
+def test_an_op_whose_attribute_changed_is_marked_and_says_what_changed():
+    diff = graph_diff(to_json(model(axis=1))["graphs"][0], to_json(model(axis=0))["graphs"][0])
+    assert [row.status for row in diff.rows] == ["same", "same", "folded", "same", "same", "changed"]
+    assert diff.rows[2].count == 12  # the 16 matmuls and relus less two at each end
+    (change,) = diff.rows[-1].changes
+    assert change == "axis: 1 → 0"
+    figure = DiffView(model(axis=1), model(axis=0)).figure
+    changed = [t for t in figure.data if t.meta["status"] == "changed"]
+    assert {t.meta["side"] for t in changed} == {"before", "after"}
+    assert "axis: 1 → 0" in changed[0].hovertext[0]
+    assert any("12 unchanged ops" in a.text for a in figure.layout.annotations)
+
+
+def test_removed_ops_are_on_the_left_and_a_missing_graph_is_a_clear_error():
+    diff = graph_diff(to_json(model(layers=3))["graphs"][0], to_json(model(layers=2))["graphs"][0])
+    assert sorted(row.before["type"] for row in diff.rows if row.status == "removed") == ["matmul", "relu"]
+    try:
+        DiffView(model(), model(), graph="nowhere")
+    except ValueError as error:
+        assert "no graph 'nowhere'" in str(error) and "'main'" in str(error)
+    else:
+        raise AssertionError("expected a ValueError")

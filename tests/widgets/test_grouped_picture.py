@@ -1,0 +1,134 @@
+"""The grouped pictures shipped in the JSON export: real models open as a few labelled groups (ResNet-50 by
+its blocks, a transformer by IPU and name scope, 10,000 ops as runs), op boxes say what Netron says, and
+every group's picture is laid out without overlaps, with edges from box to box, inside its size."""
+import json
+from pathlib import Path
+
+import fastjsonschema
+import networkx as nx
+import numpy as np
+import pytest
+
+import popxl
+import popxl.ops as ops
+from real_programs import long_chain, resnet50_session, transformer, wide_program
+from workbench.export import to_json
+from workbench.export.group_layout import grouped_section
+from workbench.export.grouping import MAX_ITEMS, group_graph
+from workbench.export.node_content import op_lines
+
+SCHEMA = json.loads((Path(__file__).resolve().parents[2] / "workbench/export/ir.schema.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def resnet():
+    return resnet50_session()._workbench_source()
+
+
+def labels(group):
+    return [child.label for child in group.children]
+
+
+def test_resnet50_opens_as_its_stages_and_each_stage_as_its_blocks(resnet):
+    root = group_graph(resnet.main_graph)
+    assert labels(root) == ["res_conv1", "res2", "res3", "res4", "res5", "pred"]
+    res2 = root.children[1]
+    assert labels(res2) == ["res2_0", "res2_1", "res2_2"]
+    assert labels(res2.children[0]) == ["res2_0_branch2a", "res2_0_branch2b", "res2_0_branch2c", "res2_0_branch1"]
+    assert root.count == len(resnet.main_graph.ops) == 180
+    assert [op.type for op in root.ops] == ["host_load", "conv", "host_store"]
+
+
+def test_an_op_box_says_its_type_its_distinguishing_attribute_and_its_folded_weights(resnet):
+    first_conv = next(op for op in resnet.main_graph.ops if op.type == "conv")
+    assert op_lines(first_conv) == ["conv 7×7 /2", "gpu_0/conv1_w_0 ⟨64×3×7×7⟩"]
+    norm = next(op for op in resnet.main_graph.ops if op.type == "batch_norm_inference")
+    assert op_lines(norm) == ["batch_norm_inference", "gpu_0/res_conv1_bn_s_0 ⟨64⟩", "gpu_0/res_conv1_bn_b_0 ⟨64⟩",
+                              "gpu_0/res_conv1_bn_rm_0 ⟨64⟩", "+1 more"]
+    pool = next(op for op in resnet.main_graph.ops if op.type == "max_pool")
+    assert op_lines(pool) == ["max_pool 3×3 /2"]
+
+
+def test_popxl_name_scopes_and_ipus_group_a_pipelined_transformer():
+    ir, _ = transformer(layers=4)
+    forward = next(g for g in ir.graphs if g.name.endswith("forward") and not g.name.endswith("_grad"))
+    root = group_graph(forward)
+    assert labels(root) == ["IPU 0", "IPU 1"]
+    on_second = root.children[1]
+    assert [label for label in labels(on_second) if label.startswith("layer")] == ["layer2", "layer3"]
+    layer = on_second.children[0]
+    assert labels(layer) == ["attention", "feed_forward"]
+    softmax = next(op for group in layer.walk() for op in group.ops if op.type == "softmax")
+    assert op_lines(softmax) == ["softmax axis=2"]
+    (call,) = [op for op in ir.main_graph.ops if op.type == "call" and op.called_graphs[0] is forward]
+    assert op_lines(call) == [f"call {forward.label}", "16 weights passed in"]
+
+
+@pytest.mark.parametrize("make, size", [(long_chain, 2102), (wide_program, 10_002)])
+def test_a_large_graph_opens_as_a_few_boxes_and_no_group_holds_more_than_max_items(make, size):
+    ir = make()
+    root = group_graph(ir.main_graph)
+    groups = list(root.walk())
+    assert root.count == size and len(root.children) + len(root.ops) <= 6
+    assert all(len(group.children) + len(group.ops) <= MAX_ITEMS for group in groups)
+    members = [op for group in groups for op in group.ops]
+    assert len(members) == len(set(members)) == size  # every op in exactly one group
+
+
+def overlaps(a, b):
+    return (abs(a["x"] - b["x"]) * 2 < a["w"] + b["w"]) and (a["y"] < b["y"] + b["h"] and b["y"] < a["y"] + a["h"])
+
+
+def check_geometry(picture):
+    """Boxes inside the picture, apart, wide enough for their text; edges from box to box, downwards unless
+    the groups feed each other both ways."""
+    nodes = picture["nodes"]
+    acyclic = nx.is_directed_acyclic_graph(nx.DiGraph([(e["from"], e["to"]) for e in picture["edges"]]))
+    for i, a in enumerate(nodes):
+        assert a["x"] - a["w"] / 2 >= 0 and a["x"] + a["w"] / 2 <= picture["width"], a
+        assert a["y"] >= 0 and a["y"] + a["h"] <= picture["height"], a
+        max_chars = (a["w"] - 16) / 7
+        assert all(len(line) <= max_chars for line in a["lines"]), a  # the box is as wide as its longest line
+        for b in nodes[i + 1:]:
+            assert not overlaps(a, b), (picture["id"], a["key"], b["key"])
+    for edge in picture["edges"]:
+        tail, head = nodes[edge["from"]], nodes[edge["to"]]
+        assert edge["points"][0] == [tail["x"], tail["y"] + tail["h"]]
+        assert edge["points"][-1] == [head["x"], head["y"]]
+        assert head["y"] > tail["y"] or not acyclic, (picture["id"], tail["key"], head["key"])
+        assert all(0 <= x <= picture["width"] and 0 <= y <= picture["height"] for x, y in edge["points"])
+        for x, y in edge["points"][1:-1]:  # a bend is never inside a box: the edge goes round it
+            assert not any(abs(x - n["x"]) * 2 < n["w"] and n["y"] <= y <= n["y"] + n["h"] for n in nodes), edge
+
+
+def test_every_group_picture_of_real_programs_is_laid_out_without_overlaps(resnet):
+    programs = [resnet, transformer()[0], long_chain()]
+    for ir in programs:
+        section = grouped_section(ir)
+        for graph in section["graphs"]:
+            ids = {picture["id"] for picture in graph["groups"]}
+            for picture in graph["groups"]:
+                check_geometry(picture)
+                assert picture["parent"] is None or picture["parent"] in ids
+                assert all(node["key"] in ids for node in picture["nodes"] if node["kind"] == "group")
+
+
+def test_the_grouped_section_is_part_of_a_valid_export(resnet):
+    document = to_json(resnet, grouped=True)
+    fastjsonschema.compile(SCHEMA)(document)
+    assert "grouped" not in to_json(resnet)
+    (graph,) = document["grouped"]["graphs"]
+    root = graph["groups"][0]
+    assert graph["root"] == root["id"] == "main_graph" and root["ops"] == 180
+    edge = next(e for e in root["edges"] if root["nodes"][e["from"]]["lines"][0].startswith("host_load"))
+    assert edge["label"] == "gpu_0/data_0: float32[1,3,224,224]"
+
+
+def test_ops_without_scopes_or_weights_join_the_scope_of_their_input():
+    ir = popxl.Ir()
+    with ir.main_graph, popxl.name_scope("outer"):
+        x = popxl.variable(np.ones((2, 2), np.float32), name="x")
+        y = ops.relu(x @ x)
+    root = group_graph(ir.main_graph)
+    assert labels(root) == [] and [op.type for op in root.ops] == ["matmul", "relu"]  # one scope: opened in place
+    assert y.name.startswith("outer/")
