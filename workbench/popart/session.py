@@ -290,8 +290,8 @@ class _Session:
     def weightsToHost(self) -> None:
         self._require_attached("weightsToHost")
         values = self._runtime.get_tensors_data(self._lowered.weights.values())
-        for name, var in self._lowered.weights.items():
-            self._host_weights[name] = values[var]
+        # One update: an interrupt leaves the host copy wholly old or wholly new.
+        self._host_weights.update({name: values[var] for name, var in self._lowered.weights.items()})
         step_log.weights("ToHost", list(self._lowered.weights))
 
     def readWeights(self, weightsIo: PyWeightsIO) -> None:
@@ -304,6 +304,7 @@ class _Session:
     def writeWeights(self, weightsIo: PyWeightsIO) -> None:
         """Set the host copy of weights from ``weightsIo`` (``weightsFromHost`` sends them)."""
         self._check_writable("writeWeights")
+        written = {}
         for tensor_id, array in weightsIo.weights.items():
             if tensor_id not in self._host_weights:
                 raise popart_exception(f"No weight '{tensor_id}' in the session's model")
@@ -311,7 +312,9 @@ class _Session:
             if np.size(array) != host.size:
                 raise popart_exception(f"writeWeights: '{tensor_id}' has {host.size} elements "
                                        f"{list(host.shape)}, the array given has {np.size(array)}")
-            self._host_weights[tensor_id] = np.asarray(array, host.dtype).reshape(host.shape).copy()
+            written[tensor_id] = np.asarray(array, host.dtype).reshape(host.shape).copy()
+        # One update once every array is checked: a bad one, or an interrupt, changes none of them.
+        self._host_weights.update(written)
 
     def _check_writable(self, what: str) -> None:
         if self._constant_weights() and self._builder.initializers:
@@ -342,12 +345,14 @@ class _Session:
             model = load_model(modelProtoOrFilename)
         except (ValueError, FileNotFoundError, TypeError) as error:
             raise popart_exception(str(error)) from None
+        replaced = {}
         for init in model.graph.initializer:
             if init.name not in self._host_weights:
                 if ignoreWeightsInModelWithoutCorrespondingHostWeight:
                     continue
                 raise popart_exception(f"resetWeights, no tensor '{init.name}' in tensors")
-            self._host_weights[init.name] = to_array(init).copy()
+            replaced[init.name] = to_array(init).copy()
+        self._host_weights.update(replaced)  # all of them or, on an error or an interrupt, none
 
     # ----- running -----
     def initAnchorArrays(self) -> dict[str, np.ndarray]:
