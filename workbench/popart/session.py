@@ -88,7 +88,7 @@ class _Session:
         try:
             check_op_versions(self._model)
             check_input_shapes(self._model, shapes.getAllTensorInfo())
-            self._builder = GraphBuilder.from_model(_with_input_shapes(self._model, shapes), _total(self._replicas))
+            self._builder = GraphBuilder.from_model(self._model, _total(self._replicas), _input_types(shapes))
         except ValueError as error:
             raise popart_exception(str(error)) from None
         check_exclusions(self._builder.nodes)
@@ -102,7 +102,8 @@ class _Session:
         step_log.created(name, self._builder, self._lowered, self._patterns, self._device_info)
         self._runtime: Optional[RuntimeSession] = None
         self._outputs: Optional[dict] = None  # the runtime's output buffers, reused run after run
-        self._host_weights = {name: np.array(v) for name, v in self._builder.initializers.items()}
+        # The host weights start as the builder's arrays, not copies: they are replaced, never written into.
+        self._host_weights = dict(self._builder.initializers)
 
     # ----- building the program -----
     def _check_anchors(self) -> None:
@@ -488,20 +489,10 @@ def _total(replicas: Union[int, PopdistSettings]) -> int:
 
 
 
-def _with_input_shapes(model: onnx.ModelProto, shapes: InputShapeInfo) -> onnx.ModelProto:
-    """The model with the input types ``shapes`` gives (so that inference reaches every tensor)."""
-    given = shapes.getAllTensorInfo()
-    if not given:
-        return model
-    copy = onnx.ModelProto()
-    copy.CopyFrom(model)
-    del copy.graph.value_info[:]  # inferred from the old input shapes: inferred again from the new
-    for value in copy.graph.input:
-        if value.name in given:
-            info = given[value.name]
-            value.CopyFrom(onnx.helper.make_tensor_value_info(value.name, dtypes.onnx_code(info.dataType()),
-                                                              info.shape()))
-    return copy
+def _input_types(shapes: InputShapeInfo) -> list[onnx.ValueInfoProto]:
+    """The input types ``shapes`` gives (so that inference reaches every tensor)."""
+    return [onnx.helper.make_tensor_value_info(name, dtypes.onnx_code(info.dataType()), info.shape())
+            for name, info in shapes.getAllTensorInfo().items()]
 
 
 class InferenceSession(_Session):
