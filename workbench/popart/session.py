@@ -18,6 +18,7 @@ job's, and a run's host data holds this instance's replicas (``replicationFactor
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from typing import Any, Optional, Union
 
@@ -27,12 +28,14 @@ import onnx
 from workbench.ir.popdist_settings import PopdistSettings
 from workbench.onnx import dtypes
 from workbench.onnx.lowering import LoweringError, check_op_versions, lower_model
-from workbench.onnx.loading import check_input_shapes
+from workbench.onnx.loading import check_input_shapes, serialized_size
 from workbench.onnx.model import GraphBuilder, load_model
 from workbench.onnx.shapes import TensorType
 from workbench.onnx.tensor_storage import replace_initializers, to_array
+from workbench.runtime.options import default_run_options
 from workbench.runtime.out_of_memory import OutOfMemoryError
 from workbench.runtime.session import Session as RuntimeSession
+from workbench.runtime.state.host_memory import require_host_memory
 
 from . import anchors as anchor_arrays
 from . import diagnostics, step_log, stepio_checks, tile_map
@@ -76,6 +79,7 @@ class _Session:
         self._device_info = deviceInfo
         self._patterns = session_patterns(patterns)
         self.name = name
+        _check_loading_memory(fnModel)
         try:
             self._model = load_model(fnModel)
         except (ValueError, FileNotFoundError, TypeError) as error:
@@ -487,6 +491,22 @@ class _Session:
 def _total(replicas: Union[int, PopdistSettings]) -> int:
     return replicas.num_total_replicas if isinstance(replicas, PopdistSettings) else replicas
 
+
+
+# Loading holds about three copies of the weights at its peak: the parsed model, the builder's weights
+# and the program's (test_popart_model_memory.py measures it).
+LOADING_COPIES = 3
+
+
+def _check_loading_memory(fnModel: Any) -> None:
+    """HostMemoryError before reading a model whose loading would not fit the host memory."""
+    size = serialized_size(fnModel)
+    if size >= 1 << 20:
+        source = "bytes" if isinstance(fnModel, (bytes, bytearray, memoryview)) else f"file {os.fspath(fnModel)}"
+        require_host_memory(LOADING_COPIES * size, f"to load the model from {source}",
+                            f"(about {LOADING_COPIES} times its {size:,} bytes)",
+                            "Use a smaller model, or a host with more memory",
+                            default_run_options().host_memory_limit)
 
 
 def _input_types(shapes: InputShapeInfo) -> list[onnx.ValueInfoProto]:

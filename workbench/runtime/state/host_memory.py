@@ -3,7 +3,8 @@
 Every replica's weights, persistent tensors and remote buffers, and the host copy of the variables,
 live in this process's memory. A session that needs more than the host can give fails at once with
 ``HostMemoryError``, naming what it needs and what is available, instead of a bare ``MemoryError``
-from deep inside NumPy, or the kernel's out-of-memory killer ending the process.
+from deep inside NumPy, or the kernel's out-of-memory killer ending the process. A PopART session
+checks the same way before it reads a model (``require_host_memory``).
 
 What is available is the least of: ``MemAvailable`` in ``/proc/meminfo``; the address space the
 process's ``RLIMIT_AS`` leaves (its limit less ``VmSize``); the room left under the memory limit of the
@@ -92,17 +93,25 @@ def check_host_memory(ir: Ir, shared: Iterable[Variable], limit: Optional[int] =
     copies = weight_copies(ir, shared)
     if limit is None and copies.total < 1 << 20:
         return  # a few arrays: not worth reading the system's files
-    memory = available_host_memory(limit)
-    if memory is None or copies.total <= memory.available:
-        return
     replicas = f"{copies.replicas} replica{'s' if copies.replicas != 1 else ''}"
-    raise HostMemoryError(
-        f"not enough host memory for this session: it needs {_size(copies.total)} for the copies of its "
-        f"weights ({_size(copies.device, exact=False)} for {replicas}' variables, persistent tensors and remote "
-        f"buffers, {_size(copies.host, exact=False)} for the host copy of the variables), but "
-        f"{_size(memory.available)} is available ({memory.source}). Use fewer replicas, a smaller model, or replica-sharded variables "
-        "(popxl.replica_sharded_variable or remote_replica_sharded_variable: each replica holds one shard)",
-        copies.total, memory.available)
+    require_host_memory(
+        copies.total, "for this session",
+        f"for the copies of its weights ({_size(copies.device, exact=False)} for {replicas}' variables, "
+        f"persistent tensors and remote buffers, {_size(copies.host, exact=False)} for the host copy of the "
+        "variables)",
+        "Use fewer replicas, a smaller model, or replica-sharded variables (popxl.replica_sharded_variable or "
+        "remote_replica_sharded_variable: each replica holds one shard)", limit)
+
+
+def require_host_memory(needed: int, purpose: str, detail: str, advice: str, limit: Optional[int] = None) -> None:
+    """Raise ``HostMemoryError`` if ``needed`` bytes (``detail`` says for what) do not fit the host
+    memory available: the message names both numbers, what limits the memory and ``advice``."""
+    memory = available_host_memory(limit)
+    if memory is None or needed <= memory.available:
+        return
+    raise HostMemoryError(f"not enough host memory {purpose}: it needs {_size(needed)} {detail}, but "
+                          f"{_size(memory.available)} is available ({memory.source}). {advice}",
+                          needed, memory.available)
 
 
 def _size(count: int, exact: bool = True) -> str:
