@@ -5,9 +5,7 @@ of a long multi-replica run with collectives, many times, and checks that the we
 buffers are exactly as before the run, that no replica goes on writing them, and that the next run
 starts at once and gives the right numbers.
 """
-import _thread
 import gc
-import signal
 import sys
 import threading
 import time
@@ -17,9 +15,11 @@ import numpy as np
 import pytest
 import popxl
 import popxl.ops as ops
+from support.interrupts import interrupt_main, interrupts_raise, let_pending_signals_raise  # noqa: F401 - a fixture
 from support.strategies import session as session_of
 
 REPLICAS, ITERATIONS = 4, 400
+pytestmark = pytest.mark.usefixtures("interrupts_raise")
 
 
 def counting_ir(replicas: int = REPLICAS, iterations: int = ITERATIONS, unrolled: bool = False):
@@ -56,23 +56,6 @@ def device_state(session, w, r, buffer):
     return np.stack(weights), np.stack(buffers)
 
 
-@pytest.fixture(autouse=True)
-def interrupts_raise():
-    """Ctrl-C raises KeyboardInterrupt even when the tests were started with SIGINT ignored (as a
-    shell starts its background jobs), where Python would not install its handler."""
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    yield
-    signal.signal(signal.SIGINT, previous)
-
-
-def interrupt_main(kind: str) -> None:
-    """SIGINT to the main thread (Ctrl-C, Jupyter's interrupt), or the flag the signal handler sets."""
-    if kind == "signal":
-        signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
-    else:
-        _thread.interrupt_main()
-
-
 def interrupted_run(session, delay: float, kind: str) -> str:
     """Run once with an interrupt after ``delay`` seconds: 'during' if ``run`` raised KeyboardInterrupt,
     'outside' if the interrupt landed here, before or after ``run``, and 'none' if it came too late."""
@@ -83,23 +66,13 @@ def interrupted_run(session, delay: float, kind: str) -> str:
             session.run()
         finally:
             timer.join()  # whatever happened, the interrupt is raised here at the latest
-            _let_pending_signals_raise()
+            let_pending_signals_raise()
     except KeyboardInterrupt as interrupt:
         timer.join()
         inside = any(frame.f_code.co_filename.endswith("session.py")
                      for frame, _ in traceback.walk_tb(interrupt.__traceback__))
         return "during" if inside else "outside"
     return "none"
-
-
-def _let_pending_signals_raise() -> None:
-    """Python runs a pending signal handler at its next function call: make it happen here."""
-    for _ in range(3):
-        _nothing()
-
-
-def _nothing() -> None:
-    pass
 
 
 def check_all_or_nothing(before, after, step: float, completed: bool) -> bool:
@@ -220,7 +193,7 @@ def check_weight_copies_whole():
                     session.weights_from_host()
                 finally:
                     timer.join()
-                    _let_pending_signals_raise()
+                    let_pending_signals_raise()
             except KeyboardInterrupt:
                 pass
             # Copied whole, or not at all (when the interrupt came before the call): never in part.

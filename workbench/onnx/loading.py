@@ -42,6 +42,20 @@ def load_model(source: Any) -> onnx.ModelProto:
     raise TypeError(f"expected an ONNX model as bytes or a file path, got {type(source).__name__}")
 
 
+def serialized_size(source: Any) -> int:
+    """The bytes of the serialized model ``load_model`` would read from ``source`` (0 when it cannot
+    tell: a ModelProto, or a path it will refuse)."""
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        return len(source)
+    if isinstance(source, str) or hasattr(source, "__fspath__"):
+        try:
+            info = os.stat(os.fspath(source))
+        except OSError:
+            return 0
+        return info.st_size if stat.S_ISREG(info.st_mode) else 0
+    return 0
+
+
 def _check_regular_file(path: str, label: str) -> None:
     """Refuse before reading anything that is not a regular file of at most protobuf's limit."""
     try:

@@ -18,6 +18,7 @@ from .builder_checks import check_node
 from .loading import ModelFileError, load_model  # noqa: F401  (the loaders' import place)
 from .shapes import TensorType, infer_node, outer_names, type_of
 from .tensor_storage import tensor_proto, to_array
+from .weightless import values_dropped, without_weight_values
 
 
 VARIABLE_SETTINGS = "popart.variableSettings/"
@@ -203,9 +204,13 @@ class GraphBuilder:
 
     # ----- loading -----
     @classmethod
-    def from_model(cls, model: onnx.ModelProto, replicas: int = 1) -> "GraphBuilder":
+    def from_model(cls, model: onnx.ModelProto, replicas: int = 1,
+                   inputs: Sequence[onnx.ValueInfoProto] = ()) -> "GraphBuilder":
         """A builder holding an existing model, its types filled in by ONNX's shape inference. Grouped
-        weights of a model that embeds no replication factor are grouped for ``replicas`` (the session's)."""
+        weights of a model that embeds no replication factor are grouped for ``replicas`` (the session's).
+        ``inputs`` replace the model's inputs of their names (shapes an InputShapeInfo gives); the
+        types inferred from the old ones are inferred again. The model is not changed or copied: the
+        inference sees its structure alone (``weightless.py``)."""
         opsets = {("" if o.domain == "ai.onnx" else o.domain): o.version for o in model.opset_import}
         props = {p.key: p.value for p in model.metadata_props}
         embedded = int(props.get(REPLICATION_FACTOR, "1"))
@@ -224,28 +229,29 @@ class GraphBuilder:
                     raise ValueError(f"weight '{tensor_id}' is shared by {groups} replica groups of {replicas} "
                                      f"replicas: its value needs a leading dimension of {groups} (one value per "
                                      f"group), got shape {dims}")
-        # Types the builder inferred before it knew the replication factor hold each group's value.
-        per_replica = _first_groups(model, grouped, retype=embedded <= 1) if grouped else model
+        structure = without_weight_values(model)
+        _retype_inputs(structure, {value.name: value for value in inputs})
+        if grouped:  # types the builder inferred before it knew the replication factor hold each group's value
+            _first_groups(structure, grouped, retype=embedded <= 1)
         try:
-            inferred = onnx.shape_inference.infer_shapes(per_replica, data_prop=True)
+            inferred = onnx.shape_inference.infer_shapes(structure, data_prop=True)
         except onnx.shape_inference.InferenceError:
-            inferred = per_replica
-        builder = cls.from_graph(inferred.graph, opsets)
+            inferred = structure
+        # The values from the model (a grouped weight's full value, one per group); the types inferred.
+        builder = cls.from_graph(inferred.graph, opsets, values={init.name: init for init in model.graph.initializer})
         builder.doc_string = model.graph.doc_string
         builder.variable_settings = settings
         builder.replication_factor = replicas
-        for init in model.graph.initializer:
-            if init.name in grouped:  # the full value: one per group
-                builder.initializers[init.name] = builder.values[init.name] = to_array(init)
         return builder
 
     @classmethod
-    def from_graph(cls, graph: onnx.GraphProto, opsets: dict[str, int],
-                   parent: Optional["GraphBuilder"] = None) -> "GraphBuilder":
-        """A builder holding an existing graph (a subgraph sees ``parent``'s tensors)."""
+    def from_graph(cls, graph: onnx.GraphProto, opsets: dict[str, int], parent: Optional["GraphBuilder"] = None,
+                   values: Optional[Mapping[str, onnx.TensorProto]] = None) -> "GraphBuilder":
+        """A builder holding an existing graph (a subgraph sees ``parent``'s tensors). ``values`` hold
+        the initializers' values by name where ``graph``'s hold their types alone."""
         builder = cls(opsets, graph.name, parent)
         for init in graph.initializer:
-            array = to_array(init)
+            array = to_array(values[init.name] if values is not None else init)
             builder.initializers[init.name] = array
             builder.values[init.name] = array
             builder.types[init.name] = TensorType(init.data_type, tuple(init.dims))
@@ -277,19 +283,29 @@ def _constant_value(node: onnx.NodeProto) -> Optional[np.ndarray]:
     return numpy_helper.to_array(found.t) if found is not None else None
 
 
-def _first_groups(model: onnx.ModelProto, grouped: set, retype: bool = False) -> onnx.ModelProto:
-    """The model with each grouped weight replaced by its first group's value (its per-replica
-    shape), for shape inference; with ``retype``, without the shapes inferred before (from whole weights)."""
-    copy = onnx.ModelProto()
-    copy.CopyFrom(model)
+def _retype_inputs(model: onnx.ModelProto, inputs: Mapping[str, onnx.ValueInfoProto]) -> None:
+    """Give ``model``'s inputs named in ``inputs`` those types, dropping the types inferred before."""
+    if not inputs:
+        return
+    del model.graph.value_info[:]
+    for value in model.graph.input:
+        if value.name in inputs:
+            value.CopyFrom(inputs[value.name])
+
+
+def _first_groups(model: onnx.ModelProto, grouped: set, retype: bool = False) -> None:
+    """Replace each grouped weight of ``model`` by its first group's value (its per-replica shape), for
+    shape inference; with ``retype``, drop the shapes inferred before (from whole weights)."""
     if retype:
-        del copy.graph.value_info[:]
-        for value in copy.graph.output:
+        del model.graph.value_info[:]
+        for value in model.graph.output:
             value.type.tensor_type.ClearField("shape")
-        for value in copy.graph.input:
+        for value in model.graph.input:
             if value.name in grouped:
                 value.type.tensor_type.ClearField("shape")
-    for init in copy.graph.initializer:
+    for init in model.graph.initializer:
         if init.name in grouped:
-            init.CopyFrom(tensor_proto(to_array(init)[0], init.name))
-    return copy
+            if values_dropped(init):
+                del init.dims[0]
+            else:
+                init.CopyFrom(tensor_proto(to_array(init)[0], init.name))

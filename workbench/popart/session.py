@@ -18,6 +18,7 @@ job's, and a run's host data holds this instance's replicas (``replicationFactor
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from typing import Any, Optional, Union
 
@@ -27,12 +28,14 @@ import onnx
 from workbench.ir.popdist_settings import PopdistSettings
 from workbench.onnx import dtypes
 from workbench.onnx.lowering import LoweringError, check_op_versions, lower_model
-from workbench.onnx.loading import check_input_shapes
+from workbench.onnx.loading import check_input_shapes, serialized_size
 from workbench.onnx.model import GraphBuilder, load_model
 from workbench.onnx.shapes import TensorType
 from workbench.onnx.tensor_storage import replace_initializers, to_array
+from workbench.runtime.options import default_run_options
 from workbench.runtime.out_of_memory import OutOfMemoryError
 from workbench.runtime.session import Session as RuntimeSession
+from workbench.runtime.state.host_memory import require_host_memory
 
 from . import anchors as anchor_arrays
 from . import diagnostics, step_log, stepio_checks, tile_map
@@ -76,6 +79,7 @@ class _Session:
         self._device_info = deviceInfo
         self._patterns = session_patterns(patterns)
         self.name = name
+        _check_loading_memory(fnModel)
         try:
             self._model = load_model(fnModel)
         except (ValueError, FileNotFoundError, TypeError) as error:
@@ -88,7 +92,7 @@ class _Session:
         try:
             check_op_versions(self._model)
             check_input_shapes(self._model, shapes.getAllTensorInfo())
-            self._builder = GraphBuilder.from_model(_with_input_shapes(self._model, shapes), _total(self._replicas))
+            self._builder = GraphBuilder.from_model(self._model, _total(self._replicas), _input_types(shapes))
         except ValueError as error:
             raise popart_exception(str(error)) from None
         check_exclusions(self._builder.nodes)
@@ -102,7 +106,8 @@ class _Session:
         step_log.created(name, self._builder, self._lowered, self._patterns, self._device_info)
         self._runtime: Optional[RuntimeSession] = None
         self._outputs: Optional[dict] = None  # the runtime's output buffers, reused run after run
-        self._host_weights = {name: np.array(v) for name, v in self._builder.initializers.items()}
+        # The host weights start as the builder's arrays, not copies: they are replaced, never written into.
+        self._host_weights = dict(self._builder.initializers)
 
     # ----- building the program -----
     def _check_anchors(self) -> None:
@@ -290,8 +295,8 @@ class _Session:
     def weightsToHost(self) -> None:
         self._require_attached("weightsToHost")
         values = self._runtime.get_tensors_data(self._lowered.weights.values())
-        for name, var in self._lowered.weights.items():
-            self._host_weights[name] = values[var]
+        # One update: an interrupt leaves the host copy wholly old or wholly new.
+        self._host_weights.update({name: values[var] for name, var in self._lowered.weights.items()})
         step_log.weights("ToHost", list(self._lowered.weights))
 
     def readWeights(self, weightsIo: PyWeightsIO) -> None:
@@ -304,6 +309,7 @@ class _Session:
     def writeWeights(self, weightsIo: PyWeightsIO) -> None:
         """Set the host copy of weights from ``weightsIo`` (``weightsFromHost`` sends them)."""
         self._check_writable("writeWeights")
+        written = {}
         for tensor_id, array in weightsIo.weights.items():
             if tensor_id not in self._host_weights:
                 raise popart_exception(f"No weight '{tensor_id}' in the session's model")
@@ -311,7 +317,9 @@ class _Session:
             if np.size(array) != host.size:
                 raise popart_exception(f"writeWeights: '{tensor_id}' has {host.size} elements "
                                        f"{list(host.shape)}, the array given has {np.size(array)}")
-            self._host_weights[tensor_id] = np.asarray(array, host.dtype).reshape(host.shape).copy()
+            written[tensor_id] = np.asarray(array, host.dtype).reshape(host.shape).copy()
+        # One update once every array is checked: a bad one, or an interrupt, changes none of them.
+        self._host_weights.update(written)
 
     def _check_writable(self, what: str) -> None:
         if self._constant_weights() and self._builder.initializers:
@@ -343,12 +351,14 @@ class _Session:
             model = load_model(modelProtoOrFilename)
         except (ValueError, FileNotFoundError, TypeError) as error:
             raise popart_exception(str(error)) from None
+        replaced = {}
         for init in model.graph.initializer:
             if init.name not in self._host_weights:
                 if ignoreWeightsInModelWithoutCorrespondingHostWeight:
                     continue
                 raise popart_exception(f"resetWeights, no tensor '{init.name}' in tensors")
-            self._host_weights[init.name] = to_array(init).copy()
+            replaced[init.name] = to_array(init).copy()
+        self._host_weights.update(replaced)  # all of them or, on an error or an interrupt, none
 
     # ----- running -----
     def initAnchorArrays(self) -> dict[str, np.ndarray]:
@@ -484,20 +494,26 @@ def _total(replicas: Union[int, PopdistSettings]) -> int:
 
 
 
-def _with_input_shapes(model: onnx.ModelProto, shapes: InputShapeInfo) -> onnx.ModelProto:
-    """The model with the input types ``shapes`` gives (so that inference reaches every tensor)."""
-    given = shapes.getAllTensorInfo()
-    if not given:
-        return model
-    copy = onnx.ModelProto()
-    copy.CopyFrom(model)
-    del copy.graph.value_info[:]  # inferred from the old input shapes: inferred again from the new
-    for value in copy.graph.input:
-        if value.name in given:
-            info = given[value.name]
-            value.CopyFrom(onnx.helper.make_tensor_value_info(value.name, dtypes.onnx_code(info.dataType()),
-                                                              info.shape()))
-    return copy
+# Loading holds about three copies of the weights at its peak: the parsed model, the builder's weights
+# and the program's (test_popart_model_memory.py measures it).
+LOADING_COPIES = 3
+
+
+def _check_loading_memory(fnModel: Any) -> None:
+    """HostMemoryError before reading a model whose loading would not fit the host memory."""
+    size = serialized_size(fnModel)
+    if size >= 1 << 20:
+        source = "bytes" if isinstance(fnModel, (bytes, bytearray, memoryview)) else f"file {os.fspath(fnModel)}"
+        require_host_memory(LOADING_COPIES * size, f"to load the model from {source}",
+                            f"(about {LOADING_COPIES} times its {size:,} bytes)",
+                            "Use a smaller model, or a host with more memory",
+                            default_run_options().host_memory_limit)
+
+
+def _input_types(shapes: InputShapeInfo) -> list[onnx.ValueInfoProto]:
+    """The input types ``shapes`` gives (so that inference reaches every tensor)."""
+    return [onnx.helper.make_tensor_value_info(name, dtypes.onnx_code(info.dataType()), info.shape())
+            for name, info in shapes.getAllTensorInfo().items()]
 
 
 class InferenceSession(_Session):

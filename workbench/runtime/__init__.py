@@ -13,6 +13,7 @@ from workbench.ir.device import DEVICE_TYPES, Device, device_for
 from .executable import Executable, compile_executable
 from .options import ProgressOptions, RunOptions, default_run_options, set_default_run_options
 from .session import Session
+from .state.host_memory import HostMemoryError
 from .tracing.trace import Trace, TraceEvent, TraceSummary
 
 # The modules' earlier paths (``workbench.runtime.communicator``, ...) still import them.

@@ -1,7 +1,8 @@
 """Compiling: an Ir and a device in, an ``Executable`` out, holding everything a run needs.
 
 ``compile_executable`` checks the Ir against the device, compiles each graph once into Python code
-over bound kernels, lays out the host buffers, allocates every replica's weights and remote buffers
+over bound kernels, lays out the host buffers, checks that the host has the memory for the weights'
+copies, allocates every replica's weights and remote buffers
 (the weights the replicas share once), plans what a run saves to be undoable, binds one program per
 replica and picks how the replicas run, all as the ``RunOptions`` say. ``Session`` is the popxl API
 around an Executable: attaching, weights, runs, traces and the stepper.
@@ -27,6 +28,7 @@ from .out_of_memory import check_fits
 from .replication.replicas import ReplicaRunner, threads_chosen
 from .state import weights
 from .state.allocator import keep_freed_memory
+from .state.host_memory import check_host_memory
 from .state.shared_weights import SharedUpdates, shared_weights
 from .state.snapshot import first_writes, swappable
 from .tracing.progress import loop_iterations
@@ -76,10 +78,11 @@ def compile_executable(ir: Ir, device: Device, options: RunOptions) -> Executabl
                                ir.instance_replication_factor)
     replicas = ir.local_replicas
     instances = _instances(ir)
-    buffers = [{b: np.zeros((b.entries, *b.tensor_shape), b.tensor_dtype.as_numpy()) for b in ir.remote_buffers}
-               for _ in replicas]
     main_steps = codes[ir.main_graph].steps
     shared = shared_weights(ir, main_steps) if options.shared_weights else SharedUpdates(set(), {})
+    check_host_memory(ir, shared.variables, options.host_memory_limit)  # before anything large is allocated
+    buffers = [{b: np.zeros((b.entries, *b.tensor_shape), b.tensor_dtype.as_numpy()) for b in ir.remote_buffers}
+               for _ in replicas]
     device_values = _device_values(ir, buffers, shared)
     if options.keep_freed_memory:
         keep_freed_memory()

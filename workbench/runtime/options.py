@@ -36,7 +36,9 @@ class RunOptions:
     use), else turns. ``shared_weights``: replicas keep one copy of a weight they all update alike.
     ``check_kernels``: every kernel's result is checked against its op's inferred shape and dtype.
     ``keep_freed_memory``: raise glibc's allocator thresholds once per process, so that the arrays a
-    run frees are reused by the next (``allocator.py``).
+    run frees are reused by the next (``allocator.py``). ``host_memory_limit``: the most host memory,
+    in bytes, the session's copies of the weights may take, below what the host has available (None:
+    what it has; ``state/host_memory.py``).
 
     >>> popxl.Session(ir, "ipu_model", options=RunOptions(replicas="threads"))
     """
@@ -46,6 +48,7 @@ class RunOptions:
     check_kernels: bool = False
     keep_freed_memory: bool = True
     cores: Optional[int] = None
+    host_memory_limit: Optional[int] = None
     progress: ProgressOptions = field(default_factory=ProgressOptions)
 
     def __post_init__(self) -> None:
@@ -54,6 +57,11 @@ class RunOptions:
                              f"got {self.replicas!r}")
         if self.cores is not None and (not isinstance(self.cores, int) or self.cores < 1):
             raise ValueError(f"RunOptions.cores must be a positive int or None, got {self.cores!r}")
+        if self.host_memory_limit is not None and (not isinstance(self.host_memory_limit, int)
+                                                   or isinstance(self.host_memory_limit, bool)
+                                                   or self.host_memory_limit < 0):
+            raise ValueError("RunOptions.host_memory_limit must be a number of bytes (a non-negative int) or None, "
+                             f"got {self.host_memory_limit!r}")
         if not isinstance(self.progress, ProgressOptions):
             raise TypeError(f"RunOptions.progress must be a ProgressOptions, got {type(self.progress).__name__}")
 

@@ -162,10 +162,15 @@ class Session:
         interrupt is raised once the copy is whole."""
         self._require_attached("weights_from_host")
         self._runs.abandon_stepped("the weights were written")
-        to_the_end([*(partial(self._variable_from_host, variable) for variable in self._ir.variables),
-                    *(partial(program.run_fragment, WEIGHTS_FROM_HOST) for program in self._executable.programs)])
-        self.weights_from_host_count += 1
-        self._runs.host_in_sync = True
+        to_the_end(self._from_host_actions())
+
+    def _from_host_actions(self) -> list:
+        """The idempotent steps of a whole copy from host to device, its bookkeeping included."""
+        count = self.weights_from_host_count + 1
+        return [*(partial(self._variable_from_host, variable) for variable in self._ir.variables),
+                *(partial(program.run_fragment, WEIGHTS_FROM_HOST) for program in self._executable.programs),
+                partial(setattr, self, "weights_from_host_count", count),
+                partial(setattr, self._runs, "host_in_sync", True)]
 
     def _variable_from_host(self, variable: Variable) -> None:
         host = self._host[variable]
@@ -348,10 +353,10 @@ class Session:
         self._runs.abandon_stepped("the weights were written")
         if self._attached and not self._runs.host_in_sync:
             self.weights_to_host()
-        for tensor, array in checked.items():
-            self._host[tensor][...] = array
-        if self._attached:
-            self.weights_from_host()
+        # All or nothing: the host copy and the replicas' change in one uninterruptible walk, so that
+        # an interrupt leaves them agreeing, on the old values (before it) or the new (raised after).
+        to_the_end([*(partial(np.copyto, self._host[tensor], array) for tensor, array in checked.items()),
+                    *(self._from_host_actions() if self._attached else ())])
 
     def _check_own_tensor(self, tensor: Any, kinds: tuple, what: str) -> None:
         if not isinstance(tensor, kinds):
