@@ -71,9 +71,7 @@ def _get_op_settings(context: Context, name: str) -> NewOpSettings:
 
 def _create_tensor_id(graph: Graph, name: str) -> str:
     """A tensor id free in ``graph`` (scoped by the open name scopes), as popxl gives for new op outputs."""
-    from workbench.ir.context import get_current_context
-
-    fresh = graph._tensors.fresh(get_current_context().name_scope_prefix() + name)
+    fresh = graph._unique_name(name)
     return f"{graph.name}/{fresh}" if graph.name else fresh
 
 

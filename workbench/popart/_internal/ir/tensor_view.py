@@ -172,16 +172,16 @@ class Tensor:
         return Consumers(self._tensor)
 
     def isGraphInput(self) -> bool:
-        return self._tensor in self._tensor.graph._input_set
+        return self._tensor.graph.is_input(self._tensor)
 
     def isGraphOutput(self) -> bool:
-        return any(t is self._tensor for t in self._tensor.graph._outputs)
+        return self._tensor.graph.is_output(self._tensor)
 
     def getGraphInputIndex(self) -> int:
-        return self._tensor.graph._inputs.index(self._tensor)
+        return self._tensor.graph.inputs.index(self._tensor)
 
     def getGraphOutputIndex(self) -> int:
-        return self._tensor.graph._outputs.index(self._tensor)
+        return self._tensor.graph.outputs.index(self._tensor)
 
     def hasTensorData(self) -> bool:
         return isinstance(self._tensor, (Variable, Constant))
