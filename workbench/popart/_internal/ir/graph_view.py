@@ -30,9 +30,6 @@ class GraphId:
     def root() -> "GraphId":
         return GraphId("")
 
-    def str(self) -> str:
-        return self._id
-
     def __str__(self) -> str:
         return self._id
 
@@ -49,6 +46,9 @@ class GraphId:
 
     def __hash__(self) -> int:
         return hash(self._id)
+
+    def str(self) -> str:  # last in the class: below it, ``str`` would name this method
+        return self._id
 
 
 def view_graph(graph: WorkbenchGraph) -> "Graph":
@@ -82,6 +82,7 @@ class Graph:
     """PopART's ``Graph``: read through to the workbench graph (``_graph``); edits change it."""
 
     __slots__ = ("_graph",)
+    _graph: WorkbenchGraph
 
     def __init__(self, *args, **kwargs):
         raise TypeError("Graph cannot be constructed here: create graphs with popxl (ir.create_graph, "

@@ -18,6 +18,7 @@ class Ir:
     """PopART's ``Ir``: read through to the workbench Ir (``_ir``)."""
 
     __slots__ = ("_ir",)
+    _ir: WorkbenchIr
 
     def __init__(self, *args, **kwargs):
         raise TypeError("Ir cannot be constructed here: create a popxl.Ir(); its view is ir._pb_ir")

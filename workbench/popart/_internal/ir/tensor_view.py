@@ -109,6 +109,7 @@ class Tensor:
     """PopART's ``Tensor``: read through to the workbench tensor (``_tensor``)."""
 
     __slots__ = ("_tensor",)
+    _tensor: WorkbenchTensor
 
     def __init__(self, *args, **kwargs):
         raise TypeError("Tensor cannot be constructed here: tensors are created by popxl "
