@@ -48,3 +48,45 @@ def test_the_views_answer_membership_and_cannot_change_the_graph():
     with pytest.raises(AttributeError):
         graph.ops.append(graph.ops[0])
     assert len(graph.ops) == 1
+
+
+def _subgraph_of_two_outputs():
+    ir = popxl.Ir()
+    with ir.main_graph:
+        x = popxl.variable(np.ones(2, np.float32))
+        graph = ir.create_graph(lambda a: (a + 1, a * 2), x.spec)
+    return ir, graph
+
+
+def test_remove_output_drops_one_output_and_keeps_its_tensor():
+    _, graph = _subgraph_of_two_outputs()
+    first, second = graph.outputs
+    assert graph.remove_output(0) is first
+    assert graph.outputs == (second,) and first in graph.tensors and not graph.is_output(first)
+    with pytest.raises(IndexError, match="no output at index 1"):
+        graph.remove_output(1)
+    assert graph.outputs == (second,)
+
+
+def test_append_input_adds_a_fresh_named_last_input():
+    ir, graph = _subgraph_of_two_outputs()
+    (a,) = graph.inputs
+    added = graph.append_input(a.name, a.spec, ipu=0)
+    assert graph.inputs == (a, added) and added.name != a.name and added.spec == a.spec
+    assert graph.is_input(added) and not graph.is_by_ref_input(added)
+    with pytest.raises(ValueError, match="main graph has no inputs"):
+        ir.main_graph.append_input("x", a.spec)
+
+
+def test_move_to_fragment_takes_a_main_graph_op_out_of_the_op_list():
+    from workbench.ir.fragments import WEIGHTS_TO_HOST, move_to_fragment
+
+    ir = popxl.Ir()
+    with ir.main_graph:
+        x = popxl.variable(np.ones(2, np.float32))
+        y = x + 1
+    (op,) = ir.main_graph.ops
+    move_to_fragment(op, WEIGHTS_TO_HOST)
+    assert ir.main_graph.ops == () and y in ir.main_graph.tensors
+    with pytest.raises(ValueError, match="fragment must be one of"):
+        move_to_fragment(op, "nowhere")

@@ -28,7 +28,7 @@ def _is_addons(name: str) -> bool:
 
 def _importing_module() -> str:
     """The name of the module whose import statement is running (the first frame outside importlib and here)."""
-    frame = sys._getframe(1)
+    frame: Optional[types.FrameType] = sys._getframe(1)
     while frame is not None:
         name = frame.f_globals.get("__name__", "")
         if not (name.startswith(("importlib", "_frozen_importlib")) or name == __name__):

@@ -160,6 +160,19 @@ def test_virtual_graph_and_pipeline_stage_annotations():
     assert {a.name for a in node.attribute} == {"__ipu_number", "__pipeline_stage"}
 
 
+def test_annotations_name_the_mixed_up_argument():
+    builder = popart.Builder()
+    x = builder.addInputTensor(popart.TensorInfo("FLOAT", [1]))
+    y = builder.aiOnnx.relu([x])
+    with pytest.raises(popart.popart_exception, match=r"pipelineStage\(nodeOutputNames, value\) takes a tensor id"):
+        builder.pipelineStage(1, 2)
+    with pytest.raises(popart.popart_exception, match=r"virtualGraph\(value\) opens a scope and takes an int"):
+        builder.virtualGraph({y})
+    assert not builder.hasPipelineStage(y) and not builder.hasVirtualGraph(y)
+    builder.executionPhase({y}, 2)
+    assert builder.getExecutionPhase(y) == 2
+
+
 def test_node_attribute_api():
     builder = popart.Builder()
     x = builder.addInputTensor(popart.TensorInfo("FLOAT", [2]))

@@ -40,3 +40,14 @@ def add_fragment_op(ir: "Ir", fragment: str, op_type: str, inputs: Sequence[Tens
     op.outputs = tuple(outputs)
     ir._fragments[fragment].append(op)
     return op
+
+
+def move_to_fragment(op: Op, fragment: str) -> None:
+    """Move ``op``, a main-graph op, from the graph's op list to ``fragment``; its tensors stay in the graph."""
+    if fragment not in FRAGMENTS:
+        raise ValueError(f"fragment must be one of {FRAGMENTS}, got {fragment!r}")
+    graph = op.graph
+    if not graph.is_main:
+        raise ValueError(f"op {op.name} belongs to subgraph {graph.label!r}; fragments hold main-graph ops only")
+    graph._ops.remove(op)
+    graph.ir._fragments[fragment].append(op)

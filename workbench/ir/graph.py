@@ -29,6 +29,7 @@ class Graph:
     _by_ref_inputs: set[Tensor]
     _hooks: dict[int, Callable[[Op], Any]]
     _next_hook: int
+    _recursive_autodiff: bool
 
     def __init__(self):
         raise RuntimeError("Graphs cannot be constructed directly; use ir.main_graph, ir.create_graph "
@@ -250,6 +251,26 @@ class Graph:
 
     def _remove_last_output(self) -> None:
         self._outputs.pop()
+
+    def remove_output(self, index: int) -> Tensor:
+        """Stop returning output ``index`` (later outputs move down one place) and give back its tensor,
+        which stays in the graph. The ops calling this graph are not changed: that is the caller's job."""
+        self._check_buildable()
+        if not 0 <= index < len(self._outputs):
+            raise IndexError(f"graph {self.label!r} has no output at index {index}; it has "
+                             f"{len(self._outputs)} outputs")
+        return self._outputs.pop(index)
+
+    def append_input(self, name: str, spec: TensorSpec, ipu: int = 0, tile_set: str = "compute") -> Tensor:
+        """A new last input of this graph, named ``name`` (or ``name_1``... if taken), not a by-ref input."""
+        self._check_buildable()
+        if self.is_main:
+            raise ValueError("the main graph has no inputs: append inputs to a subgraph")
+        tensor = Tensor._create(self, self._fresh_name(name), spec, ipu, tile_set)
+        self._add_tensor(tensor)
+        self._inputs.append(tensor)
+        self._input_set.add(tensor)
+        return tensor
 
     def _check_inputs(self, op_type: str, inputs: Iterable[Tensor]) -> None:
         for tensor in inputs:

@@ -7,7 +7,7 @@ losses, whose reduction changes the output shape, have theirs here.
 """
 from __future__ import annotations
 
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Mapping, Optional, Sequence
 
 import onnx.defs
 import onnx.reference  # noqa: F401  before our schemas: it refuses op names shared by two domains (Gelu)
@@ -24,6 +24,12 @@ def _spec(ttype: TensorType) -> TensorSpec:
     if ttype is None or ttype.shape is None or any(d is None for d in ttype.shape):
         raise ValueError("an input's shape is not known")
     return TensorSpec(tuple(ttype.shape), dtypes.workbench_dtype(ttype.elem_type))
+
+
+def _known_shape(ttype: TensorType) -> tuple:
+    if ttype.shape is None:
+        raise ValueError("an input's shape is not known")
+    return ttype.shape
 
 
 def _ttype(spec: TensorSpec) -> TensorType:
@@ -57,18 +63,18 @@ def _init(inputs: Sequence[TensorType], attrs: Mapping) -> list[TensorType]:
 
 def _group_norm(inputs: Sequence[TensorType], attrs: Mapping) -> list[TensorType]:
     x = inputs[0]
-    stats = TensorType(x.elem_type, (x.shape[0] * int(attrs["num_groups"]),))
+    stats = TensorType(x.elem_type, (_known_shape(x)[0] * int(attrs["num_groups"]),))
     return [x, stats, stats]
 
 
 def _dynamic_slice(inputs: Sequence[TensorType], attrs: Mapping) -> list[TensorType]:
-    shape = list(inputs[0].shape)
+    shape = list(_known_shape(inputs[0]))
     for axis, size in zip(attrs["axes"], attrs["sizes"]):
         shape[axis] = size
     return [TensorType(inputs[0].elem_type, tuple(shape))]
 
 
-def _call(inputs: Sequence[TensorType], attrs: Mapping) -> list[TensorType]:
+def _call(inputs: Sequence[TensorType], attrs: Mapping) -> list[Optional[TensorType]]:
     return [type_of(value) for value in attrs["callee"].output]
 
 
@@ -85,7 +91,7 @@ GRAPHCORE_RULES.update({
 })
 
 _A = onnx.defs.OpSchema.AttrType
-ATTRIBUTES: dict[str, dict[str, int]] = {
+ATTRIBUTES: dict[str, dict[str, onnx.defs.OpSchema.AttrType]] = {
     "L1": {"lambda": _A.FLOAT, "reduction": _A.STRING},
     "Nll": {"reduction": _A.STRING, "ignoreIndex": _A.INT, "inputIsLogProbability": _A.INT},
     "IdentityLoss": {"reduction": _A.STRING},
@@ -107,7 +113,7 @@ def _inference(op_type: str) -> Callable:
     rule = GRAPHCORE_RULES[op_type]
 
     def infer(ctx) -> None:
-        inputs = []
+        inputs: list[Optional[TensorType]] = []
         for index in range(ctx.get_num_inputs()):
             proto = ctx.get_input_type(index) if ctx.has_input(index) else None
             inputs.append(type_of(helper.make_value_info("input", proto)) if proto is not None else None)
@@ -117,7 +123,9 @@ def _inference(op_type: str) -> Callable:
             if attribute is not None:
                 value = helper.get_attribute_value(attribute)
                 attrs[name] = value.decode() if isinstance(value, bytes) else value
-        for index, ttype in enumerate(rule(inputs, attrs)):
+        # An input of unknown type is None: the rules read only inputs they need to know (the losses
+        # check their optional label input).
+        for index, ttype in enumerate(rule(inputs, attrs)):  # type: ignore[arg-type]
             if ttype is not None and index < ctx.get_num_outputs():
                 ctx.set_output_type(index, ttype.value_info("output").type)
     return infer

@@ -34,7 +34,8 @@ class ShapeInferenceError(ValueError):
     """A node whose inputs do not fit its op's rules."""
 
 
-GraphcoreRule = Callable[[Sequence[TensorType], Mapping], Sequence[TensorType]]
+# An output type is None where the rule cannot tell it (a called graph output of unknown type).
+GraphcoreRule = Callable[[Sequence[TensorType], Mapping], Sequence[Optional[TensorType]]]
 GRAPHCORE_RULES: dict[str, GraphcoreRule] = {}
 
 
@@ -91,6 +92,7 @@ def infer_node(node: onnx.NodeProto, types: Mapping[str, TensorType], values: Ma
         body = next(a.g for a in node.attribute if a.name == "body")
         carried = len(node.input) - 2
         for index in range(min(carried, len(outputs))):
-            if outputs[index] is None or outputs[index].shape is None:
+            current = outputs[index]
+            if current is None or current.shape is None:
                 outputs[index] = type_of(body.output[index + 1])
     return outputs

@@ -14,8 +14,6 @@ from __future__ import annotations
 
 from typing import Callable, Optional, Sequence
 
-import numpy as np
-
 from workbench.ir import Graph, Op, Tensor, constant, dtypes, graph_input, graph_output
 from workbench.ops.call_binding import call_bindings
 
@@ -105,7 +103,7 @@ def _branch_gradient(op: Op, info, taken: int, order, branches, slots, outputs) 
         values = {copy.inputs[order[p]]: graph_input(t.shape, t.dtype, t.name) for p, t in enumerate(parents)}
         results = control_flow.call(copy, inputs_dict=values)
         values.update(zip(copy.outputs, results))
-        output_grads = [None] * len(copy.outputs)
+        output_grads: list[Optional[Tensor]] = [None] * len(copy.outputs)
         for i, seed in zip(outputs, seeds):
             output_grads[i] = seed
         grads = _input_grads(info, copy, _call_gradient_graph(info, copy, output_grads, values.__getitem__),
@@ -125,7 +123,7 @@ def repeat_grad(op: Op, grads, fwd):
     carried = len(body.outputs)
     info = fwd.recompute_grad(body, op)
     record = _record_loop(body, carried, count)
-    start = constant(np.int32(0), name="iteration")
+    start = constant(0, dtypes.int32, name="iteration")
     recorded = control_flow.repeat(
         record, count, *(fwd(parents[i]) for i in range(carried)),
         *(init((count, *t.shape), t.dtype) for t in body.inputs[:carried]), start,
@@ -154,7 +152,7 @@ def _record_loop(body: Graph, carried: int, count: int) -> Graph:
         written = [apply("dynamic_update_", stack, iteration, apply("reshape", value, shape=(1, *value.shape)),
                          axes=(0,), sizes=(1,), no_overlap=True) for stack, value in zip(stacks, values)]
         results = control_flow.call(body, *values, *invariants)
-        for tensor in [*results, *written, add(iteration, constant(np.int32(1)))]:
+        for tensor in [*results, *written, add(iteration, constant(1, dtypes.int32))]:
             graph_output(tensor)
     return graph
 
@@ -172,12 +170,12 @@ def _reverse_loop(body: Graph, info, carried: int, count: int, float_carried, fl
         iteration = graph_input((), dtypes.int32, "iteration")
         stacks = [graph_input((count, *t.shape), t.dtype, t.name + "_stack") for t in body.inputs[:carried]]
         invariants = [graph_input(t.shape, t.dtype, t.name) for t in body.inputs[carried:]]
-        step = sub(constant(np.int32(count - 1)), iteration)
+        step = sub(constant(count - 1, dtypes.int32), iteration)
         states = [apply("reshape", apply("dynamic_slice", stack, step, axes=(0,), sizes=(1,), no_overlap=True),
                         shape=t.shape) for stack, t in zip(stacks, body.inputs[:carried])]
         values = dict(zip(copy.inputs, [*states, *invariants]))
         values.update(zip(copy.outputs, control_flow.call(copy, *states, *invariants)))
-        output_grads = [None] * len(copy.outputs)
+        output_grads: list[Optional[Tensor]] = [None] * len(copy.outputs)
         for j, grad in zip(float_carried, carried_grads):
             output_grads[j] = grad
         outputs = _call_gradient_graph(info, copy, output_grads, values.__getitem__)
@@ -186,5 +184,5 @@ def _reverse_loop(body: Graph, info, carried: int, count: int, float_carried, fl
             graph_output(grads[j] if grads[j] is not None else _zeros(body.inputs[j]))
         for i, total in zip(float_invariants, sums):
             graph_output(add(total, grads[i]) if grads[i] is not None else total)
-        graph_output(add(iteration, constant(np.int32(1))))
+        graph_output(add(iteration, constant(1, dtypes.int32)))
     return graph

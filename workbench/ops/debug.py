@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import sys
-from typing import Literal
+from typing import Literal, Optional
 
 import numpy as np
 
@@ -62,7 +62,7 @@ def _print_grad(op, grads, fwd):
 register(OpDef("print_tensor", same_spec, _print_kernel, grad=_print_grad, view=True, popart_class="PrintTensorOp"))
 
 
-def print_tensor(t: Tensor, title: str = None, print_self: bool = True, print_gradient: bool = False,
+def print_tensor(t: Tensor, title: Optional[str] = None, print_self: bool = True, print_gradient: bool = False,
                  summarise_threshold: int = 1000, edge_items: int = 3, max_line_width: int = 75,
                  digits: int = 8, float_format: FloatFormat = "auto", separator: str = " ",
                  open_bracket: str = "[", close_bracket: str = "]") -> Tensor:

@@ -22,6 +22,9 @@ __all__ = ["abs", "ceil", "floor", "sign", "negate", "sqrt", "exp", "exp_", "log
 # Also defined here but left out of __all__, as popxl has no such op: greater_equal (Tensor >= and <=).
 
 KernelFor = Callable[[Op], Callable[..., np.ndarray]]
+# The front-end functions; the ones a gradient rule calls before their definition are declared with these.
+UnaryFront = Callable[[Tensor], Tensor]
+BinaryFront = Callable[[Tensor, Tensor], Tensor]
 
 
 def _in_place(fn: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
@@ -167,9 +170,9 @@ ceil = unary_op("ceil", np.ceil, "Round each element up to an integer value (NaN
                 allowed="float", grad=zero_gradient, popart_class="CeilOp")
 floor = unary_op("floor", np.floor, "Round each element down to an integer value (NaN stays NaN).",
                  allowed="float", grad=zero_gradient, popart_class="FloorOp")
-sign = unary_op("sign", np.sign, "The sign of each element: -1, 0 or 1 (0 for NaN).",
+sign: UnaryFront = unary_op("sign", np.sign, "The sign of each element: -1, 0 or 1 (0 for NaN).",
                 kernel_for=_sign_kernel, grad=zero_gradient, popart_class="SignOp")
-negate = unary_op("negate", np.negative, "Negate each element.", grad=lambda op, g, fwd: [negate(g[0])],
+negate: UnaryFront = unary_op("negate", np.negative, "Negate each element.", grad=lambda op, g, fwd: [negate(g[0])],
                   popart_class="NegateOp")
 sqrt = unary_op("sqrt", np.sqrt, "Square root of each element.", allowed="float",
                 grad=lambda op, g, fwd: [div(mul(g[0], _half(g[0])), _output(op, fwd))], popart_class="SqrtOp")
@@ -183,7 +186,7 @@ log2 = unary_op("log2", np.log2, "Base-2 logarithm of each element.", allowed="f
                 popart_class="Log2Op")
 cos = unary_op("cos", np.cos, "Cosine of each element (radians).", allowed="float",
                grad=lambda op, g, fwd: [negate(mul(g[0], sin(_input(op, fwd))))], popart_class="CosOp")
-sin = unary_op("sin", np.sin, "Sine of each element (radians).", allowed="float",
+sin: UnaryFront = unary_op("sin", np.sin, "Sine of each element (radians).", allowed="float",
                grad=lambda op, g, fwd: [mul(g[0], cos(_input(op, fwd)))], popart_class="SinOp")
 
 
@@ -300,10 +303,10 @@ add, add_ = binary_op("add", np.add, "Add two tensors elementwise, broadcasting 
                       popart_class="AddOp", popart_inplace_class="AddLhsInplaceOp")
 sub = binary_op("sub", np.subtract, "Subtract ``rhs`` from ``lhs`` elementwise (broadcasting).",
                 grad=lambda op, g, fwd: [g[0], negate(g[0])], popart_class="SubtractOp")
-mul = binary_op("mul", np.multiply, "Multiply two tensors elementwise (broadcasting).",
+mul: BinaryFront = binary_op("mul", np.multiply, "Multiply two tensors elementwise (broadcasting).",
                 grad=lambda op, g, fwd: [mul(g[0], _input(op, fwd, 1)), mul(g[0], _input(op, fwd, 0))],
                 popart_class="MulOp")
-div = binary_op("div", np.divide, "Divide ``lhs`` by ``rhs`` elementwise (broadcasting); integer "
+div: BinaryFront = binary_op("div", np.divide, "Divide ``lhs`` by ``rhs`` elementwise (broadcasting); integer "
                 "division truncates toward zero.", kernel_for=_divide_kernel, grad=_div_grad, popart_class="DivOp")
 fmod = binary_op("fmod", np.fmod, "Remainder of ``lhs / rhs`` elementwise with the sign of ``lhs``, "
                  "as C's fmod (broadcasting).", grad=_fmod_grad, popart_class="FmodOp")

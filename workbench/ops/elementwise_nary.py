@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import functools
-from typing import Union
+from typing import Optional, Union
 
 import numpy as np
 
@@ -194,7 +194,8 @@ register_elementwise("scaled_add", _scaled_add_infer("scaled_add"), _scaled_add_
 
 
 def _scaled_add(op_type: str, X: Tensor, Y: Tensor, a, b) -> Tensor:
-    scales, attrs = [], {}
+    scales: list[Tensor] = []
+    attrs: dict[str, Optional[float]] = {}
     for name, value in (("a", a), ("b", b)):
         if isinstance(value, Tensor):
             scales.append(value)

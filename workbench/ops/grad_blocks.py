@@ -108,7 +108,7 @@ def take_elements(t: Tensor, indices: Tensor, axis: int) -> Tensor:
         t = apply("slice", t, start=(0,) * len(others), stop=key_stops, step=(1,) * len(others), axis=others)
     moved = transpose(t, others + (axis,))
     lined_up = reshape(moved, moved.shape[:axis] + (1,) + moved.shape[axis:])
-    hot = apply("onehot", indices, constant(np.int32(length)), constant(np.array([0, 1]), dtype=t.dtype),
+    hot = apply("onehot", indices, constant(length, dtypes.int32), constant(np.array([0, 1]), dtype=t.dtype),
                 axis=indices.rank, depth=length)
     return reduce_sum(mul(hot, lined_up), axis=indices.rank)
 

@@ -157,7 +157,10 @@ def _check_advanced(t: Tensor, shape: tuple, is_mask: bool) -> None:
 def _basic_index(t: Tensor, key: tuple) -> Tensor:
     if len(key) > t.rank:
         raise IndexError(f"too many indices for tensor {t.id!r} of shape {t.shape}: {len(key)} given")
-    starts, stops, steps, strides, int_axes = [], [], [], [1] * t.rank, []
+    starts: list[Optional[int]] = []
+    stops: list[Optional[int]] = []
+    steps: list[Optional[int]] = []
+    strides, int_axes = [1] * t.rank, []
     for axis, item in enumerate(key):
         if _is_int(item):
             length = t.shape[axis]

@@ -306,6 +306,7 @@ def _topk_kernel(op: Op, env):
     (integers, never overflowing) for the largest, ``a`` itself for the smallest."""
     axis = normalize_axis("topk", op.attrs["axis"], op.inputs[0].rank)
     first_k = (slice(None),) * axis + (slice(0, op.attrs["k"]),)
+    key: Optional[np.ufunc]
     if not op.attrs["largest"]:
         key = None
     elif op.inputs[0].dtype.is_floating_point:
@@ -336,7 +337,8 @@ def topk(t: Tensor, k: int, axis: int, largest: bool, sorted: bool,  # noqa: A00
     """The k largest (or smallest) elements along ``axis`` and their int32 indices. Values always come
     out in order, best first (popxl leaves the order open when ``sorted`` is False); ties keep
     index order."""
-    return apply_many("topk", t, k=k, axis=axis, largest=bool(largest), sorted=bool(sorted))
+    values, indices = apply_many("topk", t, k=k, axis=axis, largest=bool(largest), sorted=bool(sorted))
+    return values, indices
 
 
 # ----- histogram -----

@@ -281,11 +281,11 @@ def split(t: Tensor, splits: Union[int, List[int]], axis: int = 0) -> List[Tenso
             raise ValueError(f"split: {splits} does not equally divide axis {axis} of tensor {t.id!r} "
                              f"(length {length})")
         splits = [length // splits] * int(splits)
-    splits = tuple(int(s) for s in splits)
-    if any(s < 0 for s in splits) or sum(splits) != length:
-        raise ValueError(f"split: lengths {list(splits)} must be non-negative and add up to the length "
+    lengths = tuple(int(s) for s in splits)
+    if any(s < 0 for s in lengths) or sum(lengths) != length:
+        raise ValueError(f"split: lengths {list(lengths)} must be non-negative and add up to the length "
                          f"{length} of axis {axis}")
-    return list(apply_many("split", t, axis=axis, splits=splits))
+    return list(apply_many("split", t, axis=axis, splits=lengths))
 
 
 # ----- subsample -----

@@ -4,7 +4,7 @@ memory and partials hints, outlining and scheduling, written into nodes as PopAR
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Iterable, Iterator, Optional, Union
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Optional, Union
 
 from onnx import AttributeProto
 
@@ -13,10 +13,35 @@ from workbench.onnx.model import UnknownTensorError
 from . import node_attributes as attrs
 from .errors import popart_exception
 
+if TYPE_CHECKING:
+    from workbench.onnx.model import GraphBuilder
+
+    from .graphcore import AiGraphcoreOpset1
+
+
+def _scope_value(method: str, arg: Union[str, int, Iterable[str]]) -> int:
+    """The int a ``with builder.<method>(value):`` scope sets."""
+    if not isinstance(arg, (str, int)):
+        raise popart_exception(f"{method}(value) opens a scope and takes an int, got {arg!r}; to annotate "
+                               f"nodes, give their output names and the value: {method}(nodeOutputNames, value)")
+    return int(arg)
+
+
+def _output_names(method: str, arg: Union[str, int, Iterable[str]]) -> Union[str, Iterable[str]]:
+    """The tensor ids that ``builder.<method>(nodeOutputNames, value)`` annotates the nodes of."""
+    if isinstance(arg, int):
+        raise popart_exception(f"{method}(nodeOutputNames, value) takes a tensor id or a set of them first, "
+                               f"got the int {arg}")
+    return arg
+
 
 class Annotations:
     """Mixed into ``Builder``: it provides ``_graph`` (the GraphBuilder) and ``_context`` (the
     attributes that ``with`` blocks put on the nodes made inside)."""
+
+    _graph: GraphBuilder
+    _context: dict[str, list]
+    aiGraphcore: AiGraphcoreOpset1
 
     @contextlib.contextmanager
     def _attribute(self, key: str, value: Any) -> Iterator[None]:
@@ -45,8 +70,8 @@ class Annotations:
     def virtualGraph(self, arg: Union[str, int, Iterable[str]], value: Optional[int] = None):
         """Place a node on an IPU: ``virtualGraph(tensor_id, ipu)``; or ``with virtualGraph(ipu):``."""
         if value is None:
-            return self._attribute(attrs.IPU, int(arg))
-        self._annotate(attrs.IPU, arg, int(value))
+            return self._attribute(attrs.IPU, _scope_value("virtualGraph", arg))
+        self._annotate(attrs.IPU, _output_names("virtualGraph", arg), int(value))
         return None
 
     def hasVirtualGraph(self, nodeOutputName: Union[str, Iterable[str], None] = None) -> bool:
@@ -66,8 +91,8 @@ class Annotations:
 
     def pipelineStage(self, arg: Union[str, int], value: Optional[int] = None):
         if value is None:
-            return self._attribute(attrs.PIPELINE_STAGE, int(arg))
-        self._annotate(attrs.PIPELINE_STAGE, arg, int(value))
+            return self._attribute(attrs.PIPELINE_STAGE, _scope_value("pipelineStage", arg))
+        self._annotate(attrs.PIPELINE_STAGE, _output_names("pipelineStage", arg), int(value))
         return None
 
     def hasPipelineStage(self, nodeOutputName: Optional[str] = None) -> bool:
@@ -85,8 +110,8 @@ class Annotations:
 
     def executionPhase(self, arg: Union[str, int], value: Optional[int] = None):
         if value is None:
-            return self._attribute(attrs.EXECUTION_PHASE, int(arg))
-        self._annotate(attrs.EXECUTION_PHASE, arg, int(value))
+            return self._attribute(attrs.EXECUTION_PHASE, _scope_value("executionPhase", arg))
+        self._annotate(attrs.EXECUTION_PHASE, _output_names("executionPhase", arg), int(value))
         return None
 
     def getExecutionPhase(self, nodeOutputName: Optional[str] = None) -> int:

@@ -67,12 +67,12 @@ class AnchorReturnType:
     def rp(self) -> int:
         return self._period
 
-    def str(self) -> str:
-        return self._string
-
     def __repr__(self) -> str:
         suffix = f", {self._period}" if self._id is AnchorReturnTypeId.EveryN else ""
         return f"AnchorReturnType({self._string!r}{suffix})"
+
+    def str(self) -> str:  # last in the class: below it, ``str`` would name this method
+        return self._string
 
 
 class DataFlow:

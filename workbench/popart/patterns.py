@@ -54,6 +54,7 @@ class Patterns:
         self._inplace = False
         self._update_priorities = False
         self._runtime_asserts = True
+        self.level: Optional[PatternsLevel]  # None for a list of pattern names
         if isinstance(level, PatternsLevel):
             self.level = level
             if level is not PatternsLevel.NoPatterns:

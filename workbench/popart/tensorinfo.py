@@ -95,7 +95,8 @@ class TensorInfo:
 
     def strides(self, shape=None) -> list[int]:
         dims = list(shape) if shape is not None else self._shape
-        strides, step = [], 1
+        strides: list[int] = []
+        step = 1
         for d in reversed(dims):
             strides.insert(0, step)
             step *= d

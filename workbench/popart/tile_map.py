@@ -51,10 +51,10 @@ def save_if_asked(mapping: Callable[[], TileMapping], log_dir: str) -> None:
     file_name = os.environ.get("POPART_TENSOR_TILE_MAP", "")
     if not file_name:
         return
-    mapping = mapping()
+    made = mapping()
     path = Path(log_dir or ".") / file_name
     try:
         path.write_text(json.dumps({name: [[list(span) for span in spans] for spans in per_tile]
-                                    for name, per_tile in mapping.intervals.items()}), encoding="utf-8")
+                                    for name, per_tile in made.intervals.items()}), encoding="utf-8")
     except OSError as error:
         raise popart_exception(f"Unable to open file '{path}': {error.strerror}") from None

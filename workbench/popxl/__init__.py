@@ -11,7 +11,8 @@ from . import graph, ir, module  # popxl's module layout: popxl.graph.Graph, pop
 from . import _pb
 from workbench.ir.context import (gcg, get_current_graph, get_ir, get_main_graph, gir, gmg, in_sequence,
                                   io_tiles, ipu, name_scope)
-from workbench.ir.dtypes import (bool, complex64, complex128, double, dtype, float, float8_143, float8_152,
+from workbench.ir.dtypes import bool_ as bool  # popxl names the boolean type `bool`
+from workbench.ir.dtypes import (complex64, complex128, double, dtype, float, float8_143, float8_152,
                                  float16, float32, float64, half, int8, int16, int32, int64, uint8, uint16,
                                  uint32, uint64)
 from workbench.ir.graph import Graph

@@ -71,9 +71,7 @@ def _get_op_settings(context: Context, name: str) -> NewOpSettings:
 
 def _create_tensor_id(graph: Graph, name: str) -> str:
     """A tensor id free in ``graph`` (scoped by the open name scopes), as popxl gives for new op outputs."""
-    from workbench.ir.context import get_current_context
-
-    fresh = graph._tensors.fresh(get_current_context().name_scope_prefix() + name)
+    fresh = graph._unique_name(name)
     return f"{graph.name}/{fresh}" if graph.name else fresh
 
 
@@ -95,20 +93,28 @@ def _op_missing_attribute(op: Op, name: str):
     raise AttributeError(f"{type(op).__name__!r} object has no attribute {name!r}")
 
 
+# (class, attribute, value): the names popxl code reaches on popxl's objects. They are set on the classes when
+# popxl is imported, not declared in them, because the IR layer knows nothing of PopART's binding.
+_ATTACHMENTS: tuple[tuple[type, str, object], ...] = (
+    (Ir, "_pb_ir", _view("ir")),
+    (Ir, "_from_pb", classmethod(lambda cls, pb_ir: pb_ir._ir)),
+    (Graph, "_pb_graph", _view("graph")),
+    (Graph, "_from_pb", classmethod(_from_pb_graph)),
+    (Graph, "_create_tensor_id", _create_tensor_id),
+    (Tensor, "_pb_tensor", _view("tensor")),
+    (Tensor, "_from_pb_tensor", classmethod(_from_pb_tensor)),
+    (Session, "_pb_session", _view("session")),
+    (ReplicaGrouping, "_pb_replica_grouping", _view("replica_grouping")),
+    (ReplicaGrouping, "_to_variable_settings", _to_variable_settings),
+    (ExpectedConnection, "_pb_ec", _view("expected_connection")),
+    (ExpectedConnection, "_from_pb", classmethod(_connection_from_pb)),
+    (GradGraphInfo, "_pb_bwd_info", _view("bwd_graph_info")),
+    (GradGraphInfo, "_from_pb", classmethod(_grad_info_from_pb)),
+    (Context, "_get_op_settings", _get_op_settings),
+    (Op, "__getattr__", _op_missing_attribute),
+)
+
+
 def install() -> None:
-    Ir._pb_ir = _view("ir")
-    Ir._from_pb = classmethod(lambda cls, pb_ir: pb_ir._ir)
-    Graph._pb_graph = _view("graph")
-    Graph._from_pb = classmethod(_from_pb_graph)
-    Graph._create_tensor_id = _create_tensor_id
-    Tensor._pb_tensor = _view("tensor")
-    Tensor._from_pb_tensor = classmethod(_from_pb_tensor)
-    Session._pb_session = _view("session")
-    ReplicaGrouping._pb_replica_grouping = _view("replica_grouping")
-    ReplicaGrouping._to_variable_settings = _to_variable_settings
-    ExpectedConnection._pb_ec = _view("expected_connection")
-    ExpectedConnection._from_pb = classmethod(_connection_from_pb)
-    GradGraphInfo._pb_bwd_info = _view("bwd_graph_info")
-    GradGraphInfo._from_pb = classmethod(_grad_info_from_pb)
-    Context._get_op_settings = _get_op_settings
-    Op.__getattr__ = _op_missing_attribute
+    for cls, name, value in _ATTACHMENTS:
+        setattr(cls, name, value)

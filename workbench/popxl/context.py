@@ -4,7 +4,7 @@ from typing import Iterator
 
 from workbench.ir.context import (Context, gcg, get_current_context, get_current_graph, get_ir, get_main_graph,
                                   gir, gmg, in_sequence, io_tiles, ipu, name_scope)
-from workbench.ir.fragments import WEIGHTS_FROM_HOST, WEIGHTS_TO_HOST
+from workbench.ir.fragments import WEIGHTS_FROM_HOST, WEIGHTS_TO_HOST, move_to_fragment
 
 from .tensorlocation import ExecutionContext
 
@@ -41,15 +41,14 @@ def _execution_context(execution_context: ExecutionContext) -> Iterator[Executio
     fragment = _FRAGMENTS[execution_context]
     context = get_current_context()
 
-    def move_to_fragment(op) -> None:
+    def file_in_fragment(op) -> None:
         graph = op.graph
         if not graph.is_main:
             raise ValueError(f"op {op.name} is made in {execution_context} but in subgraph {graph.label!r}; "
                              "weights fragments hold main-graph ops only")
-        graph._ops.remove(op)
-        graph.ir._fragments[fragment].append(op)
+        move_to_fragment(op, fragment)
 
-    handle = context.register_op_created_hook(move_to_fragment)
+    handle = context.register_op_created_hook(file_in_fragment)
     try:
         yield execution_context
     finally:

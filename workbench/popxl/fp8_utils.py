@@ -4,7 +4,7 @@ The byte encodings are those of the IPU (``workbench.ir.float8``): 1-4-3 with ex
 1-5-2 with bias 16, subnormals included, no infinities, the byte 0x80 the only NaN.
 """
 from collections import namedtuple
-from typing import Tuple
+from typing import Optional, Tuple
 
 import numpy as np
 
@@ -32,7 +32,7 @@ def _array(src) -> np.ndarray:
     return np.asarray(src)
 
 
-def host_pow2scale_cast_to_fp8(src: np.ndarray, dtype: dtypes.dtype = None, log2_scale: int = 0,
+def host_pow2scale_cast_to_fp8(src: np.ndarray, dtype: Optional[dtypes.dtype] = None, log2_scale: int = 0,
                                nan_on_overflow: bool = True) -> np.ndarray:
     """``cast(src * 2**log2_scale, dtype)`` on the host: float16/32/64 data (NumPy or torch) to a
     float8 array (structured dtype ``popxl.dtypes.np_dtype_float8_143``/``_152``).
@@ -49,10 +49,12 @@ def host_pow2scale_cast_to_fp8(src: np.ndarray, dtype: dtypes.dtype = None, log2
     return float8.from_codes(codes, dtype)
 
 
-def host_pow2scale_cast_from_fp8(src: np.ndarray, dtype: dtypes.dtype = None, log2_scale: int = 0) -> np.ndarray:
+def host_pow2scale_cast_from_fp8(src: np.ndarray, dtype: Optional[dtypes.dtype] = None,
+                                 log2_scale: int = 0) -> np.ndarray:
     """``cast(src, dtype) * 2**log2_scale`` on the host: a float8 array to float16/32/64."""
-    source = {dtypes.np_dtype_float8_143: dtypes.float8_143,
-              dtypes.np_dtype_float8_152: dtypes.float8_152}.get(getattr(src, "dtype", None))
+    by_np_dtype: dict[object, dtypes.dtype] = {dtypes.np_dtype_float8_143: dtypes.float8_143,
+                                               dtypes.np_dtype_float8_152: dtypes.float8_152}
+    source = by_np_dtype.get(getattr(src, "dtype", None))
     if source is None:
         raise RuntimeError(f"src.dtype {getattr(src, 'dtype', type(src))} not currently supported.")
     if dtype not in (dtypes.float16, dtypes.float32, dtypes.float64):
@@ -81,7 +83,7 @@ def _log_histogram(values: np.ndarray, fmt: FpDef) -> Tuple[np.ndarray, list]:
     return np.bincount(bins, minlength=len(limits) + 1).astype(np.float64), limits
 
 
-def host_fp8_mse_scale(src: np.ndarray, dtype: dtypes.dtype = None) -> Tuple[float, int]:
+def host_fp8_mse_scale(src: np.ndarray, dtype: Optional[dtypes.dtype] = None) -> Tuple[float, int]:
     """The ``log2_scale`` that makes ``cast(src * 2**log2_scale, dtype)`` lose least, judged by the
     mean squared error a log2 histogram of ``src`` predicts; returns ``(that error, log2_scale)``.
 
@@ -120,7 +122,7 @@ def host_fp8_mse_scale(src: np.ndarray, dtype: dtypes.dtype = None) -> Tuple[flo
     return float(lowest), -biases[len(biases) // 2]
 
 
-def host_fp8_mse_scale_pb(src: np.ndarray, dtype: dtypes.dtype = None) -> int:
+def host_fp8_mse_scale_pb(src: np.ndarray, dtype: Optional[dtypes.dtype] = None) -> int:
     """The scale of ``host_fp8_mse_scale`` alone (popxl computes it in C++; here it is the same
     search)."""
     if dtype not in (dtypes.float8_143, dtypes.float8_152):

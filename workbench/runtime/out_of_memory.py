@@ -26,6 +26,8 @@ def check_fits(report: MemoryReport, device_kind: str) -> None:
         step = report.liveness.flat.steps[ipu.peak_step] if ipu.peak_step is not None else None
         where = f" ({step.op.name}, {step.op.type} in graph {step.graph.label!r})" if step else ""
         peak = ipu.peak
+        if peak is None:  # a tile over capacity has a peak step; without one there is nothing more to say
+            continue
         lines.append(f"  peak at schedule step {ipu.peak_step}{where}: variables {peak.variables:,} B, "
                      f"constants {peak.constants:,} B, intermediates {peak.intermediates:,} B, "
                      f"code {peak.code:,} B")

@@ -305,6 +305,7 @@ class _GradGraphBuilder:
                              f"a tensor of the forward graph {self.graph.label!r}")
         if tensor not in self.activations:
             with self.grad_graph, ipu(tensor.ipu):
+                value: Tensor
                 if isinstance(tensor, Constant):
                     value = constant(tensor.data, tensor.dtype, tensor.name)
                 else:

@@ -30,9 +30,6 @@ class GraphId:
     def root() -> "GraphId":
         return GraphId("")
 
-    def str(self) -> str:
-        return self._id
-
     def __str__(self) -> str:
         return self._id
 
@@ -49,6 +46,9 @@ class GraphId:
 
     def __hash__(self) -> int:
         return hash(self._id)
+
+    def str(self) -> str:  # last in the class: below it, ``str`` would name this method
+        return self._id
 
 
 def view_graph(graph: WorkbenchGraph) -> "Graph":
@@ -71,7 +71,7 @@ class TopoCons:
         return [view_op(o) for o in op._op.after]
 
     def getAfters(self, op: Op) -> list[Op]:
-        return [view_op(o) for o in self._graph._ops if any(b is op._op for b in o.after)]
+        return [view_op(o) for o in self._graph.ops if any(b is op._op for b in o.after)]
 
     def transferToSubgraph(self, *args) -> None:
         raise NotImplementedError("TopoCons.transferToSubgraph: moving ops into a new subgraph through "
@@ -82,6 +82,7 @@ class Graph:
     """PopART's ``Graph``: read through to the workbench graph (``_graph``); edits change it."""
 
     __slots__ = ("_graph",)
+    _graph: WorkbenchGraph
 
     def __init__(self, *args, **kwargs):
         raise TypeError("Graph cannot be constructed here: create graphs with popxl (ir.create_graph, "
@@ -119,10 +120,10 @@ class Graph:
 
     # ----- ops -----
     def getOps(self) -> list[Op]:
-        return [view_op(op) for op in self._graph._ops]
+        return [view_op(op) for op in self._graph.ops]
 
     def getOpIds(self) -> list[int]:
-        return [op_id(op) for op in self._graph._ops]
+        return [op_id(op) for op in self._graph.ops]
 
     def getOpSchedule(self, require_optimal: bool = False) -> list[Op]:
         """The ops in the order they run: the workbench's schedule (data, ``in_sequence`` and in-place order)."""
@@ -134,7 +135,7 @@ class Graph:
         return view_op(self._op_by_id(op_id_))
 
     def _op_by_id(self, op_id_: int):
-        for op in self._graph._ops:
+        for op in self._graph.ops:
             if op_id(op) == op_id_:
                 return op
         raise KeyError(f"graph {self._graph.label!r} has no op with id {op_id_}")
@@ -147,46 +148,46 @@ class Graph:
         return view_tensor(self._graph.get_tensor(tensor_id))
 
     def containsTensor(self, tensor_id: str) -> bool:
-        return any(t.id == tensor_id for t in self._graph._tensors.values())
+        return any(t.id == tensor_id for t in self._graph.tensors)
 
     def getTensorIds(self) -> list[str]:
-        return [t.id for t in self._graph._tensors.values()]
+        return [t.id for t in self._graph.tensors]
 
     def getInputIds(self) -> list[str]:
-        return [t.id for t in self._graph._inputs]
+        return [t.id for t in self._graph.inputs]
 
     def getOutputIds(self) -> list[str]:
-        return [t.id for t in self._graph._outputs]
+        return [t.id for t in self._graph.outputs]
 
     def getInputId(self, index: int) -> str:
-        return self._at(self._graph._inputs, index, "input").id
+        return self._at(self._graph.inputs, index, "input").id
 
     def getOutputId(self, index: int) -> str:
-        return self._at(self._graph._outputs, index, "output").id
+        return self._at(self._graph.outputs, index, "output").id
 
     def getInputTensor(self, index: int) -> Tensor:
-        return view_tensor(self._at(self._graph._inputs, index, "input"))
+        return view_tensor(self._at(self._graph.inputs, index, "input"))
 
     def getOutputTensor(self, index: int) -> Tensor:
-        return view_tensor(self._at(self._graph._outputs, index, "output"))
+        return view_tensor(self._at(self._graph.outputs, index, "output"))
 
     def getInputTensors(self) -> list[Tensor]:
-        return [view_tensor(t) for t in self._graph._inputs]
+        return [view_tensor(t) for t in self._graph.inputs]
 
     def getOutputTensors(self) -> list[Tensor]:
-        return [view_tensor(t) for t in self._graph._outputs]
+        return [view_tensor(t) for t in self._graph.outputs]
 
     def getInputIndex(self, tensor_id: str) -> int:
-        return self._index(self._graph._inputs, tensor_id, "input")
+        return self._index(self._graph.inputs, tensor_id, "input")
 
     def getOutputIndex(self, tensor_id: str) -> int:
-        return self._index(self._graph._outputs, tensor_id, "output")
+        return self._index(self._graph.outputs, tensor_id, "output")
 
     def hasInputId(self, tensor_id: str) -> bool:
-        return any(t.id == tensor_id for t in self._graph._inputs)
+        return any(t.id == tensor_id for t in self._graph.inputs)
 
     def hasOutputId(self, tensor_id: str) -> bool:
-        return any(t.id == tensor_id for t in self._graph._outputs)
+        return any(t.id == tensor_id for t in self._graph.outputs)
 
     def _at(self, tensors, index: int, what: str):
         if not 0 <= index < len(tensors):
@@ -212,12 +213,12 @@ class Graph:
         graph._check_buildable()
         for tensor in op.outputs:
             readers = [o.name for o in tensor.consumers]
-            if readers or tensor in graph._outputs:
+            if readers or graph.is_output(tensor):
                 where = f"ops {readers}" if readers else f"graph {graph.label!r} as an output"
                 raise RuntimeError(f"cannot erase op {op.name}: its output {tensor.id!r} is still read by {where}; "
                                    "erase or rewire those first")
         remove_op(op)
-        for other in graph._ops:  # ops ordered after it (in_sequence) follow what it followed
+        for other in graph.ops:  # ops ordered after it (in_sequence) follow what it followed
             if op in other.after:
                 kept = tuple(o for o in other.after if o is not op)
                 other.after = tuple(dict.fromkeys(kept + op.after))
@@ -228,9 +229,9 @@ class Graph:
         does (so removing each index of a list of all outputs, in order, removes them all)."""
         graph = self._graph
         graph._check_buildable()
-        if index >= len(graph._outputs) and graph._outputs:
-            index = len(graph._outputs) - 1
-        self._at(graph._outputs, index, "output")
+        if index >= len(graph.outputs) and graph.outputs:
+            index = len(graph.outputs) - 1
+        self._at(graph.outputs, index, "output")
         sites = call_sites(graph)
         for op in sites:
             definition = op_def(op.type)
@@ -241,11 +242,11 @@ class Graph:
             if readers:
                 raise RuntimeError(f"cannot remove output {index} of graph {graph.label!r}: the matching output "
                                    f"{op.outputs[index].id!r} of call op {op.name} is read by {readers}")
-        del graph._outputs[index]
+        graph.remove_output(index)
         for op in sites:
             removed = op.outputs[index]
             op.outputs = op.outputs[:index] + op.outputs[index + 1:]
-            del op.graph._tensors[removed.name]
+            op.graph._forget_tensor(removed)
             graph.ir.events.emit("op_changed", op)
 
     def markAsOutput(self, tensor_id: str) -> None:
@@ -259,11 +260,11 @@ class Graph:
     def removeIsolatedTensors(self, *flags: bool) -> None:
         """Forget tensors that no op produces or reads and that are no input, output, variable or constant."""
         graph = self._graph
-        keep = set(graph._inputs) | set(graph._outputs)
-        for name, tensor in list(graph._tensors.items()):
+        keep = set(graph.inputs) | set(graph.outputs)
+        for tensor in graph.tensors:
             if tensor.producer is None and not tensor.consumers and tensor not in keep \
                     and not isinstance(tensor, (Variable, Constant)):
-                del graph._tensors[name]
+                graph._forget_tensor(tensor)
 
     def setCanBeRecursivelyAutodiffed(self, value: bool) -> None:
         """False: autodiff of a graph calling this one needs its gradient graph given

@@ -18,6 +18,7 @@ class Ir:
     """PopART's ``Ir``: read through to the workbench Ir (``_ir``)."""
 
     __slots__ = ("_ir",)
+    _ir: WorkbenchIr
 
     def __init__(self, *args, **kwargs):
         raise TypeError("Ir cannot be constructed here: create a popxl.Ir(); its view is ir._pb_ir")
@@ -68,16 +69,16 @@ class Ir:
     # ----- tensors -----
     def getTensor(self, tensor_id: str) -> Tensor:
         for graph in self._ir.graphs:
-            for tensor in graph._tensors.values():
+            for tensor in graph.tensors:
                 if tensor.id == tensor_id:
                     return view_tensor(tensor)
         raise KeyError(f"{self._ir!r} has no tensor with id {tensor_id!r}")
 
     def containsTensor(self, tensor_id: str) -> bool:
-        return any(t.id == tensor_id for g in self._ir.graphs for t in g._tensors.values())
+        return any(t.id == tensor_id for g in self._ir.graphs for t in g.tensors)
 
     def getTensorIds(self) -> list[str]:
-        return [t.id for g in self._ir.graphs for t in g._tensors.values()]
+        return [t.id for g in self._ir.graphs for t in g.tensors]
 
     # ----- options and patterns -----
     def getSessionOptions(self):

@@ -64,17 +64,11 @@ class SubgraphOp(Op):
 
     def addLoopInput(self, index: int, tensor_id: str, subgraph_tensor_id: str, overwrite: bool = False) -> None:
         """Add a graph input named by ``subgraph_tensor_id`` to the called graph, fed by ``tensor_id``."""
-        from workbench.ir import Tensor as WorkbenchTensor
-
         graph = self._binding().graph
         parent = self._op.graph.get_tensor(tensor_id)
         name = subgraph_tensor_id.split("/", 1)[1] if subgraph_tensor_id.startswith(graph.name + "/") \
             else subgraph_tensor_id
-        graph_input = WorkbenchTensor._create(graph, graph._tensors.fresh(name), parent.spec, parent._ipu,
-                                              parent._tile_set)
-        graph._add_tensor(graph_input)
-        graph._inputs.append(graph_input)
-        graph._input_set.add(graph_input)
+        graph.append_input(name, parent.spec, parent._ipu, parent._tile_set)
         self.connectInTensor(index, tensor_id)
 
     def addModified(self, index: int, regions) -> None:

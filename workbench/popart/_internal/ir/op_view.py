@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from .graph_view import Graph
     from .tensor_view import Tensor, TensorInfo
 
-CLASSES: dict[str, type] = {}  # PopART class path ("exchange.HostLoadOp") -> view class (op_classes.op_class)
+CLASSES: dict[str, type["Op"]] = {}  # PopART class path ("exchange.HostLoadOp") -> view class (op_classes.op_class)
 
 
 FIRST_OP_ID = 100  # PopART numbers the ops of an Ir from 100
@@ -148,6 +148,7 @@ class Op:
     """PopART's ``Op``: read through to the workbench op (``_op``); edits go to it too."""
 
     __slots__ = ("_op",)
+    _op: WorkbenchOp
 
     def __init__(self, *args: Any, **kwargs: Any):
         raise TypeError(f"{type(self).__name__} cannot be constructed here: ops are created by popxl's op "
@@ -188,9 +189,6 @@ class Op:
         return self._op.name
 
     getName = name
-
-    def str(self) -> str:
-        return f"{self.id} ({self.opType()})"
 
     def debugName(self) -> str:
         outs = ", ".join(t.id for t in self._op.outputs)
@@ -337,6 +335,9 @@ class Op:
         raise NotImplementedError(
             f"Op.cloneIntoGraph({self._op.name}): moving single ops between graphs through popart._internal.ir "
             "is not supported on the workbench; build the ops in the target graph with popxl instead")
+
+    def str(self) -> str:  # last in the class: below it, ``str`` would name this method
+        return f"{self.id} ({self.opType()})"
 
 
 class _OperatorIdentifier:

@@ -1,11 +1,14 @@
 """``_ir.ReplicaGrouping``: a view of a popxl replica grouping of constant stride, as PopART's binding has it."""
 from __future__ import annotations
 
+from workbench.ir.replica_grouping import ReplicaGrouping as WorkbenchReplicaGrouping
+
 
 class ReplicaGrouping:
     """Groups of ``getGroupSize()`` replicas ``getStride()`` apart, of ``getNumReplicas()`` in all."""
 
     __slots__ = ("_grouping",)
+    _grouping: WorkbenchReplicaGrouping
 
     def __init__(self, *args, **kwargs):
         raise TypeError("ReplicaGrouping cannot be constructed here: make one with ir.replica_grouping(...); "

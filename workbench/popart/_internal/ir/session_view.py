@@ -1,15 +1,19 @@
 """``session._pb_session``: a popxl Session seen as PopART's session binding (weights in and out by id)."""
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workbench.ir.tensor import Variable
+
+if TYPE_CHECKING:
+    from workbench.runtime.session import Session as WorkbenchSession
 
 
 class Session:
     """PopART's session methods over a workbench ``Session`` (``_session``)."""
 
     __slots__ = ("_session",)
+    _session: WorkbenchSession
 
     def __init__(self, *args, **kwargs):
         raise TypeError("this Session cannot be constructed here: create a popxl.Session; its view is "

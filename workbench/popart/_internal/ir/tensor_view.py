@@ -109,6 +109,7 @@ class Tensor:
     """PopART's ``Tensor``: read through to the workbench tensor (``_tensor``)."""
 
     __slots__ = ("_tensor",)
+    _tensor: WorkbenchTensor
 
     def __init__(self, *args, **kwargs):
         raise TypeError("Tensor cannot be constructed here: tensors are created by popxl "
@@ -172,16 +173,16 @@ class Tensor:
         return Consumers(self._tensor)
 
     def isGraphInput(self) -> bool:
-        return self._tensor in self._tensor.graph._input_set
+        return self._tensor.graph.is_input(self._tensor)
 
     def isGraphOutput(self) -> bool:
-        return any(t is self._tensor for t in self._tensor.graph._outputs)
+        return self._tensor.graph.is_output(self._tensor)
 
     def getGraphInputIndex(self) -> int:
-        return self._tensor.graph._inputs.index(self._tensor)
+        return self._tensor.graph.inputs.index(self._tensor)
 
     def getGraphOutputIndex(self) -> int:
-        return self._tensor.graph._outputs.index(self._tensor)
+        return self._tensor.graph.outputs.index(self._tensor)
 
     def hasTensorData(self) -> bool:
         return isinstance(self._tensor, (Variable, Constant))
