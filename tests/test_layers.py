@@ -3,8 +3,8 @@
 
 The order follows DESIGN.md, with the popxl face above runtime/ and transforms/ whose objects it
 re-exports (``popxl.Session``, ``popxl.transforms.autodiff``), the ONNX layer below the views and the
-PopART face above popxl's (a PopART session lowers onto the same Ir) and popdist's beside it, then the
-package itself (which loads
+PopART face above popxl's (a PopART session lowers onto the same Ir) and popdist's beside it, the
+finder that resolves popxl-addons' C++ custom-op modules to the PopART face, then the package itself (which loads
 export/ so that the IR can display) and the command line on top.
 """
 import ast
@@ -17,7 +17,7 @@ import workbench
 
 ROOT = Path(workbench.__file__).parent
 LAYERS = ("ir", "ops", "transforms", "analysis", "runtime", "export", "onnx", "widgets", "popxl", "popart",
-          "distributed", "__init__", "cli", "__main__")
+          "distributed", "custom_op_imports", "__init__", "cli", "__main__")
 
 
 def layer_of(path: Path) -> str:
