@@ -5,7 +5,9 @@ import subprocess
 import sys
 import time
 
-from launch import MPIEXEC, environment, poprun_command, run
+import pytest
+
+from launch import MPIEXEC, poprun_command, run
 
 # Every instance trains one run together; then instance 1 {does something} and the others run again.
 PROGRAM = """
@@ -57,3 +59,15 @@ def test_a_wait_limit_that_is_not_a_positive_number_is_refused():
                WORKBENCH_INSTANCE_WAIT_SECONDS="soon")
     assert done.returncode != 0
     assert "WORKBENCH_INSTANCE_WAIT_SECONDS='soon' must be a positive number of seconds" in done.stderr, done.stderr
+
+
+def test_the_wait_limit_is_read_from_the_environment(monkeypatch):
+    from workbench.runtime.replication.communicator import WAIT_LIMIT, wait_limit
+    monkeypatch.delenv("WORKBENCH_INSTANCE_WAIT_SECONDS", raising=False)
+    assert wait_limit() == WAIT_LIMIT == 120.0
+    monkeypatch.setenv("WORKBENCH_INSTANCE_WAIT_SECONDS", "2.5")
+    assert wait_limit() == 2.5
+    for bad in ("0", "-1", "nan", "soon"):
+        monkeypatch.setenv("WORKBENCH_INSTANCE_WAIT_SECONDS", bad)
+        with pytest.raises(ValueError, match="must be a positive number of seconds"):
+            wait_limit()

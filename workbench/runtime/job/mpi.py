@@ -18,7 +18,7 @@ import numpy as np
 
 from workbench.ir.popdist_settings import PopdistSettings, PopdistSettingsError, end_job_on_uncaught_error
 
-from ..replication.communicator import WAIT_LIMIT, CollectiveMismatchError
+from ..replication.communicator import CollectiveMismatchError, wait_limit
 from ..replication.replicas import ReplicaExecutionError
 from .mpi_window import HEADER_BYTES, SharedWindow, header, mismatch
 
@@ -31,8 +31,6 @@ FINISHED, FAILED, MISMATCH, STOPPED, MISSING = range(5)
 NOTICE_TAG = 17
 WAIT_TAG = 19  # an instance that waits long at an exchange says where
 GONE_TAG = 18  # an instance that ends (its process exits) tells the others so on every channel
-#: How long (seconds) an instance waits at an exchange for the others, unless this variable says.
-WAIT_VARIABLE = "WORKBENCH_INSTANCE_WAIT_SECONDS"
 # MPICH moves a large message in pieces, each only when both sides call into MPI: a wait that slept
 # between its polls would stretch a megabyte over milliseconds. So a wait polls without sleeping for
 # so long, giving the core away between polls to any process that wants it, and only then sleeps.
@@ -60,21 +58,6 @@ class InstanceMissing(CollectiveMismatchError):
     def __init__(self, message: str, missing: list[int]):
         super().__init__(message)
         self.missing = missing
-
-
-def wait_limit() -> float:
-    """The seconds an instance waits at an exchange for the others: ``WORKBENCH_INSTANCE_WAIT_SECONDS``
-    when set (poprun passes the environment on to every instance), else WAIT_LIMIT."""
-    text = os.environ.get(WAIT_VARIABLE)
-    if text is None:
-        return WAIT_LIMIT
-    try:
-        seconds = float(text)
-    except ValueError:
-        seconds = float("nan")
-    if not seconds > 0:
-        raise PopdistSettingsError(f"{WAIT_VARIABLE}={text!r} must be a positive number of seconds")
-    return seconds
 
 
 def _outcome(error: Optional[BaseException]) -> int:
