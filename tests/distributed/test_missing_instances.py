@@ -4,6 +4,7 @@ ended, and the job ends without a second wait."""
 import subprocess
 import sys
 import time
+import uuid
 
 import pytest
 
@@ -28,9 +29,13 @@ print("instance", popdist.getInstanceIndex(), "ran twice", flush=True)
 
 
 def job(then: str, seconds: str = "2") -> tuple[subprocess.CompletedProcess, float]:
+    """Run the job; check that none of its processes is left behind."""
+    marker = uuid.uuid4().hex
     started = time.monotonic()
-    done = run([*poprun_command(3, 3), sys.executable, "-c", PROGRAM.format(then=then)],
+    done = run([*poprun_command(3, 3), sys.executable, "-c", PROGRAM.format(then=then) + f"# {marker}\n"],
                WORKBENCH_INSTANCE_WAIT_SECONDS=seconds)
+    left = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True)
+    assert left.stdout == "", "processes of the job were left behind"
     return done, time.monotonic() - started
 
 
