@@ -184,10 +184,14 @@ class Session:
         self._require_attached("weights_to_host")
         to_the_end([partial(program.run_fragment, WEIGHTS_TO_HOST) for program in self._executable.programs])
         device = dict(zip(self._executable.replicas, self._executable.device_values))
-        if self._executable.instances is not None:  # every instance's replicas: the host holds the whole job's weights
-            device = self._executable.instances.all_device_values(device, self._ir.variables)
-        to_the_end([partial(weights.gather_to_host, variable, device, self._host[variable])
+        instances = self._executable.instances
+        if instances is not None:  # every instance's replicas: the host holds the whole job's weights
+            device = instances.all_device_values(device, self._ir.variables)
+        own = range(0) if instances is None else instances.settings.local_replicas
+        to_the_end([partial(weights.gather_to_host, variable, device, self._host[variable], own)
                     for variable in self._ir.variables])
+        if instances is not None:
+            instances.warn_if_diverged({variable: self._host[variable] for variable in self._ir.variables})
         self.weights_to_host_count += 1
         self._runs.host_in_sync = True
 

@@ -9,6 +9,8 @@ agree bit for bit.
 """
 from __future__ import annotations
 
+import hashlib
+import warnings
 from array import array
 from typing import Any, Callable, Optional, Sequence
 
@@ -20,6 +22,10 @@ from workbench.ops.registry import op_def
 from ..replication.rendezvous import MeetingKey, Rendezvous
 from ..tracing.trace import BranchLog, RunRecord
 from .mpi import Channel, world
+
+
+class InstancesDiverged(RuntimeWarning):
+    """Instances whose replicas hold different values of a variable they should share."""
 
 
 class Instances:
@@ -48,6 +54,25 @@ class Instances:
         count = len(variables)
         return {instance * len(replicas) + index: dict(zip(variables, arrays[index * count:(index + 1) * count]))
                 for instance, arrays in enumerate(everyone) for index in range(len(replicas))}
+
+    def warn_if_diverged(self, host: dict) -> None:
+        """Compare a digest of this instance's host copies of the variables with every other
+        instance's and warn, naming the instances and variables, where they differ: replicas on
+        different instances that should agree (a constant or a reduction that differs between
+        instances) have drifted apart."""
+        digests = np.array([np.frombuffer(hashlib.blake2b(np.ascontiguousarray(value).tobytes(), digest_size=8)
+                                          .digest(), np.uint8) for value in host.values()], np.uint8)
+        everyone = self.channel.allgather(digests.reshape(len(host), 8), f"digests of {len(host)} variables")
+        names = [variable.name for variable in host]
+        differing = {instance: [name for name, same in zip(names, (row == everyone[0]).all(axis=1)) if not same]
+                     for instance, row in enumerate(everyone[1:], start=1)}
+        differing = {instance: found for instance, found in differing.items() if found}
+        if differing:
+            said = "; ".join(f"instance {i}: {', '.join(found[:5])}{' ...' if len(found) > 5 else ''}"
+                             for i, found in differing.items())
+            warnings.warn(InstancesDiverged(f"weights_to_host on instance {self.channel.instance}: these "
+                                            f"instances hold other values than instance 0 for variables "
+                                            f"that their replicas share ({said})"), stacklevel=4)
 
     def whole_record(self, record: RunRecord) -> RunRecord:
         """The record of a run on every global replica, from each instance's record of its own.

@@ -4,10 +4,12 @@ mpi4py is imported (and MPI initialised) only when a job of several instances fi
 Session opens its own ``Channel``: a data communicator for the collectives and the weights, and a
 control communicator on which each instance tells every other how each run ended (a notice). Every
 wait polls, so it stops at a deadline, or when a notice says that an instance it waits on failed or
-finished its run without reaching the collective.
+finished its run without reaching the collective. An instance that waits long says where, so that at
+the deadline the others can name who never arrived; one whose process ends says so on every channel.
 """
 from __future__ import annotations
 
+import atexit
 import os
 import time
 from typing import Optional
@@ -16,15 +18,19 @@ import numpy as np
 
 from workbench.ir.popdist_settings import PopdistSettings, PopdistSettingsError, end_job_on_uncaught_error
 
-from ..replication.communicator import WAIT_LIMIT, CollectiveMismatchError
+from ..replication.communicator import CollectiveMismatchError, wait_limit
 from ..replication.replicas import ReplicaExecutionError
 from .mpi_window import HEADER_BYTES, SharedWindow, header, mismatch
 
-NOTICE_BYTES = 2048  # run number, outcome and failing replica (8 bytes each), then the message
+# Run number, outcome, failing replica and the number of missing instances (8 bytes each), the
+# missing instances (8 bytes each), then the message.
+NOTICE_BYTES, NOTICE_HEAD = 2048, 32
 # How a run ended at an instance: completed; a replica failed there; its replicas reached different
-# collectives there; stopped because of another instance.
-FINISHED, FAILED, MISMATCH, STOPPED = range(4)
+# collectives there; stopped because of another instance; gave up waiting for instances that never came.
+FINISHED, FAILED, MISMATCH, STOPPED, MISSING = range(5)
 NOTICE_TAG = 17
+WAIT_TAG = 19  # an instance that waits long at an exchange says where
+GONE_TAG = 18  # an instance that ends (its process exits) tells the others so on every channel
 # MPICH moves a large message in pieces, each only when both sides call into MPI: a wait that slept
 # between its polls would stretch a megabyte over milliseconds. So a wait polls without sleeping for
 # so long, giving the core away between polls to any process that wants it, and only then sleeps.
@@ -45,11 +51,22 @@ class InstanceMismatch(CollectiveMismatchError):
     """The replicas of another instance did not reach the same collectives."""
 
 
+class InstanceMissing(CollectiveMismatchError):
+    """Instances that never reached an exchange: asleep past the deadline, or ended; ``missing`` are
+    their indices."""
+
+    def __init__(self, message: str, missing: list[int]):
+        super().__init__(message)
+        self.missing = missing
+
+
 def _outcome(error: Optional[BaseException]) -> int:
     if error is None:
         return FINISHED
     if isinstance(error, (InstanceFailed, InstanceMismatch)):
         return STOPPED
+    if isinstance(error, InstanceMissing):
+        return MISSING
     return MISMATCH if isinstance(error, CollectiveMismatchError) else FAILED
 
 
@@ -84,11 +101,20 @@ class World:
         self.MPI = MPI
         self.comm = comm
         self.settings = settings
+        self.wait_limit = wait_limit()
+        self._channels: list[Channel] = []
         end_job_on_uncaught_error()
+        atexit.register(self._say_gone)  # after mpi4py's own handler, so it runs before MPI finalises
 
     def channel(self) -> "Channel":
         """A new pair of communicators; every instance must open its channels in the same order."""
-        return Channel(self)
+        channel = Channel(self)
+        self._channels.append(channel)
+        return channel
+
+    def _say_gone(self) -> None:
+        for channel in self._channels:
+            channel.say_gone()
 
 
 class Channel:
@@ -105,6 +131,14 @@ class Channel:
         self._notices: dict[int, tuple[int, int, str]] = {}  # this run at the others: outcome, replica, message
         self._sent: list = []
         self._window: Optional[SharedWindow] = None
+        self._limit = world.wait_limit
+        self._gone: set[int] = set()  # instances whose process ended
+        self._exchanges = 0  # exchanges begun on this channel, the same count on every instance
+        self._arrived: dict[int, tuple[int, str]] = {}  # instance: (exchange, description) it said it waits at
+        self._waits_said: list = []
+        self._unheard: set[int] = set()  # instances that said nothing at the end of a run others gave up on
+        self._lost: list[int] = []  # once some are missing, no exchange can complete again
+        self._named_missing: set[int] = set()  # instances that others gave up waiting for in this run
 
     def open_window(self, part_bytes: int) -> None:
         """Let ``gather`` exchange up to ``part_bytes`` per instance through shared memory, when every
@@ -155,12 +189,27 @@ class Channel:
                 for row in everyone]
 
     def _wait(self, request, description: str) -> None:
-        """Wait for an exchange, unless another instance failed or finished its run without it."""
+        """Wait for an exchange, unless another instance failed, ended, or finished its run without
+        it; after the wait limit, name the instances that never arrived."""
+        if self._lost:
+            raise InstanceMissing(f"instance {self.instance} cannot reach {description}: instance(s) "
+                                  f"{self._lost} went missing in an earlier run", self._lost)
         started = time.monotonic()
-        deadline, finished_seen = started + WAIT_LIMIT, None
+        exchange, said = self._exchanges, False
+        self._exchanges += 1
+        # Past the limit, a moment more for instances that only just arrived to say so.
+        announce = min(FINISHED_GRACE, self._limit / 4)
+        deadline, finished_seen, gone_seen = started + self._limit + announce + 0.1, None, None
         while not request.Test():
             self._read_notices()
             self._raise_news()
+            if self._gone and gone_seen is None:
+                gone_seen = time.monotonic()
+            # What an instance sent just before it ended may still be on the way.
+            if gone_seen is not None and time.monotonic() > gone_seen + FINISHED_GRACE:
+                raise InstanceMissing(f"instance {self.instance} waits at {description} for instance(s) "
+                                      f"{sorted(self._gone)}, which ended (their process exited) without "
+                                      "reaching it", sorted(self._gone))
             if self._notices and finished_seen is None:
                 finished_seen = time.monotonic()
             if finished_seen is not None and time.monotonic() > finished_seen + FINISHED_GRACE:
@@ -168,79 +217,153 @@ class Channel:
                 raise CollectiveMismatchError(
                     f"instance {self.instance} waits at {description} for instance(s) {gone}, which finished "
                     "the run without reaching it: every replica of a group must run the same collectives")
-            if time.monotonic() > deadline:
-                raise CollectiveMismatchError(f"instance {self.instance} waited {WAIT_LIMIT:.0f} s at "
-                                              f"{description} for the other instances")
-            if time.monotonic() - started < SPIN_SECONDS:
+            now = time.monotonic()
+            if not said and now > started + announce:
+                self._say_waiting(exchange, description)
+                said = True
+            if now > deadline:
+                raise self._missing(exchange, description)
+            if now - started < SPIN_SECONDS:
                 os.sched_yield()
             else:
                 time.sleep(0.0001)
+
+    def _say_waiting(self, exchange: int, description: str) -> None:
+        """Tell the others (only once a wait is long) where this instance waits."""
+        text = np.zeros(NOTICE_BYTES, np.uint8)
+        text[:8] = np.frombuffer(np.int64(exchange).tobytes(), np.uint8)
+        said = description.encode()[: NOTICE_BYTES - 8]
+        text[8: 8 + len(said)] = np.frombuffer(said, np.uint8)
+        for other in range(self.instances):
+            if other != self.instance:
+                self._waits_said.append((self._control.Isend([text, self._MPI.BYTE], dest=other, tag=WAIT_TAG),
+                                         text))
+
+    def _missing(self, exchange: int, description: str) -> InstanceMissing:
+        arrived = {i: where for i, (at, where) in self._arrived.items() if at == exchange}
+        missing = [i for i in range(self.instances) if i != self.instance and i not in arrived]
+        others = "; ".join(f"instance {i} waited at {where}" for i, where in sorted(arrived.items()))
+        return InstanceMissing(f"instance {self.instance} waited {self._limit:g} s at {description} for "
+                               f"instance(s) {missing}, which never arrived" + (f"; {others}" if others else ""),
+                               missing)
 
     # ----- the end of a run -----
     def run_ended(self, error: Optional[BaseException]) -> None:
         """Tell every instance how this run ended here and learn how it ended there; raise
         InstanceFailed if it failed elsewhere. After a failed run every instance opens a new data
-        communicator: exchanges that the failure left unfinished stay on the old one."""
+        communicator: exchanges that the failure left unfinished stay on the old one. Instances
+        known to be missing (never arrived, or ended) are neither waited for nor told."""
         replica = error.replica if isinstance(error, ReplicaExecutionError) else -1
-        self._notify(_outcome(error), replica, "" if error is None else
+        missing = set(error.missing) if isinstance(error, InstanceMissing) else set()
+        self._notify(_outcome(error), replica, sorted(missing), "" if error is None else
                      f"{error} (on instance {self.instance})" if isinstance(error, ReplicaExecutionError)
                      else f"{type(error).__name__} on instance {self.instance}: {error}")
         for source in range(self.instances):
-            if source != self.instance and source not in self._notices:
+            if source != self.instance and source not in self._notices and source not in missing:
                 self._receive_notice(source)
         outcomes = self._notices
         self._run += 1
-        for request, _ in self._sent:
-            self._wait_quietly(request)
+        for request, _, dest in self._sent:
+            if dest not in missing and dest not in self._gone:
+                self._wait_quietly(request)
         self._sent = []
+        self._waits_said = [(r, t) for r, t in self._waits_said if not r.Test()]
+        lost = missing | self._gone | self._unheard
         try:
             if error is None:
                 self._raise_news()
         finally:
             self._notices = {}
-            if error is not None or any(outcome != FINISHED for outcome, _, _ in outcomes.values()):
+            self._named_missing = set()
+            if lost:
+                # A new communicator would need every instance: this channel is done for.
+                self._lost = sorted(lost)
+            elif error is not None or any(outcome != FINISHED for outcome, _, _ in outcomes.values()):
                 self._data = self._world.Dup()
+                self._exchanges = 0
+                self._arrived = {}
                 if self._window is not None:
                     self._window.restart()
 
+    def say_gone(self) -> None:
+        """Tell every other instance that this one ends (its process exits): they stop waiting for it."""
+        ended = np.zeros(1, np.int64)
+        sent = [self._control.Isend([ended, self._MPI.BYTE], dest=other, tag=GONE_TAG)
+                for other in range(self.instances) if other != self.instance]
+        until = time.monotonic() + FINISHED_GRACE
+        while not all(request.Test() for request in sent) and time.monotonic() < until:
+            time.sleep(0.001)
+
     def _raise_news(self) -> None:
         """Raise the first failure (or else mismatch) another instance told of in this run."""
-        for kind in (FAILED, MISMATCH):
+        for kind in (FAILED, MISMATCH, MISSING):
             news = [(replica, message) for outcome, replica, message in self._notices.values() if outcome == kind]
             if news and kind == FAILED:
                 raise InstanceFailed("; ".join(message for _, message in news), news[0][0])
-            if news:
+            if news and kind == MISMATCH:
                 raise InstanceMismatch("; ".join(message for _, message in news))
+            if news:
+                raise InstanceMissing("; ".join(message for _, message in news), sorted(self._named_missing))
 
-    def _notify(self, outcome: int, replica: int, message: str) -> None:
+    def _notify(self, outcome: int, replica: int, missing: list[int], message: str) -> None:
+        numbers = np.array([self._run, outcome, replica, len(missing), *missing], np.int64)
         notice = np.zeros(NOTICE_BYTES, np.uint8)
-        notice[:24] = np.frombuffer(np.array([self._run, outcome, replica], np.int64).tobytes(), np.uint8)
-        text = message.encode()[: NOTICE_BYTES - 24]
-        notice[24: 24 + len(text)] = np.frombuffer(text, np.uint8)
+        notice[:numbers.nbytes] = np.frombuffer(numbers.tobytes(), np.uint8)
+        text = message.encode()[: NOTICE_BYTES - numbers.nbytes]
+        notice[numbers.nbytes: numbers.nbytes + len(text)] = np.frombuffer(text, np.uint8)
         for other in range(self.instances):
             if other != self.instance:
                 # The buffer stays referenced until its send completes.
                 self._sent.append((self._control.Isend([notice, self._MPI.BYTE], dest=other, tag=NOTICE_TAG),
-                                   notice))
+                                   notice, other))
 
     def _read_notices(self) -> None:
         status = self._MPI.Status()
         while self._control.Iprobe(source=self._MPI.ANY_SOURCE, tag=NOTICE_TAG, status=status):
             self._receive_notice(status.Get_source())
+        while self._control.Iprobe(source=self._MPI.ANY_SOURCE, tag=WAIT_TAG, status=status):
+            said = np.empty(NOTICE_BYTES, np.uint8)
+            self._control.Recv([said, self._MPI.BYTE], source=status.Get_source(), tag=WAIT_TAG)
+            self._arrived[status.Get_source()] = (int(said[:8].view(np.int64)[0]), _text(said[8:]))
+        while self._control.Iprobe(source=self._MPI.ANY_SOURCE, tag=GONE_TAG, status=status):
+            self._control.Recv([np.empty(1, np.int64), self._MPI.BYTE], source=status.Get_source(), tag=GONE_TAG)
+            self._gone.add(status.Get_source())
 
     def _receive_notice(self, source: int) -> None:
+        """The notice of this run from ``source``; none from an instance that ended, or (once another
+        instance gave up waiting for missing ones) that sent none within a moment."""
         notice = np.empty(NOTICE_BYTES, np.uint8)
-        self._wait_quietly(self._control.Irecv([notice, self._MPI.BYTE], source=source, tag=NOTICE_TAG))
-        run, outcome, replica = notice[:24].view(np.int64)
+        request = self._control.Irecv([notice, self._MPI.BYTE], source=source, tag=NOTICE_TAG)
+        deadline, given_up = time.monotonic() + self._limit, None
+        while not request.Test():
+            self._read_notices()
+            if given_up is None and any(outcome == MISSING for outcome, _, _ in self._notices.values()):
+                given_up = time.monotonic()
+            late = given_up is not None and time.monotonic() > given_up + FINISHED_GRACE
+            if source in self._gone or late:
+                request.Cancel()
+                status = self._MPI.Status()
+                request.Wait(status)
+                if status.Is_cancelled():
+                    self._unheard.add(source)
+                    return
+                break
+            if time.monotonic() > deadline:
+                raise InstanceMissing(f"instance {self.instance} waited {self._limit:g} s at the end of a run "
+                                      f"for instance {source}, which never said how its run ended", [source])
+            time.sleep(0.0001)
+        run, outcome, replica, named = notice[:NOTICE_HEAD].view(np.int64)
         if run != self._run:
             raise RuntimeError(f"instance {source} sent news of run {run} during run {self._run}")
-        self._notices[source] = (int(outcome), int(replica), _text(notice[24:]))
+        end = NOTICE_HEAD + 8 * int(named)
+        self._named_missing.update(int(i) for i in notice[NOTICE_HEAD: end].view(np.int64))
+        self._notices[source] = (int(outcome), int(replica), _text(notice[end:]))
 
     def _wait_quietly(self, request) -> None:
-        deadline = time.monotonic() + WAIT_LIMIT
+        deadline = time.monotonic() + self._limit
         while not request.Test():
             if time.monotonic() > deadline:
-                raise CollectiveMismatchError(f"instance {self.instance} waited {WAIT_LIMIT:.0f} s for the "
+                raise CollectiveMismatchError(f"instance {self.instance} waited {self._limit:g} s for the "
                                               "other instances at the end of a run")
             time.sleep(0.0001)
 

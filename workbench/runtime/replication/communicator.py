@@ -7,6 +7,7 @@ waits on a different collective, makes the waiting replicas raise instead of blo
 """
 from __future__ import annotations
 
+import os
 import threading
 import time
 from dataclasses import dataclass
@@ -15,12 +16,31 @@ from typing import Any, Callable, Hashable, Sequence
 from .rendezvous import (CollectiveMismatchError, MeetingBook, ReplicaAborted, Waiting, deadlock_error,
                          gone_error)
 
-__all__ = ["POLL_SECONDS", "WAIT_LIMIT", "CollectiveMismatchError", "Communicator", "ReplicaAborted"]
+__all__ = ["POLL_SECONDS", "WAIT_LIMIT", "WAIT_VARIABLE", "CollectiveMismatchError", "Communicator",
+           "ReplicaAborted", "wait_limit"]
 
 #: A last resort: no collective waits longer than this (seconds) even if no rule above caught it.
 WAIT_LIMIT = 120.0
+#: The environment variable that sets another limit (poprun and mpiexec pass it on to every instance).
+WAIT_VARIABLE = "WORKBENCH_INSTANCE_WAIT_SECONDS"
+LOCAL_MARGIN = 5.0
 #: How often (seconds) whoever waits for the replicas of a run calls back the run's progress display.
 POLL_SECONDS = 0.05
+
+
+def wait_limit() -> float:
+    """The seconds a replica or instance waits at a collective for the others: ``WAIT_VARIABLE`` when
+    set, else WAIT_LIMIT."""
+    text = os.environ.get(WAIT_VARIABLE)
+    if text is None:
+        return WAIT_LIMIT
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = float("nan")
+    if not seconds > 0:
+        raise ValueError(f"{WAIT_VARIABLE}={text!r} must be a positive number of seconds")
+    return seconds
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,12 +106,14 @@ class Communicator:
                   members: Sequence[int]) -> None:
         """Wait (holding the condition) until ``done()``; raise if the run was stopped, a replica
         failed, the replicas are deadlocked or the wait limit passed."""
-        deadline = time.monotonic() + WAIT_LIMIT
+        # A moment past the instances' own limit, so that a wait across instances names who is missing first.
+        limit = wait_limit() + LOCAL_MARGIN
+        deadline = time.monotonic() + limit
         while not done():
             self._check_can_wait(key, label, replica, members)
             if time.monotonic() > deadline:
                 arrived = self._book.meetings[key].values
-                raise CollectiveMismatchError(f"replica {replica} waited {WAIT_LIMIT:.0f} s at {label} "
+                raise CollectiveMismatchError(f"replica {replica} waited {limit:g} s at {label} "
                                               f"for replicas {[m for m in members if m not in arrived]}")
             self._book.waiting[replica] = Waiting(key, label, members)
             self._condition.wait(timeout=1.0)

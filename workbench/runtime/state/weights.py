@@ -9,6 +9,8 @@ split over ``shard_count`` consecutive members of each group (its shard group).
 """
 from __future__ import annotations
 
+from typing import Sequence
+
 import numpy as np
 
 from workbench.ir import Variable
@@ -79,8 +81,9 @@ def _assembled(variable: Variable, device: list[dict], replica: int, target: np.
     return np.concatenate(shards)[: target.size].reshape(target.shape)
 
 
-def gather_to_host(variable: Variable, device: list[dict], host: np.ndarray) -> None:
-    """Write the replicas' device values into the host cache."""
+def gather_to_host(variable: Variable, device: list[dict], host: np.ndarray, own: Sequence[int] = ()) -> None:
+    """Write the replicas' device values into the host cache; a group's value is that of its first
+    member among ``own`` (this instance's replicas), if any, else of its first member."""
     grouping = variable.replica_grouping
     if variable.retrieval_mode == "all_replicas":
         for replica in range(len(device)):
@@ -89,4 +92,5 @@ def gather_to_host(variable: Variable, device: list[dict], host: np.ndarray) -> 
         return
     for group in range(grouping.num_groups):
         target = host[group] if grouping.num_groups > 1 else host
-        target[...] = _assembled(variable, device, grouping.members(group)[0], target)
+        members = grouping.members(group)
+        target[...] = _assembled(variable, device, next((r for r in members if r in own), members[0]), target)
