@@ -43,7 +43,8 @@ def test_the_tutorials_extra_covers_every_module_a_tutorial_imports():
     declared = project["dependencies"] + project["optional-dependencies"]["tutorials"] + \
         project["optional-dependencies"]["distributed"]
     names = {re.split(r"[<>=\[ ]", requirement)[0].lower().replace("_", "-") for requirement in declared}
-    ours = {"workbench", "popxl", "popart", "popdist"}
+    ours = set(tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["hatch"]["build"]["targets"]["wheel"]
+               ["packages"])
     brought = {"IPython": "jupyterlab"}  # modules that a declared distribution's own dependencies bring
     imported, runs_poprun = set(), False
     for notebook in sorted((REPO / "notebooks").glob("[0-9]*.ipynb")):

@@ -40,8 +40,7 @@ def test_every_figure_of_the_mlp_report_is_drawn_offline(tmp_path):
 
 
 def test_the_html_of_show_without_a_kernel_draws_offline(tmp_path):
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from programs import mlp_training
+    from support.programs import mlp_training
 
     ir, _ = mlp_training()
     shown = workbench.show(ir, live=False)
