@@ -142,7 +142,7 @@ class HostBuffers:
                 raise ValueError(f"output array for stream {stream.name!r} is read-only; expected a writable "
                                  "array (session.create_host_outputs() makes them)")
             view = array.reshape(run_shape)  # a copy where no view of that shape exists
-            if not np.may_share_memory(view, array):
+            if view.size and not np.may_share_memory(view, array):
                 raise ValueError(f"output array for stream {stream.name!r} must be writable in place "
                                  "(a contiguous array)")
             views[stream] = view
