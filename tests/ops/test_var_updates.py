@@ -248,12 +248,10 @@ def test_adam_var_update_with_tensor_learning_rate_and_zero_norms():
     np.testing.assert_allclose(w, W - 0.5 * X, rtol=1e-6)
 
 
-def test_adam_var_update_needs_a_learning_rate():
-    ir = popxl.Ir()
-    with ir.main_graph:
-        w, x = popxl.variable(W), popxl.variable(X)
-        with pytest.raises(ValueError, match="adam_var_update: learning_rate is required"):
-            var_updates.adam_var_update(w, x, ops.lamb_square(w), ops.lamb_square(x))
+def test_adam_var_update_without_a_learning_rate_leaves_the_weight_as_popxl_does():
+    _, (w, _) = run_op_on_variables(
+        lambda w, x: var_updates.adam_var_update(w, x, ops.lamb_square(w), ops.lamb_square(x)), W, X)
+    np.testing.assert_array_equal(w, W)
 
 
 @pytest.mark.parametrize("mode", ["adam", "lamb"])
@@ -288,3 +286,14 @@ def test_several_optimiser_steps_match_numpy(mode):
             w_ref = _lamb_reference(w_ref, x_ref, lr, mwn) if mode == "lamb" else w_ref - lr * x_ref
             np.testing.assert_allclose(session.get_tensor_data(w), w_ref, rtol=1e-4, atol=1e-6)
         assert session.get_tensor_data(step) == steps
+
+
+def test_adam_family_takes_integer_tensors_as_popxl_does():
+    m, v = np.array([8, 27], np.int32), np.array([4, 9], np.int32)
+    result, _ = run_op_on_variables(lambda m, v: var_updates.adam_updater(m, v, epsilon=0.0), m, v)
+    assert result.dtype == np.int32
+    np.testing.assert_array_equal(result, (m / np.sqrt(v)).astype(np.int32))
+    fn = lambda w, x, r1, r2: var_updates.adam_var_update(w, x, r1, r2, learning_rate=2.0)  # noqa: E731
+    _, (w, *_) = run_op_on_variables(fn, np.array([10, 20], np.int32), np.array([1.0, 2.5], np.float32),
+                                     np.float32(0), np.float32(0))
+    np.testing.assert_array_equal(w, [8, 15])

@@ -53,14 +53,14 @@ def _updater_infer(op_type: str):
     def infer(specs, attrs):
         first, second = specs[0], specs[1]
         for name, spec in (("acc_first_order", first), ("acc_second_order", second)):
-            check_dtype(op_type, spec, "float")
+            check_dtype(op_type, spec, "number")  # popxl takes integer tensors too
         if second.shape != first.shape:
             raise ValueError(f"{op_type}: the accumulators must have one shape, got {first.shape} and "
                              f"{second.shape}")
         position, out_dtype = 2, first.dtype
         if attrs["has_weight"]:
             weight = specs[position]
-            check_dtype(op_type, weight, "float")
+            check_dtype(op_type, weight, "number")
             if weight.shape != first.shape:
                 raise ValueError(f"{op_type}: the weight must have the accumulators' shape {first.shape}, "
                                  f"got {weight.shape}")
@@ -190,8 +190,8 @@ def adamax_updater(acc_first_order: Tensor, acc_second_order: Tensor, weight: Op
 # ----- the weight update -----
 def _var_update_infer(specs, attrs):
     weight, updater = specs[0], specs[1]
-    check_dtype("adam_var_update", weight, "float")
-    check_dtype("adam_var_update", updater, "float")
+    check_dtype("adam_var_update", weight, "number")  # popxl takes integer tensors too
+    check_dtype("adam_var_update", updater, "number")
     if updater.shape != weight.shape:
         raise ValueError(f"adam_var_update: the updater term must have the weight's shape {weight.shape}, got "
                          f"{updater.shape}")
@@ -232,14 +232,14 @@ def adam_var_update(t: Tensor, x: Tensor, r1: Tensor, r2: Tensor, learning_rate:
                     max_weight_norm: Optional[Factor] = None) -> Tensor:
     """In place: ``t -= learning_rate * ratio * x`` with LAMB's trust ratio
     ``min(sqrt(r1), max_weight_norm) / sqrt(r2)`` (1 when any of them is 0, or without
-    ``max_weight_norm``); ``r1``/``r2`` are the squared norms of ``t`` and ``x``."""
+    ``max_weight_norm``); ``r1``/``r2`` are the squared norms of ``t`` and ``x``. Without a
+    ``learning_rate`` the rate is 0, as in popxl, and ``t`` keeps its value."""
     expect_tensors("adam_var_update", t=t, x=x, r1=r1, r2=r2)
-    if learning_rate is None:
-        raise ValueError("adam_var_update: learning_rate is required (a number or a scalar Tensor)")
     attrs = {"learning_rate": _number("adam_var_update", "learning_rate", learning_rate),
              "max_weight_norm": _number("adam_var_update", "max_weight_norm", max_weight_norm)}
-    if max_weight_norm is None:
-        attrs["max_weight_norm"] = 0.0
+    for name in ("learning_rate", "max_weight_norm"):  # as popxl: a factor left out is the constant 0
+        if attrs[name] is None:
+            attrs[name] = 0.0
     parameters = {"learning_rate": learning_rate, "max_weight_norm": max_weight_norm}
     tensor_parameters = tuple(n for n, v in parameters.items() if isinstance(v, Tensor))
     attrs["tensor_parameters"] = tensor_parameters
