@@ -188,6 +188,15 @@ def test_nll_loss_with_softmax_grad_ignores_labels_and_takes_a_per_sample_loss_g
     np.testing.assert_allclose(grad, expected, rtol=1e-6)
 
 
+def test_nll_loss_with_softmax_grad_takes_float_labels_as_popxl_does():
+    probs = probabilities(3, 4)
+    labels = np.array([3, 0, 2], np.int32)
+    expected = run_op(lambda p, l: ops.nll_loss_with_softmax_grad(p, l), probs, labels)
+    loss, grad = run_op(lambda p, l: ops.nll_loss_with_softmax_grad(p, l), probs, labels.astype(np.float32))
+    np.testing.assert_allclose(loss, -np.log(probs[np.arange(3), labels]).mean(), rtol=1e-6)
+    np.testing.assert_array_equal(grad, expected[1])
+
+
 def test_nll_loss_with_softmax_grad_errors(graph):
     probs = popxl.variable(np.full((2, 3), 1 / 3, np.float32))
     labels = popxl.variable(np.array([0, 1], np.int32))

@@ -168,9 +168,9 @@ def batch_norm_inference(t: Tensor, scale: Tensor, bias: Tensor, mean: Tensor, v
 
 
 # ----- negative log-likelihood -----
-def _nll_checks(op_type: str, probs: TensorSpec, labels: TensorSpec) -> None:
+def _nll_checks(op_type: str, probs: TensorSpec, labels: TensorSpec, labels_dtype: str = "int") -> None:
     check_dtype(op_type, probs, "float")
-    check_dtype(op_type, labels, "int")
+    check_dtype(op_type, labels, labels_dtype)
     if not probs.shape or labels.shape != probs.shape[:-1]:
         raise ValueError(f"{op_type}: labels must have the shape of probs without its last (class) axis: "
                          f"probs {probs.shape}, labels {labels.shape}")
@@ -199,7 +199,7 @@ def _nll_parts(op):
 
     def parts(probs, labels):
         rows = probs.reshape(-1, classes).astype(compute, copy=False)
-        flat = labels.reshape(-1)
+        flat = labels.reshape(-1).astype(np.int64, copy=False)  # float labels count by their integer part
         in_range = (flat >= 0) & (flat < classes)
         positions = starts + flat
         picked = rows.take(positions, mode="clip")  # a label out of range picks 0 below
@@ -250,7 +250,7 @@ def nll_loss(probs: Tensor, labels: Tensor, ignore_index: Optional[int] = None, 
 
 def _nll_grad_infer(specs, attrs):
     probs, labels, loss_grad = specs
-    _nll_checks("nll_loss_with_softmax_grad", probs, labels)
+    _nll_checks("nll_loss_with_softmax_grad", probs, labels, "number")  # popxl takes float labels here
     check_dtype("nll_loss_with_softmax_grad", loss_grad, "float")
     if broadcast_shape("nll_loss_with_softmax_grad", loss_grad.shape, labels.shape) != labels.shape:
         raise ValueError(f"nll_loss_with_softmax_grad: loss_grad of shape {loss_grad.shape} does not broadcast "
@@ -293,9 +293,10 @@ def nll_loss_with_softmax_grad(probs: Tensor, labels: Tensor, loss_grad: Union[f
                                ) -> Tuple[Tensor, Tensor]:
     """The ``nll_loss`` of softmax output ``probs`` and its gradient with respect to the softmax's
     input x: ``loss_grad * (probs - onehot(labels))``, scaled as the reduction scales the loss (zero
-    for samples whose label is ignored or out of range)."""
+    for samples whose label is ignored or out of range). As in popxl, the labels may be a float tensor:
+    each counts by its integer part."""
     expect_tensors("nll_loss_with_softmax_grad", probs=probs, labels=labels)
-    _nll_checks("nll_loss_with_softmax_grad", probs.spec, labels.spec)
+    _nll_checks("nll_loss_with_softmax_grad", probs.spec, labels.spec, "number")
     reduction = _check_reduction("nll_loss_with_softmax_grad", reduction)
     if not isinstance(loss_grad, Tensor):
         loss_grad = constant(loss_grad, dtypes.float32)
