@@ -2,9 +2,7 @@
 the device side, ``OutOfMemoryException`` when a program does not fit the IPUs' memory."""
 from __future__ import annotations
 
-
-class popart_exception(RuntimeError):  # noqa: N801 - PopART's name
-    """An error PopART reports: a malformed model, a bad option, a misused session."""
+from workbench.ir.errors import popart_exception  # noqa: F401 - raised below the PopART face too
 
 
 class poplar_exception(RuntimeError):  # noqa: N801 - PopART's name

@@ -130,7 +130,7 @@ _DEFAULTS: dict[str, Any] = {
     "replicatedWeightSharding": False, "replicatedWeightShardingMinNumElements": 0,
     "batchSerializationFactor": 0, "enableEngineCachingFromFile": False, "autodiffSettings": records.AutodiffSettings(),
     "developerSettings": records.DeveloperSettings(), "numIOTilesPerIpu": 0, "ensureFp32LossScaleTensor": False,
-    "enableInplaceAmbiguityChecking": True, "createImplicitPipeliningFwdOnlyProgram": False,
+    "enableInplaceAmbiguityChecking": False, "createImplicitPipeliningFwdOnlyProgram": False,
     "throwIfLog2ScaleTensorNotInRange": True, "updatableNamedBuffers": [],
     "enableConstantFoldingOfMultipleConsumers": True, "useLoopCandidateCreator": False,
     "stashAllTensorsInferencePipeline": False, "experimentalSettings": records.ExperimentalSettings(),

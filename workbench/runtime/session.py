@@ -15,8 +15,10 @@ from typing import Any, Iterable, Mapping, Optional, Union
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from workbench.analysis.inplace_ambiguity import find_inplace_ambiguities
 from workbench.analysis.memory import MemoryReport, memory
 from workbench.ir import Constant, Ir, Tensor, Variable, display
+from workbench.ir.errors import InplaceAmbiguityError
 from workbench.ir.device import Device, device_for, ipu_model_size
 from workbench.ir.events import EventBus
 from workbench.ir.fragments import WEIGHTS_FROM_HOST, WEIGHTS_TO_HOST
@@ -55,6 +57,7 @@ class Session:
             raise TypeError(f"Session options must be a RunOptions, got {type(options).__name__}")
         device = _device(ir, device_desc) if isinstance(device_desc, str) else device_desc
         _check_device(ir, device)
+        _check_inplace_ambiguity(ir)
         self._executable = executable = compile_executable(ir, device, options or default_run_options())
         ir._owner = self  # the Ir cannot change from now on
         self._ir = ir
@@ -392,6 +395,18 @@ def _device(ir: Ir, device_desc: str) -> Device:
                       "machine, so runs will take memory and time in proportion", ResourceWarning,
                       stacklevel=3)
     return device
+
+
+def _check_inplace_ambiguity(ir: Ir) -> None:
+    """PopART's in-place ambiguity check, made when a Session is made if the Ir's PopART session
+    options ask for it (``ir._pb_ir.getSessionOptions().enableInplaceAmbiguityChecking = True``; the
+    view keeps the options on the Ir). Without it the workbench runs unordered ops in creation order."""
+    options = getattr(ir, "_popart_session_options", None)
+    if options is None or not options.enableInplaceAmbiguityChecking:
+        return
+    found = find_inplace_ambiguities(ir.graphs)
+    if found is not None:
+        raise InplaceAmbiguityError(found.message())
 
 
 def _check_device(ir: Ir, device: Device) -> None:

@@ -1,0 +1,12 @@
+"""Errors that PopART reports, defined here so that every layer can raise them; ``popart`` exports
+``popart_exception`` under its own name."""
+from __future__ import annotations
+
+
+class popart_exception(RuntimeError):  # noqa: N801 - PopART's name
+    """An error PopART reports: a malformed model, a bad option, a misused session."""
+
+
+class InplaceAmbiguityError(popart_exception):
+    """An op writes memory in place that an op it is not ordered with uses (popxl checks this when a
+    Session is made)."""
