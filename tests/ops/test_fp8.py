@@ -214,3 +214,18 @@ def test_float8_op_argument_errors():
 def test_a_scale_outside_the_range_fails_at_run_time():
     with pytest.raises(RuntimeError, match=r"pow2scale_cast_to_fp8: log2_scale must be in \[-32, 32\), got 40"):
         run(lambda x, s: ops.pow2scale_cast_to_fp8(x, s, F143), x=DATA, s=np.int32(40))
+
+
+def test_fp8_casts_are_popart_ops_named_after_their_input():
+    import popart._internal.ir as _ir
+
+    ir = popxl.Ir()
+    with ir.main_graph:
+        x = popxl.variable(DATA, name="x")
+        scale = popxl.constant(0, popxl.int32)
+        f8 = ops.pow2scale_cast_to_fp8(x, scale, F143)
+        wide = ops.pow2scale_cast_from_fp8(f8, scale, popxl.float32)
+    assert (f8.name, wide.name) == ("x_float8_143", "x_float8_143_float32")
+    to_fp8, from_fp8 = ir.main_graph._pb_graph.getOps()
+    assert isinstance(to_fp8, _ir.op.Pow2ScaleThenCastOp) and to_fp8.opType() == "Pow2ScaleThenCast"
+    assert isinstance(from_fp8, _ir.op.CastThenPow2ScaleOp) and from_fp8.opType() == "CastThenPow2Scale"

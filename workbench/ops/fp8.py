@@ -81,20 +81,25 @@ def _from_fp8_kernel(op, env):
     return cast
 
 
-register(OpDef("pow2scale_cast_to_fp8", _to_fp8_infer, _to_fp8_kernel, popart_class="CastThenPow2ScaleOp"))
-register(OpDef("pow2scale_cast_from_fp8", _from_fp8_infer, _from_fp8_kernel, popart_class="Pow2ScaleThenCastOp"))
+register(OpDef("pow2scale_cast_to_fp8", _to_fp8_infer, _to_fp8_kernel, popart_class="Pow2ScaleThenCastOp"))
+register(OpDef("pow2scale_cast_from_fp8", _from_fp8_infer, _from_fp8_kernel, popart_class="CastThenPow2ScaleOp"))
+
+
+def _cast_name(t: Tensor, data_type) -> str:
+    """Named like ``cast``'s output: the input's name and the target dtype."""
+    return f"{t.name}_{data_type.name}" if isinstance(data_type, dtypes.dtype) else t.name
 
 
 def pow2scale_cast_to_fp8(t: Tensor, log2_scale: Tensor, data_type: dtypes.dtype) -> Tensor:
     """``cast(t * 2**log2_scale, data_type)`` for a float8 ``data_type``, in one op."""
     expect_tensors("pow2scale_cast_to_fp8", t=t, log2_scale=log2_scale)
-    return apply("pow2scale_cast_to_fp8", t, log2_scale, data_type=data_type)
+    return apply("pow2scale_cast_to_fp8", t, log2_scale, name=_cast_name(t, data_type), data_type=data_type)
 
 
 def pow2scale_cast_from_fp8(t: Tensor, log2_scale: Tensor, data_type: dtypes.dtype) -> Tensor:
     """``cast(t, data_type) * 2**log2_scale`` for a float8 ``t`` and float16/32 ``data_type``."""
     expect_tensors("pow2scale_cast_from_fp8", t=t, log2_scale=log2_scale)
-    return apply("pow2scale_cast_from_fp8", t, log2_scale, data_type=data_type)
+    return apply("pow2scale_cast_from_fp8", t, log2_scale, name=_cast_name(t, data_type), data_type=data_type)
 
 
 # ----- scaled matmul -----
