@@ -271,3 +271,25 @@ def test_signatures(fn, parameters):
 def test_floor_and_log2_are_ops_but_greater_equal_is_not():
     assert callable(ops.floor) and callable(ops.log2)
     assert not hasattr(ops, "greater_equal")
+
+
+def _op_types(fn, x):
+    ir = popxl.Ir()
+    with ir.main_graph:
+        result = fn(popxl.variable(x, name="x"))
+    return [op.type for op in ir.main_graph.ops], result
+
+
+def test_log2_is_log_over_log_two_as_in_popxl():
+    x = floats((3, 4), low=0.1, high=50.0)
+    types, _ = _op_types(ops.log2, x)
+    assert types == ["log", "log", "div"]
+    np.testing.assert_allclose(run_op(ops.log2, x), np.log2(x), rtol=1e-6)
+
+
+def test_isfinite_is_not_nan_or_inf_as_in_popxl():
+    x = np.array([np.nan, np.inf, -np.inf, 1.0], np.float32)
+    types, result = _op_types(ops.isfinite, x)
+    assert types == ["isnan", "isinf", "logical_or", "logical_not", "identity"]
+    assert result.name == "isfinite_out"
+    np.testing.assert_array_equal(run_op(ops.isfinite, x), [False, False, False, True])

@@ -29,9 +29,9 @@ CODE_BYTES: dict[str, int] = {
     # Creation.
     "init": 16 * KiB,
     # Elementwise unary, in place or not.
-    **dict.fromkeys(("abs", "ceil", "floor", "sign", "negate", "sqrt", "exp", "exp_", "log", "log2", "cos",
+    **dict.fromkeys(("abs", "ceil", "floor", "sign", "negate", "sqrt", "exp", "exp_", "log", "cos",
                      "sin", "tanh", "relu", "relu_", "gelu", "gelu_", "geluerf", "geluerf_", "swish",
-                     "swish_", "logical_not", "isnan", "isinf", "isfinite", "clip", "increment_mod",
+                     "swish_", "logical_not", "isnan", "isinf", "clip", "increment_mod",
                      "increment_mod_", "cast"), 24 * KiB),
     # Elementwise binary and n-ary (broadcasting adds address arithmetic).
     **dict.fromkeys(("add", "add_", "sub", "mul", "div", "fmod", "pow", "equal", "greater", "relu_grad",

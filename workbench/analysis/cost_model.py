@@ -203,12 +203,12 @@ COSTS: dict[str, CostRule] = {
     "conditional": CostRule("control", lambda op, device: device.sync_cycles),
     # Elementwise: flops per output element.
     **dict.fromkeys(("abs", "ceil", "floor", "sign", "negate", "relu", "relu_", "logical_not", "isnan",
-                     "isinf", "isfinite", "clip", "cast", "increment_mod", "increment_mod_", "add", "add_",
+                     "isinf", "clip", "cast", "increment_mod", "increment_mod_", "add", "add_",
                      "sub", "mul", "maximum", "equal", "greater", "relu_grad", "greater_equal", "logical_and",
                      "logical_or", "where", "init"), elementwise(1)),
     **dict.fromkeys(("scaled_add", "scaled_add_"), elementwise(2)),
     **dict.fromkeys(("div", "fmod", "sqrt"), elementwise(4)),
-    **dict.fromkeys(("exp", "exp_", "log", "log2", "tanh", "sin", "cos"), elementwise(8)),
+    **dict.fromkeys(("exp", "exp_", "log", "tanh", "sin", "cos"), elementwise(8)),
     **dict.fromkeys(("pow", "gelu", "gelu_", "geluerf", "geluerf_", "geluerf_grad", "swish", "swish_"),
                     elementwise(16)),
     # The functions ONNX has beyond popxl's (ops/onnx_functions.py).

@@ -12,6 +12,7 @@ import numpy as np
 
 from workbench.ir import Op, Tensor, TensorSpec, constant, dtypes
 
+from .arguments import expect_tensors
 from .casting import cast
 from .registry import OpDef, apply, register, zero_gradient
 from .rules import broadcast_shape, check_dtype, same_dtype
@@ -181,9 +182,6 @@ exp, exp_ = unary_op("exp", np.exp, "e raised to each element.", allowed="float"
                      popart_class="ExpOp", popart_inplace_class="ExpInplaceOp")
 log = unary_op("log", np.log, "Natural logarithm of each element.", allowed="float",
                grad=lambda op, g, fwd: [div(g[0], _input(op, fwd))], popart_class="LogOp")
-log2 = unary_op("log2", np.log2, "Base-2 logarithm of each element.", allowed="float",
-                grad=lambda op, g, fwd: [div(g[0], mul(_input(op, fwd), constant(np.log(2.0), g[0].dtype)))],
-                popart_class="Log2Op")
 cos = unary_op("cos", np.cos, "Cosine of each element (radians).", allowed="float",
                grad=lambda op, g, fwd: [negate(mul(g[0], sin(_input(op, fwd))))], popart_class="CosOp")
 sin: UnaryFront = unary_op("sin", np.sin, "Sine of each element (radians).", allowed="float",
@@ -250,8 +248,6 @@ def logical_not(t: Tensor) -> Tensor:
 isnan = unary_op("isnan", np.isnan, "True where an element is NaN.", out_dtype=dtypes.bool_, popart_class="IsNaN")
 isinf = unary_op("isinf", np.isinf, "True where an element is +inf or -inf.", out_dtype=dtypes.bool_,
                  popart_class="IsInf")
-isfinite = unary_op("isfinite", np.isfinite, "True where an element is neither infinite nor NaN.",
-                    out_dtype=dtypes.bool_, popart_class="IsFiniteOp")
 
 
 # ----- binary arithmetic -----
@@ -351,3 +347,19 @@ def logical_and(lhs: Tensor, rhs: Tensor) -> Tensor:
 def logical_or(lhs: Tensor, rhs: Tensor) -> Tensor:
     """Elementwise logical or (broadcasting); non-bool inputs are cast to bool first, as in popxl."""
     return apply("logical_or", _as_bool(lhs), _as_bool(rhs))
+
+
+# ----- compositions, built from the ops above as popxl builds them -----
+def log2(t: Tensor) -> Tensor:
+    """Base-2 logarithm of each element: ``log(t) / log(2)``, two Log ops and a Div as in popxl."""
+    expect_tensors("log2", t=t)
+    check_dtype("log2", t.spec, "float")
+    return div(log(t), log(constant(2.0, t.dtype)))
+
+
+def isfinite(t: Tensor) -> Tensor:
+    """True where an element is neither infinite nor NaN: ``not (isnan(t) or isinf(t))``, named
+    ``isfinite_out`` as in popxl."""
+    expect_tensors("isfinite", t=t)
+    return apply("identity", logical_not(logical_or(isnan(t), isinf(t))), name="isfinite_out")
+
