@@ -5,6 +5,7 @@ import math
 import numpy as np
 import pytest
 
+import popxl
 import popxl.ops as ops
 from helpers import run_op
 
@@ -73,6 +74,16 @@ def test_reduction_matches_numpy(name, axis, keepdims, dtype):
 def test_median_of_an_even_count_is_the_lower_middle_value():
     x = np.array([[4.0, 1.0, 3.0, 2.0], [5.0, 5.0, 0.0, 9.0]], np.float32)
     np.testing.assert_array_equal(run_op(lambda t: ops.median(t, axis=1), x), [2.0, 5.0])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_median_is_one_op_that_also_gives_the_position_of_the_median(dtype):
+    x = np.array([[[4.0, 1.0], [3.0, 2.0]], [[5.0, 7.0], [0.0, 9.0]]], dtype)
+    values, positions = run_op(lambda t: ops.median(t, axis=[0, 2]).producer.outputs, x)
+    assert positions.dtype == np.int32
+    np.testing.assert_array_equal(values, [4.0, 2.0])
+    flat = np.moveaxis(x, [0, 2], [-2, -1]).reshape(2, 4)  # the reduced axes, flattened in order
+    np.testing.assert_array_equal(flat[np.arange(2), positions], values)
 
 
 def test_half_sums_accumulate_in_float32():
@@ -157,6 +168,19 @@ def test_cumsum_defaults_to_dim_0_and_refuses_scalars():
     np.testing.assert_array_equal(run_op(ops.cumsum, x), np.cumsum(x, axis=0))
     with pytest.raises(ValueError, match="cumsum: needs a tensor with at least one dimension"):
         run_op(ops.cumsum, np.array(1, np.int32))
+
+
+def test_cumsum_takes_its_axis_as_a_constant_input_as_popart_does():
+    ir = popxl.Ir()
+    with ir.main_graph:
+        t = popxl.variable(np.ones((2, 3), np.float32))
+        out = ops.cumsum(t, dim=-1)
+        with pytest.raises(ValueError, match="cumsum: axis 2 is out of range"):
+            ops.cumsum(t, dim=2)
+    (op,) = ir.main_graph.ops
+    assert op.inputs[1].name == "dim" and op.inputs[1].dtype is popxl.int64 and op.inputs[1].data == -1
+    assert out.shape == (2, 3) and len(ir.main_graph.constants) == 1  # the refused call left nothing
+
 
 
 # ----- topk -----

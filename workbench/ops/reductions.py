@@ -13,11 +13,12 @@ import numpy as np
 
 from workbench.ir import Op, Tensor, TensorSpec, constant, dtypes
 
+from .arguments import expect_tensors
 from .casting import cast
 from .creation import init
 from .elementwise import add, div, equal, exp, mul, sign, sub
 from .elementwise_nary import where
-from .registry import OpDef, apply, apply_many, register
+from .registry import OpDef, apply, apply_many, create_op, register
 from .rules import check_dtype, normalize_axes, normalize_axis
 
 __all__ = ["sum", "mean", "median", "max", "min", "prod", "l1", "l2", "logsum", "logsumexp", "sumsquare",
@@ -48,8 +49,10 @@ def _check_not_empty(op_type: str, spec: TensorSpec, axes: Iterable[int]) -> Non
 
 
 def _reduction(op_type: str, make: MakeReduction, doc: str, *, allowed: str = "number",
-               needs_elements: bool = False, grad=None, popart_class: str = ""):
-    """Register an axis reduction and return its front-end function ``f(t, axis=None, keepdims=False)``."""
+               needs_elements: bool = False, grad=None, popart_class: str = "", with_indices: bool = False):
+    """Register an axis reduction and return its front-end function ``f(t, axis=None, keepdims=False)``.
+    ``with_indices``: the op has a second output, the int32 position of each result among the
+    elements it was chosen from (the kernel returns both); the front end returns the first."""
 
     def infer(specs, attrs):
         spec = specs[0]
@@ -59,7 +62,8 @@ def _reduction(op_type: str, make: MakeReduction, doc: str, *, allowed: str = "n
         axes = _axes(op_type, spec, attrs["axis"])
         if needs_elements:
             _check_not_empty(op_type, spec, axes)
-        return [TensorSpec(_reduced_shape(spec.shape, axes, attrs["keepdims"]), spec.dtype)]
+        shape = _reduced_shape(spec.shape, axes, attrs["keepdims"])
+        return [TensorSpec(shape, spec.dtype)] + ([TensorSpec(shape, dtypes.int32)] if with_indices else [])
 
     def build(op: Op, env):
         axes = normalize_axes(op_type, op.attrs["axis"], op.inputs[0].rank)
@@ -68,6 +72,8 @@ def _reduction(op_type: str, make: MakeReduction, doc: str, *, allowed: str = "n
         kernel = make(axes, bool(op.attrs["keepdims"]), accumulator)
         if accumulator == out:
             return kernel
+        if with_indices:
+            return lambda a: _values_as(kernel(a), out)
         return lambda a: kernel(a).astype(out)
 
     register(OpDef(op_type, infer, build, grad=grad, popart_class=popart_class))
@@ -79,7 +85,7 @@ def _reduction(op_type: str, make: MakeReduction, doc: str, *, allowed: str = "n
             except TypeError:
                 raise TypeError(f"{op_type}: axis must be an int, an iterable of ints or None, "
                                 f"got {axis!r}") from None
-        return apply(op_type, t, axis=axis, keepdims=keepdims)
+        return apply_many(op_type, t, axis=axis, keepdims=keepdims)[0]
 
     front.__name__ = front.__qualname__ = op_type
     front.__doc__ = doc
@@ -127,8 +133,13 @@ def _mean(axes, keepdims, accumulator):
     return lambda a: np.mean(a, axes, np.float64, keepdims=keepdims).astype(accumulator)
 
 
+def _values_as(result: Tuple[np.ndarray, np.ndarray], dtype) -> Tuple[np.ndarray, np.ndarray]:
+    return result[0].astype(dtype), result[1]
+
+
 def _median(axes, keepdims, accumulator):
-    """The lower of the two middle values for an even count, as the IPU's sort-and-pick does."""
+    """The lower of the two middle values for an even count, as the IPU's sort-and-pick does, and
+    its position among the reduced elements (the reduced axes flattened in order)."""
     ends = tuple(range(-len(axes), 0))
 
     def median(a):
@@ -136,8 +147,12 @@ def _median(axes, keepdims, accumulator):
         count = math.prod(moved.shape[moved.ndim - len(axes):])
         flat = moved.reshape(moved.shape[:moved.ndim - len(axes)] + (count,))
         middle = (count - 1) // 2
-        values = np.partition(flat, middle, axis=-1)[..., middle]
-        return np.expand_dims(values, axes) if keepdims else values
+        positions = np.argpartition(flat, middle, axis=-1)[..., middle:middle + 1]
+        values = np.take_along_axis(flat, positions, -1)[..., 0]
+        indices = positions[..., 0].astype(np.int32)
+        if keepdims:
+            return np.expand_dims(values, axes), np.expand_dims(indices, axes)
+        return values, indices
     return median
 
 
@@ -160,7 +175,7 @@ mean = _reduction("mean", _mean, "Arithmetic mean over ``axis`` (all axes when N
                   "truncate toward zero.", grad=_mean_grad, popart_class="ReduceMeanOp")
 median = _reduction("median", _median, "Median over ``axis`` (all axes when None); for an even count, "
                     "the lower of the two middle values.", needs_elements=True, grad=_selected_grad,
-                    popart_class="ReduceMedianOp")
+                    popart_class="ReduceMedianOp", with_indices=True)
 max = _reduction(  # noqa: A001 - popxl's name
     "max", lambda axes, keep, acc: lambda a: np.maximum.reduce(a, axes, keepdims=keep),
     "Largest element over ``axis`` (all axes when None).", needs_elements=True, grad=_selected_grad,
@@ -263,19 +278,21 @@ def _cumsum_infer(specs, attrs):
 
 
 def _cumsum_kernel(op: Op, env):
+    """Input 1 is the axis as a constant tensor (PopART's CumSum has it as an input); the axis
+    attribute holds the same number, read here once."""
     dim = normalize_axis("cumsum", op.attrs["dim"], op.inputs[0].rank)
     out = op.outputs[0].dtype.as_numpy()
     if out == np.float16:
-        return lambda a: np.cumsum(a, dim, np.float32).astype(out)
-    return lambda a: np.cumsum(a, dim, out)
+        return lambda a, _dim: np.cumsum(a, dim, np.float32).astype(out)
+    return lambda a, _dim: np.cumsum(a, dim, out)
 
 
 def _cumsum_grad(op, grads, fwd):
-    """The running sum from the end: total - cumsum(g) + g."""
+    """The running sum from the end: total - cumsum(g) + g; the axis input gets no gradient."""
     grad = grads[0]
     dim = normalize_axis("cumsum", op.attrs["dim"], op.inputs[0].rank)
     total = apply("sum", grad, axis=(dim,), keepdims=True)
-    return [add(sub(total, apply("cumsum", grad, dim=dim)), grad)]
+    return [add(sub(total, cumsum(grad, dim)), grad), None]
 
 
 register(OpDef("cumsum", _cumsum_infer, _cumsum_kernel, grad=_cumsum_grad, popart_class="CumSumOp"))
@@ -283,7 +300,9 @@ register(OpDef("cumsum", _cumsum_infer, _cumsum_kernel, grad=_cumsum_grad, popar
 
 def cumsum(t: Tensor, dim: Optional[int] = 0) -> Tensor:
     """Running sum along ``dim``: element i is the sum of elements 0..i."""
-    return apply("cumsum", t, dim=dim)
+    expect_tensors("cumsum", t=t)
+    _cumsum_infer([t.spec], {"dim": dim})  # checked before the axis constant is made
+    return create_op("cumsum", [t, constant(int(dim), dtypes.int64, name="dim")], {"dim": dim}).outputs[0]
 
 
 # ----- topk -----
