@@ -10,3 +10,8 @@ class popart_exception(RuntimeError):  # noqa: N801 - PopART's name
 class InplaceAmbiguityError(popart_exception):
     """An op writes memory in place that an op it is not ordered with uses (popxl checks this when a
     Session is made)."""
+
+
+class ShapeInferenceError(ValueError, popart_exception):
+    """Shapes that an op's shape rule refuses where PopART's shape inference refuses them: a
+    ValueError, and the popart_exception that popxl code written for PopART catches."""

@@ -12,6 +12,7 @@ from typing import Iterable, List, Optional, Sequence, Union
 import numpy as np
 
 from workbench.ir import Tensor, TensorSpec
+from workbench.ir.errors import ShapeInferenceError
 
 from . import grad_blocks as blocks
 from .arguments import expect_tensors
@@ -195,7 +196,7 @@ def _concat_infer(op_type: str):
         for spec in specs[1:]:
             if len(spec.shape) != len(first) or any(
                     a != b for i, (a, b) in enumerate(zip(spec.shape, first)) if i != axis):
-                raise ValueError(f"{op_type}: shapes {[s.shape for s in specs]} differ outside axis {axis}; "
+                raise ShapeInferenceError(f"{op_type}: shapes {[s.shape for s in specs]} differ outside axis {axis}; "
                                  "all dimensions but the concatenation axis must match")
         length = sum(spec.shape[axis] for spec in specs)
         return [TensorSpec(first[:axis] + (length,) + first[axis + 1:], dtype)]
@@ -283,7 +284,7 @@ def split(t: Tensor, splits: Union[int, List[int]], axis: int = 0) -> List[Tenso
         splits = [length // splits] * int(splits)
     lengths = tuple(int(s) for s in splits)
     if any(s < 0 for s in lengths) or sum(lengths) != length:
-        raise ValueError(f"split: lengths {list(lengths)} must be non-negative and add up to the length "
+        raise ShapeInferenceError(f"split: lengths {list(lengths)} must be non-negative and add up to the length "
                          f"{length} of axis {axis}")
     return list(apply_many("split", t, axis=axis, splits=lengths))
 
