@@ -70,3 +70,14 @@ def test_op_debug_context_leaves_the_op_function_working():
         x = popxl.variable(np.array([2.0], np.float32))
         assert double.__name__ == "double" and double(x).shape == (1,)
         assert triple(x).dtype is popxl.float32
+
+
+def test_the_ir_cache_holds_the_live_irs_by_id():
+    import gc
+
+    ir = popxl.Ir()
+    assert popxl.Ir._ir_cache[ir._id] is ir and popxl.Ir._from_pb(ir._pb_ir) is ir
+    key = ir._id
+    del ir
+    gc.collect()
+    assert key not in popxl.Ir._ir_cache

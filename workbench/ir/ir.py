@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import itertools
+import weakref
 from pathlib import Path
 from typing import Any, Callable, Literal, Optional, Sequence, Union, cast
 
@@ -31,8 +32,12 @@ class Ir:
     makes it the instance those settings describe (as PopART's distributed options do).
     """
 
+    # The Irs alive, by id (popxl's ``Ir._ir_cache``): an Ir leaves it when nothing else holds it.
+    _ir_cache: "weakref.WeakValueDictionary[int, Ir]" = weakref.WeakValueDictionary()
+
     def __init__(self, replication: Union[int, Literal["popdist"], PopdistSettings] = 1):
         self._id = next(_ids)
+        Ir._ir_cache[self._id] = self
         self.events = EventBus()
         self._owner: Any = None
         self._op_counter = 0
