@@ -178,6 +178,16 @@ def test_replica_sharded_buffer_shards_over_at_most_the_group():
     assert buffer.tensor_shape == (4,) and buffer.meta_shape == (8,)
 
 
+def test_a_remote_buffer_keeps_its_shape_and_dtype_and_knows_its_ir():
+    ir = popxl.Ir()
+    with ir.main_graph:
+        buffer = popxl.remote_buffer((2,), popxl.float32, entries=3)
+    for name, value in (("tensor_shape", (3,)), ("tensor_dtype", popxl.int32)):
+        with pytest.raises(AttributeError, match=f"^can't set attribute '{name}'$"):
+            setattr(buffer, name, value)
+    assert (buffer.tensor_shape, buffer.tensor_dtype, buffer._current_ir) == ((2,), popxl.float32, ir)
+
+
 def test_remote_buffer_ids_start_at_1():
     with popxl.Ir().main_graph:
         ids = [popxl.remote_buffer((2,), popxl.float32).remote_buffer_id for _ in range(2)]

@@ -26,12 +26,25 @@ class RemoteBuffer:
         return self._remote_buffer_id
 
     @property
+    def _current_ir(self):
+        """The Ir the buffer belongs to (popxl's private name)."""
+        return self._ir
+
+    @property
     def tensor_shape(self) -> Tuple[int, ...]:
         return self._tensor_shape
+
+    @tensor_shape.setter
+    def tensor_shape(self, value) -> None:
+        raise AttributeError("can't set attribute 'tensor_shape'")  # as popxl words it: make a new buffer
 
     @property
     def tensor_dtype(self) -> dtypes.dtype:
         return self._tensor_dtype
+
+    @tensor_dtype.setter
+    def tensor_dtype(self, value) -> None:
+        raise AttributeError("can't set attribute 'tensor_dtype'")
 
     @property
     def entries(self) -> int:
