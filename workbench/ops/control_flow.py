@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 
 from workbench.ir import Graph, Op, Tensor, constant, dtypes, get_current_graph
+from workbench.ir.errors import ShapeInferenceError
 
 from .call_site import CallSiteInfo
 
@@ -65,7 +66,7 @@ def bind_inputs(op_type: str, graph: Graph, inputs: Sequence[TensorInputs],
         for index, parent in bound.items():
             expected = graph.inputs[index]
             if parent.shape != expected.shape or parent.dtype is not expected.dtype:
-                raise ValueError(f"{op_type}: graph input {expected.name!r} of {graph.label!r} expects "
+                raise ShapeInferenceError(f"{op_type}: graph input {expected.name!r} of {graph.label!r} expects "
                                  f"{expected.spec}, but {parent.id!r} is {parent.spec}")
     order = tuple(sorted(bound))
     return [bound[i] for i in order], order
