@@ -65,6 +65,19 @@ def test_split_random_seed_gives_distinct_deterministic_seeds():
     np.testing.assert_array_equal(split, again)
 
 
+def test_split_random_seed_is_one_modify_op_per_seed_and_the_first_seeds_do_not_depend_on_n():
+    ir = popxl.Ir()
+    with ir.main_graph:
+        seeds = ops.split_random_seed(popxl.variable(np.array([1, 2], np.uint32), name="s"), 3)
+    assert [op.type for op in ir.main_graph.ops] == ["modify_random_seed"] * 3
+    assert [int(op.inputs[1].data) for op in ir.main_graph.ops] == [0, 1, 2]
+    assert [t.name for t in seeds] == ["s_split0", "s_split1", "s_split2"]
+    seed = popxl.create_seeds(5)
+    two = run_seeded(lambda s, x: ops.concat([t.reshape((1, 2)) for t in ops.split_random_seed(s, 2)]), seed)
+    three = run_seeded(lambda s, x: ops.concat([t.reshape((1, 2)) for t in ops.split_random_seed(s, 3)]), seed)
+    np.testing.assert_array_equal(three[:2], two)
+
+
 def test_seed_tensors_must_be_two_uint32():
     ir = popxl.Ir()
     with ir.main_graph:

@@ -220,7 +220,7 @@ COSTS: dict[str, CostRule] = {
     # Random numbers: a generator step per element (normal: two, and a transform).
     **dict.fromkeys(("random_uniform", "dropout", "shaped_dropout"), elementwise(4)),
     "random_normal": elementwise(8),
-    "split_random_seed": elementwise(1),
+    "modify_random_seed": elementwise(1),
     # float8: a scale and a rounding per element.
     **dict.fromkeys(("pow2scale_cast_to_fp8", "pow2scale_cast_from_fp8"), elementwise(2)),
     # Reductions and scans: flops per input element.

@@ -11,7 +11,7 @@ from typing import Iterable, Tuple
 
 import numpy as np
 
-from workbench.ir import Tensor, TensorSpec, dtypes
+from workbench.ir import Tensor, TensorSpec, constant, dtypes
 
 from .arguments import expect_tensors
 from .registry import OpDef, apply, create_op, register
@@ -32,33 +32,37 @@ def _generator(seed: np.ndarray) -> np.random.Generator:
 
 
 # ----- seeds -----
-def _split_infer(specs, attrs):
+def _modify_infer(specs, attrs):
     _check_seed("split_random_seed", specs[0])
-    return [_SEED] * attrs["n"]
+    if specs[1].dtype is not dtypes.uint32 or specs[1].shape:
+        raise ValueError(f"split_random_seed: the seed modifier must be a scalar uint32 tensor, got {specs[1]}")
+    return [_SEED]
 
 
-def _split_kernel(op, env):
-    n = op.attrs["n"]
+def _modify_kernel(op, env):
+    """The seed of the stream numbered ``modifier`` spawned from ``seed``: equal seeds and modifiers
+    give equal seeds, different modifiers independent ones."""
+    def modify(seed, modifier):
+        sequence = np.random.SeedSequence([int(seed[0]), int(seed[1])], spawn_key=(int(modifier),))
+        return sequence.generate_state(2, np.uint32)
+    return modify
 
-    def split(seed):
-        states = np.random.SeedSequence([int(seed[0]), int(seed[1])]).spawn(n)
-        return tuple(s.generate_state(2, np.uint32) for s in states)
-    return split if n > 1 else lambda seed: split(seed)[0]
 
-
-register(OpDef("split_random_seed", _split_infer, _split_kernel, popart_class="ModifyRandomSeedOp"))
+register(OpDef("modify_random_seed", _modify_infer, _modify_kernel, popart_class="ModifyRandomSeedOp"))
 
 
 def split_random_seed(seed: Tensor, n: int = 2) -> Tuple[Tensor, ...]:
-    """``n`` new seeds derived from ``seed`` (shape (2,), uint32), each starting another stream.
+    """``n`` new seeds derived from ``seed`` (shape (2,), uint32), each starting another stream: one
+    ModifyRandomSeed op per seed, with the constant modifier 0, 1, ... as in popxl.
 
     Chain it to give every random op its own seed: ``seed, s1 = ops.split_random_seed(seed)``.
     """
     expect_tensors("split_random_seed", seed=seed)
     if not isinstance(n, int) or isinstance(n, bool) or n < 1:
         raise ValueError(f"split_random_seed: n must be a positive int, got {n!r}")
-    return create_op("split_random_seed", [seed], {"n": n},
-                     output_names=[f"{seed.name}_split{i}" for i in range(n)]).outputs
+    _check_seed("split_random_seed", seed.spec)
+    return tuple(create_op("modify_random_seed", [seed, constant(i, dtypes.uint32)], {},
+                           output_names=[f"{seed.name}_split{i}"]).outputs[0] for i in range(n))
 
 
 # ----- distributions -----
