@@ -285,3 +285,13 @@ def test_conv_options_come_as_a_copy_that_set_conv_options_writes_back():
     with pytest.raises(ValueError, match=r"\(0, 1\]"):
         second.setConvOptions(options)
     assert "available_memory_proportions" not in plain.producer.attrs
+
+
+def test_the_adam_updater_and_in_place_updates_are_optimiser_ops_and_arithmetic_is_not():
+    ir = popxl.Ir()
+    with ir.main_graph:
+        m, v = popxl.variable(np.ones(2, np.float32)), popxl.variable(np.ones(2, np.float32))
+        ops.var_updates.adam_updater(m, v)
+        ops.var_updates.accumulate_(m, v)
+        ops.add(m, v)
+    assert [op.isOptimizerOp() for op in ir.main_graph._pb_graph.getOps()] == [True, True, False]

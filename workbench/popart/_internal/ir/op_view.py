@@ -13,6 +13,8 @@ from workbench.popxl.tensorlocation import ExecutionContext, TileSet
 
 from .names import op_type_of
 
+_UPDATER_CLASSES = frozenset({"AdamUpdaterOp", "LambSquareOp"})  # isOptimizerOp() without writing in place
+
 if TYPE_CHECKING:
     from .graph_view import Graph
     from .tensor_view import Tensor, TensorInfo
@@ -117,7 +119,9 @@ class Settings:
 
     @property
     def optimizerOp(self) -> bool:
-        return bool(REGISTRY[self._op.type].modifies) if self._op.type in REGISTRY else False
+        """In-place updates, and the updater terms PopART's classes also count as optimiser ops."""
+        definition = REGISTRY.get(self._op.type)
+        return definition is not None and (bool(definition.modifies) or definition.popart_class in _UPDATER_CLASSES)
 
     @property
     def graph(self) -> "Graph":
