@@ -295,3 +295,11 @@ def test_the_adam_updater_and_in_place_updates_are_optimiser_ops_and_arithmetic_
         ops.var_updates.accumulate_(m, v)
         ops.add(m, v)
     assert [op.isOptimizerOp() for op in ir.main_graph._pb_graph.getOps()] == [True, True, False]
+
+
+def test_popxl_cache_dir_turns_on_the_executable_cache_in_the_options(monkeypatch):
+    monkeypatch.delenv("POPXL_CACHE_DIR", raising=False)
+    assert popxl.Ir()._pb_ir.getSessionOptions().enableEngineCaching is False
+    monkeypatch.setenv("POPXL_CACHE_DIR", "/tmp/cache")
+    options = popxl.Ir()._pb_ir.getSessionOptions()
+    assert options.enableEngineCaching is True and options.cachePath == "/tmp/cache"

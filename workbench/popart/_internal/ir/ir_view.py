@@ -1,6 +1,7 @@
 """``_ir.Ir``: a view of one workbench Ir, with the methods of PopART's Ir binding."""
 from __future__ import annotations
 
+import os
 from typing import Union
 
 from workbench.ir import Ir as WorkbenchIr
@@ -88,6 +89,9 @@ class Ir:
             from workbench.popart.options import SessionOptions
 
             options = SessionOptions()
+            cache = os.environ.get("POPXL_CACHE_DIR")
+            if cache:  # as popxl's Ir reads it: an executable cache there (the workbench compiles no engine)
+                options.enableEngineCaching, options.cachePath = True, cache
             self._ir._popart_session_options = options
         return options
 
