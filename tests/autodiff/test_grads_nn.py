@@ -46,6 +46,17 @@ def test_group_norm_gradient_for_input_weight_and_bias(shape_and_groups, seed):
                     normal(shape[1], seed + 1), normal(shape[1], seed + 2))
 
 
+def test_the_group_norm_gradient_is_one_op_with_all_three_gradients_as_in_popart():
+    ir = popxl.Ir()
+    with ir.main_graph:
+        spec, channel = popxl.TensorSpec((4, 6, 3), popxl.float32), popxl.TensorSpec((6,), popxl.float32)
+        forward = ir.create_graph(lambda t, w, b: ops.group_norm(t, w, b, 2), spec, channel, channel)
+        grad_info = autodiff(forward, grads_required=forward.inputs[:1])
+    (op,) = [op for op in grad_info.graph.ops if op.type == "group_norm_grad"]
+    assert len(op.outputs) == 3 and len(grad_info.graph.outputs) == 1
+    assert any(o.opType() == "GroupNormalizationGrad" for o in grad_info.graph._pb_graph.getOps())
+
+
 @SETTINGS
 @given(grouped_inputs(), seeds)
 def test_group_norm_gradient_through_its_mean_and_inverse_deviation_outputs(shape_and_groups, seed):

@@ -48,7 +48,7 @@ CODE_BYTES: dict[str, int] = {
     **dict.fromkeys(("matmul", "matmul_pow2scaled"), 256 * KiB),
     **dict.fromkeys(("conv", "conv_transpose", "conv_pow2scaled", "conv_transpose_pow2scaled"), 512 * KiB),
     **dict.fromkeys(("average_pool", "max_pool", "interpolate", "roi_align"), 192 * KiB),
-    **dict.fromkeys(("batch_norm_inference", "group_norm", "layer_norm", "softmax", "nll_loss",
+    **dict.fromkeys(("batch_norm_inference", "group_norm", "group_norm_grad", "layer_norm", "softmax", "nll_loss",
                      "nll_loss_with_softmax_grad"), 128 * KiB),
     **dict.fromkeys(("pow2scale_cast_to_fp8", "pow2scale_cast_from_fp8"), 32 * KiB),
     # Random numbers.

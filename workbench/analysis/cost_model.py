@@ -231,7 +231,7 @@ COSTS: dict[str, CostRule] = {
     **dict.fromkeys(("median", "topk"), reduction(16)),
     # Normalisations and losses.
     "softmax": reduction(12),
-    **dict.fromkeys(("group_norm", "batch_norm_inference"), reduction(8)),
+    **dict.fromkeys(("group_norm", "group_norm_grad", "batch_norm_inference"), reduction(8)),
     "nll_loss": reduction(2),
     "nll_loss_with_softmax_grad": reduction(14),
     # Matrix products and convolutions run on the matrix units.

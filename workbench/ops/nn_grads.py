@@ -5,14 +5,14 @@ from typing import Optional
 
 import numpy as np
 
-from workbench.ir import Op, Tensor, constant, dtypes
+from workbench.ir import Op, Tensor, TensorSpec, constant, dtypes
 
 from . import grad_blocks as blocks
 from .casting import cast
 from .elementwise import equal, greater, logical_not, sqrt
 from .elementwise_nary import maximum, where
 from .reductions import mean as reduce_mean, sum as reduce_sum
-from .registry import apply
+from .registry import OpDef, apply, apply_many, register
 
 
 def _per_channel(rank: int, channels: int) -> tuple[int, ...]:
@@ -20,32 +20,60 @@ def _per_channel(rank: int, channels: int) -> tuple[int, ...]:
     return (1, channels) + (1,) * (rank - 2)
 
 
+def _group_norm_grad_infer(specs, attrs):
+    x, weight = specs[1], specs[2]
+    return [TensorSpec(x.shape, x.dtype), TensorSpec(weight.shape, weight.dtype),
+            TensorSpec(weight.shape, weight.dtype)]
+
+
+def _group_norm_grad_kernel(op, env):
+    """The gradients of group_norm's normalised output for its input, weight and bias, from the
+    forward input and statistics, in one pass (as PopART's GroupNormGradOp)."""
+    shape, groups = op.inputs[1].shape, op.attrs["num_groups"]
+    dtype, weight_dtype = op.inputs[1].dtype.as_numpy(), op.inputs[2].dtype.as_numpy()
+    compute = np.dtype(np.float32) if dtype == np.float16 else dtype
+    stats, per_channel = (shape[0], groups, 1), _per_channel(len(shape), shape[1])
+    other_axes = (0,) + tuple(range(2, len(shape)))
+
+    def group_norm_grad(grad, x, weight, mean, inv_std):
+        grad = grad.astype(compute, copy=False)
+        inv_std = inv_std.astype(compute, copy=False).reshape(stats)
+        normed = (x.astype(compute, copy=False).reshape(shape[0], groups, -1) - mean.reshape(stats)) * inv_std
+        bias_grad = grad.sum(other_axes)
+        weight_grad = (grad * normed.reshape(shape)).sum(other_axes)
+        scaled = (grad * weight.reshape(per_channel)).reshape(normed.shape)
+        input_grad = inv_std * (scaled - scaled.mean(-1, keepdims=True)
+                                - normed * (scaled * normed).mean(-1, keepdims=True))
+        return (input_grad.reshape(shape).astype(dtype), weight_grad.astype(weight_dtype),
+                bias_grad.astype(weight_dtype))
+    return group_norm_grad
+
+
+register(OpDef("group_norm_grad", _group_norm_grad_infer, _group_norm_grad_kernel, popart_class="GroupNormGradOp"))
+
+
 def group_norm_grad(op, grads, fwd):
-    """Gradients for the input (through the normalised value and, when they are used, the
-    statistics outputs), the weight and the bias."""
+    """Gradients for the input (through the normalised value, one GroupNormGrad op, and, when they
+    are used, the statistics outputs), the weight and the bias."""
     grad, mean_grad, inv_std_grad = grads
     shape, groups = op.inputs[0].shape, op.attrs["num_groups"]
     size = op.inputs[0].nelms // (shape[0] * groups)
     stats, grouped = (shape[0], groups, 1), (shape[0], groups, size)
-    inv_std = blocks.reshape(fwd(op.outputs[2]), stats)
-    normed = (blocks.reshape(fwd(op.inputs[0]), grouped)
-              - blocks.reshape(fwd(op.outputs[1]), stats)) * inv_std
     input_grad = weight_grad = bias_grad = None
     if grad is not None:
-        bias_grad = blocks.sum_per_channel(grad)
-        weight_grad = blocks.sum_per_channel(grad * blocks.reshape(normed, shape))
-        scaled = blocks.reshape(grad * blocks.reshape(fwd(op.inputs[1]), _per_channel(len(shape), shape[1])),
-                                grouped)
-        input_grad = inv_std * (scaled - reduce_mean(scaled, axis=-1, keepdims=True)
-                                - normed * reduce_mean(scaled * normed, axis=-1, keepdims=True))
+        input_grad, weight_grad, bias_grad = apply_many(
+            "group_norm_grad", grad, fwd(op.inputs[0]), fwd(op.inputs[1]), fwd(op.outputs[1]), fwd(op.outputs[2]),
+            num_groups=groups)
     if mean_grad is not None:
-        term = blocks.reshape(mean_grad, stats) * (1 / size)
+        term = blocks.reshape(blocks.reshape(mean_grad, stats) * (1 / size) + blocks.zeros(grouped, mean_grad.dtype),
+                              shape)
         input_grad = term if input_grad is None else input_grad + term
     if inv_std_grad is not None:
-        term = blocks.reshape(inv_std_grad, stats) * inv_std * inv_std * normed * (-1 / size)
+        inv_std = blocks.reshape(fwd(op.outputs[2]), stats)
+        normed = (blocks.reshape(fwd(op.inputs[0]), grouped)
+                  - blocks.reshape(fwd(op.outputs[1]), stats)) * inv_std
+        term = blocks.reshape(blocks.reshape(inv_std_grad, stats) * inv_std * inv_std * normed * (-1 / size), shape)
         input_grad = term if input_grad is None else input_grad + term
-    if input_grad is not None:
-        input_grad = blocks.reshape(input_grad + blocks.zeros((1, 1, size), op.inputs[0].dtype), shape)
     return [input_grad, weight_grad, bias_grad]
 
 

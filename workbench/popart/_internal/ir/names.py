@@ -4,7 +4,7 @@ from __future__ import annotations
 # Where ``opType()`` is not the class name less its ``Op`` suffix (ONNX names, PopART's own prefixes).
 _OP_TYPES = {
     "SubtractOp": "Sub", "NegateOp": "Neg", "BatchNormOp": "BatchNormalization",
-    "GroupNormOp": "GroupNormalization", "OnehotOp": "OneHot", "TiedGatherOp": "PopartTiedGather",
+    "GroupNormOp": "GroupNormalization", "GroupNormGradOp": "GroupNormalizationGrad", "OnehotOp": "OneHot", "TiedGatherOp": "PopartTiedGather",
     "SoftPlusOp": "Softplus", "SoftSignOp": "Softsign", "LRNOp": "LRN", "LRNGradOp": "LRNGrad",
     "BasePadOutplaceOp": "Pad", "GroupedGatherOp": "GroupedGather", "GatherNdOp": "GatherND",
     "IsFiniteOp": "IsFinite", "GreaterOrEqualOp": "GreaterOrEqual",
