@@ -11,7 +11,7 @@ from . import grad_blocks as blocks
 from .casting import cast
 from .elementwise import equal, greater, logical_not, sqrt
 from .elementwise_nary import maximum, where
-from .reductions import mean as reduce_mean, sum as reduce_sum
+from .reductions import sum as reduce_sum
 from .registry import OpDef, apply, apply_many, register
 
 
