@@ -319,7 +319,8 @@ class Graph:
         outputs = []
         tensors = self._tensors
         for index, spec in enumerate(output_specs):
-            name = prefix + (names[index] if index < len(names) and names[index] else op_type)
+            given = names[index] if index < len(names) else None
+            name = prefix + (given or op_type)
             place = op_ipu if output_ipus is None else output_ipus[index]
             tensor = Tensor._create(self, tensors.fresh(name), spec, place, tile_set, op)
             outputs.append(tensor)
