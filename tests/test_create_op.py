@@ -12,6 +12,7 @@ import popxl.ops as ops
 import workbench
 from popxl import transforms
 from support.programs import call_tree_program, export_program, mlp_training
+from workbench.ir.fragments import FRAGMENTS
 from workbench.ops.registry import CALLED_GRAPHS, REGISTRY, op_def
 from workbench.transforms.clone import clone_graph
 
@@ -19,18 +20,24 @@ REPO = Path(workbench.__file__).resolve().parents[1]
 SOURCES = ("workbench", "popxl", "popart", "popdist", "horovod", "tests")
 IR_LAYER = Path("workbench", "ir")
 CREATE_OP = (Path("workbench", "ops", "registry.py"), "create_op")  # the one function that may add an op
+ADDERS = {"_add_op", "add_fragment_op"}  # the IR's own ways to append an op: to a graph, to a weights fragment
+
+
+def called_name(call: ast.Call) -> str:
+    function = call.func
+    return function.attr if isinstance(function, ast.Attribute) else getattr(function, "id", "")
 
 
 def add_op_calls(source: str, allowed_function: str = "") -> list[int]:
-    """The lines that call ``<x>._add_op(...)``, except inside the function named ``allowed_function``."""
+    """The lines that call ``<x>._add_op(...)`` or ``add_fragment_op(...)``, except inside the function
+    named ``allowed_function``."""
     allowed: set[int] = set()
     tree = ast.parse(source)
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == allowed_function:
             allowed.update(id(inner) for inner in ast.walk(node))
     return [node.lineno for node in ast.walk(tree)
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "_add_op"
-            and id(node) not in allowed]
+            if isinstance(node, ast.Call) and called_name(node) in ADDERS and id(node) not in allowed]
 
 
 def test_only_create_op_adds_ops():
@@ -48,9 +55,9 @@ def test_only_create_op_adds_ops():
 
 def test_the_check_finds_add_op_calls_outside_the_allowed_function():
     source = ("def create_op(graph):\n    return graph._add_op('x', [], [])\n\n"
-              "def front_end(graph):\n    graph._add_op('y', [], [])\n")
-    assert add_op_calls(source) == [2, 5]
-    assert add_op_calls(source, "create_op") == [5]
+              "def front_end(graph):\n    graph._add_op('y', [], [])\n    add_fragment_op(ir, 'f', 'z', [], [], {})\n")
+    assert add_op_calls(source) == [2, 5, 6]
+    assert add_op_calls(source, "create_op") == [5, 6]
     assert add_op_calls("graph.add_op('x')\nadd_op = graph._add_op\n") == []
 
 
@@ -76,9 +83,10 @@ def spanning_two_ipus():
 
 def placement_program() -> popxl.Ir:
     """Copies between IPUs and tiles, an all-reduce over IPUs, a call spanning two IPUs, remote and host
-    transfers, a code load and a sharded init."""
-    ir = popxl.Ir()
+    transfers, a code load, a sharded init and a replica-sharded variable (ops in the weights fragments)."""
+    ir = popxl.Ir(replication=2)
     with ir.main_graph:
+        popxl.replica_sharded_variable(np.ones(4, np.float32), name="sharded")
         buffer = popxl.remote_buffer((2,), popxl.float32, entries=2)
         x = ops.host_load(popxl.h2d_stream((2,), popxl.float32, name="x"))
         with popxl.ipu(1):
@@ -111,6 +119,7 @@ def test_each_op_types_infer_rule_gives_the_outputs_of_its_built_ops(program):
     build, expected_types = PROGRAMS[program]
     ir = build()
     built = [op for graph in ir.graphs for op in graph.ops]
+    built += [op for fragment in FRAGMENTS for op in ir.fragment_ops(fragment)]
     assert expected_types <= {op.type for op in built}
     wrong = [f"{op.name} ({op.type}): {inferred(op)} != {[t.spec for t in op.outputs]}"
              for op in built if inferred(op) != [t.spec for t in op.outputs]]
@@ -192,3 +201,12 @@ def test_the_gradient_of_a_loop_that_copies_between_ipus_matches_numpy():
         result = session.run({})
     np.testing.assert_array_equal(result[y_stream], [8.0, -16.0])
     np.testing.assert_array_equal(result[dx_stream], [8.0, 4.0])
+
+
+def test_a_replica_sharded_variable_moves_through_ops_of_the_weights_fragments():
+    ir = placement_program()
+    (load,), (store,) = ir.fragment_ops("weights_from_host"), ir.fragment_ops("weights_to_host")
+    assert (load.type, store.type) == ("remote_load", "remote_store")
+    assert store.inputs == load.outputs and load.outputs[0].name == "sharded_rts"
+    assert load.outputs[0].spec == popxl.TensorSpec((2,), popxl.float32, (4,))
+    assert load not in ir.main_graph.ops and store not in ir.main_graph.ops

@@ -9,7 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Optional, Sequence
 
-from workbench.ir import Graph, Op, Tensor, TensorSpec, get_current_graph
+from workbench.ir import Graph, Op, Tensor, TensorSpec, get_current_context, get_current_graph
+from workbench.ir.fragments import add_fragment_op
 
 from .arguments import check_same_placement
 from .kernel_env import KernelBuilder
@@ -124,16 +125,17 @@ def create_op(op_type: str, inputs: Sequence[Tensor], attrs: Optional[dict] = No
               called_graphs: Sequence[Graph] = (), modified: Optional[Sequence[int]] = None,
               aliases: Optional[Mapping[int, int]] = None, output_names: Optional[Sequence[Optional[str]]] = None,
               ipu: Optional[int] = None, output_ipus: Optional[Sequence[int]] = None,
-              spans_ipus: bool = False) -> Op:
+              spans_ipus: bool = False, fragment: Optional[str] = None) -> Op:
     """Add an op of ``op_type`` to the current graph, its outputs inferred by its ``OpDef``: the one way
     to add an op.
 
     It runs on ``ipu`` (the context's IPU by default) and on the context's tiles (``popxl.io_tiles()``);
     its outputs live there too unless ``output_ipus`` places each (a copy's destination). ``modified``
     and ``aliases`` replace the type's own where the call site decides (a call's by-reference inputs);
-    ``spans_ipus`` lets inputs live on several IPUs (a call of a graph whose inputs do)."""
+    ``spans_ipus`` lets inputs live on several IPUs (a call of a graph whose inputs do). With
+    ``fragment``, the op goes to that weights fragment of the main graph (``ir.fragments``) instead."""
     definition = op_def(op_type)
-    graph = get_current_graph()
+    graph = get_current_graph() if fragment is None else get_current_graph().ir.main_graph
     graph._check_inputs(op_type, inputs)
     if (len(inputs) > 1 and not definition.crosses_ipus and not called_graphs
             and len({(t.ipu, t.tile_set) for t in inputs}) > 1):  # all in one place: nothing to check
@@ -142,6 +144,9 @@ def create_op(op_type: str, inputs: Sequence[Tensor], attrs: Optional[dict] = No
     input_specs = [t.spec for t in inputs]
     specs = definition.infer(input_specs, {**attrs, CALLED_GRAPHS: tuple(called_graphs)} if called_graphs
                              else attrs)
+    if fragment is not None:
+        return add_fragment_op(graph.ir, fragment, op_type, inputs, specs, attrs, output_names or (),
+                               get_current_context().ipu_id if ipu is None else ipu)
     return graph._add_op(op_type, inputs, specs, attrs=attrs, called_graphs=called_graphs,
                          modified=definition.modifies if modified is None else modified,
                          aliases=dict(definition.aliases) if aliases is None else dict(aliases),

@@ -10,7 +10,7 @@ from typing import Optional, Union
 import numpy as np
 
 from workbench.ir import RemoteBuffer, ReplicaGrouping, Tensor, TensorSpec, Variable, constant, dtypes
-from workbench.ir.fragments import WEIGHTS_FROM_HOST, WEIGHTS_TO_HOST, add_fragment_op
+from workbench.ir.fragments import WEIGHTS_FROM_HOST, WEIGHTS_TO_HOST
 from workbench.ir.host_data import to_numpy
 from workbench.ir.remote_variables import remote_replica_sharded_variable, replica_sharded_buffer
 
@@ -126,9 +126,8 @@ def replica_sharded_variable(data, dtype: Optional[dtypes.dtype] = None, name: O
                                     shard_over)
     variable = remote_replica_sharded_variable(array, buffer, 0, None, name, False, replica_grouping,
                                                retrieval_mode)
-    ir, attrs = variable.ir, {"buffer": buffer, "offset": 0}
-    load = add_fragment_op(ir, WEIGHTS_FROM_HOST, "remote_load", [], _buffer_spec([], attrs), attrs,
-                           [variable.name + "_rts"], variable.ipu)
-    shard = load.outputs[0]
-    add_fragment_op(ir, WEIGHTS_TO_HOST, "remote_store", [shard], [], attrs, ipu=variable.ipu)
+    attrs = {"buffer": buffer, "offset": 0}
+    shard = create_op("remote_load", [], attrs, fragment=WEIGHTS_FROM_HOST, output_names=[variable.name + "_rts"],
+                      ipu=variable.ipu).outputs[0]
+    create_op("remote_store", [shard], attrs, fragment=WEIGHTS_TO_HOST, ipu=variable.ipu)
     return variable, shard
