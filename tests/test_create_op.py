@@ -13,7 +13,7 @@ import workbench
 from popxl import transforms
 from support.programs import call_tree_program, export_program, mlp_training
 from workbench.ir.fragments import FRAGMENTS
-from workbench.ops.registry import CALLED_GRAPHS, REGISTRY, op_def
+from workbench.ops.registry import CALLED_GRAPHS, REGISTRY, OpDef, op_def, register
 from workbench.transforms.clone import clone_graph
 
 REPO = Path(workbench.__file__).resolve().parents[1]
@@ -65,6 +65,14 @@ def test_every_op_type_has_an_infer_rule():
     missing = sorted(t for t, definition in REGISTRY.items() if not callable(definition.infer))
     assert not missing, f"op types whose OpDef infers no outputs: {', '.join(missing)}"
     assert {"call", "repeat", "conditional", "init"} <= set(REGISTRY)
+
+
+def test_an_op_type_without_an_infer_rule_is_refused_and_not_registered():
+    kernel = REGISTRY["relu"].kernel
+    with pytest.raises(TypeError, match=r"op type 'test_no_infer' needs an infer rule, infer\(input_specs, "
+                                        r"attrs\) -> output specs; got None"):
+        register(OpDef("test_no_infer", None, kernel))  # type: ignore[arg-type]
+    assert "test_no_infer" not in REGISTRY
 
 
 def inferred(op) -> list:

@@ -98,6 +98,9 @@ def zero_gradient(op: Op, output_grads, fwd) -> list[None]:
 def register(definition: OpDef) -> OpDef:
     if definition.type in REGISTRY:
         raise ValueError(f"op type {definition.type!r} is registered twice")
+    if not callable(definition.infer):
+        raise TypeError(f"op type {definition.type!r} needs an infer rule, infer(input_specs, attrs) -> output "
+                        f"specs; got {definition.infer!r}")
     REGISTRY[definition.type] = definition
     return definition
 
