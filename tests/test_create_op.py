@@ -218,3 +218,11 @@ def test_a_replica_sharded_variable_moves_through_ops_of_the_weights_fragments()
     assert store.inputs == load.outputs and load.outputs[0].name == "sharded_rts"
     assert load.outputs[0].spec == popxl.TensorSpec((2,), popxl.float32, (4,))
     assert load not in ir.main_graph.ops and store not in ir.main_graph.ops
+
+
+def test_init_keeps_the_spec_it_fills_as_an_attribute_its_one_line_form_leaves_to_the_output():
+    ir = popxl.Ir()
+    with ir.main_graph:
+        zeros = ops.init((2, 2), popxl.float32, "zeros", meta_shape=(8,))
+    assert zeros.producer.attrs == {"init_type": "zero", "spec": popxl.TensorSpec((2, 2), popxl.float32, (8,))}
+    assert str(zeros.producer) == "%zeros = init(, init_type='zero') : float32[2,2] @ipu0"

@@ -19,12 +19,12 @@ def init(shape: Iterable[int], dtype: dtypes.dtype, name: Optional[str] = None,
     if init_type not in ("zero", "undef"):
         raise ValueError(f"init: init_type must be 'zero' or 'undef', got {init_type!r}")
     spec = TensorSpec(tuple(shape), dtype, tuple(meta_shape or ()))
-    attrs = {"init_type": init_type, "shape": spec.shape, "data_type": spec.dtype, "meta_shape": spec.meta_shape}
-    return create_op("init", [], attrs, output_names=[name]).outputs[0]
+    return create_op("init", [], {"init_type": init_type, "spec": spec}, output_names=[name]).outputs[0]
 
 
 def _init_infer(specs, attrs) -> list[TensorSpec]:
-    return [TensorSpec(attrs["shape"], attrs["data_type"], attrs["meta_shape"])]
+    """The tensor ``attrs["spec"]`` describes."""
+    return [attrs["spec"]]
 
 
 def _init_kernel(op, env):
