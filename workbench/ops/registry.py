@@ -136,7 +136,7 @@ def create_op(op_type: str, inputs: Sequence[Tensor], attrs: Optional[dict] = No
     its outputs live there too unless ``output_ipus`` places each (a copy's destination). ``modified``
     and ``aliases`` replace the type's own where the call site decides (a call's by-reference inputs);
     ``spans_ipus`` lets inputs live on several IPUs (a call of a graph whose inputs do). With
-    ``fragment``, the op goes to that weights fragment of the main graph (``ir.fragments``) instead."""
+    ``fragment``, the op goes to that weights fragment of the main graph (``Ir.fragment_ops``) instead."""
     definition = op_def(op_type)
     graph = get_current_graph() if fragment is None else get_current_graph().ir.main_graph
     graph._check_inputs(op_type, inputs)
