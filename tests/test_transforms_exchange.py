@@ -120,9 +120,10 @@ def test_io_tile_exchange_does_not_count_init_ops():
     ir = popxl.Ir()
     with ir.main_graph:
         stream = popxl.h2d_stream((2,), popxl.float32, name="x")
-        with transforms.io_tile_exchange():
+        with transforms.io_tile_exchange():  # an init beside the one exchange: no RuntimeError
             ops.init((2,), popxl.float32)
             ops.host_load(stream)
+    assert [(op.type, op.tile_set) for op in ir.main_graph.ops] == [("init", "io"), ("host_load", "io")]
 
 
 def test_decompose_sum_returns_the_graph_unchanged():

@@ -263,6 +263,9 @@ def test_a_figure_drawn_in_a_hidden_tab_takes_the_width_of_its_container_when_sh
             page.wait_for_function("(canvas) => Math.abs(canvas.querySelector('.main-svg').getBoundingClientRect()"
                                    ".width - canvas.getBoundingClientRect().width) < 2",
                                    arg=canvases.nth(index).element_handle())
+        widths = canvases.evaluate_all("(canvases) => canvases.map((canvas) => [canvas.querySelector('.main-svg')"
+                                       ".getBoundingClientRect().width, canvas.getBoundingClientRect().width])")
+        assert widths and all(abs(figure - container) < 2 for figure, container in widths), (tab, widths)
 
 
 def test_expand_all_on_the_mlp_leaves_its_drawing_in_sight(lab, browser):

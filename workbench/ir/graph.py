@@ -291,12 +291,16 @@ class Graph:
                 attrs: Optional[dict] = None, called_graphs: Sequence["Graph"] = (),
                 modified: Sequence[int] = (), aliases: Optional[dict[int, int]] = None,
                 output_names: Optional[Sequence[Optional[str]]] = None,
-                ipu: Optional[int] = None, crosses_ipus: bool = False) -> Op:
-        """Append an op; its outputs are new tensors of ``output_specs``. Unless the op
-        ``crosses_ipus`` (a copy or a collective), its inputs must live on the IPU it runs on."""
+                ipu: Optional[int] = None, output_ipus: Optional[Sequence[int]] = None,
+                crosses_ipus: bool = False) -> Op:
+        """Append an op; its outputs are new tensors of ``output_specs``, on the IPU the op runs on or
+        on ``output_ipus``. Unless the op ``crosses_ipus`` (a copy or a collective), its inputs must
+        live on the IPU it runs on. Ops are added through ``workbench.ops.registry.create_op``."""
         if self._ir._owner is not None:
             self._ir._check_buildable()
         self._check_inputs(op_type, inputs)
+        if output_ipus is not None and len(output_ipus) != len(output_specs):
+            raise ValueError(f"{op_type}: {len(output_specs)} outputs but {len(output_ipus)} output IPUs")
         context = get_current_context()
         op_ipu = context.ipu_id if ipu is None else ipu
         if not crosses_ipus:
@@ -315,8 +319,10 @@ class Graph:
         outputs = []
         tensors = self._tensors
         for index, spec in enumerate(output_specs):
-            name = prefix + (names[index] if index < len(names) and names[index] else op_type)
-            tensor = Tensor._create(self, tensors.fresh(name), spec, op_ipu, tile_set, op)
+            given = names[index] if index < len(names) else None
+            name = prefix + (given or op_type)
+            place = op_ipu if output_ipus is None else output_ipus[index]
+            tensor = Tensor._create(self, tensors.fresh(name), spec, place, tile_set, op)
             outputs.append(tensor)
             tensors[tensor._name] = tensor  # before the next output picks its unique name
         op.outputs = tuple(outputs)

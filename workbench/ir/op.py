@@ -45,13 +45,18 @@ class Op:
         outs = ", ".join(f"%{t.name}" for t in self.outputs)
         ins = ", ".join(f"%{t.name}" for t in self.inputs)
         attrs = "".join(f", {k}={_short(v)}" for k, v in self.attrs.items()
-                        if v is not None and k != "graph_inputs")
+                        if v is not None and k not in _SHOWN_ELSEWHERE)
         calls = "".join(f", graph={g.name}" for g in self.called_graphs)
         specs = ", ".join(str(t.spec) for t in self.outputs)
         lhs = f"{outs} = " if outs else ""
         return f"{lhs}{self.type}({ins}{attrs}{calls}) : {specs or '()'} @ipu{self.ipu}"
 
     __repr__ = __str__
+
+
+# Attributes the one-line form leaves out: a call's binding order (its inputs show it) and the spec of
+# the tensor an op makes from nothing (init), which the line shows as its output.
+_SHOWN_ELSEWHERE = frozenset({"graph_inputs", "spec"})
 
 
 def _short(value: Any) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from workbench.ir import Graph, get_current_graph
 
-from .registry import OpDef, register
+from .registry import OpDef, create_op, register
 
 __all__ = ["remote_code_load"]
 
@@ -33,7 +33,7 @@ def remote_code_load(graph: Graph, destination: str) -> None:
                          f"{graph.label!r} cannot load its own code; load it from the graph that calls it")
     if graph.ir is not current.ir:
         raise ValueError(f"remote_code_load: graph {graph.label!r} belongs to another Ir")
-    current._add_op("remote_code_load", [], [], attrs={"graph": graph, "destination": destination})
+    create_op("remote_code_load", [], {"graph": graph, "destination": destination})
 
 
 def _no_effect() -> None:

@@ -365,10 +365,8 @@ def _all_reduce_over_ipus(variant: str, ts: List[Tensor], ipus: Optional[List[in
     if len(ipus) != len(ts):
         raise ValueError(f"{variant}: {len(ts)} tensors but {len(ipus)} ipus")
     reduce_op = _check_op(variant, op)
-    result = create_op("all_reduce", ts, {"op": reduce_op, "variant": variant, "ipus": tuple(ipus)}).outputs
-    for tensor, destination in zip(result, ipus):
-        tensor._ipu = destination
-    return list(result)
+    return list(create_op("all_reduce", ts, {"op": reduce_op, "variant": variant, "ipus": tuple(ipus)},
+                          output_ipus=ipus).outputs)
 
 
 def all_reduce(ts: List[Tensor], ipus: Optional[List[int]] = None, op: CollectiveOps = "add") -> List[Tensor]:

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 
-from workbench.ir import Graph, Op, Tensor, constant, dtypes, get_current_graph
+from workbench.ir import Graph, Op, Tensor, TensorSpec, constant, dtypes, get_current_graph
 from workbench.ir.errors import ShapeInferenceError
 
 from .call_site import CallSiteInfo
+from .registry import create_op
 
 __all__ = ["call", "call_with_info", "repeat", "repeat_with_info", "conditional"]
 
@@ -76,31 +77,23 @@ def _by_ref_positions(graph: Graph, order: Sequence[int]) -> tuple[int, ...]:
     return tuple(p for p, index in enumerate(order) if graph.is_by_ref_input(graph.inputs[index]))
 
 
-def _add_call(op_type: str, graph: Graph, parents: list[Tensor], order: tuple[int, ...],
-              output_specs, output_names, attrs: dict) -> Op:
-    parent_graph = get_current_graph()
-    if graph is parent_graph:
+def _add_call(op_type: str, graph: Graph, parents: list[Tensor], order: tuple[int, ...], attrs: dict) -> Op:
+    if graph is get_current_graph():
         raise ValueError(f"{op_type}: graph {graph.label!r} cannot call itself")
     # A callee taking inputs on several IPUs gets each parent tensor on its own IPU (no copy) and
     # returns each output on the IPU that produced it.
     placed = all(p.ipu == graph.inputs[i].ipu for p, i in zip(parents, order))
     spans = placed and len({p.ipu for p in parents}) > 1
-    op = parent_graph._add_op(op_type, parents, output_specs,
-                              attrs={"graph_inputs": order, **attrs}, called_graphs=(graph,),
-                              modified=_by_ref_positions(graph, order), output_names=output_names,
-                              crosses_ipus=spans)
-    if spans:
-        for outer, inner in zip(op.outputs, graph.outputs):
-            outer._ipu = inner.ipu
-    return op
+    return create_op(op_type, parents, {"graph_inputs": order, **attrs}, called_graphs=(graph,),
+                     modified=_by_ref_positions(graph, order), output_names=[t.name for t in graph.outputs],
+                     output_ipus=[t.ipu for t in graph.outputs] if spans else None, spans_ipus=spans)
 
 
 def call_with_info(graph: Graph, *inputs: TensorInputs, inputs_dict: Optional[Mapping[Tensor, Any]] = None,
                    check_inputs: bool = True) -> CallSiteInfo:
     """Call ``graph`` once and return the call site's information."""
     parents, order = bind_inputs("call", graph, inputs, inputs_dict, check_inputs)
-    op = _add_call("call", graph, parents, order, [t.spec for t in graph.outputs],
-                   [t.name for t in graph.outputs], {})
+    op = _add_call("call", graph, parents, order, {})
     return CallSiteInfo(op)
 
 
@@ -128,8 +121,7 @@ def repeat_with_info(graph: Graph, repeat_count: int, *inputs: TensorInputs,
             raise ValueError(f"repeat: output {index} of {graph.label!r} ({out.spec}) must match input "
                              f"{index} ({inp.name}: {inp.spec}) to be carried to the next iteration")
     parents, order = bind_inputs("repeat", graph, inputs, inputs_dict, check_inputs)
-    op = _add_call("repeat", graph, parents, order, [t.spec for t in graph.outputs],
-                   [t.name for t in graph.outputs], {"repeat_count": repeat_count})
+    op = _add_call("repeat", graph, parents, order, {"repeat_count": repeat_count})
     return CallSiteInfo(op)
 
 
@@ -149,24 +141,28 @@ def conditional(cond: Tensor, then_branch: Graph, else_branch: Graph,
                            else_inputs_dict).outputs
 
 
+def branch_outputs(then_branch: Graph, else_branch: Graph) -> list[TensorSpec]:
+    """The output specs of a conditional: those of its branches, which must agree."""
+    then_specs, else_specs = [t.spec for t in then_branch.outputs], [t.spec for t in else_branch.outputs]
+    if then_specs != else_specs:
+        raise ValueError(f"conditional: both branches must have the same outputs, got "
+                         f"{[str(s) for s in then_specs]} and {[str(s) for s in else_specs]}")
+    return then_specs
+
+
 def add_conditional(cond: Tensor, then_branch: Graph, else_branch: Graph, then_inputs, else_inputs,
                     then_inputs_dict, else_inputs_dict, check_inputs: bool = True) -> Op:
     """The conditional op behind ``conditional`` and ``conditional_with_info``."""
     if not isinstance(cond, Tensor) or cond.dtype is not dtypes.bool_ or cond.nelms != 1:
         raise ValueError(f"conditional: cond must be a single-element bool tensor, got {cond!r}")
-    then_outs, else_outs = then_branch.outputs, else_branch.outputs
-    if [t.spec for t in then_outs] != [t.spec for t in else_outs]:
-        raise ValueError(f"conditional: both branches must have the same outputs, got "
-                         f"{[str(t.spec) for t in then_outs]} and {[str(t.spec) for t in else_outs]}")
+    branch_outputs(then_branch, else_branch)  # before any input becomes a constant
     then_parents, then_order = bind_inputs("conditional", then_branch, list(then_inputs or []),
                                            then_inputs_dict, check_inputs)
     else_parents, else_order = bind_inputs("conditional", else_branch, list(else_inputs or []),
                                            else_inputs_dict, check_inputs)
     modified = tuple(1 + p for p in _by_ref_positions(then_branch, then_order)) + tuple(
         1 + len(then_parents) + p for p in _by_ref_positions(else_branch, else_order))
-    op = get_current_graph()._add_op(
-        "conditional", [cond, *then_parents, *else_parents], [t.spec for t in then_outs],
-        attrs={"then_inputs": then_order, "else_inputs": else_order},
-        called_graphs=(then_branch, else_branch), modified=modified,
-        output_names=[t.name for t in then_outs])
-    return op
+    return create_op("conditional", [cond, *then_parents, *else_parents],
+                     {"then_inputs": then_order, "else_inputs": else_order},
+                     called_graphs=(then_branch, else_branch), modified=modified,
+                     output_names=[t.name for t in then_branch.outputs])

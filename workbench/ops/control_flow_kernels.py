@@ -9,11 +9,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Sequence
 
-from workbench.ir import Graph, Op
+from workbench.ir import Graph, Op, TensorSpec
 from workbench.ops.call_binding import call_bindings
 
+from .control_flow import branch_outputs
 from .control_flow_grads import call_grad, conditional_grad, repeat_grad
-from .registry import OpDef, register
+from .registry import CALLED_GRAPHS, OpDef, register
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,8 +136,18 @@ def _conditional_kernel(op: Op, env) -> Any:
     return _adapt(select, len(op.outputs))
 
 
-register(OpDef("call", infer=None, kernel=_call_kernel, grad=call_grad, call_site=True, popart_class="CallOp"))
-register(OpDef("repeat", infer=None, kernel=_repeat_kernel, grad=repeat_grad, call_site=True, repeats=True,
+def _callee_outputs(specs, attrs) -> list[TensorSpec]:
+    """A call or a repeat returns what its graph returns (a repeat: what the last iteration does)."""
+    return [t.spec for t in attrs[CALLED_GRAPHS][0].outputs]
+
+
+def _branch_outputs(specs, attrs) -> list[TensorSpec]:
+    """A conditional returns what either branch returns; the two must agree."""
+    return branch_outputs(*attrs[CALLED_GRAPHS])
+
+
+register(OpDef("call", _callee_outputs, kernel=_call_kernel, grad=call_grad, call_site=True, popart_class="CallOp"))
+register(OpDef("repeat", _callee_outputs, kernel=_repeat_kernel, grad=repeat_grad, call_site=True, repeats=True,
                popart_class="LoopOp"))
-register(OpDef("conditional", infer=None, kernel=_conditional_kernel, grad=conditional_grad, call_site=True,
+register(OpDef("conditional", _branch_outputs, kernel=_conditional_kernel, grad=conditional_grad, call_site=True,
                branches=True, popart_class="IfOp"))

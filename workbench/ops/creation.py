@@ -5,9 +5,9 @@ from typing import Iterable, Literal, Optional
 
 import numpy as np
 
-from workbench.ir import Tensor, TensorSpec, dtypes, get_current_graph
+from workbench.ir import Tensor, TensorSpec, dtypes
 
-from .registry import OpDef, register
+from .registry import OpDef, create_op, register
 
 __all__ = ["init"]
 
@@ -19,9 +19,12 @@ def init(shape: Iterable[int], dtype: dtypes.dtype, name: Optional[str] = None,
     if init_type not in ("zero", "undef"):
         raise ValueError(f"init: init_type must be 'zero' or 'undef', got {init_type!r}")
     spec = TensorSpec(tuple(shape), dtype, tuple(meta_shape or ()))
-    op = get_current_graph()._add_op("init", [], [spec], attrs={"init_type": init_type},
-                                     output_names=[name])
-    return op.outputs[0]
+    return create_op("init", [], {"init_type": init_type, "spec": spec}, output_names=[name]).outputs[0]
+
+
+def _init_infer(specs, attrs) -> list[TensorSpec]:
+    """The tensor ``attrs["spec"]`` describes."""
+    return [attrs["spec"]]
 
 
 def _init_kernel(op, env):
@@ -30,4 +33,4 @@ def _init_kernel(op, env):
     return lambda: np.zeros(shape, numpy_dtype)
 
 
-register(OpDef("init", infer=None, kernel=_init_kernel, fills=True, popart_class="InitOp"))
+register(OpDef("init", _init_infer, kernel=_init_kernel, fills=True, popart_class="InitOp"))

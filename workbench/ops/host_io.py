@@ -5,7 +5,7 @@ from typing import Optional
 
 from workbench.ir import DeviceToHostStream, HostToDeviceStream, Tensor, TensorSpec, get_current_graph
 
-from .registry import OpDef, register
+from .registry import OpDef, create_op, register
 
 __all__ = ["host_load", "host_store"]
 
@@ -16,9 +16,7 @@ def host_load(h2d_stream: HostToDeviceStream, name: Optional[str] = None) -> Ten
         raise TypeError(f"host_load needs a HostToDeviceStream (popxl.h2d_stream), got {h2d_stream!r}")
     if h2d_stream.ir is not get_current_graph().ir:
         raise ValueError(f"stream {h2d_stream.name!r} belongs to another Ir")
-    op = get_current_graph()._add_op("host_load", [], [h2d_stream.spec], attrs={"stream": h2d_stream},
-                                     output_names=[name or h2d_stream.name])
-    return op.outputs[0]
+    return create_op("host_load", [], {"stream": h2d_stream}, output_names=[name or h2d_stream.name]).outputs[0]
 
 
 def host_store(d2h_stream: DeviceToHostStream, t: Tensor) -> None:
@@ -29,7 +27,7 @@ def host_store(d2h_stream: DeviceToHostStream, t: Tensor) -> None:
         raise ValueError(f"host_store: tensor {t.id!r} is {t.spec} but stream {d2h_stream.name!r} carries "
                          f"{d2h_stream.spec}")
     ipu = t.ipu if isinstance(t, Tensor) else None
-    get_current_graph()._add_op("host_store", [t], [], attrs={"stream": d2h_stream}, ipu=ipu)
+    create_op("host_store", [t], {"stream": d2h_stream}, ipu=ipu)
 
 
 def _same_as_stream(specs, attrs) -> list[TensorSpec]:

@@ -6,12 +6,16 @@ from typing import Iterator, Optional
 
 import numpy as np
 
-from workbench.ir import Tensor, TensorSpec, get_current_context, get_current_graph
+from workbench.ir import Tensor, TensorSpec, get_current_context
 
-from .registry import OpDef, register
-from .rules import same_spec
+from .registry import OpDef, create_op, register
 
 __all__ = ["ipu_copy", "io_tile_copy"]
+
+
+def _copied_spec(specs, attrs) -> list[TensorSpec]:
+    """A copy moves its input unchanged, meta shape included."""
+    return [specs[0]]
 
 
 def _copy_kernel(op, env):
@@ -41,10 +45,10 @@ def _io_tile_copy_grad(op, grads, fwd):
         return [io_tile_copy(grads[0])]
 
 
-register(OpDef("ipu_copy", same_spec, _copy_kernel, grad=_ipu_copy_grad, crosses_ipus=True, moves_to_ipu=True,
+register(OpDef("ipu_copy", _copied_spec, _copy_kernel, grad=_ipu_copy_grad, crosses_ipus=True, moves_to_ipu=True,
                ipus=lambda op: tuple(dict.fromkeys((op.attrs["source"], op.attrs["destination"]))),
                popart_class="IpuCopyOp"))
-register(OpDef("io_tile_copy", same_spec, _copy_kernel, grad=_io_tile_copy_grad, popart_class="IoTileCopyOp"))
+register(OpDef("io_tile_copy", _copied_spec, _copy_kernel, grad=_io_tile_copy_grad, popart_class="IoTileCopyOp"))
 
 
 def ipu_copy(t: Tensor, destination: int, source: Optional[int] = None) -> Tensor:
@@ -53,18 +57,12 @@ def ipu_copy(t: Tensor, destination: int, source: Optional[int] = None) -> Tenso
         raise ValueError(f"ipu_copy: destination must be a non-negative int, got {destination!r}")
     if source is not None and source != t.ipu:
         raise ValueError(f"ipu_copy: {t.id!r} lives on IPU {t.ipu}, not on the given source IPU {source}")
-    op = get_current_graph()._add_op("ipu_copy", [t], [TensorSpec(t.shape, t.dtype, t.meta_shape)],
-                                     attrs={"source": t.ipu, "destination": destination}, ipu=t.ipu,
-                                     crosses_ipus=True, output_names=[f"{t.name}_ipu{destination}"])
-    op.outputs[0]._ipu = destination
-    return op.outputs[0]
+    return create_op("ipu_copy", [t], {"source": t.ipu, "destination": destination}, ipu=t.ipu,
+                     output_ipus=[destination], output_names=[f"{t.name}_ipu{destination}"]).outputs[0]
 
 
 def io_tile_copy(t: Tensor) -> Tensor:
     """Copy ``t`` between the compute tiles and the IO tiles of its IPU: to the IO tiles inside
     ``popxl.io_tiles()``, back to the compute tiles outside it."""
     destination = "io" if get_current_context().io_tile_set else "compute"
-    op = get_current_graph()._add_op("io_tile_copy", [t], [TensorSpec(t.shape, t.dtype, t.meta_shape)],
-                                     attrs={"destination": destination}, ipu=t.ipu)
-    op.outputs[0]._tile_set = destination
-    return op.outputs[0]
+    return create_op("io_tile_copy", [t], {"destination": destination}, ipu=t.ipu).outputs[0]

@@ -9,12 +9,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Optional, Sequence
 
-from workbench.ir import Op, Tensor, TensorSpec, get_current_graph
+from workbench.ir import Graph, Op, Tensor, TensorSpec, get_current_context, get_current_graph
+from workbench.ir.fragments import add_fragment_op
 
 from .arguments import check_same_placement
 from .kernel_env import KernelBuilder
 
 InferRule = Callable[[Sequence[TensorSpec], Mapping[str, Any]], Sequence[TensorSpec]]
+# The key under which an op that calls graphs finds them in the attributes its infer rule receives.
+CALLED_GRAPHS = "called_graphs"
 GradRule = Callable[[Op, Sequence[Optional[Tensor]], Callable[[Tensor], Tensor]], Sequence[Optional[Tensor]]]
 
 
@@ -22,6 +25,8 @@ GradRule = Callable[[Op, Sequence[Optional[Tensor]], Callable[[Tensor], Tensor]]
 class OpDef:
     """Everything about one op type.
 
+    ``infer(input_specs, attrs)``: the specs of the outputs; for an op that calls graphs, ``attrs``
+    also holds them under ``CALLED_GRAPHS`` (the infer rule's view only, not the op's attributes).
     ``modifies``: inputs written in place. ``aliases``: (output, input) pairs sharing memory.
     ``view``: the kernel may return a NumPy view of input 0 although the op is out of place (the
     runtime copies when a later in-place op would write through it). ``meets_replicas``: a collective
@@ -93,6 +98,9 @@ def zero_gradient(op: Op, output_grads, fwd) -> list[None]:
 def register(definition: OpDef) -> OpDef:
     if definition.type in REGISTRY:
         raise ValueError(f"op type {definition.type!r} is registered twice")
+    if not callable(definition.infer):
+        raise TypeError(f"op type {definition.type!r} needs an infer rule, infer(input_specs, attrs) -> output "
+                        f"specs; got {definition.infer!r}")
     REGISTRY[definition.type] = definition
     return definition
 
@@ -117,21 +125,36 @@ def op_def(op_type: str) -> OpDef:
 
 
 def create_op(op_type: str, inputs: Sequence[Tensor], attrs: Optional[dict] = None, *,
-              called_graphs: Sequence[Any] = (), modified: Optional[Sequence[int]] = None,
-              output_names: Optional[Sequence[Optional[str]]] = None, ipu: Optional[int] = None) -> Op:
-    """Add an op of ``op_type`` to the current graph, inferring its outputs from the registry."""
+              called_graphs: Sequence[Graph] = (), modified: Optional[Sequence[int]] = None,
+              aliases: Optional[Mapping[int, int]] = None, output_names: Optional[Sequence[Optional[str]]] = None,
+              ipu: Optional[int] = None, output_ipus: Optional[Sequence[int]] = None,
+              spans_ipus: bool = False, fragment: Optional[str] = None) -> Op:
+    """Add an op of ``op_type`` to the current graph, its outputs inferred by its ``OpDef``: the one way
+    to add an op.
+
+    It runs on ``ipu`` (the context's IPU by default) and on the context's tiles (``popxl.io_tiles()``);
+    its outputs live there too unless ``output_ipus`` places each (a copy's destination). ``modified``
+    and ``aliases`` replace the type's own where the call site decides (a call's by-reference inputs);
+    ``spans_ipus`` lets inputs live on several IPUs (a call of a graph whose inputs do). With
+    ``fragment``, the op goes to that weights fragment of the main graph (``Ir.fragment_ops``) instead."""
     definition = op_def(op_type)
-    graph = get_current_graph()
+    graph = get_current_graph() if fragment is None else get_current_graph().ir.main_graph
     graph._check_inputs(op_type, inputs)
     if (len(inputs) > 1 and not definition.crosses_ipus and not called_graphs
             and len({(t.ipu, t.tile_set) for t in inputs}) > 1):  # all in one place: nothing to check
         check_same_placement(op_type, {t.name: t for t in inputs})
     attrs = dict(attrs or {})
-    specs = definition.infer([t.spec for t in inputs], attrs)
+    input_specs = [t.spec for t in inputs]
+    specs = definition.infer(input_specs, {**attrs, CALLED_GRAPHS: tuple(called_graphs)} if called_graphs
+                             else attrs)
+    if fragment is not None:
+        return add_fragment_op(graph.ir, fragment, op_type, inputs, specs, attrs, output_names or (),
+                               get_current_context().ipu_id if ipu is None else ipu)
     return graph._add_op(op_type, inputs, specs, attrs=attrs, called_graphs=called_graphs,
                          modified=definition.modifies if modified is None else modified,
-                         aliases=dict(definition.aliases), output_names=output_names, ipu=ipu,
-                         crosses_ipus=definition.crosses_ipus)
+                         aliases=dict(definition.aliases) if aliases is None else dict(aliases),
+                         output_names=output_names, ipu=ipu, output_ipus=output_ipus,
+                         crosses_ipus=definition.crosses_ipus or spans_ipus)
 
 
 def apply(op_type: str, *inputs: Tensor, name: Optional[str] = None, **attrs: Any) -> Tensor:

@@ -9,14 +9,13 @@ from typing import Optional, Union
 
 import numpy as np
 
-from workbench.ir import (RemoteBuffer, ReplicaGrouping, Tensor, TensorSpec, Variable, constant, dtypes,
-                          get_current_graph)
-from workbench.ir.fragments import WEIGHTS_FROM_HOST, WEIGHTS_TO_HOST, add_fragment_op
+from workbench.ir import RemoteBuffer, ReplicaGrouping, Tensor, TensorSpec, Variable, constant, dtypes
+from workbench.ir.fragments import WEIGHTS_FROM_HOST, WEIGHTS_TO_HOST
 from workbench.ir.host_data import to_numpy
 from workbench.ir.remote_variables import remote_replica_sharded_variable, replica_sharded_buffer
 
 from .creation import init
-from .registry import OpDef, register
+from .registry import OpDef, create_op, register
 
 __all__ = ["remote_load", "remote_load_", "remote_store"]
 
@@ -91,9 +90,7 @@ def remote_load(remote_buffer: RemoteBuffer, offset: Union[int, Tensor], name: O
     target = init(remote_buffer.tensor_shape, remote_buffer.tensor_dtype, f"{out_name}_init", "undef",
                   remote_buffer.meta_shape)
     attrs = {"buffer": remote_buffer, "offset": None}
-    op = get_current_graph()._add_op("remote_load", [target, offset_tensor], _buffer_spec([], attrs), attrs=attrs,
-                                     output_names=[out_name])
-    return op.outputs[0]
+    return create_op("remote_load", [target, offset_tensor], attrs, output_names=[out_name]).outputs[0]
 
 
 def remote_load_(remote_buffer: RemoteBuffer, offset: Union[int, Tensor], t: Tensor) -> Tensor:
@@ -101,9 +98,7 @@ def remote_load_(remote_buffer: RemoteBuffer, offset: Union[int, Tensor], t: Ten
     offset_tensor = _offset("remote_load_", remote_buffer, offset)
     remote_buffer.validate_tensor_matches_buffer(t)
     attrs = {"buffer": remote_buffer, "offset": None}
-    op = get_current_graph()._add_op("remote_load_", [t, offset_tensor], [t.spec], attrs=attrs, modified=(0,),
-                                     aliases={0: 0})
-    return op.outputs[0]
+    return create_op("remote_load_", [t, offset_tensor], attrs).outputs[0]
 
 
 def remote_store(remote_buffer: RemoteBuffer, offset: Union[int, Tensor], t: Tensor) -> None:
@@ -111,7 +106,7 @@ def remote_store(remote_buffer: RemoteBuffer, offset: Union[int, Tensor], t: Ten
     offset_tensor = _offset("remote_store", remote_buffer, offset)
     remote_buffer.validate_tensor_matches_buffer(t)
     attrs = {"buffer": remote_buffer, "offset": None}
-    get_current_graph()._add_op("remote_store", [t, offset_tensor], [], attrs=attrs)
+    create_op("remote_store", [t, offset_tensor], attrs)
 
 
 def replica_sharded_variable(data, dtype: Optional[dtypes.dtype] = None, name: Optional[str] = None,
@@ -131,9 +126,8 @@ def replica_sharded_variable(data, dtype: Optional[dtypes.dtype] = None, name: O
                                     shard_over)
     variable = remote_replica_sharded_variable(array, buffer, 0, None, name, False, replica_grouping,
                                                retrieval_mode)
-    ir, attrs = variable.ir, {"buffer": buffer, "offset": 0}
-    load = add_fragment_op(ir, WEIGHTS_FROM_HOST, "remote_load", [], _buffer_spec([], attrs), attrs,
-                           [variable.name + "_rts"], variable.ipu)
-    shard = load.outputs[0]
-    add_fragment_op(ir, WEIGHTS_TO_HOST, "remote_store", [shard], [], attrs, ipu=variable.ipu)
+    attrs = {"buffer": buffer, "offset": 0}
+    shard = create_op("remote_load", [], attrs, fragment=WEIGHTS_FROM_HOST, output_names=[variable.name + "_rts"],
+                      ipu=variable.ipu).outputs[0]
+    create_op("remote_store", [shard], attrs, fragment=WEIGHTS_TO_HOST, ipu=variable.ipu)
     return variable, shard

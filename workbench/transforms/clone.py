@@ -4,7 +4,7 @@ from __future__ import annotations
 from contextlib import nullcontext
 
 from workbench.ir import Graph, Op, Tensor, constant, graph_input, io_tiles, ipu
-from workbench.ops.registry import REGISTRY, op_types
+from workbench.ops.registry import create_op, op_types
 
 # Ops with an effect beyond their outputs: running them again would repeat the effect.
 SIDE_EFFECT_TYPES = op_types("effect")
@@ -25,13 +25,12 @@ def clone_graph(graph: Graph, name: str) -> Graph:
             with ipu(tensor.ipu):
                 mapping[tensor] = constant(tensor.data, tensor.dtype, tensor.name)
         for op in graph.ops:
-            definition = REGISTRY.get(op.type)
             with io_tiles() if op.tile_set == "io" else nullcontext():
-                new = copy._add_op(op.type, [mapping[t] for t in op.inputs], [t.spec for t in op.outputs],
-                                   attrs=dict(op.attrs), called_graphs=op.called_graphs,
-                                   modified=op.modified, aliases=op.aliases,
-                                   output_names=[t.name for t in op.outputs], ipu=op.ipu,
-                                   crosses_ipus=bool(definition and definition.crosses_ipus))
+                new = create_op(op.type, [mapping[t] for t in op.inputs], dict(op.attrs),
+                                called_graphs=op.called_graphs, modified=op.modified, aliases=op.aliases,
+                                output_names=[t.name for t in op.outputs], ipu=op.ipu,
+                                output_ipus=[t.ipu for t in op.outputs],
+                                spans_ipus=any(t.ipu != op.ipu for t in op.inputs))
             new.after = tuple(ops[o] for o in op.after)
             ops[op] = new
             mapping.update(zip(op.outputs, new.outputs))

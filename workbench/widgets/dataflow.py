@@ -193,7 +193,7 @@ def _op_hover(op: Op, sites: list[CallSite]) -> str:
             written = " (written in place)" if label == "in" and index in op.modified else ""
             lines.append(f"{label}[{index}] {text(tensor.name)}: {text(tensor.spec)}{written}")
     for name, value in op.attrs.items():
-        if name not in ("graph_inputs", "then_inputs", "else_inputs") and value is not None:
+        if name not in ("graph_inputs", "then_inputs", "else_inputs", "spec") and value is not None:
             shown = getattr(value, "label", None) or getattr(value, "name", None) or repr(value)
             lines.append(f"{text(name)} = {text(str(shown)[:60])}")
     for site in sites:
