@@ -5,7 +5,8 @@ input as [N, C, *kernel, *out], one copy makes it the contiguous [N, C·K, P] co
 ``matmul`` with the weight as a [C_out, C·K] view writes [N, C_out, P], already the output's layout
 (a large column matrix is made and multiplied a band of output rows at a time). A 1×1 convolution
 of stride 1 needs no copy at all, nor does a 2-D one of stride 1 with few output channels, which adds
-up one product per kernel offset of shifted views of the padded input. Poolings reduce one spatial axis at a time, each kernel offset a
+up one product per kernel offset of shifted views of the padded input. A large enough 3×3 one of stride 1
+goes by Winograd's method instead (``winograd.py``). Poolings reduce one spatial axis at a time, each kernel offset a
 strided slice of the unpadded input, never a window axis (which NumPy reduces slowly).
 """
 from __future__ import annotations
@@ -15,6 +16,8 @@ from typing import Callable, Sequence
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
+
+from . import winograd
 
 Pads = Sequence[tuple[int, int]]
 
@@ -126,6 +129,8 @@ def conv(x_shape: Sequence[int], weight_shape: Sequence[int], stride: Sequence[i
             y = np.matmul(w[0], cols) if groups == 1 else np.matmul(w, cols.reshape(n, groups, -1, positions))
             return y.reshape(out_shape).astype(dtype, copy=False)
         return pointwise
+    if winograd.applies(x_shape, weight_shape, stride, dilation, groups, out):
+        return winograd.winograd_conv(x_shape, weight_shape, pads, out, compute, dtype)
     if len(kernel) == 2 and groups == 1 and tuple(stride) == (1, 1) and c_out <= FEW_OUTPUTS:
         return _shifted_taps_conv(x_shape, weight_shape, dilation, pads, out, dtype)
 
