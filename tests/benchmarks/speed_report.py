@@ -44,7 +44,7 @@ def arguments() -> argparse.Namespace:
 
 ARGS = arguments() if __name__ == "__main__" else None
 if ARGS is not None:  # JAX makes its host devices when it loads: as many as the largest replica count
-    largest = max(int(r) for r in ARGS.replicas.split(",") if r)
+    largest = max([int(r) for r in ARGS.replicas.split(",") if r], default=1)
     os.environ["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={max(largest, 1)}"
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
