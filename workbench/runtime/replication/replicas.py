@@ -36,8 +36,9 @@ SWITCH_SECONDS = 0.0005
 PARALLEL_MATMUL_FLOPS = 50e6
 # The cores per instance from which replicas run in threads whatever the size of their products: taking
 # turns, R replicas cost R times one, while JAX's R devices run at once (on 16 cores, 4 replicas taking
-# turns ran at 0.36-0.40x of JAX shard_map and 16 at 0.16-0.22x). On 2 loaded cores, threads already beat
-# turns at batch 32 (4 replicas 7.1 against 9.7 ms a step, 16 replicas 19.5 against 33.4).
+# turns ran at 0.36-0.40x of JAX shard_map and 16 at 0.16-0.22x). Below it the product size decides, as
+# measured on 2 quiet cores (above); on 2 cores loaded by other work, threads won at batch 32 too (4
+# replicas 7.1 against 9.7 ms a step, 16 replicas 19.5 against 33.4), as they take a larger share.
 MANY_CORES = 4
 
 
