@@ -10,7 +10,9 @@ Both run on one thread, so the target is checked on processor time (``time.proce
 thread of the process counted), which other work on a shared machine disturbs far less than the
 wall-clock time printed beside it.
 
-Run with ``python -m pytest tests/benchmarks/bench_cnn.py -o python_files='bench_*.py' -s``.
+Run with ``python -m pytest tests/benchmarks/bench_cnn.py -o python_files='bench_*.py' -s``;
+``python tests/benchmarks/speed_report.py`` prints these ratios, with the spread of the rounds, beside
+the multi-replica training steps against JAX.
 """
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import mmap
-from typing import Callable
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -114,16 +114,31 @@ def _swish_grad(op, grads, fwd):
     return [mul(grads[0], mul(s, add(number(1.0), mul(x, sub(number(1.0), s)))))]
 
 
+ZERO_ROW_LIMIT = 8192  # the most elements of the row of zeros that relu compares against
+SHORT_ROW = 256  # a row length below which the loop over rows would cost more than the row saves
+
+
+def zero_rows(shape: Sequence[int], dtype: np.dtype) -> tuple[tuple[int, int], np.ndarray]:
+    """For max(t, 0) over a tensor of ``shape``: the [rows, length] shape to view it as and the
+    zeros to compare each row with. NumPy vectorises ``maximum`` between two arrays, not against a
+    scalar (three times slower); a row of at most ``ZERO_ROW_LIMIT`` zeros stays in cache where zeros
+    of the tensor's size would be read from memory (or, as untouched pages, cost a page walk each).
+    Where no row length between ``SHORT_ROW`` and the limit divides the size, the zeros are the
+    tensor's size, as fresh anonymous pages that cost no memory while only read."""
+    size = math.prod(shape)
+    length = next(d for d in range(min(size, ZERO_ROW_LIMIT), 0, -1) if size % d == 0) if size else 1
+    if length < min(size, SHORT_ROW):
+        length = size
+        zeros = np.frombuffer(mmap.mmap(-1, max(size * np.dtype(dtype).itemsize, 1)), dtype, size)
+        return (1, size), zeros
+    return (size // length, length), np.zeros(length, dtype)
+
+
 def _relu_kernel(op: Op) -> Callable[[np.ndarray], np.ndarray]:
-    """max(t, 0) against an array of zeros: NumPy vectorises ``maximum`` between two arrays, not
-    against a scalar (three times slower). The zeros are fresh anonymous pages, which cost no memory
-    while only read."""
-    dtype = np.dtype(op.inputs[0].dtype.as_numpy())
-    size = math.prod(op.inputs[0].shape) * dtype.itemsize
-    if size < mmap.PAGESIZE:
-        return lambda a: np.maximum(a, 0)
-    zeros = np.frombuffer(mmap.mmap(-1, size), dtype).reshape(op.inputs[0].shape)
-    return lambda a: np.maximum(a, zeros)
+    """max(t, 0) against rows of zeros (``zero_rows``)."""
+    shape = op.inputs[0].shape
+    rows, zeros = zero_rows(shape, np.dtype(op.inputs[0].dtype.as_numpy()))
+    return lambda a: np.maximum(a.reshape(rows), zeros).reshape(shape)
 
 
 relu, relu_ = unary_op("relu", lambda a: np.maximum(a, 0), "Rectified linear unit: max(t, 0) per element.",

@@ -5,8 +5,8 @@ input as [N, C, *kernel, *out], one copy makes it the contiguous [N, C·K, P] co
 ``matmul`` with the weight as a [C_out, C·K] view writes [N, C_out, P], already the output's layout
 (a large column matrix is made and multiplied a band of output rows at a time). A 1×1 convolution
 of stride 1 needs no copy at all, nor does a 2-D one of stride 1 with few output channels, which adds
-up one product per kernel offset of shifted views of the padded input. Poolings reduce one spatial axis at a time, each kernel offset a
-strided slice of the unpadded input, never a window axis (which NumPy reduces slowly).
+up one product per kernel offset of shifted views of the padded input. A large enough 3×3 one of stride 1
+goes by Winograd's method instead (``winograd.py``). Poolings are in ``pool_kernels.py``.
 """
 from __future__ import annotations
 
@@ -15,6 +15,8 @@ from typing import Callable, Sequence
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
+
+from . import winograd
 
 Pads = Sequence[tuple[int, int]]
 
@@ -55,18 +57,26 @@ def _pointwise_columns(x: np.ndarray, stride: Sequence[int], out: Sequence[int])
     return x.reshape(n, c, math.prod(out))
 
 
-def _windows(x: np.ndarray, kernel: Sequence[int], stride: Sequence[int], dilation: Sequence[int],
-             out: Sequence[int]) -> np.ndarray:
-    """A read-only [N, C, *kernel, *out] view of every window of the padded ``x``."""
-    spatial = x.strides[2:]
-    shape = (*x.shape[:2], *kernel, *out)
-    strides = x.strides[:2] + tuple(s * d for s, d in zip(spatial, dilation)) + tuple(
+def _window_view(padded_shape: Sequence[int], kernel: Sequence[int], stride: Sequence[int],
+                 dilation: Sequence[int], out: Sequence[int], dtype: np.dtype) -> Callable[[np.ndarray], np.ndarray]:
+    """``view(x)``: a read-only [N, C, *kernel, *out] view of every window of the padded ``x`` (of
+    ``padded_shape``), its shape and strides worked out once for a contiguous ``x``."""
+    itemsize = np.dtype(dtype).itemsize
+    contiguous = tuple(int(np.prod(padded_shape[i + 1:])) * itemsize for i in range(len(padded_shape)))
+    spatial = contiguous[2:]
+    shape = (*padded_shape[:2], *kernel, *out)
+    strides = contiguous[:2] + tuple(s * d for s, d in zip(spatial, dilation)) + tuple(
         s * t for s, t in zip(spatial, stride))
-    if x.flags.c_contiguous:  # the same view, made without as_strided's Python overhead
-        view = np.ndarray(shape, x.dtype, buffer=x, strides=strides)
-        view.flags.writeable = False
-        return view
-    return as_strided(x, shape, strides, writeable=False)
+
+    def view(x: np.ndarray) -> np.ndarray:
+        if x.flags.c_contiguous:  # the same view, made without as_strided's Python overhead
+            windows = np.ndarray(shape, dtype, buffer=x, strides=strides)
+            windows.flags.writeable = False
+            return windows
+        own = x.strides[:2] + tuple(s * d for s, d in zip(x.strides[2:], dilation)) + tuple(
+            s * t for s, t in zip(x.strides[2:], stride))
+        return as_strided(x, shape, own, writeable=False)
+    return view
 
 
 CHUNK_BYTES = 1 << 20  # of im2col matrix per matrix product: about one core's L2 cache
@@ -126,16 +136,20 @@ def conv(x_shape: Sequence[int], weight_shape: Sequence[int], stride: Sequence[i
             y = np.matmul(w[0], cols) if groups == 1 else np.matmul(w, cols.reshape(n, groups, -1, positions))
             return y.reshape(out_shape).astype(dtype, copy=False)
         return pointwise
+    if winograd.applies(x_shape, weight_shape, stride, dilation, groups, out):
+        return winograd.winograd_conv(x_shape, weight_shape, pads, out, compute, dtype)
     if len(kernel) == 2 and groups == 1 and tuple(stride) == (1, 1) and c_out <= FEW_OUTPUTS:
         return _shifted_taps_conv(x_shape, weight_shape, dilation, pads, out, dtype)
 
+    padded_shape = (n, c_in) + tuple(size + b + e for size, (b, e) in zip(x_shape[2:], pads))
+    window_view = _window_view(padded_shape, kernel, stride, dilation, out, compute)
     band_positions = positions // out[0]  # output positions per row of the first spatial axis
     row_bytes = c_in * math.prod(kernel) * band_positions * compute.itemsize
     band = out[0] if row_bytes * out[0] <= 2 * CHUNK_BYTES else max(1, CHUNK_BYTES // row_bytes)
     bands = [(start, min(out[0], start + band)) for start in range(0, out[0], band)]
 
     def conv(x: np.ndarray, weight: np.ndarray) -> np.ndarray:
-        windows = _windows(pad(x.astype(compute, copy=False)), kernel, stride, dilation, out)
+        windows = window_view(pad(x.astype(compute, copy=False)))
         w = weight.astype(compute, copy=False).reshape(weight_matrix)
         y = np.empty((n, groups, c_out // groups, positions), compute)
         if len(bands) == 1:
@@ -181,84 +195,3 @@ def conv_transpose(x_shape: Sequence[int], weight_shape: Sequence[int], stride: 
             result[place] += parts[:, :, index]
         return result[crop].astype(dtype)
     return conv_transpose
-
-
-def _reduce_axis(reduce: np.ufunc, fill: float, x: np.ndarray, axis: int, begin: int, kernel: int, step: int,
-                 dilation: int, length: int) -> np.ndarray:
-    """``length`` windows along ``axis`` of the unpadded ``x``, window j starting at ``j * step - begin``:
-    each kernel offset is reduced into the outputs whose position it finds inside ``x`` (a padded
-    position would hold ``fill``, which changes nothing), so no padded copy is made."""
-    n, shape = x.shape[axis], x.shape[:axis] + (length,) + x.shape[axis + 1:]
-
-    def along(start: int, stop: int, step: int = 1) -> tuple:
-        return (slice(None),) * axis + (slice(start, stop, step),)
-    full, partial = [], []
-    for k in range(kernel):
-        shift = k * dilation - begin                      # input position of output j: j * step + shift
-        low = max(0, -(shift // step) if shift < 0 else 0)
-        high = min(length, (n - 1 - shift) // step + 1)
-        if low < high:
-            part = x[along(low * step + shift, (high - 1) * step + shift + 1, step)]
-            (full if (low, high) == (0, length) else partial).append((low, high, part))
-    if len(full) >= 2:
-        y = reduce(full[0][2], full[1][2])
-        full = full[2:]
-    elif full and partial:  # the first partial offset meets the full one; the ends are copied
-        base, (low, high, part) = full.pop()[2], partial.pop(0)
-        y = np.empty(shape, x.dtype)
-        reduce(base[along(low, high)], part, out=y[along(low, high)])
-        y[along(0, low)], y[along(high, length)] = base[along(0, low)], base[along(high, length)]
-    elif full:
-        y = np.array(full.pop()[2])
-    else:
-        y = np.full(shape, fill, x.dtype)
-    for low, high, part in full + partial:
-        target = y[along(low, high)]
-        reduce(target, part, out=target)
-    return y
-
-
-def _window_reduce(reduce: np.ufunc, fill: float, x: np.ndarray, kernel: Sequence[int], stride: Sequence[int],
-                   dilation: Sequence[int], pads_begin: Sequence[int], out: Sequence[int]) -> np.ndarray:
-    """``reduce`` (np.maximum or np.add, both separable) over every window, one spatial axis at a
-    time, each kernel offset a strided slice; the outer axes go first, shrinking the array while its
-    rows stay contiguous, so the innermost axis strides over the fewest values."""
-    for axis, (k, s, d, b, o) in enumerate(zip(kernel, stride, dilation, pads_begin, out), 2):
-        if k == 1:
-            index = [slice(None)] * x.ndim
-            index[axis] = slice(0, (o - 1) * s + 1, s)
-            x = x[tuple(index)]
-        else:
-            x = _reduce_axis(reduce, fill, x, axis, b, k, s, d, o)
-    return x
-
-
-def max_pool(x_shape: Sequence[int], kernel: Sequence[int], stride: Sequence[int], dilation: Sequence[int],
-             pads: Pads, out: Sequence[int], dtype: np.dtype) -> Callable:
-    begin = tuple(b for b, _ in pads)
-
-    def max_pool(x: np.ndarray) -> np.ndarray:
-        y = _window_reduce(np.maximum, -np.inf, x, kernel, stride, dilation, begin, out)
-        return y if y.flags.owndata else y.copy()  # a fresh, contiguous array, never the input
-    return max_pool
-
-
-def window_counts(x_shape: Sequence[int], kernel: Sequence[int], stride: Sequence[int], dilation: Sequence[int],
-                  pads: Pads, out: Sequence[int]) -> np.ndarray:
-    """How many positions of the unpadded input each window covers, [1, 1, *out]."""
-    ones = np.ones((1, 1) + tuple(x_shape[2:]))
-    return _window_reduce(np.add, 0, ones, kernel, stride, dilation, tuple(b for b, _ in pads), out)
-
-
-def average_pool(x_shape: Sequence[int], kernel: Sequence[int], stride: Sequence[int], dilation: Sequence[int],
-                 pads: Pads, out: Sequence[int], dtype: np.dtype) -> Callable:
-    """Padding is left out of each window's count (ONNX count_include_pad=0)."""
-    compute = compute_type(dtype)
-    begin = tuple(b for b, _ in pads)
-    counts = window_counts(x_shape, kernel, stride, dilation, pads, out)
-    scale = compute.type(1 / counts.flat[0]) if np.all(counts == counts.flat[0]) else (1 / counts).astype(compute)
-
-    def average_pool(x: np.ndarray) -> np.ndarray:
-        y = _window_reduce(np.add, 0, x.astype(compute, copy=False), kernel, stride, dilation, begin, out) * scale
-        return y.astype(dtype, copy=False)
-    return average_pool

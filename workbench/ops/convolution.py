@@ -3,7 +3,7 @@
 Padding lists every spatial axis's leading pad, then every trailing pad (ONNX order): for 2-D,
 ``(top, left, bottom, right)``. ``pad_type`` 'same_upper'/'same_lower' choose pads so that each
 output axis is ceil(input / stride) long, the odd pad going at the end or the start. Windows are
-NumPy strided views; the kernels themselves are in ``conv_kernels.py``.
+NumPy strided views; the kernels themselves are in ``conv_kernels.py`` and ``pool_kernels.py``.
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import numpy as np
 
 from workbench.ir import Tensor, TensorSpec, constant
 
-from . import conv_grads, conv_kernels as kernels
+from . import conv_grads, conv_kernels as kernels, pool_kernels
 from .arguments import expect_tensors
 from .registry import OpDef, apply, register
 from .rules import check_dtype, same_dtype
@@ -262,15 +262,15 @@ def _average_pool_grad(op, grads, fwd):
         return [None]
     shape = op.inputs[0].shape
     _, out, pad = _pool_geometry(shape, op.attrs)
-    counts = kernels.window_counts(shape, op.attrs["kernel_size"], op.attrs["stride"], op.attrs["dilation"], pad[2:],
+    counts = pool_kernels.window_counts(shape, op.attrs["kernel_size"], op.attrs["stride"], op.attrs["dilation"], pad[2:],
                                    out)
     share = grad / constant(counts, dtype=grad.dtype)
     return [conv_grads.windows_back(lambda offset: share, shape, **_pool_layout(op))]
 
 
-register(OpDef("max_pool", _pool_infer("max_pool"), _pool_kernel(kernels.max_pool), grad=_max_pool_grad,
+register(OpDef("max_pool", _pool_infer("max_pool"), _pool_kernel(pool_kernels.max_pool), grad=_max_pool_grad,
                popart_class="MaxPoolOp"))
-register(OpDef("average_pool", _pool_infer("average_pool"), _pool_kernel(kernels.average_pool),
+register(OpDef("average_pool", _pool_infer("average_pool"), _pool_kernel(pool_kernels.average_pool),
                grad=_average_pool_grad, popart_class="AveragePoolOp"))
 
 

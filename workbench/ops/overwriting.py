@@ -7,8 +7,6 @@ values as the op's own kernel, and returns input 0 itself.
 """
 from __future__ import annotations
 
-import math
-import mmap
 from typing import Callable, Optional
 
 import numpy as np
@@ -23,13 +21,16 @@ Kernel = Callable[..., np.ndarray]
 
 
 def _relu(op: Op, env) -> Kernel:
-    """max(x, 0) against read-only zero pages: NumPy vectorises ``maximum`` between two arrays."""
-    dtype = np.dtype(op.inputs[0].dtype.as_numpy())
-    size = math.prod(op.inputs[0].shape) * dtype.itemsize
-    if size < mmap.PAGESIZE:
-        return lambda x: np.maximum(x, 0, out=x)
-    zeros = np.frombuffer(mmap.mmap(-1, size), dtype).reshape(op.inputs[0].shape)
-    return lambda x: np.maximum(x, zeros, out=x)
+    """max(x, 0) against rows of zeros (``activations.zero_rows``), into x itself."""
+    rows, zeros = activations.zero_rows(op.inputs[0].shape, np.dtype(op.inputs[0].dtype.as_numpy()))
+
+    def relu(x):
+        if not x.flags.c_contiguous:  # a reshape would copy, and the result would not land in x
+            return np.maximum(x, 0, out=x)
+        flat = x.reshape(rows)
+        np.maximum(flat, zeros, out=flat)
+        return x
+    return relu
 
 
 def _binary(ufunc: np.ufunc) -> Callable[[Op, object], Kernel]:

@@ -1,0 +1,38 @@
+"""The pooling kernels (``ops/pool_kernels.py``) plan every axis when they are built: each way an axis can
+meet its kernel offsets (two offsets reaching every output, one reaching all and one some, one alone,
+none reaching all) gives the direct loop's values, and the same kernel serves run after run."""
+import numpy as np
+import pytest
+
+from test_convolution import pool_loop
+from workbench.ops import pool_kernels
+
+RNG = np.random.default_rng(11)
+
+# (input length, kernel, stride, dilation, begin pad, end pad) along one axis, named by how its offsets meet.
+AXES = {
+    "two offsets reach every output": (5, 3, 1, 1, 0, 0),
+    "one reaches all, one some": (4, 2, 2, 1, 1, 0),
+    "one offset alone": (1, 2, 1, 1, 0, 1),
+    "no offset reaches all": (2, 3, 1, 1, 2, 2),
+    "strided and dilated": (9, 3, 2, 2, 1, 2),
+    "a kernel of one": (6, 1, 2, 1, 0, 0),
+}
+
+
+@pytest.mark.parametrize("rows", AXES.values(), ids=AXES.keys())
+@pytest.mark.parametrize("cols", [AXES["one reaches all, one some"], AXES["no offset reaches all"]],
+                         ids=["cols: one full, one partial", "cols: none full"])
+@pytest.mark.parametrize("name, reduce", [("max_pool", max), ("average_pool", lambda v: sum(v) / len(v))])
+def test_every_way_an_axis_meets_its_offsets_gives_the_direct_loops_values(rows, cols, name, reduce):
+    (h, kh, sh, dh, bh, eh), (w, kw, sw, dw, bw, ew) = rows, cols
+    x = RNG.standard_normal((2, 3, h, w)).astype(np.float32)
+    expected = pool_loop(x, (kh, kw), (sh, sw), (bh, bw), (eh, ew), (dh, dw), False, reduce)
+    kernel = getattr(pool_kernels, name)(x.shape, (kh, kw), (sh, sw), (dh, dw), ((bh, eh), (bw, ew)),
+                                         expected.shape[2:], np.float32)
+    for _ in range(2):
+        result = kernel(x)
+        np.testing.assert_allclose(result, expected, rtol=1e-6, atol=1e-6)
+        assert result.flags.owndata and not np.shares_memory(result, x)
+        x = RNG.standard_normal(x.shape).astype(np.float32)
+        expected = pool_loop(x, (kh, kw), (sh, sw), (bh, bw), (eh, ew), (dh, dw), False, reduce)

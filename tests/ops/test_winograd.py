@@ -1,0 +1,68 @@
+"""Large 3×3 convolutions of stride 1 go by Winograd's F(4×4, 3×3) (``ops/winograd.py``): the same results as
+a float64 direct convolution within float32 rounding, for every padding, batch and dtype; others do not."""
+import numpy as np
+import pytest
+
+import popxl.ops as ops
+from helpers import run_op
+from workbench.ops import conv_kernels, winograd
+
+RNG = np.random.default_rng(7)
+
+
+def direct(x: np.ndarray, w: np.ndarray, begin, end) -> np.ndarray:
+    """The convolution in float64: one product per kernel offset of the shifted padded input."""
+    padded = np.pad(x.astype(np.float64), [(0, 0), (0, 0)] + list(zip(begin, end)))
+    out = (padded.shape[2] - 2, padded.shape[3] - 2)
+    y = np.zeros((x.shape[0], w.shape[0], *out))
+    for i, j in np.ndindex(3, 3):
+        window = padded[:, :, i:i + out[0], j:j + out[1]]
+        y += np.einsum("nchw,oc->nohw", window, w[:, :, i, j].astype(np.float64))
+    return y
+
+
+@pytest.mark.parametrize("x_shape, c_out, begin, end", [
+    ((1, 64, 28, 28), 32, (1, 1), (1, 1)),      # output a multiple of 4
+    ((2, 64, 30, 29), 8, (1, 1), (1, 1)),       # two images, blocks cropped
+    ((1, 64, 31, 33), 16, (0, 2), (1, 0)),      # uneven padding
+    ((1, 64, 30, 30), 4, (0, 0), (0, 0)),       # no padding
+])
+def test_the_kernel_matches_a_float64_direct_convolution(x_shape, c_out, begin, end):
+    x = RNG.standard_normal(x_shape).astype(np.float32)
+    w = (RNG.standard_normal((c_out, x_shape[1], 3, 3)) / np.sqrt(9 * x_shape[1])).astype(np.float32)
+    expected = direct(x, w, begin, end)
+    out = expected.shape[2:]
+    assert winograd.applies(x_shape, w.shape, (1, 1), (1, 1), 1, out)
+    kernel = conv_kernels.conv(x_shape, w.shape, (1, 1), (1, 1), tuple(zip(begin, end)), 1, out, np.float32)
+    result = kernel(x, w)
+    assert result.dtype == np.float32 and result.shape == expected.shape and result.flags.c_contiguous
+    np.testing.assert_allclose(result, expected, rtol=0, atol=1e-5 * np.abs(expected).max())
+
+
+def test_float16_is_computed_in_float32_and_rounded_once():
+    x = RNG.standard_normal((1, 64, 28, 28)).astype(np.float16)
+    w = (RNG.standard_normal((8, 64, 3, 3)) / 24).astype(np.float16)
+    result = conv_kernels.conv(x.shape, w.shape, (1, 1), (1, 1), ((1, 1), (1, 1)), 1, (28, 28), np.float16)(x, w)
+    assert result.dtype == np.float16
+    np.testing.assert_allclose(result, direct(x, w, (1, 1), (1, 1)), rtol=2e-3, atol=2e-3)
+
+
+def test_a_popxl_conv_of_that_size_gives_the_direct_result():
+    x = RNG.standard_normal((1, 64, 28, 28)).astype(np.float32)
+    w = (RNG.standard_normal((16, 64, 3, 3)) / 24).astype(np.float32)
+    result = run_op(lambda t, k: ops.conv(t, k, padding=(1, 1, 1, 1)), x, w)
+    expected = direct(x, w, (1, 1), (1, 1))
+    np.testing.assert_allclose(result, expected, rtol=0, atol=1e-5 * np.abs(expected).max())
+
+
+@pytest.mark.parametrize("x_shape, w_shape, stride, dilation, groups, out", [
+    ((1, 64, 14, 14), (64, 64, 3, 3), (1, 1), (1, 1), 1, (14, 14)),    # too small an output
+    ((1, 16, 56, 56), (64, 16, 3, 3), (1, 1), (1, 1), 1, (56, 56)),    # too few input channels
+    ((1, 64, 56, 56), (64, 64, 3, 3), (2, 2), (1, 1), 1, (28, 28)),    # strided
+    ((1, 64, 60, 60), (64, 64, 3, 3), (1, 1), (2, 2), 1, (56, 56)),    # dilated
+    ((1, 64, 56, 56), (64, 32, 3, 3), (1, 1), (1, 1), 2, (54, 54)),    # grouped
+    ((1, 64, 56, 56), (64, 64, 5, 5), (1, 1), (1, 1), 1, (52, 52)),    # 5×5
+    ((1, 64, 56), (64, 64, 3), (1,), (1,), 1, (54,)),                  # 1-D
+])
+def test_other_convolutions_go_the_direct_way(x_shape, w_shape, stride, dilation, groups, out):
+    assert not winograd.applies(x_shape, w_shape, stride, dilation, groups, out)

@@ -1,0 +1,135 @@
+"""NumPy kernels of the poolings of ``convolution.py``, built once per op.
+
+A pooling reduces one spatial axis at a time, each kernel offset a strided slice of the unpadded input,
+never a window axis (which NumPy reduces slowly). Everything but the reductions themselves (which
+offsets meet which outputs, the slices, the shapes between the axes) is worked out when the kernel is
+built, so that a run of a small pooling costs little more than its ufunc calls.
+"""
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import numpy as np
+
+from .conv_kernels import Pads, compute_type
+
+Reduction = Callable[[np.ndarray], np.ndarray]
+
+
+def _axis_reduction(reduce: np.ufunc, fill: float, shape: tuple, axis: int, begin: int, kernel: int, step: int,
+                    dilation: int, length: int) -> Reduction:
+    """For an unpadded input of ``shape``: ``length`` windows along ``axis``, window j starting at
+    ``j * step - begin``. Each kernel offset is reduced into the outputs whose position it finds
+    inside the input (a padded position would hold ``fill``, which changes nothing), so no padded
+    copy is made."""
+    n, out_shape = shape[axis], shape[:axis] + (length,) + shape[axis + 1:]
+
+    def along(start: int, stop: int, step: int = 1) -> tuple:
+        return (slice(None),) * axis + (slice(start, stop, step),)
+    full, partial = [], []  # (outputs it reaches, the input slice it reads)
+    for k in range(kernel):
+        shift = k * dilation - begin                      # input position of output j: j * step + shift
+        low = max(0, -(shift // step) if shift < 0 else 0)
+        high = min(length, (n - 1 - shift) // step + 1)
+        if low < high:
+            part = along(low * step + shift, (high - 1) * step + shift + 1, step)
+            (full if (low, high) == (0, length) else partial).append((along(low, high), part))
+    if len(full) >= 2:
+        (_, first), (_, second) = full[:2]
+        rest = full[2:] + partial
+
+        def start(x):
+            return reduce(x[first], x[second])
+    elif full and partial:  # the first partial offset meets the full one; the ends are copied
+        (_, base), (middle, part) = full.pop(), partial.pop(0)
+        rest = full + partial
+        low, high = middle[axis].start, middle[axis].stop
+        head, tail = along(0, low), along(high, length)
+
+        def start(x):
+            y, whole = np.empty(out_shape, x.dtype), x[base]
+            reduce(whole[middle], x[part], out=y[middle])
+            if low:
+                y[head] = whole[head]
+            if high < length:
+                y[tail] = whole[tail]
+            return y
+    elif full:
+        (_, only), rest = full[0], []
+
+        def start(x):
+            return np.array(x[only])
+    else:
+        rest = partial
+
+        def start(x):
+            return np.full(out_shape, fill, x.dtype)
+    if not rest:
+        return start
+
+    def reduction(x: np.ndarray) -> np.ndarray:
+        y = start(x)
+        for target, part in rest:
+            into = y[target]
+            reduce(into, x[part], out=into)
+        return y
+    return reduction
+
+
+def _window_reduction(reduce: np.ufunc, fill: float, shape: Sequence[int], kernel: Sequence[int],
+                      stride: Sequence[int], dilation: Sequence[int], pads_begin: Sequence[int],
+                      out: Sequence[int]) -> Reduction:
+    """``reduce`` (np.maximum or np.add, both separable) over every window of an input of ``shape``,
+    one spatial axis at a time; the outer axes go first, shrinking the array while its rows stay
+    contiguous, so the innermost axis strides over the fewest values."""
+    steps, shape = [], tuple(shape)
+    for axis, (k, s, d, b, o) in enumerate(zip(kernel, stride, dilation, pads_begin, out), 2):
+        if k == 1:
+            index = (slice(None),) * axis + (slice(0, (o - 1) * s + 1, s),)
+            steps.append(lambda x, index=index: x[index])
+        else:
+            steps.append(_axis_reduction(reduce, fill, shape, axis, b, k, s, d, o))
+        shape = shape[:axis] + (o,) + shape[axis + 1:]
+    if len(steps) == 1:
+        return steps[0]
+    if len(steps) == 2:
+        first, second = steps
+        return lambda x: second(first(x))
+
+    def reduction(x: np.ndarray) -> np.ndarray:
+        for step in steps:
+            x = step(x)
+        return x
+    return reduction
+
+
+def max_pool(x_shape: Sequence[int], kernel: Sequence[int], stride: Sequence[int], dilation: Sequence[int],
+             pads: Pads, out: Sequence[int], dtype: np.dtype) -> Callable:
+    reduction = _window_reduction(np.maximum, -np.inf, x_shape, kernel, stride, dilation, tuple(b for b, _ in pads),
+                                  out)
+
+    def max_pool(x: np.ndarray) -> np.ndarray:
+        y = reduction(x)
+        return y if y.flags.owndata else y.copy()  # a fresh, contiguous array, never the input
+    return max_pool
+
+
+def window_counts(x_shape: Sequence[int], kernel: Sequence[int], stride: Sequence[int], dilation: Sequence[int],
+                  pads: Pads, out: Sequence[int]) -> np.ndarray:
+    """How many positions of the unpadded input each window covers, [1, 1, *out]."""
+    shape = (1, 1) + tuple(x_shape[2:])
+    return _window_reduction(np.add, 0, shape, kernel, stride, dilation, tuple(b for b, _ in pads), out)(np.ones(shape))
+
+
+def average_pool(x_shape: Sequence[int], kernel: Sequence[int], stride: Sequence[int], dilation: Sequence[int],
+                 pads: Pads, out: Sequence[int], dtype: np.dtype) -> Callable:
+    """Padding is left out of each window's count (ONNX count_include_pad=0)."""
+    compute = compute_type(dtype)
+    counts = window_counts(x_shape, kernel, stride, dilation, pads, out)
+    scale = compute.type(1 / counts.flat[0]) if np.all(counts == counts.flat[0]) else (1 / counts).astype(compute)
+    reduction = _window_reduction(np.add, 0, x_shape, kernel, stride, dilation, tuple(b for b, _ in pads), out)
+
+    def average_pool(x: np.ndarray) -> np.ndarray:
+        y = reduction(x.astype(compute, copy=False)) * scale
+        return y.astype(dtype, copy=False)
+    return average_pool
