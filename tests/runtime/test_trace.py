@@ -7,7 +7,6 @@ import popxl
 import popxl.ops as ops
 from workbench.analysis import flattened_schedule
 from workbench.analysis.cost_model import op_cycles
-from workbench.runtime.options import default_run_options
 
 
 def test_a_replicated_run_has_one_event_per_op_per_replica_and_collectives_meet():
@@ -170,8 +169,7 @@ def test_only_a_profiled_run_records_seconds():
         (y,) = ops.repeat(body, 2, x)
         ops.host_store(popxl.d2h_stream(y.shape, y.dtype, name="y"), y)
     stream, data = ir.get_all_h2d_streams().pop(), np.arange(32, dtype=np.float32).reshape(2, 16)
-    turns = default_run_options().with_changes(replicas="turns")
-    with popxl.Session(ir, "ipu_model", options=turns) as session:
+    with popxl.Session(ir, "ipu_model") as session:
         assert not session.executable.runner.threaded  # the replicas take turns, each timed in its own order
         plain = session.run({stream: data})
         unprofiled = session.last_trace

@@ -166,7 +166,7 @@ def test_a_session_whose_replicas_take_branches_with_other_collectives_fails_at_
         twice, once = ir.create_graph(reduce_twice, x), ir.create_graph(reduce_once, x)
         ops.conditional(index > 0, twice, once, then_inputs=[x], else_inputs=[x])
     stream = ir.get_all_h2d_streams().pop()
-    with popxl.Session(ir, "ipu_model", options=RunOptions(replicas="turns", check_kernels=True)) as session:
+    with popxl.Session(ir, "ipu_model") as session:
         assert not session.executable.runner.threaded
         with pytest.raises(CollectiveMismatchError, match=r"reached different collectives and wait on each "
                            r"other: replica 0 at replicated_all_reduce_.4 \(replicated_all_reduce_\); replica 1 at "
@@ -203,17 +203,6 @@ def test_small_matrix_products_take_turns_in_one_thread_and_large_ones_run_a_thr
         assert not session.executable.runner.threaded
     with popxl.Session(small, "ipu_model", options=three_cores.with_changes(replicas="threads")) as session:
         assert session.executable.runner.threaded
-
-
-def test_with_many_cores_even_small_matrix_products_run_a_thread_each():
-    small = matmul_ir(64)
-    assert replicas_module.replicas_in_threads(small, cores=replicas_module.MANY_CORES)
-    assert not replicas_module.replicas_in_threads(small, cores=replicas_module.MANY_CORES - 1)
-    assert not replicas_module.replicas_in_threads(small, instances=2, cores=2 * replicas_module.MANY_CORES - 1)
-    with popxl.Session(small, "ipu_model", options=RunOptions(cores=16, check_kernels=True)) as session:
-        assert session.executable.runner.threaded
-    with popxl.Session(small, "ipu_model", options=RunOptions(cores=2, check_kernels=True)) as session:
-        assert not session.executable.runner.threaded
 
 
 def test_turns_serve_the_next_run_and_keep_nothing_of_the_last_alive():

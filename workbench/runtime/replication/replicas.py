@@ -34,23 +34,17 @@ SWITCH_SECONDS = 0.0005
 # 32, 6 MFLOP a product, one thread is 1.3x faster than two; at batch 512, 100 MFLOP, two are 1.7x
 # faster than one).
 PARALLEL_MATMUL_FLOPS = 50e6
-# The cores per instance from which replicas run in threads whatever the size of their products: taking
-# turns, R replicas cost R times one, while JAX's R devices run at once (on 16 cores, 4 replicas taking
-# turns ran at 0.36-0.40x of JAX shard_map and 16 at 0.16-0.22x). Below it the product size decides, as
-# measured on 2 quiet cores (above); on 2 cores loaded by other work, threads won at batch 32 too (4
-# replicas 7.1 against 9.7 ms a step, 16 replicas 19.5 against 33.4), as they take a larger share.
-MANY_CORES = 4
+# On 16 cores at batch 32, threads were slower than turns too (4 replicas 2.2x against 2.1x of JAX
+# shard_map's time, 16 replicas 5.1x against 4.3x), so the product size decides whatever the cores.
 
 
 def replicas_in_threads(ir: Ir, instances: int = 1, cores: Optional[int] = None) -> bool:
-    """Whether the replicas of ``ir`` run one thread each, by the 'auto' strategy: when this process
-    may use more than one core (the ``cores``, by default those this process may run on, shared among
-    the ``instances`` of a job on this machine), and either has ``MANY_CORES`` of them or its matrix
-    products are large enough."""
+    """Whether the replicas of ``ir`` run one thread each, by the 'auto' strategy: when its matrix
+    products are large enough, and this process may use more than one core (the ``cores``, by
+    default those this process may run on, shared among the ``instances`` of a job on this machine)."""
     if cores is None:
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    own = cores // instances
-    return own > 1 and (own >= MANY_CORES or mean_matmul_flops(ir) >= PARALLEL_MATMUL_FLOPS)
+    return cores // instances > 1 and mean_matmul_flops(ir) >= PARALLEL_MATMUL_FLOPS
 
 
 def threads_chosen(ir: Ir, options: RunOptions, instances: int = 1) -> bool:
