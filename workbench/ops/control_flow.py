@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 
-from workbench.ir import Graph, Op, Tensor, constant, dtypes, get_current_graph
+from workbench.ir import Graph, Op, Tensor, constant, dtypes, get_current_context, get_current_graph, op_edits
 
 from .call_site import CallSiteInfo
 
@@ -80,14 +80,22 @@ def _add_call(op_type: str, graph: Graph, parents: list[Tensor], order: tuple[in
     parent_graph = get_current_graph()
     if graph is parent_graph:
         raise ValueError(f"{op_type}: graph {graph.label!r} cannot call itself")
-    # A callee taking inputs on several IPUs gets each parent tensor on its own IPU (no copy) and
-    # returns each output on the IPU that produced it.
+    # A callee taking its inputs where the parent tensors live (no copy) runs on their IPU, if they share
+    # one; one that takes or returns tensors on several IPUs returns each output on the IPU that made it.
+    context_ipu = get_current_context().ipu_id
+    for parent, index in zip(parents, order):  # an input no op reads has no IPU of its own yet: it takes its parent's
+        graph_input = graph.inputs[index]
+        if parent.ipu != graph_input.ipu and parent.ipu != context_ipu and not graph_input.consumers:
+            op_edits.place_input(graph_input, parent.ipu)
     placed = all(p.ipu == graph.inputs[i].ipu for p, i in zip(parents, order))
-    spans = placed and len({p.ipu for p in parents}) > 1
+    ipus = {p.ipu for p in parents}
+    ipu = next(iter(ipus)) if placed and len(ipus) == 1 else None
+    run_ipu = context_ipu if ipu is None else ipu
+    spans = placed and (len(ipus) > 1 or any(t.ipu != run_ipu for t in graph.outputs))
     op = parent_graph._add_op(op_type, parents, output_specs,
                               attrs={"graph_inputs": order, **attrs}, called_graphs=(graph,),
                               modified=_by_ref_positions(graph, order), output_names=output_names,
-                              crosses_ipus=spans)
+                              ipu=ipu, crosses_ipus=spans)
     if spans:
         for outer, inner in zip(op.outputs, graph.outputs):
             outer._ipu = inner.ipu

@@ -9,9 +9,10 @@ from typing import Union
 
 from workbench.ir import Graph as WorkbenchGraph
 from workbench.ir.tensor import Constant, Variable
-from workbench.transforms.graph_edits import call_sites, remove_op
+from workbench.transforms.graph_edits import EditLog, call_sites, remove_op
 from workbench.ops.registry import op_def
 
+from .loop_body import wrap_loop_body
 from .op_view import Op, op_id, view_op
 from .tensor_view import Tensor, view_tensor
 
@@ -250,12 +251,21 @@ class Graph:
             graph.ir.events.emit("op_changed", op)
 
     def markAsOutput(self, tensor_id: str) -> None:
+        """Return ``tensor_id`` as a new last output. Each op calling the graph gets the matching output (a
+        call's ``createAndConnectOutTensor`` then names it); a repeat, which carries all its graph returns,
+        is first made to call a wrapper graph that calls this one (as PopART's LoopOp does)."""
         graph = self._graph
+        graph._check_buildable()
         tensor = graph.get_tensor(tensor_id)
-        if call_sites(graph):
-            raise RuntimeError(f"cannot add output {tensor_id!r} to graph {graph.label!r}: it is already called, "
-                               "and its call sites would lack the new output")
-        graph._add_output(tensor)
+        sites = call_sites(graph)
+        for op in sites:
+            if op_def(op.type).branches:
+                raise RuntimeError(f"cannot add output {tensor_id!r} to graph {graph.label!r}: conditional op "
+                                   f"{op.name} calls it, and its other branch would not return it")
+        for op in sites:
+            if op_def(op.type).repeats:
+                wrap_loop_body(op)
+        EditLog(graph.ir).add_output(graph, tensor, call_sites(graph))
 
     def removeIsolatedTensors(self, *flags: bool) -> None:
         """Forget tensors that no op produces or reads and that are no input, output, variable or constant."""
