@@ -67,10 +67,12 @@ class SubgraphOp(Op):
         if (tensor.shape, tensor.dtype) != (expected.shape, expected.dtype):
             raise ValueError(f"{self.opType()} {op.name}: {tensor_id!r} is {tensor.spec}, but graph input "
                              f"{expected.id!r} expects {expected.spec}")
-        if expected.consumers:
+        if not expected.consumers:  # a graph input made for this connection: it takes the parent's IPU
+            place_unread_input(expected, tensor.ipu)
+        elif len({t.ipu for t in binding.graph.inputs}) > 1:  # a graph taking inputs on several IPUs
             place_unread_input(tensor, expected.ipu)
         else:
-            place_unread_input(expected, tensor.ipu)
+            place_unread_input(tensor, op.ipu)
         op_edits.connect_input(op, position, tensor)
         if position == len(order):
             op.attrs["graph_inputs"] = order + (graph_index,)
