@@ -1,0 +1,93 @@
+"""The IR's single-op edits (``workbench.ir.op_edits``): copy an op unconnected, connect and disconnect its
+tensors, replace a graph output, and the call placement that pipelined programs rely on."""
+import numpy as np
+import pytest
+
+import popxl
+import popxl.ops as ops
+from workbench.ir import TensorSpec, op_edits
+
+
+def test_a_copied_op_connected_in_another_graph_runs_there_and_the_original_can_go():
+    data = np.array([1.0, -2.0], np.float32)
+    ir = popxl.Ir()
+    with ir.main_graph:
+        x = popxl.variable(data, name="x")
+        original = ops.negate(x)
+    graph = ir.create_empty_graph("moved")
+    with graph:
+        inner = popxl.graph_input((2,), popxl.float32, "x")
+    seen = []
+    ir.events.subscribe(lambda kind, payload: seen.append(kind))
+    negate = original.producer
+    copy = op_edits.clone_op(negate, graph)
+    assert (copy.type, copy.inputs, copy.outputs, copy.graph) == ("negate", (), (), graph)
+    op_edits.connect_input(copy, 0, inner)
+    out = op_edits.add_output(copy, 0, "y", TensorSpec((2,), popxl.float32))
+    with graph:
+        popxl.graph_output(out)
+    op_edits.disconnect_inputs(negate)
+    op_edits.disconnect_outputs(negate)
+    assert x.consumers == [] and original.producer is None and inner.consumers == [copy]
+    assert seen.count("op_changed") == 4 and "op_added" in seen
+    with ir.main_graph:
+        (result,) = ops.call(graph, x)
+        stream = popxl.d2h_stream((2,), popxl.float32, "out")
+        ops.host_store(stream, result)
+    ir.main_graph._pb_graph.eraseOp(ir.main_graph._pb_graph.getOps()[0].id)
+    with popxl.Session(ir, "ipu_model") as session:
+        np.testing.assert_array_equal(session.run()[stream], -data)
+
+
+def test_single_op_edits_refuse_what_would_break_the_graph():
+    ir = popxl.Ir()
+    with ir.main_graph:
+        x = popxl.variable(np.ones(2, np.float32), name="x")
+        y = ops.exp(x)
+        other = ir.create_graph(lambda t: t + 1.0, x)
+    exp = y.producer
+    with pytest.raises(ValueError, match="cannot read tensor 'x' of graph"):
+        op_edits.connect_input(other.outputs[0].producer, 0, x)
+    with pytest.raises(IndexError, match="input 3 can only be connected after"):
+        op_edits.connect_input(exp, 3, x)
+    with pytest.raises(IndexError, match="a new output takes index 1"):
+        op_edits.add_output(exp, 0, "z", y.spec)
+    with pytest.raises(ValueError, match="already produced by op"):
+        op_edits.connect_output(exp, 1, y)
+    with pytest.raises(ValueError, match="cannot take its place"):
+        op_edits.set_graph_output(other, 0, _int_tensor(other))
+    assert exp.inputs == (x,) and exp.outputs == (y,)
+
+
+def _int_tensor(graph):
+    with graph:
+        return popxl.graph_input((2,), popxl.int32, "wrong")
+
+
+def test_a_call_runs_where_its_inputs_live_and_returns_outputs_where_they_are_made():
+    data = np.array([1.0, 2.0], np.float32)
+    ir = popxl.Ir()
+    with ir.main_graph:
+        with popxl.ipu(1):
+            x = popxl.variable(data, name="x")
+            graph = ir.create_graph(lambda t: ops.ipu_copy(t * 2.0, 0), x)
+        (result,) = ops.call(graph, x)  # made outside `popxl.ipu(1)`: it runs on IPU 1, where x lives
+        stream = popxl.d2h_stream((2,), popxl.float32, "out")
+        ops.host_store(stream, result + 1.0)
+    call = result.producer
+    assert (call.ipu, result.ipu) == (1, 0)
+    with popxl.Session(ir, "ipu_hw") as session:
+        np.testing.assert_array_equal(session.run()[stream], data * 2 + 1)
+
+
+def test_a_graph_input_nothing_reads_yet_takes_the_ipu_of_the_tensor_passed_to_it():
+    ir = popxl.Ir()
+    with ir.main_graph:
+        with popxl.ipu(1):
+            x = popxl.variable(np.ones(2, np.float32), name="x")
+        carry = ir.create_graph(lambda t: t, x)  # its input is made on IPU 0
+        assert carry.inputs[0].ipu == 0
+        (out,) = ops.repeat(carry, 3, x)
+    assert carry.inputs[0].ipu == 1 and out.ipu == 1
+    with pytest.raises(ValueError, match="no graph input"):
+        op_edits.place_input(x, 0)
