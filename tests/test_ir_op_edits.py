@@ -91,3 +91,19 @@ def test_a_graph_input_nothing_reads_yet_takes_the_ipu_of_the_tensor_passed_to_i
     assert carry.inputs[0].ipu == 1 and out.ipu == 1
     with pytest.raises(ValueError, match="no graph input"):
         op_edits.place_input(x, 0)
+
+
+def test_an_op_made_earlier_can_be_ordered_by_the_open_in_sequence_block():
+    from popxl.context import get_current_context
+
+    ir = popxl.Ir()
+    with ir.main_graph:
+        v = popxl.variable(np.zeros(2, np.float32))
+        late = ops.var_updates.accumulate_(v, popxl.constant(np.ones(2, np.float32))).producer
+        with popxl.in_sequence(True):
+            early = ops.var_updates.accumulator_scale_(v, 3.0).producer
+            get_current_context()._add_in_sequence_topocons(late)
+    assert late.after == (early,)
+    with popxl.Session(ir, "ipu_model") as session:
+        session.run()
+        np.testing.assert_array_equal(session.get_tensor_data(v), [1.0, 1.0])

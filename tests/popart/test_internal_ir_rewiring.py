@@ -171,3 +171,40 @@ def test_rewiring_mistakes_are_clear_errors_that_change_nothing():
         loop.addLoopOutput(0, loop.outId(0), body.outputs[0].id, False)
     with pytest.raises(ValueError, match="not 'elsewhere'"):
         loop.addLoopOutput(0, "elsewhere", body.outputs[0].id, True)
+
+
+def test_ops_moved_into_a_repeated_graph_keep_their_order_and_later_ops_follow_the_loop():
+    v0, w1, w2, w3 = (np.array(d, np.float32) for d in ([1.0, 2.0], [0.5, 0.5], [1.0, -1.0], [10.0, 10.0]))
+    ir = popxl.Ir()
+    with ir.main_graph, popxl.in_sequence(True):
+        v = popxl.variable(v0, name="v")
+        weights = [popxl.variable(w, name=f"w{i}") for i, w in enumerate((w1, w2, w3))]
+        for w in weights:
+            ops.var_updates.accumulate_(v, w)
+    first, second, last = ir.main_graph._pb_graph.getOpSchedule(False)
+    body = ir.create_empty_graph("body")
+    copies, inner_of = {}, {}
+    for op in (first, second):
+        copy = op.cloneIntoGraph(body._pb_graph)
+        for index, tensor in op.getInputIndexMap().items():
+            if tensor.id not in inner_of:
+                outer = popxl.Tensor._from_pb_tensor(tensor)
+                with body:
+                    inner_of[tensor.id] = (popxl.graph_input(outer.shape, outer.dtype, outer.name, by_ref=True), outer)
+            copy.connectInTensor(index, inner_of[tensor.id][0].id)
+        copy.createAndConnectOutTensor(0, body._create_tensor_id("updated"))
+        copy.setup()
+        copies[op] = [copy]
+    with ir.main_graph:
+        loop = ops.repeat_with_info(body, 3, inputs_dict=dict(inner_of.values()))._op
+    ir.main_graph._pb_graph.topoCons().transferToSubgraph(loop, copies, True)
+    for op in (second, first):
+        op.disconnectAllInputs()
+        op.disconnectAllOutputs()
+        ir.main_graph._pb_graph.eraseOp(op.id)
+
+    first_copy, second_copy = (copies[op][0]._op for op in (first, second))
+    assert second_copy.after == (first_copy,) and last._op.after == (loop,)
+    with popxl.Session(ir, "ipu_model") as session:
+        session.run()
+        np.testing.assert_allclose(session.get_tensor_data(v), v0 + 3 * (w1 + w2) + w3, rtol=1e-6)

@@ -152,3 +152,13 @@ def place_input(tensor: Tensor, ipu: int) -> None:
         raise ValueError(f"an IPU is an int >= 0, got {ipu!r}")
     tensor._ipu = ipu
     graph.ir.events.emit("graph_changed", graph)
+
+
+def set_after(op: Op, before: "tuple[Op, ...] | list[Op]") -> None:
+    """Make ``op`` follow exactly the ops ``before`` of its graph (``in_sequence`` order), no tensor needed."""
+    op.graph._check_buildable()
+    strangers = [o.name for o in before if o.graph is not op.graph]
+    if strangers:
+        raise ValueError(f"op {op.name} in graph {op.graph.label!r} cannot follow ops of other graphs: {strangers}")
+    op.after = tuple(dict.fromkeys(o for o in before if o is not op))
+    op.graph.ir.events.emit("op_changed", op)

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Union
 
 from workbench.ir import Graph as WorkbenchGraph
+from workbench.ir.op_edits import set_after
 from workbench.ir.tensor import Constant, Variable
 from workbench.transforms.graph_edits import EditLog, call_sites, remove_op
 from workbench.ops.registry import op_def
@@ -74,9 +75,23 @@ class TopoCons:
     def getAfters(self, op: Op) -> list[Op]:
         return [view_op(o) for o in self._graph.ops if any(b is op._op for b in o.after)]
 
-    def transferToSubgraph(self, *args) -> None:
-        raise NotImplementedError("TopoCons.transferToSubgraph: moving ops into a new subgraph through "
-                                  "popart._internal.ir is not supported on the workbench")
+    def transferToSubgraph(self, replacement, op_copies, copy_within: bool = True) -> None:
+        """Ops of this graph were copied into a subgraph (``op_copies``: op -> its copies) that
+        ``replacement`` calls: orders between two moved ops hold between their copies (``copy_within``),
+        and orders between a moved op and one left here hold for ``replacement`` instead."""
+        replacement = getattr(replacement, "_op", replacement)
+        moved = {getattr(op, "_op", op): [getattr(c, "_op", c) for c in copies] for op, copies in op_copies.items()}
+        for op, copies in moved.items():
+            inside = [c for before in op.after if before in moved for c in moved[before]]
+            outside = [before for before in op.after if before not in moved]
+            if copy_within:
+                for copy in copies:
+                    set_after(copy, list(copy.after) + inside)
+            if outside:
+                set_after(replacement, list(replacement.after) + outside)
+        for other in self._graph.ops:
+            if other not in moved and other is not replacement and any(b in moved for b in other.after):
+                set_after(other, [replacement if b in moved else b for b in other.after])
 
 
 class Graph:
