@@ -107,3 +107,27 @@ def test_an_op_made_earlier_can_be_ordered_by_the_open_in_sequence_block():
     with popxl.Session(ir, "ipu_model") as session:
         session.run()
         np.testing.assert_array_equal(session.get_tensor_data(v), [1.0, 1.0])
+
+
+def test_a_constant_passed_by_reference_is_refused_only_where_the_graph_writes_it():
+    from workbench.analysis import InvalidIrError
+
+    data = np.array([1.0, 2.0], np.float32)
+    for writes in (False, True):
+        ir = popxl.Ir()
+        with ir.main_graph:
+            c = popxl.constant(data, name="c")
+            graph = ir.create_empty_graph("reads" if not writes else "writes")
+            with graph:
+                t = popxl.graph_input((2,), popxl.float32, "t", by_ref=True)
+                result = ops.var_updates.accumulate_(t, t) if writes else t * 3.0
+                popxl.graph_output(result)
+            (out,) = ops.call(graph, c)
+            stream = popxl.d2h_stream((2,), popxl.float32, "out")
+            ops.host_store(stream, out)
+        if writes:
+            with pytest.raises(InvalidIrError, match="writes constant 'c' in place"):
+                popxl.Session(ir, "ipu_model")
+        else:
+            with popxl.Session(ir, "ipu_model") as session:
+                np.testing.assert_array_equal(session.run()[stream], 3 * data)
