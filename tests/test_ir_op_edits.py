@@ -11,7 +11,7 @@ from workbench.ir import TensorSpec, op_edits
 def test_a_copied_op_connected_in_another_graph_runs_there_and_the_original_can_go():
     data = np.array([1.0, -2.0], np.float32)
     ir = popxl.Ir()
-    with ir.main_graph:
+    with ir.main_graph, popxl.name_scope("layer"):
         x = popxl.variable(data, name="x")
         original = ops.negate(x)
     graph = ir.create_empty_graph("moved")
@@ -22,6 +22,7 @@ def test_a_copied_op_connected_in_another_graph_runs_there_and_the_original_can_
     negate = original.producer
     copy = op_edits.clone_op(negate, graph)
     assert (copy.type, copy.inputs, copy.outputs, copy.graph) == ("negate", (), (), graph)
+    assert copy.name.startswith("layer/negate.") and copy.name != negate.name
     op_edits.connect_input(copy, 0, inner)
     out = op_edits.add_output(copy, 0, "y", TensorSpec((2,), popxl.float32))
     with graph:

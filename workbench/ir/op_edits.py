@@ -17,13 +17,15 @@ if TYPE_CHECKING:
 
 
 def clone_op(op: Op, graph: "Graph") -> Op:
-    """A copy of ``op`` (type, attributes, called graphs, placement, in-place facts, annotations) appended
-    to ``graph`` with no inputs and no outputs; nothing orders it (``after`` is empty)."""
+    """A copy of ``op`` (type, name scope, attributes, called graphs, placement, in-place facts, annotations)
+    appended to ``graph`` with no inputs and no outputs; nothing orders it (``after`` is empty)."""
     graph._check_buildable()
     if graph.ir is not op.graph.ir:
         raise ValueError(f"cannot copy op {op.name} into graph {graph.label!r}: it belongs to another Ir")
-    copy = Op(op.type, graph._unique_op_name(op.type, ""), graph, (), (), _copy_attrs(op.attrs),
-              op.called_graphs, op.ipu, op.tile_set, op.modified, dict(op.aliases), (), dict(op.meta))
+    scope = op.name.rpartition("/")[0]
+    name = graph._unique_op_name(op.type, f"{scope}/" if scope else "")
+    copy = Op(op.type, name, graph, (), (), _copy_attrs(op.attrs), op.called_graphs, op.ipu, op.tile_set,
+              op.modified, dict(op.aliases), (), dict(op.meta))
     graph._ops.append(copy)
     graph.ir.events.emit("op_added", copy)
     return copy
