@@ -208,3 +208,68 @@ def test_ops_moved_into_a_repeated_graph_keep_their_order_and_later_ops_follow_t
     with popxl.Session(ir, "ipu_model") as session:
         session.run()
         np.testing.assert_allclose(session.get_tensor_data(v), v0 + 3 * (w1 + w2) + w3, rtol=1e-6)
+
+
+def test_a_two_stage_pipeline_built_by_moving_ops_streams_what_the_plain_program_streams():
+    """Stage 0 (IPU 0) loads and negates, a copy sends the result to IPU 1, stage 1 takes exp and stores.
+    The ops are moved into one graph per stage; the stages then run once to fill the pipeline, in a loop
+    that carries the copied value from one step to the next, and once to empty it."""
+    steps, data = 5, np.linspace(-1.0, 1.0, 10, dtype=np.float32).reshape(5, 2)
+    ir = popxl.Ir()
+    made = {"stage0": [], "copy": [], "stage1": []}
+    with ir.main_graph:
+        x_stream = popxl.h2d_stream((2,), popxl.float32, "x")
+        y_stream = popxl.d2h_stream((2,), popxl.float32, "y")
+        for part, ipu in (("stage0", 0), ("copy", 0), ("stage1", 1)):
+            handle = ir.main_graph.register_op_created_hook(made[part].append)
+            with popxl.ipu(ipu):
+                if part == "stage0":
+                    negated = ops.negate(ops.host_load(x_stream))
+                elif part == "copy":
+                    copied = ops.ipu_copy(negated, 1)
+                else:
+                    ops.host_store(y_stream, ops.exp(copied))
+            ir.main_graph.remove_op_created_hook(handle)
+
+    schedule = ir.main_graph._pb_graph.getOpSchedule(False)
+    returns = {"stage0": [negated.id], "copy": [copied.id], "stage1": []}
+    stages, outer_ids = {}, {}
+    for part, produced in (("stage0", negated), ("copy", copied), ("stage1", None)):
+        graph = ir.create_empty_graph(part)
+        members = set(made[part])
+        copies, bound = move_ops_into_graph(ir, [op for op in schedule if op in members], graph)
+        if produced is not None:
+            with graph:
+                popxl.graph_output(copies[produced.id])
+        stages[part], outer_ids[part] = graph, {inner: outer.id for inner, outer in bound.items()}
+
+    def run(part, values):
+        """Call a stage with the current value of each tensor it reads; record what it returns."""
+        outputs = ops.call(stages[part], inputs_dict={inner: values[i] for inner, i in outer_ids[part].items()})
+        values.update(zip(returns[part], outputs))
+
+    with ir.main_graph, popxl.in_sequence(True):
+        values = {}
+        run("stage0", values)
+        run("copy", values)
+        body = ir.create_graph(lambda carried: carried, values[copied.id])
+        loop = ops.repeat_with_info(body, steps - 1, values[copied.id])._op
+        with body, popxl.in_sequence(True):
+            inside = {copied.id: body.inputs[0]}
+            for part in ("stage1", "stage0", "copy"):
+                run(part, inside)
+    loop_view = [op for op in ir.main_graph._pb_graph.getOps() if isinstance(op, _ir.op.LoopOp)][0]
+    body._pb_graph.markAsOutput(inside[copied.id].id)
+    wrapper = popxl.Graph._from_pb(loop_view.getCalledGraphs()[0])
+    (call,) = [op for op in wrapper._pb_graph.getOps() if isinstance(op, _ir.op.CallOp)]
+    next_id = wrapper._create_tensor_id("next_copied")
+    call.createAndConnectOutTensor(body._pb_graph.getOutputIndex(inside[copied.id].id), next_id)
+    call.setup()
+    loop_view.addLoopOutput(0, loop_view.outId(0), next_id, True)
+    with ir.main_graph, popxl.in_sequence(True):
+        run("stage1", {copied.id: loop.outputs[0]})
+
+    ir.num_host_transfers = steps
+    with popxl.Session(ir, "ipu_hw") as session:
+        result = session.run({x_stream: data})[y_stream]
+    np.testing.assert_allclose(result, np.exp(-data), rtol=1e-6)
