@@ -8,6 +8,7 @@ import pytest
 import popart._internal.ir as _ir
 import popxl
 import popxl.ops as ops
+from workbench.analysis.call_tree import call_tree
 from workbench.export.json_schema import to_json
 
 
@@ -104,6 +105,10 @@ def test_a_loop_carries_a_value_its_graph_returns_through_a_wrapper_graph():
     loop_view.addLoopOutput(0, loop_view.outId(0), carried_id, True)
 
     assert wrapper.outputs[0].id == carried_id and len(loop.outputs) == 1
+    tree = call_tree(ir)  # what the call-tree view draws: main repeats the wrapper, which calls the body
+    assert [(e.caller.label, e.callee.label, e.kind) for e in tree.edges] == [
+        ("main", wrapper.label, "repeat"), (wrapper.label, body.label, "call")]
+    assert tree.node(body).runs_per_session_run == count
     exported = {g["name"]: g for g in to_json(ir)["graphs"]}
     assert exported[wrapper.name]["outputs"] == [carried_id]
     with popxl.Session(ir, "ipu_model") as session:
