@@ -132,3 +132,23 @@ def test_a_constant_passed_by_reference_is_refused_only_where_the_graph_writes_i
         else:
             with popxl.Session(ir, "ipu_model") as session:
                 np.testing.assert_array_equal(session.run()[stream], 3 * data)
+
+
+def test_a_call_takes_each_input_where_it_runs_or_where_its_graph_takes_it_and_nowhere_else():
+    s_data, t_data = np.array([2.0, 3.0], np.float32), np.array([5.0, 7.0], np.float32)
+    ir = popxl.Ir()
+    spec = popxl.TensorSpec((2,), popxl.float32)
+    with ir.main_graph:
+        with popxl.ipu(1):
+            graph = ir.create_graph(lambda s, t: s * t, spec, spec)
+            t = popxl.variable(t_data, name="t")
+        with popxl.ipu(2):
+            elsewhere = popxl.variable(t_data, name="elsewhere")
+        s = popxl.variable(s_data, name="s")
+        with pytest.raises(ValueError, match="'elsewhere' lives on IPU 2 but the op runs on IPU 0"):
+            ops.call(graph, s, elsewhere)
+        (product,) = ops.call(graph, s, t)  # s where the call runs (IPU 0), t where the graph takes it
+        stream = popxl.d2h_stream((2,), popxl.float32, "out")
+        ops.host_store(stream, product)
+    with popxl.Session(ir, "ipu_hw") as session:
+        np.testing.assert_array_equal(session.run()[stream], s_data * t_data)

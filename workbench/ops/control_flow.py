@@ -12,6 +12,7 @@ from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 from workbench.ir import Graph, Op, Tensor, constant, dtypes, get_current_context, get_current_graph, op_edits
 
 from .call_site import CallSiteInfo
+from .registry import op_def
 
 __all__ = ["call", "call_with_info", "repeat", "repeat_with_info", "conditional"]
 
@@ -81,7 +82,9 @@ def _add_call(op_type: str, graph: Graph, parents: list[Tensor], order: tuple[in
     if graph is parent_graph:
         raise ValueError(f"{op_type}: graph {graph.label!r} cannot call itself")
     # A callee taking its inputs where the parent tensors live (no copy) runs on their IPU, if they share
-    # one; one that takes or returns tensors on several IPUs returns each output on the IPU that made it.
+    # one; one taking them on several IPUs returns each output on the IPU that made it, and any callee
+    # returns what it copied to another IPU (ops.ipu_copy) on that IPU. Each parent lives where the call
+    # runs or where the callee takes it.
     context_ipu = get_current_context().ipu_id
     for parent, index in zip(parents, order):  # an input no op reads has no IPU of its own yet: it takes its parent's
         graph_input = graph.inputs[index]
@@ -90,14 +93,15 @@ def _add_call(op_type: str, graph: Graph, parents: list[Tensor], order: tuple[in
     placed = all(p.ipu == graph.inputs[i].ipu for p, i in zip(parents, order))
     ipus = {p.ipu for p in parents}
     ipu = next(iter(ipus)) if placed and len(ipus) == 1 else None
+    spans = placed and len(ipus) > 1
     run_ipu = context_ipu if ipu is None else ipu
-    spans = placed and (len(ipus) > 1 or any(t.ipu != run_ipu for t in graph.outputs))
+    fits = all(p.ipu in (run_ipu, graph.inputs[i].ipu) for p, i in zip(parents, order))
     op = parent_graph._add_op(op_type, parents, output_specs,
                               attrs={"graph_inputs": order, **attrs}, called_graphs=(graph,),
                               modified=_by_ref_positions(graph, order), output_names=output_names,
-                              ipu=ipu, crosses_ipus=spans)
-    if spans:
-        for outer, inner in zip(op.outputs, graph.outputs):
+                              ipu=ipu, crosses_ipus=fits)
+    for outer, inner in zip(op.outputs, graph.outputs):
+        if spans or (inner.producer is not None and op_def(inner.producer.type).moves_to_ipu):
             outer._ipu = inner.ipu
     return op
 
