@@ -278,3 +278,18 @@ def test_a_two_stage_pipeline_built_by_moving_ops_streams_what_the_plain_program
     with popxl.Session(ir, "ipu_hw") as session:
         result = session.run({x_stream: data})[y_stream]
     np.testing.assert_allclose(result, np.exp(-data), rtol=1e-6)
+
+
+def test_a_session_refuses_an_op_reading_a_tensor_whose_producer_was_disconnected():
+    from workbench.analysis import InvalidIrError
+
+    ir = popxl.Ir()
+    with ir.main_graph:
+        x = popxl.variable(np.ones(2, np.float32), name="x")
+        ops.negate(ops.exp(x))
+    exp = ir.main_graph._pb_graph.getOps()[0]
+    exp.disconnectAllInputs()
+    exp.disconnectAllOutputs()
+    ir.main_graph._pb_graph.eraseOp(exp.id)
+    with pytest.raises(InvalidIrError, match="reads tensor 'exp', which no op produces"):
+        popxl.Session(ir, "ipu_model")

@@ -3,7 +3,8 @@ one at a time. Passes that move ops between graphs (pipelining, wrapping a graph
 these steps; each one emits an event, so views and exports follow every step.
 
 An op being rewired may be left half connected for a while (a copy with no inputs yet, an op whose outputs
-were disconnected before it is erased); a Session refuses to run such an Ir (``analysis.verify``).
+were disconnected before it is erased); a Session refuses an Ir where an op reads a tensor that nothing
+produces any more (``analysis.verify``).
 """
 from __future__ import annotations
 
