@@ -30,6 +30,7 @@ def test_a_copied_op_connected_in_another_graph_runs_there_and_the_original_can_
     op_edits.disconnect_inputs(negate)
     op_edits.disconnect_outputs(negate)
     assert x.consumers == [] and original.producer is None and inner.consumers == [copy]
+    assert x in ir.main_graph.tensors and original not in ir.main_graph.tensors  # read by nothing: dropped
     assert seen.count("op_changed") == 4 and "op_added" in seen
     with ir.main_graph:
         (result,) = ops.call(graph, x)

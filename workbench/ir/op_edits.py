@@ -61,12 +61,15 @@ def connect_input(op: Op, index: int, tensor: Tensor) -> None:
 
 
 def disconnect_inputs(op: Op) -> None:
-    """Stop ``op`` reading any tensor; the tensors stay in the graph."""
+    """Stop ``op`` reading any tensor. The tensors stay in the graph, but for an intermediate that is left
+    with no producer and no reader, which is dropped (nothing could give it a value)."""
     op.graph._check_buildable()
-    for tensor in dict.fromkeys(op.inputs):
+    tensors = tuple(dict.fromkeys(op.inputs))
+    for tensor in tensors:
         tensor.consumers.remove(op)
     op.inputs = ()
     op.graph.ir.events.emit("op_changed", op)
+    _drop_isolated(tensors)
 
 
 def add_output(op: Op, index: int, name: str, spec: TensorSpec, ipu: Optional[int] = None,
@@ -105,12 +108,24 @@ def connect_output(op: Op, index: int, tensor: Tensor) -> None:
 
 
 def disconnect_outputs(op: Op) -> None:
-    """Stop ``op`` producing its outputs; the tensors stay in the graph with no producer."""
+    """Stop ``op`` producing its outputs. Those that ops read or the graph returns stay in the graph with no
+    producer (for another op to produce); the others are dropped."""
     op.graph._check_buildable()
-    for tensor in op.outputs:
+    tensors = op.outputs
+    for tensor in tensors:
         tensor.producer = None
     op.outputs = ()
     op.graph.ir.events.emit("op_changed", op)
+    _drop_isolated(tensors)
+
+
+def _drop_isolated(tensors) -> None:
+    for tensor in tensors:
+        graph = tensor.graph
+        if (tensor.producer is None and not tensor.consumers and tensor.kind == "intermediate"
+                and not graph.is_output(tensor) and graph._tensors.get(tensor.name) is tensor):
+            graph._forget_tensor(tensor)
+            graph.ir.events.emit("graph_changed", graph)
 
 
 def set_graph_output(graph: "Graph", index: int, tensor: Tensor) -> Tensor:
