@@ -101,9 +101,17 @@ def _add_call(op_type: str, graph: Graph, parents: list[Tensor], order: tuple[in
                               modified=_by_ref_positions(graph, order), output_names=output_names,
                               ipu=ipu, crosses_ipus=fits)
     for outer, inner in zip(op.outputs, graph.outputs):
-        if spans or (inner.producer is not None and op_def(inner.producer.type).moves_to_ipu):
-            outer._ipu = inner.ipu
+        outer._ipu = returned_ipu(inner, spans, op.ipu)
     return op
+
+
+def returned_ipu(graph_output: Tensor, spans: bool, call_ipu: int) -> int:
+    """The IPU where a call returns ``graph_output``: where the graph made it if the call ``spans`` IPUs or
+    the graph copied it to another IPU, else where the call runs."""
+    producer = graph_output.producer
+    if spans or (producer is not None and op_def(producer.type).moves_to_ipu):
+        return graph_output.ipu
+    return call_ipu
 
 
 def call_with_info(graph: Graph, *inputs: TensorInputs, inputs_dict: Optional[Mapping[Tensor, Any]] = None,

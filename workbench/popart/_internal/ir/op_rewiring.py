@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from workbench.ir import TensorSpec, op_edits
 from workbench.ir.op import Op as WorkbenchOp
+from workbench.ops.control_flow import returned_ipu
 from workbench.ops.registry import REGISTRY
 
 if TYPE_CHECKING:
@@ -41,14 +42,17 @@ def output_spec(op: WorkbenchOp, index: int) -> TensorSpec:
 
 def output_place(op: WorkbenchOp, index: int) -> tuple[int, str]:
     """The IPU and tile set of output ``index``: where the op runs, except where a copy sends it (IPU copies,
-    IO tile copies) and where a graph called across IPUs returns it."""
+    IO tile copies) and where a call returns it (``ops.control_flow.returned_ipu``)."""
     definition = REGISTRY.get(op.type)
     if definition is not None and definition.moves_to_ipu:
         return op.attrs["destination"], op.tile_set
     if op.type == "io_tile_copy":
         return op.ipu, op.attrs["destination"]
-    if definition is not None and definition.call_site and len({t.ipu for t in op.inputs}) > 1:
-        return op.called_graphs[0].outputs[index].ipu, op.tile_set
+    if definition is not None and definition.call_site:
+        graph = op.called_graphs[0]
+        spans = len({t.ipu for t in op.inputs}) > 1 and all(
+            t.ipu == graph.inputs[i].ipu for t, i in zip(op.inputs, op.attrs.get("graph_inputs", ())))
+        return returned_ipu(graph.outputs[index], spans, op.ipu), op.tile_set
     return op.ipu, op.tile_set
 
 
@@ -75,6 +79,9 @@ class OpRewiring:
         op = self._op
         tensor = op.graph.get_tensor(tensor_id)
         position = self._input_position(index)
+        if position > len(op.inputs):
+            raise IndexError(f"op {op.name} has {len(op.inputs)} inputs: input {index} can only be connected after "
+                             f"inputs {self._first_input}..{index - 1}")
         definition = REGISTRY.get(op.type)
         if definition is not None and not definition.crosses_ipus:
             place_unread_input(tensor, op.ipu)
