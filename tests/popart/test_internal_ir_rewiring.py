@@ -293,3 +293,20 @@ def test_a_session_refuses_an_op_reading_a_tensor_whose_producer_was_disconnecte
     ir.main_graph._pb_graph.eraseOp(exp.id)
     with pytest.raises(InvalidIrError, match="reads tensor 'exp', which no op produces"):
         popxl.Session(ir, "ipu_model")
+
+
+def test_a_copied_io_tile_copy_sends_its_output_to_the_io_tiles():
+    ir = popxl.Ir()
+    with ir.main_graph:
+        x = popxl.variable(np.ones(2, np.float32), name="x")
+        with popxl.io_tiles():
+            staged = ops.io_tile_copy(x)
+    (copy_op,) = ir.main_graph._pb_graph.getOps()
+    graph = ir.create_empty_graph("staging")
+    with graph:
+        inner = popxl.graph_input((2,), popxl.float32, "x")
+    clone = copy_op.cloneIntoGraph(graph._pb_graph)
+    clone.connectInTensor(0, inner.id)
+    clone.createAndConnectOutTensor(0, graph._create_tensor_id("staged"))
+    moved = popxl.Tensor._from_pb_tensor(clone.outTensor(0))
+    assert (staged.tile_set, moved.tile_set, moved.ipu) == ("io", "io", 0)

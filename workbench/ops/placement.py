@@ -6,7 +6,7 @@ from typing import Iterator, Optional
 
 import numpy as np
 
-from workbench.ir import Tensor, TensorSpec, get_current_context, get_current_graph
+from workbench.ir import Op, Tensor, TensorSpec, get_current_context, get_current_graph
 
 from .registry import OpDef, register
 from .rules import same_spec
@@ -68,3 +68,12 @@ def io_tile_copy(t: Tensor) -> Tensor:
                                      attrs={"destination": destination}, ipu=t.ipu)
     op.outputs[0]._tile_set = destination
     return op.outputs[0]
+
+
+def copy_destination(op: Op) -> Optional[tuple[int, str]]:
+    """The IPU and tile set a copy op (``ipu_copy``, ``io_tile_copy``) sends its output to; None for other ops."""
+    if op.type == "ipu_copy":
+        return op.attrs["destination"], op.tile_set
+    if op.type == "io_tile_copy":
+        return op.ipu, op.attrs["destination"]
+    return None

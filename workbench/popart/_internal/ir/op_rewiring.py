@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from workbench.ir import TensorSpec, op_edits
 from workbench.ir.op import Op as WorkbenchOp
 from workbench.ops.control_flow import returned_ipu
+from workbench.ops.placement import copy_destination
 from workbench.ops.registry import REGISTRY
 
 if TYPE_CHECKING:
@@ -43,11 +44,10 @@ def output_spec(op: WorkbenchOp, index: int) -> TensorSpec:
 def output_place(op: WorkbenchOp, index: int) -> tuple[int, str]:
     """The IPU and tile set of output ``index``: where the op runs, except where a copy sends it (IPU copies,
     IO tile copies) and where a call returns it (``ops.control_flow.returned_ipu``)."""
+    destination = copy_destination(op)
+    if destination is not None:
+        return destination
     definition = REGISTRY.get(op.type)
-    if definition is not None and definition.moves_to_ipu:
-        return op.attrs["destination"], op.tile_set
-    if op.type == "io_tile_copy":
-        return op.ipu, op.attrs["destination"]
     if definition is not None and definition.call_site:
         graph = op.called_graphs[0]
         spans = len({t.ipu for t in op.inputs}) > 1 and all(
