@@ -95,7 +95,8 @@ def test_a_popart_binding_method_asked_of_a_workbench_op_says_why_it_is_missing(
         popxl.constant(1.0) + 1.0
     (op,) = ir.main_graph.ops
     with pytest.raises(AttributeError, match="method of PopART's C\\+\\+ op binding"):
-        op.getInputIndexMap()
+        op.getGradOps()
     assert not hasattr(op, "unknown_attribute")
     # what the op's view has, the op answers (popxl code asks it of CallSiteInfo._op)
     assert op.opType() == "Add" and op.inTensorCount() == 2 and not op.modifiesIndex(0)
+    assert list(op.getInputIndexMap()) == [0, 1]

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from workbench.ir import Constant, Graph, Op, Tensor, Variable
+from workbench.ops.call_binding import call_bindings
 from workbench.ops.registry import REGISTRY
 
 
@@ -72,9 +73,17 @@ def graph_effects(graph: Graph) -> GraphEffects:
 
 
 def modifies_constant(op: Op) -> Tensor | None:
-    """The constant ``op`` would write in place, if any."""
+    """The constant ``op`` would write in place, if any. A call passing a constant by reference writes
+    it only if the called graph writes the input it binds (as popxl infers the modified regions)."""
     for index in op.modified:
         root = declared_root(op.inputs[index])
-        if isinstance(root, Constant):
+        if isinstance(root, Constant) and _writes_input(op, index):
             return root
     return None
+
+
+def _writes_input(op: Op, index: int) -> bool:
+    for binding in call_bindings(op):
+        if index in binding.positions:
+            return binding.order[index - binding.first] in graph_effects(binding.graph).modified_inputs
+    return True

@@ -15,8 +15,8 @@ class InvalidIrError(ValueError):
 
 def verify(ir: Ir) -> dict[Graph, list[Op]]:
     """Raise InvalidIrError for the first problem found: call cycles, unconnected or mismatched
-    call-site inputs, unknown op types, writes to constants, or ordering constraints that form a
-    cycle. Returns the schedule of every graph."""
+    call-site inputs, reads of tensors nothing produces, unknown op types, writes to constants, or
+    ordering constraints that form a cycle. Returns the schedule of every graph."""
     _check_call_cycles(ir)
     schedules = {}
     for graph in ir.graphs:
@@ -55,6 +55,10 @@ def _check_op(op: Op) -> None:
         if tensor.graph is not op.graph:
             raise InvalidIrError(f"op {op.name} in graph {op.graph.label!r} reads tensor {tensor.id!r} of "
                                  f"graph {tensor.graph.label!r}")
+        if tensor.producer is None and tensor.kind == "intermediate":
+            raise InvalidIrError(f"op {op.name} in graph {op.graph.label!r} reads tensor {tensor.id!r}, which no "
+                                 "op produces (its producer was disconnected); connect it to an op or read "
+                                 "another tensor")
     constant = modifies_constant(op)
     if constant is not None:
         raise InvalidIrError(f"op {op.name} ({op.type}) writes constant {constant.id!r} in place; use a "

@@ -62,6 +62,11 @@ class Context(threading.local):
             for hook in list(self._hooks.values()):
                 hook(op)
 
+    def _add_in_sequence_topocons(self, op: "Op") -> None:
+        """Order ``op``, made earlier, as the open ``in_sequence`` block orders a new op (popxl's name)."""
+        if self.sequence_mode is not None:
+            self._sequence(getattr(op, "_op", op))
+
     def _sequence(self, op: "Op") -> None:
         """In an ordered block ``op`` follows every op recorded since the last ordered op; in an
         unordered block it follows only the first of them, so an unordered block nested in an

@@ -261,8 +261,10 @@ class Graph:
                              f"{len(self._outputs)} outputs")
         return self._outputs.pop(index)
 
-    def append_input(self, name: str, spec: TensorSpec, ipu: int = 0, tile_set: str = "compute") -> Tensor:
-        """A new last input of this graph, named ``name`` (or ``name_1``... if taken), not a by-ref input."""
+    def append_input(self, name: str, spec: TensorSpec, ipu: int = 0, tile_set: str = "compute",
+                     by_ref: bool = False) -> Tensor:
+        """A new last input of this graph, named ``name`` (or ``name_1``... if taken); ``by_ref``: callers
+        see its writes (``TensorByRef``)."""
         self._check_buildable()
         if self.is_main:
             raise ValueError("the main graph has no inputs: append inputs to a subgraph")
@@ -270,6 +272,8 @@ class Graph:
         self._add_tensor(tensor)
         self._inputs.append(tensor)
         self._input_set.add(tensor)
+        if by_ref:
+            self._by_ref_inputs.add(tensor)
         return tensor
 
     def _check_inputs(self, op_type: str, inputs: Iterable[Tensor]) -> None:

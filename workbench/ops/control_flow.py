@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 
-from workbench.ir import Graph, Op, Tensor, TensorSpec, constant, dtypes, get_current_graph
+from workbench.ir import (Graph, Op, Tensor, TensorSpec, constant, dtypes, get_current_context, get_current_graph,
+                          op_edits)
 from workbench.ir.errors import ShapeInferenceError
 
 from .call_site import CallSiteInfo
-from .registry import create_op
+from .registry import create_op, op_def
 
 __all__ = ["call", "call_with_info", "repeat", "repeat_with_info", "conditional"]
 
@@ -80,13 +81,34 @@ def _by_ref_positions(graph: Graph, order: Sequence[int]) -> tuple[int, ...]:
 def _add_call(op_type: str, graph: Graph, parents: list[Tensor], order: tuple[int, ...], attrs: dict) -> Op:
     if graph is get_current_graph():
         raise ValueError(f"{op_type}: graph {graph.label!r} cannot call itself")
-    # A callee taking inputs on several IPUs gets each parent tensor on its own IPU (no copy) and
-    # returns each output on the IPU that produced it.
+    # A callee taking its inputs where the parent tensors live (no copy) runs on their IPU, if they share
+    # one; one taking them on several IPUs returns each output on the IPU that made it, and any callee
+    # returns what it copied to another IPU (ops.ipu_copy) on that IPU. Each parent lives where the call
+    # runs or where the callee takes it.
+    context_ipu = get_current_context().ipu_id
+    for parent, index in zip(parents, order):  # an input no op reads has no IPU of its own yet: it takes its parent's
+        graph_input = graph.inputs[index]
+        if parent.ipu != graph_input.ipu and parent.ipu != context_ipu and not graph_input.consumers:
+            op_edits.place_input(graph_input, parent.ipu)
     placed = all(p.ipu == graph.inputs[i].ipu for p, i in zip(parents, order))
-    spans = placed and len({p.ipu for p in parents}) > 1
+    ipus = {p.ipu for p in parents}
+    ipu = next(iter(ipus)) if placed and len(ipus) == 1 else None
+    spans = placed and len(ipus) > 1
+    run_ipu = context_ipu if ipu is None else ipu
+    fits = all(p.ipu in (run_ipu, graph.inputs[i].ipu) for p, i in zip(parents, order))
     return create_op(op_type, parents, {"graph_inputs": order, **attrs}, called_graphs=(graph,),
                      modified=_by_ref_positions(graph, order), output_names=[t.name for t in graph.outputs],
-                     output_ipus=[t.ipu for t in graph.outputs] if spans else None, spans_ipus=spans)
+                     ipu=ipu, output_ipus=[returned_ipu(t, spans, run_ipu) for t in graph.outputs],
+                     spans_ipus=fits)
+
+
+def returned_ipu(graph_output: Tensor, spans: bool, call_ipu: int) -> int:
+    """The IPU where a call returns ``graph_output``: where the graph made it if the call ``spans`` IPUs or
+    the graph copied it to another IPU, else where the call runs."""
+    producer = graph_output.producer
+    if spans or (producer is not None and op_def(producer.type).moves_to_ipu):
+        return graph_output.ipu
+    return call_ipu
 
 
 def call_with_info(graph: Graph, *inputs: TensorInputs, inputs_dict: Optional[Mapping[Tensor, Any]] = None,

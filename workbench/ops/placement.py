@@ -6,7 +6,7 @@ from typing import Iterator, Optional
 
 import numpy as np
 
-from workbench.ir import Tensor, TensorSpec, get_current_context
+from workbench.ir import Op, Tensor, TensorSpec, get_current_context
 
 from .registry import OpDef, create_op, register
 
@@ -66,3 +66,12 @@ def io_tile_copy(t: Tensor) -> Tensor:
     ``popxl.io_tiles()``, back to the compute tiles outside it."""
     destination = "io" if get_current_context().io_tile_set else "compute"
     return create_op("io_tile_copy", [t], {"destination": destination}, ipu=t.ipu).outputs[0]
+
+
+def copy_destination(op: Op) -> Optional[tuple[int, str]]:
+    """The IPU and tile set a copy op (``ipu_copy``, ``io_tile_copy``) sends its output to; None for other ops."""
+    if op.type == "ipu_copy":
+        return op.attrs["destination"], op.tile_set
+    if op.type == "io_tile_copy":
+        return op.ipu, op.attrs["destination"]
+    return None

@@ -86,10 +86,8 @@ def _op_missing_attribute(op: Op, name: str):
         if hasattr(type(view), name):
             return getattr(view, name)
         raise AttributeError(
-            f"workbench op {op.name} ({op.type}) has no {name!r}: that is a method of PopART's C++ op binding. "
-            "Op hooks and CallSiteInfo._op give workbench ops here; popart._internal.ir views them "
-            "(graph._pb_graph.getOps()), but code that rewrites PopART ops one by one (popxl-addons' "
-            "pipelined_execution) cannot run on the workbench")
+            f"workbench op {op.name} ({op.type}) has no {name!r}: that method of PopART's C++ op binding has no "
+            "counterpart in popart._internal.ir's op views, which answer the other methods of its ops")
     raise AttributeError(f"{type(op).__name__!r} object has no attribute {name!r}")
 
 

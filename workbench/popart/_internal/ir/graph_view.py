@@ -8,10 +8,12 @@ from __future__ import annotations
 from typing import Union
 
 from workbench.ir import Graph as WorkbenchGraph
+from workbench.ir.op_edits import set_after
 from workbench.ir.tensor import Constant, Variable
-from workbench.transforms.graph_edits import call_sites, remove_op
+from workbench.transforms.graph_edits import EditLog, call_sites, remove_op
 from workbench.ops.registry import op_def
 
+from .loop_body import wrap_loop_body
 from .op_view import Op, op_id, view_op
 from .tensor_view import Tensor, view_tensor
 
@@ -73,9 +75,23 @@ class TopoCons:
     def getAfters(self, op: Op) -> list[Op]:
         return [view_op(o) for o in self._graph.ops if any(b is op._op for b in o.after)]
 
-    def transferToSubgraph(self, *args) -> None:
-        raise NotImplementedError("TopoCons.transferToSubgraph: moving ops into a new subgraph through "
-                                  "popart._internal.ir is not supported on the workbench")
+    def transferToSubgraph(self, replacement, op_copies, copy_within: bool = True) -> None:
+        """Ops of this graph were copied into a subgraph (``op_copies``: op -> its copies) that
+        ``replacement`` calls: orders between two moved ops hold between their copies (``copy_within``),
+        and orders between a moved op and one left here hold for ``replacement`` instead."""
+        replacement = getattr(replacement, "_op", replacement)
+        moved = {getattr(op, "_op", op): [getattr(c, "_op", c) for c in copies] for op, copies in op_copies.items()}
+        for op, copies in moved.items():
+            inside = [c for before in op.after if before in moved for c in moved[before]]
+            outside = [before for before in op.after if before not in moved]
+            if copy_within:
+                for copy in copies:
+                    set_after(copy, list(copy.after) + inside)
+            if outside:
+                set_after(replacement, list(replacement.after) + outside)
+        for other in self._graph.ops:
+            if other not in moved and other is not replacement and any(b in moved for b in other.after):
+                set_after(other, [replacement if b in moved else b for b in other.after])
 
 
 class Graph:
@@ -250,12 +266,21 @@ class Graph:
             graph.ir.events.emit("op_changed", op)
 
     def markAsOutput(self, tensor_id: str) -> None:
+        """Return ``tensor_id`` as a new last output. Each op calling the graph gets the matching output (a
+        call's ``createAndConnectOutTensor`` then names it); a repeat, which carries all its graph returns,
+        is first made to call a wrapper graph that calls this one (as PopART's LoopOp does)."""
         graph = self._graph
+        graph._check_buildable()
         tensor = graph.get_tensor(tensor_id)
-        if call_sites(graph):
-            raise RuntimeError(f"cannot add output {tensor_id!r} to graph {graph.label!r}: it is already called, "
-                               "and its call sites would lack the new output")
-        graph._add_output(tensor)
+        sites = call_sites(graph)
+        for op in sites:
+            if op_def(op.type).branches:
+                raise RuntimeError(f"cannot add output {tensor_id!r} to graph {graph.label!r}: conditional op "
+                                   f"{op.name} calls it, and its other branch would not return it")
+        for op in sites:
+            if op_def(op.type).repeats:
+                wrap_loop_body(op)
+        EditLog(graph.ir).add_output(graph, tensor, call_sites(graph))
 
     def removeIsolatedTensors(self, *flags: bool) -> None:
         """Forget tensors that no op produces or reads and that are no input, output, variable or constant."""

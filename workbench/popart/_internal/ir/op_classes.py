@@ -4,8 +4,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Optional
 
+from workbench.ir import op_edits
+from workbench.ir.op_edits import set_graph_output
 from workbench.ops.call_binding import call_bindings
+from workbench.transforms.graph_edits import rename
 
+from .op_rewiring import place_unread_input, tensor_name
 from .op_view import CLASSES, Op
 
 if TYPE_CHECKING:
@@ -13,7 +17,8 @@ if TYPE_CHECKING:
 
 
 class SubgraphOp(Op):
-    """The binding of ops that call a graph (CallOp, LoopOp): index maps between the op and its graph."""
+    """The binding of ops that call a graph (CallOp, LoopOp): index maps between the op and its graph. Graph
+    indices are those of the called graph itself."""
 
     __slots__ = ()
 
@@ -25,58 +30,84 @@ class SubgraphOp(Op):
 
     def opInToSubgraphInIndex(self, index: int) -> int:
         binding = self._binding()
-        return binding.order[index - binding.first]
+        return binding.order[self._input_position(index) - binding.first]
 
     def subgraphInToOpInIndex(self, index: int) -> int:
         """The op input feeding graph input ``index``; for an input no op input feeds yet, the index a
         new op input would take (``connectInTensor`` then binds it)."""
         binding = self._binding()
         if index in binding.order:
-            return binding.op_input_index(index)
-        return binding.first + len(binding.order)
+            return self._first_input + binding.op_input_index(index)
+        return self._first_input + binding.first + len(binding.order)
 
     def getNumExplicitInputs(self) -> int:
-        return len(self._op.inputs)
+        return self._first_input + len(self._op.inputs)
 
     def connectInTensor(self, index: int, tensor_id: str) -> None:
-        """Feed the first graph input no op input feeds yet with parent tensor ``tensor_id``, as op input
-        ``index`` (the next one)."""
+        """Feed a graph input with parent tensor ``tensor_id`` as op input ``index``: the graph input the op's
+        binding names for that position (a copied op), or else the first graph input nothing feeds yet."""
         op = self._op
         op.graph.ir._check_buildable()
         binding = self._binding()
-        if index != len(op.inputs):
-            raise NotImplementedError(f"{self.opType()} {op.name}: connectInTensor can only add the next input "
-                                      f"(index {len(op.inputs)}), got index {index}")
-        unbound = [i for i in range(len(binding.graph.inputs)) if i not in binding.order]
-        if not unbound:
-            raise ValueError(f"{self.opType()} {op.name}: every input of graph {binding.graph.label!r} is already "
-                             "fed; add a graph input first (popxl.graph_input inside the graph)")
+        position = self._input_position(index)
+        if position > len(op.inputs):
+            raise IndexError(f"{self.opType()} {op.name}: connectInTensor can only add the next input (index "
+                             f"{self._first_input + len(op.inputs)}), got index {index}")
+        order = tuple(op.attrs["graph_inputs"])
+        if position < len(order):
+            graph_index = order[position]
+        else:
+            unbound = [i for i in range(len(binding.graph.inputs)) if i not in order]
+            if not unbound:
+                raise ValueError(f"{self.opType()} {op.name}: every input of graph {binding.graph.label!r} is "
+                                 "already fed; add a graph input first (popxl.graph_input inside the graph)")
+            graph_index = unbound[0]
         tensor = op.graph.get_tensor(tensor_id)
-        spec = binding.graph.inputs[unbound[0]].spec
-        if (tensor.shape, tensor.dtype) != (spec.shape, spec.dtype):
+        expected = binding.graph.inputs[graph_index]
+        if (tensor.shape, tensor.dtype) != (expected.shape, expected.dtype):
             raise ValueError(f"{self.opType()} {op.name}: {tensor_id!r} is {tensor.spec}, but graph input "
-                             f"{binding.graph.inputs[unbound[0]].id!r} expects {spec}")
-        op.inputs = op.inputs + (tensor,)
-        op.attrs["graph_inputs"] = tuple(op.attrs["graph_inputs"]) + (unbound[0],)
-        if op not in tensor.consumers:
-            tensor.consumers.append(op)
-        op.graph.ir.events.emit("op_changed", op)
+                             f"{expected.id!r} expects {expected.spec}")
+        if not expected.consumers:  # a graph input made for this connection: it takes the parent's IPU
+            place_unread_input(expected, tensor.ipu)
+        elif len({t.ipu for t in binding.graph.inputs}) > 1:  # a graph taking inputs on several IPUs
+            place_unread_input(tensor, expected.ipu)
+        else:
+            place_unread_input(tensor, op.ipu)
+        op_edits.connect_input(op, position, tensor)
+        if position == len(order):
+            op.attrs["graph_inputs"] = order + (graph_index,)
 
     def addLoopInput(self, index: int, tensor_id: str, subgraph_tensor_id: str, overwrite: bool = False) -> None:
-        """Add a graph input named by ``subgraph_tensor_id`` to the called graph, fed by ``tensor_id``."""
+        """Add a graph input named by ``subgraph_tensor_id`` to the called graph, fed by ``tensor_id`` as the
+        op's next input ``index``."""
+        if overwrite:
+            raise NotImplementedError(f"{self.opType()} {self._op.name}: addLoopInput can only add an input "
+                                      "(overwrite=False) on the workbench")
         graph = self._binding().graph
         parent = self._op.graph.get_tensor(tensor_id)
-        name = subgraph_tensor_id.split("/", 1)[1] if subgraph_tensor_id.startswith(graph.name + "/") \
-            else subgraph_tensor_id
-        graph.append_input(name, parent.spec, parent._ipu, parent._tile_set)
+        graph.append_input(tensor_name(graph, subgraph_tensor_id), parent.spec, parent._ipu, parent._tile_set)
         self.connectInTensor(index, tensor_id)
 
     def addModified(self, index: int, regions) -> None:
         """Mark op input ``index`` as written by the call when any region is not empty."""
         op = self._op
         if any(not region.isEmpty() for region in regions):
-            op.modified = tuple(sorted(set(op.modified) | {index}))
+            op.modified = tuple(sorted(set(op.modified) | {self._input_position(index)}))
             op.graph.ir.events.emit("op_changed", op)
+
+    def createAndConnectOutTensor(self, index: int, tensor_id: str) -> None:
+        """Output ``index`` for what the called graph returns there, named ``tensor_id``. An output that a new
+        graph output (``markAsOutput``) already gave this call, which nothing reads yet, takes the name."""
+        op = self._op
+        if index < len(op.outputs):
+            tensor = op.outputs[index]
+            if tensor.consumers or op.graph.is_output(tensor):
+                raise ValueError(f"{self.opType()} {op.name}: output {index} is already connected to "
+                                 f"{tensor.id!r}, which is in use")
+            rename(tensor, tensor_name(op.graph, tensor_id))
+            op.graph.ir.events.emit("op_changed", op)
+            return
+        super().createAndConnectOutTensor(index, tensor_id)
 
     def opOutToSubgraphOutIndex(self, index: int) -> int:
         return index
@@ -86,6 +117,28 @@ class SubgraphOp(Op):
 
     def getTripCountValue(self) -> int:
         return int(self._op.attrs.get("repeat_count", 1))
+
+
+class LoopOpBase(SubgraphOp):
+    """PopART's LoopOp: inputs numbered from 2 (PopART's 0 and 1 are the trip count and the condition, which
+    a repeat keeps as its count), outputs from 0; each carried output ``i`` feeds input ``2 + i``."""
+
+    __slots__ = ()
+    _first_input = 2
+
+    def addLoopOutput(self, index: int, tensor_id: str, subgraph_tensor_id: str, overwrite: bool = False) -> None:
+        """Carry ``subgraph_tensor_id`` of the called graph as loop output ``index`` (``tensor_id`` outside),
+        in place of what the graph returned there (``overwrite``)."""
+        op = self._op
+        if not overwrite:
+            raise NotImplementedError(f"LoopOp {op.name}: addLoopOutput can only replace a carried output "
+                                      "(overwrite=True) on the workbench: a new one needs a carried input too")
+        self._out_index(index)
+        if op.outputs[index].id != tensor_id:
+            raise ValueError(f"LoopOp {op.name}: output {index} is {op.outputs[index].id!r}, not {tensor_id!r}")
+        body = self._binding().graph
+        set_graph_output(body, index, body.get_tensor(subgraph_tensor_id))
+        op.graph.ir.events.emit("op_changed", op)
 
 
 class IpuCopyBase(Op):
@@ -102,7 +155,17 @@ class IpuCopyBase(Op):
         raise KeyError(f"IpuCopyOp {self._op.name} copies no tensor {tensor_id!r}")
 
     def getDestIpu(self) -> int:
-        return self._op.ipu
+        return self._op.attrs["destination"]
+
+    def connectInTensor(self, index: int, tensor_id: str, source_ipu: Optional[int] = None) -> None:
+        """Copy ``tensor_id`` as input ``index``; ``source_ipu``, where given, must be where it lives."""
+        tensor = self._op.graph.get_tensor(tensor_id)
+        if source_ipu is not None:
+            place_unread_input(tensor, source_ipu)
+        if source_ipu is not None and tensor.ipu != source_ipu:
+            raise ValueError(f"IpuCopyOp {self._op.name}: {tensor_id!r} lives on IPU {tensor.ipu}, not on the "
+                             f"given source IPU {source_ipu}")
+        super().connectInTensor(index, tensor_id)
 
 
 class _Factor:
@@ -187,7 +250,7 @@ class ConvolutionOp(MemoryProportionOp):
         self._op.graph.ir.events.emit("op_changed", self._op)
 
 
-_BASES = {"CallOp": SubgraphOp, "LoopOp": SubgraphOp, "IpuCopyOp": IpuCopyBase, "AccumulateOp": FactorOp,
+_BASES = {"CallOp": SubgraphOp, "LoopOp": LoopOpBase, "IpuCopyOp": IpuCopyBase, "AccumulateOp": FactorOp,
           "AccumulatorScaleOp": FactorOp, "SparseAccumulateOp": FactorOp, "MatMulOp": MemoryProportionOp,
           "ConvOp": ConvolutionOp}
 

@@ -12,6 +12,7 @@ from workbench.ops.registry import REGISTRY
 from workbench.popxl.tensorlocation import ExecutionContext, TileSet
 
 from .names import op_type_of
+from .op_rewiring import OpRewiring
 
 _UPDATER_CLASSES = frozenset({"AdamUpdaterOp", "LambSquareOp"})  # isOptimizerOp() without writing in place
 
@@ -41,41 +42,43 @@ def view_op(op: WorkbenchOp) -> "Op":
 
 
 class TensorIndexMap:
-    """The tensors of an op's inputs or outputs by index (PopART's ``TensorIndexMap``)."""
+    """The tensors of an op's inputs or outputs by index (PopART's ``TensorIndexMap``). Indices count from
+    ``first``: a LoopOp's inputs start at 2, after PopART's trip count and condition."""
 
-    __slots__ = ("_tensors",)
+    __slots__ = ("_tensors", "_first")
 
-    def __init__(self, tensors):
+    def __init__(self, tensors, first: int = 0):
         self._tensors = tuple(tensors)
+        self._first = first
 
     def tensors(self) -> list["Tensor"]:
         from .tensor_view import view_tensor
         return [view_tensor(t) for t in self._tensors]
 
     def tensorMap(self) -> dict[int, "Tensor"]:
-        return dict(enumerate(self.tensors()))
+        return {self._first + position: tensor for position, tensor in enumerate(self.tensors())}
 
     def tensorIdMap(self) -> dict[int, str]:
-        return {index: t.id for index, t in enumerate(self._tensors)}
+        return {self._first + position: t.id for position, t in enumerate(self._tensors)}
 
     def indices(self, tensor: "Tensor") -> list[int]:
-        return [index for index, t in enumerate(self._tensors) if t is tensor._tensor]
+        return [self._first + position for position, t in enumerate(self._tensors) if t is tensor._tensor]
 
     def hasIndex(self, index: int) -> bool:
-        return 0 <= index < len(self._tensors)
+        return 0 <= index - self._first < len(self._tensors)
 
     def tensor(self, index: int) -> "Tensor":
         from .tensor_view import view_tensor
-        return view_tensor(self._tensors[index])
+        return view_tensor(self._tensors[index - self._first])
 
     def id(self, index: int) -> str:
-        return self._tensors[index].id
+        return self._tensors[index - self._first].id
 
     def n(self) -> int:
         return len(self._tensors)
 
     def maxIndex(self) -> int:
-        return len(self._tensors) - 1
+        return self._first + len(self._tensors) - 1
 
     def contains(self, tensor: "Tensor") -> bool:
         return any(t is tensor._tensor for t in self._tensors)
@@ -148,11 +151,14 @@ def _set_ipu(op: WorkbenchOp, ipu: int) -> None:
     op.graph.ir.events.emit("op_changed", op)
 
 
-class Op:
-    """PopART's ``Op``: read through to the workbench op (``_op``); edits go to it too."""
+class Op(OpRewiring):
+    """PopART's ``Op``: read through to the workbench op (``_op``); edits go to it too. A view equals, and
+    hashes like, the op it views, so sets and dicts of ops (op-created hooks give workbench ops) find views.
+    ``_first_input``: the index of the op's first input (2 for a LoopOp)."""
 
     __slots__ = ("_op",)
     _op: WorkbenchOp
+    _first_input = 0
 
     def __init__(self, *args: Any, **kwargs: Any):
         raise TypeError(f"{type(self).__name__} cannot be constructed here: ops are created by popxl's op "
@@ -165,10 +171,10 @@ class Op:
         return view
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Op) and other._op is self._op
+        return other is self._op or (isinstance(other, Op) and other._op is self._op)
 
     def __hash__(self) -> int:
-        return id(self._op)
+        return hash(self._op)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self._op})"
@@ -216,11 +222,17 @@ class Op:
     # ----- inputs and outputs -----
     @property
     def input(self) -> TensorIndexMap:
-        return TensorIndexMap(self._op.inputs)
+        return TensorIndexMap(self._op.inputs, self._first_input)
 
     @property
     def output(self) -> TensorIndexMap:
         return TensorIndexMap(self._op.outputs)
+
+    def getInputIndexMap(self) -> dict[int, "Tensor"]:
+        return self.input.tensorMap()
+
+    def getOutputIndexMap(self) -> dict[int, "Tensor"]:
+        return self.output.tensorMap()
 
     def inTensor(self, index: int) -> "Tensor":
         return self.input.tensor(self._in_index(index))
@@ -229,7 +241,7 @@ class Op:
         return self.output.tensor(self._out_index(index))
 
     def inId(self, index: int) -> str:
-        return self._op.inputs[self._in_index(index)].id
+        return self.input.id(self._in_index(index))
 
     def outId(self, index: int) -> str:
         return self._op.outputs[self._out_index(index)].id
@@ -247,7 +259,7 @@ class Op:
         return len(self._op.outputs)
 
     def hasInput(self, index: int) -> bool:
-        return 0 <= index < len(self._op.inputs)
+        return self.input.hasIndex(index)
 
     def hasOutput(self, index: int) -> bool:
         return 0 <= index < len(self._op.outputs)
@@ -272,8 +284,9 @@ class Op:
 
     def _in_index(self, index: int) -> int:
         if not self.hasInput(index):
-            raise IndexError(f"op {self._op.name} ({self.opType()}) has no input at index {index}; it has "
-                             f"{len(self._op.inputs)}")
+            first = self._first_input
+            raise IndexError(f"op {self._op.name} ({self.opType()}) has no input at index {index}; its inputs are "
+                             f"at {first}..{first + len(self._op.inputs) - 1}")
         return index
 
     def _out_index(self, index: int) -> int:
@@ -284,7 +297,7 @@ class Op:
 
     # ----- in place -----
     def modifiesIndex(self, index: int) -> bool:
-        return index in self._op.modified
+        return index - self._first_input in self._op.modified
 
     def modifies(self) -> bool:
         return bool(self._op.modified)
@@ -309,7 +322,7 @@ class Op:
         _set_ipu(self._op, 0 if ipu is None else ipu)
 
     def getIntrospectionInVirtualGraphId(self, index: int):
-        return (self._op.inputs[index].ipu, self.settings.tileSet)
+        return (self._op.inputs[self._in_index(index) - self._first_input].ipu, self.settings.tileSet)
 
     def hasPipelineStage(self) -> bool:
         return self._op.meta.get("pipeline_stage") is not None
@@ -333,12 +346,6 @@ class Op:
 
     def getCalledGraphIds(self) -> list:
         return [g.id for g in self.getCalledGraphs()]
-
-    # ----- edits that PopART allows and the workbench cannot follow -----
-    def cloneIntoGraph(self, graph: "Graph") -> "Op":
-        raise NotImplementedError(
-            f"Op.cloneIntoGraph({self._op.name}): moving single ops between graphs through popart._internal.ir "
-            "is not supported on the workbench; build the ops in the target graph with popxl instead")
 
     def str(self) -> str:  # last in the class: below it, ``str`` would name this method
         return f"{self.id} ({self.opType()})"
