@@ -1,0 +1,139 @@
+"""MPI for a job of several instances, started in the background as soon as the popdist settings say
+there are several.
+
+``MPI_Init`` returns only once every instance of the job has called it, and it holds the calling
+thread (under mpi4py, the whole interpreter) until then. Started in a thread of its own, through a
+call that lets the interpreter run on, it completes while the user's code goes on in every instance,
+even in one that later stalls before its Session: the Session's meetings can then keep a deadline
+and name that instance. ``started`` waits for it with a deadline. The same thread then makes the
+communicator on which the instances meet before set-up steps and say that they end (``communicator``):
+MPI's world communicator must hold no message unreceived when MPI finalises, a copy of it may.
+"""
+from __future__ import annotations
+
+import atexit
+import ctypes
+import os
+import sys
+import threading
+import time
+from typing import Any, Optional
+
+# The tag of the notice an instance whose process ends sends every other on MPI's world communicator.
+ENDED_TAG = 29_312
+# What an MPI launcher gives the processes it starts to reach it (MPICH's Hydra, PMIx): without it
+# there is no job to join, whatever PMI_SIZE says.
+LAUNCHER_VARIABLES = ("PMI_FD", "PMI_PORT", "PMIX_RANK")
+NO_COLLECTIVE_FINALIZE = "MPIR_CVAR_NO_COLLECTIVE_FINALIZE"
+# How long a process that ends waits for MPI to start everywhere, to say so to the others.
+EXIT_WAIT_SECONDS = 5.0
+_begun = False
+_thread: Optional[threading.Thread] = None  # the thread that starts MPI
+_failure: list[BaseException] = []
+_communicator: list[Any] = []  # the copy of the world communicator, once made
+
+
+def start() -> None:
+    """Start MPI in the background, once per process launched by MPI (nothing to do if something
+    started it already)."""
+    global _begun, _thread
+    if _begun or not any(name in os.environ for name in LAUNCHER_VARIABLES):
+        return
+    _begun = True
+    try:
+        import mpi4py
+    except ImportError:
+        return  # a Session says what to install
+    finalise = "mpi4py.MPI" not in sys.modules  # else whoever imported it finalises
+    # An instance that ends early finalises without waiting for the others to finalise too (MPICH's
+    # default): it ends now, with its own status, while they learn that it ended.
+    os.environ.setdefault(NO_COLLECTIVE_FINALIZE, "1")
+    if finalise:
+        mpi4py.rc.initialize = False
+        mpi4py.rc.finalize = False  # see _at_exit
+    from mpi4py import MPI
+
+    _thread = threading.Thread(target=_initialise, args=(MPI,), name="mpi-start", daemon=True)
+    _thread.start()
+    atexit.register(_at_exit, MPI, finalise)
+
+
+def started(limit: float) -> Optional[Any]:
+    """mpi4py's ``MPI`` once MPI has started (starting it if need be), or None if it has not within
+    ``limit`` seconds: some instance of the job has not started it yet."""
+    start()
+    from mpi4py import MPI
+
+    if _thread is not None:  # else MPI had started already, or importing mpi4py started it
+        deadline = time.monotonic() + limit
+        while _thread.is_alive() and time.monotonic() < deadline:
+            _thread.join(0.01)
+        if _thread.is_alive():
+            return None
+    if _failure:
+        raise _failure[0]
+    return MPI
+
+
+def communicator() -> Any:
+    """The world's copy for meetings and notices (once ``started`` returned MPI; in a process that no
+    launcher started, made now)."""
+    if not _communicator:
+        from mpi4py import MPI
+
+        _communicator.append(MPI.COMM_WORLD.Dup())
+    return _communicator[0]
+
+
+def _initialise(MPI) -> None:
+    try:
+        if not MPI.Is_initialized():
+            _initialise_releasing_the_interpreter(MPI)
+        _communicator.append(MPI.COMM_WORLD.Dup())  # every instance is here, just out of MPI_Init
+    except BaseException as error:
+        _failure.append(error)
+
+
+def _initialise_releasing_the_interpreter(MPI) -> None:
+    library = _loaded_library("libmpi")
+    if library is None:  # no map of loaded libraries: the call holds the interpreter, but works
+        MPI.Init_thread(MPI.THREAD_MULTIPLE)
+        return
+    provided = ctypes.c_int()
+    # A call through ctypes releases the interpreter while MPI waits for the other instances.
+    code = ctypes.CDLL(library).MPI_Init_thread(None, None, ctypes.c_int(MPI.THREAD_MULTIPLE), ctypes.byref(provided))
+    if code != 0:
+        raise RuntimeError(f"MPI_Init_thread failed with error code {code}")
+
+
+def _at_exit(MPI, finalise: bool) -> None:
+    """As the process ends: once MPI has started everywhere (the others are starting it too, most
+    likely), tell every other instance that this one ends, so they stop waiting for it at once, and
+    finalise MPI; MPI that never started is left alone (finalising it then would crash)."""
+    try:
+        if started(EXIT_WAIT_SECONDS) is None or MPI.Is_finalized():
+            return
+    except BaseException:
+        return
+    comm = communicator()
+    ended = bytearray(8)
+    sent = [comm.Isend([ended, MPI.BYTE], dest=other, tag=ENDED_TAG)
+            for other in range(comm.Get_size()) if other != comm.Get_rank()]
+    until = time.monotonic() + 1.0
+    while not all(request.Test() for request in sent) and time.monotonic() < until:
+        time.sleep(0.001)
+    if finalise:
+        MPI.Finalize()
+
+
+def _loaded_library(stem: str) -> Optional[str]:
+    """The path of the shared library ``stem`` (libmpi) that mpi4py loaded, from this process's map."""
+    try:
+        with open("/proc/self/maps", encoding="utf-8") as maps:
+            for line in maps:
+                path = line.split()[-1]
+                if f"/{stem}.so" in path:
+                    return path
+    except OSError:
+        pass
+    return None

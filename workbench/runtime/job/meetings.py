@@ -1,0 +1,100 @@
+"""Where the instances of a job meet before a set-up step that MPI makes them take together (a new
+communicator, a shared window): such steps block inside MPI until every instance takes them, with no
+deadline. So each instance first tells every other where it is, by messages on MPI's world
+communicator under tags of their own, and waits for theirs polling against the wait limit. Once all
+have said the same, the step follows at once everywhere; otherwise every waiting instance raises,
+naming the instances that never arrived, those that ended, and where the others were.
+"""
+from __future__ import annotations
+
+import time
+from typing import Callable
+
+import numpy as np
+
+from workbench.ir.mpi_start import ENDED_TAG
+
+MEET_TAG = 29_311  # a tag of the workbench's own on MPI's world communicator
+TEXT_BYTES = 512
+# An instance that ended may have sent its arrival just before: on another tag, it may come later.
+ENDED_GRACE = 1.0
+
+
+class SetupMeetings:
+    """The set-up meetings of one process, numbered alike on every instance."""
+
+    def __init__(self, MPI, comm, missing: Callable[[str, list[int]], Exception],
+                 mismatch: Callable[[str], Exception]):
+        self._MPI = MPI
+        self._comm = comm
+        self._missing = missing
+        self._mismatch = mismatch
+        self.instance = comm.Get_rank()
+        self.instances = comm.Get_size()
+        self._meetings = 0
+        self._ended: set[int] = set()
+        self._sends: list = []
+
+    def meet(self, description: str, limit: float) -> None:
+        """Return once every instance has reached this meeting (``description``, said alike by all);
+        raise after ``limit`` seconds, or once an instance that has not arrived ended."""
+        number, self._meetings = self._meetings, self._meetings + 1
+        said = _message(number, description)
+        others = [other for other in range(self.instances) if other != self.instance]
+        self._sends = [(r, b) for r, b in self._sends if not r.Test()]
+        self._sends += [(self._comm.Isend([said, self._MPI.BYTE], dest=other, tag=MEET_TAG), said)
+                        for other in others]
+        arrived: dict[int, tuple[int, str]] = {}
+        deadline, ended_seen = time.monotonic() + limit, None
+        status = self._MPI.Status()
+        while True:
+            for other in others:
+                if other not in arrived and self._comm.Iprobe(source=other, tag=MEET_TAG, status=status):
+                    heard = np.empty(TEXT_BYTES, np.uint8)
+                    self._comm.Recv([heard, self._MPI.BYTE], source=other, tag=MEET_TAG)
+                    at, where = _read(heard)
+                    if at >= number:  # one of an earlier meeting, that this instance gave up on, is stale
+                        arrived[other] = (at, where)
+            if len(arrived) == len(others):
+                break
+            while self._comm.Iprobe(source=self._MPI.ANY_SOURCE, tag=ENDED_TAG, status=status):
+                self._comm.Recv([np.empty(1, np.int64), self._MPI.BYTE], source=status.Get_source(), tag=ENDED_TAG)
+                self._ended.add(status.Get_source())
+            now = time.monotonic()
+            ended = sorted(self._ended - set(arrived))
+            if ended and ended_seen is None:
+                ended_seen = now
+            timed_out = now > deadline
+            if timed_out or (ended_seen is not None and now > ended_seen + ENDED_GRACE):
+                absent = sorted(set(others) - set(arrived)) if timed_out else ended
+                raise self._missing(self._absent(description, limit, arrived, ended, timed_out), absent)
+            time.sleep(0.001)
+        differing = {other: where for other, (at, where) in arrived.items() if (at, where) != (number, description)}
+        if differing:
+            places = "; ".join(f"instance {i} at {where}" for i, where in sorted({self.instance: description,
+                                                                                   **differing}.items()))
+            raise self._mismatch(f"the instances reached different set-up steps: {places}")
+
+    def _absent(self, description: str, limit: float, arrived: dict, ended: list[int], timed_out: bool) -> str:
+        missing = [i for i in range(self.instances) if i != self.instance and i not in arrived and i not in ended]
+        parts = []
+        if missing and timed_out:
+            parts.append(f"instance {self.instance} waited {limit:g} s at {description} for instance(s) {missing}, "
+                         "which never arrived (stalled or failed before reaching it)")
+        if ended:
+            parts.append(f"instance {self.instance} waits at {description} for instance(s) {ended}, which ended "
+                         "(their process exited) without reaching it")
+        there = [f"instance {i} at {where}" for i, (_, where) in sorted(arrived.items())]
+        return "; ".join(parts) + (f"; where the others were: {', '.join(there)}" if there else "")
+
+
+def _message(number: int, description: str) -> np.ndarray:
+    message = np.zeros(TEXT_BYTES, np.uint8)
+    message[:8] = np.frombuffer(np.int64(number).tobytes(), np.uint8)
+    text = description.encode()[: TEXT_BYTES - 8]
+    message[8: 8 + len(text)] = np.frombuffer(text, np.uint8)
+    return message
+
+
+def _read(message: np.ndarray) -> tuple[int, str]:
+    return int(message[:8].view(np.int64)[0]), bytes(message[8:]).rstrip(bytes(1)).decode(errors="replace")
