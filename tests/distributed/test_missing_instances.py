@@ -76,3 +76,14 @@ def test_the_wait_limit_is_read_from_the_environment(monkeypatch):
         monkeypatch.setenv("WORKBENCH_INSTANCE_WAIT_SECONDS", bad)
         with pytest.raises(ValueError, match="must be a positive number of seconds"):
             wait_limit()
+
+
+def test_a_session_s_wait_limit_comes_before_the_environment(monkeypatch):
+    from workbench.runtime import RunOptions
+    from workbench.runtime.replication.communicator import wait_limit
+    monkeypatch.setenv("WORKBENCH_INSTANCE_WAIT_SECONDS", "7")
+    assert wait_limit(RunOptions(instance_wait_seconds=1.5).instance_wait_seconds) == 1.5
+    assert wait_limit(RunOptions().instance_wait_seconds) == 7.0
+    for bad in (0, -2.0, float("nan"), float("inf"), "3", True):
+        with pytest.raises(ValueError, match="instance_wait_seconds must be a positive number of seconds or None"):
+            RunOptions(instance_wait_seconds=bad)

@@ -19,18 +19,22 @@ import threading
 import time
 from typing import Any, Optional
 
-# The tag of the notice an instance whose process ends sends every other on MPI's world communicator.
-ENDED_TAG = 29_312
+# Tags on the communicator of meetings (``communicator``): where an instance is (MEET_BYTES each, see
+# ``runtime/job/meetings.py``), and the notice, sent to every other, that an instance ends.
+MEET_TAG, ENDED_TAG, MEET_BYTES = 29_311, 29_312, 512
 # What an MPI launcher gives the processes it starts to reach it (MPICH's Hydra, PMIx): without it
 # there is no job to join, whatever PMI_SIZE says.
 LAUNCHER_VARIABLES = ("PMI_FD", "PMI_PORT", "PMIX_RANK")
 NO_COLLECTIVE_FINALIZE = "MPIR_CVAR_NO_COLLECTIVE_FINALIZE"
+# How long a process that ends waits for the notices of others that end with it.
+ENDED_DRAIN_SECONDS = 0.5
 # How long a process that ends waits for MPI to start everywhere, to say so to the others.
 EXIT_WAIT_SECONDS = 5.0
 _begun = False
 _thread: Optional[threading.Thread] = None  # the thread that starts MPI
 _failure: list[BaseException] = []
 _communicator: list[Any] = []  # the copy of the world communicator, once made
+_ended: set[int] = set()  # the instances whose notice that they ended came
 
 
 def start() -> None:
@@ -109,21 +113,34 @@ def _initialise_releasing_the_interpreter(MPI) -> None:
 def _at_exit(MPI, finalise: bool) -> None:
     """As the process ends: once MPI has started everywhere (the others are starting it too, most
     likely), tell every other instance that this one ends, so they stop waiting for it at once, and
-    finalise MPI; MPI that never started is left alone (finalising it then would crash)."""
+    finalise MPI; MPI that never started is left alone (finalising it would crash)."""
     try:
         if started(EXIT_WAIT_SECONDS) is None or MPI.Is_finalized():
             return
     except BaseException:
         return
     comm = communicator()
-    ended = bytearray(8)
-    sent = [comm.Isend([ended, MPI.BYTE], dest=other, tag=ENDED_TAG)
-            for other in range(comm.Get_size()) if other != comm.Get_rank()]
-    until = time.monotonic() + 1.0
-    while not all(request.Test() for request in sent) and time.monotonic() < until:
+    others = set(range(comm.Get_size())) - {comm.Get_rank()}
+    sent = [comm.Isend([bytearray(8), MPI.BYTE], dest=other, tag=ENDED_TAG) for other in sorted(others)]
+    # A message that nobody receives is reported when MPI finalises: take the others' notices (those
+    # that end with this one send theirs now) and any arrival at a meeting this one never reached.
+    until, heard = time.monotonic() + ENDED_DRAIN_SECONDS, bytearray(MEET_BYTES)
+    while time.monotonic() < until and not (all(request.Test() for request in sent)
+                                            and others <= ended_instances(MPI, comm)):
+        while comm.Iprobe(source=MPI.ANY_SOURCE, tag=MEET_TAG):
+            comm.Recv([heard, MPI.BYTE], source=MPI.ANY_SOURCE, tag=MEET_TAG)
         time.sleep(0.001)
     if finalise:
         MPI.Finalize()
+
+
+def ended_instances(MPI, comm) -> set[int]:
+    """The instances that said they ended (their notices received from ``communicator()`` now)."""
+    status = MPI.Status()
+    while comm.Iprobe(source=MPI.ANY_SOURCE, tag=ENDED_TAG, status=status):
+        comm.Recv([bytearray(8), MPI.BYTE], source=status.Get_source(), tag=ENDED_TAG)
+        _ended.add(status.Get_source())
+    return _ended
 
 
 def _loaded_library(stem: str) -> Optional[str]:

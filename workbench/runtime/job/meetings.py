@@ -1,7 +1,7 @@
 """Where the instances of a job meet before a set-up step that MPI makes them take together (a new
 communicator, a shared window): such steps block inside MPI until every instance takes them, with no
-deadline. So each instance first tells every other where it is, by messages on MPI's world
-communicator under tags of their own, and waits for theirs polling against the wait limit. Once all
+deadline. So each instance first tells every other where it is, by messages on a copy of MPI's world
+communicator made when MPI started (``mpi_start``), and waits for theirs polling against the wait limit. Once all
 have said the same, the step follows at once everywhere; otherwise every waiting instance raises,
 naming the instances that never arrived, those that ended, and where the others were.
 """
@@ -12,10 +12,7 @@ from typing import Callable
 
 import numpy as np
 
-from workbench.ir.mpi_start import ENDED_TAG
-
-MEET_TAG = 29_311  # a tag of the workbench's own on MPI's world communicator
-TEXT_BYTES = 512
+from workbench.ir.mpi_start import MEET_BYTES, MEET_TAG, ended_instances
 # An instance that ended may have sent its arrival just before: on another tag, it may come later.
 ENDED_GRACE = 1.0
 
@@ -32,7 +29,6 @@ class SetupMeetings:
         self.instance = comm.Get_rank()
         self.instances = comm.Get_size()
         self._meetings = 0
-        self._ended: set[int] = set()
         self._sends: list = []
 
     def meet(self, description: str, limit: float) -> None:
@@ -50,18 +46,15 @@ class SetupMeetings:
         while True:
             for other in others:
                 if other not in arrived and self._comm.Iprobe(source=other, tag=MEET_TAG, status=status):
-                    heard = np.empty(TEXT_BYTES, np.uint8)
+                    heard = np.empty(MEET_BYTES, np.uint8)
                     self._comm.Recv([heard, self._MPI.BYTE], source=other, tag=MEET_TAG)
                     at, where = _read(heard)
                     if at >= number:  # one of an earlier meeting, that this instance gave up on, is stale
                         arrived[other] = (at, where)
             if len(arrived) == len(others):
                 break
-            while self._comm.Iprobe(source=self._MPI.ANY_SOURCE, tag=ENDED_TAG, status=status):
-                self._comm.Recv([np.empty(1, np.int64), self._MPI.BYTE], source=status.Get_source(), tag=ENDED_TAG)
-                self._ended.add(status.Get_source())
             now = time.monotonic()
-            ended = sorted(self._ended - set(arrived))
+            ended = sorted(ended_instances(self._MPI, self._comm) - set(arrived))
             if ended and ended_seen is None:
                 ended_seen = now
             timed_out = now > deadline
@@ -89,9 +82,9 @@ class SetupMeetings:
 
 
 def _message(number: int, description: str) -> np.ndarray:
-    message = np.zeros(TEXT_BYTES, np.uint8)
+    message = np.zeros(MEET_BYTES, np.uint8)
     message[:8] = np.frombuffer(np.int64(number).tobytes(), np.uint8)
-    text = description.encode()[: TEXT_BYTES - 8]
+    text = description.encode()[: MEET_BYTES - 8]
     message[8: 8 + len(text)] = np.frombuffer(text, np.uint8)
     return message
 
