@@ -1,6 +1,7 @@
 """The fault matrix of a job of several instances: whatever goes wrong with one instance, before, while
 or after the others are in their Session, the job ends within seconds of the wait limit (short here),
-the instance is named on the others, and no process of the job is left behind.
+the instance is named on the others (or, for a signal or an exit status, by poprun), and no process of
+the job is left behind.
 
 The other cells of the matrix are tested beside the features they check:
 error before the Session (raise, ``sys.exit(5)``, SIGKILL) in ``test_poprun_failures.py``; an error
@@ -14,7 +15,7 @@ import sys
 import time
 import uuid
 
-from launch import poprun_command, run
+from launch import MPIEXEC, poprun_command, run
 
 # Instance 1 does {before} before making its Session, {during} after the first run; the others train.
 PROGRAM = """
@@ -45,6 +46,29 @@ print("instance", instance, "ran again", flush=True)
 """
 
 
+# Instance 1 does {first} before it even imports popxl, {then} between the imports and its settings.
+EARLY = """
+import os, sys, time
+if os.environ["PMI_RANK"] == "1":
+    {first}
+import numpy as np, popxl, popxl.ops as ops
+if os.environ["PMI_RANK"] == "1":
+    {then}
+ir = popxl.Ir(replication="popdist")
+with ir.main_graph:
+    ops.host_store(popxl.d2h_stream([2], popxl.float32, name="y"),
+                   ops.collectives.replicated_all_reduce(popxl.variable(np.ones(2, np.float32))))
+with popxl.Session(ir, "ipu_hw") as session:
+    session.run({{}})
+print("ran", flush=True)
+"""
+
+
+def no_process_left(marker: str) -> None:
+    left = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True)
+    assert left.stdout == "", "processes of the job were left behind"
+
+
 def job(before: str = "pass", during: str = "pass", after: str = "pass", shape: str = "2", options: str = "",
         poprun_options=("--instance-wait-seconds", "2"), **environment) -> tuple[subprocess.CompletedProcess, float]:
     """Run a job of 3 instances; check that none of its processes is left behind."""
@@ -54,8 +78,7 @@ def job(before: str = "pass", during: str = "pass", after: str = "pass", shape: 
     done = run([*poprun_command(3, 3, poprun_options), sys.executable, "-c", program + f"# {marker}\n"],
                **environment)
     seconds = time.monotonic() - started
-    left = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True)
-    assert left.stdout == "", "processes of the job were left behind"
+    no_process_left(marker)
     return done, seconds
 
 
@@ -115,3 +138,29 @@ def test_the_wait_limit_of_a_session_beats_poprun_which_beats_the_environment():
     done, _ = job(before="time.sleep(100)", options="instance_wait_seconds=1.5",
                   poprun_options=("--instance-wait-seconds", "100"))
     assert "instance 0 waited 1.5 s at opening the channel" in done.stderr, done.stderr
+
+
+def test_an_instance_that_stalls_before_reading_its_settings_is_named_under_a_bare_mpiexec_too():
+    """MPI starts as popxl loads, so it runs everywhere even if one instance stalls right after."""
+    marker = uuid.uuid4().hex
+    started = time.monotonic()
+    done = run([MPIEXEC, "-n", "2", sys.executable, "-c", EARLY.format(first="pass", then="time.sleep(100)")
+                + f"# {marker}\n"], WORKBENCH_INSTANCE_WAIT_SECONDS="2")
+    assert done.returncode != 0 and time.monotonic() - started < 30, done.stderr
+    no_process_left(marker)
+    assert ("InstanceMissing: instance 0 waited 2 s at opening the channel of a popxl Session for instance(s) [1], "
+            "which never arrived") in done.stderr, done.stderr
+    assert "ran" not in done.stdout
+
+
+def test_an_instance_that_stalls_before_it_imports_popxl_ends_the_job_after_the_wait_limit():
+    """Before the workbench loads nothing says where an instance is: the others say that MPI never
+    started everywhere."""
+    marker = uuid.uuid4().hex
+    started = time.monotonic()
+    done = run([*poprun_command(2, 2, ["--instance-wait-seconds", "2"]), sys.executable, "-c",
+                EARLY.format(first="time.sleep(100)", then="pass") + f"# {marker}\n"])
+    assert done.returncode != 0 and time.monotonic() - started < 30, done.stderr
+    no_process_left(marker)
+    assert ("[1,0]<stderr>:workbench.runtime.job.mpi.InstanceMissing: instance 0 waited 2 s for MPI to start: some "
+            "of the job's 2 instances have not loaded the workbench") in done.stderr, done.stderr

@@ -35,6 +35,7 @@ _thread: Optional[threading.Thread] = None  # the thread that starts MPI
 _failure: list[BaseException] = []
 _communicator: list[Any] = []  # the copy of the world communicator, once made
 _ended: set[int] = set()  # the instances whose notice that they ended came
+_given_up = False  # a wait for MPI to start ran out
 
 
 def start() -> None:
@@ -64,15 +65,17 @@ def start() -> None:
 
 def started(limit: float) -> Optional[Any]:
     """mpi4py's ``MPI`` once MPI has started (starting it if need be), or None if it has not within
-    ``limit`` seconds: some instance of the job has not started it yet."""
+    ``limit`` seconds (at once, once a wait ran out): some instance of the job has not started it."""
     start()
     from mpi4py import MPI
 
+    global _given_up
     if _thread is not None:  # else MPI had started already, or importing mpi4py started it
-        deadline = time.monotonic() + limit
+        deadline = time.monotonic() + (0 if _given_up else limit)
         while _thread.is_alive() and time.monotonic() < deadline:
             _thread.join(0.01)
         if _thread.is_alive():
+            _given_up = True  # it is not coming: later calls (an abort, the exit) do not wait again
             return None
     if _failure:
         raise _failure[0]

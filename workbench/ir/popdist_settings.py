@@ -2,9 +2,10 @@
 
 poprun sets ``POPDIST_*`` for each instance; a bare ``mpiexec -n N`` sets only its own rank and size
 (``PMI_RANK``/``PMI_SIZE`` for MPICH, ``OMPI_COMM_WORLD_*`` for OpenMPI), from which the rest follows:
-one replica per instance unless ``POPDIST_NUM_TOTAL_REPLICAS`` says more. Reading them imports nothing;
-but the first time they describe a job of several instances, MPI starts in the background and an
-error that nothing catches is made to end the whole job (``end_job_on_uncaught_error``).
+one replica per instance unless ``POPDIST_NUM_TOTAL_REPLICAS`` says more. Reading them imports nothing.
+In a process launched as one of several instances, MPI starts in the background as soon as this module
+loads (with popxl, popdist or popart), and an error that nothing catches is made to end the whole job
+(``end_job_on_uncaught_error``); so too the first time settings of several instances are read.
 """
 from __future__ import annotations
 
@@ -123,3 +124,9 @@ def end_job_on_uncaught_error() -> None:
         if MPI is not None:
             MPI.COMM_WORLD.Abort(1)
     sys.excepthook = hook
+
+
+# Started with the workbench, MPI is running on every instance by the time they first meet, wherever
+# one of them stalls or fails later: before its Session, it is named on the others.
+if _first(os.environ, _SIZE) not in (None, "1"):
+    end_job_on_uncaught_error()

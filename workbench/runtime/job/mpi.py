@@ -96,8 +96,8 @@ class World:
                               "(mpi4py and mpich)") from None
         if MPI is None:
             raise InstanceMissing(f"instance {settings.instance_index} waited {wait_seconds:g} s for MPI to start: "
-                                  f"some of the job's {settings.num_instances} instances have not read their popdist "
-                                  "settings yet (stalled or failed before importing the workbench or using popdist)",
+                                  f"some of the job's {settings.num_instances} instances have not loaded the workbench "
+                                  "(stalled or failed before importing popxl, popdist or popart)",
                                   [])
         comm = MPI.COMM_WORLD
         if comm.Get_size() != settings.num_instances or comm.Get_rank() != settings.instance_index:
