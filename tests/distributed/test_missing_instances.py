@@ -84,6 +84,3 @@ def test_a_session_s_wait_limit_comes_before_the_environment(monkeypatch):
     monkeypatch.setenv("WORKBENCH_INSTANCE_WAIT_SECONDS", "7")
     assert wait_limit(RunOptions(instance_wait_seconds=1.5).instance_wait_seconds) == 1.5
     assert wait_limit(RunOptions().instance_wait_seconds) == 7.0
-    for bad in (0, -2.0, float("nan"), float("inf"), "3", True):
-        with pytest.raises(ValueError, match="instance_wait_seconds must be a positive number of seconds or None"):
-            RunOptions(instance_wait_seconds=bad)

@@ -1,9 +1,9 @@
 """Where the instances of a job meet before a set-up step that MPI makes them take together (a new
 communicator, a shared window): such steps block inside MPI until every instance takes them, with no
-deadline. So each instance first tells every other where it is, by messages on a copy of MPI's world
-communicator made when MPI started (``mpi_start``), and waits for theirs polling against the wait limit. Once all
-have said the same, the step follows at once everywhere; otherwise every waiting instance raises,
-naming the instances that never arrived, those that ended, and where the others were.
+deadline. So each instance first tells every other where it is, by messages on the copy of MPI's world
+communicator made when MPI started (``mpi_start``), and waits for theirs, polling against the wait
+limit. Once all have said the same, the step follows at once everywhere; otherwise every waiting
+instance raises, naming the instances that never arrived, those that ended, and where the others were.
 """
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from typing import Callable
 import numpy as np
 
 from workbench.ir.mpi_start import MEET_BYTES, MEET_TAG, ended_instances
+
 # An instance that ended may have sent its arrival just before: on another tag, it may come later.
 ENDED_GRACE = 1.0
 
@@ -49,7 +50,7 @@ class SetupMeetings:
                     heard = np.empty(MEET_BYTES, np.uint8)
                     self._comm.Recv([heard, self._MPI.BYTE], source=other, tag=MEET_TAG)
                     at, where = _read(heard)
-                    if at >= number:  # one of an earlier meeting, that this instance gave up on, is stale
+                    if at >= number:  # else it is of an earlier meeting, which this instance gave up on
                         arrived[other] = (at, where)
             if len(arrived) == len(others):
                 break
