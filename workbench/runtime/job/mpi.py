@@ -6,6 +6,9 @@ control communicator on which each instance tells every other how each run ended
 wait polls, so it stops at a deadline, or when a notice says that an instance it waits on failed or
 finished its run without reaching the collective. An instance that waits long says where, so that at
 the deadline the others can name who never arrived; one whose process ends says so on every channel.
+MPI itself starts in the background as the workbench loads (``ir/mpi_start.py``), and before each step
+that MPI makes every instance take together (a new communicator, a shared window) the instances meet
+under the same deadline (``meetings.py``): nothing waits inside MPI for an instance that never comes.
 """
 from __future__ import annotations
 
