@@ -19,9 +19,10 @@ import threading
 import time
 from typing import Any, Optional
 
-# Tags on the communicator of meetings (``communicator``): where an instance is (MEET_BYTES each, see
-# ``runtime/job/meetings.py``), and the notice, sent to every other, that an instance ends.
-MEET_TAG, ENDED_TAG, MEET_BYTES = 29_311, 29_312, 512
+# Tags on the communicator of meetings (``communicator``): where an instance is and that it gave up
+# waiting there (MEET_BYTES each, see ``runtime/job/meetings.py``), and the notice, sent to every other,
+# that an instance ends.
+MEET_TAG, ENDED_TAG, GAVE_UP_TAG, MEET_BYTES = 29_311, 29_312, 29_313, 512
 # What an MPI launcher gives the processes it starts to reach it (MPICH's Hydra, PMIx): without it
 # there is no job to join, whatever PMI_SIZE says.
 LAUNCHER_VARIABLES = ("PMI_FD", "PMI_PORT", "PMIX_RANK")
@@ -126,12 +127,13 @@ def _at_exit(MPI, finalise: bool) -> None:
     others = set(range(comm.Get_size())) - {comm.Get_rank()}
     sent = [comm.Isend([bytearray(8), MPI.BYTE], dest=other, tag=ENDED_TAG) for other in sorted(others)]
     # A message that nobody receives is reported when MPI finalises: take the others' notices (those
-    # that end with this one send theirs now) and any arrival at a meeting this one never reached.
+    # that end with this one send theirs now) and any word from a meeting this one never reached.
     until, heard = time.monotonic() + ENDED_DRAIN_SECONDS, bytearray(MEET_BYTES)
     while time.monotonic() < until and not (all(request.Test() for request in sent)
                                             and others <= ended_instances(MPI, comm)):
-        while comm.Iprobe(source=MPI.ANY_SOURCE, tag=MEET_TAG):
-            comm.Recv([heard, MPI.BYTE], source=MPI.ANY_SOURCE, tag=MEET_TAG)
+        for tag in (MEET_TAG, GAVE_UP_TAG):
+            while comm.Iprobe(source=MPI.ANY_SOURCE, tag=tag):
+                comm.Recv([heard, MPI.BYTE], source=MPI.ANY_SOURCE, tag=tag)
         time.sleep(0.001)
     if finalise:
         MPI.Finalize()

@@ -34,7 +34,7 @@ class Instances:
 
     def __init__(self, settings: PopdistSettings, ir, wait_seconds: Optional[float] = None):
         self.settings = settings
-        self.channel: Channel = world(settings, wait_seconds).channel("a popxl Session", wait_seconds)
+        self.channel: Channel = world(settings, wait_seconds).channel("a session", wait_seconds)
         self.channel.open_window(len(settings.local_replicas) * largest_collective_value(ir))
         # Conditionals by a number every instance gives them alike: the branch logs cross as numbers.
         self._conditionals = [op for graph in ir.graphs for op in graph.ops if op_def(op.type).branches]
