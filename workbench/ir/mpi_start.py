@@ -1,5 +1,5 @@
-"""MPI for a job of several instances, started in the background as soon as the popdist settings say
-there are several.
+"""MPI for a job of several instances, started in the background as soon as the workbench loads in a
+process that an MPI launcher started as one of several (``popdist_settings``).
 
 ``MPI_Init`` returns only once every instance of the job has called it, and it holds the calling
 thread (under mpi4py, the whole interpreter) until then. Started in a thread of its own, through a
