@@ -76,3 +76,31 @@ def test_the_wait_limit_is_read_from_the_environment(monkeypatch):
         monkeypatch.setenv("WORKBENCH_INSTANCE_WAIT_SECONDS", bad)
         with pytest.raises(ValueError, match="must be a positive number of seconds"):
             wait_limit()
+
+
+def test_a_session_s_wait_limit_comes_before_the_environment(monkeypatch):
+    from workbench.runtime import RunOptions
+    from workbench.runtime.replication.communicator import wait_limit
+    monkeypatch.setenv("WORKBENCH_INSTANCE_WAIT_SECONDS", "7")
+    assert wait_limit(RunOptions(instance_wait_seconds=1.5).instance_wait_seconds) == 1.5
+    assert wait_limit(RunOptions().instance_wait_seconds) == 7.0
+
+
+def test_replicas_within_an_instance_wait_a_moment_longer_than_the_session_s_wait_limit():
+    import threading
+
+    from workbench.runtime.replication.communicator import LOCAL_MARGIN, CollectiveMismatchError, Communicator
+    communicator = Communicator([0, 1], wait_seconds=0.1)  # replica 1 runs on, far from the collective
+    errors = []
+
+    def replica_0():
+        try:
+            communicator.exchange("key", "all_reduce", 0, [0, 1], 1.0)
+        except CollectiveMismatchError as error:
+            errors.append(str(error))
+    thread = threading.Thread(target=replica_0)
+    started = time.monotonic()
+    thread.start()
+    thread.join(timeout=30)
+    assert errors == [f"replica 0 waited {0.1 + LOCAL_MARGIN:g} s at all_reduce for replicas [1]"]
+    assert time.monotonic() - started < 0.1 + LOCAL_MARGIN + 5

@@ -129,3 +129,18 @@ def test_the_wheel_ships_popdist_and_the_poprun_command():
     extras = project["project"]["optional-dependencies"]
     assert {e.split(">")[0] for e in extras["distributed"]} == {"mpi4py", "mpich"}
     assert "ipu-workbench[distributed]" in extras["tutorials"] and "ipu-workbench[tutorials]" in extras["test"]
+
+
+def test_the_instance_wait_is_passed_to_every_instance_only_when_poprun_is_given_one():
+    from workbench.ir.popdist_settings import WAIT_VARIABLE
+    assert WAIT_VARIABLE not in Job(2, 2).environment(0)
+    job = Job(2, 2, instance_wait_seconds=2.5)
+    assert [job.environment(i)[WAIT_VARIABLE] for i in (0, 1)] == ["2.5", "2.5"]
+    assert poprun.parser().parse_args(["--instance-wait-seconds", "3", "true"]).instance_wait_seconds == 3.0
+    assert "--instance-wait-seconds SECONDS" in poprun.parser().format_help()
+
+
+@pytest.mark.parametrize("seconds", [0, -1.0, float("nan"), float("inf")])
+def test_poprun_refuses_a_wait_that_is_not_a_positive_number_of_seconds(seconds):
+    with pytest.raises(PoprunError, match=r"--instance-wait-seconds must be a positive number of seconds"):
+        Job(2, 2, instance_wait_seconds=seconds)

@@ -77,6 +77,10 @@ def test_bad_options_are_refused_with_what_was_expected():
         RunOptions(replicas="processes")
     with pytest.raises(ValueError, match="RunOptions.cores must be a positive int or None, got 0"):
         RunOptions(cores=0)
+    for seconds in (0, -2.0, float("nan"), float("inf"), "3", True):
+        with pytest.raises(ValueError, match=r"RunOptions.instance_wait_seconds must be a positive number of "
+                                             r"seconds or None, got "):
+            RunOptions(instance_wait_seconds=seconds)
     ir, _ = replicated_ir()
     with pytest.raises(TypeError, match="Session options must be a RunOptions, got dict"):
         popxl.Session(ir, "ipu_model", options={"replicas": "threads"})

@@ -54,8 +54,10 @@ def init() -> None:
 
     job = world(PopdistSettings(launched.num_instances, launched.instance_index, launched.num_instances, 1,
                                 launched.instance_index, 1))
+    job.meetings.meet("hvd.init", job.wait_limit)
     node = job.comm.Split_type(job.MPI.COMM_TYPE_SHARED)
-    _ranks = _Ranks(job.comm.Get_size(), job.comm.Get_rank(), node.Get_size(), node.Get_rank(), job.channel())
+    _ranks = _Ranks(job.comm.Get_size(), job.comm.Get_rank(), node.Get_size(), node.Get_rank(),
+                    job.channel("Horovod"))
     node.Free()
 
 

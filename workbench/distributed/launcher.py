@@ -6,10 +6,13 @@ from __future__ import annotations
 import os
 import shlex
 import shutil
+import math
 import subprocess
 import sys
 from dataclasses import dataclass
 from typing import Optional, Sequence
+
+from workbench.ir.popdist_settings import WAIT_VARIABLE
 
 
 class PoprunError(ValueError):
@@ -25,6 +28,7 @@ class Job:
     ipus_per_replica: int = 1
     only_output_from_instance: Optional[int] = None
     hosts: tuple[str, ...] = ()  # as poprun's --host gives them: "name" or "name:instances"
+    instance_wait_seconds: Optional[float] = None  # None: as the environment says, else 120 s
 
     def __post_init__(self):
         for name in ("num_instances", "num_replicas", "ipus_per_replica"):
@@ -34,6 +38,9 @@ class Job:
         if self.num_replicas % self.num_instances:
             raise PoprunError(f"--num-replicas {self.num_replicas} does not divide among --num-instances "
                               f"{self.num_instances}: every instance runs the same number of replicas")
+        seconds = self.instance_wait_seconds
+        if seconds is not None and not (isinstance(seconds, (int, float)) and 0 < seconds and math.isfinite(seconds)):
+            raise PoprunError(f"--instance-wait-seconds must be a positive number of seconds, got {seconds!r}")
         only = self.only_output_from_instance
         if only is not None and not 0 <= only < self.num_instances:
             raise PoprunError(f"--only-output-from-instance {only} is not one of the {self.num_instances} "
@@ -72,8 +79,10 @@ class Job:
         return self.num_replicas // self.num_instances
 
     def environment(self, instance: int) -> dict[str, str]:
-        """The variables of ``instance`` (real poprun's, with BLAS pinned to one thread per process)."""
-        return {"POPDIST_NUM_TOTAL_REPLICAS": str(self.num_replicas),
+        """The variables of ``instance`` (real poprun's, with BLAS pinned to one thread per process, and
+        the wait for other instances when poprun was given one)."""
+        wait = {} if self.instance_wait_seconds is None else {WAIT_VARIABLE: repr(float(self.instance_wait_seconds))}
+        return {**wait, "POPDIST_NUM_TOTAL_REPLICAS": str(self.num_replicas),
                 "POPDIST_NUM_IPUS_PER_REPLICA": str(self.ipus_per_replica),
                 "POPDIST_NUM_LOCAL_REPLICAS": str(self.local_replicas),
                 "POPDIST_UNIFORM_REPLICAS_PER_INSTANCE": "1",

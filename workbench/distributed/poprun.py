@@ -36,6 +36,11 @@ def parser() -> argparse.ArgumentParser:
     parse.add_argument("--tag-output", choices=("yes", "no"),
                        help="start each line with its instance, [1,I]<stdout>: (default: yes, unless "
                             "--only-output-from-instance is given)")
+    parse.add_argument("--instance-wait-seconds", type=float, metavar="SECONDS",
+                       help="how long an instance waits for the others (at a Session's set-up and at every "
+                            "collective) before every waiting instance fails, naming those that never came "
+                            "(default: $WORKBENCH_INSTANCE_WAIT_SECONDS, else 120; a session's "
+                            "RunOptions(instance_wait_seconds=...) overrides both)")
     parse.add_argument("--print-topology", choices=("yes", "no"), default="yes",
                        help="print which instance runs which replicas (default yes)")
     hosts = parse.add_mutually_exclusive_group()
@@ -68,7 +73,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parser().parse_args(argv)
     try:
         job = Job(args.num_instances, args.num_replicas or args.num_instances, args.ipus_per_replica,
-                  args.only_output_from_instance, _hosts(args))
+                  args.only_output_from_instance, _hosts(args), args.instance_wait_seconds)
         given_mpi_args = {"--mpi-global-args": args.mpi_global_args, "--mpi-local-args": args.mpi_local_args}
         mpi_args = translate_mpi_args(given_mpi_args)
         mpiexec = find_mpiexec()

@@ -2,9 +2,10 @@
 
 poprun sets ``POPDIST_*`` for each instance; a bare ``mpiexec -n N`` sets only its own rank and size
 (``PMI_RANK``/``PMI_SIZE`` for MPICH, ``OMPI_COMM_WORLD_*`` for OpenMPI), from which the rest follows:
-one replica per instance unless ``POPDIST_NUM_TOTAL_REPLICAS`` says more. Reading them imports nothing,
-least of all MPI; but the first time they describe a job of several instances, an error that nothing
-catches is made to end the whole job (``end_job_on_uncaught_error``).
+one replica per instance unless ``POPDIST_NUM_TOTAL_REPLICAS`` says more. Reading them imports nothing.
+In a process launched as one of several instances, MPI starts in the background as soon as this module
+loads (with popxl, popdist or popart), and an error that nothing catches is made to end the whole job
+(``end_job_on_uncaught_error``); so too the first time settings of several instances are read.
 """
 from __future__ import annotations
 
@@ -14,7 +15,14 @@ import time
 from dataclasses import dataclass
 from typing import Mapping, Optional
 
+from . import mpi_start
+
 ABORT_DELAY = 0.3  # lets mpiexec pass on the traceback before the abort stops its forwarding
+# How long an instance that failed waits for MPI to start, to end the job through it; past that, some
+# instance has not even started MPI, and the failing process's exit status ends the job instead.
+ABORT_START_SECONDS = 5.0
+#: How long (seconds) an instance waits for the others; poprun's --instance-wait-seconds sets it.
+WAIT_VARIABLE = "WORKBENCH_INSTANCE_WAIT_SECONDS"
 _RANK = ("PMI_RANK", "OMPI_COMM_WORLD_RANK")
 _ending_job_on_error = False
 _SIZE = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE")
@@ -93,12 +101,13 @@ def read_settings(environ: Optional[Mapping[str, str]] = None) -> Optional[Popdi
 
 def end_job_on_uncaught_error() -> None:
     """From now on, an error nothing catches in this instance ends every instance of the job (MPI's
-    abort), whenever it happens: the others may be waiting for this one inside MPI, even in its
-    set-up, which has no deadline. MPI is started only then, if nothing started it before."""
+    abort), whenever it happens. MPI starts now, in the background (``mpi_start``), so that it is
+    running everywhere before the instances first meet in a Session."""
     global _ending_job_on_error
     if _ending_job_on_error:
         return
     _ending_job_on_error = True
+    mpi_start.start()
     previous = sys.excepthook
 
     def hook(kind, value, trace):
@@ -109,8 +118,15 @@ def end_job_on_uncaught_error() -> None:
         sys.stderr.flush()
         time.sleep(ABORT_DELAY)
         try:
-            from mpi4py import MPI
+            MPI = mpi_start.started(ABORT_START_SECONDS)
         except ImportError:
             return
-        MPI.COMM_WORLD.Abort(1)
+        if MPI is not None:
+            MPI.COMM_WORLD.Abort(1)
     sys.excepthook = hook
+
+
+# Started with the workbench, MPI is running on every instance by the time they first meet, wherever
+# one of them stalls or fails later: before its Session, it is named on the others.
+if _first(os.environ, _SIZE) not in (None, "1"):
+    end_job_on_uncaught_error()

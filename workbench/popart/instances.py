@@ -26,7 +26,7 @@ class JobLink:
         if self._channel is None:
             from workbench.runtime.mpi import world
 
-            self._channel = world(self.job).channel()
+            self._channel = world(self.job).channel("PopART's broadcastWeights")
         names = sorted(weights)
         everyone = self._channel.allgather_arrays([weights[name] for name in names],
                                                   f"broadcastWeights from instance {root}: {len(names)} weights")

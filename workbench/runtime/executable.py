@@ -77,7 +77,7 @@ def compile_executable(ir: Ir, device: Device, options: RunOptions) -> Executabl
     host_buffers = HostBuffers(ir.get_all_h2d_streams(), ir.get_all_d2h_streams(), ir.num_host_transfers,
                                ir.instance_replication_factor)
     replicas = ir.local_replicas
-    instances = _instances(ir)
+    instances = _instances(ir, options.instance_wait_seconds)
     main_steps = codes[ir.main_graph].steps
     shared = shared_weights(ir, main_steps) if options.shared_weights else SharedUpdates(set(), {})
     check_host_memory(ir, shared.variables, options.host_memory_limit)  # before anything large is allocated
@@ -93,7 +93,8 @@ def compile_executable(ir: Ir, device: Device, options: RunOptions) -> Executabl
     programs = [ReplicaProgram(ir, codes, r, values, replica_buffers, firsts, swaps, shared, binders)
                 for r, values, replica_buffers in zip(replicas, device_values, buffers)]
     instance_count = 1 if instances is None else instances.settings.num_instances
-    runner = ReplicaRunner(programs, threads_chosen(ir, options, instance_count), instances)
+    runner = ReplicaRunner(programs, threads_chosen(ir, options, instance_count), instances,
+                           options.instance_wait_seconds)
     timeline = Timeline(ir, {graph: code.steps for graph, code in codes.items()}, device)
     recorder = TraceRecorder(programs, timeline, TRACE_EVENT_LIMIT)
     return Executable(ir, device, options, report, codes, host_buffers, replicas, instances, buffers,
@@ -115,11 +116,11 @@ def _device_values(ir: Ir, buffers: list[dict], shared: SharedUpdates) -> list[d
             for replica_buffers in buffers]
 
 
-def _instances(ir: Ir) -> Optional["Instances"]:
+def _instances(ir: Ir, wait_seconds: Optional[float]) -> Optional["Instances"]:
     """The link to the other instances of the job (MPI), or None when this process is the whole job."""
     settings = ir._popdist
     if settings is None or settings.num_instances == 1:
         return None
     from .job.instances import Instances  # loads MPI: only for jobs of several instances
 
-    return Instances(settings, ir)
+    return Instances(settings, ir, wait_seconds)

@@ -38,7 +38,10 @@ class RunOptions:
     ``keep_freed_memory``: raise glibc's allocator thresholds once per process, so that the arrays a
     run frees are reused by the next (``allocator.py``). ``host_memory_limit``: the most host memory,
     in bytes, the session's copies of the weights may take, below what the host has available (None:
-    what it has; ``state/host_memory.py``).
+    what it has; ``state/host_memory.py``). ``instance_wait_seconds``: in a job of several instances,
+    how long an instance waits for the others, at the session's set-up and at every exchange, before it
+    raises naming those that never came (None: ``WORKBENCH_INSTANCE_WAIT_SECONDS``, which poprun's
+    ``--instance-wait-seconds`` sets, else 120 s).
 
     >>> popxl.Session(ir, "ipu_model", options=RunOptions(replicas="threads"))
     """
@@ -49,6 +52,7 @@ class RunOptions:
     keep_freed_memory: bool = True
     cores: Optional[int] = None
     host_memory_limit: Optional[int] = None
+    instance_wait_seconds: Optional[float] = None
     progress: ProgressOptions = field(default_factory=ProgressOptions)
 
     def __post_init__(self) -> None:
@@ -62,6 +66,11 @@ class RunOptions:
                                                    or self.host_memory_limit < 0):
             raise ValueError("RunOptions.host_memory_limit must be a number of bytes (a non-negative int) or None, "
                              f"got {self.host_memory_limit!r}")
+        seconds = self.instance_wait_seconds
+        if seconds is not None and (not isinstance(seconds, (int, float)) or isinstance(seconds, bool)
+                                    or not 0 < seconds < float("inf")):
+            raise ValueError("RunOptions.instance_wait_seconds must be a positive number of seconds or None, "
+                             f"got {seconds!r}")
         if not isinstance(self.progress, ProgressOptions):
             raise TypeError(f"RunOptions.progress must be a ProgressOptions, got {type(self.progress).__name__}")
 

@@ -29,11 +29,12 @@ class InstancesDiverged(RuntimeWarning):
 
 
 class Instances:
-    """Opened by each Session of a job of several instances (every instance opens it, in step)."""
+    """Opened by each Session of a job of several instances (every instance opens it, in step);
+    ``wait_seconds``: how long it waits for the others (None: ``wait_limit()``)."""
 
-    def __init__(self, settings: PopdistSettings, ir):
+    def __init__(self, settings: PopdistSettings, ir, wait_seconds: Optional[float] = None):
         self.settings = settings
-        self.channel: Channel = world(settings).channel()
+        self.channel: Channel = world(settings, wait_seconds).channel("a session", wait_seconds)
         self.channel.open_window(len(settings.local_replicas) * largest_collective_value(ir))
         # Conditionals by a number every instance gives them alike: the branch logs cross as numbers.
         self._conditionals = [op for graph in ir.graphs for op in graph.ops if op_def(op.type).branches]

@@ -6,6 +6,9 @@ control communicator on which each instance tells every other how each run ended
 wait polls, so it stops at a deadline, or when a notice says that an instance it waits on failed or
 finished its run without reaching the collective. An instance that waits long says where, so that at
 the deadline the others can name who never arrived; one whose process ends says so on every channel.
+MPI itself starts in the background as the workbench loads (``ir/mpi_start.py``), and before each step
+that MPI makes every instance take together (a new communicator, a shared window) the instances meet
+under the same deadline (``meetings.py``): nothing waits inside MPI for an instance that never comes.
 """
 from __future__ import annotations
 
@@ -16,10 +19,12 @@ from typing import Optional
 
 import numpy as np
 
+from workbench.ir import mpi_start
 from workbench.ir.popdist_settings import PopdistSettings, PopdistSettingsError, end_job_on_uncaught_error
 
 from ..replication.communicator import CollectiveMismatchError, wait_limit
 from ..replication.replicas import ReplicaExecutionError
+from .meetings import SetupMeetings
 from .mpi_window import HEADER_BYTES, SharedWindow, header, mismatch
 
 # Run number, outcome, failing replica and the number of missing instances (8 bytes each), the
@@ -70,11 +75,12 @@ def _outcome(error: Optional[BaseException]) -> int:
     return MISMATCH if isinstance(error, CollectiveMismatchError) else FAILED
 
 
-def world(settings: PopdistSettings) -> "World":
-    """This process's MPI connection, made on first use."""
+def world(settings: PopdistSettings, wait_seconds: Optional[float] = None) -> "World":
+    """This process's MPI connection, made on first use; it waits ``wait_seconds`` (None:
+    ``wait_limit()``) for MPI to start on every instance."""
     global _world
     if _world is None:
-        _world = World(settings)
+        _world = World(settings, wait_limit(wait_seconds))
     return _world
 
 
@@ -85,12 +91,17 @@ def connected() -> bool:
 class World:
     """MPI, initialised for this job; an uncaught exception in any instance aborts the whole job."""
 
-    def __init__(self, settings: PopdistSettings):
+    def __init__(self, settings: PopdistSettings, wait_seconds: float):
         try:
-            from mpi4py import MPI
+            MPI = mpi_start.started(wait_seconds)
         except ImportError:
             raise ImportError("a job of several instances needs MPI: pip install 'ipu-workbench[distributed]' "
                               "(mpi4py and mpich)") from None
+        if MPI is None:
+            raise InstanceMissing(f"instance {settings.instance_index} waited {wait_seconds:g} s for MPI to start: "
+                                  f"some of the job's {settings.num_instances} instances have not loaded the workbench "
+                                  "(stalled or failed before importing popxl, popdist or popart)",
+                                  [])
         comm = MPI.COMM_WORLD
         if comm.Get_size() != settings.num_instances or comm.Get_rank() != settings.instance_index:
             raise PopdistSettingsError(
@@ -101,14 +112,19 @@ class World:
         self.MPI = MPI
         self.comm = comm
         self.settings = settings
-        self.wait_limit = wait_limit()
+        self.wait_limit = wait_seconds
+        self.meetings = SetupMeetings(MPI, mpi_start.communicator(), InstanceMissing, CollectiveMismatchError)
         self._channels: list[Channel] = []
         end_job_on_uncaught_error()
         atexit.register(self._say_gone)  # after mpi4py's own handler, so it runs before MPI finalises
 
-    def channel(self) -> "Channel":
-        """A new pair of communicators; every instance must open its channels in the same order."""
-        channel = Channel(self)
+    def channel(self, purpose: str, wait_seconds: Optional[float] = None) -> "Channel":
+        """A new pair of communicators for ``purpose`` (said alike by every instance, which must open
+        its channels in the same order); the instances meet first, waiting ``wait_seconds`` (None:
+        the world's limit) for each other, here and at the channel's exchanges."""
+        limit = self.wait_limit if wait_seconds is None else wait_seconds
+        self.meetings.meet(f"opening the channel of {purpose}", limit)
+        channel = Channel(self, limit)
         self._channels.append(channel)
         return channel
 
@@ -120,8 +136,9 @@ class World:
 class Channel:
     """One session's exchanges between instances."""
 
-    def __init__(self, world: World):
+    def __init__(self, world: World, wait_seconds: float):
         self._MPI = world.MPI
+        self._meetings = world.meetings
         self._world = world.comm
         self._data = world.comm.Dup()
         self._control = world.comm.Dup()
@@ -131,7 +148,7 @@ class Channel:
         self._notices: dict[int, tuple[int, int, str]] = {}  # this run at the others: outcome, replica, message
         self._sent: list = []
         self._window: Optional[SharedWindow] = None
-        self._limit = world.wait_limit
+        self._limit = wait_seconds
         self._gone: set[int] = set()  # instances whose process ended
         self._exchanges = 0  # exchanges begun on this channel, the same count on every instance
         self._arrived: dict[int, tuple[int, str]] = {}  # instance: (exchange, description) it said it waits at
@@ -141,9 +158,12 @@ class Channel:
         self._named_missing: set[int] = set()  # instances that others gave up waiting for in this run
 
     def open_window(self, part_bytes: int) -> None:
-        """Let ``gather`` exchange up to ``part_bytes`` per instance through shared memory, when every
-        instance runs on this machine (every instance calls this alike)."""
-        self._window = SharedWindow.open(self._MPI, self._world, part_bytes)
+        """Let ``gather`` exchange up to ``part_bytes`` (the most any instance asks) per instance through
+        shared memory, when every instance runs on this machine (every instance calls this alike)."""
+        self._meetings.meet("opening a shared window", self._limit)
+        # Every instance is here now: the MPI calls that take them all together follow at once.
+        largest = self._world.allreduce(part_bytes, op=self._MPI.MAX)
+        self._window = SharedWindow.open(self._MPI, self._world, largest)
 
     @property
     def through_shared_memory(self) -> bool:
@@ -279,6 +299,7 @@ class Channel:
                 # A new communicator would need every instance: this channel is done for.
                 self._lost = sorted(lost)
             elif error is not None or any(outcome != FINISHED for outcome, _, _ in outcomes.values()):
+                self._meetings.meet("a new communicator after a failed run", self._limit)
                 self._data = self._world.Dup()
                 self._exchanges = 0
                 self._arrived = {}

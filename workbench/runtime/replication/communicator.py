@@ -11,7 +11,9 @@ import os
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Hashable, Sequence
+from typing import Any, Callable, Hashable, Optional, Sequence
+
+from workbench.ir.popdist_settings import WAIT_VARIABLE
 
 from .rendezvous import (CollectiveMismatchError, MeetingBook, ReplicaAborted, Waiting, deadlock_error,
                          gone_error)
@@ -21,16 +23,17 @@ __all__ = ["POLL_SECONDS", "WAIT_LIMIT", "WAIT_VARIABLE", "CollectiveMismatchErr
 
 #: A last resort: no collective waits longer than this (seconds) even if no rule above caught it.
 WAIT_LIMIT = 120.0
-#: The environment variable that sets another limit (poprun and mpiexec pass it on to every instance).
-WAIT_VARIABLE = "WORKBENCH_INSTANCE_WAIT_SECONDS"
 LOCAL_MARGIN = 5.0
 #: How often (seconds) whoever waits for the replicas of a run calls back the run's progress display.
 POLL_SECONDS = 0.05
 
 
-def wait_limit() -> float:
-    """The seconds a replica or instance waits at a collective for the others: ``WAIT_VARIABLE`` when
-    set, else WAIT_LIMIT."""
+def wait_limit(chosen: Optional[float] = None) -> float:
+    """The seconds an instance waits for the others (a replica at a collective, a moment more):
+    ``chosen`` (``RunOptions.instance_wait_seconds``) when given, else ``WAIT_VARIABLE`` when set
+    (poprun's ``--instance-wait-seconds`` sets it), else WAIT_LIMIT."""
+    if chosen is not None:
+        return chosen
     text = os.environ.get(WAIT_VARIABLE)
     if text is None:
         return WAIT_LIMIT
@@ -53,8 +56,9 @@ class _Failed:
 class Communicator:
     """Shared by the replica threads of one run; ``replicas`` are their (global) indices."""
 
-    def __init__(self, replicas: Sequence[int]):
+    def __init__(self, replicas: Sequence[int], wait_seconds: Optional[float] = None):
         self._replicas = set(replicas)
+        self._wait_seconds = wait_seconds
         self._condition = threading.Condition()
         self._book = MeetingBook()
         self._finished: set[int] = set()
@@ -107,7 +111,7 @@ class Communicator:
         """Wait (holding the condition) until ``done()``; raise if the run was stopped, a replica
         failed, the replicas are deadlocked or the wait limit passed."""
         # A moment past the instances' own limit, so that a wait across instances names who is missing first.
-        limit = wait_limit() + LOCAL_MARGIN
+        limit = wait_limit(self._wait_seconds) + LOCAL_MARGIN
         deadline = time.monotonic() + limit
         while not done():
             self._check_can_wait(key, label, replica, members)

@@ -78,10 +78,12 @@ class ReplicaRunner:
     collectives that span instances and tells every instance how each run ended.
     """
 
-    def __init__(self, programs: list[ReplicaProgram], threads: bool = False, instances=None):
+    def __init__(self, programs: list[ReplicaProgram], threads: bool = False, instances=None,
+                 wait_seconds: Optional[float] = None):
         self._programs = programs
         self._threads = threads and len(programs) > 1
         self._instances = instances
+        self._wait_seconds = wait_seconds
         self._pool: Optional[ThreadPoolExecutor] = None
 
     @property
@@ -126,7 +128,7 @@ class ReplicaRunner:
             turns.take_turns([lambda index=index: self._run_one(index, shared)
                               for index in range(len(self._programs))], poll)
             return
-        communicator = Communicator(replicas)
+        communicator = Communicator(replicas, self._wait_seconds)
         shared = communicator if self._instances is None else self._instances.communicator(communicator)
 
         def work(index: int) -> Optional[BaseException]:
