@@ -74,6 +74,18 @@ def _dynamic_slice(inputs: Sequence[TensorType], attrs: Mapping) -> list[TensorT
     return [TensorType(inputs[0].elem_type, tuple(shape))]
 
 
+def _subsample(inputs: Sequence[TensorType], attrs: Mapping) -> list[TensorType]:
+    """ONNX-level shape of a Subsample: each size divided by its stride, rounded down as PopART's
+    builder infers it (the op itself, on the device, keeps the partial last window)."""
+    shape = _known_shape(inputs[0])
+    strides = list(attrs.get("strides") or [1] * len(shape))
+    if len(strides) != len(shape):
+        raise ValueError(f"Subsample: strides has {len(strides)} values for an input of rank {len(shape)}")
+    if any(s <= 0 for s in strides):
+        raise ValueError(f"Subsample: strides must be positive, got {strides}")
+    return [TensorType(inputs[0].elem_type, tuple(d // s for d, s in zip(shape, strides)))]
+
+
 def _call(inputs: Sequence[TensorType], attrs: Mapping) -> list[Optional[TensorType]]:
     return [type_of(value) for value in attrs["callee"].output]
 
@@ -83,7 +95,7 @@ GRAPHCORE_RULES.update({
     "L1": _loss, "Nll": _loss, "IdentityLoss": _loss,
     **dict.fromkeys(("Scale", "Gelu", "GeluErf", "Nop", "Detach", "Swish", "PrintTensor", "IncrementMod",
                      "CheckpointOutput", "Square"), _same),
-    "Subsample": _from_registry("subsample", lambda a: {"strides": tuple(a["strides"])}),
+    "Subsample": _subsample,
     "Init": _init,
     "GroupNormalization": _group_norm,
     "DynamicSlice": _dynamic_slice,

@@ -226,8 +226,8 @@ class Builder(Annotations):
         return list(self._graph.outputs)
 
     def getValueTensorIds(self) -> list[str]:
-        declared = set(self._graph.inputs) | set(self._graph.outputs) | set(self._graph.initializers)
-        return [t for n in self._graph.nodes for t in n.output if t not in declared]
+        """Every tensor a node makes, graph outputs included (PopART lists the model's value infos)."""
+        return [t for n in self._graph.nodes for t in n.output if t]
 
     def getTrainableTensorIds(self) -> list[str]:
         return [t for t, a in self._graph.initializers.items() if a.dtype.kind == "f"]

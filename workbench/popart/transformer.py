@@ -97,11 +97,12 @@ class GraphTransformer:
     def convertInitializersToConstants(self, ids: Iterable[str]) -> None:
         """Make the named initializers Constant nodes (weights no session can change)."""
         graph = self._model.graph
+        ids = list(ids)
         wanted = set(ids)
         known = {i.name for i in graph.initializer}
-        missing = wanted - known
+        missing = [tensor_id for tensor_id in ids if tensor_id not in known]
         if missing:
-            raise popart_exception(f"convertInitializersToConstants: no initializer(s) {sorted(missing)}")
+            raise popart_exception(f"TensorId {missing[0]} not in the model initalizers")
         constants = [helper.make_node("Constant", [], [i.name], value=i) for i in graph.initializer if i.name in wanted]
         inits = [i for i in graph.initializer if i.name not in wanted]
         inputs = [v for v in graph.input if v.name not in wanted]
