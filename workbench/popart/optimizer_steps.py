@@ -13,6 +13,12 @@ Adam family: ``s = a / (ls*af)`` (plus ``wd*w`` with L2 regularisation), ``m = b
 ``v = b2*v + (1-b2)*s^2`` (AdaMax: ``v = max(b2*v, |s|)``), the updater term ``x`` of the workbench's
 adam/lamb/adamax updaters (bias-corrected unless NoBias; ``+ wd*w`` in Decay mode), then
 ``w = w - lr*x`` (Lamb: times the trust ratio ``min(|w|, mwn) / |x|``).
+Adaptive family (alpha ``al``, momentum ``m``): ``s`` as for Adam; ``v1 = v1 + s^2`` (AdaGrad) or
+``al*v1 + (1-al)*s^2``; CenteredRMSProp ``v2 = al*v2 + (1-al)*s``; ``x = s / (sqrt(v1) + eps)``
+(centered: ``sqrt(v1 - v2^2)``; TensorFlow's form: ``eps`` inside the root and ``v1`` starting at 1),
+AdaDelta ``x = s * sqrt(v2 + eps) / sqrt(v1 + eps)`` then ``v2 = al*v2 + (1-al)*x^2``; with momentum
+``v3 = m*v3 + x`` (TensorFlow's form: ``m*v3 + lr*x``); ``w = w - lr*(x + wd*w)`` (Decay), the learning
+rate left out where TensorFlow's form put it in ``v3``.
 
 Each compound scalar above is computed on the host in float64 from the atomic values: a number in
 the program when all its atoms are constant, else a scalar variable named
@@ -27,15 +33,15 @@ import numpy as np
 from workbench import ops
 from workbench.ir import Tensor, constant
 
-from .optimizers import SGD, Adam, AdamMode, Optimizer, WeightDecayMode
+from .optimizers import SGD, Adam, Adaptive, AdaptiveMode, AdamMode, Optimizer, WeightDecayMode
 from .reserved import PREFIXES
 
 Scalar = tuple[float, bool]  # (value, constant?)
 Factor = Union[float, Tensor]
 
 # PopART's reserved prefixes of optimiser state tensors.
-VELOCITY, ACCUMULATOR, FIRST_MOMENT, SECOND_MOMENT, STEP = (
-    PREFIXES[f"reserved{name}Prefix"] for name in ("Accl", "Accum", "Accl1", "Accl2", "Step"))
+VELOCITY, ACCUMULATOR, FIRST_MOMENT, SECOND_MOMENT, THIRD_MOMENT, STEP = (
+    PREFIXES[f"reserved{name}Prefix"] for name in ("Accl", "Accum", "Accl1", "Accl2", "Accl3", "Step"))
 
 
 def _const(*values) -> bool:
@@ -73,7 +79,14 @@ def scalars(optimizer: Optimizer, weight: str, mean_af: int) -> dict[str, Scalar
         found["gradientScale"] = (scale, _const(ls))
         found["negLearningRate"] = (-v["learningRate"].val(), _const(v["learningRate"]))
         return found
-    raise TypeError(f"unsupported optimizer {type(optimizer).__name__}; expected popart.SGD, ConstSGD or Adam")
+    if isinstance(optimizer, Adaptive):
+        found = {name: (v[name].val(), _const(v[name]))
+                 for name in ("learningRate", "weightDecay", "alpha", "momentum", "eps")}
+        found["gradientScale"] = (scale, _const(ls))
+        found["negLearningRate"] = (-v["learningRate"].val(), _const(v["learningRate"]))
+        return found
+    raise TypeError(f"unsupported optimizer {type(optimizer).__name__}; expected popart.SGD, ConstSGD, Adam or "
+                    "Adaptive")
 
 
 # PopART's names of the SGD0 compound scalars a script anchors (``<prefix>FLOAT``), with the
@@ -94,11 +107,22 @@ def state_names(optimizer: Optimizer, weight: str) -> list[str]:
     """The optimiser state tensors of ``weight`` (zeros at the start), by reserved name."""
     if isinstance(optimizer, SGD):
         return [VELOCITY + weight] if uses_momentum(optimizer, weight) else []
+    if isinstance(optimizer, Adaptive):
+        names = [FIRST_MOMENT + weight]
+        if optimizer.mode in (AdaptiveMode.CenteredRMSProp, AdaptiveMode.AdaDelta):
+            names.append(SECOND_MOMENT + weight)
+        return names + ([THIRD_MOMENT + weight] if uses_momentum(optimizer, weight) else [])
     mode = optimizer.mode
     names = [FIRST_MOMENT + weight, SECOND_MOMENT + weight]
     if mode not in (AdamMode.AdamNoBias, AdamMode.LambNoBias):
         names.append(STEP + weight)
     return names
+
+
+def state_start(optimizer: Optimizer, state: str) -> float:
+    """The value a state tensor starts from: 0, or 1 for the first accumulator of TensorFlow's RMSProp."""
+    tf_first = isinstance(optimizer, Adaptive) and optimizer.rmspropTFVariant and state.startswith(FIRST_MOMENT)
+    return 1.0 if tf_first else 0.0
 
 
 def _nonzero(value: Factor) -> bool:
@@ -111,6 +135,8 @@ def update(optimizer: Optimizer, w: Tensor, a: Tensor, state: dict[str, Tensor],
     ``state`` holds the weight's state tensors by reserved name, ``scalar(name)`` a compound scalar."""
     if isinstance(optimizer, SGD):
         _sgd(optimizer, w, a, state, scalar)
+    elif isinstance(optimizer, Adaptive):
+        _adaptive(optimizer, w, a, state, scalar)
     else:
         _adam(optimizer, w, a, state, scalar)
 
@@ -171,3 +197,44 @@ def _adam(optimizer: Adam, w: Tensor, a: Tensor, state: dict[str, Tensor], scala
                                         learning_rate=scalar("learningRate"), max_weight_norm=scalar("maxWeightNorm"))
     else:
         ops.var_updates.accumulate_(w, x, scalar("negLearningRate"))
+
+
+def _as_tensor(value: Factor, like: Tensor) -> Tensor:
+    if not isinstance(value, Tensor):
+        return constant(np.array(value, like.dtype.as_numpy()), like.dtype)
+    return value if value.dtype == like.dtype else ops.cast(value, like.dtype)
+
+
+def _adaptive(optimizer: Adaptive, w: Tensor, a: Tensor, state: dict[str, Tensor], scalar) -> None:
+    mode, tf = optimizer.mode, optimizer.rmspropTFVariant
+    first, second = state[FIRST_MOMENT + w.name], state.get(SECOND_MOMENT + w.name)
+    momentum = state.get(THIRD_MOMENT + w.name)
+    wd, eps, alpha = scalar("weightDecay"), scalar("eps"), scalar("alpha")
+    s = _times(a, scalar("gradientScale"))
+    if optimizer.weightDecayMode is WeightDecayMode.L2Regularization and _nonzero(wd):
+        ops.var_updates.accumulate_(s, w, wd)
+    if mode is AdaptiveMode.AdaGrad:
+        ops.var_updates.accumulate_square_(first, s, 1.0)
+    else:
+        ops.var_updates.accumulate_moving_average_square_(first, s, alpha)
+    if mode is AdaptiveMode.AdaDelta:
+        x = ops.div(ops.mul(s, ops.sqrt(ops.add(second, _as_tensor(eps, second)))),
+                    ops.sqrt(ops.add(first, _as_tensor(eps, first))))
+        ops.var_updates.accumulate_moving_average_square_(second, x, alpha)
+    else:
+        spread = first
+        if mode is AdaptiveMode.CenteredRMSProp:
+            ops.var_updates.accumulate_moving_average_(second, s, alpha)
+            spread = ops.sub(first, ops.mul(second, second))
+        if tf:
+            x = ops.div(s, ops.sqrt(ops.add(spread, _as_tensor(eps, spread))))
+        else:
+            x = ops.div(s, ops.add(ops.sqrt(spread), _as_tensor(eps, spread)))
+    learning_rate_inside = tf and momentum is not None
+    if momentum is not None:
+        ops.var_updates.accumulator_scale_(momentum, scalar("momentum"))
+        ops.var_updates.accumulate_(momentum, x, scalar("learningRate") if learning_rate_inside else 1.0)
+        x = momentum
+    if optimizer.weightDecayMode is WeightDecayMode.Decay and _nonzero(wd):
+        x = ops.add(x, _times(w, wd))
+    ops.var_updates.accumulate_(w, x, -1.0 if learning_rate_inside else scalar("negLearningRate"))

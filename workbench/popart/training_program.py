@@ -35,7 +35,8 @@ from .reserved import PREFIXES
 
 GRADIENT = PREFIXES["reservedGradientPrefix"]
 LOSS_SCALING = PREFIXES["reservedLossScalingPrefix"] + "FLOAT"
-STATE_PREFIXES = (steps.VELOCITY, steps.ACCUMULATOR, steps.FIRST_MOMENT, steps.SECOND_MOMENT, steps.STEP)
+STATE_PREFIXES = (steps.VELOCITY, steps.ACCUMULATOR, steps.FIRST_MOMENT, steps.SECOND_MOMENT, steps.THIRD_MOMENT,
+                  steps.STEP)
 
 
 def take_saved_state(builder: GraphBuilder) -> dict[str, np.ndarray]:
@@ -180,7 +181,7 @@ class _Builder:
                 # Adam's step counter is a float32 scalar whatever the weight's type, as PopART keeps it.
                 counter = state.startswith(steps.STEP)
                 shape, dtype = ((), float32) if counter else (var.shape, var.dtype)
-                start = np.zeros(shape, dtype.as_numpy())
+                start = np.full(shape, steps.state_start(optimizer, state), dtype.as_numpy())
                 if state in self.saved_state:
                     saved = self.saved_state[state]
                     if saved.size != start.size:
