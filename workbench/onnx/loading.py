@@ -13,6 +13,8 @@ from typing import Any, Collection
 
 import onnx
 
+from . import external_data
+
 # protobuf refuses a serialized message over INT_MAX bytes.
 PROTOBUF_LIMIT = 2**31 - 1
 _KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
@@ -36,10 +38,23 @@ def load_model(source: Any) -> onnx.ModelProto:
         with open(path, "rb") as file:
             model = _parsed(file.read(), label)
         _checked(model, label)
-        if any(t.data_location == onnx.TensorProto.EXTERNAL for t in model.graph.initializer):
-            onnx.load_external_data_for_model(model, os.path.dirname(os.path.abspath(path)))
+        _find_external_files(model, os.path.dirname(os.path.abspath(path)))
         return model
     raise TypeError(f"expected an ONNX model as bytes or a file path, got {type(source).__name__}")
+
+
+def _find_external_files(model: onnx.ModelProto, model_dir: str) -> None:
+    """Point each external location that is not found from the working directory (PopART's rule) to
+    the file of that name beside the model, where ONNX writes it."""
+    for tensor in model.graph.initializer:
+        if not external_data.is_external(tensor):
+            continue
+        for entry in tensor.external_data:
+            if entry.key == "location" and not os.path.exists(entry.value):
+                try:
+                    entry.value = external_data.found_path(entry.value, tensor.name, model_dir)
+                except external_data.ExternalDataError as error:
+                    raise ModelFileError(str(error)) from None
 
 
 def serialized_size(source: Any) -> int:

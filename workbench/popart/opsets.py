@@ -97,7 +97,7 @@ _SCALARS = {_AttrType.INT: (int, np.integer, bool, np.bool_), _AttrType.FLOAT: (
 _LISTS = {_AttrType.INTS: _AttrType.INT, _AttrType.FLOATS: _AttrType.FLOAT, _AttrType.STRINGS: _AttrType.STRING}
 
 
-def _of_kind(kind: int, value: Any) -> bool:
+def _of_kind(kind: Any, value: Any) -> bool:
     if kind in _SCALARS:
         return isinstance(value, _SCALARS[kind])
     if kind in _LISTS:

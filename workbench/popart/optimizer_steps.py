@@ -207,8 +207,7 @@ def _as_tensor(value: Factor, like: Tensor) -> Tensor:
 
 def _adaptive(optimizer: Adaptive, w: Tensor, a: Tensor, state: dict[str, Tensor], scalar) -> None:
     mode, tf = optimizer.mode, optimizer.rmspropTFVariant
-    first, second = state[FIRST_MOMENT + w.name], state.get(SECOND_MOMENT + w.name)
-    momentum = state.get(THIRD_MOMENT + w.name)
+    first, momentum = state[FIRST_MOMENT + w.name], state.get(THIRD_MOMENT + w.name)
     wd, eps, alpha = scalar("weightDecay"), scalar("eps"), scalar("alpha")
     s = _times(a, scalar("gradientScale"))
     if optimizer.weightDecayMode is WeightDecayMode.L2Regularization and _nonzero(wd):
@@ -218,12 +217,14 @@ def _adaptive(optimizer: Adaptive, w: Tensor, a: Tensor, state: dict[str, Tensor
     else:
         ops.var_updates.accumulate_moving_average_square_(first, s, alpha)
     if mode is AdaptiveMode.AdaDelta:
+        second = state[SECOND_MOMENT + w.name]
         x = ops.div(ops.mul(s, ops.sqrt(ops.add(second, _as_tensor(eps, second)))),
                     ops.sqrt(ops.add(first, _as_tensor(eps, first))))
         ops.var_updates.accumulate_moving_average_square_(second, x, alpha)
     else:
         spread = first
         if mode is AdaptiveMode.CenteredRMSProp:
+            second = state[SECOND_MOMENT + w.name]
             ops.var_updates.accumulate_moving_average_(second, s, alpha)
             spread = ops.sub(first, ops.mul(second, second))
         if tf:

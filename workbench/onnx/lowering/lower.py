@@ -241,9 +241,9 @@ class _Lowering:
         """The op's own output shape wins over ONNX's inferred one where they differ, as PopART's ops
         set their outputs up themselves (a Subsample keeps a partial last window that ONNX drops)."""
         known = self.builder.types.get(name)
-        shape = tuple(tensor.shape)
-        if known is not None and known.shape is not None and tuple(known.shape) != shape:
-            self.builder.types[name] = TensorType(known.elem_type, shape)
+        lowered = tuple(tensor.shape)
+        if known is not None and known.shape is not None and tuple(known.shape) != lowered:
+            self.builder.types[name] = TensorType(known.elem_type, lowered)
 
     def subgraph(self, proto: onnx.GraphProto, explicit, loop: bool, node_ipu: int,
                  caller: str) -> tuple[Graph, list]:
