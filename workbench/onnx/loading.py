@@ -3,7 +3,7 @@
 A path must name a regular file (not a device such as ``/dev/zero``, a FIFO or a directory, which could
 block or never end) of at most protobuf's 2 GB limit; both paths and bytes must hold a non-empty
 serialized ``ModelProto`` with a graph. Every refusal is a ``ModelFileError`` naming the source (the file,
-or ``bytes``) and the problem.
+or ``the string`` of bytes, as PopART calls it) and the problem.
 """
 from __future__ import annotations
 
@@ -21,6 +21,11 @@ _KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISCHR, "a character device"), (
           (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"))
 
 
+# PopART's closing advice on a model it cannot parse.
+_ADVICE = (" Check that it is either a valid path to an existing onnx model file, or is a valid onnx ModelProto "
+           "string.")
+
+
 class ModelFileError(ValueError):
     """A model that cannot be loaded: what was given, and why."""
 
@@ -30,7 +35,7 @@ def load_model(source: Any) -> onnx.ModelProto:
     if isinstance(source, onnx.ModelProto):
         return source
     if isinstance(source, (bytes, bytearray, memoryview)):
-        return _checked(_parsed(bytes(source), "bytes"), "bytes")
+        return _checked(_parsed(bytes(source), "the string"), "the string")
     if isinstance(source, str) or hasattr(source, "__fspath__"):
         path = os.fspath(source)
         label = f"file {path}"
@@ -91,8 +96,7 @@ def _check_regular_file(path: str, label: str) -> None:
 
 def _parsed(data: bytes, label: str) -> onnx.ModelProto:
     if not data:
-        raise ModelFileError(f"Failed to load a ModelProto from {label}: it is empty (0 bytes); expected a "
-                             "serialized ONNX ModelProto")
+        raise ModelFileError(f"Failed to load a ModelProto from {label}: it is empty (0 bytes).{_ADVICE}")
     if len(data) > PROTOBUF_LIMIT:
         raise ModelFileError(f"Failed to load a ModelProto from {label}: it has {len(data):,} bytes, over "
                              f"protobuf's limit of {PROTOBUF_LIMIT:,} bytes for one message")
@@ -101,7 +105,7 @@ def _parsed(data: bytes, label: str) -> onnx.ModelProto:
         model.ParseFromString(data)
     except Exception as error:  # protobuf's DecodeError (its module differs between implementations)
         raise ModelFileError(f"Failed to load a ModelProto from {label}: it is not a serialized ONNX ModelProto "
-                             f"({len(data):,} bytes; protobuf says: {error})") from None
+                             f"({len(data):,} bytes; protobuf says: {error}).{_ADVICE}") from None
     return model
 
 
@@ -109,7 +113,7 @@ def _checked(model: onnx.ModelProto, label: str) -> onnx.ModelProto:
     """Bytes can parse as a ModelProto by chance (every field is optional): a model must have a graph."""
     if not model.HasField("graph"):
         raise ModelFileError(f"Failed to load a ModelProto from {label}: it parses, but holds no graph (no "
-                             "inputs, nodes or outputs); expected a serialized ONNX ModelProto")
+                             f"inputs, nodes or outputs).{_ADVICE}")
     return model
 
 

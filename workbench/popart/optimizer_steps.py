@@ -8,7 +8,9 @@ true gradient is ``g = a / (ls * af)``.
 SGD without momentum (PopART's SGD0): ``w = w * (1 - lr*(1-dm)*wd) - a * (lr*(1-dm) / (ls*af))``.
 SGD with momentum, velocity ``v`` kept ``vs`` times larger:
 ``v = v*mm + a*((1-dm)*vs/(ls*af)) + w*((1-dm)*wd*vs)``, then ``w = w - (lr/vs) * v``, or with
-Nesterov ``w = w - (lr/vs) * (a*(vs/(ls*af)) + w*(vs*wd) + mm*v)``.
+Nesterov ``w = w - (lr/vs) * (a*(vs/(ls*af)) + w*(vs*wd) + mm*v)``. As in PopART (SGD1), the velocity
+kept between steps is ``v*mm + w*((1-dm)*wd*vs)``, computed after the weight update (it starts at
+``w*((1-dm)*wd*vs)``), so a step adds only the gradient term.
 Adam family: ``s = a / (ls*af)`` (plus ``wd*w`` with L2 regularisation), ``m = b1*m + (1-b1)*s``,
 ``v = b2*v + (1-b2)*s^2`` (AdaMax: ``v = max(b2*v, |s|)``), the updater term ``x`` of the workbench's
 adam/lamb/adamax updaters (bias-corrected unless NoBias; ``+ wd*w`` in Decay mode), then
@@ -32,8 +34,10 @@ import numpy as np
 
 from workbench import ops
 from workbench.ir import Tensor, constant
+from workbench.onnx.lowering import adopt_name
 
-from .optimizers import SGD, Adam, Adaptive, AdaptiveMode, AdamMode, Optimizer, WeightDecayMode
+from .optimizers import (SGD, Adam, Adaptive, AdaptiveMode, AdamMode, Optimizer, SGDAccumulatorAndMomentum,
+                         WeightDecayMode)
 from .reserved import PREFIXES
 
 Scalar = tuple[float, bool]  # (value, constant?)
@@ -42,6 +46,8 @@ Factor = Union[float, Tensor]
 # PopART's reserved prefixes of optimiser state tensors.
 VELOCITY, ACCUMULATOR, FIRST_MOMENT, SECOND_MOMENT, THIRD_MOMENT, STEP = (
     PREFIXES[f"reserved{name}Prefix"] for name in ("Accl", "Accum", "Accl1", "Accl2", "Accl3", "Step"))
+# PopART's names of the velocity after the gradient is added, and after it is prepared for the next step.
+ACCL_TO_UPDATE, ACCL_FINAL_OUT = PREFIXES["reservedAcclToUpdatePrefix"], PREFIXES["reservedAcclFinalOutPrefix"]
 
 
 def _const(*values) -> bool:
@@ -106,7 +112,10 @@ def anchored_scalar(name: str) -> tuple[str, float] | None:
 def state_names(optimizer: Optimizer, weight: str) -> list[str]:
     """The optimiser state tensors of ``weight`` (zeros at the start), by reserved name."""
     if isinstance(optimizer, SGD):
-        return [VELOCITY + weight] if uses_momentum(optimizer, weight) else []
+        if not uses_momentum(optimizer, weight):
+            return []
+        separate = optimizer.accumulatorAndMomentum is SGDAccumulatorAndMomentum.Separate
+        return [(FIRST_MOMENT if separate else VELOCITY) + weight]
     if isinstance(optimizer, Adaptive):
         names = [FIRST_MOMENT + weight]
         if optimizer.mode in (AdaptiveMode.CenteredRMSProp, AdaptiveMode.AdaDelta):
@@ -119,10 +128,16 @@ def state_names(optimizer: Optimizer, weight: str) -> list[str]:
     return names
 
 
-def state_start(optimizer: Optimizer, state: str) -> float:
-    """The value a state tensor starts from: 0, or 1 for the first accumulator of TensorFlow's RMSProp."""
+def state_start(optimizer: Optimizer, state: str, weight: np.ndarray) -> np.ndarray:
+    """The value a state tensor of ``weight`` (its starting value) starts from: SGD's velocity
+    ``swd * w`` (PopART keeps the next step's weight decay in it), 1 for the first accumulator of
+    TensorFlow's RMSProp, else 0."""
+    if isinstance(optimizer, SGD) and state.startswith(VELOCITY):
+        name = state[len(VELOCITY):]
+        wd, dm, vs = (optimizer.value(n, name).val() for n in ("weightDecay", "dampening", "velocityScaling"))
+        return weight * np.asarray((1.0 - dm) * wd * vs, weight.dtype)
     tf_first = isinstance(optimizer, Adaptive) and optimizer.rmspropTFVariant and state.startswith(FIRST_MOMENT)
-    return 1.0 if tf_first else 0.0
+    return np.full(weight.shape, 1.0 if tf_first else 0.0, weight.dtype)
 
 
 def _nonzero(value: Factor) -> bool:
@@ -143,16 +158,40 @@ def update(optimizer: Optimizer, w: Tensor, a: Tensor, state: dict[str, Tensor],
 
 def _sgd(optimizer: SGD, w: Tensor, a: Tensor, state: dict[str, Tensor], scalar) -> None:
     velocity = state.get(VELOCITY + w.name)
+    separate = state.get(FIRST_MOMENT + w.name)
+    if separate is not None:
+        _sgd_separate(optimizer, w, a, separate, scalar)
+        return
     if velocity is None:
         decay = scalar("weightDecayScaleFactor0")
         if isinstance(decay, Tensor) or decay != 1.0:
             ops.var_updates.accumulator_scale_(w, decay)
         ops.var_updates.accumulate_(w, a, scalar("negScaledLearningRate0"))
         return
+    # PopART's order (SGD1): the velocity kept between steps already holds ``mm*v + swd*w`` (it
+    # starts at ``swd*w``, see ``state_start``); the step adds the gradient, updates the weight, then
+    # prepares the velocity for the next step. Its three values carry PopART's names.
+    to_update = ops.var_updates.accumulate_(velocity, a, scalar("dampeningScaleFactor"))
+    adopt_name(to_update, ACCL_TO_UPDATE + w.name)
+    _weight_step(optimizer, w, a, to_update, scalar)
+    final = ops.var_updates.accumulator_scale_(to_update, scalar("scaledMomentum"))
+    if _nonzero(scalar("scaledWeightDecay")):
+        final = ops.var_updates.accumulate_(final, w, scalar("scaledWeightDecay"))
+    adopt_name(final, ACCL_FINAL_OUT + w.name)
+
+
+def _sgd_separate(optimizer: SGD, w: Tensor, a: Tensor, velocity: Tensor, scalar) -> None:
+    """PopART's SGD2 (``SGDAccumulatorAndMomentum.Separate``): the velocity ``Accl1___w`` starts at 0
+    and takes the momentum and weight decay terms in the step, before the weight update."""
     ops.var_updates.accumulator_scale_(velocity, scalar("scaledMomentum"))
     ops.var_updates.accumulate_(velocity, a, scalar("dampeningScaleFactor"))
     if _nonzero(scalar("scaledWeightDecay")):
         ops.var_updates.accumulate_(velocity, w, scalar("scaledWeightDecay"))
+    _weight_step(optimizer, w, a, velocity, scalar)
+
+
+def _weight_step(optimizer: SGD, w: Tensor, a: Tensor, velocity: Tensor, scalar) -> None:
+    """``w -= (lr/vs) * v``, or with Nesterov ``w -= (lr/vs) * (a*ngsf + w*vs*wd + mm*v)``."""
     if optimizer.value("nesterov", w.name).val():
         step = _times(a, scalar("nesterovGradScaleFactor"))
         if _nonzero(scalar("nesterovWeightDecay")):

@@ -32,11 +32,12 @@ from workbench.runtime.out_of_memory import OutOfMemoryError
 from workbench.runtime.session import Session as RuntimeSession
 
 from . import anchors as anchor_arrays
-from . import diagnostics, session_checks, step_log, stepio_checks, tile_map
+from . import diagnostics, ir_serialization, session_checks, step_log, stepio_checks, tile_map
 from .dataflow import AnchorReturnTypeId, DataFlow
 from .devices import DeviceInfo, DeviceType
 from .errors import OutOfMemoryException, popart_exception
 from .instances import JobLink
+from .ir_serialization import IrSerializationFormat
 from .options import SessionOptions, VirtualGraphMode
 from .patterns import check_exclusions, session_patterns
 from .replication import local_replication, replication_of
@@ -211,7 +212,8 @@ class _Session(SessionWeights, SessionReports):
             try:
                 self._runtime = RuntimeSession(self._lowered.ir, self._device_info.workbench_device())
             except OutOfMemoryError as error:
-                raise OutOfMemoryException(str(error), str(error)) from None
+                profile = diagnostics.write_graph_profile(self._options.engineOptions, error.report, str(error))
+                raise OutOfMemoryException(str(error), str(error), profile) from None
             except ValueError as error:
                 raise popart_exception(str(error)) from None
             self._runtime.progress = False
@@ -277,6 +279,10 @@ class _Session(SessionWeights, SessionReports):
         step_log.ran(debugName, layout.micro_batches, layout.replicas)
         for tensor_id, stream in self._lowered.anchors.items():
             anchor_arrays.deliver(tensor_id, outputs[stream], self._data_flow.art(tensor_id), stepio, layout)
+
+    def _serializeIr(self, format: IrSerializationFormat) -> str:  # noqa: A002 - PopART's keyword
+        """The program, in PopART's JSON layout (``ir_serialization``)."""
+        return ir_serialization.serialize(self.ir, format)
 
     # ----- the tile map -----
     def _tile_mapping(self):

@@ -52,6 +52,12 @@ def take_saved_state(builder: GraphBuilder) -> dict[str, np.ndarray]:
     return saved
 
 
+def _weight_start(var: Variable) -> np.ndarray:
+    """A weight's starting value on a replica (the first group's, for a weight grouped over replicas)."""
+    data = np.asarray(var.host_data)
+    return data if data.shape == tuple(var.shape) else data.reshape((-1, *var.shape))[0]
+
+
 @dataclass(slots=True)
 class TrainingSettings:
     batches_per_step: int
@@ -181,7 +187,8 @@ class _Builder:
                 # Adam's step counter is a float32 scalar whatever the weight's type, as PopART keeps it.
                 counter = state.startswith(steps.STEP)
                 shape, dtype = ((), float32) if counter else (var.shape, var.dtype)
-                start = np.full(shape, steps.state_start(optimizer, state), dtype.as_numpy())
+                start = np.zeros(shape, dtype.as_numpy()) if counter else \
+                    steps.state_start(optimizer, state, _weight_start(var)).astype(dtype.as_numpy())
                 if state in self.saved_state:
                     saved = self.saved_state[state]
                     if saved.size != start.size:

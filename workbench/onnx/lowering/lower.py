@@ -233,7 +233,7 @@ class _Lowering:
             if not name or tensor is None:
                 continue
             if tensor in created:
-                _adopt_name(tensor, name)
+                adopt_name(tensor, name)
             self.env[name] = tensor
             self._adopt_lowered_shape(name, tensor)
 
@@ -313,8 +313,9 @@ def _known(ttype: Optional[TensorType]) -> bool:
         and all(d is not None for d in ttype.shape)
 
 
-def _adopt_name(tensor: Tensor, name: str) -> None:
-    """Give ``tensor`` the ONNX id ``name`` (made unique in its graph)."""
+def adopt_name(tensor: Tensor, name: str) -> None:
+    """Give ``tensor`` the id ``name`` (made unique in its graph): an ONNX id, or a name PopART gives
+    one of its own tensors."""
     names = tensor.graph._tensors
     if tensor._name == name:
         return
