@@ -385,6 +385,7 @@ def test_a_model_too_large_for_the_device_raises_out_of_memory_at_prepare_device
     with pytest.raises(popart.OutOfMemoryException, match="out of memory") as raised:
         session.prepareDevice()
     assert "largest tensors" in raised.value.getSummaryReport()
+    assert str(raised.value).startswith("Out of memory: Cannot fit all variable data onto one or more tiles.\n")
     if not profiled:
         assert raised.value.getProfilePath() == ""
         return

@@ -35,7 +35,8 @@ def load_model(source: Any) -> onnx.ModelProto:
     if isinstance(source, onnx.ModelProto):
         return source
     if isinstance(source, (bytes, bytearray, memoryview)):
-        return _checked(_parsed(bytes(source), "the string"), "the string")
+        label = f"the string of {len(source):,} bytes"
+        return _checked(_parsed(bytes(source), label), label)
     if isinstance(source, str) or hasattr(source, "__fspath__"):
         path = os.fspath(source)
         label = f"file {path}"

@@ -21,6 +21,7 @@ from workbench.analysis.memory import MemoryReport
 from workbench.export.dot import to_dot
 from workbench.export.json_schema import to_json
 from workbench.ir import Graph, Ir
+from workbench.runtime.out_of_memory import OutOfMemoryError
 
 CHECKS = ("FWD0", "FWD1", "BWD0", "PREALIAS", "FINAL")
 
@@ -68,6 +69,13 @@ def dump_ir(ir: Ir) -> None:
     target = os.environ.get("POPART_IR_DUMP")
     if target:
         Path(target).write_text(json.dumps(to_json(ir)), encoding="utf-8")
+
+
+def out_of_memory_message(error: OutOfMemoryError) -> str:
+    """The simulated compiler's report, opened by Poplar's sentence where tile memory is exceeded."""
+    if any(problem.kind == "tile_memory" for problem in error.report.over_capacity):
+        return f"Out of memory: Cannot fit all variable data onto one or more tiles.\n{error}"
+    return str(error)
 
 
 def write_graph_profile(engine_options: Mapping[str, str], memory: MemoryReport, problem: str) -> str:

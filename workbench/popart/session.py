@@ -212,8 +212,9 @@ class _Session(SessionWeights, SessionReports):
             try:
                 self._runtime = RuntimeSession(self._lowered.ir, self._device_info.workbench_device())
             except OutOfMemoryError as error:
-                profile = diagnostics.write_graph_profile(self._options.engineOptions, error.report, str(error))
-                raise OutOfMemoryException(str(error), str(error), profile) from None
+                message = diagnostics.out_of_memory_message(error)
+                profile = diagnostics.write_graph_profile(self._options.engineOptions, error.report, message)
+                raise OutOfMemoryException(message, str(error), profile) from None
             except ValueError as error:
                 raise popart_exception(str(error)) from None
             self._runtime.progress = False
