@@ -1,5 +1,7 @@
 """PopART's API as its scripts and tests use it: grouped weights before the replication factor is known,
 patterns, option records, DataType, debug info, device and opset names, and host data PopART converts."""
+import re
+
 import numpy as np
 import pytest
 
@@ -229,14 +231,29 @@ def test_float16_model_trains_with_a_changeable_loss_scaling():
     assert anchors[loss].dtype == np.float16 and float(anchors[loss]) == 1.5
 
 
-def test_deprecated_buffering_options_are_aliases_with_a_warning():
+def test_deprecated_buffering_options_are_aliases_logged_as_popart_warnings(capfd):
     opts = popart.SessionOptions()
-    with pytest.warns(FutureWarning, match="defaultPrefetchBufferingDepth has been deprecated .* defaultBufferingDepth"):
-        opts.defaultPrefetchBufferingDepth = 3
-    with pytest.warns(FutureWarning, match="Please use the alias bufferingDepthMap instead"):
-        opts.prefetchBufferingDepthMap = {"x": 2}
+    opts.defaultPrefetchBufferingDepth = 3
+    opts.prefetchBufferingDepthMap = {"x": 2}
+    lines = capfd.readouterr().err.splitlines()
+    stamp = r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}\] \[popart:popart\] \[warning\] "
+    assert re.fullmatch(stamp + "The session option defaultPrefetchBufferingDepth has been deprecated and will be "
+                        "removed in a future release. Please use the alias defaultBufferingDepth instead.", lines[-2])
+    assert re.fullmatch(stamp + ".* prefetchBufferingDepthMap .* Please use the alias bufferingDepthMap instead.",
+                        lines[-1])
     assert (opts.defaultBufferingDepth, opts.bufferingDepthMap) == (3, {"x": 2})
     assert opts.defaultPrefetchBufferingDepth == 3
+
+
+def test_warnings_are_logged_by_default_and_silenced_by_the_log_level(capfd):
+    popart.getLogger().setLevel("OFF")
+    try:
+        popart.SessionOptions().defaultPrefetchBufferingDepth = 3
+        assert capfd.readouterr().err == ""
+    finally:
+        popart.getLogger().setLevel("WARN")
+    popart.SessionOptions().defaultPrefetchBufferingDepth = 3
+    assert "[popart:popart] [warning]" in capfd.readouterr().err
 
 
 def test_excluded_patterns_must_be_popart_s():
