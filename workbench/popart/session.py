@@ -289,6 +289,13 @@ class _Session(SessionWeights, SessionReports):
     def _tile_mapping(self):
         return tile_map.session_tile_mapping(self._builder, self._lowered, self._device_info.tilesPerIPU)
 
+    def tile_uses(self, ipu: int = 0) -> list[tile_map.TileUse]:
+        """Per tile of ``ipu``, the bytes of the model's tensors the simulated tile allocator put there
+        (what ``TileMapView`` draws)."""
+        self._require_prepared("tile_uses")
+        mapping = self._tile_mapping()
+        return tile_map.tile_uses(mapping, tile_map.itemsizes_of(mapping, self._lowered), ipu)
+
     def getTensorTileMap(self) -> dict[str, list[list[tuple[int, int]]]]:
         """Per tensor, per tile of its IPU, the element intervals the simulated tile allocator put there."""
         self._require_prepared("getTensorTileMap")
