@@ -1,5 +1,6 @@
 """SGD's optimiser state as PopART keeps it (Combined: ``Accl___w`` holding the next step's momentum
-and weight decay; Separate: ``Accl1___w`` from zero), and ``_serializeIr``'s JSON layout."""
+and weight decay; Separate: ``Accl1___w`` from zero), anchored weights read when PopART reads them,
+and ``_serializeIr``'s JSON layout."""
 import json
 
 import numpy as np
@@ -63,3 +64,26 @@ def test_serialized_ir_lists_each_graphs_ops_with_popart_names(separate, state):
     assert len(document) == len(training.ir.graphs)
     with pytest.raises(TypeError, match="IrSerializationFormat"):
         training._serializeIr("JSON")
+
+
+def test_an_anchored_weight_is_read_after_its_update_unless_an_accumulation_loop_holds_it():
+    model = mlp()
+    plain = popart.SGD({"defaultLearningRate": (0.1, True)})
+    training, _ = session(model, plain, bps=2, anchors=["w2"])
+    arrays = training.initAnchorArrays()
+    xs, labels = data(model, 2)
+    training.run(popart.PyStepIO({model.x: xs, model.label: labels}, arrays))
+    w = {k: v.astype(np.float64) for k, v in model.weights.items()}
+    for step, (x, label) in enumerate(zip(xs, labels)):
+        _, g = loss_and_grads(w, x, label, False)
+        sgd_step(w, g, {}, lr=0.1)
+        np.testing.assert_allclose(arrays["w2"][step], w["w2"], rtol=1e-5, atol=1e-6)  # after the update
+    options = popart.SessionOptions()
+    options.enableGradientAccumulation = True
+    options.accumulationFactor = 2
+    accumulated, _ = session(model, plain, bps=1, anchors=["w2"], options=options)
+    arrays = accumulated.initAnchorArrays()
+    accumulated.run(popart.PyStepIO({model.x: xs, model.label: labels}, arrays))
+    for micro_batch in range(2):  # both micro-batches see the weight they used: the one before the update
+        np.testing.assert_array_equal(arrays["w2"][micro_batch], model.weights["w2"])
+    assert not np.allclose(trained_weights(accumulated)["w2"], model.weights["w2"])

@@ -275,7 +275,16 @@ class _Builder:
                 if settings.accumulation_factor > 1:
                     ops.var_updates.accumulator_zero_(grads[name])
         if settings.accumulation_factor == 1:
+            for name in self.forward_anchors:
+                if self._anchored_after_update(name):
+                    self.store(name, frame.get(self.weights[name], True), frame)
             self.store_state(frame)
+
+    def _anchored_after_update(self, name: str) -> bool:
+        """An anchored trainable weight is read at the end of its step, as PopART copies it: after the
+        update, unless the update waits for an accumulation loop (then each micro-batch sees the
+        weight it used)."""
+        return name in self.trainable and self.settings.accumulation_factor == 1
 
     def micro_batch(self, frame: _Frame) -> dict[str, Tensor]:
         settings = self.settings
@@ -286,7 +295,8 @@ class _Builder:
         site = ops.call_with_info(self.fwd, *[frame.get(self.weights[n], True) for n in self.weights], *loaded)
         loss = site.parent_output(0)
         for index, name in enumerate(self.forward_anchors):
-            self.store(name, site.parent_output(index + 1), frame)
+            if not self._anchored_after_update(name):
+                self.store(name, site.parent_output(index + 1), frame)
         seed_value = self.optimizer.getLossScalingVal()
         divide = self.ir.replication_factor if settings.mean_reduction else 1  # every replica of the job
         with ipu(loss.ipu):
