@@ -172,6 +172,7 @@ def test_debug_info_is_written_as_json_and_cbor(tmp_path):
         table = data["stringTable"]
         assert (table[inner["name"]], table[outer["name"]]) == ("inner", "outer")
         assert (inner["layer"], inner["arg"], inner["parentId"], outer["arg"]) == ("layer_b", "2", 1, "1")
+        assert (inner["id"], outer["id"]) == (0, 1)  # a parentId names the id of its parent
         assert "parentId" not in outer
         assert table[inner["location"]["fileName"]] == __file__
         assert table[inner["location"]["functionName"]] == "record"
