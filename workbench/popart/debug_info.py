@@ -4,10 +4,10 @@ with ``setValue``, and ``closePoplarDebugInfo()``, which writes every DebugInfo 
 The file is Poplar's layout, in JSON or (``"cbor"``) CBOR: ``contexts``, newest first, each with its
 ``id`` (its place in ``contexts``), ``name``, ``layer``, ``location`` (``fileName``, ``functionName``,
 ``lineNumber`` of the code that made its DebugContext), ``parentId`` (the id of its parent) and the
-values set on it;
-names are indices into ``stringTable``. Like Poplar's, the collection is one per process. While it is
-on, the workbench adds its own: each node the builder adds (layer ``popart_builder``) and each op a
-session lowers the model to (layer ``popart``), located at the user's line that caused them.
+values set on it; names are indices into ``stringTable``. Like Poplar's, the collection is one per
+process. While it is on, the workbench adds its own: each node the builder adds (layer
+``popart_builder``) and each op a session lowers the model to (layer ``popart``), located at the user's
+line that caused them.
 """
 from __future__ import annotations
 
