@@ -62,14 +62,17 @@ def loss_and_grads(w: dict, x: np.ndarray, label: np.ndarray, mean: bool):
 
 
 def sgd_step(w: dict, g: dict, state: dict, lr=0.1, wd=0.0, mm=0.0, dm=0.0, nesterov=False, specific=None):
-    """PopART's SGD: v = v*mm + (1-dm)*(g + wd*w); w -= lr*v, or with Nesterov w -= lr*(g + wd*w + mm*v)."""
+    """PopART's SGD in its SGD1 order: the kept velocity ``u`` starts at ``(1-dm)*wd*w``; a step makes
+    ``v = u + (1-dm)*g``, then ``w -= lr*v`` (Nesterov: ``w -= lr*(g + wd*w + mm*v)``), then keeps
+    ``u = mm*v + (1-dm)*wd*w`` with the updated weight and this step's values."""
     for name in w:
         h = dict(lr=lr, wd=wd, mm=mm, dm=dm)
         h.update((specific or {}).get(name, {}))
-        v = state.get(name, 0.0) * h["mm"] + (1 - h["dm"]) * (g[name] + h["wd"] * w[name])
-        state[name] = v
+        u = state.get(name, (1 - h["dm"]) * h["wd"] * w[name])
+        v = u + (1 - h["dm"]) * g[name]
         step = g[name] + h["wd"] * w[name] + h["mm"] * v if nesterov else v
         w[name] = w[name] - h["lr"] * step
+        state[name] = h["mm"] * v + (1 - h["dm"]) * h["wd"] * w[name]
 
 
 def adam_step(w: dict, g: dict, state: dict, mode="Adam", lr=0.01, wd=0.0, b1=0.9, b2=0.999, eps=1e-6,

@@ -1,5 +1,7 @@
 """PopART's API as its scripts and tests use it: grouped weights before the replication factor is known,
 patterns, option records, DataType, debug info, device and opset names, and host data PopART converts."""
+import re
+
 import numpy as np
 import pytest
 
@@ -134,7 +136,7 @@ def test_data_types_include_float8():
 def test_device_info_num_ipus_and_opset_names():
     assert popart.DeviceManager().createIpuModelDevice({"numIPUs": 4}).num_ipus == 4
     builder = popart.Builder(opsets={"ai.onnx": 11, "ai.graphcore": 1})
-    assert str(builder.aiOnnx) == "AiOnnxOpset11"
+    assert str(builder.aiOnnx) == "AiOnnx11" and type(builder.aiOnnx).__name__ == "AiOnnxOpset11"
     assert str(builder.aiGraphcore) == "AiGraphcoreOpset1"
 
 
@@ -170,6 +172,7 @@ def test_debug_info_is_written_as_json_and_cbor(tmp_path):
         table = data["stringTable"]
         assert (table[inner["name"]], table[outer["name"]]) == ("inner", "outer")
         assert (inner["layer"], inner["arg"], inner["parentId"], outer["arg"]) == ("layer_b", "2", 1, "1")
+        assert (inner["id"], outer["id"]) == (0, 1)  # a parentId names the id of its parent
         assert "parentId" not in outer
         assert table[inner["location"]["fileName"]] == __file__
         assert table[inner["location"]["functionName"]] == "record"
@@ -229,14 +232,29 @@ def test_float16_model_trains_with_a_changeable_loss_scaling():
     assert anchors[loss].dtype == np.float16 and float(anchors[loss]) == 1.5
 
 
-def test_deprecated_buffering_options_are_aliases_with_a_warning():
+def test_deprecated_buffering_options_are_aliases_logged_as_popart_warnings(capfd):
     opts = popart.SessionOptions()
-    with pytest.warns(FutureWarning, match="defaultPrefetchBufferingDepth has been deprecated .* defaultBufferingDepth"):
-        opts.defaultPrefetchBufferingDepth = 3
-    with pytest.warns(FutureWarning, match="Please use the alias bufferingDepthMap instead"):
-        opts.prefetchBufferingDepthMap = {"x": 2}
+    opts.defaultPrefetchBufferingDepth = 3
+    opts.prefetchBufferingDepthMap = {"x": 2}
+    lines = capfd.readouterr().err.splitlines()
+    stamp = r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}\] \[popart:popart\] \[warning\] "
+    assert re.fullmatch(stamp + "The session option defaultPrefetchBufferingDepth has been deprecated and will be "
+                        "removed in a future release. Please use the alias defaultBufferingDepth instead.", lines[-2])
+    assert re.fullmatch(stamp + ".* prefetchBufferingDepthMap .* Please use the alias bufferingDepthMap instead.",
+                        lines[-1])
     assert (opts.defaultBufferingDepth, opts.bufferingDepthMap) == (3, {"x": 2})
     assert opts.defaultPrefetchBufferingDepth == 3
+
+
+def test_warnings_are_logged_by_default_and_silenced_by_the_log_level(capfd):
+    popart.getLogger().setLevel("OFF")
+    try:
+        popart.SessionOptions().defaultPrefetchBufferingDepth = 3
+        assert capfd.readouterr().err == ""
+    finally:
+        popart.getLogger().setLevel("WARN")
+    popart.SessionOptions().defaultPrefetchBufferingDepth = 3
+    assert "[popart:popart] [warning]" in capfd.readouterr().err
 
 
 def test_excluded_patterns_must_be_popart_s():
@@ -295,7 +313,7 @@ def test_int64_host_data_for_an_input_turned_to_int32():
 
 def test_builder_opsets_may_name_ai_onnx_ml():
     builder = popart.Builder(opsets={"ai.onnx": 9, "ai.onnx.ml": 1, "ai.graphcore": 1})
-    assert str(builder.aiOnnx) == "AiOnnxOpset9"
+    assert str(builder.aiOnnx) == "AiOnnx9"
     with pytest.raises(popart.popart_exception, match="unknown opset domain\\(s\\) \\['com.example'\\]"):
         popart.Builder(opsets={"ai.onnx": 9, "com.example": 1})
     with pytest.raises(popart.popart_exception, match="Unsupported or unrecognized ai.onnx.ml version: 2"):

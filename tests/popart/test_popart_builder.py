@@ -91,7 +91,7 @@ def test_tensor_id_lists():
     builder.addOutputTensor(z)
     assert builder.getInputTensorIds() == [x, w, k]
     assert builder.getOutputTensorIds() == [z]
-    assert builder.getValueTensorIds() == [y]
+    assert builder.getValueTensorIds() == [y, z]  # a graph output is a value too
     assert builder.getTrainableTensorIds() == [w]
 
 
@@ -292,3 +292,48 @@ def test_too_many_outputs_and_untyped_inputs_of_the_main_graph_are_refused():
     with pytest.raises(popart.popart_exception, match="^Can not add untyped tensors to the top-level graph."):
         builder.addUntypedInputTensor()
     assert builder.createSubgraphBuilder().addUntypedInputTensor()
+
+
+def test_attribute_arguments_of_the_wrong_kind_raise_pybinds_type_error():
+    builder = popart.Builder(opsets={"ai.onnx": 6, "ai.graphcore": 1})
+    a = builder.addInitializedInputTensor(np.array([1, 6], np.int64))
+    assert builder.getTensorShape(builder.aiOnnx.add([a, a], 1, 0, "with_axis")) == [2]
+    with pytest.raises(TypeError, match=r"(?s)^add\(\): incompatible function arguments.*Invoked with: \[.*\], 'add_v9'"):
+        builder.aiOnnx.add([a, a], "add_v9")  # opset 9's call shape: the name lands on the int `axis`
+    assert len(onnx.load_from_string(builder.getModelProto()).graph.node) == 1
+    assert builder.getTensorDtypeString(builder.aiOnnx.cast([a], "INT32")) == "int32"  # Cast's `to` takes a name
+
+
+def test_subsample_shapes_round_down_in_the_builder_and_keep_the_last_window_in_a_session():
+    builder = popart.Builder()
+    x = builder.addInputTensor(popart.TensorInfo("FLOAT", [10, 9, 8, 7]))
+    y = builder.aiGraphcore.subsample([x], strides=[2, 3, 4, 5])
+    z = builder.aiOnnx.relu([y])
+    builder.addOutputTensor(z)
+    assert builder.getTensorShape(y) == [5, 3, 2, 1]  # ONNX-level inference: 7 // 5
+    session = popart.InferenceSession(builder.getModelProto(), popart.DataFlow(1, {y: popart.AnchorReturnType("All"),
+                                                                                   z: popart.AnchorReturnType("All")}),
+                                      popart.DeviceManager().createCpuDevice())
+    session.prepareDevice()
+    anchors = session.initAnchorArrays()
+    data = np.random.default_rng(0).standard_normal((10, 9, 8, 7)).astype(np.float32)
+    session.run(popart.PyStepIO({x: data}, anchors))
+    np.testing.assert_array_equal(anchors[y], data[::2, ::3, ::4, ::5])  # (5, 3, 2, 2)
+    np.testing.assert_array_equal(anchors[z], np.maximum(data[::2, ::3, ::4, ::5], 0))
+    assert session.getInfo(y).shape() == [5, 3, 2, 2]
+
+
+def test_value_ids_include_graph_outputs_and_unknown_initializers_are_named():
+    builder = popart.Builder()
+    x = builder.addInputTensor(popart.TensorInfo("FLOAT", [2, 3]))
+    shape = builder.addInitializedInputTensor(np.array([1, 6], np.int64))
+    y = builder.aiOnnx.reshape([x, shape])
+    builder.addOutputTensor(y)
+    assert builder.getValueTensorIds() == [y]
+    transformer = popart.GraphTransformer(builder.getModelProto())
+    with pytest.raises(popart.popart_exception, match="^TensorId unknown not in the model initalizers$"):
+        transformer.convertInitializersToConstants([shape, "unknown"])
+    assert [i.name for i in onnx.load_from_string(transformer.getModelProto()).graph.initializer] == [shape]
+    transformer.convertInitializersToConstants([shape])
+    model = onnx.load_from_string(transformer.getModelProto())
+    assert not model.graph.initializer and model.graph.node[0].op_type == "Constant"

@@ -46,8 +46,10 @@ def test_bad_model_is_the_same_error_by_path_and_by_bytes(tmp_path, loader, cont
     with pytest.raises(popart.popart_exception) as by_bytes:
         LOADERS[loader](data)
     assert str(by_path.value) == f"Failed to load a ModelProto from file {path}: " + \
-        str(by_bytes.value).split("from bytes: ", 1)[1]
+        str(by_bytes.value).split(f"from the string of {len(data):,} bytes: ", 1)[1]
     assert problem in str(by_bytes.value)
+    assert str(by_bytes.value).endswith("Check that it is either a valid path to an existing onnx model file, or is "
+                                        "a valid onnx ModelProto string.")  # PopART's advice
 
 
 @pytest.mark.parametrize("loader", LOADERS)
@@ -144,7 +146,7 @@ def test_reset_host_weights_and_graph_transformer_refuse_bad_models_alike(tmp_pa
     for load in (session.resetHostWeights, popart.GraphTransformer):
         with pytest.raises(popart.popart_exception, match="from file /dev/zero: it is a character device"):
             load("/dev/zero")
-        with pytest.raises(popart.popart_exception, match="from bytes: it is empty"):
+        with pytest.raises(popart.popart_exception, match="from the string of 0 bytes: it is empty"):
             load(b"")
 
 

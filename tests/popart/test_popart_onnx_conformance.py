@@ -109,10 +109,10 @@ GUIDE_OPERATORS = {
         Slice-1 Slice-10 Slice-11 Softmax-1 Softmax-11 Split-2 Split-11 Sqrt-6 Squeeze-1 Squeeze-11 Sub-6 Sub-7
         Sum-6 Sum-8 Tan-7 Tanh-6 Tile-1 Tile-6 TopK-1 TopK-10 TopK-11 Transpose-1 Unsqueeze-1 Unsqueeze-11""",
 }
-# Listed by the guide and not lowered yet: the remote-buffer cache ops, the flipped-weights op of
-# convolution gradients and Graphcore's own LSTM layout.
+# Listed by the guide and not lowered yet: the remote-buffer cache ops and the flipped-weights op of
+# convolution gradients.
 NOT_YET = {("ai.graphcore", "CacheLoad", 1), ("ai.graphcore", "CacheStore", 1),
-           ("ai.graphcore", "ConvFlipWeights", 1), ("ai.graphcore", "LSTM", 1)}
+           ("ai.graphcore", "ConvFlipWeights", 1)}
 
 
 def test_every_operator_the_guide_lists_is_supported():

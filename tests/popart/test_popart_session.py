@@ -1,5 +1,7 @@
 """InferenceSession: the seed guide's examples, anchors of each return type, batches per step,
 replication, IPU placement, weights, and PopART's errors."""
+import json
+
 import numpy as np
 import onnx
 import pytest
@@ -368,16 +370,28 @@ def test_pipelining_needs_stages_on_ipus_and_enough_batches():
     assert {op.meta["popart"]["__ipu_number"] for op in adds} == {0, 1}
 
 
-def test_a_model_too_large_for_the_device_raises_out_of_memory_at_prepare_device():
+@pytest.mark.parametrize("profiled", [False, True])
+def test_a_model_too_large_for_the_device_raises_out_of_memory_at_prepare_device(tmp_path, profiled):
     builder = popart.Builder()
     x = builder.addInputTensor(popart.TensorInfo("FLOAT", [256, 256]))
     w = builder.addInitializedInputTensor(np.ones((256, 256), np.float32))
     y = builder.aiOnnx.matmul([x, w])
+    options = popart.SessionOptions()
+    if profiled:
+        options.engineOptions = {"autoReport.outputGraphProfile": "true", "autoReport.directory": str(tmp_path)}
     session = popart.InferenceSession(builder.getModelProto(), popart.DataFlow(1, [y]),
-                                      popart.DeviceManager().createIpuModelDevice({"tilesPerIPU": 1}))
+                                      popart.DeviceManager().createIpuModelDevice({"tilesPerIPU": 1}),
+                                      userOptions=options)
     with pytest.raises(popart.OutOfMemoryException, match="out of memory") as raised:
         session.prepareDevice()
     assert "largest tensors" in raised.value.getSummaryReport()
+    assert str(raised.value).startswith("Out of memory: Cannot fit all variable data onto one or more tiles.\n")
+    if not profiled:
+        assert raised.value.getProfilePath() == ""
+        return
+    profile = json.loads(open(raised.value.getProfilePath(), encoding="utf-8").read())
+    assert raised.value.getProfilePath().startswith(str(tmp_path))
+    assert profile["ipus"][0]["peakBytes"] > profile["ipus"][0]["tileMemoryBytes"] > 0
 
 
 def test_final_and_sum_anchors_are_carried_through_the_loop_and_stored_once():

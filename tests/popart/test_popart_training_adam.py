@@ -43,3 +43,29 @@ def test_adam_state_anchors_use_popart_reserved_names():
     np.testing.assert_array_equal(arrays["Step___w2"], [1, 2])
     assert arrays["Accl1___w2"].shape == (2,) + model.weights["w2"].shape
     assert anchors[0] == "Accl1___w2" and anchors[1] == "Accl2___w2"
+
+
+@pytest.mark.parametrize("changeable", ["LearningRate", "Beta1", "Beta2", "WeightDecay"])
+def test_float16_adam_trains_alike_with_constant_or_changeable_values(changeable):
+    """A value made changeable (a scalar variable) gives the float16 weights the constant one gives."""
+    def trained(const: bool) -> dict:
+        builder = popart.Builder()
+        x = builder.addInputTensor(popart.TensorInfo("FLOAT16", [4, 4]))
+        rng = np.random.default_rng(7)
+        w = builder.addInitializedInputTensor(rng.random((4, 4)).astype(np.float16), "w")
+        loss = builder.aiGraphcore.identityloss([builder.aiOnnx.matmul([x, w])])
+        values = {"LearningRate": 0.005, "Beta1": 0.7, "Beta2": 0.8, "WeightDecay": 0.1}
+        optimizer = popart.Adam({f"default{k}": (v, const or k != changeable) for k, v in values.items()}
+                                | {"lossScaling": (10.0, True)})
+        training = popart.TrainingSession(fnModel=builder.getModelProto(), dataFlow=popart.DataFlow(1, {}),
+                                          loss=loss, optimizer=optimizer,
+                                          deviceInfo=popart.DeviceManager().createCpuDevice())
+        training.prepareDevice()
+        training.weightsFromHost()
+        for _ in range(6):
+            training.run(popart.PyStepIO({x: np.ones((4, 4), np.float16)}, {}))
+        out = {"w": np.zeros((4, 4), np.float16)}
+        training.weightsToHost()
+        training.readWeights(popart.PyWeightsIO(out))
+        return out
+    np.testing.assert_array_equal(trained(const=False)["w"], trained(const=True)["w"])

@@ -74,6 +74,29 @@ def _dynamic_slice(inputs: Sequence[TensorType], attrs: Mapping) -> list[TensorT
     return [TensorType(inputs[0].elem_type, tuple(shape))]
 
 
+def _subsample(inputs: Sequence[TensorType], attrs: Mapping) -> list[TensorType]:
+    """ONNX-level shape of a Subsample: each size divided by its stride, rounded down as PopART's
+    builder infers it (the op itself, on the device, keeps the partial last window)."""
+    shape = _known_shape(inputs[0])
+    strides = list(attrs.get("strides") or [1] * len(shape))
+    if len(strides) != len(shape):
+        raise ValueError(f"Subsample: strides has {len(strides)} values for an input of rank {len(shape)}")
+    if any(s <= 0 for s in strides):
+        raise ValueError(f"Subsample: strides must be positive, got {strides}")
+    return [TensorType(inputs[0].elem_type, tuple(d // s for d, s in zip(shape, strides)))]
+
+
+def _lstm(inputs: Sequence[TensorType], attrs: Mapping) -> list[TensorType]:
+    """Graphcore's LSTM: ``X [seq, batch, in]``, ``Weights [4, in + hidden, hidden]`` give ``Output``
+    (``[seq, batch, hidden]``, or ``[batch, hidden]`` without ``output_full_sequence``) and ``CellState``
+    ``[batch, hidden]``."""
+    seq, batch, _ = _known_shape(inputs[0])
+    hidden = _known_shape(inputs[1])[2]
+    full = int(attrs.get("output_full_sequence", 1))
+    elem = inputs[0].elem_type
+    return [TensorType(elem, (seq, batch, hidden) if full else (batch, hidden)), TensorType(elem, (batch, hidden))]
+
+
 def _call(inputs: Sequence[TensorType], attrs: Mapping) -> list[Optional[TensorType]]:
     return [type_of(value) for value in attrs["callee"].output]
 
@@ -83,7 +106,8 @@ GRAPHCORE_RULES.update({
     "L1": _loss, "Nll": _loss, "IdentityLoss": _loss,
     **dict.fromkeys(("Scale", "Gelu", "GeluErf", "Nop", "Detach", "Swish", "PrintTensor", "IncrementMod",
                      "CheckpointOutput", "Square"), _same),
-    "Subsample": _from_registry("subsample", lambda a: {"strides": tuple(a["strides"])}),
+    "Subsample": _subsample,
+    "LSTM": _lstm,
     "Init": _init,
     "GroupNormalization": _group_norm,
     "DynamicSlice": _dynamic_slice,
@@ -97,6 +121,7 @@ ATTRIBUTES: dict[str, dict[str, onnx.defs.OpSchema.AttrType]] = {
     "IdentityLoss": {"reduction": _A.STRING},
     "Scale": {"scale": _A.FLOAT},
     "Subsample": {"strides": _A.INTS},
+    "LSTM": {"output_full_sequence": _A.INT},
     "PrintTensor": {"print_gradient": _A.INT, "title": _A.STRING},
     "GroupNormalization": {"num_groups": _A.INT, "epsilon": _A.FLOAT},
     **dict.fromkeys(("DynamicSlice", "DynamicUpdate", "DynamicAdd", "DynamicZero"),

@@ -3,7 +3,7 @@
 A path must name a regular file (not a device such as ``/dev/zero``, a FIFO or a directory, which could
 block or never end) of at most protobuf's 2 GB limit; both paths and bytes must hold a non-empty
 serialized ``ModelProto`` with a graph. Every refusal is a ``ModelFileError`` naming the source (the file,
-or ``bytes``) and the problem.
+or ``the string`` of bytes, as PopART calls it) and the problem.
 """
 from __future__ import annotations
 
@@ -13,10 +13,17 @@ from typing import Any, Collection
 
 import onnx
 
+from . import external_data
+
 # protobuf refuses a serialized message over INT_MAX bytes.
 PROTOBUF_LIMIT = 2**31 - 1
 _KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
           (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"))
+
+
+# PopART's closing advice on a model it cannot parse.
+_ADVICE = (" Check that it is either a valid path to an existing onnx model file, or is a valid onnx ModelProto "
+           "string.")
 
 
 class ModelFileError(ValueError):
@@ -28,7 +35,8 @@ def load_model(source: Any) -> onnx.ModelProto:
     if isinstance(source, onnx.ModelProto):
         return source
     if isinstance(source, (bytes, bytearray, memoryview)):
-        return _checked(_parsed(bytes(source), "bytes"), "bytes")
+        label = f"the string of {len(source):,} bytes"
+        return _checked(_parsed(bytes(source), label), label)
     if isinstance(source, str) or hasattr(source, "__fspath__"):
         path = os.fspath(source)
         label = f"file {path}"
@@ -36,10 +44,23 @@ def load_model(source: Any) -> onnx.ModelProto:
         with open(path, "rb") as file:
             model = _parsed(file.read(), label)
         _checked(model, label)
-        if any(t.data_location == onnx.TensorProto.EXTERNAL for t in model.graph.initializer):
-            onnx.load_external_data_for_model(model, os.path.dirname(os.path.abspath(path)))
+        _find_external_files(model, os.path.dirname(os.path.abspath(path)))
         return model
     raise TypeError(f"expected an ONNX model as bytes or a file path, got {type(source).__name__}")
+
+
+def _find_external_files(model: onnx.ModelProto, model_dir: str) -> None:
+    """Point each external location that is not found from the working directory (PopART's rule) to
+    the file of that name beside the model, where ONNX writes it."""
+    for tensor in model.graph.initializer:
+        if not external_data.is_external(tensor):
+            continue
+        for entry in tensor.external_data:
+            if entry.key == "location" and not os.path.exists(entry.value):
+                try:
+                    entry.value = external_data.found_path(entry.value, tensor.name, model_dir)
+                except external_data.ExternalDataError as error:
+                    raise ModelFileError(str(error)) from None
 
 
 def serialized_size(source: Any) -> int:
@@ -76,8 +97,7 @@ def _check_regular_file(path: str, label: str) -> None:
 
 def _parsed(data: bytes, label: str) -> onnx.ModelProto:
     if not data:
-        raise ModelFileError(f"Failed to load a ModelProto from {label}: it is empty (0 bytes); expected a "
-                             "serialized ONNX ModelProto")
+        raise ModelFileError(f"Failed to load a ModelProto from {label}: it is empty (0 bytes).{_ADVICE}")
     if len(data) > PROTOBUF_LIMIT:
         raise ModelFileError(f"Failed to load a ModelProto from {label}: it has {len(data):,} bytes, over "
                              f"protobuf's limit of {PROTOBUF_LIMIT:,} bytes for one message")
@@ -86,7 +106,7 @@ def _parsed(data: bytes, label: str) -> onnx.ModelProto:
         model.ParseFromString(data)
     except Exception as error:  # protobuf's DecodeError (its module differs between implementations)
         raise ModelFileError(f"Failed to load a ModelProto from {label}: it is not a serialized ONNX ModelProto "
-                             f"({len(data):,} bytes; protobuf says: {error})") from None
+                             f"({len(data):,} bytes; protobuf says: {error}).{_ADVICE}") from None
     return model
 
 
@@ -94,7 +114,7 @@ def _checked(model: onnx.ModelProto, label: str) -> onnx.ModelProto:
     """Bytes can parse as a ModelProto by chance (every field is optional): a model must have a graph."""
     if not model.HasField("graph"):
         raise ModelFileError(f"Failed to load a ModelProto from {label}: it parses, but holds no graph (no "
-                             "inputs, nodes or outputs); expected a serialized ONNX ModelProto")
+                             f"inputs, nodes or outputs).{_ADVICE}")
     return model
 
 

@@ -17,6 +17,8 @@ from . import dtypes, replica_settings
 from .builder_checks import check_node
 from .loading import ModelFileError, load_model  # noqa: F401  (the loaders' import place)
 from .shapes import TensorType, infer_node, outer_names, type_of
+from . import external_data
+from .external_data import ExternalRef
 from .tensor_storage import tensor_proto, to_array
 from .weightless import values_dropped, without_weight_values
 
@@ -43,6 +45,7 @@ class GraphBuilder:
         self.inputs: list[str] = []
         self.outputs: list[str] = []
         self.initializers: dict[str, np.ndarray] = {}
+        self.external: dict[str, ExternalRef] = {}  # initializers stored in a separate file, by name
         self.types: dict[str, TensorType] = {}
         self.values: dict[str, np.ndarray] = {}  # initializers and Constant outputs
         self.producers: dict[str, onnx.NodeProto] = {}
@@ -188,8 +191,14 @@ class GraphBuilder:
             list(self.nodes), self.name or "BuilderGraph",
             [self.types[t].value_info(t) for t in self.inputs],
             [self.type(t).value_info(t) for t in self.outputs],
-            initializer=[tensor_proto(a, n) for n, a in self.initializers.items()],
+            initializer=[self._initializer_proto(n, a) for n, a in self.initializers.items()],
             value_info=value_info, doc_string=self.doc_string or None)
+
+    def _initializer_proto(self, name: str, array: np.ndarray) -> onnx.TensorProto:
+        """The initializer's values, or its reference where it is stored externally."""
+        if name in self.external:
+            return external_data.reference(name, self.types[name].elem_type, array.shape, self.external[name])
+        return tensor_proto(array, name)
 
     def model_proto(self) -> onnx.ModelProto:
         onnx_version = self.opsets.get("", 10)
@@ -251,7 +260,10 @@ class GraphBuilder:
         the initializers' values by name where ``graph``'s hold their types alone."""
         builder = cls(opsets, graph.name, parent)
         for init in graph.initializer:
-            array = to_array(values[init.name] if values is not None else init)
+            stored = values[init.name] if values is not None else init
+            array = to_array(stored)
+            if external_data.is_external(stored):
+                builder.external[init.name] = external_data.ref_of(stored)
             builder.initializers[init.name] = array
             builder.values[init.name] = array
             builder.types[init.name] = TensorType(init.data_type, tuple(init.dims))

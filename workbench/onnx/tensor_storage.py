@@ -11,6 +11,8 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from . import external_data
+
 # Packed fixed-width fields are written as their little-endian bytes (one parse, no per-element copy):
 # the protobuf field number of each.
 _PACKED_FIXED = {np.dtype(np.float32): 4, np.dtype(np.float64): 10}
@@ -56,7 +58,10 @@ def tensor_proto(array: np.ndarray, name: str) -> TensorProto:
 
 
 def to_array(proto: TensorProto) -> np.ndarray:
-    """The values of an initializer, float16 packed two to an int32 (PopART's form) included."""
+    """The values of an initializer, float16 packed two to an int32 (PopART's form) and values stored
+    in a separate file (ONNX's external data) included."""
+    if external_data.is_external(proto):
+        return external_data.read(proto)
     count = int(np.prod(proto.dims, dtype=np.int64))
     if (proto.data_type == TensorProto.FLOAT16 and not proto.HasField("raw_data") and count > 1
             and len(proto.int32_data) == (count + 1) // 2):

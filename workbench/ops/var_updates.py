@@ -80,7 +80,7 @@ def _register_accumulator(op_type: str, update: Callable, increment: Optional[Ca
     (``OpDef.into``)."""
     def factor_of(op):
         f = op.attrs["f"]
-        return (lambda extra: f) if f is not None else (lambda extra: extra[0].reshape(()))
+        return (lambda extra: f) if f is not None else (lambda extra: float(extra[0].reshape(())))
 
     def build(op, env):
         factor = factor_of(op)
@@ -120,7 +120,7 @@ def _scale_kernel(op, env):
         return _zero
     if f is not None:
         return lambda t: _scale_into(t, f)
-    return lambda t, f_: _scale_into(t, f_.reshape(()))
+    return lambda t, f_: _scale_into(t, float(f_.reshape(())))
 
 
 def _scale_into(t: np.ndarray, f) -> np.ndarray:

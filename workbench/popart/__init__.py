@@ -11,6 +11,7 @@ from .devices import (DeviceConnectionType, DeviceInfo, DeviceManager, DeviceSel
                       SyncPattern)
 from .errors import OutOfMemoryException, popart_exception, poplar_exception
 from .graphcore import AiGraphcoreOpset1
+from .ir_serialization import IrSerializationFormat
 from .introspection import (OperatorIdentifier, getSupportedOperations, getUnsupportedOperations, packageHash,
                             versionNumber, versionString)
 from .logging_ import Logger, getLogger
@@ -46,5 +47,5 @@ __all__ = [
     "SubgraphCopyingStrategy", "SyntheticDataMode", "VirtualGraphMode", "Patterns", "InferenceSession",
     "PyStepIO", "PyStepIOCallback", "PyWeightsIO", "InputShapeInfo", "TensorInfo", "CommGroup", "CommGroupType",
     "VariableRetrievalMode", "VariableSettings", "GraphTransformer", "DebugContext", "InputSettings", "TileSet",
-    "DebugInfo", "initializePoplarDebugInfo", "closePoplarDebugInfo",
+    "DebugInfo", "initializePoplarDebugInfo", "closePoplarDebugInfo", "IrSerializationFormat",
 ] + list(_training_names) + list(_reserved_names) + list(_record_names)

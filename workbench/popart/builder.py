@@ -10,11 +10,12 @@
 from __future__ import annotations
 
 import contextlib
+import os
 from typing import Any, Iterable, Iterator, Optional, Union
 
 import numpy as np
 
-from workbench.onnx import dtypes
+from workbench.onnx import dtypes, external_data
 from workbench.onnx.builder_checks import BuilderCheckError
 from workbench.onnx.model import GraphBuilder, UnknownTensorError, load_model
 from workbench.onnx.shapes import GRAPHCORE, ShapeInferenceError, TensorType
@@ -226,8 +227,8 @@ class Builder(Annotations):
         return list(self._graph.outputs)
 
     def getValueTensorIds(self) -> list[str]:
-        declared = set(self._graph.inputs) | set(self._graph.outputs) | set(self._graph.initializers)
-        return [t for n in self._graph.nodes for t in n.output if t not in declared]
+        """Every tensor a node makes, graph outputs included (PopART lists the model's value infos)."""
+        return [t for n in self._graph.nodes for t in n.output if t]
 
     def getTrainableTensorIds(self) -> list[str]:
         return [t for t, a in self._graph.initializers.items() if a.dtype.kind == "f"]
@@ -243,6 +244,16 @@ class Builder(Annotations):
     def saveModelProto(self, filename: str) -> None:
         with open(filename, "wb") as handle:
             handle.write(self.getModelProto())
+
+    def saveInitializersExternally(self, ids: Iterable[str], filename: str) -> None:
+        """Store the values of the initializers ``ids`` in ``filename`` (one after another, little-endian)
+        and make the model refer to them there (ONNX's external data)."""
+        graph = self._graph
+        try:
+            graph.external.update(external_data.move_to_file(list(ids), os.fspath(filename), graph.initializers,
+                                                             graph.external, graph.initializers.__getitem__))
+        except external_data.ExternalDataError as error:
+            raise popart_exception(str(error)) from None
 
     def setGraphName(self, name: str) -> None:
         self._graph.name = name

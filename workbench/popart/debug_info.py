@@ -2,11 +2,12 @@
 with ``setValue``, and ``closePoplarDebugInfo()``, which writes every DebugInfo made in between.
 
 The file is Poplar's layout, in JSON or (``"cbor"``) CBOR: ``contexts``, newest first, each with its
-``name``, ``layer``, ``location`` (``fileName``, ``functionName``, ``lineNumber`` of the code that made
-its DebugContext), ``parentId`` (the place of its parent in ``contexts``) and the values set on it;
-names are indices into ``stringTable``. Like Poplar's, the collection is one per process. While it is
-on, the workbench adds its own: each node the builder adds (layer ``popart_builder``) and each op a
-session lowers the model to (layer ``popart``), located at the user's line that caused them.
+``id`` (its place in ``contexts``), ``name``, ``layer``, ``location`` (``fileName``, ``functionName``,
+``lineNumber`` of the code that made its DebugContext), ``parentId`` (the id of its parent) and the
+values set on it; names are indices into ``stringTable``. Like Poplar's, the collection is one per
+process. While it is on, the workbench adds its own: each node the builder adds (layer
+``popart_builder``) and each op a session lowers the model to (layer ``popart``), located at the user's
+line that caused them.
 """
 from __future__ import annotations
 
@@ -42,8 +43,8 @@ class _Collection:
         contexts = []
         for info in newest_first:
             location = info.context.location
-            record: dict[str, Any] = {"name": index(info.context.own_name), "layer": info.layer,
-                                      "location": {"fileName": index(location[0]), "functionName": index(location[1]),
+            record: dict[str, Any] = {"id": place[id(info)], "name": index(info.context.own_name),
+                                      "layer": info.layer, "location": {"fileName": index(location[0]), "functionName": index(location[1]),
                                                    "lineNumber": location[2]}}
             parent = info.context.parent_info
             if parent is not None and id(parent) in place:

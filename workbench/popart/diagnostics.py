@@ -5,20 +5,23 @@ per check in ``logDir``, by the workbench's DOT export: FWD0 and FWD1 the import
 BWD0 the forward graph with its gradient graph, PREALIAS and FINAL the whole program (an inference
 program, which has no graphs of its own for them, is drawn whole for every check).
 ``POPART_IR_DUMP=<file>``: the program in the workbench's JSON export (what the views render).
-The profiling reports are JSON text, or CBOR bytes where PopART offers them (``useCbor=True``).
+The profiling reports are JSON text, or CBOR bytes where PopART offers them (``useCbor=True``); a
+compilation that runs out of memory writes the graph profile the ``autoReport`` engine options ask for.
 """
 from __future__ import annotations
 
 import json
 import os
 from pathlib import Path
-from typing import Iterable, Optional, Union
+from typing import Iterable, Mapping, Optional, Union
 
 import cbor2
 
+from workbench.analysis.memory import MemoryReport
 from workbench.export.dot import to_dot
 from workbench.export.json_schema import to_json
 from workbench.ir import Graph, Ir
+from workbench.runtime.out_of_memory import OutOfMemoryError
 
 CHECKS = ("FWD0", "FWD1", "BWD0", "PREALIAS", "FINAL")
 
@@ -66,6 +69,29 @@ def dump_ir(ir: Ir) -> None:
     target = os.environ.get("POPART_IR_DUMP")
     if target:
         Path(target).write_text(json.dumps(to_json(ir)), encoding="utf-8")
+
+
+def out_of_memory_message(error: OutOfMemoryError) -> str:
+    """The simulated compiler's report, opened by Poplar's sentence where tile memory is exceeded."""
+    if any(problem.kind == "tile_memory" for problem in error.report.over_capacity):
+        return f"Out of memory: Cannot fit all variable data onto one or more tiles.\n{error}"
+    return str(error)
+
+
+def write_graph_profile(engine_options: Mapping[str, str], memory: MemoryReport, problem: str) -> str:
+    """With ``autoReport.outputGraphProfile`` (or ``autoReport.all``) on, write the compiled program's
+    memory, per IPU, as JSON to ``graph_profile.json`` in ``autoReport.directory``; its path, or ""."""
+    wanted = any(engine_options.get(k, "false").lower() == "true"
+                 for k in ("autoReport.outputGraphProfile", "autoReport.all"))
+    if not wanted:
+        return ""
+    directory = Path(engine_options.get("autoReport.directory", "."))
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / "graph_profile.json"
+    path.write_text(json.dumps({"problem": problem,
+                                "ipus": [{"ipu": m.ipu, "peakBytes": m.peak_bytes, "tileMemoryBytes": m.tile_capacity}
+                                         for m in memory.ipus]}), encoding="utf-8")
+    return str(path)
 
 
 def report(document: dict, cbor: bool) -> Union[str, bytes]:

@@ -12,12 +12,15 @@ class poplar_exception(RuntimeError):  # noqa: N801 - PopART's name
 class OutOfMemoryException(popart_exception):
     """The program does not fit the device's memory; the summary report says where."""
 
-    def __init__(self, message: str, report: str = ""):
+    def __init__(self, message: str, report: str = "", profile_path: str = ""):
         super().__init__(message)
         self._report = report
+        self._profile_path = profile_path
 
     def getSummaryReport(self) -> str:
         return self._report or str(self)
 
     def getProfilePath(self) -> str:
-        return ""
+        """The graph profile written for the failed compilation (with the engine options
+        ``autoReport.outputGraphProfile`` or ``autoReport.all``), else ""."""
+        return self._profile_path

@@ -49,10 +49,12 @@ _OPS: dict[str, tuple] = {
               lambda b: {"axes": list(b["axes"]), "sizes": list(b["sizes"]), "noOverlap": int(b["noOverlap"])})
        for name, op_type in (("dynamicupdate", "DynamicUpdate"), ("dynamicadd", "DynamicAdd"),
                              ("dynamiczero", "DynamicZero"))},
+    "lstm": ("LSTM", [("outputFullSequence", 1)], 2,
+             lambda b: {"output_full_sequence": int(b["outputFullSequence"])}),
     "incrementmod": ("IncrementMod", [("increment", _P.empty), ("modulus", _P.empty)], 1,
                      lambda b: {"increment": float(b["increment"]), "modulus": float(b["modulus"])}),
 }
-_LIST_OUTPUTS = {"groupnormalization", "checkpointoutput"}
+_LIST_OUTPUTS = {"groupnormalization", "checkpointoutput", "lstm"}
 
 
 def _signature(params: list, with_args: bool = True) -> inspect.Signature:

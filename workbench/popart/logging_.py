@@ -3,7 +3,7 @@
 The modules are PopART's (``session``, ``ir``, ``devicex``, ``popart``, ``transform``, ``pattern``,
 ``builder``, ``op``, ``opx``, ``ces``, ``python``); ``"all"`` means every one. Each line has the guide's
 format, ``[2019-10-16 13:55:05.359] [popart:devicex] [debug] message``. ``POPART_LOG_LEVEL`` (TRACE, DEBUG,
-INFO, WARN, ERR, CRITICAL, OFF; OFF by default) sets the level of every module and ``POPART_LOG_DEST``
+INFO, WARN, ERR, CRITICAL, OFF; WARN by default, as PopART's) sets the level of every module and ``POPART_LOG_DEST``
 where the lines go (stdout, stderr or a file name). ``POPART_LOG_CONFIG`` names a JSON file of
 ``{"module": "LEVEL"}`` pairs whose levels override ``POPART_LOG_LEVEL`` for those modules. What each
 module logs for the steps a session takes is in ``step_log``."""
@@ -121,7 +121,7 @@ def module_levels(path: str) -> dict[str, int]:
 def _configure() -> None:
     logging.addLevelName(TRACE, "TRACE")
     root = logging.getLogger("popart")
-    root.setLevel(_LEVELS.get(os.environ.get("POPART_LOG_LEVEL", "OFF").upper(), _LEVELS["OFF"]))
+    root.setLevel(_LEVELS.get(os.environ.get("POPART_LOG_LEVEL", "WARN").upper(), _LEVELS["WARN"]))
     root.propagate = False
     destination = os.environ.get("POPART_LOG_DEST", "stderr")
     handler = _StandardStream(destination) if destination in ("stdout", "stderr") else logging.FileHandler(destination)

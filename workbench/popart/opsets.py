@@ -75,6 +75,12 @@ class OpMethod:
         returns = "List[str]" if self.varies or self.schema.max_output > 1 else "str"
         return f"(self, {str(self.signature)[1:-1]}) -> {returns}"
 
+    def accepts(self, bound: dict) -> bool:
+        """Whether every attribute argument is of its attribute's kind (an int for an INT, ...), as
+        pybind's overload resolution demands."""
+        return all(_of_kind(self.types[name], bound[name]) or (name == "to" and isinstance(bound[name], str))
+                   for name in self.required + list(self.optional) if bound[name] is not None)
+
     def attributes(self, bound: dict) -> dict:
         """The node's attributes from the bound arguments (absent ones left out)."""
         found = {}
@@ -84,6 +90,20 @@ class OpMethod:
                 continue
             found[name] = _attribute_value(self.types[name], name, value)
         return found
+
+
+_SCALARS = {_AttrType.INT: (int, np.integer, bool, np.bool_), _AttrType.FLOAT: (int, float, np.integer, np.floating),
+            _AttrType.STRING: (str, bytes)}
+_LISTS = {_AttrType.INTS: _AttrType.INT, _AttrType.FLOATS: _AttrType.FLOAT, _AttrType.STRINGS: _AttrType.STRING}
+
+
+def _of_kind(kind: Any, value: Any) -> bool:
+    if kind in _SCALARS:
+        return isinstance(value, _SCALARS[kind])
+    if kind in _LISTS:
+        return (isinstance(value, (list, tuple, np.ndarray))
+                and all(isinstance(v, _SCALARS[_LISTS[kind]]) for v in value))
+    return True
 
 
 def _attribute_value(kind: int, name: str, value: Any) -> Any:
@@ -105,8 +125,9 @@ def _attribute_value(kind: int, name: str, value: Any) -> Any:
 
 
 def bind_call(method_label: str, signature: inspect.Signature, describe: Callable[[], str],
-              args: tuple, kwargs: dict) -> dict:
-    """Bind a call as pybind would, raising pybind's TypeError text on a mismatch."""
+              args: tuple, kwargs: dict, accepts: Callable[[dict], bool] = lambda bound: True) -> dict:
+    """Bind a call as pybind would, raising pybind's TypeError text on a mismatch (of arity, of the
+    input ids, or of an argument ``accepts`` refuses)."""
     kwargs = dict(kwargs)
     if "debugPrefix" in kwargs:  # the older keyword of the seed guide
         kwargs.setdefault("debugContext", kwargs.pop("debugPrefix"))
@@ -117,7 +138,7 @@ def bind_call(method_label: str, signature: inspect.Signature, describe: Callabl
     if bound is not None:
         bound.apply_defaults()
         ids = bound.arguments.get("args", [])
-        if isinstance(ids, (list, tuple)) and all(isinstance(i, str) for i in ids):
+        if isinstance(ids, (list, tuple)) and all(isinstance(i, str) for i in ids) and accepts(bound.arguments):
             return dict(bound.arguments)
     given = ", ".join([repr(a) for a in args] + [f"{k}={v!r}" for k, v in kwargs.items()])
     raise TypeError(f"{method_label}(): incompatible function arguments. The following argument types are "
@@ -139,13 +160,13 @@ class AiOnnxOpset:
     def __init__(self, builder: Any):
         self._builder = builder
 
-    def __repr__(self) -> str:
-        return f"AiOnnxOpset{self.version}"
+    def __str__(self) -> str:
+        return f"AiOnnx{self.version}"  # the name of PopART's Python interface class of the opset
 
 
 def _make_method(method: OpMethod) -> Callable[..., Any]:
     def op(self: AiOnnxOpset, *args: Any, **kwargs: Any) -> Any:
-        bound = bind_call(method.name, method.signature, method.describe, args, kwargs)
+        bound = bind_call(method.name, method.signature, method.describe, args, kwargs, method.accepts)
         inputs = list(bound.get("args", []))
         count = int(bound["num_outputs"]) if method.varies else method.schema.max_output
         outputs = self._builder._add_node(method.schema.name, inputs, method.attributes(bound),

@@ -64,6 +64,13 @@ class AdamMode(enum.Enum):
     LambNoBias = 4
 
 
+class AdaptiveMode(enum.Enum):
+    AdaGrad = 0
+    RMSProp = 1
+    CenteredRMSProp = 2
+    AdaDelta = 3
+
+
 class WeightDecayMode(enum.Enum):
     Decay = 0
     L2Regularization = 1
@@ -227,4 +234,37 @@ class Adam(Optimizer):
     def maxWeightNorms(self): return self._defaults["maxWeightNorm"]  # noqa: E704
 
 
-AnyOptimizer = Union[SGD, Adam]
+class Adaptive(Optimizer):
+    """AdaGrad, RMSProp, CenteredRMSProp and AdaDelta, with optional momentum, decoupled weight decay
+    (Decay) or L2 regularisation, and TensorFlow's RMSProp form (``rmspropTFVariant``: epsilon inside
+    the square root, the first accumulator starting at 1, the learning rate in the momentum); see
+    ``optimizer_steps`` for the update."""
+
+    _DEFAULTS = {"learningRate": (0.01, True), "weightDecay": (0.0, True), "alpha": (0.99, True),
+                 "momentum": (0.0, True), "eps": (1e-6, True), "lossScaling": (1.0, True)}
+    _NON_NEGATIVE = (("weightDecay", "weight decay"), ("alpha", "alpha"), ("momentum", "momentum"))
+    _POSITIVE = (("eps", "eps"),)
+
+    def __init__(self, params: Optional[Mapping[str, Any]] = None, mode: AdaptiveMode = AdaptiveMode.RMSProp,
+                 weight_decay_mode: WeightDecayMode = WeightDecayMode.Decay,
+                 accum_type: DataType = DataType.UNDEFINED, accl1_type: DataType = DataType.UNDEFINED,
+                 accl2_type: DataType = DataType.UNDEFINED, accl3_type: DataType = DataType.UNDEFINED,
+                 rmsprop_tf_variant: bool = False):
+        super().__init__(params)
+        if not isinstance(mode, AdaptiveMode):
+            raise TypeError(f"Adaptive: mode must be a popart.AdaptiveMode, got {mode!r}")
+        if not isinstance(weight_decay_mode, WeightDecayMode):
+            raise TypeError(f"Adaptive: weight_decay_mode must be a popart.WeightDecayMode, got "
+                            f"{weight_decay_mode!r}")
+        self.mode = mode
+        self.weightDecayMode = weight_decay_mode
+        self.rmspropTFVariant = bool(rmsprop_tf_variant)
+
+    def learningRates(self): return self._defaults["learningRate"]  # noqa: E704
+    def weightDecays(self): return self._defaults["weightDecay"]  # noqa: E704
+    def alphas(self): return self._defaults["alpha"]  # noqa: E704
+    def momentums(self): return self._defaults["momentum"]  # noqa: E704
+    def epss(self): return self._defaults["eps"]  # noqa: E704
+
+
+AnyOptimizer = Union[SGD, Adam, Adaptive]

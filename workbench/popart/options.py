@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import copy
 import enum
-import warnings
 from typing import Any
 
 from . import option_records as records
+from .logging_ import python_logger
 
 
 class VirtualGraphMode(enum.Enum):
@@ -171,8 +171,8 @@ class SessionOptions:
     def __setattr__(self, name: str, value: Any) -> None:
         name = _PRIVATE_NAMES.get(name, name)
         if name in _DEPRECATED:
-            warnings.warn(f"The session option {name} has been deprecated and will be removed in a future release. "
-                          f"Please use the alias {_DEPRECATED[name]} instead.", FutureWarning, stacklevel=2)
+            python_logger("popart").warning(f"The session option {name} has been deprecated and will be removed in a "
+                                            f"future release. Please use the alias {_DEPRECATED[name]} instead.")
             name = _DEPRECATED[name]
         if name not in self._values:
             raise AttributeError(f"'popart.SessionOptions' object has no attribute '{name}'")

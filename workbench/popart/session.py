@@ -17,9 +17,6 @@ job's, and a run's host data holds this instance's replicas (``replicationFactor
 """
 from __future__ import annotations
 
-import json
-import os
-from dataclasses import dataclass
 from typing import Any, Optional, Union
 
 import numpy as np
@@ -28,25 +25,25 @@ import onnx
 from workbench.ir.popdist_settings import PopdistSettings
 from workbench.onnx import dtypes
 from workbench.onnx.lowering import LoweringError, check_op_versions, lower_model
-from workbench.onnx.loading import check_input_shapes, serialized_size
+from workbench.onnx.loading import check_input_shapes
 from workbench.onnx.model import GraphBuilder, load_model
 from workbench.onnx.shapes import TensorType
-from workbench.onnx.tensor_storage import replace_initializers, to_array
-from workbench.runtime.options import default_run_options
 from workbench.runtime.out_of_memory import OutOfMemoryError
 from workbench.runtime.session import Session as RuntimeSession
-from workbench.runtime.state.host_memory import require_host_memory
 
 from . import anchors as anchor_arrays
-from . import diagnostics, step_log, stepio_checks, tile_map
+from . import diagnostics, ir_serialization, session_checks, step_log, stepio_checks, tile_map
 from .dataflow import AnchorReturnTypeId, DataFlow
 from .devices import DeviceInfo, DeviceType
-from .errors import OutOfMemoryException, popart_exception, poplar_exception
+from .errors import OutOfMemoryException, popart_exception
 from .instances import JobLink
+from .ir_serialization import IrSerializationFormat
 from .options import SessionOptions, VirtualGraphMode
 from .patterns import check_exclusions, session_patterns
 from .replication import local_replication, replication_of
-from .stepio import PyStepIO, PyStepIOCallback, PyWeightsIO
+from .session_reports import ProfileReport, SessionReports  # noqa: F401  (ProfileReport: getReport's record)
+from .session_weights import SessionWeights
+from .stepio import PyStepIO, PyStepIOCallback
 from .tensorinfo import InputShapeInfo, TensorInfo
 
 
@@ -54,16 +51,9 @@ from .tensorinfo import InputShapeInfo, TensorInfo
 _STORED = {AnchorReturnTypeId.Final: "final", AnchorReturnTypeId.Sum: "sum"}
 
 
-@dataclass(frozen=True)
-class ProfileReport:
-    """What ``getReport`` gives: the compiled program and its last run, each as plain data."""
-
-    compilation: dict
-    execution: dict
-
-
-class _Session:
-    """What inference and training sessions share: lowering, devices, host IO and weights."""
+class _Session(SessionWeights, SessionReports):
+    """What inference and training sessions share: lowering, devices and host IO (the weights and the
+    reports are in ``session_weights`` and ``session_reports``)."""
 
     def __init__(self, fnModel: Union[bytes, str], dataFlow: Optional[DataFlow], deviceInfo: Optional[DeviceInfo],
                  inputShapeInfo: Optional[InputShapeInfo], patterns: Any, userOptions: Optional[SessionOptions],
@@ -79,7 +69,7 @@ class _Session:
         self._device_info = deviceInfo
         self._patterns = session_patterns(patterns)
         self.name = name
-        _check_loading_memory(fnModel)
+        session_checks.check_loading_memory(fnModel)
         try:
             self._model = load_model(fnModel)
         except (ValueError, FileNotFoundError, TypeError) as error:
@@ -96,6 +86,7 @@ class _Session:
         except ValueError as error:
             raise popart_exception(str(error)) from None
         check_exclusions(self._builder.nodes)
+        self._external = dict(self._builder.external)  # weights (and state) stored in external data files
         several = isinstance(self._replicas, PopdistSettings) and self._replicas.num_instances > 1
         self._job_link = JobLink(self._replicas) if several else None
         self._check_accumulation()
@@ -111,41 +102,16 @@ class _Session:
 
     # ----- building the program -----
     def _check_anchors(self) -> None:
-        for anchor in self._data_flow.anchors():
-            if anchor not in self._builder.types:
-                raise popart_exception(f"Anchor tensor `{anchor}' not in Ir Tensors. ")
-            art = self._data_flow.art(anchor)
-            if self._data_flow.batchesPerStep() % art.rp():
-                raise popart_exception("Return period must be a factor of the number of batches per step")
+        session_checks.check_anchors(self._data_flow, self._builder)
 
     def _check_accumulation(self) -> None:
-        """Gradient accumulation: only when training, and a factor only when enabled (PopART's checks)."""
-        options = self._options
-        if not options.enableGradientAccumulation and int(options.accumulationFactor) > 1:
-            raise popart_exception("enableGradientAccumulation is false, but accumulationFactor > 1. Either enable "
-                                   "gradient accumulation, or set the accumulation factor to 1")
-        if options.enableGradientAccumulation and not self._trains():
-            raise popart_exception("Gradient Accumulation only available when training.")
+        session_checks.check_accumulation(self._options, self._trains())
 
     def _trains(self) -> bool:
         return False
 
     def _check_pipelining(self) -> None:
-        """Pipelining needs the model split over IPUs and at least as many batches as stages."""
-        if not self._options.enablePipelining:
-            return
-        if self._options.virtualGraphMode is VirtualGraphMode.Off:
-            raise popart_exception("Pipelining requires the model to be split over IPUs: set "
-                                   "SessionOptions.virtualGraphMode to Manual (with builder.virtualGraph) or Auto")
-        stages = {int(a.i) for node in self._builder.nodes for a in node.attribute
-                  if a.name in ("__pipeline_stage",)} or {int(a.i) for node in self._builder.nodes
-                                                          for a in node.attribute if a.name == "__ipu_number"}
-        count = max(len(stages), 1)
-        if self._options.virtualGraphMode is VirtualGraphMode.Manual and count < 2:
-            raise popart_exception(f"Pipelining requires more than 1 IPU (currently {count})")
-        if self._data_flow.batchesPerStep() < count:
-            raise popart_exception(f"For pipelining, depth (batchesPerStep) must be at least the number of "
-                                   f"pipeline stages ({count}), got {self._data_flow.batchesPerStep()}")
+        session_checks.check_pipelining(self._options, self._builder, self._data_flow)
 
     def _lower(self, shapes: InputShapeInfo):
         input_types = {tensor_id: TensorType(dtypes.onnx_code(info.dataType()), tuple(info.shape()))
@@ -246,7 +212,9 @@ class _Session:
             try:
                 self._runtime = RuntimeSession(self._lowered.ir, self._device_info.workbench_device())
             except OutOfMemoryError as error:
-                raise OutOfMemoryException(str(error), str(error)) from None
+                message = diagnostics.out_of_memory_message(error)
+                profile = diagnostics.write_graph_profile(self._options.engineOptions, error.report, message)
+                raise OutOfMemoryException(message, str(error), profile) from None
             except ValueError as error:
                 raise popart_exception(str(error)) from None
             self._runtime.progress = False
@@ -268,97 +236,25 @@ class _Session:
             self._runtime.__enter__()
             step_log.engine_loaded(self._device_info)
 
-    def _require_prepared(self, what: str) -> None:
+    def _require_prepared(self, what: str) -> RuntimeSession:
+        """The runtime session, once ``prepareDevice`` has made it."""
         if self._runtime is None:
             raise popart_exception(f"Must call prepareDevice() before {what}()")
+        return self._runtime
 
-    def _require_attached(self, what: str) -> None:
-        self._require_prepared(what)
+    def _require_attached(self, what: str) -> RuntimeSession:
+        """The runtime session, prepared and attached to its device (attaching it if need be)."""
+        runtime = self._require_prepared(what)
         if self._device_info.type is DeviceType.OfflineIpu:
             raise popart_exception(f"Cannot {what}() on an offline IPU device: it compiles only")
-        if not self._runtime.is_attached:
+        if not runtime.is_attached:
             self.loadEngineAndConnectStreams()
+        return runtime
 
     def detach(self) -> None:
         if self._runtime is not None and self._runtime.is_attached:
             self._runtime.__exit__(None, None, None)
         self._device_info.detach()
-
-    # ----- weights -----
-    def weightsFromHost(self) -> None:
-        self._require_attached("weightsFromHost")
-        self._weights_sent = True
-        self._runtime.write_variables_data({var: self._host_weights[name]
-                                            for name, var in self._lowered.weights.items()})
-        step_log.weights("FromHost", list(self._lowered.weights))
-
-    def weightsToHost(self) -> None:
-        self._require_attached("weightsToHost")
-        values = self._runtime.get_tensors_data(self._lowered.weights.values())
-        # One update: an interrupt leaves the host copy wholly old or wholly new.
-        self._host_weights.update({name: values[var] for name, var in self._lowered.weights.items()})
-        step_log.weights("ToHost", list(self._lowered.weights))
-
-    def readWeights(self, weightsIo: PyWeightsIO) -> None:
-        """Fill ``weightsIo``'s arrays with the host copy of the weights."""
-        for tensor_id, array in weightsIo.weights.items():
-            if tensor_id not in self._host_weights:
-                raise popart_exception(f"No weight '{tensor_id}' in the session's model")
-            array[...] = self._host_weights[tensor_id].reshape(np.shape(array))
-
-    def writeWeights(self, weightsIo: PyWeightsIO) -> None:
-        """Set the host copy of weights from ``weightsIo`` (``weightsFromHost`` sends them)."""
-        self._check_writable("writeWeights")
-        written = {}
-        for tensor_id, array in weightsIo.weights.items():
-            if tensor_id not in self._host_weights:
-                raise popart_exception(f"No weight '{tensor_id}' in the session's model")
-            host = self._host_weights[tensor_id]
-            if np.size(array) != host.size:
-                raise popart_exception(f"writeWeights: '{tensor_id}' has {host.size} elements "
-                                       f"{list(host.shape)}, the array given has {np.size(array)}")
-            written[tensor_id] = np.asarray(array, host.dtype).reshape(host.shape).copy()
-        # One update once every array is checked: a bad one, or an interrupt, changes none of them.
-        self._host_weights.update(written)
-
-    def _check_writable(self, what: str) -> None:
-        if self._constant_weights() and self._builder.initializers:
-            raise popart_exception(f"Cannot call {what} when constantWeights is set. Set `constantWeights` to False in "
-                                   "the `SessionOption`s when initialising the session to enable this behaviour.")
-
-    def modelToHost(self, fn: str) -> None:
-        """Write the model, with the weights' current values, to the ONNX file ``fn``."""
-        if self._runtime is None:
-            raise popart_exception("Devicex::prepare() must be called before Devicex::weightsToHost(const "
-                                   "std::map<TensorId, MutableVoidData> &) is called.")
-        if self._runtime is not None and self._runtime.is_attached and self._lowered.weights:
-            self.weightsToHost()
-        model = onnx.ModelProto()
-        model.CopyFrom(self._model)
-        replace_initializers(model, {**self._host_weights, **self._saved_state()})
-        onnx.save(model, fn)
-        step_log.model_to_host(fn)
-
-    def _saved_state(self) -> dict:
-        """Tensors ``modelToHost`` saves beside the weights (a training session's optimiser state)."""
-        return {}
-
-    def resetHostWeights(self, modelProtoOrFilename: Union[bytes, str],
-                         ignoreWeightsInModelWithoutCorrespondingHostWeight: bool = False) -> None:
-        """Replace the host weights by the initializers of another model (``weightsFromHost`` sends them)."""
-        self._check_writable("resetHostWeights")
-        try:
-            model = load_model(modelProtoOrFilename)
-        except (ValueError, FileNotFoundError, TypeError) as error:
-            raise popart_exception(str(error)) from None
-        replaced = {}
-        for init in model.graph.initializer:
-            if init.name not in self._host_weights:
-                if ignoreWeightsInModelWithoutCorrespondingHostWeight:
-                    continue
-                raise popart_exception(f"resetWeights, no tensor '{init.name}' in tensors")
-            replaced[init.name] = to_array(init).copy()
-        self._host_weights.update(replaced)  # all of them or, on an error or an interrupt, none
 
     # ----- running -----
     def initAnchorArrays(self) -> dict[str, np.ndarray]:
@@ -370,7 +266,7 @@ class _Session:
     def run(self, stepio: Union[PyStepIO, PyStepIOCallback], debugName: str = "") -> None:
         """Run ``batchesPerStep`` batches: read the inputs from ``stepio``, write its anchor arrays.
         Every array is checked first (``stepio_checks``): a refused run changes nothing."""
-        self._require_attached("run")
+        runtime = self._require_attached("run")
         if self._trains() and self._host_weights and not getattr(self, "_weights_sent", False):
             raise popart_exception("Must call weightsFromHost before run as the model has initializers and the "
                                    "session has been created in training mode")
@@ -378,16 +274,27 @@ class _Session:
         inputs = stepio_checks.checked_inputs(stepio, self._lowered.inputs, self._data_flow,
                                               self._lowered.types, layout)
         if self._outputs is None:
-            self._outputs = self._runtime.create_host_outputs()
+            self._outputs = runtime.create_host_outputs()
         outputs = self._outputs
-        self._runtime.run_with_outputs(inputs, outputs)
+        runtime.run_with_outputs(inputs, outputs)
         step_log.ran(debugName, layout.micro_batches, layout.replicas)
         for tensor_id, stream in self._lowered.anchors.items():
             anchor_arrays.deliver(tensor_id, outputs[stream], self._data_flow.art(tensor_id), stepio, layout)
 
+    def _serializeIr(self, format: IrSerializationFormat) -> str:  # noqa: A002 - PopART's keyword
+        """The program, in PopART's JSON layout (``ir_serialization``)."""
+        return ir_serialization.serialize(self.ir, format)
+
     # ----- the tile map -----
     def _tile_mapping(self):
         return tile_map.session_tile_mapping(self._builder, self._lowered, self._device_info.tilesPerIPU)
+
+    def tile_uses(self, ipu: int = 0) -> list[tile_map.TileUse]:
+        """Per tile of ``ipu``, the bytes of the model's tensors the simulated tile allocator put there
+        (what ``TileMapView`` draws)."""
+        self._require_prepared("tile_uses")
+        mapping = self._tile_mapping()
+        return tile_map.tile_uses(mapping, tile_map.itemsizes_of(mapping, self._lowered), ipu)
 
     def getTensorTileMap(self) -> dict[str, list[list[tuple[int, int]]]]:
         """Per tensor, per tile of its IPU, the element intervals the simulated tile allocator put there."""
@@ -418,96 +325,9 @@ class _Session:
         raise popart_exception("loadExecutable: the workbench compiles from the ONNX model; create the session "
                                "from the model file instead")
 
-    # ----- reports -----
-    def _instrumented(self) -> bool:
-        return self._options.engineOptions.get("debug.instrument", "false").lower() == "true"
-
-    def _require_profiled(self, what: str) -> None:
-        """Reports need a prepared device that profiles: an IPU or IPU Model, as on Poplar."""
-        self._require_prepared(what)
-        if self._device_info.type is DeviceType.Cpu:
-            raise poplar_exception(f"{what}: a CPU device has no profile. Profiling is disabled for current "
-                                   "device type.")
-
-    def getSummaryReport(self, resetProfile: bool = True) -> str:
-        """Memory per IPU and, with ``engineOptions = {"debug.instrument": "true"}``, the last run's
-        simulated cycles and measured time per kind of op."""
-        self._require_profiled("getSummaryReport")
-        report = self._runtime.memory_report
-        lines = [f"Program: {len(self._builder.nodes)} ONNX nodes lowered to "
-                 f"{sum(len(g.ops) for g in self.ir.graphs)} ops",
-                 f"Device: {self._device_info}"]
-        lines += [f"IPU {m.ipu}: peak {m.peak_bytes:,} of {m.tile_capacity:,} bytes of tile memory"
-                  for m in report.ipus]
-        trace = self._runtime.last_trace
-        if not self._instrumented():
-            lines.append("Execution profiling not enabled")
-        elif trace is not None:
-            summary = trace.summary()
-            lines.append(f"Last run: {summary.cycles:,} cycles")
-            lines += [f"  {kind}: {cycles:,} cycles, {(summary.seconds_per_kind or {}).get(kind, 0.0) * 1e3:.3f} ms"
-                      for kind, cycles in sorted(summary.cycles_per_kind.items())]
-        return "\n".join(lines)
-
-    def getExecutionReport(self, useCbor: bool = False, resetProfile: bool = True) -> Union[str, bytes]:
-        """The last run as JSON (``useCbor``: CBOR bytes): its simulated cycles, in all and per kind of op."""
-        self._require_profiled("getExecutionReport")
-        if not self._instrumented() or self._runtime.last_trace is None:
-            return diagnostics.report({"profilerMode": "NONE"}, useCbor)
-        summary = self._runtime.last_trace.summary()
-        return diagnostics.report({"profilerMode": "SIMULATED", "cycles": summary.cycles,
-                                   "cyclesPerKind": summary.cycles_per_kind}, useCbor)
-
-    def getGraphReport(self, useCbor: bool = False) -> Union[str, bytes]:
-        """The compiled program as JSON (``useCbor``: CBOR bytes): its size and, per IPU, the peak of the
-        workbench's memory model against the tile memory."""
-        self._require_profiled("getGraphReport")
-        report = self._runtime.memory_report
-        return diagnostics.report({"onnxNodes": len(self._builder.nodes),
-                                   "ops": sum(len(g.ops) for g in self.ir.graphs),
-                                   "ipus": [{"ipu": m.ipu, "peakBytes": m.peak_bytes,
-                                             "tileMemoryBytes": m.tile_capacity} for m in report.ipus]}, useCbor)
-
-    def getReport(self, resetProfile: bool = True) -> ProfileReport:
-        """The profile of the program and its last run (``compilation`` and ``execution``, as
-        ``getGraphReport`` and ``getExecutionReport`` give them); needs
-        ``engineOptions = {"debug.instrument": "true"}``, as PopART's does."""
-        self._require_prepared("getReport")
-        if not self._instrumented():
-            raise popart_exception('getReport needs profiling: set opts.engineOptions = {"debug.instrument": "true"}')
-        return ProfileReport(json.loads(self.getGraphReport()), json.loads(self.getExecutionReport()))
-
-    def getCycleCount(self, id: str = "") -> int:  # noqa: A002
-        """Simulated cycles of the last run, as the cycle counter of ``instrumentWithHardwareCycleCounter``
-        gives them: the whole run (``id=""``), or with ``Instrumentation.Inner`` in
-        ``hardwareInstrumentations`` one IPU's (``"inner_ipu_<n>"``)."""
-        self._require_prepared("getCycleCount")
-        summary = diagnostics.cycle_count_source(self._options, self._runtime.last_trace, id)
-        if id == "":
-            return summary.cycles
-        ipu = int(id[len("inner_ipu_"):])
-        return max((cycles for (_, on), cycles in summary.cycles_per_ipu.items() if on == ipu), default=0)
-
-
 def _total(replicas: Union[int, PopdistSettings]) -> int:
     return replicas.num_total_replicas if isinstance(replicas, PopdistSettings) else replicas
 
-
-
-# Loading holds about three copies of the weights at its peak: the parsed model, the builder's weights
-# and the program's (test_popart_model_memory.py measures it).
-LOADING_COPIES = 3
-
-
-def _check_loading_memory(fnModel: Any) -> None:
-    """HostMemoryError before reading a model whose loading would not fit the host memory."""
-    size = serialized_size(fnModel)
-    if size >= 1 << 20:
-        source = "bytes" if isinstance(fnModel, (bytes, bytearray, memoryview)) else f"file {os.fspath(fnModel)}"
-        require_host_memory(LOADING_COPIES * size, f"to load the model from {source}",
-                            f"(about {LOADING_COPIES} times its {size:,} bytes)",
-                            "Use a smaller model, or a host with more memory",
-                            default_run_options().host_memory_limit)
 
 
 def _input_types(shapes: InputShapeInfo) -> list[onnx.ValueInfoProto]:

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Mapping
 
 import numpy as np
 
@@ -39,6 +40,33 @@ def session_tile_mapping(builder: GraphBuilder, lowered: LoweredModel, tiles_per
         itemsize = dtypes.numpy_dtype(ttype.elem_type).itemsize
         tensors.append(TensorToMap(name, int(np.prod(ttype.shape, dtype=np.int64)), itemsize, ipu_of.get(name, 0)))
     return tile_mapping(list({t.name: t for t in tensors}.values()), tiles_per_ipu)
+
+
+@dataclass(frozen=True, slots=True)
+class TileUse:
+    """What one tile of an IPU holds of the mapped tensors: bytes in all, and bytes per tensor."""
+
+    tile: int
+    bytes: int
+    tensors: dict[str, int]
+
+
+def tile_uses(mapping: TileMapping, itemsizes: Mapping[str, int], ipu: int) -> list[TileUse]:
+    """Per tile of ``ipu`` (every one, empty ones included), the tensors mapped there and their bytes."""
+    per_tile: list[dict[str, int]] = [{} for _ in range(mapping.tiles_per_ipu)]
+    for name, spans_per_tile in mapping.intervals.items():
+        if mapping.ipus[name] != ipu:
+            continue
+        for tile, spans in enumerate(spans_per_tile):
+            held = sum(end - begin for begin, end in spans) * itemsizes[name]
+            if held:
+                per_tile[tile][name] = held
+    return [TileUse(tile, sum(held.values()), held) for tile, held in enumerate(per_tile)]
+
+
+def itemsizes_of(mapping: TileMapping, lowered: LoweredModel) -> dict[str, int]:
+    """The bytes of one element of each tensor of ``mapping``."""
+    return {name: dtypes.numpy_dtype(lowered.types[name].elem_type).itemsize for name in mapping.intervals}
 
 
 def as_popart_map(mapping: TileMapping) -> dict[str, list[list[tuple[int, int]]]]:

@@ -57,7 +57,7 @@ class TrainingSession(_Session):
             raise popart_exception("TrainingSession: a loss is required (the id of a scalar tensor of the model, or "
                                    "losses=[popart.NllLoss(...)])")
         if not isinstance(optimizer, Optimizer):
-            raise TypeError(f"TrainingSession: optimizer must be a popart.SGD, ConstSGD or Adam, got "
+            raise TypeError(f"TrainingSession: optimizer must be a popart.SGD, ConstSGD, Adam or Adaptive, got "
                             f"{type(optimizer).__name__}")
         self._loss = loss
         self._optimizer = optimizer

@@ -35,7 +35,8 @@ from .reserved import PREFIXES
 
 GRADIENT = PREFIXES["reservedGradientPrefix"]
 LOSS_SCALING = PREFIXES["reservedLossScalingPrefix"] + "FLOAT"
-STATE_PREFIXES = (steps.VELOCITY, steps.ACCUMULATOR, steps.FIRST_MOMENT, steps.SECOND_MOMENT, steps.STEP)
+STATE_PREFIXES = (steps.VELOCITY, steps.ACCUMULATOR, steps.FIRST_MOMENT, steps.SECOND_MOMENT, steps.THIRD_MOMENT,
+                  steps.STEP)
 
 
 def take_saved_state(builder: GraphBuilder) -> dict[str, np.ndarray]:
@@ -49,6 +50,12 @@ def take_saved_state(builder: GraphBuilder) -> dict[str, np.ndarray]:
             builder.values.pop(name, None)
             builder.types.pop(name, None)
     return saved
+
+
+def _weight_start(var: Variable) -> np.ndarray:
+    """A weight's starting value on a replica (the first group's, for a weight grouped over replicas)."""
+    data = np.asarray(var.host_data)
+    return data if data.shape == tuple(var.shape) else data.reshape((-1, *var.shape))[0]
 
 
 @dataclass(slots=True)
@@ -180,7 +187,8 @@ class _Builder:
                 # Adam's step counter is a float32 scalar whatever the weight's type, as PopART keeps it.
                 counter = state.startswith(steps.STEP)
                 shape, dtype = ((), float32) if counter else (var.shape, var.dtype)
-                start = np.zeros(shape, dtype.as_numpy())
+                start = np.zeros(shape, dtype.as_numpy()) if counter else \
+                    steps.state_start(optimizer, state, _weight_start(var)).astype(dtype.as_numpy())
                 if state in self.saved_state:
                     saved = self.saved_state[state]
                     if saved.size != start.size:
@@ -267,7 +275,16 @@ class _Builder:
                 if settings.accumulation_factor > 1:
                     ops.var_updates.accumulator_zero_(grads[name])
         if settings.accumulation_factor == 1:
+            for name in self.forward_anchors:
+                if self._anchored_after_update(name):
+                    self.store(name, frame.get(self.weights[name], True), frame)
             self.store_state(frame)
+
+    def _anchored_after_update(self, name: str) -> bool:
+        """An anchored trainable weight is read at the end of its step, as PopART copies it: after the
+        update, unless the update waits for an accumulation loop (then each micro-batch sees the
+        weight it used)."""
+        return name in self.trainable and self.settings.accumulation_factor == 1
 
     def micro_batch(self, frame: _Frame) -> dict[str, Tensor]:
         settings = self.settings
@@ -278,7 +295,8 @@ class _Builder:
         site = ops.call_with_info(self.fwd, *[frame.get(self.weights[n], True) for n in self.weights], *loaded)
         loss = site.parent_output(0)
         for index, name in enumerate(self.forward_anchors):
-            self.store(name, site.parent_output(index + 1), frame)
+            if not self._anchored_after_update(name):
+                self.store(name, site.parent_output(index + 1), frame)
         seed_value = self.optimizer.getLossScalingVal()
         divide = self.ir.replication_factor if settings.mean_reduction else 1  # every replica of the job
         with ipu(loss.ipu):

@@ -2,13 +2,16 @@
 converted, unused inputs removed, initializers made constants)."""
 from __future__ import annotations
 
+import os
 from typing import Iterable, Union
 
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from workbench.onnx import external_data
 from workbench.onnx.model import load_model
+from workbench.onnx.tensor_storage import to_array
 
 from .errors import popart_exception
 
@@ -94,14 +97,29 @@ class GraphTransformer:
     def convertINT64ToINT32(self, clip: bool = False) -> None:
         self._convert(TensorProto.INT64, TensorProto.INT32, clip)
 
+    def saveInitializersExternally(self, ids: Iterable[str], filename: str) -> None:
+        """Store the values of the initializers ``ids`` in ``filename`` and make the model refer to them
+        there (as ``Builder.saveInitializersExternally``)."""
+        graph = self._model.graph
+        inits = {i.name: i for i in graph.initializer}
+        ids = list(ids)
+        try:
+            stored = {n for n, i in inits.items() if external_data.is_external(i)}
+            refs = external_data.move_to_file(ids, os.fspath(filename), inits, stored, lambda n: to_array(inits[n]))
+        except external_data.ExternalDataError as error:
+            raise popart_exception(str(error)) from None
+        for name, ref in refs.items():
+            inits[name].CopyFrom(external_data.reference(name, inits[name].data_type, inits[name].dims, ref))
+
     def convertInitializersToConstants(self, ids: Iterable[str]) -> None:
         """Make the named initializers Constant nodes (weights no session can change)."""
         graph = self._model.graph
+        ids = list(ids)
         wanted = set(ids)
         known = {i.name for i in graph.initializer}
-        missing = wanted - known
+        missing = [tensor_id for tensor_id in ids if tensor_id not in known]
         if missing:
-            raise popart_exception(f"convertInitializersToConstants: no initializer(s) {sorted(missing)}")
+            raise popart_exception(f"TensorId {missing[0]} not in the model initalizers")
         constants = [helper.make_node("Constant", [], [i.name], value=i) for i in graph.initializer if i.name in wanted]
         inits = [i for i in graph.initializer if i.name not in wanted]
         inputs = [v for v in graph.input if v.name not in wanted]

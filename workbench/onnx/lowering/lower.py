@@ -233,8 +233,17 @@ class _Lowering:
             if not name or tensor is None:
                 continue
             if tensor in created:
-                _adopt_name(tensor, name)
+                adopt_name(tensor, name)
             self.env[name] = tensor
+            self._adopt_lowered_shape(name, tensor)
+
+    def _adopt_lowered_shape(self, name: str, tensor: Tensor) -> None:
+        """The op's own output shape wins over ONNX's inferred one where they differ, as PopART's ops
+        set their outputs up themselves (a Subsample keeps a partial last window that ONNX drops)."""
+        known = self.builder.types.get(name)
+        lowered = tuple(tensor.shape)
+        if known is not None and known.shape is not None and tuple(known.shape) != lowered:
+            self.builder.types[name] = TensorType(known.elem_type, lowered)
 
     def subgraph(self, proto: onnx.GraphProto, explicit, loop: bool, node_ipu: int,
                  caller: str) -> tuple[Graph, list]:
@@ -304,8 +313,9 @@ def _known(ttype: Optional[TensorType]) -> bool:
         and all(d is not None for d in ttype.shape)
 
 
-def _adopt_name(tensor: Tensor, name: str) -> None:
-    """Give ``tensor`` the ONNX id ``name`` (made unique in its graph)."""
+def adopt_name(tensor: Tensor, name: str) -> None:
+    """Give ``tensor`` the id ``name`` (made unique in its graph): an ONNX id, or a name PopART gives
+    one of its own tensors."""
     names = tensor.graph._tensors
     if tensor._name == name:
         return

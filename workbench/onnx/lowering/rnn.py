@@ -1,6 +1,6 @@
-"""Lowering rules of ONNX's recurrent ops (RNN, GRU, LSTM), unrolled over the sequence into popxl
-ops: the sequence length is static, so each step is a few matmuls and elementwise ops. Default
-activations only; no peepholes, clipping or per-sample sequence lengths."""
+"""Lowering rules of ONNX's recurrent ops (RNN, GRU, LSTM) and Graphcore's LSTM, unrolled over the
+sequence into popxl ops: the sequence length is static, so each step is a few matmuls and elementwise
+ops. Default activations only; no peepholes, clipping or per-sample sequence lengths."""
 from __future__ import annotations
 
 import numpy as np
@@ -9,6 +9,7 @@ from workbench import ops
 from workbench.ir import constant
 from workbench.ops.registry import apply
 
+from ..shapes import GRAPHCORE
 from .table import LoweringError, NodeContext, lowers
 
 _DEFAULT_ACTIVATIONS = {"RNN": ["Tanh"], "GRU": ["Sigmoid", "Tanh"], "LSTM": ["Sigmoid", "Tanh", "Tanh"]}
@@ -140,3 +141,28 @@ def _gru(ctx: NodeContext):
         one = constant(np.ones((), h.dtype.as_numpy()), h.dtype)
         return ops.add(ops.mul(ops.sub(one, z), candidate), ops.mul(z, h)), None
     return _run(ctx, 3, step, extra_state=False)
+
+
+@lowers("LSTM", 1, domain=GRAPHCORE)
+def _graphcore_lstm(ctx: NodeContext):
+    """Graphcore's layout: ``Weights [4, in + hidden, hidden]`` (the input weights above the recurrent
+    ones, transposed), ``Bias [4, hidden]`` and the gates in the order forget, input, cell, output;
+    ``InitState [2, batch, hidden]`` is ``h`` then ``c``."""
+    x, weights = ctx.input(0), ctx.input(1)
+    seq, batch, _ = x.shape
+    hidden = weights.shape[2]
+    joined = ops.concat([ops.squeeze(w, [0]) for w in ops.split(weights, 4, axis=0)], 1)  # [in + hidden, 4 hidden]
+    bias = ops.reshape(ctx.input(2), (4 * hidden,)) if ctx.has(2) else None
+    if ctx.has(3):
+        h, c = (ops.squeeze(s, [0]) for s in ops.split(ctx.input(3), 2, axis=0))
+    else:
+        h = c = constant(np.zeros((batch, hidden), x.dtype.as_numpy()), x.dtype)
+    outputs = []
+    for _, x_t in _steps(x, False):
+        a = ops.matmul(ops.concat([x_t, h], 1), joined)
+        f, i, g, o = _gates(a if bias is None else ops.add(a, bias), 4)
+        c = ops.add(ops.mul(_sigmoid(f), c), ops.mul(_sigmoid(i), ops.tanh(g)))
+        h = ops.mul(_sigmoid(o), ops.tanh(c))
+        outputs.append(ops.reshape(h, (1, batch, hidden)))
+    full = int(ctx.attrs.get("output_full_sequence", 1))
+    return [ops.concat(outputs, 0) if full else h, c][:len(ctx.node.output)]

@@ -1,0 +1,71 @@
+"""PopART's checks of a session's arguments before anything is built: the model's size against the
+host memory, the anchors, gradient accumulation and pipelining; each refusal a ``popart_exception``
+in PopART's words."""
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from workbench.onnx.loading import serialized_size
+from workbench.onnx.model import GraphBuilder
+from workbench.runtime.options import default_run_options
+from workbench.runtime.state.host_memory import require_host_memory
+
+from .dataflow import DataFlow
+from .errors import popart_exception
+from .options import SessionOptions, VirtualGraphMode
+
+# Loading holds about three copies of the weights at its peak: the parsed model, the builder's weights
+# and the program's (test_popart_model_memory.py measures it).
+LOADING_COPIES = 3
+
+
+def check_loading_memory(fnModel: Any) -> None:
+    """HostMemoryError before reading a model whose loading would not fit the host memory."""
+    size = serialized_size(fnModel)
+    if size >= 1 << 20:
+        source = "bytes" if isinstance(fnModel, (bytes, bytearray, memoryview)) else f"file {os.fspath(fnModel)}"
+        require_host_memory(LOADING_COPIES * size, f"to load the model from {source}",
+                            f"(about {LOADING_COPIES} times its {size:,} bytes)",
+                            "Use a smaller model, or a host with more memory",
+                            default_run_options().host_memory_limit)
+
+
+def check_return_periods(data_flow: DataFlow) -> None:
+    for anchor in data_flow.anchors():
+        if data_flow.batchesPerStep() % data_flow.art(anchor).rp():
+            raise popart_exception("Return period must be a factor of the number of batches per step")
+
+
+def check_anchors(data_flow: DataFlow, builder: GraphBuilder) -> None:
+    """Every anchor is a tensor of the model, with a return period dividing the batches per step."""
+    for anchor in data_flow.anchors():
+        if anchor not in builder.types:
+            raise popart_exception(f"Anchor tensor `{anchor}' not in Ir Tensors. ")
+    check_return_periods(data_flow)
+
+
+def check_accumulation(options: SessionOptions, trains: bool) -> None:
+    """Gradient accumulation: only when training, and a factor only when enabled."""
+    if not options.enableGradientAccumulation and int(options.accumulationFactor) > 1:
+        raise popart_exception("enableGradientAccumulation is false, but accumulationFactor > 1. Either enable "
+                               "gradient accumulation, or set the accumulation factor to 1")
+    if options.enableGradientAccumulation and not trains:
+        raise popart_exception("Gradient Accumulation only available when training.")
+
+
+def check_pipelining(options: SessionOptions, builder: GraphBuilder, data_flow: DataFlow) -> None:
+    """Pipelining needs the model split over IPUs and at least as many batches as stages."""
+    if not options.enablePipelining:
+        return
+    if options.virtualGraphMode is VirtualGraphMode.Off:
+        raise popart_exception("Pipelining requires the model to be split over IPUs: set "
+                               "SessionOptions.virtualGraphMode to Manual (with builder.virtualGraph) or Auto")
+    stages = {int(a.i) for node in builder.nodes for a in node.attribute if a.name == "__pipeline_stage"} or \
+        {int(a.i) for node in builder.nodes for a in node.attribute if a.name == "__ipu_number"}
+    count = max(len(stages), 1)
+    if options.virtualGraphMode is VirtualGraphMode.Manual and count < 2:
+        raise popart_exception(f"Pipelining requires more than 1 IPU (currently {count})")
+    if data_flow.batchesPerStep() < count:
+        raise popart_exception(f"For pipelining, depth (batchesPerStep) must be at least the number of "
+                               f"pipeline stages ({count}), got {data_flow.batchesPerStep()}")
