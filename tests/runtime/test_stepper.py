@@ -8,6 +8,7 @@ import popxl.ops as ops
 from workbench.analysis import flattened_schedule
 from workbench.runtime.replication.communicator import CollectiveMismatchError
 from workbench.runtime.replication.replicas import ReplicaExecutionError
+from support.faulty_ops import exploding_op  # noqa: F401  (a fixture)
 
 TRANSFERS = 3
 W0 = np.arange(9, dtype=np.float32).reshape(3, 3) / 10
@@ -593,11 +594,9 @@ def test_bad_inputs_are_refused_when_the_stepper_is_made():
             session.stepper({x_stream: np.zeros(3, np.float32)})
 
 
-def test_a_failing_replica_is_named_and_the_weights_are_restored():
+def test_a_failing_replica_is_named_and_the_weights_are_restored(exploding_op):
     from workbench.ops.registry import apply
-    from support.faulty_ops import exploding_op
 
-    exploding_op()
     ir = popxl.Ir(replication=4)
     with ir.main_graph, popxl.in_sequence():
         w = popxl.variable(np.zeros(2, np.float32), name="w")

@@ -6,6 +6,7 @@ import popxl
 from workbench.export.mime import MIME_TYPE
 import popxl.ops as ops
 from widget_programs import trace
+from support.faulty_ops import exploding_op  # noqa: F401  (a fixture)
 from workbench.widgets import GraphView, ScheduleView, Selection, SessionStepperView
 from workbench.widgets.figures.replica_figure import format_value
 from workbench.widgets.stepper_view import live_rows
@@ -130,8 +131,7 @@ def test_step_over_run_to_breakpoints_continue_and_reset_from_the_buttons():
         view.close()
 
 
-def test_errors_are_shown_in_the_view_and_do_not_raise_from_the_buttons():
-    from support.faulty_ops import exploding_op
+def test_errors_are_shown_in_the_view_and_do_not_raise_from_the_buttons(exploding_op):
     from workbench.ops.registry import apply
 
     ir, x_stream, _, _ = program()
@@ -145,7 +145,6 @@ def test_errors_are_shown_in_the_view_and_do_not_raise_from_the_buttons():
         view.buttons["step"].click()
         assert view.message == "" and view.error_box.value == "" and view.stop.actions == 1
 
-    exploding_op()
     ir = popxl.Ir(replication=2)
     with ir.main_graph:
         stream = popxl.h2d_stream([2], popxl.float32, name="x")
