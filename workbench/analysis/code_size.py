@@ -74,7 +74,10 @@ CODE_BYTES: dict[str, int] = {
 
 
 def op_code_bytes(op: Op) -> int:
-    """Estimated code bytes of ``op`` on its IPU."""
+    """Estimated code bytes of ``op`` on its IPU. An undefined ``init`` (the target a load fills)
+    only allocates its tensor and has no program; a zero one runs a fill."""
+    if op.type == "init" and op.attrs.get("init_type") == "undef":
+        return 0
     return CODE_BYTES.get(op.type, DEFAULT_CODE_BYTES)
 
 

@@ -142,13 +142,17 @@ def _ipu_copy_cycles(op: Op, device: Device) -> float:
 
 
 def _host_cycles(op: Op, device: Device) -> float:
-    nbytes = output_bytes(op) + input_bytes(op)
+    """A host transfer moves one transfer of its stream (host_load's input is only the tensor it fills)."""
+    return _host_link_cycles(op.attrs["stream"].spec.nbytes, device)
+
+
+def _host_link_cycles(nbytes: int, device: Device) -> float:
     return device.host_latency_cycles + _link_cycles(nbytes, device.host_bytes_per_second, device)
 
 
 def _print_cycles(op: Op, device: Device) -> float:
     """A printing op sends its input to the host; one that prints nothing passes it on for free."""
-    return _host_cycles(op, device) if op.attrs["print_self"] else 0
+    return _host_link_cycles(input_bytes(op), device) if op.attrs["print_self"] else 0
 
 
 def _remote_cycles(op: Op, device: Device) -> float:
