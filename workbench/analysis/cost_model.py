@@ -117,6 +117,11 @@ def _rearrange_cycles(op: Op, device: Device) -> float:
 
 
 REARRANGE = CostRule("compute", _rearrange_cycles)
+
+
+def _init_cycles(op: Op, device: Device) -> float:
+    """A zero init fills its tensor; an undefined one (a load's target) only allocates it: no program."""
+    return 0 if op.attrs.get("init_type") == "undef" else elementwise(1).cycles(op, device)
 VIEW = CostRule("compute", lambda op, device: 0)
 
 
@@ -209,7 +214,8 @@ COSTS: dict[str, CostRule] = {
     **dict.fromkeys(("abs", "ceil", "floor", "sign", "negate", "relu", "relu_", "logical_not", "isnan",
                      "isinf", "clip", "cast", "increment_mod", "increment_mod_", "add", "add_",
                      "sub", "mul", "maximum", "equal", "greater", "relu_grad", "greater_equal", "logical_and",
-                     "logical_or", "where", "init"), elementwise(1)),
+                     "logical_or", "where"), elementwise(1)),
+    "init": CostRule("compute", lambda op, device: _init_cycles(op, device)),
     **dict.fromkeys(("scaled_add", "scaled_add_"), elementwise(2)),
     **dict.fromkeys(("div", "fmod", "sqrt"), elementwise(4)),
     **dict.fromkeys(("exp", "exp_", "log", "tanh", "sin", "cos"), elementwise(8)),
