@@ -29,6 +29,7 @@ from typing import Callable
 
 from workbench.ir import Op
 from workbench.ir.device import Device
+from workbench.ops.multi_exchange import exchange_parts
 from workbench.ops.registry import REGISTRY
 
 from .code_size import graph_code_bytes
@@ -167,6 +168,11 @@ def _remote_cycles(op: Op, device: Device) -> float:
         nbytes, device.streaming_memory_bytes_per_second, device)
 
 
+def _merged_exchange_cycles(op: Op, device: Device) -> float:
+    """Merged transfers overlap: one exchange as long as the longest of them."""
+    return max(COSTS[part.type].cycles(part, device) for part in exchange_parts(op))
+
+
 def _code_load_cycles(op: Op, device: Device) -> float:
     nbytes = graph_code_bytes(op.attrs["graph"]).get(op.ipu, 0)
     return device.streaming_memory_latency_cycles + _link_cycles(
@@ -265,6 +271,7 @@ COSTS: dict[str, CostRule] = {
     "ipu_copy": CostRule("ipu_copy", _ipu_copy_cycles),
     **dict.fromkeys(("host_load", "host_store"), CostRule("host_io", _host_cycles)),
     "print_tensor": CostRule("host_io", _print_cycles),
+    "multi_exchange": CostRule("host_io", lambda op, device: _merged_exchange_cycles(op, device)),
     **dict.fromkeys(("remote_load", "remote_load_", "remote_store"), CostRule("remote", _remote_cycles)),
     "remote_code_load": CostRule("remote", _code_load_cycles),
     # Collectives.
