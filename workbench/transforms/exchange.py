@@ -64,8 +64,9 @@ def _mergeable_groups(graph: Graph, created: list[Op]) -> list[list[Op]]:
     for transfers in groups.values():
         if len(transfers) < 2:
             continue
-        positions = [graph._ops.index(op) for op in transfers]
-        between = graph._ops[min(positions):max(positions)]
+        scheduled = graph.ops
+        positions = [scheduled.index(op) for op in transfers]
+        between = scheduled[min(positions):max(positions)]
         made = {t for op in transfers for t in op.outputs}
         if not any(t in made for op in between if op not in transfers for t in op.inputs):
             mergeable.append(transfers)
@@ -107,7 +108,6 @@ def merge_transfers(graph: Graph, transfers: Sequence[Op]) -> Op:
         modified += [first_in + i for i in op.modified]
         aliases.update({first_out + o: first_in + i for o, i in op.aliases.items()})
         first_in, first_out = first_in + len(op.inputs), first_out + len(op.outputs)
-    position = max(graph._ops.index(op) for op in transfers)
     merged = create_op(MULTI_EXCHANGE, inputs, {"descriptors": descriptors}, modified=modified,
                        aliases=aliases, ipu=transfers[0].ipu)
     # The merged op takes over the transfers' outputs, so the tensors users hold stay connected.
@@ -117,16 +117,9 @@ def merge_transfers(graph: Graph, transfers: Sequence[Op]) -> Op:
         tensor.producer = merged
     merged.outputs = tuple(outputs)
     merged.after = tuple(dict.fromkeys(a for op in transfers for a in op.after if a not in transfers))
-    graph._ops.remove(merged)
+    graph._replace_ops(transfers, merged)
     for op in transfers:
-        graph._ops.remove(op)
-        for tensor in dict.fromkeys(op.inputs):
-            tensor.consumers.remove(op)
         graph.ir.events.emit("op_removed", op)
-    graph._ops.insert(position - len(transfers) + 1, merged)
-    for op in graph._ops:
-        if any(a in transfers for a in op.after):
-            op.after = tuple(dict.fromkeys(merged if a in transfers else a for a in op.after))
     graph.ir.events.emit("op_changed", merged)
     return merged
 
