@@ -52,6 +52,7 @@ def test_merge_exchange_makes_the_transfers_made_inside_one_multi_exchange_and_c
     assert (x.name, row.name) == ("x", "remote_load") and x.producer is row.producer is merged
     assert [op.type for op in ir.main_graph.ops] == ["init", "init", "multi_exchange", "add", "host_store"]
     assert ir.get_all_h2d_streams() == {x_stream}
+    assert "descriptors=(host_load.2 (host_load), remote_load" in str(merged)
     (view,) = [v for v in ir.main_graph._pb_graph.getOps() if v.opType() == "MultiExchange"]
     assert [t.id for t in view.output.tensors()] == ["x", "remote_load"]
 

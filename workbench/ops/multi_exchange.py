@@ -17,7 +17,7 @@ from .registry import OpDef, op_def, register, written_buffers
 __all__ = ["ExchangeDescriptor", "exchange_parts"]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class ExchangeDescriptor:
     """One transfer of a MultiExchange: its op type, name and attributes, and how many of the merged op's
     inputs and outputs (in order) are its own."""
@@ -28,8 +28,9 @@ class ExchangeDescriptor:
     inputs: int
     outputs: int
 
-    def __str__(self) -> str:
-        return f"{self.type}({self.name})"
+    def __repr__(self) -> str:
+        """The op it was, as the op's text form and the JSON export show it: ``host_load.2 (host_load)``."""
+        return f"{self.name} ({self.type})"
 
 
 @dataclass(eq=False, slots=True)
