@@ -26,7 +26,7 @@ def test_11_2_simple_addition():
         o = ops.add(a, b)
         o_d2h = popxl.d2h_stream(o.shape, o.dtype, name="output_stream")
         ops.host_store(o_d2h, o)
-    assert [op.type for op in main.ops] == ["host_load", "host_load", "add", "host_store"]
+    assert [op.type for op in main.ops] == ["init", "host_load", "init", "host_load", "add", "host_store"]
     outputs = run(ir, {input0: np.array([2.5], np.float32), input1: np.array([4.0], np.float32)})
     np.testing.assert_array_equal(outputs[o_d2h], [6.5])
 

@@ -326,3 +326,18 @@ def test_a_repeat_body_keeps_the_code_live_for_its_next_iteration(repeat_count, 
                             ("mul", body_graph),               # 4: another call follows
                             ("mul", main)]                     # 5
     assert code_liveness(ir)[g].intervals == intervals
+
+
+def test_an_undefined_init_has_no_code_and_a_zero_init_runs_a_fill():
+    from workbench.analysis.code_size import CODE_BYTES, graph_code_bytes
+
+    ir = popxl.Ir()
+    with ir.main_graph:
+        ops.init([4], popxl.float32, "undefined", "undef")
+    assert graph_code_bytes(ir.main_graph) == {0: 0}
+    with ir.main_graph:
+        ops.init([4], popxl.float32, "zeros", "zero")
+    assert graph_code_bytes(ir.main_graph) == {0: CODE_BYTES["init"]}
+    with ir.main_graph:  # a host load's target is an undefined init: only the load has code
+        ops.host_load(popxl.h2d_stream([4], popxl.float32, name="x"))
+    assert graph_code_bytes(ir.main_graph) == {0: CODE_BYTES["init"] + CODE_BYTES["host_load"]}

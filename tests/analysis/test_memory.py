@@ -21,7 +21,8 @@ class TinyDevice:
 
 
 def chain():
-    """host_load a (step 0); b = a * x (1); c = b + 1 (2); host_store c (3): 16 bytes per tensor."""
+    """a's undefined init (step 0); host_load a into it (1); b = a * x (2); c = b + 1 (3); host_store c (4):
+    16 bytes per tensor."""
     ir = popxl.Ir()
     with ir.main_graph:
         x = popxl.variable(np.ones(4, F32), name="x")
@@ -37,10 +38,10 @@ def test_the_peak_is_the_step_with_most_live_bytes():
     ir, (x, a, b, c, one) = chain()
     report = memory(ir, TinyDevice(bytes_per_ipu=10**6))
     (ipu,) = report.ipus
-    # live at step 1: x (16) + one (4) + a and b (16 each) + the code
+    # live at step 1 (and again at step 2, a and b): x (16) + one (4) + a_init and a (16 each) + the code
     assert (ipu.ipu, ipu.peak_step, ipu.peak_bytes) == (0, 1, 16 + 4 + 32 + CHAIN_CODE)
     assert ipu.peak.intermediates == 32
-    assert [al.tensor for al in ipu.largest_at_peak] == [x, a, b, one]
+    assert [al.tensor for al in ipu.largest_at_peak] == [x, a.producer.inputs[0], a, one]
     assert [al.nbytes for al in ipu.largest_at_peak] == [16, 16, 16, 4]
     assert ipu.streaming_bytes == 0 and ipu.tile_capacity == 10**6
     assert report.over_capacity == [] and report.fits

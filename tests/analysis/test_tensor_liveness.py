@@ -28,24 +28,24 @@ def test_a_chain_of_ops():
     with ir.main_graph:
         x = popxl.variable(np.array([1, 2, 3, 4], F32), name="x")  # 16 bytes
         in_stream = popxl.h2d_stream([4], popxl.float32, name="in")
-        a = ops.host_load(in_stream, "a")  # step 0
-        b = a * x                          # step 1
-        c = b + 1                          # step 2, and a 4-byte constant
+        a = ops.host_load(in_stream, "a")  # step 0 (a's undefined init), step 1 (the load)
+        b = a * x                          # step 2
+        c = b + 1                          # step 3, and a 4-byte constant
         out = popxl.d2h_stream(c.shape, c.dtype, name="c")
-        ops.host_store(out, c)             # step 3
+        ops.host_store(out, c)             # step 4
+    a_init = a.producer.inputs[0]
 
     liveness = tensor_liveness(ir)
+    chain_code = code("host_load", "mul", "add", "host_store")  # an undefined init has no code
     assert liveness.ipus == [0]
-    assert column(liveness, "variables") == [16, 16, 16, 16]
-    assert column(liveness, "constants") == [4, 4, 4, 4]
-    assert column(liveness, "intermediates") == [16, 32, 32, 16]
-    assert column(liveness, "code") == [code("host_load", "mul", "add", "host_store")] * 4
-    assert [record.tensors for record in liveness.steps[0]] == [{a}, {a, b}, {b, c}, {c}]
-    assert liveness.totals() == [16 + 4 + 16 + code("host_load", "mul", "add", "host_store"),
-                                 16 + 4 + 32 + code("host_load", "mul", "add", "host_store"),
-                                 16 + 4 + 32 + code("host_load", "mul", "add", "host_store"),
-                                 16 + 4 + 16 + code("host_load", "mul", "add", "host_store")]
-    assert [(al.tensor, al.start, al.end) for al in liveness.at(1).live] == [(a, 0, 1), (b, 1, 2)]
+    assert column(liveness, "variables") == [16] * 5
+    assert column(liveness, "constants") == [4] * 5
+    assert column(liveness, "intermediates") == [16, 32, 32, 32, 16]
+    assert column(liveness, "code") == [chain_code] * 5
+    assert [record.tensors for record in liveness.steps[0]] == [{a_init}, {a_init, a}, {a, b}, {b, c}, {c}]
+    assert liveness.totals() == [16 + 4 + 16 + chain_code, 16 + 4 + 32 + chain_code, 16 + 4 + 32 + chain_code,
+                                 16 + 4 + 32 + chain_code, 16 + 4 + 16 + chain_code]
+    assert [(al.tensor, al.start, al.end) for al in liveness.at(2).live] == [(a, 1, 2), (b, 2, 3)]
 
     data = np.array([1, 1, 1, 1], F32)
     np.testing.assert_array_equal(run(ir, {in_stream: data})[out], data * np.array([1, 2, 3, 4], F32) + 1)
@@ -74,43 +74,45 @@ def test_in_place_ops_share_their_input_memory():
         ir = popxl.Ir()
         with ir.main_graph:
             in_stream = popxl.h2d_stream([4], popxl.float32, name="in")
-            a = ops.host_load(in_stream, "a")                         # step 0
-            b = ops.add_(a, popxl.constant(1.0)) if in_place else a + popxl.constant(1.0)  # step 1
-            c = ops.relu_(b) if in_place else ops.relu(b)             # step 2
+            a = ops.host_load(in_stream, "a")                         # steps 0 (init) and 1
+            b = ops.add_(a, popxl.constant(1.0)) if in_place else a + popxl.constant(1.0)  # step 2
+            c = ops.relu_(b) if in_place else ops.relu(b)             # step 3
             out = popxl.d2h_stream(c.shape, c.dtype, name="c")
-            ops.host_store(out, c)                                    # step 3
+            ops.host_store(out, c)                                    # step 4
         return ir, in_stream, out, (a, b, c)
 
     ir, in_stream, out, (a, b, c) = program(in_place=True)
     liveness = tensor_liveness(ir)
-    assert column(liveness, "intermediates") == [16, 16, 16, 16]
-    (allocation,) = [al for al in liveness.allocations if al.kind == "intermediate"]
+    # the load's undefined target (steps 0-1) is not the loaded tensor
+    assert column(liveness, "intermediates") == [16, 32, 16, 16, 16]
+    (target, allocation) = [al for al in liveness.allocations if al.kind == "intermediate"]
+    assert target.tensor is a.producer.inputs[0] and (target.start, target.end) == (0, 1)
     assert allocation.tensor is a and allocation.aliases == [b, c]
-    assert (allocation.start, allocation.end) == (0, 3)
+    assert (allocation.start, allocation.end) == (1, 4)
     data = np.array([-2, -1, 0, 1], F32)
     np.testing.assert_array_equal(run(ir, {in_stream: data})[out], np.maximum(data + 1, 0))
 
     ir, *_ = program(in_place=False)
-    assert column(tensor_liveness(ir), "intermediates") == [16, 32, 32, 16]
+    assert column(tensor_liveness(ir), "intermediates") == [16, 32, 32, 32, 16]
 
 
 def test_subgraph_inputs_are_the_parent_tensors_and_call_outputs_the_callee_outputs():
     ir = popxl.Ir()
     with ir.main_graph:
         in_stream = popxl.h2d_stream([4], popxl.float32, name="in")
-        a = ops.host_load(in_stream, "a")  # step 0
+        a = ops.host_load(in_stream, "a")  # steps 0 (init) and 1
         g = ir.create_graph(lambda t: t * 2, a)
-        (b,) = ops.call(g, a)              # step 1 (call), step 2 (mul in g)
+        (b,) = ops.call(g, a)              # step 2 (call), step 3 (mul in g)
         out = popxl.d2h_stream(b.shape, b.dtype, name="b")
-        ops.host_store(out, b)             # step 3
+        ops.host_store(out, b)             # step 4
 
     liveness = tensor_liveness(ir)
-    # a lives until g reads it (step 2); g's output is b, from step 2 to the host_store
-    assert column(liveness, "intermediates") == [16, 16, 32, 16]
+    # a lives until g reads it (step 3); g's output is b, from step 3 to the host_store
+    assert column(liveness, "intermediates") == [16, 32, 16, 32, 16]
     g_output = g.outputs[0]
-    assert liveness.at(2).tensors == {a, g_output}
+    assert liveness.at(3).tensors == {a, g_output}
     (shared,) = [al for al in liveness.allocations if al.tensor is g_output]
-    assert shared.aliases == [b] and (shared.start, shared.end) == (2, 3)
+    assert shared.aliases == [b] and (shared.start, shared.end) == (3, 4)
     assert shared.frame.graph is g and shared.frame.call_site is b.producer
 
 
@@ -121,15 +123,15 @@ def test_a_subgraph_writing_its_input_in_place_uses_the_parent_memory():
     ir = popxl.Ir()
     with ir.main_graph:
         in_stream = popxl.h2d_stream([4], popxl.float32, name="in")
-        a = ops.host_load(in_stream, "a")  # step 0
+        a = ops.host_load(in_stream, "a")  # steps 0 (init) and 1
         g = ir.create_graph(increment, a)
-        (b,) = ops.call(g, a)              # step 1 (call), step 2 (add_ in g)
+        (b,) = ops.call(g, a)              # step 2 (call), step 3 (add_ in g)
         out = popxl.d2h_stream(b.shape, b.dtype, name="b")
-        ops.host_store(out, b)             # step 3
+        ops.host_store(out, b)             # step 4
 
     liveness = tensor_liveness(ir)
-    assert column(liveness, "intermediates") == [16, 16, 16, 16]
-    (allocation,) = [al for al in liveness.allocations if al.kind == "intermediate"]
+    assert column(liveness, "intermediates") == [16, 32, 16, 16, 16]
+    (_, allocation) = [al for al in liveness.allocations if al.kind == "intermediate"]
     assert allocation.tensor is a and allocation.aliases == [g.outputs[0], b]
     data = np.array([0, 1, 2, 3], F32)
     np.testing.assert_array_equal(run(ir, {in_stream: data})[out], data + 1)
@@ -139,16 +141,16 @@ def test_a_repeat_body_reads_its_inputs_until_the_loop_ends():
     ir = popxl.Ir()
     with ir.main_graph:
         in_stream = popxl.h2d_stream([4], popxl.float32, name="in")
-        a = ops.host_load(in_stream, "a")        # step 0
+        a = ops.host_load(in_stream, "a")        # steps 0 (init) and 1
         body = ir.create_graph(lambda t: t * 2 + 1, a)
-        (y,) = ops.repeat(body, 3, a)            # step 1 (repeat), 2 (mul), 3 (add)
+        (y,) = ops.repeat(body, 3, a)            # step 2 (repeat), 3 (mul), 4 (add)
         out = popxl.d2h_stream(y.shape, y.dtype, name="y")
-        ops.host_store(out, y)                   # step 4
+        ops.host_store(out, y)                   # step 5
 
     liveness = tensor_liveness(ir)
-    # a: 0-3 (the whole loop), t * 2: 2-3, the body output (y): 3-4
-    assert column(liveness, "intermediates") == [16, 16, 32, 48, 16]
-    assert column(liveness, "constants") == [8] * 5
+    # a's target: 0-1, a: 1-4 (the whole loop), t * 2: 3-4, the body output (y): 4-5
+    assert column(liveness, "intermediates") == [16, 32, 16, 32, 48, 16]
+    assert column(liveness, "constants") == [8] * 6
     data = np.array([0, 1, 2, 3], F32)
     np.testing.assert_array_equal(run(ir, {in_stream: data})[out], 8 * data + 7)
 
@@ -158,18 +160,18 @@ def test_the_outputs_of_both_branches_are_one_allocation():
     with ir.main_graph:
         flag = popxl.variable(False, popxl.bool, name="flag")  # 1 byte
         in_stream = popxl.h2d_stream([4], popxl.float32, name="in")
-        a = ops.host_load(in_stream, "a")                    # step 0
+        a = ops.host_load(in_stream, "a")                    # steps 0 (init) and 1
         then_graph = ir.create_graph(lambda t: t + 1, a)
         else_graph = ir.create_graph(lambda t: t * 2, a)
-        (b,) = ops.conditional(flag, then_graph, else_graph, [a], [a])  # 1, 2 (add), 3 (mul)
+        (b,) = ops.conditional(flag, then_graph, else_graph, [a], [a])  # 2, 3 (add), 4 (mul)
         out = popxl.d2h_stream(b.shape, b.dtype, name="b")
-        ops.host_store(out, b)                               # step 4
+        ops.host_store(out, b)                               # step 5
 
     liveness = tensor_liveness(ir)
-    assert column(liveness, "variables") == [1] * 5
-    assert column(liveness, "intermediates") == [16, 16, 32, 32, 16]
+    assert column(liveness, "variables") == [1] * 6
+    assert column(liveness, "intermediates") == [16, 32, 16, 32, 32, 16]
     (merged,) = [al for al in liveness.allocations if al.tensor is then_graph.outputs[0]]
-    assert merged.aliases == [else_graph.outputs[0], b] and (merged.start, merged.end) == (2, 4)
+    assert merged.aliases == [else_graph.outputs[0], b] and (merged.start, merged.end) == (3, 5)
     data = np.array([0, 1, 2, 3], F32)
     np.testing.assert_array_equal(run(ir, {in_stream: data})[out], data * 2)
 

@@ -51,7 +51,7 @@ def test_groups_within_and_across_instances_in_one_collective():
 def test_a_failing_replica_fails_the_run_on_every_instance_and_the_next_run_works():
     done = poprun(2, "fault")
     assert done.returncode == 0, done.stderr
-    failure = "replica 2 failed in op test_explode.2 (test_explode) of graph 'main': FloatingPointError: negative"
+    failure = "replica 2 failed in op test_explode.3 (test_explode) of graph 'main': FloatingPointError: negative"
     assert f"instance 1: error ReplicaExecutionError: {failure}" in done.stdout
     assert f"instance 0: error InstanceFailed: {failure}" in done.stdout
     assert done.stdout.count("next run [4.0, 4.0, 4.0, 4.0]") == 2
@@ -61,7 +61,7 @@ def test_an_uncaught_error_ends_every_instance_promptly():
     started = time.monotonic()
     done = poprun(2, "fault", "uncaught")
     assert done.returncode != 0 and time.monotonic() - started < 20
-    assert "replica 2 failed in op test_explode.2" in done.stdout + done.stderr
+    assert "replica 2 failed in op test_explode.3" in done.stdout + done.stderr
     assert "next run" not in done.stdout
 
 

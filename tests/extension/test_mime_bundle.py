@@ -79,24 +79,26 @@ def test_liveness_counts_bytes_per_step():
         ops.host_store(popxl.d2h_stream(y.shape, y.dtype, name="y"), y)
     section = liveness_json(ir)
     assert section["version"] == 1 and section["error"] is None
-    assert section["steps"] == [{"op": "host_load.1", "graph": "main_graph", "depth": 0},
-                                {"op": "mul.2", "graph": "main_graph", "depth": 0},
-                                {"op": "host_store.3", "graph": "main_graph", "depth": 0}]
+    assert section["steps"] == [{"op": "init.1", "graph": "main_graph", "depth": 0},
+                                {"op": "host_load.2", "graph": "main_graph", "depth": 0},
+                                {"op": "mul.3", "graph": "main_graph", "depth": 0},
+                                {"op": "host_store.4", "graph": "main_graph", "depth": 0}]
     (ipu,) = section["ipus"]
     code = code_size.graph_code_bytes(ir.main_graph)[0]
-    # x is live from its load to the multiply, y from the multiply to the store: 16 bytes each.
-    assert ipu == {"ipu": 0, "variables": 16, "constants": 0, "intermediates": [16, 32, 16],
-                   "code": [code] * 3, "peak_step": 1, "peak_bytes": 16 + 32 + code}
+    # The load's target lives from its init to the load; x from its load to the multiply, y from the
+    # multiply to the store: 16 bytes each.
+    assert ipu == {"ipu": 0, "variables": 16, "constants": 0, "intermediates": [16, 32, 32, 16],
+                   "code": [code] * 4, "peak_step": 1, "peak_bytes": 16 + 32 + code}
 
 
 def test_liveness_follows_calls_into_subgraphs():
     ir, add_one, _, _ = scale_program()
     section = liveness_json(ir)
     assert [(step["op"].rsplit(".", 1)[0], step["depth"]) for step in section["steps"]] == [
-        ("host_load", 0), ("mul", 0), ("call", 0), (f"{add_one.name}/add", 1), ("host_store", 0)]
+        ("init", 0), ("host_load", 0), ("mul", 0), ("call", 0), (f"{add_one.name}/add", 1), ("host_store", 0)]
     analysis = tensor_liveness(ir)
-    assert section["ipus"][0]["intermediates"] == [analysis.at(i).intermediates for i in range(5)]
-    assert section["ipus"][0]["code"] == [analysis.at(i).code for i in range(5)]
+    assert section["ipus"][0]["intermediates"] == [analysis.at(i).intermediates for i in range(6)]
+    assert section["ipus"][0]["code"] == [analysis.at(i).code for i in range(6)]
 
 
 def test_a_program_that_cannot_be_flattened_still_displays():

@@ -56,14 +56,15 @@ def test_exchange_and_call_ops_live_in_popart_namespaces():
         ops.host_store(out, y)
         ops.repeat(graph, 2, x)
     views = ir.main_graph._pb_graph.getOps()
-    assert [type(v) for v in views] == [_ir.op.exchange.HostLoadOp, _ir.op.CallOp, _ir.op.exchange.HostStoreOp,
-                                        _ir.op.LoopOp]
-    call = views[1]
+    assert [type(v) for v in views] == [_ir.op.InitOp, _ir.op.exchange.HostLoadOp, _ir.op.CallOp,
+                                        _ir.op.exchange.HostStoreOp, _ir.op.LoopOp]
+    assert [v.opType() for v in views[:2]] == ["Init", "HostLoad"]
+    call = views[2]
     assert call.getCalledGraph() == graph._pb_graph and call.getCalledGraph().id == _ir.GraphId(graph.name)
     assert popxl.Graph._from_pb(call.getCalledGraphs()[0]) is graph
     assert call.opInToSubgraphInIndex(0) == 0 and call.subgraphInToOpInIndex(0) == 0
-    assert views[3].getTripCountValue() == 2
-    assert y._pb_tensor.getProducer() == call and x._pb_tensor.consumers.getOps() == [call, views[3]]
+    assert views[4].getTripCountValue() == 2
+    assert y._pb_tensor.getProducer() == call and x._pb_tensor.consumers.getOps() == [call, views[4]]
     assert popxl.Tensor._from_pb_tensor(call.outTensor(0)) is y
 
 

@@ -82,6 +82,14 @@ def test_host_io_costs_the_host_latency_and_its_bytes_over_pcie():
     assert op_cycles(op, MK2) == ceil(13300 + 4000 / 12.5e9 * 1.33e9)
 
 
+def test_an_undefined_init_costs_nothing_and_a_zero_init_fills_its_tensor():
+    undefined = only_op(lambda: ops.init([1000, 1000], popxl.float32, "target", "undef"))
+    zeros = only_op(lambda: ops.init([1000, 1000], popxl.float32, "zeros", "zero"))
+    assert (op_kind(undefined), op_cycles(undefined, MK2)) == ("compute", 0)
+    # one flop per element on the vector units, as any elementwise op
+    assert op_cycles(zeros, MK2) == ceil(SYNC + 10**6 / (2 * TILES))
+
+
 def test_remote_loads_cost_the_streaming_memory_latency_and_its_bytes():
     def build():
         buffer = popxl.remote_buffer((250, 4), popxl.float32, 2)

@@ -30,15 +30,17 @@ def test_each_line_names_its_op_and_slots_are_reused_once_their_value_is_dead():
     ir, _, _, _ = small_ir()
     with popxl.Session(ir, "ipu_model") as session:
         code = session.graph_code[ir.main_graph]
-    load_x, add, load_index, gather, store = (f"{op.name} ({op.type})" for op in code.steps)
+    init_x, load_x, add, init_index, load_index, gather, store = (f"{op.name} ({op.type})" for op in code.steps)
     assert code.source == (
         "def run(V):\n"
         "    t0 = V[0]  # w\n"
-        f"    t1 = k0()  # {load_x}\n"
-        f"    t0 = k1(t1, t0)  # {add}\n"
-        f"    t1 = k2()  # {load_index}\n"
-        f"    t1 = k3(t0, t1)  # {gather}\n"
-        f"    k4(t1)  # {store}\n"
+        f"    t1 = k0()  # {init_x}\n"
+        f"    t1 = k1(t1)  # {load_x}\n"
+        f"    t0 = k2(t1, t0)  # {add}\n"
+        f"    t1 = k3()  # {init_index}\n"
+        f"    t1 = k4(t1)  # {load_index}\n"
+        f"    t1 = k5(t0, t1)  # {gather}\n"
+        f"    k6(t1)  # {store}\n"
         "    return ()\n")
 
 

@@ -5,7 +5,7 @@ import pytest
 import popxl
 import popxl.ops as ops
 from workbench.runtime.replication.replicas import ReplicaExecutionError
-from support.faulty_ops import exploding_op
+from support.faulty_ops import exploding_op  # noqa: F401  (a fixture)
 
 R = 4
 
@@ -138,8 +138,7 @@ def test_grouped_variables_start_from_their_groups_data_and_read_back_per_group(
     np.testing.assert_array_equal(all_replicas, data)
 
 
-def test_a_failure_in_replica_3_ends_the_run_names_replica_and_op_and_keeps_weights():
-    exploding_op()
+def test_a_failure_in_replica_3_ends_the_run_names_replica_and_op_and_keeps_weights(exploding_op):
     from workbench.ops.registry import apply
 
     ir = popxl.Ir(replication=4)

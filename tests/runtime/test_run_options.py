@@ -5,13 +5,12 @@ import pytest
 
 import popxl
 import popxl.ops as ops
-from support.faulty_ops import widening_op
+from support.faulty_ops import widening_op  # noqa: F401  (a fixture)
 from workbench.ops.registry import apply
 from workbench.runtime import RunOptions, default_run_options
 
 
 def widening_ir() -> tuple:
-    widening_op()
     ir = popxl.Ir()
     with ir.main_graph:
         x = popxl.variable(np.ones(3, np.float32), name="x")
@@ -21,7 +20,7 @@ def widening_ir() -> tuple:
     return ir, out
 
 
-def test_kernel_checks_catch_a_kernel_that_returns_another_dtype_only_when_on():
+def test_kernel_checks_catch_a_kernel_that_returns_another_dtype_only_when_on(widening_op):
     ir, out = widening_ir()
     with popxl.Session(ir, "ipu_model", options=RunOptions(check_kernels=True)) as session:
         with pytest.raises(Exception, match=r"kernel of test_widen.* \(test_widen\) returned float64\[3\], "
@@ -32,7 +31,7 @@ def test_kernel_checks_catch_a_kernel_that_returns_another_dtype_only_when_on():
         np.testing.assert_array_equal(session.run()[out], np.ones(3, np.float32))  # unchecked: it runs on
 
 
-def test_the_kernel_layers_are_named_binders_and_those_switched_off_are_left_out():
+def test_the_kernel_layers_are_named_binders_and_those_switched_off_are_left_out(widening_op):
     ir, _ = widening_ir()
     session = popxl.Session(ir, "ipu_model", options=RunOptions(check_kernels=False))
     names = [binder.name for binder in session.executable.programs[0].binders]

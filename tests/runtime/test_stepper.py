@@ -8,6 +8,7 @@ import popxl.ops as ops
 from workbench.analysis import flattened_schedule
 from workbench.runtime.replication.communicator import CollectiveMismatchError
 from workbench.runtime.replication.replicas import ReplicaExecutionError
+from support.faulty_ops import exploding_op  # noqa: F401  (a fixture)
 
 TRANSFERS = 3
 W0 = np.arange(9, dtype=np.float32).reshape(3, 3) / 10
@@ -140,7 +141,7 @@ def test_a_stepped_run_leaves_the_same_trace_as_run():
 
 # ----- step into, step over, step out -----
 def counting_ir():
-    """main: host_load, call(g: mul, add), repeat(h: add) x 3, host_store."""
+    """main: init, host_load, call(g: mul, add), repeat(h: add) x 3, host_store."""
     ir = popxl.Ir()
     with ir.main_graph:
         x_stream = popxl.h2d_stream([2], popxl.float32, name="x")
@@ -159,10 +160,10 @@ def test_step_enters_calls_and_each_repeat_iteration_while_step_over_runs_them_w
     data = np.array([1, 2], np.float32)
     with popxl.Session(ir, "ipu_model") as session:
         into = session.stepper({x_stream: data})
-        assert finish(into, "step") == 4 + 2 + 3   # main ops, g's 2 ops, h's op three times
+        assert finish(into, "step") == 5 + 2 + 3   # main ops, g's 2 ops, h's op three times
         over = session.stepper({x_stream: data})
-        assert finish(over, "step_over") == 4
-        assert over.stop.actions == 4 and into.stop.actions == 9
+        assert finish(over, "step_over") == 5
+        assert over.stop.actions == 5 and into.stop.actions == 10
         np.testing.assert_array_equal(into.outputs[out], data * 2 + 1 + 3)
         np.testing.assert_array_equal(over.outputs[out], data * 2 + 1 + 3)
 
@@ -171,7 +172,8 @@ def test_step_stops_in_the_called_graph_and_step_out_returns_to_the_caller():
     ir, x_stream, out, g, h = counting_ir()
     with popxl.Session(ir, "ipu_model") as session:
         stepper = session.stepper({x_stream: np.zeros(2, np.float32)})
-        assert stepper.stop.op.type == "host_load" and stepper.stop.status == "ready"
+        assert stepper.stop.op.type == "init" and stepper.stop.status == "ready"
+        assert stepper.step().op.type == "host_load"
         stepper.step()
         call = stepper.stop.op
         assert call.type == "call"
@@ -593,11 +595,9 @@ def test_bad_inputs_are_refused_when_the_stepper_is_made():
             session.stepper({x_stream: np.zeros(3, np.float32)})
 
 
-def test_a_failing_replica_is_named_and_the_weights_are_restored():
+def test_a_failing_replica_is_named_and_the_weights_are_restored(exploding_op):
     from workbench.ops.registry import apply
-    from support.faulty_ops import exploding_op
 
-    exploding_op()
     ir = popxl.Ir(replication=4)
     with ir.main_graph, popxl.in_sequence():
         w = popxl.variable(np.zeros(2, np.float32), name="w")

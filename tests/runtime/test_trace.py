@@ -85,7 +85,8 @@ def test_events_carry_the_flattened_step_and_call_path():
     assert [e.step for e in trace] == list(range(len(flat)))
     assert [e.op for e in trace] == [step.op for step in flat]
     call_op = next(op for op in ir.main_graph.ops if op.type == "call")
-    inner = trace.of(kind="compute")[0]
+    target, inner = trace.of(kind="compute")[:2]
+    assert target.op_type == "init" and target.graph is ir.main_graph and target.call_path == ()
     assert inner.graph is double and inner.call_path == (call_op,) and inner.op_type == "mul"
     assert trace.events[inner.parent].op is call_op
 
@@ -152,7 +153,8 @@ def test_summary_totals_cycles_per_replica_ipu_and_kind():
     summary = trace.summary()
 
     device = session.device
-    host, exp, reduce, store = (op_cycles(op, device) for op in ir.main_graph.ops)
+    init, host, exp, reduce, store = (op_cycles(op, device) for op in ir.main_graph.ops)
+    assert init == 0  # the load's undefined target has no program
     assert summary.cycles == host + exp + reduce + store
     assert summary.cycles_per_replica == {0: summary.cycles, 1: summary.cycles}
     assert summary.cycles_per_kind == {"host_io": 2 * (host + store), "compute": 2 * exp,

@@ -49,7 +49,7 @@ def as_rows(trace):
 def test_copied_iterations_are_the_events_a_full_walk_gives():
     compact, walked = traces(nested_loops(6, 5), np.ones(8, np.float32))
     assert compact.stored_events < walked.stored_events == len(walked)
-    assert len(compact) == len(walked) == 3 + 6 * (4 + 5 * 2)
+    assert len(compact) == len(walked) == 4 + 6 * (4 + 5 * 2)  # main: init, host_load, repeat, host_store
     assert as_rows(compact) == as_rows(walked)
     assert as_rows(compact.events) == as_rows(walked.events)
     assert compact.of(replica=0, kind="compute") == [e for e in compact.events if e.kind == "compute"]
@@ -64,7 +64,7 @@ def test_a_loop_of_a_hundred_thousand_iterations_keeps_a_few_events():
     with popxl.Session(ir, "ipu_model") as session:
         session.run({stream: np.ones(8, np.float32)})
         trace = session.last_trace
-    assert len(trace) == 3 + 100_000 * (4 + 3 * 2)
+    assert len(trace) == 4 + 100_000 * (4 + 3 * 2)
     assert trace.stored_events < 100
     last = trace.summary().cycles
     assert last == max(event.end_cycle for event in trace)
@@ -99,7 +99,7 @@ def test_a_run_over_the_event_limit_keeps_only_its_summary():
     fields = ("cycles", "cycles_per_replica", "cycles_per_ipu", "busy_cycles_per_ipu", "cycles_per_kind")
     for name in fields:
         assert getattr(summary_only.summary(), name) == getattr(full.summary(), name)
-    with pytest.raises(ValueError, match=r"kept only its summary: the run had 43 events, more than the "
+    with pytest.raises(ValueError, match=r"kept only its summary: the run had 44 events, more than the "
                                          r"session's trace_event_limit"):
         summary_only.events
     assert view.static and "kept only its summary" in view.static_label()

@@ -169,8 +169,8 @@ def test_a_session_whose_replicas_take_branches_with_other_collectives_fails_at_
     with popxl.Session(ir, "ipu_model") as session:
         assert not session.executable.runner.threaded
         with pytest.raises(CollectiveMismatchError, match=r"reached different collectives and wait on each "
-                           r"other: replica 0 at replicated_all_reduce_.4 \(replicated_all_reduce_\); replica 1 at "
-                           r"replicated_all_reduce_.2"):
+                           r"other: replica 0 at replicated_all_reduce_.5 \(replicated_all_reduce_\); replica 1 at "
+                           r"replicated_all_reduce_.3"):
             session.run({stream: np.array([0, 1], np.int32)})
         np.testing.assert_array_equal(session.get_tensor_data(x), np.ones(4, np.float32))
         session.run({stream: np.array([1, 1], np.int32)})

@@ -35,7 +35,7 @@ def test_the_replica_group_figure_takes_the_width_of_its_container_and_its_title
     grid_title, matrix_title = figure.layout.annotations
     assert (grid_title.x, grid_title.xanchor) == (0, "left") and (matrix_title.x, matrix_title.xanchor) == (0, "left")
     # The user on a line of its own, with the room above the grid that two lines need.
-    assert grid_title.text == "4 groups (stride 1, group size 2)<br>used by decoder_layer_12/attention/replicated_all_reduce.2 of x (main)"
+    assert grid_title.text == "4 groups (stride 1, group size 2)<br>used by decoder_layer_12/attention/replicated_all_reduce.3 of x (main)"
     assert figure.layout.margin.t == 110
 
 

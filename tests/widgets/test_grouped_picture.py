@@ -35,8 +35,8 @@ def test_resnet50_opens_as_its_stages_and_each_stage_as_its_blocks(resnet):
     res2 = root.children[1]
     assert labels(res2) == ["res2_0", "res2_1", "res2_2"]
     assert labels(res2.children[0]) == ["res2_0_branch2a", "res2_0_branch2b", "res2_0_branch2c", "res2_0_branch1"]
-    assert root.count == len(resnet.main_graph.ops) == 180
-    assert [op.type for op in root.ops] == ["host_load", "conv", "host_store"]
+    assert root.count == len(resnet.main_graph.ops) == 181
+    assert [op.type for op in root.ops] == ["init", "host_load", "conv", "host_store"]
 
 
 def test_an_op_box_says_its_type_its_distinguishing_attribute_and_its_folded_weights(resnet):
@@ -64,7 +64,7 @@ def test_popxl_name_scopes_and_ipus_group_a_pipelined_transformer():
     assert op_lines(call) == [f"call {forward.label}", "16 weights passed in"]
 
 
-@pytest.mark.parametrize("make, size", [(long_chain, 2102), (wide_program, 10_002)])
+@pytest.mark.parametrize("make, size", [(long_chain, 2102), (wide_program, 10_003)])
 def test_a_large_graph_opens_as_a_few_boxes_and_no_group_holds_more_than_max_items(make, size):
     ir = make()
     root = group_graph(ir.main_graph)
@@ -119,7 +119,7 @@ def test_the_grouped_section_is_part_of_a_valid_export(resnet):
     assert "grouped" not in to_json(resnet)
     (graph,) = document["grouped"]["graphs"]
     root = graph["groups"][0]
-    assert graph["root"] == root["id"] == "main_graph" and root["ops"] == 180
+    assert graph["root"] == root["id"] == "main_graph" and root["ops"] == 181
     edge = next(e for e in root["edges"] if root["nodes"][e["from"]]["lines"][0].startswith("host_load"))
     assert edge["label"] == "gpu_0/data_0: float32[1,3,224,224]"
 

@@ -38,9 +38,9 @@ def test_clicking_a_group_opens_it_and_the_breadcrumb_goes_back(resnet):
     res2 = next(n["key"] for n in view.picture["nodes"] if n["lines"][0] == "▸ res2")
     click(view._canvas, "group boxes", res2)
     assert view.shown == res2 and [p["label"] for p in view.path()] == ["main", "res2"]
-    assert view.figure.layout.title.text.startswith("main (180 ops) › res2 (32 ops)")
+    assert view.figure.layout.title.text.startswith("main (181 ops) › res2 (32 ops)")
     crumbs = view._crumbs.children
-    assert [c.description for c in crumbs] == ["main (180 ops)"]
+    assert [c.description for c in crumbs] == ["main (181 ops)"]
     crumbs[0].click()
     assert view.shown == "main_graph" and widget is view.widget
     with pytest.raises(ValueError, match="has no group 'nowhere'"):

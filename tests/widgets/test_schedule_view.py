@@ -64,16 +64,17 @@ def test_an_ir_alone_shows_its_static_schedule_per_ipu_in_cost_model_cycles():
     flat = flattened_schedule(ir)
     # One event per step of the flattened schedule: the repeat body appears once.
     assert [event.op for event in schedule] == [step.op for step in flat]
-    load, mul, add, copy, repeat, tanh, reduce, store = schedule.events
+    target, load, mul, add, copy, repeat, tanh, reduce, store = schedule.events
+    assert (target.op.type, target.start_cycle, target.end_cycle) == ("init", 0, 0)  # an undefined init: free
     assert (load.start_cycle, load.end_cycle) == (0, op_cycles(load.op, DEVICE))
     assert mul.start_cycle == load.end_cycle and add.start_cycle == mul.end_cycle
     assert copy.ipus == (0, 1) and copy.start_cycle == add.end_cycle
     # IPU 1 is free until the copy ends; the repeat's overhead comes before its body.
     assert repeat.start_cycle == copy.end_cycle
     assert tanh.start_cycle == repeat.start_cycle + op_cycles(repeat.op, DEVICE) and tanh.repeats == (3,)
-    assert repeat.end_cycle == tanh.end_cycle and tanh.parent == 4
+    assert repeat.end_cycle == tanh.end_cycle and tanh.parent == 5
     assert reduce.start_cycle == repeat.end_cycle and store.end_cycle == schedule.cycles
-    assert [e.in_sequence for e in schedule] == [False, True, True, False, False, False, False, False]
+    assert [e.in_sequence for e in schedule] == [False, False, True, True, False, False, False, False, False]
 
     view = ScheduleView(ir, live=False)
     assert view.static and [(e.op, e.start_cycle) for e in view.events] == [(e.op, e.start_cycle) for e in schedule]
@@ -81,9 +82,9 @@ def test_an_ir_alone_shows_its_static_schedule_per_ipu_in_cost_model_cycles():
     assert figure.layout.title.text.startswith("Static schedule (no run yet): 31,")
     assert list(figure.layout.yaxis.categoryarray) == ["IPU 1", "IPU 0"]
     compute = trace(figure, "compute", kind="compute")
-    assert list(compute.y) == ["IPU 0", "IPU 0", "IPU 1"]
-    assert list(compute.base) == [mul.start_cycle, add.start_cycle, tanh.start_cycle]
-    assert list(compute.x) == [mul.cycles, add.cycles, tanh.cycles]
+    assert list(compute.y) == ["IPU 0", "IPU 0", "IPU 0", "IPU 1"]  # the load's init is a bar of no width
+    assert list(compute.base) == [target.start_cycle, mul.start_cycle, add.start_cycle, tanh.start_cycle]
+    assert list(compute.x) == [0, mul.cycles, add.cycles, tanh.cycles]
 
 
 def test_host_io_copies_and_collectives_are_coloured_apart():
@@ -133,7 +134,7 @@ def test_in_sequence_regions_are_shaded_behind_their_ops():
     events = static_schedule(ir, DEVICE).events
     (region,) = sequence_spans(events, regions)
     assert region.row == (None, 0) and region.ops == 2
-    assert (region.start, region.end) == (events[1].start_cycle, events[2].end_cycle)
+    assert (region.start, region.end) == (events[2].start_cycle, events[3].end_cycle)
     shaded = trace(schedule_figure(events, regions=regions), "in_sequence")
     assert list(shaded.base) == [region.start] and list(shaded.x) == [region.end - region.start]
     assert figure_order(schedule_figure(events, regions=regions))[0] == "in_sequence"  # drawn first, behind

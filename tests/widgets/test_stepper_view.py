@@ -6,6 +6,7 @@ import popxl
 from workbench.export.mime import MIME_TYPE
 import popxl.ops as ops
 from widget_programs import trace
+from support.faulty_ops import exploding_op  # noqa: F401  (a fixture)
 from workbench.widgets import GraphView, ScheduleView, Selection, SessionStepperView
 from workbench.widgets.figures.replica_figure import format_value
 from workbench.widgets.stepper_view import live_rows
@@ -51,15 +52,17 @@ def test_clicking_step_runs_one_op_and_the_table_shows_live_values_per_replica()
         view.widget
         assert view.status == "not started" and "not started" in view.status_box.value
         view.buttons["step"].click()
+        assert view.stop.op.type == "host_load"  # the load's init ran
+        view.buttons["step"].click()
         stop = view.stop
-        assert stop.actions == 1 and stop.op.type == "call" and view.message == ""
+        assert stop.actions == 2 and stop.op.type == "call" and view.message == ""
         x_row = next(row for row in view.rows if row.name == "x")
         assert x_row.read_next and x_row.spec == "float32[3]" and x_row.graph == "main"
         assert x_row.values == (format_value(data()[0]), format_value(data()[1]))
         assert all(value in view.table.value for value in x_row.values)
         assert "<th" in view.table.value and "replica 1" in view.table.value
         assert view.status_box.value.startswith("<p><b>paused</b>: before call")
-        assert "step 1 of the flattened schedule" in view.status_box.value
+        assert "step 2 of the flattened schedule" in view.status_box.value
         view.close()
 
 
@@ -74,9 +77,10 @@ def test_the_current_op_is_highlighted_in_the_graph_and_schedule_views_through_t
         beside, below = view.widget.children[-2:]
         # The first view beside the live values, the others below.
         assert beside.children[1] is graph_view.widget and below is schedule_view.widget
+        view.buttons["step"].click()  # the load's init
         view.buttons["step"].click()
         call = op_of(ir.main_graph, "call")
-        assert selection.op is call and selection.step == 1
+        assert selection.op is call and selection.step == 2
         assert list(trace(graph_view.figure, "selected").customdata) == graph_view.picture.keys_of(call)
         nxt = trace(schedule_view.figure, "next op", kind="next op")
         assert [schedule_view.events[i].op for i in nxt.customdata] == [call]
@@ -96,9 +100,9 @@ def test_step_over_run_to_breakpoints_continue_and_reset_from_the_buttons():
         expected = session.run({x_stream: data()})[z_stream]
         view = SessionStepperView(session, {x_stream: data()}, views=[])
         buttons = view.widget and view.buttons
-        buttons["step over"].click()
-        buttons["step over"].click()
-        assert view.stop.op.type == "repeat" and view.stop.actions == 2
+        for _ in range(3):  # the load's init, the load, the call
+            buttons["step over"].click()
+        assert view.stop.op.type == "repeat" and view.stop.actions == 3
         view.target.value = "tanh"  # an op type
         buttons["run to"].click()
         assert view.stop.op.type == "tanh" and view.stop.position.graph is graphs["body"]
@@ -111,7 +115,7 @@ def test_step_over_run_to_breakpoints_continue_and_reset_from_the_buttons():
         buttons["breakpoint"].click()
         assert "Breakpoint(op='" in view.status_box.value
         buttons["reset"].click()
-        assert view.stop.reason == "reset" and view.stop.op.type == "host_load"
+        assert view.stop.reason == "reset" and view.stop.op.type == "init"
         buttons["continue"].click()
         assert view.stop.op is store and view.stop.breakpoint is not None
         buttons["continue"].click()
@@ -130,8 +134,7 @@ def test_step_over_run_to_breakpoints_continue_and_reset_from_the_buttons():
         view.close()
 
 
-def test_errors_are_shown_in_the_view_and_do_not_raise_from_the_buttons():
-    from support.faulty_ops import exploding_op
+def test_errors_are_shown_in_the_view_and_do_not_raise_from_the_buttons(exploding_op):
     from workbench.ops.registry import apply
 
     ir, x_stream, _, _ = program()
@@ -145,7 +148,6 @@ def test_errors_are_shown_in_the_view_and_do_not_raise_from_the_buttons():
         view.buttons["step"].click()
         assert view.message == "" and view.error_box.value == "" and view.stop.actions == 1
 
-    exploding_op()
     ir = popxl.Ir(replication=2)
     with ir.main_graph:
         stream = popxl.h2d_stream([2], popxl.float32, name="x")
@@ -185,6 +187,7 @@ def test_outside_a_kernel_the_view_is_html_with_names_escaped():
     ir, x_stream, _, _ = program(replicas=1, x_name=name)
     with popxl.Session(ir, "ipu_model") as session:
         view = SessionStepperView(session, {x_stream: data(1)[0]}, views=[])
+        view.step()
         view.step()
         bundle, metadata = view._repr_mimebundle_()
     assert set(bundle) == {"text/plain", "text/html", MIME_TYPE} and metadata[MIME_TYPE]["view"] == "memory"

@@ -7,13 +7,14 @@ from support.programs import add_one, call_tree_program  # noqa: F401  (the widg
 
 
 def chain(count: int, ir=None):
-    """A host_load, ``count`` - 2 alternating adds and tanhs of float32[4], and a host_store."""
+    """A host_load (an init and the load), ``count`` - 3 alternating adds and tanhs of float32[4], and a
+    host_store: ``count`` ops."""
     ir = ir or popxl.Ir()
     with ir.main_graph:
         x_stream = popxl.h2d_stream([4], popxl.float32, name="x")
         x = ops.host_load(x_stream)
         one = popxl.constant(np.ones(4, np.float32), name="one")
-        for index in range(count - 2):
+        for index in range(count - 3):
             x = ops.add(x, one) if index % 2 == 0 else ops.tanh(x)
         y_stream = popxl.d2h_stream(x.shape, x.dtype, name="y")
         ops.host_store(y_stream, x)

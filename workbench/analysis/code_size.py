@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from workbench.ir import Graph, Op
+from workbench.ops.registry import REGISTRY
 
 KiB = 1024
 DEFAULT_CODE_BYTES = 32 * KiB
@@ -55,7 +56,8 @@ CODE_BYTES: dict[str, int] = {
     **dict.fromkeys(("random_uniform", "random_normal", "modify_random_seed", "dropout", "shaped_dropout"),
                     48 * KiB),
     # Transfers: exchange code.
-    **dict.fromkeys(("host_load", "host_store", "remote_load", "remote_load_", "remote_store"), 48 * KiB),
+    **dict.fromkeys(("host_load", "host_store", "remote_load", "remote_load_", "remote_store", "multi_exchange"),
+                    48 * KiB),
     "remote_code_load": 16 * KiB,
     **dict.fromkeys(("ipu_copy", "io_tile_copy"), 64 * KiB),
     "print_tensor": 16 * KiB,
@@ -74,7 +76,10 @@ CODE_BYTES: dict[str, int] = {
 
 
 def op_code_bytes(op: Op) -> int:
-    """Estimated code bytes of ``op`` on its IPU."""
+    """Estimated code bytes of ``op`` on its IPU. An undefined ``init`` (the target a load fills)
+    only allocates its tensor and has no program; a zero one runs a fill."""
+    if op.attrs.get("init_type") == "undef" and REGISTRY[op.type].fills:
+        return 0
     return CODE_BYTES.get(op.type, DEFAULT_CODE_BYTES)
 
 

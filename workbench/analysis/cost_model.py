@@ -29,6 +29,7 @@ from typing import Callable
 
 from workbench.ir import Op
 from workbench.ir.device import Device
+from workbench.ops.multi_exchange import exchange_parts
 from workbench.ops.registry import REGISTRY
 
 from .code_size import graph_code_bytes
@@ -117,6 +118,11 @@ def _rearrange_cycles(op: Op, device: Device) -> float:
 
 
 REARRANGE = CostRule("compute", _rearrange_cycles)
+
+
+def _init_cycles(op: Op, device: Device) -> float:
+    """A zero init fills its tensor; an undefined one (a load's target) only allocates it: no program."""
+    return 0 if op.attrs.get("init_type") == "undef" else elementwise(1).cycles(op, device)
 VIEW = CostRule("compute", lambda op, device: 0)
 
 
@@ -142,13 +148,17 @@ def _ipu_copy_cycles(op: Op, device: Device) -> float:
 
 
 def _host_cycles(op: Op, device: Device) -> float:
-    nbytes = output_bytes(op) + input_bytes(op)
+    """A host transfer moves one transfer of its stream (host_load's input is only the tensor it fills)."""
+    return _host_link_cycles(op.attrs["stream"].spec.nbytes, device)
+
+
+def _host_link_cycles(nbytes: int, device: Device) -> float:
     return device.host_latency_cycles + _link_cycles(nbytes, device.host_bytes_per_second, device)
 
 
 def _print_cycles(op: Op, device: Device) -> float:
     """A printing op sends its input to the host; one that prints nothing passes it on for free."""
-    return _host_cycles(op, device) if op.attrs["print_self"] else 0
+    return _host_link_cycles(input_bytes(op), device) if op.attrs["print_self"] else 0
 
 
 def _remote_cycles(op: Op, device: Device) -> float:
@@ -156,6 +166,11 @@ def _remote_cycles(op: Op, device: Device) -> float:
     nbytes = prod(buffer.tensor_shape) * buffer.tensor_dtype.itemsize
     return device.streaming_memory_latency_cycles + _link_cycles(
         nbytes, device.streaming_memory_bytes_per_second, device)
+
+
+def _merged_exchange_cycles(op: Op, device: Device) -> float:
+    """Merged transfers overlap: one exchange as long as the longest of them."""
+    return max(COSTS[part.type].cycles(part, device) for part in exchange_parts(op))
 
 
 def _code_load_cycles(op: Op, device: Device) -> float:
@@ -205,7 +220,8 @@ COSTS: dict[str, CostRule] = {
     **dict.fromkeys(("abs", "ceil", "floor", "sign", "negate", "relu", "relu_", "logical_not", "isnan",
                      "isinf", "clip", "cast", "increment_mod", "increment_mod_", "add", "add_",
                      "sub", "mul", "maximum", "equal", "greater", "relu_grad", "greater_equal", "logical_and",
-                     "logical_or", "where", "init"), elementwise(1)),
+                     "logical_or", "where"), elementwise(1)),
+    "init": CostRule("compute", lambda op, device: _init_cycles(op, device)),
     **dict.fromkeys(("scaled_add", "scaled_add_"), elementwise(2)),
     **dict.fromkeys(("div", "fmod", "sqrt"), elementwise(4)),
     **dict.fromkeys(("exp", "exp_", "log", "tanh", "sin", "cos"), elementwise(8)),
@@ -255,6 +271,7 @@ COSTS: dict[str, CostRule] = {
     "ipu_copy": CostRule("ipu_copy", _ipu_copy_cycles),
     **dict.fromkeys(("host_load", "host_store"), CostRule("host_io", _host_cycles)),
     "print_tensor": CostRule("host_io", _print_cycles),
+    "multi_exchange": CostRule("host_io", lambda op, device: _merged_exchange_cycles(op, device)),
     **dict.fromkeys(("remote_load", "remote_load_", "remote_store"), CostRule("remote", _remote_cycles)),
     "remote_code_load": CostRule("remote", _code_load_cycles),
     # Collectives.

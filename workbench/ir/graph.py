@@ -249,6 +249,20 @@ class Graph:
         for tensor in op.outputs:
             del self._tensors[tensor.name]
 
+    def _replace_ops(self, old: Sequence[Op], new: Op) -> None:
+        """Put ``new`` (the op added last) where the last of ``old`` is and take ``old`` out: ``new`` makes
+        their outputs now (a merge of ops), so those stay in the graph."""
+        position = max(self._ops.index(op) for op in old)
+        self._ops.remove(new)
+        for op in old:
+            self._ops.remove(op)
+            for tensor in dict.fromkeys(op.inputs):
+                tensor.consumers.remove(op)
+        self._ops.insert(position - len(old) + 1, new)
+        for op in self._ops:
+            if any(a in old for a in op.after):
+                op.after = tuple(dict.fromkeys(new if a in old else a for a in op.after))
+
     def _remove_last_output(self) -> None:
         self._outputs.pop()
 

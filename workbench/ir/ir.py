@@ -194,7 +194,13 @@ class Ir:
         return stream
 
     def _streams_used_by(self, op_type: str) -> list[Stream]:
-        used = (op.attrs["stream"] for graph in self._graphs for op in graph._ops if op.type == op_type)
+        """The streams of the ``op_type`` ops, and of those merged into a MultiExchange (its descriptors)."""
+        used = []
+        for graph in self._graphs:
+            for op in graph._ops:
+                if op.type == op_type:
+                    used.append(op.attrs["stream"])
+                used += [d.attrs["stream"] for d in op.attrs.get("descriptors", ()) if d.type == op_type]
         return list(dict.fromkeys(used))
 
     def get_all_h2d_streams(self) -> set[HostToDeviceStream]:

@@ -80,6 +80,7 @@ class OpDef:
     branches: bool = False  # runs one of its two called graphs, chosen by input 0
     loads_code: bool = False  # loads the code of attrs["graph"] (remote_code_load)
     writes_buffer: bool = False  # writes attrs["buffer"], a remote buffer, rather than an input
+    written_buffers: Optional[Callable[[Op], tuple]] = None  # the remote buffers it writes, where not attrs["buffer"]
     moves_to_ipu: bool = False  # copies its input to another IPU, running on the source
     fills: bool = False  # makes a new tensor from nothing but its attributes (init)
     matrix_product: bool = False  # a matrix product (what the replica strategy weighs)
@@ -115,6 +116,14 @@ def op_ipus(op: Op) -> tuple[int, ...]:
     """The IPUs of a replica that ``op`` occupies, the one it runs on first."""
     definition = REGISTRY.get(op.type)
     return definition.ipus(op) if definition is not None and definition.ipus is not None else (op.ipu,)
+
+
+def written_buffers(op) -> tuple:
+    """The remote buffers ``op`` (or an op-like part of a merged exchange) stores into."""
+    definition = op_def(op.type)
+    if definition.written_buffers is not None:
+        return definition.written_buffers(op)
+    return (op.attrs["buffer"],) if definition.writes_buffer else ()
 
 
 def op_def(op_type: str) -> OpDef:

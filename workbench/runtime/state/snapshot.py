@@ -21,7 +21,7 @@ import numpy as np
 
 from workbench.analysis.aliasing import declared_root
 from workbench.ir import Graph, Ir, Op, Variable
-from workbench.ops.registry import op_def
+from workbench.ops.registry import op_def, written_buffers
 
 
 def first_writes(ir: Ir, steps: list[Op], persistent: set) -> dict[Op, list]:
@@ -34,8 +34,7 @@ def first_writes(ir: Ir, steps: list[Op], persistent: set) -> dict[Op, list]:
         written = [declared_root(op.inputs[i]) for i in op.modified]
         written = [t for t in written if t in persistent]
         written += [b for graph in op.called_graphs for b in buffers_of[graph]]
-        if op_def(op.type).writes_buffer:
-            written.append(op.attrs["buffer"])
+        written += written_buffers(op)
         new = [w for w in dict.fromkeys(written) if w not in seen]
         if new:
             seen.update(new)
@@ -50,7 +49,7 @@ def _buffers_written(ir: Ir) -> dict[Graph, list]:
     def visit(graph: Graph) -> list:
         if graph not in found:
             found[graph] = []
-            buffers = [op.attrs["buffer"] for op in graph.ops if op_def(op.type).writes_buffer]
+            buffers = [b for op in graph.ops for b in written_buffers(op)]
             buffers += [b for op in graph.ops for callee in op.called_graphs for b in visit(callee)]
             found[graph] = list(dict.fromkeys(buffers))
         return found[graph]
