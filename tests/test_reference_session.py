@@ -470,6 +470,25 @@ def test_a_memmap_is_a_variables_host_storage_and_receives_the_device_values(tmp
     np.testing.assert_array_equal(np.fromfile(tmp_path / "w.bin", np.float32), np.arange(6) + 1)
 
 
+def test_reading_a_memmap_variable_gives_its_memmap_with_the_device_values(tmp_path):
+    data = np.memmap(tmp_path / "w.bin", np.float32, "w+", shape=(3,))
+    data[...] = [1.0, 2.0, 3.0]
+    ir = popxl.Ir()
+    with ir.main_graph:
+        w = popxl.variable(data, name="w")
+        plain = popxl.variable(np.zeros(3, np.float32), name="plain")
+        ops.var_updates.accumulate_(w, popxl.constant(np.full(3, 10.0, np.float32)))
+    assert w._memmap_arr is data and plain._memmap_arr is None
+    with popxl.Session(ir, "ipu_model") as session:
+        session.run()
+        read = session.get_tensor_data(w)
+        assert read is data  # the file is the host's copy, as popxl returns it
+        np.testing.assert_array_equal(read, [11.0, 12.0, 13.0])
+        copy = session.get_tensor_data(plain)
+        copy[...] = 5.0  # an in-memory variable's value is a copy: writing it changes nothing
+        np.testing.assert_array_equal(session.get_tensor_data(plain), 0.0)
+
+
 def test_weights_on_host_says_whether_reading_variables_needs_weights_to_host():
     ir, a, b, o_d2h = variable_plus_constant_ir(update_in_place=True)
     session = popxl.Session(ir, "ipu_model")

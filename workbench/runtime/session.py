@@ -330,7 +330,13 @@ class Session:
             self._check_own_tensor(tensor, (Constant, Variable), "get_tensor_data")
         if self._attached and not self._runs.host_in_sync and any(isinstance(t, Variable) for t in tensors):
             self.weights_to_host()
-        return {t: (np.array(t.data) if isinstance(t, Constant) else self._host[t].copy()) for t in tensors}
+        return {t: (np.array(t.data) if isinstance(t, Constant) else self._host_value(t)) for t in tensors}
+
+    def _host_value(self, variable: Variable) -> np.ndarray:
+        """A copy of the host cache; a variable made from an np.memmap gets that memmap itself, as in
+        popxl, since its file is where the host keeps the variable."""
+        host = self._host[variable]
+        return host if isinstance(host, np.memmap) else host.copy()
 
     def write_variable_data(self, tensor: Variable, data: np.ndarray) -> None:
         """Set a variable's value: on the host, and on the device too when attached."""
