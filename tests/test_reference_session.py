@@ -489,6 +489,27 @@ def test_reading_a_memmap_variable_gives_its_memmap_with_the_device_values(tmp_p
         np.testing.assert_array_equal(session.get_tensor_data(plain), 0.0)
 
 
+def test_a_read_only_memmap_variable_runs_but_is_never_written_back(tmp_path):
+    np.save(tmp_path / "w.npy", np.array([1.0, 2.0], np.float32))
+    data = np.load(tmp_path / "w.npy", mmap_mode="r")
+    ir = popxl.Ir()
+    with ir.main_graph, popxl.in_sequence():
+        w = popxl.variable(data, name="w")
+        ops.var_updates.accumulate_(w, popxl.constant(np.array([10.0, 10.0], np.float32)))
+        out = popxl.d2h_stream((2,), popxl.float32, name="out")
+        ops.host_store(out, w)
+    session = popxl.Session(ir, "ipu_model")
+    with session:
+        np.testing.assert_array_equal(session.run()[out], [11.0, 12.0])
+        with pytest.raises(ValueError, match=r"Writing data from device to host is not possible as the `ir` "
+                                             r"contains a read-only memmap: variable\(s\) 'w'"):
+            session.get_tensor_data(w)
+        np.testing.assert_array_equal(session.run()[out], [21.0, 22.0])
+    # leaving the session writes nothing back, as popxl turns weights_to_host_on_exit off
+    assert session.weights_to_host_count == 0
+    np.testing.assert_array_equal(np.load(tmp_path / "w.npy"), [1.0, 2.0])
+
+
 def test_weights_on_host_says_whether_reading_variables_needs_weights_to_host():
     ir, a, b, o_d2h = variable_plus_constant_ir(update_in_place=True)
     session = popxl.Session(ir, "ipu_model")
