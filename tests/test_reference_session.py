@@ -470,6 +470,46 @@ def test_a_memmap_is_a_variables_host_storage_and_receives_the_device_values(tmp
     np.testing.assert_array_equal(np.fromfile(tmp_path / "w.bin", np.float32), np.arange(6) + 1)
 
 
+def test_reading_a_memmap_variable_gives_its_memmap_with_the_device_values(tmp_path):
+    data = np.memmap(tmp_path / "w.bin", np.float32, "w+", shape=(3,))
+    data[...] = [1.0, 2.0, 3.0]
+    ir = popxl.Ir()
+    with ir.main_graph:
+        w = popxl.variable(data, name="w")
+        plain = popxl.variable(np.zeros(3, np.float32), name="plain")
+        ops.var_updates.accumulate_(w, popxl.constant(np.full(3, 10.0, np.float32)))
+    assert w._memmap_arr is data and plain._memmap_arr is None
+    with popxl.Session(ir, "ipu_model") as session:
+        session.run()
+        read = session.get_tensor_data(w)
+        assert read is data  # the file is the host's copy, as popxl returns it
+        np.testing.assert_array_equal(read, [11.0, 12.0, 13.0])
+        copy = session.get_tensor_data(plain)
+        copy[...] = 5.0  # an in-memory variable's value is a copy: writing it changes nothing
+        np.testing.assert_array_equal(session.get_tensor_data(plain), 0.0)
+
+
+def test_a_read_only_memmap_variable_runs_but_is_never_written_back(tmp_path):
+    np.save(tmp_path / "w.npy", np.array([1.0, 2.0], np.float32))
+    data = np.load(tmp_path / "w.npy", mmap_mode="r")
+    ir = popxl.Ir()
+    with ir.main_graph, popxl.in_sequence():
+        w = popxl.variable(data, name="w")
+        ops.var_updates.accumulate_(w, popxl.constant(np.array([10.0, 10.0], np.float32)))
+        out = popxl.d2h_stream((2,), popxl.float32, name="out")
+        ops.host_store(out, w)
+    session = popxl.Session(ir, "ipu_model")
+    with session:
+        np.testing.assert_array_equal(session.run()[out], [11.0, 12.0])
+        with pytest.raises(ValueError, match=r"Writing data from device to host is not possible as the `ir` "
+                                             r"contains a read-only memmap: variable\(s\) 'w'"):
+            session.get_tensor_data(w)
+        np.testing.assert_array_equal(session.run()[out], [21.0, 22.0])
+    # leaving the session writes nothing back, as popxl turns weights_to_host_on_exit off
+    assert session.weights_to_host_count == 0
+    np.testing.assert_array_equal(np.load(tmp_path / "w.npy"), [1.0, 2.0])
+
+
 def test_weights_on_host_says_whether_reading_variables_needs_weights_to_host():
     ir, a, b, o_d2h = variable_plus_constant_ir(update_in_place=True)
     session = popxl.Session(ir, "ipu_model")

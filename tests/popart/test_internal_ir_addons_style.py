@@ -249,7 +249,7 @@ def test_the_replica_strided_gather_binding_is_a_gather_over_a_strided_grouping(
         np.testing.assert_array_equal(result[replica], data[group].reshape(-1))
 
 
-def test_the_strided_all_reduce_variants_that_need_popart_patterns_are_refused(custom_op_package):
+def test_the_strided_all_reduce_variants_with_identical_values_are_all_reduces_marked_so(custom_op_package):
     import importlib
 
     binding = importlib.import_module(f"{custom_op_package}.replicated_all_reduce_strided_binding")
@@ -257,8 +257,11 @@ def test_the_strided_all_reduce_variants_that_need_popart_patterns_are_refused(c
     with ir.main_graph:
         x = popxl.variable(np.ones(2, np.float32), name="x")
         create = binding.ReplicatedAllReduceStridedOp.createOpInGraph
-        with pytest.raises(NotImplementedError, match="identical_inputs or identical_grad_inputs"):
-            create(ir.main_graph._pb_graph, {0: x.id}, {0: "y"}, "add", 1, 2, False, True, None)
-        op = create(ir.main_graph._pb_graph, {0: x.id}, {0: "y"}, "add", 1, 2, False, False, None)
-    assert [o.type for o in ir.main_graph.ops] == ["replicated_all_reduce"]
-    assert isinstance(op, _ir.op.collectives.ReplicatedAllReduceOp)
+        marked = create(ir.main_graph._pb_graph, {0: x.id}, {0: "y"}, "add", 1, 2, False, True, None)
+        plain = create(ir.main_graph._pb_graph, {0: x.id}, {0: "z"}, "add", 1, 2, False, False, None)
+        with pytest.raises(NotImplementedError, match="ReplicatedAllReduceStridedInplaceOp with identical_inputs"):
+            binding.ReplicatedAllReduceStridedInplaceOp.createOpInGraph(
+                ir.main_graph._pb_graph, {0: x.id}, {0: "w"}, "add", 1, 2, True, False, None)
+    assert [o.type for o in ir.main_graph.ops] == ["replicated_all_reduce_identical", "replicated_all_reduce"]
+    assert ir.main_graph.ops[0].attrs["identical_grad_inputs"] and not ir.main_graph.ops[0].attrs["identical_inputs"]
+    assert all(isinstance(op, _ir.op.collectives.ReplicatedAllReduceOp) for op in (marked, plain))

@@ -212,3 +212,19 @@ def test_a_loop_without_inputs_that_stores_into_a_remote_buffer_is_undone_when_t
         with pytest.raises(Exception, match="outside"):
             session.run({index_stream: np.array([0, 5], np.int32)})  # replica 1 loads no entry 5
         np.testing.assert_array_equal(session.get_tensor_data(counter), np.full(2, 3.0))
+
+
+def test_remote_load_and_store_take_data_on_io_tiles_with_an_offset_on_compute_tiles():
+    ir = popxl.Ir()
+    with ir.main_graph, popxl.in_sequence():
+        buffer = popxl.remote_buffer((2,), popxl.float32, entries=2)
+        v = popxl.variable(np.array([1.0, 2.0], np.float32), name="v")
+        index = popxl.variable(np.array(0, np.int32), name="i") + 1  # computed on compute tiles
+        with popxl.io_tiles():
+            on_io = ops.io_tile_copy(v)
+            ops.remote_store(buffer, index, on_io)
+            loaded = ops.remote_load(buffer, index)
+        assert (index.tile_set, on_io.tile_set, loaded.tile_set) == ("compute", "io", "io")
+        out = store_output(ops.io_tile_copy(loaded) * 3)
+    with popxl.Session(ir, "ipu_model") as session:
+        np.testing.assert_array_equal(session.run()[out], [3.0, 6.0])

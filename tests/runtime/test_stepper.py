@@ -591,7 +591,7 @@ def test_a_reset_or_a_failure_gives_back_the_session_a_stepped_run_attached():
 def test_bad_inputs_are_refused_when_the_stepper_is_made():
     ir, x_stream, out, g, h = counting_ir()
     with popxl.Session(ir, "ipu_model") as session:
-        with pytest.raises(ValueError, match="input for stream 'x' has shape"):
+        with pytest.raises(ValueError, match="Shape mismatch for input stream x"):
             session.stepper({x_stream: np.zeros(3, np.float32)})
 
 

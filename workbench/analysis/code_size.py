@@ -62,7 +62,8 @@ CODE_BYTES: dict[str, int] = {
     **dict.fromkeys(("ipu_copy", "io_tile_copy"), 64 * KiB),
     "print_tensor": 16 * KiB,
     # Collectives: exchange code across replicas or IPUs.
-    **dict.fromkeys(("replicated_all_reduce", "replicated_all_reduce_", "replicated_all_gather",
+    **dict.fromkeys(("replicated_all_reduce", "replicated_all_reduce_", "replicated_all_reduce_identical",
+                     "replicated_all_gather",
                      "replicated_reduce_scatter", "all_reduce", "all_reduce_identical_inputs",
                      "all_reduce_identical_grad_inputs"), 128 * KiB),
     **dict.fromkeys(("replica_sharded_slice", "replicated_slice"), 16 * KiB),

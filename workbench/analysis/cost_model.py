@@ -275,7 +275,8 @@ COSTS: dict[str, CostRule] = {
     **dict.fromkeys(("remote_load", "remote_load_", "remote_store"), CostRule("remote", _remote_cycles)),
     "remote_code_load": CostRule("remote", _code_load_cycles),
     # Collectives.
-    **dict.fromkeys(("replicated_all_reduce", "replicated_all_reduce_"), ALL_REDUCE),
+    **dict.fromkeys(("replicated_all_reduce", "replicated_all_reduce_", "replicated_all_reduce_identical"),
+                    ALL_REDUCE),
     "replicated_all_gather": ALL_GATHER,
     "replicated_reduce_scatter": REDUCE_SCATTER,
     "all_reduce": ring(lambda n: 2 * (n - 1), lambda n: 1 / n, ipu_group_size),

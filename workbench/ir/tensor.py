@@ -342,6 +342,12 @@ class Variable(Tensor):
         """The initial value given when the variable was created (shape ``shape_on_host``)."""
         return self._host_data
 
+    @property
+    def _memmap_arr(self) -> Optional[np.memmap]:
+        """The np.memmap the variable was created with, which the session reads and writes in place
+        (popxl's attribute of this name); None for a variable of in-memory data."""
+        return self._host_data if isinstance(self._host_data, np.memmap) else None
+
     # popxl requires the source of a variable or constant, where a tensor's defaults to its own IPU
     def copy_to_ipu(self, destination: int, source: int) -> Tensor:  # type: ignore[override]
         return _methods["ipu_copy"](self, destination, source)

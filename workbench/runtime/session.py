@@ -63,7 +63,9 @@ class Session:
         self._ir = ir
         self._device = device
         self._memory_report = executable.memory_report
-        self._weights_to_host_on_exit = weights_to_host_on_exit
+        self._read_only_memmaps = weights.read_only_memmaps(ir.variables)
+        # as in popxl, a read-only memmap turns off writing the weights back on exit
+        self._weights_to_host_on_exit = weights_to_host_on_exit and not self._read_only_memmaps
         self.events = EventBus()
         self._host = {v: weights.initial_host_value(v) for v in ir.variables}
         self._runs = Runs(self, executable, self.events)
@@ -184,6 +186,10 @@ class Session:
         """Run the weights-to-host fragment (which stores the shards of sharded variables back), then
         copy every variable's device value into the host cache. An interrupt is raised once the copy
         is whole."""
+        if self._read_only_memmaps:
+            raise ValueError("Writing data from device to host is not possible as the `ir` contains a read-only "
+                             f"memmap: variable(s) {', '.join(map(repr, self._read_only_memmaps))}. Open the "
+                             "memmap writable (mode 'r+') to read the device values back.")
         self._require_attached("weights_to_host")
         to_the_end([partial(program.run_fragment, WEIGHTS_TO_HOST) for program in self._executable.programs])
         device = dict(zip(self._executable.replicas, self._executable.device_values))
@@ -330,7 +336,13 @@ class Session:
             self._check_own_tensor(tensor, (Constant, Variable), "get_tensor_data")
         if self._attached and not self._runs.host_in_sync and any(isinstance(t, Variable) for t in tensors):
             self.weights_to_host()
-        return {t: (np.array(t.data) if isinstance(t, Constant) else self._host[t].copy()) for t in tensors}
+        return {t: (np.array(t.data) if isinstance(t, Constant) else self._host_value(t)) for t in tensors}
+
+    def _host_value(self, variable: Variable) -> np.ndarray:
+        """A copy of the host cache; a variable made from an np.memmap gets that memmap itself, as in
+        popxl, since its file is where the host keeps the variable."""
+        host = self._host[variable]
+        return host if isinstance(host, np.memmap) else host.copy()
 
     def write_variable_data(self, tensor: Variable, data: np.ndarray) -> None:
         """Set a variable's value: on the host, and on the device too when attached."""

@@ -3,7 +3,8 @@
 A custom op's Python binding is compiled from a ``.cpp`` file next to the module that imports it, against
 the Poplar SDK and PopART's C++ API, neither of which the workbench has. Importing such a binding gives a
 module that names the op and says so when used. The replica-strided collectives are ordinary collectives
-over a strided replica grouping, so their bindings are emulated with the workbench's own ops.
+over a strided replica grouping, and the tensor-parallel all-reduce an all-reduce whose forward or gradient
+is an identity, so their bindings are emulated with the workbench's own ops.
 ``workbench.custom_op_imports`` finds the modules; this file makes them.
 """
 from __future__ import annotations
@@ -49,21 +50,30 @@ def _reduce_scatter(graph, t, op, stride, group_size, sharded_output=False, *set
 
 
 def _check_plain_reduce(identical_inputs: bool, identical_grad_inputs: bool) -> None:
-    """The workbench's all-reduce reduces forward and backward; the C++ op's variants that skip either
-    (identity forward, or identity gradient, after PopART's OpToIdentity pattern) are not emulated."""
+    """The in-place all-reduce reduces forward and backward; the C++ op's in-place variants that skip
+    either are not emulated."""
     if identical_inputs or identical_grad_inputs:
         raise NotImplementedError(
-            "ReplicatedAllReduceStridedOp with identical_inputs or identical_grad_inputs (popxl-addons' "
-            "replicated_all_reduce_strided and its _identical_inputs / _identical_grad_inputs forms) is not "
-            "emulated on the workbench: it relies on PopART's OpToIdentity pattern, which the workbench does not "
-            "run; use ops.collectives.replicated_all_reduce with a replica grouping (its gradient is the all-reduce "
-            "of the gradients)")
+            "ReplicatedAllReduceStridedInplaceOp with identical_inputs or identical_grad_inputs is not emulated on "
+            "the workbench; use replicated_all_reduce_strided_identical_inputs / _identical_grad_inputs (not in "
+            "place), which are")
 
 
 def _all_reduce(graph, t, op, stride, group_size, identical_inputs=False, identical_grad_inputs=False, *settings):
+    return _tensor_parallel_all_reduce(graph, t, op, _grouping(graph, stride, group_size), identical_inputs,
+                                       identical_grad_inputs)
+
+
+def _tensor_parallel_all_reduce(graph, t, op, group, identical_inputs=False, identical_grad_inputs=False,
+                                *settings):
+    """An all-reduce whose forward or gradient is an identity once PopART's OpToIdentity pattern has run."""
     from workbench.ops.collectives import replicated_all_reduce
-    _check_plain_reduce(identical_inputs, identical_grad_inputs)
-    return replicated_all_reduce(t, _reduction(op), group=_grouping(graph, stride, group_size))
+    from workbench.ops.identical_all_reduce import identical_all_reduce
+    group = getattr(group, "_grouping", group)  # the _ir.ReplicaGrouping view popxl-addons passes
+    if not (identical_inputs or identical_grad_inputs):
+        return replicated_all_reduce(t, _reduction(op), group=group)
+    return identical_all_reduce(t, _reduction(op), group, identical_inputs=bool(identical_inputs),
+                                identical_grad_inputs=bool(identical_grad_inputs))
 
 
 def _all_reduce_inplace(graph, t, op, stride, group_size, identical_inputs=False, identical_grad_inputs=False,
@@ -86,6 +96,8 @@ EMULATED: dict[str, dict[str, _StridedCollective]] = {
         "ReplicatedAllReduceStridedOp": _StridedCollective("ReplicatedAllReduceStridedOp", _all_reduce),
         "ReplicatedAllReduceStridedInplaceOp": _StridedCollective("ReplicatedAllReduceStridedInplaceOp",
                                                                   _all_reduce_inplace)},
+    "replicated_all_reduce_TP_binding": {
+        "ReplicatedAllReduceTPOp": _StridedCollective("ReplicatedAllReduceTPOp", _tensor_parallel_all_reduce)},
 }
 
 

@@ -1,7 +1,9 @@
 """Host buffers of a run: checking the inputs given and shaping the outputs returned.
 
 A stream's buffer has shape ``[num_host_transfers, replication_factor, *stream.shape]``, with each of
-the two leading dimensions left out when it is 1, exactly as popxl lays them out.
+the two leading dimensions left out when it is 1, exactly as popxl lays them out. Like popxl, a run also
+takes more transfers than it needs (it reads the first ones) and, for a stream of one element, any
+dimensions of size 1 after the leading ones (a ``(10, 1)`` array for a scalar stream over 10 transfers).
 """
 from __future__ import annotations
 
@@ -22,6 +24,36 @@ def host_shape(stream: Stream, transfers: int, replicas: int) -> tuple[int, ...]
 def buffer_shape(shape: Iterable[int], transfers: int, replicas: int) -> tuple[int, ...]:
     """The host buffer shape of a stream of ``shape``: the two leading dimensions, each left out when 1."""
     return (transfers,) * (transfers > 1) + (replicas,) * (replicas > 1) + tuple(shape)
+
+
+def run_view(stream: Stream, array: np.ndarray, transfers: int, replicas: int, kind: str) -> np.ndarray:
+    """``array`` as the ``[transfers, replicas, *stream.shape]`` array a run reads or writes (a view of it),
+    or popxl's error naming the dimension that is wrong: the transfer dimension must hold at least
+    ``transfers`` entries, the replica dimension exactly ``replicas``, and the rest must be the stream's
+    shape, or all 1 for a stream of one element. (popxl takes all-1 dimensions for any stream, reading
+    past the array where the stream has more elements; that is refused here.)"""
+    shape, leading = array.shape, 0
+    if transfers > 1:
+        given = shape[0] if shape else "a scalar"
+        if not shape or shape[0] < transfers:
+            raise ValueError(f"Dimension 0 ({given}) for the array provided for {kind} stream {stream.name} is not "
+                             f"large enough.\nIt should be at least of size num_host_transfers = {transfers}")
+        leading = 1
+    if replicas > 1:
+        if len(shape) <= leading or shape[leading] != replicas:
+            given = shape[leading] if len(shape) > leading else "missing"
+            raise ValueError(f"Dimension {leading} ({given}) for the array provided for {kind} stream "
+                             f"{stream.name} is the wrong size.\nIt should be of size replication_factor = {replicas}")
+        leading += 1
+    data = shape[leading:]
+    one_element = all(d == 1 for d in data) and int(np.prod(stream.shape)) == 1
+    if data != tuple(stream.shape) and not one_element:
+        raise ValueError(f"Shape mismatch for {kind} stream {stream.name}:\nStream shape = {tuple(stream.shape)}, "
+                         f"therefore expected full global batch shape "
+                         f"{buffer_shape(stream.shape, transfers, replicas)}. Got array shape = {shape}")
+    if transfers > 1 and shape[0] > transfers:
+        array = array[:transfers]
+    return array.reshape(transfers, replicas, *stream.shape)
 
 
 def _names(streams: Iterable[Stream]) -> str:
@@ -94,13 +126,14 @@ class HostBuffers:
         for stream, value in inputs.items():
             shape, dtype, run_shape = layouts[stream]
             if type(value) is not np.ndarray or value.dtype != dtype or value.shape != shape:
-                value = self._converted(stream, value, downcast)
+                value = run_view(stream, self._converted(stream, value, downcast), self._transfers,
+                                 self._replicas, "input")
             prepared[stream] = value.reshape(run_shape)
         return prepared
 
     def _converted(self, stream: Stream, value: Any, downcast: bool) -> np.ndarray:
-        """``value`` as an array of the stream's host shape and dtype, or a clear error."""
-        shape, want, _ = self._inputs[stream]
+        """``value`` as an array of the stream's dtype, or a clear error."""
+        _, want, _ = self._inputs[stream]
         array = host_array(value)
         if array.dtype != want:
             narrowed = dtypes.DOWNCAST.get(array.dtype)
@@ -110,12 +143,6 @@ class HostBuffers:
                 raise TypeError(f"input for stream {stream.name!r} has dtype {array.dtype}, expected "
                                 f"{want}" + (" (or a 64-bit array with downcast_inputs=True)"
                                              if want in dtypes.DOWNCAST.values() else ""))
-        if array.shape != shape:
-            if array.size == 1 and int(np.prod(shape)) == 1:
-                return array.reshape(shape)
-            raise ValueError(f"input for stream {stream.name!r} has shape {array.shape}, expected "
-                             f"{shape} ([num_host_transfers={self._transfers}, replication_factor="
-                             f"{self._replicas}, *{tuple(stream.shape)}] without the dimensions that are 1)")
         return array
 
     def create_outputs(self) -> dict:
@@ -128,20 +155,17 @@ class HostBuffers:
         _check_streams(outputs, layouts, "outputs", "DeviceToHostStream")
         views = {}
         for stream, array in outputs.items():
-            shape, dtype, run_shape = layouts[stream]
+            shape, dtype, _ = layouts[stream]
             if not isinstance(array, np.ndarray):
                 raise TypeError(f"output for stream {stream.name!r} must be a NumPy array of shape {shape}, "
                                 f"got {type(array).__name__}")
-            if array.shape != shape:
-                raise ValueError(f"output array for stream {stream.name!r} has shape {array.shape}, expected "
-                                 f"{shape}")
             if array.dtype != dtype:
                 raise TypeError(f"output array for stream {stream.name!r} has dtype {array.dtype}, "
                                 f"expected {dtype}")
             if not array.flags.writeable:
                 raise ValueError(f"output array for stream {stream.name!r} is read-only; expected a writable "
                                  "array (session.create_host_outputs() makes them)")
-            view = array.reshape(run_shape)  # a copy where no view of that shape exists
+            view = run_view(stream, array, self._transfers, self._replicas, "output")  # a copy where no view exists
             if view.size and not np.may_share_memory(view, array):
                 raise ValueError(f"output array for stream {stream.name!r} must be writable in place "
                                  "(a contiguous array)")

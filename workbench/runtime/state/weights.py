@@ -9,7 +9,7 @@ split over ``shard_count`` consecutive members of each group (its shard group).
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Iterable, Sequence
 
 import numpy as np
 
@@ -38,6 +38,12 @@ def initial_host_value(variable: Variable) -> np.ndarray:
         per_replica = [data[g] if grouping.num_groups > 1 else data for g in grouping.assignment]
         return np.array(per_replica) if len(per_replica) > 1 else np.array(per_replica[0])
     return data if isinstance(data, np.memmap) else np.array(data)  # weights_to_host writes into a memmap
+
+
+def read_only_memmaps(variables: Iterable[Variable]) -> list[str]:
+    """Names of the variables made from a read-only np.memmap, which the host cannot write back to."""
+    return [v.name for v in variables
+            if isinstance(v.host_data, np.memmap) and not v.host_data.flags.writeable]
 
 
 def replica_value(variable: Variable, host: np.ndarray, replica: int) -> np.ndarray:

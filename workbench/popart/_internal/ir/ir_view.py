@@ -5,6 +5,7 @@ import os
 from typing import Union
 
 from workbench.ir import Ir as WorkbenchIr
+from workbench.ops.identical_all_reduce import replace_by_identity
 
 from .graph_view import Graph, GraphId, view_graph
 from .patterns import Patterns, PatternsLevel
@@ -105,10 +106,13 @@ class Ir:
         return getattr(self._ir, "_popart_patterns", None) or Patterns(PatternsLevel.Default)
 
     def applyPreAliasPatterns(self, graph: Graph) -> None:
-        """PopART rewrites ops here; the workbench keeps ops as popxl built them, so this only checks the graph."""
+        """PopART rewrites ops here; the workbench keeps ops as popxl built them, apart from OpToIdentity
+        (at the Default and All levels), which turns all-reduces of identical inputs into identities."""
         if not isinstance(graph, Graph) or graph._graph.ir is not self._ir:
             raise TypeError(f"applyPreAliasPatterns takes a graph of this Ir (ir._pb_ir.getAllGraphs()), got "
                             f"{graph!r}")
+        if self.getPatterns().level in (PatternsLevel.Default, PatternsLevel.All):  # the levels with OpToIdentity
+            replace_by_identity(graph._graph)
 
     def applyInplacePattern(self, graph: Graph) -> None:
         """PopART turns ops into their in-place variants here; on the workbench ops stay as popxl built
