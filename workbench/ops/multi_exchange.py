@@ -8,7 +8,7 @@ transfers one after another, so the tensors that the transfers made are still th
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from workbench.ir import Graph, Op, Tensor
 
@@ -47,20 +47,23 @@ class ExchangePart:
     tile_set: str
 
 
-def exchange_parts(op: Op) -> list[ExchangePart]:
-    """The transfers of a MultiExchange ``op``, each with its own inputs and outputs."""
-    parts, first_in, first_out = [], 0, 0
+def exchange_parts(op: Op) -> list[Op]:
+    """The transfers of a MultiExchange ``op``, each with its own inputs and outputs, typed as the ops
+    that kernel builders and cost rules take (an ``ExchangePart`` has every field they read)."""
+    parts: list[Op] = []
+    first_in, first_out = 0, 0
     for descriptor in op.attrs["descriptors"]:
         inputs = op.inputs[first_in:first_in + descriptor.inputs]
         outputs = op.outputs[first_out:first_out + descriptor.outputs]
-        parts.append(ExchangePart(descriptor.type, descriptor.name, op.graph, descriptor.attrs, inputs, outputs,
-                                  op.ipu, op.tile_set))
+        parts.append(cast(Op, ExchangePart(descriptor.type, descriptor.name, op.graph, descriptor.attrs, inputs,
+                                           outputs, op.ipu, op.tile_set)))
         first_in, first_out = first_in + descriptor.inputs, first_out + descriptor.outputs
     return parts
 
 
 def _infer(specs, attrs) -> list:
-    outputs, first = [], 0
+    outputs: list = []
+    first = 0
     for descriptor in attrs["descriptors"]:
         outputs += op_def(descriptor.type).infer(list(specs[first:first + descriptor.inputs]), descriptor.attrs)
         first += descriptor.inputs
