@@ -17,6 +17,7 @@ from popxl.transforms import autodiff
 
 from gradcheck import check_gradients
 from replicated_gradcheck import check_replicated_gradients
+from workbench.ops.identical_all_reduce import identical_all_reduce
 
 SETTINGS = settings(max_examples=10, deadline=None)
 collectives = ops.collectives
@@ -49,6 +50,14 @@ def test_all_reduce_gradient_is_the_all_reduce_of_the_gradients(shape, grouping,
     replicas, stride, size = grouping
     check_replicated_gradients(lambda t: collectives.replicated_all_reduce(t * t, op, group(stride, size)),
                                normal((replicas, *shape), seed), replicas=replicas)
+
+
+@pytest.mark.parametrize("op", ["add", "mean"])
+def test_tensor_parallel_all_reduce_without_identity_flags_differentiates_as_an_all_reduce(op):
+    """popxl-addons' tensor-parallel all-reduce with neither side an identity: its gradient rule (another
+    such op) gives an all-reduce's gradient."""
+    check_replicated_gradients(lambda t: identical_all_reduce(t * t, op, group(1, 2)),
+                               normal((4, 2, 3), 7), replicas=4)
 
 
 @SETTINGS
