@@ -13,6 +13,8 @@ import popxl
 import popxl.ops as ops
 from real_programs import long_chain, resnet50_session, transformer, wide_program
 from workbench.export import to_json
+from support.scene_geometry import check_scene
+from workbench.export.compose import compose
 from workbench.export.group_layout import grouped_section
 from workbench.export.grouping import MAX_ITEMS, group_graph
 from workbench.export.node_content import op_lines
@@ -92,10 +94,18 @@ def check_geometry(picture):
         for b in nodes[i + 1:]:
             assert not overlaps(a, b), (picture["id"], a["key"], b["key"])
     for edge in picture["edges"]:
-        tail, head = nodes[edge["from"]], nodes[edge["to"]]
-        assert edge["points"][0] == [tail["x"], tail["y"] + tail["h"]]
-        assert edge["points"][-1] == [head["x"], head["y"]]
-        assert head["y"] > tail["y"] or not acyclic, (picture["id"], tail["key"], head["key"])
+        tail = nodes[edge["from"]] if edge["from"] >= 0 else None  # -1: the port of tensors from outside
+        head = nodes[edge["to"]] if edge["to"] >= 0 else None  # -1: the port of tensors read outside
+        if tail is not None:
+            assert edge["points"][0] == [tail["x"], tail["y"] + tail["h"]]
+        else:
+            assert edge["points"][0][1] == 12  # the top margin
+        if head is not None:
+            assert edge["points"][-1] == [head["x"], head["y"]]
+        else:
+            assert edge["points"][-1][1] == picture["height"] - 12
+        if tail is not None and head is not None:
+            assert head["y"] > tail["y"] or not acyclic, (picture["id"], tail["key"], head["key"])
         assert all(0 <= x <= picture["width"] and 0 <= y <= picture["height"] for x, y in edge["points"])
         for x, y in edge["points"][1:-1]:  # a bend is never inside a box: the edge goes round it
             assert not any(abs(x - n["x"]) * 2 < n["w"] and n["y"] <= y <= n["y"] + n["h"] for n in nodes), edge
@@ -107,8 +117,11 @@ def test_every_group_picture_of_real_programs_is_laid_out_without_overlaps(resne
         section = grouped_section(ir)
         for graph in section["graphs"]:
             ids = {picture["id"] for picture in graph["groups"]}
+            pictures = {picture["id"]: picture for picture in graph["groups"]}
             for picture in graph["groups"]:
                 check_geometry(picture)
+                children = {node["key"] for node in picture["nodes"] if node["kind"] == "group"}
+                check_scene(compose(pictures.__getitem__, picture["id"], children))  # all expanded in place
                 assert picture["parent"] is None or picture["parent"] in ids
                 assert all(node["key"] in ids for node in picture["nodes"] if node["kind"] == "group")
 
