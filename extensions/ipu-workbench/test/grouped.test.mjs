@@ -45,19 +45,30 @@ if (path) {
     }
   });
 
-  test('clicking a group opens it, the breadcrumb goes back up', () => {
+  test('clicking a group expands it in place, the breadcrumb reaches every level', () => {
     const { window, root } = render(document);
     const top = document.grouped.graphs[0].groups[0];
     const first = top.nodes.find(n => n.kind === 'group' && n.lines[0] === '▸ res2');
     click(window, root.querySelector(`.ipu-wb-pbox[data-key="${first.key}"]`));
-    assert.equal(root.querySelector('.ipu-wb-group-svg').getAttribute('data-group'), first.key);
-    const opened = picture(first.key);
-    assert.deepEqual([...root.querySelectorAll('.ipu-wb-group-svg .ipu-wb-pbox')].map(b => b.getAttribute('data-key')),
-      opened.nodes.map(n => n.key));
+    const svg = root.querySelector('.ipu-wb-group-svg');
+    assert.equal(svg.getAttribute('data-group'), top.id, 'the picture stays the whole graph');
+    const frame = svg.querySelector(`.ipu-wb-pbox-frame[data-key="${first.key}"]`);
+    assert.ok(frame, 'the group is drawn as a frame');
+    assert.equal(frame.querySelector('.ipu-wb-frame-title text').textContent, '▾ res2 · 32 ops');
+    const keys = [...svg.querySelectorAll('.ipu-wb-pbox')].map(b => b.getAttribute('data-key'));
+    for (const node of picture(first.key).nodes.concat(top.nodes)) {
+      assert.ok(keys.includes(node.key), `${node.key} is drawn`);
+    }
+    const inner = picture(first.key).nodes[0];
+    click(window, root.querySelector(`.ipu-wb-pbox[data-key="${inner.key}"]`));
     const crumbs = [...root.querySelectorAll('.ipu-wb-crumb')].map(c => c.textContent);
-    assert.deepEqual(crumbs, ['main (180 ops)', 'res2 (32 ops)']);
+    assert.deepEqual(crumbs, ['main (180 ops)', 'res2 (32 ops)', `${inner.lines[0].slice(2)} (${inner.count} ops)`]);
+    click(window, root.querySelectorAll('button.ipu-wb-crumb')[1]);  // res2 alone
+    assert.equal(root.querySelector('.ipu-wb-group-svg').getAttribute('data-group'), first.key);
     click(window, root.querySelector('button.ipu-wb-crumb'));
     assert.equal(root.querySelector('.ipu-wb-group-svg').getAttribute('data-group'), top.id);
+    click(window, root.querySelector(`.ipu-wb-pbox-frame[data-key="${first.key}"] .ipu-wb-frame-title`));
+    assert.equal(root.querySelector('.ipu-wb-pbox-frame'), null, 'the title closes the frame, and those inside it');
   });
 
   test('pointing at an op shows its details', () => {
