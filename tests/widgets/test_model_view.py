@@ -22,13 +22,16 @@ def test_the_figure_is_the_exported_picture(resnet):
     picture = grouped_graph(resnet.main_graph)["groups"][0]
     assert view.picture == picture
     layout = view.figure.layout
-    boxes = [shape for shape in layout.shapes if shape.type == "rect"]
+    assert layout.template.layout.shapedefaults.type == "rect"  # said once for every box
+    boxes = layout.shapes
     assert [(s.x0, s.y0, s.x1 - s.x0, s.y1 - s.y0) for s in boxes] == \
         [(n["x"] - n["w"] / 2, n["y"], n["w"], n["h"]) for n in picture["nodes"]]
-    texts = [a.text for a in layout.annotations if not a.showarrow]
+    texts = [a.text for a in layout.annotations]
     assert "<b>conv 7×7 /2</b>" in texts[[n["lines"][0] for n in picture["nodes"]].index("conv 7×7 /2")]
-    arrows = [a for a in layout.annotations if a.showarrow]
-    assert [(a.x, a.y) for a in arrows] == [tuple(e["points"][-1]) for e in picture["edges"]]
+    (tips,) = [trace for trace in view.figure.data if trace.name == "arrowheads"]
+    drawn = [(x, y) for x, y, size in zip(tips.x, tips.y, tips.marker.size) if size]
+    assert drawn == [tuple(e["points"][-1]) for e in picture["edges"]]  # an arrowhead at every edge's head
+    assert tips.marker.angleref == "previous"  # pointing along the edge's last segment
     assert layout.xaxis.range == (0, 920) and layout.yaxis.range[1] == 0  # a pixel of the picture per pixel
     legend = [trace.name for trace in view.figure.data if trace.showlegend is not False]
     assert legend[0].startswith("→ tensor") and "op: type, attribute, weights ⟨shape⟩ (IPU 0)" in legend
@@ -118,5 +121,6 @@ def test_a_call_opens_the_graph_it_calls_and_an_op_click_selects_it():
     op_box = next(b for b in view.scene.boxes if b["kind"] == "op")
     click(view._canvas, "op boxes", op_box["key"])
     assert selection.op.id == op_box["key"]
-    selected = [s for s in view.figure.layout.shapes if s.line.color == "#C00000"]
-    assert len(selected) == 1
+    (selected,) = [t for t in view.figure.data if t.name == "selected op"]
+    box = next(b for b in view.scene.boxes if b["key"] == op_box["key"])
+    assert min(selected.x) == box["x"] - box["w"] / 2 and min(selected.y) == box["y"]  # a red outline round it

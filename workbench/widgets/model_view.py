@@ -59,6 +59,10 @@ class ModelView(View):
             self.expanded, self.last = set(), ""
         self.expanded &= set(self.groups.groups)
         self._picture_graph = self.graph
+        ops = self.graph.ops
+        self._ipus = sorted({op.ipu for op in ops}) or [0]
+        self._kinds = {"op"} | ({"call"} if any(op.called_graphs for op in ops) else set()) \
+            | ({"group", "frame"} if self.groups.root.children else set())
 
     @property
     def picture(self) -> dict:
@@ -78,7 +82,7 @@ class ModelView(View):
             crumbs = crumbs[1:]
             title = "… › " + " › ".join(crumbs)
         return model_figure(self.scene, title, selected, self.width, focus=selected or None,
-                            max_height=self.max_height)
+                            max_height=self.max_height, ipus=self._ipus, kinds=self._kinds)
 
     def path(self) -> list[dict]:
         """The pictures from the graph's top group down to the one last expanded (or the one shown)."""
@@ -156,8 +160,13 @@ class ModelView(View):
         if op is not None and op.graph is not self._picture_graph and op.graph is self.graph:
             self.refresh()
         home = self.groups.home(op) if op is not None and op.graph is self.graph else None
-        if home is not None and home != self.shown:
-            self.expand(home)
+        chain = expanded_chain(self.groups.picture, self.shown, home) if home is not None else []
+        if chain is None or not self.expanded.issuperset(chain):  # out of sight: only its groups open
+            if chain is None:
+                self.shown = self.groups.root.id
+                chain = expanded_chain(self.groups.picture, self.shown, home) or []
+            self.expanded, self.last = set(chain), home
+            self._changed()
         else:
             self.redraw()
 
@@ -178,14 +187,18 @@ class ModelView(View):
             return
         import ipywidgets
 
-        buttons = []
-        for picture in self.path():
-            button = ipywidgets.Button(description=f"{picture['label']} ({count_of(picture['ops'], 'op')})",
-                                       layout=ipywidgets.Layout(width="auto"),
-                                       tooltip="show this group alone" if picture["parent"] else "show the whole graph")
-            button.on_click(lambda _, target=picture["id"]: self.open(target))
-            buttons.append(button)
-        self._crumbs.children = buttons
+        path = self.path()
+        pool = getattr(self, "_crumb_pool", [])
+        while len(pool) < len(path):  # buttons are made once and kept: a new widget costs a few KB of comm
+            button = ipywidgets.Button(layout=ipywidgets.Layout(width="auto"))
+            button.on_click(lambda clicked: self.open(clicked._target))
+            pool.append(button)
+        self._crumb_pool = pool
+        for button, picture in zip(pool, path):
+            button._target = picture["id"]
+            button.description = f"{picture['label']} ({count_of(picture['ops'], 'op')})"
+            button.tooltip = "show this group alone" if picture["parent"] else "show the whole graph"
+        self._crumbs.children = pool[:len(path)]
 
     def __repr__(self) -> str:
         return (f"ModelView({self.graph.label}: {count_of(len(self.graph.ops), 'op')}, group {self.shown!r}, "

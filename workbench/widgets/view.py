@@ -67,11 +67,23 @@ class View:
         self.redraw()
 
     def redraw(self) -> None:
-        """Rebuild the figure from the current data (after a selection or control change)."""
+        """Rebuild the figure from the current data (after a selection or control change); a paused view
+        draws when it is resumed."""
         self._figure = None
         if self._canvas is not None:
+            if self.__dict__.get("_paused"):
+                self._missed = True
+                return
             self._canvas.show(self.figure)
             self._details.value = self.details_html()
+
+    def pause(self, paused: bool = True) -> None:
+        """While paused (out of sight: a tab behind another), the widget is not redrawn; resumed, it shows
+        what it missed. Nothing crosses the comm for a view no one sees."""
+        self._paused = paused
+        if not paused and self.__dict__.get("_missed"):
+            self._missed = False
+            self.redraw()
 
     @property
     def figure(self) -> go.Figure:
