@@ -23,14 +23,17 @@ def test_the_figure_is_the_exported_picture(resnet):
     assert view.picture == picture
     layout = view.figure.layout
     assert layout.template.layout.shapedefaults.type == "rect"  # said once for every box
+    scene = view.scene
+    assert [box["key"] for box in scene.boxes] == [node["key"] for node in picture["nodes"]]
     boxes = layout.shapes
     assert [(s.x0, s.y0, s.x1 - s.x0, s.y1 - s.y0) for s in boxes] == \
-        [(n["x"] - n["w"] / 2, n["y"], n["w"], n["h"]) for n in picture["nodes"]]
+        [(n["x"] - n["w"] / 2, n["y"], n["w"], n["h"]) for n in scene.boxes]
     texts = [a.text for a in layout.annotations]
     assert "<b>conv 7×7 /2</b>" in texts[[n["lines"][0] for n in picture["nodes"]].index("conv 7×7 /2")]
     (tips,) = [trace for trace in view.figure.data if trace.name == "arrowheads"]
     drawn = [(x, y) for x, y, size in zip(tips.x, tips.y, tips.marker.size) if size]
-    assert drawn == [tuple(e["points"][-1]) for e in picture["edges"]]  # an arrowhead at every edge's head
+    assert len(scene.edges) == len(picture["edges"])
+    assert drawn == [tuple(e["points"][-1]) for e in scene.edges]  # an arrowhead at every edge's head
     assert tips.marker.angleref == "previous"  # pointing along the edge's last segment
     assert layout.xaxis.range == (0, 920) and layout.yaxis.range[1] == 0  # a pixel of the picture per pixel
     legend = [trace.name for trace in view.figure.data if trace.showlegend is not False]

@@ -5,9 +5,9 @@ nothing out.
 A group's picture holds its child groups (collapsed boxes with their op count and commonest op types)
 and its own ops (boxes as ``node_content`` writes them), layered top to bottom by
 ``layered.layered_layout`` with edges for the tensors between them, and ports for the tensors that
-cross the group's border (``compose``). It ships each box's layer and column and each edge's bends, so
-that a view can expand groups in place (``compose.compose``), and, for the picture with every child
-collapsed, pixels from the picture's top left; an edge's points run from its tail to its head.
+cross the group's border (``compose``). It ships each box's size, layer and column and each edge's
+bends; a view turns them into pixels, with any groups expanded in place, by ``compose.compose`` (the
+extension by the same steps), which is cheap enough to run on every click.
 """
 from __future__ import annotations
 
@@ -17,12 +17,12 @@ from typing import Union
 
 from workbench.ir import Graph, Ir, Op
 
-from .compose import CHAR_WIDTH, LINE_HEIGHT, PAD_X, PAD_Y, compose
+from .compose import CHAR_WIDTH, LINE_HEIGHT, PAD_X, PAD_Y
 from .grouping import OpGroup, group_graph
 from .layered import layered_layout
 from .node_content import op_lines
 
-grouped_section_version = 1
+grouped_section_version = 2  # 2: layers and columns, composed by the view
 IN, OUT = "in", "out"  # a picture's ports: where tensors from outside the group arrive, and leave
 
 
@@ -139,12 +139,6 @@ def _group_picture(group: OpGroup, chains: dict[Op, list[OpGroup]], readers: dic
                "edges": [{"from": index[tail], "to": index[head],
                           "bends": [[x, int(round(-y))] for x, y in layout.bends.get((tail, head), ())],
                           "label": _edge_label(tensors)} for (tail, head), tensors in edges.items()]}
-    scene = compose(lambda _: picture, group.id)
-    picture["width"], picture["height"] = scene.width, scene.height
-    for node, box in zip(picture["nodes"], scene.boxes):
-        node.update(x=box["x"], y=box["y"])
-    for edge, drawn in zip(picture["edges"], scene.edges):
-        edge["points"] = drawn["points"]
     return picture
 
 

@@ -20,6 +20,10 @@ export const INSET = 10;
 export const HEADER = LINE_HEIGHT + 2 * PAD_Y;
 
 export interface SceneBox extends Omit<PictureBox, 'layer' | 'col'> {
+  /** the centre, in pixels from the picture's top left */
+  x: number;
+  /** the top */
+  y: number;
   expanded: boolean;
 }
 

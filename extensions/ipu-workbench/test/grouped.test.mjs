@@ -1,4 +1,4 @@
-// The grouped model view draws the pictures the Python side laid out: boxes with their lines, edges with
+// The grouped model view draws the pictures the Python side laid out, composed: boxes with their lines, edges with
 // arrowheads, groups that open on click and a breadcrumb back. The document comes from the Python tests
 // (IPU_WB_GROUPED: a path to an export of ResNet-50 with its grouped section).
 import assert from 'node:assert/strict';
@@ -7,6 +7,7 @@ import { test } from 'node:test';
 
 import { JSDOM } from 'jsdom';
 
+import { compose } from '../lib/compose.js';
 import { preview } from '../lib/details.js';
 import { renderIr } from '../lib/view.js';
 
@@ -31,8 +32,10 @@ if (path) {
     const top = document.grouped.graphs[0].groups[0];
     const svg = root.querySelector('.ipu-wb-group-svg');
     assert.equal(svg.getAttribute('data-group'), top.id);
-    assert.equal(Number(svg.getAttribute('width')), top.width);
+    const scene = compose(picture, top.id, new Set());
+    assert.equal(Number(svg.getAttribute('width')), scene.width);
     const boxes = [...svg.querySelectorAll('.ipu-wb-pbox')];
+    assert.deepEqual(boxes.map(b => b.getAttribute('transform')), scene.boxes.map(b => `translate(${b.x - b.w / 2},${b.y})`));
     assert.deepEqual(boxes.map(b => b.getAttribute('data-key')), top.nodes.map(n => n.key));
     assert.deepEqual(boxes.map(b => [...b.querySelectorAll('text')].map(t => t.textContent)), top.nodes.map(n => n.lines));
     const edges = [...svg.querySelectorAll('.ipu-wb-edge')];
