@@ -4,8 +4,8 @@ needs in the layers and columns its collapsed box had. The JupyterLab extension 
 same steps (``src/compose.ts``), so that both draw the same picture; a test compares the two.
 
 Each picture of the ``grouped`` section gives every box its layer and column, and every edge the
-(column, layer) of each layer it crosses. Placement: columns as wide as the widest collapsed box (up to
-``MAX_COLUMN``), each layer as tall as its tallest box or frame; in a layer, boxes, ports and the edges
+(column, layer) of each layer it crosses. Placement: columns as wide as the middle collapsed box (up to
+``MAX_COLUMN``; wider ones push their neighbours), each layer as tall as its tallest box or frame; in a layer, boxes, ports and the edges
 crossing it keep their order and are pushed right where they would come closer than ``GAP_X`` (an edge
 half that). An edge crosses a layer as a vertical run, leaves its tail's layer from the tail's bottom
 and enters its head's layer straight down to the head, so that no edge passes through a box.
@@ -67,7 +67,8 @@ def compose(picture_of: Callable[[str], dict], group_id: str, expanded: Collecti
                           scene.height + HEADER + INSET))
         else:
             sizes.append((node["w"], node["h"]))
-    column = min(max((node["w"] for node in nodes), default=0), MAX_COLUMN) + GAP_X
+    widths = sorted(node["w"] for node in nodes)
+    column = min(widths[len(widths) // 2] if widths else 0, MAX_COLUMN) + GAP_X
     depth = picture["depth"]
     tallest = [0.0] * depth
     for index, node in enumerate(nodes):

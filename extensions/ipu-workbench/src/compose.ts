@@ -72,7 +72,8 @@ export function compose(pictureOf: (id: string) => GroupPicture, groupId: string
       sizes.push([node.w, node.h]);
     }
   });
-  const column = Math.min(nodes.reduce((widest, node) => Math.max(widest, node.w), 0), MAX_COLUMN) + GAP_X;
+  const widths = nodes.map(node => node.w).sort((a, b) => a - b);
+  const column = Math.min(widths.length ? widths[Math.floor(widths.length / 2)] : 0, MAX_COLUMN) + GAP_X;
   const depth = picture.depth;
   const tallest: number[] = new Array(depth).fill(0);
   nodes.forEach((node, index) => {

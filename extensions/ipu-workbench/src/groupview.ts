@@ -191,6 +191,13 @@ export class GroupView {
       root.appendChild(this.drawBox(box));
     }
     root.appendChild(edges);
+    for (const box of scene.boxes.filter(b => b.expanded)) {  // over the edges that cross its band
+      const title = svg(this.doc, 'g', { class: 'ipu-wb-frame-title', transform: `translate(${box.x - box.w / 2},${box.y})`,
+        'data-key': box.key }, [svg(this.doc, 'text', { class: 'ipu-wb-label ipu-wb-pbox-title ipu-wb-frame-label', x: PAD_X,
+        y: PAD_Y + LINE_HEIGHT - 4 }, [box.lines[0]]), svg(this.doc, 'title', {}, [this.title(box)])]);
+      title.addEventListener('click', () => this.collapse(box.key));
+      root.appendChild(title);
+    }
     for (const box of scene.boxes.filter(b => !b.expanded)) {
       root.appendChild(this.drawBox(box));
     }
@@ -206,8 +213,7 @@ export class GroupView {
       style: box.kind === 'group' ? '' : `fill: ${ipuColour(box.ipu)}` }));
     if (box.expanded) {  // a frame: its title band closes it, the rest lets clicks through to what it holds
       const band = svg(this.doc, 'g', { class: 'ipu-wb-frame-title' }, [
-        svg(this.doc, 'rect', { class: 'ipu-wb-frame-band', width: box.w, height: HEADER, rx: 8 }),
-        svg(this.doc, 'text', { class: 'ipu-wb-label ipu-wb-pbox-title', x: PAD_X, y: PAD_Y + LINE_HEIGHT - 4 }, [box.lines[0]])
+        svg(this.doc, 'rect', { class: 'ipu-wb-frame-band', width: box.w, height: HEADER, rx: 8 })
       ]);
       band.addEventListener('click', event => {
         event.stopPropagation();
