@@ -201,5 +201,4 @@ class ModelView(View):
         self._crumbs.children = pool[:len(path)]
 
     def __repr__(self) -> str:
-        return (f"ModelView({self.graph.label}: {count_of(len(self.graph.ops), 'op')}, group {self.shown!r}, "
-                f"{count_of(len(self.expanded), 'group')} expanded)")
+        return f"ModelView({self.graph.label}: {count_of(len(self.graph.ops), 'op')}, group {self.shown!r})"
