@@ -70,11 +70,11 @@ def compose(picture_of: Callable[[str], dict], group_id: str, expanded: Collecti
     widths = sorted(node["w"] for node in nodes)
     column = min(widths[len(widths) // 2] if widths else 0, MAX_COLUMN) + GAP_X
     depth = picture["depth"]
-    tallest = [0.0] * depth
+    tallest: list[float] = [0.0] * depth
     for index, node in enumerate(nodes):
         tallest[node["layer"]] = max(tallest[node["layer"]], sizes[index][1])
     tops = []
-    bottom = MARGIN
+    bottom: float = MARGIN
     for height in tallest:
         tops.append(bottom)
         bottom += height + GAP_Y

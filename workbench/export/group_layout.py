@@ -125,7 +125,7 @@ def _group_picture(group: OpGroup, chains: dict[Op, list[OpGroup]], readers: dic
                 tensor for tensor in member.outputs if tensor in outside)
     ports = [port for port in (IN, OUT) if any(port in pair for pair in edges)]
     order: list = [*boxes, *ports]
-    index = {item: number for number, item in enumerate(boxes)}
+    index: dict = {item: number for number, item in enumerate(boxes)}
     index[IN] = index[OUT] = -1
     layout = layered_layout(order, edges, first=IN if IN in ports else None, last=OUT if OUT in ports else None)
     picture = {"id": group.id, "label": group.label, "kind": group.kind,

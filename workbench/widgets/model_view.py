@@ -98,7 +98,7 @@ class ModelView(View):
         """Show the group ``group_id`` of the graph shown alone (the groups expanded in it stay so)."""
         self._check(group_id)
         self.shown = group_id
-        if expanded_chain(self.groups.picture, group_id, self.last) is None:
+        if self.last and expanded_chain(self.groups.picture, group_id, self.last) is None:
             self.last = ""
         self._changed()
 
@@ -161,8 +161,8 @@ class ModelView(View):
             self.refresh()
         home = self.groups.home(op) if op is not None and op.graph is self.graph else None
         chain = expanded_chain(self.groups.picture, self.shown, home) if home is not None else []
-        if chain is None or not self.expanded.issuperset(chain):  # out of sight: only its groups open
-            if chain is None:
+        if home is not None and (chain is None or not self.expanded.issuperset(chain)):  # out of sight:
+            if chain is None:  # only its groups open
                 self.shown = self.groups.root.id
                 chain = expanded_chain(self.groups.picture, self.shown, home) or []
             self.expanded, self.last = set(chain), home

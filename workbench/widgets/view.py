@@ -43,6 +43,8 @@ class View:
         self._binding = (LiveBinding(self.refresh, self.ir, self.session, window, scheduler, self.live_kinds)
                          if live else None)
         self._stale = defer  # ``defer``: computed when first looked at (a tab not opened yet costs nothing)
+        self._paused = False  # out of sight: redraws wait (``pause``)
+        self._missed = False
         if not defer:
             self.refresh()
 
@@ -71,7 +73,7 @@ class View:
         draws when it is resumed."""
         self._figure = None
         if self._canvas is not None:
-            if self.__dict__.get("_paused"):
+            if self._paused:
                 self._missed = True
                 return
             self._canvas.show(self.figure)
@@ -81,7 +83,7 @@ class View:
         """While paused (out of sight: a tab behind another), the widget is not redrawn; resumed, it shows
         what it missed. Nothing crosses the comm for a view no one sees."""
         self._paused = paused
-        if not paused and self.__dict__.get("_missed"):
+        if not paused and self._missed:
             self._missed = False
             self.redraw()
 
