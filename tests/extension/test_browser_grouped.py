@@ -103,3 +103,62 @@ def test_grouped_pictures_of_real_programs_collapsed_and_expanded(tmp_path):
             assert edges.count() > 0 and view.locator(".ipu-wb-edge[marker-end]").count() > 0
             view.screenshot(path=str(ARTIFACTS / f"grouped-{name}-extension-expanded.png"))
         page.close()
+
+
+STEPPER = f"""\
+import sys
+sys.path.insert(0, {str(TESTS)!r})
+import popxl
+import workbench
+import real_programs
+
+ir, inputs = real_programs.transformer(layers=10)
+session = popxl.Session(ir, "ipu_model")
+session.__enter__()
+wb = workbench.show(session, inputs)
+wb.widget.selected_index = wb.tabs.index("stepper")
+wb"""
+STEPS = """\
+stepper = wb["stepper"]
+for _ in range(12):
+    stepper.step()
+print(stepper.stop.op.name)"""
+
+
+def test_the_steppers_picture_stays_beside_its_table_with_the_next_op_in_view(tmp_path):
+    ARTIFACTS.mkdir(exist_ok=True)
+    with jupyterlab(tmp_path) as (url, root), chromium() as browser:
+        notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(STEPPER), nbformat.v4.new_code_cell(STEPS)])
+        notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+        nbformat.write(notebook, root / "stepper.ipynb")
+        page = open_notebook(browser, url, "stepper.ipynb")
+        page.set_default_timeout(240_000)
+        page.set_viewport_size({"width": 1100, "height": 1100})  # narrower than the table and picture side by side
+        page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
+        page.locator(".jp-Cell").nth(1).locator(".jp-OutputArea-output pre").wait_for()
+        name = page.locator(".jp-Cell").nth(1).locator(".jp-OutputArea-output pre").text_content().strip()
+        output = page.locator(".jp-Cell").first.locator(".widget-tab-contents > .lm-Widget:not(.lm-mod-hidden)").first
+        picture = output.locator(".js-plotly-plot").first
+        picture.locator(".main-svg").first.wait_for(state="visible")
+        page.wait_for_timeout(1000)
+        table_box, picture_box = picture.evaluate("""(plot) => {
+            let row = plot;
+            while (row && !row.classList.contains('widget-hbox')) row = row.parentElement;
+            const rect = (node) => { const r = node.getBoundingClientRect(); return {x: r.x, y: r.y, width: r.width, height: r.height}; };
+            return [rect(row.firstElementChild), rect(plot)];
+        }""")
+        assert picture_box["x"] >= table_box["x"] + table_box["width"] - 1, (table_box, picture_box)  # beside, not below
+        assert picture_box["y"] < table_box["y"] + table_box["height"]
+        title = picture.locator(".gtitle").text_content()
+        assert name.split("/")[-2] in title, (name, title)  # the next op's group, opened in place
+        # the next op's red outline is inside the plot area
+        outline = picture.locator(".scatterlayer .trace").filter(has=page.locator("path.js-line[style*='rgb(192, 0, 0)']"))
+        assert outline.count() == 1
+        plot = picture.locator(".nsewdrag").first.bounding_box()
+        line = outline.locator("path.js-line").first.bounding_box()
+        assert plot["x"] <= line["x"] and line["x"] + line["width"] <= plot["x"] + plot["width"] + 1
+        assert plot["y"] <= line["y"] and line["y"] + line["height"] <= plot["y"] + plot["height"] + 1
+        label = picture.locator(".annotation-text", has_text=name.split("/")[-1].split(".")[0]).first.bounding_box()
+        assert line["x"] <= label["x"] <= line["x"] + line["width"] and line["y"] <= label["y"] <= line["y"] + line["height"]
+        output.screenshot(path=str(ARTIFACTS / "grouped-transformer-stepper.png"))
+        page.close()
