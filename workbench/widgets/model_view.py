@@ -178,7 +178,7 @@ class ModelView(View):
     def _controls(self) -> list:
         import ipywidgets
 
-        self._crumbs = ipywidgets.HBox([])
+        self._crumbs = ipywidgets.HBox([], layout=ipywidgets.Layout(flex_flow="row wrap", max_width=f"{self.width}px"))
         self._update_crumbs()
         return [self._crumbs]
 

@@ -315,9 +315,9 @@ class SessionStepperView:
             run_to = ipywidgets.HBox([self.buttons["run to"], self.target, self.buttons["breakpoint"]])
             views = [view.widget for view in self.views]
             values = ipywidgets.VBox([self.filter_box, self.table],
-                                     layout=ipywidgets.Layout(flex="0 1 380px", min_width="280px", overflow="auto",
+                                     layout=ipywidgets.Layout(flex="0 1 360px", min_width="260px", overflow="auto",
                                                               max_height="640px"))
-            picture = [ipywidgets.Box([views[0]], layout=ipywidgets.Layout(flex="1 1 auto", overflow="auto"))
+            picture = [ipywidgets.Box([views[0]], layout=ipywidgets.Layout(flex="0 1 auto", overflow="auto"))
                        ] if views else []
             # side by side at any output width: the picture scrolls within its box rather than wrap below
             beside = ipywidgets.HBox([values, *picture], layout=ipywidgets.Layout(flex_flow="row nowrap",
