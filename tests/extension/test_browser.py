@@ -173,13 +173,18 @@ workbench.show(ir)"""
 
 
 def test_a_saved_notebook_opened_again_shows_static_pictures_where_its_widgets_were(lab, browser):
+    """... and neither the live session nor the reopened notebook logs an error or a warning in the
+    browser console (ipywidgets' "widget model not found" among them)."""
     url, root = lab
     notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(SHOWN), nbformat.v4.new_code_cell("GraphView(ir)")])
     notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nbformat.write(notebook, root / "widgets.ipynb")
     page = open_notebook(browser, url, "widgets.ipynb")
+    live = []
+    page.on("console", lambda message: live.append((message.type, message.text)))
     page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
     page.wait_for_function("document.querySelectorAll('.ipu-wb-figure-canvas .js-plotly-plot').length === 2")
+    assert [entry for entry in live if entry[0] in ("error", "warning")] == [], live  # a live session logs nothing
     page.evaluate("window.jupyterapp.commands.execute('docmanager:save')")
     page.wait_for_function("!window.jupyterapp.shell.currentWidget.context.model.dirty")
     page.evaluate("window.jupyterapp.serviceManager.sessions.shutdownAll()")
@@ -187,12 +192,21 @@ def test_a_saved_notebook_opened_again_shows_static_pictures_where_its_widgets_w
     saved = nbformat.read(root / "widgets.ipynb", as_version=4)
     assert all("application/vnd.jupyter.widget-view+json" in cell.outputs[0]["data"] for cell in saved.cells)
 
-    page = open_notebook(browser, url, "widgets.ipynb")
+    logged = []
+    page = browser.new_page(viewport={"width": 1400, "height": 1100})
+    page.on("console", lambda message: logged.append((message.type, message.text)))
+    page.on("pageerror", lambda error: logged.append(("pageerror", str(error))))
+    page.set_default_timeout(90_000)
+    page.goto(f"{url}/lab/tree/widgets.ipynb?reset")
+    page.wait_for_function("window.jupyterapp?.shell.currentWidget?.sessionContext?.session?.kernel")
     page.wait_for_selector(".jp-OutputArea-output .ipu-wb-root")
     page.wait_for_selector(".jp-OutputArea-output .js-plotly-plot .main-svg")
+    page.wait_for_timeout(3000)  # longer than ipywidgets waits for a missing model before it logs
     texts = page.evaluate("[...document.querySelectorAll('.jp-OutputArea-output')].map(n => n.textContent)")
     assert not any("model not found" in text for text in texts), texts
     assert page.evaluate("window.jupyterapp.shell.currentWidget.context.model.dirty") is False
+    assert not any("model not found" in text for _, text in logged), logged
+    assert [entry for entry in logged if entry[0] in ("error", "warning", "pageerror")] == [], logged
     page.screenshot(path=str(ARTIFACTS / "browser-saved-widgets.png"), full_page=True)
     page.close()
 

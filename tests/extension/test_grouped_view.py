@@ -15,7 +15,43 @@ def test_the_extension_draws_and_opens_the_grouped_pictures_of_resnet50(tmp_path
     path.write_text(json.dumps(ir._repr_mimebundle_()[0][MIME_TYPE]), encoding="utf-8")
     out = run_node_tests({"IPU_WB_GROUPED": str(path)}, "test/grouped.test.mjs")
     for name in ("a document with grouped pictures opens on them, drawn as laid out",
-                 "clicking a group opens it, the breadcrumb goes back up",
+                 "clicking a group expands it in place, the breadcrumb reaches every level",
                  "pointing at an op shows its details",
                  "an attribute nested 5,000 deep shows as a short preview, with no stack overflow"):
         assert re.search(rf"^ok \d+ - {re.escape(name)}$", out, re.M), name
+
+
+def test_the_page_composes_expanded_pictures_as_the_notebook_does(tmp_path):
+    from dataclasses import asdict
+
+    from real_programs import transformer
+    from workbench.export.compose import compose
+    from workbench.export.group_layout import GroupPictures
+
+    ir, _ = transformer(layers=2)
+    sets = []  # one per Ir: group ids are unique within an Ir
+    for graphs in ([resnet50_session()._workbench_source().main_graph], ir.graphs):
+        pictures, cases = {}, []
+        for graph in graphs:
+            groups = GroupPictures(graph)
+            for group in groups.root.walk():
+                pictures[group.id] = groups.picture(group.id)
+            for group in groups.root.walk():
+                expanded = set(_chain(groups, group.id)) | {child.id for child in group.children}
+                scene = compose(groups.picture, groups.root.id, expanded)
+                cases.append({"group": groups.root.id, "expanded": sorted(expanded), "scene": asdict(scene)})
+        sets.append({"pictures": pictures, "cases": cases})
+    assert sum(len(each["cases"]) for each in sets) >= 100
+    assert any(box["expanded"] for each in sets for case in each["cases"] for box in case["scene"]["boxes"])
+    path = tmp_path / "compose.json"
+    path.write_text(json.dumps(sets), encoding="utf-8")
+    out = run_node_tests({"IPU_WB_COMPOSE": str(path)}, "test/compose.test.mjs")
+    assert re.search(r"^ok \d+ - the page composes every case as the Python side does$", out, re.M)
+
+
+def _chain(groups, group_id):
+    chain, at = [], groups.groups[group_id]
+    while at is not None:
+        chain.append(at.id)
+        at = at.parent
+    return chain

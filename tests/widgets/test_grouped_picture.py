@@ -13,6 +13,8 @@ import popxl
 import popxl.ops as ops
 from real_programs import long_chain, resnet50_session, transformer, wide_program
 from workbench.export import to_json
+from support.scene_geometry import check_scene
+from workbench.export.compose import compose
 from workbench.export.group_layout import grouped_section
 from workbench.export.grouping import MAX_ITEMS, group_graph
 from workbench.export.node_content import op_lines
@@ -75,30 +77,19 @@ def test_a_large_graph_opens_as_a_few_boxes_and_no_group_holds_more_than_max_ite
     assert len(members) == len(set(members)) == size  # every op in exactly one group
 
 
-def overlaps(a, b):
-    return (abs(a["x"] - b["x"]) * 2 < a["w"] + b["w"]) and (a["y"] < b["y"] + b["h"] and b["y"] < a["y"] + a["h"])
-
-
-def check_geometry(picture):
-    """Boxes inside the picture, apart, wide enough for their text; edges from box to box, downwards unless
-    the groups feed each other both ways."""
+def check_layout(picture):
+    """Edges between known boxes, downwards unless the groups feed each other both ways; ports on the
+    first and last layers."""
     nodes = picture["nodes"]
     acyclic = nx.is_directed_acyclic_graph(nx.DiGraph([(e["from"], e["to"]) for e in picture["edges"]]))
-    for i, a in enumerate(nodes):
-        assert a["x"] - a["w"] / 2 >= 0 and a["x"] + a["w"] / 2 <= picture["width"], a
-        assert a["y"] >= 0 and a["y"] + a["h"] <= picture["height"], a
-        max_chars = (a["w"] - 16) / 7
-        assert all(len(line) <= max_chars for line in a["lines"]), a  # the box is as wide as its longest line
-        for b in nodes[i + 1:]:
-            assert not overlaps(a, b), (picture["id"], a["key"], b["key"])
     for edge in picture["edges"]:
-        tail, head = nodes[edge["from"]], nodes[edge["to"]]
-        assert edge["points"][0] == [tail["x"], tail["y"] + tail["h"]]
-        assert edge["points"][-1] == [head["x"], head["y"]]
-        assert head["y"] > tail["y"] or not acyclic, (picture["id"], tail["key"], head["key"])
-        assert all(0 <= x <= picture["width"] and 0 <= y <= picture["height"] for x, y in edge["points"])
-        for x, y in edge["points"][1:-1]:  # a bend is never inside a box: the edge goes round it
-            assert not any(abs(x - n["x"]) * 2 < n["w"] and n["y"] <= y <= n["y"] + n["h"] for n in nodes), edge
+        assert -1 <= edge["from"] < len(nodes) and -1 <= edge["to"] < len(nodes)
+        if edge["from"] >= 0 and edge["to"] >= 0:
+            assert nodes[edge["to"]]["layer"] > nodes[edge["from"]]["layer"] or not acyclic, picture["id"]
+        layers = [layer for _, layer in edge["bends"]]
+        assert layers == sorted(layers) or not acyclic
+    for port in picture["ports"]:
+        assert port["layer"] == (0 if port["side"] == "in" else picture["depth"] - 1) or not acyclic
 
 
 def test_every_group_picture_of_real_programs_is_laid_out_without_overlaps(resnet):
@@ -107,8 +98,12 @@ def test_every_group_picture_of_real_programs_is_laid_out_without_overlaps(resne
         section = grouped_section(ir)
         for graph in section["graphs"]:
             ids = {picture["id"] for picture in graph["groups"]}
+            pictures = {picture["id"]: picture for picture in graph["groups"]}
             for picture in graph["groups"]:
-                check_geometry(picture)
+                check_layout(picture)
+                check_scene(compose(pictures.__getitem__, picture["id"]))  # every child collapsed
+                children = {node["key"] for node in picture["nodes"] if node["kind"] == "group"}
+                check_scene(compose(pictures.__getitem__, picture["id"], children))  # all expanded in place
                 assert picture["parent"] is None or picture["parent"] in ids
                 assert all(node["key"] in ids for node in picture["nodes"] if node["kind"] == "group")
 

@@ -72,3 +72,29 @@ def test_a_step_of_a_pipelined_transformer_sends_at_most_50_kb(comm_bytes):
             sizes.append(sum(comm_bytes))
         assert stepper.stop.op.graph.name.endswith("forward")
     assert max(sizes) <= 50_000, sizes
+
+
+def test_the_first_step_into_each_graph_of_a_900_op_transformer_sends_at_most_50_kb(comm_bytes):
+    ir, inputs = transformer(layers=10)
+    assert sum(len(g.ops) for g in ir.graphs) == 903
+    grad_call = next(op for op in ir.main_graph.ops if op.type == "call" and op.called_graphs[0].name.endswith("_grad"))
+    with popxl.Session(ir, "ipu_model") as session:
+        wb = workbench.show(session, inputs, live=False)  # the model tab opens first, then the stepper's
+        wb.widget.selected_index = wb.tabs.index("stepper")
+        stepper, beside = wb["stepper"], wb["stepper"].views[0]
+        sizes = {}
+        for _ in range(40):  # into the forward graph, then through its first groups
+            comm_bytes.clear()
+            stepper.step()
+            graph = stepper.stop.op.graph.label
+            sizes.setdefault(graph, []).append(sum(comm_bytes))
+        stepper.run_to(grad_call)
+        comm_bytes.clear()
+        stepper.step()  # into the gradient graph
+        assert stepper.stop.op.graph.name.endswith("forward_grad")
+        sizes["into the gradient graph"] = [sum(comm_bytes)]
+        op = stepper.stop.op
+        assert op.id in {box["key"] for box in beside.scene.boxes}  # the picture beside shows it
+        assert wb["model"]._paused  # the model tab behind the stepper's sends nothing
+    assert sizes.keys() >= {"main", "transformer.forward"}
+    assert max(max(each) for each in sizes.values()) <= 50_000, sizes

@@ -4,8 +4,10 @@ nothing out.
 
 A group's picture holds its child groups (collapsed boxes with their op count and commonest op types)
 and its own ops (boxes as ``node_content`` writes them), layered top to bottom by
-``layered.layered_layout`` with edges for the tensors between them. Coordinates are pixels from the
-picture's top left; an edge's points run from the bottom of its tail to the top of its head.
+``layered.layered_layout`` with edges for the tensors between them, and ports for the tensors that
+cross the group's border (``compose``). It ships each box's size, layer and column and each edge's
+bends; a view turns them into pixels, with any groups expanded in place, by ``compose.compose`` (the
+extension by the same steps), which is cheap enough to run on every click.
 """
 from __future__ import annotations
 
@@ -15,17 +17,13 @@ from typing import Union
 
 from workbench.ir import Graph, Ir, Op
 
+from .compose import CHAR_WIDTH, LINE_HEIGHT, PAD_X, PAD_Y
 from .grouping import OpGroup, group_graph
 from .layered import layered_layout
 from .node_content import op_lines
 
-grouped_section_version = 1
-CHAR_WIDTH = 7  # pixels per character of the 12 px label font, a little above its average glyph
-LINE_HEIGHT = 15
-PAD_X, PAD_Y = 8, 6
-GAP_X, GAP_Y = 24, 40  # between boxes of a layer, and between layers
-MARGIN = 12
-MAX_COLUMN = 240  # pixels per layout column, at most (wider boxes push their neighbours right)
+grouped_section_version = 2  # 2: layers and columns, composed by the view
+IN, OUT = "in", "out"  # a picture's ports: where tensors from outside the group arrive, and leave
 
 
 @dataclass(slots=True)
@@ -70,11 +68,17 @@ class GroupPictures:
             chain = _chain(group)
             for op in group.ops:
                 self._chains[op] = chain
+        self._readers: dict[Op, list[Op]] = {}
+        for op in graph.ops:
+            for tensor in dict.fromkeys(op.inputs):
+                producer = tensor.producer
+                if producer is not None and producer.graph is graph:
+                    self._readers.setdefault(producer, []).append(op)
         self._pictures: dict[str, dict] = {}
 
     def picture(self, group_id: str) -> dict:
         if group_id not in self._pictures:
-            self._pictures[group_id] = _group_picture(self.groups[group_id], self._chains)
+            self._pictures[group_id] = _group_picture(self.groups[group_id], self._chains, self._readers)
         return self._pictures[group_id]
 
     def home(self, op: Op) -> str:
@@ -90,7 +94,7 @@ def _chain(group: OpGroup) -> list[OpGroup]:
     return chain[::-1]
 
 
-def _group_picture(group: OpGroup, chains: dict[Op, list[OpGroup]]) -> dict:
+def _group_picture(group: OpGroup, chains: dict[Op, list[OpGroup]], readers: dict[Op, list[Op]]) -> dict:
     depth = len(_chain(group)) - 1
     boxes: dict[Union[Op, OpGroup], _Box] = {}
     for child in group.children:
@@ -99,6 +103,11 @@ def _group_picture(group: OpGroup, chains: dict[Op, list[OpGroup]]) -> dict:
         kind = "call" if op.called_graphs else "op"
         extra = {"calls": [g.id for g in op.called_graphs]} if op.called_graphs else {}
         boxes[op] = _Box(op.id, kind, op_lines(op), op.ipu, extra)
+
+    def inside(op: Op) -> bool:
+        chain = chains.get(op)
+        return chain is not None and len(chain) > depth and chain[depth] is group
+
     edges: dict[tuple, list] = {}
     for member in _ops_below(group):
         head = _item(member, chains, depth)
@@ -106,24 +115,31 @@ def _group_picture(group: OpGroup, chains: dict[Op, list[OpGroup]]) -> dict:
             producer = tensor.producer
             if producer is None or producer.graph is not member.graph:
                 continue
-            chain = chains.get(producer)
-            if chain is None or len(chain) <= depth or chain[depth] is not group:
-                continue
-            tail = _item(producer, chains, depth)
+            tail = _item(producer, chains, depth) if inside(producer) else IN
             if tail is not head:
                 edges.setdefault((tail, head), []).append(tensor)
-    order = list(boxes)
-    index = {item: number for number, item in enumerate(order)}
-    layout = layered_layout(order, edges)
-    placed, width, height, bends = _to_pixels(layout, boxes)
-    return {"id": group.id, "label": group.label, "kind": group.kind,
-            "parent": group.parent.id if group.parent is not None else None, "ops": group.count,
-            "width": width, "height": height,
-            "nodes": [{"key": boxes[item].key, "kind": boxes[item].kind, "lines": boxes[item].lines,
-                       "ipu": boxes[item].ipu, **placed[item], **boxes[item].extra} for item in order],
-            "edges": [{"from": index[tail], "to": index[head],
-                       "points": _edge_points(placed[tail], placed[head], bends.get((tail, head), [])),
-                       "label": _edge_label(tensors)} for (tail, head), tensors in edges.items()]}
+        if any(not inside(reader) for reader in readers.get(member, ())):
+            outside = {tensor for reader in readers[member] if not inside(reader)
+                       for tensor in reader.inputs if tensor.producer is member}
+            edges.setdefault((_item(member, chains, depth), OUT), []).extend(
+                tensor for tensor in member.outputs if tensor in outside)
+    ports = [port for port in (IN, OUT) if any(port in pair for pair in edges)]
+    order: list = [*boxes, *ports]
+    index: dict = {item: number for number, item in enumerate(boxes)}
+    index[IN] = index[OUT] = -1
+    layout = layered_layout(order, edges, first=IN if IN in ports else None, last=OUT if OUT in ports else None)
+    picture = {"id": group.id, "label": group.label, "kind": group.kind,
+               "parent": group.parent.id if group.parent is not None else None, "ops": group.count,
+               "left": layout.left, "depth": layout.depth,
+               "nodes": [{"key": boxes[item].key, "kind": boxes[item].kind, "lines": boxes[item].lines,
+                          "ipu": boxes[item].ipu, "layer": layout.layers[item], "col": layout.positions[item][0],
+                          "w": boxes[item].width, "h": boxes[item].height, **boxes[item].extra} for item in boxes],
+               "ports": [{"side": port, "layer": layout.layers[port], "col": layout.positions[port][0]}
+                         for port in ports],
+               "edges": [{"from": index[tail], "to": index[head],
+                          "bends": [[x, int(round(-y))] for x, y in layout.bends.get((tail, head), ())],
+                          "label": _edge_label(tensors)} for (tail, head), tensors in edges.items()]}
+    return picture
 
 
 def _ops_below(group: OpGroup):
@@ -151,51 +167,3 @@ def _edge_label(tensors: list) -> str:
     first = tensors[0]
     label = f"{first.name}: {first.spec}"
     return label + (f" (+{len(tensors) - 1} more)" if len(tensors) > 1 else "")
-
-
-def _to_pixels(layout, boxes: dict) -> tuple[dict, int, int, dict]:
-    """Pixel boxes (centre x, top y, width, height) and bend points from a layout in columns and layers:
-    each layer as tall as its tallest box, columns as wide as the widest box (up to ``MAX_COLUMN``); in
-    each layer, boxes and bends keep their order and are pushed right where they would come closer than
-    ``GAP_X`` (a bend half that), so that no edge passes through a box."""
-    if not layout.positions:
-        return {}, 2 * MARGIN, 2 * MARGIN, {}
-    column = min(max(box.width for box in boxes.values()), MAX_COLUMN) + GAP_X
-    tallest = [0] * layout.depth
-    for item, layer in layout.layers.items():
-        tallest[layer] = max(tallest[layer], boxes[item].height)
-    tops, bottom = [], MARGIN
-    for height in tallest:
-        tops.append(bottom)
-        bottom += height + GAP_Y
-    bottom -= GAP_Y
-    layer_of_y = {y: layout.layers[item] for item, (_, y) in layout.positions.items()}
-    rows: dict[int, list] = {}
-    for item, (x, y) in layout.positions.items():
-        rows.setdefault(layout.layers[item], []).append((x, 0, item))
-    for key, points in layout.bends.items():
-        for index, (x, y) in enumerate(points):
-            rows.setdefault(layer_of_y.get(y, int(round(-y))), []).append((x, 1, (key, index)))
-    placed, bends, right = {}, {key: list(points) for key, points in layout.bends.items()}, 0.0
-    for layer, row in rows.items():
-        row.sort(key=lambda entry: (entry[0], entry[1]))
-        edge = MARGIN
-        for x, is_bend, item in row:
-            ideal = (x - layout.left) * column + column / 2 + MARGIN
-            half = GAP_X / 2 if is_bend else boxes[item].width / 2
-            centre = max(ideal, edge + half)
-            edge = centre + half + (0 if is_bend else GAP_X / 2)
-            right = max(right, centre + half)
-            if is_bend:
-                key, index = item
-                middle = tops[layer] + tallest[layer] / 2 if layer < layout.depth else bottom
-                bends[key][index] = (round(centre), round(middle))
-            else:
-                box = boxes[item]
-                top = tops[layer] + (tallest[layer] - box.height) / 2
-                placed[item] = {"x": round(centre), "y": round(top), "w": box.width, "h": box.height}
-    return placed, int(right + MARGIN), int(bottom + MARGIN), bends
-
-
-def _edge_points(tail: dict, head: dict, bends: list) -> list[list[int]]:
-    return [[tail["x"], tail["y"] + tail["h"]], *[list(point) for point in bends], [head["x"], head["y"]]]

@@ -47,9 +47,11 @@ def column_pixels(layout: Layout, width: int, least: float) -> float:
     return max(width / (layout.width + 0.5), least)
 
 
-def layered_layout(nodes: Sequence[Hashable], edges: Iterable[tuple[Hashable, Hashable]]) -> Layout:
+def layered_layout(nodes: Sequence[Hashable], edges: Iterable[tuple[Hashable, Hashable]],
+                   first: Hashable = None, last: Hashable = None) -> Layout:
     """Lay ``nodes`` out in layers so that each edge (tail, head) goes down; see the module docstring.
-    Edges between unknown nodes, self-loops and repeated edges are ignored."""
+    Edges between unknown nodes, self-loops and repeated edges are ignored. Node ``first`` (if given)
+    gets a layer above all others, ``last`` one below all others (where the edges leave no cycle)."""
     import igraph
 
     index = {node: number for number, node in enumerate(nodes)}
@@ -58,6 +60,8 @@ def layered_layout(nodes: Sequence[Hashable], edges: Iterable[tuple[Hashable, Ha
                                if tail in index and head in index and tail != head))
     graph = igraph.Graph(n=len(index), edges=pairs, directed=True)
     layers = _layers(graph) if graph.is_dag() else None
+    if layers is not None and (first in index or last in index):
+        layers = _pinned(layers, index.get(first), index.get(last))
     if not index:
         return Layout()
     picture = graph.layout_sugiyama(layers=layers, hgap=1, vgap=1, maxiter=SWEEPS)
@@ -108,3 +112,16 @@ def _layers(graph: igraph.Graph) -> list[int]:
             layer[vertex] = min(layer[s] for s in successors[vertex]) - 1
     lowest = min(layer, default=0)
     return [value - lowest for value in layer]
+
+
+def _pinned(layers: list[int], first, last) -> list[int]:
+    """``layers`` with vertex ``first`` above every other and ``last`` below (either may be None)."""
+    others = [layer for vertex, layer in enumerate(layers) if vertex not in (first, last)]
+    top, bottom = min(others, default=0), max(others, default=0)
+    layers = list(layers)
+    if first is not None:
+        layers[first] = top - 1
+    if last is not None:
+        layers[last] = bottom + 1
+    lowest = min(layers)
+    return [value - lowest for value in layers]

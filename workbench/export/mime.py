@@ -15,6 +15,9 @@ from .json_schema import to_json
 from .liveness_json import liveness_json
 
 MIME_TYPE = "application/vnd.ipu-workbench.ir+json"
+# Beyond this many ops, the display of an Ir or a Graph leaves the liveness section out: the memory of a
+# program this size is the Session's display (or ``workbench.show``), and the first picture comes sooner.
+LIVENESS_DISPLAY_OPS = 3000
 
 
 def ir_bundle(ir: Ir) -> tuple[dict, dict]:
@@ -38,5 +41,10 @@ def session_bundle(session: Any) -> tuple[dict, dict]:
 
 def _bundle(ir: Ir, text: str, options: dict, liveness: Optional[TensorLiveness] = None) -> tuple[dict, dict]:
     document = to_json(ir, grouped=True)
-    document["liveness"] = liveness_json(ir, liveness)
+    ops = sum(len(graph.ops) for graph in ir.graphs)
+    if liveness is not None or ops <= LIVENESS_DISPLAY_OPS:
+        document["liveness"] = liveness_json(ir, liveness)
+    else:
+        options = dict(options, liveness_left_out=f"{ops:,} ops: the memory chart of a program this size is its "
+                                                  f"Session's display, or workbench.show(ir)")
     return {"text/plain": text, MIME_TYPE: document}, {MIME_TYPE: options}

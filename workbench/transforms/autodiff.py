@@ -8,13 +8,14 @@ required tensor that no gradient reaches gets zeros.
 """
 from __future__ import annotations
 
-from typing import Iterable, Mapping, Optional, Sequence, Union
+from contextlib import ExitStack, contextmanager
+from typing import Iterable, Iterator, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
 from workbench import ops
 from workbench.ir import (Constant, Graph, Op, Tensor, constant, get_current_context, graph_input, graph_output,
-                          ipu)
+                          ipu, name_scope)
 from workbench.ops.nn_grads import softmax_under_nll
 from workbench.ops.registry import REGISTRY, op_types
 
@@ -28,6 +29,20 @@ STOP_GRADIENT_TYPES = op_types("stop_gradient")
 GRADIENT_PREFIX = "Gradient___"
 # Marks forward outputs that autodiff added for its own use: they carry no gradient.
 ACTIVATION_MARK = "autodiff_activation"
+
+
+@contextmanager
+def _scope_of(op: Optional[Op]) -> Iterator[None]:
+    """Ops made inside take the name scope of forward op ``op`` (less the scopes already open), so that the
+    gradient graph groups as its forward graph does."""
+    open_scopes = get_current_context().name_scopes
+    scopes = op.name.split("/")[:-1] if op is not None else []
+    if scopes[:len(open_scopes)] == open_scopes:
+        scopes = scopes[len(open_scopes):]
+    with ExitStack() as stack:
+        for scope in scopes:
+            stack.enter_context(name_scope(scope))
+        yield
 
 
 def autodiff(graph: Graph, grads_provided: Optional[Iterable[Tensor]] = None,
@@ -220,7 +235,7 @@ class _GradGraphBuilder:
         rule = _rule(op, self.graph)
         if rule is None:
             return
-        with ipu(op.ipu):
+        with ipu(op.ipu), _scope_of(op):
             input_grads = list(rule(op, output_grads, fwd))
         if len(input_grads) != len(op.inputs):
             raise ValueError(f"autodiff: the gradient rule of {op.type} returned {len(input_grads)} gradients "
@@ -243,7 +258,7 @@ class _GradGraphBuilder:
     def _softmax_nll_backward(self, softmax: Op, loss: Op, loss_grad: Tensor, fwd: ForwardValues) -> None:
         """The gradient of the softmax's input, ``(probs - onehot(labels))`` scaled as the loss is, in
         one op; neither the loss's nor the softmax's own rule runs."""
-        with ipu(loss.ipu):
+        with ipu(loss.ipu), _scope_of(loss):
             _, grad = ops.nll_loss_with_softmax_grad(fwd(loss.inputs[0]), fwd(loss.inputs[1]), loss_grad,
                                                      ignore_index=loss.attrs["ignore_index"],
                                                      reduction=loss.attrs["reduction"])
@@ -267,7 +282,7 @@ class _GradGraphBuilder:
         if not broadcast:
             raise ValueError(f"autodiff: the gradient rule of {op.type} returned a gradient of shape {grad.shape} "
                              f"for input {index} of shape {tensor.shape}")
-        with ipu(tensor.ipu):
+        with ipu(tensor.ipu), _scope_of(op):
             return sum_to_shape(grad, tensor.shape)
 
     def _total(self, tensor: Tensor) -> Optional[Tensor]:
@@ -278,7 +293,7 @@ class _GradGraphBuilder:
         total = None
         if parts:
             total = parts[0]
-            with ipu(tensor.ipu):
+            with ipu(tensor.ipu), _scope_of(tensor.producer):
                 for part in parts[1:]:
                     total = ops.add(total, part)
             if total not in self.named and total.producer is not None:

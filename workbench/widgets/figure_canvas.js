@@ -81,19 +81,6 @@ function render({ model, el }) {
       });
     });
     model.on("change:figure", draw);
-    // A patch: the changed traces and layout keys of the next figure, applied to the page's copy.
-    model.on("msg:custom", (message) => {
-      if (!message || message.kind !== "patch") return;
-      const figure = model.get("figure");
-      const data = (figure.data || []).slice();
-      for (const [index, trace] of Object.entries(message.traces)) data[Number(index)] = trace;
-      const layout = { ...(figure.layout || {}) };
-      for (const [key, value] of Object.entries(message.layout)) {
-        if (value === null) delete layout[key];
-        else layout[key] = value;
-      }
-      model.set("figure", { data, layout });  // this page's copy only: the kernel holds the same already
-    });
   }, (error) => {
     status.textContent = `cannot draw this figure: ${error.message}`;
   });
@@ -103,4 +90,22 @@ function render({ model, el }) {
   };
 }
 
-export default { render };
+// A patch: the changed traces and layout keys of the next figure, applied to the page's copy of the model
+// as it arrives, whether or not a view of it is drawn yet (a tab not shown, plotly.js still loading): a view
+// drawn later shows the figure as patched.
+function initialize({ model }) {
+  model.on("msg:custom", (message) => {
+    if (!message || message.kind !== "patch") return;
+    const figure = model.get("figure");
+    const data = (figure.data || []).slice();
+    for (const [index, trace] of Object.entries(message.traces)) data[Number(index)] = trace;
+    const layout = { ...(figure.layout || {}) };
+    for (const [key, value] of Object.entries(message.layout)) {
+      if (value === null) delete layout[key];
+      else layout[key] = value;
+    }
+    model.set("figure", { data, layout });  // this page's copy only: the kernel holds the same already
+  });
+}
+
+export default { initialize, render };

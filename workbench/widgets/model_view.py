@@ -1,13 +1,15 @@
-"""ModelView: a graph grouped by IPU, name scope and runs of ops, one group at a time, as the JupyterLab
-extension's Model tab draws it (both draw the pictures of ``workbench.export.group_layout``)."""
+"""ModelView: a graph grouped by IPU, name scope and runs of ops, groups expanded in place, as the JupyterLab
+extension's Model tab draws it (both compose the pictures of ``workbench.export.group_layout`` by the same
+rules, ``workbench.export.compose``)."""
 from __future__ import annotations
 
 from typing import Any, Optional
 
+from workbench.export.compose import Scene, compose, expanded_chain
 from workbench.export.group_layout import GroupPictures
 from workbench.ir import Graph
 
-from .figures.model_figure import model_figure
+from .figures.model_figure import MAX_HEIGHT, model_figure
 from .selection import Selection
 from .style import PICTURE_WIDTH, count_of
 from .view import View
@@ -17,20 +19,25 @@ TITLE_CHAR_WIDTH = 9  # pixels per character of a figure title
 
 
 class ModelView(View):
-    """The groups of ``selection.graph`` (the main graph unless ``graph`` is given). Clicking a group opens
-    it, clicking a call op opens the graph it calls, clicking an op selects it; ``open(group_id)`` and
-    ``up()`` move by hand, and the breadcrumb above the picture goes back to any enclosing group. An op
-    selected elsewhere (a stepped run's next op) opens the group holding it. ``width`` is the figure's.
+    """The groups of ``selection.graph`` (the main graph unless ``graph`` is given). Clicking a group expands
+    it in place (a frame around its own picture), clicking a frame's title closes it, clicking a call op
+    opens the graph it calls, clicking an op selects it. The breadcrumb above the picture names every group
+    from the graph down to the one last expanded: clicking one shows that group alone (``open``), the
+    first shows the whole graph again. An op selected elsewhere (a stepped run's next op) expands the
+    groups holding it and comes into view. ``width`` and ``max_height`` are the figure's.
 
     >>> view = ModelView(ir)
-    >>> view.open(view.picture["nodes"][0]["key"])
+    >>> view.expand(view.picture["nodes"][0]["key"])
     """
 
     live_kinds = frozenset({"op_added", "op_changed", "graph_created", "graph_built", "graph_discarded"})
 
     def __init__(self, source: Any, graph: Optional[Graph] = None, *, selection: Optional[Selection] = None,
-                 width: int = PICTURE_WIDTH, **options):
+                 width: int = PICTURE_WIDTH, max_height: int = MAX_HEIGHT, **options):
         self.width = width
+        self.max_height = max_height
+        self.expanded: set[str] = set()
+        self.last = ""  # the group last expanded: the breadcrumb's end
         selection = selection if selection is not None else Selection()
         if graph is not None:
             selection.graph = graph
@@ -49,12 +56,23 @@ class ModelView(View):
         self.groups = GroupPictures(self.graph)
         if self._picture_graph is not self.graph or self.shown not in self.groups.groups:
             self.shown = self.groups.root.id
+            self.expanded, self.last = set(), ""
+        self.expanded &= set(self.groups.groups)
         self._picture_graph = self.graph
+        ops = self.graph.ops
+        self._ipus = sorted({op.ipu for op in ops}) or [0]
+        self._kinds = {"op"} | ({"call"} if any(op.called_graphs for op in ops) else set()) \
+            | ({"group", "frame"} if self.groups.root.children else set())
 
     @property
     def picture(self) -> dict:
-        """The picture of the group shown (``workbench.export.group_layout``)."""
+        """The picture of the group shown, every child collapsed (``workbench.export.group_layout``)."""
         return self.groups.picture(self.shown)
+
+    @property
+    def scene(self) -> Scene:
+        """The group shown with the groups in ``expanded`` drawn in place."""
+        return compose(self.groups.picture, self.shown, self.expanded)
 
     def build_figure(self):
         selected = self.selection.op.id if self.selection.op is not None else ""
@@ -63,11 +81,12 @@ class ModelView(View):
         while len(crumbs) > 1 and len(title) * TITLE_CHAR_WIDTH > self.width - 40:  # the innermost that fit
             crumbs = crumbs[1:]
             title = "… › " + " › ".join(crumbs)
-        return model_figure(self.picture, title, selected, self.width)
+        return model_figure(self.scene, title, selected, self.width, focus=selected or None,
+                            max_height=self.max_height, ipus=self._ipus, kinds=self._kinds)
 
     def path(self) -> list[dict]:
-        """The pictures from the graph's top group down to the one shown."""
-        chain, at = [], self.shown
+        """The pictures from the graph's top group down to the one last expanded (or the one shown)."""
+        chain, at = [], self.last if self.last in self.expanded else self.shown
         while at is not None:
             picture = self.groups.picture(at)
             chain.append(picture)
@@ -76,24 +95,56 @@ class ModelView(View):
 
     # ----- interaction -----
     def open(self, group_id: str) -> None:
-        """Show the group ``group_id`` of the graph shown."""
-        groups = self.groups.groups
-        if group_id not in groups:
-            raise ValueError(f"{self.graph.label!r} has no group {group_id!r}; its groups are "
-                             f"{', '.join(list(groups)[:8])}{'…' if len(groups) > 8 else ''}")
+        """Show the group ``group_id`` of the graph shown alone (the groups expanded in it stay so)."""
+        self._check(group_id)
         self.shown = group_id
-        self.redraw()
-        self._update_crumbs()
+        if self.last and expanded_chain(self.groups.picture, group_id, self.last) is None:
+            self.last = ""
+        self._changed()
+
+    def expand(self, group_id: str) -> None:
+        """Draw group ``group_id`` in place with its contents (and the groups around it likewise), showing
+        the whole graph if it lies outside the group shown."""
+        self._check(group_id)
+        chain = expanded_chain(self.groups.picture, self.shown, group_id)
+        if chain is None:
+            self.shown = self.groups.root.id
+            chain = expanded_chain(self.groups.picture, self.shown, group_id) or []
+        self.expanded.update(chain)
+        self.last = group_id
+        self._changed()
+
+    def collapse(self, group_id: str) -> None:
+        """Draw group ``group_id`` as one box again (the groups inside it close too)."""
+        self._check(group_id)
+        self.expanded = {g for g in self.expanded
+                         if expanded_chain(self.groups.picture, group_id, g) is None and g != group_id}
+        if self.last not in self.expanded:
+            self.last = self.groups.picture(group_id)["parent"] or ""
+        self._changed()
 
     def up(self) -> None:
-        """Show the group around the one shown (nothing at the top)."""
+        """Show the group around the one shown alone (nothing at the top)."""
         parent = self.picture["parent"]
         if parent is not None:
             self.open(parent)
 
+    def _check(self, group_id: str) -> None:
+        groups = self.groups.groups
+        if group_id not in groups:
+            raise ValueError(f"{self.graph.label!r} has no group {group_id!r}; its groups are "
+                             f"{', '.join(list(groups)[:8])}{'…' if len(groups) > 8 else ''}")
+
+    def _changed(self) -> None:
+        self.redraw()
+        self._update_crumbs()
+
     def _click(self, key: Any) -> None:
         if key in self.groups.groups:
-            self.open(key)
+            if key in self.expanded:
+                self.collapse(key)
+            else:
+                self.expand(key)
             return
         op = next((op for op in self.graph.ops if op.id == key), None)
         if op is None:
@@ -104,13 +155,18 @@ class ModelView(View):
             self.selection.op = op
 
     def _op_selected(self, change) -> None:
-        """The selected op comes into view: the group holding it opens (a stepped run's next op, say)."""
+        """The selected op comes into view: the groups holding it expand (a stepped run's next op, say)."""
         op = change["new"]
         if op is not None and op.graph is not self._picture_graph and op.graph is self.graph:
             self.refresh()
         home = self.groups.home(op) if op is not None and op.graph is self.graph else None
-        if home is not None and home != self.shown:
-            self.open(home)
+        chain = expanded_chain(self.groups.picture, self.shown, home) if home is not None else []
+        if home is not None and (chain is None or not self.expanded.issuperset(chain)):  # out of sight:
+            if chain is None:  # only its groups open
+                self.shown = self.groups.root.id
+                chain = expanded_chain(self.groups.picture, self.shown, home) or []
+            self.expanded, self.last = set(chain), home
+            self._changed()
         else:
             self.redraw()
 
@@ -122,7 +178,7 @@ class ModelView(View):
     def _controls(self) -> list:
         import ipywidgets
 
-        self._crumbs = ipywidgets.HBox([])
+        self._crumbs = ipywidgets.HBox([], layout=ipywidgets.Layout(flex_flow="row wrap", max_width=f"{self.width}px"))
         self._update_crumbs()
         return [self._crumbs]
 
@@ -131,13 +187,18 @@ class ModelView(View):
             return
         import ipywidgets
 
-        buttons = []
-        for picture in self.path()[:-1]:
-            button = ipywidgets.Button(description=f"{picture['label']} ({count_of(picture['ops'], 'op')})",
-                                       layout=ipywidgets.Layout(width="auto"))
-            button.on_click(lambda _, target=picture["id"]: self.open(target))
-            buttons.append(button)
-        self._crumbs.children = buttons
+        path = self.path()
+        pool = getattr(self, "_crumb_pool", [])
+        while len(pool) < len(path):  # buttons are made once and kept: a new widget costs a few KB of comm
+            button = ipywidgets.Button(layout=ipywidgets.Layout(width="auto"))
+            button.on_click(lambda clicked: self.open(clicked._target))
+            pool.append(button)
+        self._crumb_pool = pool
+        for button, picture in zip(pool, path):
+            button._target = picture["id"]
+            button.description = f"{picture['label']} ({count_of(picture['ops'], 'op')})"
+            button.tooltip = "show this group alone" if picture["parent"] else "show the whole graph"
+        self._crumbs.children = pool[:len(path)]
 
     def __repr__(self) -> str:
         return f"ModelView({self.graph.label}: {count_of(len(self.graph.ops), 'op')}, group {self.shown!r})"

@@ -315,9 +315,13 @@ class SessionStepperView:
             run_to = ipywidgets.HBox([self.buttons["run to"], self.target, self.buttons["breakpoint"]])
             views = [view.widget for view in self.views]
             values = ipywidgets.VBox([self.filter_box, self.table],
-                                     layout=ipywidgets.Layout(flex="1 1 380px", min_width="320px", overflow="auto",
+                                     layout=ipywidgets.Layout(flex="0 1 360px", min_width="260px", overflow="auto",
                                                               max_height="640px"))
-            beside = ipywidgets.HBox([values, *views[:1]], layout=ipywidgets.Layout(flex_flow="row wrap"))
+            picture = [ipywidgets.Box([views[0]], layout=ipywidgets.Layout(flex="0 1 auto", overflow="auto"))
+                       ] if views else []
+            # side by side at any output width: the picture scrolls within its box rather than wrap below
+            beside = ipywidgets.HBox([values, *picture], layout=ipywidgets.Layout(flex_flow="row nowrap",
+                                                                                  align_items="flex-start"))
             self._widget = ipywidgets.VBox([controls, run_to, self.status_box, self.error_box, beside, *views[1:]])
             self._render()
         return self._widget

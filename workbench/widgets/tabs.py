@@ -18,6 +18,7 @@ from .workbench_html import plotly_figure_html, workbench_html
 
 
 STEPPER_PICTURE_WIDTH = 560  # the model picture beside the stepper's table
+STEPPER_PICTURE_HEIGHT = 560  # its plot area at most: taller pictures scroll to the next op
 STATIC_DOCUMENT_OPS = 3000  # beyond this, a Workbench's saved picture is the model tab's, not the whole document
 
 
@@ -49,7 +50,8 @@ class Workbench:
             "replica groups": ReplicaGroupView(source, **later),
         }
         if self.session is not None:
-            beside = ModelView(self.session, width=STEPPER_PICTURE_WIDTH, **options)  # the next op's group
+            beside = ModelView(self.session, width=STEPPER_PICTURE_WIDTH, max_height=STEPPER_PICTURE_HEIGHT,
+                               **options)  # the next op's groups, opened in place
             self.views["stepper"] = SessionStepperView(self.session, inputs, views=[beside, self.views["schedule"]],
                                                        **options)
         self._widget = None
@@ -79,8 +81,24 @@ class Workbench:
         return self._widget
 
     def _open_page(self, index: Optional[int]) -> None:
-        if index is not None and not self._pages[index].children:
+        """Make the widget of tab ``index`` when first opened; pause the views of the other tabs."""
+        if index is None:
+            return
+        shown = self._page_views(index)
+        for number in range(len(self._pages)):
+            if number != index and self._pages[number].children:
+                for view in self._page_views(number):
+                    if view not in shown:
+                        view.pause(True)
+        for view in shown:
+            view.pause(False)
+        if not self._pages[index].children:
             self._pages[index].children = [list(self.views.values())[index].widget]
+
+    def _page_views(self, index: int) -> list:
+        """The views whose figures tab ``index`` shows."""
+        view = list(self.views.values())[index]
+        return list(view.views) if isinstance(view, SessionStepperView) else [view]
 
     def _graph_chosen(self, change) -> None:
         """A graph picked while the call tree tab is open opens in the model tab."""

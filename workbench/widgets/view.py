@@ -43,6 +43,8 @@ class View:
         self._binding = (LiveBinding(self.refresh, self.ir, self.session, window, scheduler, self.live_kinds)
                          if live else None)
         self._stale = defer  # ``defer``: computed when first looked at (a tab not opened yet costs nothing)
+        self._paused = False  # out of sight: redraws wait (``pause``)
+        self._missed = False
         if not defer:
             self.refresh()
 
@@ -67,11 +69,23 @@ class View:
         self.redraw()
 
     def redraw(self) -> None:
-        """Rebuild the figure from the current data (after a selection or control change)."""
+        """Rebuild the figure from the current data (after a selection or control change); a paused view
+        draws when it is resumed."""
         self._figure = None
         if self._canvas is not None:
+            if self._paused:
+                self._missed = True
+                return
             self._canvas.show(self.figure)
             self._details.value = self.details_html()
+
+    def pause(self, paused: bool = True) -> None:
+        """While paused (out of sight: a tab behind another), the widget is not redrawn; resumed, it shows
+        what it missed. Nothing crosses the comm for a view no one sees."""
+        self._paused = paused
+        if not paused and self._missed:
+            self._missed = False
+            self.redraw()
 
     @property
     def figure(self) -> go.Figure:

@@ -1,13 +1,16 @@
 /**
  * The grouped model view: one group of one graph at a time, its child groups drawn as labelled boxes
  * with their op counts, its ops as Netron-like boxes (type, distinguishing attribute, folded weights).
- * Clicking a group opens it, clicking a call opens the graph it calls, the breadcrumb goes back up.
- * Every picture was laid out once by the Python side (the document's `grouped` section), the same one
- * the notebook draws: the page only draws it, so a graph of any size opens at once.
+ * Clicking a group expands it in place (a frame around its own picture; clicking the frame's title
+ * closes it), clicking a call opens the graph it calls; the breadcrumb names every group down to the one
+ * last expanded and shows any of them alone. Every picture was laid out once by the Python side (the
+ * document's `grouped` section), the same one the notebook draws; the page only composes the expanded
+ * pictures by arithmetic (`compose.ts`), so a graph of any size opens at once.
  */
 import { Details } from './details.js';
+import { compose, expandedChain, HEADER, Scene, SceneBox } from './compose.js';
 import { button, clear, el, svg } from './dom.js';
-import type { GroupedGraph, GroupPicture, PictureBox } from './generated/document.js';
+import type { GroupedGraph, GroupPicture } from './generated/document.js';
 import { IrIndex } from './model.js';
 import { countOf, ipuColour } from './visual.js';
 
@@ -25,6 +28,8 @@ export class GroupView {
   private readonly graphs = new Map<string, GroupedGraph>();
   private readonly pictures = new Map<string, GroupPicture>();
   private current: GroupPicture | undefined;
+  private expandedGroups = new Set<string>();
+  private last = '';
 
   constructor(private readonly doc: Document, private readonly index: IrIndex, private readonly details: Details,
     graphId: string) {
@@ -69,24 +74,85 @@ export class GroupView {
     this.open(graph.root);
   }
 
-  /** Opens the group `groupId` (of any graph). */
+  /** Shows the group `groupId` (of any graph) alone; the groups expanded inside it stay so. */
   open(groupId: string): void {
     const picture = this.pictures.get(groupId);
     if (picture === undefined) {
       return;
     }
+    if (this.current === undefined || this.graphOf(picture) !== this.graphOf(this.current)) {
+      this.expandedGroups = new Set();
+      this.last = '';
+    }
     this.current = picture;
-    this.drawCrumbs(picture);
-    clear(this.canvas);
-    this.canvas.appendChild(this.draw(picture));
-    this.canvas.scrollTop = 0;
-    this.canvas.scrollLeft = 0;
-    this.drawLegend(picture);
+    this.redraw(true);
+  }
+
+  /** Draws group `groupId` in place with its contents (and the groups around it likewise). */
+  expand(groupId: string): void {
+    if (this.current === undefined || !this.pictures.has(groupId)) {
+      return;
+    }
+    const pictureOf = (id: string) => this.pictures.get(id);
+    let chain = expandedChain(pictureOf, this.current.id, groupId);
+    if (chain === null) {
+      this.current = this.pictures.get(this.graphs.get(this.graphOf(this.current))!.root)!;
+      chain = expandedChain(pictureOf, this.current.id, groupId) ?? [];
+    }
+    chain.forEach(id => this.expandedGroups.add(id));
+    this.last = groupId;
+    this.redraw(false);
+  }
+
+  /** Draws group `groupId` as one box again (the groups inside it close too). */
+  collapse(groupId: string): void {
+    const pictureOf = (id: string) => this.pictures.get(id);
+    for (const id of [...this.expandedGroups]) {
+      if (id === groupId || expandedChain(pictureOf, groupId, id) !== null) {
+        this.expandedGroups.delete(id);
+      }
+    }
+    if (!this.expandedGroups.has(this.last)) {
+      this.last = this.pictures.get(groupId)?.parent ?? '';
+    }
+    this.redraw(false);
+  }
+
+  /** The groups drawn in place. */
+  get expanded(): ReadonlySet<string> {
+    return this.expandedGroups;
   }
 
   /** The group on screen. */
   get shown(): GroupPicture | undefined {
     return this.current;
+  }
+
+  /** The picture on screen, composed. */
+  scene(): Scene | undefined {
+    return this.current && compose(id => this.pictures.get(id)!, this.current.id, this.expandedGroups);
+  }
+
+  private graphOf(picture: GroupPicture): string {
+    let at = picture;
+    while (at.parent !== null) {
+      at = this.pictures.get(at.parent)!;
+    }
+    return [...this.graphs.values()].find(graph => graph.root === at.id)?.graph ?? '';
+  }
+
+  private redraw(scrollHome: boolean): void {
+    const picture = this.current!;
+    const scene = this.scene()!;
+    const crumbEnd = this.expandedGroups.has(this.last) ? this.pictures.get(this.last)! : picture;
+    this.drawCrumbs(crumbEnd);
+    const top = this.canvas.scrollTop;
+    const left = this.canvas.scrollLeft;
+    clear(this.canvas);
+    this.canvas.appendChild(this.draw(picture, scene));
+    this.canvas.scrollTop = scrollHome ? 0 : top;
+    this.canvas.scrollLeft = scrollHome ? 0 : left;
+    this.drawLegend(scene);
   }
 
   private drawCrumbs(picture: GroupPicture): void {
@@ -100,41 +166,62 @@ export class GroupView {
         this.crumbs.appendChild(el(this.doc, 'span', 'ipu-wb-crumb-sep', [' › ']));
       }
       const label = `${group.label} (${countOf(group.ops, 'op')})`;
-      this.crumbs.appendChild(i === chain.length - 1 ? el(this.doc, 'span', 'ipu-wb-crumb ipu-wb-crumb-here', [label])
+      this.crumbs.appendChild(i === chain.length - 1 && group.id === this.current?.id ? el(this.doc, 'span', 'ipu-wb-crumb ipu-wb-crumb-here', [label])
         : button(this.doc, label, 'ipu-wb-crumb', () => this.open(group.id)));
     });
   }
 
-  private draw(picture: GroupPicture): SVGElement {
-    const root = svg(this.doc, 'svg', { class: 'ipu-wb-group-svg', width: picture.width, height: picture.height,
-      viewBox: `0 0 ${picture.width} ${picture.height}`, 'data-group': picture.id });
+  private draw(picture: GroupPicture, scene: Scene): SVGElement {
+    const root = svg(this.doc, 'svg', { class: 'ipu-wb-group-svg', width: scene.width, height: scene.height,
+      viewBox: `0 0 ${scene.width} ${scene.height}`, 'data-group': picture.id });
     root.appendChild(svg(this.doc, 'defs', {}, [svg(this.doc, 'marker', { id: ARROW_ID, viewBox: '0 0 10 10', refX: 9, refY: 5,
       markerWidth: 7, markerHeight: 7, orient: 'auto-start-reverse' }, [svg(this.doc, 'path', { d: 'M 0 0 L 10 5 L 0 10 z', class: 'ipu-wb-arrowhead' })])]));
     const edges = svg(this.doc, 'g', { class: 'ipu-wb-edges' });
-    for (const edge of picture.edges) {
+    const labels = new Map(scene.boxes.map(box => [box.key, box.lines[0]]));
+    for (const edge of scene.edges) {
       const d = edge.points.map(([x, y], i) => `${i ? 'L' : 'M'} ${x} ${y}`).join(' ');
-      const from = picture.nodes[edge.from]?.lines[0] ?? '';
-      const to = picture.nodes[edge.to]?.lines[0] ?? '';
-      const title = `${edge.label}\n${from} → ${to}`;
+      const title = `${edge.label}\n${labels.get(edge.tail ?? '') ?? 'outside'} → ${labels.get(edge.head ?? '') ?? 'outside'}`;
+      const arrow: Record<string, string> = edge.arrow ? { 'marker-end': `url(#${ARROW_ID})` } : {};
       edges.appendChild(svg(this.doc, 'g', { class: 'ipu-wb-group-edge' }, [
         svg(this.doc, 'path', { class: 'ipu-wb-edge-hit', d }, [svg(this.doc, 'title', {}, [title])]),
-        svg(this.doc, 'path', { class: 'ipu-wb-edge', d, 'marker-end': `url(#${ARROW_ID})` }, [svg(this.doc, 'title', {}, [title])])
+        svg(this.doc, 'path', { class: 'ipu-wb-edge', d, ...arrow }, [svg(this.doc, 'title', {}, [title])])
       ]));
     }
+    for (const box of scene.boxes.filter(b => b.expanded)) {
+      root.appendChild(this.drawBox(box));
+    }
     root.appendChild(edges);
-    for (const box of picture.nodes) {
+    for (const box of scene.boxes.filter(b => b.expanded)) {  // over the edges that cross its band
+      const title = svg(this.doc, 'g', { class: 'ipu-wb-frame-title', transform: `translate(${box.x - box.w / 2},${box.y})`,
+        'data-key': box.key }, [svg(this.doc, 'text', { class: 'ipu-wb-label ipu-wb-pbox-title ipu-wb-frame-label', x: PAD_X,
+        y: PAD_Y + LINE_HEIGHT - 4 }, [box.lines[0]]), svg(this.doc, 'title', {}, [this.title(box)])]);
+      title.addEventListener('click', () => this.collapse(box.key));
+      root.appendChild(title);
+    }
+    for (const box of scene.boxes.filter(b => !b.expanded)) {
       root.appendChild(this.drawBox(box));
     }
     return root;
   }
 
-  private drawBox(box: PictureBox): SVGElement {
-    const classes = ['ipu-wb-pbox', `ipu-wb-pbox-${box.kind}`];
+  private drawBox(box: SceneBox): SVGElement {
+    const classes = ['ipu-wb-pbox', `ipu-wb-pbox-${box.kind}`, ...(box.expanded ? ['ipu-wb-pbox-frame'] : [])];
     const group = svg(this.doc, 'g', { class: classes.join(' '), transform: `translate(${box.x - box.w / 2},${box.y})`,
       'data-key': box.key });
     group.appendChild(svg(this.doc, 'title', {}, [this.title(box)]));
     group.appendChild(svg(this.doc, 'rect', { class: 'ipu-wb-box', width: box.w, height: box.h, rx: box.kind === 'group' ? 8 : 3,
       style: box.kind === 'group' ? '' : `fill: ${ipuColour(box.ipu)}` }));
+    if (box.expanded) {  // a frame: its title band closes it, the rest lets clicks through to what it holds
+      const band = svg(this.doc, 'g', { class: 'ipu-wb-frame-title' }, [
+        svg(this.doc, 'rect', { class: 'ipu-wb-frame-band', width: box.w, height: HEADER, rx: 8 })
+      ]);
+      band.addEventListener('click', event => {
+        event.stopPropagation();
+        this.collapse(box.key);
+      });
+      group.appendChild(band);
+      return group;
+    }
     box.lines.forEach((line, i) => {
       group.appendChild(svg(this.doc, 'text', { class: i === 0 ? 'ipu-wb-label ipu-wb-pbox-title' : 'ipu-wb-label ipu-wb-pbox-line',
         x: PAD_X, y: PAD_Y + LINE_HEIGHT * (i + 1) - 4 }, [line]));
@@ -144,36 +231,39 @@ export class GroupView {
     return group;
   }
 
-  private title(box: PictureBox): string {
+  private title(box: SceneBox): string {
+    if (box.expanded) {
+      return `${box.lines[0]}\nclick the title to close`;
+    }
     if (box.kind === 'group') {
-      return `${box.lines.join('\n')}\nclick to open`;
+      return `${box.lines.join('\n')}\nclick to expand in place`;
     }
     const op = this.index.ops.get(box.key);
     const name = op ? op.name : box.key;
     return box.kind === 'call' ? `${name}\nclick to open the called graph` : name;
   }
 
-  private describe(box: PictureBox): void {
+  private describe(box: SceneBox): void {
     const op = this.index.ops.get(box.key);
     if (op !== undefined) {
       const graph = [...this.index.graphs.values()].find(g => g.ops.includes(op));
       this.details.showOp(this.index, graph?.id ?? '', op);
     } else {
-      this.details.show(box.lines[0].replace(/^▸ /, ''), [...box.lines.slice(1), 'click to open']);
+      this.details.show(box.lines[0].replace(/^[▸▾] /, ''), [...box.lines.slice(1), box.expanded ? 'click its title to close' : 'click to expand in place']);
     }
   }
 
-  private activate(box: PictureBox): void {
+  private activate(box: SceneBox): void {
     if (box.kind === 'group') {
-      this.open(box.key);
+      this.expand(box.key);
     } else if (box.kind === 'call' && box.calls?.length) {
       this.showGraph(box.calls[0]);
     }
   }
 
-  private drawLegend(picture: GroupPicture): void {
+  private drawLegend(scene: Scene): void {
     clear(this.legend);
-    const ipus = [...new Set(picture.nodes.filter(n => n.kind !== 'group').map(n => n.ipu))].sort((a, b) => a - b);
+    const ipus = [...new Set(scene.boxes.filter(n => n.kind !== 'group').map(n => n.ipu))].sort((a, b) => a - b);
     const swatch = (className: string) => el(this.doc, 'span', `ipu-wb-swatch ${className}`);
     const items: HTMLElement[] = [];
     for (const ipu of ipus) {
@@ -181,13 +271,16 @@ export class GroupView {
       mark.style.background = ipuColour(ipu);
       items.push(el(this.doc, 'span', 'ipu-wb-legend-item', [mark, `op on IPU ${ipu}: type, attribute, weights ⟨shape⟩`]));
     }
-    if (picture.nodes.some(n => n.kind === 'group')) {
-      items.push(el(this.doc, 'span', 'ipu-wb-legend-item', [swatch('ipu-wb-swatch-group'), '▸ group of ops: click to open']));
+    if (scene.boxes.some(n => n.kind === 'group' && !n.expanded)) {
+      items.push(el(this.doc, 'span', 'ipu-wb-legend-item', [swatch('ipu-wb-swatch-group'), '▸ group of ops: click to expand in place']));
     }
-    if (picture.nodes.some(n => n.kind === 'call')) {
+    if (scene.boxes.some(n => n.expanded)) {
+      items.push(el(this.doc, 'span', 'ipu-wb-legend-item', [swatch('ipu-wb-swatch-frame'), '▾ expanded group: click its title to close']));
+    }
+    if (scene.boxes.some(n => n.kind === 'call')) {
       items.push(el(this.doc, 'span', 'ipu-wb-legend-item', [swatch('ipu-wb-swatch-call'), 'call: click to open the graph it calls']));
     }
-    if (picture.edges.length) {
+    if (scene.edges.length) {
       items.push(el(this.doc, 'span', 'ipu-wb-legend-item', ['→ tensor (point at it for its name and shape)']));
     }
     this.legend.append(...items);

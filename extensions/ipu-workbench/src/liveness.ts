@@ -37,7 +37,8 @@ const SERIES: Series[] = [
 export function renderLiveness(doc: Document, index: IrIndex, details: Details, options: ViewOptions): HTMLElement {
   const liveness = index.doc.liveness;
   if (!liveness || liveness.error || liveness.steps.length === 0) {
-    const reason = !liveness ? 'This document has no liveness section.' :
+    const reason = !liveness ? (options.livenessLeftOut ? `No memory chart in this display (${options.livenessLeftOut}).`
+      : 'This document has no liveness section.') :
       liveness.error ? `No liveness: ${liveness.error}` : 'The program has no steps.';
     return el(doc, 'div', 'ipu-wb-liveness ipu-wb-empty', [reason]);
   }

@@ -18,6 +18,8 @@ export interface ViewOptions {
   view?: ViewName;
   graph?: string;
   device?: { kind: string; tile_bytes_per_ipu: number };
+  /** why the document has no liveness section (a program too large for it in a display) */
+  livenessLeftOut?: string;
 }
 
 /** The well-formed fields of `value` (MIME metadata, which may come from anywhere) as view options. */
@@ -37,6 +39,9 @@ export function readOptions(value: unknown): ViewOptions {
   if (typeof device === 'object' && device !== null && typeof device.kind === 'string' &&
     typeof device.tile_bytes_per_ipu === 'number' && device.tile_bytes_per_ipu > 0) {
     options.device = { kind: device.kind, tile_bytes_per_ipu: device.tile_bytes_per_ipu };
+  }
+  if (typeof given.liveness_left_out === 'string') {
+    options.livenessLeftOut = given.liveness_left_out;
   }
   return options;
 }

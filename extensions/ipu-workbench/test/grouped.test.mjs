@@ -1,4 +1,4 @@
-// The grouped model view draws the pictures the Python side laid out: boxes with their lines, edges with
+// The grouped model view draws the pictures the Python side laid out, composed: boxes with their lines, edges with
 // arrowheads, groups that open on click and a breadcrumb back. The document comes from the Python tests
 // (IPU_WB_GROUPED: a path to an export of ResNet-50 with its grouped section).
 import assert from 'node:assert/strict';
@@ -7,6 +7,7 @@ import { test } from 'node:test';
 
 import { JSDOM } from 'jsdom';
 
+import { compose } from '../lib/compose.js';
 import { preview } from '../lib/details.js';
 import { renderIr } from '../lib/view.js';
 
@@ -31,8 +32,10 @@ if (path) {
     const top = document.grouped.graphs[0].groups[0];
     const svg = root.querySelector('.ipu-wb-group-svg');
     assert.equal(svg.getAttribute('data-group'), top.id);
-    assert.equal(Number(svg.getAttribute('width')), top.width);
+    const scene = compose(picture, top.id, new Set());
+    assert.equal(Number(svg.getAttribute('width')), scene.width);
     const boxes = [...svg.querySelectorAll('.ipu-wb-pbox')];
+    assert.deepEqual(boxes.map(b => b.getAttribute('transform')), scene.boxes.map(b => `translate(${b.x - b.w / 2},${b.y})`));
     assert.deepEqual(boxes.map(b => b.getAttribute('data-key')), top.nodes.map(n => n.key));
     assert.deepEqual(boxes.map(b => [...b.querySelectorAll('text')].map(t => t.textContent)), top.nodes.map(n => n.lines));
     const edges = [...svg.querySelectorAll('.ipu-wb-edge')];
@@ -45,19 +48,30 @@ if (path) {
     }
   });
 
-  test('clicking a group opens it, the breadcrumb goes back up', () => {
+  test('clicking a group expands it in place, the breadcrumb reaches every level', () => {
     const { window, root } = render(document);
     const top = document.grouped.graphs[0].groups[0];
     const first = top.nodes.find(n => n.kind === 'group' && n.lines[0] === '▸ res2');
     click(window, root.querySelector(`.ipu-wb-pbox[data-key="${first.key}"]`));
-    assert.equal(root.querySelector('.ipu-wb-group-svg').getAttribute('data-group'), first.key);
-    const opened = picture(first.key);
-    assert.deepEqual([...root.querySelectorAll('.ipu-wb-group-svg .ipu-wb-pbox')].map(b => b.getAttribute('data-key')),
-      opened.nodes.map(n => n.key));
+    const svg = root.querySelector('.ipu-wb-group-svg');
+    assert.equal(svg.getAttribute('data-group'), top.id, 'the picture stays the whole graph');
+    const frame = svg.querySelector(`.ipu-wb-pbox-frame[data-key="${first.key}"]`);
+    assert.ok(frame, 'the group is drawn as a frame');
+    assert.equal(svg.querySelector(`.ipu-wb-frame-title[data-key="${first.key}"] text`).textContent, '▾ res2 · 32 ops');
+    const keys = [...svg.querySelectorAll('.ipu-wb-pbox')].map(b => b.getAttribute('data-key'));
+    for (const node of picture(first.key).nodes.concat(top.nodes)) {
+      assert.ok(keys.includes(node.key), `${node.key} is drawn`);
+    }
+    const inner = picture(first.key).nodes[0];
+    click(window, root.querySelector(`.ipu-wb-pbox[data-key="${inner.key}"]`));
     const crumbs = [...root.querySelectorAll('.ipu-wb-crumb')].map(c => c.textContent);
-    assert.deepEqual(crumbs, ['main (180 ops)', 'res2 (32 ops)']);
+    assert.deepEqual(crumbs, ['main (180 ops)', 'res2 (32 ops)', `${inner.lines[0].slice(2)} (${inner.count} ops)`]);
+    click(window, root.querySelectorAll('button.ipu-wb-crumb')[1]);  // res2 alone
+    assert.equal(root.querySelector('.ipu-wb-group-svg').getAttribute('data-group'), first.key);
     click(window, root.querySelector('button.ipu-wb-crumb'));
     assert.equal(root.querySelector('.ipu-wb-group-svg').getAttribute('data-group'), top.id);
+    click(window, root.querySelector(`.ipu-wb-frame-title[data-key="${first.key}"]`));
+    assert.equal(root.querySelector('.ipu-wb-pbox-frame'), null, 'the title closes the frame, and those inside it');
   });
 
   test('pointing at an op shows its details', () => {

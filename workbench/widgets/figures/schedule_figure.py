@@ -190,14 +190,14 @@ def _add_sequence_spans(figure: go.Figure, spans: list[SequenceSpan]) -> None:
 
 def _add_outlines(figure: go.Figure, events: Sequence[Any], bars: list[Bar], indices: Sequence[int],
                   name: str, color: str, hover) -> None:
+    """Always two traces, empty where nothing is marked: a step that moves the mark changes those two
+    traces only, and crosses the comm as a patch."""
     wanted = set(indices)
     marked = [bar for bar in bars if bar.event in wanted]
-    if not marked:
-        return
     rows = text_array(row_label(bar.row) for bar in marked)
     figure.add_trace(go.Bar(
         orientation="h", y=rows, base=[bar.start for bar in marked], x=[bar.end - bar.start for bar in marked],
-        name=name, width=0.7, marker=dict(color="rgba(0, 0, 0, 0)", line=dict(color=color, width=2.5)),
+        name=name, width=0.7, showlegend=bool(marked), marker=dict(color="rgba(0, 0, 0, 0)", line=dict(color=color, width=2.5)),
         customdata=[bar.event for bar in marked], hovertext=text_array(hover(bar.event) for bar in marked),
         hoverinfo="text", meta=dict(kind=name)))
     # A marker at each start: a view (0 cycles) has no bar to outline.

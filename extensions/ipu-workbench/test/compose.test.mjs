@@ -1,0 +1,23 @@
+// The page composes expanded pictures exactly as the Python side does: for each case written by the Python
+// tests (IPU_WB_COMPOSE: a path to a list of {pictures, cases}, one per Ir), compose.js gives the same boxes and edges.
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { test } from 'node:test';
+
+import { compose } from '../lib/compose.js';
+
+const path = process.env.IPU_WB_COMPOSE;
+if (path) {
+  const sets = JSON.parse(readFileSync(path, 'utf8'));
+  test('the page composes every case as the Python side does', () => {
+    for (const { pictures, cases } of sets) for (const { group, expanded, scene } of cases) {
+      const got = compose(id => pictures[id], group, new Set(expanded));
+      assert.equal(got.width, scene.width, group);
+      assert.equal(got.height, scene.height, group);
+      assert.deepEqual(got.boxes.map(b => [b.key, b.x, b.y, b.w, b.h, b.expanded, b.lines]),
+        scene.boxes.map(b => [b.key, b.x, b.y, b.w, b.h, b.expanded, b.lines]), group);
+      assert.deepEqual(got.edges.map(e => [e.points, e.arrow, e.tail, e.head, e.label]),
+        scene.edges.map(e => [e.points, e.arrow, e.tail, e.head, e.label]), group);
+    }
+  });
+}

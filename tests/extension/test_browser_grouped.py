@@ -1,0 +1,164 @@
+"""The grouped pictures of real programs in a real browser (JupyterLab, headless Chromium), collapsed and
+with groups expanded in place: the notebook's plotly figure and the extension's Model tab, for a pipelined
+transformer's gradient graph, ResNet-50 through PopART and a 10,002-op program. In each picture no two boxes
+overlap unless a frame holds the other, every box's text fits inside it, and every edge into an op ends in
+an arrowhead. Screenshots go to tests/artifacts/ (grouped-*.png)."""
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from support.jupyterlab_harness import chromium, jupyterlab, open_notebook
+
+pytestmark = pytest.mark.slow
+
+ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
+TESTS = Path(__file__).resolve().parents[1]
+
+SETUP = f"""\
+import sys
+sys.path.insert(0, {str(TESTS)!r})
+import plotly.io
+import real_programs
+from workbench.widgets import ModelView
+
+plotly.io.renderers.default = "plotly_mimetype"
+transformer = real_programs.transformer()[0]
+grad = next(g for g in transformer.graphs if g.name.endswith("forward_grad"))
+resnet = real_programs.resnet50_session()._workbench_source()
+wide = real_programs.wide_program()
+
+
+def expanded(ir, graph=None):
+    '''The model view with the first group, and the first group inside it, expanded in place.'''
+    view = ModelView(ir, graph=graph, live=False)
+    first = next(n["key"] for n in view.picture["nodes"] if n["kind"] == "group")
+    view.expand(first)
+    inner = next((n["key"] for n in view.groups.picture(first)["nodes"] if n["kind"] == "group"), None)
+    if inner is not None:
+        view.expand(inner)
+    return view.figure"""
+
+PROGRAMS = {"transformer": ("transformer", "graph=grad"), "resnet50": ("resnet", "graph=None"),
+            "wide": ("wide", "graph=None")}
+
+BOXES = """(root) => [...root.querySelectorAll('.ipu-wb-pbox')].map((g) => {
+    const box = g.querySelector('.ipu-wb-box').getBoundingClientRect();
+    const texts = [...g.querySelectorAll(':scope > text, :scope > g > text')].map((t) => t.getBoundingClientRect().right);
+    return {frame: g.classList.contains('ipu-wb-pbox-frame'), box: [box.left, box.top, box.right, box.bottom],
+            textRight: Math.max(0, ...texts)};
+})"""
+
+
+def overlapping(a, b):
+    return a[0] < b[2] - 1 and b[0] < a[2] - 1 and a[1] < b[3] - 1 and b[1] < a[3] - 1
+
+
+def holds(outer, inner):
+    return outer[0] <= inner[0] + 1 and inner[2] <= outer[2] + 1 and outer[1] <= inner[1] + 1 and inner[3] <= outer[3] + 1
+
+
+def check_drawn(boxes):
+    for number, a in enumerate(boxes):
+        assert a["textRight"] <= a["box"][2] + 1, a  # the text fits in its box
+        for b in boxes[number + 1:]:
+            assert not overlapping(a["box"], b["box"]) or holds(a["box"], b["box"]) or holds(b["box"], a["box"]), (a, b)
+
+
+def test_grouped_pictures_of_real_programs_collapsed_and_expanded(tmp_path):
+    cells = [SETUP]
+    for name, (ir, graph) in PROGRAMS.items():
+        cells += [f"ModelView({ir}, {graph}, live=False).figure", f"expanded({ir}, {graph})", ir]
+    ARTIFACTS.mkdir(exist_ok=True)
+    with jupyterlab(tmp_path) as (url, root), chromium() as browser:
+        notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+        notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+        nbformat.write(notebook, root / "grouped.ipynb")
+        page = open_notebook(browser, url, "grouped.ipynb")
+        page.set_default_timeout(240_000)
+        page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
+        page.wait_for_function(f"document.querySelectorAll('.jp-OutputArea .ipu-wb-group-svg').length === {len(PROGRAMS)}")
+        page.wait_for_function(f"document.querySelectorAll('.jp-OutputArea .js-plotly-plot .main-svg').length >= {2 * len(PROGRAMS)}")
+        for number, name in enumerate(PROGRAMS):
+            collapsed, opened, extension = (page.locator(".jp-Cell").nth(1 + 3 * number + k).locator(".jp-OutputArea-output")
+                                            for k in range(3))
+            collapsed.screenshot(path=str(ARTIFACTS / f"grouped-{name}-notebook.png"))
+            opened.screenshot(path=str(ARTIFACTS / f"grouped-{name}-notebook-expanded.png"))
+            arrows = opened.locator(".scatterlayer .trace .points path").count()
+            assert arrows > 0  # the arrowheads (and the hit markers) are drawn
+            view = extension.locator(".ipu-wb-root").first
+            if name == "transformer":
+                grad_id = page.evaluate("(() => { const s = document.querySelectorAll('.ipu-wb-group-select')[0];"
+                                        " return [...s.options].find(o => o.textContent.endsWith('forward_grad')).value; })()")
+                view.locator(".ipu-wb-group-select").select_option(grad_id)
+            check_drawn(view.evaluate(BOXES))
+            view.screenshot(path=str(ARTIFACTS / f"grouped-{name}-extension.png"))
+            view.locator(".ipu-wb-pbox-group:not(.ipu-wb-pbox-frame)").first.click()
+            inner = view.locator(".ipu-wb-pbox-frame ~ .ipu-wb-pbox-group:not(.ipu-wb-pbox-frame)")
+            if inner.count():
+                inner.first.click()
+            assert view.locator(".ipu-wb-pbox-frame").count() >= 1
+            check_drawn(view.evaluate(BOXES))
+            edges = view.locator(".ipu-wb-edge")
+            assert edges.count() > 0 and view.locator(".ipu-wb-edge[marker-end]").count() > 0
+            view.screenshot(path=str(ARTIFACTS / f"grouped-{name}-extension-expanded.png"))
+        page.close()
+
+
+STEPPER = f"""\
+import sys
+sys.path.insert(0, {str(TESTS)!r})
+import popxl
+import workbench
+import real_programs
+
+ir, inputs = real_programs.transformer(layers=10)
+session = popxl.Session(ir, "ipu_model")
+session.__enter__()
+wb = workbench.show(session, inputs)
+wb.widget.selected_index = wb.tabs.index("stepper")
+wb"""
+STEPS = """\
+stepper = wb["stepper"]
+for _ in range(12):
+    stepper.step()
+print(stepper.stop.op.name)"""
+
+
+def test_the_steppers_picture_stays_beside_its_table_with_the_next_op_in_view(tmp_path):
+    ARTIFACTS.mkdir(exist_ok=True)
+    with jupyterlab(tmp_path) as (url, root), chromium() as browser:
+        notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(STEPPER), nbformat.v4.new_code_cell(STEPS)])
+        notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+        nbformat.write(notebook, root / "stepper.ipynb")
+        page = open_notebook(browser, url, "stepper.ipynb")
+        page.set_default_timeout(240_000)
+        page.set_viewport_size({"width": 1100, "height": 1100})  # narrower than the table and picture side by side
+        page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
+        page.locator(".jp-Cell").nth(1).locator(".jp-OutputArea-output pre").wait_for()
+        name = page.locator(".jp-Cell").nth(1).locator(".jp-OutputArea-output pre").text_content().strip()
+        output = page.locator(".jp-Cell").first.locator(".widget-tab-contents > .lm-Widget:not(.lm-mod-hidden)").first
+        picture = output.locator(".js-plotly-plot").first
+        picture.locator(".main-svg").first.wait_for(state="visible")
+        page.wait_for_timeout(1000)
+        table_box, picture_box = picture.evaluate("""(plot) => {
+            let row = plot;
+            while (row && !row.classList.contains('widget-hbox')) row = row.parentElement;
+            const rect = (node) => { const r = node.getBoundingClientRect(); return {x: r.x, y: r.y, width: r.width, height: r.height}; };
+            return [rect(row.firstElementChild), rect(plot)];
+        }""")
+        assert picture_box["x"] >= table_box["x"] + table_box["width"] - 1, (table_box, picture_box)  # beside, not below
+        assert picture_box["y"] < table_box["y"] + table_box["height"]
+        title = picture.locator(".gtitle").text_content()
+        assert name.split("/")[-2] in title, (name, title)  # the next op's group, opened in place
+        # the next op's red outline is inside the plot area
+        outline = picture.locator(".scatterlayer .trace").filter(has=page.locator("path.js-line[style*='rgb(192, 0, 0)']"))
+        assert outline.count() == 1
+        plot = picture.locator(".nsewdrag").first.bounding_box()
+        line = outline.locator("path.js-line").first.bounding_box()
+        assert plot["x"] <= line["x"] and line["x"] + line["width"] <= plot["x"] + plot["width"] + 1
+        assert plot["y"] <= line["y"] and line["y"] + line["height"] <= plot["y"] + plot["height"] + 1
+        label = picture.locator(".annotation-text", has_text=name.split("/")[-1].split(".")[0]).first.bounding_box()
+        assert line["x"] <= label["x"] <= line["x"] + line["width"] and line["y"] <= label["y"] <= line["y"] + line["height"]
+        output.screenshot(path=str(ARTIFACTS / "grouped-transformer-stepper.png"))
+        page.close()
