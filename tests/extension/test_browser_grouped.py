@@ -120,7 +120,7 @@ wb.widget.selected_index = wb.tabs.index("stepper")
 wb"""
 STEPS = """\
 stepper = wb["stepper"]
-for _ in range(12):
+for _ in range(13):
     stepper.step()
 print(stepper.stop.op.name)"""
 

@@ -61,8 +61,16 @@ class ModelView(View):
         self._picture_graph = self.graph
         ops = self.graph.ops
         self._ipus = sorted({op.ipu for op in ops}) or [0]
-        self._kinds = {"op"} | ({"call"} if any(op.called_graphs for op in ops) else set()) \
-            | ({"group", "frame"} if self.groups.root.children else set())
+        self._kinds = self._box_kinds(ops)
+
+    def _box_kinds(self, ops) -> list[str]:
+        """The kinds of box the picture can hold (the legend's entries): ops, call sites, groups and frames."""
+        kinds = ["op"]
+        if any(op.called_graphs for op in ops):
+            kinds.append("call")
+        if self.groups.root.children:
+            kinds += ["group", "frame"]
+        return kinds
 
     @property
     def picture(self) -> dict:
