@@ -455,11 +455,11 @@ def test_a_memmap_is_a_variables_host_storage_and_receives_the_device_values(tmp
         w = popxl.variable(data, name="w")
         ops.var_updates.accumulate_(w, popxl.constant(np.ones((2, 3), np.float32)))
         assert w.host_data is data  # not copied
-        with pytest.raises(ValueError, match="must be C-contiguous"):
+        with pytest.raises(ValueError, match="must already be in C-ordered and aligned form"):
             popxl.variable(data.T, name="transposed")
         wide = np.memmap(tmp_path / "wide.bin", np.float64, "w+", shape=(2,))
-        with pytest.raises(ValueError, match="must need no cast: it has dtype float64 but the variable "
-                                             "would have float32"):
+        with pytest.raises(ValueError, match="the dtype float64 is not supported, as it requires downcasting the "
+                                             "array into a new array: map the file with dtype float32"):
             popxl.variable(wide, name="wide")
         popxl.variable(wide, name="kept", downcast=False)
     with popxl.Session(ir, "ipu_model") as session:

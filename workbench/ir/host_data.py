@@ -57,14 +57,24 @@ def host_array(data: Any) -> np.ndarray:
 
 def memmap_data(data: np.memmap, dtype: Optional[dtypes.dtype], downcast: bool) -> np.memmap:
     """A memory-mapped array kept as it is, so the device's values are written back into it: it
-    must be C-contiguous and already of the variable's dtype."""
-    if not data.flags.c_contiguous:
-        raise ValueError("a np.memmap given as a variable's data must be C-contiguous; the variable is "
-                         "read from and written back into it in place")
-    want = dtypes.dtype.as_dtype(dtype).as_numpy() if dtype is not None else \
-        downcast_np_dtypes.get(data.dtype, data.dtype) if downcast else data.dtype
-    if data.dtype != want:
-        raise ValueError(f"a np.memmap given as a variable's data must need no cast: it has dtype {data.dtype} "
-                         f"but the variable would have {want}; map the file with dtype {want} (or pass "
-                         "downcast=False)")
+    must be C-ordered, aligned and already of the variable's dtype (the checks and wording are popxl's)."""
+    if dtype is not None and dtypes.dtype.as_dtype(dtype).as_numpy() != data.dtype:
+        raise ValueError("When passing a memory-mapped NumPy array, the `dtype` parameter must be None or the same "
+                         f"as the array's dtype: the array has {data.dtype}, the variable was asked for {dtype!r}")
+    if not (data.flags.c_contiguous and data.flags.aligned):
+        raise ValueError("When passing a memory-mapped NumPy array, it must already be in C-ordered and aligned "
+                         "form: the variable is read from and written back into the array in place")
+    if downcast and data.dtype in downcast_np_dtypes:
+        raise ValueError(f"When passing a memory-mapped NumPy array, the dtype {data.dtype} is not supported, as "
+                         "it requires downcasting the array into a new array: map the file with dtype "
+                         f"{np.dtype(downcast_np_dtypes[data.dtype])} (or pass downcast=False)")
     return data
+
+
+def variable_data(data: Any, dtype: Optional[dtypes.dtype] = None, downcast: bool = True,
+                  log2_scale: Optional[int] = None, nan_on_overflow: Optional[bool] = None) -> np.ndarray:
+    """A variable's initial value: an np.memmap kept as it is (``memmap_data``), anything else
+    converted by ``to_numpy``."""
+    if isinstance(data, np.memmap):
+        return memmap_data(data, dtype, downcast)
+    return to_numpy(data, dtype, downcast, log2_scale=log2_scale, nan_on_overflow=nan_on_overflow)

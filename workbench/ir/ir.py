@@ -6,13 +6,12 @@ import weakref
 from pathlib import Path
 from typing import Any, Callable, Literal, Optional, Sequence, Union, cast
 
-import numpy as np
 
 from . import display, dtypes
 from .events import EventBus
 from .fragments import FRAGMENTS, WEIGHTS_FROM_HOST
 from .graph import Graph
-from .host_data import memmap_data, to_numpy
+from .host_data import variable_data
 from .names import Namespace
 from .popdist_settings import PopdistSettings
 from .remote_buffer import RemoteBuffer
@@ -248,7 +247,7 @@ class Ir:
         grouping = replica_grouping or self.replica_grouping()
         if grouping._ir is not self:
             raise ValueError("the replica grouping belongs to another Ir")
-        array = memmap_data(data, dtype, downcast) if isinstance(data, np.memmap) else to_numpy(data, dtype, downcast)
+        array = variable_data(data, dtype, downcast)
         if array.dtype.kind == "c":
             raise TypeError(f"variable {name or 'variable'!r} has {array.dtype} data, but popxl tensors cannot "
                             "be complex (popxl's complex dtypes are names only, no op takes them); expected "

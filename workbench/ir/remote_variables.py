@@ -8,7 +8,7 @@ import numpy as np
 from . import dtypes
 from .context import get_current_graph
 from .remote_buffer import RemoteBuffer
-from .host_data import to_numpy
+from .host_data import to_numpy, variable_data
 from .tensor import HostScalarTensor, Variable
 
 if TYPE_CHECKING:
@@ -103,7 +103,7 @@ def remote_replica_sharded_variable(data: HostScalarTensor, remote_buffer: Remot
     if ir.replication_factor <= 1:
         raise ValueError(f"The IR's replication factor is {ir.replication_factor}. It must be greater than 1 "
                          "to create a replica sharded variable.")
-    array = to_numpy(data, dtype, downcast, log2_scale=log2_scale, nan_on_overflow=nan_on_overflow)
+    array = variable_data(data, dtype, downcast, log2_scale=log2_scale, nan_on_overflow=nan_on_overflow)
     grouping = replica_grouping or ir.replica_grouping()
     shape = array.shape[1:] if grouping.num_groups > 1 else array.shape
     if not remote_buffer.meta_shape:

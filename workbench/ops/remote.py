@@ -11,7 +11,7 @@ import numpy as np
 
 from workbench.ir import RemoteBuffer, ReplicaGrouping, Tensor, TensorSpec, Variable, constant, dtypes
 from workbench.ir.fragments import WEIGHTS_FROM_HOST, WEIGHTS_TO_HOST
-from workbench.ir.host_data import to_numpy
+from workbench.ir.host_data import variable_data
 from workbench.ir.remote_variables import remote_replica_sharded_variable, replica_sharded_buffer
 
 from .creation import init
@@ -121,7 +121,7 @@ def replica_sharded_variable(data, dtype: Optional[dtypes.dtype] = None, name: O
     weights go to the device and stored back when they come to the host, so it stays on chip
     between runs and in-place updates to it are the variable's new value.
     """
-    array = to_numpy(data, dtype, downcast, log2_scale=log2_scale, nan_on_overflow=nan_on_overflow)
+    array = variable_data(data, dtype, downcast, log2_scale=log2_scale, nan_on_overflow=nan_on_overflow)
     buffer = replica_sharded_buffer(array.shape, dtypes.dtype.as_dtype(array.dtype), replica_grouping,
                                     shard_over)
     variable = remote_replica_sharded_variable(array, buffer, 0, None, name, False, replica_grouping,

@@ -201,6 +201,7 @@ class Session:
                     for variable in self._ir.variables])
         if instances is not None:
             instances.warn_if_diverged({variable: self._host[variable] for variable in self._ir.variables})
+        weights.flush_memmaps(self._host)
         self.weights_to_host_count += 1
         self._runs.host_in_sync = True
 

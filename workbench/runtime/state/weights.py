@@ -9,7 +9,7 @@ split over ``shard_count`` consecutive members of each group (its shard group).
 """
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -44,6 +44,13 @@ def read_only_memmaps(variables: Iterable[Variable]) -> list[str]:
     """Names of the variables made from a read-only np.memmap, which the host cannot write back to."""
     return [v.name for v in variables
             if isinstance(v.host_data, np.memmap) and not v.host_data.flags.writeable]
+
+
+def flush_memmaps(host: Mapping[Variable, np.ndarray]) -> None:
+    """Write the host cache's memory-mapped arrays (variables made from an np.memmap) to their files."""
+    for value in host.values():
+        if isinstance(value, np.memmap):
+            value.flush()
 
 
 def replica_value(variable: Variable, host: np.ndarray, replica: int) -> np.ndarray:
