@@ -207,7 +207,11 @@ class Graph:
         if self.is_main:
             raise ValueError("the main graph has no inputs: use popxl.graph_input inside a subgraph "
                              "(ir.create_graph) or feed data with popxl.h2d_stream and ops.host_load")
-        tensor = Tensor._create(self, self._unique_name(name or "input"), spec, self._context_ipu())
+        return self._register_input(Tensor._create(self, self._unique_name(name or "input"), spec,
+                                                   self._context_ipu()), by_ref)
+
+    def _register_input(self, tensor: Tensor, by_ref: bool) -> Tensor:
+        """Make the new ``tensor`` this graph's last input (one callers see written if ``by_ref``)."""
         self._add_tensor(tensor)
         self._inputs.append(tensor)
         self._input_set.add(tensor)
@@ -282,13 +286,7 @@ class Graph:
         self._check_buildable()
         if self.is_main:
             raise ValueError("the main graph has no inputs: append inputs to a subgraph")
-        tensor = Tensor._create(self, self._fresh_name(name), spec, ipu, tile_set)
-        self._add_tensor(tensor)
-        self._inputs.append(tensor)
-        self._input_set.add(tensor)
-        if by_ref:
-            self._by_ref_inputs.add(tensor)
-        return tensor
+        return self._register_input(Tensor._create(self, self._fresh_name(name), spec, ipu, tile_set), by_ref)
 
     def _check_inputs(self, op_type: str, inputs: Iterable[Tensor]) -> None:
         for tensor in inputs:
