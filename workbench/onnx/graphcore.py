@@ -97,6 +97,19 @@ def _lstm(inputs: Sequence[TensorType], attrs: Mapping) -> list[TensorType]:
     return [TensorType(elem, (seq, batch, hidden) if full else (batch, hidden)), TensorType(elem, (batch, hidden))]
 
 
+def _conv_flip_weights(inputs: Sequence[TensorType], attrs: Mapping) -> list[TensorType]:
+    """Conv weights ``[out, in, *kernel]`` as ``[in, out, *kernel]`` (the kernel flipped)."""
+    shape = _known_shape(inputs[0])
+    if len(shape) < 3:
+        raise ValueError(f"ConvFlipWeights: expected conv weights [out_channels, in_channels, *kernel], got "
+                         f"shape {list(shape)}")
+    return [TensorType(inputs[0].elem_type, (shape[1], shape[0], *shape[2:]))]
+
+
+def _no_outputs(inputs: Sequence[TensorType], attrs: Mapping) -> list[TensorType]:
+    return []
+
+
 def _call(inputs: Sequence[TensorType], attrs: Mapping) -> list[Optional[TensorType]]:
     return [type_of(value) for value in attrs["callee"].output]
 
@@ -108,6 +121,8 @@ GRAPHCORE_RULES.update({
                      "CheckpointOutput", "Square"), _same),
     "Subsample": _subsample,
     "LSTM": _lstm,
+    "CacheLoad": _same, "CacheStore": _no_outputs,
+    "ConvFlipWeights": _conv_flip_weights,
     "Init": _init,
     "GroupNormalization": _group_norm,
     "DynamicSlice": _dynamic_slice,
@@ -129,7 +144,9 @@ ATTRIBUTES: dict[str, dict[str, onnx.defs.OpSchema.AttrType]] = {
     "IncrementMod": {"increment": _A.FLOAT, "modulus": _A.FLOAT},
     "Init": {"shape": _A.INTS, "data_type": _A.INT, "tensor_type": _A.INT, "init_type": _A.INT, "batch_axis": _A.INT},
     "Call": {"callee": _A.GRAPH},
+    **dict.fromkeys(("CacheLoad", "CacheStore"), {"bufferid": _A.INT}),
 }
+_WITHOUT_OUTPUTS = {"CacheStore"}
 _TYPES = [f"tensor({t})" for t in ("float", "float16", "double", "int8", "int16", "int32", "int64", "uint8",
                                    "uint16", "uint32", "uint64", "bool")]
 
@@ -167,7 +184,7 @@ def _register_schemas() -> None:
             inputs=[schema_class.FormalParameter("inputs", "T", param_option=variadic, is_homogeneous=False,
                                                  min_arity=0)],
             outputs=[schema_class.FormalParameter("outputs", "T", param_option=variadic, is_homogeneous=False,
-                                                  min_arity=1)],
+                                                  min_arity=0 if op_type in _WITHOUT_OUTPUTS else 1)],
             type_constraints=[("T", _TYPES, "Any tensor type.")],
             attributes=[schema_class.Attribute(name, kind, name, required=False)
                         for name, kind in ATTRIBUTES.get(op_type, {}).items()])

@@ -10,7 +10,7 @@ from .debug_info import DebugInfo, closePoplarDebugInfo, initializePoplarDebugIn
 from .devices import (DeviceConnectionType, DeviceInfo, DeviceManager, DeviceSelectionCriterion, DeviceType,
                       SyncPattern)
 from .errors import OutOfMemoryException, popart_exception, poplar_exception
-from .graphcore import AiGraphcoreOpset1
+from .graphcore import AiGraphcoreOpset1, InitType
 from .ir_serialization import IrSerializationFormat
 from .introspection import (OperatorIdentifier, getSupportedOperations, getUnsupportedOperations, packageHash,
                             versionNumber, versionString)
@@ -47,5 +47,5 @@ __all__ = [
     "SubgraphCopyingStrategy", "SyntheticDataMode", "VirtualGraphMode", "Patterns", "InferenceSession",
     "PyStepIO", "PyStepIOCallback", "PyWeightsIO", "InputShapeInfo", "TensorInfo", "CommGroup", "CommGroupType",
     "VariableRetrievalMode", "VariableSettings", "GraphTransformer", "DebugContext", "InputSettings", "TileSet",
-    "DebugInfo", "initializePoplarDebugInfo", "closePoplarDebugInfo", "IrSerializationFormat",
+    "DebugInfo", "initializePoplarDebugInfo", "closePoplarDebugInfo", "IrSerializationFormat", "InitType",
 ] + list(_training_names) + list(_reserved_names) + list(_record_names)

@@ -1,6 +1,7 @@
 """``builder.aiGraphcore`` (opset 1): the Graphcore ops, as nodes of the ai.graphcore domain."""
 from __future__ import annotations
 
+import enum
 import inspect
 from typing import Any
 
@@ -11,6 +12,12 @@ from .opsets import bind_call, debug_name
 from .options import ReductionType
 
 _P = inspect.Parameter
+
+
+class InitType(enum.Enum):
+    """What ``aiGraphcore.init`` fills its tensor with: nothing (``NoInit``) or zeros (``Zero``)."""
+    NoInit = 0
+    Zero = 1
 
 
 def _reduction(value: Any) -> str:
@@ -103,8 +110,9 @@ class AiGraphcoreOpset1:
              debugContext: Any = "") -> str:
         """A tensor of ``shape`` filled with zeros (``InitType.Zero``) or left undefined (``NoInit``)."""
         kind = getattr(init_type, "value", init_type)
+        element_type = getattr(data_type, "name", data_type)  # a popart.DataType, a type string or a NumPy dtype
         return self._builder._add_node("Init", [], {"shape": [int(d) for d in shape],
-                                                     "data_type": dtypes.onnx_code(data_type),
+                                                     "data_type": dtypes.onnx_code(element_type),
                                                      "tensor_type": 0, "init_type": int(kind),
                                                      "batch_axis": int(batch_axis)},
                                        debug=debug_name(debugContext), domain=GRAPHCORE)[0]

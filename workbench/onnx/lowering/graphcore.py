@@ -1,5 +1,6 @@
 """Lowering rules of the ai.graphcore ops: losses, Scale, Subsample, Gelu, Swish, Nop, Detach,
-PrintTensor, GroupNormalization, Init, IncrementMod, DynamicSlice/Update/Add/Zero, CheckpointOutput, Square."""
+PrintTensor, GroupNormalization, Init, IncrementMod, DynamicSlice/Update/Add/Zero, CheckpointOutput, Square,
+ConvFlipWeights."""
 from __future__ import annotations
 
 import numpy as np
@@ -124,3 +125,17 @@ def _dynamic_zero(ctx: NodeContext):
         shape[axis] = size
     zeros = constant(np.zeros(shape, x.dtype.as_numpy()), x.dtype)
     return [ops.dynamic_update(x, index, zeros, axes, sizes, no_overlap)]
+
+
+@graphcore("ConvFlipWeights")
+def _conv_flip_weights(ctx: NodeContext):
+    """Conv weights ``[out, in, *kernel]`` as the weights of the transposed convolution: ``[in, out,
+    *kernel]`` with each kernel dimension reversed (a transpose and a reversing slice, whose gradients
+    give the flip of the incoming gradient)."""
+    weights = ctx.input(0)
+    if weights.rank < 3:
+        raise ValueError(f"expected conv weights [out_channels, in_channels, *kernel], got {weights.spec}")
+    swapped = ops.transpose(weights, [1, 0, *range(2, weights.rank)])
+    kernel_axes = list(range(2, weights.rank))
+    return [ops.slice(swapped, start=[-1] * len(kernel_axes), stop=None, step=[-1] * len(kernel_axes),
+                      axis=kernel_axes)]

@@ -24,9 +24,9 @@ from workbench.ir.popdist_settings import PopdistSettings
 from .. import dtypes, replica_settings
 from ..model import GraphBuilder
 from ..shapes import ShapeInferenceError, TensorType, infer_node, outer_names
-from . import control_flow, elementwise, graphcore, more, nn, reductions, rnn, shape  # noqa: F401  (the rules)
+from . import cache, control_flow, elementwise, graphcore, more, nn, reductions, rnn, shape  # noqa: F401  (the rules)
 from .folding import fold
-from .table import LoweringError, NodeContext, attributes, rule_for
+from .table import LoweringError, NodeContext, attributes, node_label, rule_for
 
 IPU_ATTRIBUTE = "__ipu_number"
 
@@ -75,7 +75,7 @@ def check_supported(builder: GraphBuilder) -> None:
     for node in builder.nodes:
         _, since = rule_for(node, opsets)
         domain = "ai.onnx" if node.domain in ("", "ai.onnx") else node.domain
-        where = f"Op {domain}.{node.op_type}:{since} (node '{node.name or node.output[0]}')"
+        where = f"Op {domain}.{node.op_type}:{since} (node '{node_label(node)}')"
         for name in [*node.input, *node.output]:
             ttype = types.get(name) if name else None
             if name in builder.inputs and ttype is None:
@@ -104,6 +104,7 @@ class _Lowering:
         self.weights: dict[str, Variable] = {}
         self.constants: dict[str, Constant] = {}
         self.home: dict[str, int] = {}  # the IPU of each tensor's first consumer
+        self.model_state: dict = {}  # NodeContext.model_state, one for the model and its subgraphs
 
     # ----- where tensors live -----
     def plan_homes(self) -> None:
@@ -212,10 +213,11 @@ class _Lowering:
                           [self.builder.types.get(o) for o in node.output],
                           lambda index: self.tensor(node.input[index], node_ipu), self.values.get,
                           lambda graph, explicit, loop: self.subgraph(graph, explicit, loop, node_ipu,
-                                                                      node.name or node.op_type))
+                                                                      node.name or node.op_type),
+                          model_state=self.model_state)
         graph = get_current_graph()
         before = len(graph._ops)
-        with ipu(node_ipu), name_scope(node.name or node.output[0]):
+        with ipu(node_ipu), name_scope(node_label(node)):
             try:
                 outputs = list(rule(ctx))
             except LoweringError:
@@ -252,6 +254,7 @@ class _Lowering:
         check_supported(builder)
         child = _Lowering(builder, self.ir, self.constant_weights, [node_ipu] * len(builder.nodes))
         child.values = {**self.values, **child.values}
+        child.model_state = self.model_state
         read = [n for n in outer_names(_as_node(proto)) if n not in child.values]
         outer = [self.tensor(name, node_ipu) for name in read]  # in the enclosing graph
         graph = self.ir.create_empty_graph(proto.name if proto.name not in ("", "BuilderGraph") else caller)

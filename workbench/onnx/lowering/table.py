@@ -38,6 +38,9 @@ class NodeContext:
     _value: Callable[[str], Optional[np.ndarray]]
     _subgraph: Callable[..., Any]
     _cache: dict = field(default_factory=dict)
+    # What rules share across the nodes of one model, its subgraphs included (the remote buffers that
+    # CacheLoad and CacheStore name by id), keyed by the rule's own key.
+    model_state: dict = field(default_factory=dict)
 
     @property
     def op_type(self) -> str:
@@ -45,7 +48,7 @@ class NodeContext:
 
     @property
     def label(self) -> str:
-        return f"{self.domain}.{self.node.op_type}:{self.since} '{self.node.name or self.node.output[0]}'"
+        return f"{self.domain}.{self.node.op_type}:{self.since} '{node_label(self.node)}'"
 
     def has(self, index: int) -> bool:
         return index < len(self.node.input) and bool(self.node.input[index])
@@ -69,6 +72,10 @@ class NodeContext:
                                 "or computed from constants and shapes), as it sets the output's shape")
         return found
 
+    def known_value(self, index: int) -> Optional[np.ndarray]:
+        """The compile-time value of input ``index``, or None where it is computed at run time."""
+        return self._value(self.node.input[index]) if self.has(index) else None
+
     def subgraph(self, graph: onnx.GraphProto, explicit: Sequence = (), loop: bool = False):
         """Lower ``graph`` (a callee, a branch or a body) to a popxl graph on this node's IPU.
 
@@ -85,6 +92,11 @@ class NodeContext:
 
     def output_dtype(self, index: int = 0) -> wdtypes.dtype:
         return dtypes.workbench_dtype(self.output_types[index].elem_type)
+
+
+def node_label(node: onnx.NodeProto) -> str:
+    """How errors name a node: its name, else its first output, else its op type (a node with no outputs)."""
+    return node.name or (node.output[0] if node.output else node.op_type)
 
 
 LowerRule = Callable[[NodeContext], Sequence[Optional[Tensor]]]
@@ -118,7 +130,7 @@ def rule_for(node: onnx.NodeProto, opsets: dict[str, int]) -> tuple[LowerRule, i
     the table is refused (never run as another version of the op)."""
     domain = ONNX if node.domain in ("", ONNX) else node.domain
     opset = opsets.get("" if domain == ONNX else domain, 1)
-    node_name = node.name or (node.output[0] if node.output else "")
+    node_name = node_label(node)
     if domain not in (ONNX, GRAPHCORE):
         raise LoweringError(f"No class for {domain}.{node.op_type}:{opset} (node '{node_name}'): the domain "
                             f"'{domain}' is unknown; the workbench has ops of {ONNX} and {GRAPHCORE}")
@@ -157,4 +169,4 @@ def supported() -> list[tuple[str, str, int]]:
 
 
 __all__ = ["LoweringError", "NodeContext", "RULES", "lowers", "rule_for", "attributes", "since_version",
-           "supported"]
+           "supported", "node_label"]
