@@ -22,13 +22,26 @@ def run_here(proto: bytes, outputs: list, inputs: dict, *, batches: int = 1, opt
 
 
 def onnx_standard(proto: bytes) -> bytes:
-    """The model with float16 initializers one per ``int32_data`` entry (ONNX's form, which
-    onnxruntime reads) instead of two per entry (PopART's, which the Builder writes)."""
+    """The model in the form onnxruntime reads: float16 initializers one per ``int32_data`` entry (ONNX's
+    form) instead of two per entry (PopART's, which the Builder writes), and without the attributes
+    PopART's builder writes into nodes (``__debug_info_id``, ``__ipu_number``...), which onnxruntime
+    takes for values (a Constant's) or copies into fused nodes that then refuse them."""
     model = onnx.load_from_string(proto)
     for init in model.graph.initializer:
         if init.data_type == onnx.TensorProto.FLOAT16:
             init.CopyFrom(numpy_helper.from_array(to_array(init), init.name))
+    _drop_popart_attributes(model.graph)
     return model.SerializeToString()
+
+
+def _drop_popart_attributes(graph: onnx.GraphProto) -> None:
+    for node in graph.node:
+        kept = [a for a in node.attribute if not a.name.startswith("__")]
+        del node.attribute[:]
+        node.attribute.extend(kept)
+        for attribute in kept:
+            for subgraph in ([attribute.g] if attribute.HasField("g") else []) + list(attribute.graphs):
+                _drop_popart_attributes(subgraph)
 
 
 def run_onnxruntime(proto: bytes, outputs: list, inputs: dict) -> dict:

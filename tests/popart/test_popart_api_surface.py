@@ -287,10 +287,29 @@ def test_debug_info_holds_the_builder_s_nodes_and_the_session_s_ops(tmp_path):
     by_layer = {}
     for context in data["contexts"]:
         by_layer.setdefault(context["layer"], []).append(context)
-    (node,) = by_layer["popart_builder"]
+    (node,) = by_layer["popartbuilder"]
     assert (table[node["name"]], node["opType"], node["opset"]) == ("my_relu", "Relu", "ai.onnx:10")
+    assert (node["category"], node["api"], node["inputs"], node["outputs"]) == ("api", "Relu", "['input']", f"['{y}']")
     assert (table[node["location"]["fileName"]], node["location"]["lineNumber"]) == (__file__, line)
     assert {"host_load", "relu", "host_store"} <= {context.get("opType") for context in by_layer["popart"]}
+    ops = {context["opid"]: context for context in by_layer["popart"] if "opid" in context}
+    assert {"ai.onnx.Relu:6", "ai.graphcore.HostLoad:1", "ai.graphcore.HostStore:1"} <= set(ops)
+    assert ops["ai.onnx.Relu:6"]["parentId"] == node["id"]  # the op's record names its node's record
+    assert "parentId" not in ops["ai.graphcore.HostLoad:1"]
+
+
+def test_each_node_keeps_the_number_of_its_builder_debug_info_as_popart_s_builder_does():
+    builder = popart.Builder()
+    x = builder.addInputTensor(popart.TensorInfo("FLOAT", [2]))
+    y = builder.aiOnnx.relu([x])
+    z = builder.aiGraphcore.scale([y], 2.0)
+    builder.addNodeAttribute("test", 1, {z})
+    assert builder.getAllNodeAttributeNames({y}) == ["__debug_info_id"]
+    assert set(builder.getAllNodeAttributeNames({z})) == {"scale", "test", "__debug_info_id"}
+    numbers = [builder.getInt64NodeAttribute("__debug_info_id", {t}) for t in (y, z)]
+    assert numbers[0] > 0 and numbers[1] > numbers[0]  # unique in the process, counting up
+    info = popart.DebugInfo(popart.DebugContext("mine"), "user")
+    assert info.getId() > numbers[1]
 
 
 def test_int64_host_data_for_an_input_turned_to_int32():

@@ -157,7 +157,7 @@ def test_virtual_graph_and_pipeline_stage_annotations():
     assert [builder.getVirtualGraph(t) for t in (o1, o2, o)] == [0, 1, 1]
     assert builder.getPipelineStage(o1) == 0 and not builder.hasPipelineStage(o)
     node = onnx.load_from_string(builder.getModelProto()).graph.node[0]
-    assert {a.name for a in node.attribute} == {"__ipu_number", "__pipeline_stage"}
+    assert {a.name for a in node.attribute} == {"__ipu_number", "__pipeline_stage", "__debug_info_id"}
 
 
 def test_annotations_name_the_mixed_up_argument():
@@ -184,7 +184,7 @@ def test_node_attribute_api():
     assert builder.getFloatVectorNodeAttribute("myFloats", {y}) == [1.0, 2.0]
     assert builder.getStringNodeAttribute("myString", {y}) == "hi"
     assert builder.nodeHasAttribute("myInt", {y})
-    assert set(builder.getAllNodeAttributeNames({y})) == {"myInt", "myFloats", "myString"}
+    assert set(builder.getAllNodeAttributeNames({y})) == {"myInt", "myFloats", "myString", "__debug_info_id"}
     builder.removeNodeAttribute("myInt", {y})
     assert not builder.nodeHasAttribute("myInt", {y})
     with pytest.raises(popart.popart_exception, match="^Node already has attribute myString.$"):

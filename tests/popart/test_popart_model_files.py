@@ -116,7 +116,9 @@ def test_unknown_domain_is_named_at_session_creation():
                                 popart.DeviceManager().createCpuDevice())
 
 
-def test_model_with_external_data_loads_its_weights(tmp_path):
+def test_model_with_external_data_loads_its_weights(tmp_path, monkeypatch):
+    """External data is read from the working directory, as PopART reads it."""
+    monkeypatch.chdir(tmp_path)
     weight = np.arange(2048, dtype=np.float32)
     builder = popart.Builder()
     w = builder.addInitializedInputTensor(weight)
@@ -134,6 +136,22 @@ def test_model_with_external_data_loads_its_weights(tmp_path):
     anchors = session.initAnchorArrays()
     session.run(popart.PyStepIO({}, anchors))
     np.testing.assert_array_equal(anchors[y], weight)
+
+
+def test_external_data_not_found_from_the_working_directory_is_refused_with_onnx_s_words(tmp_path, monkeypatch):
+    """PopART looks for a model's external data from the working directory, not beside the model."""
+    monkeypatch.chdir(tmp_path)
+    builder = popart.Builder()
+    w = builder.addInitializedInputTensor(np.array([7, 4], np.float16))
+    builder.aiOnnx.add([w, w])
+    builder.saveInitializersExternally([w], "tensors.onnx")
+    builder.saveModelProto("model.onnx")
+    assert popart.Builder("model.onnx").getTensorShape(w) == [2]
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    with pytest.raises(popart.popart_exception, match=rf"^Data of TensorProto \( tensor name: {w}\) should be stored "
+                                                      r"in tensors.onnx, but it doesn't exist or is not accessible.$"):
+        popart.Builder("../model.onnx")
 
 
 def test_reset_host_weights_and_graph_transformer_refuse_bad_models_alike(tmp_path):

@@ -114,3 +114,15 @@ def test_exporter_style_model_folds_its_shape_computation():
     assert "gather" not in op_types and "concat" not in op_types  # computed once, at lowering
     np.testing.assert_allclose(run_here(proto, ["output"], {"input.1": data})["output"],
                                run_onnxruntime(proto, ["output"], {"input.1": data})["output"], rtol=1e-4, atol=1e-5)
+
+
+def test_a_shape_the_builder_computes_from_constants_is_folded_although_its_nodes_carry_debug_ids():
+    """A Reshape whose shape a Concat of Builder constants computes (each node with its
+    ``__debug_info_id``) runs: the Concat is evaluated at compile time."""
+    builder = popart.Builder(opsets={"ai.onnx": 11, "ai.graphcore": 1, "ai.onnx.ml": 1})
+    x = builder.addInputTensor(popart.TensorInfo("FLOAT", [2, 6]))
+    rows, columns = (builder.aiOnnx.constant(np.array([d], np.int64)) for d in (3, 4))
+    shape = builder.aiOnnx.concat([rows, columns], 0)
+    y = builder.aiOnnx.reshape([x, shape])
+    data = np.arange(12, dtype=np.float32).reshape(2, 6)
+    np.testing.assert_array_equal(run_here(builder.getModelProto(), [y], {x: data})[y], data.reshape(3, 4))

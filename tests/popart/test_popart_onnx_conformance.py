@@ -88,40 +88,6 @@ def test_prelu_slope_per_channel_at_opset_6_numpy_broadcast_after(opset):
     np.testing.assert_allclose(anchors["y"], np.where(x < 0, x * broadcast, x), rtol=1e-6)
 
 
-# The operators and versions the PopART user guide lists as supported ("Supported operators").
-GUIDE_OPERATORS = {
-    "ai.graphcore": """
-        CacheLoad-1 CacheStore-1 Call-1 ConvFlipWeights-1 DynamicAdd-1 DynamicSlice-1 DynamicUpdate-1 DynamicZero-1
-        Gelu-1 GroupNormalization-1 Init-1 LSTM-1 PrintTensor-1 Scale-1 Square-1 Subsample-1""",
-    "ai.onnx": """
-        Abs-6 Add-6 Add-7 And-1 And-7 ArgMax-1 ArgMax-11 ArgMin-1 ArgMin-11 Asin-7 Atan-7 AveragePool-1
-        AveragePool-7 AveragePool-10 AveragePool-11 BatchNormalization-6 BatchNormalization-7 BatchNormalization-9
-        Cast-6 Cast-9 Ceil-1 Ceil-6 Clip-6 Clip-11 Concat-1 Concat-4 Concat-11 Conv-1 Conv-11 Cos-7 Cosh-9 Div-6
-        Div-7 Dropout-6 Dropout-7 Dropout-10 Equal-1 Equal-7 Equal-11 Exp-6 Expand-8 Flatten-1 Flatten-9 Flatten-11
-        Floor-1 Floor-6 Gather-1 Gather-11 Gemm-6 Gemm-7 Gemm-9 Gemm-11 GlobalAveragePool-1 GlobalMaxPool-1
-        Greater-1 Greater-7 Greater-9 Identity-1 If-1 If-11 InstanceNormalization-6 IsInf-10 IsNaN-9 LRN-1 LSTM-1
-        LSTM-7 LeakyRelu-1 LeakyRelu-6 Less-7 Less-9 Log-6 LogSoftmax-1 LogSoftmax-11 Loop-1 Loop-11 MatMul-1
-        MatMul-9 Max-6 Max-8 MaxPool-1 MaxPool-8 MaxPool-10 MaxPool-11 Mean-6 Mean-8 Min-6 Min-8 Mul-6 Mul-7 Neg-6
-        Not-1 OneHot-9 OneHot-11 Or-1 Or-7 Pad-2 Pad-11 Pow-1 Pow-7 Reciprocal-6 ReduceL1-1 ReduceL1-11 ReduceL2-1
-        ReduceL2-11 ReduceLogSum-1 ReduceLogSum-11 ReduceLogSumExp-1 ReduceLogSumExp-11 ReduceMax-1 ReduceMax-11
-        ReduceMean-1 ReduceMean-11 ReduceMin-1 ReduceMin-11 ReduceProd-1 ReduceProd-11 ReduceSum-1 ReduceSum-11
-        ReduceSumSquare-1 ReduceSumSquare-11 Relu-6 Reshape-5 Scatter-9 Shrink-9 Sigmoid-6 Sign-9 Sin-7 Sinh-9
-        Slice-1 Slice-10 Slice-11 Softmax-1 Softmax-11 Split-2 Split-11 Sqrt-6 Squeeze-1 Squeeze-11 Sub-6 Sub-7
-        Sum-6 Sum-8 Tan-7 Tanh-6 Tile-1 Tile-6 TopK-1 TopK-10 TopK-11 Transpose-1 Unsqueeze-1 Unsqueeze-11""",
-}
-# Listed by the guide and not lowered yet: the remote-buffer cache ops and the flipped-weights op of
-# convolution gradients.
-NOT_YET = {("ai.graphcore", "CacheLoad", 1), ("ai.graphcore", "CacheStore", 1),
-           ("ai.graphcore", "ConvFlipWeights", 1)}
-
-
-def test_every_operator_the_guide_lists_is_supported():
-    listed = {(domain, name, int(version)) for domain, names in GUIDE_OPERATORS.items()
-              for name, version in (entry.rsplit("-", 1) for entry in names.split())}
-    assert len(listed) == 168
-    assert listed - SUPPORTED == NOT_YET
-
-
 def test_graphcore_dynamic_update_add_and_zero():
     builder = popart.Builder()
     x = builder.addInputTensor(popart.TensorInfo("FLOAT", [4, 3]))

@@ -10,6 +10,7 @@ import onnxruntime
 import pytest
 
 import popart
+from popart_oracle import onnx_standard
 from test_popart_ops import CASES as OP_CASES
 
 OPSET = 11
@@ -56,7 +57,7 @@ def _output_shape(case: str) -> list:
         return builder.getTensorShape(out)
     except popart.popart_exception:  # not inferred by ONNX (Resize with computed scales): run it to see
         builder.addOutputTensor(out)
-        probe = onnxruntime.InferenceSession(builder.getModelProto(), providers=["CPUExecutionProvider"])
+        probe = onnxruntime.InferenceSession(onnx_standard(builder.getModelProto()), providers=["CPUExecutionProvider"])
         return list(probe.run([out], {**feed, **weights})[0].shape)
 
 
@@ -88,7 +89,7 @@ def test_gradient_matches_finite_differences(case):
     training.run(popart.PyStepIO(feed, arrays))
 
     oracle_proto, total, oracle_feed, _ = build(case, trainable=False)
-    oracle = onnxruntime.InferenceSession(oracle_proto, providers=["CPUExecutionProvider"])
+    oracle = onnxruntime.InferenceSession(onnx_standard(oracle_proto), providers=["CPUExecutionProvider"])
 
     def forward(values: dict) -> float:
         return float(oracle.run([total], {**oracle_feed, **values})[0])

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Callable, Collection, Mapping, Optional, Sequence
+from typing import Callable, Collection, Mapping, Sequence
 
 import numpy as np
 from onnx import TensorProto, helper
@@ -59,14 +59,10 @@ def reference(name: str, data_type: int, dims, ref: ExternalRef) -> TensorProto:
     return proto
 
 
-def found_path(location: str, name: str, model_dir: Optional[str] = None) -> str:
-    """Where ``location`` is: as given (from the working directory), else beside the model."""
+def found_path(location: str, name: str) -> str:
+    """``location``, found from the working directory (where PopART looks for it)."""
     if os.path.exists(location):
         return location
-    if model_dir is not None and not os.path.isabs(location):
-        beside = os.path.join(model_dir, location)
-        if os.path.exists(beside):
-            return beside
     raise ExternalDataError(f"Unrecognised file name '{location}' for externally stored tensor '{name}'")
 
 

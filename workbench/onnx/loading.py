@@ -44,23 +44,21 @@ def load_model(source: Any) -> onnx.ModelProto:
         with open(path, "rb") as file:
             model = _parsed(file.read(), label)
         _checked(model, label)
-        _find_external_files(model, os.path.dirname(os.path.abspath(path)))
+        _check_external_files(model)
         return model
     raise TypeError(f"expected an ONNX model as bytes or a file path, got {type(source).__name__}")
 
 
-def _find_external_files(model: onnx.ModelProto, model_dir: str) -> None:
-    """Point each external location that is not found from the working directory (PopART's rule) to
-    the file of that name beside the model, where ONNX writes it."""
+def _check_external_files(model: onnx.ModelProto) -> None:
+    """Every external location must be found from the working directory, as PopART reads it (not beside
+    the model file); the error is the one PopART passes on from ONNX's checker."""
     for tensor in model.graph.initializer:
         if not external_data.is_external(tensor):
             continue
         for entry in tensor.external_data:
             if entry.key == "location" and not os.path.exists(entry.value):
-                try:
-                    entry.value = external_data.found_path(entry.value, tensor.name, model_dir)
-                except external_data.ExternalDataError as error:
-                    raise ModelFileError(str(error)) from None
+                raise ModelFileError(f"Data of TensorProto ( tensor name: {tensor.name}) should be stored in "
+                                     f"{entry.value}, but it doesn't exist or is not accessible.")
 
 
 def serialized_size(source: Any) -> int:

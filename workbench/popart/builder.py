@@ -24,6 +24,7 @@ from . import step_log
 from .annotations import Annotations
 from .errors import popart_exception
 from .graphcore import AiGraphcoreOpset1
+from .node_attributes import DEBUG_INFO_ID
 from .opsets import ONNX_OPSETS, debug_name, opset_class
 from .tensorinfo import TensorInfo
 from .variables import VariableSettings
@@ -104,13 +105,15 @@ class Builder(Annotations):
             self._choose(defaultAiOnnxOpset)
         if domain == GRAPHCORE:
             self._graph.opsets.setdefault(GRAPHCORE, defaultAiGraphcoreOpset)
-        full = {**attributes, **{k: v[-1] for k, v in self._context.items() if v}}
         name = self._prefix() + (debug or op_type)
-        step_log.node_added(domain or "ai.onnx", op_type, self._graph.opsets.get(domain, 1), len(inputs), num_outputs,
-                            name)
+        record = step_log.node_added(domain or "ai.onnx", op_type, self._graph.opsets.get(domain, 1), inputs,
+                                     num_outputs, name)
+        full = {**attributes, **{k: v[-1] for k, v in self._context.items() if v}, DEBUG_INFO_ID: record.getId()}
         try:
-            return self._graph.add_node(op_type, inputs, full, domain=domain, num_outputs=num_outputs,
-                                        name=name, prefix=self._prefix())
+            outputs = self._graph.add_node(op_type, inputs, full, domain=domain, num_outputs=num_outputs,
+                                           name=name, prefix=self._prefix())
+            record.setValue("outputs", outputs)
+            return outputs
         except (UnknownTensorError, BuilderCheckError) as error:
             raise popart_exception(str(error)) from None
         except ShapeInferenceError as error:

@@ -6,11 +6,17 @@ The file is Poplar's layout, in JSON or (``"cbor"``) CBOR: ``contexts``, newest 
 ``lineNumber`` of the code that made its DebugContext), ``parentId`` (the id of its parent) and the
 values set on it; names are indices into ``stringTable``. Like Poplar's, the collection is one per
 process. While it is on, the workbench adds its own: each node the builder adds (layer
-``popart_builder``) and each op a session lowers the model to (layer ``popart``), located at the user's
-line that caused them.
+``popartbuilder``, as PopART's builder records its API calls) and each op a session lowers the model to
+(layer ``popart``, with its ``opid`` and, as ``parentId``, the record of the node it came from), located at
+the user's line that caused them.
+
+Every DebugInfo has a number unique in the process (``getId()``), whether or not debug info is being
+collected; the builder writes its node's number into the node's ``__debug_info_id`` attribute, as PopART's
+does, and a session finds the node's record by it.
 """
 from __future__ import annotations
 
+import itertools
 import json
 import sys
 import threading
@@ -30,6 +36,7 @@ class _Collection:
     def __init__(self, filename: str, form: str):
         self.filename, self.form = filename, form
         self.infos: list["DebugInfo"] = []
+        self.by_id: dict[int, "DebugInfo"] = {}
         self.lock = threading.Lock()
 
     def document(self) -> dict:
@@ -55,6 +62,7 @@ class _Collection:
 
 
 _collection: Optional[_Collection] = None
+_numbers = itertools.count(1)  # DebugInfo ids, unique in the process as Poplar's are
 
 
 def initializePoplarDebugInfo(filename: str, format: str = "json") -> None:  # noqa: A002 - PopART's keyword
@@ -89,10 +97,12 @@ class DebugInfo:
         self.context = debugContext if isinstance(debugContext, DebugContext) else DebugContext(str(debugContext))
         self.layer = str(layer)
         self.values: dict[str, str] = {}
+        self.number = next(_numbers)
         collection = _collection
         if collection is not None:
             with collection.lock:
                 collection.infos.append(self)
+                collection.by_id[self.number] = self
 
     def setValue(self, name: str, value: Any) -> bool:
         if name in ("name", "layer", "location", "parentId"):
@@ -101,7 +111,7 @@ class DebugInfo:
         return True
 
     def getId(self) -> int:
-        return id(self)
+        return self.number
 
     def getPathName(self) -> str:
         return self.context.name
@@ -111,18 +121,34 @@ def collecting() -> bool:
     return _collection is not None
 
 
-def note(name: str, layer: str, values: Mapping[str, Any]) -> None:
+def note(name: str, layer: str, values: Mapping[str, Any], parent: Optional[int] = None) -> Optional[DebugInfo]:
     """Record the workbench's own DebugInfo while debug info is collected (at the caller's caller
-    outside the workbench)."""
-    if _collection is None:
-        return
+    outside the workbench), under the DebugInfo numbered ``parent`` where it was collected too."""
+    collection = _collection
+    if collection is None:
+        return None
     from .debug import DebugContext
 
-    context = DebugContext(name)
+    parent_info = collection.by_id.get(parent) if parent is not None else None
+    context = DebugContext(parent_info, name) if parent_info is not None else DebugContext(name)
     context.location = _user_location()
     info = DebugInfo(context, layer)
     for key, value in values.items():
         info.setValue(key, value)
+    return info
+
+
+def builder_node(name: str, values: Mapping[str, Any]) -> DebugInfo:
+    """The ``popartbuilder`` DebugInfo of a node the builder adds, made whether or not debug info is
+    being collected (its number goes into the node's ``__debug_info_id``)."""
+    from .debug import DebugContext
+
+    context = DebugContext(name)
+    context.location = _user_location()
+    info = DebugInfo(context, "popartbuilder")
+    for key, value in values.items():
+        info.setValue(key, value)
+    return info
 
 
 def _user_location() -> tuple[str, str, int]:

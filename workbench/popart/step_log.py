@@ -7,9 +7,12 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
+from workbench.ops.registry import op_def
+
 from . import debug_info
 from .introspection import versionString
 from .logging_ import TRACE, python_logger
+from .node_attributes import DEBUG_INFO_ID
 from .patterns import PATTERNS, Patterns
 
 if TYPE_CHECKING:
@@ -24,11 +27,23 @@ def _on(logger: logging.Logger, level: int) -> bool:
     return logger.isEnabledFor(level)
 
 
-def node_added(domain: str, op_type: str, opset: int, inputs: int, outputs: int, name: str = "") -> None:
+def node_added(domain: str, op_type: str, opset: int, inputs: list[str], outputs: int,
+               name: str = "") -> debug_info.DebugInfo:
+    """Log a node the builder adds; returns its ``popartbuilder`` DebugInfo (whose number the node keeps)."""
     if _on(_BUILDER, logging.DEBUG):
-        _BUILDER.debug(f"Adding {domain}.{op_type} to builder opset:{opset}, numInputs:{inputs} numOutputs:{outputs}")
-    debug_info.note(name or op_type, "popart_builder", {"opset": f"{domain}:{opset}", "opType": op_type,
-                                                        "numInputs": inputs, "numOutputs": outputs})
+        _BUILDER.debug(f"Adding {domain}.{op_type} to builder opset:{opset}, numInputs:{len(inputs)} "
+                       f"numOutputs:{outputs}")
+    return debug_info.builder_node(name or op_type, {"category": "api", "api": op_type, "opset": f"{domain}:{opset}",
+                                                     "opType": op_type, "inputs": list(inputs),
+                                                     "numInputs": len(inputs), "numOutputs": outputs})
+
+
+def _opid(op: Any) -> str:
+    """PopART's name of an op: its ONNX node's op, or the op's own PopART class (``ai.graphcore.HostLoad:1``)."""
+    if "onnx_op" in op.meta:
+        return op.meta["onnx_op"]
+    popart_class = op_def(op.type).popart_class.rsplit(".", 1)[-1]
+    return f"ai.graphcore.{popart_class.removesuffix('Op') or op.type}:1"
 
 
 def created(name: str, builder: "GraphBuilder", lowered: "LoweredModel", patterns: Patterns, device: Any) -> None:
@@ -50,7 +65,9 @@ def created(name: str, builder: "GraphBuilder", lowered: "LoweredModel", pattern
     if debug_info.collecting():
         for graph in lowered.ir.graphs:
             for op in graph.ops:
-                debug_info.note(op.name, "popart", {"graph": graph.name, "opType": op.type, "ipu": op.ipu})
+                values = {"category": "op", "opid": _opid(op), "graph": graph.name,
+                          "opType": op.type, "ipu": op.ipu}
+                debug_info.note(op.name, "popart", values, parent=op.meta.get("popart", {}).get(DEBUG_INFO_ID))
             for tensor in graph.tensors:
                 debug_info.note(tensor.name, "popart", {"graph": graph.name, "tensorInfo": str(tensor.spec)})
     if _on(_IR, logging.INFO):

@@ -35,7 +35,11 @@ def fold(node: onnx.NodeProto, values: Mapping[str, np.ndarray], types: Mapping[
            for t in (types.get(o) for o in node.output) if t is not None):
         return None
     inputs = [name for name in dict.fromkeys(node.input) if name]
-    graph = helper.make_graph([node], "fold", [], [helper.make_tensor_value_info(o, 0, None) for o in node.output],
+    bare = onnx.NodeProto()
+    bare.CopyFrom(node)
+    del bare.attribute[:]  # without PopART's own attributes (__debug_info_id...), which the evaluator refuses
+    bare.attribute.extend(a for a in node.attribute if not a.name.startswith("__"))
+    graph = helper.make_graph([bare], "fold", [], [helper.make_tensor_value_info(o, 0, None) for o in node.output],
                               initializer=[numpy_helper.from_array(values[n], n) for n in inputs])
     model = helper.make_model(graph, opset_imports=opsets)
     try:
