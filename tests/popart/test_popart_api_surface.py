@@ -1,5 +1,5 @@
 """PopART's API as its scripts and tests use it: grouped weights before the replication factor is known,
-patterns, option records, DataType, debug info, device and opset names, and host data PopART converts."""
+patterns, option records, DataType, device and opset names, and host data PopART converts."""
 import re
 
 import numpy as np
@@ -151,35 +151,6 @@ def test_virtual_graph_takes_a_set_or_list_of_tensors():
     assert builder.getVirtualGraph(y) == 0
 
 
-def test_debug_info_is_written_as_json_and_cbor(tmp_path):
-    import cbor2
-    import json
-
-    def record(form):
-        path = tmp_path / f"debug.{form}"
-        popart.initializePoplarDebugInfo(str(path), form)
-        outer = popart.DebugInfo(popart.DebugContext("outer"), "layer_a")
-        outer.setValue("arg", 1)
-        inner = popart.DebugInfo(popart.DebugContext(outer, "inner"), "layer_b")
-        inner.setValue("arg", 2)
-        popart.closePoplarDebugInfo()
-        popart.DebugInfo(popart.DebugContext("after"), "layer_c")  # not collected
-        return json.loads(path.read_text()) if form == "json" else cbor2.loads(path.read_bytes())
-
-    for form in ("json", "cbor"):
-        data = record(form)
-        inner, outer = data["contexts"]  # newest first
-        table = data["stringTable"]
-        assert (table[inner["name"]], table[outer["name"]]) == ("inner", "outer")
-        assert (inner["layer"], inner["arg"], inner["parentId"], outer["arg"]) == ("layer_b", "2", 1, "1")
-        assert (inner["id"], outer["id"]) == (0, 1)  # a parentId names the id of its parent
-        assert "parentId" not in outer
-        assert table[inner["location"]["fileName"]] == __file__
-        assert table[inner["location"]["functionName"]] == "record"
-    with pytest.raises(popart.popart_exception, match="format 'xml' is not one of json, cbor"):
-        popart.initializePoplarDebugInfo(str(tmp_path / "x"), "xml")
-
-
 def test_training_session_whose_only_anchor_is_an_input_gradient():
     builder = popart.Builder()
     x = builder.addInputTensor(popart.TensorInfo("FLOAT", [2]), "x")
@@ -269,47 +240,6 @@ def test_excluded_patterns_must_be_popart_s():
     with pytest.raises(popart.popart_exception, match="Invalid pattern name 'ThisPatternDoesNotExist' in "
                                                       "Op::excludePatterns"):
         popart.InferenceSession(builder.getModelProto(), popart.DataFlow(1, [z]), device)
-
-
-def test_debug_info_holds_the_builder_s_nodes_and_the_session_s_ops(tmp_path):
-    import json
-
-    path = tmp_path / "debug.json"
-    popart.initializePoplarDebugInfo(str(path), "json")
-    builder = popart.Builder()
-    x = builder.addInputTensor(popart.TensorInfo("FLOAT", [2]))
-    y = builder.aiOnnx.relu([x], "my_relu")  # this line is where the node's context points
-    line = test_debug_info_holds_the_builder_s_nodes_and_the_session_s_ops.__code__.co_firstlineno + 7
-    popart.InferenceSession(builder.getModelProto(), popart.DataFlow(1, [y]), popart.DeviceManager().createCpuDevice())
-    popart.closePoplarDebugInfo()
-    data = json.loads(path.read_text())
-    table = data["stringTable"]
-    by_layer = {}
-    for context in data["contexts"]:
-        by_layer.setdefault(context["layer"], []).append(context)
-    (node,) = by_layer["popartbuilder"]
-    assert (table[node["name"]], node["opType"], node["opset"]) == ("my_relu", "Relu", "ai.onnx:10")
-    assert (node["category"], node["api"], node["inputs"], node["outputs"]) == ("api", "Relu", "['input']", f"['{y}']")
-    assert (table[node["location"]["fileName"]], node["location"]["lineNumber"]) == (__file__, line)
-    assert {"host_load", "relu", "host_store"} <= {context.get("opType") for context in by_layer["popart"]}
-    ops = {context["opid"]: context for context in by_layer["popart"] if "opid" in context}
-    assert {"ai.onnx.Relu:6", "ai.graphcore.HostLoad:1", "ai.graphcore.HostStore:1"} <= set(ops)
-    assert ops["ai.onnx.Relu:6"]["parentId"] == node["id"]  # the op's record names its node's record
-    assert "parentId" not in ops["ai.graphcore.HostLoad:1"]
-
-
-def test_each_node_keeps_the_number_of_its_builder_debug_info_as_popart_s_builder_does():
-    builder = popart.Builder()
-    x = builder.addInputTensor(popart.TensorInfo("FLOAT", [2]))
-    y = builder.aiOnnx.relu([x])
-    z = builder.aiGraphcore.scale([y], 2.0)
-    builder.addNodeAttribute("test", 1, {z})
-    assert builder.getAllNodeAttributeNames({y}) == ["__debug_info_id"]
-    assert set(builder.getAllNodeAttributeNames({z})) == {"scale", "test", "__debug_info_id"}
-    numbers = [builder.getInt64NodeAttribute("__debug_info_id", {t}) for t in (y, z)]
-    assert numbers[0] > 0 and numbers[1] > numbers[0]  # unique in the process, counting up
-    info = popart.DebugInfo(popart.DebugContext("mine"), "user")
-    assert info.getId() > numbers[1]
 
 
 def test_int64_host_data_for_an_input_turned_to_int32():

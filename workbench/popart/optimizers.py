@@ -84,6 +84,7 @@ class Optimizer:
     _GLOBAL = ("lossScaling",)
     _NON_NEGATIVE: tuple[tuple[str, str], ...] = ()  # (value, its name in PopART's message)
     _POSITIVE: tuple[tuple[str, str], ...] = ()
+    debugContext: Any = ""  # the name (or popart.DebugContext) its ops' debug records come under
 
     def __init__(self, params: Optional[Mapping[str, Any]] = None):
         params = dict(params or {})
@@ -170,7 +171,8 @@ class SGD(Optimizer):
 
     def __init__(self, params: Optional[Mapping[str, Any]] = None, clip_norm_settings: Any = (),
                  accumulatorAndMomentum: SGDAccumulatorAndMomentum = SGDAccumulatorAndMomentum.Combined,
-                 accumType: DataType = DataType.UNDEFINED, accl1Type: DataType = DataType.UNDEFINED):
+                 accumType: DataType = DataType.UNDEFINED, accl1Type: DataType = DataType.UNDEFINED,
+                 debugContext: Any = "sgd"):
         params = dict(params or {})
         if "nesterov" in params:
             params["defaultNesterov"] = params.pop("nesterov")
@@ -181,6 +183,7 @@ class SGD(Optimizer):
         if list(clip_norm_settings):
             raise popart_exception("SGD: clip norm settings are not supported by the workbench")
         self.accumulatorAndMomentum = accumulatorAndMomentum
+        self.debugContext = debugContext
 
     def learningRates(self): return self._defaults["learningRate"]  # noqa: E704 - PopART's accessors
     def weightDecays(self): return self._defaults["weightDecay"]  # noqa: E704
@@ -195,7 +198,7 @@ class ConstSGD(SGD):
 
     def __init__(self, learning_rate: float, weight_decay: float = 0.0, loss_scaling: float = 1.0):
         super().__init__({"defaultLearningRate": (learning_rate, True), "defaultWeightDecay": (weight_decay, True),
-                          "lossScaling": (loss_scaling, True)})
+                          "lossScaling": (loss_scaling, True)}, debugContext="")
 
     def type(self) -> str:
         return "SGD"
@@ -215,7 +218,7 @@ class Adam(Optimizer):
                  weight_decay_mode: WeightDecayMode = WeightDecayMode.Decay,
                  accum_type: DataType = DataType.UNDEFINED, accl1_type: DataType = DataType.UNDEFINED,
                  accl2_type: DataType = DataType.UNDEFINED, clip_norm_settings: Any = (),
-                 scaled_optimizer_state: bool = False):
+                 scaled_optimizer_state: bool = False, debugContext: Any = "adam"):
         super().__init__(params)
         if not isinstance(mode, AdamMode):
             raise TypeError(f"Adam: mode must be a popart.AdamMode, got {mode!r}")
@@ -225,6 +228,7 @@ class Adam(Optimizer):
             raise popart_exception("Adam: clip norm settings are not supported by the workbench")
         self.mode = mode
         self.weightDecayMode = weight_decay_mode
+        self.debugContext = debugContext
 
     def learningRates(self): return self._defaults["learningRate"]  # noqa: E704
     def weightDecays(self): return self._defaults["weightDecay"]  # noqa: E704
@@ -249,7 +253,7 @@ class Adaptive(Optimizer):
                  weight_decay_mode: WeightDecayMode = WeightDecayMode.Decay,
                  accum_type: DataType = DataType.UNDEFINED, accl1_type: DataType = DataType.UNDEFINED,
                  accl2_type: DataType = DataType.UNDEFINED, accl3_type: DataType = DataType.UNDEFINED,
-                 rmsprop_tf_variant: bool = False):
+                 rmsprop_tf_variant: bool = False, debugContext: Any = "adaptive"):
         super().__init__(params)
         if not isinstance(mode, AdaptiveMode):
             raise TypeError(f"Adaptive: mode must be a popart.AdaptiveMode, got {mode!r}")
@@ -259,6 +263,7 @@ class Adaptive(Optimizer):
         self.mode = mode
         self.weightDecayMode = weight_decay_mode
         self.rmspropTFVariant = bool(rmsprop_tf_variant)
+        self.debugContext = debugContext
 
     def learningRates(self): return self._defaults["learningRate"]  # noqa: E704
     def weightDecays(self): return self._defaults["weightDecay"]  # noqa: E704

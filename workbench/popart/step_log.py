@@ -5,7 +5,7 @@ Each message is built only when its module logs at that level."""
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Optional
 
 from workbench.ops.registry import op_def
 
@@ -46,6 +46,20 @@ def _opid(op: Any) -> str:
     return f"ai.graphcore.{popart_class.removesuffix('Op') or op.type}:1"
 
 
+def _parent(op: Any, optimizer_records: dict[tuple[str, str], Optional[int]]) -> Optional[int]:
+    """The number of the record an op's record comes under: its node's (``__debug_info_id``) or, for an
+    optimizer's update of a weight, a ``popartbuilder`` record of the optimizer's debug context made
+    once per weight, as PopART's optimizers make one for each weight's update."""
+    update = op.meta.get("optimizer_update")
+    if update is None:
+        return op.meta.get("popart", {}).get(DEBUG_INFO_ID)
+    if update not in optimizer_records:
+        context, weight = update
+        record = debug_info.note(context, "popartbuilder", {"category": "optimizer", "weight": weight})
+        optimizer_records[update] = record.getId() if record is not None else None
+    return optimizer_records[update]
+
+
 def created(name: str, builder: "GraphBuilder", lowered: "LoweredModel", patterns: Patterns, device: Any) -> None:
     """A session read its model, applied its patterns and lowered it."""
     if _on(_SESSION, TRACE):
@@ -63,11 +77,12 @@ def created(name: str, builder: "GraphBuilder", lowered: "LoweredModel", pattern
             _IR.log(TRACE, f"Lowering node '{node.name}' ({node.domain or 'ai.onnx'}.{node.op_type}) "
                            f"-> {', '.join(node.output)} on IPU {lowered.node_ipus.get(node.name, 0)}")
     if debug_info.collecting():
+        optimizer_records: dict[tuple[str, str], Optional[int]] = {}
         for graph in lowered.ir.graphs:
             for op in graph.ops:
                 values = {"category": "op", "opid": _opid(op), "graph": graph.name,
                           "opType": op.type, "ipu": op.ipu}
-                debug_info.note(op.name, "popart", values, parent=op.meta.get("popart", {}).get(DEBUG_INFO_ID))
+                debug_info.note(op.name, "popart", values, parent=_parent(op, optimizer_records))
             for tensor in graph.tensors:
                 debug_info.note(tensor.name, "popart", {"graph": graph.name, "tensorInfo": str(tensor.spec)})
     if _on(_IR, logging.INFO):

@@ -16,8 +16,8 @@ from typing import Mapping, Optional, Union
 import numpy as np
 
 from workbench import ops
-from workbench.ir import (Graph, Ir, Tensor, Variable, constant, graph_input, graph_output, in_sequence, ipu,
-                          variable)
+from workbench.ir import (Graph, Ir, Tensor, Variable, constant, get_current_graph, graph_input, graph_output,
+                          in_sequence, ipu, variable)
 from workbench.ir.dtypes import float32
 from workbench.ir.popdist_settings import PopdistSettings
 from workbench.ir.streams import DeviceToHostStream, d2h_stream, h2d_stream
@@ -271,7 +271,11 @@ class _Builder:
                 value = values[key]
                 return self.lowering.on_ipu(frame.get(value), weight.ipu) if isinstance(value, Tensor) else value
             with ipu(weight.ipu):
+                graph = get_current_graph()
+                before = len(graph._ops)
                 steps.update(self.optimizer, weight, gradient, state, scalar)
+                for op in graph._ops[before:]:  # the debug records of these ops come under the optimizer's
+                    op.meta["optimizer_update"] = (_context_name(self.optimizer.debugContext), name)
                 if settings.accumulation_factor > 1:
                     ops.var_updates.accumulator_zero_(grads[name])
         if settings.accumulation_factor == 1:
@@ -380,3 +384,8 @@ def lower_training(builder: GraphBuilder, *, loss: str, optimizer: Optimizer, an
     check_supported(builder)
     types = known_input_types(builder, input_types)
     return _Builder(builder, loss, optimizer, anchors, settings, types, saved_state or {}).build()
+
+
+def _context_name(debug_context) -> str:
+    """The name of an optimizer's debug context (a string or a popart.DebugContext)."""
+    return debug_context if isinstance(debug_context, str) else getattr(debug_context, "name", str(debug_context))
