@@ -74,6 +74,8 @@ def test_cache_offsets_computed_at_run_time_pick_their_entry():
     for entry, expected in ((0, -xv), (1, xv)):
         _, arrays = run_inference(builder, [picked], {x: xv, where: np.array([entry], np.int32)})
         np.testing.assert_array_equal(arrays[picked], expected)
+    with pytest.raises(Exception, match=r"CacheLoad/remote_load.*offset 5 is outside the 2 entries of remote buffer"):
+        run_inference(builder, [picked], {x: xv, where: np.array([5], np.int32)})
 
 
 def test_cache_nodes_without_bufferid_or_of_another_shape_are_refused_at_session_creation():
