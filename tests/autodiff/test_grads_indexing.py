@@ -74,6 +74,12 @@ def test_dynamic_update_gradients_split_between_tensor_and_update(shape, data, s
                     normal(shape, seed), int32(offsets), normal(update_shape, seed + 1))
 
 
+
+def test_dynamic_update_gradient_reaches_an_update_given_without_the_leading_1():
+    check_gradients(lambda t, i, u: ops.dynamic_update(t, i, u, [0], [1], no_overlap=True) * 2.0,
+                    normal((3, 4), 0), int32([1]), normal((4,), 1))
+
+
 # ----- gathers -----
 @SETTINGS
 @given(shapes, st.data(), st.booleans(), seeds)
