@@ -48,8 +48,10 @@ def test_networkx_of_a_graph_has_ops_tensors_and_indexed_edges():
     assert data.edges["main_graph:tensor:w", "main_graph:op:" + sub.name, "input:1"]["index"] == 1
     assert data.edges["main_graph:op:" + sub.name, "main_graph:tensor:" + diff.name, "output:0"] == {
         "kind": "output", "index": 0}
+    # One node per op and per tensor that holds a value: the host stream's handle tensor is left out.
     ops_and_tensors = [n for n, a in data.nodes(data=True) if a["kind"] != "graph"]
-    assert len(ops_and_tensors) == len(ir.main_graph.ops) + len(ir.main_graph.tensors)
+    assert len(ops_and_tensors) == len(ir.main_graph.ops) + len(ir.main_graph.device_tensors)
+    assert len(ir.main_graph.tensors) == len(ir.main_graph.device_tensors) + 1
 
 
 def test_networkx_op_attributes_are_plain_values():
@@ -77,7 +79,7 @@ def test_networkx_of_an_ir_links_call_sites_to_the_called_graphs():
     data = to_networkx(ir)
     graph_nodes = [n for n, a in data.nodes(data=True) if a["kind"] == "graph"]
     assert graph_nodes == [f"graph:{g.id}" for g in ir.graphs]
-    expected_members = sum(len(g.ops) + len(g.tensors) for g in ir.graphs)
+    expected_members = sum(len(g.ops) + len(g.device_tensors) for g in ir.graphs)
     assert data.number_of_nodes() == expected_members + len(ir.graphs)
     calls = sorted((data.nodes[tail]["type"], attributes["kind"], head, attributes["repeat_count"])
                    for tail, head, attributes in data.edges(data=True)
@@ -90,7 +92,7 @@ def test_networkx_of_an_ir_links_call_sites_to_the_called_graphs():
     ]
     # Each subgraph's tensors sit under its own prefix, next to the main graph's.
     for graph in ir.graphs:
-        for tensor in graph.tensors:
+        for tensor in graph.device_tensors:
             assert data.nodes[f"{graph.id}:tensor:{tensor.name}"]["graph"] == graph.id
 
 
@@ -143,7 +145,7 @@ def test_json_lists_every_graph_op_and_tensor_once():
     assert [g["id"] for g in document["graphs"]] == [g.id for g in ir.graphs]
     for graph, exported in zip(ir.graphs, document["graphs"]):
         assert [op["id"] for op in exported["ops"]] == [op.id for op in graph.ops]
-        assert [t["id"] for t in exported["tensors"]] == [t.id for t in graph.tensors]
+        assert [t["id"] for t in exported["tensors"]] == [t.id for t in graph.device_tensors]
         assert exported["inputs"] == [t.id for t in graph.inputs]
         assert exported["outputs"] == [t.id for t in graph.outputs]
     op_ids = [op["id"] for g in document["graphs"] for op in g["ops"]]

@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import popxl
+from popart import popart_exception
 import popxl.ops as ops
 
 from gradcheck import check_gradients
@@ -71,6 +72,12 @@ def test_dynamic_update_gradients_split_between_tensor_and_update(shape, data, s
         update_shape[axis] = size
     check_gradients(lambda t, i, u: ops.dynamic_update(t, i, u, axes, sizes, no_overlap=True) * 2.0,
                     normal(shape, seed), int32(offsets), normal(update_shape, seed + 1))
+
+
+
+def test_dynamic_update_gradient_reaches_an_update_given_without_the_leading_1():
+    check_gradients(lambda t, i, u: ops.dynamic_update(t, i, u, [0], [1], no_overlap=True) * 2.0,
+                    normal((3, 4), 0), int32([1]), normal((4,), 1))
 
 
 # ----- gathers -----
@@ -142,6 +149,6 @@ def test_onehot_gradient_reaches_the_off_and_on_values(index_shape, classes, dat
 
 
 def test_in_place_dynamic_update_asks_for_the_copying_op():
-    with pytest.raises(NotImplementedError, match="use ops.dynamic_update instead"):
+    with pytest.raises(popart_exception, match="modifying op: dynamic_update_ .*; use ops.dynamic_update instead"):
         check_gradients(lambda t, i, u: ops.dynamic_update_(t * 1.0, i, u, [0], [1], True),
                         normal((3,), 0), int32([1]), normal((1,), 1))

@@ -4,6 +4,7 @@ import math
 import numpy as np
 import pytest
 
+import popxl
 import popxl.ops as ops
 from helpers import run_op, run_op_on_variables
 from workbench.ops.special import erf, erfc
@@ -56,10 +57,14 @@ def test_swish_saturates_without_overflow():
     np.testing.assert_array_equal(run_op(ops.swish, x), [0.0, -0.0, 100.0, 1e4])
 
 
-@pytest.mark.parametrize("fn", [ops.gelu, ops.geluerf, ops.swish, ops.gelu_])
-def test_activations_need_floats(fn):
+@pytest.mark.parametrize("fn", [ops.gelu, ops.geluerf, ops.swish, ops.gelu_, ops.swish_])
+def test_activations_of_integers_are_built_as_in_popxl_and_refused_when_the_session_compiles(fn):
+    ir = popxl.Ir()
+    with ir.main_graph:
+        out = fn(popxl.variable(np.array([1, 2], np.int32)))
+    assert out.spec == popxl.TensorSpec((2,), popxl.int32)
     with pytest.raises(TypeError, match=f"{fn.__name__}: expected a float tensor, got int32"):
-        run_op(fn, np.array([1], np.int32))
+        popxl.Session(ir, "ipu_model")
 
 
 # ----- erf -----

@@ -178,6 +178,28 @@ def test_dynamic_update_copies_and_dynamic_update_in_place_writes():
     np.testing.assert_array_equal(updated_x, expected)
 
 
+def test_dynamic_update_takes_an_update_without_the_slices_leading_1():
+    index = np.array([2], np.uint32)
+    update = np.full((4, 5), 7.0, np.float32)  # the slice X[2:3] has shape (1, 4, 5)
+    result = run_op(lambda t, i, u: ops.dynamic_update(t, i, u, [0], [1], False), X, index, update)
+    expected = X.copy()
+    expected[2] = update
+    np.testing.assert_array_equal(result, expected)
+
+
+@pytest.mark.parametrize("update_shape", [(2, 4, 5), (4, 4)])
+def test_dynamic_update_is_built_as_in_popxl_and_its_update_shape_checked_when_the_session_compiles(update_shape):
+    ir = popxl.Ir()
+    with ir.main_graph:
+        t = popxl.variable(X)
+        index = popxl.variable(np.array([0], np.uint32))
+        out = ops.dynamic_update(t, index, popxl.variable(np.zeros(update_shape, np.float32)), [0], [1], False)
+    assert out.shape == X.shape
+    with pytest.raises(ValueError, match=rf"dynamic_update: t_update has shape \({update_shape[0]}, .*; the slice "
+                                         r"it replaces has shape \(1, 4, 5\)"):
+        popxl.Session(ir, "ipu_model")
+
+
 def test_dynamic_update_wraps_like_dynamic_slice():
     result = run_op(lambda t, i, u: ops.dynamic_update(t, i, u, [0], [2], False),
                     np.zeros(4, np.int32), np.array([3], np.uint32), np.array([7, 8], np.int32))
@@ -192,10 +214,6 @@ def test_dynamic_errors(x):
         ops.dynamic_slice(x, index, [0, 1], [1, 1], False)
     with pytest.raises(TypeError, match="expected a int tensor, got float32"):
         ops.dynamic_slice(x, popxl.variable(np.array([0.0], np.float32)), [0], [1], False)
-    update = popxl.variable(np.zeros((2, 4, 5), np.float32))
-    with pytest.raises(ValueError, match=r"t_update has shape \(2, 4, 5\); the slice it replaces has shape "
-                                         r"\(1, 4, 5\)"):
-        ops.dynamic_update(x, index, update, [0], [1], False)
 
 
 # ----- gather -----

@@ -158,8 +158,16 @@ def test_dropout_argument_errors():
             ops.dropout(x, seed, 1)
         with pytest.raises(ValueError, match=r"shaped_dropout: the mask shape \(3, 1\) must broadcast"):
             ops.shaped_dropout(x, seed, (3, 1), 0.5)
-        with pytest.raises(TypeError, match="dropout: expected a float tensor"):
-            ops.dropout(popxl.variable(np.ones(3, np.int32)), seed, 0.5)
+
+
+def test_dropout_of_integers_is_built_as_in_popxl_and_refused_when_the_session_compiles():
+    ir = popxl.Ir()
+    with ir.main_graph:
+        seed = popxl.variable(np.zeros(2, np.uint32))
+        dropped = ops.dropout(popxl.variable(np.ones(3, np.int32)), seed, 0.5)
+    assert dropped.spec == popxl.TensorSpec((3,), popxl.int32)
+    with pytest.raises(TypeError, match="dropout: expected a float tensor, got int32"):
+        popxl.Session(ir, "ipu_model")
 
 
 # ----- replicas and steps -----

@@ -146,13 +146,20 @@ def test_sparse_accumulate_is_the_reverse_of_gather_along_an_axis():
     np.testing.assert_allclose(target, expected, rtol=1e-6)
 
 
-def test_sparse_accumulate_checks_the_update_shape():
+@pytest.mark.parametrize("axis, update_shape, message", [
+    (0, (4, 2), r"sparse_accumulate_: X must have shape \(4, 3\)"),
+    (2, (5, 4), r"sparse_accumulate_: axis 2 is out of range for a tensor of rank 2"),
+])
+def test_sparse_accumulate_is_built_as_in_popxl_and_checked_when_the_session_compiles(axis, update_shape, message):
     ir = popxl.Ir()
     with ir.main_graph:
         t = popxl.variable(np.zeros((5, 3), np.float32))
-        with pytest.raises(ValueError, match=r"sparse_accumulate_: X must have shape \(4, 3\)"):
-            var_updates.sparse_accumulate_(t, popxl.constant(np.zeros((4, 2), np.float32)),
-                                           popxl.constant(np.zeros(4, np.int32)))
+        var_updates.sparse_accumulate_(t, popxl.constant(np.zeros(update_shape, np.float32)),
+                                       popxl.constant(np.zeros(4, np.int32)), axis)
+    pb_op = ir._pb_ir.getMainGraph().getOps()[-1]
+    assert (pb_op.opType(), pb_op.getAxis(), pb_op.getFactor().val()) == ("PopartSparseAccumulate", axis, 1.0)
+    with pytest.raises(ValueError, match=message):
+        popxl.Session(ir, "ipu_model")
 
 
 # ----- the Adam family -----

@@ -161,10 +161,14 @@ def test_any_remote_buffer_holding_one_shard_serves_a_remote_sharded_variable():
     with popxl.Session(ir, "ipu_model") as session:
         session.run()
         np.testing.assert_array_equal(session.get_tensor_data(v), data * 2)
-    with popxl.Ir(replication=replicas).main_graph:
-        with pytest.raises(ValueError, match=r"^Tensor odd does not match buffer\."):
-            popxl.remote_replica_sharded_variable(np.zeros(n, np.float32), popxl.remote_buffer((2,), popxl.float32),
-                                                  0, name="odd")
+    odd_ir = popxl.Ir(replication=replicas)
+    with odd_ir.main_graph:  # popxl compares nothing here: 2 elements are no shard of 10 over 4 replicas
+        odd = popxl.remote_replica_sharded_variable(np.zeros(n, np.float32), popxl.remote_buffer((2,), popxl.float32),
+                                                    0, name="odd")
+    assert odd.shape == (n,)
+    with pytest.raises(ValueError, match=r"^Tensor odd does not match buffer\. The variable needs 3 elements on "
+                                         r"each replica \(float32\[10\] in 4 shards\) but .* hold 2"):
+        popxl.Session(odd_ir, "ipu_model")
 
 
 def test_replica_sharded_buffer_shards_over_at_most_the_group():

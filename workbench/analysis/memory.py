@@ -147,7 +147,7 @@ def surely_fits(ir: Ir, device: Device) -> bool:
     tile: dict[int, int] = defaultdict(int)
     code_total = 0
     for graph, count in frames.items():
-        for tensor in graph.tensors:
+        for tensor in graph.device_tensors:
             tile[tensor.ipu] += count * tensor.nbytes
         for ipu, nbytes in graph_code_bytes(graph).items():
             tile[ipu] += nbytes

@@ -59,7 +59,7 @@ def _add_graph(result: nx.MultiDiGraph, graph: Graph) -> None:
     result.add_node(graph_node_id(graph), **_graph_attributes(graph))
     input_index = {t: i for i, t in enumerate(graph.inputs)}
     output_index = {t: i for i, t in enumerate(graph.outputs)}
-    for tensor in graph.tensors:
+    for tensor in graph.device_tensors:
         result.add_node(tensor_node_id(tensor), kind="tensor", graph=graph.id, id=tensor.id,
                         name=tensor.name, tensor_kind=tensor.kind, shape=list(tensor.shape),
                         dtype=tensor.dtype.name, ipu=tensor.ipu, tile_set=tensor.tile_set,

@@ -43,7 +43,7 @@ def to_json(ir: Ir, liveness: bool = False, grouped: bool = False) -> dict:
 def _graph(graph: Graph) -> dict:
     return {"id": graph.id, "name": graph.name, "label": graph.label, "is_main": graph.is_main,
             "inputs": [t.id for t in graph.inputs], "outputs": [t.id for t in graph.outputs],
-            "ops": [_op(op) for op in graph.ops], "tensors": [_tensor(t) for t in graph.tensors]}
+            "ops": [_op(op) for op in graph.ops], "tensors": [_tensor(t) for t in graph.device_tensors]}
 
 
 def _op(op: Op) -> dict:

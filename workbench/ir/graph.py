@@ -113,6 +113,15 @@ class Graph:
 
     @property
     def tensors(self) -> tuple[Tensor, ...]:
+        """Every tensor of the graph, as popxl lists them: the main graph's include one handle per host
+        stream (see ``device_tensors`` for the tensors that hold values)."""
+        if self.is_main:
+            return tuple(self._tensors.values()) + self._ir._stream_tensors()
+        return tuple(self._tensors.values())
+
+    @property
+    def device_tensors(self) -> tuple[Tensor, ...]:
+        """The tensors that hold values on the device: ``tensors`` less the host-stream handles."""
         return tuple(self._tensors.values())
 
     @property
@@ -140,7 +149,7 @@ class Graph:
         return tensor in self._outputs
 
     def get_tensor(self, tensor_id: str) -> Tensor:
-        for tensor in self._tensors.values():
+        for tensor in self.tensors:
             if tensor.id == tensor_id or (not self._name and tensor.name == tensor_id):
                 return tensor
         raise KeyError(f"graph {self.label!r} has no tensor with id {tensor_id!r}")

@@ -192,6 +192,10 @@ class Ir:
         self._streams[unique] = stream
         return stream
 
+    def _stream_tensors(self) -> tuple[Tensor, ...]:
+        """The main graph's handle tensor of every stream, in the order the streams were made."""
+        return tuple(stream._stream_tensor for stream in self._streams.values())
+
     def _streams_used_by(self, op_type: str) -> list[Stream]:
         """The streams of the ``op_type`` ops, and of those merged into a MultiExchange (its descriptors)."""
         used = []

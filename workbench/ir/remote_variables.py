@@ -97,7 +97,8 @@ def remote_replica_sharded_variable(data: HostScalarTensor, remote_buffer: Remot
                                     nan_on_overflow: Optional[bool] = None) -> Variable:
     """A variable split over the replicas of each group: entry ``offset`` of each replica's
     ``remote_buffer`` holds that replica's flat shard. Any remote buffer whose entries hold one
-    shard will do; the sharding follows the replica grouping (by default all replicas)."""
+    shard will do; the sharding follows the replica grouping (by default all replicas). A Session
+    refuses a buffer whose entries do not hold one shard."""
     graph = get_current_graph()
     ir = graph.ir
     if ir.replication_factor <= 1:
@@ -113,11 +114,8 @@ def remote_replica_sharded_variable(data: HostScalarTensor, remote_buffer: Remot
                          f"variable of shape {shape}: the buffer's meta_shape is already "
                          f"{remote_buffer.meta_shape}.")
     nelms = int(np.prod(shape, dtype=np.int64))
-    count = _shard_count_for(remote_buffer, nelms, grouping.group_size)
-    if count is None:
-        raise ValueError(f"Tensor {name or 'variable'} does not match buffer. {remote_buffer!r} entries hold "
-                         f"{int(np.prod(remote_buffer.tensor_shape))} elements, not one shard of the "
-                         f"{nelms} elements of shape {shape} over a group of {grouping.group_size} replicas")
+    # As in popxl, a buffer whose entries hold no shard is not refused here but by the Session.
+    count = _shard_count_for(remote_buffer, nelms, grouping.group_size) or grouping.group_size
     variable = ir._add_variable(graph, array, None, name, False, grouping, retrieval_mode or "one_per_group",
                                 shard_count=count)
     return _place_in_buffer(variable, remote_buffer, offset)

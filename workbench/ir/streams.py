@@ -5,7 +5,7 @@ from typing import TYPE_CHECKING, Iterable, Optional, TypeVar
 
 from . import dtypes
 from .context import get_current_graph
-from .tensor import TensorSpec
+from .tensor import Tensor, TensorSpec
 
 if TYPE_CHECKING:
     from .ir import Ir
@@ -17,10 +17,11 @@ _S = TypeVar("_S", bound="Stream")
 class Stream:
     """A host stream of either direction: its name and the spec of each transfer."""
 
-    __slots__ = ("_ir", "_name", "_spec")
+    __slots__ = ("_ir", "_name", "_spec", "_stream_tensor")
     _ir: "Ir"
     _name: str
     _spec: TensorSpec
+    _stream_tensor: "StreamTensor"
     direction = ""
 
     def __init__(self):
@@ -30,6 +31,7 @@ class Stream:
     def _create(cls: type[_S], ir: "Ir", name: str, spec: TensorSpec) -> _S:
         stream = object.__new__(cls)
         stream._ir, stream._name, stream._spec = ir, name, spec
+        stream._stream_tensor = StreamTensor._create(ir.main_graph, name, spec)
         return stream
 
     @property
@@ -60,6 +62,17 @@ class Stream:
         return f"{type(self).__name__}[{self._name} {self._spec}]"
 
     __repr__ = __str__
+
+
+class StreamTensor(Tensor):
+    """The main graph's handle of a host stream: popxl lists one among the main graph's tensors for each
+    stream. It holds no value on the device, and ops refer to the stream itself, never to this tensor."""
+
+    __slots__ = ()
+
+    @property
+    def kind(self) -> str:
+        return "stream"
 
 
 #: The earlier name of ``Stream``.

@@ -146,15 +146,15 @@ relu, relu_ = unary_op("relu", lambda a: np.maximum(a, 0), "Rectified linear uni
                        popart_inplace_class="ReluInplaceOp")
 gelu, gelu_ = unary_op("gelu", _gelu, "Gaussian error linear unit, in its tanh approximation: "
                        "0.5 t (1 + tanh(sqrt(2/pi) (t + 0.044715 t^3))).", allowed="float", in_place=True,
-                       kernel_for=_at_least(_gelu, np.float32), grad=_gelu_grad,
+                       kernel_for=_at_least(_gelu, np.float32), grad=_gelu_grad, built_for="number",
                        popart_class="GeluOp", popart_inplace_class="GeluInplaceOp")
 geluerf, geluerf_ = unary_op("geluerf", _geluerf, "Gaussian error linear unit computed exactly: "
                              "t * Phi(t) = 0.5 t (1 + erf(t / sqrt(2))).", allowed="float", in_place=True,
-                             kernel_for=_at_least(_geluerf, np.float64),
+                             kernel_for=_at_least(_geluerf, np.float64), built_for="number",
                              grad=lambda op, grads, fwd: [apply("geluerf_grad", grads[0], fwd(op.inputs[0]))],
                              popart_class="GeluErfOp", popart_inplace_class="GeluErfInplaceOp")
 swish, swish_ = unary_op("swish", _swish, "Swish (SiLU) activation: t * sigmoid(t).", allowed="float",
-                         in_place=True, kernel_for=_at_least(_swish, np.float32), grad=_swish_grad,
+                         in_place=True, kernel_for=_at_least(_swish, np.float32), grad=_swish_grad, built_for="number",
                          popart_class="SwishOp", popart_inplace_class="SwishInplaceOp")
 
 

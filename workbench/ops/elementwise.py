@@ -71,16 +71,32 @@ def like_input(op_type: str, allowed: str, out_dtype: Optional[dtypes.dtype] = N
     return infer
 
 
+def checked_when_compiled(allowed: str, build):
+    """A kernel builder that first checks input 0 against ``allowed``: for ops that popxl builds for any
+    dtype but that the IPU runs for some only, refused when a Session compiles them."""
+    def checked(op, env):
+        check_dtype(op.type, op.inputs[0].spec, allowed)
+        return build(op, env)
+    return checked
+
+
 def unary_op(op_type: str, fn: Callable[[np.ndarray], np.ndarray], doc: str, *, allowed: str = "number",
              out_dtype: Optional[dtypes.dtype] = None, grad=None, in_place: bool = False,
-             kernel_for: Optional[KernelFor] = None, popart_class: str = "", popart_inplace_class: str = ""):
+             kernel_for: Optional[KernelFor] = None, popart_class: str = "", popart_inplace_class: str = "",
+             built_for: str = ""):
     """Register ``op_type`` (and ``op_type_`` when ``in_place``) and return the front-end function(s).
 
-    ``kernel_for(op)`` may pick a kernel by dtype instead of the fixed ``fn``.
+    ``kernel_for(op)`` may pick a kernel by dtype instead of the fixed ``fn``. ``built_for``: the dtypes
+    accepted when the graph is built where popxl accepts more than ``allowed``, which is then checked when
+    a Session compiles the op.
     """
-    register_elementwise(op_type, like_input(op_type, allowed, out_dtype),
-                         lambda op, env: kernel_for(op) if kernel_for else fn, grad=grad, in_place=in_place,
-                         in_place_infer=like_input(op_type + "_", allowed, out_dtype), popart_class=popart_class,
+    def build(op, env):
+        return kernel_for(op) if kernel_for else fn
+    if built_for:
+        build = checked_when_compiled(allowed, build)
+    accepted = built_for or allowed
+    register_elementwise(op_type, like_input(op_type, accepted, out_dtype), build, grad=grad, in_place=in_place,
+                         in_place_infer=like_input(op_type + "_", accepted, out_dtype), popart_class=popart_class,
                          popart_inplace_class=popart_inplace_class)
 
     def front(t: Tensor) -> Tensor:

@@ -246,24 +246,33 @@ def _dynamic_slice_kernel(op, env):
 
 
 def _dynamic_update_infer(op_type: str):
+    """t_update's shape is not checked here, as popxl does not check it when it builds the op, but when a
+    Session compiles it (``_checked_update_shape``)."""
     def infer(specs, attrs):
         _check_index(op_type, specs[1], attrs["axes"])
         same_dtype(op_type, [specs[0], specs[2]])
-        expected = _sliced_shape(specs[0].shape, attrs)
-        if specs[2].shape != expected:
-            raise ValueError(f"{op_type}: t_update has shape {specs[2].shape}; the slice it replaces has shape "
-                             f"{expected}")
         return [TensorSpec(specs[0].shape, specs[0].dtype)]
     return infer
+
+
+def _checked_update_shape(op) -> tuple[int, ...]:
+    """The shape of the replaced slice, which t_update must have, or have less its leading 1 (PopART then
+    puts the 1 back)."""
+    expected = _sliced_shape(op.inputs[0].shape, op.attrs)
+    given = op.inputs[2].shape
+    if given != expected and (1,) + given != expected:
+        raise ValueError(f"{op.type}: t_update has shape {given}; the slice it replaces has shape {expected}")
+    return expected
 
 
 def _dynamic_update_kernel(in_place: bool):
     def build(op, env):
         key = _region(op.inputs[0].shape, op.attrs["axes"], op.attrs["sizes"])
+        sliced = _checked_update_shape(op)
 
         def update(t, index, t_update):
             out = t if in_place else t.copy()
-            out[key(index)] = t_update
+            out[key(index)] = t_update.reshape(sliced)
             return out
         return update
     return build
@@ -288,7 +297,10 @@ def _dynamic_update_grad(op, grads, fwd):
         return [None, None, None]
     index, update = fwd(op.inputs[1]), op.inputs[2]
     kept = apply("dynamic_update", grads[0], index, blocks.zeros(update.shape, update.dtype), **_region_attrs(op))
-    return [kept, None, apply("dynamic_slice", grads[0], index, **_region_attrs(op))]
+    region = apply("dynamic_slice", grads[0], index, **_region_attrs(op))
+    if region.shape != update.shape:  # an update given without the slice's leading 1
+        region = apply("reshape", region, shape=update.shape)
+    return [kept, None, region]
 
 
 register(OpDef("dynamic_slice", _dynamic_slice_infer, _dynamic_slice_kernel, grad=_dynamic_slice_grad, view=True,

@@ -5,7 +5,7 @@ from typing import Optional
 
 import numpy as np
 
-from workbench.ir import Tensor, TensorSpec, dtypes
+from workbench.ir import Tensor, TensorSpec, dtypes, get_current_graph
 
 from .casting import cast
 from .registry import OpDef, apply, register
@@ -79,5 +79,21 @@ register(OpDef("matmul", _matmul_infer, _matmul_kernel, grad=_matmul_grad, matri
 
 def matmul(lhs: Tensor, rhs: Tensor, available_memory_proportion: Optional[float] = None,
            output_type: Optional[dtypes.dtype] = None, partials_type: Optional[dtypes.dtype] = None) -> Tensor:
-    """Matrix product with NumPy's rules for vectors and batch broadcasting."""
+    """Matrix product with NumPy's rules for vectors and batch broadcasting. ``partials_type`` (float16 or
+    float32, by default the PopART session option ``partialsTypeMatMuls`` of the Ir's ``_pb_ir``) is checked
+    as popxl checks it; the NumPy kernel accumulates in the output's precision."""
+    _check_partials(partials_type)
     return apply("matmul", lhs, rhs, output_type=output_type)
+
+
+def _check_partials(partials_type: Optional[dtypes.dtype]) -> None:
+    if partials_type is not None:
+        if partials_type not in (dtypes.float16, dtypes.float32):
+            named = getattr(partials_type, "name", partials_type)
+            raise ValueError(f"matmul: partials_type {named} is not valid, must be float16 or float32")
+        return
+    options = getattr(get_current_graph().ir, "_popart_session_options", None)
+    chosen = "" if options is None else str(options.partialsTypeMatMuls)
+    if chosen.lower() not in ("", "float", "half"):
+        raise ValueError(f"matmul: the session option partialsTypeMatMuls {chosen!r} is not valid, must be "
+                         "'float' or 'half'")

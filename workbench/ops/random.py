@@ -120,7 +120,7 @@ def random_normal(seed_tensor: Tensor, shape: Tuple[int, ...], mean: float = 0.0
 # ----- dropout -----
 def _dropout_infer(op_type: str):
     def infer(specs, attrs):
-        check_dtype(op_type, specs[0], "float")
+        check_dtype(op_type, specs[0], "number")  # popxl builds it for any number; the IPU runs floats only
         _check_seed(op_type, specs[1])
         mask = attrs["mask_shape"]
         if mask is not None and not _broadcasts_to(mask, specs[0].shape):
@@ -139,6 +139,7 @@ def _broadcasts_to(shape: tuple, target: tuple) -> bool:
 
 def _dropout_kernel(op, env):
     """Zero each mask element with probability ``ratio``; scale the kept ones by 1 / (1 - ratio)."""
+    check_dtype(op.type, op.inputs[0].spec, "float")
     ratio = op.attrs["ratio"]
     mask_shape = op.attrs["mask_shape"] or op.inputs[0].shape
     dtype = op.inputs[0].dtype.as_numpy()

@@ -208,22 +208,31 @@ def copy_var_update_(t: Tensor, X: Tensor) -> Tensor:
 
 # ----- sparse accumulate -----
 def _sparse_infer(specs, attrs):
-    target, value, indices, axis = specs[0], specs[1], specs[2], attrs["axis"]
+    """The dtypes are checked here; the axis and X's shape, which popxl does not check when it builds the op,
+    when a Session compiles it (``_sparse_axis``)."""
+    target, indices = specs[0], specs[2]
     check_dtype("sparse_accumulate_", target, "number")
     check_dtype("sparse_accumulate_", indices, "int")
-    expected = target.shape[:axis] + indices.shape + target.shape[axis + 1:]
-    if value.shape != expected:
-        raise ValueError(f"sparse_accumulate_: X must have shape {expected} (t's shape {target.shape} with "
-                         f"axis {axis} replaced by the indices' shape {indices.shape}), got {value.shape}")
     if attrs["f"] is None:
         check_factor("sparse_accumulate_", "f", specs[3])
     return [TensorSpec(target.shape, target.dtype)]
 
 
+def _sparse_axis(op) -> int:
+    """The op's axis counted from 0, once it is checked against ``t`` and X's shape."""
+    target, value, indices = op.inputs[0].spec, op.inputs[1].spec, op.inputs[2].spec
+    axis = normalize_axis("sparse_accumulate_", op.attrs["axis"], len(target.shape))
+    expected = target.shape[:axis] + indices.shape + target.shape[axis + 1:]
+    if value.shape != expected:
+        raise ValueError(f"sparse_accumulate_: X must have shape {expected} (t's shape {target.shape} with "
+                         f"axis {axis} replaced by the indices' shape {indices.shape}), got {value.shape}")
+    return axis
+
+
 def _sparse_kernel(op, env):
     """Scatter-add ``f * X`` into the rows ``indices`` of ``t`` along ``axis``; indices outside the
     axis are skipped. ``W`` (a layout reference) takes no part in the arithmetic."""
-    axis, f = op.attrs["axis"], op.attrs["f"]
+    axis, f = _sparse_axis(op), op.attrs["f"]
     index_rank = op.inputs[2].rank
     length = op.inputs[0].shape[axis]
     index_axes = list(range(axis, axis + index_rank))
@@ -251,8 +260,9 @@ def sparse_accumulate_(t: Tensor, X: Tensor, indices: Tensor, axis: int = 0, f: 
     reverse of ``gather`` (repeated indices add up). ``W`` names the tensor whose layout ``t``
     shares on the IPU; it does not change the result."""
     expect_tensors("sparse_accumulate_", t=t, X=X, indices=indices, **({"W": W} if W is not None else {}))
-    axis = normalize_axis("sparse_accumulate_", axis, t.rank)
+    if not isinstance(axis, (int, np.integer)) or isinstance(axis, bool):
+        raise TypeError(f"sparse_accumulate_: axis must be an int, got {axis!r}")
     extra, value = factor_input("sparse_accumulate_", "f", f, 1.0)
     inputs = [t, X, indices] + extra + ([W] if W is not None else [])
-    return create_op("sparse_accumulate_", inputs, {"axis": axis, "f": value},
+    return create_op("sparse_accumulate_", inputs, {"axis": int(axis), "f": value},
                      output_names=[f"sparse_accumulate__{t.name}"]).outputs[0]

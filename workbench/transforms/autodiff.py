@@ -16,6 +16,7 @@ import numpy as np
 from workbench import ops
 from workbench.ir import (Constant, Graph, Op, Tensor, constant, get_current_context, graph_input, graph_output,
                           ipu, name_scope)
+from workbench.ir.errors import popart_exception
 from workbench.ops.nn_grads import softmax_under_nll
 from workbench.ops.registry import REGISTRY, op_types
 
@@ -123,6 +124,7 @@ class _Autodiff:
 
     def differentiate(self, graph: Graph, provided: Sequence[Tensor], required: Sequence[Tensor]
                       ) -> GradGraphInfo:
+        _check_no_modifying_op(graph)
         for op in graph.ops:
             for called in op.called_graphs:
                 self._check_may_differentiate(called)
@@ -357,7 +359,6 @@ class _GradGraphBuilder:
             tensor = connection.fwd_tensor
             if connection.connection_type is ExpectedConnectionType.FwdGrad:
                 continue
-            _check_not_overwritten(graph, tensor)
             if not graph.is_input(tensor) and not graph.is_output(tensor):
                 self.run.log.add_output(graph, tensor, sites)
                 tensor.meta[ACTIVATION_MARK] = True
@@ -379,24 +380,21 @@ def _rule(op: Op, graph: Graph):
         return definition.grad
     if op.type in STOP_GRADIENT_TYPES:
         return None
-    hint = ""
-    if op.modified and op.type.endswith("_") and REGISTRY.get(op.type[:-1]) is not None:
-        hint = f"; in-place ops are not differentiated, use ops.{op.type[:-1]} instead"
     raise NotImplementedError(
         f"autodiff: op {op.name} ({op.type}) in graph {graph.label!r} lies on the path of a required "
-        f"gradient but {op.type} has no gradient rule{hint}. Detach its input (t.detach()) if no gradient "
+        f"gradient but {op.type} has no gradient rule. Detach its input (t.detach()) if no gradient "
         "should flow through it, or leave the tensors that depend on it out of grads_required")
 
 
-def _check_not_overwritten(graph: Graph, tensor: Tensor) -> None:
-    """An activation must still hold its value when the forward graph returns it."""
-    if graph.is_input(tensor) and not graph.is_by_ref_input(tensor):
-        return  # the call site passes a copy: the parent keeps the value
-    for op in tensor.consumers:
-        if any(op.inputs[i] is tensor for i in op.modified):
-            raise NotImplementedError(
-                f"autodiff: the gradient needs the value of {tensor.id!r}, but {op.type} op {op.name} "
-                "overwrites it in place later; use the out-of-place op instead")
+def _check_no_modifying_op(graph: Graph) -> None:
+    """PopART differentiates no graph with an op that modifies one of its inputs in place (a var update,
+    ``+=``, an in-place activation; a view such as ``concat_`` modifies nothing)."""
+    for op in graph.ops:
+        if op.modified:
+            copying = op.type[:-1] if op.type.endswith("_") and REGISTRY.get(op.type[:-1]) is not None else ""
+            hint = f"; use ops.{copying} instead" if copying else ""
+            raise popart_exception(f"The graph {graph.id} contains a modifying op: {op.type} op {op.name}. Autodiff "
+                                   f"cannot be used on graphs with inplace modifying ops{hint}.")
 
 
 def sum_to_shape(grad: Tensor, shape: tuple[int, ...]) -> Tensor:

@@ -120,7 +120,7 @@ class _Builder:
         """Add ``graph``'s nodes in ``frame``; returns their keys."""
         before = len(self.nodes)
         outputs = set(graph.outputs)
-        for tensor in graph.tensors:
+        for tensor in graph.device_tensors:
             if tensor.producer is None or tensor.producer.graph is not graph:
                 self.tensor(tensor, frame, tensor in outputs)
         sites = self.sites.setdefault(graph, _sites_by_op(graph))

@@ -190,7 +190,7 @@ def _add_boxes(figure: go.Figure, picture: DataflowPicture, position) -> None:
 
 
 def _figure_layout(picture: DataflowPicture, layout: Layout, labelled: bool) -> dict:
-    tensors = len(picture.graph.tensors)
+    tensors = len(picture.graph.device_tensors)
     title = f"{text(picture.graph.label)}: {count_of(len(picture.graph.ops), 'op')}, {count_of(tensors, 'tensor')}"
     notes = []
     if picture.detail == "ops":

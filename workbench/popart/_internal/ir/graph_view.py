@@ -169,6 +169,10 @@ class Graph:
     def getTensorIds(self) -> list[str]:
         return [t.id for t in self._graph.tensors]
 
+    def __contains__(self, tensor_id: object) -> bool:
+        """``tensor_id in pb_graph``: whether a tensor of this id is in the graph (host-stream handles too)."""
+        return isinstance(tensor_id, str) and self.containsTensor(tensor_id)
+
     def getInputIds(self) -> list[str]:
         return [t.id for t in self._graph.inputs]
 
@@ -286,7 +290,7 @@ class Graph:
         """Forget tensors that no op produces or reads and that are no input, output, variable or constant."""
         graph = self._graph
         keep = set(graph.inputs) | set(graph.outputs)
-        for tensor in graph.tensors:
+        for tensor in graph.device_tensors:
             if tensor.producer is None and not tensor.consumers and tensor not in keep \
                     and not isinstance(tensor, (Variable, Constant)):
                 graph._forget_tensor(tensor)

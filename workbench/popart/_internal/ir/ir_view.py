@@ -9,6 +9,7 @@ from workbench.ops.identical_all_reduce import replace_by_identity
 
 from .graph_view import Graph, GraphId, view_graph
 from .patterns import Patterns, PatternsLevel
+from .session_options_view import IrSessionOptions
 from .tensor_view import Tensor, view_tensor
 
 
@@ -87,9 +88,7 @@ class Ir:
         """The PopART session options of this Ir, made on first use and kept with it."""
         options = getattr(self._ir, "_popart_session_options", None)
         if options is None:
-            from workbench.popart.options import SessionOptions
-
-            options = SessionOptions()
+            options = IrSessionOptions(self._ir)
             cache = os.environ.get("POPXL_CACHE_DIR")
             if cache:  # as popxl's Ir reads it: an executable cache there (the workbench compiles no engine)
                 options.enableEngineCaching, options.cachePath = True, cache

@@ -8,7 +8,7 @@ _OP_TYPES = {
     "SoftPlusOp": "Softplus", "SoftSignOp": "Softsign", "LRNOp": "LRN", "LRNGradOp": "LRNGrad",
     "BasePadOutplaceOp": "Pad", "GroupedGatherOp": "GroupedGather", "GatherNdOp": "GatherND",
     "IsFiniteOp": "IsFinite", "GreaterOrEqualOp": "GreaterOrEqual",
-    "ElementWiseNonLinearUnaryGradOp": "UnaryDerivative",
+    "ElementWiseNonLinearUnaryGradOp": "UnaryDerivative", "SparseAccumulateOp": "PopartSparseAccumulate",
 }
 
 

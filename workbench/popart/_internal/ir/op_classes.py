@@ -192,6 +192,15 @@ class FactorOp(Op):
         return _Factor(self._op.attrs.get("f"))
 
 
+class SparseAccumulateBase(FactorOp):
+    """PopART's SparseAccumulateOp: its factor and the axis of ``t`` that the indices pick along."""
+
+    __slots__ = ()
+
+    def getAxis(self) -> int:
+        return int(self._op.attrs["axis"])
+
+
 class MemoryProportionOp(Op):
     """Ops whose available memory proportion PopART lets a pass set (matmul, convolution)."""
 
@@ -251,7 +260,7 @@ class ConvolutionOp(MemoryProportionOp):
 
 
 _BASES = {"CallOp": SubgraphOp, "LoopOp": LoopOpBase, "IpuCopyOp": IpuCopyBase, "AccumulateOp": FactorOp,
-          "AccumulatorScaleOp": FactorOp, "SparseAccumulateOp": FactorOp, "MatMulOp": MemoryProportionOp,
+          "AccumulatorScaleOp": FactorOp, "SparseAccumulateOp": SparseAccumulateBase, "MatMulOp": MemoryProportionOp,
           "ConvOp": ConvolutionOp}
 
 
