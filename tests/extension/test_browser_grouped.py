@@ -49,6 +49,39 @@ BOXES = """(root) => [...root.querySelectorAll('.ipu-wb-pbox')].map((g) => {
             textRight: Math.max(0, ...texts)};
 })"""
 
+# Edges drawn by the extension, in the picture's own coordinates: every segment vertical or horizontal, and
+# none through a box that is not one of its ends (a box an edge starts or ends on) or through a frame's title.
+EDGES_CLEAR = """(root) => {
+    const svg = root.querySelector('.ipu-wb-group-svg');
+    const place = (g) => { const m = /translate\\(([-\\d.e]+),([-\\d.e]+)\\)/.exec(g.getAttribute('transform'));
+                           return [Number(m[1]), Number(m[2])]; };
+    const boxes = [...svg.querySelectorAll('.ipu-wb-pbox:not(.ipu-wb-pbox-frame)')].map((g) => {
+        const [x, y] = place(g); const r = g.querySelector('.ipu-wb-box');
+        return {key: g.dataset.key, l: x, t: y, r: x + Number(r.getAttribute('width')), b: y + Number(r.getAttribute('height'))};
+    });
+    const titles = [...svg.querySelectorAll('g.ipu-wb-frame-title[data-key]')].map((g) => {
+        const [x, y] = place(g); const t = g.querySelector('text').getBBox();
+        return {key: 'title of ' + g.dataset.key, l: x + t.x, t: y + t.y, r: x + t.x + t.width, b: y + t.y + t.height};
+    });
+    const touches = (p, box) => box.l - 1 <= p[0] && p[0] <= box.r + 1 && box.t - 1 <= p[1] && p[1] <= box.b + 1;
+    const out = [];
+    for (const path of svg.querySelectorAll('path.ipu-wb-edge')) {
+        const points = path.getAttribute('d').split(/[ML]/).filter((part) => part.trim()).map((part) => part.trim().split(/\\s+/).map(Number));
+        const ends = [points[0], points[points.length - 1]];
+        for (let i = 1; i < points.length; i++) {
+            const [[x0, y0], [x1, y1]] = [points[i - 1], points[i]];
+            if (x0 !== x1 && y0 !== y1) out.push(`diagonal ${points[i - 1]} ${points[i]}`);
+            for (const box of [...boxes.filter((box) => !ends.some((end) => touches(end, box))), ...titles]) {
+                const [l, r, t, b] = [box.l + 1, box.r - 1, box.t + 1, box.b - 1];
+                const crossesX = Math.min(x0, x1) < r && Math.max(x0, x1) > l;
+                const crossesY = Math.min(y0, y1) < b && Math.max(y0, y1) > t;
+                if (crossesX && crossesY) out.push(`${path.querySelector('title').textContent} through ${box.key}`);
+            }
+        }
+    }
+    return out;
+}"""
+
 
 def overlapping(a, b):
     return a[0] < b[2] - 1 and b[0] < a[2] - 1 and a[1] < b[3] - 1 and b[1] < a[3] - 1
@@ -92,6 +125,7 @@ def test_grouped_pictures_of_real_programs_collapsed_and_expanded(tmp_path):
                                         " return [...s.options].find(o => o.textContent.endsWith('forward_grad')).value; })()")
                 view.locator(".ipu-wb-group-select").select_option(grad_id)
             check_drawn(view.evaluate(BOXES))
+            assert view.evaluate(EDGES_CLEAR) == []
             view.screenshot(path=str(ARTIFACTS / f"grouped-{name}-extension.png"))
             view.locator(".ipu-wb-pbox-group:not(.ipu-wb-pbox-frame)").first.click()
             inner = view.locator(".ipu-wb-pbox-frame ~ .ipu-wb-pbox-group:not(.ipu-wb-pbox-frame)")
@@ -99,6 +133,7 @@ def test_grouped_pictures_of_real_programs_collapsed_and_expanded(tmp_path):
                 inner.first.click()
             assert view.locator(".ipu-wb-pbox-frame").count() >= 1
             check_drawn(view.evaluate(BOXES))
+            assert view.evaluate(EDGES_CLEAR) == []
             edges = view.locator(".ipu-wb-edge")
             assert edges.count() > 0 and view.locator(".ipu-wb-edge[marker-end]").count() > 0
             view.screenshot(path=str(ARTIFACTS / f"grouped-{name}-extension-expanded.png"))
