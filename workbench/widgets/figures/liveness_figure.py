@@ -11,7 +11,7 @@ from plotly.subplots import make_subplots
 from workbench.analysis.code_size import graph_code_bytes
 from workbench.analysis.tensor_liveness import StepMemory, TensorLiveness
 
-from ..style import (ALWAYS_LIVE_COLOR, CAPACITY_COLOR, CURRENT_COLOR, HIGHLIGHT, KIND_COLORS, KIND_LABELS, base_layout, binary_ticks, format_bytes, text,
+from ..style import (ALWAYS_LIVE_COLOR, CAPACITY_COLOR, CURRENT_COLOR, HIGHLIGHT, KIND_COLORS, KIND_LABELS, TEMPLATE, base_layout, binary_ticks, format_bytes, text,
                      text_array)
 
 KINDS = ("variables", "constants", "intermediates", "code")  # stacking order, bottom first
@@ -71,6 +71,7 @@ def liveness_figure(liveness: TensorLiveness, capacity: Mapping[int, int], marke
                            row_heights=[1.0] * len(ipus) + ([max(0.35, 0.12 * len(code_rows))] if code_rows else []),
                            subplot_titles=[_memory_title(liveness, ipu, capacity[ipu]) for ipu in ipus]
                            + ([code_title] if code_rows else []))
+    figure.layout.template = TEMPLATE  # in place of plotly's default
     steps = np.arange(len(liveness.flat))
     edges = np.concatenate([[-0.5], steps, [len(steps) - 0.5]]) if len(steps) else steps
     descriptions = [step_description(liveness, s) for s in steps]

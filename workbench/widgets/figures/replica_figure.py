@@ -13,7 +13,7 @@ from plotly.subplots import make_subplots
 from workbench.analysis.replica_groups import GroupingRow, GroupingUse, GroupValue, fold_uses
 from workbench.ir import ReplicaGrouping, Variable
 
-from ..style import base_layout, count_of, group_color, group_tint, text
+from ..style import TEMPLATE, base_layout, count_of, group_color, group_tint, text
 
 VALUE_ELEMENTS = 8  # values with more elements are summarised (shape, mean, min, max)
 PANEL_GAP = 72  # pixels between panels: the axis ticks and title above, the next panel's title below
@@ -54,6 +54,7 @@ def replica_group_figure(grouping: ReplicaGrouping, uses: Sequence[GroupingUse],
     figure = make_subplots(rows=len(panels), cols=1, row_heights=[pixels[p] for p in panels],
                            vertical_spacing=PANEL_GAP / plot if len(panels) > 1 else None,
                            subplot_titles=[titles[p] for p in panels])
+    figure.layout.template = TEMPLATE  # in place of plotly's default
     # Titles start at the left of the panels and may run on over the legend, never off the figure.
     figure.update_annotations(x=0, xanchor="left", align="left")
     _add_grid(figure, grouping, 1)
