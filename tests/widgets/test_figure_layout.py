@@ -6,7 +6,6 @@ import popxl
 import popxl.ops as ops
 from widget_programs import call_tree_program
 from workbench.widgets import LivenessView, ReplicaGroupView
-from workbench.widgets.figures.replica_figure import TITLE_NAME
 from workbench.widgets.figures import replica_group_figure
 
 
@@ -39,14 +38,15 @@ def test_the_replica_group_figure_takes_the_width_of_its_container_and_its_title
     assert figure.layout.margin.t == 110
 
 
-def test_several_users_of_the_grid_grouping_are_counted_and_a_long_name_is_cut():
+def test_several_users_of_the_grid_grouping_are_counted_and_a_long_name_wraps_whole():
     ir, pairs = collectives(3)
     figure = ReplicaGroupView(ir, live=False).figure
     assert figure.layout.annotations[0].text.endswith("<br>used by 3 collectives")
-    ir, pairs = collectives(1, scope="x" * 100)
+    ir, pairs = collectives(1, scope="y" * 30 + "/" + "x" * 100)
     figure = ReplicaGroupView(ir, live=False).figure
-    used_by = figure.layout.annotations[0].text.split("<br>")[1]
-    assert used_by == "used by " + "x" * (TITLE_NAME - 1) + "…"
+    used_by = figure.layout.annotations[0].text.split("<br>")[1:]
+    assert used_by == ["used by " + "y" * 30 + "/", "x" * 80, "x" * 20 + "/replicated_all_reduce.3 of x (main)"]
+    assert figure.layout.margin.t == 70 + 20 * 4  # room above the grid for every line
 
 
 def test_a_few_replicas_stay_together_and_the_grid_lines_up_with_the_matrix():

@@ -48,6 +48,11 @@ def code_dwarfs_tensors(liveness: TensorLiveness) -> bool:
     return False
 
 
+TITLE_TOP = 24  # pixels from the figure's top to its title's first line (plotly anchors a title's middle line)
+TITLE_SPACE = 70  # pixels above the first panel: the title, and the panel's own title under it
+NOTE_HEIGHT = 18  # pixels more per note under the title
+
+
 def liveness_figure(liveness: TensorLiveness, capacity: Mapping[int, int], marked_steps: Iterable[int] = (),
                     current_step: Optional[int] = None, include_code: Optional[bool] = None) -> go.Figure:
     """One memory panel per IPU (``capacity`` maps IPU to tile-memory bytes), then the code panel for the
@@ -123,8 +128,9 @@ def liveness_figure(liveness: TensorLiveness, capacity: Mapping[int, int], marke
         height=height, hovermode="closest",
         legend=dict(yanchor="top", y=1.0, x=1.01, xanchor="left"),
         title=dict(text=f"Memory over {len(steps)} schedule steps"
-                   + "".join(f"<br><sup>{note}</sup>" for note in notes), x=0.01),
-        margin=dict(l=70, r=20, t=70 + 16 * len(notes), b=50)))
+                   + "".join(f"<br><sup>{note}</sup>" for note in notes), x=0.01,
+                   yref="container", y=1 - TITLE_TOP / height, yanchor="top"),  # its notes grow down from the top
+        margin=dict(l=70, r=20, t=TITLE_SPACE + NOTE_HEIGHT * len(notes), b=50)))
     return figure
 
 
