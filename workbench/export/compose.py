@@ -114,7 +114,7 @@ def compose(picture_of: Callable[[str], dict], group_id: str, expanded: Collecti
         shift[number] = shift[number - 1] + band_width[number - 1] + GUTTER
     floor = [0.0] * bands  # the bottom of each band's last layer
     if bands > 1:
-        at = [MARGIN + GAP_Y] * bands
+        at: list[float] = [MARGIN + GAP_Y] * bands
         for layer in range(depth):
             tops[layer] = at[band[layer]]
             at[band[layer]] += tallest[layer] + GAP_Y

@@ -95,7 +95,7 @@ def binary_ticks(top: float, most: int = 6) -> dict:
 _INK = "#2a3f5f"
 _AXIS = dict(gridcolor="#EBF0F8", linecolor="#EBF0F8", zerolinecolor="#EBF0F8", zerolinewidth=2, ticks="",
              automargin=True, title=dict(standoff=15))
-TEMPLATE = dict(data=dict(bar=[dict(marker=dict(line=dict(color="#E5ECF6", width=0.5)))]),
+TEMPLATE: dict[str, dict] = dict(data=dict(bar=[dict(marker=dict(line=dict(color="#E5ECF6", width=0.5)))]),
                 layout=dict(plot_bgcolor="white", paper_bgcolor="white", xaxis=_AXIS, yaxis=_AXIS,
                             colorway=GROUP_COLORS, title=dict(x=0.05), font=dict(color=_INK), autotypenumbers="strict",
                             hovermode="closest", hoverlabel=dict(align="left"),
