@@ -234,6 +234,14 @@ TEXT_BOXES = """(plot) => [...plot.querySelectorAll('.gtitle tspan.line, .gtitle
     .map((t) => { const box = t.getBoundingClientRect(); return [t.textContent, box.left, box.top, box.right, box.bottom]; })
     .filter(([, left, top, right, bottom]) => right > left && bottom > top)"""
 
+# Menus too narrow for their choices: each <select> and the width its longest choice's text needs.
+NARROW_MENUS = """(panel) => [...panel.querySelectorAll('select')].map((menu) => {
+    const context = document.createElement('canvas').getContext('2d');
+    context.font = getComputedStyle(menu).font;
+    const needed = Math.max(...[...menu.options].map((option) => context.measureText(option.textContent).width));
+    return [menu.clientWidth, needed];
+}).filter(([width, needed]) => width < needed)"""
+
 
 def texts_apart(plot) -> None:
     """No two texts of the figure overlap, and none sticks out above it."""
@@ -261,6 +269,7 @@ def test_every_view_of_the_mlp_is_painted_and_the_backward_graph_labels_do_not_o
         if tab != "stepper":
             panel.locator(".js-plotly-plot .main-svg").first.wait_for(state="visible")
             texts_apart(panel.locator(".js-plotly-plot").first)
+            assert panel.evaluate(NARROW_MENUS) == [], tab  # every choice readable whole
         panel.screenshot(path=str(ARTIFACTS / f"browser-mlp-{tab.replace(' ', '-')}.png"))
     plot = page.locator(".jp-Cell").nth(2).locator(".js-plotly-plot").first
     plot.locator(".main-svg").first.wait_for(state="visible")
