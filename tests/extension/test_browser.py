@@ -229,6 +229,30 @@ LABEL_BOXES = """(plot) => [...plot.querySelectorAll('.textpoint text')].map((t)
     return [box.left, box.top, box.right, box.bottom];
 })"""
 
+# The texts of a plotly figure (title lines, panel titles and notes, axis titles, legend entries) as rectangles.
+TEXT_BOXES = """(plot) => [...plot.querySelectorAll('.gtitle tspan.line, .gtitle:not(:has(tspan.line)), .annotation-text, .g-xtitle text, .g-ytitle text, .legendtext')]
+    .map((t) => { const box = t.getBoundingClientRect(); return [t.textContent, box.left, box.top, box.right, box.bottom]; })
+    .filter(([, left, top, right, bottom]) => right > left && bottom > top)"""
+
+# Menus too narrow for their choices: each <select> and the width its longest choice's text needs.
+NARROW_MENUS = """(panel) => [...panel.querySelectorAll('select')].map((menu) => {
+    const context = document.createElement('canvas').getContext('2d');
+    context.font = getComputedStyle(menu).font;
+    const needed = Math.max(...[...menu.options].map((option) => context.measureText(option.textContent).width));
+    return [menu.clientWidth, needed];
+}).filter(([width, needed]) => width < needed)"""
+
+
+def texts_apart(plot) -> None:
+    """No two texts of the figure overlap, and none sticks out above it."""
+    texts = plot.evaluate(TEXT_BOXES)
+    top = plot.bounding_box()["y"]
+    for index, (name, left, upper, right, lower) in enumerate(texts):
+        assert upper >= top - 1, f"{name!r} is cut at the figure's top"
+        for other, other_left, other_upper, other_right, other_lower in texts[index + 1:]:
+            apart = right <= other_left + 1 or other_right <= left + 1 or lower <= other_upper + 1 or other_lower <= upper + 1
+            assert apart, f"{name!r} overlaps {other!r}"
+
 
 def test_every_view_of_the_mlp_is_painted_and_the_backward_graph_labels_do_not_overlap(lab, browser):
     url, root = lab
@@ -244,6 +268,8 @@ def test_every_view_of_the_mlp_is_painted_and_the_backward_graph_labels_do_not_o
         panel = outputs.locator(".widget-tab-contents > .lm-Widget:not(.lm-mod-hidden)").first
         if tab != "stepper":
             panel.locator(".js-plotly-plot .main-svg").first.wait_for(state="visible")
+            texts_apart(panel.locator(".js-plotly-plot").first)
+            assert panel.evaluate(NARROW_MENUS) == [], tab  # every choice readable whole
         panel.screenshot(path=str(ARTIFACTS / f"browser-mlp-{tab.replace(' ', '-')}.png"))
     plot = page.locator(".jp-Cell").nth(2).locator(".js-plotly-plot").first
     plot.locator(".main-svg").first.wait_for(state="visible")

@@ -49,6 +49,39 @@ BOXES = """(root) => [...root.querySelectorAll('.ipu-wb-pbox')].map((g) => {
             textRight: Math.max(0, ...texts)};
 })"""
 
+# Edges drawn by the extension, in the picture's own coordinates: every segment vertical or horizontal, and
+# none through a box that is not one of its ends (a box an edge starts or ends on) or through a frame's title.
+EDGES_CLEAR = """(root) => {
+    const svg = root.querySelector('.ipu-wb-group-svg');
+    const place = (g) => { const m = /translate\\(([-\\d.e]+),([-\\d.e]+)\\)/.exec(g.getAttribute('transform'));
+                           return [Number(m[1]), Number(m[2])]; };
+    const boxes = [...svg.querySelectorAll('.ipu-wb-pbox:not(.ipu-wb-pbox-frame)')].map((g) => {
+        const [x, y] = place(g); const r = g.querySelector('.ipu-wb-box');
+        return {key: g.dataset.key, l: x, t: y, r: x + Number(r.getAttribute('width')), b: y + Number(r.getAttribute('height'))};
+    });
+    const titles = [...svg.querySelectorAll('g.ipu-wb-frame-title[data-key]')].map((g) => {
+        const [x, y] = place(g); const t = g.querySelector('text').getBBox();
+        return {key: 'title of ' + g.dataset.key, l: x + t.x, t: y + t.y, r: x + t.x + t.width, b: y + t.y + t.height};
+    });
+    const touches = (p, box) => box.l - 1 <= p[0] && p[0] <= box.r + 1 && box.t - 1 <= p[1] && p[1] <= box.b + 1;
+    const out = [];
+    for (const path of svg.querySelectorAll('path.ipu-wb-edge')) {
+        const points = path.getAttribute('d').split(/[ML]/).filter((part) => part.trim()).map((part) => part.trim().split(/\\s+/).map(Number));
+        const ends = [points[0], points[points.length - 1]];
+        for (let i = 1; i < points.length; i++) {
+            const [[x0, y0], [x1, y1]] = [points[i - 1], points[i]];
+            if (x0 !== x1 && y0 !== y1) out.push(`diagonal ${points[i - 1]} ${points[i]}`);
+            for (const box of [...boxes.filter((box) => !ends.some((end) => touches(end, box))), ...titles]) {
+                const [l, r, t, b] = [box.l + 1, box.r - 1, box.t + 1, box.b - 1];
+                const crossesX = Math.min(x0, x1) < r && Math.max(x0, x1) > l;
+                const crossesY = Math.min(y0, y1) < b && Math.max(y0, y1) > t;
+                if (crossesX && crossesY) out.push(`${path.querySelector('title').textContent} through ${box.key}`);
+            }
+        }
+    }
+    return out;
+}"""
+
 
 def overlapping(a, b):
     return a[0] < b[2] - 1 and b[0] < a[2] - 1 and a[1] < b[3] - 1 and b[1] < a[3] - 1
@@ -92,6 +125,7 @@ def test_grouped_pictures_of_real_programs_collapsed_and_expanded(tmp_path):
                                         " return [...s.options].find(o => o.textContent.endsWith('forward_grad')).value; })()")
                 view.locator(".ipu-wb-group-select").select_option(grad_id)
             check_drawn(view.evaluate(BOXES))
+            assert view.evaluate(EDGES_CLEAR) == []
             view.screenshot(path=str(ARTIFACTS / f"grouped-{name}-extension.png"))
             view.locator(".ipu-wb-pbox-group:not(.ipu-wb-pbox-frame)").first.click()
             inner = view.locator(".ipu-wb-pbox-frame ~ .ipu-wb-pbox-group:not(.ipu-wb-pbox-frame)")
@@ -99,6 +133,7 @@ def test_grouped_pictures_of_real_programs_collapsed_and_expanded(tmp_path):
                 inner.first.click()
             assert view.locator(".ipu-wb-pbox-frame").count() >= 1
             check_drawn(view.evaluate(BOXES))
+            assert view.evaluate(EDGES_CLEAR) == []
             edges = view.locator(".ipu-wb-edge")
             assert edges.count() > 0 and view.locator(".ipu-wb-edge[marker-end]").count() > 0
             view.screenshot(path=str(ARTIFACTS / f"grouped-{name}-extension-expanded.png"))
@@ -125,7 +160,36 @@ for _ in range(13):
 print(stepper.stop.op.name)"""
 
 
-def test_the_steppers_picture_stays_beside_its_table_with_the_next_op_in_view(tmp_path):
+CLIPPED = """(root) => {
+    const edge = root.getBoundingClientRect();
+    const out = [];
+    for (const node of root.querySelectorAll('*')) {
+        if (node.closest('.js-plotly-plot') || node.offsetParent === null) continue;  // plotly's own layers; hidden
+        const box = node.getBoundingClientRect();
+        if (box.width && (box.left < edge.left - 1 || box.right > edge.right + 1)) out.push(`${node.className} sticks out`);
+        const style = getComputedStyle(node);
+        if (style.overflowX !== 'visible' && node.scrollWidth > node.clientWidth + 1) out.push(`${node.className} cut: ${node.scrollWidth} > ${node.clientWidth}`);
+        if (style.textOverflow === 'ellipsis' && node.scrollWidth > node.clientWidth + 1) out.push(`${node.textContent} cut`);
+    }
+    return out;
+}"""
+PLACES = """(plot) => {
+    let row = plot;
+    while (row && !row.classList.contains('widget-hbox')) row = row.parentElement;
+    const rect = (node) => { const r = node.getBoundingClientRect(); return {x: r.x, y: r.y, width: r.width, height: r.height}; };
+    return [rect(row.firstElementChild), rect(plot)];
+}"""
+
+
+def output_width(page, width: int) -> None:
+    """Resizes the page so that a notebook output is ``width`` pixels wide."""
+    now = page.evaluate("document.querySelector('.jp-Cell .jp-InputArea-editor').getBoundingClientRect().width")
+    size = page.viewport_size
+    page.set_viewport_size({"width": size["width"] + width - round(now), "height": 2200})
+    page.wait_for_timeout(1500)
+
+
+def test_the_steppers_picture_stays_beside_its_table_where_there_is_room_and_under_it_at_630_px(tmp_path):
     ARTIFACTS.mkdir(exist_ok=True)
     with jupyterlab(tmp_path) as (url, root), chromium() as browser:
         notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(STEPPER), nbformat.v4.new_code_cell(STEPS)])
@@ -133,7 +197,7 @@ def test_the_steppers_picture_stays_beside_its_table_with_the_next_op_in_view(tm
         nbformat.write(notebook, root / "stepper.ipynb")
         page = open_notebook(browser, url, "stepper.ipynb")
         page.set_default_timeout(240_000)
-        page.set_viewport_size({"width": 1100, "height": 1100})  # narrower than the table and picture side by side
+        output_width(page, 960)  # a notebook in a wide window
         page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
         page.locator(".jp-Cell").nth(1).locator(".jp-OutputArea-output pre").wait_for()
         name = page.locator(".jp-Cell").nth(1).locator(".jp-OutputArea-output pre").text_content().strip()
@@ -141,24 +205,30 @@ def test_the_steppers_picture_stays_beside_its_table_with_the_next_op_in_view(tm
         picture = output.locator(".js-plotly-plot").first
         picture.locator(".main-svg").first.wait_for(state="visible")
         page.wait_for_timeout(1000)
-        table_box, picture_box = picture.evaluate("""(plot) => {
-            let row = plot;
-            while (row && !row.classList.contains('widget-hbox')) row = row.parentElement;
-            const rect = (node) => { const r = node.getBoundingClientRect(); return {x: r.x, y: r.y, width: r.width, height: r.height}; };
-            return [rect(row.firstElementChild), rect(plot)];
-        }""")
+        table_box, picture_box = picture.evaluate(PLACES)
         assert picture_box["x"] >= table_box["x"] + table_box["width"] - 1, (table_box, picture_box)  # beside, not below
         assert picture_box["y"] < table_box["y"] + table_box["height"]
         title = picture.locator(".gtitle").text_content()
         assert name.split("/")[-2] in title, (name, title)  # the next op's group, opened in place
-        # the next op's red outline is inside the plot area
-        outline = picture.locator(".scatterlayer .trace").filter(has=page.locator("path.js-line[style*='rgb(192, 0, 0)']"))
-        assert outline.count() == 1
-        plot = picture.locator(".nsewdrag").first.bounding_box()
-        line = outline.locator("path.js-line").first.bounding_box()
-        assert plot["x"] <= line["x"] and line["x"] + line["width"] <= plot["x"] + plot["width"] + 1
-        assert plot["y"] <= line["y"] and line["y"] + line["height"] <= plot["y"] + plot["height"] + 1
-        label = picture.locator(".annotation-text", has_text=name.split("/")[-1].split(".")[0]).first.bounding_box()
-        assert line["x"] <= label["x"] <= line["x"] + line["width"] and line["y"] <= label["y"] <= line["y"] + line["height"]
+        check_next_op_in_view(page, picture, name)
+        assert output.evaluate(CLIPPED) == []
         output.screenshot(path=str(ARTIFACTS / "grouped-transformer-stepper.png"))
+        output_width(page, 630)  # JupyterLab's output in a narrow window: the picture goes under the table
+        table_box, picture_box = picture.evaluate(PLACES)
+        assert picture_box["y"] >= table_box["y"] + table_box["height"] - 1, (table_box, picture_box)
+        check_next_op_in_view(page, picture, name)
+        assert output.evaluate(CLIPPED) == []  # buttons, table and picture all inside the output, none cut
+        output.screenshot(path=str(ARTIFACTS / "grouped-transformer-stepper-630px.png"))
         page.close()
+
+
+def check_next_op_in_view(page, picture, name: str) -> None:
+    """The next op's red outline, and its label inside it, lie inside the plot area."""
+    outline = picture.locator(".scatterlayer .trace").filter(has=page.locator("path.js-line[style*='rgb(192, 0, 0)']"))
+    assert outline.count() == 1
+    plot = picture.locator(".nsewdrag").first.bounding_box()
+    line = outline.locator("path.js-line").first.bounding_box()
+    assert plot["x"] <= line["x"] and line["x"] + line["width"] <= plot["x"] + plot["width"] + 1
+    assert plot["y"] <= line["y"] and line["y"] + line["height"] <= plot["y"] + plot["height"] + 1
+    label = picture.locator(".annotation-text", has_text=name.split("/")[-1].split(".")[0]).first.bounding_box()
+    assert line["x"] <= label["x"] <= line["x"] + line["width"] and line["y"] <= label["y"] <= line["y"] + line["height"]

@@ -24,13 +24,14 @@ def test_the_extension_draws_and_opens_the_grouped_pictures_of_resnet50(tmp_path
 def test_the_page_composes_expanded_pictures_as_the_notebook_does(tmp_path):
     from dataclasses import asdict
 
-    from real_programs import transformer
+    from real_programs import transformer, wide_program
     from workbench.export.compose import compose
     from workbench.export.group_layout import GroupPictures
 
     ir, _ = transformer(layers=2)
+    wide = wide_program(blocks=24).main_graph  # long runs of groups: folded pictures
     sets = []  # one per Ir: group ids are unique within an Ir
-    for graphs in ([resnet50_session()._workbench_source().main_graph], ir.graphs):
+    for graphs in ([resnet50_session()._workbench_source().main_graph], ir.graphs, [wide]):
         pictures, cases = {}, []
         for graph in graphs:
             groups = GroupPictures(graph)
@@ -43,6 +44,8 @@ def test_the_page_composes_expanded_pictures_as_the_notebook_does(tmp_path):
         sets.append({"pictures": pictures, "cases": cases})
     assert sum(len(each["cases"]) for each in sets) >= 100
     assert any(box["expanded"] for each in sets for case in each["cases"] for box in case["scene"]["boxes"])
+    folded = [case for case in sets[2]["cases"] if case["scene"]["width"] > 700]
+    assert folded and all(case["scene"]["width"] <= 920 for case in folded)
     path = tmp_path / "compose.json"
     path.write_text(json.dumps(sets), encoding="utf-8")
     out = run_node_tests({"IPU_WB_COMPOSE": str(path)}, "test/compose.test.mjs")

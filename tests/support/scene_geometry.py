@@ -1,7 +1,8 @@
 """Checks of a composed picture (``workbench.export.compose.Scene``): boxes apart unless a frame holds the
-other, inside the picture and their frames, wide enough for their text; every edge segment clear of the
-boxes that are neither its ends nor frames around them; every edge but those into a port ends in an arrow."""
-from workbench.export.compose import CHAR_WIDTH, PAD_X
+other, inside the picture and their frames, wide enough for their text; every edge made of vertical and
+horizontal segments, each clear of the boxes that are neither its ends nor frames around them and of every
+frame's title; every edge but those into a port ends in an arrow."""
+from workbench.export.compose import CHAR_WIDTH, HEADER, PAD_X
 
 
 def inside(inner: dict, outer: dict) -> bool:
@@ -29,9 +30,16 @@ def crosses(segment, box: dict, slack: float = 1.0) -> bool:
     return start < end
 
 
-def check_scene(scene) -> None:
+def title(frame: dict) -> dict:
+    """The rectangle of a frame's title text (as a box: centre x, top y, width, height)."""
+    width = len(frame["lines"][0]) * CHAR_WIDTH
+    return {"x": frame["x"] - frame["w"] / 2 + PAD_X + width / 2, "y": frame["y"], "w": width, "h": HEADER}
+
+
+def check_scene(scene, orthogonal: bool = True) -> None:
     boxes = scene.boxes
     frames = [box for box in boxes if box.get("expanded")]
+    titles = [title(frame) for frame in frames]
     for box in boxes:
         assert 0 <= box["x"] - box["w"] / 2 and box["x"] + box["w"] / 2 <= scene.width, box["key"]
         assert 0 <= box["y"] and box["y"] + box["h"] <= scene.height, box["key"]
@@ -46,6 +54,10 @@ def check_scene(scene) -> None:
         ends = [by_key[key] for key in (edge["tail"], edge["head"]) if key is not None]
         around = [frame for frame in frames if any(inside(end, frame) for end in ends)]
         for segment in zip(points, points[1:]):
+            (x0, y0), (x1, y1) = segment
+            assert not orthogonal or x0 == x1 or y0 == y1, (edge["label"], segment)  # no diagonal
+            for text in titles:
+                assert not crosses(segment, text), (edge["label"], edge["tail"], edge["head"], "a frame's title", segment)
             for box in boxes:
                 if box in ends or box in around:
                     continue

@@ -6,7 +6,6 @@ import popxl
 import popxl.ops as ops
 from widget_programs import call_tree_program
 from workbench.widgets import LivenessView, ReplicaGroupView
-from workbench.widgets.figures.replica_figure import TITLE_NAME
 from workbench.widgets.figures import replica_group_figure
 
 
@@ -39,14 +38,15 @@ def test_the_replica_group_figure_takes_the_width_of_its_container_and_its_title
     assert figure.layout.margin.t == 110
 
 
-def test_several_users_of_the_grid_grouping_are_counted_and_a_long_name_is_cut():
+def test_several_users_of_the_grid_grouping_are_counted_and_a_long_name_wraps_whole():
     ir, pairs = collectives(3)
     figure = ReplicaGroupView(ir, live=False).figure
     assert figure.layout.annotations[0].text.endswith("<br>used by 3 collectives")
-    ir, pairs = collectives(1, scope="x" * 100)
+    ir, pairs = collectives(1, scope="y" * 30 + "/" + "x" * 100)
     figure = ReplicaGroupView(ir, live=False).figure
-    used_by = figure.layout.annotations[0].text.split("<br>")[1]
-    assert used_by == "used by " + "x" * (TITLE_NAME - 1) + "…"
+    used_by = figure.layout.annotations[0].text.split("<br>")[1:]
+    assert used_by == ["used by " + "y" * 30 + "/", "x" * 80, "x" * 20 + "/replicated_all_reduce.3 of x (main)"]
+    assert figure.layout.margin.t == 70 + 20 * 4  # room above the grid for every line
 
 
 def test_a_few_replicas_stay_together_and_the_grid_lines_up_with_the_matrix():
@@ -75,3 +75,24 @@ def test_the_graph_figure_takes_the_width_of_its_container():
     ir, _ = mlp_training()
     figure = GraphView(ir, live=False).figure
     assert figure.layout.width is None and figure.layout.autosize is not False
+
+
+def test_every_figure_carries_the_small_template_with_the_look_of_plotlys_default():
+    """Saved outputs stay small: a figure holds the views' template (under 1.5 KB), not plotly's default one
+    merged under it (about 7 KB in every figure), and looks as the default would draw its bars and lines."""
+    import json
+
+    import plotly.io as pio
+
+    from workbench.widgets import CallTreeView, DiffView, GraphView, ModelView, ScheduleView
+
+    ir, _ = call_tree_program()
+    default = pio.templates["plotly"]
+    views = [view(ir, live=False) for view in (CallTreeView, GraphView, ModelView, ScheduleView, LivenessView,
+                                               ReplicaGroupView)] + [DiffView(ir, ir)]
+    for view in views:
+        template = view.figure.layout.template
+        assert len(json.dumps(template.to_plotly_json())) < 1500, type(view).__name__
+        assert template.layout.autotypenumbers == default.layout.autotypenumbers
+        assert template.layout.xaxis.zerolinewidth == default.layout.xaxis.zerolinewidth
+        assert template.data.bar[0].marker.line == default.data.bar[0].marker.line

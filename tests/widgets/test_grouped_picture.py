@@ -14,8 +14,8 @@ import popxl.ops as ops
 from real_programs import long_chain, resnet50_session, transformer, wide_program
 from workbench.export import to_json
 from support.scene_geometry import check_scene
-from workbench.export.compose import compose
-from workbench.export.group_layout import grouped_section
+from workbench.export.compose import FOLD_WIDTH, compose
+from workbench.export.group_layout import GroupPictures, grouped_section
 from workbench.export.grouping import MAX_ITEMS, group_graph
 from workbench.export.node_content import op_lines
 
@@ -93,7 +93,7 @@ def check_layout(picture):
 
 
 def test_every_group_picture_of_real_programs_is_laid_out_without_overlaps(resnet):
-    programs = [resnet, transformer()[0], long_chain()]
+    programs = [resnet, transformer()[0], long_chain(), wide_program()]
     for ir in programs:
         section = grouped_section(ir)
         for graph in section["graphs"]:
@@ -127,3 +127,20 @@ def test_ops_without_scopes_or_weights_join_the_scope_of_their_input():
     root = group_graph(ir.main_graph)
     assert labels(root) == [] and [op.type for op in root.ops] == ["matmul", "relu"]  # one scope: opened in place
     assert y.name.startswith("outer/")
+
+
+def test_a_long_run_of_groups_expanded_folds_into_bands_that_use_the_figures_width():
+    """The 10,003-op program with its first group (24 groups one after the other) and that group's first
+    (a block) expanded: a single column 467 px wide and 2,820 px tall unless folded."""
+    groups = GroupPictures(wide_program().main_graph)
+    root = groups.picture(groups.root.id)
+    first = next(node["key"] for node in root["nodes"] if node["kind"] == "group")
+    block = next(node["key"] for node in groups.picture(first)["nodes"] if node["kind"] == "group")
+    scene = compose(groups.picture, groups.root.id, {first, block})
+    check_scene(scene)
+    assert 0.8 * FOLD_WIDTH <= scene.width <= FOLD_WIDTH and scene.height < 2 * FOLD_WIDTH, (scene.width, scene.height)
+    frame = next(box for box in scene.boxes if box["key"] == first)
+    inside = [box for box in scene.boxes if box["kind"] == "group" and not box["expanded"]
+              and frame["y"] < box["y"] < frame["y"] + frame["h"]]
+    columns = {round(box["x"] - box["w"] / 2) for box in inside}
+    assert max(columns) - min(columns) > frame["w"] / 3  # side by side, not one column

@@ -127,3 +127,16 @@ def test_a_call_opens_the_graph_it_calls_and_an_op_click_selects_it():
     (selected,) = [t for t in view.figure.data if t.name == "selected op"]
     box = next(b for b in view.scene.boxes if b["key"] == op_box["key"])
     assert min(selected.x) == box["x"] - box["w"] / 2 and min(selected.y) == box["y"]  # a red outline round it
+
+
+def test_a_narrow_model_view_folds_a_tall_picture_only_as_far_as_its_own_width():
+    """The stepper's 560-px picture of the 10,003-op program with its first group open stays within the 520 px
+    of its plot area (two bands would not fit), where the notebook's 960-px view folds it into bands up to 920."""
+    from real_programs import wide_program
+
+    ir = wide_program()
+    wide, narrow = ModelView(ir, live=False), ModelView(ir, width=560, live=False)
+    for view in (wide, narrow):
+        view.expand(next(node["key"] for node in view.picture["nodes"] if node["kind"] == "group"))
+    assert 520 < wide.scene.width <= 920 and narrow.scene.width <= 520
+    assert narrow.figure.layout.xaxis.range[1] - narrow.figure.layout.xaxis.range[0] == 520

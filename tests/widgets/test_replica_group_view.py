@@ -9,6 +9,7 @@ from widget_programs import trace
 from workbench.analysis.replica_groups import fold_uses, group_values
 from workbench.widgets import ManualScheduler, ReplicaGroupView
 from workbench.widgets.figures import replica_group_figure
+from workbench.widgets.figures.replica_figure import ROW_NAME
 from workbench.widgets.style import group_color, group_tint
 
 
@@ -149,7 +150,8 @@ def test_uses_of_one_grouping_fold_into_one_row_naming_what_they_reduce():
         f"{reduces[1].name} of {reduces[1].inputs[0].name} (main), …",
         "8 variables: W0, W1, …"]
     drawn = {y for t in view.figure.data if (t.meta or {}).get("panel") == "matrix" for y in t.y}
-    assert drawn == {f"8 collectives: {reduces[0].name} of {reduces[0].inputs[0].name} (…", "8 variables: W0, W1, …"}
+    assert {label.replace("<br>", " ") for label in drawn} == {row.label for row in fold_uses(view.uses)}  # whole
+    assert all(len(line) <= ROW_NAME for label in drawn for line in label.split("<br>"))  # wrapped
 
 
 def test_the_grid_menu_names_each_grouping_in_words():
@@ -164,7 +166,7 @@ def test_the_grid_menu_names_each_grouping_in_words():
     assert view.grouping == by_parity
 
 
-def test_long_row_labels_are_cut_so_the_matrix_keeps_its_width():
+def test_long_row_labels_wrap_whole_so_the_matrix_keeps_its_width():
     ir = popxl.Ir(replication=4)
     with ir.main_graph:
         x = popxl.variable(np.ones(2, np.float32), name="a_rather_long_variable_name_" * 3)
@@ -172,7 +174,8 @@ def test_long_row_labels_are_cut_so_the_matrix_keeps_its_width():
     figure = ReplicaGroupView(ir, live=False).figure
     rows = [t for t in figure.data if (t.meta or {}).get("panel") == "matrix"]
     labels = {y for t in rows for y in t.y}
-    assert all(len(label) <= 48 for label in labels) and any(label.endswith("…") for label in labels)
+    assert all(len(line) <= ROW_NAME for label in labels for line in label.split("<br>"))
+    assert any(x.name in label.replace("<br>", "") for label in labels)  # every character kept
     assert any(x.name in hover for t in rows for hover in t.hovertext)
 
 

@@ -79,7 +79,7 @@ def test_names_from_the_ir_appear_escaped_never_as_markup(tmp_path):
     assert HOSTILE not in text
     assert f"<title>{ESCAPED}</title>" in text and f"<h1>{ESCAPED}</h1>" in text
     assert "<h3>Stepper</h3>" in text and "<b>read by the next op</b>" in text
-    stepper_html = text[text.index("<h3>Stepper</h3>"):]
+    stepper_html = text[text.index("<h3>Stepper</h3>"):].replace("<wbr>", "")  # names break after a /
     # The loaded x (named after its stream) and w, with their values in replicas 0 and 1.
     assert f">{ESCAPED}/{ESCAPED}_1<" in stepper_html and f">{ESCAPED}/{ESCAPED}<" in stepper_html
     assert ">[0., 1., 2., 3.]<" in stepper_html and ">[4., 5., 6., 7.]<" in stepper_html

@@ -8,7 +8,7 @@ import plotly.graph_objects as go
 from workbench.export.graph_diff import GraphDiff, find_graph, graph_diff
 from workbench.ir import Graph, Ir
 
-from .style import PICTURE_WIDTH, base_layout, count_of, text, text_array
+from .style import PICTURE_WIDTH, TEMPLATE, base_layout, count_of, text, text_array
 from .view import PLOTLY_MIME
 
 STATUS_LOOK = {  # status -> (legend name, marker colour)
@@ -91,7 +91,7 @@ def diff_figure(diff: GraphDiff) -> go.Figure:
     """Before on the left, after on the right, one row per aligned op (folded runs of unchanged ops as
     one row); markers and labels coloured by status."""
     rows = diff.rows[:MAX_ROWS]
-    figure = go.Figure()
+    figure = go.Figure(layout=dict(template=TEMPLATE))
     for status, (name, color) in STATUS_LOOK.items():
         for side, x in (("before", 0), ("after", 1)):
             points = [(index, getattr(row, side), row) for index, row in enumerate(rows)

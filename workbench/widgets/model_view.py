@@ -9,7 +9,7 @@ from workbench.export.compose import Scene, compose, expanded_chain
 from workbench.export.group_layout import GroupPictures
 from workbench.ir import Graph
 
-from .figures.model_figure import MAX_HEIGHT, model_figure
+from .figures.model_figure import MAX_HEIGHT, model_figure, plot_area
 from .selection import Selection
 from .style import PICTURE_WIDTH, count_of
 from .view import View
@@ -79,8 +79,9 @@ class ModelView(View):
 
     @property
     def scene(self) -> Scene:
-        """The group shown with the groups in ``expanded`` drawn in place."""
-        return compose(self.groups.picture, self.shown, self.expanded)
+        """The group shown with the groups in ``expanded`` drawn in place, a tall picture folded to the
+        figure's width."""
+        return compose(self.groups.picture, self.shown, self.expanded, room=plot_area(self.width))
 
     def build_figure(self):
         selected = self.selection.op.id if self.selection.op is not None else ""

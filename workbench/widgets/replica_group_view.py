@@ -100,7 +100,8 @@ class ReplicaGroupView(View):
             if use.grouping not in groupings:
                 groupings.append(use.grouping)
         menu = ipywidgets.Dropdown(options=[(self.grouping_label(g), index) for index, g in enumerate(groupings)],
-                                   value=0, description="grid:", layout=ipywidgets.Layout(width="520px"))
+                                   value=0, description="grid:",  # as wide as its longest choice, within the output
+                                   layout=ipywidgets.Layout(width="auto", max_width="100%"))
         menu.observe(lambda change: self.show(groupings[change["new"]]), names="value")
         return [menu]
 

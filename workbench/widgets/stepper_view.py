@@ -68,6 +68,7 @@ def describe_stop(stop: Any) -> str:
     return text
 
 
+VALUES_WIDTH = 340  # pixels the live-value table takes beside the picture, at least
 OTHER_ROWS_SHOWN = 20  # other live tensors shown with their values when a filter picks them
 OTHER_NAMES_LISTED = 60  # other live tensors named (without values) while no filter is typed
 
@@ -79,13 +80,12 @@ def table_html(rows: Sequence[LiveRow], replicas: int, filter_text: str = "", ma
     if not rows and not made_next:
         return "<p><i>no live tensors</i></p>"
     head = "".join(f"<th style='{CELL_STYLE}'>{text(h)}</th>"
-                   for h in ["tensor", "graph", "type", *(f"replica {r}" for r in range(replicas))])
+                   for h in ["tensor", *(f"replica {r}" for r in range(replicas))])
 
     def table(shown: Sequence[LiveRow]) -> str:
-        body = "".join("<tr>" + "".join(f"<td style='{CELL_STYLE}'>{text(c)}</td>"
-                                        for c in (row.name, row.graph, row.spec,
-                                                  *("—" if v is None else v for v in row.values))) + "</tr>"
-                       for row in shown)
+        body = "".join(f"<tr><td style='{CELL_STYLE}'>{_tensor_cell(row)}</td>" + "".join(
+            f"<td style='{CELL_STYLE}'>{text('—' if v is None else v)}</td>" for v in row.values) + "</tr>"
+            for row in shown)
         return f"<table style='{TABLE_STYLE}'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
     read = [row for row in rows if row.read_next]
@@ -108,6 +108,13 @@ def table_html(rows: Sequence[LiveRow], replicas: int, filter_text: str = "", ma
                      f"their values)</summary><p style='font-family:monospace;font-size:11px'>{names}{more}</p>"
                      f"</details>")
     return "".join(parts)
+
+
+def _tensor_cell(row: LiveRow) -> str:
+    """A tensor's name (breakable after each scope's ``/``), its type and graph under it in grey: three
+    facts in one narrow column, so that the table fits beside the picture."""
+    name = "/<wbr>".join(text(part) for part in row.name.split("/"))
+    return f"{name}<br><span style='color:#595959'>{text(row.spec)} in {text(row.graph)}</span>"
 
 
 def outputs_html(outputs: Mapping[Any, Any]) -> str:
@@ -299,28 +306,32 @@ class SessionStepperView:
             self.buttons = {name: ipywidgets.Button(description=name, layout=ipywidgets.Layout(width="96px"))
                             for name in COMMANDS}
             self.buttons["breakpoint"] = ipywidgets.Button(description="toggle breakpoint at selected op",
-                                                           layout=ipywidgets.Layout(width="240px"))
+                                                           layout=ipywidgets.Layout(width="auto"))
             actions["breakpoint"] = self.toggle_breakpoint
             for name, button in self.buttons.items():
                 button.on_click(lambda _, action=actions[name]: action())
             self.target = ipywidgets.Text(placeholder="op name or type (empty: the selected op)",
-                                          layout=ipywidgets.Layout(width="300px"))
+                                          layout=ipywidgets.Layout(width="300px", max_width="100%"))
             self.status_box = ipywidgets.HTML()
             self.error_box = ipywidgets.HTML()
             self.table = ipywidgets.HTML()
             self.filter_box = ipywidgets.Text(placeholder="filter the other live tensors by name or graph",
-                                              continuous_update=False, layout=ipywidgets.Layout(width="320px"))
+                                              continuous_update=False,
+                                              layout=ipywidgets.Layout(width="320px", max_width="100%"))
             self.filter_box.observe(lambda change: self.filter(change["new"]), names="value")
-            controls = ipywidgets.HBox([self.buttons[name] for name in COMMANDS if name != "run to"])
-            run_to = ipywidgets.HBox([self.buttons["run to"], self.target, self.buttons["breakpoint"]])
+            controls = ipywidgets.HBox([self.buttons[name] for name in COMMANDS if name != "run to"],
+                                       layout=ipywidgets.Layout(flex_flow="row wrap"))  # wrap in a narrow output
+            run_to = ipywidgets.HBox([self.buttons["run to"], self.target, self.buttons["breakpoint"]],
+                                     layout=ipywidgets.Layout(flex_flow="row wrap"))
             views = [view.widget for view in self.views]
             values = ipywidgets.VBox([self.filter_box, self.table],
-                                     layout=ipywidgets.Layout(flex="0 1 360px", min_width="260px", overflow="auto",
-                                                              max_height="640px"))
-            picture = [ipywidgets.Box([views[0]], layout=ipywidgets.Layout(flex="0 1 auto", overflow="auto"))
-                       ] if views else []
-            # side by side at any output width: the picture scrolls within its box rather than wrap below
-            beside = ipywidgets.HBox([values, *picture], layout=ipywidgets.Layout(flex_flow="row nowrap",
+                                     layout=ipywidgets.Layout(flex=f"1 1 {VALUES_WIDTH}px", min_width="260px",
+                                                              overflow="auto", max_height="640px"))
+            picture = [ipywidgets.Box([views[0]], layout=ipywidgets.Layout(flex="0 0 auto", max_width="100%",
+                                                                           overflow="auto"))] if views else []
+            # the picture beside the table where the output has room for both, under it where not: a
+            # 630-px output (JupyterLab's in a narrow window) shows each whole, one above the other
+            beside = ipywidgets.HBox([values, *picture], layout=ipywidgets.Layout(flex_flow="row wrap",
                                                                                   align_items="flex-start"))
             self._widget = ipywidgets.VBox([controls, run_to, self.status_box, self.error_box, beside, *views[1:]])
             self._render()

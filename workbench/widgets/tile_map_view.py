@@ -6,7 +6,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from .style import PICTURE_WIDTH, base_layout, text, text_array
+from .style import PICTURE_WIDTH, TEMPLATE, base_layout, text, text_array
 from .view import View
 
 # Tensors a tile's hover lists (the largest first); the rest are counted.
@@ -38,7 +38,8 @@ class TileMapView(View):
     def build_figure(self) -> go.Figure:
         hovers = text_array(_hover(use) for use in self.uses)
         figure = go.Figure(go.Bar(x=[use.tile for use in self.uses], y=[use.bytes for use in self.uses],
-                                  hovertext=hovers, hoverinfo="text", marker_line_width=0))
+                                  hovertext=hovers, hoverinfo="text", marker_line_width=0),
+                           layout=dict(template=TEMPLATE))
         busiest = max((use.bytes for use in self.uses), default=0)
         used = sum(1 for use in self.uses if use.bytes)
         figure.update_layout(**base_layout(

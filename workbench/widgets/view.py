@@ -17,7 +17,7 @@ from workbench.ir import Ir
 
 from .live import DEFAULT_WINDOW, LiveBinding, Scheduler
 from .selection import Selection
-from .style import PICTURE_WIDTH, base_layout, text
+from .style import PICTURE_WIDTH, TEMPLATE, base_layout, text
 
 PLOTLY_MIME = "application/vnd.plotly.v1+json"
 
@@ -174,7 +174,7 @@ def display_bundle(shown: Any, include=None, exclude=None) -> tuple[dict, dict]:
 
 
 def error_figure(error: Exception) -> go.Figure:
-    figure = go.Figure()
+    figure = go.Figure(layout=dict(template=TEMPLATE))
     figure.add_annotation(text=f"cannot draw this view yet:<br>{type(error).__name__}: {text(error)}", showarrow=False,
                           x=0.5, y=0.5, xref="paper", yref="paper", font=dict(color="#C00000"))
     figure.update_layout(**base_layout(xaxis=dict(visible=False), yaxis=dict(visible=False), height=200))

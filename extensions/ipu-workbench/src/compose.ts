@@ -1,10 +1,11 @@
 /**
  * A group's picture in pixels with any of its child groups expanded in place, by the steps of the Python
  * side's `workbench/export/compose.py` (a test compares the two): an expanded group is a frame around its
- * own picture, taking the room that picture needs in the layers and columns its collapsed box had; edges
- * cross a layer as a vertical run, so that none passes through a box; the ports on a frame's borders join
- * the edges outside it to the ops inside it. Only arithmetic on the shipped layers and columns: no
- * layout search runs in the page.
+ * own picture, taking the room that picture needs in the layers and columns its collapsed box had; a tall
+ * picture folds into bands of layers side by side; edges are vertical and horizontal runs that move sideways
+ * only in the gaps between layers (and the gutters between bands), so that none passes through a box; the
+ * ports on a frame's borders join the edges outside it to the ops inside it, coming in right of its title.
+ * Only arithmetic on the shipped layers and columns: no layout search runs in the page.
  */
 import type { GroupPicture, PictureBox } from './generated/document.js';
 
@@ -18,6 +19,9 @@ const MARGIN = 12;
 const MAX_COLUMN = 240;
 export const INSET = 10;
 export const HEADER = LINE_HEIGHT + 2 * PAD_Y;
+const FOLD_WIDTH = 920;
+const FOLD_ABOVE = 900;
+const GUTTER = 2 * GAP_X;
 
 export interface SceneBox extends Omit<PictureBox, 'layer' | 'col'> {
   /** the centre, in pixels from the picture's top left */
@@ -49,13 +53,17 @@ export function frameTitle(picture: GroupPicture): string {
   return `▾ ${picture.label} · ${picture.ops} op${picture.ops !== 1 ? 's' : ''}`;
 }
 
-type Ref = ['node', number] | ['port', number] | ['bend', number, number];
+/** A gap between layers, named by its band and the layer under it: where an edge moves sideways. */
+type Gap = [number, number];
+type Point = [number, number | Gap];
 
 /**
  * The picture of group `groupId` with the groups in `expanded` drawn in place; `pictureOf(id)` gives a
- * picture of the `grouped` section.
+ * picture of the `grouped` section. A tall picture folds to at most `room` pixels wide; edges come into it
+ * right of `titleEnd` (the end of the title of the frame it is drawn in).
  */
-export function compose(pictureOf: (id: string) => GroupPicture, groupId: string, expanded: ReadonlySet<string>): Scene {
+export function compose(pictureOf: (id: string) => GroupPicture, groupId: string, expanded: ReadonlySet<string>,
+  room: number = FOLD_WIDTH, titleEnd: number = 0): Scene {
   const picture = pictureOf(groupId);
   const { nodes, ports, edges } = picture;
   const inner = new Map<number, Scene>();
@@ -63,10 +71,12 @@ export function compose(pictureOf: (id: string) => GroupPicture, groupId: string
   const sizes: Array<[number, number]> = [];
   nodes.forEach((node, index) => {
     if (node.kind === 'group' && expanded.has(node.key)) {
-      const scene = compose(pictureOf, node.key, expanded);
+      const title = frameTitle(pictureOf(node.key));
+      titles.set(index, title);
+      const clear = PAD_X + title.length * CHAR_WIDTH - INSET + GAP_X / 2;
+      const scene = compose(pictureOf, node.key, expanded, room - 2 * MARGIN - 2 * INSET, clear);
       inner.set(index, scene);
-      titles.set(index, frameTitle(pictureOf(node.key)));
-      sizes.push([Math.max(scene.width + 2 * INSET, titles.get(index)!.length * CHAR_WIDTH + 2 * PAD_X),
+      sizes.push([Math.max(scene.width + 2 * INSET, title.length * CHAR_WIDTH + 2 * PAD_X),
         scene.height + HEADER + INSET]);
     } else {
       sizes.push([node.w, node.h]);
@@ -79,6 +89,8 @@ export function compose(pictureOf: (id: string) => GroupPicture, groupId: string
   nodes.forEach((node, index) => {
     tallest[node.layer] = Math.max(tallest[node.layer], sizes[index][1]);
   });
+  let [centres, rights] = placeRows(picture, sizes, column, new Set());
+  let band: number[] = new Array(depth).fill(0);
   const tops: number[] = [];
   let bottom = MARGIN;
   for (const height of tallest) {
@@ -86,23 +98,57 @@ export function compose(pictureOf: (id: string) => GroupPicture, groupId: string
     bottom += height + GAP_Y;
   }
   bottom -= depth ? GAP_Y : 0;
-  const rows: Array<Array<[number, number, Ref]>> = Array.from({ length: depth }, () => []);
-  nodes.forEach((node, index) => rows[node.layer].push([node.col, 0, ['node', index]]));
-  ports.forEach((port, index) => rows[port.layer].push([port.col, 0, ['port', index]]));
-  edges.forEach((edge, number) => edge.bends.forEach(([col, layer], bend) => rows[layer].push([col, 1, ['bend', number, bend]])));
-  const centres = new Map<string, number>();
-  let right = 0;
-  for (const row of rows) {
-    row.sort((a, b) => (a[0] - b[0]) || (a[1] - b[1]));
-    let reach = MARGIN;
-    for (const [col, isBend, ref] of row) {
-      const ideal = (col - picture.left) * column + column / 2 + MARGIN;
-      const half = isBend ? GAP_X / 2 : ref[0] === 'node' ? sizes[ref[1]][0] / 2 : 0;
-      const centre = Math.max(ideal, reach + half);
-      reach = centre + half + (isBend ? 0 : GAP_X / 2);
-      right = Math.max(right, centre + half);
-      centres.set(ref.join(':'), centre);
+  if (bottom + MARGIN > FOLD_ABOVE && bottom + MARGIN > Math.max(0, ...rights) + MARGIN && depth >= 4) {
+    band = fold(tallest, rights, room);
+  }
+  const bands = depth ? band[depth - 1] + 1 : 1;
+  const bandOf = (end: number, side: string): number =>
+    end >= 0 ? band[nodes[end].layer] : band[ports.find(port => port.side === side)!.layer];
+  const crossing = new Set<number>();
+  edges.forEach((edge, number) => {
+    if (bandOf(edge.from, 'in') !== bandOf(edge.to, 'out')) {
+      crossing.add(number);
     }
+  });
+  if (crossing.size) {
+    [centres, rights] = placeRows(picture, sizes, column, crossing);
+  }
+  const bandWidth: number[] = new Array(bands).fill(0);
+  for (let layer = 0; layer < depth; layer++) {
+    bandWidth[band[layer]] = Math.max(bandWidth[band[layer]], rights[layer] - MARGIN);
+  }
+  const shift: number[] = new Array(bands).fill(0);
+  for (let number = 1; number < bands; number++) {
+    shift[number] = shift[number - 1] + bandWidth[number - 1] + GUTTER;
+  }
+  const floor: number[] = new Array(bands).fill(0);
+  let right: number;
+  if (bands > 1) {
+    const at: number[] = new Array(bands).fill(MARGIN + GAP_Y);
+    for (let layer = 0; layer < depth; layer++) {
+      tops[layer] = at[band[layer]];
+      at[band[layer]] += tallest[layer] + GAP_Y;
+      floor[band[layer]] = tops[layer] + tallest[layer];
+    }
+    bottom = Math.max(...floor) + GAP_Y;
+    right = shift[bands - 1] + MARGIN + bandWidth[bands - 1];
+  } else {
+    right = Math.max(0, ...rights);
+  }
+  const xOf = (ref: string): number => {
+    const [centre, layer] = centres.get(ref)!;
+    return centre + shift[band[layer]];
+  };
+  const portX = new Map<string, number>();
+  const portLayer = new Map<string, number>();
+  ports.forEach((port, index) => {
+    portX.set(port.side, xOf(`port:${index}`));
+    portLayer.set(port.side, port.layer);
+  });
+  let entry = portX.get('in') ?? 0;
+  if (portX.has('in') && titleEnd > entry) {
+    entry = titleEnd;
+    right = Math.max(right, entry + GAP_X / 2);
   }
   const width = right + MARGIN;
   const scene: Scene = { width, height: bottom + MARGIN, boxes: [], edges: [], inX: width / 2, outX: width / 2 };
@@ -110,57 +156,116 @@ export function compose(pictureOf: (id: string) => GroupPicture, groupId: string
     const [w, h] = sizes[index];
     const { layer, col, ...rest } = node;
     void col;
-    const box: SceneBox = { ...rest, x: centres.get(`node:${index}`)!, y: tops[layer] + (tallest[layer] - h) / 2, w, h,
+    const box: SceneBox = { ...rest, x: xOf(`node:${index}`), y: tops[layer] + (tallest[layer] - h) / 2, w, h,
       expanded: inner.has(index) };
     if (inner.has(index)) {
       box.lines = [titles.get(index)!];
     }
     return box;
   });
-  const portX = new Map<string, number>();
-  const portY = new Map<string, number>();
-  ports.forEach((port, index) => {
-    portX.set(port.side, centres.get(`port:${index}`)!);
-    portY.set(port.side, tops[port.layer] + (port.side === 'out' ? tallest[port.layer] : 0));
-  });
-  scene.inX = portX.get('in') ?? scene.inX;
+  scene.inX = portX.has('in') ? entry : scene.inX;
   scene.outX = portX.get('out') ?? scene.outX;
-  const tailPoint = (end: number): number[] => {
+  const tailPoint = (end: number): Point => {
     if (end < 0) {
-      return [portX.get('in')!, portY.get('in')!];
+      return [portX.get('in')!, tops[portLayer.get('in')!]];
     }
     const box = placed[end];
     const x = inner.has(end) ? box.x - box.w / 2 + INSET + inner.get(end)!.outX : box.x;
     return [x, box.y + box.h];
   };
-  const headPoint = (end: number): number[] => {
+  const headPoint = (end: number): Point => {
     if (end < 0) {
-      return [portX.get('out')!, portY.get('out')!];
+      const layer = portLayer.get('out')!;
+      return [portX.get('out')!, tops[layer] + tallest[layer]];
     }
     const box = placed[end];
     const x = inner.has(end) ? box.x - box.w / 2 + INSET + inner.get(end)!.inX : box.x;
     return [x, box.y];
   };
-  edges.forEach((edge, number) => {
+  const gutter = (leftBand: number): number => shift[leftBand] + MARGIN + bandWidth[leftBand] + GUTTER / 2;
+  const routes: Point[][] = edges.map((edge, number) => {
     const tail = edge.from;
     const head = edge.to;
     const start = tailPoint(tail);
-    const end = headPoint(head);
-    const points = [start];
-    if (tail >= 0) {
-      const layer = nodes[tail].layer;
-      if (start[1] < tops[layer] + tallest[layer]) {
-        points.push([start[0], tops[layer] + tallest[layer]]);
+    let end = headPoint(head);
+    const tailLayer = tail >= 0 ? nodes[tail].layer : portLayer.get('in')!;
+    const headLayer = head >= 0 ? nodes[head].layer : portLayer.get('out')!;
+    let points: Point[] = [start];
+    if (tail < 0 && entry !== start[0]) {
+      points = [[entry, 0], [entry, MARGIN / 2], [start[0], MARGIN / 2], start];
+    }
+    if (tail >= 0 && (start[1] as number) < tops[tailLayer] + tallest[tailLayer]) {
+      points.push([start[0], tops[tailLayer] + tallest[tailLayer]]);
+    }
+    const tailBand = band[tailLayer];
+    const headBand = band[headLayer];
+    if (tailBand !== headBand) {
+      const leaving: Gap = [tailBand, tailLayer + 1];
+      const arriving: Gap = [headBand, headLayer];
+      const outX = gutter(headBand > tailBand ? tailBand : tailBand - 1);
+      const inX = gutter(headBand > tailBand ? headBand - 1 : headBand);
+      points.push([start[0], leaving], [outX, leaving]);
+      if (inX !== outX) {
+        points.push([outX, MARGIN + GAP_Y / 4], [inX, MARGIN + GAP_Y / 4]);
+      }
+      points.push([inX, arriving], [end[0], arriving]);
+    } else if (headLayer <= tailLayer) {
+      edge.bends.forEach(([, layer], bend) => {
+        const x = xOf(`bend:${number}:${bend}`);
+        points.push([x, tops[layer]], [x, tops[layer] + tallest[layer]]);
+      });
+    } else {
+      let x = points[points.length - 1][0];
+      edge.bends.forEach(([, layer], bend) => {
+        const bendX = xOf(`bend:${number}:${bend}`);
+        if (bendX !== x) {
+          points.push([x, [tailBand, layer]], [bendX, [tailBand, layer]]);
+        }
+        points.push([bendX, tops[layer]], [bendX, tops[layer] + tallest[layer]]);
+        x = bendX;
+      });
+      if (head >= 0 && !inner.has(head) && Math.abs(end[0] - x) <= placed[head].w / 2 - PAD_X) {
+        end = [x, end[1]];
+      }
+      if (end[0] !== x) {
+        points.push([x, [tailBand, headLayer]], [end[0], [tailBand, headLayer]]);
       }
     }
-    edge.bends.forEach(([, layer], bend) => {
-      const x = centres.get(`bend:${number}:${bend}`)!;
-      points.push([x, tops[layer]], [x, tops[layer] + tallest[layer]]);
-    });
-    if (head >= 0 && end[1] > tops[nodes[head].layer]) {
-      points.push([end[0], tops[nodes[head].layer]]);
+    if (head >= 0 && (end[1] as number) > tops[headLayer]) {
+      points.push([end[0], tops[headLayer]]);
     }
     points.push(end);
+    return points;
+  });
+  const tracks = new Map<string, number[]>();
+  routes.forEach((points, number) => {
+    for (const [, y] of points) {
+      if (typeof y !== 'number') {
+        const users = tracks.get(y.join(':')) ?? [];
+        tracks.set(y.join(':'), users);
+        if (!users.includes(number)) {
+          users.push(number);
+        }
+      }
+    }
+  });
+  const trackY = (number: number, [gapBand, layer]: Gap): number => {
+    let above: number;
+    let below: number;
+    if (layer < depth && band[layer] === gapBand) {
+      below = tops[layer];
+      above = below - GAP_Y;
+    } else {
+      above = bands > 1 ? floor[gapBand] : tops[layer - 1] + tallest[layer - 1];
+      below = above + GAP_Y;
+    }
+    const users = tracks.get(`${gapBand}:${layer}`)!;
+    return above + (below - above) * (users.indexOf(number) + 1) / (users.length + 1);
+  };
+  edges.forEach((edge, number) => {
+    const tail = edge.from;
+    const head = edge.to;
+    const points = routes[number].map(([x, y]) => [x, typeof y === 'number' ? y : trackY(number, y)]);
     scene.edges.push({ points, label: edge.label, arrow: head >= 0, tail: tail >= 0 ? placed[tail].key : null,
       head: head >= 0 ? placed[head].key : null });
   });
@@ -184,6 +289,74 @@ export function compose(pictureOf: (id: string) => GroupPicture, groupId: string
     }
   }
   return scene;
+}
+
+/**
+ * The centre (and layer) of every box, port and bend in its layer, by `kind:index` (bends `bend:edge:bend`),
+ * the bends of the edges `skipped` left out; and how far right each layer reaches.
+ */
+function placeRows(picture: GroupPicture, sizes: Array<[number, number]>, column: number,
+  skipped: ReadonlySet<number>): [Map<string, [number, number]>, number[]] {
+  type Ref = ['node', number] | ['port', number] | ['bend', number, number];
+  const rows: Array<Array<[number, number, Ref]>> = Array.from({ length: picture.depth }, () => []);
+  picture.nodes.forEach((node, index) => rows[node.layer].push([node.col, 0, ['node', index]]));
+  picture.ports.forEach((port, index) => rows[port.layer].push([port.col, 0, ['port', index]]));
+  picture.edges.forEach((edge, number) => {
+    if (!skipped.has(number)) {
+      edge.bends.forEach(([col, layer], bend) => rows[layer].push([col, 1, ['bend', number, bend]]));
+    }
+  });
+  const centres = new Map<string, [number, number]>();
+  const rights: number[] = new Array(picture.depth).fill(0);
+  rows.forEach((row, layer) => {
+    row.sort((a, b) => (a[0] - b[0]) || (a[1] - b[1]));
+    let reach = MARGIN;
+    for (const [col, isBend, ref] of row) {
+      const ideal = (col - picture.left) * column + column / 2 + MARGIN;
+      const half = isBend ? GAP_X / 2 : ref[0] === 'node' ? sizes[ref[1]][0] / 2 : 0;
+      const centre = Math.max(ideal, reach + half);
+      reach = centre + half + (isBend ? 0 : GAP_X / 2);
+      rights[layer] = Math.max(rights[layer], centre + half);
+      centres.set(ref.join(':'), [centre, layer]);
+    }
+  });
+  return [centres, rights];
+}
+
+/**
+ * The band of each layer: the layers cut into bands of about equal height, as many as make the picture
+ * about as wide as tall within `room` pixels (one band where two do not fit).
+ */
+function fold(tallest: number[], rights: number[], room: number): number[] {
+  const total = tallest.reduce((sum, height) => sum + height + GAP_Y, 0);
+  let chosen: number[] = new Array(tallest.length).fill(0);
+  for (let count = 2; count <= Math.floor(tallest.length / 2); count++) {
+    const band: number[] = [];
+    let done = 0;
+    let number = 0;
+    for (const height of tallest) {
+      if (number < count - 1 && done > 0 && done + (height + GAP_Y) / 2 > total * (number + 1) / count) {
+        number += 1;
+      }
+      band.push(number);
+      done += height + GAP_Y;
+    }
+    const widths: number[] = new Array(number + 1).fill(0);
+    const heights: number[] = new Array(number + 1).fill(0);
+    tallest.forEach((height, layer) => {
+      widths[band[layer]] = Math.max(widths[band[layer]], rights[layer] - MARGIN);
+      heights[band[layer]] += height + GAP_Y;
+    });
+    const width = widths.reduce((sum, each) => sum + each, 0) + GUTTER * number + 2 * MARGIN;
+    if (width > room) {
+      break;
+    }
+    chosen = band;
+    if (Math.max(...heights) <= width) {
+      break;
+    }
+  }
+  return chosen;
 }
 
 /** The groups from `top`'s child down to `groupId` (expanding them all shows it); null where it is not below `top`. */

@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 from workbench.analysis.call_tree import CallTree, CallTreeEdge, CallTreeNode
 
 from workbench.export.layered import Layout, column_pixels, layered_layout
-from ..style import CALL_SITE_COLORS, GRAPH_STATUS_COLORS, HIGHLIGHT, PICTURE_WIDTH, base_layout, count_of, fitted, text
+from ..style import CALL_SITE_COLORS, GRAPH_STATUS_COLORS, HIGHLIGHT, PICTURE_WIDTH, TEMPLATE, base_layout, count_of, fitted, text
 
 MIN_COLUMN = 160  # pixels per column at least; wider trees open on their left part
 LAYER_HEIGHT = 130  # pixels per level of calls
@@ -51,7 +51,7 @@ def call_tree_figure(tree: CallTree, selected_graph=None, title: Optional[str] =
     position = layout.positions
     biggest = max((node.op_count for node in tree.nodes), default=1) or 1
     sizes = dict(zip(keys, (14 + 26 * sqrt(node.op_count / biggest) for node in tree.nodes)))
-    figure = go.Figure()
+    figure = go.Figure(layout=dict(template=TEMPLATE))
     pairs: dict[tuple[str, str], list[CallTreeEdge]] = defaultdict(list)
     for edge in tree.edges:
         pairs[edge.caller.id, edge.callee.id].append(edge)

@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 
 from ..dataflow import DataflowPicture
 from workbench.export.layered import Layout, column_pixels, layered_layout
-from ..style import (CALL_OUTLINE, EDGE_COLOR, HIGHLIGHT, IN_SEQUENCE_COLOR, KIND_COLORS, OP_OUTLINE, PICTURE_WIDTH,
+from ..style import (CALL_OUTLINE, EDGE_COLOR, HIGHLIGHT, IN_SEQUENCE_COLOR, KIND_COLORS, OP_OUTLINE, PICTURE_WIDTH, TEMPLATE,
                      base_layout, count_of, fitted, ipu_color, text, text_array)
 
 VISIBLE_LAYERS = 16  # taller pictures open showing the top layers; pan or double-click for all
@@ -92,7 +92,7 @@ def graph_figure(picture: DataflowPicture, layout: Optional[Layout] = None, high
     ring, ``selected`` keys a filled red marker, ``breakpoints`` keys a red dot on their left."""
     layout = layout or picture_layout(picture)
     position = layout.positions
-    figure = go.Figure()
+    figure = go.Figure(layout=dict(template=TEMPLATE))
     for kind, (name, line) in EDGE_STYLES.items():
         edges = [(tail, head) for tail, head, edge_kind in picture.edges if edge_kind == kind]
         if edges:

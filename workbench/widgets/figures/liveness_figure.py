@@ -11,7 +11,7 @@ from plotly.subplots import make_subplots
 from workbench.analysis.code_size import graph_code_bytes
 from workbench.analysis.tensor_liveness import StepMemory, TensorLiveness
 
-from ..style import (ALWAYS_LIVE_COLOR, CAPACITY_COLOR, CURRENT_COLOR, HIGHLIGHT, KIND_COLORS, KIND_LABELS, base_layout, binary_ticks, format_bytes, text,
+from ..style import (ALWAYS_LIVE_COLOR, CAPACITY_COLOR, CURRENT_COLOR, HIGHLIGHT, KIND_COLORS, KIND_LABELS, TEMPLATE, base_layout, binary_ticks, format_bytes, text,
                      text_array)
 
 KINDS = ("variables", "constants", "intermediates", "code")  # stacking order, bottom first
@@ -48,6 +48,11 @@ def code_dwarfs_tensors(liveness: TensorLiveness) -> bool:
     return False
 
 
+TITLE_TOP = 24  # pixels from the figure's top to its title's first line (plotly anchors a title's middle line)
+TITLE_SPACE = 70  # pixels above the first panel: the title, and the panel's own title under it
+NOTE_HEIGHT = 18  # pixels more per note under the title
+
+
 def liveness_figure(liveness: TensorLiveness, capacity: Mapping[int, int], marked_steps: Iterable[int] = (),
                     current_step: Optional[int] = None, include_code: Optional[bool] = None) -> go.Figure:
     """One memory panel per IPU (``capacity`` maps IPU to tile-memory bytes), then the code panel for the
@@ -71,6 +76,7 @@ def liveness_figure(liveness: TensorLiveness, capacity: Mapping[int, int], marke
                            row_heights=[1.0] * len(ipus) + ([max(0.35, 0.12 * len(code_rows))] if code_rows else []),
                            subplot_titles=[_memory_title(liveness, ipu, capacity[ipu]) for ipu in ipus]
                            + ([code_title] if code_rows else []))
+    figure.layout.template = TEMPLATE  # in place of plotly's default
     steps = np.arange(len(liveness.flat))
     edges = np.concatenate([[-0.5], steps, [len(steps) - 0.5]]) if len(steps) else steps
     descriptions = [step_description(liveness, s) for s in steps]
@@ -122,8 +128,9 @@ def liveness_figure(liveness: TensorLiveness, capacity: Mapping[int, int], marke
         height=height, hovermode="closest",
         legend=dict(yanchor="top", y=1.0, x=1.01, xanchor="left"),
         title=dict(text=f"Memory over {len(steps)} schedule steps"
-                   + "".join(f"<br><sup>{note}</sup>" for note in notes), x=0.01),
-        margin=dict(l=70, r=20, t=70 + 16 * len(notes), b=50)))
+                   + "".join(f"<br><sup>{note}</sup>" for note in notes), x=0.01,
+                   yref="container", y=1 - TITLE_TOP / height, yanchor="top"),  # its notes grow down from the top
+        margin=dict(l=70, r=20, t=TITLE_SPACE + NOTE_HEIGHT * len(notes), b=50)))
     return figure
 
 

@@ -83,7 +83,7 @@ def model_figure(scene: Scene, title: str, selected: str = "", width: int = PICT
                                 line=dict(color=SELECTED, width=3), name="selected op", hoverinfo="skip",
                                 showlegend=chosen is not None))
     _legend_and_hits(figure, boxes, ipus, kinds)
-    plot_width = width - 40  # pixels of the plot area: one per pixel of the picture
+    plot_width = plot_area(width)
     plot_height = max(min(scene.height, max_height), MIN_HEIGHT)
     x_range, y_range = _view(scene, boxes, focus, plot_width, plot_height)
     notes = [] if scene.height <= plot_height and scene.width <= plot_width else ["drag to pan"]
@@ -96,6 +96,11 @@ def model_figure(scene: Scene, title: str, selected: str = "", width: int = PICT
         margin=dict(l=20, r=20, t=TITLE_SPACE, b=LEGEND_SPACE), dragmode="pan"))
     figure.layout.template = template
     return figure
+
+
+def plot_area(width: int) -> int:
+    """Pixels of the plot area of a figure ``width`` wide: one per pixel of the picture."""
+    return width - 40
 
 
 def _outline(box: dict) -> list[tuple[float, float]]:

@@ -4,6 +4,7 @@ an HTML table."""
 from __future__ import annotations
 
 import html
+import re
 from typing import Optional, Sequence
 
 import numpy as np
@@ -13,12 +14,13 @@ from plotly.subplots import make_subplots
 from workbench.analysis.replica_groups import GroupingRow, GroupingUse, GroupValue, fold_uses
 from workbench.ir import ReplicaGrouping, Variable
 
-from ..style import base_layout, count_of, group_color, group_tint, text
+from ..style import TEMPLATE, base_layout, count_of, group_color, group_tint, text
 
 VALUE_ELEMENTS = 8  # values with more elements are summarised (shape, mean, min, max)
 PANEL_GAP = 72  # pixels between panels: the axis ticks and title above, the next panel's title below
-TITLE_NAME = 80  # a longer name is cut short in the grid title (the matrix hover shows it whole)
-ROW_NAME = 48  # a longer row label of the matrix is cut short, so the matrix keeps its width
+TITLE_NAME = 80  # characters per line of the grid title's user: a longer name wraps
+ROW_NAME = 48  # characters per line of a matrix row's label: longer ones wrap, so the matrix keeps its width
+LINE_PITCH = 15  # pixels per line of a row label
 
 
 def grid_columns(replicas: int) -> int:
@@ -48,12 +50,14 @@ def replica_group_figure(grouping: ReplicaGrouping, uses: Sequence[GroupingUse],
     rows = fold_uses(list(uses))
     panels = ["grid"] + (["matrix"] if uses else [])
     grid_rows = -(-grouping.num_replicas // grid_columns(grouping.num_replicas))
-    pixels = {"grid": 20 + 46 * grid_rows, "matrix": 20 + 28 * len(rows)}
+    lines = max((_wrapped(row.label).count("<br>") + 1 for row in rows), default=1)
+    pixels = {"grid": 20 + 46 * grid_rows, "matrix": 20 + max(28, LINE_PITCH * lines + 10) * len(rows)}
     titles = {"grid": _grid_title(grouping, uses), "matrix": "Groups of each collective and variable"}
     plot = sum(pixels[p] for p in panels) + PANEL_GAP * (len(panels) - 1)
     figure = make_subplots(rows=len(panels), cols=1, row_heights=[pixels[p] for p in panels],
                            vertical_spacing=PANEL_GAP / plot if len(panels) > 1 else None,
                            subplot_titles=[titles[p] for p in panels])
+    figure.layout.template = TEMPLATE  # in place of plotly's default
     # Titles start at the left of the panels and may run on over the legend, never off the figure.
     figure.update_annotations(x=0, xanchor="left", align="left")
     _add_grid(figure, grouping, 1)
@@ -65,7 +69,7 @@ def replica_group_figure(grouping: ReplicaGrouping, uses: Sequence[GroupingUse],
             _add_instances(figure, instances, 1, grid=True)
         if uses:
             _add_instances(figure, instances, 2, grid=False)
-    top = 110 if "<br>" in titles["grid"] else 90
+    top = 70 + 20 * (titles["grid"].count("<br>") + 1)
     figure.update_layout(**base_layout(
         title=dict(text=title or f"{grouping.num_replicas} replicas", x=0.01), height=plot + top + 20,
         legend=dict(title_text="groups", yanchor="top", y=1.0), margin=dict(l=20, r=20, t=top, b=20)))
@@ -106,7 +110,7 @@ def _grid_title(grouping: ReplicaGrouping, uses: Sequence[GroupingUse]) -> str:
     title = grouping_shape(grouping)
     if len(users) == 1:
         label = users[0].label
-        return title + f"<br>used by {text(_short(label, TITLE_NAME))}"
+        return title + "<br>" + _wrapped(f"used by {label}", TITLE_NAME)
     if users:
         counts = {kind: sum(1 for use in users if use.kind == kind) for kind in ("collective", "variable")}
         return title + "<br>used by " + " and ".join(f"{n} {kind}{'s' if n > 1 else ''}"
@@ -131,12 +135,12 @@ def _add_grid(figure: go.Figure, grouping: ReplicaGrouping, row: int) -> None:
 
 
 def _add_matrix(figure: go.Figure, replicas: int, uses: Sequence[GroupingRow], row: int) -> None:
-    labels = [text(_short(use.label)) for use in uses]  # tick labels read markup too; hovers hold the whole
+    labels = [_wrapped(use.label) for use in uses]
     most = max(use.grouping.num_groups for use in uses)
     for group in range(most):
         cells = [(use, r) for use in uses if group < use.grouping.num_groups for r in use.grouping.members(group)]
         figure.add_trace(go.Scatter(
-            x=[r for _, r in cells], y=[text(_short(use.label)) for use, _ in cells], mode="markers+text",
+            x=[r for _, r in cells], y=[_wrapped(use.label) for use, _ in cells], mode="markers+text",
             name=f"group {group}", legendgroup=f"group{group}", showlegend=False,
             text=[str(group)] * len(cells), textfont=dict(color="white", size=10),
             marker=dict(symbol="square", size=22 if replicas <= 16 else 12, color=group_color(group)),
@@ -176,5 +180,17 @@ def _every_name(row: GroupingRow, per_line: int = 6) -> str:
     return f"<b>{len(row.uses)} {row.uses[0].kind}s</b>:<br>" + "<br>".join(lines)
 
 
-def _short(label: str, most: int = ROW_NAME) -> str:
-    return label if len(label) <= most else label[:most - 1] + "…"
+def _wrapped(label: str, most: int = ROW_NAME) -> str:
+    """``label`` escaped (plotly's labels read markup) and wrapped into lines of at most ``most`` characters,
+    at spaces, after the ``/`` of a name scope, and within a part longer than a line: whole, never cut."""
+    lines: list[str] = []
+    for number, word in enumerate(label.split(" ")):
+        parts = [chunk for piece in re.findall(r"[^/]*/|[^/]+", word) or [""]
+                 for chunk in (piece[start:start + most] for start in range(0, max(len(piece), 1), most))]
+        for part_number, part in enumerate(parts):
+            joined = (" " if number and not part_number else "") + part
+            if lines and len(lines[-1]) + len(joined) <= most:
+                lines[-1] += joined
+            else:
+                lines.append(part)
+    return "<br>".join(text(line) for line in lines)

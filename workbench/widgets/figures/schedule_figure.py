@@ -16,7 +16,7 @@ import plotly.graph_objects as go
 from workbench.analysis.cost_model import KINDS
 from workbench.ir import Op
 
-from ..style import (CURRENT_COLOR, HIGHLIGHT, IN_SEQUENCE_COLOR, SCHEDULE_COLORS, SCHEDULE_LABELS, base_layout,
+from ..style import (CURRENT_COLOR, HIGHLIGHT, IN_SEQUENCE_COLOR, SCHEDULE_COLORS, SCHEDULE_LABELS, TEMPLATE, base_layout,
                      group_color, text, text_array)
 
 Row = tuple[Optional[int], int]  # (replica or None for every replica, IPU)
@@ -135,7 +135,7 @@ def schedule_figure(events: Sequence[Any], *, unit: str = "cycles", clock_hz: fl
         raise ValueError("the schedule has no seconds: only a run with session.profile = True measures them")
     rows = schedule_rows(events)
     bars = schedule_bars(events, unit)
-    figure = go.Figure()
+    figure = go.Figure(layout=dict(template=TEMPLATE))
     if regions:
         _add_sequence_spans(figure, sequence_spans(events, regions, unit))
     hovers: dict[int, str] = {}
