@@ -177,3 +177,12 @@ def test_show_of_a_10000_op_program_stays_under_2_mb():
     assert set(static) == {PLOTLY_MIME}
     assert static[PLOTLY_MIME]["layout"]["title"]["text"].startswith("main (10003 ops)")
     assert len(json.dumps(static)) + sum(sent) <= 2 * 2 ** 20
+
+
+def test_the_document_saved_beside_the_widgets_goes_as_json_text_of_the_extensions_document():
+    """One string for the kernel to send and for JupyterLab to keep, not a tree of objects to copy."""
+    ir, _, _, _ = small_program()
+    data, metadata = Workbench(ir, live=False).static_bundle()
+    expected, expected_metadata = ir._repr_mimebundle_()
+    assert isinstance(data[MIME_TYPE], str) and json.loads(data[MIME_TYPE]) == expected[MIME_TYPE]
+    assert metadata == expected_metadata

@@ -3,20 +3,17 @@ grouped picture, sent at once, then the whole document (every group's picture, t
 for the other tabs) in its place. Laying out every group of a 10,000-op graph takes about a second
 and the document is megabytes; the first picture needs only the grouping and one small layout.
 
-The whole document goes as JSON text: the kernel then sends one string instead of walking a tree of
-tens of thousands of objects, and JupyterLab keeps and copies that string as it is, where it would
-copy an object tree several times; the extension parses it once.
+The whole document goes as JSON text (``mime.with_document_as_text``).
 """
 from __future__ import annotations
 
-import json
 from typing import Callable, Optional, Union
 
 from workbench.ir import Graph, Ir
 
 from .group_layout import GroupPictures, grouped_section_version
 from .json_schema import json_schema_name, json_schema_version
-from .mime import MIME_TYPE, graph_bundle, ir_bundle
+from .mime import MIME_TYPE, graph_bundle, ir_bundle, with_document_as_text
 
 # From this many ops, a display in a kernel shows the top level first and the whole document next.
 FIRST_PICTURE_OPS = 1000
@@ -38,8 +35,7 @@ def show_in_two_steps(source: Union[Ir, Graph]) -> None:
     data, metadata = first_bundle(source)
     handle = display(data, metadata=metadata, raw=True, display_id=True)
     data, metadata = ir_bundle(source) if isinstance(source, Ir) else graph_bundle(source)
-    data[MIME_TYPE] = json.dumps(data[MIME_TYPE], allow_nan=False, separators=(",", ":"))
-    handle.update(data, metadata=metadata, raw=True)
+    handle.update(with_document_as_text(data), metadata=metadata, raw=True)
 
 
 def first_bundle(source: Union[Ir, Graph]) -> tuple[dict, dict]:
