@@ -186,3 +186,15 @@ def test_the_document_saved_beside_the_widgets_goes_as_json_text_of_the_extensio
     expected, expected_metadata = ir._repr_mimebundle_()
     assert isinstance(data[MIME_TYPE], str) and json.loads(data[MIME_TYPE]) == expected[MIME_TYPE]
     assert metadata == expected_metadata
+
+
+def test_show_of_a_2102_op_chain_keeps_the_model_tabs_picture_not_the_whole_document():
+    """From ``FIRST_PICTURE_OPS`` ops the whole document would take a second before the first picture."""
+    from real_programs import long_chain
+    from workbench.export.first_picture import FIRST_PICTURE_OPS
+
+    ir = long_chain()
+    assert sum(len(graph.ops) for graph in ir.graphs) >= FIRST_PICTURE_OPS
+    static, _ = workbench.show(ir, live=False).static_bundle()
+    assert set(static) == {PLOTLY_MIME}
+    assert static[PLOTLY_MIME]["layout"]["title"]["text"].startswith("main (2102 ops)")
