@@ -2,7 +2,9 @@
 a vendor MIME type that the JupyterLab extension draws, plus plain text for other front ends.
 
 The metadata tells the extension what to show first: ``view`` is ``"model"`` (the grouped picture),
-``"graph"``, ``"calls"`` or ``"memory"``, ``graph`` the id of the graph to draw, ``device`` the session's device.
+``"graph"``, ``"calls"`` or ``"memory"``, ``graph`` the id of the graph to draw, ``device`` the session's device,
+``liveness_left_out`` why a big program's document has no memory chart, and ``arriving`` (on the small first
+document of a big program, ``first_picture``) what it holds until the whole document replaces it.
 """
 from __future__ import annotations
 
