@@ -179,15 +179,6 @@ def test_show_of_a_10000_op_program_stays_under_2_mb():
     assert len(json.dumps(static)) + sum(sent) <= 2 * 2 ** 20
 
 
-def test_the_document_saved_beside_the_widgets_goes_as_json_text_of_the_extensions_document():
-    """One string for the kernel to send and for JupyterLab to keep, not a tree of objects to copy."""
-    ir, _, _, _ = small_program()
-    data, metadata = Workbench(ir, live=False).static_bundle()
-    expected, expected_metadata = ir._repr_mimebundle_()
-    assert isinstance(data[MIME_TYPE], str) and json.loads(data[MIME_TYPE]) == expected[MIME_TYPE]
-    assert metadata == expected_metadata
-
-
 def test_show_of_a_2102_op_chain_keeps_the_model_tabs_picture_not_the_whole_document():
     """From ``FIRST_PICTURE_OPS`` ops the whole document would take a second before the first picture."""
     from real_programs import long_chain

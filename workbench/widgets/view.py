@@ -182,12 +182,12 @@ def error_figure(error: Exception) -> go.Figure:
 
 
 def source_bundle(source: Any) -> tuple[dict, dict]:
-    """The extension's bundle of an Ir or a Session, without its plain text, its document as JSON text."""
-    from workbench.export.mime import ir_bundle, session_bundle, with_document_as_text
+    """The extension's bundle of an Ir or a Session, without its plain text."""
+    from workbench.export.mime import ir_bundle, session_bundle
 
     data, metadata = ir_bundle(source) if isinstance(source, Ir) else session_bundle(source)
     data.pop("text/plain")
-    return with_document_as_text(data), metadata
+    return data, metadata
 
 
 def _ir_and_session(source: Any):
