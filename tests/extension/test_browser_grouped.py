@@ -112,6 +112,8 @@ def test_grouped_pictures_of_real_programs_collapsed_and_expanded(tmp_path):
         page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
         page.wait_for_function(f"document.querySelectorAll('.jp-OutputArea .ipu-wb-group-svg').length === {len(PROGRAMS)}")
         page.wait_for_function(f"document.querySelectorAll('.jp-OutputArea .js-plotly-plot .main-svg').length >= {2 * len(PROGRAMS)}")
+        # a big program shows its top level first: wait for its whole document, whose groups open
+        page.wait_for_function("![...document.querySelectorAll('.ipu-wb-summary')].some(s => s.textContent.includes('the top level first'))")
         for number, name in enumerate(PROGRAMS):
             collapsed, opened, extension = (page.locator(".jp-Cell").nth(1 + 3 * number + k).locator(".jp-OutputArea-output")
                                             for k in range(3))

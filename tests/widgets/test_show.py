@@ -177,3 +177,15 @@ def test_show_of_a_10000_op_program_stays_under_2_mb():
     assert set(static) == {PLOTLY_MIME}
     assert static[PLOTLY_MIME]["layout"]["title"]["text"].startswith("main (10003 ops)")
     assert len(json.dumps(static)) + sum(sent) <= 2 * 2 ** 20
+
+
+def test_show_of_a_2102_op_chain_keeps_the_model_tabs_picture_not_the_whole_document():
+    """From ``FIRST_PICTURE_OPS`` ops the whole document would take a second before the first picture."""
+    from real_programs import long_chain
+    from workbench.export.first_picture import FIRST_PICTURE_OPS
+
+    ir = long_chain()
+    assert sum(len(graph.ops) for graph in ir.graphs) >= FIRST_PICTURE_OPS
+    static, _ = workbench.show(ir, live=False).static_bundle()
+    assert set(static) == {PLOTLY_MIME}
+    assert static[PLOTLY_MIME]["layout"]["title"]["text"].startswith("main (2102 ops)")

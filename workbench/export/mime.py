@@ -2,10 +2,13 @@
 a vendor MIME type that the JupyterLab extension draws, plus plain text for other front ends.
 
 The metadata tells the extension what to show first: ``view`` is ``"model"`` (the grouped picture),
-``"graph"``, ``"calls"`` or ``"memory"``, ``graph`` the id of the graph to draw, ``device`` the session's device.
+``"graph"``, ``"calls"`` or ``"memory"``, ``graph`` the id of the graph to draw, ``device`` the session's device,
+``liveness_left_out`` why a big program's document has no memory chart, and ``arriving`` (on the small first
+document of a big program, ``first_picture``) what it holds until the whole document replaces it.
 """
 from __future__ import annotations
 
+import json
 from typing import Any, Optional
 
 from workbench.analysis.tensor_liveness import TensorLiveness
@@ -48,3 +51,10 @@ def _bundle(ir: Ir, text: str, options: dict, liveness: Optional[TensorLiveness]
         options = dict(options, liveness_left_out=f"{ops:,} ops: the memory chart of a program this size is its "
                                                   f"Session's display, or workbench.show(ir)")
     return {"text/plain": text, MIME_TYPE: document}, {MIME_TYPE: options}
+
+
+def with_document_as_text(data: dict) -> dict:
+    """``data`` with its document as JSON text, for a display in a kernel: the kernel sends one string
+    instead of walking a tree of objects, and JupyterLab keeps that string as it is where it would copy
+    the tree several times; the extension parses it once. A saved notebook keeps the text."""
+    return {**data, MIME_TYPE: json.dumps(data[MIME_TYPE], allow_nan=False, separators=(",", ":"))}

@@ -14,8 +14,8 @@ def install(**functions: Callable[..., Any]) -> None:
 
 
 def present(name: str, *args: Any) -> Any:
-    """Call the installed function ``name`` (``ir_bundle``, ``graph_bundle``, ``session_bundle`` or
-    ``write_dot_checkpoint``)."""
+    """Call the installed function ``name`` (``ir_bundle``, ``graph_bundle``, ``session_bundle``,
+    ``ipython_display`` or ``write_dot_checkpoint``)."""
     try:
         function = _installed[name]
     except KeyError:

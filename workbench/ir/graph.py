@@ -86,6 +86,12 @@ class Graph:
         """Notebook display: the Ir's JSON opened on this graph, and plain text."""
         return display.present("graph_bundle", self)
 
+    @property
+    def _ipython_display_(self) -> Optional[Callable[[], None]]:
+        """In a kernel, a graph of a big Ir shows its first picture at once and the rest next (None:
+        IPython shows ``_repr_mimebundle_``); see ``workbench.export.first_picture``."""
+        return display.present("ipython_display", self)
+
     def __str__(self) -> str:
         """The graph as text, one op a line."""
         head = f"graph {self.label}({', '.join(f'%{t.name}: {t.spec}' for t in self._inputs)})"

@@ -83,6 +83,12 @@ class Ir:
         """Notebook display: the Ir's JSON for the JupyterLab extension, and plain text."""
         return display.present("ir_bundle", self)
 
+    @property
+    def _ipython_display_(self) -> Optional[Callable[[], None]]:
+        """In a kernel, a big Ir shows its first picture at once and the rest next (None: IPython
+        shows ``_repr_mimebundle_``); see ``workbench.export.first_picture``."""
+        return display.present("ipython_display", self)
+
     # ----- graphs -----
     @property
     def main_graph(self) -> Graph:

@@ -1,6 +1,7 @@
 """Tensors of the IR: intermediates and graph inputs, variables and constants, and their specs."""
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterable, NewType, Optional, Tuple, TypeVar, Union
@@ -60,7 +61,7 @@ class TensorSpec(Mapping):
 
     @property
     def nelms(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64))
+        return math.prod(self.shape)
 
     @property
     def nbytes(self) -> int:

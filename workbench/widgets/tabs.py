@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Optional
 
+from workbench.export.first_picture import FIRST_PICTURE_OPS
+
 from .call_tree_view import CallTreeView
 from .graph_view import GraphView
 from .live import DEFAULT_WINDOW, Scheduler
@@ -19,7 +21,6 @@ from .workbench_html import plotly_figure_html, workbench_html
 
 STEPPER_PICTURE_WIDTH = 560  # the model picture beside the stepper's table
 STEPPER_PICTURE_HEIGHT = 560  # its plot area at most: taller pictures scroll to the next op
-STATIC_DOCUMENT_OPS = 3000  # beyond this, a Workbench's saved picture is the model tab's, not the whole document
 
 
 class Workbench:
@@ -117,9 +118,10 @@ class Workbench:
 
     def static_bundle(self) -> tuple[dict, dict]:
         """The picture that stays when there is no widget: the extension's view of the Ir (or the
-        Session, opened on its memory); for a program of more than ``STATIC_DOCUMENT_OPS`` ops, whose whole
-        document would weigh megabytes in the notebook, the model tab's picture instead."""
-        if sum(len(graph.ops) for graph in self.ir.graphs) > STATIC_DOCUMENT_OPS:
+        Session, opened on its memory); for a program of ``FIRST_PICTURE_OPS`` ops or more, whose whole
+        document would take a second to make and weigh megabytes in the notebook, the model tab's picture
+        instead."""
+        if sum(len(graph.ops) for graph in self.ir.graphs) >= FIRST_PICTURE_OPS:
             return self.views["model"].static_bundle()
         return source_bundle(self.session if self.session is not None else self.ir)
 

@@ -20,6 +20,8 @@ export interface ViewOptions {
   device?: { kind: string; tile_bytes_per_ipu: number };
   /** why the document has no liveness section (a program too large for it in a display) */
   livenessLeftOut?: string;
+  /** set on the first, small document of a big program: what it holds until the whole one replaces it */
+  arriving?: string;
 }
 
 /** The well-formed fields of `value` (MIME metadata, which may come from anywhere) as view options. */
@@ -42,6 +44,9 @@ export function readOptions(value: unknown): ViewOptions {
   }
   if (typeof given.liveness_left_out === 'string') {
     options.livenessLeftOut = given.liveness_left_out;
+  }
+  if (typeof given.arriving === 'string') {
+    options.arriving = given.arriving;
   }
   return options;
 }

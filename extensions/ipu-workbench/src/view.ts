@@ -65,27 +65,27 @@ function buildView(doc: Document, value: unknown, given: unknown): HTMLElement {
     if (view === 'graph') {
       graphView.activate();
     }
-    for (const tab of tabs) {
+    for (const tab of TABS) {
       panels[tab.view].classList.toggle('ipu-wb-hidden', tab.view !== view);
-      buttons.get(tab.view)!.classList.toggle('ipu-wb-active', tab.view === view);
+      buttons.get(tab.view)?.classList.toggle('ipu-wb-active', tab.view === view);
     }
   };
-  const tabs = TABS.filter(tab => tab.view !== 'model' || groupView.available);
+  // The first document of a big program holds the grouped picture's top level alone.
+  const arriving = options.arriving !== undefined && groupView.available;
+  const tabs = TABS.filter(tab => (tab.view !== 'model' || groupView.available) && (!arriving || tab.view === 'model'));
   for (const tab of tabs) {
     buttons.set(tab.view, button(doc, tab.label, `ipu-wb-tab ipu-wb-tab-${tab.view}`, () => select(tab.view)));
   }
   const ops = index.doc.graphs.reduce((sum, g) => sum + g.ops.length, 0);
-  const summary = `IR ${index.doc.ir.id}: ${countOf(index.doc.graphs.length, 'graph')}, ${countOf(ops, 'op')}, ` +
+  const summary = arriving ? `IR ${index.doc.ir.id}: ${options.arriving}` :
+    `IR ${index.doc.ir.id}: ${countOf(index.doc.graphs.length, 'graph')}, ${countOf(ops, 'op')}, ` +
     `replication factor ${index.doc.ir.replication_factor}`;
   const root = el(doc, 'div', ROOT_CLASS, [
     el(doc, 'div', 'ipu-wb-header', [el(doc, 'span', 'ipu-wb-summary', [summary]), ...buttons.values()]),
     el(doc, 'div', 'ipu-wb-body', [el(doc, 'div', 'ipu-wb-panels', Object.values(panels)), details.node])
   ]);
   applyColours(root);
-  if (!groupView.available) {
-    panels.model.classList.add('ipu-wb-hidden');
-  }
-  const first = options.view ?? (groupView.available ? 'model' : 'graph');
+  const first = arriving ? 'model' : options.view ?? (groupView.available ? 'model' : 'graph');
   select(first === 'model' && !groupView.available ? 'graph' : first);
   return root;
 }
