@@ -6,12 +6,13 @@ input as [N, C, *kernel, *out], one copy makes it the contiguous [N, C·K, P] co
 (a large column matrix is made and multiplied a band of output rows at a time). A 1×1 convolution
 of stride 1 needs no copy at all, nor does a 2-D one of stride 1 with few output channels, which adds
 up one product per kernel offset of shifted views of the padded input. A large enough 3×3 one of stride 1
-goes by Winograd's method instead (``winograd.py``). Poolings are in ``pool_kernels.py``.
+goes by Winograd's method instead (``winograd.py``), which transforms a constant weight once. Poolings are
+in ``pool_kernels.py``.
 """
 from __future__ import annotations
 
 import math
-from typing import Callable, Sequence
+from typing import Callable, Optional, Sequence
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
@@ -116,8 +117,11 @@ def _shifted_taps_conv(x_shape: Sequence[int], weight_shape: Sequence[int], dila
 
 
 def conv(x_shape: Sequence[int], weight_shape: Sequence[int], stride: Sequence[int], dilation: Sequence[int],
-         pads: Pads, groups: int, out: Sequence[int], dtype: np.dtype) -> Callable:
+         pads: Pads, groups: int, out: Sequence[int], dtype: np.dtype,
+         constant_weight: Optional[np.ndarray] = None) -> Callable:
     """``conv(x, weight)``: [N, C_in, *spatial] * [C_out, C_in / groups, *kernel] -> [N, C_out, *out].
+    ``constant_weight``, where given, is the value ``weight`` has at every call (a constant), which a
+    kernel may prepare once.
 
     A large column matrix is made and multiplied a band of output rows at a time, each band small
     enough to stay in cache between its copy and its product."""
@@ -136,8 +140,8 @@ def conv(x_shape: Sequence[int], weight_shape: Sequence[int], stride: Sequence[i
             y = np.matmul(w[0], cols) if groups == 1 else np.matmul(w, cols.reshape(n, groups, -1, positions))
             return y.reshape(out_shape).astype(dtype, copy=False)
         return pointwise
-    if winograd.applies(x_shape, weight_shape, stride, dilation, groups, out):
-        return winograd.winograd_conv(x_shape, weight_shape, pads, out, compute, dtype)
+    if winograd.applies(x_shape, weight_shape, stride, dilation, groups, out, constant_weight is not None):
+        return winograd.winograd_conv(x_shape, weight_shape, pads, out, compute, dtype, constant_weight)
     if len(kernel) == 2 and groups == 1 and tuple(stride) == (1, 1) and c_out <= FEW_OUTPUTS:
         return _shifted_taps_conv(x_shape, weight_shape, dilation, pads, out, dtype)
 
