@@ -31,6 +31,7 @@ OUTPUT_T = np.array([[1, 1, 1, 1, 1, 0], [0, 1, -1, 2, -2, 0], [0, 1, 1, 4, 4, 0
                     np.float32)
 WEIGHT_PAIRS = np.kron(WEIGHT, WEIGHT).astype(np.float32)  # [36 tile positions, 9 kernel taps]
 TILE, BLOCK = 6, 4
+SPREAD_POSITION = 1 * TILE + 1  # column 1 of A^T is all ones: a value there reaches each output once
 
 MIN_OUTPUT = 28  # output rows and columns from which it pays with a weight transformed at each run
 MIN_INPUT_CHANNELS = 64
@@ -54,9 +55,11 @@ def applies(x_shape: Sequence[int], weight_shape: Sequence[int], stride: Sequenc
 
 def winograd_conv(x_shape: Sequence[int], weight_shape: Sequence[int], pads: Sequence[tuple[int, int]],
                   out: Sequence[int], compute: np.dtype, dtype: np.dtype,
-                  constant_weight: Optional[np.ndarray] = None) -> Callable:
+                  constant_weight: Optional[np.ndarray] = None, bias: Optional[np.ndarray] = None) -> Callable:
     """``conv(x, weight)`` as ``conv_kernels.conv`` gives it, computed in ``compute`` (float32). A
-    ``constant_weight`` (the value ``weight`` always has) is transformed here, once. The kernel keeps
+    ``constant_weight`` (the value ``weight`` always has) is transformed here, once. A ``bias`` (one
+    value per output channel) is added at tile position (1, 1), which the output transform spreads to
+    every output of the tile with a factor of one. The kernel keeps
     its working arrays from one call to the next (fresh ones would cost their first-touch page faults
     at every run); only its result is a new array."""
     n, c_in, height, width = x_shape
@@ -85,6 +88,7 @@ def winograd_conv(x_shape: Sequence[int], weight_shape: Sequence[int], pads: Seq
     products = np.empty((n, TILE * TILE, c_out, tiles), compute)  # later the output blocks
     half_outputs = np.empty((n, BLOCK, TILE * c_out * tiles), compute)
     blocks = products.reshape(-1)[:n * BLOCK * BLOCK * c_out * tiles].reshape(n, BLOCK, BLOCK, c_out, rows, cols)
+    column = None if bias is None else np.asarray(bias, compute).reshape(-1, 1)
     exact = tuple(out) == (BLOCK * rows, BLOCK * cols)
     # Output (4 r + i, 4 q + j) is row i, column j of block (r, q): one strided copy per (i, j).
     pieces = [((slice(None), slice(None), slice(i, None, BLOCK), slice(j, None, BLOCK)),
@@ -101,6 +105,9 @@ def winograd_conv(x_shape: Sequence[int], weight_shape: Sequence[int], pads: Seq
         np.matmul(input_t, half_inputs.reshape(n, TILE, TILE, c_in * tiles),
                   out=inputs.reshape(n, TILE, TILE, c_in * tiles))
         np.matmul(transformed_weight, inputs.reshape(n, TILE * TILE, c_in, tiles), out=products)
+        if column is not None:
+            spread = products[:, SPREAD_POSITION]
+            np.add(spread, column, out=spread)
         # A^T m A, an axis at a time, then the 4×4 blocks put in place and the excess cropped.
         np.matmul(output_t, products.reshape(n, TILE, TILE * c_out * tiles), out=half_outputs)
         np.matmul(output_t, half_outputs.reshape(n, BLOCK, TILE, c_out * tiles),
