@@ -3,7 +3,9 @@
 A pooling reduces one spatial axis at a time, each kernel offset a strided slice of the unpadded input,
 never a window axis (which NumPy reduces slowly). Everything but the reductions themselves (which
 offsets meet which outputs, the slices, the shapes between the axes) is worked out when the kernel is
-built, so that a run of a small pooling costs little more than its ufunc calls.
+built, so that a run of a small pooling costs little more than its ufunc calls. A max pool of a
+narrow 2-D input (SqueezeNet's and Inception's) instead shifts whole planes, one pass per kernel offset
+(``_plane_max_pool``).
 """
 from __future__ import annotations
 
@@ -103,8 +105,51 @@ def _window_reduction(reduce: np.ufunc, fill: float, shape: Sequence[int], kerne
     return reduction
 
 
+NARROW = 64  # input widths up to which a 2-D max pool shifts whole planes (``_plane_max_pool``)
+
+
+def _plane_max_pool(x_shape: Sequence[int], kernel: Sequence[int], stride: Sequence[int], pads: Pads,
+                    out: Sequence[int], dtype: np.dtype) -> Callable:
+    """A 2-D max pool of a narrow input, undilated: the (padded) input is read as one flat array, the
+    maximum over each window's columns is taken from copies shifted by one position, then over its rows
+    from copies shifted by one row, each a single pass with a long inner loop where row-by-row slices
+    of a narrow input would each cost a loop of their own; the outputs are then picked out. A window
+    never crosses a row or plane end, so whatever the shifted passes mix in at those ends is never
+    picked. The kernel keeps its padded copy (its border stays -inf) and working arrays between calls."""
+    n, c, height, width = x_shape
+    (top, bottom), (left, right) = pads
+    rows, cols = height + top + bottom, width + left + right
+    padded = np.full((n, c, rows, cols), -np.inf, dtype) if top or bottom or left or right else None
+    inside = (slice(None), slice(None), slice(top, top + height), slice(left, left + width))
+    size = n * c * rows * cols
+    by_columns, by_rows = np.empty(size, dtype), np.empty(size, dtype)
+    across = size - (kernel[1] - 1)  # positions whose columns' window lies in the array
+    down = across - (kernel[0] - 1) * cols
+    picked = (slice(None), slice(None), slice(0, (out[0] - 1) * stride[0] + 1, stride[0]),
+              slice(0, (out[1] - 1) * stride[1] + 1, stride[1]))
+
+    def max_pool(x: np.ndarray) -> np.ndarray:
+        if padded is not None:
+            padded[inside] = x
+            x = padded
+        flat = np.ascontiguousarray(x).reshape(-1)
+        columns, rows_max = by_columns[:across], by_rows[:down]
+        np.maximum(flat[:across], flat[1:across + 1], out=columns)
+        for offset in range(2, kernel[1]):
+            np.maximum(columns, flat[offset:across + offset], out=columns)
+        np.maximum(by_columns[:down], by_columns[cols:down + cols], out=rows_max)
+        for offset in range(2, kernel[0]):
+            np.maximum(rows_max, by_columns[offset * cols:down + offset * cols], out=rows_max)
+        return by_rows.reshape(n, c, rows, cols)[picked].copy()
+    return max_pool
+
+
 def max_pool(x_shape: Sequence[int], kernel: Sequence[int], stride: Sequence[int], dilation: Sequence[int],
              pads: Pads, out: Sequence[int], dtype: np.dtype) -> Callable:
+    """A narrow 2-D input goes by ``_plane_max_pool``, anything else one axis at a time."""
+    if (len(x_shape) == 4 and x_shape[3] <= NARROW and tuple(dilation) == (1, 1) and min(kernel) >= 2
+            and np.issubdtype(dtype, np.floating)):
+        return _plane_max_pool(x_shape, kernel, stride, pads, out, np.dtype(dtype))
     reduction = _window_reduction(np.maximum, -np.inf, x_shape, kernel, stride, dilation, tuple(b for b, _ in pads),
                                   out)
 
