@@ -1,4 +1,5 @@
-"""A 3×3 convolution of stride 1 by Winograd's minimal filtering F(4×4, 3×3), for ``conv_kernels.conv``.
+"""A 3×3 convolution of stride 1 by Winograd's minimal filtering F(4×4, 3×3) (or F(2×2, 3×3), see
+``transforms_for``), for ``conv_kernels.conv``.
 
 Each 4×4 block of output is computed from a 6×6 tile of the padded input with 36 products per input
 and output channel pair instead of 144: the tiles and the weights are transformed (``B``, ``G``), the
@@ -17,26 +18,60 @@ four times the weight, costs more than the products it saves.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Callable, Optional, Sequence
 
 import numpy as np
 
-# Input, weight and output transforms of F(4, 3) (Lavin and Gray, "Fast Algorithms for Convolutional
-# Neural Networks", 2016), as B^T, G and A^T.
-INPUT_T = np.array([[4, 0, -5, 0, 1, 0], [0, -4, -4, 1, 1, 0], [0, 4, -4, -1, 1, 0], [0, -2, -1, 2, 1, 0],
-                    [0, 2, -1, -2, 1, 0], [0, 4, 0, -5, 0, 1]], np.float32)
-WEIGHT = np.array([[1 / 4, 0, 0], [-1 / 6, -1 / 6, -1 / 6], [-1 / 6, 1 / 6, -1 / 6], [1 / 24, 1 / 12, 1 / 6],
-                   [1 / 24, -1 / 12, 1 / 6], [0, 0, 1]], np.float64)
-OUTPUT_T = np.array([[1, 1, 1, 1, 1, 0], [0, 1, -1, 2, -2, 0], [0, 1, 1, 4, 4, 0], [0, 1, -1, 8, -8, 1]],
-                    np.float32)
-WEIGHT_PAIRS = np.kron(WEIGHT, WEIGHT).astype(np.float32)  # [36 tile positions, 9 kernel taps]
-TILE, BLOCK = 6, 4
-SPREAD_POSITION = 1 * TILE + 1  # column 1 of A^T is all ones: a value there reaches each output once
+@dataclass(frozen=True, slots=True)
+class Transforms:
+    """Winograd's F(block × block, 3×3): each block × block output block from a tile of (block + 2)²
+    inputs, with the input transform B^T, the weight transform G and the output transform A^T."""
+
+    name: str
+    input_t: np.ndarray   # [tile, tile]
+    weight: np.ndarray    # [tile, 3]
+    output_t: np.ndarray  # [block, tile]
+
+    @property
+    def tile(self) -> int:
+        return self.input_t.shape[0]
+
+    @property
+    def block(self) -> int:
+        return self.output_t.shape[0]
+
+    @property
+    def weight_pairs(self) -> np.ndarray:
+        """[tile², 9]: G ⊗ G, each tile position's combination of the 9 kernel taps."""
+        return np.kron(self.weight, self.weight)
+
+    @property
+    def spread_position(self) -> int:
+        """The tile position (1, 1): column 1 of A^T is all ones, so a value there reaches each output
+        of the block once (how a bias is added)."""
+        return self.tile + 1
+
+
+# The transforms of Lavin and Gray, "Fast Algorithms for Convolutional Neural Networks", 2016.
+F4 = Transforms("F(4x4, 3x3)",
+                np.array([[4, 0, -5, 0, 1, 0], [0, -4, -4, 1, 1, 0], [0, 4, -4, -1, 1, 0], [0, -2, -1, 2, 1, 0],
+                          [0, 2, -1, -2, 1, 0], [0, 4, 0, -5, 0, 1]], np.float64),
+                np.array([[1 / 4, 0, 0], [-1 / 6, -1 / 6, -1 / 6], [-1 / 6, 1 / 6, -1 / 6], [1 / 24, 1 / 12, 1 / 6],
+                          [1 / 24, -1 / 12, 1 / 6], [0, 0, 1]], np.float64),
+                np.array([[1, 1, 1, 1, 1, 0], [0, 1, -1, 2, -2, 0], [0, 1, 1, 4, 4, 0], [0, 1, -1, 8, -8, 1]],
+                         np.float64))
+F2 = Transforms("F(2x2, 3x3)",
+                np.array([[1, 0, -1, 0], [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]], np.float64),
+                np.array([[1, 0, 0], [1 / 2, 1 / 2, 1 / 2], [1 / 2, -1 / 2, 1 / 2], [0, 0, 1]], np.float64),
+                np.array([[1, 1, 1, 0], [0, 1, -1, -1]], np.float64))
 
 MIN_OUTPUT = 28  # output rows and columns from which it pays with a weight transformed at each run
 MIN_INPUT_CHANNELS = 64
 MIN_OUTPUT_PREPARED = 12  # the same with a constant weight, transformed once
 MIN_INPUT_CHANNELS_PREPARED = 32
+SMALL_OUTPUT = 20  # below it, with ``WIDE_INPUT`` input channels or more, F(2x2, 3x3) goes faster
+WIDE_INPUT = 256
 
 
 def applies(x_shape: Sequence[int], weight_shape: Sequence[int], stride: Sequence[int], dilation: Sequence[int],
@@ -53,9 +88,17 @@ def applies(x_shape: Sequence[int], weight_shape: Sequence[int], stride: Sequenc
             and x_shape[1] >= least_in)
 
 
+def transforms_for(x_shape: Sequence[int], out: Sequence[int]) -> Transforms:
+    """F(4x4, 3x3), or F(2x2, 3x3) for a small output of many channels: its transformed weight is 16
+    values per pair of channels instead of 36, which matters where reading it, not the products, takes
+    the time (a ResNet layer of 256 channels at 14×14: 2.9 ms direct, 2.5 ms by F(4x4), 2.2 ms by F(2x2))."""
+    return F2 if min(out) < SMALL_OUTPUT and x_shape[1] >= WIDE_INPUT else F4
+
+
 def winograd_conv(x_shape: Sequence[int], weight_shape: Sequence[int], pads: Sequence[tuple[int, int]],
                   out: Sequence[int], compute: np.dtype, dtype: np.dtype,
-                  constant_weight: Optional[np.ndarray] = None, bias: Optional[np.ndarray] = None) -> Callable:
+                  constant_weight: Optional[np.ndarray] = None, bias: Optional[np.ndarray] = None,
+                  transforms: Optional[Transforms] = None) -> Callable:
     """``conv(x, weight)`` as ``conv_kernels.conv`` gives it, computed in ``compute`` (float32). A
     ``constant_weight`` (the value ``weight`` always has) is transformed here, once. A ``bias`` (one
     value per output channel) is added at tile position (1, 1), which the output transform spreads to
@@ -65,36 +108,38 @@ def winograd_conv(x_shape: Sequence[int], weight_shape: Sequence[int], pads: Seq
     n, c_in, height, width = x_shape
     c_out = weight_shape[0]
     (top, _), (left, _) = pads
-    rows, cols = -(-out[0] // BLOCK), -(-out[1] // BLOCK)  # blocks per axis
+    transforms = transforms or transforms_for(x_shape, out)
+    tile, block = transforms.tile, transforms.block
+    rows, cols = -(-out[0] // block), -(-out[1] // block)  # blocks per axis
     tiles = rows * cols
-    input_t, output_t = INPUT_T.astype(compute), OUTPUT_T.astype(compute)
-    weight_pairs = WEIGHT_PAIRS.astype(compute)
+    input_t, output_t = transforms.input_t.astype(compute), transforms.output_t.astype(compute)
+    weight_pairs = transforms.weight_pairs.astype(compute)
 
     def transform(weight: np.ndarray) -> np.ndarray:
         """[36, C_out, C_in]: each tile position's weight matrix."""
         flat = weight.astype(compute, copy=False).reshape(c_out * c_in, 9)
-        return np.matmul(weight_pairs, flat.T).reshape(TILE * TILE, c_out, c_in)
+        return np.matmul(weight_pairs, flat.T).reshape(tile * tile, c_out, c_in)
     prepared = None if constant_weight is None else transform(np.asarray(constant_weight))
     # The padded input covers every tile; beyond the real padding it reads zeros, which only reach
     # the outputs past ``out`` that are cropped. Only its inside is written, so its border stays zero.
-    padded = np.zeros((n, c_in, BLOCK * rows + 2, BLOCK * cols + 2), compute)
+    padded = np.zeros((n, c_in, block * rows + 2, block * cols + 2), compute)
     inside = (slice(None), slice(None), slice(top, top + height), slice(left, left + width))
     s = padded.strides
     # [N, 6, 6, C_in, rows, cols]: tile position (i, j) of every tile.
-    tile_view = np.ndarray((n, TILE, TILE, c_in, rows, cols), compute, padded, 0,
-                           (s[0], s[2], s[3], s[1], BLOCK * s[2], BLOCK * s[3]))
-    inputs = np.empty((n, TILE, TILE * c_in * tiles), compute)  # gathered, later transformed
+    tile_view = np.ndarray((n, tile, tile, c_in, rows, cols), compute, padded, 0,
+                           (s[0], s[2], s[3], s[1], block * s[2], block * s[3]))
+    inputs = np.empty((n, tile, tile * c_in * tiles), compute)  # gathered, later transformed
     half_inputs = np.empty_like(inputs)
-    products = np.empty((n, TILE * TILE, c_out, tiles), compute)  # later the output blocks
-    half_outputs = np.empty((n, BLOCK, TILE * c_out * tiles), compute)
-    blocks = products.reshape(-1)[:n * BLOCK * BLOCK * c_out * tiles].reshape(n, BLOCK, BLOCK, c_out, rows, cols)
+    products = np.empty((n, tile * tile, c_out, tiles), compute)  # later the output blocks
+    half_outputs = np.empty((n, block, tile * c_out * tiles), compute)
+    blocks = products.reshape(-1)[:n * block * block * c_out * tiles].reshape(n, block, block, c_out, rows, cols)
     column = None if bias is None else np.asarray(bias, compute).reshape(-1, 1)
-    exact = tuple(out) == (BLOCK * rows, BLOCK * cols)
+    exact = tuple(out) == (block * rows, block * cols)
     # Output (4 r + i, 4 q + j) is row i, column j of block (r, q): one strided copy per (i, j).
-    pieces = [((slice(None), slice(None), slice(i, None, BLOCK), slice(j, None, BLOCK)),
-               (slice(None), i, j, slice(None), slice(0, -(-(out[0] - i) // BLOCK)),
-                slice(0, -(-(out[1] - j) // BLOCK))))
-              for i in range(BLOCK) for j in range(BLOCK)]
+    pieces = [((slice(None), slice(None), slice(i, None, block), slice(j, None, block)),
+               (slice(None), i, j, slice(None), slice(0, -(-(out[0] - i) // block)),
+                slice(0, -(-(out[1] - j) // block))))
+              for i in range(block) for j in range(block)]
 
     def conv(x: np.ndarray, weight: np.ndarray) -> np.ndarray:
         transformed_weight = transform(weight) if prepared is None else prepared
@@ -102,19 +147,19 @@ def winograd_conv(x_shape: Sequence[int], weight_shape: Sequence[int], pads: Seq
         np.copyto(inputs.reshape(tile_view.shape), tile_view)
         # B^T d B, an axis at a time: over i, then over j.
         np.matmul(input_t, inputs, out=half_inputs)
-        np.matmul(input_t, half_inputs.reshape(n, TILE, TILE, c_in * tiles),
-                  out=inputs.reshape(n, TILE, TILE, c_in * tiles))
-        np.matmul(transformed_weight, inputs.reshape(n, TILE * TILE, c_in, tiles), out=products)
+        np.matmul(input_t, half_inputs.reshape(n, tile, tile, c_in * tiles),
+                  out=inputs.reshape(n, tile, tile, c_in * tiles))
+        np.matmul(transformed_weight, inputs.reshape(n, tile * tile, c_in, tiles), out=products)
         if column is not None:
-            spread = products[:, SPREAD_POSITION]
+            spread = products[:, transforms.spread_position]
             np.add(spread, column, out=spread)
         # A^T m A, an axis at a time, then the 4×4 blocks put in place and the excess cropped.
-        np.matmul(output_t, products.reshape(n, TILE, TILE * c_out * tiles), out=half_outputs)
-        np.matmul(output_t, half_outputs.reshape(n, BLOCK, TILE, c_out * tiles),
-                  out=blocks.reshape(n, BLOCK, BLOCK, c_out * tiles))
+        np.matmul(output_t, products.reshape(n, tile, tile * c_out * tiles), out=half_outputs)
+        np.matmul(output_t, half_outputs.reshape(n, block, tile, c_out * tiles),
+                  out=blocks.reshape(n, block, block, c_out * tiles))
         result = np.empty((n, c_out, *out), dtype)
         if exact:
-            np.copyto(result.reshape(n, c_out, rows, BLOCK, cols, BLOCK), blocks.transpose(0, 3, 4, 1, 5, 2))
+            np.copyto(result.reshape(n, c_out, rows, block, cols, block), blocks.transpose(0, 3, 4, 1, 5, 2))
         else:
             for target, source in pieces:
                 np.copyto(result[target], blocks[source])
