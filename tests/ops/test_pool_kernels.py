@@ -56,6 +56,11 @@ def test_a_narrow_max_pool_shifts_whole_planes_and_gives_the_direct_loops_values
         expected = pool_loop(x, kernel, stride, begin, end, (1, 1), False, lambda v: np.max(v))
 
 
-def test_a_wide_max_pool_goes_one_axis_at_a_time():
+def test_a_wide_padded_max_pool_goes_one_axis_at_a_time_and_an_unpadded_one_by_planes():
     kernel_fn = pool_kernels.max_pool((1, 2, 8, 112), (3, 3), (2, 2), (1, 1), ((1, 1), (1, 1)), (4, 56), np.float32)
     assert "_plane_max_pool" not in kernel_fn.__qualname__
+    x = RNG.standard_normal((1, 2, 9, 111)).astype(np.float32)
+    kernel_fn = pool_kernels.max_pool(x.shape, (3, 3), (2, 2), (1, 1), ((0, 0), (0, 0)), (4, 55), np.float32)
+    assert "_plane_max_pool" in kernel_fn.__qualname__
+    expected = pool_loop(x, (3, 3), (2, 2), (0, 0), (0, 0), (1, 1), False, lambda v: np.max(v))
+    np.testing.assert_array_equal(kernel_fn(x), expected)
