@@ -3,9 +3,9 @@ one kernel: what an inference CNN's Conv, bias, BatchNormalization and Relu beco
 
 The scales and shifts (batch norm in inference, a ``mul`` or ``add`` of one value per channel) must be
 constants too, or reshapes of constants, as ONNX initializers are: their composed factor is folded into
-the weight once, when the kernel is built, and their shift becomes a bias that the convolution adds to
-its output (a Winograd convolution adds it to one of its 36 tile positions, which costs a 36th of a
-pass); the relu then runs over that output. Batch norm, its scale and shift and the bias cost no pass of
+the weight once, when the kernel is built, and their shift becomes a bias that the convolution adds
+(``conv_kernels.conv``: its matrix product adds it, or a Winograd convolution at one tile position);
+the relu then runs over that output. Batch norm, its scale and shift and the bias cost no pass of
 their own. ``runtime/execution/fusion.py`` finds such runs; the ops after the convolution then give
 their input back unchanged. Values differ from the ops one by one in the last bits.
 """
@@ -17,10 +17,9 @@ import numpy as np
 
 from workbench.ir import Op
 
-from . import winograd
 from .activations import zero_rows
 from .channel_affine import Map, channel_map, constant_value
-from .conv_kernels import compute_type, conv
+from .conv_kernels import conv
 
 def foldable_conv(op: Op) -> bool:
     """A float32 convolution of a constant weight."""
@@ -62,23 +61,12 @@ def run_kernels(ops: Sequence[Op]) -> list[Callable]:
     attrs = head.attrs
     pads = tuple(zip(attrs["pads_begin"], attrs["pads_end"]))
     out = out_shape[2:]
-    compute = compute_type(np.dtype(np.float32))
-    bias = shift if np.any(shift) else None
-    if winograd.applies(x_shape, folded.shape, attrs["stride"], attrs["dilation"], attrs["groups"], out, True):
-        base = winograd.winograd_conv(x_shape, folded.shape, pads, out, compute, compute, folded, bias)
-        bias = None  # added inside
-    else:
-        base = conv(x_shape, folded.shape, attrs["stride"], attrs["dilation"], pads, attrs["groups"], out, compute,
-                    folded)
-    by_channel = (out_shape[0], out_shape[1], -1)
-    column = None if bias is None else bias.reshape(-1, 1)
-    rows, zeros = zero_rows(out_shape, compute)
+    base = conv(x_shape, folded.shape, attrs["stride"], attrs["dilation"], pads, attrs["groups"], out,
+                np.dtype(np.float32), folded, shift if np.any(shift) else None)
+    rows, zeros = zero_rows(out_shape, np.dtype(np.float32))
 
     def fused(x: np.ndarray, _weight: np.ndarray) -> np.ndarray:
         y = base(x, folded)
-        if column is not None:
-            flat = y.reshape(by_channel)
-            np.add(flat, column, out=flat)
         if relu:
             flat = y.reshape(rows)
             np.maximum(flat, zeros, out=flat)
