@@ -92,3 +92,58 @@ def test_a_reshaped_constant_has_a_value_and_a_computed_tensor_none():
         computed = ops.add(c, c)
     np.testing.assert_array_equal(constant_value(reshaped), value.reshape(2, 3, 1))
     assert constant_value(computed) is None
+
+
+def preactivation_case(factor_sign, padding):
+    """host input -> batch norm -> mul -> relu -> conv (1×1 or padded 3×3) -> add a bias -> relu, as DenseNet
+    lays out a layer: the batch norm and relu before an unpadded convolution join its run."""
+    x = RNG.standard_normal((1, 6, 5, 4)).astype(np.float32)
+    scale, shift, mean = (RNG.standard_normal(6).astype(np.float32) for _ in range(3))
+    var = RNG.uniform(0.5, 1.5, 6).astype(np.float32)
+    factor = (RNG.uniform(0.5, 1.5, (6, 1, 1)) * factor_sign).astype(np.float32)
+    kernel = 3 if padding else 1
+    w = (RNG.standard_normal((5, 6, kernel, kernel)) / 4).astype(np.float32)
+    bias = RNG.standard_normal(5).astype(np.float32)
+    ir = popxl.Ir()
+    with ir.main_graph:
+        x_stream = popxl.h2d_stream(x.shape, popxl.float32, name="x")
+        t = ops.add(ops.host_load(x_stream), popxl.constant(np.float32(0.5)))
+        t = ops.batch_norm_inference(t, *(popxl.constant(v) for v in (scale, shift, mean, var)), epsilon=EPS)
+        t = ops.relu(ops.mul(t, popxl.constant(factor)))
+        y = ops.conv(t, popxl.constant(w), padding=(padding,) * 4)
+        y = ops.relu(ops.add(y, ops.reshape(popxl.constant(bias), (5, 1, 1))))
+        y_stream = popxl.d2h_stream(y.shape, y.dtype, name="y")
+        ops.host_store(y_stream, y)
+    with popxl.Session(ir, "ipu_model") as session:
+        code = session.graph_code[ir.main_graph]
+        ran = session.run({x_stream: x})[y_stream]
+        stepper = session.stepper({x_stream: x})
+        stepper.continue_()
+        stepped = stepper.outputs[y_stream]
+    per_channel = (slice(None), None, None)
+    normed = (x + 0.5 - mean[per_channel]) / np.sqrt(var[per_channel] + EPS) * scale[per_channel] + shift[per_channel]
+    activated = np.maximum(normed * factor, 0)
+    padded = np.pad(activated.astype(np.float64), [(0, 0), (0, 0)] + [(padding, padding)] * 2)
+    conv = np.zeros((1, 5) + tuple(n - kernel + 1 for n in padded.shape[2:]))
+    for i, j in np.ndindex(kernel, kernel):
+        window = padded[:, :, i:i + conv.shape[2], j:j + conv.shape[3]]
+        conv += np.einsum("nchw,oc->nohw", window, w[:, :, i, j].astype(np.float64))
+    return code, ran, stepped, np.maximum(conv + bias[per_channel], 0)
+
+
+@pytest.mark.parametrize("factor_sign", [1.0, np.array([1, -1, 1, 1, -1, -1])[:, None, None]],
+                         ids=["positive factors", "mixed signs"])
+def test_the_batch_norm_and_relu_before_an_unpadded_convolution_join_its_run(factor_sign):
+    code, ran, stepped, expected = preactivation_case(factor_sign, padding=0)
+    runs = [[code.steps[i].type for i in run] for run in code.plan.fused]
+    assert ["add", "batch_norm_inference", "mul", "relu", "conv", "add", "relu"] in runs  # adding 0.5 is a shift too
+    np.testing.assert_allclose(ran, expected, rtol=1e-4, atol=1e-5 * np.abs(expected).max())
+    np.testing.assert_allclose(stepped, expected, rtol=1e-4, atol=1e-5 * np.abs(expected).max())
+
+
+def test_a_padded_convolution_keeps_the_relu_before_it_apart():
+    """Padding reads zeros after the relu, which the folded form cannot give."""
+    code, ran, _, expected = preactivation_case(1.0, padding=1)
+    runs = [[code.steps[i].type for i in run] for run in code.plan.fused]
+    assert ["conv", "add", "relu"] in runs and not any("relu" in run[:-1] for run in runs)
+    np.testing.assert_allclose(ran, expected, rtol=1e-4, atol=1e-5 * np.abs(expected).max())

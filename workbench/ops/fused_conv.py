@@ -21,6 +21,7 @@ from .activations import zero_rows
 from .channel_affine import Map, channel_map, constant_value
 from .conv_kernels import conv
 
+
 def foldable_conv(op: Op) -> bool:
     """A float32 convolution of a constant weight."""
     return (op.type == "conv" and op.inputs[0].dtype.as_numpy() == np.float32
@@ -46,24 +47,61 @@ def _composed(maps: Sequence[Op], channels: int) -> tuple[np.ndarray, np.ndarray
     return factor.astype(np.float32), shift.astype(np.float32)
 
 
+def unpadded(op: Op) -> bool:
+    """A convolution reading no padding: what a relu before it may be folded into (``run_kernels``)."""
+    return not any(op.attrs["pads_begin"]) and not any(op.attrs["pads_end"])
+
+
+def nonzero_factor(maps: Sequence[Op]) -> bool:
+    """Whether ``maps`` (foldable) compose to a finite factor other than zero in every channel."""
+    factor, shift = _composed(maps, maps[0].inputs[0].shape[1])
+    return bool(np.all(np.isfinite(factor) & (factor != 0) & np.isfinite(shift)))
+
+
 def run_kernels(ops: Sequence[Op]) -> list[Callable]:
-    """Kernels for a run: a foldable convolution, foldable maps, maybe a relu, each reading the one
-    before. The first computes the whole run; the others give their input 0 back."""
-    head, maps = ops[0], [op for op in ops[1:] if op.type != "relu"]
-    relu = ops[-1].type == "relu"
-    if not foldable_conv(head) or not all(foldable_map(op) for op in maps) or (
-            len(maps) + 1 + relu != len(ops) or any(op.type == "relu" for op in ops[1:-1])):
+    """Kernels for a run: maybe foldable maps and a relu before an unpadded convolution (its prologue),
+    the convolution of a constant weight, foldable maps, maybe a relu, each reading the one before.
+
+    A prologue x -> relu(x f + s) (per channel, f finite and not zero) is |f| max(x g, c g) + s with
+    g = sign(f) and c = -s / f: its first op computes max(x g, c g), one pass over x where every g is
+    1, two else; |f| is folded into the convolution's weight, and the weight times s, a constant per
+    output channel (no padding reads anything else), into its bias. The convolution's step computes
+    the rest of the run; every other op gives its input 0 back."""
+    at = next((i for i, op in enumerate(ops) if op.type == "conv"), None)
+    if at is None:
+        raise ValueError(f"not a run with a convolution: {[op.type for op in ops]}")
+    prologue, head, tail = ops[:at], ops[at], ops[at + 1:]
+    before, maps = [op for op in prologue if op.type != "relu"], [op for op in tail if op.type != "relu"]
+    relu = bool(tail) and tail[-1].type == "relu"
+    if not foldable_conv(head) or not all(foldable_map(op) for op in before + maps) or (
+            len(maps) + relu != len(tail) or any(op.type == "relu" for op in tail[:-1])) or (
+            prologue and (not before or prologue[-1].type != "relu" or len(before) + 1 != len(prologue)
+                          or not unpadded(head) or not nonzero_factor(before))):
         raise ValueError(f"not a convolution with constant scales and shifts: {[op.type for op in ops]}")
     x_shape, out_shape = head.inputs[0].shape, head.outputs[0].shape
-    weight = constant_value(head.inputs[1])
+    weight = constant_value(head.inputs[1]).astype(np.float64)
     factor, shift = _composed(maps, weight.shape[0])
-    folded = (weight * factor.reshape((-1,) + (1,) * (weight.ndim - 1))).astype(np.float32)
+    shift = shift.astype(np.float64)
+    spatial = (1,) * (weight.ndim - 2)
+    if prologue:
+        in_factor, in_shift = (v.astype(np.float64) for v in _composed(before, weight.shape[1]))
+        sign = np.sign(in_factor)
+        shift = shift + factor * (weight.sum(axis=tuple(range(2, weight.ndim))) @ in_shift)
+        weight = weight * np.abs(in_factor).reshape((1, -1) + spatial)
+        threshold = (-in_shift / in_factor * sign).astype(np.float32).reshape((1, -1) + spatial)
+        flip = None if np.all(sign > 0) else sign.astype(np.float32).reshape((1, -1) + spatial)
+    folded = (weight * factor.reshape((-1, 1) + spatial)).astype(np.float32)
     attrs = head.attrs
     pads = tuple(zip(attrs["pads_begin"], attrs["pads_end"]))
-    out = out_shape[2:]
-    base = conv(x_shape, folded.shape, attrs["stride"], attrs["dilation"], pads, attrs["groups"], out,
-                np.dtype(np.float32), folded, shift if np.any(shift) else None)
+    base = conv(x_shape, folded.shape, attrs["stride"], attrs["dilation"], pads, attrs["groups"], out_shape[2:],
+                np.dtype(np.float32), folded, shift.astype(np.float32) if np.any(shift) else None)
     rows, zeros = zero_rows(out_shape, np.dtype(np.float32))
+
+    def clipped(x: np.ndarray, *others: np.ndarray) -> np.ndarray:
+        if flip is None:
+            return np.maximum(x, threshold)
+        z = np.multiply(x, flip)
+        return np.maximum(z, threshold, out=z)
 
     def fused(x: np.ndarray, _weight: np.ndarray) -> np.ndarray:
         y = base(x, folded)
@@ -74,4 +112,5 @@ def run_kernels(ops: Sequence[Op]) -> list[Callable]:
 
     def passed(x: np.ndarray, *others: np.ndarray) -> np.ndarray:
         return x
-    return [fused] + [passed] * (len(ops) - 1)
+    first = [clipped] + [passed] * (len(prologue) - 1) if prologue else []
+    return first + [fused] + [passed] * len(tail)

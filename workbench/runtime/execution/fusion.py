@@ -2,7 +2,9 @@
 
 A convolution run (``ops/fused_conv.py``) is a convolution of a constant weight followed by per-channel
 scales and shifts of constant factors and maybe a relu: the factors fold into the weight and a bias,
-so batch norm and bias cost no pass of their own. A channel-map run (``ops/channel_affine.py``) is two
+so batch norm and bias cost no pass of their own. An unpadded convolution takes in the constant
+scales and shifts and the relu before it too, as DenseNet's batch norm and relu before each 1×1
+convolution: they cost one or two passes instead of three. A channel-map run (``ops/channel_affine.py``) is two
 or more steps of one graph, each a per-channel scale or shift (batch norm in inference,
 a ``mul`` or ``add`` of one value per channel) reading the output of the one before, which nothing
 else reads and the graph does not return, with no step in between writing anything in place or
@@ -29,6 +31,7 @@ def fused_runs(steps: list[Op], outputs: tuple) -> tuple[tuple[int, ...], ...]:
     """The runs among ``steps`` (one graph's, in order), each as its steps' indices: convolution runs
     first, then channel-map runs among the steps left."""
     follower = _followers(steps, outputs)
+    leader = {after: index for index, after in follower.items()}
     runs, taken = [], set()
     for index, op in enumerate(steps):
         if not foldable_conv(op):
@@ -39,6 +42,7 @@ def fused_runs(steps: list[Op], outputs: tuple) -> tuple[tuple[int, ...], ...]:
             if not (steps[after].type == "relu" or foldable_map(steps[after])):
                 break
             run.append(after)
+        run = _prologue(steps, index, leader, taken) + run
         if len(run) > 1:
             runs.append(tuple(run))
             taken.update(run)
@@ -50,6 +54,23 @@ def fused_runs(steps: list[Op], outputs: tuple) -> tuple[tuple[int, ...], ...]:
             run.append(next_in_run[run[-1]])
         runs.append(tuple(run))
     return tuple(sorted(runs))
+
+
+def _prologue(steps: list[Op], index: int, leader: dict[int, int], taken: set) -> list[int]:
+    """Foldable maps and a relu just before the unpadded convolution at ``index``, each read only by
+    the next, their factor finite and not zero (``fused_conv.run_kernels``); none where there are no
+    such."""
+    relu = leader.get(index)
+    if relu is None or relu in taken or steps[relu].type != "relu" or not fused_conv.unpadded(steps[index]):
+        return []
+    maps: list[int] = []
+    before = leader.get(relu)
+    while before is not None and before not in taken and foldable_map(steps[before]):
+        maps.insert(0, before)
+        before = leader.get(before)
+    if not maps or not fused_conv.nonzero_factor([steps[i] for i in maps]):
+        return []
+    return maps + [relu]
 
 
 def _followers(steps: list[Op], outputs: tuple) -> dict[int, int]:
@@ -77,6 +98,6 @@ def _followers(steps: list[Op], outputs: tuple) -> dict[int, int]:
 def run_kernels(ops: Sequence[Op], overwrite: bool) -> list[Callable]:
     """The kernels of one of ``fused_runs``' runs, one per op; ``overwrite`` when the first op may
     write over its input 0 (``reuse.py``)."""
-    if ops[0].type == "conv":
+    if any(op.type == "conv" for op in ops):
         return fused_conv.run_kernels(ops)
     return channel_affine.run_kernels(ops, overwrite)
