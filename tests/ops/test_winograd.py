@@ -68,7 +68,7 @@ def test_other_convolutions_go_the_direct_way(x_shape, w_shape, stride, dilation
     assert not winograd.applies(x_shape, w_shape, stride, dilation, groups, out)
 
 
-@pytest.mark.parametrize("x_shape, c_out", [((1, 32, 13, 13), 24), ((2, 48, 16, 14), 8)])
+@pytest.mark.parametrize("x_shape, c_out", [((1, 32, 13, 13), 40), ((2, 48, 16, 14), 36)])
 def test_a_constant_weight_is_transformed_once_and_smaller_convolutions_go_this_way(x_shape, c_out):
     """With the weight known when the kernel is built, 13×13 outputs and 32 input channels pay; the kernel
     keeps its working arrays between calls, and each call gives its own input's result."""
@@ -90,7 +90,7 @@ def test_a_popxl_conv_with_a_constant_weight_gives_the_direct_result():
     import popxl
 
     x = RNG.standard_normal((1, 32, 13, 13)).astype(np.float32)
-    w = (RNG.standard_normal((16, 32, 3, 3)) / 17).astype(np.float32)
+    w = (RNG.standard_normal((40, 32, 3, 3)) / 17).astype(np.float32)
     result = run_op(lambda t: ops.conv(t, popxl.constant(w), padding=(1, 1, 1, 1)), x)
     expected = direct(x, w, (1, 1), (1, 1))
     np.testing.assert_allclose(result, expected, rtol=0, atol=1e-5 * np.abs(expected).max())
@@ -99,6 +99,9 @@ def test_a_popxl_conv_with_a_constant_weight_gives_the_direct_result():
 def test_small_outputs_go_the_direct_way_even_with_a_constant_weight():
     assert not winograd.applies((1, 512, 7, 7), (512, 512, 3, 3), (1, 1), (1, 1), 1, (7, 7), constant_weight=True)
     assert not winograd.applies((1, 16, 55, 55), (64, 16, 3, 3), (1, 1), (1, 1), 1, (55, 55), constant_weight=True)
+    # few output channels: the input's transform outweighs the products below the usual size
+    assert not winograd.applies((1, 128, 14, 14), (32, 128, 3, 3), (1, 1), (1, 1), 1, (14, 14), constant_weight=True)
+    assert winograd.applies((1, 128, 28, 28), (32, 128, 3, 3), (1, 1), (1, 1), 1, (28, 28), constant_weight=True)
 
 
 @pytest.mark.parametrize("x_shape, c_out", [((1, 256, 14, 14), 8), ((1, 256, 13, 15), 4)])
