@@ -1,5 +1,7 @@
 """A convolution with a constant weight, the per-channel scales and shifts after it and a closing relu, as
-one kernel: what an inference CNN's Conv, bias, BatchNormalization and Relu become.
+one kernel: what an inference CNN's Conv, bias, BatchNormalization and Relu become; and, before an
+unpadded convolution, the scales, shifts and relu feeding it (DenseNet's BatchNormalization and Relu
+before each 1×1 Conv), which become one pass and more folding (``run_kernels``).
 
 The scales and shifts (batch norm in inference, a ``mul`` or ``add`` of one value per channel) must be
 constants too, or reshapes of constants, as ONNX initializers are: their composed factor is folded into
@@ -11,7 +13,7 @@ their input back unchanged. Values differ from the ops one by one in the last bi
 """
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Callable, Optional, Sequence
 
 import numpy as np
 
@@ -37,7 +39,10 @@ def _composed(maps: Sequence[Op], channels: int) -> tuple[np.ndarray, np.ndarray
     """The factor and shift, one float32 per channel, of applying ``maps`` in turn."""
     factor, shift = np.ones(channels, np.float64), np.zeros(channels, np.float64)
     for op in maps:
-        step: Map = channel_map(op)(*(constant_value(t) for t in op.inputs[1:]))
+        map_of = channel_map(op)
+        if map_of is None:
+            raise ValueError(f"{op.name} ({op.type}) scales or shifts no channel")
+        step: Map = map_of(*(constant_value(t) for t in op.inputs[1:]))
         f, s = (np.broadcast_to(v, op.inputs[0].shape)[(0, slice(None)) + (0,) * (len(op.inputs[0].shape) - 2)]
                 if v is not None else None for v in step)
         if f is not None:
@@ -58,6 +63,22 @@ def nonzero_factor(maps: Sequence[Op]) -> bool:
     return bool(np.all(np.isfinite(factor) & (factor != 0) & np.isfinite(shift)))
 
 
+def _parts(ops: Sequence[Op]) -> tuple[list[Op], Op, list[Op], bool]:
+    """The maps of the prologue (before its relu), the convolution, the maps after it, and whether a
+    relu closes the run; a ValueError where ``ops`` are no such run."""
+    at = next((i for i, op in enumerate(ops) if op.type == "conv"), None)
+    if at is None:
+        raise ValueError(f"not a run with a convolution: {[op.type for op in ops]}")
+    prologue, head, tail = list(ops[:at]), ops[at], list(ops[at + 1:])
+    relu = bool(tail) and tail[-1].type == "relu"
+    before, maps = prologue[:-1], tail[:-1] if relu else tail
+    well_formed = (foldable_conv(head) and all(foldable_map(op) for op in before + maps)) and (
+        not prologue or (before and prologue[-1].type == "relu" and unpadded(head) and nonzero_factor(before)))
+    if not well_formed:
+        raise ValueError(f"not a convolution with constant scales and shifts: {[op.type for op in ops]}")
+    return before, head, maps, relu
+
+
 def run_kernels(ops: Sequence[Op]) -> list[Callable]:
     """Kernels for a run: maybe foldable maps and a relu before an unpadded convolution (its prologue),
     the convolution of a constant weight, foldable maps, maybe a relu, each reading the one before.
@@ -67,41 +88,26 @@ def run_kernels(ops: Sequence[Op]) -> list[Callable]:
     1, two else; |f| is folded into the convolution's weight, and the weight times s, a constant per
     output channel (no padding reads anything else), into its bias. The convolution's step computes
     the rest of the run; every other op gives its input 0 back."""
-    at = next((i for i, op in enumerate(ops) if op.type == "conv"), None)
-    if at is None:
-        raise ValueError(f"not a run with a convolution: {[op.type for op in ops]}")
-    prologue, head, tail = ops[:at], ops[at], ops[at + 1:]
-    before, maps = [op for op in prologue if op.type != "relu"], [op for op in tail if op.type != "relu"]
-    relu = bool(tail) and tail[-1].type == "relu"
-    if not foldable_conv(head) or not all(foldable_map(op) for op in before + maps) or (
-            len(maps) + relu != len(tail) or any(op.type == "relu" for op in tail[:-1])) or (
-            prologue and (not before or prologue[-1].type != "relu" or len(before) + 1 != len(prologue)
-                          or not unpadded(head) or not nonzero_factor(before))):
-        raise ValueError(f"not a convolution with constant scales and shifts: {[op.type for op in ops]}")
+    before, head, maps, relu = _parts(ops)
     x_shape, out_shape = head.inputs[0].shape, head.outputs[0].shape
-    weight = constant_value(head.inputs[1]).astype(np.float64)
-    factor, shift = _composed(maps, weight.shape[0])
-    shift = shift.astype(np.float64)
-    spatial = (1,) * (weight.ndim - 2)
-    if prologue:
+    weight = np.asarray(constant_value(head.inputs[1]), np.float64)
+    factor, shift = (v.astype(np.float64) for v in _composed(maps, weight.shape[0]))
+    per_input_channel = (1, -1) + (1,) * (weight.ndim - 2)
+    first: list[Callable] = []
+    if before:
         in_factor, in_shift = (v.astype(np.float64) for v in _composed(before, weight.shape[1]))
         sign = np.sign(in_factor)
         shift = shift + factor * (weight.sum(axis=tuple(range(2, weight.ndim))) @ in_shift)
-        weight = weight * np.abs(in_factor).reshape((1, -1) + spatial)
-        threshold = (-in_shift / in_factor * sign).astype(np.float32).reshape((1, -1) + spatial)
-        flip = None if np.all(sign > 0) else sign.astype(np.float32).reshape((1, -1) + spatial)
-    folded = (weight * factor.reshape((-1, 1) + spatial)).astype(np.float32)
+        weight = weight * np.abs(in_factor).reshape(per_input_channel)
+        threshold = (-in_shift / in_factor * sign).astype(np.float32).reshape(per_input_channel)
+        flip = None if np.all(sign > 0) else sign.astype(np.float32).reshape(per_input_channel)
+        first = [_clipping(threshold, flip)] + [_passed] * len(before)
+    folded = (weight * factor.reshape((-1,) + (1,) * (weight.ndim - 1))).astype(np.float32)
     attrs = head.attrs
     pads = tuple(zip(attrs["pads_begin"], attrs["pads_end"]))
     base = conv(x_shape, folded.shape, attrs["stride"], attrs["dilation"], pads, attrs["groups"], out_shape[2:],
                 np.dtype(np.float32), folded, shift.astype(np.float32) if np.any(shift) else None)
     rows, zeros = zero_rows(out_shape, np.dtype(np.float32))
-
-    def clipped(x: np.ndarray, *others: np.ndarray) -> np.ndarray:
-        if flip is None:
-            return np.maximum(x, threshold)
-        z = np.multiply(x, flip)
-        return np.maximum(z, threshold, out=z)
 
     def fused(x: np.ndarray, _weight: np.ndarray) -> np.ndarray:
         y = base(x, folded)
@@ -110,7 +116,19 @@ def run_kernels(ops: Sequence[Op]) -> list[Callable]:
             np.maximum(flat, zeros, out=flat)
         return y
 
-    def passed(x: np.ndarray, *others: np.ndarray) -> np.ndarray:
-        return x
-    first = [clipped] + [passed] * (len(prologue) - 1) if prologue else []
-    return first + [fused] + [passed] * len(tail)
+    return first + [fused] + [_passed] * (len(maps) + relu)
+
+
+def _clipping(threshold: np.ndarray, flip: Optional[np.ndarray]) -> Callable:
+    """The prologue's first kernel: max(x g, c g), with ``flip`` g (None where every g is 1) and
+    ``threshold`` c g."""
+    def clipped(x: np.ndarray, *others: np.ndarray) -> np.ndarray:
+        if flip is None:
+            return np.maximum(x, threshold)
+        z = np.multiply(x, flip)
+        return np.maximum(z, threshold, out=z)
+    return clipped
+
+
+def _passed(x: np.ndarray, *others: np.ndarray) -> np.ndarray:
+    return x

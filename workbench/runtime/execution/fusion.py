@@ -4,12 +4,13 @@ A convolution run (``ops/fused_conv.py``) is a convolution of a constant weight 
 scales and shifts of constant factors and maybe a relu: the factors fold into the weight and a bias,
 so batch norm and bias cost no pass of their own. An unpadded convolution takes in the constant
 scales and shifts and the relu before it too, as DenseNet's batch norm and relu before each 1×1
-convolution: they cost one or two passes instead of three. A channel-map run (``ops/channel_affine.py``) is two
-or more steps of one graph, each a per-channel scale or shift (batch norm in inference,
-a ``mul`` or ``add`` of one value per channel) reading the output of the one before, which nothing
-else reads and the graph does not return, with no step in between writing anything in place or
-calling a graph. In an inference CNN such as DenseNet, batch norm followed by a channel scale and a
-shift becomes two passes over the data instead of four.
+convolution: they cost one or two passes instead of three. A channel-map run
+(``ops/channel_affine.py``) is two or more per-channel scales or shifts (batch norm in inference, a
+``mul`` or ``add`` of one value per channel).
+
+In either, each step reads the output of the one before as its input 0, which nothing else reads and
+the graph does not return, with no step in between writing anything in place or calling a graph. A
+channel-map run of batch norm, a channel scale and a shift is two passes over the data instead of six.
 
 The IR keeps every op, and so does the plan: only the kernels of a plain run are fused. A stepped run
 (which shows each value) and a profiled run (which times each op) run the ops one by one, so their
@@ -18,7 +19,6 @@ results may differ from a plain run's in the last bits.
 from __future__ import annotations
 
 from collections import Counter
-
 from typing import Callable, Sequence
 
 from workbench.ir import Op
@@ -32,7 +32,8 @@ def fused_runs(steps: list[Op], outputs: tuple) -> tuple[tuple[int, ...], ...]:
     first, then channel-map runs among the steps left."""
     follower = _followers(steps, outputs)
     leader = {after: index for index, after in follower.items()}
-    runs, taken = [], set()
+    runs: list[tuple[int, ...]] = []
+    taken: set[int] = set()
     for index, op in enumerate(steps):
         if not foldable_conv(op):
             continue
