@@ -366,7 +366,7 @@ def test_a_constant_weight_and_bias_give_the_loop_plus_the_bias(monkeypatch, x_s
     expected = conv_loop(x, w, stride, padding[:2], padding[2:], (1, 1), 1) + bias[:, None, None]
     kernel = conv_kernels.conv(x_shape, w_shape, stride, (1, 1), tuple(zip(padding[:2], padding[2:])), 1,
                                expected.shape[2:], np.float32, w, bias)
-    for _ in range(2):  # a kernel keeping its column matrix serves run after run
+    for _ in range(2):  # the same kernel serves run after run
         np.testing.assert_allclose(kernel(x, w), expected, rtol=1e-4, atol=1e-5)
         x = normal(*x_shape)
         expected = conv_loop(x, w, stride, padding[:2], padding[2:], (1, 1), 1) + bias[:, None, None]

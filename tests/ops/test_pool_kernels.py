@@ -50,7 +50,7 @@ def test_a_narrow_max_pool_shifts_whole_planes_and_gives_the_direct_loops_values
     expected = pool_loop(x, kernel, stride, begin, end, (1, 1), False, lambda v: np.max(v))
     kernel_fn = pool_kernels.max_pool(shape, kernel, stride, (1, 1), pads, expected.shape[2:], np.float32)
     assert "_plane_max_pool" in kernel_fn.__qualname__
-    for _ in range(2):  # its working arrays serve run after run
+    for _ in range(2):  # its padded copy serves run after run
         np.testing.assert_array_equal(kernel_fn(x), expected)
         x = RNG.standard_normal(shape).astype(np.float32)
         expected = pool_loop(x, kernel, stride, begin, end, (1, 1), False, lambda v: np.max(v))

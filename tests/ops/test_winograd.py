@@ -71,7 +71,7 @@ def test_other_convolutions_go_the_direct_way(x_shape, w_shape, stride, dilation
 @pytest.mark.parametrize("x_shape, c_out", [((1, 32, 13, 13), 40), ((2, 48, 16, 14), 36)])
 def test_a_constant_weight_is_transformed_once_and_smaller_convolutions_go_this_way(x_shape, c_out):
     """With the weight known when the kernel is built, 13×13 outputs and 32 input channels pay; the kernel
-    keeps its working arrays between calls, and each call gives its own input's result."""
+    keeps its padded input between calls, and each call gives its own input's result."""
     w = (RNG.standard_normal((c_out, x_shape[1], 3, 3)) / np.sqrt(9 * x_shape[1])).astype(np.float32)
     out = x_shape[2:]
     assert winograd.applies(x_shape, w.shape, (1, 1), (1, 1), 1, out, constant_weight=True)

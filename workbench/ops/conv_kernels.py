@@ -132,8 +132,7 @@ def _bands(c_in: int, kernel: Sequence[int], out: Sequence[int], itemsize: int) 
 def _biased_columns_conv(x_shape: Sequence[int], weight: np.ndarray, bias: np.ndarray, stride: Sequence[int],
                          dilation: Sequence[int], pads: Pads, out: Sequence[int], compute: np.dtype) -> Callable:
     """im2col with a constant weight and a bias, one group: the column matrix has a last row of ones and
-    the weight matrix the bias as its last column, so the matrix product adds the bias. The kernel keeps
-    its column matrix (a band of it) from one call to the next."""
+    the weight matrix the bias as its last column, so the matrix product adds the bias."""
     n, c_in, c_out = x_shape[0], x_shape[1], weight.shape[0]
     kernel = tuple(weight.shape[2:])
     rows = c_in * math.prod(kernel)
@@ -143,11 +142,11 @@ def _biased_columns_conv(x_shape: Sequence[int], weight: np.ndarray, bias: np.nd
     window_view = _window_view(padded_shape, kernel, stride, dilation, out, compute)
     band, bands = _bands(c_in, kernel, out, compute.itemsize)
     weight_and_bias = np.concatenate([weight.reshape(c_out, rows), bias.reshape(c_out, 1)], axis=1).astype(compute)
-    buffer = np.empty((rows + 1) * band * band_positions, compute)
     rest = (slice(None),) * (len(out) - 1)
 
     def conv(x: np.ndarray, _weight: np.ndarray) -> np.ndarray:
         windows = window_view(pad(x.astype(compute, copy=False)))
+        buffer = np.empty((rows + 1) * band * band_positions, compute)
         y = np.empty((n, c_out, positions), compute)
         for image in range(n):
             for start, stop in bands:
@@ -165,13 +164,19 @@ def conv(x_shape: Sequence[int], weight_shape: Sequence[int], stride: Sequence[i
          pads: Pads, groups: int, out: Sequence[int], dtype: np.dtype,
          constant_weight: Optional[np.ndarray] = None, bias: Optional[np.ndarray] = None) -> Callable:
     """``conv(x, weight)``: [N, C_in, *spatial] * [C_out, C_in / groups, *kernel] -> [N, C_out, *out].
-    ``constant_weight``, where given, is the value ``weight`` has at every call (a constant), which a
-    kernel may prepare once; ``bias`` (one value per output channel) is added to the result, by the
-    matrix product itself where the kernel makes a column matrix or goes by Winograd.
+    ``constant_weight``, where given, is the value ``weight`` has at every call (a constant): the
+    kernel reads it, or what it prepared from it once, and ignores its ``weight`` argument. ``bias``
+    (one value per output channel) is added to the result, by the matrix product itself where the
+    kernel makes a column matrix or goes by Winograd.
 
     A large column matrix is made and multiplied a band of output rows at a time, each band small
     enough to stay in cache between its copy and its product."""
     compute = compute_type(dtype)
+    if constant_weight is not None and bias is None and not winograd.applies(
+            x_shape, weight_shape, stride, dilation, groups, out, True):
+        kernel = _unbiased_conv(x_shape, weight_shape, stride, dilation, pads, groups, out, dtype, None)
+        fixed = np.asarray(constant_weight)
+        return lambda x, _weight: kernel(x, fixed)
     if bias is not None:
         bias = np.asarray(bias, compute)
         if winograd.applies(x_shape, weight_shape, stride, dilation, groups, out, constant_weight is not None):
@@ -189,6 +194,14 @@ def conv(x_shape: Sequence[int], weight_shape: Sequence[int], stride: Sequence[i
             np.add(flat, column.astype(y.dtype, copy=False), out=flat)
             return y
         return biased
+    return _unbiased_conv(x_shape, weight_shape, stride, dilation, pads, groups, out, dtype, constant_weight)
+
+
+def _unbiased_conv(x_shape: Sequence[int], weight_shape: Sequence[int], stride: Sequence[int],
+                   dilation: Sequence[int], pads: Pads, groups: int, out: Sequence[int], dtype: np.dtype,
+                   constant_weight: Optional[np.ndarray]) -> Callable:
+    """``conv`` without a bias; only Winograd's kernel reads ``constant_weight``."""
+    compute = compute_type(dtype)
     pad = padder(x_shape, pads, 0, compute)
     kernel = tuple(weight_shape[2:])
     n, c_in, c_out = x_shape[0], x_shape[1], weight_shape[0]

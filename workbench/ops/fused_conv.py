@@ -109,8 +109,8 @@ def run_kernels(ops: Sequence[Op]) -> list[Callable]:
                 np.dtype(np.float32), folded, shift.astype(np.float32) if np.any(shift) else None)
     rows, zeros = zero_rows(out_shape, np.dtype(np.float32))
 
-    def fused(x: np.ndarray, _weight: np.ndarray) -> np.ndarray:
-        y = base(x, folded)
+    def fused(x: np.ndarray, weight: np.ndarray) -> np.ndarray:
+        y = base(x, weight)  # which reads the folded weight it was given
         if relu:
             flat = y.reshape(rows)
             np.maximum(flat, zeros, out=flat)

@@ -115,14 +115,14 @@ def _plane_max_pool(x_shape: Sequence[int], kernel: Sequence[int], stride: Seque
     from copies shifted by one row, each a single pass with a long inner loop where row-by-row slices
     of a narrow input would each cost a loop of their own; the outputs are then picked out. A window
     never crosses a row or plane end, so whatever the shifted passes mix in at those ends is never
-    picked. The kernel keeps its padded copy (its border stays -inf) and working arrays between calls."""
+    picked. The kernel keeps its padded copy (its border stays -inf); its working arrays live only
+    during a call."""
     n, c, height, width = x_shape
     (top, bottom), (left, right) = pads
     rows, cols = height + top + bottom, width + left + right
     padded = np.full((n, c, rows, cols), -np.inf, dtype) if top or bottom or left or right else None
     inside = (slice(None), slice(None), slice(top, top + height), slice(left, left + width))
     size = n * c * rows * cols
-    by_columns, by_rows = np.empty(size, dtype), np.empty(size, dtype)
     across = size - (kernel[1] - 1)  # positions whose columns' window lies in the array
     down = across - (kernel[0] - 1) * cols
     picked = (slice(None), slice(None), slice(0, (out[0] - 1) * stride[0] + 1, stride[0]),
@@ -133,6 +133,7 @@ def _plane_max_pool(x_shape: Sequence[int], kernel: Sequence[int], stride: Seque
             padded[inside] = x
             x = padded
         flat = np.ascontiguousarray(x).reshape(-1)
+        by_columns, by_rows = np.empty(size, dtype), np.empty(size, dtype)
         columns, rows_max = by_columns[:across], by_rows[:down]
         np.maximum(flat[:across], flat[1:across + 1], out=columns)
         for offset in range(2, kernel[1]):

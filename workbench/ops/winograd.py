@@ -106,9 +106,9 @@ def winograd_conv(x_shape: Sequence[int], weight_shape: Sequence[int], pads: Seq
     """``conv(x, weight)`` as ``conv_kernels.conv`` gives it, computed in ``compute`` (float32). A
     ``constant_weight`` (the value ``weight`` always has) is transformed here, once. A ``bias`` (one
     value per output channel) is added at tile position (1, 1), which the output transform spreads to
-    every output of the tile with a factor of one. The kernel keeps
-    its working arrays from one call to the next (fresh ones would cost their first-touch page faults
-    at every run); only its result is a new array."""
+    every output of the tile with a factor of one. The kernel keeps its padded input, whose border of
+    zeros it never writes; its working arrays are made at each call (the runtime keeps freed memory,
+    ``runtime/state/allocator.py``, so they cost no page faults) and live only during it."""
     n, c_in, height, width = x_shape
     c_out = weight_shape[0]
     (top, _), (left, _) = pads
@@ -132,11 +132,7 @@ def winograd_conv(x_shape: Sequence[int], weight_shape: Sequence[int], pads: Seq
     # [N, 6, 6, C_in, rows, cols]: tile position (i, j) of every tile.
     tile_view = np.ndarray((n, tile, tile, c_in, rows, cols), compute, padded, 0,
                            (s[0], s[2], s[3], s[1], block * s[2], block * s[3]))
-    inputs = np.empty((n, tile, tile * c_in * tiles), compute)  # gathered, later transformed
-    half_inputs = np.empty_like(inputs)
-    products = np.empty((n, tile * tile, c_out, tiles), compute)  # later the output blocks
-    half_outputs = np.empty((n, block, tile * c_out * tiles), compute)
-    blocks = products.reshape(-1)[:n * block * block * c_out * tiles].reshape(n, block, block, c_out, rows, cols)
+    blocks_size = n * block * block * c_out * tiles
     column = None if bias is None else np.asarray(bias, compute).reshape(-1, 1)
     exact = tuple(out) == (block * rows, block * cols)
     # Output (4 r + i, 4 q + j) is row i, column j of block (r, q): one strided copy per (i, j).
@@ -147,6 +143,11 @@ def winograd_conv(x_shape: Sequence[int], weight_shape: Sequence[int], pads: Seq
 
     def conv(x: np.ndarray, weight: np.ndarray) -> np.ndarray:
         transformed_weight = transform(weight) if prepared is None else prepared
+        inputs = np.empty((n, tile, tile * c_in * tiles), compute)  # gathered, later transformed
+        half_inputs = np.empty_like(inputs)
+        products = np.empty((n, tile * tile, c_out, tiles), compute)  # later the output blocks
+        half_outputs = np.empty((n, block, tile * c_out * tiles), compute)
+        blocks = products.reshape(-1)[:blocks_size].reshape(n, block, block, c_out, rows, cols)
         padded[inside] = x
         np.copyto(inputs.reshape(tile_view.shape), tile_view)
         # B^T d B, an axis at a time: over i, then over j.
