@@ -64,3 +64,16 @@ def test_a_wide_padded_max_pool_goes_one_axis_at_a_time_and_an_unpadded_one_by_p
     assert "_plane_max_pool" in kernel_fn.__qualname__
     expected = pool_loop(x, (3, 3), (2, 2), (0, 0), (0, 0), (1, 1), False, lambda v: np.max(v))
     np.testing.assert_array_equal(kernel_fn(x), expected)
+
+
+@pytest.mark.parametrize("pads", [((0, 0), (0, 0)), ((1, 1), (1, 1))], ids=["unpadded", "padded"])
+def test_a_plane_max_pool_goes_a_group_of_planes_at_a_time_with_the_same_values(monkeypatch, pads):
+    """Groups of three planes out of eight (the last one short), the batch's planes run together."""
+    shape = (2, 4, 9, 11)
+    monkeypatch.setattr(pool_kernels, "PLANE_GROUP_BYTES", 3 * 4 * (9 + 2) * (11 + 2))
+    x = RNG.standard_normal(shape).astype(np.float32)
+    begin, end = tuple(b for b, _ in pads), tuple(e for _, e in pads)
+    expected = pool_loop(x, (3, 3), (2, 2), begin, end, (1, 1), False, lambda v: np.max(v))
+    kernel_fn = pool_kernels.max_pool(shape, (3, 3), (2, 2), (1, 1), pads, expected.shape[2:], np.float32)
+    assert "_plane_max_pool" in kernel_fn.__qualname__
+    np.testing.assert_array_equal(kernel_fn(x), expected)
