@@ -94,7 +94,7 @@ def test_a_reshaped_constant_has_a_value_and_a_computed_tensor_none():
     assert constant_value(computed) is None
 
 
-def preactivation_case(factor_sign, padding):
+def preactivation_case(factor_sign, padding, groups=1):
     """host input -> batch norm -> mul -> relu -> conv (1×1 or padded 3×3) -> add a bias -> relu, as DenseNet
     lays out a layer: the batch norm and relu before an unpadded convolution join its run."""
     x = RNG.standard_normal((1, 6, 5, 4)).astype(np.float32)
@@ -102,16 +102,21 @@ def preactivation_case(factor_sign, padding):
     var = RNG.uniform(0.5, 1.5, 6).astype(np.float32)
     factor = (RNG.uniform(0.5, 1.5, (6, 1, 1)) * factor_sign).astype(np.float32)
     kernel = 3 if padding else 1
-    w = (RNG.standard_normal((5, 6, kernel, kernel)) / 4).astype(np.float32)
-    bias = RNG.standard_normal(5).astype(np.float32)
+    c_out = 4 if groups > 1 else 5
+    w = (RNG.standard_normal((c_out, 6 // groups, kernel, kernel)) / 4).astype(np.float32)
+    whole = np.zeros((c_out, 6, kernel, kernel), np.float32)  # the grouped weight as one block-diagonal weight
+    for g in range(groups):
+        rows = slice(g * c_out // groups, (g + 1) * c_out // groups)
+        whole[rows, g * 6 // groups:(g + 1) * 6 // groups] = w[rows]
+    bias = RNG.standard_normal(c_out).astype(np.float32)
     ir = popxl.Ir()
     with ir.main_graph:
         x_stream = popxl.h2d_stream(x.shape, popxl.float32, name="x")
         t = ops.add(ops.host_load(x_stream), popxl.constant(np.float32(0.5)))
         t = ops.batch_norm_inference(t, *(popxl.constant(v) for v in (scale, shift, mean, var)), epsilon=EPS)
         t = ops.relu(ops.mul(t, popxl.constant(factor)))
-        y = ops.conv(t, popxl.constant(w), padding=(padding,) * 4)
-        y = ops.relu(ops.add(y, ops.reshape(popxl.constant(bias), (5, 1, 1))))
+        y = ops.conv(t, popxl.constant(w), padding=(padding,) * 4, groups=groups)
+        y = ops.relu(ops.add(y, ops.reshape(popxl.constant(bias), (c_out, 1, 1))))
         y_stream = popxl.d2h_stream(y.shape, y.dtype, name="y")
         ops.host_store(y_stream, y)
     with popxl.Session(ir, "ipu_model") as session:
@@ -124,10 +129,10 @@ def preactivation_case(factor_sign, padding):
     normed = (x + 0.5 - mean[per_channel]) / np.sqrt(var[per_channel] + EPS) * scale[per_channel] + shift[per_channel]
     activated = np.maximum(normed * factor, 0)
     padded = np.pad(activated.astype(np.float64), [(0, 0), (0, 0)] + [(padding, padding)] * 2)
-    conv = np.zeros((1, 5) + tuple(n - kernel + 1 for n in padded.shape[2:]))
+    conv = np.zeros((1, c_out) + tuple(n - kernel + 1 for n in padded.shape[2:]))
     for i, j in np.ndindex(kernel, kernel):
         window = padded[:, :, i:i + conv.shape[2], j:j + conv.shape[3]]
-        conv += np.einsum("nchw,oc->nohw", window, w[:, :, i, j].astype(np.float64))
+        conv += np.einsum("nchw,oc->nohw", window, whole[:, :, i, j].astype(np.float64))
     return code, ran, stepped, np.maximum(conv + bias[per_channel], 0)
 
 
@@ -141,9 +146,11 @@ def test_the_batch_norm_and_relu_before_an_unpadded_convolution_join_its_run(fac
     np.testing.assert_allclose(stepped, expected, rtol=1e-4, atol=1e-5 * np.abs(expected).max())
 
 
-def test_a_padded_convolution_keeps_the_relu_before_it_apart():
-    """Padding reads zeros after the relu, which the folded form cannot give."""
-    code, ran, _, expected = preactivation_case(1.0, padding=1)
+@pytest.mark.parametrize("padding, groups", [(1, 1), (0, 2)], ids=["padded", "grouped"])
+def test_a_padded_or_grouped_convolution_keeps_the_relu_before_it_apart(padding, groups):
+    """Padding reads zeros after the relu, which the folded form cannot give; a grouped weight is not
+    folded per input channel."""
+    code, ran, _, expected = preactivation_case(1.0, padding, groups)
     runs = [[code.steps[i].type for i in run] for run in code.plan.fused]
     assert ["conv", "add", "relu"] in runs and not any("relu" in run[:-1] for run in runs)
     np.testing.assert_allclose(ran, expected, rtol=1e-4, atol=1e-5 * np.abs(expected).max())

@@ -52,9 +52,10 @@ def _composed(maps: Sequence[Op], channels: int) -> tuple[np.ndarray, np.ndarray
     return factor.astype(np.float32), shift.astype(np.float32)
 
 
-def unpadded(op: Op) -> bool:
-    """A convolution reading no padding: what a relu before it may be folded into (``run_kernels``)."""
-    return not any(op.attrs["pads_begin"]) and not any(op.attrs["pads_end"])
+def takes_prologue(op: Op) -> bool:
+    """A convolution of one group reading no padding: what a relu before it may be folded into
+    (``run_kernels``)."""
+    return op.attrs["groups"] == 1 and not any(op.attrs["pads_begin"]) and not any(op.attrs["pads_end"])
 
 
 def nonzero_factor(maps: Sequence[Op]) -> bool:
@@ -73,15 +74,16 @@ def _parts(ops: Sequence[Op]) -> tuple[list[Op], Op, list[Op], bool]:
     relu = bool(tail) and tail[-1].type == "relu"
     before, maps = prologue[:-1], tail[:-1] if relu else tail
     well_formed = (foldable_conv(head) and all(foldable_map(op) for op in before + maps)) and (
-        not prologue or (before and prologue[-1].type == "relu" and unpadded(head) and nonzero_factor(before)))
+        not prologue or (before and prologue[-1].type == "relu" and takes_prologue(head) and nonzero_factor(before)))
     if not well_formed:
         raise ValueError(f"not a convolution with constant scales and shifts: {[op.type for op in ops]}")
     return before, head, maps, relu
 
 
 def run_kernels(ops: Sequence[Op]) -> list[Callable]:
-    """Kernels for a run: maybe foldable maps and a relu before an unpadded convolution (its prologue),
-    the convolution of a constant weight, foldable maps, maybe a relu, each reading the one before.
+    """Kernels for a run: maybe foldable maps and a relu before an unpadded convolution of one group
+    (its prologue), the convolution of a constant weight, foldable maps, maybe a relu, each reading the
+    one before.
 
     A prologue x -> relu(x f + s) (per channel, f finite and not zero) is |f| max(x g, c g) + s with
     g = sign(f) and c = -s / f: its first op computes max(x g, c g), one pass over x where every g is

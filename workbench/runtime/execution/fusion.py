@@ -58,11 +58,11 @@ def fused_runs(steps: list[Op], outputs: tuple) -> tuple[tuple[int, ...], ...]:
 
 
 def _prologue(steps: list[Op], index: int, leader: dict[int, int], taken: set) -> list[int]:
-    """Foldable maps and a relu just before the unpadded convolution at ``index``, each read only by
-    the next, their factor finite and not zero (``fused_conv.run_kernels``); none where there are no
-    such."""
+    """Foldable maps and a relu just before the unpadded convolution of one group at ``index``, each read
+    only by the next, their factor finite and not zero (``fused_conv.run_kernels``); none where there
+    are no such."""
     relu = leader.get(index)
-    if relu is None or relu in taken or steps[relu].type != "relu" or not fused_conv.unpadded(steps[index]):
+    if relu is None or relu in taken or steps[relu].type != "relu" or not fused_conv.takes_prologue(steps[index]):
         return []
     maps: list[int] = []
     before = leader.get(relu)
