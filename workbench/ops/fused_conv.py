@@ -24,6 +24,16 @@ from .channel_affine import Map, channel_map, constant_value
 from .conv_kernels import conv
 
 
+def activation(op: Op) -> bool:
+    """The relu that may close a run, or end a prologue."""
+    return op.type == "relu"
+
+
+def has_convolution(ops: Sequence[Op]) -> bool:
+    """Whether a run (of ``runtime/execution/fusion.py``) is a convolution run."""
+    return any(op.type == "conv" for op in ops)
+
+
 def foldable_conv(op: Op) -> bool:
     """A float32 convolution of a constant weight."""
     return (op.type == "conv" and op.inputs[0].dtype.as_numpy() == np.float32
@@ -71,10 +81,10 @@ def _parts(ops: Sequence[Op]) -> tuple[list[Op], Op, list[Op], bool]:
     if at is None:
         raise ValueError(f"not a run with a convolution: {[op.type for op in ops]}")
     prologue, head, tail = list(ops[:at]), ops[at], list(ops[at + 1:])
-    relu = bool(tail) and tail[-1].type == "relu"
+    relu = bool(tail) and activation(tail[-1])
     before, maps = prologue[:-1], tail[:-1] if relu else tail
     well_formed = (foldable_conv(head) and all(foldable_map(op) for op in before + maps)) and (
-        not prologue or (before and prologue[-1].type == "relu" and takes_prologue(head) and nonzero_factor(before)))
+        not prologue or (before and activation(prologue[-1]) and takes_prologue(head) and nonzero_factor(before)))
     if not well_formed:
         raise ValueError(f"not a convolution with constant scales and shifts: {[op.type for op in ops]}")
     return before, head, maps, relu

@@ -24,7 +24,7 @@ from typing import Callable, Sequence
 from workbench.ir import Op
 from workbench.ops import channel_affine, fused_conv
 from workbench.ops.channel_affine import channel_map
-from workbench.ops.fused_conv import foldable_conv, foldable_map
+from workbench.ops.fused_conv import activation, foldable_conv, foldable_map
 
 
 def fused_runs(steps: list[Op], outputs: tuple) -> tuple[tuple[int, ...], ...]:
@@ -38,9 +38,9 @@ def fused_runs(steps: list[Op], outputs: tuple) -> tuple[tuple[int, ...], ...]:
         if not foldable_conv(op):
             continue
         run = [index]
-        while run[-1] in follower and steps[run[-1]].type != "relu":
+        while run[-1] in follower and not activation(steps[run[-1]]):
             after = follower[run[-1]]
-            if not (steps[after].type == "relu" or foldable_map(steps[after])):
+            if not (activation(steps[after]) or foldable_map(steps[after])):
                 break
             run.append(after)
         run = _prologue(steps, index, leader, taken) + run
@@ -62,7 +62,7 @@ def _prologue(steps: list[Op], index: int, leader: dict[int, int], taken: set) -
     only by the next, their factor finite and not zero (``fused_conv.run_kernels``); none where there
     are no such."""
     relu = leader.get(index)
-    if relu is None or relu in taken or steps[relu].type != "relu" or not fused_conv.takes_prologue(steps[index]):
+    if relu is None or relu in taken or not activation(steps[relu]) or not fused_conv.takes_prologue(steps[index]):
         return []
     maps: list[int] = []
     before = leader.get(relu)
@@ -99,6 +99,6 @@ def _followers(steps: list[Op], outputs: tuple) -> dict[int, int]:
 def run_kernels(ops: Sequence[Op], overwrite: bool) -> list[Callable]:
     """The kernels of one of ``fused_runs``' runs, one per op; ``overwrite`` when the first op may
     write over its input 0 (``reuse.py``)."""
-    if any(op.type == "conv" for op in ops):
+    if fused_conv.has_convolution(ops):
         return fused_conv.run_kernels(ops)
     return channel_affine.run_kernels(ops, overwrite)
