@@ -1,7 +1,8 @@
 """One report of the speed targets, in a few minutes: the CNNs against onnxruntime and the training step
 with 1, 4 and 16 replicas against JAX.
 
-Run with ``python tests/benchmarks/speed_report.py`` (``--help`` lists the optional flags). It prints:
+Run with ``python tests/benchmarks/speed_report.py`` (``--help`` lists the optional flags; ``--replicas ''``
+measures the CNNs alone). It prints the cores and the BLAS library (its kernels differ by processor), then:
 
 - per CNN (``bench_cnn.py``'s ``light_*`` models, batch 1, one thread each): workbench time / onnxruntime
   time in processor time, the best of the rounds (the target, <= 1.5) and the spread of the rounds;
@@ -50,7 +51,7 @@ if ARGS is not None:  # JAX makes its host devices when it loads: as many as the
 
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
-from threadpoolctl import threadpool_limits  # noqa: E402
+from threadpoolctl import threadpool_info, threadpool_limits  # noqa: E402
 
 from workbench.runtime.options import default_run_options, set_default_run_options  # noqa: E402
 
@@ -124,7 +125,9 @@ def training_report(replicas: int, rounds: int, steps: int, strategy: str) -> No
 
 def main(args: argparse.Namespace) -> None:
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    print(f"{cores} cores; {args.rounds} rounds", flush=True)
+    blas = ", ".join(f"{info['internal_api']} {info.get('version')} ({info.get('architecture')})"
+                     for info in threadpool_info() if info["user_api"] == "blas")
+    print(f"{cores} cores; {args.rounds} rounds; BLAS {blas or 'unknown'}", flush=True)
     set_default_run_options(default_run_options().with_changes(check_kernels=False))
     for name in filter(None, args.models.split(",")):
         try:

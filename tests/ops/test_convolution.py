@@ -349,3 +349,24 @@ def test_roi_align_errors(graph):
         ops.roi_align(t, rois, popxl.variable(np.zeros(2, np.int32)), (2, 2), 1.0, 2)
     with pytest.raises(ValueError, match="output_size must be two positive ints"):
         ops.roi_align(t, rois, popxl.variable(np.zeros(3, np.int32)), (2,), 1.0, 2)
+
+
+@pytest.mark.parametrize("x_shape, w_shape, stride, padding, chunk", [
+    ((1, 3, 12, 11), (40, 3, 3, 3), (2, 2), (1, 1, 0, 1), None),     # columns with a row of ones
+    ((2, 4, 9, 8), (48, 4, 3, 2), (1, 1), (1, 0, 1, 1), 4 * 40),     # the same, a band of rows at a time
+    ((1, 5, 7, 6), (8, 5, 3, 3), (1, 1), (1, 1, 1, 1), None),        # few outputs: shifted taps, bias after
+    ((2, 6, 5, 4), (7, 6, 1, 1), (1, 1), (0, 0, 0, 0), None),        # 1×1, bias after
+])
+def test_a_constant_weight_and_bias_give_the_loop_plus_the_bias(monkeypatch, x_shape, w_shape, stride, padding,
+                                                                  chunk):
+    if chunk:
+        monkeypatch.setattr(conv_kernels, "CHUNK_BYTES", chunk)
+    x, w = normal(*x_shape), normal(*w_shape)
+    bias = normal(w_shape[0])
+    expected = conv_loop(x, w, stride, padding[:2], padding[2:], (1, 1), 1) + bias[:, None, None]
+    kernel = conv_kernels.conv(x_shape, w_shape, stride, (1, 1), tuple(zip(padding[:2], padding[2:])), 1,
+                               expected.shape[2:], np.float32, w, bias)
+    for _ in range(2):  # the same kernel serves run after run
+        np.testing.assert_allclose(kernel(x, w), expected, rtol=1e-4, atol=1e-5)
+        x = normal(*x_shape)
+        expected = conv_loop(x, w, stride, padding[:2], padding[2:], (1, 1), 1) + bias[:, None, None]

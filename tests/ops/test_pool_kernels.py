@@ -36,3 +36,44 @@ def test_every_way_an_axis_meets_its_offsets_gives_the_direct_loops_values(rows,
         assert result.flags.owndata and not np.shares_memory(result, x)
         x = RNG.standard_normal(x.shape).astype(np.float32)
         expected = pool_loop(x, (kh, kw), (sh, sw), (bh, bw), (eh, ew), (dh, dw), False, reduce)
+
+
+@pytest.mark.parametrize("shape, kernel, stride, pads", [
+    ((1, 8, 27, 27), (3, 3), (1, 1), ((1, 1), (1, 1))),     # Inception's 3×3 of stride 1
+    ((2, 4, 13, 13), (3, 3), (2, 2), ((0, 1), (0, 1))),     # SqueezeNet's, the end grown for ceil mode
+    ((1, 3, 7, 9), (2, 4), (1, 3), ((1, 0), (0, 2))),       # uneven kernel, stride and padding
+])
+def test_a_narrow_max_pool_shifts_whole_planes_and_gives_the_direct_loops_values(shape, kernel, stride, pads):
+    x = RNG.standard_normal(shape).astype(np.float32)
+    x[0, 0, 2, 3] = np.nan  # propagates, as np.maximum does
+    begin, end = tuple(b for b, _ in pads), tuple(e for _, e in pads)
+    expected = pool_loop(x, kernel, stride, begin, end, (1, 1), False, lambda v: np.max(v))
+    kernel_fn = pool_kernels.max_pool(shape, kernel, stride, (1, 1), pads, expected.shape[2:], np.float32)
+    assert "_plane_max_pool" in kernel_fn.__qualname__
+    for _ in range(2):  # its padded copy serves run after run
+        np.testing.assert_array_equal(kernel_fn(x), expected)
+        x = RNG.standard_normal(shape).astype(np.float32)
+        expected = pool_loop(x, kernel, stride, begin, end, (1, 1), False, lambda v: np.max(v))
+
+
+def test_a_wide_padded_max_pool_goes_one_axis_at_a_time_and_an_unpadded_one_by_planes():
+    kernel_fn = pool_kernels.max_pool((1, 2, 8, 112), (3, 3), (2, 2), (1, 1), ((1, 1), (1, 1)), (4, 56), np.float32)
+    assert "_plane_max_pool" not in kernel_fn.__qualname__
+    x = RNG.standard_normal((1, 2, 9, 111)).astype(np.float32)
+    kernel_fn = pool_kernels.max_pool(x.shape, (3, 3), (2, 2), (1, 1), ((0, 0), (0, 0)), (4, 55), np.float32)
+    assert "_plane_max_pool" in kernel_fn.__qualname__
+    expected = pool_loop(x, (3, 3), (2, 2), (0, 0), (0, 0), (1, 1), False, lambda v: np.max(v))
+    np.testing.assert_array_equal(kernel_fn(x), expected)
+
+
+@pytest.mark.parametrize("pads", [((0, 0), (0, 0)), ((1, 1), (1, 1))], ids=["unpadded", "padded"])
+def test_a_plane_max_pool_goes_a_group_of_planes_at_a_time_with_the_same_values(monkeypatch, pads):
+    """Groups of three planes out of eight (the last one short), the batch's planes run together."""
+    shape = (2, 4, 9, 11)
+    monkeypatch.setattr(pool_kernels, "PLANE_GROUP_BYTES", 3 * 4 * (9 + 2) * (11 + 2))
+    x = RNG.standard_normal(shape).astype(np.float32)
+    begin, end = tuple(b for b, _ in pads), tuple(e for _, e in pads)
+    expected = pool_loop(x, (3, 3), (2, 2), begin, end, (1, 1), False, lambda v: np.max(v))
+    kernel_fn = pool_kernels.max_pool(shape, (3, 3), (2, 2), (1, 1), pads, expected.shape[2:], np.float32)
+    assert "_plane_max_pool" in kernel_fn.__qualname__
+    np.testing.assert_array_equal(kernel_fn(x), expected)

@@ -66,3 +66,61 @@ def test_a_popxl_conv_of_that_size_gives_the_direct_result():
 ])
 def test_other_convolutions_go_the_direct_way(x_shape, w_shape, stride, dilation, groups, out):
     assert not winograd.applies(x_shape, w_shape, stride, dilation, groups, out)
+
+
+@pytest.mark.parametrize("x_shape, c_out", [((1, 32, 13, 13), 40), ((2, 48, 16, 14), 36)])
+def test_a_constant_weight_is_transformed_once_and_smaller_convolutions_go_this_way(x_shape, c_out):
+    """With the weight known when the kernel is built, 13×13 outputs and 32 input channels pay; the kernel
+    keeps its padded input between calls, and each call gives its own input's result."""
+    w = (RNG.standard_normal((c_out, x_shape[1], 3, 3)) / np.sqrt(9 * x_shape[1])).astype(np.float32)
+    out = x_shape[2:]
+    assert winograd.applies(x_shape, w.shape, (1, 1), (1, 1), 1, out, constant_weight=True)
+    assert not winograd.applies(x_shape, w.shape, (1, 1), (1, 1), 1, out)
+    kernel = conv_kernels.conv(x_shape, w.shape, (1, 1), (1, 1), ((1, 1), (1, 1)), 1, out, np.float32, w)
+    ignored = np.zeros_like(w)  # the kernel reads the constant it was given
+    for _ in range(2):
+        x = RNG.standard_normal(x_shape).astype(np.float32)
+        expected = direct(x, w, (1, 1), (1, 1))
+        result = kernel(x, ignored)
+        assert result.shape == expected.shape and result.flags.c_contiguous
+        np.testing.assert_allclose(result, expected, rtol=0, atol=1e-5 * np.abs(expected).max())
+
+
+def test_a_popxl_conv_with_a_constant_weight_gives_the_direct_result():
+    import popxl
+
+    x = RNG.standard_normal((1, 32, 13, 13)).astype(np.float32)
+    w = (RNG.standard_normal((40, 32, 3, 3)) / 17).astype(np.float32)
+    result = run_op(lambda t: ops.conv(t, popxl.constant(w), padding=(1, 1, 1, 1)), x)
+    expected = direct(x, w, (1, 1), (1, 1))
+    np.testing.assert_allclose(result, expected, rtol=0, atol=1e-5 * np.abs(expected).max())
+
+
+def test_small_outputs_go_the_direct_way_even_with_a_constant_weight():
+    assert not winograd.applies((1, 512, 7, 7), (512, 512, 3, 3), (1, 1), (1, 1), 1, (7, 7), constant_weight=True)
+    assert not winograd.applies((1, 16, 55, 55), (64, 16, 3, 3), (1, 1), (1, 1), 1, (55, 55), constant_weight=True)
+    # few output channels: the input's transform outweighs the products below the usual size
+    assert not winograd.applies((1, 128, 14, 14), (32, 128, 3, 3), (1, 1), (1, 1), 1, (14, 14), constant_weight=True)
+    assert winograd.applies((1, 128, 28, 28), (32, 128, 3, 3), (1, 1), (1, 1), 1, (28, 28), constant_weight=True)
+
+
+@pytest.mark.parametrize("x_shape, c_out", [((1, 256, 14, 14), 8), ((1, 256, 13, 15), 4)])
+def test_a_small_output_of_many_channels_goes_by_f2_with_the_direct_result(x_shape, c_out):
+    assert winograd.transforms_for(x_shape, x_shape[2:]) is winograd.F2
+    w = (RNG.standard_normal((c_out, x_shape[1], 3, 3)) / np.sqrt(9 * x_shape[1])).astype(np.float32)
+    x = RNG.standard_normal(x_shape).astype(np.float32)
+    expected = direct(x, w, (1, 1), (1, 1))
+    kernel = conv_kernels.conv(x_shape, w.shape, (1, 1), (1, 1), ((1, 1), (1, 1)), 1, x_shape[2:], np.float32, w)
+    np.testing.assert_allclose(kernel(x, w), expected, rtol=0, atol=1e-5 * np.abs(expected).max())
+
+
+@pytest.mark.parametrize("transforms", [winograd.F4, winograd.F2], ids=lambda t: t.name)
+def test_a_bias_at_the_spread_position_reaches_every_output_once(transforms):
+    x_shape, c_out = (1, 32, 13, 14), 6
+    w = (RNG.standard_normal((c_out, 32, 3, 3)) / 17).astype(np.float32)
+    bias = RNG.standard_normal(c_out).astype(np.float32)
+    x = RNG.standard_normal(x_shape).astype(np.float32)
+    expected = direct(x, w, (1, 1), (1, 1)) + bias[:, None, None]
+    kernel = winograd.winograd_conv(x_shape, w.shape, ((1, 1), (1, 1)), (13, 14), np.dtype(np.float32),
+                                    np.dtype(np.float32), w, bias, transforms)
+    np.testing.assert_allclose(kernel(x, w), expected, rtol=0, atol=1e-5 * np.abs(expected).max())

@@ -94,3 +94,23 @@ def test_a_run_given_up_half_way_leaves_nothing_to_the_next():
     y = shift(scale(normalise(first(X, one), SCALE, SHIFT, MEAN, VAR), FACTOR), OFFSET)
     normed, _ = expected()
     np.testing.assert_allclose(y, normed * FACTOR + OFFSET, rtol=1e-5, atol=1e-5)
+
+
+def test_a_run_of_constant_factors_is_composed_once_and_gives_the_same_values():
+    ir = popxl.Ir()
+    with ir.main_graph:
+        x_stream = popxl.h2d_stream(X.shape, popxl.float32, name="x")
+        x = ops.add(ops.host_load(x_stream), popxl.constant(np.float32(1)))
+        normed = ops.batch_norm_inference(x, *(popxl.constant(v) for v in (SCALE, SHIFT, MEAN, VAR)))
+        y = ops.add(ops.mul(normed, popxl.constant(FACTOR)), ops.reshape(popxl.constant(OFFSET), (3, 1, 1)))
+        y_stream = popxl.d2h_stream(y.shape, y.dtype, name="y")
+        ops.host_store(y_stream, y)
+    code, ran, _, stepped = run_and_step(ir, x_stream)
+    chain = [code.steps[i] for i in code.plan.fused[0]]
+    assert [op.type for op in chain] == ["add", "batch_norm_inference", "mul", "add"]
+    first, normalise, scale, shift = run_kernels(chain, overwrite=False)
+    assert scale(X, None) is X  # the map is known already: the steps before the last give their input back
+    normed, _ = expected()
+    expected_y = normed * FACTOR + OFFSET
+    np.testing.assert_allclose(ran[y_stream], expected_y, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(stepped[y_stream], expected_y, rtol=1e-5, atol=1e-5)

@@ -4,7 +4,9 @@ Batch norm in inference, and a ``mul`` or an ``add`` of a per-channel tensor (on
 axis 1, broadcast over the rest), each map x to x · factor + shift per channel. A run of them, each
 reading the one before, is one such map: ``run_kernels`` composes the factors and shifts (a few
 per-channel values) as the ops come, and the last op applies the whole map in two passes over the
-data instead of two per op. Its values can differ from the ops one by one in the last bits.
+data instead of two per op; where every factor is a constant (or a reshape of one, as ONNX's come),
+the map is composed once, when the kernels are bound. Its values can differ from the ops one by one in
+the last bits.
 """
 from __future__ import annotations
 
@@ -12,11 +14,26 @@ from typing import Callable, Optional, Sequence
 
 import numpy as np
 
-from workbench.ir import Op
+from workbench.ir import Constant, Op, Tensor
 
 from .nn import batch_norm_factors
 
 Map = tuple[Optional[np.ndarray], Optional[np.ndarray]]  # factor, shift; None: 1 or 0
+
+
+FOLDED_THROUGH = frozenset({"reshape"})  # ops whose output is known when their input is a constant
+
+
+def constant_value(tensor: Tensor) -> Optional[np.ndarray]:
+    """The value of a constant, or of a reshape of one (as ONNX's per-channel factors come); None for
+    anything else."""
+    if isinstance(tensor, Constant):
+        return tensor.data
+    producer = tensor.producer
+    if producer is None or producer.type not in FOLDED_THROUGH or len(producer.inputs) != 1:
+        return None
+    value = constant_value(producer.inputs[0])
+    return None if value is None else value.reshape(tensor.shape)
 
 
 def _per_channel(op: Op) -> bool:
@@ -58,6 +75,9 @@ def run_kernels(ops: Sequence[Op], overwrite: bool) -> list[Callable]:
     maps = [channel_map(op) for op in ops]
     if any(m is None for m in maps):
         raise ValueError(f"not a run of per-channel maps: {[op.type for op in ops]}")
+    constants = [[constant_value(t) for t in op.inputs[1:]] for op in ops]
+    if all(value is not None for values in constants for value in values):
+        return _constant_run_kernels(maps, constants, overwrite)
     composed: list[Map] = [(None, None)]
 
     def noting(index: int) -> Callable:
@@ -68,10 +88,29 @@ def run_kernels(ops: Sequence[Op], overwrite: bool) -> list[Callable]:
 
     def apply(x, *others):
         factor, shift = _then(composed[0], maps[-1](*others))
-        y = x if overwrite else None
-        if factor is not None:
-            y = np.multiply(x, factor, out=y)
-        if shift is not None:
-            y = np.add(x if y is None else y, shift, out=y)
-        return np.array(x) if y is None else y
+        return _apply(x, factor, shift, overwrite)
     return [noting(i) for i in range(len(ops) - 1)] + [apply]
+
+
+def _apply(x: np.ndarray, factor: Optional[np.ndarray], shift: Optional[np.ndarray], overwrite: bool) -> np.ndarray:
+    y = x if overwrite else None
+    if factor is not None:
+        y = np.multiply(x, factor, out=y)
+    if shift is not None:
+        y = np.add(x if y is None else y, shift, out=y)
+    return np.array(x) if y is None else y
+
+
+def _constant_run_kernels(maps: list, constants: list, overwrite: bool) -> list[Callable]:
+    """A run whose factors are all constants: its map is composed once, when bound."""
+    composed: Map = (None, None)
+    for map_of, values in zip(maps, constants):
+        composed = _then(composed, map_of(*values))
+    factor, shift = composed
+
+    def passed(x, *others):
+        return x
+
+    def apply(x, *others):
+        return _apply(x, factor, shift, overwrite)
+    return [passed] * (len(maps) - 1) + [apply]

@@ -6,12 +6,13 @@ input as [N, C, *kernel, *out], one copy makes it the contiguous [N, C·K, P] co
 (a large column matrix is made and multiplied a band of output rows at a time). A 1×1 convolution
 of stride 1 needs no copy at all, nor does a 2-D one of stride 1 with few output channels, which adds
 up one product per kernel offset of shifted views of the padded input. A large enough 3×3 one of stride 1
-goes by Winograd's method instead (``winograd.py``). Poolings are in ``pool_kernels.py``.
+goes by Winograd's method instead (``winograd.py``), which transforms a constant weight once. Poolings are
+in ``pool_kernels.py``.
 """
 from __future__ import annotations
 
 import math
-from typing import Callable, Sequence
+from typing import Callable, Optional, Sequence
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
@@ -115,12 +116,91 @@ def _shifted_taps_conv(x_shape: Sequence[int], weight_shape: Sequence[int], dila
     return conv
 
 
+def _takes_shifted_taps(weight_shape: Sequence[int], stride: Sequence[int], groups: int) -> bool:
+    """A 2-D convolution of stride 1, one group and few output channels (``_shifted_taps_conv``)."""
+    return (len(weight_shape) == 4 and groups == 1 and tuple(stride) == (1, 1)
+            and weight_shape[0] <= FEW_OUTPUTS)
+
+
+def _bands(c_in: int, kernel: Sequence[int], out: Sequence[int], itemsize: int) -> tuple[int, list]:
+    """Output rows per band of the column matrix, and the bands as (start, stop) rows."""
+    row_bytes = c_in * math.prod(kernel) * (math.prod(out) // out[0]) * itemsize
+    band = out[0] if row_bytes * out[0] <= 2 * CHUNK_BYTES else max(1, CHUNK_BYTES // row_bytes)
+    return band, [(start, min(out[0], start + band)) for start in range(0, out[0], band)]
+
+
+def _biased_columns_conv(x_shape: Sequence[int], weight: np.ndarray, bias: np.ndarray, stride: Sequence[int],
+                         dilation: Sequence[int], pads: Pads, out: Sequence[int], compute: np.dtype) -> Callable:
+    """im2col with a constant weight and a bias, one group: the column matrix has a last row of ones and
+    the weight matrix the bias as its last column, so the matrix product adds the bias."""
+    n, c_in, c_out = x_shape[0], x_shape[1], weight.shape[0]
+    kernel = tuple(weight.shape[2:])
+    rows = c_in * math.prod(kernel)
+    positions, band_positions = math.prod(out), math.prod(out) // out[0]
+    pad = padder(x_shape, pads, 0, compute)
+    padded_shape = (n, c_in) + tuple(size + b + e for size, (b, e) in zip(x_shape[2:], pads))
+    window_view = _window_view(padded_shape, kernel, stride, dilation, out, compute)
+    band, bands = _bands(c_in, kernel, out, compute.itemsize)
+    weight_and_bias = np.concatenate([weight.reshape(c_out, rows), bias.reshape(c_out, 1)], axis=1).astype(compute)
+    rest = (slice(None),) * (len(out) - 1)
+
+    def conv(x: np.ndarray, _weight: np.ndarray) -> np.ndarray:
+        windows = window_view(pad(x.astype(compute, copy=False)))
+        buffer = np.empty((rows + 1) * band * band_positions, compute)
+        y = np.empty((n, c_out, positions), compute)
+        for image in range(n):
+            for start, stop in bands:
+                part = windows[(image, Ellipsis, slice(start, stop)) + rest]
+                size = (stop - start) * band_positions
+                cols = buffer[:(rows + 1) * size].reshape(rows + 1, size)
+                np.copyto(cols[:rows].reshape(part.shape), part)
+                cols[rows] = 1
+                np.matmul(weight_and_bias, cols, out=y[image, :, start * band_positions:stop * band_positions])
+        return y.reshape(n, c_out, *out)
+    return conv
+
+
 def conv(x_shape: Sequence[int], weight_shape: Sequence[int], stride: Sequence[int], dilation: Sequence[int],
-         pads: Pads, groups: int, out: Sequence[int], dtype: np.dtype) -> Callable:
+         pads: Pads, groups: int, out: Sequence[int], dtype: np.dtype,
+         constant_weight: Optional[np.ndarray] = None, bias: Optional[np.ndarray] = None) -> Callable:
     """``conv(x, weight)``: [N, C_in, *spatial] * [C_out, C_in / groups, *kernel] -> [N, C_out, *out].
+    ``constant_weight``, where given, is the value ``weight`` has at every call (a constant): the
+    kernel reads it, or what it prepared from it once, and ignores its ``weight`` argument. ``bias``
+    (one value per output channel) is added to the result, by the matrix product itself where the
+    kernel makes a column matrix or goes by Winograd.
 
     A large column matrix is made and multiplied a band of output rows at a time, each band small
     enough to stay in cache between its copy and its product."""
+    compute = compute_type(dtype)
+    if constant_weight is not None and bias is None and not winograd.applies(
+            x_shape, weight_shape, stride, dilation, groups, out, True):
+        kernel = _unbiased_conv(x_shape, weight_shape, stride, dilation, pads, groups, out, dtype, None)
+        fixed = np.asarray(constant_weight)
+        return lambda x, _weight: kernel(x, fixed)
+    if bias is not None:
+        bias = np.asarray(bias, compute)
+        if winograd.applies(x_shape, weight_shape, stride, dilation, groups, out, constant_weight is not None):
+            return winograd.winograd_conv(x_shape, weight_shape, pads, out, compute, dtype, constant_weight, bias)
+        if constant_weight is not None and groups == 1 and any(k != 1 for k in weight_shape[2:]) and not (
+                _takes_shifted_taps(weight_shape, stride, groups)) and dtype == compute:
+            return _biased_columns_conv(x_shape, constant_weight, bias, stride, dilation, pads, out, compute)
+        unbiased = conv(x_shape, weight_shape, stride, dilation, pads, groups, out, dtype, constant_weight)
+        column = bias.reshape(-1, 1)
+        by_channel = (x_shape[0], weight_shape[0], -1)
+
+        def biased(x: np.ndarray, weight: np.ndarray) -> np.ndarray:
+            y = unbiased(x, weight)
+            flat = y.reshape(by_channel)
+            np.add(flat, column.astype(y.dtype, copy=False), out=flat)
+            return y
+        return biased
+    return _unbiased_conv(x_shape, weight_shape, stride, dilation, pads, groups, out, dtype, constant_weight)
+
+
+def _unbiased_conv(x_shape: Sequence[int], weight_shape: Sequence[int], stride: Sequence[int],
+                   dilation: Sequence[int], pads: Pads, groups: int, out: Sequence[int], dtype: np.dtype,
+                   constant_weight: Optional[np.ndarray]) -> Callable:
+    """``conv`` without a bias; only Winograd's kernel reads ``constant_weight``."""
     compute = compute_type(dtype)
     pad = padder(x_shape, pads, 0, compute)
     kernel = tuple(weight_shape[2:])
@@ -136,19 +216,17 @@ def conv(x_shape: Sequence[int], weight_shape: Sequence[int], stride: Sequence[i
             y = np.matmul(w[0], cols) if groups == 1 else np.matmul(w, cols.reshape(n, groups, -1, positions))
             return y.reshape(out_shape).astype(dtype, copy=False)
         return pointwise
-    if winograd.applies(x_shape, weight_shape, stride, dilation, groups, out):
-        return winograd.winograd_conv(x_shape, weight_shape, pads, out, compute, dtype)
-    if len(kernel) == 2 and groups == 1 and tuple(stride) == (1, 1) and c_out <= FEW_OUTPUTS:
+    if winograd.applies(x_shape, weight_shape, stride, dilation, groups, out, constant_weight is not None):
+        return winograd.winograd_conv(x_shape, weight_shape, pads, out, compute, dtype, constant_weight)
+    if _takes_shifted_taps(weight_shape, stride, groups):
         return _shifted_taps_conv(x_shape, weight_shape, dilation, pads, out, dtype)
 
     padded_shape = (n, c_in) + tuple(size + b + e for size, (b, e) in zip(x_shape[2:], pads))
     window_view = _window_view(padded_shape, kernel, stride, dilation, out, compute)
     band_positions = positions // out[0]  # output positions per row of the first spatial axis
-    row_bytes = c_in * math.prod(kernel) * band_positions * compute.itemsize
-    band = out[0] if row_bytes * out[0] <= 2 * CHUNK_BYTES else max(1, CHUNK_BYTES // row_bytes)
-    bands = [(start, min(out[0], start + band)) for start in range(0, out[0], band)]
+    band, bands = _bands(c_in, kernel, out, compute.itemsize)
 
-    def conv(x: np.ndarray, weight: np.ndarray) -> np.ndarray:
+    def columns(x: np.ndarray, weight: np.ndarray) -> np.ndarray:
         windows = window_view(pad(x.astype(compute, copy=False)))
         w = weight.astype(compute, copy=False).reshape(weight_matrix)
         y = np.empty((n, groups, c_out // groups, positions), compute)
@@ -166,7 +244,7 @@ def conv(x_shape: Sequence[int], weight_shape: Sequence[int], stride: Sequence[i
                     np.matmul(w, cols.reshape(groups, group_rows, size),
                               out=y[image, :, :, start * band_positions:stop * band_positions])
         return y.reshape(out_shape).astype(dtype, copy=False)
-    return conv
+    return columns
 
 
 def conv_transpose(x_shape: Sequence[int], weight_shape: Sequence[int], stride: Sequence[int],

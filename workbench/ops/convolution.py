@@ -11,7 +11,7 @@ from typing import List, Literal, Optional, Sequence, Tuple
 
 import numpy as np
 
-from workbench.ir import Tensor, TensorSpec, constant
+from workbench.ir import Constant, Tensor, TensorSpec, constant
 
 from . import conv_grads, conv_kernels as kernels, pool_kernels
 from .arguments import expect_tensors
@@ -100,10 +100,12 @@ def _conv_infer(specs, attrs):
 
 
 def _conv_kernel(op, env):
-    attrs = op.attrs
-    return kernels.conv(op.inputs[0].shape, op.inputs[1].shape, attrs["stride"], attrs["dilation"],
+    """A constant weight (an ONNX initializer, say) is handed to the kernel, which may prepare it once."""
+    attrs, weight = op.attrs, op.inputs[1]
+    return kernels.conv(op.inputs[0].shape, weight.shape, attrs["stride"], attrs["dilation"],
                         tuple(zip(attrs["pads_begin"], attrs["pads_end"])), attrs["groups"],
-                        op.outputs[0].shape[2:], op.inputs[0].dtype.as_numpy())
+                        op.outputs[0].shape[2:], op.inputs[0].dtype.as_numpy(),
+                        weight.data if isinstance(weight, Constant) else None)
 
 
 register(OpDef("conv", _conv_infer, _conv_kernel, grad=conv_grads.conv_grad, popart_class="ConvOp"))

@@ -3,7 +3,9 @@
 A pooling reduces one spatial axis at a time, each kernel offset a strided slice of the unpadded input,
 never a window axis (which NumPy reduces slowly). Everything but the reductions themselves (which
 offsets meet which outputs, the slices, the shapes between the axes) is worked out when the kernel is
-built, so that a run of a small pooling costs little more than its ufunc calls.
+built, so that a run of a small pooling costs little more than its ufunc calls. A 2-D max pool,
+unless wide and padded, instead shifts whole planes, one pass per kernel offset (``_plane_max_pool``):
+SqueezeNet's and Inception's pools two to three times faster.
 """
 from __future__ import annotations
 
@@ -103,8 +105,62 @@ def _window_reduction(reduce: np.ufunc, fill: float, shape: Sequence[int], kerne
     return reduction
 
 
+NARROW = 64  # input widths up to which a padded 2-D max pool shifts whole planes (``_plane_max_pool``)
+PLANE_GROUP_BYTES = 256 << 10  # of planes shifted together: a group's passes stay in a core's cache
+
+
+def _plane_max_pool(x_shape: Sequence[int], kernel: Sequence[int], stride: Sequence[int], pads: Pads,
+                    out: Sequence[int], dtype: np.dtype) -> Callable:
+    """A 2-D max pool, undilated: a group of (padded) planes is read as one flat array, the maximum over
+    each window's columns is taken from copies shifted by one position, then over its rows from copies
+    shifted by one row, each a single pass with a long inner loop where row-by-row slices of a narrow
+    input would each cost a loop of their own; the outputs are then picked out. A window never crosses
+    a row or plane end, so whatever the shifted passes mix in at those ends is never picked. The planes
+    go a group of about ``PLANE_GROUP_BYTES`` at a time, whose passes stay in cache. The kernel keeps
+    its padded copy (its border stays -inf); its working arrays live only during a call."""
+    n, c, height, width = x_shape
+    (top, bottom), (left, right) = pads
+    rows, cols = height + top + bottom, width + left + right
+    padded = np.full((n, c, rows, cols), -np.inf, dtype) if top or bottom or left or right else None
+    inside = (slice(None), slice(None), slice(top, top + height), slice(left, left + width))
+    planes, plane = n * c, rows * cols
+    group = max(1, min(planes, PLANE_GROUP_BYTES // (plane * dtype.itemsize)))
+    picked = (slice(None), slice(0, (out[0] - 1) * stride[0] + 1, stride[0]),
+              slice(0, (out[1] - 1) * stride[1] + 1, stride[1]))
+
+    def max_pool(x: np.ndarray) -> np.ndarray:
+        if padded is not None:
+            padded[inside] = x
+            x = padded
+        flat_planes = np.ascontiguousarray(x).reshape(planes, plane)
+        y = np.empty((n, c, *out), dtype)
+        by_plane = y.reshape(planes, *out)
+        by_columns, by_rows = np.empty(group * plane, dtype), np.empty(group * plane, dtype)
+        for first in range(0, planes, group):
+            count = min(group, planes - first)
+            flat = flat_planes[first:first + count].reshape(-1)
+            across = count * plane - (kernel[1] - 1)  # positions whose columns' window lies in the planes
+            down = across - (kernel[0] - 1) * cols
+            columns, rows_max = by_columns[:across], by_rows[:down]
+            np.maximum(flat[:across], flat[1:across + 1], out=columns)
+            for offset in range(2, kernel[1]):
+                np.maximum(columns, flat[offset:across + offset], out=columns)
+            np.maximum(by_columns[:down], by_columns[cols:down + cols], out=rows_max)
+            for offset in range(2, kernel[0]):
+                np.maximum(rows_max, by_columns[offset * cols:down + offset * cols], out=rows_max)
+            by_plane[first:first + count] = by_rows[:count * plane].reshape(count, rows, cols)[picked]
+        return y
+    return max_pool
+
+
 def max_pool(x_shape: Sequence[int], kernel: Sequence[int], stride: Sequence[int], dilation: Sequence[int],
              pads: Pads, out: Sequence[int], dtype: np.dtype) -> Callable:
+    """A 2-D input goes by ``_plane_max_pool`` unless it is wide and padded (its padded copy would cost
+    more than the plane passes save); anything else one axis at a time."""
+    unpadded = not any(b or e for b, e in pads)
+    if (len(x_shape) == 4 and (x_shape[3] <= NARROW or unpadded) and tuple(dilation) == (1, 1)
+            and min(kernel) >= 2 and np.issubdtype(dtype, np.floating)):
+        return _plane_max_pool(x_shape, kernel, stride, pads, out, np.dtype(dtype))
     reduction = _window_reduction(np.maximum, -np.inf, x_shape, kernel, stride, dilation, tuple(b for b, _ in pads),
                                   out)
 

@@ -1,4 +1,5 @@
-"""A 3×3 convolution of stride 1 by Winograd's minimal filtering F(4×4, 3×3), for ``conv_kernels.conv``.
+"""A 3×3 convolution of stride 1 by Winograd's minimal filtering F(4×4, 3×3) (or F(2×2, 3×3), see
+``transforms_for``), for ``conv_kernels.conv``.
 
 Each 4×4 block of output is computed from a 6×6 tile of the padded input with 36 products per input
 and output channel pair instead of 144: the tiles and the weights are transformed (``B``, ``G``), the
@@ -7,75 +8,165 @@ transformed back (``A``). The transforms are small matrix products of their own,
 time. It needs a quarter of the direct method's multiplications, at the cost of the transforms and
 of rounding: the results differ from the direct method's by a few float32 units relative to the
 largest output (about 1e-5). ``applies`` keeps it to the convolutions where it is faster here
-(measured against the direct kernels with one BLAS thread: a ResNet 3×3 layer of 64 channels at 56×56,
-2.8 ms direct, 1.7 ms here; 128 channels at 28×28, 2.6 ms and 1.5 ms; a DenseNet one of 128 to 32
-channels at 56×56, 3.0 and 2.0 ms; at 14×14, or with 16 or 32 input channels, it is slower).
+(measured against the direct kernels with one BLAS thread). A weight transformed at each run costs
+about as much as the products it saves unless the output is large: a ResNet 3×3 layer of 64 channels at
+56×56, 2.8 ms direct, 1.7 ms here; 128 channels at 28×28, 2.6 ms and 1.5 ms. A constant weight (an
+ONNX initializer) is transformed once, and then it pays down to 13×13 with 32 input channels or more
+(an Inception layer of 128 to 256 channels at 13×13, 1.2 ms direct, 0.6 ms here; a SqueezeNet one of
+32 to 128 channels at 27×27, 0.6 and 0.35 ms), though not at 7×7, where reading the transformed weight,
+four times the weight, costs more than the products it saves.
 """
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from dataclasses import dataclass
+from typing import Callable, Optional, Sequence
 
 import numpy as np
 
-# Input, weight and output transforms of F(4, 3) (Lavin and Gray, "Fast Algorithms for Convolutional
-# Neural Networks", 2016), as B^T, G and A^T.
-INPUT_T = np.array([[4, 0, -5, 0, 1, 0], [0, -4, -4, 1, 1, 0], [0, 4, -4, -1, 1, 0], [0, -2, -1, 2, 1, 0],
-                    [0, 2, -1, -2, 1, 0], [0, 4, 0, -5, 0, 1]], np.float32)
-WEIGHT = np.array([[1 / 4, 0, 0], [-1 / 6, -1 / 6, -1 / 6], [-1 / 6, 1 / 6, -1 / 6], [1 / 24, 1 / 12, 1 / 6],
-                   [1 / 24, -1 / 12, 1 / 6], [0, 0, 1]], np.float64)
-OUTPUT_T = np.array([[1, 1, 1, 1, 1, 0], [0, 1, -1, 2, -2, 0], [0, 1, 1, 4, 4, 0], [0, 1, -1, 8, -8, 1]],
-                    np.float32)
-WEIGHT_PAIRS = np.kron(WEIGHT, WEIGHT).astype(np.float32)  # [36 tile positions, 9 kernel taps]
-TILE, BLOCK = 6, 4
+@dataclass(frozen=True, slots=True)
+class Transforms:
+    """Winograd's F(block × block, 3×3): each block × block output block from a tile of (block + 2)²
+    inputs, with the input transform B^T, the weight transform G and the output transform A^T."""
 
-MIN_OUTPUT = 28  # output rows and columns from which it pays
+    name: str
+    input_t: np.ndarray   # [tile, tile]
+    weight: np.ndarray    # [tile, 3]
+    output_t: np.ndarray  # [block, tile]
+
+    @property
+    def tile(self) -> int:
+        return self.input_t.shape[0]
+
+    @property
+    def block(self) -> int:
+        return self.output_t.shape[0]
+
+    @property
+    def weight_pairs(self) -> np.ndarray:
+        """[tile², 9]: G ⊗ G, each tile position's combination of the 9 kernel taps."""
+        return np.kron(self.weight, self.weight)
+
+    @property
+    def spread_position(self) -> int:
+        """The tile position (1, 1): column 1 of A^T is all ones, so a value there reaches each output
+        of the block once (how a bias is added)."""
+        return self.tile + 1
+
+
+# The transforms of Lavin and Gray, "Fast Algorithms for Convolutional Neural Networks", 2016.
+F4 = Transforms("F(4x4, 3x3)",
+                np.array([[4, 0, -5, 0, 1, 0], [0, -4, -4, 1, 1, 0], [0, 4, -4, -1, 1, 0], [0, -2, -1, 2, 1, 0],
+                          [0, 2, -1, -2, 1, 0], [0, 4, 0, -5, 0, 1]], np.float64),
+                np.array([[1 / 4, 0, 0], [-1 / 6, -1 / 6, -1 / 6], [-1 / 6, 1 / 6, -1 / 6], [1 / 24, 1 / 12, 1 / 6],
+                          [1 / 24, -1 / 12, 1 / 6], [0, 0, 1]], np.float64),
+                np.array([[1, 1, 1, 1, 1, 0], [0, 1, -1, 2, -2, 0], [0, 1, 1, 4, 4, 0], [0, 1, -1, 8, -8, 1]],
+                         np.float64))
+F2 = Transforms("F(2x2, 3x3)",
+                np.array([[1, 0, -1, 0], [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]], np.float64),
+                np.array([[1, 0, 0], [1 / 2, 1 / 2, 1 / 2], [1 / 2, -1 / 2, 1 / 2], [0, 0, 1]], np.float64),
+                np.array([[1, 1, 1, 0], [0, 1, -1, -1]], np.float64))
+
+MIN_OUTPUT = 28  # output rows and columns from which it pays with a weight transformed at each run
 MIN_INPUT_CHANNELS = 64
+MIN_OUTPUT_PREPARED = 12  # the same with a constant weight, transformed once
+MIN_INPUT_CHANNELS_PREPARED = 32
+FEW_OUTPUT_CHANNELS = 32  # up to which a constant weight pays no sooner than one transformed each run
+SMALL_OUTPUT = 20  # below it, with ``WIDE_INPUT`` input channels or more, F(2x2, 3x3) goes faster
+WIDE_INPUT = 256
 
 
 def applies(x_shape: Sequence[int], weight_shape: Sequence[int], stride: Sequence[int], dilation: Sequence[int],
-            groups: int, out: Sequence[int]) -> bool:
-    """Whether a convolution is done here: 2-D, 3×3, stride and dilation 1, one group, an output of
-    at least ``MIN_OUTPUT`` per axis and at least ``MIN_INPUT_CHANNELS`` input channels."""
+            groups: int, out: Sequence[int], constant_weight: bool = False) -> bool:
+    """Whether a convolution is done here: 2-D, 3×3, stride and dilation 1, one group, and large
+    enough. A weight that changes between runs is transformed at every run, which pays from an output
+    of ``MIN_OUTPUT`` per axis and ``MIN_INPUT_CHANNELS`` input channels; a constant one is transformed
+    once, which pays from ``MIN_OUTPUT_PREPARED`` and ``MIN_INPUT_CHANNELS_PREPARED`` (below, the
+    transformed weight, four times the weight, costs more to read than the products it saves), unless
+    it has at most ``FEW_OUTPUT_CHANNELS`` output channels: the input's transform, nine times the
+    input, then outweighs the products (DenseNet's 128 to 32 channels at 14×14 run faster directly)."""
+    prepared = constant_weight and weight_shape[0] > FEW_OUTPUT_CHANNELS
+    least_out, least_in = ((MIN_OUTPUT_PREPARED, MIN_INPUT_CHANNELS_PREPARED) if prepared
+                           else (MIN_OUTPUT, MIN_INPUT_CHANNELS))
     return (len(x_shape) == 4 and tuple(weight_shape[2:]) == (3, 3) and tuple(stride) == (1, 1)
-            and tuple(dilation) == (1, 1) and groups == 1 and min(out) >= MIN_OUTPUT
-            and x_shape[1] >= MIN_INPUT_CHANNELS)
+            and tuple(dilation) == (1, 1) and groups == 1 and min(out) >= least_out
+            and x_shape[1] >= least_in)
+
+
+def transforms_for(x_shape: Sequence[int], out: Sequence[int]) -> Transforms:
+    """F(4x4, 3x3), or F(2x2, 3x3) for a small output of many channels: its transformed weight is 16
+    values per pair of channels instead of 36, which matters where reading it, not the products, takes
+    the time (a ResNet layer of 256 channels at 14×14: 2.9 ms direct, 2.5 ms by F(4x4), 2.2 ms by F(2x2))."""
+    return F2 if min(out) < SMALL_OUTPUT and x_shape[1] >= WIDE_INPUT else F4
 
 
 def winograd_conv(x_shape: Sequence[int], weight_shape: Sequence[int], pads: Sequence[tuple[int, int]],
-                  out: Sequence[int], compute: np.dtype, dtype: np.dtype) -> Callable:
-    """``conv(x, weight)`` as ``conv_kernels.conv`` gives it, computed in ``compute`` (float32)."""
+                  out: Sequence[int], compute: np.dtype, dtype: np.dtype,
+                  constant_weight: Optional[np.ndarray] = None, bias: Optional[np.ndarray] = None,
+                  transforms: Optional[Transforms] = None) -> Callable:
+    """``conv(x, weight)`` as ``conv_kernels.conv`` gives it, computed in ``compute`` (float32). A
+    ``constant_weight`` (the value ``weight`` always has) is transformed here, once. A ``bias`` (one
+    value per output channel) is added at tile position (1, 1), which the output transform spreads to
+    every output of the tile with a factor of one. The kernel keeps its padded input, whose border of
+    zeros it never writes; its working arrays are made at each call (the runtime keeps freed memory,
+    ``runtime/state/allocator.py``, so they cost no page faults) and live only during it."""
     n, c_in, height, width = x_shape
     c_out = weight_shape[0]
     (top, _), (left, _) = pads
-    rows, cols = -(-out[0] // BLOCK), -(-out[1] // BLOCK)  # blocks per axis
+    transforms = transforms or transforms_for(x_shape, out)
+    tile, block = transforms.tile, transforms.block
+    rows, cols = -(-out[0] // block), -(-out[1] // block)  # blocks per axis
     tiles = rows * cols
+    input_t, output_t = transforms.input_t.astype(compute), transforms.output_t.astype(compute)
+    weight_pairs = transforms.weight_pairs.astype(compute)
+
+    def transform(weight: np.ndarray) -> np.ndarray:
+        """[36, C_out, C_in]: each tile position's weight matrix."""
+        flat = weight.astype(compute, copy=False).reshape(c_out * c_in, 9)
+        return np.matmul(weight_pairs, flat.T).reshape(tile * tile, c_out, c_in)
+    prepared = None if constant_weight is None else transform(np.asarray(constant_weight))
     # The padded input covers every tile; beyond the real padding it reads zeros, which only reach
-    # the outputs past ``out`` that are cropped.
-    padded_shape = (n, c_in, BLOCK * rows + 2, BLOCK * cols + 2)
+    # the outputs past ``out`` that are cropped. Only its inside is written, so its border stays zero.
+    padded = np.zeros((n, c_in, block * rows + 2, block * cols + 2), compute)
     inside = (slice(None), slice(None), slice(top, top + height), slice(left, left + width))
-    weight_rows = (c_out * c_in, 9)
-    input_t, output_t = INPUT_T.astype(compute), OUTPUT_T.astype(compute)
-    weight_pairs = WEIGHT_PAIRS.astype(compute)
+    s = padded.strides
+    # [N, 6, 6, C_in, rows, cols]: tile position (i, j) of every tile.
+    tile_view = np.ndarray((n, tile, tile, c_in, rows, cols), compute, padded, 0,
+                           (s[0], s[2], s[3], s[1], block * s[2], block * s[3]))
+    blocks_size = n * block * block * c_out * tiles
+    column = None if bias is None else np.asarray(bias, compute).reshape(-1, 1)
+    exact = tuple(out) == (block * rows, block * cols)
+    # Output (4 r + i, 4 q + j) is row i, column j of block (r, q): one strided copy per (i, j).
+    pieces = [((slice(None), slice(None), slice(i, None, block), slice(j, None, block)),
+               (slice(None), i, j, slice(None), slice(0, -(-(out[0] - i) // block)),
+                slice(0, -(-(out[1] - j) // block))))
+              for i in range(block) for j in range(block)]
 
     def conv(x: np.ndarray, weight: np.ndarray) -> np.ndarray:
-        # [36, C_out, C_in]: each tile position's weight matrix.
-        transformed_weight = np.matmul(weight_pairs, weight.astype(compute, copy=False).reshape(weight_rows).T)
-        padded = np.zeros(padded_shape, compute)
+        transformed_weight = transform(weight) if prepared is None else prepared
+        inputs = np.empty((n, tile, tile * c_in * tiles), compute)  # gathered, later transformed
+        half_inputs = np.empty_like(inputs)
+        products = np.empty((n, tile * tile, c_out, tiles), compute)  # later the output blocks
+        half_outputs = np.empty((n, block, tile * c_out * tiles), compute)
+        blocks = products.reshape(-1)[:blocks_size].reshape(n, block, block, c_out, rows, cols)
         padded[inside] = x
-        s = padded.strides
-        # [N, 6, 6, C_in, rows, cols]: tile position (i, j) of every tile, gathered into one copy.
-        view = np.ndarray((n, TILE, TILE, c_in, rows, cols), compute, padded, 0,
-                          (s[0], s[2], s[3], s[1], BLOCK * s[2], BLOCK * s[3]))
-        gathered = np.ascontiguousarray(view).reshape(n, TILE, TILE * c_in * tiles)
+        np.copyto(inputs.reshape(tile_view.shape), tile_view)
         # B^T d B, an axis at a time: over i, then over j.
-        half = np.matmul(input_t, gathered).reshape(n, TILE, TILE, c_in * tiles)
-        transformed = np.matmul(input_t, half).reshape(n, TILE * TILE, c_in, tiles)
-        products = np.matmul(transformed_weight.reshape(TILE * TILE, c_out, c_in), transformed)
+        np.matmul(input_t, inputs, out=half_inputs)
+        np.matmul(input_t, half_inputs.reshape(n, tile, tile, c_in * tiles),
+                  out=inputs.reshape(n, tile, tile, c_in * tiles))
+        np.matmul(transformed_weight, inputs.reshape(n, tile * tile, c_in, tiles), out=products)
+        if column is not None:
+            spread = products[:, transforms.spread_position]
+            np.add(spread, column, out=spread)
         # A^T m A, an axis at a time, then the 4×4 blocks put in place and the excess cropped.
-        half = np.matmul(output_t, products.reshape(n, TILE, TILE * c_out * tiles))
-        blocks = np.matmul(output_t, half.reshape(n, BLOCK, TILE, c_out * tiles))
-        blocks = blocks.reshape(n, BLOCK, BLOCK, c_out, rows, cols).transpose(0, 3, 4, 1, 5, 2)
-        full = blocks.reshape(n, c_out, BLOCK * rows, BLOCK * cols)
-        return np.ascontiguousarray(full[:, :, :out[0], :out[1]], dtype)
+        np.matmul(output_t, products.reshape(n, tile, tile * c_out * tiles), out=half_outputs)
+        np.matmul(output_t, half_outputs.reshape(n, block, tile, c_out * tiles),
+                  out=blocks.reshape(n, block, block, c_out * tiles))
+        result = np.empty((n, c_out, *out), dtype)
+        if exact:
+            np.copyto(result.reshape(n, c_out, rows, block, cols, block), blocks.transpose(0, 3, 4, 1, 5, 2))
+        else:
+            for target, source in pieces:
+                np.copyto(result[target], blocks[source])
+        return result
     return conv
-

@@ -1,10 +1,16 @@
-"""Runs of per-channel maps that a plain run computes as one (``ops/channel_affine.py``).
+"""Runs of steps that a plain run computes as one kernel.
 
-A run is two or more steps of one graph, each a per-channel scale or shift (batch norm in inference,
-a ``mul`` or ``add`` of one value per channel) reading the output of the one before, which nothing
-else reads and the graph does not return, with no step in between writing anything in place or
-calling a graph. In an inference CNN such as DenseNet, batch norm followed by a channel scale and a
-shift becomes two passes over the data instead of four.
+A convolution run (``ops/fused_conv.py``) is a convolution of a constant weight followed by per-channel
+scales and shifts of constant factors and maybe a relu: the factors fold into the weight and a bias,
+so batch norm and bias cost no pass of their own. An unpadded convolution takes in the constant
+scales and shifts and the relu before it too, as DenseNet's batch norm and relu before each 1×1
+convolution: they cost one or two passes instead of three. A channel-map run
+(``ops/channel_affine.py``) is two or more per-channel scales or shifts (batch norm in inference, a
+``mul`` or ``add`` of one value per channel).
+
+In either, each step reads the output of the one before as its input 0, which nothing else reads and
+the graph does not return, with no step in between writing anything in place or calling a graph. A
+channel-map run of batch norm, a channel scale and a shift is two passes over the data instead of six.
 
 The IR keeps every op, and so does the plan: only the kernels of a plain run are fused. A stepped run
 (which shows each value) and a profiled run (which times each op) run the ops one by one, so their
@@ -13,33 +19,86 @@ results may differ from a plain run's in the last bits.
 from __future__ import annotations
 
 from collections import Counter
+from typing import Callable, Sequence
 
 from workbench.ir import Op
+from workbench.ops import channel_affine, fused_conv
 from workbench.ops.channel_affine import channel_map
+from workbench.ops.fused_conv import activation, foldable_conv, foldable_map
 
 
 def fused_runs(steps: list[Op], outputs: tuple) -> tuple[tuple[int, ...], ...]:
-    """The runs among ``steps`` (one graph's, in order), each as its steps' indices."""
+    """The runs among ``steps`` (one graph's, in order), each as its steps' indices: convolution runs
+    first, then channel-map runs among the steps left."""
+    follower = _followers(steps, outputs)
+    leader = {after: index for index, after in follower.items()}
+    runs: list[tuple[int, ...]] = []
+    taken: set[int] = set()
+    for index, op in enumerate(steps):
+        if not foldable_conv(op):
+            continue
+        run = [index]
+        while run[-1] in follower and not activation(steps[run[-1]]):
+            after = follower[run[-1]]
+            if not (activation(steps[after]) or foldable_map(steps[after])):
+                break
+            run.append(after)
+        run = _prologue(steps, index, leader, taken) + run
+        if len(run) > 1:
+            runs.append(tuple(run))
+            taken.update(run)
+    mappable = {index for index, op in enumerate(steps) if channel_map(op) is not None and index not in taken}
+    next_in_run = {index: after for index, after in follower.items() if index in mappable and after in mappable}
+    for start in sorted(set(next_in_run) - set(next_in_run.values())):
+        run = [start]
+        while run[-1] in next_in_run:
+            run.append(next_in_run[run[-1]])
+        runs.append(tuple(run))
+    return tuple(sorted(runs))
+
+
+def _prologue(steps: list[Op], index: int, leader: dict[int, int], taken: set) -> list[int]:
+    """Foldable maps and a relu just before the unpadded convolution of one group at ``index``, each read
+    only by the next, their factor finite and not zero (``fused_conv.run_kernels``); none where there
+    are no such."""
+    relu = leader.get(index)
+    if relu is None or relu in taken or not activation(steps[relu]) or not fused_conv.takes_prologue(steps[index]):
+        return []
+    maps: list[int] = []
+    before = leader.get(relu)
+    while before is not None and before not in taken and foldable_map(steps[before]):
+        maps.insert(0, before)
+        before = leader.get(before)
+    if not maps or not fused_conv.nonzero_factor([steps[i] for i in maps]):
+        return []
+    return maps + [relu]
+
+
+def _followers(steps: list[Op], outputs: tuple) -> dict[int, int]:
+    """For each step whose one output is read by exactly one later step, as that step's input 0, and is
+    not returned, with no step in between writing in place or calling a graph: that later step."""
     reads = Counter(t for op in steps for t in op.inputs)
     reader: dict = {}
     for index, op in enumerate(steps):
         for tensor in op.inputs:
             reader.setdefault(tensor, index)
     kept = set(outputs)
-    mappable = {index for index, op in enumerate(steps) if channel_map(op) is not None}
-    next_in_run: dict[int, int] = {}
-    for index in mappable:
-        value = steps[index].outputs[0]
+    follower: dict[int, int] = {}
+    for index, op in enumerate(steps):
+        if len(op.outputs) != 1:
+            continue
+        value = op.outputs[0]
         after = reader.get(value)
-        if reads[value] != 1 or value in kept or after not in mappable or steps[after].inputs[0] is not value:
+        if after is None or reads[value] != 1 or value in kept or steps[after].inputs[0] is not value:
             continue
         if not any(other.modified or other.called_graphs for other in steps[index + 1:after]):
-            next_in_run[index] = after
-    starts = set(next_in_run) - set(next_in_run.values())
-    runs = []
-    for start in sorted(starts):
-        run = [start]
-        while run[-1] in next_in_run:
-            run.append(next_in_run[run[-1]])
-        runs.append(tuple(run))
-    return tuple(runs)
+            follower[index] = after
+    return follower
+
+
+def run_kernels(ops: Sequence[Op], overwrite: bool) -> list[Callable]:
+    """The kernels of one of ``fused_runs``' runs, one per op; ``overwrite`` when the first op may
+    write over its input 0 (``reuse.py``)."""
+    if fused_conv.has_convolution(ops):
+        return fused_conv.run_kernels(ops)
+    return channel_affine.run_kernels(ops, overwrite)

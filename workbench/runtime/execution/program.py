@@ -10,7 +10,6 @@ import numpy as np
 
 from workbench.analysis.aliasing import declared_root
 from workbench.ir import Graph, Ir, Op, Variable
-from workbench.ops.channel_affine import run_kernels
 from workbench.ops.overwriting import OVERWRITING
 from workbench.ops.registry import op_def
 
@@ -21,6 +20,7 @@ from ..state.snapshot import ReplicaSnapshot
 from ..tracing.progress import LoopCounter
 from .binders import Binder
 from .compiler import GraphCode, innermost_step
+from .fusion import run_kernels
 
 _UNBOUND = np.empty((0,))
 

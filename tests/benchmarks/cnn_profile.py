@@ -1,0 +1,139 @@
+"""Where a CNN's time goes, here and in onnxruntime, one thread each: a diagnostic beside ``speed_report.py``.
+
+Run with ``python tests/benchmarks/cnn_profile.py [model ...]`` (default: the four ``bench_cnn.py`` models).
+For each model it prints the processor time of every kernel of a plain run (fused kernels included, as
+``Session.run`` calls them; a fused run's time falls on the op that computes it and its other ops cost
+next to nothing), summed per op type and per convolution shape, the least of ``--rounds`` runs; then
+onnxruntime's own per-op-type profile of the same model. A first line gives the matrix-product speed of
+the BLAS library on a ResNet-like product, the yardstick for every convolution here.
+
+It times the kernels by swapping each bound kernel of the main graph for a timed wrapper (the
+interpreter reads its kernels from the namespace of the graph's generated function), so it reaches
+into the runtime's private state: a measuring tool, not an example.
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import os
+import sys
+import time
+
+import numpy as np
+import onnxruntime
+from threadpoolctl import threadpool_info, threadpool_limits
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_cnn as cnn  # noqa: E402
+
+from workbench.runtime.options import default_run_options, set_default_run_options  # noqa: E402
+
+
+def kind(op) -> str:
+    """The op type; for a convolution its kernel, stride and channels and its input's size too."""
+    if op.type != "conv":
+        return op.type
+    w, x = op.inputs[1].shape, op.inputs[0].shape
+    return f"conv {w[2]}x{w[3]}/{op.attrs['stride'][0]} {w[1] * op.attrs['groups']}->{w[0]} @{x[2]}"
+
+
+def timed_kernels(ours: cnn.Workbench, totals: dict) -> None:
+    """Wrap each kernel the main graph's generated code calls so that it adds its time to ``totals``."""
+    session = ours.session.workbench_session
+    program = session.executable.programs[0]
+    graph = session.ir.main_graph
+    code = session.graph_code[graph]
+    namespace = program.subgraph(graph).function.__globals__
+    for index, op in enumerate(code.steps):
+        name = f"k{index}"
+        kernel, label = namespace[name], kind(op)
+
+        def timed(*args, kernel=kernel, label=label):
+            start = time.process_time()
+            result = kernel(*args)
+            totals[label] += time.process_time() - start
+            return result
+        namespace[name] = timed
+
+
+def onnxruntime_profile(model, feed: dict, outputs: list, rounds: int) -> dict:
+    """Seconds per op type of onnxruntime's kernels (its profiler's least time per node, summed)."""
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = options.inter_op_num_threads = 1
+    options.enable_profiling = True
+    options.profile_file_prefix = os.path.join(os.environ.get("TMPDIR", "/tmp"), "cnn_profile_ort")
+    session = onnxruntime.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    for _ in range(rounds):
+        session.run(outputs, feed)
+    path = session.end_profiling()
+    with open(path) as file:
+        events = json.load(file)
+    os.remove(path)
+    least: dict = {}
+    for event in events:
+        if event.get("cat") == "Node" and event["name"].endswith("_kernel_time"):
+            key = (event["args"].get("op_name"), event["name"])
+            least[key] = min(least.get(key, float("inf")), event["dur"] / 1e6)
+    per_type: dict = collections.defaultdict(float)
+    for (op_type, _), seconds in least.items():
+        per_type[op_type] += seconds
+    return dict(per_type)
+
+
+def blas_speed() -> str:
+    a, b = (np.random.default_rng(0).standard_normal((1024, 1024)).astype(np.float32) for _ in range(2))
+    best = min(_seconds(lambda: np.matmul(a, b)) for _ in range(5))
+    blas = ", ".join(f"{i['internal_api']} {i.get('version')} ({i.get('architecture')})"
+                     for i in threadpool_info() if i["user_api"] == "blas")
+    return f"BLAS {blas}: a 1024² float32 matrix product at {2 * 1024 ** 3 / best / 1e9:.0f} GFLOP/s"
+
+
+def _seconds(work) -> float:
+    start = time.process_time()
+    work()
+    return time.process_time() - start
+
+
+def profile(name: str, rounds: int, shown: int) -> None:
+    model, input_name, shape, outputs = cnn.light_model(name)
+    feed = {input_name: np.random.default_rng(1).standard_normal(shape).astype(np.float32)}
+    ours = cnn.Workbench(model, feed, outputs)
+    totals: dict = collections.defaultdict(float)
+    timed_kernels(ours, totals)
+    least: dict = {}
+    best_run = float("inf")
+    for _ in range(rounds):
+        totals.clear()
+        best_run = min(best_run, _seconds(ours.run))
+        for label, seconds in totals.items():
+            least[label] = min(least.get(label, float("inf")), seconds)
+    per_type: dict = collections.defaultdict(float)
+    for label, seconds in least.items():
+        per_type[label.split()[0]] += seconds
+    theirs = onnxruntime_profile(model, feed, outputs, rounds)
+    print(f"\n{name}: workbench run {best_run * 1e3:.1f} ms (kernels {sum(least.values()) * 1e3:.1f} ms); "
+          f"onnxruntime kernels {sum(theirs.values()) * 1e3:.1f} ms")
+    print("  workbench per op type: " + ", ".join(
+        f"{t} {s * 1e3:.2f}" for t, s in sorted(per_type.items(), key=lambda item: -item[1]) if s >= 5e-5))
+    print("  onnxruntime per op type: " + ", ".join(
+        f"{t} {s * 1e3:.2f}" for t, s in sorted(theirs.items(), key=lambda item: -item[1]) if s >= 5e-5))
+    for label, seconds in sorted(least.items(), key=lambda item: -item[1])[:shown]:
+        print(f"    {label:40s} {seconds * 1e3:8.3f} ms")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("models", nargs="*", default=["resnet50", "densenet121", "inception_v1", "squeezenet"])
+    parser.add_argument("--rounds", type=int, default=10, help="runs of each, the least time kept (default 10)")
+    parser.add_argument("--shown", type=int, default=15, help="op kinds listed one by one (default 15)")
+    args = parser.parse_args()
+    set_default_run_options(default_run_options().with_changes(check_kernels=False))
+    with threadpool_limits(1, user_api="blas"):
+        print(blas_speed(), flush=True)
+        for name in args.models:
+            profile(name, args.rounds, args.shown)
+
+
+if __name__ == "__main__":
+    main()
