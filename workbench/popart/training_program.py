@@ -272,9 +272,9 @@ class _Builder:
                 return self.lowering.on_ipu(frame.get(value), weight.ipu) if isinstance(value, Tensor) else value
             with ipu(weight.ipu):
                 graph = get_current_graph()
-                before = len(graph._ops)
+                before = len(graph.ops)
                 steps.update(self.optimizer, weight, gradient, state, scalar)
-                for op in graph._ops[before:]:  # the debug records of these ops come under the optimizer's
+                for op in graph.ops[before:]:  # the debug records of these ops come under the optimizer's
                     op.meta["optimizer_update"] = (_context_name(self.optimizer.debugContext), name)
                 if settings.accumulation_factor > 1:
                     ops.var_updates.accumulator_zero_(grads[name])
