@@ -249,3 +249,23 @@ def test_a_program_without_streaming_memory_has_no_transfer_marks_and_says_nothi
     figure = LivenessView(ir, live=False).figure
     assert not [t for t in figure.data if (t.meta or {}).get("kind", "").startswith("remote_")]
     assert not any("Streaming Memory" in (a.text or "") for a in figure.layout.annotations)
+
+
+def test_an_ir_whose_main_graph_calls_nothing_says_why_its_memory_is_empty():
+    """As a tutorial's first cells build module graphs without calling them."""
+    ir = popxl.Ir()
+    with ir.main_graph:
+        for n in range(2):
+            ir.create_graph(lambda x: x * 2.0, popxl.TensorSpec((2,), popxl.float32))
+    title = LivenessView(ir, live=False).figure.layout.title.text
+    assert "<sup>the main graph has no ops, so nothing runs: 2 graphs built, none called from it</sup>" in title
+
+
+def test_a_replicated_program_says_its_memory_is_each_replicas():
+    ir = popxl.Ir(replication=4)
+    with ir.main_graph:
+        popxl.variable(np.ones(8, np.float32), name="w") + 1.0
+    title = LivenessView(ir, live=False).figure.layout.title.text
+    assert "<sup>per replica: each of the 4 replicas has these IPUs and this memory</sup>" in title
+    alone, _, _ = two_ipu_program()
+    assert "per replica" not in LivenessView(alone, live=False).figure.layout.title.text

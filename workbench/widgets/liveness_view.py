@@ -53,7 +53,7 @@ class LivenessView(View):
         capacity = {record.ipu: record.tile_capacity for record in self.report.ipus}
         streaming = {record.ipu: record.streaming_bytes for record in self.report.ipus}
         return liveness_figure(self.liveness, capacity, self.marked_steps(), self.stepper_step, self.include_code,
-                               streaming, streaming_transfers(self.liveness.flat))
+                               streaming, streaming_transfers(self.liveness.flat), self.ir.replication_factor)
 
     def _controls(self) -> list:
         import ipywidgets

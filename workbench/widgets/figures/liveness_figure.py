@@ -51,14 +51,16 @@ def code_dwarfs_tensors(liveness: TensorLiveness) -> bool:
 
 def liveness_figure(liveness: TensorLiveness, capacity: Mapping[int, int], marked_steps: Iterable[int] = (),
                     current_step: Optional[int] = None, include_code: Optional[bool] = None,
-                    streaming: Optional[Mapping[int, int]] = None, transfers: Sequence[StreamingTransfer] = ()) -> go.Figure:
+                    streaming: Optional[Mapping[int, int]] = None, transfers: Sequence[StreamingTransfer] = (),
+                    replicas: int = 1) -> go.Figure:
     """One memory panel per IPU (``capacity`` maps IPU to tile-memory bytes), then the code panel for the
     graphs whose code is loaded and freed (all code always live is said in one line instead).
     Step ``s`` spans x from s-0.5 to s+0.5 in both panels. ``marked_steps`` (the selection) get dotted
     lines, ``current_step`` (where a stepped run stands) a solid one. Without ``include_code`` the
     memory panels leave code out, so tensors fill the scale; None leaves it out where it would dwarf them.
     ``streaming`` (bytes of Streaming Memory per IPU) goes in each panel's title; ``transfers`` (remote
-    loads and stores) are marked on their IPU's memory, where a phased program loads and stores weights."""
+    loads and stores) are marked on their IPU's memory, where a phased program loads and stores weights.
+    With several ``replicas`` a note says the figures are each replica's."""
     streaming = streaming or {}
     dwarfed = include_code is None and code_dwarfs_tensors(liveness)
     include_code = not dwarfed if include_code is None else include_code
@@ -110,6 +112,12 @@ def liveness_figure(liveness: TensorLiveness, capacity: Mapping[int, int], marke
     if code_rows:
         _add_code_panel(figure, liveness, code_rows, rows)
     notes = []
+    if not len(steps):
+        built = len(liveness.code) - 1
+        notes.append("the main graph has no ops, so nothing runs"
+                     + (f": {built} graph{'s' if built != 1 else ''} built, none called from it" if built > 0 else ""))
+    if replicas > 1:
+        notes.append(f"per replica: each of the {replicas} replicas has these IPUs and this memory")
     if not code_rows and always:
         notes.append(f"all code is always live: no graph's code is loaded with remote_code_load "
                      f"({len(always)} graph{'s' if len(always) != 1 else ''})")
