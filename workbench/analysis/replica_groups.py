@@ -24,7 +24,7 @@ class GroupingUse:
     def storage(self) -> str:
         """Where a variable lives: '' on the IPU, 'remote' in Streaming Memory, 'RTS' in Streaming Memory
         sharded over replicas (each holds a slice); '' for a collective."""
-        if self.kind != "variable":
+        if not isinstance(self.item, Variable):
             return ""
         if self.item.shard_count > 1:
             return "RTS"
@@ -33,7 +33,7 @@ class GroupingUse:
     @property
     def shards(self) -> int:
         """How many replicas share out a variable (1 unless replica-sharded)."""
-        return self.item.shard_count if self.kind == "variable" else 1
+        return self.item.shard_count if isinstance(self.item, Variable) else 1
 
     @property
     def noun(self) -> str:
