@@ -231,3 +231,18 @@ def test_a_wide_tree_widens_its_picture_and_a_wider_one_opens_around_the_main_gr
     assert wide.layout.width == WIDEST_PICTURE and wide.layout.dragmode == "pan"
     assert wide.layout.title.text.endswith("· drag to pan") and low < main_x < high
     assert abs((low + high) / 2 - main_x) < 1e-6  # centred on the main graph
+
+
+def test_long_graph_names_are_cut_in_the_middle_so_those_sharing_a_prefix_stay_apart():
+    ir = popxl.Ir()
+    with ir.main_graph:
+        x = popxl.variable(np.ones(2, np.float32))
+        graphs = []
+        for suffix in ("", "_1", "__loop_wrapper"):
+            graph = ir.create_empty_graph("batch_serialise_non_overlapped.micro_graph_fn" + suffix)
+            with graph:
+                popxl.graph_input((2,), popxl.float32, "t")
+            graphs.append(graph)
+    names = [label.split("<br>")[0] for label in annotation_texts(call_tree_figure(call_tree(ir)), "graph")][1:]
+    assert len(set(names)) == 3 and all(name.startswith("<b>batch") and "…" in name for name in names)
+    assert names[1].endswith("_fn_1</b>") and names[2].endswith("_wrapper</b>")

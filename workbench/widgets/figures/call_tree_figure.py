@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 from workbench.analysis.call_tree import CallTree, CallTreeEdge, CallTreeNode
 
 from workbench.export.layered import Layout, column_pixels, layered_layout
-from ..style import CALL_SITE_COLORS, GRAPH_STATUS_COLORS, HIGHLIGHT, PICTURE_WIDTH, base_layout, count_of, fitted, text
+from ..style import CALL_SITE_COLORS, GRAPH_STATUS_COLORS, HIGHLIGHT, PICTURE_WIDTH, base_layout, count_of, text
 
 MIN_COLUMN = 160  # pixels per column at least; wider trees widen the picture, then open around the main graph
 WIDEST_PICTURE = 1280  # pixels: the widest call tree picture, as wide as a notebook's output area
@@ -152,7 +152,16 @@ def _node_label(node: CallTreeNode, room: int, with_ipus: bool = False) -> str:
     with ``with_ipus`` (a program on several IPUs: pipeline stages) the IPUs it runs on."""
     runs = node.runs_per_session_run
     where = f"<br>{ipus_text(node.ipus)}" if with_ipus and node.ipus else ""
-    return f"<b>{text(fitted(node.label, room))}</b><br>{count_of(node.op_count, 'op')} · runs ×{runs}{where}"
+    return f"<b>{text(ends_kept(node.label, room))}</b><br>{count_of(node.op_count, 'op')} · runs ×{runs}{where}"
+
+
+def ends_kept(label: str, room: int) -> str:
+    """``label`` cut to ``room`` characters in its middle: graphs a library or pass makes share long
+    prefixes and differ at their ends ('..._grad', '..._1', '...__loop_wrapper')."""
+    if len(label) <= room:
+        return label
+    tail = (room - 1) * 3 // 5
+    return label[:room - 1 - tail] + "…" + (label[-tail:] if tail else "")
 
 
 def _node_hover(tree: CallTree, node: CallTreeNode) -> str:
