@@ -1,5 +1,7 @@
 """The Ir class as its reference describes it (replica groupings, num_host_transfers, id, streams)
 and the graph-building context (nested graphs, gcg, in_sequence, name_scope, ipu)."""
+import functools
+
 import numpy as np
 import pytest
 
@@ -276,6 +278,26 @@ def test_create_graph_builds_in_the_new_graph_and_restores_the_context():
         graph = ir.create_graph(lambda t: seen.append(popxl.gcg()) or t + 1, x)
         assert popxl.gcg() is ir.main_graph
     assert seen == [graph]
+
+
+class Update:
+    """A callable object, as a layer library passes its module instances to create_graph."""
+
+    def __call__(self, w: popxl.TensorByRef, g: popxl.Tensor):
+        ops.scaled_add_(w, g, b=-0.5)
+
+
+@pytest.mark.parametrize("build", [Update(), functools.partial(Update.__call__, Update())], ids=["object", "partial"])
+def test_tensor_by_ref_is_read_from_a_callable_objects_call_and_a_partials_function(build):
+    ir = popxl.Ir()
+    with ir.main_graph:
+        w = popxl.variable(np.ones(2, np.float32), name="w")
+        graph = ir.create_graph(build, w.spec, w.spec)
+        ops.call(graph, w, popxl.constant(np.ones(2, np.float32)))
+    assert graph.name == ("Update" if isinstance(build, Update) else "partial")
+    with popxl.Session(ir, "ipu_model") as session:
+        session.run()
+        np.testing.assert_array_equal(session.get_tensor_data(w), [0.5, 0.5])
 
 
 def in_place_hazard(ordered):

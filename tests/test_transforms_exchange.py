@@ -156,6 +156,31 @@ def test_io_tile_exchange_refuses_transfers_that_cannot_merge_into_one():
                 ops.remote_store(buffer, 0, ops.host_load(stream))  # the store needs the load's result
 
 
+def test_remote_loads_on_io_tiles_at_an_offset_from_compute_tiles_merge_and_load_their_rows():
+    """As in batch serialisation: the row index is a graph input on compute tiles, the loads run on IO tiles."""
+    ir = popxl.Ir()
+    ir._pb_ir.getSessionOptions().numIOTiles = 32
+    with ir.main_graph:
+        weights = popxl.remote_buffer((2,), popxl.float32, entries=2)
+        biases = popxl.remote_buffer((2,), popxl.float32, entries=2)
+        for row in (0, 1):
+            popxl.remote_variable(np.array([1.0, 2.0], np.float32) + 2 * row, weights, row, name=f"w{row}")
+            popxl.remote_variable(np.array([10.0, 20.0], np.float32) * (1 + 2 * row), biases, row, name=f"b{row}")
+
+        def load_row(index: popxl.Tensor):
+            with popxl.io_tiles(), transforms.merge_exchange(), popxl.in_sequence(False):
+                w, b = ops.remote_load(weights, index), ops.remote_load(biases, index)
+            return ops.io_tile_copy(w) + ops.io_tile_copy(b)
+
+        graph = ir.create_graph(load_row, popxl.constant(0, popxl.int32))
+        (row,) = ops.call(graph, popxl.variable(1, popxl.int32, name="index"))
+        out = popxl.d2h_stream((2,), popxl.float32, name="out")
+        ops.host_store(out, row)
+    assert [op.type for op in graph.ops if op.type != "init"][:1] == ["multi_exchange"]
+    with popxl.Session(ir, "ipu_model") as session:
+        np.testing.assert_array_equal(session.run()[out], [3.0 + 30.0, 4.0 + 60.0])
+
+
 def test_io_tile_exchange_does_not_count_init_ops():
     ir = popxl.Ir()
     with ir.main_graph:

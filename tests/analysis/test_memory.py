@@ -115,3 +115,22 @@ def test_a_simulated_ipu_has_room_for_a_small_program():
     assert report.fits
     assert report.ipu(0).tile_capacity == 1472 * 624 * 1024
     assert report.ipu(0).tile_fraction == report.ipu(0).peak_bytes / (1472 * 624 * 1024)
+
+
+def test_streaming_transfers_include_the_loads_merged_into_one_exchange():
+    from popxl import transforms
+    from workbench.analysis import flattened_schedule
+    from workbench.analysis.memory import streaming_transfers
+
+    ir = popxl.Ir()
+    with ir.main_graph:
+        buffer = popxl.remote_buffer((3,), popxl.float32, entries=2)
+        with popxl.in_sequence(False), transforms.merge_exchange():
+            first, second = ops.remote_load(buffer, 0, name="a"), ops.remote_load(buffer, 1, name="b")
+        ops.remote_store(buffer, 0, first + second)
+    flat = flattened_schedule(ir)
+    transfers = streaming_transfers(flat)
+    assert [(flat.steps[t.step].op.type, t.direction, t.tensor.name, t.buffer is buffer) for t in transfers] == [
+        ("multi_exchange", "load", "a", True), ("multi_exchange", "load", "b", True),
+        ("remote_store", "store", "add", True)]
+    assert transfers[0].step == transfers[1].step < transfers[2].step

@@ -99,3 +99,150 @@ def test_counts_say_one_graph_and_several_call_sites():
     tree = CallTreeView(ir, live=False)
     assert repr(tree) == f"CallTreeView({ir!r}: 1 graph, 0 call sites)"
     assert tree.figure.layout.title.text == "Call tree: 1 graph, 0 call sites"
+
+
+class Module:
+    """A small stand-in for a layer library's module: an instance is the function ``ir.create_graph``
+    builds (so the graph takes the class's name), and a shared cache reuses the graph built for the
+    same input specs, as a graph cache does."""
+
+    cache: dict = {}
+
+    def graph(self, *specs):
+        key = (type(self).__qualname__, tuple((tuple(s.shape), s.dtype) for s in specs))
+        if key not in self.cache:
+            self.cache[key] = popxl.gir().create_graph(self, *specs)
+        graph = self.cache[key]
+        # as a layer library finds a graph again: through the IR's own list of graphs
+        assert any(pb.id == graph._pb_graph.id for pb in popxl.gir()._pb_ir.getAllGraphs())
+        return graph
+
+
+class Linear(Module):
+    def __call__(self, x: popxl.Tensor, w: popxl.Tensor) -> popxl.Tensor:
+        return x @ w
+
+
+class Sgd(Module):
+    def __call__(self, w: popxl.TensorByRef, g: popxl.Tensor):
+        popxl.ops.scaled_add_(w, g, b=-0.1)
+
+
+def module_program():
+    """Two linear layers of one shape share one graph; the optimiser module's graph is built once per
+    weight shape and called once per weight."""
+    import popxl.ops as ops
+
+    Module.cache = {}
+    ir = popxl.Ir()
+    with ir.main_graph:
+        x = popxl.variable(np.ones((2, 4), np.float32), name="x")
+        weights = [popxl.variable(np.ones((4, 4), np.float32), name=f"fc{n}.w") for n in range(2)]
+        head = popxl.variable(np.ones((4, 2), np.float32), name="head.w")
+        for w in weights + [head]:
+            (x,) = ops.call(Linear().graph(x.spec, w.spec), x, w)
+        for w in weights + [head]:
+            ops.call(Sgd().graph(w.spec, w.spec), w, popxl.constant(np.ones(w.shape, np.float32)))
+    return ir, weights + [head]
+
+
+def test_module_graphs_take_the_modules_names_and_a_cached_graph_is_one_node_with_its_call_sites_counted():
+    ir, weights = module_program()
+    tree = call_tree(ir)
+    assert [(n.label, n.runs_per_session_run) for n in tree.nodes] == [
+        ("main", 1), ("Linear", 2), ("Linear_1", 1), ("Sgd", 2), ("Sgd_1", 1)]
+    figure = call_tree_figure(tree)
+    assert sorted(annotation_texts(figure, "call site")) == ["call", "call", "call (2 sites)", "call (2 sites)"]
+    hovers = dict(zip(trace(figure, "graphs").customdata, trace(figure, "graphs").hovertext))
+    assert "takes float32[4, 4], float32[4, 4]" in hovers["Sgd"] and "takes float32[4, 2]" in hovers["Sgd_1"]
+    with popxl.Session(ir, "ipu_model") as session:
+        session.run()
+        # every weight had the update of its own call: ones less 0.1
+        for w in weights:
+            np.testing.assert_allclose(session.get_tensor_data(w), np.full(w.shape, 0.9), rtol=1e-6)
+
+
+def pipelined_program():
+    """Two stages on IPUs 0 and 1, called from a graph that a repeat runs 3 times, as a pipeline is."""
+    import popxl.ops as ops
+
+    ir = popxl.Ir()
+    with ir.main_graph:
+        w0 = popxl.variable(np.ones(4, np.float32), name="w0")
+        with popxl.ipu(1):
+            w1 = popxl.variable(np.full(4, 2.0, np.float32), name="w1")
+
+        def stage_0(x: popxl.Tensor):
+            return x * 3.0
+
+        def stage_1(x: popxl.Tensor):
+            return x + 1.0
+
+        def step(a: popxl.Tensor, b: popxl.Tensor):
+            with popxl.ipu(0):
+                (y,) = ops.call(first, a)
+            y = ops.ipu_copy(y, 1)
+            with popxl.ipu(1):
+                (z,) = ops.call(second, y)
+            return z
+
+        first = ir.create_graph(stage_0, w0)
+        with popxl.ipu(1):
+            second = ir.create_graph(stage_1, w1)
+        body = ir.create_graph(step, w0, w1)
+        ops.repeat(body, 3, w0, w1)
+    return ir, first, second, body
+
+
+def test_each_graph_names_the_ipus_it_runs_on_so_pipeline_stages_show():
+    ir, first, second, body = pipelined_program()
+    tree = call_tree(ir)
+    assert {n.graph: n.ipus for n in tree.nodes} == {ir.main_graph: (0, 1), first: (0,), second: (1,), body: (0, 1)}
+    labels = dict(zip(trace(call_tree_figure(tree), "graphs").customdata,
+                      annotation_texts(call_tree_figure(tree), "graph")))
+    assert labels[first.id].endswith("<br>IPU 0") and labels[second.id].endswith("<br>IPU 1")
+    assert labels[body.id].endswith("<br>IPUs 0, 1")
+    one_ipu, _ = call_tree_program()
+    assert not any("IPU" in label for label in annotation_texts(call_tree_figure(call_tree(one_ipu)), "graph"))
+
+
+def fan_out(children: int):
+    ir = popxl.Ir()
+    with ir.main_graph:
+        x = popxl.variable(np.ones(2, np.float32))
+        for n in range(children):
+            popxl.ops.call(ir.create_graph(lambda t: t + n, x), x)
+    return ir
+
+
+def test_a_wide_tree_widens_its_picture_and_a_wider_one_opens_around_the_main_graph():
+    from workbench.widgets.figures.call_tree_figure import WIDEST_PICTURE
+    from workbench.widgets.style import PICTURE_WIDTH
+
+    small = call_tree_figure(call_tree(fan_out(3)))
+    assert small.layout.width is None and not small.layout.title.text.endswith("drag to pan")
+    seven = call_tree_figure(call_tree(fan_out(7)))  # 7 columns: every graph in the picture, wider than usual
+    nodes = trace(seven, "graphs")
+    low, high = seven.layout.xaxis.range
+    assert PICTURE_WIDTH < seven.layout.width <= WIDEST_PICTURE and all(low < x < high for x in nodes.x)
+    wide = call_tree_figure(call_tree(fan_out(30)))
+    low, high = wide.layout.xaxis.range
+    main_x = trace(wide, "graphs").x[0]
+    assert wide.layout.width == WIDEST_PICTURE and wide.layout.dragmode == "pan"
+    assert wide.layout.title.text.endswith("· drag to pan") and low < main_x < high
+    assert abs((low + high) / 2 - main_x) < 1e-6  # centred on the main graph
+
+
+def test_long_graph_names_are_cut_in_the_middle_so_those_sharing_a_prefix_stay_apart():
+    ir = popxl.Ir()
+    with ir.main_graph:
+        x = popxl.variable(np.ones(2, np.float32))
+        graphs = []
+        for suffix in ("", "_1", "__loop_wrapper"):
+            graph = ir.create_empty_graph("batch_serialise_non_overlapped.micro_graph_fn" + suffix)
+            with graph:
+                popxl.graph_input((2,), popxl.float32, "t")
+            graphs.append(graph)
+    names = [label.split("<br>")[0] for label in annotation_texts(call_tree_figure(call_tree(ir)), "graph")][1:]
+    assert len(set(names)) == 3 and all(name.startswith("<b>batch") and "…" in name for name in names)
+    assert names[1].endswith("_fn_1</b>") and names[2].endswith("_wrapper</b>")

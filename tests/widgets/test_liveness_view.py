@@ -188,3 +188,84 @@ def test_by_default_code_that_would_dwarf_the_tensors_is_left_out_and_all_code_a
     assert toggle.value is False
     toggle.value = True
     assert "code" in {t.meta["kind"] for t in view.figure.data if (t.meta or {}).get("ipu") == 0}
+
+
+def phased_program():
+    """Two layers whose weights live in Streaming Memory, run one phase each as a phased program does:
+    a graph loads the layer's weights, the layer runs, a graph stores the weights back."""
+    ir = popxl.Ir()
+    with ir.main_graph:
+        buffer = popxl.remote_buffer((16, 16), popxl.float32, entries=2)
+        for layer in (0, 1):
+            popxl.remote_variable(np.eye(16, dtype=np.float32) * (layer + 2), buffer, layer, name=f"layer{layer}.w")
+
+        def load(index: popxl.Tensor):
+            return ops.remote_load(buffer, index, name="w")
+
+        def store(index: popxl.Tensor, w: popxl.Tensor):
+            ops.remote_store(buffer, index, w)
+
+        def layer(x: popxl.Tensor, w: popxl.Tensor):
+            return ops.gelu(x @ w)
+
+        load_graph = ir.create_graph(load, popxl.constant(0, popxl.int32))
+        store_graph = ir.create_graph(store, popxl.constant(0, popxl.int32), popxl.TensorSpec((16, 16), popxl.float32))
+        x_stream = popxl.h2d_stream((4, 16), popxl.float32, name="x")
+        x = ops.host_load(x_stream)
+        layer_graph = ir.create_graph(layer, x, popxl.TensorSpec((16, 16), popxl.float32))
+        with popxl.in_sequence(True):
+            for row in (0, 1):
+                index = popxl.constant(row, popxl.int32)
+                (w,) = ops.call(load_graph, index)
+                (x,) = ops.call(layer_graph, x, w)
+                ops.call(store_graph, index, w)
+        out = popxl.d2h_stream((4, 16), popxl.float32, name="out")
+        ops.host_store(out, x)
+    return ir
+
+
+def test_a_phased_program_shows_its_streaming_memory_and_where_each_phase_loads_and_stores_weights():
+    from workbench.analysis.memory import streaming_transfers
+
+    ir = phased_program()
+    flat = flattened_schedule(ir)
+    transfers = streaming_transfers(flat)
+    assert [(t.direction, flat.steps[t.step].op.type, flat.steps[t.step].graph.label) for t in transfers] == [
+        ("load", "remote_load", "phased_program.load"), ("store", "remote_store", "phased_program.store")] * 2
+    assert all(t.nbytes == 16 * 16 * 4 and t.ipu == 0 for t in transfers)
+    figure = LivenessView(ir, live=False).figure
+    assert figure.layout.annotations[0].text.endswith("· Streaming Memory 2 KiB · capacity far above, off the scale")
+    marks = {t.meta["kind"]: t for t in figure.data if (t.meta or {}).get("kind", "").startswith("remote_")}
+    assert list(marks) == ["remote_load", "remote_store"]
+    assert list(marks["remote_load"].x) == [t.step for t in transfers if t.direction == "load"]
+    assert marks["remote_load"].name == "loaded from Streaming Memory"
+    assert "loaded from Streaming Memory: w (1 KiB)" in marks["remote_load"].hovertext[0]
+    stacked = [r.variables + r.constants + r.intermediates for r in tensor_liveness(ir).steps[0]]
+    assert list(marks["remote_store"].y) == [stacked[t.step] for t in transfers if t.direction == "store"]
+
+
+def test_a_program_without_streaming_memory_has_no_transfer_marks_and_says_nothing_of_it():
+    ir, _, _ = two_ipu_program()
+    figure = LivenessView(ir, live=False).figure
+    assert not [t for t in figure.data if (t.meta or {}).get("kind", "").startswith("remote_")]
+    assert not any("Streaming Memory" in (a.text or "") for a in figure.layout.annotations)
+
+
+def test_an_ir_whose_main_graph_calls_nothing_says_why_its_memory_is_empty():
+    """As a tutorial's first cells build module graphs without calling them."""
+    ir = popxl.Ir()
+    with ir.main_graph:
+        for n in range(2):
+            ir.create_graph(lambda x: x * 2.0, popxl.TensorSpec((2,), popxl.float32))
+    title = LivenessView(ir, live=False).figure.layout.title.text
+    assert "<sup>the main graph has no ops, so nothing runs: 2 graphs built, none called from it</sup>" in title
+
+
+def test_a_replicated_program_says_its_memory_is_each_replicas():
+    ir = popxl.Ir(replication=4)
+    with ir.main_graph:
+        popxl.variable(np.ones(8, np.float32), name="w") + 1.0
+    title = LivenessView(ir, live=False).figure.layout.title.text
+    assert "<sup>per replica: each of the 4 replicas has these IPUs and this memory</sup>" in title
+    alone, _, _ = two_ipu_program()
+    assert "per replica" not in LivenessView(alone, live=False).figure.layout.title.text

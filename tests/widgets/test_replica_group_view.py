@@ -210,3 +210,34 @@ def test_every_variable_of_a_transformer_has_a_row_and_its_hover_names_them_all(
     assert variable_rows == {"24 variables: layer0.qkv, layer0.proj, …"}
     hover = next(h for t in rows for h in t.hovertext if h.startswith("<b>24 variables</b>"))
     assert all(variable.name in hover for variable in ir.variables)
+
+
+def test_remote_and_replica_sharded_variables_get_rows_of_their_own_that_say_where_they_live():
+    """As a phased or RTS program stores weights: some on the IPU, optimiser state in Streaming Memory,
+    part of it sharded over the 4 replicas (each holds a quarter)."""
+    ir = popxl.Ir(replication=4)
+    with ir.main_graph:
+        on_ipu = [popxl.variable(np.ones(8, np.float32), name=f"w{index}") for index in range(2)]
+        buffer = popxl.remote_buffer((8,), popxl.float32, entries=2)
+        remote = [popxl.remote_variable(np.ones(8, np.float32), buffer, row, name=f"state{row}") for row in (0, 1)]
+        sharded = [popxl.replica_sharded_variable(np.ones(8, np.float32), name=f"moment{index}")[0]
+                   for index in range(3)]
+        ops.var_updates.accumulate_(on_ipu[0], ops.collectives.replicated_all_reduce(on_ipu[1]))
+    assert [v.shard_count for v in sharded] == [4, 4, 4] and all(v.remote_buffer is not None for v in remote)
+    view = ReplicaGroupView(ir, live=False)
+    assert [row.label for row in fold_uses(view.uses)][1:] == [
+        "2 variables: w0, w1", "2 remote variables: state0, state1", "3 RTS variables (4 shards each): moment0, moment1, …"]
+    rows = [t for t in view.figure.data if (t.meta or {}).get("panel") == "matrix"]
+    hovers = {y.split(":")[0]: hover for t in rows for y, hover in zip(t.y, t.hovertext)}
+    assert "sharded over 4 replicas: each holds 1/4 of each variable" in hovers["3 RTS variables (4 shards each)"]
+    assert "in Streaming Memory (remote buffers)" in hovers["2 remote variables"]
+    assert "Streaming Memory" not in hovers["2 variables"]
+    grid_title = view.figure.layout.annotations[0].text
+    assert grid_title.endswith("used by 1 collective, 2 variables, 2 remote variables and 3 RTS variables")
+
+
+def test_one_replica_is_said_in_the_singular():
+    ir = popxl.Ir()
+    with ir.main_graph:
+        popxl.variable(np.ones(2, np.float32), name="w")
+    assert ReplicaGroupView(ir, live=False).figure.layout.title.text == "1 replica"

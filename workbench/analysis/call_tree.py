@@ -4,7 +4,8 @@ Nodes are graphs; each call site is an edge of kind 'call', 'repeat' (with its c
 'conditional-then' or 'conditional-else'. ``runs_per_session_run`` sums, over every path from the
 main graph, the product of the repeat counts along it; a branch counts as taken, so the figure is
 the most a graph can run, and ``through_branch`` says when a branch was assumed taken. Graphs the
-main graph never reaches run 0 times. Loading code (``remote_code_load``) is not a call.
+main graph never reaches run 0 times. Each graph also names the IPUs its ops run on, which is where
+a pipelined program's stages show. Loading code (``remote_code_load``) is not a call.
 """
 from __future__ import annotations
 
@@ -16,10 +17,14 @@ from workbench.ops.call_binding import call_bindings
 
 @dataclass(eq=False, slots=True)
 class CallTreeNode:
+    """A graph, its size, how often it runs and the IPUs it runs on: those of its ops and of the graphs
+    it calls (a pipeline stage's one IPU)."""
+
     graph: Graph
     op_count: int
     runs_per_session_run: int
     through_branch: bool
+    ipus: tuple[int, ...] = ()
 
     @property
     def label(self) -> str:
@@ -59,7 +64,7 @@ class CallTree:
         for node in self.nodes:
             result.add_node(node.graph, label=node.label, op_count=node.op_count,
                             runs_per_session_run=node.runs_per_session_run,
-                            through_branch=node.through_branch)
+                            through_branch=node.through_branch, ipus=node.ipus)
         for edge in self.edges:
             result.add_edge(edge.caller, edge.callee, op=edge.op, kind=edge.kind,
                             repeat_count=edge.repeat_count)
@@ -93,5 +98,19 @@ def call_tree(ir: Ir) -> CallTree:
         runs[graph] = (total, branch)
         return runs[graph]
 
-    nodes = [CallTreeNode(graph, len(graph.ops), *runs_of(graph)) for graph in ir.graphs]
+    outgoing: dict[Graph, list[Graph]] = {graph: [] for graph in ir.graphs}
+    for edge in edges:
+        outgoing[edge.caller].append(edge.callee)
+    placed: dict[Graph, frozenset[int]] = {}
+
+    def ipus_of(graph: Graph) -> frozenset[int]:
+        """The IPUs of the graph's own ops (call sites aside) and of every graph it calls."""
+        if graph not in placed:
+            placed[graph] = frozenset({op.ipu for op in graph.ops if not call_bindings(op)}).union(
+                *(ipus_of(callee) for callee in outgoing[graph]))
+        return placed[graph]
+
+    counted = [runs_of(graph) for graph in ir.graphs]  # refuses a cycle before ipus_of would follow it
+    nodes = [CallTreeNode(graph, len(graph.ops), *runs, tuple(sorted(ipus_of(graph))))
+             for graph, runs in zip(ir.graphs, counted)]
     return CallTree(nodes, edges)

@@ -12,10 +12,12 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Optional
 
-from workbench.ir import Ir, RemoteBuffer
+from workbench.ir import Ir, Op, RemoteBuffer, Tensor
 from workbench.ir.device import Device
+from workbench.ops.multi_exchange import exchange_parts
 
 from .code_size import graph_code_bytes
+from .flatten import FlatSchedule
 from .tensor_liveness import Allocation, StepMemory, TensorLiveness, tensor_liveness
 
 
@@ -110,6 +112,39 @@ def memory(ir: Ir, device: Device, liveness: Optional[TensorLiveness] = None, to
     if needed > device.num_ipus:
         problems.insert(0, CapacityProblem("ipus", None, needed, device.num_ipus))
     return MemoryReport(records, problems, needed, device.num_ipus, liveness)
+
+
+@dataclass(slots=True)
+class StreamingTransfer:
+    """A step that moves a tensor between Streaming Memory and an IPU: ``direction`` 'load' brings
+    ``tensor`` (the loaded value) onto ``ipu``, 'store' writes it (the stored value) back."""
+
+    step: int
+    ipu: int
+    direction: str
+    tensor: Tensor
+    buffer: RemoteBuffer
+
+    @property
+    def nbytes(self) -> int:
+        return self.tensor.nbytes
+
+
+TRANSFER_DIRECTIONS = {"remote_load": "load", "remote_load_": "load", "remote_store": "store"}
+
+
+def streaming_transfers(flat: FlatSchedule) -> list[StreamingTransfer]:
+    """Every remote load and store of the flattened schedule, those merged into a MultiExchange too, in
+    step order: where a phased program brings each layer's weights in and writes them back."""
+    transfers = []
+    for step in flat.steps:
+        parts: list[Op] = exchange_parts(step.op) if step.op.type == "multi_exchange" else [step.op]
+        for part in parts:
+            direction = TRANSFER_DIRECTIONS.get(part.type)
+            if direction is not None:
+                tensor = part.outputs[0] if direction == "load" else part.inputs[0]
+                transfers.append(StreamingTransfer(step.index, step.op.ipu, direction, tensor, part.attrs["buffer"]))
+    return transfers
 
 
 def _remote_buffer_bytes(ir: Ir) -> dict[int, int]:

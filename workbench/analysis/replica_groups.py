@@ -12,19 +12,48 @@ from workbench.ir import Ir, Op, ReplicaGrouping, Variable
 
 @dataclass(eq=False, slots=True)
 class GroupingUse:
-    """A collective op (``kind`` 'collective') or a variable (``kind`` 'variable') and its grouping."""
+    """A collective op (``kind`` 'collective') or a variable (``kind`` 'variable') and its grouping.
+    A remote variable lives in Streaming Memory; a replica-sharded (RTS) one is split over
+    ``shards`` replicas of its group, each holding one slice."""
 
     item: Union[Op, Variable]
     grouping: ReplicaGrouping
     kind: str
 
     @property
+    def storage(self) -> str:
+        """Where a variable lives: '' on the IPU, 'remote' in Streaming Memory, 'RTS' in Streaming Memory
+        sharded over replicas (each holds a slice); '' for a collective."""
+        if not isinstance(self.item, Variable):
+            return ""
+        if self.item.shard_count > 1:
+            return "RTS"
+        return "remote" if self.item.remote_buffer is not None else ""
+
+    @property
+    def shards(self) -> int:
+        """How many replicas share out a variable (1 unless replica-sharded)."""
+        return self.item.shard_count if isinstance(self.item, Variable) else 1
+
+    @property
+    def noun(self) -> str:
+        """'collective', 'variable', 'remote variable' or 'RTS variable'."""
+        return f"{self.storage} {self.kind}".strip()
+
+    @property
     def label(self) -> str:
-        """A collective's name, what it reduces or gathers and its graph; a variable's name."""
+        """A collective's name, what it reduces or gathers and its graph; a variable's kind and name,
+        with its shard count when replica-sharded."""
         if self.kind == "collective":
             of = f" of {self.item.inputs[0].name}" if self.item.inputs else ""
             return f"{self.item.name}{of} ({self.item.graph.label})"
-        return f"variable {self.item.name}"
+        sharded = f" ({self.shards} shards)" if self.shards > 1 else ""
+        return f"{self.noun} {self.item.name}{sharded}"
+
+    @property
+    def name(self) -> str:
+        """The label without the kind: a collective's label, a variable's name."""
+        return self.label if self.kind == "collective" else self.item.name
 
     @property
     def groups(self) -> list[list[int]]:
@@ -44,19 +73,22 @@ class GroupingRow:
 
     @property
     def label(self) -> str:
+        """'8 remote variables: w0, w1, …' ('RTS variables (4 shards each)' when sharded)."""
         first = self.uses[0]
         if len(self.uses) == 1:
             return first.label
-        shown = ", ".join(use.label.removeprefix("variable ") for use in self.uses[:2])
+        shown = ", ".join(use.name for use in self.uses[:2])
         more = ", …" if len(self.uses) > 2 else ""
-        return f"{len(self.uses)} {first.kind}s: {shown}{more}"
+        sharded = f" ({first.shards} shards each)" if first.shards > 1 else ""
+        return f"{len(self.uses)} {first.noun}s{sharded}: {shown}{more}"
 
 
 def fold_uses(uses: list[GroupingUse]) -> list[GroupingRow]:
-    """One row per kind and grouping, in the order each first appears."""
+    """One row per kind, storage (on the IPU, remote, sharded) and grouping, in the order each first
+    appears."""
     rows: dict[tuple, GroupingRow] = {}
     for use in uses:
-        key = (use.kind, use.grouping)
+        key = (use.kind, use.storage, use.shards, use.grouping)
         if key in rows:
             rows[key].uses.append(use)
         else:

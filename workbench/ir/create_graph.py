@@ -1,6 +1,7 @@
 """``Ir.create_graph``: turn a Python function or Module into a subgraph."""
 from __future__ import annotations
 
+import functools
 import inspect
 import typing
 from typing import TYPE_CHECKING, Any, Callable
@@ -46,6 +47,12 @@ def build_graph(ir: "Ir", fn: Callable[..., Any], args: tuple, kwargs: dict) -> 
 
 
 def _type_hints(function: Callable[..., Any]) -> dict[str, Any]:
+    """The annotations of the parameters, read where they are written: a partial's function, an
+    object's ``__call__`` (as a layer library's module instances are passed)."""
+    if isinstance(function, functools.partial):
+        function = function.func
+    elif not (inspect.isfunction(function) or inspect.ismethod(function) or isinstance(function, type)):
+        function = getattr(type(function), "__call__", function)
     try:
         return typing.get_type_hints(function)
     except Exception:  # unresolved forward references: fall back to the raw annotations

@@ -150,8 +150,9 @@ def create_op(op_type: str, inputs: Sequence[Tensor], attrs: Optional[dict] = No
     graph = get_current_graph() if fragment is None else get_current_graph().ir.main_graph
     graph._check_inputs(op_type, inputs)
     # popxl checks placement in compute ops only: an exchange (remote load/store with an offset on
-    # compute tiles and data on IO tiles) takes its inputs wherever they are
-    if (len(inputs) > 1 and not definition.crosses_ipus and not definition.exchange and not called_graphs
+    # compute tiles and data on IO tiles), or a MultiExchange merging such, takes its inputs wherever they are
+    exchange = definition.exchange or definition.written_buffers is not None
+    if (len(inputs) > 1 and not definition.crosses_ipus and not exchange and not called_graphs
             and len({(t.ipu, t.tile_set) for t in inputs}) > 1):  # all in one place: nothing to check
         check_same_placement(op_type, {t.name: t for t in inputs})
     attrs = dict(attrs or {})

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from workbench.analysis.memory import memory
+from workbench.analysis.memory import memory, streaming_transfers
 from workbench.analysis.tensor_liveness import tensor_liveness
 from workbench.ir.device import Device, device_for
 
@@ -14,7 +14,8 @@ from .view import View
 class LivenessView(View):
     """Bytes of tile memory live at each step of ``analysis.flattened_schedule``, per IPU, stacked by
     variables, constants, intermediates and code, against the device's capacity; hovering a step lists
-    its live tensors. ``include_code`` (or the checkbox) stacks code with them (True) or leaves it out
+    its live tensors; each IPU's title gives its Streaming Memory, and markers show where remote loads
+    bring tensors in and remote stores write them back. ``include_code`` (or the checkbox) stacks code with them (True) or leaves it out
     (False); by default it is left out where it would dwarf the tensors, and the title says so. Below,
     the code liveness (``analysis.code_liveness``) of the graphs whose code is loaded, as bars from
     ``remote_code_load`` to last call; when all code is always live, one line says so. Clicking a step selects its op. The device is ``device``, the
@@ -50,7 +51,9 @@ class LivenessView(View):
 
     def build_figure(self):
         capacity = {record.ipu: record.tile_capacity for record in self.report.ipus}
-        return liveness_figure(self.liveness, capacity, self.marked_steps(), self.stepper_step, self.include_code)
+        streaming = {record.ipu: record.streaming_bytes for record in self.report.ipus}
+        return liveness_figure(self.liveness, capacity, self.marked_steps(), self.stepper_step, self.include_code,
+                               streaming, streaming_transfers(self.liveness.flat), self.ir.replication_factor)
 
     def _controls(self) -> list:
         import ipywidgets

@@ -9,6 +9,7 @@ from workbench.ir import ReplicaGrouping, Variable
 
 from .figures import replica_group_figure, values_table_html
 from .figures.replica_figure import grouping_shape
+from .style import count_of
 from .view import View
 
 LISTED_VARIABLES = 12  # with more variables than this, only those split into several groups get a values table
@@ -74,7 +75,7 @@ class ReplicaGroupView(View):
 
     def build_figure(self):
         instances = self.ir.instances
-        title = f"{self.ir.replication_factor} replicas" + (
+        title = count_of(self.ir.replication_factor, "replica") + (
             f" in {len(instances)} instances" if len(instances) > 1 else "")
         return replica_group_figure(self.shown_grouping, self.uses, title=title, instances=instances)
 

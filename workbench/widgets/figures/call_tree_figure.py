@@ -10,11 +10,13 @@ import plotly.graph_objects as go
 from workbench.analysis.call_tree import CallTree, CallTreeEdge, CallTreeNode
 
 from workbench.export.layered import Layout, column_pixels, layered_layout
-from ..style import CALL_SITE_COLORS, GRAPH_STATUS_COLORS, HIGHLIGHT, PICTURE_WIDTH, TEMPLATE, base_layout, count_of, fitted, text
+from ..style import CALL_SITE_COLORS, GRAPH_STATUS_COLORS, HIGHLIGHT, PICTURE_WIDTH, TEMPLATE, base_layout, count_of, text
 
-MIN_COLUMN = 160  # pixels per column at least; wider trees open on their left part
+MIN_COLUMN = 160  # pixels per column at least; wider trees widen the picture, then open around the main graph
+WIDEST_PICTURE = 1280  # pixels: the widest call tree picture, as wide as a notebook's output area
 LAYER_HEIGHT = 130  # pixels per level of calls
 RING = 12  # pixels the selection ring adds around a graph's square
+HOVER_INPUTS = 4  # graph inputs a hover lists: what tells apart graphs one module made for other shapes
 
 NODE_COLORS = GRAPH_STATUS_COLORS
 EDGE_LOOKS = {  # trace name -> line style; call-site kinds map onto these names
@@ -64,8 +66,11 @@ def call_tree_figure(tree: CallTree, selected_graph=None, title: Optional[str] =
                 ys += [y for _, y in paths[pair]] + [None]
         if xs:
             figure.add_trace(go.Scatter(x=xs, y=ys, mode="lines", name=name, line=line, hoverinfo="skip"))
-    column = column_pixels(layout, PICTURE_WIDTH - 40, MIN_COLUMN)
+    # A tree wider than the usual picture gets a wider one, up to WIDEST_PICTURE; beyond that it pans.
+    width = int(min(max(PICTURE_WIDTH, (layout.width + 0.5) * MIN_COLUMN + 40), WIDEST_PICTURE))
+    column = column_pixels(layout, width - 40, MIN_COLUMN)
     room = int((column - 50) // 7)
+    several_ipus = len({ipu for node in tree.nodes for ipu in node.ipus}) > 1
     for pair, edges in pairs.items():
         (x0, y0), (x1, y1) = paths[pair][:2]
         # beside the line, on the side it leaves free: below it where it runs down to the left
@@ -80,7 +85,7 @@ def call_tree_figure(tree: CallTree, selected_graph=None, title: Optional[str] =
                     line=dict(width=1, color="white")),
         hovertext=[_node_hover(tree, node) for node in tree.nodes], hoverinfo="text"))
     for key, node in zip(keys, tree.nodes):
-        figure.add_annotation(x=position[key][0], y=position[key][1], text=_node_label(node, room),
+        figure.add_annotation(x=position[key][0], y=position[key][1], text=_node_label(node, room, several_ipus),
                               showarrow=False, xanchor="left", xshift=sizes[key] / 2 + RING / 2 + 4, align="left",
                               font=dict(size=11), bgcolor="rgba(255,255,255,0.85)", name="graph")
     if selected_graph is not None and selected_graph.id in position:
@@ -89,12 +94,16 @@ def call_tree_figure(tree: CallTree, selected_graph=None, title: Optional[str] =
         figure.add_trace(go.Scatter(x=[x], y=[y], mode="markers", name="selected", customdata=[selected_graph.id],
                                     marker=dict(symbol="square-open", size=size, color=HIGHLIGHT, line=dict(width=3)),
                                     hoverinfo="skip"))
-    left = layout.left - 0.5
+    shown = (width - 40) / column  # columns the picture holds
+    left = _opening_left(layout, position[keys[0]][0] if keys else 0.0, shown)
+    wider = layout.width + 0.5 > shown + 1e-9
     figure.update_layout(**base_layout(
         title=dict(text=title or f"Call tree: {count_of(len(tree.nodes), 'graph')}, "
-                                 f"{count_of(len(tree.edges), 'call site')}", x=0.01),
+                                 f"{count_of(len(tree.edges), 'call site')}"
+                                 + (" · drag to pan" if wider else ""), x=0.01),
         showlegend=True, legend=dict(orientation="h", yanchor="bottom", y=1.0, x=1.0, xanchor="right"),
-        xaxis=dict(visible=False, range=[left, left + (PICTURE_WIDTH - 40) / column]),
+        dragmode="pan" if wider else None, width=width if width > PICTURE_WIDTH else None,
+        xaxis=dict(visible=False, range=[left, left + shown]),
         yaxis=dict(visible=False, range=[-layout.depth + 0.5, 0.5]),
         height=LAYER_HEIGHT * layout.depth + 90, margin=dict(l=20, r=20, t=70, b=20)))
     return figure
@@ -124,16 +133,45 @@ def _pair_hover(edges: list[CallTreeEdge]) -> str:
                        for e in edges)
 
 
-def _node_label(node: CallTreeNode, room: int) -> str:
-    """The graph's name (cut to ``room`` characters: the hover has it whole), its size and runs."""
+def _opening_left(layout: Layout, main_x: float, shown: float) -> float:
+    """The left end of the x range the picture opens on: the whole tree where it fits, else a window
+    around the main graph (the root every call starts from), kept within the tree."""
+    left, right = layout.left - 0.5, layout.left + layout.width
+    if right - left <= shown:
+        return left
+    return min(max(main_x - shown / 2, left), right - shown)
+
+
+def ipus_text(ipus: tuple[int, ...]) -> str:
+    """'IPU 1' or 'IPUs 0, 1': where a graph's ops run."""
+    return f"IPU {ipus[0]}" if len(ipus) == 1 else "IPUs " + ", ".join(map(str, ipus))
+
+
+def _node_label(node: CallTreeNode, room: int, with_ipus: bool = False) -> str:
+    """The graph's name (cut to ``room`` characters: the hover has it whole), its size and runs, and
+    with ``with_ipus`` (a program on several IPUs: pipeline stages) the IPUs it runs on."""
     runs = node.runs_per_session_run
-    return f"<b>{text(fitted(node.label, room))}</b><br>{count_of(node.op_count, 'op')} · runs ×{runs}"
+    where = f"<br>{ipus_text(node.ipus)}" if with_ipus and node.ipus else ""
+    return f"<b>{text(ends_kept(node.label, room))}</b><br>{count_of(node.op_count, 'op')} · runs ×{runs}{where}"
+
+
+def ends_kept(label: str, room: int) -> str:
+    """``label`` cut to ``room`` characters in its middle: graphs a library or pass makes share long
+    prefixes and differ at their ends ('..._grad', '..._1', '...__loop_wrapper')."""
+    if len(label) <= room:
+        return label
+    tail = (room - 1) * 3 // 5
+    return label[:room - 1 - tail] + "…" + (label[-tail:] if tail else "")
 
 
 def _node_hover(tree: CallTree, node: CallTreeNode) -> str:
-    lines = [f"<b>{text(node.label)}</b>", f"{node.op_count} ops",
+    lines = [f"<b>{text(node.label)}</b>", f"{node.op_count} ops" + (f" on {ipus_text(node.ipus)}" if node.ipus else ""),
              f"runs {node.runs_per_session_run}× per session run"
              + (" (if its branches are taken)" if node.through_branch else "")]
+    if node is not tree.nodes[0] and node.graph.inputs:
+        specs = [f"{text(t.dtype.name)}{list(t.shape)}" for t in node.graph.inputs[:HOVER_INPUTS]]
+        more = f" and {len(node.graph.inputs) - HOVER_INPUTS} more" if len(node.graph.inputs) > HOVER_INPUTS else ""
+        lines.append("takes " + ", ".join(specs) + more)
     callers = [e for e in tree.edges if e.callee is node.graph]
     callees = [e for e in tree.edges if e.caller is node.graph]
     if callers:

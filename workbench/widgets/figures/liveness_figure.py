@@ -2,17 +2,18 @@
 per graph (bars from load to last call, with load and call markers)."""
 from __future__ import annotations
 
-from typing import Iterable, Mapping, Optional
+from typing import Iterable, Mapping, Optional, Sequence
 
 import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from workbench.analysis.code_size import graph_code_bytes
+from workbench.analysis.memory import StreamingTransfer
 from workbench.analysis.tensor_liveness import StepMemory, TensorLiveness
 
-from ..style import (ALWAYS_LIVE_COLOR, CAPACITY_COLOR, CURRENT_COLOR, HIGHLIGHT, KIND_COLORS, KIND_LABELS, TEMPLATE, base_layout, binary_ticks, format_bytes, text,
-                     text_array)
+from ..style import (ALWAYS_LIVE_COLOR, CAPACITY_COLOR, CURRENT_COLOR, HIGHLIGHT, KIND_COLORS, KIND_LABELS, SCHEDULE_COLORS,
+                     TEMPLATE, base_layout, binary_ticks, format_bytes, text, text_array)
 
 KINDS = ("variables", "constants", "intermediates", "code")  # stacking order, bottom first
 PANEL_GAP = 56  # pixels between panels: the upper axis, then the lower panel's title
@@ -54,12 +55,18 @@ NOTE_HEIGHT = 18  # pixels more per note under the title
 
 
 def liveness_figure(liveness: TensorLiveness, capacity: Mapping[int, int], marked_steps: Iterable[int] = (),
-                    current_step: Optional[int] = None, include_code: Optional[bool] = None) -> go.Figure:
+                    current_step: Optional[int] = None, include_code: Optional[bool] = None,
+                    streaming: Optional[Mapping[int, int]] = None, transfers: Sequence[StreamingTransfer] = (),
+                    replicas: int = 1) -> go.Figure:
     """One memory panel per IPU (``capacity`` maps IPU to tile-memory bytes), then the code panel for the
     graphs whose code is loaded and freed (all code always live is said in one line instead).
     Step ``s`` spans x from s-0.5 to s+0.5 in both panels. ``marked_steps`` (the selection) get dotted
     lines, ``current_step`` (where a stepped run stands) a solid one. Without ``include_code`` the
-    memory panels leave code out, so tensors fill the scale; None leaves it out where it would dwarf them."""
+    memory panels leave code out, so tensors fill the scale; None leaves it out where it would dwarf them.
+    ``streaming`` (bytes of Streaming Memory per IPU) goes in each panel's title; ``transfers`` (remote
+    loads and stores) are marked on their IPU's memory, where a phased program loads and stores weights.
+    With several ``replicas`` a note says the figures are each replica's."""
+    streaming = streaming or {}
     dwarfed = include_code is None and code_dwarfs_tensors(liveness)
     include_code = not dwarfed if include_code is None else include_code
     kinds = KINDS if include_code else tuple(kind for kind in KINDS if kind != "code")
@@ -74,7 +81,8 @@ def liveness_figure(liveness: TensorLiveness, capacity: Mapping[int, int], marke
     figure = make_subplots(rows=rows, cols=1, shared_xaxes=True,
                            vertical_spacing=PANEL_GAP / (height - 120) if rows > 1 else 0.0,
                            row_heights=[1.0] * len(ipus) + ([max(0.35, 0.12 * len(code_rows))] if code_rows else []),
-                           subplot_titles=[_memory_title(liveness, ipu, capacity[ipu]) for ipu in ipus]
+                           subplot_titles=[_memory_title(liveness, ipu, capacity[ipu], streaming.get(ipu, 0))
+                                           for ipu in ipus]
                            + ([code_title] if code_rows else []))
     figure.layout.template = TEMPLATE  # in place of plotly's default
     steps = np.arange(len(liveness.flat))
@@ -94,7 +102,9 @@ def liveness_figure(liveness: TensorLiveness, capacity: Mapping[int, int], marke
                 stackgroup=f"ipu{ipu}", mode="lines", line=dict(width=0.5, shape="hvh", color=KIND_COLORS[KIND_OF[kind]]),
                 hovertext=_to_edges(hovers), hoverinfo="text", customdata=_to_edges(steps), meta=dict(ipu=ipu, kind=kind)),
                 row=row, col=1)
-        peak = max((sum(getattr(record, kind) for kind in kinds) for record in records), default=0)
+        stacked = [sum(getattr(record, kind) for kind in kinds) for record in records]
+        peak = max(stacked, default=0)
+        _add_transfers(figure, liveness, [t for t in transfers if t.ipu == ipu], stacked, row, first=row == 1)
         cap = capacity[ipu]
         figure.add_trace(go.Scatter(
             x=[-0.5, max(len(steps) - 0.5, 0.5)], y=[cap, cap], mode="lines", name="device capacity",
@@ -108,6 +118,12 @@ def liveness_figure(liveness: TensorLiveness, capacity: Mapping[int, int], marke
     if code_rows:
         _add_code_panel(figure, liveness, code_rows, rows)
     notes = []
+    if not len(steps):
+        built = len(liveness.code) - 1
+        notes.append("the main graph has no ops, so nothing runs"
+                     + (f": {built} graph{'s' if built != 1 else ''} built, none called from it" if built > 0 else ""))
+    if replicas > 1:
+        notes.append(f"per replica: each of the {replicas} replicas has these IPUs and this memory")
     if not code_rows and always:
         notes.append(f"all code is always live: no graph's code is loaded with remote_code_load "
                      f"({len(always)} graph{'s' if len(always) != 1 else ''})")
@@ -124,13 +140,16 @@ def liveness_figure(liveness: TensorLiveness, capacity: Mapping[int, int], marke
                               xanchor="left", yanchor="bottom", name="stepper")
     figure.update_xaxes(title_text="step of the flattened schedule", row=rows, col=1)
     figure.update_xaxes(range=[-0.5, max(len(steps) - 0.5, 0.5)])
+    top = TITLE_SPACE + NOTE_HEIGHT * len(notes)
+    legend_rows = len(kinds) + 1 + len({transfer.direction for transfer in transfers})
+    figure_height = max(height + NOTE_HEIGHT * len(notes), top + 50 + 30 * legend_rows)
     figure.update_layout(**base_layout(
-        height=height, hovermode="closest",
+        height=figure_height, hovermode="closest",
         legend=dict(yanchor="top", y=1.0, x=1.01, xanchor="left"),
         title=dict(text=f"Memory over {len(steps)} schedule steps"
                    + "".join(f"<br><sup>{note}</sup>" for note in notes), x=0.01,
-                   yref="container", y=1 - TITLE_TOP / height, yanchor="top"),  # its notes grow down from the top
-        margin=dict(l=70, r=20, t=TITLE_SPACE + NOTE_HEIGHT * len(notes), b=50)))
+                   yref="container", y=1 - TITLE_TOP / figure_height, yanchor="top"),  # notes grow down
+        margin=dict(l=70, r=20, t=top, b=50)))
     return figure
 
 
@@ -140,14 +159,36 @@ def _to_edges(values: np.ndarray) -> np.ndarray:
     return np.concatenate([values[:1], values, values[-1:]]) if len(values) else values
 
 
-def _memory_title(liveness: TensorLiveness, ipu: int, capacity: int) -> str:
+def _memory_title(liveness: TensorLiveness, ipu: int, capacity: int, streaming: int = 0) -> str:
     records = liveness.steps[ipu]
+    remote = f" · Streaming Memory {format_bytes(streaming)}" if streaming else ""
     if not records:
-        return f"IPU {ipu}: no steps"
+        return f"IPU {ipu}: no steps{remote}"
     peak = max(records, key=lambda record: record.total)
     share = 100 * peak.total / capacity if capacity else 0.0
     return (f"IPU {ipu}: peak {format_bytes(peak.total)} at step {peak.step} "
-            f"({share:.3g}% of {format_bytes(capacity)})")
+            f"({share:.3g}% of {format_bytes(capacity)}){remote}")
+
+
+TRANSFER_LOOKS = {"load": ("loaded from Streaming Memory", "triangle-down"),
+                  "store": ("stored to Streaming Memory", "triangle-up")}
+
+
+def _add_transfers(figure: go.Figure, liveness: TensorLiveness, transfers: Sequence[StreamingTransfer],
+                   stacked: Sequence[int], row: int, first: bool) -> None:
+    """A marker on top of the memory at each remote load and store of this IPU, the tensor in its hover."""
+    for direction, (name, symbol) in TRANSFER_LOOKS.items():
+        chosen = [t for t in transfers if t.direction == direction]
+        if not chosen:
+            continue
+        figure.add_trace(go.Scatter(
+            x=[t.step for t in chosen], y=[stacked[t.step] for t in chosen], mode="markers", name=name,
+            legendgroup=direction, showlegend=first,
+            marker=dict(symbol=symbol, size=9, color=SCHEDULE_COLORS["remote"], line=dict(width=1, color="#262626")),
+            hovertext=[f"<b>{step_description(liveness, t.step)}</b><br>{name}: {text(t.tensor.name)} "
+                       f"({format_bytes(t.nbytes)})" for t in chosen],
+            hoverinfo="text", customdata=[t.step for t in chosen], meta=dict(kind=f"remote_{direction}")),
+            row=row, col=1)
 
 
 def _add_code_panel(figure: go.Figure, liveness: TensorLiveness, code_rows, row: int) -> None:

@@ -71,7 +71,7 @@ def replica_group_figure(grouping: ReplicaGrouping, uses: Sequence[GroupingUse],
             _add_instances(figure, instances, 2, grid=False)
     top = 70 + 20 * (titles["grid"].count("<br>") + 1)
     figure.update_layout(**base_layout(
-        title=dict(text=title or f"{grouping.num_replicas} replicas", x=0.01), height=plot + top + 20,
+        title=dict(text=title or count_of(grouping.num_replicas, "replica"), x=0.01), height=plot + top + 20,
         legend=dict(title_text="groups", yanchor="top", y=1.0), margin=dict(l=20, r=20, t=top, b=20)))
     return figure
 
@@ -112,9 +112,11 @@ def _grid_title(grouping: ReplicaGrouping, uses: Sequence[GroupingUse]) -> str:
         label = users[0].label
         return title + "<br>" + _wrapped(f"used by {label}", TITLE_NAME)
     if users:
-        counts = {kind: sum(1 for use in users if use.kind == kind) for kind in ("collective", "variable")}
-        return title + "<br>used by " + " and ".join(f"{n} {kind}{'s' if n > 1 else ''}"
-                                                     for kind, n in counts.items() if n)
+        counts: dict[str, int] = {}
+        for use in users:
+            counts[use.noun] = counts.get(use.noun, 0) + 1
+        parts = [f"{n} {noun}{'s' if n > 1 else ''}" for noun, n in counts.items()]
+        return title + "<br>used by " + (", ".join(parts[:-1]) + " and " if len(parts) > 1 else "") + parts[-1]
     return title
 
 
@@ -146,7 +148,7 @@ def _add_matrix(figure: go.Figure, replicas: int, uses: Sequence[GroupingRow], r
             marker=dict(symbol="square", size=22 if replicas <= 16 else 12, color=group_color(group)),
             meta=dict(panel="matrix", group=group),
             hovertext=[f"{_every_name(use)}<br>replica {r} is in group {group} with "
-                       f"{', '.join(map(str, use.grouping.members(group)))}" for use, r in cells],
+                       f"{', '.join(map(str, use.grouping.members(group)))}{_storage_note(use)}" for use, r in cells],
             hoverinfo="text"), row=row, col=1)
     figure.update_xaxes(title_text="replica", tickmode="array", range=columns_range(replicas),
                         tickvals=list(range(0, replicas, 1 if replicas <= 16 else 4)), row=row, col=1)
@@ -175,9 +177,20 @@ def _every_name(row: GroupingRow, per_line: int = 6) -> str:
     """Every use of a row by name, a few to a line (the row's label names only the first two)."""
     if len(row.uses) == 1:
         return text(row.label)
-    names = [text(use.label.removeprefix("variable ")) for use in row.uses]
+    names = [text(use.name) for use in row.uses]
     lines = [", ".join(names[start:start + per_line]) for start in range(0, len(names), per_line)]
-    return f"<b>{len(row.uses)} {row.uses[0].kind}s</b>:<br>" + "<br>".join(lines)
+    return f"<b>{len(row.uses)} {row.uses[0].noun}s</b>:<br>" + "<br>".join(lines)
+
+
+def _storage_note(row: GroupingRow) -> str:
+    """Where a row's variables live, for its hover: Streaming Memory, and the slice each replica holds."""
+    first = row.uses[0]
+    if first.storage == "RTS":
+        return (f"<br>in Streaming Memory, sharded over {first.shards} replicas: each holds "
+                f"1/{first.shards} of each variable")
+    if first.storage == "remote":
+        return "<br>in Streaming Memory (remote buffers), loaded onto the IPU where used"
+    return ""
 
 
 def _wrapped(label: str, most: int = ROW_NAME) -> str:
