@@ -1,0 +1,186 @@
+"""How the worker processes of one session meet: memory that every process maps, a barrier on it, and
+the collectives' exchange through it (``job/mpi_window.py``'s ``ExchangeWindow``, the same layout as
+MPI instances use).
+
+Memory made with ``shared_zeros`` before the workers are forked is the same memory in every process.
+Each process owns a few 64-bit slots of the ``Slots`` block and is the only one to write them; the
+others read them, spinning and then sleeping a little while they wait. (A machine that orders stores
+as written, as x86-64 does, makes a slot written after the values mean that the values are there.)
+
+A barrier waits until every process has arrived; it raises instead of waiting for ever when a
+replica failed in any process, the run was interrupted, a process finished its run without coming,
+a process died, or the wait limit passed.
+"""
+from __future__ import annotations
+
+import mmap
+import os
+import time
+from typing import Any, Callable, Optional, Sequence
+
+import numpy as np
+
+from ..job.mpi_window import ALIGNMENT, ExchangeWindow
+from .communicator import CollectiveMismatchError, ReplicaAborted
+from .spanning import Group
+
+# A wait spins this long (seconds), then yields the core, then sleeps SLEEP_SECONDS between looks.
+SPIN_SECONDS, YIELD_SECONDS, SLEEP_SECONDS = 0.0002, 0.005, 0.0001
+LIVENESS_SECONDS = 0.01  # how often a waiting process looks whether the others still run
+# Values of fewer elements than this per process are reduced whole by every process; larger ones are
+# shared out, each process reducing a slice of every group and all reading the results.
+SLICE_ELEMENTS = 4096
+
+
+def shared_zeros(shape: Sequence[int], dtype: Any) -> np.ndarray:
+    """A zeroed array in memory that processes forked afterwards share with this one."""
+    dtype = np.dtype(dtype)
+    count = int(np.prod(shape, dtype=np.int64))
+    memory = mmap.mmap(-1, max(count * dtype.itemsize, 1))
+    return np.frombuffer(memory, dtype, count).reshape(tuple(shape))
+
+
+def is_shared(array: np.ndarray) -> bool:
+    """Whether ``array`` lies in memory made by ``shared_zeros``."""
+    base = array
+    while isinstance(base, np.ndarray):
+        base = base.base
+    return isinstance(base, mmap.mmap)
+
+
+class Slots:
+    """The control block: per process its arrival count, the run it last finished, the replica (plus
+    one) that failed there in this run and how the run ended there; the run the caller posted, its
+    command and whether it profiles; whether the run was interrupted."""
+
+    def __init__(self, processes: int):
+        self.processes = processes
+        block = shared_zeros((4 * processes + 4,), np.int64)
+        self.arrived, self.finished, self.failed, self.outcome = (block[i * processes: (i + 1) * processes]
+                                                                  for i in range(4))
+        self.posted, self.command, self.profiled, self.aborted = (block[4 * processes + i: 4 * processes + i + 1]
+                                                                  for i in range(4))
+
+
+def arrival(run: int, count: int) -> int:
+    """One slot for the run and the barriers passed in it: a later run always counts higher."""
+    return (run << 32) | count
+
+
+class ProcessChannel:
+    """One process's end of the session's exchanges: ``gather`` and ``combine_groups`` for
+    ``SpanningCommunicator``, and ``barrier``. ``alive(process)`` says whether another process still
+    runs (each process knows how to tell); ``replicas_of(process)`` names the replicas it holds."""
+
+    def __init__(self, slots: Slots, window_memory: np.ndarray, results: list[np.ndarray], part_bytes: int,
+                 process: int, replicas_of: Callable[[int], list[int]], wait_seconds: float):
+        self.slots = slots
+        self.process = process
+        self._window = ExchangeWindow(window_memory, process, slots.processes, part_bytes, who="process")
+        self._results = results  # one per half: the reduced values of every group, side by side
+        self._replicas_of = replicas_of
+        self._wait_seconds = wait_seconds
+        self.alive: Callable[[int], bool] = lambda process: True
+        self.run = 0
+        self._barriers = 0
+        self._exchanges = 0
+        self._liveness_checked = 0.0
+
+    @staticmethod
+    def window_bytes(processes: int, part_bytes: int) -> int:
+        """Bytes of window memory for ``processes`` parts of ``part_bytes`` (rounded up as it needs)."""
+        return ExchangeWindow.size(processes, aligned(part_bytes))
+
+    def begin(self, run: int) -> None:
+        """A run starts (in every process alike): counts from the first barrier and half again."""
+        self.run, self._barriers, self._exchanges = run, 0, 0
+        self._window.restart()
+
+    def gather(self, values: list[np.ndarray], description: str) -> np.ndarray:
+        self._exchanges += 1
+        return self._window.allgather(values, description, lambda: self.barrier(description))
+
+    def combine_groups(self, values: list, description: str, everywhere: list[Group], here: list[Group],
+                       combine: Callable[[list], np.ndarray]) -> dict:
+        """Each group's reduction. ``combine`` reduces element by element (the all-reduce does), so
+        that for a large value each process reduces one slice of every group, in member order, with
+        the same bits as the whole; after a second barrier every process copies the groups it needs."""
+        everyone = self.gather(values, description)
+        first = values[0]
+        processes = self.slots.processes
+        if first.size < processes * SLICE_ELEMENTS:
+            return {group: combine([everyone[m] for m in group]) for group in here}
+        flat = everyone.reshape(len(everyone), -1)
+        start, stop = (first.size * p // processes // 16 * 16 for p in (self.process, self.process + 1))
+        stop = first.size if self.process == processes - 1 else stop
+        half = self._results[(self._exchanges - 1) % 2]
+        results = half[: len(everywhere) * first.nbytes].view(first.dtype).reshape(len(everywhere), first.size)
+        for row, group in enumerate(everywhere):
+            results[row, start:stop] = combine([flat[m, start:stop] for m in group])
+        self.barrier(description + " (reduced)")
+        index = {group: row for row, group in enumerate(everywhere)}
+        return {group: results[index[group]].reshape(first.shape).copy() for group in here}
+
+    def barrier(self, description: str) -> None:
+        """Return once every process has arrived here; raise if that cannot happen."""
+        slots = self.slots
+        self._barriers += 1
+        target = arrival(self.run, self._barriers)
+        slots.arrived[self.process] = target
+        arrived = slots.arrived
+        if (arrived >= target).all():
+            return
+        started = time.perf_counter()
+        deadline = started + self._wait_seconds
+        while True:
+            for _ in range(20):
+                if (arrived >= target).all():
+                    return
+            self._check_can_wait(description, target)
+            now = time.perf_counter()
+            if now > deadline:
+                missing = [p for p in range(slots.processes) if arrived[p] < target]
+                raise CollectiveMismatchError(
+                    f"process {self.process} waited {self._wait_seconds:g} s at {description} for the "
+                    f"processes {missing} (replicas {[r for p in missing for r in self._replicas_of(p)]})")
+            if now - started < SPIN_SECONDS:
+                continue
+            if now - started < YIELD_SECONDS:
+                os.sched_yield()
+            else:
+                time.sleep(SLEEP_SECONDS)
+
+    def _check_can_wait(self, description: str, target: int) -> None:
+        slots, run = self.slots, self.run
+        failed = slots.failed
+        if failed.any():
+            replica = int(failed[failed > 0][0]) - 1
+            raise ReplicaAborted(f"process {self.process} stopped at {description}: replica {replica} failed")
+        if slots.aborted[0]:
+            raise ReplicaAborted(f"process {self.process} stopped at {description}: the run was interrupted")
+        now = time.perf_counter()
+        look = now - self._liveness_checked > LIVENESS_SECONDS
+        if look:
+            self._liveness_checked = now
+        for process in range(slots.processes):
+            if slots.arrived[process] >= target:
+                continue
+            if slots.finished[process] == run:
+                raise CollectiveMismatchError(
+                    f"replicas {self._replicas_of(process)} finished the run without reaching {description}, "
+                    "where the other replicas wait: every replica of a group must run the same collectives")
+            if look and not self.alive(process):
+                raise ReplicaAborted(f"process {self.process} stopped at {description}: the process of replicas "
+                                     f"{self._replicas_of(process)} ended")
+
+
+def aligned(nbytes: int) -> int:
+    return -(-nbytes // ALIGNMENT) * ALIGNMENT
+
+
+def results_halves(replicas: int, largest: int) -> list[np.ndarray]:
+    """The two halves where processes write the slices they reduce: room for one value per replica
+    (there are at most as many groups as replicas)."""
+    return [shared_zeros((max(replicas * largest, 1),), np.uint8) for _ in range(2)]
+
+
