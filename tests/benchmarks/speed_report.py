@@ -11,8 +11,8 @@ Run with ``python tests/benchmarks/speed_report.py`` (``--help`` lists the optio
   reach JAX's speed (ratio <= 1.0; the target is every round for R = 4 and 16).
 
 Results are checked first: the CNN outputs against onnxruntime's, the trained weights and losses against
-JAX's. Several replicas run by each strategy of ``--strategies`` in turn ('auto' picks threads or turns
-by the cores available; the strategy it picked is printed beside it). A full run takes about a minute
+JAX's. Several replicas run by each strategy of ``--strategies`` in turn ('auto' picks processes or turns
+by the cores available and the size of the step; the strategy it picked is printed beside it). A full run takes about a minute
 on 2 cores. Ratios are of this process's measurements only: other work on the machine weighs on both
 sides of each round alike, but a quiet machine gives the figures to quote.
 """
@@ -32,13 +32,13 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--replicas", default="1,4,16", help="replica counts of the training step (default 1,4,16)")
     parser.add_argument("--models", default="resnet50,densenet121,inception_v1,squeezenet",
                         help="CNNs to compare ('' for none)")
-    parser.add_argument("--strategies", default="auto,turns,threads",
+    parser.add_argument("--strategies", default="auto,turns,processes",
                         help="how several replicas run (RunOptions.replicas), each measured in turn (default "
-                             "auto,turns,threads)")
+                             "auto,turns,processes; threads is the other)")
     args = parser.parse_args()
-    unknown = set(args.strategies.split(",")) - {"auto", "turns", "threads"}
+    unknown = set(args.strategies.split(",")) - {"auto", "turns", "threads", "processes"}
     if unknown:
-        parser.error(f"--strategies takes auto, turns and threads, not {', '.join(sorted(unknown))}")
+        parser.error(f"--strategies takes auto, turns, threads and processes, not {', '.join(sorted(unknown))}")
     return args
 
 
@@ -89,6 +89,9 @@ def strategy_of(session) -> str:
     executable = session.executable
     if len(executable.programs) == 1:
         return "one replica"
+    processes = getattr(executable.runner, "processes", 1)
+    if processes > 1:
+        return f"{processes} processes"
     return "threads" if executable.runner.threaded else "turns"
 
 

@@ -4,8 +4,10 @@ MPI instances use).
 
 Memory made with ``shared_zeros`` before the workers are forked is the same memory in every process.
 Each process owns a few 64-bit slots of the ``Slots`` block and is the only one to write them; the
-others read them, spinning and then sleeping a little while they wait. (A machine that orders stores
-as written, as x86-64 does, makes a slot written after the values mean that the values are there.)
+others read them. (A machine that orders stores as written, as x86-64 does, makes a slot written
+after the values mean that the values are there.) A process that waits spins a moment, then sleeps
+on its ``Bells`` until a process that may have let it go on rings it, or a millisecond passes: the
+cores go to the processes that work, which matters most when there are fewer cores than processes.
 
 A barrier waits until every process has arrived; it raises instead of waiting for ever when a
 replica failed in any process, the run was interrupted, a process finished its run without coming,
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import mmap
 import os
+import select
 import time
 from typing import Any, Callable, Optional, Sequence
 
@@ -24,8 +27,8 @@ from ..job.mpi_window import ALIGNMENT, ExchangeWindow
 from .communicator import CollectiveMismatchError, ReplicaAborted
 from .spanning import Group
 
-# A wait spins this long (seconds), then yields the core, then sleeps SLEEP_SECONDS between looks.
-SPIN_SECONDS, YIELD_SECONDS, SLEEP_SECONDS = 0.0002, 0.005, 0.0001
+# A wait spins this long (seconds), then sleeps until rung, or BELL_SECONDS at most between looks.
+SPIN_SECONDS, BELL_SECONDS = 0.0001, 0.001
 LIVENESS_SECONDS = 0.01  # how often a waiting process looks whether the others still run
 # Values of fewer elements than this per process are reduced whole by every process; larger ones are
 # shared out, each process reducing a slice of every group and all reading the results.
@@ -55,11 +58,56 @@ class Slots:
 
     def __init__(self, processes: int):
         self.processes = processes
-        block = shared_zeros((4 * processes + 4,), np.int64)
-        self.arrived, self.finished, self.failed, self.outcome = (block[i * processes: (i + 1) * processes]
+        block = shared_zeros((5 * processes + 4,), np.int64)
+        self.arrived, self.finished, self.failed, self.outcome, self.sleeping = (
+            block[i * processes: (i + 1) * processes] for i in range(5))
+        self.posted, self.command, self.profiled, self.aborted = (block[5 * processes + i: 5 * processes + i + 1]
                                                                   for i in range(4))
-        self.posted, self.command, self.profiled, self.aborted = (block[4 * processes + i: 4 * processes + i + 1]
-                                                                  for i in range(4))
+
+
+class Bells:
+    """A pipe per process that it sleeps on while it waits (its ``sleeping`` slot set); ``ring`` wakes
+    every sleeping process, to look again at what it waits for."""
+
+    def __init__(self, slots: Slots):
+        self.slots = slots
+        self.pipes = [os.pipe() for _ in range(slots.processes)]
+        for read, write in self.pipes:
+            os.set_blocking(read, False)
+            os.set_blocking(write, False)
+
+    def ring(self) -> None:
+        sleeping = self.slots.sleeping
+        if sleeping.any():
+            for process in np.flatnonzero(sleeping):
+                try:
+                    os.write(self.pipes[process][1], b"!")
+                except BlockingIOError:  # rung already
+                    pass
+
+    def sleep(self, process: int, ready: Callable[[], bool]) -> None:
+        """Sleep until rung (or ``BELL_SECONDS``), unless ``ready()`` once this process says it sleeps."""
+        sleeping = self.slots.sleeping
+        sleeping[process] = 1
+        try:
+            if not ready():
+                read = self.pipes[process][0]
+                select.select([read], [], [], BELL_SECONDS)
+                try:
+                    os.read(read, 64)
+                except BlockingIOError:
+                    pass
+        finally:
+            sleeping[process] = 0
+
+    def close(self) -> None:
+        for pipe in self.pipes:
+            for fd in pipe:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        self.pipes = []
 
 
 def arrival(run: int, count: int) -> int:
@@ -81,6 +129,7 @@ class ProcessChannel:
         self._replicas_of = replicas_of
         self._wait_seconds = wait_seconds
         self.alive: Callable[[int], bool] = lambda process: True
+        self.bells: Optional[Bells] = None  # set once the workers are started
         self.run = 0
         self._barriers = 0
         self._exchanges = 0
@@ -128,27 +177,34 @@ class ProcessChannel:
         target = arrival(self.run, self._barriers)
         slots.arrived[self.process] = target
         arrived = slots.arrived
-        if (arrived >= target).all():
+
+        def ready() -> bool:
+            return bool((arrived >= target).all())
+        if ready():
+            self.bells.ring()  # the last to arrive: those asleep may go on
             return
-        started = time.perf_counter()
-        deadline = started + self._wait_seconds
-        while True:
-            for _ in range(20):
-                if (arrived >= target).all():
-                    return
+        deadline = time.perf_counter() + self._wait_seconds
+
+        def check() -> None:
             self._check_can_wait(description, target)
-            now = time.perf_counter()
-            if now > deadline:
+            if time.perf_counter() > deadline:
                 missing = [p for p in range(slots.processes) if arrived[p] < target]
                 raise CollectiveMismatchError(
                     f"process {self.process} waited {self._wait_seconds:g} s at {description} for the "
                     f"processes {missing} (replicas {[r for p in missing for r in self._replicas_of(p)]})")
-            if now - started < SPIN_SECONDS:
-                continue
-            if now - started < YIELD_SECONDS:
-                os.sched_yield()
-            else:
-                time.sleep(SLEEP_SECONDS)
+        self.wait(ready, check)
+
+    def wait(self, ready: Callable[[], bool], check: Callable[[], None]) -> None:
+        """Return once ``ready()``: spinning a moment, then sleeping on this process's bell; ``check()``
+        raises when the wait should end otherwise."""
+        started = time.perf_counter()
+        while True:
+            for _ in range(20):
+                if ready():
+                    return
+            check()
+            if time.perf_counter() - started > SPIN_SECONDS:
+                self.bells.sleep(self.process, ready)
 
     def _check_can_wait(self, description: str, target: int) -> None:
         slots, run = self.slots, self.run

@@ -37,8 +37,8 @@ from workbench.ops.registry import op_def
 from ..execution.program import ReplicaProgram
 from ..state.snapshot import uninterrupted
 from .communicator import CollectiveMismatchError, ReplicaAborted, wait_limit
-from .process_channel import (LIVENESS_SECONDS, SLEEP_SECONDS, SPIN_SECONDS, YIELD_SECONDS, ProcessChannel, Slots,
-                              aligned, results_halves, shared_zeros)
+from .process_channel import (LIVENESS_SECONDS, Bells, ProcessChannel, Slots, aligned, results_halves,
+                              shared_zeros)
 from .replicas import ReplicaExecutionError, ReplicaRunner
 from .spanning import SpanningCommunicator, largest_collective_value
 
@@ -76,6 +76,7 @@ class _Workers:
         self.pids: list[int] = []
         self.wakes: list[int] = []
         self.results: list[Connection] = []
+        self.bells: Optional[Bells] = None
         self.ended: dict[int, int] = {}  # worker (1-based process number): wait status
 
     def alive(self, process: int) -> bool:
@@ -87,7 +88,7 @@ class _Workers:
         return not pid
 
     def stop(self) -> None:
-        if not self.pids:
+        if not self.pids and self.bells is None:
             return
         self.slots.command[0] = STOP
         self.slots.posted[0] += 1
@@ -103,7 +104,9 @@ class _Workers:
             if process not in self.ended:
                 _quietly(os.kill, pid, signal.SIGKILL)
                 _quietly(os.waitpid, pid, 0)
-        self.pids, self.wakes, self.results, self.ended = [], [], [], {}
+        if self.bells is not None:
+            self.bells.close()
+        self.pids, self.wakes, self.results, self.bells, self.ended = [], [], [], None, {}
 
 
 def _quietly(action: Callable, *args) -> None:
@@ -195,6 +198,7 @@ class ProcessRunner:
             elif not isinstance(error, (ReplicaAborted, CollectiveMismatchError)):
                 slots.aborted[0] = 1  # interrupted: every worker stops at its next collective
         slots.finished[0] = self._run
+        self._workers.bells.ring()
         reports = self._wait_for_workers()
         failure = next((r for r in reports if r[0] == FAILED), None)
         if failure is not None and not isinstance(error, ReplicaExecutionError):
@@ -214,23 +218,16 @@ class ProcessRunner:
         records_expected = bool(self._conditionals) or bool(slots.profiled[0])
         reports: list = []
 
+        def check() -> None:
+            now = time.perf_counter()
+            if now - self._last_check > LIVENESS_SECONDS:
+                self._last_check = now
+                dead = [p for p in range(1, self.processes) if slots.finished[p] != run and not self._alive(p)]
+                if dead:
+                    self._give_up(dead)
+
         def wait() -> None:
-            started = time.perf_counter()
-            while True:
-                if (slots.finished[1:] == run).all():
-                    return
-                now = time.perf_counter()
-                if now - self._last_check > LIVENESS_SECONDS:
-                    self._last_check = now
-                    dead = [p for p in range(1, self.processes) if slots.finished[p] != run and not self._alive(p)]
-                    if dead:
-                        self._give_up(dead)
-                if now - started < SPIN_SECONDS:
-                    continue
-                if now - started < YIELD_SECONDS:
-                    os.sched_yield()
-                else:
-                    time.sleep(SLEEP_SECONDS)
+            self._channel.wait(lambda: bool((slots.finished[1:] == run).all()), check)
 
         def interrupted_wait() -> None:
             try:
@@ -286,11 +283,14 @@ class ProcessRunner:
                    for stream, port in programs[0].outputs.items()}
         self._staging = (inputs, outputs)
         workers, parent = self._workers, os.getpid()
+        workers.bells = self._channel.bells = Bells(self._slots)
         for process in range(1, self.processes):
             wake_read, wake_write = os.pipe()
             result_read, result_write = os.pipe()
             with warnings.catch_warnings():
-                warnings.simplefilter("ignore", DeprecationWarning)  # fork with threads: the worker uses none
+                # Python and JAX warn of forking a process with threads: the worker runs none of theirs.
+                warnings.simplefilter("ignore", DeprecationWarning)
+                warnings.simplefilter("ignore", RuntimeWarning)
                 pid = os.fork()
             if pid == 0:  # the worker
                 code = 1
@@ -355,6 +355,7 @@ class _Worker:
         self._programs = [runner._programs[i] for i in runner._shares[process]]
         self._indices = list(runner._shares[process])
         runner._channel = channel = runner._channel_of(process)
+        channel.bells = runner._workers.bells
         channel.alive = lambda other: other != 0 or os.getppid() == parent
         link = _Link(runner, process)
         link.end = self._ended
@@ -401,9 +402,11 @@ class _Worker:
         elif error is not None:  # anything else is a failure of the process itself
             replica = self._programs[0].replica
             report = (FAILED, f"replica {replica} failed: {type(error).__name__}: {error}", replica, None)
+        bells = self._channel.bells
         if report is not None:
             if report[0] == FAILED:
                 slots.failed[process] = report[2] + 1
+                bells.ring()
             uninterrupted([program.snapshot.restore for program in self._programs])
             self._results.send(report)
             slots.outcome[process] = report[0]
@@ -413,3 +416,4 @@ class _Worker:
                                             list(program.timestamps))
                                            for index, program in zip(self._indices, self._programs)]))
         slots.finished[process] = self._run
+        bells.ring()
