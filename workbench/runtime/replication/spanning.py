@@ -56,6 +56,7 @@ class SpanningCommunicator:
         self._settings = layout
         self._replicas = list(layout.local_replicas)
         self._spanning: dict = {}  # op: whether any of its groups spans processes
+        self._said: dict = {}  # op: what each process says it exchanges, but the occurrence
         self._combine_groups = combine_groups or self._gather_then_combine
 
     def exchange(self, key: MeetingKey, label: str, replica: int, members: Sequence[int], value: Any) -> list:
@@ -65,7 +66,7 @@ class SpanningCommunicator:
 
         def gathered(values: list) -> np.ndarray:
             # A copy: the members read the values later, when the shared window may be written again.
-            return self._channel.gather(values, describe(values, label, occurrence, op)).copy()
+            return self._channel.gather(values, self._describe(values, label, occurrence, op)).copy()
 
         # One meeting of all the local replicas (an op's groups span processes for every replica or none).
         everyone = self._local.combine(MeetingKey(op, tuple(self._replicas), occurrence), label, replica,
@@ -84,8 +85,8 @@ class SpanningCommunicator:
 
         def gathered_and_combined(values: list) -> dict:
             here = sorted({tuple(self._members(op, r, members)) for r in self._replicas})
-            return self._combine_groups(values, describe(values, label, occurrence, op), all_groups(op, members),
-                                        here, combine)
+            return self._combine_groups(values, self._describe(values, label, occurrence, op),
+                                        all_groups(op, members), here, combine)
 
         # One rendezvous of the local replicas: the last to arrive exchanges and combines for all.
         results = self._local.combine(MeetingKey(op, tuple(self._replicas), occurrence), label, replica,
@@ -96,6 +97,12 @@ class SpanningCommunicator:
                              combine: Callable[[list], Any]) -> dict:
         everyone = self._channel.gather(values, description)
         return {group: combine([everyone[m] for m in group]) for group in here}
+
+    def _describe(self, values: list, label: str, occurrence: int, op) -> str:
+        tail = self._said.get(op)
+        if tail is None:  # all but the occurrence is the same at every occurrence of the op
+            tail = self._said[op] = describe(values, label, 0, op)[len(f"{label} occurrence 0"):]
+        return f"{label} occurrence {occurrence}{tail}"
 
     def _members(self, op, replica: int, members: Sequence[int]) -> list[int]:
         """The members of ``replica``'s group of ``op`` (``members`` without a grouping: everyone)."""
