@@ -237,3 +237,42 @@ def test_auto_takes_processes_for_large_steps_with_cores_to_spare():
 def test_shares_of_replicas_are_contiguous_and_even():
     assert split(8, 3) == [range(0, 2), range(2, 5), range(5, 8)]
     assert split(4, 4) == [range(i, i + 1) for i in range(4)]
+
+
+def test_a_run_that_fails_after_the_last_collective_gives_every_replica_its_weights_back(exploding_op):
+    from workbench.ops.registry import apply
+
+    ir = popxl.Ir(replication=4)
+    with ir.main_graph, popxl.in_sequence():
+        own = ir.replica_grouping(group_size=1)  # a value per replica: the host sees each replica's
+        w = popxl.variable(np.zeros((4, 2), np.float32), name="w", replica_grouping=own)
+        x = ops.host_load(popxl.h2d_stream([2], popxl.float32, name="x"))
+        ops.var_updates.accumulate_(w, ops.collectives.replicated_all_reduce(x))
+        out = popxl.d2h_stream([2], popxl.float32, name="y")
+        ops.host_store(out, apply("test_explode", x))  # after every collective: the workers finish
+    stream = ir.get_all_h2d_streams().pop()
+    bad = np.ones((4, 2), np.float32)
+    bad[0] = -1  # replica 0 runs in this process
+    with popxl.Session(ir, "ipu_model", options=RunOptions(replicas="processes", cores=2)) as session:
+        with pytest.raises(ReplicaExecutionError, match=r"replica 0 failed in op .*test_explode"):
+            session.run({stream: bad})
+        np.testing.assert_array_equal(session.get_tensor_data(w), np.zeros((4, 2)))
+        session.run({stream: np.ones((4, 2), np.float32)})
+        np.testing.assert_array_equal(session.get_tensor_data(w), np.full((4, 2), 4.0))
+
+
+def test_a_stepped_run_between_runs_in_processes_moves_the_weights_the_workers_read():
+    results = {}
+    for strategy in ("turns", "processes"):
+        ir, x_stream, loss_stream, _, weights = training_ir(4)
+        data = np.random.default_rng(2).standard_normal((3, 4, BATCH, IN)).astype(np.float32)
+        with popxl.Session(ir, "ipu_model", options=RunOptions(replicas=strategy, cores=2)) as session:
+            losses = [session.run({x_stream: data[0]})[loss_stream]]
+            stepper = session.stepper({x_stream: data[1]})
+            assert stepper.continue_().finished
+            losses.append(stepper.outputs[loss_stream])
+            losses.append(session.run({x_stream: data[2]})[loss_stream])
+            results[strategy] = losses, list(session.get_tensors_data(weights).values())
+    (turns_losses, turns_weights), (losses, weights) = results["turns"], results["processes"]
+    for value, turns_value in zip(losses + weights, turns_losses + turns_weights):
+        np.testing.assert_array_equal(value, turns_value)

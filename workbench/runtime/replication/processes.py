@@ -42,8 +42,8 @@ from .process_channel import (LIVENESS_SECONDS, Bells, ProcessChannel, Slots, al
 from .replicas import ReplicaExecutionError, ReplicaRunner
 from .spanning import SpanningCommunicator, largest_collective_value
 
-RUN, STOP = 1, 2  # commands
-FINISHED, FAILED, MISMATCH, STOPPED = range(4)  # how a run ended in a process
+RUN, STOP, UNDO = 1, 2, 3  # commands
+FINISHED, FAILED, MISMATCH, STOPPED, UNDONE = range(5)  # how a run ended in a process
 STOP_SECONDS = 2.0  # how long ``close`` lets workers end before killing them
 
 
@@ -200,6 +200,8 @@ class ProcessRunner:
         slots.finished[0] = self._run
         self._workers.bells.ring()
         reports = self._wait_for_workers()
+        if error is not None or any(report[0] != FINISHED for report in reports):
+            self._undo([p for p, report in enumerate(reports, start=1) if report[0] == FINISHED])
         failure = next((r for r in reports if r[0] == FAILED), None)
         if failure is not None and not isinstance(error, ReplicaExecutionError):
             _, message, replica, op = failure
@@ -243,6 +245,23 @@ class ProcessRunner:
             else:
                 reports.append((FINISHED, None))
         return reports
+
+    def _undo(self, processes: list[int]) -> None:
+        """The run failed elsewhere: the workers ``processes``, whose replicas finished it, give their
+        weights back too (all or nothing, in every process)."""
+        if not processes:
+            return
+        slots = self._slots
+        slots.command[0] = UNDO
+        for process in processes:
+            os.write(self._workers.wakes[process - 1], b"u")
+
+        def check() -> None:
+            dead = [p for p in processes if slots.outcome[p] != UNDONE and not self._alive(p)]
+            if dead:
+                self._give_up(dead)
+        uninterrupted([lambda: self._channel.wait(lambda: all(slots.outcome[p] == UNDONE for p in processes),
+                                                  check)])
 
     def _give_up(self, dead: list[int]) -> None:
         """Workers died: the others are stopped and ended, and the next run starts new ones."""
@@ -376,6 +395,11 @@ class _Worker:
                 return 0
             if slots.command[0] == STOP:
                 return 0
+            if slots.command[0] == UNDO:
+                uninterrupted([program.snapshot.restore for program in self._programs])
+                slots.outcome[self._process] = UNDONE
+                self._channel.bells.ring()
+                continue
             self._run = run = int(slots.posted[0])
             profiled = bool(slots.profiled[0])
             for program in self._programs:
