@@ -18,6 +18,7 @@ from __future__ import annotations
 import mmap
 import os
 import select
+import threading
 import time
 from typing import Any, Callable, Optional, Sequence
 
@@ -53,16 +54,28 @@ def is_shared(array: np.ndarray) -> bool:
 
 class Slots:
     """The control block: per process its arrival count, the run it last finished, the replica (plus
-    one) that failed there in this run and how the run ended there; the run the caller posted, its
-    command and whether it profiles; whether the run was interrupted."""
+    one) that failed there in this run, how the run ended there and whether it sleeps; the number of
+    commands the caller posted, the last one, the run it is about, whether it profiles, and whether
+    the run was interrupted."""
 
     def __init__(self, processes: int):
         self.processes = processes
-        block = shared_zeros((5 * processes + 4,), np.int64)
+        block = shared_zeros((5 * processes + 5,), np.int64)
         self.arrived, self.finished, self.failed, self.outcome, self.sleeping = (
             block[i * processes: (i + 1) * processes] for i in range(5))
-        self.posted, self.command, self.profiled, self.aborted = (block[5 * processes + i: 5 * processes + i + 1]
-                                                                  for i in range(4))
+        self.posted, self.command, self.run, self.profiled, self.aborted = (
+            block[5 * processes + i: 5 * processes + i + 1] for i in range(5))
+
+
+# A locked instruction orders this process's earlier stores before its later loads (x86-64 keeps
+# other orders by itself): taken between saying it sleeps and looking again, and between writing what
+# lets others go on and looking who sleeps, no process sleeps through what it waits for.
+_FENCE = threading.Lock()
+
+
+def fence() -> None:
+    _FENCE.acquire()
+    _FENCE.release()
 
 
 class Bells:
@@ -78,6 +91,7 @@ class Bells:
 
     def ring(self) -> None:
         sleeping = self.slots.sleeping
+        fence()
         if sleeping.any():
             for process in np.flatnonzero(sleeping):
                 try:
@@ -85,14 +99,15 @@ class Bells:
                 except BlockingIOError:  # rung already
                     pass
 
-    def sleep(self, process: int, ready: Callable[[], bool]) -> None:
-        """Sleep until rung (or ``BELL_SECONDS``), unless ``ready()`` once this process says it sleeps."""
+    def sleep(self, process: int, ready: Callable[[], bool], seconds: float = BELL_SECONDS) -> None:
+        """Sleep until rung (or ``seconds``), unless ``ready()`` once this process says it sleeps."""
         sleeping = self.slots.sleeping
         sleeping[process] = 1
+        fence()
         try:
             if not ready():
                 read = self.pipes[process][0]
-                select.select([read], [], [], BELL_SECONDS)
+                select.select([read], [], [], seconds)
                 try:
                     os.read(read, 64)
                 except BlockingIOError:
@@ -194,17 +209,19 @@ class ProcessChannel:
                     f"processes {missing} (replicas {[r for p in missing for r in self._replicas_of(p)]})")
         self.wait(ready, check)
 
-    def wait(self, ready: Callable[[], bool], check: Callable[[], None]) -> None:
-        """Return once ``ready()``: spinning a moment, then sleeping on this process's bell; ``check()``
-        raises when the wait should end otherwise."""
+    def wait(self, ready: Callable[[], bool], check: Callable[[], None], spin: float = SPIN_SECONDS,
+             sleep: float = BELL_SECONDS) -> None:
+        """Return once ``ready()``: spinning ``spin`` seconds, then sleeping on this process's bell
+        (``sleep`` seconds at most between looks); ``check()`` raises when the wait should end
+        otherwise."""
         started = time.perf_counter()
         while True:
             for _ in range(20):
                 if ready():
                     return
             check()
-            if time.perf_counter() - started > SPIN_SECONDS:
-                self.bells.sleep(self.process, ready)
+            if time.perf_counter() - started > spin:
+                self.bells.sleep(self.process, ready, sleep)
 
     def _check_can_wait(self, description: str, target: int) -> None:
         slots, run = self.slots, self.run

@@ -49,7 +49,7 @@ CombineGroups = Callable[[list, str, list, list, Callable[[list], Any]], dict]
 class SpanningCommunicator:
     """Passes collectives within the process to the local communicator; exchanges the others."""
 
-    def __init__(self, local: Rendezvous, channel: GatherChannel, layout: Layout,
+    def __init__(self, local: Optional[Rendezvous], channel: GatherChannel, layout: Layout,
                  combine_groups: Optional[CombineGroups] = None):
         self._local = local
         self._channel = channel
@@ -58,6 +58,11 @@ class SpanningCommunicator:
         self._spanning: dict = {}  # op: whether any of its groups spans processes
         self._said: dict = {}  # op: what each process says it exchanges, but the occurrence
         self._combine_groups = combine_groups or self._gather_then_combine
+
+    def around(self, local: Rendezvous) -> "SpanningCommunicator":
+        """This communicator, now around ``local`` (a run's own), keeping what it learnt of the ops."""
+        self._local = local
+        return self
 
     def exchange(self, key: MeetingKey, label: str, replica: int, members: Sequence[int], value: Any) -> list:
         op, _, occurrence = key
