@@ -276,3 +276,17 @@ def test_a_stepped_run_between_runs_in_processes_moves_the_weights_the_workers_r
     (turns_losses, turns_weights), (losses, weights) = results["turns"], results["processes"]
     for value, turns_value in zip(losses + weights, turns_losses + turns_weights):
         np.testing.assert_array_equal(value, turns_value)
+
+
+def test_auto_counts_only_the_cores_that_other_work_leaves_free(monkeypatch):
+    import workbench.runtime.replication.replicas as replicas_module
+
+    large = matmul_ir(256)
+    monkeypatch.setattr(replicas_module, "available_cores", lambda cores=None: 16 if cores is None else cores)
+    monkeypatch.setattr(replicas_module, "busy_cores", lambda: 0)
+    assert replica_strategy(large, RunOptions()) == "processes"
+    assert replicas_module.process_count(large, RunOptions()) == 4
+    monkeypatch.setattr(replicas_module, "busy_cores", lambda: 15)  # a machine busy with other work
+    assert replica_strategy(large, RunOptions()) == "turns"
+    assert replicas_module.process_count(large, RunOptions(replicas="processes")) == 2  # when asked for
+    assert replica_strategy(large, RunOptions(cores=4)) == "processes"  # cores given: taken as free

@@ -32,10 +32,11 @@ class RunOptions:
     ``replicas``: 'inline' runs one replica in the calling thread (several take turns there, as
     'turns'); 'turns' runs the replicas one after the other in the calling thread, switching at
     collectives; 'threads' gives each replica a thread; 'processes' spreads the replicas over one
-    process per core (``cores`` of them, None: those this process may use; at most one per replica,
-    and as many replicas in each): this one and workers forked from it, which share the weights'
-    memory (``replication/processes.py``); 'auto' takes processes when more than one core is free and
-    a step's matrix products are large enough to pay for them, else threads where the matrix products
+    process per core (``cores`` of them; None: those this process may use less those other work keeps
+    busy when the Session is made, two at least; at most one per replica, and as many replicas in
+    each): this one and workers forked from it, which share the weights' memory
+    (``replication/processes.py``); 'auto' takes processes when more than one core is free so and a
+    step's matrix products are large enough to pay for them, else threads where the matrix products
     are very large (without os.fork), else turns. Every strategy gives the same bits.
     ``shared_weights``: replicas keep one copy of a weight they all update alike.
     ``check_kernels``: every kernel's result is checked against its op's inferred shape and dtype.

@@ -12,6 +12,7 @@ import math
 import os
 import platform
 import sys
+import time
 from concurrent.futures import ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from typing import Callable, Iterator, Optional
@@ -56,6 +57,30 @@ def available_cores(cores: Optional[int] = None) -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
+def free_cores(cores: Optional[int] = None) -> int:
+    """``cores`` if given, else those this process may run on less those that other work keeps busy
+    now: processes in lockstep pay only on cores nobody else wants (on a machine busier than its cores,
+    replicas in processes wait for each other's turns on the cores, and run slower than in one)."""
+    if cores is not None:
+        return cores
+    return max(1, available_cores() - busy_cores())
+
+
+def busy_cores() -> int:
+    """Threads runnable on this machine now besides this one and one more (the fewest of three looks
+    at ``/proc/loadavg``, a millisecond apart; 0 where there is no such file)."""
+    counts = []
+    for look in range(3):
+        try:
+            with open("/proc/loadavg") as loadavg:
+                counts.append(int(loadavg.read().split()[3].split("/")[0]))
+        except (OSError, ValueError, IndexError):
+            return 0
+        if look < 2:
+            time.sleep(0.001)
+    return max(0, min(counts) - 2)
+
+
 def replicas_in_threads(ir: Ir, instances: int = 1, cores: Optional[int] = None) -> bool:
     """Whether the replicas of ``ir`` run one thread each, by the 'auto' strategy where processes
     cannot be had: when its matrix products are large enough, and this process may use more than one
@@ -66,10 +91,11 @@ def replicas_in_threads(ir: Ir, instances: int = 1, cores: Optional[int] = None)
 
 def replicas_in_processes(ir: Ir, instances: int = 1, cores: Optional[int] = None) -> bool:
     """Whether the replicas of ``ir`` spread over worker processes, by the 'auto' strategy: in a job
-    of one instance, with more than one core and more than one replica, when a step's matrix
-    products are large enough, on a machine that can fork and keeps stores in order."""
-    return (instances == 1 and len(ir.local_replicas) > 1 and available_cores(cores) > 1 and hasattr(os, "fork")
-            and platform.machine().lower() in ORDERED_STORES and step_matmul_flops(ir) >= PROCESS_STEP_FLOPS)
+    of one instance, with more than one replica, when a step's matrix products are large enough, on
+    a machine that can fork and keeps stores in order, with more than one core free (``free_cores``)."""
+    return (instances == 1 and len(ir.local_replicas) > 1 and hasattr(os, "fork")
+            and platform.machine().lower() in ORDERED_STORES and step_matmul_flops(ir) >= PROCESS_STEP_FLOPS
+            and free_cores(cores) > 1)
 
 
 def replica_strategy(ir: Ir, options: RunOptions, instances: int = 1) -> str:
@@ -87,9 +113,10 @@ def replica_strategy(ir: Ir, options: RunOptions, instances: int = 1) -> str:
 
 
 def process_count(ir: Ir, options: RunOptions) -> int:
-    """The processes of the 'processes' strategy: one per core, at most one per replica, and as many
-    replicas in each (the most processes that divide the replicas evenly)."""
-    replicas, cores = len(ir.local_replicas), available_cores(options.cores)
+    """The processes of the 'processes' strategy: one per free core (at least two), at most one per
+    replica, and as many replicas in each (the most processes that divide the replicas evenly)."""
+    replicas = len(ir.local_replicas)
+    cores = options.cores if options.cores is not None else max(2, free_cores())
     return max(count for count in range(1, min(replicas, cores) + 1) if replicas % count == 0)
 
 
