@@ -57,6 +57,7 @@ class SpanningCommunicator:
         self._replicas = list(layout.local_replicas)
         self._spanning: dict = {}  # op: whether any of its groups spans processes
         self._said: dict = {}  # op: what each process says it exchanges, but the occurrence
+        self._groups: dict = {}  # op: its groups everywhere, and those of this process's replicas
         self._combine_groups = combine_groups or self._gather_then_combine
 
     def around(self, local: Rendezvous) -> "SpanningCommunicator":
@@ -89,9 +90,11 @@ class SpanningCommunicator:
             return self._local.combine(key, label, replica, members, value, combine)
 
         def gathered_and_combined(values: list) -> dict:
-            here = sorted({tuple(self._members(op, r, members)) for r in self._replicas})
-            return self._combine_groups(values, self._describe(values, label, occurrence, op),
-                                        all_groups(op, members), here, combine)
+            groups = self._groups.get(op)
+            if groups is None:
+                here = sorted({tuple(self._members(op, r, members)) for r in self._replicas})
+                groups = self._groups[op] = (all_groups(op, members), here)
+            return self._combine_groups(values, self._describe(values, label, occurrence, op), *groups, combine)
 
         # One rendezvous of the local replicas: the last to arrive exchanges and combines for all.
         results = self._local.combine(MeetingKey(op, tuple(self._replicas), occurrence), label, replica,
