@@ -10,6 +10,7 @@ import popxl
 import popxl.ops as ops
 from workbench.runtime.options import RunOptions
 from workbench.runtime.replication.communicator import CollectiveMismatchError
+from workbench.runtime.replication.process_channel import is_shared
 from workbench.runtime.replication.processes import ProcessRunner, split
 from workbench.runtime.replication.replicas import ReplicaExecutionError, replica_strategy
 from support.faulty_ops import exploding_op  # noqa: F401  (a fixture)
@@ -60,6 +61,10 @@ def train(options: RunOptions, replicas: int, steps: int = 3, transfers: int = 1
     outputs = []
     with popxl.Session(ir, "ipu_model", options=options) as session:
         runner = session.executable.runner
+        # the weights of replicas in processes lie in memory the processes share, and only then
+        in_processes = isinstance(runner, ProcessRunner)
+        assert all(is_shared(array) == in_processes
+                   for values in session.executable.device_values for array in values.values())
         for step in range(steps):
             result = session.run({x_stream: data[step] if transfers > 1 else data[step, 0]})
             outputs.append((result[loss_stream], result[h_stream]))

@@ -25,7 +25,7 @@ from .execution.host_buffers import HostBuffers
 from .execution.program import ReplicaProgram
 from .options import RunOptions
 from .out_of_memory import check_fits
-from .replication.process_channel import shared_zeros
+from .replication.process_channel import SharedArena
 from .replication.processes import ProcessRunner
 from .replication.replicas import ReplicaRunner, process_count, replica_strategy
 from .state import weights
@@ -85,7 +85,7 @@ def compile_executable(ir: Ir, device: Device, options: RunOptions) -> Executabl
     processes = process_count(ir, options) if strategy == "processes" else 1
     # Replicas in processes keep every value the session reads in memory the processes share, and the
     # same arrays for good: no weights shared by the replicas of one process, no spare swapped in.
-    zeros = shared_zeros if processes > 1 else np.zeros
+    zeros = SharedArena().zeros if processes > 1 else np.zeros
     main_steps = codes[ir.main_graph].steps
     shared = shared_weights(ir, main_steps) if options.shared_weights and processes == 1 else SharedUpdates(set(), {})
     check_host_memory(ir, shared.variables, options.host_memory_limit)  # before anything large is allocated

@@ -44,12 +44,35 @@ def shared_zeros(shape: Sequence[int], dtype: Any) -> np.ndarray:
     return np.frombuffer(memory, dtype, count).reshape(tuple(shape))
 
 
+class SharedArena:
+    """Arrays in shared memory like ``shared_zeros``, the small ones cut from chunks of
+    ``CHUNK_BYTES`` (a process may map only so many regions: a model's every weight, for every
+    replica, would take one each)."""
+
+    CHUNK_BYTES = 16 << 20
+
+    def __init__(self):
+        self._chunk: Optional[np.ndarray] = None
+        self._used = 0
+
+    def zeros(self, shape: Sequence[int], dtype: Any) -> np.ndarray:
+        dtype = np.dtype(dtype)
+        count = int(np.prod(shape, dtype=np.int64))
+        nbytes = aligned(count * dtype.itemsize)
+        if nbytes > self.CHUNK_BYTES // 4:
+            return shared_zeros(shape, dtype)
+        if self._chunk is None or self._used + nbytes > len(self._chunk):
+            self._chunk, self._used = shared_zeros((self.CHUNK_BYTES,), np.uint8), 0
+        start, self._used = self._used, self._used + nbytes
+        return self._chunk[start: start + count * dtype.itemsize].view(dtype).reshape(tuple(shape))
+
+
 def is_shared(array: np.ndarray) -> bool:
     """Whether ``array`` lies in memory made by ``shared_zeros``."""
     base = array
     while isinstance(base, np.ndarray):
         base = base.base
-    return isinstance(base, mmap.mmap)
+    return isinstance(base, memoryview) and isinstance(base.obj, mmap.mmap)
 
 
 class Slots:
