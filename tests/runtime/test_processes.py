@@ -295,3 +295,21 @@ def test_auto_counts_only_the_cores_that_other_work_leaves_free(monkeypatch):
     assert replica_strategy(large, RunOptions()) == "turns"
     assert replicas_module.process_count(large, RunOptions(replicas="processes")) == 2  # when asked for
     assert replica_strategy(large, RunOptions(cores=4)) == "processes"  # cores given: taken as free
+
+
+def test_a_profiled_run_in_processes_traces_every_replica_with_its_clock_readings():
+    ir, x_stream, _, _, _ = training_ir(4)
+    inputs = {x_stream: np.ones((4, BATCH, IN), np.float32)}
+    traces = {}
+    for strategy in ("turns", "processes"):
+        with popxl.Session(ir if strategy == "turns" else training_ir(4)[0], "ipu_model",
+                           options=RunOptions(replicas=strategy, cores=2)) as session:
+            session.profile = True
+            session.run(inputs if strategy == "turns" else {session.ir.get_all_h2d_streams().pop(): inputs[x_stream]})
+            traces[strategy] = session.last_trace
+    turns, processes = traces["turns"], traces["processes"]
+    for replica in range(4):  # replicas 2 and 3 ran in the worker
+        events = processes.of(replica=replica)
+        assert [e.op.name for e in events] == [e.op.name for e in turns.of(replica=replica)]
+        assert all(e.start_seconds is not None and 0 <= e.start_seconds <= e.end_seconds < processes.seconds
+                   for e in events)

@@ -29,7 +29,7 @@ from .communicator import CollectiveMismatchError, ReplicaAborted
 from .spanning import Group
 
 # A wait spins this long (seconds), then sleeps until rung, or BELL_SECONDS at most between looks.
-SPIN_SECONDS, BELL_SECONDS = 0.0001, 0.001
+SPIN_SECONDS, BELL_SECONDS = 0.0005, 0.001
 LIVENESS_SECONDS = 0.01  # how often a waiting process looks whether the others still run
 # Values of fewer elements than this per process are reduced whole by every process; larger ones are
 # shared out, each process reducing a slice of every group and all reading the results.
