@@ -83,9 +83,10 @@ def compile_executable(ir: Ir, device: Device, options: RunOptions) -> Executabl
     instance_count = 1 if instances is None else instances.settings.num_instances
     strategy = replica_strategy(ir, options, instance_count)
     processes = process_count(ir, options) if strategy == "processes" else 1
-    # Replicas in processes keep every value the session reads in memory the processes share, and the
-    # same arrays for good: no weights shared by the replicas of one process, no spare swapped in.
-    zeros = SharedArena().zeros if processes > 1 else np.zeros
+    # Replicas in processes keep every value the session reads in memory the processes share (the
+    # spares that a first write swaps in too), and no weights shared by the replicas of one process.
+    arena = SharedArena() if processes > 1 else None
+    zeros = arena.zeros if arena is not None else np.zeros
     main_steps = codes[ir.main_graph].steps
     shared = shared_weights(ir, main_steps) if options.shared_weights and processes == 1 else SharedUpdates(set(), {})
     check_host_memory(ir, shared.variables, options.host_memory_limit)  # before anything large is allocated
@@ -96,9 +97,10 @@ def compile_executable(ir: Ir, device: Device, options: RunOptions) -> Executabl
         keep_freed_memory()
     persistent = set(ir.variables) | set(ir.persistent_tensors)
     firsts = first_writes(ir, main_steps, persistent)
-    swaps = swappable(ir, main_steps, firsts) if processes == 1 else set()
+    swaps = swappable(ir, main_steps, firsts)
     binders = kernel_binders(options)
-    programs = [ReplicaProgram(ir, codes, r, values, replica_buffers, firsts, swaps, shared, binders)
+    empty_like = arena.empty_like if arena is not None else np.empty_like
+    programs = [ReplicaProgram(ir, codes, r, values, replica_buffers, firsts, swaps, shared, binders, empty_like)
                 for r, values, replica_buffers in zip(replicas, device_values, buffers)]
     if processes > 1:
         runner = ProcessRunner(ir, programs, processes, options.instance_wait_seconds)

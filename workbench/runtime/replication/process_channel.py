@@ -66,6 +66,9 @@ class SharedArena:
         start, self._used = self._used, self._used + nbytes
         return self._chunk[start: start + count * dtype.itemsize].view(dtype).reshape(tuple(shape))
 
+    def empty_like(self, array: np.ndarray) -> np.ndarray:
+        return self.zeros(array.shape, array.dtype)
+
 
 def is_shared(array: np.ndarray) -> bool:
     """Whether ``array`` lies in memory made by ``shared_zeros``."""

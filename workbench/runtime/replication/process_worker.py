@@ -80,9 +80,11 @@ class Worker:
 
     def _serve_run(self, run: int, profiled: bool) -> None:
         self._run = run
-        for program in self._programs:
+        swapped = self._runner.swapped
+        for index, program in zip(self._indices, self._programs):
             for port in (*program.inputs.values(), *program.outputs.values()):
                 port.index = 0
+            program.snapshot.set_swapped(swapped[index])  # as the caller left them (a stepped run may have)
             program.begin_run(None)
             program.snapshot.begin()
             program.set_profiling(profiled)
@@ -111,11 +113,14 @@ class Worker:
             uninterrupted([program.snapshot.restore for program in self._programs])
             self._results.send(report)
             slots.outcome[process] = report[0]
-        elif runner.records_expected():
-            conditionals = {op: i for i, op in enumerate(runner.conditionals)}
-            self._results.send((FINISHED, [(index, [(conditionals[op], taken) for op, taken in program.branches],
-                                            list(program.timestamps))
-                                           for index, program in zip(self._indices, self._programs)]))
+        else:
+            for index, program in zip(self._indices, self._programs):
+                runner.swapped[index, :program.snapshot.swap_count] = program.snapshot.swapped()
+            if runner.records_expected():
+                conditionals = {op: i for i, op in enumerate(runner.conditionals)}
+                self._results.send((FINISHED, [(index, [(conditionals[op], taken) for op, taken in program.branches],
+                                                list(program.timestamps))
+                                               for index, program in zip(self._indices, self._programs)]))
         slots.finished[process] = self._run
         bells.ring()
 

@@ -133,6 +133,9 @@ class ProcessRunner:
         self._part_bytes = aligned(max(len(share) for share in self.shares) * largest)
         self._window = shared_zeros((max(ProcessChannel.window_bytes(processes, self._part_bytes), 1),), np.uint8)
         self._results = results_halves(len(programs), largest)
+        # Which arrays the variables that a first write swaps hold, per replica: the caller's word
+        # before a run, a worker's after it (``snapshot.py``; both arrays lie in shared memory).
+        self.swapped = shared_zeros((len(programs), max(p.snapshot.swap_count for p in programs)), np.int8)
         self._wait_seconds = wait_limit(wait_seconds)
         self._workers = _Workers(self.slots)
         self._finalizer = weakref.finalize(self, self._workers.stop)
@@ -180,6 +183,9 @@ class ProcessRunner:
             for share in self.shares[1:]:
                 for index in share:
                     np.copyto(staged[:, index], programs[index].inputs[stream].data)
+        for share in self.shares[1:]:
+            for index in share:
+                self.swapped[index, :programs[index].snapshot.swap_count] = programs[index].snapshot.swapped()
         slots.failed[:] = 0
         slots.outcome[:] = FINISHED
         slots.aborted[0] = 0
@@ -271,6 +277,9 @@ class ProcessRunner:
             for share in self.shares[1:]:
                 for index in share:
                     np.copyto(programs[index].outputs[stream].data, staged[:, index])
+        for share in self.shares[1:]:
+            for index in share:
+                programs[index].snapshot.set_swapped(self.swapped[index])
         for _, records in reports:
             for index, branches, timestamps in records or ():
                 program = programs[index]
