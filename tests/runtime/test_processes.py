@@ -12,7 +12,8 @@ from workbench.runtime.options import RunOptions
 from workbench.runtime.replication.communicator import CollectiveMismatchError
 from workbench.runtime.replication.process_channel import is_shared
 from workbench.runtime.replication.processes import ProcessRunner, split
-from workbench.runtime.replication.replicas import ReplicaExecutionError, replica_strategy
+from workbench.runtime.replication.replicas import (ReplicaExecutionError, cores_left, free_cores, process_count,
+                                                    replica_strategy)
 from support.faulty_ops import exploding_op  # noqa: F401  (a fixture)
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="worker processes are forked")
@@ -283,18 +284,14 @@ def test_a_stepped_run_between_runs_in_processes_moves_the_weights_the_workers_r
         np.testing.assert_array_equal(value, turns_value)
 
 
-def test_auto_counts_only_the_cores_that_other_work_leaves_free(monkeypatch):
-    import workbench.runtime.replication.replicas as replicas_module
-
+def test_auto_counts_only_the_cores_that_other_work_leaves_free():
     large = matmul_ir(256)
-    monkeypatch.setattr(replicas_module, "available_cores", lambda cores=None: 16 if cores is None else cores)
-    monkeypatch.setattr(replicas_module, "busy_cores", lambda: 0)
-    assert replica_strategy(large, RunOptions()) == "processes"
-    assert replicas_module.process_count(large, RunOptions()) == 4
-    monkeypatch.setattr(replicas_module, "busy_cores", lambda: 15)  # a machine busy with other work
-    assert replica_strategy(large, RunOptions()) == "turns"
-    assert replicas_module.process_count(large, RunOptions(replicas="processes")) == 2  # when asked for
     assert replica_strategy(large, RunOptions(cores=4)) == "processes"  # cores given: taken as free
+    assert process_count(large, RunOptions(cores=16)) == 4  # one process per replica at most
+    assert cores_left(16, runnable=2) == 16  # this thread and one more are not counted
+    assert cores_left(16, runnable=10) == 8
+    assert cores_left(2, runnable=9) == 1  # a machine busy with other work: turns
+    assert 1 <= free_cores() <= len(os.sched_getaffinity(0)) and free_cores(3) == 3
 
 
 def test_a_profiled_run_in_processes_traces_every_replica_with_its_clock_readings():

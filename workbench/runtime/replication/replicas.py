@@ -63,22 +63,28 @@ def free_cores(cores: Optional[int] = None) -> int:
     replicas in processes wait for each other's turns on the cores, and run slower than in one)."""
     if cores is not None:
         return cores
-    return max(1, available_cores() - busy_cores())
+    return cores_left(available_cores(), runnable_threads())
 
 
-def busy_cores() -> int:
-    """Threads runnable on this machine now besides this one and one more (the fewest of three looks
-    at ``/proc/loadavg``, a millisecond apart; 0 where there is no such file)."""
+def cores_left(allowed: int, runnable: int) -> int:
+    """Of ``allowed`` cores, those left when ``runnable`` threads run on the machine, this one and one
+    more not counted (at least one)."""
+    return max(1, allowed - max(0, runnable - 2))
+
+
+def runnable_threads() -> int:
+    """Threads runnable on this machine now: the fewest of three looks at ``/proc/loadavg``, a
+    millisecond apart (1 where there is no such file)."""
     counts = []
     for look in range(3):
         try:
             with open("/proc/loadavg") as loadavg:
                 counts.append(int(loadavg.read().split()[3].split("/")[0]))
         except (OSError, ValueError, IndexError):
-            return 0
+            return 1
         if look < 2:
             time.sleep(0.001)
-    return max(0, min(counts) - 2)
+    return min(counts)
 
 
 def replicas_in_threads(ir: Ir, instances: int = 1, cores: Optional[int] = None) -> bool:
