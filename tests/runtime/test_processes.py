@@ -310,3 +310,17 @@ def test_a_profiled_run_in_processes_traces_every_replica_with_its_clock_reading
         assert [e.op.name for e in events] == [e.op.name for e in turns.of(replica=replica)]
         assert all(e.start_seconds is not None and 0 <= e.start_seconds <= e.end_seconds < processes.seconds
                    for e in events)
+
+
+def test_a_long_profiled_run_in_processes_sends_more_clock_readings_than_a_pipe_holds():
+    ir = popxl.Ir(replication=4)
+    with ir.main_graph:
+        w = popxl.variable(np.zeros(4, np.float32), name="w")
+
+        def body(weights: popxl.TensorByRef):
+            ops.var_updates.accumulate_(weights, ops.collectives.replicated_all_reduce(weights * 0.0 + 1.0))
+        ops.repeat(ir.create_graph(body, w), 1500, w)
+    with popxl.Session(ir, "ipu_model", options=RunOptions(replicas="processes", cores=2)) as session:
+        session.profile = True
+        session.run()  # 2 replicas x 1500 iterations x some 10 readings of 8 bytes from the worker: > 64 KiB
+        assert len(session.last_trace.of(replica=3)) == len(session.last_trace.of(replica=0))

@@ -96,7 +96,9 @@ class Worker:
 
     def _ended(self, error: Optional[BaseException]) -> None:
         """Say how the run ended here: a failure first (every other process stops at its next
-        collective), then, with this process's replicas restored, the report, then that it finished."""
+        collective); then, with this process's replicas restored (or their swaps told), that it
+        finished; then the report, which the caller reads once it knows (a report larger than a
+        pipe holds would otherwise wait for ever for a caller waiting for the end)."""
         slots, process, bells, runner = self._slots, self._process, self._channel.bells, self._runner
         report: Optional[tuple] = None
         if isinstance(error, (ReplicaAborted, CollectiveMismatchError)):
@@ -111,19 +113,19 @@ class Worker:
                 slots.failed[process] = report[2] + 1
                 bells.ring()
             uninterrupted([program.snapshot.restore for program in self._programs])
-            self._results.send(report)
             slots.outcome[process] = report[0]
         else:
             for index, program in zip(self._indices, self._programs):
                 runner.swapped[index, :program.snapshot.swap_count] = program.snapshot.swapped()
             if runner.records_expected():
                 conditionals = {op: i for i, op in enumerate(runner.conditionals)}
-                self._results.send((FINISHED, [(index, [(conditionals[op], taken) for op, taken in program.branches],
-                                                list(program.timestamps))
-                                               for index, program in zip(self._indices, self._programs)]))
+                report = (FINISHED, [(index, [(conditionals[op], taken) for op, taken in program.branches],
+                                      list(program.timestamps))
+                                     for index, program in zip(self._indices, self._programs)])
         slots.finished[process] = self._run
         bells.ring()
-
+        if report is not None:
+            self._results.send(report)
 
 class _CallerEnded(Exception):
     """The process that forked this worker has ended."""
