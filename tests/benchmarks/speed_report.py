@@ -12,9 +12,11 @@ Run with ``python tests/benchmarks/speed_report.py`` (``--help`` lists the optio
 
 Results are checked first: the CNN outputs against onnxruntime's, the trained weights and losses against
 JAX's. Several replicas run by each strategy of ``--strategies`` in turn ('auto' picks processes or turns
-by the cores available and the size of the step; the strategy it picked is printed beside it). A full run takes about a minute
-on 2 cores. Ratios are of this process's measurements only: other work on the machine weighs on both
-sides of each round alike, but a quiet machine gives the figures to quote.
+by the free cores and the size of the step; the strategy it picked is printed beside it). A full run
+takes a few minutes on 2 cores. Ratios are of this process's measurements only: other work on the
+machine weighs on both sides of each round alike, but a quiet machine gives the figures to quote (and
+replicas in processes, which wait for each other at every collective, suffer most on a busy one).
+``replica_report.sh`` runs the training step's part on every core and then on two, in one command.
 """
 from __future__ import annotations
 
