@@ -101,11 +101,14 @@ def test_interrupts_at_random_moments_leave_weights_and_buffers_as_before_the_ru
         shared = unrolled and strategy != "processes"
         assert (session.executable.device_values[0][w] is session.executable.device_values[1][w]) == shared
         session.progress = False
-        session.run()  # the first run starts the worker processes, if any: the second is timed
-        start = time.perf_counter()
-        session.run()
-        whole = time.perf_counter() - start
-        runs, interrupts = 2, 0
+        session.run()  # the first run starts the worker processes, if any: the next ones are timed
+        durations = []
+        for _ in range(3):  # the quickest of three: interrupts within it land during the runs
+            start = time.perf_counter()
+            session.run()
+            durations.append(time.perf_counter() - start)
+        whole = min(durations)
+        runs, interrupts = 4, 0
         deadline = time.perf_counter() + 2.5
         while time.perf_counter() < deadline:
             before = device_state(session, w, r, buffer)
@@ -126,7 +129,7 @@ def test_interrupts_at_random_moments_leave_weights_and_buffers_as_before_the_ru
         # Usable at once: the next run takes its usual time and gives the right numbers.
         start = time.perf_counter()
         session.run()
-        assert time.perf_counter() - start < whole * 5 + 0.5
+        assert time.perf_counter() - start < max(durations) * 5 + 0.5
         np.testing.assert_array_equal(session.get_tensor_data(w), total + step)
 
 

@@ -119,7 +119,7 @@ class Bells:
         sleeping = self.slots.sleeping
         fence()
         if sleeping.any():
-            for process in np.flatnonzero(sleeping):
+            for process in np.flatnonzero(sleeping.copy()):  # a copy: the others change it meanwhile
                 try:
                     os.write(self.pipes[process][1], b"!")
                 except BlockingIOError:  # rung already
@@ -251,7 +251,7 @@ class ProcessChannel:
 
     def _check_can_wait(self, description: str, target: int) -> None:
         slots, run = self.slots, self.run
-        failed = slots.failed
+        failed = slots.failed.copy()  # a copy: the others write it meanwhile
         if failed.any():
             replica = int(failed[failed > 0][0]) - 1
             raise ReplicaAborted(f"process {self.process} stopped at {description}: replica {replica} failed")

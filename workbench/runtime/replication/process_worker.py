@@ -60,6 +60,7 @@ class Worker:
                 return 0
             if command == UNDO:
                 uninterrupted([program.snapshot.restore for program in self._programs])
+                self._tell_swaps()
                 slots.outcome[self._process] = UNDONE
                 self._channel.bells.ring()
             elif command == RUN:
@@ -115,8 +116,7 @@ class Worker:
             uninterrupted([program.snapshot.restore for program in self._programs])
             slots.outcome[process] = report[0]
         else:
-            for index, program in zip(self._indices, self._programs):
-                runner.swapped[index, :program.snapshot.swap_count] = program.snapshot.swapped()
+            self._tell_swaps()
             if runner.records_expected():
                 conditionals = {op: i for i, op in enumerate(runner.conditionals)}
                 report = (FINISHED, [(index, [(conditionals[op], taken) for op, taken in program.branches],
@@ -126,6 +126,12 @@ class Worker:
         bells.ring()
         if report is not None:
             self._results.send(report)
+
+    def _tell_swaps(self) -> None:
+        """Write which array each swapped variable of this process's replicas holds now."""
+        for index, program in zip(self._indices, self._programs):
+            self._runner.swapped[index, :program.snapshot.swap_count] = program.snapshot.swapped()
+
 
 class _CallerEnded(Exception):
     """The process that forked this worker has ended."""

@@ -144,6 +144,7 @@ class ProcessRunner:
         self._local = ReplicaRunner([programs[i] for i in self.shares[0]],
                                     instances=self.link(0, self._channel, self._ended_here))
         self._run = 0
+        self._finished_run = False  # whether the workers' part of the last run may still be given back
         self._liveness_checked = 0.0
 
     @property
@@ -176,6 +177,7 @@ class ProcessRunner:
         process has stopped and restored what its replicas wrote (the caller restores this one's)."""
         if not self._workers.pids:
             self._start_workers()
+        self._finished_run = False
         self._run += 1
         programs, slots = self.programs, self.slots
         inputs, _ = self.staging
@@ -197,7 +199,8 @@ class ProcessRunner:
 
     def _ended_here(self, error: Optional[BaseException]) -> None:
         """This process's replicas ended (``error``: how, if they failed): tell the workers, wait for
-        theirs, then raise the first failure anywhere, or take their outputs and records."""
+        theirs, then raise the first failure anywhere (every worker having given its weights back),
+        or take their outputs and records. An interrupt meanwhile waits for the workers too."""
         slots = self.slots
         if isinstance(error, ReplicaExecutionError):
             slots.failed[0] = error.replica + 1
@@ -205,9 +208,15 @@ class ProcessRunner:
             slots.aborted[0] = 1  # interrupted: every worker stops at its next collective
         slots.finished[0] = self._run
         self._workers.bells.ring()
-        reports = self._wait_for_workers()
-        if error is not None or any(report[0] != FINISHED for report in reports):
-            self._undo()
+        run = self._run
+        interrupted = self._wait_here(lambda: bool((slots.finished[1:] == run).all()),
+                                      lambda p: slots.finished[p] != run)
+        expected = self.records_expected()
+        reports = [self._workers.results[p - 1].recv() if slots.outcome[p] != FINISHED or expected
+                   else (FINISHED, None) for p in range(1, self.processes)]
+        if interrupted or error is not None or any(report[0] != FINISHED for report in reports):
+            self._finished_run = True
+            interrupted = self.undo() or interrupted
         failure = next((r for r in reports if r[0] == FAILED), None)
         if failure is not None and not isinstance(error, ReplicaExecutionError):
             _, message, replica, op = failure
@@ -217,29 +226,36 @@ class ProcessRunner:
         mismatch = next((r for r in reports if r[0] == MISMATCH), None)
         if mismatch is not None:
             raise CollectiveMismatchError(mismatch[1])
+        if interrupted:
+            raise KeyboardInterrupt
         if error is None:
             self._take_results(reports)
+            self._finished_run = True
 
-    def _wait_for_workers(self) -> list[tuple]:
-        """Each worker's report of the run: (outcome, message, replica, op) or (FINISHED, records)."""
-        slots, run = self.slots, self._run
-        self._wait_here(lambda: bool((slots.finished[1:] == run).all()),
-                        lambda p: slots.finished[p] != run)
-        expected = self.records_expected()
-        return [self._workers.results[p - 1].recv() if slots.outcome[p] != FINISHED or expected else (FINISHED, None)
-                for p in range(1, self.processes)]
-
-    def _undo(self) -> None:
-        """The run failed somewhere: every worker gives its replicas' weights back (all or nothing, in
-        every process; those that restored theirs already have nothing left to restore)."""
+    def undo(self) -> bool:
+        """The run that just ended is given up (the caller restores this process's replicas): every
+        worker gives its replicas' weights back, and says which arrays its variables hold then.
+        True if an interrupt came meanwhile (the caller raises it)."""
+        if not self._finished_run:
+            return False
+        self._finished_run = False
         slots = self.slots
         self._workers.post(UNDO)
-        self._wait_here(lambda: bool((slots.outcome[1:] == UNDONE).all()), lambda p: slots.outcome[p] != UNDONE)
+        interrupted = self._wait_here(lambda: bool((slots.outcome[1:] == UNDONE).all()),
+                                      lambda p: slots.outcome[p] != UNDONE)
+        for share in self.shares[1:]:
+            for index in share:
+                self.programs[index].snapshot.set_swapped(self.swapped[index])
+        return interrupted
 
-    def _wait_here(self, ready: Callable[[], bool], waited: Callable[[int], bool]) -> None:
+    def commit(self) -> None:
+        """The run that just ended stands: ``undo`` has nothing to give back any more."""
+        self._finished_run = False
+
+    def _wait_here(self, ready: Callable[[], bool], waited: Callable[[int], bool]) -> bool:
         """Wait for the workers until ``ready()``, whatever interrupts come meanwhile (the first one
-        tells the workers to stop at their next collective, and is raised afterwards); raise if a
-        worker that is ``waited`` for died."""
+        tells the workers to stop at their next collective); True if one came. Raise if a worker
+        that is ``waited`` for died."""
         slots = self.slots
 
         def check() -> None:
@@ -257,8 +273,7 @@ class ProcessRunner:
                 slots.aborted[0] = 1
                 self._workers.bells.ring()
                 raise
-        if uninterrupted([wait]):
-            raise KeyboardInterrupt
+        return uninterrupted([wait])
 
     def _give_up(self, dead: list[int]) -> None:
         """Workers died: the others are ended too, and the next run starts new ones."""

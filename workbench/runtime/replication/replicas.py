@@ -269,6 +269,13 @@ class ReplicaRunner:
         for program in self._programs:
             program.stop_requested = True
 
+    def undo(self) -> bool:
+        """The run that just ended is given up: the caller restores every replica itself here."""
+        return False
+
+    def commit(self) -> None:
+        """The run that just ended stands."""
+
     def close(self) -> None:
         """Let the replica threads go (a later run starts new ones)."""
         if self._pool is not None:
