@@ -98,7 +98,8 @@ def test_several_transfers_a_run_fill_every_anchor_alike():
         np.testing.assert_array_equal(weight, turns_weight)
 
 
-def test_a_failing_replica_in_a_worker_is_raised_naming_it_and_every_weight_is_kept(exploding_op):
+@pytest.mark.usefixtures("exploding_op")
+def test_a_failing_replica_in_a_worker_is_raised_naming_it_and_every_weight_is_kept():
     from workbench.ops.registry import apply
 
     ir = popxl.Ir(replication=4)
@@ -245,7 +246,8 @@ def test_shares_of_replicas_are_contiguous_and_even():
     assert split(4, 4) == [range(i, i + 1) for i in range(4)]
 
 
-def test_a_run_that_fails_after_the_last_collective_gives_every_replica_its_weights_back(exploding_op):
+@pytest.mark.usefixtures("exploding_op")
+def test_a_run_that_fails_after_the_last_collective_gives_every_replica_its_weights_back():
     from workbench.ops.registry import apply
 
     ir = popxl.Ir(replication=4)

@@ -102,6 +102,7 @@ def compile_executable(ir: Ir, device: Device, options: RunOptions) -> Executabl
     empty_like = arena.empty_like if arena is not None else np.empty_like
     programs = [ReplicaProgram(ir, codes, r, values, replica_buffers, firsts, swaps, shared, binders, empty_like)
                 for r, values, replica_buffers in zip(replicas, device_values, buffers)]
+    runner: ReplicaRunner | ProcessRunner
     if processes > 1:
         runner = ProcessRunner(ir, programs, processes, options.instance_wait_seconds)
     else:

@@ -61,10 +61,12 @@ class SharedArena:
         nbytes = aligned(count * dtype.itemsize)
         if nbytes > self.CHUNK_BYTES // 4:
             return shared_zeros(shape, dtype)
-        if self._chunk is None or self._used + nbytes > len(self._chunk):
-            self._chunk, self._used = shared_zeros((self.CHUNK_BYTES,), np.uint8), 0
+        chunk = self._chunk
+        if chunk is None or self._used + nbytes > len(chunk):
+            chunk = shared_zeros((self.CHUNK_BYTES,), np.uint8)
+            self._chunk, self._used = chunk, 0
         start, self._used = self._used, self._used + nbytes
-        return self._chunk[start: start + count * dtype.itemsize].view(dtype).reshape(tuple(shape))
+        return chunk[start: start + count * dtype.itemsize].view(dtype).reshape(tuple(shape))
 
     def empty_like(self, array: np.ndarray) -> np.ndarray:
         return self.zeros(array.shape, array.dtype)
@@ -72,7 +74,7 @@ class SharedArena:
 
 def is_shared(array: np.ndarray) -> bool:
     """Whether ``array`` lies in memory made by ``shared_zeros``."""
-    base = array
+    base: object = array
     while isinstance(base, np.ndarray):
         base = base.base
     return isinstance(base, memoryview) and isinstance(base.obj, mmap.mmap)
@@ -161,16 +163,16 @@ class ProcessChannel:
     ``SpanningCommunicator``, and ``barrier``. ``alive(process)`` says whether another process still
     runs (each process knows how to tell); ``replicas_of(process)`` names the replicas it holds."""
 
-    def __init__(self, slots: Slots, window_memory: np.ndarray, results: list[np.ndarray], part_bytes: int,
-                 process: int, replicas_of: Callable[[int], list[int]], wait_seconds: float):
+    def __init__(self, slots: Slots, bells: "Bells", window_memory: np.ndarray, results: list[np.ndarray],
+                 part_bytes: int, process: int, replicas_of: Callable[[int], list[int]], wait_seconds: float):
         self.slots = slots
+        self.bells = bells
         self.process = process
         self._window = ExchangeWindow(window_memory, process, slots.processes, part_bytes, who="process")
         self._results = results  # one per half: the reduced values of every group, side by side
         self._replicas_of = replicas_of
         self._wait_seconds = wait_seconds
         self.alive: Callable[[int], bool] = lambda process: True
-        self.bells: Optional[Bells] = None  # set once the workers are started
         self.run = 0
         self._barriers = 0
         self._exchanges = 0

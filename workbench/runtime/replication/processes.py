@@ -27,7 +27,7 @@ import warnings
 import weakref
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 import numpy as np
 
@@ -39,6 +39,7 @@ from ..state.snapshot import uninterrupted
 from .communicator import CollectiveMismatchError, ReplicaAborted, wait_limit
 from .process_channel import LIVENESS_SECONDS, Bells, ProcessChannel, Slots, aligned, results_halves, shared_zeros
 from .process_worker import FAILED, FINISHED, MISMATCH, RUN, STOP, UNDO, UNDONE, Worker
+from .rendezvous import NO_RENDEZVOUS
 from .replicas import ReplicaExecutionError, ReplicaRunner
 from .spanning import SpanningCommunicator, largest_collective_value
 
@@ -71,9 +72,9 @@ class _Workers:
 
     def __init__(self, slots: Slots):
         self.slots = slots
+        self.bells = Bells(slots)
         self.pids: list[int] = []
         self.results: list[Connection] = []
-        self.bells: Optional[Bells] = None
         self.ended: dict[int, int] = {}  # worker (process number): wait status
 
     def alive(self, process: int) -> bool:
@@ -92,8 +93,7 @@ class _Workers:
         self.bells.ring()
 
     def stop(self) -> None:
-        if self.bells is None:
-            return
+        """End every worker (asked first, killed after ``STOP_SECONDS``)."""
         if self.pids:
             self.post(STOP)
         for connection in self.results:
@@ -105,8 +105,12 @@ class _Workers:
             if process not in self.ended:
                 os.kill(pid, signal.SIGKILL)
                 os.waitpid(pid, 0)
+        self.pids, self.results, self.ended = [], [], {}
+
+    def end(self) -> None:
+        """The runner is gone: end the workers and close the bells."""
+        self.stop()
         self.bells.close()
-        self.pids, self.results, self.bells, self.ended = [], [], None, {}
 
 
 class ProcessRunner:
@@ -127,7 +131,7 @@ class ProcessRunner:
         self.conditionals = [op for graph in ir.graphs for op in graph.ops if op_def(op.type).branches]
         self._ops = [op for graph in ir.graphs for op in graph.ops]
         self.op_numbers = {op: number for number, op in enumerate(self._ops)}
-        self.staging: Optional[tuple[dict, dict]] = None  # the host streams' buffers, once workers run
+        self._staging: Optional[tuple[dict, dict]] = None  # the host streams' buffers, once workers run
         self._parts = tuple(tuple(programs[i].replica for i in share) for share in self.shares)
         largest = largest_collective_value(ir)
         self._part_bytes = aligned(max(len(share) for share in self.shares) * largest)
@@ -138,7 +142,7 @@ class ProcessRunner:
         self.swapped = shared_zeros((len(programs), max(p.snapshot.swap_count for p in programs)), np.int8)
         self._wait_seconds = wait_limit(wait_seconds)
         self._workers = _Workers(self.slots)
-        self._finalizer = weakref.finalize(self, self._workers.stop)
+        self._finalizer = weakref.finalize(self, self._workers.end)
         self._channel = self.channel_for(0)
         self._channel.alive = self._workers.alive
         self._local = ReplicaRunner([programs[i] for i in self.shares[0]],
@@ -156,16 +160,22 @@ class ProcessRunner:
         """The worker processes' ids (none before the first run and after ``close``)."""
         return list(self._workers.pids)
 
+    @property
+    def staging(self) -> tuple[dict, dict]:
+        """The shared buffers of the host streams (inputs, outputs): ``[transfers, replicas, ...]``."""
+        if self._staging is None:
+            raise RuntimeError("the host streams are staged once the worker processes start")
+        return self._staging
+
     def channel_for(self, process: int) -> ProcessChannel:
-        channel = ProcessChannel(self.slots, self._window, self._results, self._part_bytes, process,
-                                 lambda p: list(self._parts[p]), self._wait_seconds)
-        channel.bells = self._workers.bells
-        return channel
+        return ProcessChannel(self.slots, self._workers.bells, self._window, self._results, self._part_bytes,
+                              process, lambda p: list(self._parts[p]), self._wait_seconds)
 
     def link(self, process: int, channel: ProcessChannel,
              ended: Callable[[Optional[BaseException]], None]) -> "_Link":
-        return _Link(SpanningCommunicator(None, channel, ProcessLayout(self._parts, process), channel.combine_groups),
-                     ended)
+        spanning = SpanningCommunicator(NO_RENDEZVOUS, channel, ProcessLayout(self._parts, process),
+                                        channel.combine_groups)
+        return _Link(spanning, ended)
 
     def records_expected(self) -> bool:
         """Whether workers send their replicas' branch logs and clock readings after a run."""
@@ -212,8 +222,9 @@ class ProcessRunner:
         interrupted = self._wait_here(lambda: bool((slots.finished[1:] == run).all()),
                                       lambda p: slots.finished[p] != run)
         expected = self.records_expected()
-        reports = [self._workers.results[p - 1].recv() if slots.outcome[p] != FINISHED or expected
-                   else (FINISHED, None) for p in range(1, self.processes)]
+        reports: list[tuple[Any, ...]] = [self._workers.results[p - 1].recv()
+                                          if slots.outcome[p] != FINISHED or expected else (FINISHED, None)
+                                          for p in range(1, self.processes)]
         if interrupted or error is not None or any(report[0] != FINISHED for report in reports):
             self._finished_run = True
             interrupted = self.undo() or interrupted
@@ -309,9 +320,8 @@ class ProcessRunner:
                   for stream, port in programs[0].inputs.items()}
         outputs = {stream: shared_zeros((port.data.shape[0], len(programs), *port.data.shape[1:]), port.data.dtype)
                    for stream, port in programs[0].outputs.items()}
-        self.staging = (inputs, outputs)
+        self._staging = (inputs, outputs)
         workers, parent = self._workers, os.getpid()
-        workers.bells = self._channel.bells = Bells(self.slots)
         self.slots.posted[0] = 0
         self.slots.sleeping[:] = 0
         for process in range(1, self.processes):
@@ -337,7 +347,7 @@ class ProcessRunner:
     def close(self) -> None:
         """End the workers (a later run starts new ones)."""
         self._workers.stop()
-        self.staging = None
+        self._staging = None
 
 
 def _status(status: Optional[int]) -> str:

@@ -49,7 +49,7 @@ CombineGroups = Callable[[list, str, list, list, Callable[[list], Any]], dict]
 class SpanningCommunicator:
     """Passes collectives within the process to the local communicator; exchanges the others."""
 
-    def __init__(self, local: Optional[Rendezvous], channel: GatherChannel, layout: Layout,
+    def __init__(self, local: Rendezvous, channel: GatherChannel, layout: Layout,
                  combine_groups: Optional[CombineGroups] = None):
         self._local = local
         self._channel = channel
@@ -58,7 +58,7 @@ class SpanningCommunicator:
         self._spanning: dict = {}  # op: whether any of its groups spans processes
         self._said: dict = {}  # op: what each process says it exchanges, but the occurrence
         self._groups: dict = {}  # op: its groups everywhere, and those of this process's replicas
-        self._combine_groups = combine_groups or self._gather_then_combine
+        self._combine_groups: CombineGroups = combine_groups or self._gather_then_combine
 
     def around(self, local: Rendezvous) -> "SpanningCommunicator":
         """This communicator, now around ``local`` (a run's own), keeping what it learnt of the ops."""
@@ -94,7 +94,9 @@ class SpanningCommunicator:
             if groups is None:
                 here = sorted({tuple(self._members(op, r, members)) for r in self._replicas})
                 groups = self._groups[op] = (all_groups(op, members), here)
-            return self._combine_groups(values, self._describe(values, label, occurrence, op), *groups, combine)
+            everywhere, here = groups
+            return self._combine_groups(values, self._describe(values, label, occurrence, op), everywhere, here,
+                                        combine)
 
         # One rendezvous of the local replicas: the last to arrive exchanges and combines for all.
         results = self._local.combine(MeetingKey(op, tuple(self._replicas), occurrence), label, replica,
