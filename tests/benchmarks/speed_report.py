@@ -12,10 +12,12 @@ measures the CNNs alone). It prints the cores and the BLAS library (its kernels 
   reach JAX's speed (ratio <= 1.0; the target is every round for R = 4 and 16).
 
 Results are checked first: the CNN outputs against onnxruntime's, the trained weights and losses against
-JAX's. Several replicas run by each strategy of ``--strategies`` in turn ('auto' picks threads or turns
-by the cores available; the strategy it picked is printed beside it). A full run takes about a minute
-on 2 cores. Ratios are of this process's measurements only: other work on the machine weighs on both
-sides of each round alike, but a quiet machine gives the figures to quote.
+JAX's. Several replicas run by each strategy of ``--strategies`` in turn ('auto' picks processes or turns
+by the free cores and the size of the step; the strategy it picked is printed beside it). A full run
+takes a few minutes on 2 cores. Ratios are of this process's measurements only: other work on the
+machine weighs on both sides of each round alike, but a quiet machine gives the figures to quote (and
+replicas in processes, which wait for each other at every collective, suffer most on a busy one).
+``replica_report.sh`` runs the training step's part on every core and then on two, in one command.
 """
 from __future__ import annotations
 
@@ -33,13 +35,13 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--replicas", default="1,4,16", help="replica counts of the training step (default 1,4,16)")
     parser.add_argument("--models", default="resnet50,densenet121,inception_v1,squeezenet",
                         help="CNNs to compare ('' for none)")
-    parser.add_argument("--strategies", default="auto,turns,threads",
+    parser.add_argument("--strategies", default="auto,turns,processes",
                         help="how several replicas run (RunOptions.replicas), each measured in turn (default "
-                             "auto,turns,threads)")
+                             "auto,turns,processes; threads is the other)")
     args = parser.parse_args()
-    unknown = set(args.strategies.split(",")) - {"auto", "turns", "threads"}
+    unknown = set(args.strategies.split(",")) - {"auto", "turns", "threads", "processes"}
     if unknown:
-        parser.error(f"--strategies takes auto, turns and threads, not {', '.join(sorted(unknown))}")
+        parser.error(f"--strategies takes auto, turns, threads and processes, not {', '.join(sorted(unknown))}")
     return args
 
 
@@ -90,6 +92,9 @@ def strategy_of(session) -> str:
     executable = session.executable
     if len(executable.programs) == 1:
         return "one replica"
+    processes = getattr(executable.runner, "processes", 1)
+    if processes > 1:
+        return f"{processes} processes"
     return "threads" if executable.runner.threaded else "turns"
 
 

@@ -72,8 +72,8 @@ def test_shared_weights_are_an_option(shared):
 
 def test_bad_options_are_refused_with_what_was_expected():
     with pytest.raises(ValueError, match=r"RunOptions.replicas must be one of 'auto', 'inline', 'turns', "
-                                         r"'threads', got 'processes'"):
-        RunOptions(replicas="processes")
+                                         r"'threads', 'processes', got 'fibers'"):
+        RunOptions(replicas="fibers")
     with pytest.raises(ValueError, match="RunOptions.cores must be a positive int or None, got 0"):
         RunOptions(cores=0)
     for seconds in (0, -2.0, float("nan"), float("inf"), "3", True):

@@ -1,6 +1,7 @@
 """Replicas taking turns in one thread: the numbers of one thread per replica, collectives anywhere
 (in called graphs and loops too), and replicas that cannot meet are told at once."""
 import gc
+import os
 import weakref
 
 import numpy as np
@@ -12,6 +13,7 @@ import workbench.runtime.replication.replicas as replicas_module
 from support.strategies import session as session_of
 from workbench.runtime import RunOptions
 from workbench.runtime.replication.communicator import CollectiveMismatchError, ReplicaAborted
+from workbench.runtime.replication.processes import ProcessRunner
 from workbench.runtime.replication.turns import TurnTakingCommunicator
 
 REPLICAS = 4
@@ -186,7 +188,7 @@ def matmul_ir(size: int):
     return ir
 
 
-def test_small_matrix_products_take_turns_in_one_thread_and_large_ones_run_a_thread_each():
+def test_small_matrix_products_take_turns_in_one_thread_and_large_ones_run_on_several_cores():
     small, large = matmul_ir(64), matmul_ir(512)
     assert replicas_module.mean_matmul_flops(small) == 2 * 64 ** 3 < replicas_module.PARALLEL_MATMUL_FLOPS
     assert replicas_module.mean_matmul_flops(large) == 2 * 512 ** 3 >= replicas_module.PARALLEL_MATMUL_FLOPS
@@ -195,7 +197,10 @@ def test_small_matrix_products_take_turns_in_one_thread_and_large_ones_run_a_thr
     assert not replicas_module.replicas_in_threads(large, instances=2, cores=3)  # one core each
     assert not replicas_module.replicas_in_threads(large, cores=1)
     three_cores = RunOptions(cores=3, check_kernels=True)
-    with popxl.Session(large, "ipu_model", options=three_cores) as session:
+    with popxl.Session(large, "ipu_model", options=three_cores) as session:  # processes, where they can be had
+        runner = session.executable.runner
+        assert isinstance(runner, ProcessRunner) if hasattr(os, "fork") else runner.threaded
+    with popxl.Session(large, "ipu_model", options=three_cores.with_changes(replicas="threads")) as session:
         assert session.executable.runner.threaded
     with popxl.Session(small, "ipu_model", options=three_cores) as session:
         assert not session.executable.runner.threaded

@@ -10,7 +10,7 @@ around an Executable: attaching, weights, runs, traces and the stepper.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 
 import numpy as np
 
@@ -25,7 +25,9 @@ from .execution.host_buffers import HostBuffers
 from .execution.program import ReplicaProgram
 from .options import RunOptions
 from .out_of_memory import check_fits
-from .replication.replicas import ReplicaRunner, threads_chosen
+from .replication.process_channel import SharedArena
+from .replication.processes import ProcessRunner
+from .replication.replicas import ReplicaRunner, process_count, replica_strategy
 from .state import weights
 from .state.allocator import keep_freed_memory
 from .state.host_memory import check_host_memory
@@ -61,7 +63,7 @@ class Executable:
     device_values: list[dict[Any, np.ndarray]]
     shared: SharedUpdates
     programs: list[ReplicaProgram]
-    runner: ReplicaRunner
+    runner: ReplicaRunner | ProcessRunner
     recorder: TraceRecorder
     loop_iterations: Optional[int]
 
@@ -78,41 +80,54 @@ def compile_executable(ir: Ir, device: Device, options: RunOptions) -> Executabl
                                ir.instance_replication_factor)
     replicas = ir.local_replicas
     instances = _instances(ir, options.instance_wait_seconds)
+    instance_count = 1 if instances is None else instances.settings.num_instances
+    strategy = replica_strategy(ir, options, instance_count)
+    processes = process_count(ir, options) if strategy == "processes" else 1
+    # Replicas in processes keep every value the session reads in memory the processes share (the
+    # spares that a first write swaps in too), and no weights shared by the replicas of one process.
+    arena = SharedArena() if processes > 1 else None
+    zeros = arena.zeros if arena is not None else np.zeros
     main_steps = codes[ir.main_graph].steps
-    shared = shared_weights(ir, main_steps) if options.shared_weights else SharedUpdates(set(), {})
+    shared = shared_weights(ir, main_steps) if options.shared_weights and processes == 1 else SharedUpdates(set(), {})
     check_host_memory(ir, shared.variables, options.host_memory_limit)  # before anything large is allocated
-    buffers = [{b: np.zeros((b.entries, *b.tensor_shape), b.tensor_dtype.as_numpy()) for b in ir.remote_buffers}
+    buffers = [{b: zeros((b.entries, *b.tensor_shape), b.tensor_dtype.as_numpy()) for b in ir.remote_buffers}
                for _ in replicas]
-    device_values = _device_values(ir, buffers, shared)
+    device_values = _device_values(ir, buffers, shared, zeros)
     if options.keep_freed_memory:
         keep_freed_memory()
     persistent = set(ir.variables) | set(ir.persistent_tensors)
     firsts = first_writes(ir, main_steps, persistent)
     swaps = swappable(ir, main_steps, firsts)
     binders = kernel_binders(options)
-    programs = [ReplicaProgram(ir, codes, r, values, replica_buffers, firsts, swaps, shared, binders)
+    empty_like = arena.empty_like if arena is not None else np.empty_like
+    programs = [ReplicaProgram(ir, codes, r, values, replica_buffers, firsts, swaps, shared, binders, empty_like)
                 for r, values, replica_buffers in zip(replicas, device_values, buffers)]
-    instance_count = 1 if instances is None else instances.settings.num_instances
-    runner = ReplicaRunner(programs, threads_chosen(ir, options, instance_count), instances,
-                           options.instance_wait_seconds)
+    runner: ReplicaRunner | ProcessRunner
+    if processes > 1:
+        runner = ProcessRunner(ir, programs, processes, options.instance_wait_seconds)
+    else:
+        runner = ReplicaRunner(programs, strategy == "threads", instances, options.instance_wait_seconds)
     timeline = Timeline(ir, {graph: code.steps for graph, code in codes.items()}, device)
     recorder = TraceRecorder(programs, timeline, TRACE_EVENT_LIMIT)
     return Executable(ir, device, options, report, codes, host_buffers, replicas, instances, buffers,
                       device_values, shared, programs, runner, recorder, loop_iterations(ir))
 
 
-def _device_values(ir: Ir, buffers: list[dict], shared: SharedUpdates) -> list[dict[Any, np.ndarray]]:
-    """Each replica's storage of the variables and persistent tensors. A remote variable's device value
-    is its entry of its replica's remote buffer; the replicas share one array of a weight they all
-    hold alike."""
-    one_for_all = {v: weights.device_storage(v, {}) for v in shared.variables}
+def _device_values(ir: Ir, buffers: list[dict], shared: SharedUpdates,
+                   zeros: Callable[..., np.ndarray]) -> list[dict[Any, np.ndarray]]:
+    """Each replica's storage of the variables and persistent tensors, made by ``zeros``. A remote
+    variable's device value is its entry of its replica's remote buffer; the replicas share one array
+    of a weight they all hold alike."""
+    one_for_all = {v: zeros(v.shape, v.dtype.as_numpy()) for v in shared.variables}
 
     def storage(variable, replica_buffers: dict) -> np.ndarray:
         if variable in one_for_all:
             return one_for_all[variable]
+        if variable.remote_buffer is None:
+            return zeros(variable.shape, variable.dtype.as_numpy())
         return weights.device_storage(variable, replica_buffers)
     return [{**{v: storage(v, replica_buffers) for v in ir.variables},
-             **{t: np.zeros(t.shape, t.dtype.as_numpy()) for t in ir.persistent_tensors}}
+             **{t: zeros(t.shape, t.dtype.as_numpy()) for t in ir.persistent_tensors}}
             for replica_buffers in buffers]
 
 

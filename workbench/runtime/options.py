@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Literal, Optional
 
-ReplicaStrategy = Literal["auto", "inline", "turns", "threads"]
-REPLICA_STRATEGIES: tuple[str, ...] = ("auto", "inline", "turns", "threads")
+ReplicaStrategy = Literal["auto", "inline", "turns", "threads", "processes"]
+REPLICA_STRATEGIES: tuple[str, ...] = ("auto", "inline", "turns", "threads", "processes")
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,9 +31,14 @@ class RunOptions:
 
     ``replicas``: 'inline' runs one replica in the calling thread (several take turns there, as
     'turns'); 'turns' runs the replicas one after the other in the calling thread, switching at
-    collectives; 'threads' gives each replica a thread; 'auto' takes threads when the Ir's matrix
-    products are large enough and more than ``cores`` cores are free (None: those this process may
-    use), else turns. ``shared_weights``: replicas keep one copy of a weight they all update alike.
+    collectives; 'threads' gives each replica a thread; 'processes' spreads the replicas over one
+    process per core (``cores`` of them; None: those this process may use less those other work keeps
+    busy when the Session is made, two at least; at most one per replica, and as many replicas in
+    each): this one and workers forked from it, which share the weights' memory
+    (``replication/processes.py``); 'auto' takes processes when more than one core is free so and a
+    step's matrix products are large enough to pay for them, else threads where the matrix products
+    are very large (without os.fork), else turns. Every strategy gives the same bits.
+    ``shared_weights``: replicas keep one copy of a weight they all update alike.
     ``check_kernels``: every kernel's result is checked against its op's inferred shape and dtype.
     ``keep_freed_memory``: raise glibc's allocator thresholds once per process, so that the arrays a
     run frees are reused by the next (``allocator.py``). ``host_memory_limit``: the most host memory,

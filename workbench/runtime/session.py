@@ -234,11 +234,14 @@ class Session:
                 if progress is not None:
                     progress.close()
             run.complete()
+            self._executable.runner.commit()
             if self._executable.instances is not None:  # the trace shows every replica of the job
                 recorder = self._runs.recorder
                 recorder.record = self._executable.instances.whole_record(recorder.record)
         except BaseException:
             run.undo()
+            if self._executable.runner.undo():  # replicas in other processes give their part back too
+                raise KeyboardInterrupt
             raise
         run.announce()
 

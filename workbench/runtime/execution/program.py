@@ -73,15 +73,17 @@ class BoundGraph:
 
 class ReplicaProgram:
     """Binds every kernel once for one replica (through ``binders``, in order); ``run()`` executes the
-    main graph."""
+    main graph. ``empty_like`` makes the spare arrays of its snapshot."""
 
     def __init__(self, ir: Ir, codes: dict[Graph, GraphCode], replica: int,
                  variables: dict[Variable, np.ndarray], buffers: dict, firsts: dict[Op, list],
-                 swaps: set[Op], shared: SharedUpdates, binders: Sequence[Binder]):
+                 swaps: set[Op], shared: SharedUpdates, binders: Sequence[Binder],
+                 empty_like: Callable[[np.ndarray], np.ndarray] = np.empty_like):
         self.ir = ir
         main_order = codes[ir.main_graph].variables
         self.main_variables = [variables[v] for v in main_order]
-        self.snapshot = ReplicaSnapshot(firsts, swaps, variables, buffers, self.main_variables, main_order)
+        self.snapshot = ReplicaSnapshot(firsts, swaps, variables, buffers, self.main_variables, main_order,
+                                        empty_like)
         self.shared_updates = shared
         self.binders = tuple(binders)
         self.replica = replica

@@ -1,25 +1,24 @@
 """A session's view of the other instances of its job: collectives and weights across processes.
 
-Replicas keep their global index. A collective whose groups all lie within this instance stays a
-rendezvous of the local replicas. One whose groups span instances gathers every local replica's
-value, and the last local replica to arrive exchanges them with the other instances at once (through
-shared memory on one machine, ``mpi_window.py``) and reduces each group's values, in global replica
-order, with the op's own reducer, exactly as one instance holding every replica would, so results
-agree bit for bit.
+Replicas keep their global index. Collectives go through ``replication/spanning.py``: within this
+instance a rendezvous of the local replicas; across instances, the last local replica to arrive
+exchanges every local replica's value with the other instances at once (through shared memory on one
+machine, ``mpi_window.py``), and each group's values are reduced in global replica order with the
+op's own reducer, exactly as one instance holding every replica would, so results agree bit for bit.
 """
 from __future__ import annotations
 
 import hashlib
 import warnings
 from array import array
-from typing import Any, Callable, Optional, Sequence
+from typing import Optional, Sequence
 
 import numpy as np
 
 from workbench.ir.popdist_settings import PopdistSettings
 from workbench.ops.registry import op_def
 
-from ..replication.rendezvous import MeetingKey, Rendezvous
+from ..replication.spanning import SpanningCommunicator, largest_collective_value
 from ..tracing.trace import BranchLog, RunRecord
 from .mpi import Channel, world
 
@@ -102,87 +101,3 @@ class Instances:
             timestamps += [array("d", log + record.started) for log in logs[local:]]
         return RunRecord(branches, timestamps if profiled else None, record.started, record.seconds,
                          record.event_limit)
-
-
-class SpanningCommunicator:
-    """Passes collectives within the instance to the local communicator; exchanges the others."""
-
-    def __init__(self, local: Rendezvous, channel: Channel, settings: PopdistSettings):
-        self._local = local
-        self._channel = channel
-        self._settings = settings
-        self._replicas = list(settings.local_replicas)
-        self._spanning: dict = {}  # op: whether any of its groups spans instances
-
-    def exchange(self, key: MeetingKey, label: str, replica: int, members: Sequence[int], value: Any) -> list:
-        op, _, occurrence = key
-        if not self._spans(op, members):
-            return self._local.exchange(key, label, replica, members, value)
-
-        def gathered(values: list) -> np.ndarray:
-            # A copy: the members read the values later, when the shared window may be written again.
-            return gather_replicas(self._channel, values, label, occurrence, op).copy()
-
-        # One meeting of all the local replicas (an op's groups span instances for every replica or none).
-        everyone = self._local.combine(MeetingKey(op, tuple(self._replicas), occurrence), label, replica,
-                                       self._replicas, value, gathered)
-        return [everyone[m] for m in members]
-
-    def combine(self, key: MeetingKey, label: str, replica: int, members: Sequence[int], value: Any,
-                combine: Callable[[list], Any]) -> Any:
-        """``combine`` of every member's value (in global replica order), computed once for each
-        group: within the instance by the group's last member to arrive; across instances by the
-        instance's last replica to arrive, for every group of its replicas, from the values exchanged,
-        so that every instance computes the same bits."""
-        op, _, occurrence = key
-        if not self._spans(op, members):
-            return self._local.combine(key, label, replica, members, value, combine)
-
-        def gathered_and_combined(values: list) -> dict:
-            everyone = gather_replicas(self._channel, values, label, occurrence, op)
-            groups = {tuple(self._members(op, r, members)) for r in self._replicas}
-            return {group: combine([everyone[m] for m in group]) for group in groups}
-
-        # One rendezvous of the local replicas: the last to arrive exchanges and combines for all.
-        results = self._local.combine(MeetingKey(op, tuple(self._replicas), occurrence), label, replica,
-                                      self._replicas, value, gathered_and_combined)
-        return results[tuple(members)]
-
-    def _members(self, op, replica: int, members: Sequence[int]) -> list[int]:
-        """The members of ``replica``'s group of ``op`` (``members`` without a grouping: everyone)."""
-        grouping = op.attrs.get("group")
-        return list(members) if grouping is None else grouping.members(grouping.assignment[replica])
-
-    def _spans(self, op, members: Sequence[int]) -> bool:
-        spans = self._spanning.get(op)
-        if spans is None:
-            spans = self._spanning[op] = spans_instances(op, members, self._settings)
-        return spans
-
-
-def spans_instances(op, members: Sequence[int], settings: PopdistSettings) -> bool:
-    """Whether ``op`` exchanges across instances: decided for the op, not for one group, so that every
-    local replica takes the same path even where only some groups span instances."""
-    grouping = op.attrs.get("group")
-    groups = [grouping.members(g) for g in range(grouping.num_groups)] if grouping is not None else [members]
-    instance = settings.instance_of
-    return any(instance(min(g)) != instance(max(g)) for g in groups)
-
-
-def gather_replicas(channel: Channel, values: list, label: str, occurrence: int, op) -> np.ndarray:
-    """Every global replica's value of a collective, from this instance's replicas' ``values`` (in
-    local order), in one exchange; each instance says what it exchanges (down to the reduction and the
-    groups of ``op``), and all must say the same. The result may be a view of the shared window: read
-    it before the exchange after next."""
-    first = values[0]
-    kind = [f"{op.attrs['op']}"] if "op" in op.attrs else []
-    grouping = op.attrs.get("group")
-    kind += [f"groups {list(grouping.assignment)}"] if grouping is not None else []
-    return channel.gather(values, f"{label} occurrence {occurrence}: {first.dtype}{list(first.shape)}"
-                                  + "".join(f", {part}" for part in kind))
-
-
-def largest_collective_value(ir) -> int:
-    """Bytes of the largest value one replica gives to a collective of ``ir``."""
-    return max((op.inputs[0].nbytes for graph in ir.graphs for op in graph.ops if op_def(op.type).meets_replicas),
-               default=0)

@@ -36,26 +36,71 @@ def header(description: str) -> np.ndarray:
     return result
 
 
-def mismatch(headers: np.ndarray) -> CollectiveMismatchError:
-    """The error when the instances' ``headers`` differ: where each instance is."""
-    reached = "; ".join(f"instance {i} at {bytes(h[DIGEST_BYTES:]).rstrip(bytes(1)).decode(errors='replace')}"
+def mismatch(headers: np.ndarray, who: str = "instance") -> CollectiveMismatchError:
+    """The error when the parts' ``headers`` differ: where each ``who`` (instance, process) is."""
+    reached = "; ".join(f"{who} {i} at {bytes(h[DIGEST_BYTES:]).rstrip(bytes(1)).decode(errors='replace')}"
                         for i, h in enumerate(headers))
-    return CollectiveMismatchError(f"the instances reached different collectives: {reached}")
+    return CollectiveMismatchError(f"the {who}s reached different collectives: {reached}")
 
 
-class SharedWindow:
-    """Both halves of the window: per half, every instance's header, then every instance's values."""
+class ExchangeWindow:
+    """Both halves of a window in ``memory`` that every part (instance, process) maps: per half, every
+    part's header, then every part's values. ``sync`` makes this part's writes visible to the others
+    and theirs to it (MPI's window sync; nothing for plain shared memory)."""
+
+    def __init__(self, memory: np.ndarray, part: int, parts: int, part_bytes: int,
+                 sync: Callable[[], None] = lambda: None, who: str = "instance"):
+        self._part = part
+        self._parts = parts
+        self._sync = sync
+        self._who = who
+        self.part_bytes = part_bytes
+        half = parts * (HEADER_BYTES + part_bytes)
+        self._halves = [memory[h * half: (h + 1) * half] for h in range(2)]
+        self._exchanges = 0
+
+    @staticmethod
+    def size(parts: int, part_bytes: int) -> int:
+        """Bytes of the memory that a window of ``parts`` parts of ``part_bytes`` each needs."""
+        return 2 * parts * (HEADER_BYTES + part_bytes)
+
+    def allgather(self, values: list[np.ndarray], description: str,
+                  barrier: Callable[[], None]) -> np.ndarray:
+        """Every part's ``values`` (alike in number, shape and dtype), in part order, stacked on a
+        leading axis: a view of the window, valid until the exchange after next."""
+        first = values[0]
+        nbytes = len(values) * first.nbytes
+        if nbytes > self.part_bytes:
+            raise ValueError(f"{description}: {nbytes} bytes do not fit the {self.part_bytes} bytes each "
+                             f"{self._who} has in the shared window")
+        half = self._halves[self._exchanges % 2]
+        self._exchanges += 1
+        headers = half[: self._parts * HEADER_BYTES].reshape(self._parts, HEADER_BYTES)
+        said = header(description)
+        headers[self._part] = said
+        data = half[self._parts * HEADER_BYTES:]
+        mine = data[self._part * nbytes: (self._part + 1) * nbytes]
+        np.stack(values, out=mine.view(first.dtype).reshape(len(values), *first.shape))
+        self._sync()
+        barrier()
+        self._sync()
+        if (headers != said).any():
+            raise mismatch(headers, self._who)
+        everyone = data[: self._parts * nbytes].view(first.dtype)
+        return everyone.reshape(self._parts * len(values), *first.shape)
+
+    def restart(self) -> None:
+        """After a failed run, when every part starts again from the first half."""
+        self._exchanges = 0
+
+
+class SharedWindow(ExchangeWindow):
+    """An ``ExchangeWindow`` in MPI shared memory, across the instances of a job on one machine."""
 
     def __init__(self, MPI, window, instance: int, instances: int, part_bytes: int):
         self._window = window
-        self._instance = instance
-        self._instances = instances
-        self.part_bytes = part_bytes
         memory, _ = window.Shared_query(0)
-        whole = np.frombuffer(memory, np.uint8)
-        half = instances * (HEADER_BYTES + part_bytes)
-        self._halves = [whole[h * half: (h + 1) * half] for h in range(2)]
-        self._exchanges = 0
+        super().__init__(np.frombuffer(memory, np.uint8), instance, instances, part_bytes, window.Sync)
         window.Lock_all(MPI.MODE_NOCHECK)
 
     @classmethod
@@ -69,38 +114,9 @@ class SharedWindow:
             return None
         instances, instance = comm.Get_size(), comm.Get_rank()
         part_bytes = -(-part_bytes // ALIGNMENT) * ALIGNMENT
-        size = 2 * instances * (HEADER_BYTES + part_bytes)
+        size = cls.size(instances, part_bytes)
         window = MPI.Win.Allocate_shared(size if instance == 0 else 0, 1, comm=comm)
         return cls(MPI, window, instance, instances, part_bytes)
-
-    def allgather(self, values: list[np.ndarray], description: str,
-                  barrier: Callable[[], None]) -> np.ndarray:
-        """Every instance's ``values`` (alike in number, shape and dtype), in instance order, stacked
-        on a leading axis: a view of the window, valid until the exchange after next."""
-        first = values[0]
-        nbytes = len(values) * first.nbytes
-        if nbytes > self.part_bytes:
-            raise ValueError(f"{description}: {nbytes} bytes do not fit the {self.part_bytes} bytes each "
-                             "instance has in the shared window")
-        half = self._halves[self._exchanges % 2]
-        self._exchanges += 1
-        headers = half[: self._instances * HEADER_BYTES].reshape(self._instances, HEADER_BYTES)
-        said = header(description)
-        headers[self._instance] = said
-        data = half[self._instances * HEADER_BYTES:]
-        mine = data[self._instance * nbytes: (self._instance + 1) * nbytes]
-        np.stack(values, out=mine.view(first.dtype).reshape(len(values), *first.shape))
-        self._window.Sync()
-        barrier()
-        self._window.Sync()
-        if (headers != said).any():
-            raise mismatch(headers)
-        everyone = data[: self._instances * nbytes].view(first.dtype)
-        return everyone.reshape(self._instances * len(values), *first.shape)
-
-    def restart(self) -> None:
-        """After a failed run, when every instance starts again from the first half."""
-        self._exchanges = 0
 
     def close(self) -> None:
         self._window.Unlock_all()

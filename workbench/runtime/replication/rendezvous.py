@@ -5,9 +5,9 @@ The k-th time a replica runs a collective op of its group meets the k-th time th
 it: ``MeetingKey(op, group, occurrence)``. Four ways of waiting implement the contract: replica threads
 (``communicator.Communicator``), replicas taking turns in one thread (``turns.TurnTakingCommunicator``),
 the stepper's replica threads (``stepper_threads.ReplicaThreads``) and, around either of the first two,
-instances of a job of several (``instances.SpanningCommunicator``). Each raises
-``CollectiveMismatchError`` when the replicas cannot all meet, and ``ReplicaAborted`` when the run
-was given up, rather than waiting for ever.
+replicas spread over processes (``spanning.SpanningCommunicator``: the instances of a job, or a
+session's worker processes). Each raises ``CollectiveMismatchError`` when the replicas cannot all
+meet, and ``ReplicaAborted`` when the run was given up, rather than waiting for ever.
 
 The first three keep their books alike, in a ``MeetingBook``: the values given at each meeting, the
 result once known, who waits where, and the two rules that tell that replicas cannot meet (a member

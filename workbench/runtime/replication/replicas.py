@@ -1,6 +1,6 @@
 """Running the replicas of one step: inline for one replica; for several, taking turns in the
-calling thread (``turns.py``), or one thread each when the Ir's matrix products are large enough to
-run in parallel.
+calling thread (``turns.py``), one thread each, or spread over worker processes (``processes.py``),
+as ``RunOptions.replicas`` says or, for 'auto', as the cores and the size of a step say.
 
 An interrupt (KeyboardInterrupt) or a failure stops every replica, at its next collective (or loop
 iteration, in threads), before ``run`` raises: then nothing writes the weights any more and the
@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import math
 import os
+import platform
 import sys
+import time
 from concurrent.futures import ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from typing import Callable, Iterator, Optional
@@ -38,27 +40,112 @@ PARALLEL_MATMUL_FLOPS = 50e6
 # shard_map's time, 16 replicas 5.1x against 4.3x), so the product size decides whatever the cores.
 
 
+# The matrix products of a step (per replica, each op once) from which worker processes pay: below,
+# waking the workers, staging the host data and meeting at each collective cost more than the cores
+# give. Measured on the MLP of ``bench_training_step.py`` (some 50 MFLOP a step at batch 32): 4
+# replicas in 2 processes on 2 cores run in about 0.6 of the time they take turns in one.
+PROCESS_STEP_FLOPS = 10e6
+# Worker processes read each other's values once a slot written after them says they are there,
+# which holds on machines that keep stores in order (x86-64); 'auto' picks processes only there.
+ORDERED_STORES = ("x86_64", "amd64", "i686", "i386")
+
+
+def available_cores(cores: Optional[int] = None) -> int:
+    """``cores`` if given, else those this process may run on."""
+    if cores is not None:
+        return cores
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+def free_cores(cores: Optional[int] = None) -> int:
+    """``cores`` if given, else those this process may run on less those that other work keeps busy
+    now: processes in lockstep pay only on cores nobody else wants (on a machine busier than its cores,
+    replicas in processes wait for each other's turns on the cores, and run slower than in one)."""
+    if cores is not None:
+        return cores
+    return cores_left(available_cores(), runnable_threads())
+
+
+def cores_left(allowed: int, runnable: int) -> int:
+    """Of ``allowed`` cores, those left when ``runnable`` threads run on the machine, this one and one
+    more not counted (at least one)."""
+    return max(1, allowed - max(0, runnable - 2))
+
+
+def runnable_threads() -> int:
+    """Threads runnable on this machine now: the fewest of three looks at ``/proc/loadavg``, a
+    millisecond apart (1 where there is no such file)."""
+    counts = []
+    for look in range(3):
+        try:
+            with open("/proc/loadavg") as loadavg:
+                counts.append(int(loadavg.read().split()[3].split("/")[0]))
+        except (OSError, ValueError, IndexError):
+            return 1
+        if look < 2:
+            time.sleep(0.001)
+    return min(counts)
+
+
 def replicas_in_threads(ir: Ir, instances: int = 1, cores: Optional[int] = None) -> bool:
-    """Whether the replicas of ``ir`` run one thread each, by the 'auto' strategy: when its matrix
-    products are large enough, and this process may use more than one core (the ``cores``, by
-    default those this process may run on, shared among the ``instances`` of a job on this machine)."""
-    if cores is None:
-        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return cores // instances > 1 and mean_matmul_flops(ir) >= PARALLEL_MATMUL_FLOPS
+    """Whether the replicas of ``ir`` run one thread each, by the 'auto' strategy where processes
+    cannot be had: when its matrix products are large enough, and this process may use more than one
+    core (the ``cores``, by default those this process may run on, shared among the ``instances`` of
+    a job on this machine)."""
+    return available_cores(cores) // instances > 1 and mean_matmul_flops(ir) >= PARALLEL_MATMUL_FLOPS
+
+
+def replicas_in_processes(ir: Ir, instances: int = 1, cores: Optional[int] = None) -> bool:
+    """Whether the replicas of ``ir`` spread over worker processes, by the 'auto' strategy: in a job
+    of one instance, with more than one replica, when a step's matrix products are large enough, on
+    a machine that can fork and keeps stores in order, with more than one core free (``free_cores``)."""
+    return (instances == 1 and len(ir.local_replicas) > 1 and hasattr(os, "fork")
+            and platform.machine().lower() in ORDERED_STORES and step_matmul_flops(ir) >= PROCESS_STEP_FLOPS
+            and free_cores(cores) > 1)
+
+
+def replica_strategy(ir: Ir, options: RunOptions, instances: int = 1) -> str:
+    """How the replicas of ``ir`` run: 'turns', 'threads' or 'processes' ('auto' decided)."""
+    strategy = options.replicas
+    if strategy == "auto":
+        if replicas_in_processes(ir, instances, options.cores):
+            return "processes"
+        return "threads" if replicas_in_threads(ir, instances, options.cores) else "turns"
+    if strategy == "processes" and instances > 1:
+        raise ValueError("RunOptions(replicas='processes') spreads the replicas of a job of one instance over "
+                         f"processes; this session is one instance of {instances}: use 'auto', 'turns' or "
+                         "'threads'")
+    return "turns" if strategy == "inline" else strategy
+
+
+def process_count(ir: Ir, options: RunOptions) -> int:
+    """The processes of the 'processes' strategy: one per free core (at least two), at most one per
+    replica, and as many replicas in each (the most processes that divide the replicas evenly)."""
+    replicas = len(ir.local_replicas)
+    cores = options.cores if options.cores is not None else max(2, free_cores())
+    return max(count for count in range(1, min(replicas, cores) + 1) if replicas % count == 0)
 
 
 def threads_chosen(ir: Ir, options: RunOptions, instances: int = 1) -> bool:
     """Whether ``options`` give each replica of ``ir`` a thread (rather than turns in the calling one)."""
-    if options.replicas == "auto":
-        return replicas_in_threads(ir, instances, options.cores)
-    return options.replicas == "threads"
+    return replica_strategy(ir, options, instances) == "threads"
+
+
+def matmul_flops(ir: Ir) -> list[int]:
+    """Floating-point operations of each of the Ir's matrix products."""
+    return [2 * math.prod(op.outputs[0].shape) * op.inputs[0].shape[-1]
+            for graph in ir.graphs for op in graph.ops if op_def(op.type).matrix_product]
 
 
 def mean_matmul_flops(ir: Ir) -> float:
     """Floating-point operations of the Ir's matrix products, on average (0 without any)."""
-    flops = [2 * math.prod(op.outputs[0].shape) * op.inputs[0].shape[-1]
-             for graph in ir.graphs for op in graph.ops if op_def(op.type).matrix_product]
+    flops = matmul_flops(ir)
     return sum(flops) / len(flops) if flops else 0.0
+
+
+def step_matmul_flops(ir: Ir) -> float:
+    """Floating-point operations of all the Ir's matrix products, each counted once."""
+    return float(sum(matmul_flops(ir)))
 
 
 class ReplicaExecutionError(RuntimeError):
@@ -181,6 +268,13 @@ class ReplicaRunner:
         """Every replica stops at its next loop iteration."""
         for program in self._programs:
             program.stop_requested = True
+
+    def undo(self) -> bool:
+        """The run that just ended is given up: the caller restores every replica itself here."""
+        return False
+
+    def commit(self) -> None:
+        """The run that just ended stands."""
 
     def close(self) -> None:
         """Let the replica threads go (a later run starts new ones)."""

@@ -88,12 +88,13 @@ def _aliases(op: Op, tensor) -> bool:
 class _Swap:
     """A variable whose first write goes to ``spare``, which then becomes the variable's array (in the
     session's device values and the list the main graph reads them from), the old array becoming the
-    spare: unless the run fails, when they change places back."""
+    spare: unless the run fails, when they change places back. ``first`` is the variable's array at
+    the start, to tell which of the two it holds."""
 
-    __slots__ = ("variable", "index", "spare")
+    __slots__ = ("variable", "index", "spare", "first")
 
-    def __init__(self, variable, index: int, spare: np.ndarray):
-        self.variable, self.index, self.spare = variable, index, spare
+    def __init__(self, variable, index: int, spare: np.ndarray, first: np.ndarray):
+        self.variable, self.index, self.spare, self.first = variable, index, spare, first
 
 
 class ReplicaSnapshot:
@@ -103,7 +104,7 @@ class ReplicaSnapshot:
     swap replaces the variable's array there and in ``values``."""
 
     def __init__(self, firsts: dict[Op, list], swaps: set[Op], values: dict, buffers: dict,
-                 main_variables: list, main_order: list):
+                 main_variables: list, main_order: list, empty_like: Callable[[np.ndarray], np.ndarray] = np.empty_like):
         self._values, self._main_variables = values, main_variables
         index = {v: i for i, v in enumerate(main_order)}
         spares: dict = {}
@@ -111,11 +112,11 @@ class ReplicaSnapshot:
         def pair(written) -> tuple[np.ndarray, np.ndarray]:
             live = buffers[written] if written in buffers else values[written]
             if written not in spares:
-                spares[written] = (live, np.empty_like(live))
+                spares[written] = (live, empty_like(live))
             return spares[written]
         self._saves = {op: [pair(w) for w in written] for op, written in firsts.items() if op not in swaps}
-        self._swaps = {op: _Swap(op.inputs[0], index[op.inputs[0]], np.empty_like(values[op.inputs[0]]))
-                       for op in swaps}
+        self._swaps = {op: _Swap(op.inputs[0], index[op.inputs[0]], empty_like(values[op.inputs[0]]),
+                                 values[op.inputs[0]]) for op in swaps}
         self._saved: list[tuple[np.ndarray, np.ndarray]] = []
         self._swapped: list[tuple[_Swap, np.ndarray, np.ndarray]] = []
 
@@ -176,6 +177,22 @@ class ReplicaSnapshot:
                        *(lambda live=live, spare=spare: np.copyto(live, spare)
                          for live, spare in reversed(self._saved))])
         self.begin()
+
+    @property
+    def swap_count(self) -> int:
+        return len(self._swaps)
+
+    def swapped(self) -> list[bool]:
+        """For each swapping first write (in a fixed order): whether its variable holds its spare."""
+        return [self._values[swap.variable] is not swap.first for swap in self._swaps.values()]
+
+    def set_swapped(self, swapped: Iterable[bool]) -> None:
+        """Make each swapping first write's variable hold its first array or its spare, as
+        ``swapped`` says (what ``swapped()`` told in another process that shares both arrays)."""
+        for swap, spare in zip(self._swaps.values(), swapped):
+            current = self._values[swap.variable]
+            if (current is not swap.first) != bool(spare):
+                self._place(swap, current, swap.spare)
 
     def _place(self, swap: _Swap, old: np.ndarray, new: np.ndarray) -> None:
         """Make ``new`` the variable's array and ``old`` the spare (idempotent)."""
