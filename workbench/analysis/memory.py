@@ -12,9 +12,9 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Optional
 
-from workbench.ir import Ir, Op, RemoteBuffer, Tensor
+from workbench.ir import Ir, RemoteBuffer, Tensor
 from workbench.ir.device import Device
-from workbench.ops.multi_exchange import exchange_parts
+from workbench.ops.multi_exchange import transfers_of
 
 from .code_size import graph_code_bytes
 from .flatten import FlatSchedule
@@ -138,8 +138,7 @@ def streaming_transfers(flat: FlatSchedule) -> list[StreamingTransfer]:
     step order: where a phased program brings each layer's weights in and writes them back."""
     transfers = []
     for step in flat.steps:
-        parts: list[Op] = exchange_parts(step.op) if step.op.type == "multi_exchange" else [step.op]
-        for part in parts:
+        for part in transfers_of(step.op):
             direction = TRANSFER_DIRECTIONS.get(part.type)
             if direction is not None:
                 tensor = part.outputs[0] if direction == "load" else part.inputs[0]

@@ -16,8 +16,8 @@ __all__ = ["matmul"]
 
 def _matmul_infer(specs, attrs) -> list[TensorSpec]:
     lhs, rhs = specs[0], specs[1]
-    dtype = same_dtype("matmul", specs[:2])
     check_dtype("matmul", lhs, "number")
+    dtype = lhs.dtype  # as in popxl: operands of two dtypes build (the output has lhs's) and are refused when compiled
     if not lhs.shape or not rhs.shape:
         raise ValueError(f"matmul: operands must have at least one dimension, got {lhs.shape} and "
                          f"{rhs.shape}")
@@ -73,7 +73,12 @@ def _matmul_grad(op, grads, fwd):
     return [grad_a, grad_b]
 
 
-register(OpDef("matmul", _matmul_infer, _matmul_kernel, grad=_matmul_grad, matrix_product=True,
+def _same_dtypes_when_compiled(op, env):
+    same_dtype("matmul", [t.spec for t in op.inputs[:2]])
+    return _matmul_kernel(op, env)
+
+
+register(OpDef("matmul", _matmul_infer, _same_dtypes_when_compiled, grad=_matmul_grad, matrix_product=True,
                popart_class="MatMulOp"))
 
 

@@ -61,6 +61,11 @@ def exchange_parts(op: Op) -> list[Op]:
     return parts
 
 
+def transfers_of(op: Op) -> list[Op]:
+    """The single transfers ``op`` makes: a MultiExchange's parts, else ``op`` itself."""
+    return exchange_parts(op) if op.type == "multi_exchange" else [op]
+
+
 def _infer(specs, attrs) -> list:
     outputs: list = []
     first = 0
