@@ -355,7 +355,9 @@ def test_roi_align_errors(graph):
     ((1, 3, 12, 11), (40, 3, 3, 3), (2, 2), (1, 1, 0, 1), None),     # columns with a row of ones
     ((2, 4, 9, 8), (48, 4, 3, 2), (1, 1), (1, 0, 1, 1), 4 * 40),     # the same, a band of rows at a time
     ((1, 5, 7, 6), (8, 5, 3, 3), (1, 1), (1, 1, 1, 1), None),        # few outputs: shifted taps, bias after
-    ((2, 6, 5, 4), (7, 6, 1, 1), (1, 1), (0, 0, 0, 0), None),        # 1×1, bias after
+    ((2, 6, 5, 4), (5, 6, 1, 1), (1, 1), (0, 0, 0, 0), None),        # 1×1 to fewer channels, bias after
+    ((2, 6, 5, 4), (14, 6, 1, 1), (1, 1), (0, 0, 0, 0), None),       # 1×1 to more: input and a row of ones
+    ((1, 4, 9, 8), (20, 4, 1, 1), (2, 2), (0, 0, 0, 0), None),       # the same, its strided positions
 ])
 def test_a_constant_weight_and_bias_give_the_loop_plus_the_bias(monkeypatch, x_shape, w_shape, stride, padding,
                                                                   chunk):

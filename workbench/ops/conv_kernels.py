@@ -4,7 +4,8 @@ A convolution is im2col and one matrix product: a strided view lists every windo
 input as [N, C, *kernel, *out], one copy makes it the contiguous [N, C·K, P] column matrix, and
 ``matmul`` with the weight as a [C_out, C·K] view writes [N, C_out, P], already the output's layout
 (a large column matrix is made and multiplied a band of output rows at a time). A 1×1 convolution
-of stride 1 needs no copy at all, nor does a 2-D one of stride 1 with few output channels, which adds
+of stride 1 needs no copy at all (one with a constant weight and a bias and a larger output copies its
+input beside a row of ones, so that the product adds the bias), nor does a 2-D one of stride 1 with few output channels, which adds
 up one product per kernel offset of shifted views of the padded input. A large enough 3×3 one of stride 1
 goes by Winograd's method instead (``winograd.py``), which transforms a constant weight once. Poolings are
 in ``pool_kernels.py``.
@@ -160,6 +161,35 @@ def _biased_columns_conv(x_shape: Sequence[int], weight: np.ndarray, bias: np.nd
     return conv
 
 
+def _biased_pointwise_conv(x_shape: Sequence[int], weight: np.ndarray, bias: np.ndarray, stride: Sequence[int],
+                           out: Sequence[int], compute: np.dtype) -> Callable:
+    """A 1×1 convolution of a constant weight, one group, with a bias, where the output outnumbers the
+    input: the input (its strided positions, for a stride above 1) is copied into a column matrix with
+    a last row of ones and the weight matrix has the bias as its last column, so the matrix product adds
+    the bias; copying the input costs less than a pass of its own over the larger output."""
+    n, c_in, c_out = x_shape[0], x_shape[1], weight.shape[0]
+    positions = math.prod(out)
+    picked = (slice(None),) + tuple(slice(0, (o - 1) * s + 1, s) for o, s in zip(out, stride))
+    weight_and_bias = np.concatenate([weight.reshape(c_out, c_in), bias.reshape(c_out, 1)], axis=1).astype(compute)
+
+    def conv(x: np.ndarray, _weight: np.ndarray) -> np.ndarray:
+        cols = np.empty((c_in + 1, positions), compute)
+        cols[c_in] = 1
+        y = np.empty((n, c_out, positions), compute)
+        for image in range(n):
+            np.copyto(cols[:c_in].reshape(c_in, *out), x[image][picked])
+            np.matmul(weight_and_bias, cols, out=y[image])
+        return y.reshape(n, c_out, *out)
+    return conv
+
+
+def _takes_biased_pointwise(weight_shape: Sequence[int], groups: int, x_shape: Sequence[int],
+                            out: Sequence[int]) -> bool:
+    """A 1×1 convolution of one group whose output has more values than its input."""
+    return (groups == 1 and all(k == 1 for k in weight_shape[2:])
+            and weight_shape[0] * math.prod(out) > x_shape[1] * math.prod(x_shape[2:]))
+
+
 def conv(x_shape: Sequence[int], weight_shape: Sequence[int], stride: Sequence[int], dilation: Sequence[int],
          pads: Pads, groups: int, out: Sequence[int], dtype: np.dtype,
          constant_weight: Optional[np.ndarray] = None, bias: Optional[np.ndarray] = None) -> Callable:
@@ -184,6 +214,9 @@ def conv(x_shape: Sequence[int], weight_shape: Sequence[int], stride: Sequence[i
         if constant_weight is not None and groups == 1 and any(k != 1 for k in weight_shape[2:]) and not (
                 _takes_shifted_taps(weight_shape, stride, groups)) and dtype == compute:
             return _biased_columns_conv(x_shape, constant_weight, bias, stride, dilation, pads, out, compute)
+        if (constant_weight is not None and dtype == compute and not any(b or e for b, e in pads)
+                and _takes_biased_pointwise(weight_shape, groups, x_shape, out)):
+            return _biased_pointwise_conv(x_shape, constant_weight, bias, stride, out, compute)
         unbiased = conv(x_shape, weight_shape, stride, dilation, pads, groups, out, dtype, constant_weight)
         column = bias.reshape(-1, 1)
         by_channel = (x_shape[0], weight_shape[0], -1)
