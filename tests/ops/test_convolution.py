@@ -380,7 +380,7 @@ def test_a_constant_weight_and_bias_give_the_loop_plus_the_bias(monkeypatch, x_s
     ((1, 5, 7, 6), (8, 5, 3, 3), (1, 1), (1, 1, 1, 1), None),        # shifted taps, then a pass of its own
     ((2, 6, 5, 4), (5, 6, 1, 1), (1, 1), (0, 0, 0, 0), None),        # 1×1 to fewer channels
     ((2, 6, 5, 4), (14, 6, 1, 1), (1, 1), (0, 0, 0, 0), None),       # 1×1 to more
-    ((1, 40, 16, 16), (48, 40, 3, 3), (1, 1), (1, 1, 1, 1), None),   # Winograd
+    ((1, 40, 16, 16), (48, 40, 3, 3), (1, 1), (1, 1, 1, 1), None),   # Winograd, then a pass of its own
 ])
 @pytest.mark.parametrize("with_bias", [True, False])
 def test_a_relu_after_a_constant_weight_gives_the_loops_positive_part(monkeypatch, x_shape, w_shape, stride,

@@ -124,18 +124,3 @@ def test_a_bias_at_the_spread_position_reaches_every_output_once(transforms):
     kernel = winograd.winograd_conv(x_shape, w.shape, ((1, 1), (1, 1)), (13, 14), np.dtype(np.float32),
                                     np.dtype(np.float32), w, bias, transforms)
     np.testing.assert_allclose(kernel(x, w), expected, rtol=0, atol=1e-5 * np.abs(expected).max())
-
-
-@pytest.mark.parametrize("x_shape, out", [((1, 32, 16, 12), (16, 12)), ((2, 32, 13, 14), (13, 14))],
-                         ids=["whole blocks", "cropped blocks"])
-def test_a_relu_is_taken_while_the_output_blocks_are_put_in_place(x_shape, out):
-    c_out = 5
-    w = (RNG.standard_normal((c_out, 32, 3, 3)) / 17).astype(np.float32)
-    bias = RNG.standard_normal(c_out).astype(np.float32)
-    x = RNG.standard_normal(x_shape).astype(np.float32)
-    expected = np.maximum(direct(x, w, (1, 1), (1, 1)) + bias[:, None, None], 0)
-    kernel = winograd.winograd_conv(x_shape, w.shape, ((1, 1), (1, 1)), out, np.dtype(np.float32),
-                                    np.dtype(np.float32), w, bias, relu=True)
-    y = kernel(x, w)
-    assert (y >= 0).all() and (y == 0).any()
-    np.testing.assert_allclose(y, expected, rtol=0, atol=1e-5 * np.abs(expected).max())

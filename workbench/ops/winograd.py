@@ -102,12 +102,11 @@ def transforms_for(x_shape: Sequence[int], out: Sequence[int]) -> Transforms:
 def winograd_conv(x_shape: Sequence[int], weight_shape: Sequence[int], pads: Sequence[tuple[int, int]],
                   out: Sequence[int], compute: np.dtype, dtype: np.dtype,
                   constant_weight: Optional[np.ndarray] = None, bias: Optional[np.ndarray] = None,
-                  transforms: Optional[Transforms] = None, relu: bool = False) -> Callable:
+                  transforms: Optional[Transforms] = None) -> Callable:
     """``conv(x, weight)`` as ``conv_kernels.conv`` gives it, computed in ``compute`` (float32). A
     ``constant_weight`` (the value ``weight`` always has) is transformed here, once. A ``bias`` (one
     value per output channel) is added at tile position (1, 1), which the output transform spreads to
-    every output of the tile with a factor of one. With ``relu``, the copy of the output blocks into place
-    takes max(output, 0) on the way, at no pass of its own. The kernel keeps its padded input, whose border of
+    every output of the tile with a factor of one. The kernel keeps its padded input, whose border of
     zeros it never writes; its working arrays are made at each call (the runtime keeps freed memory,
     ``runtime/state/allocator.py``, so they cost no page faults) and live only during it."""
     n, c_in, height, width = x_shape
@@ -142,12 +141,6 @@ def winograd_conv(x_shape: Sequence[int], weight_shape: Sequence[int], pads: Seq
                 slice(0, -(-(out[1] - j) // block))))
               for i in range(block) for j in range(block)]
 
-    def place(source: np.ndarray, target: np.ndarray) -> None:
-        if relu:  # strided either way, so a scalar zero costs no more than a row of zeros
-            np.maximum(source, 0, out=target)
-        else:
-            np.copyto(target, source)
-
     def conv(x: np.ndarray, weight: np.ndarray) -> np.ndarray:
         transformed_weight = transform(weight) if prepared is None else prepared
         inputs = np.empty((n, tile, tile * c_in * tiles), compute)  # gathered, later transformed
@@ -171,9 +164,9 @@ def winograd_conv(x_shape: Sequence[int], weight_shape: Sequence[int], pads: Seq
                   out=blocks.reshape(n, block, block, c_out * tiles))
         result = np.empty((n, c_out, *out), dtype)
         if exact:
-            place(blocks.transpose(0, 3, 4, 1, 5, 2), result.reshape(n, c_out, rows, block, cols, block))
+            np.copyto(result.reshape(n, c_out, rows, block, cols, block), blocks.transpose(0, 3, 4, 1, 5, 2))
         else:
             for target, source in pieces:
-                place(blocks[source], result[target])
+                np.copyto(result[target], blocks[source])
         return result
     return conv
