@@ -4,8 +4,10 @@ Run with ``python tests/benchmarks/cnn_profile.py [model ...]`` (default: the fo
 For each model it prints the processor time of every kernel of a plain run (fused kernels included, as
 ``Session.run`` calls them; a fused run's time falls on the op that computes it and its other ops cost
 next to nothing), summed per op type and per convolution shape, the least of ``--rounds`` runs; then
-onnxruntime's own per-op-type profile of the same model. A first line gives the matrix-product speed of
-the BLAS library on a ResNet-like product, the yardstick for every convolution here.
+onnxruntime's own per-op-type profile of the same model, and each one's page faults and system time per
+run (memory that a run maps afresh costs a fault per page, which a busy kernel makes dearer on some
+machines than others). A first line gives the matrix-product speed of the BLAS library on a ResNet-like
+product, the yardstick for every convolution here.
 
 It times the kernels by swapping each bound kernel of the main graph for a timed wrapper (the
 interpreter reads its kernels from the namespace of the graph's generated function), so it reaches
@@ -17,6 +19,7 @@ import argparse
 import collections
 import json
 import os
+import resource
 import sys
 import time
 
@@ -95,6 +98,17 @@ def _seconds(work) -> float:
     return time.process_time() - start
 
 
+def faults_per_run(run, rounds: int) -> str:
+    """Minor page faults and system time per call of ``run``, after one call to warm it."""
+    run()
+    before = resource.getrusage(resource.RUSAGE_SELF)
+    for _ in range(rounds):
+        run()
+    after = resource.getrusage(resource.RUSAGE_SELF)
+    return (f"{(after.ru_minflt - before.ru_minflt) / rounds:.0f} page faults and "
+            f"{(after.ru_stime - before.ru_stime) / rounds * 1e3:.2f} ms of system time per run")
+
+
 def profile(name: str, rounds: int, shown: int) -> None:
     model, input_name, shape, outputs = cnn.light_model(name)
     feed = {input_name: np.random.default_rng(1).standard_normal(shape).astype(np.float32)}
@@ -112,12 +126,15 @@ def profile(name: str, rounds: int, shown: int) -> None:
     for label, seconds in least.items():
         per_type[label.split()[0]] += seconds
     theirs = onnxruntime_profile(model, feed, outputs, rounds)
+    faults = {"workbench": faults_per_run(ours.run, rounds),
+              "onnxruntime": faults_per_run(cnn.Onnxruntime(model, feed, outputs).run, rounds)}
     print(f"\n{name}: workbench run {best_run * 1e3:.1f} ms (kernels {sum(least.values()) * 1e3:.1f} ms); "
           f"onnxruntime kernels {sum(theirs.values()) * 1e3:.1f} ms")
     print("  workbench per op type: " + ", ".join(
         f"{t} {s * 1e3:.2f}" for t, s in sorted(per_type.items(), key=lambda item: -item[1]) if s >= 5e-5))
     print("  onnxruntime per op type: " + ", ".join(
         f"{t} {s * 1e3:.2f}" for t, s in sorted(theirs.items(), key=lambda item: -item[1]) if s >= 5e-5))
+    print("  " + "; ".join(f"{who}: {text}" for who, text in faults.items()))
     for label, seconds in sorted(least.items(), key=lambda item: -item[1])[:shown]:
         print(f"    {label:40s} {seconds * 1e3:8.3f} ms")
 
