@@ -98,7 +98,8 @@ def test_a_popxl_conv_with_a_constant_weight_gives_the_direct_result():
 
 def test_small_outputs_go_the_direct_way_even_with_a_constant_weight():
     assert not winograd.applies((1, 512, 7, 7), (512, 512, 3, 3), (1, 1), (1, 1), 1, (7, 7), constant_weight=True)
-    assert not winograd.applies((1, 16, 55, 55), (64, 16, 3, 3), (1, 1), (1, 1), 1, (55, 55), constant_weight=True)
+    assert not winograd.applies((1, 8, 55, 55), (64, 8, 3, 3), (1, 1), (1, 1), 1, (55, 55), constant_weight=True)
+    assert not winograd.applies((1, 16, 27, 27), (64, 16, 3, 3), (1, 1), (1, 1), 1, (27, 27), constant_weight=True)
     # few output channels: the input's transform outweighs the products below the usual size
     assert not winograd.applies((1, 128, 14, 14), (32, 128, 3, 3), (1, 1), (1, 1), 1, (14, 14), constant_weight=True)
     assert winograd.applies((1, 128, 28, 28), (32, 128, 3, 3), (1, 1), (1, 1), 1, (28, 28), constant_weight=True)
@@ -123,4 +124,14 @@ def test_a_bias_at_the_spread_position_reaches_every_output_once(transforms):
     expected = direct(x, w, (1, 1), (1, 1)) + bias[:, None, None]
     kernel = winograd.winograd_conv(x_shape, w.shape, ((1, 1), (1, 1)), (13, 14), np.dtype(np.float32),
                                     np.dtype(np.float32), w, bias, transforms)
+    np.testing.assert_allclose(kernel(x, w), expected, rtol=0, atol=1e-5 * np.abs(expected).max())
+
+
+def test_a_large_output_of_16_input_channels_goes_this_way_with_a_constant_weight():
+    x_shape, w = (1, 16, 30, 29), (RNG.standard_normal((40, 16, 3, 3)) / 12).astype(np.float32)
+    assert winograd.applies(x_shape, w.shape, (1, 1), (1, 1), 1, (30, 29), constant_weight=True)
+    assert not winograd.applies(x_shape, w.shape, (1, 1), (1, 1), 1, (30, 29))
+    x = RNG.standard_normal(x_shape).astype(np.float32)
+    kernel = conv_kernels.conv(x_shape, w.shape, (1, 1), (1, 1), ((1, 1), (1, 1)), 1, (30, 29), np.float32, w)
+    expected = direct(x, w, (1, 1), (1, 1))
     np.testing.assert_allclose(kernel(x, w), expected, rtol=0, atol=1e-5 * np.abs(expected).max())
