@@ -9,6 +9,10 @@ run (memory that a run maps afresh costs a fault per page, which a busy kernel m
 machines than others). A first line gives the matrix-product speed of the BLAS library on a ResNet-like
 product, the yardstick for every convolution here.
 
+``--set winograd.MIN_OUTPUT_PREPARED=1000`` (repeatable) changes a kernel-choice threshold of
+``workbench/ops`` before the sessions are built, so that a machine whose caches and memory differ from
+the one the thresholds were measured on can try other choices per op without editing the code.
+
 It times the kernels by swapping each bound kernel of the main graph for a timed wrapper (the
 interpreter reads its kernels from the namespace of the graph's generated function), so it reaches
 into the runtime's private state: a measuring tool, not an example.
@@ -139,12 +143,37 @@ def profile(name: str, rounds: int, shown: int) -> None:
         print(f"    {label:40s} {seconds * 1e3:8.3f} ms")
 
 
+TUNABLE_MODULES = ("conv_kernels", "winograd", "pool_kernels", "fused_conv", "channel_affine")
+
+
+def apply_setting(text: str) -> str:
+    """Set ``module.NAME=value`` (an int constant of one of ``TUNABLE_MODULES``); what was set, as text."""
+    import importlib
+
+    target, _, value = text.partition("=")
+    module_name, _, constant = target.partition(".")
+    if module_name not in TUNABLE_MODULES or not constant or not value:
+        raise SystemExit(f"--set takes module.NAME=value with module one of {', '.join(TUNABLE_MODULES)}, "
+                         f"not {text!r}")
+    module = importlib.import_module(f"workbench.ops.{module_name}")
+    old = getattr(module, constant, None)
+    if not isinstance(old, int) or isinstance(old, bool):
+        raise SystemExit(f"workbench.ops.{module_name} has no int constant {constant}")
+    setattr(module, constant, int(value))
+    return f"{module_name}.{constant} = {value} (was {old})"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("models", nargs="*", default=["resnet50", "densenet121", "inception_v1", "squeezenet"])
     parser.add_argument("--rounds", type=int, default=10, help="runs of each, the least time kept (default 10)")
     parser.add_argument("--shown", type=int, default=15, help="op kinds listed one by one (default 15)")
+    parser.add_argument("--set", action="append", default=[], metavar="MODULE.NAME=VALUE",
+                        help="change an int kernel-choice constant of workbench/ops first, e.g. "
+                             "winograd.MIN_OUTPUT_PREPARED=1000 (repeatable)")
     args = parser.parse_args()
+    for text in args.set:
+        print("set " + apply_setting(text), flush=True)
     set_default_run_options(default_run_options().with_changes(check_kernels=False))
     with threadpool_limits(1, user_api="blas"):
         print(blas_speed(), flush=True)
