@@ -27,7 +27,11 @@ def direct(x: np.ndarray, w: np.ndarray, begin, end) -> np.ndarray:
     ((1, 64, 31, 33), 16, (0, 2), (1, 0)),      # uneven padding
     ((1, 64, 30, 30), 4, (0, 0), (0, 0)),       # no padding
 ])
-def test_the_kernel_matches_a_float64_direct_convolution(x_shape, c_out, begin, end):
+@pytest.mark.parametrize("group_bytes", [None, 36 * 64 * 8 * 4 * 2, 36 * 64 * 9 * 4 * 3],
+                         ids=["all tiles at once", "small groups of tile rows", "larger groups"])
+def test_the_kernel_matches_a_float64_direct_convolution(monkeypatch, x_shape, c_out, begin, end, group_bytes):
+    if group_bytes:  # groups of tile rows, the last one shorter where the rows do not divide evenly
+        monkeypatch.setattr(winograd, "TILE_GROUP_BYTES", group_bytes)
     x = RNG.standard_normal(x_shape).astype(np.float32)
     w = (RNG.standard_normal((c_out, x_shape[1], 3, 3)) / np.sqrt(9 * x_shape[1])).astype(np.float32)
     expected = direct(x, w, begin, end)
