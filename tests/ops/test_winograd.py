@@ -139,3 +139,18 @@ def test_a_large_output_of_16_input_channels_goes_this_way_with_a_constant_weigh
     kernel = conv_kernels.conv(x_shape, w.shape, (1, 1), (1, 1), ((1, 1), (1, 1)), 1, (30, 29), np.float32, w)
     expected = direct(x, w, (1, 1), (1, 1))
     np.testing.assert_allclose(kernel(x, w), expected, rtol=0, atol=1e-5 * np.abs(expected).max())
+
+
+@pytest.mark.parametrize("x_shape", [(1, 32, 16, 12), (2, 32, 13, 14)], ids=["whole blocks", "cropped blocks"])
+def test_a_relu_is_taken_over_each_group_of_output_blocks(monkeypatch, x_shape):
+    monkeypatch.setattr(winograd, "TILE_GROUP_BYTES", 1)  # a group per tile row
+    c_out = 5
+    w = (RNG.standard_normal((c_out, 32, 3, 3)) / 17).astype(np.float32)
+    bias = RNG.standard_normal(c_out).astype(np.float32)
+    x = RNG.standard_normal(x_shape).astype(np.float32)
+    expected = np.maximum(direct(x, w, (1, 1), (1, 1)) + bias[:, None, None], 0)
+    kernel = winograd.winograd_conv(x_shape, w.shape, ((1, 1), (1, 1)), x_shape[2:], np.dtype(np.float32),
+                                    np.dtype(np.float32), w, bias, relu=True)
+    y = kernel(x, w)
+    assert (y == 0).any() and (y > 0).any()
+    np.testing.assert_allclose(y, expected, rtol=0, atol=1e-5 * np.abs(expected).max())

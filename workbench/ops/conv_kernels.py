@@ -210,8 +210,8 @@ def conv(x_shape: Sequence[int], weight_shape: Sequence[int], stride: Sequence[i
     kernel reads it, or what it prepared from it once, and ignores its ``weight`` argument. ``bias``
     (one value per output channel) is added to the result, by the matrix product itself where the
     kernel makes a column matrix or goes by Winograd. With ``relu`` the result is max(result, 0), taken
-    in the kernel's last pass where it has one that can (each band of a column matrix, each image of a
-    1×1 convolution with its bias in the product), else in a pass of its own.
+    in the kernel's own passes where it has some that can (each band of a column matrix, each image of a
+    1×1 convolution with its bias in the product, Winograd's output blocks), else in a pass of its own.
 
     A large column matrix is made and multiplied a band of output rows at a time, each band small
     enough to stay in cache between its copy and its product."""
@@ -228,9 +228,8 @@ def conv(x_shape: Sequence[int], weight_shape: Sequence[int], stride: Sequence[i
     if bias is not None:
         bias = np.asarray(bias, compute)
         if winograd.applies(x_shape, weight_shape, stride, dilation, groups, out, constant_weight is not None):
-            plain = winograd.winograd_conv(x_shape, weight_shape, pads, out, compute, dtype, constant_weight, bias)
-            # Its output copy reads strided blocks: taking the relu there costs more than a pass of its own.
-            return _with_relu(plain, (x_shape[0], weight_shape[0], *out), np.dtype(dtype)) if relu else plain
+            return winograd.winograd_conv(x_shape, weight_shape, pads, out, compute, dtype, constant_weight, bias,
+                                          relu=relu)
         if constant_weight is not None and groups == 1 and any(k != 1 for k in weight_shape[2:]) and not (
                 _takes_shifted_taps(weight_shape, stride, groups)) and dtype == compute:
             return _biased_columns_conv(x_shape, constant_weight, bias, stride, dilation, pads, out, compute, relu)

@@ -107,7 +107,7 @@ def transforms_for(x_shape: Sequence[int], out: Sequence[int]) -> Transforms:
 def winograd_conv(x_shape: Sequence[int], weight_shape: Sequence[int], pads: Sequence[tuple[int, int]],
                   out: Sequence[int], compute: np.dtype, dtype: np.dtype,
                   constant_weight: Optional[np.ndarray] = None, bias: Optional[np.ndarray] = None,
-                  transforms: Optional[Transforms] = None) -> Callable:
+                  transforms: Optional[Transforms] = None, relu: bool = False) -> Callable:
     """``conv(x, weight)`` as ``conv_kernels.conv`` gives it, computed in ``compute`` (float32). A
     ``constant_weight`` (the value ``weight`` always has) is transformed here, once. A ``bias`` (one
     value per output channel) is added at tile position (1, 1), which the output transform spreads to
@@ -115,7 +115,8 @@ def winograd_conv(x_shape: Sequence[int], weight_shape: Sequence[int], pads: Seq
     group's gathered tiles about ``TILE_GROUP_BYTES`` or the transformed weight's size, whichever is
     larger, so that its transforms and products stay in cache (a DenseNet layer of 128 to 32 channels at
     56×56: 2.5 ms with every tile at once, 2.1 ms so; a ResNet one of 64 channels at 56×56: 1.85 and
-    1.55 ms). The kernel keeps its padded input, whose border of
+    1.55 ms). With ``relu``, max(output, 0) is taken over each group's output blocks while they are
+    contiguous and in cache, before they are put in place. The kernel keeps its padded input, whose border of
     zeros it never writes; its working arrays are made at each call (the runtime keeps freed memory,
     ``runtime/state/allocator.py``, so they cost no page faults) and live only during it."""
     n, c_in, height, width = x_shape
@@ -148,6 +149,7 @@ def winograd_conv(x_shape: Sequence[int], weight_shape: Sequence[int], pads: Seq
     band = max(1, min(rows, group_bytes // (tile * tile * c_in * cols * itemsize)))
     groups = [_TileRows(first, min(rows, first + band), block, cols, out) for first in range(0, rows, band)]
     largest = band * cols
+    zeros = np.zeros(c_out * largest, compute)  # maximum vectorises against an array, not a scalar
 
     def conv(x: np.ndarray, weight: np.ndarray) -> np.ndarray:
         transformed_weight = transform(weight) if prepared is None else prepared
@@ -179,6 +181,9 @@ def winograd_conv(x_shape: Sequence[int], weight_shape: Sequence[int], pads: Seq
             np.matmul(output_t, products.reshape(n, tile, tile * c_out * tiles), out=half_outputs)
             np.matmul(output_t, half_outputs.reshape(n, block, tile, c_out * tiles),
                       out=blocks.reshape(n, block, block, c_out * tiles))
+            if relu:
+                by_rows = blocks.reshape(n * block * block, c_out * tiles)
+                np.maximum(by_rows, zeros[:c_out * tiles], out=by_rows)
             group.place(blocks, result)
         return result
     return conv
