@@ -7,9 +7,9 @@ The scales and shifts (batch norm in inference, a ``mul`` or ``add`` of one valu
 constants too, or reshapes of constants, as ONNX initializers are: their composed factor is folded into
 the weight once, when the kernel is built, and their shift becomes a bias that the convolution adds
 (``conv_kernels.conv``: its matrix product adds it, or a Winograd convolution at one tile position);
-the relu is taken in the convolution's own last pass where it has one that can. Batch norm, its scale
-and shift and the bias cost no pass of their own. ``runtime/execution/fusion.py`` finds such runs; the ops after the convolution then give
-their input back unchanged. Values differ from the ops one by one in the last bits.
+the relu is taken in the convolution's own passes where it has some that can. Batch norm, its scale
+and shift and the bias cost no pass of their own. ``runtime/execution/fusion.py`` finds such runs; the
+ops after the convolution then give their input back unchanged. Values differ from the ops one by one in the last bits.
 """
 from __future__ import annotations
 

@@ -125,7 +125,6 @@ def winograd_conv(x_shape: Sequence[int], weight_shape: Sequence[int], pads: Seq
     transforms = transforms or transforms_for(x_shape, out)
     tile, block = transforms.tile, transforms.block
     rows, cols = -(-out[0] // block), -(-out[1] // block)  # blocks per axis
-    tiles = rows * cols
     input_t, output_t = transforms.input_t.astype(compute), transforms.output_t.astype(compute)
     weight_pairs = transforms.weight_pairs.astype(compute)
 
@@ -200,7 +199,7 @@ class _TileRows:
     __slots__ = ("first", "stop", "rows", "block", "pieces", "whole")
 
     def __init__(self, first: int, stop: int, block: int, cols: int, out: Sequence[int]):
-        self.first, self.stop, self.rows = first, stop, stop - first
+        self.first, self.stop, self.rows, self.block = first, stop, stop - first, block
         self.whole = block * stop <= out[0] and block * cols == out[1]
         self.pieces = []
         for i in range(block):
@@ -209,10 +208,10 @@ class _TileRows:
                 continue
             for j in range(block):
                 count_j = -(-(out[1] - j) // block)
-                target = (slice(None), slice(None), slice(block * first + i, block * (first + count - 1) + i + 1, block),
+                last_row = block * (first + count - 1) + i
+                target = (slice(None), slice(None), slice(block * first + i, last_row + 1, block),
                           slice(j, block * (count_j - 1) + j + 1, block))
                 self.pieces.append((target, (slice(None), i, j, slice(None), slice(0, count), slice(0, count_j))))
-        self.block = block
 
     def place(self, blocks: np.ndarray, result: np.ndarray) -> None:
         if self.whole:
