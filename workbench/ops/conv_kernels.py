@@ -5,7 +5,7 @@ input as [N, C, *kernel, *out], one copy makes it the contiguous [N, C·K, P] co
 ``matmul`` with the weight as a [C_out, C·K] view writes [N, C_out, P], already the output's layout
 (a large column matrix is made and multiplied a band of output rows at a time). A 1×1 convolution
 of stride 1 needs no copy at all (one with a constant weight and a bias and a larger output copies its
-input beside a row of ones, so that the product adds the bias), nor does a 2-D one of stride 1 with few
+input beside a row of ones, so that the product adds the bias, as a strided one does), nor does a 2-D one of stride 1 with few
 output channels, which adds up one product per kernel offset of shifted views of the padded input. A
 large enough 3×3 one of stride 1 goes by Winograd's method instead (``winograd.py``), which transforms a
 constant weight once. Poolings are in ``pool_kernels.py``.
@@ -170,11 +170,11 @@ def _biased_columns_conv(x_shape: Sequence[int], weight: np.ndarray, bias: np.nd
 
 def _biased_pointwise_conv(x_shape: Sequence[int], weight: np.ndarray, bias: np.ndarray, stride: Sequence[int],
                            out: Sequence[int], compute: np.dtype, relu: bool = False) -> Callable:
-    """A 1×1 convolution of a constant weight, one group, with a bias, where the output outnumbers the
-    input: the input (its strided positions, for a stride above 1) is copied into a column matrix with
-    a last row of ones and the weight matrix has the bias as its last column, so the matrix product adds
-    the bias; copying the input costs less than a pass of its own over the larger output. A ``relu``
-    follows each image's product while its output is still in cache."""
+    """A 1×1 convolution of a constant weight, one group, with a bias (``_takes_biased_pointwise``): the
+    input (its strided positions, for a stride above 1) is copied into a column matrix with a last row of
+    ones and the weight matrix has the bias as its last column, so the matrix product adds the bias;
+    copying the input costs less than a pass of its own over a larger output, and a strided input is
+    copied anyway. A ``relu`` follows each image's product while its output is still in cache."""
     n, c_in, c_out = x_shape[0], x_shape[1], weight.shape[0]
     positions = math.prod(out)
     picked = (slice(None),) + tuple(slice(0, (o - 1) * s + 1, s) for o, s in zip(out, stride))
@@ -196,9 +196,10 @@ def _biased_pointwise_conv(x_shape: Sequence[int], weight: np.ndarray, bias: np.
 
 def _takes_biased_pointwise(weight_shape: Sequence[int], groups: int, x_shape: Sequence[int],
                             out: Sequence[int]) -> bool:
-    """A 1×1 convolution of one group whose output has more values than its input."""
+    """A 1×1 convolution of one group whose output has more values than its input, or of a stride
+    above 1, whose strided positions are copied anyway."""
     return (groups == 1 and all(k == 1 for k in weight_shape[2:])
-            and weight_shape[0] * math.prod(out) > x_shape[1] * math.prod(x_shape[2:]))
+            and (tuple(out) != tuple(x_shape[2:]) or weight_shape[0] > x_shape[1]))
 
 
 def conv(x_shape: Sequence[int], weight_shape: Sequence[int], stride: Sequence[int], dilation: Sequence[int],
