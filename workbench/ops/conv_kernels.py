@@ -5,10 +5,10 @@ input as [N, C, *kernel, *out], one copy makes it the contiguous [N, C·K, P] co
 ``matmul`` with the weight as a [C_out, C·K] view writes [N, C_out, P], already the output's layout
 (a large column matrix is made and multiplied a band of output rows at a time). A 1×1 convolution
 of stride 1 needs no copy at all (one with a constant weight and a bias and a larger output copies its
-input beside a row of ones, so that the product adds the bias, as a strided one does), nor does a 2-D one of stride 1 with few
-output channels, which adds up one product per kernel offset of shifted views of the padded input. A
-large enough 3×3 one of stride 1 goes by Winograd's method instead (``winograd.py``), which transforms a
-constant weight once. Poolings are in ``pool_kernels.py``.
+input beside a row of ones, so that the product adds the bias, as a strided one does), nor does a 2-D
+one of stride 1 with few output channels, which adds up one product per kernel offset of shifted views
+of the padded input. A large enough 3×3 one of stride 1 goes by Winograd's method instead
+(``winograd.py``), which transforms a constant weight once. Poolings are in ``pool_kernels.py``.
 """
 from __future__ import annotations
 
