@@ -4,8 +4,14 @@ Run with ``python tests/benchmarks/cnn_profile.py [model ...]`` (default: the fo
 For each model it prints the processor time of every kernel of a plain run (fused kernels included, as
 ``Session.run`` calls them; a fused run's time falls on the op that computes it and its other ops cost
 next to nothing), summed per op type and per convolution shape, the least of ``--rounds`` runs; then
-onnxruntime's own per-op-type profile of the same model. A first line gives the matrix-product speed of
-the BLAS library on a ResNet-like product, the yardstick for every convolution here.
+onnxruntime's own per-op-type profile of the same model, and each one's page faults and system time per
+run (memory that a run maps afresh costs a fault per page, which a busy kernel makes dearer on some
+machines than others). A first line gives the matrix-product speed of the BLAS library on a ResNet-like
+product, the yardstick for every convolution here.
+
+``--set winograd.MIN_OUTPUT_PREPARED=1000`` (repeatable) changes a kernel-choice threshold of
+``workbench/ops`` before the sessions are built, so that a machine whose caches and memory differ from
+the one the thresholds were measured on can try other choices per op without editing the code.
 
 It times the kernels by swapping each bound kernel of the main graph for a timed wrapper (the
 interpreter reads its kernels from the namespace of the graph's generated function), so it reaches
@@ -17,6 +23,7 @@ import argparse
 import collections
 import json
 import os
+import resource
 import sys
 import time
 
@@ -95,10 +102,24 @@ def _seconds(work) -> float:
     return time.process_time() - start
 
 
+def faults_per_run(run, rounds: int) -> str:
+    """Minor page faults and system time per call of ``run``, after one call to warm it."""
+    run()
+    before = resource.getrusage(resource.RUSAGE_SELF)
+    for _ in range(rounds):
+        run()
+    after = resource.getrusage(resource.RUSAGE_SELF)
+    return (f"{(after.ru_minflt - before.ru_minflt) / rounds:.0f} page faults and "
+            f"{(after.ru_stime - before.ru_stime) / rounds * 1e3:.2f} ms of system time per run")
+
+
 def profile(name: str, rounds: int, shown: int) -> None:
     model, input_name, shape, outputs = cnn.light_model(name)
     feed = {input_name: np.random.default_rng(1).standard_normal(shape).astype(np.float32)}
     ours = cnn.Workbench(model, feed, outputs)
+    # before the timed kernels: their clock readings are system calls
+    faults = {"workbench": faults_per_run(ours.run, rounds),
+              "onnxruntime": faults_per_run(cnn.Onnxruntime(model, feed, outputs).run, rounds)}
     totals: dict = collections.defaultdict(float)
     timed_kernels(ours, totals)
     least: dict = {}
@@ -118,8 +139,29 @@ def profile(name: str, rounds: int, shown: int) -> None:
         f"{t} {s * 1e3:.2f}" for t, s in sorted(per_type.items(), key=lambda item: -item[1]) if s >= 5e-5))
     print("  onnxruntime per op type: " + ", ".join(
         f"{t} {s * 1e3:.2f}" for t, s in sorted(theirs.items(), key=lambda item: -item[1]) if s >= 5e-5))
+    print("  " + "; ".join(f"{who}: {text}" for who, text in faults.items()))
     for label, seconds in sorted(least.items(), key=lambda item: -item[1])[:shown]:
         print(f"    {label:40s} {seconds * 1e3:8.3f} ms")
+
+
+TUNABLE_MODULES = ("conv_kernels", "winograd", "pool_kernels", "fused_conv", "channel_affine")
+
+
+def apply_setting(text: str) -> str:
+    """Set ``module.NAME=value`` (an int constant of one of ``TUNABLE_MODULES``); what was set, as text."""
+    import importlib
+
+    target, _, value = text.partition("=")
+    module_name, _, constant = target.partition(".")
+    if module_name not in TUNABLE_MODULES or not constant or not value:
+        raise SystemExit(f"--set takes module.NAME=value with module one of {', '.join(TUNABLE_MODULES)}, "
+                         f"not {text!r}")
+    module = importlib.import_module(f"workbench.ops.{module_name}")
+    old = getattr(module, constant, None)
+    if not isinstance(old, int) or isinstance(old, bool):
+        raise SystemExit(f"workbench.ops.{module_name} has no int constant {constant}")
+    setattr(module, constant, int(value))
+    return f"{module_name}.{constant} = {value} (was {old})"
 
 
 def main() -> None:
@@ -127,7 +169,12 @@ def main() -> None:
     parser.add_argument("models", nargs="*", default=["resnet50", "densenet121", "inception_v1", "squeezenet"])
     parser.add_argument("--rounds", type=int, default=10, help="runs of each, the least time kept (default 10)")
     parser.add_argument("--shown", type=int, default=15, help="op kinds listed one by one (default 15)")
+    parser.add_argument("--set", action="append", default=[], metavar="MODULE.NAME=VALUE",
+                        help="change an int kernel-choice constant of workbench/ops first, e.g. "
+                             "winograd.MIN_OUTPUT_PREPARED=1000 (repeatable)")
     args = parser.parse_args()
+    for text in args.set:
+        print("set " + apply_setting(text), flush=True)
     set_default_run_options(default_run_options().with_changes(check_kernels=False))
     with threadpool_limits(1, user_api="blas"):
         print(blas_speed(), flush=True)

@@ -355,7 +355,9 @@ def test_roi_align_errors(graph):
     ((1, 3, 12, 11), (40, 3, 3, 3), (2, 2), (1, 1, 0, 1), None),     # columns with a row of ones
     ((2, 4, 9, 8), (48, 4, 3, 2), (1, 1), (1, 0, 1, 1), 4 * 40),     # the same, a band of rows at a time
     ((1, 5, 7, 6), (8, 5, 3, 3), (1, 1), (1, 1, 1, 1), None),        # few outputs: shifted taps, bias after
-    ((2, 6, 5, 4), (7, 6, 1, 1), (1, 1), (0, 0, 0, 0), None),        # 1×1, bias after
+    ((2, 6, 5, 4), (5, 6, 1, 1), (1, 1), (0, 0, 0, 0), None),        # 1×1 to fewer channels, bias after
+    ((2, 6, 5, 4), (14, 6, 1, 1), (1, 1), (0, 0, 0, 0), None),       # 1×1 to more: input and a row of ones
+    ((1, 4, 9, 8), (3, 4, 1, 1), (2, 2), (0, 0, 0, 0), None),        # the same, its strided positions
 ])
 def test_a_constant_weight_and_bias_give_the_loop_plus_the_bias(monkeypatch, x_shape, w_shape, stride, padding,
                                                                   chunk):
@@ -370,3 +372,31 @@ def test_a_constant_weight_and_bias_give_the_loop_plus_the_bias(monkeypatch, x_s
         np.testing.assert_allclose(kernel(x, w), expected, rtol=1e-4, atol=1e-5)
         x = normal(*x_shape)
         expected = conv_loop(x, w, stride, padding[:2], padding[2:], (1, 1), 1) + bias[:, None, None]
+
+
+@pytest.mark.parametrize("x_shape, w_shape, stride, padding, chunk", [
+    ((1, 3, 12, 11), (40, 3, 3, 3), (2, 2), (1, 1, 0, 1), None),     # columns with a row of ones
+    ((2, 4, 9, 8), (48, 4, 3, 2), (1, 1), (1, 0, 1, 1), 4 * 40),     # the same, a band of rows at a time
+    ((1, 5, 7, 6), (8, 5, 3, 3), (1, 1), (1, 1, 1, 1), None),        # shifted taps, then a pass of its own
+    ((2, 6, 5, 4), (5, 6, 1, 1), (1, 1), (0, 0, 0, 0), None),        # 1×1 to fewer channels
+    ((2, 6, 5, 4), (14, 6, 1, 1), (1, 1), (0, 0, 0, 0), None),       # 1×1 to more
+    ((1, 40, 16, 16), (48, 40, 3, 3), (1, 1), (1, 1, 1, 1), None),   # Winograd, then a pass of its own
+])
+@pytest.mark.parametrize("with_bias", [True, False])
+def test_a_relu_after_a_constant_weight_gives_the_loops_positive_part(monkeypatch, x_shape, w_shape, stride,
+                                                                      padding, chunk, with_bias):
+    if chunk:
+        monkeypatch.setattr(conv_kernels, "CHUNK_BYTES", chunk)
+    x, w = normal(*x_shape), normal(*w_shape)
+    bias = normal(w_shape[0]) if with_bias else None
+    expected = conv_loop(x, w, stride, padding[:2], padding[2:], (1, 1), 1)
+    expected = np.maximum(expected + (bias[:, None, None] if with_bias else 0), 0)
+    kernel = conv_kernels.conv(x_shape, w_shape, stride, (1, 1), tuple(zip(padding[:2], padding[2:])), 1,
+                               expected.shape[2:], np.float32, w, bias, relu=True)
+    for _ in range(2):
+        y = kernel(x, w)
+        assert (y == 0).any() and (y > 0).any()
+        np.testing.assert_allclose(y, expected, rtol=1e-4, atol=1e-4 * np.abs(expected).max())
+        x = normal(*x_shape)
+        expected = conv_loop(x, w, stride, padding[:2], padding[2:], (1, 1), 1)
+        expected = np.maximum(expected + (bias[:, None, None] if with_bias else 0), 0)

@@ -27,7 +27,11 @@ def direct(x: np.ndarray, w: np.ndarray, begin, end) -> np.ndarray:
     ((1, 64, 31, 33), 16, (0, 2), (1, 0)),      # uneven padding
     ((1, 64, 30, 30), 4, (0, 0), (0, 0)),       # no padding
 ])
-def test_the_kernel_matches_a_float64_direct_convolution(x_shape, c_out, begin, end):
+@pytest.mark.parametrize("group_bytes", [None, 36 * 64 * 8 * 4 * 2, 36 * 64 * 9 * 4 * 3],
+                         ids=["all tiles at once", "small groups of tile rows", "larger groups"])
+def test_the_kernel_matches_a_float64_direct_convolution(monkeypatch, x_shape, c_out, begin, end, group_bytes):
+    if group_bytes:  # groups of tile rows, the last one shorter where the rows do not divide evenly
+        monkeypatch.setattr(winograd, "TILE_GROUP_BYTES", group_bytes)
     x = RNG.standard_normal(x_shape).astype(np.float32)
     w = (RNG.standard_normal((c_out, x_shape[1], 3, 3)) / np.sqrt(9 * x_shape[1])).astype(np.float32)
     expected = direct(x, w, begin, end)
@@ -98,7 +102,8 @@ def test_a_popxl_conv_with_a_constant_weight_gives_the_direct_result():
 
 def test_small_outputs_go_the_direct_way_even_with_a_constant_weight():
     assert not winograd.applies((1, 512, 7, 7), (512, 512, 3, 3), (1, 1), (1, 1), 1, (7, 7), constant_weight=True)
-    assert not winograd.applies((1, 16, 55, 55), (64, 16, 3, 3), (1, 1), (1, 1), 1, (55, 55), constant_weight=True)
+    assert not winograd.applies((1, 8, 55, 55), (64, 8, 3, 3), (1, 1), (1, 1), 1, (55, 55), constant_weight=True)
+    assert not winograd.applies((1, 16, 27, 27), (64, 16, 3, 3), (1, 1), (1, 1), 1, (27, 27), constant_weight=True)
     # few output channels: the input's transform outweighs the products below the usual size
     assert not winograd.applies((1, 128, 14, 14), (32, 128, 3, 3), (1, 1), (1, 1), 1, (14, 14), constant_weight=True)
     assert winograd.applies((1, 128, 28, 28), (32, 128, 3, 3), (1, 1), (1, 1), 1, (28, 28), constant_weight=True)
@@ -124,3 +129,28 @@ def test_a_bias_at_the_spread_position_reaches_every_output_once(transforms):
     kernel = winograd.winograd_conv(x_shape, w.shape, ((1, 1), (1, 1)), (13, 14), np.dtype(np.float32),
                                     np.dtype(np.float32), w, bias, transforms)
     np.testing.assert_allclose(kernel(x, w), expected, rtol=0, atol=1e-5 * np.abs(expected).max())
+
+
+def test_a_large_output_of_16_input_channels_goes_this_way_with_a_constant_weight():
+    x_shape, w = (1, 16, 30, 29), (RNG.standard_normal((40, 16, 3, 3)) / 12).astype(np.float32)
+    assert winograd.applies(x_shape, w.shape, (1, 1), (1, 1), 1, (30, 29), constant_weight=True)
+    assert not winograd.applies(x_shape, w.shape, (1, 1), (1, 1), 1, (30, 29))
+    x = RNG.standard_normal(x_shape).astype(np.float32)
+    kernel = conv_kernels.conv(x_shape, w.shape, (1, 1), (1, 1), ((1, 1), (1, 1)), 1, (30, 29), np.float32, w)
+    expected = direct(x, w, (1, 1), (1, 1))
+    np.testing.assert_allclose(kernel(x, w), expected, rtol=0, atol=1e-5 * np.abs(expected).max())
+
+
+@pytest.mark.parametrize("x_shape", [(1, 32, 16, 12), (2, 32, 13, 14)], ids=["whole blocks", "cropped blocks"])
+def test_a_relu_is_taken_over_each_group_of_output_blocks(monkeypatch, x_shape):
+    monkeypatch.setattr(winograd, "TILE_GROUP_BYTES", 1)  # a group per tile row
+    c_out = 5
+    w = (RNG.standard_normal((c_out, 32, 3, 3)) / 17).astype(np.float32)
+    bias = RNG.standard_normal(c_out).astype(np.float32)
+    x = RNG.standard_normal(x_shape).astype(np.float32)
+    expected = np.maximum(direct(x, w, (1, 1), (1, 1)) + bias[:, None, None], 0)
+    kernel = winograd.winograd_conv(x_shape, w.shape, ((1, 1), (1, 1)), x_shape[2:], np.dtype(np.float32),
+                                    np.dtype(np.float32), w, bias, relu=True)
+    y = kernel(x, w)
+    assert (y == 0).any() and (y > 0).any()
+    np.testing.assert_allclose(y, expected, rtol=0, atol=1e-5 * np.abs(expected).max())

@@ -4,10 +4,11 @@ A convolution is im2col and one matrix product: a strided view lists every windo
 input as [N, C, *kernel, *out], one copy makes it the contiguous [N, C·K, P] column matrix, and
 ``matmul`` with the weight as a [C_out, C·K] view writes [N, C_out, P], already the output's layout
 (a large column matrix is made and multiplied a band of output rows at a time). A 1×1 convolution
-of stride 1 needs no copy at all, nor does a 2-D one of stride 1 with few output channels, which adds
-up one product per kernel offset of shifted views of the padded input. A large enough 3×3 one of stride 1
-goes by Winograd's method instead (``winograd.py``), which transforms a constant weight once. Poolings are
-in ``pool_kernels.py``.
+of stride 1 needs no copy at all (one with a constant weight and a bias and a larger output copies its
+input beside a row of ones, so that the product adds the bias, as a strided one does), nor does a 2-D
+one of stride 1 with few output channels, which adds up one product per kernel offset of shifted views
+of the padded input. A large enough 3×3 one of stride 1 goes by Winograd's method instead
+(``winograd.py``), which transforms a constant weight once. Poolings are in ``pool_kernels.py``.
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from . import winograd
+from .activations import zero_rows
 
 Pads = Sequence[tuple[int, int]]
 
@@ -130,9 +132,11 @@ def _bands(c_in: int, kernel: Sequence[int], out: Sequence[int], itemsize: int) 
 
 
 def _biased_columns_conv(x_shape: Sequence[int], weight: np.ndarray, bias: np.ndarray, stride: Sequence[int],
-                         dilation: Sequence[int], pads: Pads, out: Sequence[int], compute: np.dtype) -> Callable:
+                         dilation: Sequence[int], pads: Pads, out: Sequence[int], compute: np.dtype,
+                         relu: bool = False) -> Callable:
     """im2col with a constant weight and a bias, one group: the column matrix has a last row of ones and
-    the weight matrix the bias as its last column, so the matrix product adds the bias."""
+    the weight matrix the bias as its last column, so the matrix product adds the bias. A ``relu``
+    follows each band's product while the band is still in cache."""
     n, c_in, c_out = x_shape[0], x_shape[1], weight.shape[0]
     kernel = tuple(weight.shape[2:])
     rows = c_in * math.prod(kernel)
@@ -143,6 +147,7 @@ def _biased_columns_conv(x_shape: Sequence[int], weight: np.ndarray, bias: np.nd
     band, bands = _bands(c_in, kernel, out, compute.itemsize)
     weight_and_bias = np.concatenate([weight.reshape(c_out, rows), bias.reshape(c_out, 1)], axis=1).astype(compute)
     rest = (slice(None),) * (len(out) - 1)
+    zeros = np.zeros(band * band_positions, compute)
 
     def conv(x: np.ndarray, _weight: np.ndarray) -> np.ndarray:
         windows = window_view(pad(x.astype(compute, copy=False)))
@@ -155,23 +160,67 @@ def _biased_columns_conv(x_shape: Sequence[int], weight: np.ndarray, bias: np.nd
                 cols = buffer[:(rows + 1) * size].reshape(rows + 1, size)
                 np.copyto(cols[:rows].reshape(part.shape), part)
                 cols[rows] = 1
-                np.matmul(weight_and_bias, cols, out=y[image, :, start * band_positions:stop * band_positions])
+                y_band = y[image, :, start * band_positions:stop * band_positions]
+                np.matmul(weight_and_bias, cols, out=y_band)
+                if relu:
+                    np.maximum(y_band, zeros[:size], out=y_band)
         return y.reshape(n, c_out, *out)
     return conv
 
 
+def _biased_pointwise_conv(x_shape: Sequence[int], weight: np.ndarray, bias: np.ndarray, stride: Sequence[int],
+                           out: Sequence[int], compute: np.dtype, relu: bool = False) -> Callable:
+    """A 1×1 convolution of a constant weight, one group, with a bias (``_takes_biased_pointwise``): the
+    input (its strided positions, for a stride above 1) is copied into a column matrix with a last row of
+    ones and the weight matrix has the bias as its last column, so the matrix product adds the bias;
+    copying the input costs less than a pass of its own over a larger output, and a strided input is
+    copied anyway. A ``relu`` follows each image's product while its output is still in cache."""
+    n, c_in, c_out = x_shape[0], x_shape[1], weight.shape[0]
+    positions = math.prod(out)
+    picked = (slice(None),) + tuple(slice(0, (o - 1) * s + 1, s) for o, s in zip(out, stride))
+    weight_and_bias = np.concatenate([weight.reshape(c_out, c_in), bias.reshape(c_out, 1)], axis=1).astype(compute)
+    zeros = np.zeros(positions, compute)  # maximum vectorises against an array, not a scalar
+
+    def conv(x: np.ndarray, _weight: np.ndarray) -> np.ndarray:
+        cols = np.empty((c_in + 1, positions), compute)
+        cols[c_in] = 1
+        y = np.empty((n, c_out, positions), compute)
+        for image in range(n):
+            np.copyto(cols[:c_in].reshape(c_in, *out), x[image][picked])
+            np.matmul(weight_and_bias, cols, out=y[image])
+            if relu:
+                np.maximum(y[image], zeros, out=y[image])
+        return y.reshape(n, c_out, *out)
+    return conv
+
+
+def _takes_biased_pointwise(weight_shape: Sequence[int], groups: int, x_shape: Sequence[int],
+                            out: Sequence[int]) -> bool:
+    """A 1×1 convolution of one group whose output has more values than its input, or of a stride
+    above 1, whose strided positions are copied anyway."""
+    return (groups == 1 and all(k == 1 for k in weight_shape[2:])
+            and (tuple(out) != tuple(x_shape[2:]) or weight_shape[0] > x_shape[1]))
+
+
 def conv(x_shape: Sequence[int], weight_shape: Sequence[int], stride: Sequence[int], dilation: Sequence[int],
          pads: Pads, groups: int, out: Sequence[int], dtype: np.dtype,
-         constant_weight: Optional[np.ndarray] = None, bias: Optional[np.ndarray] = None) -> Callable:
+         constant_weight: Optional[np.ndarray] = None, bias: Optional[np.ndarray] = None,
+         relu: bool = False) -> Callable:
     """``conv(x, weight)``: [N, C_in, *spatial] * [C_out, C_in / groups, *kernel] -> [N, C_out, *out].
     ``constant_weight``, where given, is the value ``weight`` has at every call (a constant): the
     kernel reads it, or what it prepared from it once, and ignores its ``weight`` argument. ``bias``
     (one value per output channel) is added to the result, by the matrix product itself where the
-    kernel makes a column matrix or goes by Winograd.
+    kernel makes a column matrix or goes by Winograd. With ``relu`` the result is max(result, 0), taken
+    in the kernel's own passes where it has some that can (each band of a column matrix, each image of a
+    1×1 convolution with its bias in the product, Winograd's output blocks), else in a pass of its own.
 
     A large column matrix is made and multiplied a band of output rows at a time, each band small
     enough to stay in cache between its copy and its product."""
     compute = compute_type(dtype)
+    fused_relu = relu and dtype == compute
+    if relu and not (bias is not None and fused_relu):
+        plain = conv(x_shape, weight_shape, stride, dilation, pads, groups, out, dtype, constant_weight, bias)
+        return _with_relu(plain, (x_shape[0], weight_shape[0], *out), np.dtype(dtype))
     if constant_weight is not None and bias is None and not winograd.applies(
             x_shape, weight_shape, stride, dilation, groups, out, True):
         kernel = _unbiased_conv(x_shape, weight_shape, stride, dilation, pads, groups, out, dtype, None)
@@ -180,10 +229,14 @@ def conv(x_shape: Sequence[int], weight_shape: Sequence[int], stride: Sequence[i
     if bias is not None:
         bias = np.asarray(bias, compute)
         if winograd.applies(x_shape, weight_shape, stride, dilation, groups, out, constant_weight is not None):
-            return winograd.winograd_conv(x_shape, weight_shape, pads, out, compute, dtype, constant_weight, bias)
+            return winograd.winograd_conv(x_shape, weight_shape, pads, out, compute, dtype, constant_weight, bias,
+                                          relu=relu)
         if constant_weight is not None and groups == 1 and any(k != 1 for k in weight_shape[2:]) and not (
                 _takes_shifted_taps(weight_shape, stride, groups)) and dtype == compute:
-            return _biased_columns_conv(x_shape, constant_weight, bias, stride, dilation, pads, out, compute)
+            return _biased_columns_conv(x_shape, constant_weight, bias, stride, dilation, pads, out, compute, relu)
+        if (constant_weight is not None and dtype == compute and not any(b or e for b, e in pads)
+                and _takes_biased_pointwise(weight_shape, groups, x_shape, out)):
+            return _biased_pointwise_conv(x_shape, constant_weight, bias, stride, out, compute, relu)
         unbiased = conv(x_shape, weight_shape, stride, dilation, pads, groups, out, dtype, constant_weight)
         column = bias.reshape(-1, 1)
         by_channel = (x_shape[0], weight_shape[0], -1)
@@ -193,8 +246,20 @@ def conv(x_shape: Sequence[int], weight_shape: Sequence[int], stride: Sequence[i
             flat = y.reshape(by_channel)
             np.add(flat, column.astype(y.dtype, copy=False), out=flat)
             return y
-        return biased
+        return _with_relu(biased, (x_shape[0], weight_shape[0], *out), np.dtype(dtype)) if relu else biased
     return _unbiased_conv(x_shape, weight_shape, stride, dilation, pads, groups, out, dtype, constant_weight)
+
+
+def _with_relu(kernel: Callable, out_shape: Sequence[int], dtype: np.dtype) -> Callable:
+    """``kernel`` followed by max(result, 0) over the result itself."""
+    rows, zeros = zero_rows(out_shape, dtype)
+
+    def relu(x: np.ndarray, weight: np.ndarray) -> np.ndarray:
+        y = kernel(x, weight)
+        flat = y.reshape(rows)
+        np.maximum(flat, zeros, out=flat)
+        return y
+    return relu
 
 
 def _unbiased_conv(x_shape: Sequence[int], weight_shape: Sequence[int], stride: Sequence[int],

@@ -7,9 +7,9 @@ The scales and shifts (batch norm in inference, a ``mul`` or ``add`` of one valu
 constants too, or reshapes of constants, as ONNX initializers are: their composed factor is folded into
 the weight once, when the kernel is built, and their shift becomes a bias that the convolution adds
 (``conv_kernels.conv``: its matrix product adds it, or a Winograd convolution at one tile position);
-the relu then runs over that output. Batch norm, its scale and shift and the bias cost no pass of
-their own. ``runtime/execution/fusion.py`` finds such runs; the ops after the convolution then give
-their input back unchanged. Values differ from the ops one by one in the last bits.
+the relu is taken in the convolution's own passes where it has some that can. Batch norm, its scale
+and shift and the bias cost no pass of their own. ``runtime/execution/fusion.py`` finds such runs; the
+ops after the convolution then give their input back unchanged. Values differ from the ops one by one in the last bits.
 """
 from __future__ import annotations
 
@@ -19,7 +19,6 @@ import numpy as np
 
 from workbench.ir import Op
 
-from .activations import zero_rows
 from .channel_affine import Map, channel_map, constant_value
 from .conv_kernels import conv
 
@@ -117,17 +116,8 @@ def run_kernels(ops: Sequence[Op]) -> list[Callable]:
     folded = (weight * factor.reshape((-1,) + (1,) * (weight.ndim - 1))).astype(np.float32)
     attrs = head.attrs
     pads = tuple(zip(attrs["pads_begin"], attrs["pads_end"]))
-    base = conv(x_shape, folded.shape, attrs["stride"], attrs["dilation"], pads, attrs["groups"], out_shape[2:],
-                np.dtype(np.float32), folded, shift.astype(np.float32) if np.any(shift) else None)
-    rows, zeros = zero_rows(out_shape, np.dtype(np.float32))
-
-    def fused(x: np.ndarray, weight: np.ndarray) -> np.ndarray:
-        y = base(x, weight)  # which reads the folded weight it was given
-        if relu:
-            flat = y.reshape(rows)
-            np.maximum(flat, zeros, out=flat)
-        return y
-
+    fused = conv(x_shape, folded.shape, attrs["stride"], attrs["dilation"], pads, attrs["groups"], out_shape[2:],
+                 np.dtype(np.float32), folded, shift.astype(np.float32) if np.any(shift) else None, relu)
     return first + [fused] + [_passed] * (len(maps) + relu)
 
 
