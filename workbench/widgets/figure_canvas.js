@@ -63,8 +63,19 @@ function render({ model, el }) {
   let drawn = null;
   // A figure drawn in a hidden tab gets plotly's default width; it takes its container's width
   // whenever the container's width changes (the tab shown, the panel resized).
+  // The kernel hears the width the page gives the figure (``room``), so that a view can lay its picture
+  // out to fit a narrow output instead of sticking out of it.
+  let told = null;
   const resizer = new ResizeObserver(() => {
     if (drawn && window.Plotly && el.clientWidth > 0) drawn.then(() => window.Plotly.Plots.resize(plot));
+    clearTimeout(told);
+    told = setTimeout(() => {
+      const room = Math.floor(el.clientWidth);
+      if (room > 0 && Math.abs(room - model.get("room")) > 8) {
+        model.set("room", room);
+        model.save_changes();
+      }
+    }, 150);
   });
   resizer.observe(el);
   plotly(model).then((Plotly) => {
@@ -85,6 +96,7 @@ function render({ model, el }) {
     status.textContent = `cannot draw this figure: ${error.message}`;
   });
   return () => {
+    clearTimeout(told);
     resizer.disconnect();
     if (window.Plotly && drawn) window.Plotly.purge(plot);
   };

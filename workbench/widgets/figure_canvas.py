@@ -22,6 +22,7 @@ class FigureCanvas(anywidget.AnyWidget):
 
     _esm = Path(__file__).with_name("figure_canvas.js")
     figure = traitlets.Dict().tag(sync=True)
+    room = traitlets.Int(0).tag(sync=True)  # the pixels of width the page gives the figure (0: not drawn yet)
 
     def __init__(self, figure: go.Figure, on_click: Optional[Callable[[Any], None]] = None):
         super().__init__(figure=figure_json(figure))
