@@ -1,13 +1,17 @@
 """The model and graph pictures fit a notebook output narrower than PICTURE_WIDTH (JupyterLab's in a narrow
 window, 630 px): the page tells the canvas its width (``room``), and the views lay their pictures out again
 for it; a wider output keeps PICTURE_WIDTH, and the stepper's narrower picture keeps its own width."""
+import popxl
 import pytest
+
+import workbench
 
 from support.scene_geometry import check_scene
 
 from real_programs import resnet50_session
 from support.programs import mlp_training
 from workbench.widgets import GraphView, ModelView
+from workbench.widgets.tabs import STEPPER_PICTURE_WIDTH
 from workbench.widgets.figures.graph_figure import CHAR_WIDTH, LABEL_GAP, MARGIN, picture_sizes
 from workbench.widgets.style import NARROWEST_PICTURE, PICTURE_WIDTH, fitted_width
 
@@ -30,7 +34,7 @@ def test_fitted_width_takes_the_room_between_the_narrowest_picture_and_the_prefe
 def test_the_model_picture_is_laid_out_again_for_a_narrow_output_and_back(resnet):
     view = ModelView(resnet, live=False)
     view.widget
-    view._canvas.room = NARROW
+    view._canvas._message(view._canvas, {"kind": "room", "width": NARROW}, [])  # as the page tells it
     layout = view.figure.layout
     assert layout.width == NARROW and layout.xaxis.range == (0, NARROW - 40)
     assert view._canvas.figure["layout"]["width"] == NARROW  # what the page draws
@@ -45,11 +49,15 @@ def test_the_model_picture_is_laid_out_again_for_a_narrow_output_and_back(resnet
     assert view.figure.layout.width == PICTURE_WIDTH
 
 
-def test_the_steppers_narrower_picture_keeps_its_width(resnet):
-    view = ModelView(resnet, width=560, live=False)
+def test_a_picture_that_does_not_fit_its_output_keeps_its_width_and_the_steppers_is_one(resnet):
+    view = ModelView(resnet, width=560, fits_output=False, live=False)
     view.widget
-    view._canvas.room = NARROW
+    view._canvas.room = 300  # a box as wide as its content would report less and less
     assert view.figure.layout.width == 560
+    ir, inputs = mlp_training()
+    with popxl.Session(ir, "ipu_model") as session:
+        beside, _ = workbench.show(session, inputs, live=False)["stepper"].views
+        assert beside.fits_output is False and beside.width == STEPPER_PICTURE_WIDTH
 
 
 def test_graph_labels_end_inside_a_narrow_output():

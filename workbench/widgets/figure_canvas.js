@@ -65,15 +65,17 @@ function render({ model, el }) {
   // whenever the container's width changes (the tab shown, the panel resized).
   // The kernel hears the width the page gives the figure (``room``), so that a view can lay its picture
   // out to fit a narrow output instead of sticking out of it.
+  // A message, not a synced value: saving one would also send the page's patched copy of the figure.
   let told = null;
+  let room = 0;
   const resizer = new ResizeObserver(() => {
     if (drawn && window.Plotly && el.clientWidth > 0) drawn.then(() => window.Plotly.Plots.resize(plot));
     clearTimeout(told);
     told = setTimeout(() => {
-      const room = Math.floor(el.clientWidth);
-      if (room > 0 && Math.abs(room - model.get("room")) > 8) {
-        model.set("room", room);
-        model.save_changes();
+      const width = Math.floor(el.clientWidth);
+      if (width > 0 && Math.abs(width - room) > 8) {
+        room = width;
+        model.send({ kind: "room", width });
       }
     }, 150);
   });

@@ -25,7 +25,8 @@ class ModelView(View):
     from the graph down to the one last expanded: clicking one shows that group alone (``open``), the
     first shows the whole graph again. An op selected elsewhere (a stepped run's next op) expands the
     groups holding it and comes into view. ``width`` and ``max_height`` are the figure's; in a narrower
-    notebook output the picture is laid out again to the output's width.
+    notebook output the picture is laid out again to the output's width, unless ``fits_output`` is False
+    (a picture in a box as wide as its content, which would shrink it step by step).
 
     >>> view = ModelView(ir)
     >>> view.expand(view.picture["nodes"][0]["key"])
@@ -34,8 +35,9 @@ class ModelView(View):
     live_kinds = frozenset({"op_added", "op_changed", "graph_created", "graph_built", "graph_discarded"})
 
     def __init__(self, source: Any, graph: Optional[Graph] = None, *, selection: Optional[Selection] = None,
-                 width: int = PICTURE_WIDTH, max_height: int = MAX_HEIGHT, **options):
+                 width: int = PICTURE_WIDTH, max_height: int = MAX_HEIGHT, fits_output: bool = True, **options):
         self.width = self.preferred_width = width
+        self.fits_output = fits_output
         self.max_height = max_height
         self.expanded: set[str] = set()
         self.last = ""  # the group last expanded: the breadcrumb's end
@@ -104,7 +106,7 @@ class ModelView(View):
         return chain[::-1]
 
     def fit(self, room: int) -> None:
-        width = fitted_width(self.preferred_width, room)
+        width = fitted_width(self.preferred_width, room) if self.fits_output else self.preferred_width
         if width != self.width:
             self.width = width
             if hasattr(self, "_crumbs"):

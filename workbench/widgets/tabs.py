@@ -56,7 +56,7 @@ class Workbench:
         }
         if self.session is not None:
             beside = ModelView(self.session, width=STEPPER_PICTURE_WIDTH, max_height=STEPPER_PICTURE_HEIGHT,
-                               **options)  # the next op's groups, opened in place
+                               fits_output=False, **options)  # the next op's groups, opened in place
             self.views["stepper"] = SessionStepperView(self.session, inputs, views=[beside, self.views["schedule"]],
                                                        **options)
         self._widget = None
