@@ -240,10 +240,14 @@ def check_next_op_in_view(page, picture, name: str) -> None:
 WORKBENCH = f"""\
 import sys
 sys.path.insert(0, {str(TESTS)!r})
+import popxl
 import workbench
 import real_programs
 
-wb = workbench.show(real_programs.resnet50_session()._workbench_source())
+ir, inputs = real_programs.transformer()
+session = popxl.Session(ir, "ipu_model")
+session.__enter__()
+wb = workbench.show(session, inputs)  # seven tabs, the stepper's last
 wb"""
 # Every tab inside the output with its whole title; the open tab's plots no wider than the output.
 TABS_AND_PLOTS = """(output) => {
