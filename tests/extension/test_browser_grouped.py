@@ -2,7 +2,8 @@
 with groups expanded in place: the notebook's plotly figure and the extension's Model tab, for a pipelined
 transformer's gradient graph, ResNet-50 through PopART and a 10,002-op program. In each picture no two boxes
 overlap unless a frame holds the other, every box's text fits inside it, and every edge into an op ends in
-an arrowhead. Screenshots go to tests/artifacts/ (grouped-*.png)."""
+an arrowhead. The stepper and the Workbench fit a 630-px output: whole tab titles, pictures laid out to the
+output's width. Screenshots go to tests/artifacts/ (grouped-*.png, workbench-*-630px.png)."""
 from pathlib import Path
 
 import nbformat
@@ -234,3 +235,66 @@ def check_next_op_in_view(page, picture, name: str) -> None:
     assert plot["y"] <= line["y"] and line["y"] + line["height"] <= plot["y"] + plot["height"] + 1
     label = picture.locator(".annotation-text", has_text=name.split("/")[-1].split(".")[0]).first.bounding_box()
     assert line["x"] <= label["x"] <= line["x"] + line["width"] and line["y"] <= label["y"] <= line["y"] + line["height"]
+
+
+WORKBENCH = f"""\
+import sys
+sys.path.insert(0, {str(TESTS)!r})
+import popxl
+import workbench
+import real_programs
+
+ir, inputs = real_programs.transformer()
+session = popxl.Session(ir, "ipu_model")
+session.__enter__()
+wb = workbench.show(session, inputs)  # seven tabs, the stepper's last
+wb"""
+# Every tab inside the output with its whole title; the open tab's plots no wider than the output.
+TABS_AND_PLOTS = """(output) => {
+    const edge = output.getBoundingClientRect();
+    const out = [];
+    for (const tab of output.querySelectorAll('.lm-TabBar-tab')) {
+        const box = tab.getBoundingClientRect(), label = tab.querySelector('.lm-TabBar-tabLabel');
+        if (box.left < edge.left - 1 || box.right > edge.right + 1) out.push(`tab ${label.textContent} sticks out`);
+        if (label.scrollWidth > label.clientWidth + 1) out.push(`tab ${label.textContent} cut`);
+    }
+    const page = output.querySelector('.widget-tab-contents > .lm-Widget:not(.lm-mod-hidden)');
+    for (const svg of page.querySelectorAll('.main-svg')) {
+        const box = svg.getBoundingClientRect();
+        if (box.right > edge.right + 1) out.push(`plot ${Math.round(box.width)} px wide in ${Math.round(edge.width)} px`);
+    }
+    return out;
+}"""
+
+
+def test_the_workbench_fits_a_630_px_output_with_whole_tab_titles_and_pictures_laid_out_to_its_width(tmp_path):
+    ARTIFACTS.mkdir(exist_ok=True)
+    with jupyterlab(tmp_path) as (url, root), chromium() as browser:
+        notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(WORKBENCH)])
+        notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+        nbformat.write(notebook, root / "workbench.ipynb")
+        page = open_notebook(browser, url, "workbench.ipynb")
+        page.set_default_timeout(240_000)
+        output_width(page, 630)
+        page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
+        output = page.locator(".jp-Cell").first.locator(".jp-OutputArea-output").first
+        visible_plot = ".widget-tab-contents > .lm-Widget:not(.lm-mod-hidden) .main-svg"
+        output.locator(visible_plot).first.wait_for(state="visible")
+        page.wait_for_timeout(2000)  # the page tells the kernel its width; the picture comes back laid out for it
+        assert output.evaluate(TABS_AND_PLOTS) == []
+        canvas = output.locator(".widget-tab-contents > .lm-Widget:not(.lm-mod-hidden) .ipu-wb-figure-canvas").first
+        room = canvas.evaluate("(node) => node.clientWidth")
+        assert 560 < room <= 630 and abs(output.locator(visible_plot).first.bounding_box()["width"] - room) <= 2
+        output.screenshot(path=str(ARTIFACTS / "workbench-model-630px.png"))
+        output.locator(".lm-TabBar-tab", has_text="graph").first.click()
+        output.locator(visible_plot).first.wait_for(state="visible")
+        page.wait_for_timeout(2000)
+        assert output.evaluate(TABS_AND_PLOTS) == []
+        output.screenshot(path=str(ARTIFACTS / "workbench-graph-630px.png"))
+        output_width(page, 1100)  # a wide output: the picture goes back to its own width
+        output.locator(".lm-TabBar-tab", has_text="model").first.click()
+        page.wait_for_timeout(2000)
+        assert abs(output.locator(visible_plot).first.bounding_box()["width"] - 960) <= 2
+        tabs = output.locator(".lm-TabBar-tab")
+        assert len({round(tabs.nth(n).bounding_box()["y"]) for n in range(tabs.count())}) == 1  # one row
+        page.close()

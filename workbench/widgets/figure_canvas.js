@@ -63,8 +63,21 @@ function render({ model, el }) {
   let drawn = null;
   // A figure drawn in a hidden tab gets plotly's default width; it takes its container's width
   // whenever the container's width changes (the tab shown, the panel resized).
+  // The kernel hears the width the page gives the figure (``room``), so that a view can lay its picture
+  // out to fit a narrow output instead of sticking out of it.
+  // A message, not a synced value: saving one would also send the page's patched copy of the figure.
+  let told = null;
+  let room = 0;
   const resizer = new ResizeObserver(() => {
     if (drawn && window.Plotly && el.clientWidth > 0) drawn.then(() => window.Plotly.Plots.resize(plot));
+    clearTimeout(told);
+    told = setTimeout(() => {
+      const width = Math.floor(el.clientWidth);
+      if (width > 0 && Math.abs(width - room) > 8) {
+        room = width;
+        model.send({ kind: "room", width });
+      }
+    }, 150);
   });
   resizer.observe(el);
   plotly(model).then((Plotly) => {
@@ -85,6 +98,7 @@ function render({ model, el }) {
     status.textContent = `cannot draw this figure: ${error.message}`;
   });
   return () => {
+    clearTimeout(told);
     resizer.disconnect();
     if (window.Plotly && drawn) window.Plotly.purge(plot);
   };

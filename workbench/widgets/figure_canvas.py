@@ -3,7 +3,8 @@
 Only the figure's JSON crosses the kernel's comm; plotly.js comes from JupyterLab's own plotly
 renderer (or, where the page has none, from the kernel once per page). A new figure that differs from
 the one shown in a few traces and layout keys (a marker moved by a step) crosses as just those, a
-patch the page applies to its copy. Clicks on points come back as their ``customdata``.
+patch the page applies to its copy. Clicks on points come back as their ``customdata``, and the width the
+page gives the figure as ``room`` (a view may lay its picture out again for it).
 """
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ class FigureCanvas(anywidget.AnyWidget):
 
     _esm = Path(__file__).with_name("figure_canvas.js")
     figure = traitlets.Dict().tag(sync=True)
+    room = traitlets.Int(0)  # the pixels of width the page gives the figure (0: not drawn yet), as it tells
 
     def __init__(self, figure: go.Figure, on_click: Optional[Callable[[Any], None]] = None):
         super().__init__(figure=figure_json(figure))
@@ -45,6 +47,8 @@ class FigureCanvas(anywidget.AnyWidget):
         if kind == "click" and self._on_click is not None:
             for key in content.get("keys", []):
                 self._on_click(key)
+        elif kind == "room" and isinstance(content.get("width"), int):
+            self.room = content["width"]
         elif kind == "need plotly.js":
             self.send({"kind": "plotly.js", "source": get_plotlyjs()})
 

@@ -9,6 +9,7 @@ from .dataflow import CALL_TYPES, dataflow_picture
 from .figures import graph_figure
 from .figures.graph_figure import picture_layout
 from .selection import Selection
+from .style import PICTURE_WIDTH, fitted_width
 from .view import View
 
 
@@ -16,7 +17,8 @@ class GraphView(View):
     """The ops and tensors of ``selection.graph`` (the main graph unless ``graph`` is given), laid out
     in layers. Hover shows shapes, dtypes, tensor kinds and IPUs; clicking an op or tensor selects
     it, clicking a call site expands or collapses its body inline; ``search`` rings matching names.
-    ``detail`` is "auto", "full" (every tensor drawn) or "ops" (ops only, for large graphs).
+    ``detail`` is "auto", "full" (every tensor drawn) or "ops" (ops only, for large graphs). In a
+    notebook output narrower than ``PICTURE_WIDTH`` the nodes and labels are sized to the output's width.
     """
 
     live_kinds = frozenset({"op_added", "op_changed", "tensor_added", "graph_created", "graph_built",
@@ -28,6 +30,7 @@ class GraphView(View):
         self.expanded: set[tuple[Op, ...]] = set()
         self.matches: list[str] = []
         self.query = ""
+        self.width = PICTURE_WIDTH
         selection = selection if selection is not None else Selection()
         if graph is not None:
             selection.graph = graph
@@ -54,7 +57,14 @@ class GraphView(View):
         selected = [key for item in picked for key in self.picture.keys_of(item)]
         stops = [node.key for node in self.picture.nodes.values()
                  if node.kind == "op" and self.selection.breakpoints and self.selection.stops_before(node.item)]
-        return graph_figure(self.picture, self.layout, highlight=self.matches, selected=selected, breakpoints=stops)
+        return graph_figure(self.picture, self.layout, highlight=self.matches, selected=selected, breakpoints=stops,
+                            width=self.width)
+
+    def fit(self, room: int) -> None:
+        width = fitted_width(PICTURE_WIDTH, room)
+        if width != self.width:
+            self.width = width
+            self.redraw()
 
     # ----- interaction -----
     def show(self, graph: Graph) -> None:

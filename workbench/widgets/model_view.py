@@ -11,7 +11,7 @@ from workbench.ir import Graph
 
 from .figures.model_figure import MAX_HEIGHT, model_figure, plot_area
 from .selection import Selection
-from .style import PICTURE_WIDTH, count_of
+from .style import PICTURE_WIDTH, count_of, fitted_width
 from .view import View
 
 
@@ -24,7 +24,9 @@ class ModelView(View):
     opens the graph it calls, clicking an op selects it. The breadcrumb above the picture names every group
     from the graph down to the one last expanded: clicking one shows that group alone (``open``), the
     first shows the whole graph again. An op selected elsewhere (a stepped run's next op) expands the
-    groups holding it and comes into view. ``width`` and ``max_height`` are the figure's.
+    groups holding it and comes into view. ``width`` and ``max_height`` are the figure's; in a narrower
+    notebook output the picture is laid out again to the output's width, unless ``fits_output`` is False
+    (a picture in a box as wide as its content, which would shrink it step by step).
 
     >>> view = ModelView(ir)
     >>> view.expand(view.picture["nodes"][0]["key"])
@@ -33,8 +35,9 @@ class ModelView(View):
     live_kinds = frozenset({"op_added", "op_changed", "graph_created", "graph_built", "graph_discarded"})
 
     def __init__(self, source: Any, graph: Optional[Graph] = None, *, selection: Optional[Selection] = None,
-                 width: int = PICTURE_WIDTH, max_height: int = MAX_HEIGHT, **options):
-        self.width = width
+                 width: int = PICTURE_WIDTH, max_height: int = MAX_HEIGHT, fits_output: bool = True, **options):
+        self.width = self.preferred_width = width
+        self.fits_output = fits_output
         self.max_height = max_height
         self.expanded: set[str] = set()
         self.last = ""  # the group last expanded: the breadcrumb's end
@@ -101,6 +104,14 @@ class ModelView(View):
             chain.append(picture)
             at = picture["parent"]
         return chain[::-1]
+
+    def fit(self, room: int) -> None:
+        width = fitted_width(self.preferred_width, room) if self.fits_output else self.preferred_width
+        if width != self.width:
+            self.width = width
+            if hasattr(self, "_crumbs"):
+                self._crumbs.layout.max_width = f"{width}px"
+            self.redraw()
 
     # ----- interaction -----
     def open(self, group_id: str) -> None:

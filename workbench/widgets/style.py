@@ -105,6 +105,16 @@ TEMPLATE: dict[str, dict] = dict(data=dict(bar=[dict(marker=dict(line=dict(color
 
 # The notebook output area the pictures are laid out for: node sizes and label cuts fit it whole.
 PICTURE_WIDTH = 960
+# The narrowest a picture is laid out for when its output is narrower than PICTURE_WIDTH (narrower still, it scrolls).
+NARROWEST_PICTURE = 400
+
+
+def fitted_width(preferred: int, room: int) -> int:
+    """The width to lay a picture out for, given the ``room`` its output has (0: not known yet): the
+    ``preferred`` width where it fits, else the room, down to ``NARROWEST_PICTURE``."""
+    if room <= 0:
+        return preferred
+    return max(min(preferred, room), min(preferred, NARROWEST_PICTURE))
 
 
 def base_layout(**overrides) -> dict:

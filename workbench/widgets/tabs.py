@@ -21,6 +21,10 @@ from .workbench_html import plotly_figure_html, workbench_html
 
 STEPPER_PICTURE_WIDTH = 560  # the model picture beside the stepper's table
 STEPPER_PICTURE_HEIGHT = 560  # its plot area at most: taller pictures scroll to the next op
+# Each tab as wide as its title, the tabs wrapping to a second row where the output is too narrow for one:
+# ipywidgets' own tabs share one row and cut their titles ("replica gr…") in a 630-px output.
+TAB_STYLE = ("<style>.jupyter-widget-tab.ipu-wb-tabs > .lm-TabBar .lm-TabBar-content {flex-wrap: wrap;}"
+             ".jupyter-widgets.jupyter-widget-tab.ipu-wb-tabs > .lm-TabBar .lm-TabBar-tab {flex: 0 0 auto;}</style>")
 
 
 class Workbench:
@@ -52,7 +56,7 @@ class Workbench:
         }
         if self.session is not None:
             beside = ModelView(self.session, width=STEPPER_PICTURE_WIDTH, max_height=STEPPER_PICTURE_HEIGHT,
-                               **options)  # the next op's groups, opened in place
+                               fits_output=False, **options)  # the next op's groups, opened in place
             self.views["stepper"] = SessionStepperView(self.session, inputs, views=[beside, self.views["schedule"]],
                                                        **options)
         self._widget = None
@@ -75,8 +79,10 @@ class Workbench:
         if self._widget is None:
             import ipywidgets
 
-            self._pages = [ipywidgets.VBox() for _ in self.views]
+            style = ipywidgets.HTML(TAB_STYLE, layout=ipywidgets.Layout(display="none"))
+            self._pages = [ipywidgets.VBox([style]) for _ in self.views]
             self._widget = ipywidgets.Tab(children=self._pages, titles=self.tabs)
+            self._widget.add_class("ipu-wb-tabs")
             self._widget.observe(lambda change: self._open_page(change["new"]), names="selected_index")
             self._open_page(self._widget.selected_index or 0)
         return self._widget
@@ -87,14 +93,15 @@ class Workbench:
             return
         shown = self._page_views(index)
         for number in range(len(self._pages)):
-            if number != index and self._pages[number].children:
+            if number != index and len(self._pages[number].children) > 1:
                 for view in self._page_views(number):
                     if view not in shown:
                         view.pause(True)
         for view in shown:
             view.pause(False)
-        if not self._pages[index].children:
-            self._pages[index].children = [list(self.views.values())[index].widget]
+        style, *opened = self._pages[index].children
+        if not opened:
+            self._pages[index].children = [style, list(self.views.values())[index].widget]
 
     def _page_views(self, index: int) -> list:
         """The views whose figures tab ``index`` shows."""

@@ -116,6 +116,7 @@ class View:
             from .figure_canvas import FigureCanvas
 
             self._canvas = FigureCanvas(self.figure, on_click=self._click)
+            self._canvas.observe(lambda change: self.fit(change["new"]), names="room")
             self._details = ipywidgets.HTML(self.details_html())
             below = [self._details] if self.has_details else []
             self._widget = ipywidgets.VBox([*self._controls(), self._canvas, *below])
@@ -123,6 +124,10 @@ class View:
 
     def _controls(self) -> list:
         return []
+
+    def fit(self, room: int) -> None:
+        """The page gives the figure ``room`` pixels of width. Views whose pictures are laid out to a width
+        redraw to fit it; the others' figures take the room as it is."""
 
     def details_html(self) -> str:
         """What the view shows below its figure, as HTML (in the widget, static HTML and the report)."""

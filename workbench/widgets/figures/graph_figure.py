@@ -57,8 +57,8 @@ class Sizes:
 
 
 
-def picture_sizes(layout: Layout) -> Sizes:
-    return Sizes(column_pixels(layout, PICTURE_WIDTH - 2 * MARGIN, 0.0))
+def picture_sizes(layout: Layout, width: int = PICTURE_WIDTH) -> Sizes:
+    return Sizes(column_pixels(layout, width - 2 * MARGIN, 0.0))
 
 
 def label_rooms(layout: Layout, sizes: Sizes) -> dict:
@@ -87,9 +87,11 @@ def label_rooms(layout: Layout, sizes: Sizes) -> dict:
 
 
 def graph_figure(picture: DataflowPicture, layout: Optional[Layout] = None, highlight: Iterable[str] = (),
-                 selected: Iterable[str] = (), breakpoints: Iterable[str] = ()) -> go.Figure:
+                 selected: Iterable[str] = (), breakpoints: Iterable[str] = (),
+                 width: int = PICTURE_WIDTH) -> go.Figure:
     """Nodes carry their picture key in ``customdata``; ``highlight`` keys (search matches) get a
-    ring, ``selected`` keys a filled red marker, ``breakpoints`` keys a red dot on their left."""
+    ring, ``selected`` keys a filled red marker, ``breakpoints`` keys a red dot on their left. Node
+    sizes and label cuts fit a figure ``width`` pixels wide."""
     layout = layout or picture_layout(picture)
     position = layout.positions
     figure = go.Figure(layout=dict(template=TEMPLATE))
@@ -97,7 +99,7 @@ def graph_figure(picture: DataflowPicture, layout: Optional[Layout] = None, high
         edges = [(tail, head) for tail, head, edge_kind in picture.edges if edge_kind == kind]
         if edges:
             figure.add_trace(_edge_trace(edges, layout, name, line))
-    sizes = picture_sizes(layout)
+    sizes = picture_sizes(layout, width)
     rooms = label_rooms(layout, sizes)
     ops = [node for node in picture.nodes.values() if node.kind == "op" and node.category == "op"]
     calls = [node for node in picture.nodes.values() if node.kind == "op" and node.category == "call"]
