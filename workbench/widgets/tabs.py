@@ -1,7 +1,7 @@
 """The Workbench: every view of an Ir or a Session in tabs, sharing one selection."""
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional
+from typing import Any, Mapping, Optional, TypedDict
 
 from workbench.export.first_picture import FIRST_PICTURE_OPS
 
@@ -27,6 +27,21 @@ TAB_STYLE = ("<style>.jupyter-widget-tab.ipu-wb-tabs > .lm-TabBar .lm-TabBar-con
              ".jupyter-widgets.jupyter-widget-tab.ipu-wb-tabs > .lm-TabBar .lm-TabBar-tab {flex: 0 0 auto;}</style>")
 
 
+class ViewOptions(TypedDict):
+    """What every tab's view takes from the Workbench."""
+
+    selection: Selection
+    live: bool
+    window: float
+    scheduler: Optional[Scheduler]
+
+
+class LaterViewOptions(ViewOptions):
+    """The options of a tab that computes its view when first looked at."""
+
+    defer: bool
+
+
 class Workbench:
     """Tabs of the model (grouped graph), call tree, graph, schedule, liveness and replica-group views of an
     Ir or a Session,
@@ -43,9 +58,9 @@ class Workbench:
                  scheduler: Optional[Scheduler] = None):
         self.ir, self.session = _ir_and_session(source)
         self.selection = selection if selection is not None else Selection()
-        options = dict(selection=self.selection, live=live, window=window, scheduler=scheduler)
+        options = ViewOptions(selection=self.selection, live=live, window=window, scheduler=scheduler)
         source = self.session if self.session is not None else self.ir
-        later = dict(options, defer=True)  # the tabs behind the first compute when first looked at
+        later = LaterViewOptions(**options, defer=True)  # the tabs behind the first compute when first looked at
         self.views: dict[str, Any] = {
             "model": ModelView(source, **options),
             "call tree": CallTreeView(source, open_graphs=False, **later),
