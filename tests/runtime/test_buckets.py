@@ -1,6 +1,6 @@
 """All-reduces of one step are exchanged together (``replication/buckets.py``): the schedule puts
-them side by side, a plain run exchanges each bucket once, and every element keeps the bits of its
-own all-reduce, in turns, in processes, stepped and profiled."""
+them side by side, a plain run in processes exchanges each bucket once, and every element keeps the
+bits of its own all-reduce, in processes as in turns (which exchange op by op), stepped and profiled."""
 import os
 
 import numpy as np
@@ -56,7 +56,7 @@ def check_run(session, streams, outputs, values, written_between=False):
 
 
 @pytest.mark.parametrize("replicas, strategy", [(4, "turns"), (16, "turns")]
-                         + ([(4, "processes")] if hasattr(os, "fork") else []))
+                         + ([(4, "processes"), (16, "processes")] if hasattr(os, "fork") else []))
 def test_the_all_reduces_of_a_step_are_one_bucket_with_the_bits_of_each_alone(replicas, strategy):
     ir, streams, outputs, weights = reducing_ir(replicas)
     options = RunOptions(replicas=strategy, cores=2)
@@ -76,7 +76,8 @@ def test_the_all_reduces_of_a_step_are_one_bucket_with_the_bits_of_each_alone(re
         np.testing.assert_allclose(trained[weight], expected, rtol=1e-6)
 
 
-def test_a_bucket_meets_the_replicas_once(monkeypatch):
+@pytest.mark.parametrize("strategy, meetings", [("turns", 5)] + ([("processes", 3)] if hasattr(os, "fork") else []))
+def test_a_bucket_meets_the_replicas_once_in_processes(monkeypatch, strategy, meetings):
     combined = []
     plain = TurnTakingCommunicator.combine
 
@@ -85,14 +86,15 @@ def test_a_bucket_meets_the_replicas_once(monkeypatch):
         return plain(self, key, *args, **kwargs)
     monkeypatch.setattr(TurnTakingCommunicator, "combine", counting)
     ir, streams, outputs, _ = reducing_ir(4)
-    with popxl.Session(ir, "ipu_model", options=RunOptions(replicas="turns")) as session:
+    with popxl.Session(ir, "ipu_model", options=RunOptions(replicas=strategy, cores=2)) as session:
         check_run(session, streams, outputs, data(4))
-    assert len(combined) == 4 * 3  # two buckets and the single value, for each replica
+    here = 4 if strategy == "turns" else 2  # the replicas of this process
+    assert len(combined) == here * meetings  # in processes: two buckets and the single value
 
 
 def test_an_all_reduce_stays_after_a_step_that_writes_its_input():
     ir, streams, outputs, _ = reducing_ir(4, written_between=True)
-    with popxl.Session(ir, "ipu_model", options=RunOptions(replicas="turns")) as session:
+    with popxl.Session(ir, "ipu_model", options=RunOptions(replicas="processes", cores=2)) as session:
         steps = session.graph_code[ir.main_graph].steps
         write = next(i for i, op in enumerate(steps) if op.type == "scaled_add_" and op.inputs[0] is op.inputs[1])
         reduces = [i for i, op in enumerate(steps) if op.type == "replicated_all_reduce"]
@@ -102,7 +104,8 @@ def test_an_all_reduce_stays_after_a_step_that_writes_its_input():
 
 def test_stepped_and_profiled_runs_exchange_op_by_op_with_the_same_bits():
     ir, streams, outputs, _ = reducing_ir(4)
-    with popxl.Session(ir, "ipu_model", options=RunOptions(replicas="turns")) as session:
+    strategy = "processes" if hasattr(os, "fork") else "turns"
+    with popxl.Session(ir, "ipu_model", options=RunOptions(replicas=strategy, cores=2)) as session:
         values = data(4)
         session.profile = True
         check_run(session, streams, outputs, values)

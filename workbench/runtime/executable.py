@@ -103,7 +103,9 @@ def compile_executable(ir: Ir, device: Device, options: RunOptions) -> Executabl
     swaps = swappable(ir, main_steps, firsts)
     binders = kernel_binders(options)
     empty_like = arena.empty_like if arena is not None else np.empty_like
-    programs = [ReplicaProgram(ir, codes, r, values, replica_buffers, firsts, swaps, shared, binders, empty_like)
+    buckets = processes > 1 or instances is not None  # where a meeting of the replicas costs most
+    programs = [ReplicaProgram(ir, codes, r, values, replica_buffers, firsts, swaps, shared, binders, empty_like,
+                               buckets)
                 for r, values, replica_buffers in zip(replicas, device_values, buffers)]
     runner: ReplicaRunner | ProcessRunner
     if processes > 1:

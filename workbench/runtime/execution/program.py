@@ -74,13 +74,15 @@ class BoundGraph:
 
 class ReplicaProgram:
     """Binds every kernel once for one replica (through ``binders``, in order); ``run()`` executes the
-    main graph. ``empty_like`` makes the spare arrays of its snapshot."""
+    main graph. ``empty_like`` makes the spare arrays of its snapshot. ``buckets``: a plain run
+    exchanges the all-reduces of a bucket together (worth it where replicas meet across processes)."""
 
     def __init__(self, ir: Ir, codes: dict[Graph, GraphCode], replica: int,
                  variables: dict[Variable, np.ndarray], buffers: dict, firsts: dict[Op, list],
                  swaps: set[Op], shared: SharedUpdates, binders: Sequence[Binder],
-                 empty_like: Callable[[np.ndarray], np.ndarray] = np.empty_like):
+                 empty_like: Callable[[np.ndarray], np.ndarray] = np.empty_like, buckets: bool = False):
         self.ir = ir
+        self.buckets = buckets
         main_order = codes[ir.main_graph].variables
         self.main_variables = [variables[v] for v in main_order]
         self.snapshot = ReplicaSnapshot(firsts, swaps, variables, buffers, self.main_variables, main_order,
@@ -267,7 +269,7 @@ class ReplicaProgram:
     def _bucketed(self, code: GraphCode, kernels: list[Callable]) -> list[Callable]:
         """What a plain run calls: ``kernels``, but the all-reduces of each bucket exchanged together
         (``replication/buckets.py``); the stepper and profiled runs exchange op by op."""
-        if self.ir.replication_factor == 1:
+        if not self.buckets or self.ir.replication_factor == 1:
             return kernels
         fused = {code.steps[i] for run in code.plan.fused for i in run}
         effects = code.effects
