@@ -87,6 +87,19 @@ def bucket_runs(steps: Sequence[Op], excluded: Callable[[Op], bool]) -> list[ran
     return runs
 
 
+class BucketReducer:
+    """The reducer of a bucket's all-reduces: the bucket copies the reduced values into its own
+    result at once, so an exchange may hand back a view of its shared memory (no copy of its own)."""
+
+    __slots__ = ("reduce",)
+
+    def __init__(self, reduce: Callable[[list], np.ndarray]):
+        self.reduce = reduce
+
+    def __call__(self, values: list) -> np.ndarray:
+        return self.reduce(values)
+
+
 class Bucket:
     """One replica's side of a bucket: ``member(i)`` is what the all-reduce ``ops[i]`` calls in
     place of its own exchange (``ReplicaProgram.combine``)."""
@@ -124,6 +137,7 @@ class Bucket:
                 return self._result[start:stop].reshape(shape)
             return middle
         op, occurrences = self.ops[-1], self._occurrences
+        combine = BucketReducer(combine)
 
         def last(value):
             sending[start:stop] = value.reshape(-1)
