@@ -116,3 +116,17 @@ def test_stepped_and_profiled_runs_exchange_op_by_op_with_the_same_bits():
             for replica_value in stepper.outputs[out]:
                 np.testing.assert_array_equal(replica_value, mean)
         check_run(session, streams, outputs, values)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="worker processes are forked")
+@pytest.mark.parametrize("replicas", [4, 16])
+def test_buckets_in_processes_train_with_the_bits_of_turns(replicas):
+    trained = []
+    for strategy in ("turns", "processes"):
+        ir, streams, outputs, weights = reducing_ir(replicas)
+        with popxl.Session(ir, "ipu_model", options=RunOptions(replicas=strategy, cores=2)) as session:
+            for seed in range(3):
+                session.run(dict(zip(streams, data(replicas, seed))))
+            trained.append([session.get_tensor_data(w) for w in weights])
+    for turns, processes in zip(*trained):
+        np.testing.assert_array_equal(processes, turns)

@@ -72,18 +72,22 @@ def bucket_runs(steps: Sequence[Op], excluded: Callable[[Op], bool]) -> list[ran
     """The runs (step indices) of two or more consecutive bucketable all-reduces alike in kind,
     of at most ``BUCKET_BYTES`` together, none ``excluded``."""
     runs: list[range] = []
-    current: list[int] = []
+    current: list[int] = []  # the bucket being formed
     size = 0
-    for index, op in enumerate([*steps, None]):
-        fits = op is not None and bucketable(op) and not excluded(op)
-        if fits and current and _kind(op) == _kind(steps[current[0]]) \
-                and size + op.inputs[0].nbytes <= BUCKET_BYTES:
-            current.append(index)
-            size += op.inputs[0].nbytes
-            continue
+
+    def close() -> None:
         if len(current) >= 2:
             runs.append(range(current[0], current[-1] + 1))
-        current, size = ([index], op.inputs[0].nbytes) if fits else ([], 0)
+    for index, op in enumerate(steps):
+        fits = bucketable(op) and not excluded(op)
+        nbytes = op.inputs[0].nbytes if fits else 0
+        if fits and current and _kind(op) == _kind(steps[current[0]]) and size + nbytes <= BUCKET_BYTES:
+            current.append(index)
+            size += nbytes
+            continue
+        close()
+        current, size = ([index], nbytes) if fits else ([], 0)
+    close()
     return runs
 
 
