@@ -55,11 +55,12 @@ def check_run(session, streams, outputs, values, written_between=False):
             np.testing.assert_array_equal(replica_value, mean)
 
 
-@pytest.mark.parametrize("replicas, strategy", [(4, "turns"), (16, "turns")]
-                         + ([(4, "processes"), (16, "processes")] if hasattr(os, "fork") else []))
-def test_the_all_reduces_of_a_step_are_one_bucket_with_the_bits_of_each_alone(replicas, strategy):
+@pytest.mark.parametrize("replicas, strategy, cores", [(4, "turns", 2), (16, "turns", 2)]
+                         + ([(4, "processes", 2), (8, "processes", 4), (16, "processes", 2)]
+                            if hasattr(os, "fork") else []))
+def test_the_all_reduces_of_a_step_are_one_bucket_with_the_bits_of_each_alone(replicas, strategy, cores):
     ir, streams, outputs, weights = reducing_ir(replicas)
-    options = RunOptions(replicas=strategy, cores=2)
+    options = RunOptions(replicas=strategy, cores=cores)
     with popxl.Session(ir, "ipu_model", options=options) as session:
         steps = session.graph_code[ir.main_graph].steps
         runs = bucket_runs(steps, lambda op: False)
@@ -76,8 +77,9 @@ def test_the_all_reduces_of_a_step_are_one_bucket_with_the_bits_of_each_alone(re
         np.testing.assert_allclose(trained[weight], expected, rtol=1e-6)
 
 
-@pytest.mark.parametrize("strategy, meetings", [("turns", 5)] + ([("processes", 3)] if hasattr(os, "fork") else []))
-def test_a_bucket_meets_the_replicas_once_in_processes(monkeypatch, strategy, meetings):
+@pytest.mark.parametrize("strategy, replicas, meetings", [("turns", 4, 5)]
+                         + ([("processes", 4, 3), ("processes", 8, 5)] if hasattr(os, "fork") else []))
+def test_a_bucket_meets_the_replicas_once_in_processes_of_few_replicas(monkeypatch, strategy, replicas, meetings):
     combined = []
     plain = TurnTakingCommunicator.combine
 
@@ -85,11 +87,12 @@ def test_a_bucket_meets_the_replicas_once_in_processes(monkeypatch, strategy, me
         combined.append(key.op.name)
         return plain(self, key, *args, **kwargs)
     monkeypatch.setattr(TurnTakingCommunicator, "combine", counting)
-    ir, streams, outputs, _ = reducing_ir(4)
+    ir, streams, outputs, _ = reducing_ir(replicas)
     with popxl.Session(ir, "ipu_model", options=RunOptions(replicas=strategy, cores=2)) as session:
-        check_run(session, streams, outputs, data(4))
-    here = 4 if strategy == "turns" else 2  # the replicas of this process
-    assert len(combined) == here * meetings  # in processes: two buckets and the single value
+        check_run(session, streams, outputs, data(replicas))
+    here = replicas if strategy == "turns" else replicas // 2  # the replicas of this process
+    # in processes of 2 replicas: two buckets and the single value; of 4 replicas: op by op
+    assert len(combined) == here * meetings
 
 
 def test_an_all_reduce_stays_after_a_step_that_writes_its_input():

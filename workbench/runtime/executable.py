@@ -21,7 +21,7 @@ from workbench.ir.device import Device
 
 from .execution.binders import kernel_binders
 from .execution.compiler import GraphCode, compile_graph
-from .replication.buckets import gathered_all_reduces
+from .replication.buckets import gathered_all_reduces, worth_bucketing
 from .execution.host_buffers import HostBuffers
 from .execution.program import ReplicaProgram
 from .options import RunOptions
@@ -103,7 +103,7 @@ def compile_executable(ir: Ir, device: Device, options: RunOptions) -> Executabl
     swaps = swappable(ir, main_steps, firsts)
     binders = kernel_binders(options)
     empty_like = arena.empty_like if arena is not None else np.empty_like
-    buckets = processes > 1 or instances is not None  # where a meeting of the replicas costs most
+    buckets = worth_bucketing(len(replicas), processes, instance_count)
     programs = [ReplicaProgram(ir, codes, r, values, replica_buffers, firsts, swaps, shared, binders, empty_like,
                                buckets)
                 for r, values, replica_buffers in zip(replicas, device_values, buffers)]

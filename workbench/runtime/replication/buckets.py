@@ -23,6 +23,15 @@ from .rendezvous import MeetingKey
 
 BUCKETED_TYPE = "replicated_all_reduce"
 BUCKET_BYTES = 4 << 20  # at most this much of one replica's values in one bucket
+# A bucket costs each replica two copies of its values (into the bucket, out of it): worth it where a
+# process (or instance) meets the others for this many replicas at most, so that meetings cost most.
+BUCKET_REPLICAS = 2
+
+
+def worth_bucketing(replicas: int, processes: int, instances: int) -> bool:
+    """Whether an instance's ``replicas``, spread over ``processes``, exchange in buckets with the
+    other processes or ``instances``."""
+    return (processes > 1 or instances > 1) and -(-replicas // processes) <= BUCKET_REPLICAS
 
 
 def bucketable(op: Op) -> bool:
