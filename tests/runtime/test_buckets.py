@@ -56,7 +56,7 @@ def check_run(session, streams, outputs, values, written_between=False):
 
 
 @pytest.mark.parametrize("replicas, strategy, cores", [(4, "turns", 2), (16, "turns", 2)]
-                         + ([(4, "processes", 2), (8, "processes", 4), (16, "processes", 2)]
+                         + ([(4, "processes", 4), (8, "processes", 4), (16, "processes", 2)]
                             if hasattr(os, "fork") else []))
 def test_the_all_reduces_of_a_step_are_one_bucket_with_the_bits_of_each_alone(replicas, strategy, cores):
     ir, streams, outputs, weights = reducing_ir(replicas)
@@ -88,16 +88,16 @@ def test_a_bucket_meets_the_replicas_once_in_processes_of_few_replicas(monkeypat
         return plain(self, key, *args, **kwargs)
     monkeypatch.setattr(TurnTakingCommunicator, "combine", counting)
     ir, streams, outputs, _ = reducing_ir(replicas)
-    with popxl.Session(ir, "ipu_model", options=RunOptions(replicas=strategy, cores=2)) as session:
+    with popxl.Session(ir, "ipu_model", options=RunOptions(replicas=strategy, cores=4)) as session:
         check_run(session, streams, outputs, data(replicas))
-    here = replicas if strategy == "turns" else replicas // 2  # the replicas of this process
-    # in processes of 2 replicas: two buckets and the single value; of 4 replicas: op by op
+    here = replicas if strategy == "turns" else replicas // 4  # the replicas of this process
+    # in processes of one replica: two buckets and the single value; of two replicas: op by op
     assert len(combined) == here * meetings
 
 
 def test_an_all_reduce_stays_after_a_step_that_writes_its_input():
     ir, streams, outputs, _ = reducing_ir(4, written_between=True)
-    with popxl.Session(ir, "ipu_model", options=RunOptions(replicas="processes", cores=2)) as session:
+    with popxl.Session(ir, "ipu_model", options=RunOptions(replicas="processes", cores=4)) as session:
         steps = session.graph_code[ir.main_graph].steps
         write = next(i for i, op in enumerate(steps) if op.type == "scaled_add_" and op.inputs[0] is op.inputs[1])
         reduces = [i for i, op in enumerate(steps) if op.type == "replicated_all_reduce"]
@@ -108,7 +108,7 @@ def test_an_all_reduce_stays_after_a_step_that_writes_its_input():
 def test_stepped_and_profiled_runs_exchange_op_by_op_with_the_same_bits():
     ir, streams, outputs, _ = reducing_ir(4)
     strategy = "processes" if hasattr(os, "fork") else "turns"
-    with popxl.Session(ir, "ipu_model", options=RunOptions(replicas=strategy, cores=2)) as session:
+    with popxl.Session(ir, "ipu_model", options=RunOptions(replicas=strategy, cores=4)) as session:
         values = data(4)
         session.profile = True
         check_run(session, streams, outputs, values)
@@ -122,12 +122,12 @@ def test_stepped_and_profiled_runs_exchange_op_by_op_with_the_same_bits():
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="worker processes are forked")
-@pytest.mark.parametrize("replicas", [4, 16])
+@pytest.mark.parametrize("replicas", [2, 4])  # a process each
 def test_buckets_in_processes_train_with_the_bits_of_turns(replicas):
     trained = []
     for strategy in ("turns", "processes"):
         ir, streams, outputs, weights = reducing_ir(replicas)
-        with popxl.Session(ir, "ipu_model", options=RunOptions(replicas=strategy, cores=2)) as session:
+        with popxl.Session(ir, "ipu_model", options=RunOptions(replicas=strategy, cores=replicas)) as session:
             for seed in range(3):
                 session.run(dict(zip(streams, data(replicas, seed))))
             trained.append([session.get_tensor_data(w) for w in weights])

@@ -24,8 +24,9 @@ from .rendezvous import MeetingKey
 BUCKETED_TYPE = "replicated_all_reduce"
 BUCKET_BYTES = 4 << 20  # at most this much of one replica's values in one bucket
 # A bucket costs each replica two copies of its values (into the bucket, out of it): worth it where a
-# process (or instance) meets the others for this many replicas at most, so that meetings cost most.
-BUCKET_REPLICAS = 2
+# process (or instance) meets the others for this many replicas at most, so that meetings cost most
+# (on 2 cores, two replicas a process ran slower in buckets than op by op).
+BUCKET_REPLICAS = 1
 
 
 def worth_bucketing(replicas: int, processes: int, instances: int) -> bool:
