@@ -3,7 +3,8 @@
 A training step all-reduces each gradient and applies it at once, so the replicas meet once per
 gradient. The schedule of a replicated graph moves each all-reduce up to the one before it where
 nothing in between touches its input (``gathered_all_reduces``); consecutive all-reduces alike in
-reduction, group and dtype then form a bucket (``bucket_runs``). A plain run exchanges a bucket's
+reduction, group and dtype then form a bucket (``bucket_runs``). Where replicas meet across
+processes or instances, one replica in each (``worth_bucketing``), a plain run exchanges a bucket's
 values side by side, flat, at its last member, and reduces them with the op's own reducer: element
 by element in replica order, so every element has the same bits as alone. Earlier members hand back
 views of the bucket's result, which the last member fills before any other step runs. Stepped and
