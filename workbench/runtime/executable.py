@@ -21,6 +21,7 @@ from workbench.ir.device import Device
 
 from .execution.binders import kernel_binders
 from .execution.compiler import GraphCode, compile_graph
+from .replication.buckets import gathered_all_reduces, worth_bucketing
 from .execution.host_buffers import HostBuffers
 from .execution.program import ReplicaProgram
 from .options import RunOptions
@@ -71,6 +72,8 @@ class Executable:
 def compile_executable(ir: Ir, device: Device, options: RunOptions) -> Executable:
     """Compile ``ir`` for ``device`` (the device already checked to hold it) as ``options`` say."""
     schedules = verify(ir)
+    if ir.replication_factor > 1:  # all-reduces side by side, to be exchanged together
+        schedules = {graph: gathered_all_reduces(steps) for graph, steps in schedules.items()}
     report = None
     if not surely_fits(ir, device):
         report = memory(ir, device)
@@ -100,7 +103,9 @@ def compile_executable(ir: Ir, device: Device, options: RunOptions) -> Executabl
     swaps = swappable(ir, main_steps, firsts)
     binders = kernel_binders(options)
     empty_like = arena.empty_like if arena is not None else np.empty_like
-    programs = [ReplicaProgram(ir, codes, r, values, replica_buffers, firsts, swaps, shared, binders, empty_like)
+    buckets = worth_bucketing(len(replicas), processes, instance_count)
+    programs = [ReplicaProgram(ir, codes, r, values, replica_buffers, firsts, swaps, shared, binders, empty_like,
+                               buckets)
                 for r, values, replica_buffers in zip(replicas, device_values, buffers)]
     runner: ReplicaRunner | ProcessRunner
     if processes > 1:

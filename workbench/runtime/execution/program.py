@@ -13,6 +13,7 @@ from workbench.ir import Graph, Ir, Op, Variable
 from workbench.ops.overwriting import OVERWRITING
 from workbench.ops.registry import op_def
 
+from ..replication.buckets import Bucket, bucket_runs
 from ..replication.communicator import ReplicaAborted
 from ..replication.rendezvous import NO_RENDEZVOUS, MeetingKey, Rendezvous
 from ..state.shared_weights import SharedUpdates
@@ -73,13 +74,15 @@ class BoundGraph:
 
 class ReplicaProgram:
     """Binds every kernel once for one replica (through ``binders``, in order); ``run()`` executes the
-    main graph. ``empty_like`` makes the spare arrays of its snapshot."""
+    main graph. ``empty_like`` makes the spare arrays of its snapshot. ``buckets``: a plain run
+    exchanges the all-reduces of a bucket together (worth it where replicas meet across processes)."""
 
     def __init__(self, ir: Ir, codes: dict[Graph, GraphCode], replica: int,
                  variables: dict[Variable, np.ndarray], buffers: dict, firsts: dict[Op, list],
                  swaps: set[Op], shared: SharedUpdates, binders: Sequence[Binder],
-                 empty_like: Callable[[np.ndarray], np.ndarray] = np.empty_like):
+                 empty_like: Callable[[np.ndarray], np.ndarray] = np.empty_like, buckets: bool = False):
         self.ir = ir
+        self.buckets = buckets
         main_order = codes[ir.main_graph].variables
         self.main_variables = [variables[v] for v in main_order]
         self.snapshot = ReplicaSnapshot(firsts, swaps, variables, buffers, self.main_variables, main_order,
@@ -108,6 +111,7 @@ class ReplicaProgram:
         self._profiled_bound: dict[Graph, BoundGraph] = {}
         self._binding_profiled = False
         self._profiled_main: Optional[Callable] = None
+        self._bucket_member: Optional[tuple[Bucket, int]] = None  # set while a bucket's member binds
         self._main = self.subgraph(ir.main_graph).function
 
     def begin_run(self, communicator: Optional[Rendezvous]) -> None:
@@ -184,6 +188,9 @@ class ReplicaProgram:
         unless something may write it in place."""
         if len(members) == 1:
             return lambda value: combine([value])
+        if self._bucket_member is not None:
+            bucket, index = self._bucket_member
+            return bucket.member(index, combine)
         label, replica, group = f"{op.name} ({op.type})", self.replica, tuple(members)
         occurrences = self._occurrences
         output = op.outputs[0]
@@ -239,7 +246,7 @@ class ReplicaProgram:
             running = kernels
         else:
             kernels = [self._kernel(op, code) for op in code.steps]
-            running = self._fused(code, kernels)
+            running = self._bucketed(code, self._fused(code, kernels))
         namespace: dict[str, Any] = {f"k{i}": k for i, k in enumerate(running)}
         namespace.update({f"c{i}": c.data for i, c in enumerate(code.constants)})
         if profiled:
@@ -258,6 +265,34 @@ class ReplicaProgram:
         for binder in self.binders:
             kernel = binder.wrap(self, op, code, kernel)
         return kernel
+
+    def _bucketed(self, code: GraphCode, kernels: list[Callable]) -> list[Callable]:
+        """What a plain run calls: ``kernels``, but the all-reduces of each bucket exchanged together
+        (``replication/buckets.py``); the stepper and profiled runs exchange op by op."""
+        if not self.buckets or self.ir.replication_factor == 1:
+            return kernels
+        fused = {code.steps[i] for run in code.plan.fused for i in run}
+        effects = code.effects
+
+        def excluded(op: Op) -> bool:
+            return (op in fused or op in code.plan.overwriting or op in effects.copying_views
+                    or op in self.shared_updates.updates)
+        runs = bucket_runs(code.steps, excluded)
+        if not runs:
+            return kernels
+        running = list(kernels)
+        for run in runs:
+            ops = [code.steps[i] for i in run]
+            grouping = ops[0].attrs["group"]
+            members = grouping.members(grouping.assignment[self.replica])
+            bucket = Bucket(ops, self.replica, members, lambda: self.communicator, self._occurrences)
+            for index, (step, op) in enumerate(zip(run, ops)):
+                self._bucket_member = (bucket, index)
+                try:
+                    running[step] = self._kernel(op, code)
+                finally:
+                    self._bucket_member = None
+        return running
 
     def _fused(self, code: GraphCode, kernels: list[Callable]) -> list[Callable]:
         """What a plain run calls: ``kernels``, but one kernel for each of the plan's fused runs

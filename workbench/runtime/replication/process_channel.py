@@ -25,6 +25,7 @@ from typing import Any, Callable, Optional, Sequence
 import numpy as np
 
 from ..job.mpi_window import ALIGNMENT, ExchangeWindow
+from .buckets import BucketReducer
 from .communicator import CollectiveMismatchError, ReplicaAborted
 from .spanning import Group
 
@@ -211,6 +212,8 @@ class ProcessChannel:
             results[row, start:stop] = combine([flat[m, start:stop] for m in group])
         self.barrier(description + " (reduced)")
         index = {group: row for row, group in enumerate(everywhere)}
+        if isinstance(combine, BucketReducer):  # copied out at once: the shared rows serve
+            return {group: results[index[group]].reshape(first.shape) for group in here}
         return {group: results[index[group]].reshape(first.shape).copy() for group in here}
 
     def barrier(self, description: str) -> None:

@@ -15,6 +15,7 @@ import numpy as np
 
 from workbench.ops.registry import op_def
 
+from .buckets import BUCKET_BYTES, bucketable
 from .rendezvous import MeetingKey, Rendezvous
 
 Group = tuple[int, ...]
@@ -152,6 +153,10 @@ def describe(values: list, label: str, occurrence: int, op) -> str:
 
 
 def largest_collective_value(ir) -> int:
-    """Bytes of the largest value one replica gives to a collective of ``ir``."""
-    return max((op.inputs[0].nbytes for graph in ir.graphs for op in graph.ops if op_def(op.type).meets_replicas),
-               default=0)
+    """Bytes of the largest value one replica gives to a collective of ``ir``: a single op's, or a
+    bucket's of all-reduces exchanged together (at most all the bucketable ones of a graph)."""
+    single = max((op.inputs[0].nbytes for graph in ir.graphs for op in graph.ops
+                  if op_def(op.type).meets_replicas), default=0)
+    buckets = max((min(BUCKET_BYTES, sum(op.inputs[0].nbytes for op in graph.ops if bucketable(op)))
+                   for graph in ir.graphs), default=0)
+    return max(single, buckets)

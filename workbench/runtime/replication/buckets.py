@@ -1,0 +1,166 @@
+"""All-reduces exchanged together: one meeting of the replicas for several gradients.
+
+A training step all-reduces each gradient and applies it at once, so the replicas meet once per
+gradient. The schedule of a replicated graph moves each all-reduce up to the one before it where
+nothing in between touches its input (``gathered_all_reduces``); consecutive all-reduces alike in
+reduction, group and dtype then form a bucket (``bucket_runs``). Where replicas meet across
+processes or instances, one replica in each (``worth_bucketing``), a plain run exchanges a bucket's
+values side by side, flat, at its last member, and reduces them with the op's own reducer: element
+by element in replica order, so every element has the same bits as alone. Earlier members hand back
+views of the bucket's result, which the last member fills before any other step runs. Stepped and
+profiled runs keep one exchange per op.
+"""
+from __future__ import annotations
+
+from typing import Callable, Optional, Sequence
+
+import numpy as np
+
+from workbench.analysis.aliasing import memory_root
+from workbench.ir import Op
+from workbench.ops.registry import op_def
+
+from .rendezvous import MeetingKey
+
+BUCKETED_TYPE = "replicated_all_reduce"
+BUCKET_BYTES = 4 << 20  # at most this much of one replica's values in one bucket
+# A bucket costs each replica two copies of its values (into the bucket, out of it): worth it where a
+# process (or instance) meets the others for this many replicas at most, so that meetings cost most
+# (on 2 cores, two replicas a process ran slower in buckets than op by op).
+BUCKET_REPLICAS = 1
+
+
+def worth_bucketing(replicas: int, processes: int, instances: int) -> bool:
+    """Whether an instance's ``replicas``, spread over ``processes``, exchange in buckets with the
+    other processes or ``instances``."""
+    return (processes > 1 or instances > 1) and -(-replicas // processes) <= BUCKET_REPLICAS
+
+
+def bucketable(op: Op) -> bool:
+    """An out-of-place all-reduce that reduces (not 'local') a tensor of at least two elements
+    (NumPy reduces a stack of single elements in another order)."""
+    return (op.type == BUCKETED_TYPE and op.attrs["op"] != "local" and op.inputs[0].nelms >= 2
+            and op.inputs[0].nbytes <= BUCKET_BYTES)
+
+
+def _kind(op: Op) -> tuple:
+    grouping = op.attrs["group"]
+    return op.attrs["op"], tuple(grouping.assignment), op.outputs[0].dtype
+
+
+def _stops_moving(op: Op) -> bool:
+    """Whether no collective may move across ``op``: it calls graphs or meets the replicas itself."""
+    return bool(op.called_graphs) or op_def(op.type).meets_replicas
+
+
+def _touches(op: Op, root) -> bool:
+    """Whether ``op`` makes or writes the memory ``root``."""
+    written = [*op.outputs, *op.modified_tensors()]
+    return any(memory_root(t) is root for t in written)
+
+
+def gathered_all_reduces(steps: Sequence[Op]) -> list[Op]:
+    """``steps`` with each bucketable all-reduce moved up to just after the bucketable all-reduce
+    before it, when no step in between makes or writes its input, calls a graph or meets replicas."""
+    ordered: list[Op] = []
+    last: Optional[int] = None  # where the last bucketable all-reduce is in ``ordered``
+    for op in steps:
+        if bucketable(op) and last is not None:
+            root = memory_root(op.inputs[0])
+            if not any(_touches(step, root) for step in ordered[last + 1:]):
+                last += 1
+                ordered.insert(last, op)
+                continue
+        ordered.append(op)
+        if bucketable(op):
+            last = len(ordered) - 1
+        elif _stops_moving(op):
+            last = None
+    return ordered
+
+
+def bucket_runs(steps: Sequence[Op], excluded: Callable[[Op], bool]) -> list[range]:
+    """The runs (step indices) of two or more consecutive bucketable all-reduces alike in kind,
+    of at most ``BUCKET_BYTES`` together, none ``excluded``."""
+    runs: list[range] = []
+    current: list[int] = []  # the bucket being formed
+    size = 0
+
+    def close() -> None:
+        if len(current) >= 2:
+            runs.append(range(current[0], current[-1] + 1))
+    for index, op in enumerate(steps):
+        fits = bucketable(op) and not excluded(op)
+        nbytes = op.inputs[0].nbytes if fits else 0
+        if fits and current and _kind(op) == _kind(steps[current[0]]) and size + nbytes <= BUCKET_BYTES:
+            current.append(index)
+            size += nbytes
+            continue
+        close()
+        current, size = ([index], nbytes) if fits else ([], 0)
+    close()
+    return runs
+
+
+class BucketReducer:
+    """The reducer of a bucket's all-reduces: the bucket copies the reduced values into its own
+    result at once, so an exchange may hand back a view of its shared memory (no copy of its own)."""
+
+    __slots__ = ("reduce",)
+
+    def __init__(self, reduce: Callable[[list], np.ndarray]):
+        self.reduce = reduce
+
+    def __call__(self, values: list) -> np.ndarray:
+        return self.reduce(values)
+
+
+class Bucket:
+    """One replica's side of a bucket: ``member(i)`` is what the all-reduce ``ops[i]`` calls in
+    place of its own exchange (``ReplicaProgram.combine``)."""
+
+    def __init__(self, ops: Sequence[Op], replica: int, members: Sequence[int],
+                 communicator: Callable[[], object], occurrences: dict):
+        self.ops = tuple(ops)
+        self.replica = replica
+        self.members = list(members)
+        self.group = tuple(members)
+        self._communicator = communicator
+        self._occurrences = occurrences
+        sizes = [op.inputs[0].nelms for op in ops]
+        self._bounds = [(sum(sizes[:i]), sum(sizes[:i + 1])) for i in range(len(sizes))]
+        self._shapes = [tuple(op.outputs[0].shape) for op in ops]
+        dtype = ops[0].outputs[0].dtype.as_numpy()
+        self._sending = np.empty(sum(sizes), dtype)
+        self._result: Optional[np.ndarray] = None
+        last = ops[-1]
+        self._label = f"{last.name} ({last.type}, with {len(ops) - 1} earlier all-reduces)"
+
+    def member(self, index: int, combine: Callable[[list], np.ndarray]) -> Callable[[np.ndarray], np.ndarray]:
+        start, stop = self._bounds[index]
+        shape = self._shapes[index]
+        sending = self._sending
+        if index == 0:
+            def first(value):
+                sending[start:stop] = value.reshape(-1)
+                self._result = result = np.empty_like(sending)
+                return result[start:stop].reshape(shape)
+            return first
+        if index < len(self.ops) - 1:
+            def middle(value):
+                sending[start:stop] = value.reshape(-1)
+                return self._result[start:stop].reshape(shape)
+            return middle
+        op, occurrences = self.ops[-1], self._occurrences
+        combine = BucketReducer(combine)
+
+        def last(value):
+            sending[start:stop] = value.reshape(-1)
+            occurrence = occurrences.get(op, 0)
+            occurrences[op] = occurrence + 1
+            reduced = self._communicator().combine(MeetingKey(op, self.group, occurrence), self._label,
+                                                   self.replica, self.members, sending, combine)
+            result = self._result
+            np.copyto(result, reduced)
+            return result[start:stop].reshape(shape)
+        return last
