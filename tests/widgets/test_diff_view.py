@@ -62,3 +62,35 @@ def test_removed_ops_are_on_the_left_and_a_missing_graph_is_a_clear_error():
         assert "no graph 'nowhere'" in str(error) and "'main'" in str(error)
     else:
         raise AssertionError("expected a ValueError")
+
+
+def test_the_diff_is_laid_out_again_for_a_narrow_output_with_every_label_inside_its_side():
+    from workbench.widgets.diff_view import LABEL_CHAR_WIDTH, LABEL_OFFSET, SIDE_MARGIN, X_RANGE
+    from workbench.widgets.style import PICTURE_WIDTH
+
+    def scoped(axis):
+        ir = popxl.Ir()
+        with ir.main_graph, popxl.name_scope("encoder_layer_with_a_long_descriptive_scope_name"):
+            x = popxl.variable(np.ones((4, 4), np.float32), name="x")
+            ops.softmax(ops.relu(x), axis=axis)
+        return ir
+
+    view = DiffView(scoped(1), scoped(0))
+    (canvas,) = view.widget.children
+    canvas._message(canvas, {"kind": "room", "width": 630}, [])  # as the page tells it
+    figure = view.figure
+    assert figure.layout.width == 630 and canvas.figure["layout"]["width"] == 630
+    plot = 630 - 2 * SIDE_MARGIN
+    pixel = lambda x: SIDE_MARGIN + (x - X_RANGE[0]) / (X_RANGE[1] - X_RANGE[0]) * plot
+    labels = [(x, label) for trace in figure.data for x, label in zip(trace.x, trace.text)]
+    assert any(label.endswith("…") for _, label in labels)  # the long names are shortened, whole on hover
+    for x, label in labels:
+        end = pixel(x) + LABEL_OFFSET + len(label) * LABEL_CHAR_WIDTH
+        assert end <= (pixel(1) - LABEL_OFFSET if x == 0 else 630 - SIDE_MARGIN), label
+    from workbench.widgets.diff_view import TITLE_CHAR_WIDTH, diff_figure
+
+    title = diff_figure(view.diff, 400).layout.title.text  # a title too long for its line wraps
+    assert "<br>" in title and all(len(line.replace("<b>", "").replace("</b>", "")) * TITLE_CHAR_WIDTH <= 360
+                                   for line in title.split("<br>"))
+    canvas.room = 1400
+    assert view.figure.layout.width == PICTURE_WIDTH and canvas.figure["layout"]["width"] == PICTURE_WIDTH
