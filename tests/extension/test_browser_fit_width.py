@@ -1,0 +1,79 @@
+"""The diff and memory views in a real browser (JupyterLab, headless Chromium) fit a narrow (630 px) and a
+normal (848 px: a 1280-px window with the file browser open) notebook output: the diff's plot, legend,
+toolbar and labels inside the output; each memory panel's title whole, from "IPU 0" on. Screenshots go to
+tests/artifacts/ (diff-*px.png, liveness-630px.png)."""
+import nbformat
+import pytest
+
+from support.jupyterlab_harness import chromium, jupyterlab, open_notebook
+from test_browser_grouped import ARTIFACTS, TESTS, output_width
+
+pytestmark = pytest.mark.slow
+
+DIFF = f"""\
+import sys
+sys.path.insert(0, {str(TESTS)!r})
+import numpy as np
+import popxl
+import popxl.ops as ops
+from support.programs import mlp_training
+from workbench.widgets import DiffView, LivenessView
+
+
+def scoped(axis):
+    ir = popxl.Ir()
+    with ir.main_graph, popxl.name_scope("encoder_layer_with_a_long_descriptive_scope_name"):
+        x = popxl.variable(np.ones((4, 4), np.float32), name="x")
+        for _ in range(3):
+            x = ops.relu(x @ x)
+        ops.softmax(x, axis=axis)
+    return ir
+
+
+DiffView(scoped(1), scoped(0))"""
+LIVENESS = "LivenessView(mlp_training()[0], live=False)"
+
+# What of a drawn plot sticks out of its output: the plot, its legend, its toolbar, its labels and titles.
+STICKING_OUT = """(output) => {
+    const edge = output.getBoundingClientRect();
+    const out = [];
+    const parts = ['.main-svg', '.legend', '.modebar', '.textpoint text', '.annotation-text', '.gtitle'];
+    for (const selector of parts) {
+        for (const node of output.querySelectorAll(selector)) {
+            const box = node.getBoundingClientRect();
+            if (box.width === 0) continue;
+            if (box.left < edge.left - 1 || box.right > edge.right + 1)
+                out.push(`${selector} "${(node.textContent || '').slice(0, 40)}" from ${Math.round(box.left - edge.left)} to ${Math.round(box.right - edge.left)} px of ${Math.round(edge.width)}`);
+        }
+    }
+    return out;
+}"""
+
+
+def test_the_diff_and_memory_views_fit_narrow_and_normal_outputs(tmp_path):
+    ARTIFACTS.mkdir(exist_ok=True)
+    with jupyterlab(tmp_path) as (url, root), chromium() as browser:
+        notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(DIFF), nbformat.v4.new_code_cell(LIVENESS)])
+        notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+        nbformat.write(notebook, root / "fit.ipynb")
+        page = open_notebook(browser, url, "fit.ipynb")
+        page.set_default_timeout(240_000)
+        output_width(page, 630)
+        page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
+        diff, liveness = (page.locator(".jp-Cell").nth(n).locator(".jp-OutputArea-output").first for n in (0, 1))
+        for output in (diff, liveness):
+            output.locator(".ipu-wb-figure-canvas .main-svg").first.wait_for(state="visible")
+        page.wait_for_timeout(2500)  # the page tells the kernel its width; the picture comes back laid out for it
+        assert diff.evaluate(STICKING_OUT) == []
+        assert diff.locator(".textpoint text", has_text="…").count() > 0  # long names shortened, whole on hover
+        diff.screenshot(path=str(ARTIFACTS / "diff-630px.png"))
+        assert liveness.evaluate(STICKING_OUT) == []
+        title = liveness.locator(".annotation-text", has_text="IPU 0: peak").first
+        assert title.bounding_box()["x"] >= liveness.bounding_box()["x"]
+        liveness.screenshot(path=str(ARTIFACTS / "liveness-630px.png"))
+        output_width(page, 848)
+        page.wait_for_timeout(2500)
+        assert diff.evaluate(STICKING_OUT) == []
+        diff.screenshot(path=str(ARTIFACTS / "diff-848px.png"))
+        assert liveness.evaluate(STICKING_OUT) == []
+        page.close()
