@@ -1,7 +1,6 @@
 """The model and graph pictures fit a notebook output narrower than PICTURE_WIDTH (JupyterLab's in a narrow
 window, 630 px): the page tells the canvas its width (``room``), and the views lay their pictures out again
-for it; a wider output keeps PICTURE_WIDTH, and the stepper's narrower picture keeps its own width. The
-memory panels' titles wrap to the output's width."""
+for it; a wider output keeps PICTURE_WIDTH, and the stepper's narrower picture keeps its own width."""
 import popxl
 import pytest
 
@@ -78,21 +77,3 @@ def test_graph_labels_end_inside_a_narrow_output():
                 pixel = MARGIN + (x - layout.left + 0.5) * column  # the marker's centre in the output
                 right.append(pixel + trace.marker.size / 2 + LABEL_GAP + len(label) * CHAR_WIDTH)
     assert right and max(right) <= NARROW
-
-
-def test_memory_panel_titles_start_at_their_panel_and_wrap_to_a_narrow_output():
-    from workbench.widgets import LivenessView
-    from workbench.widgets.figures.liveness_figure import PANEL_TITLE_CHAR_WIDTH, panel_width
-
-    view = LivenessView(mlp_training()[0], live=False)
-    (canvas,) = [child for child in view.widget.children if hasattr(child, "room")]
-    canvas._message(canvas, {"kind": "room", "width": NARROW}, [])  # as the page tells it
-    figure = view.figure
-    assert view.width == NARROW and figure.layout.width is None  # the figure takes the output's width
-    title = figure.layout.annotations[0]
-    assert canvas.figure["layout"]["annotations"][0]["text"] == title.text  # what the page draws
-    assert title.text.startswith("IPU 0: peak") and title.x == 0 and title.xanchor == "left"
-    lines = title.text.split("<br>")
-    assert len(lines) > 1 and all(len(line) * PANEL_TITLE_CHAR_WIDTH <= panel_width(figure, NARROW) for line in lines)
-    canvas.room = 1400
-    assert view.width == PICTURE_WIDTH and "<br>" not in view.figure.layout.annotations[0].text

@@ -234,8 +234,7 @@ def test_a_phased_program_shows_its_streaming_memory_and_where_each_phase_loads_
         ("load", "remote_load", "phased_program.load"), ("store", "remote_store", "phased_program.store")] * 2
     assert all(t.nbytes == 16 * 16 * 4 and t.ipu == 0 for t in transfers)
     figure = LivenessView(ir, live=False).figure
-    assert figure.layout.annotations[0].text.replace("<br>", " ").endswith(
-        "· Streaming Memory 2 KiB · capacity far above, off the scale")  # wrapped at a " · " to fit its panel
+    assert figure.layout.annotations[0].text.endswith("· Streaming Memory 2 KiB · capacity far above, off the scale")
     marks = {t.meta["kind"]: t for t in figure.data if (t.meta or {}).get("kind", "").startswith("remote_")}
     assert list(marks) == ["remote_load", "remote_store"]
     assert list(marks["remote_load"].x) == [t.step for t in transfers if t.direction == "load"]

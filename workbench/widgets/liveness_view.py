@@ -8,7 +8,6 @@ from workbench.analysis.tensor_liveness import tensor_liveness
 from workbench.ir.device import Device, device_for
 
 from .figures import liveness_figure
-from .style import PICTURE_WIDTH, fitted_width
 from .view import View
 
 
@@ -21,8 +20,7 @@ class LivenessView(View):
     the code liveness (``analysis.code_liveness``) of the graphs whose code is loaded, as bars from
     ``remote_code_load`` to last call; when all code is always live, one line says so. Clicking a step selects its op. The device is ``device``, the
     Session's device, or the simulated 'ipu_model'. While a Session is stepped (``session.stepper``),
-    a line marks the step it stands before. The figure takes its output's width; in one narrower than
-    ``PICTURE_WIDTH`` the panels' titles wrap to it.
+    a line marks the step it stands before.
     """
 
     live_kinds = frozenset({"op_added", "op_changed", "tensor_added", "graph_built", "graph_discarded",
@@ -32,7 +30,6 @@ class LivenessView(View):
                  **options):
         self._device = device
         self.include_code = include_code
-        self.width = PICTURE_WIDTH
         super().__init__(source, **options)
         self.selection.observe(lambda change: self.redraw(), names=["op", "step"])
 
@@ -56,15 +53,7 @@ class LivenessView(View):
         capacity = {record.ipu: record.tile_capacity for record in self.report.ipus}
         streaming = {record.ipu: record.streaming_bytes for record in self.report.ipus}
         return liveness_figure(self.liveness, capacity, self.marked_steps(), self.stepper_step, self.include_code,
-                               streaming, streaming_transfers(self.liveness.flat), self.ir.replication_factor,
-                               self.width)
-
-    def fit(self, room: int) -> None:
-        """Wrap the panels' titles for an output ``room`` pixels wide."""
-        width = fitted_width(PICTURE_WIDTH, room)
-        if width != self.width:
-            self.width = width
-            self.redraw()
+                               streaming, streaming_transfers(self.liveness.flat), self.ir.replication_factor)
 
     def _controls(self) -> list:
         import ipywidgets

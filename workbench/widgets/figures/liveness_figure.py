@@ -2,7 +2,6 @@
 per graph (bars from load to last call, with load and call markers)."""
 from __future__ import annotations
 
-import textwrap
 from typing import Iterable, Mapping, Optional, Sequence
 
 import numpy as np
@@ -13,19 +12,13 @@ from workbench.analysis.code_size import graph_code_bytes
 from workbench.analysis.memory import StreamingTransfer
 from workbench.analysis.tensor_liveness import StepMemory, TensorLiveness
 
-from ..style import (ALWAYS_LIVE_COLOR, CAPACITY_COLOR, CURRENT_COLOR, HIGHLIGHT, KIND_COLORS, KIND_LABELS, PICTURE_WIDTH,
-                     SCHEDULE_COLORS, TEMPLATE, base_layout, binary_ticks, format_bytes, text, text_array)
+from ..style import (ALWAYS_LIVE_COLOR, CAPACITY_COLOR, CURRENT_COLOR, HIGHLIGHT, KIND_COLORS, KIND_LABELS, SCHEDULE_COLORS,
+                     TEMPLATE, base_layout, binary_ticks, format_bytes, text, text_array)
 
 KINDS = ("variables", "constants", "intermediates", "code")  # stacking order, bottom first
 PANEL_GAP = 56  # pixels between panels: the upper axis, then the lower panel's title
 KIND_OF = {"variables": "variable", "constants": "constant", "intermediates": "intermediate", "code": "code"}
 HOVER_TENSORS = 10  # live tensors listed in a hover, largest first
-MARGIN_LEFT, MARGIN_RIGHT = 70, 20  # pixels beside the panels: the y axes' titles and ticks on the left
-PANEL_TITLE_SIZE = 13  # pixels: a panel's title font
-PANEL_TITLE_CHAR_WIDTH = 7.2  # pixels per character of a panel's title, a little above the average glyph
-LEGEND_CHAR_WIDTH = 6.5  # pixels per character of a legend entry
-LEGEND_SYMBOL = 50  # pixels of a legend entry before its text: its symbol and the gaps
-PANEL_TITLE_LINE = 17  # pixels per line of a panel's title
 
 
 def step_description(liveness: TensorLiveness, index: int) -> str:
@@ -64,7 +57,7 @@ NOTE_HEIGHT = 18  # pixels more per note under the title
 def liveness_figure(liveness: TensorLiveness, capacity: Mapping[int, int], marked_steps: Iterable[int] = (),
                     current_step: Optional[int] = None, include_code: Optional[bool] = None,
                     streaming: Optional[Mapping[int, int]] = None, transfers: Sequence[StreamingTransfer] = (),
-                    replicas: int = 1, width: int = PICTURE_WIDTH) -> go.Figure:
+                    replicas: int = 1) -> go.Figure:
     """One memory panel per IPU (``capacity`` maps IPU to tile-memory bytes), then the code panel for the
     graphs whose code is loaded and freed (all code always live is said in one line instead).
     Step ``s`` spans x from s-0.5 to s+0.5 in both panels. ``marked_steps`` (the selection) get dotted
@@ -72,8 +65,7 @@ def liveness_figure(liveness: TensorLiveness, capacity: Mapping[int, int], marke
     memory panels leave code out, so tensors fill the scale; None leaves it out where it would dwarf them.
     ``streaming`` (bytes of Streaming Memory per IPU) goes in each panel's title; ``transfers`` (remote
     loads and stores) are marked on their IPU's memory, where a phased program loads and stores weights.
-    With several ``replicas`` a note says the figures are each replica's. The figure takes its container's
-    width, expected to be ``width`` pixels: the panels' titles start at their panel's left edge and wrap to it."""
+    With several ``replicas`` a note says the figures are each replica's."""
     streaming = streaming or {}
     dwarfed = include_code is None and code_dwarfs_tensors(liveness)
     include_code = not dwarfed if include_code is None else include_code
@@ -148,8 +140,7 @@ def liveness_figure(liveness: TensorLiveness, capacity: Mapping[int, int], marke
                               xanchor="left", yanchor="bottom", name="stepper")
     figure.update_xaxes(title_text="step of the flattened schedule", row=rows, col=1)
     figure.update_xaxes(range=[-0.5, max(len(steps) - 0.5, 0.5)])
-    lines = _fit_panel_titles(figure, rows, width)
-    top = TITLE_SPACE + NOTE_HEIGHT * len(notes) + PANEL_TITLE_LINE * (lines - 1)
+    top = TITLE_SPACE + NOTE_HEIGHT * len(notes)
     legend_rows = len(kinds) + 1 + len({transfer.direction for transfer in transfers})
     figure_height = max(height + NOTE_HEIGHT * len(notes), top + 50 + 30 * legend_rows)
     figure.update_layout(**base_layout(
@@ -158,42 +149,8 @@ def liveness_figure(liveness: TensorLiveness, capacity: Mapping[int, int], marke
         title=dict(text=f"Memory over {len(steps)} schedule steps"
                    + "".join(f"<br><sup>{note}</sup>" for note in notes), x=0.01,
                    yref="container", y=1 - TITLE_TOP / figure_height, yanchor="top"),  # notes grow down
-        margin=dict(l=MARGIN_LEFT, r=MARGIN_RIGHT, t=top, b=50)))
+        margin=dict(l=70, r=20, t=top, b=50)))
     return figure
-
-
-def panel_width(figure: go.Figure, width: int) -> float:
-    """Pixels of width the panels get in a figure ``width`` pixels wide, its legend on their right."""
-    names = [trace.name or "" for trace in figure.data if trace.showlegend is not False]
-    legend = LEGEND_SYMBOL + LEGEND_CHAR_WIDTH * max(map(len, names), default=0)
-    return width - MARGIN_LEFT - MARGIN_RIGHT - legend
-
-
-def _fit_panel_titles(figure: go.Figure, rows: int, width: int) -> int:
-    """Start each panel's title at its panel's left edge and wrap it to the panel's width, between its
-    " · " parts where they fit; the most lines a title takes."""
-    room = max(20, int(panel_width(figure, width) // PANEL_TITLE_CHAR_WIDTH))
-    lines = 1
-    for title in figure.layout.annotations[:rows]:
-        wrapped = wrap_title(title.text, room)
-        lines = max(lines, len(wrapped))
-        title.update(text="<br>".join(wrapped), x=0.0, xanchor="left", align="left",
-                     font=dict(size=PANEL_TITLE_SIZE))
-    return lines
-
-
-def wrap_title(title: str, room: int) -> list[str]:
-    """``title``'s lines of at most ``room`` characters: whole " · " parts together where they fit (the dot
-    ending the line), a part longer than a line broken between words."""
-    lines: list[str] = []
-    parts = title.split(" · ")
-    for number, part in enumerate(parts):
-        part += " ·" if number < len(parts) - 1 else ""
-        if lines and len(lines[-1]) + 1 + len(part) <= room:
-            lines[-1] += " " + part
-        else:
-            lines += textwrap.wrap(part, room, break_on_hyphens=False) or [part]
-    return lines
 
 
 def _to_edges(values: np.ndarray) -> np.ndarray:
