@@ -9,6 +9,7 @@ import pytest
 import popxl
 import popxl.ops as ops
 from workbench.runtime.options import RunOptions
+from workbench.runtime.replication import buckets
 from workbench.runtime.replication.buckets import bucket_runs
 from workbench.runtime.replication.turns import TurnTakingCommunicator
 
@@ -78,7 +79,8 @@ def test_the_all_reduces_of_a_step_are_one_bucket_with_the_bits_of_each_alone(re
 
 
 @pytest.mark.parametrize("strategy, replicas, meetings", [("turns", 4, 5)]
-                         + ([("processes", 4, 3), ("processes", 8, 5)] if hasattr(os, "fork") else []))
+                         + ([("processes", 4, 3), ("processes", 8, 3), ("processes", 64, 5)]
+                            if hasattr(os, "fork") else []))
 def test_a_bucket_meets_the_replicas_once_in_processes_of_few_replicas(monkeypatch, strategy, replicas, meetings):
     combined = []
     plain = TurnTakingCommunicator.combine
@@ -91,7 +93,7 @@ def test_a_bucket_meets_the_replicas_once_in_processes_of_few_replicas(monkeypat
     with popxl.Session(ir, "ipu_model", options=RunOptions(replicas=strategy, cores=4)) as session:
         check_run(session, streams, outputs, data(replicas))
     here = replicas if strategy == "turns" else replicas // 4  # the replicas of this process
-    # in processes of one replica: two buckets and the single value; of two replicas: op by op
+    # in processes of up to BUCKET_REPLICAS replicas: two buckets and the single value; of more: op by op
     assert len(combined) == here * meetings
 
 
@@ -133,3 +135,48 @@ def test_buckets_in_processes_train_with_the_bits_of_turns(replicas):
             trained.append([session.get_tensor_data(w) for w in weights])
     for turns, processes in zip(*trained):
         np.testing.assert_array_equal(processes, turns)
+
+
+def doubling_ir(replicas: int):
+    """Each value all-reduced ('add'), then the reduced value doubled in place and stored: a bucket
+    whose outputs are written, which the replicas of a process must not share."""
+    ir = popxl.Ir(replication=replicas)
+    streams, outputs = [], []
+    with ir.main_graph, popxl.in_sequence():
+        for i, shape in enumerate(SHAPES):
+            streams.append(popxl.h2d_stream(shape, popxl.float32, name=f"g{i}"))
+            outputs.append(popxl.d2h_stream(shape, popxl.float32, name=f"doubled{i}"))
+        loaded = [ops.host_load(s) for s in streams]
+        reduced = [ops.collectives.replicated_all_reduce(value, op="add") for value in loaded]
+        for value, out in zip(reduced, outputs):
+            ops.host_store(out, ops.scaled_add_(value, value, a=1.0, b=1.0))
+    return ir, streams, outputs
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="worker processes are forked")
+@pytest.mark.parametrize("replicas, cores", [(4, 2), (16, 2), (8, 4)])  # several replicas a process
+def test_buckets_of_several_replicas_a_process_keep_the_bits_of_numpy_and_turns(monkeypatch, replicas, cores):
+    monkeypatch.setattr(buckets, "BUCKET_REPLICAS", replicas)
+    trained = []
+    for strategy in ("turns", "processes"):
+        ir, streams, outputs, weights = reducing_ir(replicas)
+        with popxl.Session(ir, "ipu_model", options=RunOptions(replicas=strategy, cores=cores)) as session:
+            for seed in range(3):  # each run's bucket result is a new one
+                check_run(session, streams, outputs, data(replicas, seed))
+            trained.append([session.get_tensor_data(w) for w in weights])
+    for turns, processes in zip(*trained):
+        np.testing.assert_array_equal(processes, turns)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="worker processes are forked")
+def test_a_bucket_whose_outputs_are_written_gives_each_replica_of_a_process_its_own(monkeypatch):
+    monkeypatch.setattr(buckets, "BUCKET_REPLICAS", 4)
+    ir, streams, outputs = doubling_ir(8)
+    with popxl.Session(ir, "ipu_model", options=RunOptions(replicas="processes", cores=2)) as session:
+        for seed in range(2):
+            values = data(8, seed)
+            result = session.run(dict(zip(streams, values)))
+            for out, value in zip(outputs, values):
+                doubled = np.sum(value, axis=0) * np.float32(2.0)
+                for replica_value in result[out]:
+                    np.testing.assert_array_equal(replica_value, doubled)

@@ -4,14 +4,15 @@ A training step all-reduces each gradient and applies it at once, so the replica
 gradient. The schedule of a replicated graph moves each all-reduce up to the one before it where
 nothing in between touches its input (``gathered_all_reduces``); consecutive all-reduces alike in
 reduction, group and dtype then form a bucket (``bucket_runs``). Where replicas meet across
-processes or instances, one replica in each (``worth_bucketing``), a plain run exchanges a bucket's
-values side by side, flat, at its last member, and reduces them with the op's own reducer: element
-by element in replica order, so every element has the same bits as alone. Earlier members hand back
-views of the bucket's result, which the last member fills before any other step runs. Stepped and
-profiled runs keep one exchange per op.
+processes or instances (``worth_bucketing``), a plain run exchanges a bucket's values side by
+side, flat, at its last member, and reduces them with the op's own reducer: element by element in
+replica order, so every element has the same bits as alone. Earlier members hand back views of the
+bucket's result, which the last member fills before any other step runs; the replicas of a process
+share that result unless something writes it. Stepped and profiled runs keep one exchange per op.
 """
 from __future__ import annotations
 
+import threading
 from typing import Callable, Optional, Sequence
 
 import numpy as np
@@ -24,10 +25,10 @@ from .rendezvous import MeetingKey
 
 BUCKETED_TYPE = "replicated_all_reduce"
 BUCKET_BYTES = 4 << 20  # at most this much of one replica's values in one bucket
-# A bucket costs each replica two copies of its values (into the bucket, out of it): worth it where a
-# process (or instance) meets the others for this many replicas at most, so that meetings cost most
-# (on 2 cores, two replicas a process ran slower in buckets than op by op).
-BUCKET_REPLICAS = 1
+# A bucket costs each replica a copy of its values into the bucket, and each process one copy out of
+# it (its replicas share the result where nothing writes it): worth it where a process (or instance)
+# meets the others for this many replicas at most (measured up to 8 a process, on 2 cores).
+BUCKET_REPLICAS = 8
 
 
 def worth_bucketing(replicas: int, processes: int, instances: int) -> bool:
@@ -115,9 +116,41 @@ class BucketReducer:
         return self.reduce(values)
 
 
+class SharedResults:
+    """A process's bucket results, one per bucket, group and occurrence, shared by the replicas of
+    the process in that group (``SpanningCommunicator.bucket_results``): the first to ask makes it,
+    the first back from the exchange fills it, the others use it as it is."""
+
+    __slots__ = ("_latest", "_lock")
+
+    def __init__(self):
+        self._latest: dict = {}  # (last op, group): [occurrence, result, what filled it]
+        self._lock = threading.Lock()
+
+    def slot(self, key: tuple, occurrence: int, template: np.ndarray) -> list:
+        """The result of ``key``'s bucket at ``occurrence`` (every local replica of a group reaches an
+        occurrence before any leaves it, so one is kept a bucket)."""
+        with self._lock:
+            slot = self._latest.get(key)
+            if slot is None or slot[0] != occurrence:
+                slot = self._latest[key] = [occurrence, np.empty_like(template), None]
+            return slot
+
+
+def _shareable(ops: Sequence[Op]) -> bool:
+    """Whether the replicas of a process may share the bucket's outputs: none is written in place
+    or is an output of its graph."""
+    graph = ops[0].outputs[0].graph
+    roots = {memory_root(op.outputs[0]) for op in ops}
+    written = any(memory_root(t) in roots for step in graph.ops for t in step.modified_tensors())
+    return not written and not any(op.outputs[0] in graph.outputs for op in ops)
+
+
 class Bucket:
     """One replica's side of a bucket: ``member(i)`` is what the all-reduce ``ops[i]`` calls in
-    place of its own exchange (``ReplicaProgram.combine``)."""
+    place of its own exchange (``ReplicaProgram.combine``). Where the communicator keeps
+    ``bucket_results`` and nothing writes the outputs, the replicas of a process share one result
+    (one copy out of the exchange a process, not one a replica)."""
 
     def __init__(self, ops: Sequence[Op], replica: int, members: Sequence[int],
                  communicator: Callable[[], object], occurrences: dict):
@@ -133,6 +166,8 @@ class Bucket:
         dtype = ops[0].outputs[0].dtype.as_numpy()
         self._sending = np.empty(sum(sizes), dtype)
         self._result: Optional[np.ndarray] = None
+        self._slot: Optional[list] = None  # the shared result's slot (``SharedResults.slot``)
+        self._shareable = _shareable(ops)
         last = ops[-1]
         self._label = f"{last.name} ({last.type}, with {len(ops) - 1} earlier all-reduces)"
 
@@ -141,10 +176,17 @@ class Bucket:
         shape = self._shapes[index]
         sending = self._sending
         if index == 0:
+            key, op, occurrences = (self.ops[-1], self.group), self.ops[-1], self._occurrences
+
             def first(value):
                 sending[start:stop] = value.reshape(-1)
-                self._result = result = np.empty_like(sending)
-                return result[start:stop].reshape(shape)
+                shared = getattr(self._communicator(), "bucket_results", None) if self._shareable else None
+                if shared is None:
+                    self._slot, self._result = None, np.empty_like(sending)
+                else:
+                    self._slot = shared.slot(key, occurrences.get(op, 0), sending)
+                    self._result = self._slot[1]
+                return self._result[start:stop].reshape(shape)
             return first
         if index < len(self.ops) - 1:
             def middle(value):
@@ -160,7 +202,11 @@ class Bucket:
             occurrences[op] = occurrence + 1
             reduced = self._communicator().combine(MeetingKey(op, self.group, occurrence), self._label,
                                                    self.replica, self.members, sending, combine)
-            result = self._result
-            np.copyto(result, reduced)
+            result, slot = self._result, self._slot
+            if slot is None:
+                np.copyto(result, reduced)
+            elif slot[2] is not reduced:  # the first of the process's replicas back copies for all
+                np.copyto(result, reduced)
+                slot[2] = reduced
             return result[start:stop].reshape(shape)
         return last

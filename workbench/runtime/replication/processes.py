@@ -9,8 +9,9 @@ remote buffers and persistent tensors (so that the session reads and writes them
 strategy), the host streams' data, and the collectives' window. Collectives that span processes go
 through ``SpanningCommunicator`` as between the instances of a job: values in replica order, reduced
 with the op's own reducer, so results agree bit for bit with replicas taking turns in one process.
-Where each process holds one replica, the all-reduces of a step that are alike go across in one
-exchange (``buckets.py``): a step meets the other processes once for all its gradients.
+Where each process holds few replicas (``buckets.BUCKET_REPLICAS``), the all-reduces of a step that
+are alike go across in one exchange (``buckets.py``): a step meets the other processes once for all
+its gradients.
 
 A run: the caller copies its workers' replicas' inputs into the shared staging buffers, posts the
 run (waking the workers that sleep), runs its own replicas, then waits until every worker says it

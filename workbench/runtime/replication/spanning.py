@@ -15,7 +15,7 @@ import numpy as np
 
 from workbench.ops.registry import op_def
 
-from .buckets import BUCKET_BYTES, bucketable
+from .buckets import BUCKET_BYTES, SharedResults, bucketable
 from .rendezvous import MeetingKey, Rendezvous
 
 Group = tuple[int, ...]
@@ -60,6 +60,7 @@ class SpanningCommunicator:
         self._said: dict = {}  # op: what each process says it exchanges, but the occurrence
         self._groups: dict = {}  # op: its groups everywhere, and those of this process's replicas
         self._combine_groups: CombineGroups = combine_groups or self._gather_then_combine
+        self.bucket_results = SharedResults()  # what this process's replicas share of each bucket
 
     def around(self, local: Rendezvous) -> "SpanningCommunicator":
         """This communicator, now around ``local`` (a run's own), keeping what it learnt of the ops."""
