@@ -25,12 +25,13 @@ from threadpoolctl import threadpool_limits  # noqa: E402
 
 import popxl  # noqa: E402
 import popxl.ops as ops  # noqa: E402
-from workbench.runtime.replication import buckets  # noqa: E402
+from workbench.runtime.options import default_run_options, set_default_run_options  # noqa: E402
 
 # To compare: ``WORKBENCH_BUCKET_REPLICAS=0`` has replicas in processes all-reduce op by op, a larger
-# number buckets the all-reduces where a process holds up to that many replicas (``buckets.py``).
+# number buckets the all-reduces where a process holds up to that many replicas (RunOptions.bucket_replicas).
 if "WORKBENCH_BUCKET_REPLICAS" in os.environ:
-    buckets.BUCKET_REPLICAS = int(os.environ["WORKBENCH_BUCKET_REPLICAS"])
+    set_default_run_options(default_run_options().with_changes(
+        bucket_replicas=int(os.environ["WORKBENCH_BUCKET_REPLICAS"])))
 
 SIZES, BATCH, LR = (784, 256, 256, 10), 32, 0.01
 WARMUP, ROUNDS, CHUNK = 10, 10, 20  # steps before timing; timed chunks of steps

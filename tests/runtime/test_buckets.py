@@ -9,7 +9,6 @@ import pytest
 import popxl
 import popxl.ops as ops
 from workbench.runtime.options import RunOptions
-from workbench.runtime.replication import buckets
 from workbench.runtime.replication.buckets import bucket_runs
 from workbench.runtime.replication.turns import TurnTakingCommunicator
 
@@ -93,7 +92,7 @@ def test_a_bucket_meets_the_replicas_once_in_processes_of_few_replicas(monkeypat
     with popxl.Session(ir, "ipu_model", options=RunOptions(replicas=strategy, cores=4)) as session:
         check_run(session, streams, outputs, data(replicas))
     here = replicas if strategy == "turns" else replicas // 4  # the replicas of this process
-    # in processes of up to BUCKET_REPLICAS replicas: two buckets and the single value; of more: op by op
+    # in processes of up to RunOptions.bucket_replicas replicas: two buckets and the single value; of more: op by op
     assert len(combined) == here * meetings
 
 
@@ -155,12 +154,12 @@ def doubling_ir(replicas: int):
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="worker processes are forked")
 @pytest.mark.parametrize("replicas, cores", [(4, 2), (16, 2), (8, 4)])  # several replicas a process
-def test_buckets_of_several_replicas_a_process_keep_the_bits_of_numpy_and_turns(monkeypatch, replicas, cores):
-    monkeypatch.setattr(buckets, "BUCKET_REPLICAS", replicas)
+def test_buckets_of_several_replicas_a_process_keep_the_bits_of_numpy_and_turns(replicas, cores):
     trained = []
     for strategy in ("turns", "processes"):
         ir, streams, outputs, weights = reducing_ir(replicas)
-        with popxl.Session(ir, "ipu_model", options=RunOptions(replicas=strategy, cores=cores)) as session:
+        with popxl.Session(ir, "ipu_model", options=RunOptions(replicas=strategy, cores=cores,
+                                                                        bucket_replicas=replicas)) as session:
             for seed in range(3):  # each run's bucket result is a new one
                 check_run(session, streams, outputs, data(replicas, seed))
             trained.append([session.get_tensor_data(w) for w in weights])
@@ -169,10 +168,10 @@ def test_buckets_of_several_replicas_a_process_keep_the_bits_of_numpy_and_turns(
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="worker processes are forked")
-def test_a_bucket_whose_outputs_are_written_gives_each_replica_of_a_process_its_own(monkeypatch):
-    monkeypatch.setattr(buckets, "BUCKET_REPLICAS", 4)
+def test_a_bucket_whose_outputs_are_written_gives_each_replica_of_a_process_its_own():
     ir, streams, outputs = doubling_ir(8)
-    with popxl.Session(ir, "ipu_model", options=RunOptions(replicas="processes", cores=2)) as session:
+    options = RunOptions(replicas="processes", cores=2, bucket_replicas=4)
+    with popxl.Session(ir, "ipu_model", options=options) as session:
         for seed in range(2):
             values = data(8, seed)
             result = session.run(dict(zip(streams, values)))

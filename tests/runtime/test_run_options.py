@@ -76,6 +76,9 @@ def test_bad_options_are_refused_with_what_was_expected():
         RunOptions(replicas="fibers")
     with pytest.raises(ValueError, match="RunOptions.cores must be a positive int or None, got 0"):
         RunOptions(cores=0)
+    for most in (-1, 2.5, True):
+        with pytest.raises(ValueError, match=f"RunOptions.bucket_replicas must be a non-negative int, got {most!r}"):
+            RunOptions(bucket_replicas=most)
     for seconds in (0, -2.0, float("nan"), float("inf"), "3", True):
         with pytest.raises(ValueError, match=r"RunOptions.instance_wait_seconds must be a positive number of "
                                              r"seconds or None, got "):

@@ -103,7 +103,7 @@ def compile_executable(ir: Ir, device: Device, options: RunOptions) -> Executabl
     swaps = swappable(ir, main_steps, firsts)
     binders = kernel_binders(options)
     empty_like = arena.empty_like if arena is not None else np.empty_like
-    buckets = worth_bucketing(len(replicas), processes, instance_count)
+    buckets = worth_bucketing(len(replicas), processes, instance_count, options.bucket_replicas)
     programs = [ReplicaProgram(ir, codes, r, values, replica_buffers, firsts, swaps, shared, binders, empty_like,
                                buckets)
                 for r, values, replica_buffers in zip(replicas, device_values, buffers)]

@@ -39,6 +39,9 @@ class RunOptions:
     step's matrix products are large enough to pay for them, else threads where the matrix products
     are very large (without os.fork), else turns. Every strategy gives the same bits.
     ``shared_weights``: replicas keep one copy of a weight they all update alike.
+    ``bucket_replicas``: where replicas meet across processes or instances, a step's all-reduces go in
+    buckets (one exchange each, ``replication/buckets.py``) when each process or instance holds this many
+    replicas at most; 0 exchanges op by op.
     ``check_kernels``: every kernel's result is checked against its op's inferred shape and dtype.
     ``keep_freed_memory``: raise glibc's allocator thresholds once per process, so that the arrays a
     run frees are reused by the next (``allocator.py``). ``host_memory_limit``: the most host memory,
@@ -53,6 +56,7 @@ class RunOptions:
 
     replicas: ReplicaStrategy = "auto"
     shared_weights: bool = True
+    bucket_replicas: int = 8
     check_kernels: bool = False
     keep_freed_memory: bool = True
     cores: Optional[int] = None
@@ -66,6 +70,9 @@ class RunOptions:
                              f"got {self.replicas!r}")
         if self.cores is not None and (not isinstance(self.cores, int) or self.cores < 1):
             raise ValueError(f"RunOptions.cores must be a positive int or None, got {self.cores!r}")
+        if isinstance(self.bucket_replicas, bool) or not isinstance(self.bucket_replicas, int) \
+                or self.bucket_replicas < 0:
+            raise ValueError(f"RunOptions.bucket_replicas must be a non-negative int, got {self.bucket_replicas!r}")
         if self.host_memory_limit is not None and (not isinstance(self.host_memory_limit, int)
                                                    or isinstance(self.host_memory_limit, bool)
                                                    or self.host_memory_limit < 0):

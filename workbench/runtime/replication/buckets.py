@@ -25,16 +25,14 @@ from .rendezvous import MeetingKey
 
 BUCKETED_TYPE = "replicated_all_reduce"
 BUCKET_BYTES = 4 << 20  # at most this much of one replica's values in one bucket
-# A bucket costs each replica a copy of its values into the bucket, and each process one copy out of
-# it (its replicas share the result where nothing writes it): worth it where a process (or instance)
-# meets the others for this many replicas at most (measured up to 8 a process, on 2 cores).
-BUCKET_REPLICAS = 8
 
 
-def worth_bucketing(replicas: int, processes: int, instances: int) -> bool:
+def worth_bucketing(replicas: int, processes: int, instances: int, most_replicas: int) -> bool:
     """Whether an instance's ``replicas``, spread over ``processes``, exchange in buckets with the
-    other processes or ``instances``."""
-    return (processes > 1 or instances > 1) and -(-replicas // processes) <= BUCKET_REPLICAS
+    other processes or ``instances``: a bucket costs each replica a copy of its values into it and each
+    process one copy out (its replicas share the result where nothing writes it), worth it where a
+    process holds ``most_replicas`` at most (``RunOptions.bucket_replicas``; 8 measured on 2 cores)."""
+    return (processes > 1 or instances > 1) and -(-replicas // processes) <= most_replicas
 
 
 def bucketable(op: Op) -> bool:

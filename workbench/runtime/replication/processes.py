@@ -9,7 +9,7 @@ remote buffers and persistent tensors (so that the session reads and writes them
 strategy), the host streams' data, and the collectives' window. Collectives that span processes go
 through ``SpanningCommunicator`` as between the instances of a job: values in replica order, reduced
 with the op's own reducer, so results agree bit for bit with replicas taking turns in one process.
-Where each process holds few replicas (``buckets.BUCKET_REPLICAS``), the all-reduces of a step that
+Where each process holds few replicas (``RunOptions.bucket_replicas``), the all-reduces of a step that
 are alike go across in one exchange (``buckets.py``): a step meets the other processes once for all
 its gradients.
 
