@@ -15,7 +15,7 @@ import pytest
 TESTS = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(TESTS))
 
-from support.jupyterlab_harness import chromium, jupyterlab, open_notebook  # noqa: E402
+from support.jupyterlab_harness import OUTPUT_TEXT, TIME_TO_PICTURE, chromium, jupyterlab, open_notebook  # noqa: E402
 
 pytestmark = [pytest.mark.benchmark, pytest.mark.slow]
 
@@ -61,40 +61,7 @@ CASES = [
      "workbench.show(mlp, mlp_inputs, live=False)['call tree'].figure"),
 ]
 REPEATS = 3
-
-TIME_TO_PICTURE = """async (index) => {
-  const notebook = window.jupyterapp.shell.currentWidget.content;
-  const cell = notebook.widgets[index];
-  cell.model.outputs.clear();
-  notebook.activeCellIndex = index;
-  const start = performance.now();
-  window.jupyterapp.commands.execute('notebook:run-cell');
-  return await new Promise((resolve) => {
-    const painted = () => {
-      if (cell.node.querySelector('.jp-OutputArea .main-svg .plot, .jp-OutputArea .main-svg .layer-above')) {
-        requestAnimationFrame(() => resolve(performance.now() - start));
-      } else {
-        requestAnimationFrame(painted);
-      }
-    };
-    painted();
-  });
-}"""
-
-OUTPUT_TEXT = """async (index) => {
-  const notebook = window.jupyterapp.shell.currentWidget.content;
-  const cell = notebook.widgets[index];
-  cell.model.outputs.clear();
-  notebook.activeCellIndex = index;
-  await window.jupyterapp.commands.execute('notebook:run-cell');
-  return await new Promise((resolve) => {
-    const read = () => {
-      const text = cell.node.querySelector('.jp-OutputArea-output pre');
-      if (text && text.textContent.trim()) resolve(text.textContent.trim()); else setTimeout(read, 20);
-    };
-    read();
-  });
-}"""
+PAINTED = ".jp-OutputArea .main-svg .plot, .jp-OutputArea .main-svg .layer-above"  # a plotly figure drawn
 
 
 def notebook_cells() -> list[str]:
@@ -111,15 +78,15 @@ def test_time_to_picture_and_comm_bytes_of_views(tmp_path):
         nbformat.write(notebook, root / "bench.ipynb")
         page = open_notebook(browser, url, "bench.ipynb")
         assert page.evaluate(OUTPUT_TEXT, 0) == "ready"
-        page.evaluate(TIME_TO_PICTURE, 1)  # plotly.js loads with the first figure
+        page.evaluate(TIME_TO_PICTURE, [1, PAINTED])  # plotly.js loads with the first figure
         print()
         results = []
         for number, (name, _, _) in enumerate(CASES):
             static_cell, view_cell, bytes_cell = 1 + 3 * number, 2 + 3 * number, 3 + 3 * number
             static, view = [], []
             for _ in range(REPEATS):
-                static.append(page.evaluate(TIME_TO_PICTURE, static_cell))
-                view.append(page.evaluate(TIME_TO_PICTURE, view_cell))
+                static.append(page.evaluate(TIME_TO_PICTURE, [static_cell, PAINTED]))
+                view.append(page.evaluate(TIME_TO_PICTURE, [view_cell, PAINTED]))
             sent = int(page.evaluate(OUTPUT_TEXT, bytes_cell))
             ratio = statistics.median(view) / statistics.median(static)
             print(f"{name}: view {statistics.median(view):.0f} ms, static figure {statistics.median(static):.0f} ms, "

@@ -17,7 +17,8 @@ import pytest
 TESTS = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(TESTS))
 
-from support.jupyterlab_harness import chromium, jupyterlab, open_notebook  # noqa: E402
+from support.jupyterlab_harness import (KERNEL_IDLE, OUTPUT_TEXT, TIME_TO_PICTURE, chromium, jupyterlab,
+                                        open_notebook)  # noqa: E402
 
 pytestmark = [pytest.mark.benchmark, pytest.mark.slow]
 
@@ -51,41 +52,6 @@ PROGRAMS = {"transformer": "pipelined transformer, 2 replicas, 546 ops", "resnet
 REPEATS = 3
 PAINTED = {"plotly": ".jp-OutputArea .main-svg .layer-above", "extension": ".jp-OutputArea .ipu-wb-group-svg"}
 
-IDLE = "window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.status === 'idle'"
-TIME_TO_PICTURE = """async ([index, selector]) => {
-  const notebook = window.jupyterapp.shell.currentWidget.content;
-  const cell = notebook.widgets[index];
-  cell.model.outputs.clear();
-  notebook.activeCellIndex = index;
-  const start = performance.now();
-  window.jupyterapp.commands.execute('notebook:run-cell');
-  return await new Promise((resolve) => {
-    const painted = () => {
-      if (cell.node.querySelector(selector)) {
-        requestAnimationFrame(() => resolve(performance.now() - start));
-      } else {
-        requestAnimationFrame(painted);
-      }
-    };
-    painted();
-  });
-}"""
-
-OUTPUT_TEXT = """async (index) => {
-  const notebook = window.jupyterapp.shell.currentWidget.content;
-  const cell = notebook.widgets[index];
-  cell.model.outputs.clear();
-  notebook.activeCellIndex = index;
-  await window.jupyterapp.commands.execute('notebook:run-cell');
-  return await new Promise((resolve) => {
-    const read = () => {
-      const text = cell.node.querySelector('.jp-OutputArea-output pre');
-      if (text && text.textContent.trim()) resolve(text.textContent.trim()); else setTimeout(read, 20);
-    };
-    read();
-  });
-}"""
-
 
 def cells_of(name: str) -> list[tuple[str, str]]:
     """(cell source, what marks it painted): static figure, show(), the Ir's own display, then the bytes."""
@@ -117,9 +83,9 @@ def test_time_to_picture_and_bytes_of_real_programs(tmp_path):
             times = {kind: [] for kind in ("static", "show", "extension")}
             for _ in range(REPEATS):
                 for offset, kind in enumerate(times):
-                    page.wait_for_function(IDLE)
+                    page.wait_for_function(KERNEL_IDLE)
                     times[kind].append(page.evaluate(TIME_TO_PICTURE, [first + offset, PAINTED[cells_of(name)[offset][1]]]))
-            page.wait_for_function(IDLE)
+            page.wait_for_function(KERNEL_IDLE)
             shown, first_document, document = (int(n) for n in page.evaluate(OUTPUT_TEXT, first + 3).split())
             medians = {kind: statistics.median(values) / 1000 for kind, values in times.items()}
             print(f"{label}: show() {medians['show']:.2f} s, the Ir's display (extension) {medians['extension']:.2f} s, "

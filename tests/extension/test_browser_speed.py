@@ -9,7 +9,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from support.jupyterlab_harness import chromium, jupyterlab, open_notebook
+from support.jupyterlab_harness import (KERNEL_IDLE, OUTPUT_TEXT, TIME_TO_PICTURE, chromium, jupyterlab,
+                                        open_notebook)
 
 pytestmark = pytest.mark.slow
 
@@ -44,41 +45,6 @@ PLOTLY_PAINTED = ".jp-OutputArea .main-svg .layer-above"
 CELLS = [SETUP, "wide", "go.Figure(go.Scatter(x=[0, 1], y=[1, 0]))", "comm_bytes[0] = 0\nworkbench.show(wide, live=False)",
          "print(comm_bytes[0])"]
 PAINTED = {1: ".jp-OutputArea .ipu-wb-group-svg", 3: PLOTLY_PAINTED}
-IDLE = "window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.status === 'idle'"
-
-TIME_TO_PICTURE = """async ([index, selector]) => {
-  const notebook = window.jupyterapp.shell.currentWidget.content;
-  const cell = notebook.widgets[index];
-  cell.model.outputs.clear();
-  notebook.activeCellIndex = index;
-  const start = performance.now();
-  window.jupyterapp.commands.execute('notebook:run-cell');
-  return await new Promise((resolve) => {
-    const painted = () => {
-      if (cell.node.querySelector(selector)) {
-        requestAnimationFrame(() => resolve(performance.now() - start));
-      } else {
-        requestAnimationFrame(painted);
-      }
-    };
-    painted();
-  });
-}"""
-
-OUTPUT_TEXT = """async (index) => {
-  const notebook = window.jupyterapp.shell.currentWidget.content;
-  const cell = notebook.widgets[index];
-  cell.model.outputs.clear();
-  notebook.activeCellIndex = index;
-  await window.jupyterapp.commands.execute('notebook:run-cell');
-  return await new Promise((resolve) => {
-    const read = () => {
-      const text = cell.node.querySelector('.jp-OutputArea-output pre');
-      if (text && text.textContent.trim()) resolve(text.textContent.trim()); else setTimeout(read, 20);
-    };
-    read();
-  });
-}"""
 
 
 def test_the_first_picture_of_a_10000_op_program_is_on_screen_within_2_s(tmp_path):
@@ -93,15 +59,15 @@ def test_the_first_picture_of_a_10000_op_program_is_on_screen_within_2_s(tmp_pat
         times = {index: [] for index in PAINTED}
         for run in range(RUNS):
             for index, selector in PAINTED.items():
-                page.wait_for_function(IDLE)
+                page.wait_for_function(KERNEL_IDLE)
                 if run == 0 and index == 3:
                     page.evaluate(TIME_TO_PICTURE, [2, PLOTLY_PAINTED])  # plotly.js loads with the first figure
-                    page.wait_for_function(IDLE)
+                    page.wait_for_function(KERNEL_IDLE)
                 times[index].append(page.evaluate(TIME_TO_PICTURE, [index, selector]))
                 if run == 0 and index == 1:  # the first step, before the whole document replaces it
                     page.locator(".jp-Cell").nth(1).locator(".jp-OutputArea-output").screenshot(
                         path=str(ARTIFACTS / "speed-wide-first-step.png"))
-        page.wait_for_function(IDLE)
+        page.wait_for_function(KERNEL_IDLE)
         extension = page.locator(".jp-Cell").nth(1).locator(".ipu-wb-root")
         extension.locator(".ipu-wb-tab-graph").wait_for()  # the whole document arrived
         assert extension.locator(".ipu-wb-summary").text_content().endswith("10003 ops, replication factor 1")

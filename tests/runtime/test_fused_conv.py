@@ -13,6 +13,16 @@ RNG = np.random.default_rng(3)
 EPS = 1e-5
 
 
+def run_and_step(ir, x_stream, x, y_stream):
+    """The main graph's code, and ``y`` from a plain run and from a stepped one."""
+    with popxl.Session(ir, "ipu_model") as session:
+        code = session.graph_code[ir.main_graph]
+        ran = session.run({x_stream: x})[y_stream]
+        stepper = session.stepper({x_stream: x})
+        stepper.continue_()
+        return code, ran, stepper.outputs[y_stream]
+
+
 def reference_conv(x: np.ndarray, w: np.ndarray) -> np.ndarray:
     """Stride 1, padding 1, in float64."""
     padded = np.pad(x.astype(np.float64), [(0, 0), (0, 0), (1, 1), (1, 1)])
@@ -44,12 +54,7 @@ def case(x_shape, c_out, kernel, variable_shift=False):
         y = ops.relu(ops.add(y, popxl.variable(offset) if variable_shift else popxl.constant(offset)))
         y_stream = popxl.d2h_stream(y.shape, y.dtype, name="y")
         ops.host_store(y_stream, y)
-    with popxl.Session(ir, "ipu_model") as session:
-        code = session.graph_code[ir.main_graph]
-        ran = session.run({x_stream: x})[y_stream]
-        stepper = session.stepper({x_stream: x})
-        stepper.continue_()
-        stepped = stepper.outputs[y_stream]
+    code, ran, stepped = run_and_step(ir, x_stream, x, y_stream)
     per_channel = (slice(None), None, None)
     normed = ((reference_conv(x, w) + bias[per_channel] - mean[per_channel]) / np.sqrt(var[per_channel] + EPS)
               * scale[per_channel] + shift[per_channel])
@@ -119,12 +124,7 @@ def preactivation_case(factor_sign, padding, groups=1):
         y = ops.relu(ops.add(y, ops.reshape(popxl.constant(bias), (c_out, 1, 1))))
         y_stream = popxl.d2h_stream(y.shape, y.dtype, name="y")
         ops.host_store(y_stream, y)
-    with popxl.Session(ir, "ipu_model") as session:
-        code = session.graph_code[ir.main_graph]
-        ran = session.run({x_stream: x})[y_stream]
-        stepper = session.stepper({x_stream: x})
-        stepper.continue_()
-        stepped = stepper.outputs[y_stream]
+    code, ran, stepped = run_and_step(ir, x_stream, x, y_stream)
     per_channel = (slice(None), None, None)
     normed = (x + 0.5 - mean[per_channel]) / np.sqrt(var[per_channel] + EPS) * scale[per_channel] + shift[per_channel]
     activated = np.maximum(normed * factor, 0)

@@ -103,3 +103,43 @@ def open_notebook(browser, url: str, name: str):
     page.wait_for_function(f"window.jupyterapp && window.jupyterapp.shell.currentWidget?.context?.path === {name!r}"
                            " && window.jupyterapp.shell.currentWidget.sessionContext.session?.kernel")
     return page
+
+
+# Scripts a test evaluates in the notebook's page (``page.evaluate(SCRIPT, argument)``).
+# Whether the open notebook's kernel is idle.
+KERNEL_IDLE = "window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.status === 'idle'"
+# Runs cell ``index`` and gives the milliseconds until ``selector`` is painted in it.
+TIME_TO_PICTURE = """async ([index, selector]) => {
+  const notebook = window.jupyterapp.shell.currentWidget.content;
+  const cell = notebook.widgets[index];
+  cell.model.outputs.clear();
+  notebook.activeCellIndex = index;
+  const start = performance.now();
+  window.jupyterapp.commands.execute('notebook:run-cell');
+  return await new Promise((resolve) => {
+    const painted = () => {
+      if (cell.node.querySelector(selector)) {
+        requestAnimationFrame(() => resolve(performance.now() - start));
+      } else {
+        requestAnimationFrame(painted);
+      }
+    };
+    painted();
+  });
+}"""
+
+# Runs cell ``index`` and gives the text it prints.
+OUTPUT_TEXT = """async (index) => {
+  const notebook = window.jupyterapp.shell.currentWidget.content;
+  const cell = notebook.widgets[index];
+  cell.model.outputs.clear();
+  notebook.activeCellIndex = index;
+  await window.jupyterapp.commands.execute('notebook:run-cell');
+  return await new Promise((resolve) => {
+    const read = () => {
+      const text = cell.node.querySelector('.jp-OutputArea-output pre');
+      if (text && text.textContent.trim()) resolve(text.textContent.trim()); else setTimeout(read, 20);
+    };
+    read();
+  });
+}"""
