@@ -208,3 +208,18 @@ def check_weight_copies_whole():
             # Copied whole, or not at all (when the interrupt came before the call): never in part.
             seen = set(np.unique([values[w] for values in session.executable.device_values for w in ws]))
             assert seen in ({7.0}, {0.0})
+
+
+def test_an_interrupt_after_a_run_counted_leaves_the_run_standing():
+    ir, w, r, buffer, _ = counting_ir(replicas=2, iterations=3)
+    with popxl.Session(ir, "ipu_model", options=RunOptions(replicas="turns")) as session:
+        session.progress = False
+        runner = session.executable.runner
+
+        def interrupted_commit():
+            raise KeyboardInterrupt  # as if Ctrl-C came just as the finished run was being confirmed
+        runner.commit = interrupted_commit
+        with pytest.raises(KeyboardInterrupt):
+            session.run()
+        assert session.run_count == 1
+        np.testing.assert_array_equal(session.get_tensor_data(w), np.full(8, 2 * 3, np.float32))

@@ -225,6 +225,7 @@ class Session:
         prepared = self._runs.host_buffers.prepare_inputs({} if inputs is None else inputs, downcast_inputs)
         views = self._runs.host_buffers.output_views({} if outputs is None else outputs)
         run = Run(self._runs, prepared, views, self._profile)
+        counted = self._runs.count
         run.start()
         try:
             progress = self._start_progress() if self._progress else None
@@ -239,9 +240,10 @@ class Session:
                 recorder = self._runs.recorder
                 recorder.record = self._executable.instances.whole_record(recorder.record)
         except BaseException:
-            run.undo()
-            if self._executable.runner.undo():  # replicas in other processes give their part back too
-                raise KeyboardInterrupt
+            if self._runs.count == counted:  # an interrupt after the run counted leaves it standing
+                run.undo()
+                if self._executable.runner.undo():  # replicas in other processes give their part back too
+                    raise KeyboardInterrupt
             raise
         run.announce()
 
