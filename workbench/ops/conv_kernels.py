@@ -22,6 +22,9 @@ from . import winograd
 from .activations import zero_rows
 
 Pads = Sequence[tuple[int, int]]
+# Where a kernel writes its [N, C_out, *out] result, asked once per call: a fresh array when None, else
+# (``concat_into.py``) a stretch of a concat's output, each image of it contiguous.
+Destination = Optional[Callable[[], np.ndarray]]
 
 
 def compute_type(dtype: np.dtype) -> np.dtype:
@@ -133,7 +136,7 @@ def _bands(c_in: int, kernel: Sequence[int], out: Sequence[int], itemsize: int) 
 
 def _biased_columns_conv(x_shape: Sequence[int], weight: np.ndarray, bias: np.ndarray, stride: Sequence[int],
                          dilation: Sequence[int], pads: Pads, out: Sequence[int], compute: np.dtype,
-                         relu: bool = False) -> Callable:
+                         relu: bool = False, destination: Destination = None) -> Callable:
     """im2col with a constant weight and a bias, one group: the column matrix has a last row of ones and
     the weight matrix the bias as its last column, so the matrix product adds the bias. A ``relu``
     follows each band's product while the band is still in cache."""
@@ -152,45 +155,58 @@ def _biased_columns_conv(x_shape: Sequence[int], weight: np.ndarray, bias: np.nd
     def conv(x: np.ndarray, _weight: np.ndarray) -> np.ndarray:
         windows = window_view(pad(x.astype(compute, copy=False)))
         buffer = np.empty((rows + 1) * band * band_positions, compute)
-        y = np.empty((n, c_out, positions), compute)
+        y = np.empty((n, c_out, *out), compute) if destination is None else destination()
         for image in range(n):
+            y_image = y[image].reshape(c_out, positions)
             for start, stop in bands:
                 part = windows[(image, Ellipsis, slice(start, stop)) + rest]
                 size = (stop - start) * band_positions
                 cols = buffer[:(rows + 1) * size].reshape(rows + 1, size)
                 np.copyto(cols[:rows].reshape(part.shape), part)
                 cols[rows] = 1
-                y_band = y[image, :, start * band_positions:stop * band_positions]
+                y_band = y_image[:, start * band_positions:stop * band_positions]
                 np.matmul(weight_and_bias, cols, out=y_band)
                 if relu:
                     np.maximum(y_band, zeros[:size], out=y_band)
-        return y.reshape(n, c_out, *out)
+        return y
     return conv
 
 
 def _biased_pointwise_conv(x_shape: Sequence[int], weight: np.ndarray, bias: np.ndarray, stride: Sequence[int],
-                           out: Sequence[int], compute: np.dtype, relu: bool = False) -> Callable:
-    """A 1×1 convolution of a constant weight, one group, with a bias (``_takes_biased_pointwise``): the
-    input (its strided positions, for a stride above 1) is copied into a column matrix with a last row of
-    ones and the weight matrix has the bias as its last column, so the matrix product adds the bias;
-    copying the input costs less than a pass of its own over a larger output, and a strided input is
-    copied anyway. A ``relu`` follows each image's product while its output is still in cache."""
+                           out: Sequence[int], compute: np.dtype, relu: bool = False,
+                           destination: Destination = None) -> Callable:
+    """A 1×1 convolution of a constant weight, one group, unpadded, with a bias. Where
+    ``_takes_biased_pointwise``, the input (its strided positions, for a stride above 1) is copied into a
+    column matrix with a last row of ones and the weight matrix has the bias as its last column, so the
+    matrix product adds the bias: copying the input costs less than a pass of its own over a larger
+    output, and a strided input is copied anyway. Otherwise each image's input is the matrix itself, and
+    the bias is added in a pass over its product. A ``relu`` follows each image's product while its
+    output is still in cache."""
     n, c_in, c_out = x_shape[0], x_shape[1], weight.shape[0]
     positions = math.prod(out)
+    ones_row = _takes_biased_pointwise(weight.shape, 1, x_shape, out)
     picked = (slice(None),) + tuple(slice(0, (o - 1) * s + 1, s) for o, s in zip(out, stride))
-    weight_and_bias = np.concatenate([weight.reshape(c_out, c_in), bias.reshape(c_out, 1)], axis=1).astype(compute)
+    matrix = weight.reshape(c_out, c_in).astype(compute)
+    weight_and_bias = np.concatenate([matrix, bias.reshape(c_out, 1)], axis=1).astype(compute)
+    column = bias.reshape(c_out, 1).astype(compute)
     zeros = np.zeros(positions, compute)  # maximum vectorises against an array, not a scalar
 
     def conv(x: np.ndarray, _weight: np.ndarray) -> np.ndarray:
-        cols = np.empty((c_in + 1, positions), compute)
-        cols[c_in] = 1
-        y = np.empty((n, c_out, positions), compute)
+        if ones_row:
+            cols = np.empty((c_in + 1, positions), compute)
+            cols[c_in] = 1
+        y = np.empty((n, c_out, *out), compute) if destination is None else destination()
         for image in range(n):
-            np.copyto(cols[:c_in].reshape(c_in, *out), x[image][picked])
-            np.matmul(weight_and_bias, cols, out=y[image])
+            y_image = y[image].reshape(c_out, positions)
+            if ones_row:
+                np.copyto(cols[:c_in].reshape(c_in, *out), x[image][picked])
+                np.matmul(weight_and_bias, cols, out=y_image)
+            else:
+                np.matmul(matrix, x[image].reshape(c_in, positions), out=y_image)
+                np.add(y_image, column, out=y_image)
             if relu:
-                np.maximum(y[image], zeros, out=y[image])
-        return y.reshape(n, c_out, *out)
+                np.maximum(y_image, zeros, out=y_image)
+        return y
     return conv
 
 
@@ -205,7 +221,7 @@ def _takes_biased_pointwise(weight_shape: Sequence[int], groups: int, x_shape: S
 def conv(x_shape: Sequence[int], weight_shape: Sequence[int], stride: Sequence[int], dilation: Sequence[int],
          pads: Pads, groups: int, out: Sequence[int], dtype: np.dtype,
          constant_weight: Optional[np.ndarray] = None, bias: Optional[np.ndarray] = None,
-         relu: bool = False) -> Callable:
+         relu: bool = False, destination: Destination = None) -> Callable:
     """``conv(x, weight)``: [N, C_in, *spatial] * [C_out, C_in / groups, *kernel] -> [N, C_out, *out].
     ``constant_weight``, where given, is the value ``weight`` has at every call (a constant): the
     kernel reads it, or what it prepared from it once, and ignores its ``weight`` argument. ``bias``
@@ -215,8 +231,13 @@ def conv(x_shape: Sequence[int], weight_shape: Sequence[int], stride: Sequence[i
     1×1 convolution with its bias in the product, Winograd's output blocks), else in a pass of its own.
 
     A large column matrix is made and multiplied a band of output rows at a time, each band small
-    enough to stay in cache between its copy and its product."""
+    enough to stay in cache between its copy and its product. With a ``destination``, the result goes
+    into the array it gives (copied there, from kernels that cannot write into it themselves)."""
     compute = compute_type(dtype)
+    if destination is not None and not _writes_into(x_shape, weight_shape, stride, dilation, pads, groups, out,
+                                                    dtype, constant_weight, bias, relu):
+        return _copied_into(conv(x_shape, weight_shape, stride, dilation, pads, groups, out, dtype, constant_weight,
+                                 bias, relu), destination)
     fused_relu = relu and dtype == compute
     if relu and not (bias is not None and fused_relu):
         plain = conv(x_shape, weight_shape, stride, dilation, pads, groups, out, dtype, constant_weight, bias)
@@ -230,13 +251,12 @@ def conv(x_shape: Sequence[int], weight_shape: Sequence[int], stride: Sequence[i
         bias = np.asarray(bias, compute)
         if winograd.applies(x_shape, weight_shape, stride, dilation, groups, out, constant_weight is not None):
             return winograd.winograd_conv(x_shape, weight_shape, pads, out, compute, dtype, constant_weight, bias,
-                                          relu=relu)
-        if constant_weight is not None and groups == 1 and any(k != 1 for k in weight_shape[2:]) and not (
-                _takes_shifted_taps(weight_shape, stride, groups)) and dtype == compute:
-            return _biased_columns_conv(x_shape, constant_weight, bias, stride, dilation, pads, out, compute, relu)
-        if (constant_weight is not None and dtype == compute and not any(b or e for b, e in pads)
-                and _takes_biased_pointwise(weight_shape, groups, x_shape, out)):
-            return _biased_pointwise_conv(x_shape, constant_weight, bias, stride, out, compute, relu)
+                                          relu=relu, destination=destination)
+        if _takes_biased_columns(weight_shape, stride, groups, dtype, constant_weight):
+            return _biased_columns_conv(x_shape, constant_weight, bias, stride, dilation, pads, out, compute, relu,
+                                        destination)
+        if _takes_pointwise_with_bias(weight_shape, pads, groups, dtype, constant_weight):
+            return _biased_pointwise_conv(x_shape, constant_weight, bias, stride, out, compute, relu, destination)
         unbiased = conv(x_shape, weight_shape, stride, dilation, pads, groups, out, dtype, constant_weight)
         column = bias.reshape(-1, 1)
         by_channel = (x_shape[0], weight_shape[0], -1)
@@ -248,6 +268,43 @@ def conv(x_shape: Sequence[int], weight_shape: Sequence[int], stride: Sequence[i
             return y
         return _with_relu(biased, (x_shape[0], weight_shape[0], *out), np.dtype(dtype)) if relu else biased
     return _unbiased_conv(x_shape, weight_shape, stride, dilation, pads, groups, out, dtype, constant_weight)
+
+
+def _takes_biased_columns(weight_shape: Sequence[int], stride: Sequence[int], groups: int, dtype: np.dtype,
+                          constant_weight: Optional[np.ndarray]) -> bool:
+    """A float32 convolution of a constant weight and a kernel larger than 1×1, one group, by im2col
+    (``_biased_columns_conv``) unless it ``_takes_shifted_taps``; Winograd's are chosen before."""
+    return (constant_weight is not None and groups == 1 and any(k != 1 for k in weight_shape[2:])
+            and not _takes_shifted_taps(weight_shape, stride, groups) and dtype == compute_type(dtype))
+
+
+def _takes_pointwise_with_bias(weight_shape: Sequence[int], pads: Pads, groups: int, dtype: np.dtype,
+                               constant_weight: Optional[np.ndarray]) -> bool:
+    """An unpadded float32 1×1 convolution of a constant weight, one group (``_biased_pointwise_conv``)."""
+    return (constant_weight is not None and groups == 1 and all(k == 1 for k in weight_shape[2:])
+            and not any(b or e for b, e in pads) and dtype == compute_type(dtype))
+
+
+def _writes_into(x_shape: Sequence[int], weight_shape: Sequence[int], stride: Sequence[int],
+                 dilation: Sequence[int], pads: Pads, groups: int, out: Sequence[int], dtype: np.dtype,
+                 constant_weight: Optional[np.ndarray], bias: Optional[np.ndarray], relu: bool) -> bool:
+    """Whether ``conv`` with these arguments chooses a kernel that writes its result straight into a
+    destination: Winograd's, or one with its bias in its own passes."""
+    if bias is None or dtype != compute_type(dtype):
+        return False
+    return (winograd.applies(x_shape, weight_shape, stride, dilation, groups, out, constant_weight is not None)
+            or _takes_biased_columns(weight_shape, stride, groups, dtype, constant_weight)
+            or _takes_pointwise_with_bias(weight_shape, pads, groups, dtype, constant_weight))
+
+
+def _copied_into(kernel: Callable, destination: Callable[[], np.ndarray]) -> Callable:
+    """``kernel``, its fresh result then copied into ``destination()``."""
+    def copied(x: np.ndarray, weight: np.ndarray) -> np.ndarray:
+        y = kernel(x, weight)
+        into = destination()
+        np.copyto(into, y)
+        return into
+    return copied
 
 
 def _with_relu(kernel: Callable, out_shape: Sequence[int], dtype: np.dtype) -> Callable:

@@ -20,7 +20,7 @@ import numpy as np
 from workbench.ir import Op
 
 from .channel_affine import Map, channel_map, constant_value
-from .conv_kernels import conv
+from .conv_kernels import Destination, conv
 
 
 def activation(op: Op) -> bool:
@@ -89,10 +89,10 @@ def _parts(ops: Sequence[Op]) -> tuple[list[Op], Op, list[Op], bool]:
     return before, head, maps, relu
 
 
-def run_kernels(ops: Sequence[Op]) -> list[Callable]:
+def run_kernels(ops: Sequence[Op], destination: Destination = None) -> list[Callable]:
     """Kernels for a run: maybe foldable maps and a relu before an unpadded convolution of one group
     (its prologue), the convolution of a constant weight, foldable maps, maybe a relu, each reading the
-    one before.
+    one before. With a ``destination`` the run's result goes into the array it gives (``concat_into.py``).
 
     A prologue x -> relu(x f + s) (per channel, f finite and not zero) is |f| max(x g, c g) + s with
     g = sign(f) and c = -s / f: its first op computes max(x g, c g), one pass over x where every g is
@@ -117,7 +117,8 @@ def run_kernels(ops: Sequence[Op]) -> list[Callable]:
     attrs = head.attrs
     pads = tuple(zip(attrs["pads_begin"], attrs["pads_end"]))
     fused = conv(x_shape, folded.shape, attrs["stride"], attrs["dilation"], pads, attrs["groups"], out_shape[2:],
-                 np.dtype(np.float32), folded, shift.astype(np.float32) if np.any(shift) else None, relu)
+                 np.dtype(np.float32), folded, shift.astype(np.float32) if np.any(shift) else None, relu,
+                 destination)
     return first + [fused] + [_passed] * (len(maps) + relu)
 
 

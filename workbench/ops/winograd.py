@@ -107,7 +107,8 @@ def transforms_for(x_shape: Sequence[int], out: Sequence[int]) -> Transforms:
 def winograd_conv(x_shape: Sequence[int], weight_shape: Sequence[int], pads: Sequence[tuple[int, int]],
                   out: Sequence[int], compute: np.dtype, dtype: np.dtype,
                   constant_weight: Optional[np.ndarray] = None, bias: Optional[np.ndarray] = None,
-                  transforms: Optional[Transforms] = None, relu: bool = False) -> Callable:
+                  transforms: Optional[Transforms] = None, relu: bool = False,
+                  destination: Optional[Callable[[], np.ndarray]] = None) -> Callable:
     """``conv(x, weight)`` as ``conv_kernels.conv`` gives it, computed in ``compute`` (float32). A
     ``constant_weight`` (the value ``weight`` always has) is transformed here, once. A ``bias`` (one
     value per output channel) is added at tile position (1, 1), which the output transform spreads to
@@ -116,7 +117,8 @@ def winograd_conv(x_shape: Sequence[int], weight_shape: Sequence[int], pads: Seq
     larger, so that its transforms and products stay in cache (a DenseNet layer of 128 to 32 channels at
     56×56: 2.5 ms with every tile at once, 2.1 ms so; a ResNet one of 64 channels at 56×56: 1.85 and
     1.55 ms). With ``relu``, max(output, 0) is taken over each group's output blocks while they are
-    contiguous and in cache, before they are put in place. The kernel keeps its padded input, whose border of
+    contiguous and in cache, before they are put in place: into the array that ``destination()`` gives,
+    where given (``conv_kernels.Destination``), else into a fresh one. The kernel keeps its padded input, whose border of
     zeros it never writes; its working arrays are made at each call (the runtime keeps freed memory,
     ``runtime/state/allocator.py``, so they cost no page faults) and live only during it."""
     n, c_in, height, width = x_shape
@@ -157,7 +159,7 @@ def winograd_conv(x_shape: Sequence[int], weight_shape: Sequence[int], pads: Seq
         products_buffer = np.empty(n * tile * tile * c_out * largest, compute)  # later the output blocks
         half_outputs_buffer = np.empty(n * block * tile * c_out * largest, compute)
         padded[inside] = x
-        result = np.empty((n, c_out, *out), dtype)
+        result = np.empty((n, c_out, *out), dtype) if destination is None else destination()
         for group in groups:
             tiles = group.rows * cols
             inputs = inputs_buffer[:n * tile * tile * c_in * tiles].reshape(n, tile, tile * c_in * tiles)

@@ -12,6 +12,11 @@ In either, each step reads the output of the one before as its input 0, which no
 the graph does not return, with no step in between writing anything in place or calling a graph. A
 channel-map run of batch norm, a channel scale and a shift is two passes over the data instead of six.
 
+A concat along the channel axis whose inputs are the results of convolution runs (a lone convolution of a
+constant weight counts as one), each read by the concat alone, has those runs write straight into their
+stretch of its output (``ops/concat_into.py``): a fire module of SqueezeNet makes no array per
+expanding convolution and copies none.
+
 The IR keeps every op, and so does the plan: only the kernels of a plain run are fused. A stepped run
 (which shows each value) and a profiled run (which times each op) run the ops one by one, so their
 results may differ from a plain run's in the last bits.
@@ -19,11 +24,14 @@ results may differ from a plain run's in the last bits.
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from workbench.ir import Op
 from workbench.ops import channel_affine, fused_conv
 from workbench.ops.channel_affine import channel_map
+from workbench.ops.concat_into import writes_into
+from workbench.ops.conv_kernels import Destination
 from workbench.ops.fused_conv import activation, foldable_conv, foldable_map
 
 
@@ -96,9 +104,46 @@ def _followers(steps: list[Op], outputs: tuple) -> dict[int, int]:
     return follower
 
 
-def run_kernels(ops: Sequence[Op], overwrite: bool) -> list[Callable]:
+@dataclass(frozen=True, slots=True)
+class ConcatWrites:
+    """A concat step whose inputs at ``positions`` are the results of the convolution runs ``runs`` (as
+    steps' indices, one run per position), which write them into its output."""
+
+    concat: int
+    positions: tuple[int, ...]
+    runs: tuple[tuple[int, ...], ...]
+
+
+def concat_writes(steps: list[Op], outputs: tuple, runs: Sequence[tuple[int, ...]]) -> tuple[ConcatWrites, ...]:
+    """The concats among ``steps`` that convolution runs (of ``runs``, or a lone foldable convolution)
+    write into: each such input is read once, by the concat alone, and not returned; a concat with
+    none is left out."""
+    reads = Counter(t for op in steps for t in op.inputs)
+    kept = set(outputs)
+    run_ending = {run[-1]: run for run in runs if fused_conv.has_convolution([steps[i] for i in run])}
+    maker = {t: index for index, op in enumerate(steps) for t in op.outputs}
+    found = []
+    for index, op in enumerate(steps):
+        if not writes_into(op):
+            continue
+        positions, writers = [], []
+        for position, tensor in enumerate(op.inputs):
+            at = maker.get(tensor)
+            if at is None or reads[tensor] != 1 or tensor in kept or len(steps[at].outputs) != 1:
+                continue
+            run = run_ending.get(at) or ((at,) if fused_conv.foldable_conv(steps[at]) else None)
+            if run is not None:
+                positions.append(position)
+                writers.append(run)
+        if positions:
+            found.append(ConcatWrites(index, tuple(positions), tuple(writers)))
+    return tuple(found)
+
+
+def run_kernels(ops: Sequence[Op], overwrite: bool, destination: Destination = None) -> list[Callable]:
     """The kernels of one of ``fused_runs``' runs, one per op; ``overwrite`` when the first op may
-    write over its input 0 (``reuse.py``)."""
+    write over its input 0 (``reuse.py``); ``destination``, for a convolution run, where its result
+    goes (``concat_writes``)."""
     if fused_conv.has_convolution(ops):
-        return fused_conv.run_kernels(ops)
+        return fused_conv.run_kernels(ops, destination)
     return channel_affine.run_kernels(ops, overwrite)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from workbench.analysis import GraphEffects, graph_effects, schedule
 from workbench.ir import Constant, Graph, Op, Tensor, Variable
 
-from .fusion import fused_runs
+from .fusion import ConcatWrites, concat_writes, fused_runs
 from .reuse import overwriting_steps
 
 
@@ -33,7 +33,8 @@ class ExecutionPlan:
     ``variable_slots``. ``unused`` are inputs and variables no step reads. ``returned`` names the
     graph outputs. Slots are reused once their value is dead, so rebinding a slot frees its value.
     ``overwriting`` are the steps whose kernel writes its result over its dead input 0 (``reuse.py``);
-    ``fused`` the runs of steps (as indices) that a plain run computes as one (``fusion.py``).
+    ``fused`` the runs of steps (as indices) that a plain run computes as one (``fusion.py``), and
+    ``concats`` the concats that some of those runs (or lone convolutions) write into.
     """
 
     graph: Graph
@@ -48,6 +49,7 @@ class ExecutionPlan:
     returned: tuple[str, ...]
     overwriting: frozenset[Op]
     fused: tuple[tuple[int, ...], ...]
+    concats: tuple[ConcatWrites, ...]
 
 
 def plan_graph(graph: Graph, steps: list[Op] | None = None) -> ExecutionPlan:
@@ -96,6 +98,7 @@ def plan_graph(graph: Graph, steps: list[Op] | None = None) -> ExecutionPlan:
         free.extend(slots[t] for t in never_read)
         plan_steps.append(PlanStep(op, arguments, results, tuple(released + never_read)))
     returned = tuple(constant_names.get(t) or slots[t] for t in graph.outputs)
+    fused = fused_runs(steps, graph.outputs)
     return ExecutionPlan(graph, steps, graph_effects(graph), variables, constants, parameters,
                          variable_slots, unused, plan_steps, returned, overwriting_steps(steps, graph.outputs),
-                         fused_runs(steps, graph.outputs))
+                         fused, concat_writes(steps, graph.outputs, fused))

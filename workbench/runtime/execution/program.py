@@ -10,6 +10,7 @@ import numpy as np
 
 from workbench.analysis.aliasing import declared_root
 from workbench.ir import Graph, Ir, Op, Variable
+from workbench.ops.concat_into import ConcatTarget
 from workbench.ops.overwriting import OVERWRITING
 from workbench.ops.registry import op_def
 
@@ -272,6 +273,9 @@ class ReplicaProgram:
         if not self.buckets or self.ir.replication_factor == 1:
             return kernels
         fused = {code.steps[i] for run in code.plan.fused for i in run}
+        for writes in code.plan.concats:
+            fused.add(code.steps[writes.concat])
+            fused.update(code.steps[i] for run in writes.runs for i in run)
         effects = code.effects
 
         def excluded(op: Op) -> bool:
@@ -295,13 +299,22 @@ class ReplicaProgram:
         return running
 
     def _fused(self, code: GraphCode, kernels: list[Callable]) -> list[Callable]:
-        """What a plain run calls: ``kernels``, but one kernel for each of the plan's fused runs
-        (``fusion.py``); the stepper and profiled runs call ``kernels`` themselves."""
-        if not code.plan.fused:
+        """What a plain run calls: ``kernels``, but one kernel for each of the plan's fused runs, and the
+        concats that runs write into (``fusion.py``); the stepper and profiled runs call ``kernels``
+        themselves."""
+        if not code.plan.fused and not code.plan.concats:
             return kernels
         running = list(kernels)
-        for run in code.plan.fused:
+        destinations = {}
+        for writes in code.plan.concats:
+            concat = code.steps[writes.concat]
+            target = ConcatTarget(concat, writes.positions)
+            running[writes.concat] = self._wrap(concat, code, target.kernel())
+            destinations.update((run, target.destination(position))
+                                for position, run in zip(writes.positions, writes.runs))
+        for run in dict.fromkeys([*code.plan.fused, *destinations]):
             ops = [code.steps[i] for i in run]
-            for index, op, kernel in zip(run, ops, run_kernels(ops, ops[0] in code.plan.overwriting)):
+            kernels_of_run = run_kernels(ops, ops[0] in code.plan.overwriting, destinations.get(run))
+            for index, op, kernel in zip(run, ops, kernels_of_run):
                 running[index] = self._wrap(op, code, kernel)
         return running

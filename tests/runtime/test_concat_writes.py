@@ -1,0 +1,117 @@
+"""Convolution runs whose results a channel concat alone reads write straight into its output
+(``ops/concat_into.py``), as SqueezeNet's fire modules do: the values equal NumPy's and onnxruntime's,
+and bit for bit those of the same runs writing arrays of their own."""
+import numpy as np
+import onnx
+import onnxruntime
+import popxl
+import popxl.ops as ops
+import pytest
+from onnx import helper, numpy_helper
+
+import popart
+from workbench.ops import winograd
+
+RNG = np.random.default_rng(11)
+
+
+def reference_conv(x: np.ndarray, w: np.ndarray, bias: np.ndarray, padding: int) -> np.ndarray:
+    """relu(conv(x, w) + bias), stride 1, in float64."""
+    padded = np.pad(x.astype(np.float64), [(0, 0), (0, 0)] + [(padding, padding)] * 2)
+    kh, kw = w.shape[2:]
+    out = (padded.shape[2] - kh + 1, padded.shape[3] - kw + 1)
+    y = np.zeros((x.shape[0], w.shape[0], *out))
+    for i, j in np.ndindex(kh, kw):
+        y += np.einsum("nchw,oc->nohw", padded[:, :, i:i + out[0], j:j + out[1]], w[:, :, i, j].astype(np.float64))
+    return np.maximum(y + bias[:, None, None], 0)
+
+
+def fire_case(x_shape, squeeze, expand, with_input=False, keep_branches=False):
+    """A fire module: a 1×1 squeeze, then a 1×1 and a padded 3×3 expand, each with a bias and a relu,
+    concatenated along the channels (after the input itself where ``with_input``); ``keep_branches``
+    stores the expands' results too, so that the concat reads them as arrays of their own. The same
+    values at every call."""
+    rng = np.random.default_rng(5)
+    c_in = x_shape[1]
+    x = rng.standard_normal(x_shape).astype(np.float32)
+    weights = [(rng.standard_normal(shape) / np.sqrt(np.prod(shape[1:]))).astype(np.float32)
+               for shape in [(squeeze, c_in, 1, 1), (expand, squeeze, 1, 1), (expand, squeeze, 3, 3)]]
+    biases = [rng.standard_normal(w.shape[0]).astype(np.float32) for w in weights]
+    ir = popxl.Ir()
+    with ir.main_graph:
+        x_stream = popxl.h2d_stream(x.shape, popxl.float32, name="x")
+        loaded = ops.host_load(x_stream)
+
+        def conv(t, index, padding):
+            y = ops.conv(t, popxl.constant(weights[index]), padding=(padding,) * 4)
+            return ops.relu(ops.add(y, ops.reshape(popxl.constant(biases[index]), (-1, 1, 1))))
+        squeezed = conv(loaded, 0, 0)
+        branches = [conv(squeezed, 1, 0), conv(squeezed, 2, 1)]
+        y = ops.concat(([loaded] if with_input else []) + branches, axis=1)
+        streams = [popxl.d2h_stream(y.shape, y.dtype, name="y")]
+        ops.host_store(streams[0], y)
+        if keep_branches:
+            for index, branch in enumerate(branches):
+                streams.append(popxl.d2h_stream(branch.shape, branch.dtype, name=f"branch{index}"))
+                ops.host_store(streams[-1], branch)
+    with popxl.Session(ir, "ipu_model") as session:
+        code = session.graph_code[ir.main_graph]
+        ran = session.run({x_stream: x})[streams[0]]
+    s = reference_conv(x, weights[0], biases[0], 0)
+    expected = np.concatenate(([x] if with_input else []) + [reference_conv(s, weights[1], biases[1], 0),
+                                                            reference_conv(s, weights[2], biases[2], 1)], axis=1)
+    return code, ran, expected
+
+
+@pytest.mark.parametrize("x_shape, squeeze, expand, with_input", [
+    ((1, 24, 9, 8), 8, 16, False),   # im2col
+    ((2, 24, 7, 7), 8, 16, True),    # two images: each input's stretch is no contiguous array; the input copied in
+    ((1, 64, 14, 13), 32, 48, False),  # Winograd
+], ids=["im2col", "two images and a copied input", "winograd"])
+def test_expanding_convolutions_write_into_the_concat_bit_for_bit(x_shape, squeeze, expand, with_input):
+    code, ran, expected = fire_case(x_shape, squeeze, expand, with_input)
+    (writes,) = code.plan.concats
+    assert code.steps[writes.concat].type == "concat"
+    assert writes.positions == ((1, 2) if with_input else (0, 1))
+    assert [[code.steps[i].type for i in run] for run in writes.runs] == [["conv", "add", "relu"]] * 2
+    np.testing.assert_allclose(ran, expected, rtol=1e-4, atol=1e-5 * np.abs(expected).max())
+    kept_code, apart, _ = fire_case(x_shape, squeeze, expand, with_input, keep_branches=True)
+    assert not kept_code.plan.concats  # the branches are read twice: each is an array of its own
+    np.testing.assert_array_equal(ran, apart)
+
+
+def test_the_winograd_case_goes_by_winograd():
+    assert winograd.applies((1, 32, 14, 13), (48, 32, 3, 3), (1, 1), (1, 1), 1, (14, 13), constant_weight=True)
+
+
+def test_a_fire_module_from_onnx_matches_onnxruntime():
+    """Through ``popart.InferenceSession``, as the CNN benchmark runs SqueezeNet."""
+    x = RNG.standard_normal((1, 16, 12, 12)).astype(np.float32)
+    shapes = {"squeeze": (8, 16, 1, 1), "expand1": (32, 8, 1, 1), "expand3": (32, 8, 3, 3)}
+    initializers, nodes = [], []
+    for name, shape in shapes.items():
+        initializers += [numpy_helper.from_array((RNG.standard_normal(shape) / 3).astype(np.float32), f"{name}_w"),
+                         numpy_helper.from_array(RNG.standard_normal(shape[0]).astype(np.float32), f"{name}_b")]
+    source = {"squeeze": "x", "expand1": "squeeze_r", "expand3": "squeeze_r"}
+    for name, shape in shapes.items():
+        pads = [1] * 4 if shape[2] == 3 else [0] * 4
+        nodes += [helper.make_node("Conv", [source[name], f"{name}_w", f"{name}_b"], [f"{name}_c"], pads=pads),
+                  helper.make_node("Relu", [f"{name}_c"], [f"{name}_r"])]
+    nodes.append(helper.make_node("Concat", ["expand1_r", "expand3_r"], ["y"], axis=1))
+    graph = helper.make_graph(nodes, "fire", [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, x.shape)],
+                              [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, (1, 64, 12, 12))],
+                              initializers)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 11)])
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = 1
+    expected = onnxruntime.InferenceSession(model.SerializeToString(), options,
+                                            providers=["CPUExecutionProvider"]).run(["y"], {"x": x})[0]
+    flow = popart.DataFlow(1, {"y": popart.AnchorReturnType("ALL")})
+    session = popart.InferenceSession(model.SerializeToString(), flow, popart.DeviceManager().createIpuModelDevice({}))
+    session.prepareDevice()
+    anchors = session.initAnchorArrays()
+    session.run(popart.PyStepIO({"x": x}, anchors))
+    code = session.workbench_session.graph_code[session.workbench_session.ir.main_graph]
+    assert len(code.plan.concats) == 1 and code.plan.concats[0].positions == (0, 1)
+    np.testing.assert_allclose(anchors["y"].reshape(expected.shape), expected, rtol=1e-4,
+                               atol=1e-5 * np.abs(expected).max())
