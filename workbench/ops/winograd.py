@@ -148,9 +148,9 @@ def winograd_conv(x_shape: Sequence[int], weight_shape: Sequence[int], pads: Seq
     itemsize = np.dtype(compute).itemsize
     group_bytes = max(TILE_GROUP_BYTES, tile * tile * c_out * c_in * itemsize)
     band = max(1, min(rows, group_bytes // (tile * tile * c_in * cols * itemsize)))
-    groups = [_TileRows(first, min(rows, first + band), block, cols, out) for first in range(0, rows, band)]
+    groups = [_TileRows(first, min(rows, first + band), block, out) for first in range(0, rows, band)]
     largest = band * cols
-    zeros = np.zeros(c_out * largest, compute)  # maximum vectorises against an array, not a scalar
+    zeros = np.zeros(c_out * largest * block, compute)  # maximum vectorises against an array, not a scalar
 
     def conv(x: np.ndarray, weight: np.ndarray) -> np.ndarray:
         transformed_weight = transform(weight) if prepared is None else prepared
@@ -167,8 +167,8 @@ def winograd_conv(x_shape: Sequence[int], weight_shape: Sequence[int], pads: Seq
             products = products_buffer[:n * tile * tile * c_out * tiles].reshape(n, tile * tile, c_out, tiles)
             half_outputs = half_outputs_buffer[:n * block * tile * c_out * tiles].reshape(
                 n, block, tile * c_out * tiles)
-            blocks = products.reshape(-1)[:n * block * block * c_out * tiles].reshape(
-                n, block, block, c_out, group.rows, cols)
+            blocks = products.reshape(-1)[:n * block * c_out * tiles * block].reshape(
+                n, block, c_out * tiles, block)
             np.copyto(inputs.reshape(n, tile, tile, c_in, group.rows, cols), tile_view[..., group.first:group.stop, :])
             # B^T d B, an axis at a time: over i, then over j.
             np.matmul(input_t, inputs, out=half_inputs)
@@ -178,13 +178,14 @@ def winograd_conv(x_shape: Sequence[int], weight_shape: Sequence[int], pads: Seq
             if column is not None:
                 spread = products[:, transforms.spread_position]
                 np.add(spread, column, out=spread)
-            # A^T m A, an axis at a time, then the blocks put in place and the excess cropped.
+            # A^T m A, an axis at a time: over i, then over j with j the last axis, so that a block row
+            # of one tile lies beside the next tile's, as in the result; then put in place, cropped.
             np.matmul(output_t, products.reshape(n, tile, tile * c_out * tiles), out=half_outputs)
-            np.matmul(output_t, half_outputs.reshape(n, block, tile, c_out * tiles),
-                      out=blocks.reshape(n, block, block, c_out * tiles))
+            np.matmul(half_outputs.reshape(n, block, tile, c_out * tiles).transpose(0, 1, 3, 2), output_t.T,
+                      out=blocks)
             if relu:
-                by_rows = blocks.reshape(n * block * block, c_out * tiles)
-                np.maximum(by_rows, zeros[:c_out * tiles], out=by_rows)
+                by_rows = blocks.reshape(n * block, c_out * tiles * block)
+                np.maximum(by_rows, zeros[:c_out * tiles * block], out=by_rows)
             group.place(blocks, result)
         return result
     return conv
@@ -194,34 +195,26 @@ TILE_GROUP_BYTES = 512 << 10  # of gathered input tiles per group of tile rows (
 
 
 class _TileRows:
-    """Tile rows ``first`` to ``stop`` (exclusive) of a Winograd convolution, and how their output blocks
-    [N, block, block, C_out, rows, cols] are put into the [N, C_out, *out] result: in one copy where every
-    block lies whole inside it, else one strided copy per position (i, j) in the block."""
+    """Tile rows ``first`` to ``stop`` (exclusive) of a Winograd convolution, and how their output blocks,
+    [N, block row i, C_out, tile rows, tile columns · block column j], are put into the [N, C_out, *out]
+    result: each block row of a tile row is a whole row of output (cropped to the width), so one copy
+    puts the tile rows whose every block row lies inside, another the rows inside of a last one."""
 
-    __slots__ = ("first", "stop", "rows", "block", "pieces", "whole")
+    __slots__ = ("first", "stop", "rows", "block", "whole", "extra")
 
-    def __init__(self, first: int, stop: int, block: int, cols: int, out: Sequence[int]):
+    def __init__(self, first: int, stop: int, block: int, out: Sequence[int]):
         self.first, self.stop, self.rows, self.block = first, stop, stop - first, block
-        self.whole = block * stop <= out[0] and block * cols == out[1]
-        self.pieces = []
-        for i in range(block):
-            count = min(stop, -(-(out[0] - i) // block)) - first  # block rows whose row i lies inside
-            if count <= 0:
-                continue
-            for j in range(block):
-                count_j = -(-(out[1] - j) // block)
-                last_row = block * (first + count - 1) + i
-                target = (slice(None), slice(None), slice(block * first + i, last_row + 1, block),
-                          slice(j, block * (count_j - 1) + j + 1, block))
-                self.pieces.append((target, (slice(None), i, j, slice(None), slice(0, count), slice(0, count_j))))
+        self.whole = max(0, min(stop, out[0] // block) - first)  # tile rows inside, every block row
+        self.extra = min(block, out[0] - block * (first + self.whole)) if first + self.whole < stop else 0
 
     def place(self, blocks: np.ndarray, result: np.ndarray) -> None:
+        n, c_out, _, width = result.shape
+        by_rows = blocks.reshape(n, self.block, c_out, self.rows, -1).transpose(0, 2, 3, 1, 4)
+        top = self.block * self.first
         if self.whole:
-            n, c_out = result.shape[:2]
-            cols = result.shape[3] // self.block
-            target = result[:, :, self.block * self.first:self.block * self.stop].reshape(
-                n, c_out, self.rows, self.block, cols, self.block)
-            np.copyto(target, blocks.transpose(0, 3, 4, 1, 5, 2))
-            return
-        for target, source in self.pieces:
-            np.copyto(result[target], blocks[source])
+            bottom = top + self.block * self.whole
+            np.copyto(result[:, :, top:bottom].reshape(n, c_out, self.whole, self.block, width),
+                      by_rows[:, :, :self.whole, :, :width])
+            top = bottom
+        if self.extra:
+            np.copyto(result[:, :, top:top + self.extra], by_rows[:, :, self.whole, :self.extra, :width])
