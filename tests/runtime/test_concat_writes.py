@@ -115,3 +115,51 @@ def test_a_fire_module_from_onnx_matches_onnxruntime():
     assert len(code.plan.concats) == 1 and code.plan.concats[0].positions == (0, 1)
     np.testing.assert_allclose(anchors["y"].reshape(expected.shape), expected, rtol=1e-4,
                                atol=1e-5 * np.abs(expected).max())
+
+
+def lone_conv_case(x_shape, c_out, kernel, stride, keep_conv=False):
+    """concat(x, conv(x, w)) along the channels, the convolution of a constant weight alone (no bias, no
+    relu), as a DenseNet layer ends; ``keep_conv`` stores the convolution's result too."""
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal(x_shape).astype(np.float32)
+    w = (rng.standard_normal((c_out, x_shape[1], kernel, kernel)) / np.sqrt(x_shape[1] * kernel ** 2)).astype(
+        np.float32)
+    padding = kernel // 2
+    ir = popxl.Ir()
+    with ir.main_graph:
+        x_stream = popxl.h2d_stream(x.shape, popxl.float32, name="x")
+        loaded = ops.host_load(x_stream)
+        conv = ops.conv(loaded, popxl.constant(w), stride=(stride, stride), padding=(padding,) * 4)
+        pooled = ops.max_pool(loaded, kernel_size=(stride, stride), stride=(stride, stride)) if stride > 1 else loaded
+        y = ops.concat([pooled, conv], axis=1)
+        y_stream = popxl.d2h_stream(y.shape, y.dtype, name="y")
+        ops.host_store(y_stream, y)
+        if keep_conv:
+            conv_stream = popxl.d2h_stream(conv.shape, conv.dtype, name="conv")
+            ops.host_store(conv_stream, conv)
+    with popxl.Session(ir, "ipu_model") as session:
+        code = session.graph_code[ir.main_graph]
+        ran = session.run({x_stream: x})[y_stream]
+    padded = np.pad(x.astype(np.float64), [(0, 0), (0, 0)] + [(padding, padding)] * 2)
+    out = ran.shape[2:]
+    expected_conv = np.zeros((x_shape[0], c_out, *out))
+    for i, j in np.ndindex(kernel, kernel):
+        window = padded[:, :, i:i + stride * (out[0] - 1) + 1:stride, j:j + stride * (out[1] - 1) + 1:stride]
+        expected_conv += np.einsum("nchw,oc->nohw", window, w[:, :, i, j].astype(np.float64))
+    return code, ran, expected_conv
+
+
+@pytest.mark.parametrize("x_shape, c_out, kernel, stride", [
+    ((2, 16, 9, 9), 8, 3, 1),      # one product per kernel offset, written into the concat
+    ((1, 32, 13, 12), 40, 3, 1),   # Winograd without a bias, written into the concat
+    ((1, 8, 10, 10), 6, 3, 2),     # im2col, its result copied in
+    ((2, 8, 6, 6), 4, 1, 1),       # 1×1, its result copied in
+], ids=["shifted products", "winograd", "strided im2col", "pointwise"])
+def test_a_lone_convolution_writes_into_the_concat_bit_for_bit(x_shape, c_out, kernel, stride):
+    code, ran, expected_conv = lone_conv_case(x_shape, c_out, kernel, stride)
+    (writes,) = code.plan.concats
+    assert writes.positions == (1,) and [[code.steps[i].type for i in run] for run in writes.runs] == [["conv"]]
+    np.testing.assert_allclose(ran[:, x_shape[1]:], expected_conv, rtol=1e-4, atol=1e-5 * np.abs(expected_conv).max())
+    kept_code, apart, _ = lone_conv_case(x_shape, c_out, kernel, stride, keep_conv=True)
+    assert not kept_code.plan.concats
+    np.testing.assert_array_equal(ran, apart)

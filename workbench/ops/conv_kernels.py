@@ -90,7 +90,7 @@ FEW_OUTPUTS = 32  # output channels up to which a 2-D convolution of stride 1 mu
 
 
 def _shifted_taps_conv(x_shape: Sequence[int], weight_shape: Sequence[int], dilation: Sequence[int], pads: Pads,
-                       out: Sequence[int], dtype: np.dtype) -> Callable:
+                       out: Sequence[int], dtype: np.dtype, destination: Destination = None) -> Callable:
     """A 2-D convolution of stride 1 as one matrix product per kernel offset, added up, with no
     column matrix: the padded input, flattened per channel, read from the offset's shift is a plain
     [C_in, rows · padded width] matrix, so each product computes every output row at the padded
@@ -117,7 +117,12 @@ def _shifted_taps_conv(x_shape: Sequence[int], weight_shape: Sequence[int], dila
             for tap, offset in zip(taps[1:], offsets[1:]):
                 np.matmul(tap, flat[image, :, offset:offset + length], out=part)
                 y[image] += part
-        return np.ascontiguousarray(y.reshape(n, c_out, out[0], padded_width)[..., :out[1]], dtype)
+        cropped = y.reshape(n, c_out, out[0], padded_width)[..., :out[1]]
+        if destination is None:
+            return np.ascontiguousarray(cropped, dtype)
+        into = destination()
+        np.copyto(into, cropped)
+        return into
     return conv
 
 
@@ -234,17 +239,13 @@ def conv(x_shape: Sequence[int], weight_shape: Sequence[int], stride: Sequence[i
     enough to stay in cache between its copy and its product. With a ``destination``, the result goes
     into the array it gives (copied there, from kernels that cannot write into it themselves)."""
     compute = compute_type(dtype)
-    if destination is not None and not _writes_into(x_shape, weight_shape, stride, dilation, pads, groups, out,
-                                                    dtype, constant_weight, bias, relu):
-        return _copied_into(conv(x_shape, weight_shape, stride, dilation, pads, groups, out, dtype, constant_weight,
-                                 bias, relu), destination)
     fused_relu = relu and dtype == compute
     if relu and not (bias is not None and fused_relu):
         plain = conv(x_shape, weight_shape, stride, dilation, pads, groups, out, dtype, constant_weight, bias)
-        return _with_relu(plain, (x_shape[0], weight_shape[0], *out), np.dtype(dtype))
+        return _into(_with_relu(plain, (x_shape[0], weight_shape[0], *out), np.dtype(dtype)), destination)
     if constant_weight is not None and bias is None and not winograd.applies(
             x_shape, weight_shape, stride, dilation, groups, out, True):
-        kernel = _unbiased_conv(x_shape, weight_shape, stride, dilation, pads, groups, out, dtype, None)
+        kernel = _unbiased_conv(x_shape, weight_shape, stride, dilation, pads, groups, out, dtype, None, destination)
         fixed = np.asarray(constant_weight)
         return lambda x, _weight: kernel(x, fixed)
     if bias is not None:
@@ -266,8 +267,10 @@ def conv(x_shape: Sequence[int], weight_shape: Sequence[int], stride: Sequence[i
             flat = y.reshape(by_channel)
             np.add(flat, column.astype(y.dtype, copy=False), out=flat)
             return y
-        return _with_relu(biased, (x_shape[0], weight_shape[0], *out), np.dtype(dtype)) if relu else biased
-    return _unbiased_conv(x_shape, weight_shape, stride, dilation, pads, groups, out, dtype, constant_weight)
+        shape = (x_shape[0], weight_shape[0], *out)
+        return _into(_with_relu(biased, shape, np.dtype(dtype)) if relu else biased, destination)
+    return _unbiased_conv(x_shape, weight_shape, stride, dilation, pads, groups, out, dtype, constant_weight,
+                          destination)
 
 
 def _takes_biased_columns(weight_shape: Sequence[int], stride: Sequence[int], groups: int, dtype: np.dtype,
@@ -285,20 +288,12 @@ def _takes_pointwise_with_bias(weight_shape: Sequence[int], pads: Pads, groups: 
             and not any(b or e for b, e in pads) and dtype == compute_type(dtype))
 
 
-def _writes_into(x_shape: Sequence[int], weight_shape: Sequence[int], stride: Sequence[int],
-                 dilation: Sequence[int], pads: Pads, groups: int, out: Sequence[int], dtype: np.dtype,
-                 constant_weight: Optional[np.ndarray], bias: Optional[np.ndarray], relu: bool) -> bool:
-    """Whether ``conv`` with these arguments chooses a kernel that writes its result straight into a
-    destination: Winograd's, or one with its bias in its own passes."""
-    if bias is None or dtype != compute_type(dtype):
-        return False
-    return (winograd.applies(x_shape, weight_shape, stride, dilation, groups, out, constant_weight is not None)
-            or _takes_biased_columns(weight_shape, stride, groups, dtype, constant_weight)
-            or _takes_pointwise_with_bias(weight_shape, pads, groups, dtype, constant_weight))
+def _into(kernel: Callable, destination: Destination) -> Callable:
+    """``kernel``, its fresh result then copied into ``destination()`` where there is one: for kernels that
+    cannot write into it themselves."""
+    if destination is None:
+        return kernel
 
-
-def _copied_into(kernel: Callable, destination: Callable[[], np.ndarray]) -> Callable:
-    """``kernel``, its fresh result then copied into ``destination()``."""
     def copied(x: np.ndarray, weight: np.ndarray) -> np.ndarray:
         y = kernel(x, weight)
         into = destination()
@@ -321,7 +316,7 @@ def _with_relu(kernel: Callable, out_shape: Sequence[int], dtype: np.dtype) -> C
 
 def _unbiased_conv(x_shape: Sequence[int], weight_shape: Sequence[int], stride: Sequence[int],
                    dilation: Sequence[int], pads: Pads, groups: int, out: Sequence[int], dtype: np.dtype,
-                   constant_weight: Optional[np.ndarray]) -> Callable:
+                   constant_weight: Optional[np.ndarray], destination: Destination = None) -> Callable:
     """``conv`` without a bias; only Winograd's kernel reads ``constant_weight``."""
     compute = compute_type(dtype)
     pad = padder(x_shape, pads, 0, compute)
@@ -337,11 +332,12 @@ def _unbiased_conv(x_shape: Sequence[int], weight_shape: Sequence[int], stride: 
             w = weight.astype(compute, copy=False).reshape(weight_matrix)
             y = np.matmul(w[0], cols) if groups == 1 else np.matmul(w, cols.reshape(n, groups, -1, positions))
             return y.reshape(out_shape).astype(dtype, copy=False)
-        return pointwise
+        return _into(pointwise, destination)
     if winograd.applies(x_shape, weight_shape, stride, dilation, groups, out, constant_weight is not None):
-        return winograd.winograd_conv(x_shape, weight_shape, pads, out, compute, dtype, constant_weight)
+        return winograd.winograd_conv(x_shape, weight_shape, pads, out, compute, dtype, constant_weight,
+                                      destination=destination)
     if _takes_shifted_taps(weight_shape, stride, groups):
-        return _shifted_taps_conv(x_shape, weight_shape, dilation, pads, out, dtype)
+        return _shifted_taps_conv(x_shape, weight_shape, dilation, pads, out, dtype, destination)
 
     padded_shape = (n, c_in) + tuple(size + b + e for size, (b, e) in zip(x_shape[2:], pads))
     window_view = _window_view(padded_shape, kernel, stride, dilation, out, compute)
@@ -366,7 +362,7 @@ def _unbiased_conv(x_shape: Sequence[int], weight_shape: Sequence[int], stride: 
                     np.matmul(w, cols.reshape(groups, group_rows, size),
                               out=y[image, :, :, start * band_positions:stop * band_positions])
         return y.reshape(out_shape).astype(dtype, copy=False)
-    return columns
+    return _into(columns, destination)
 
 
 def conv_transpose(x_shape: Sequence[int], weight_shape: Sequence[int], stride: Sequence[int],
