@@ -54,7 +54,9 @@ class ConcatTarget:
         copied = [(index, stretch) for index, stretch in enumerate(self.stretches) if index not in self.written]
 
         def concat(*arrays: np.ndarray) -> np.ndarray:
-            output, self.output = self.output, None  # its writers, the makers of its inputs, ran before
+            output, self.output = self.output, None
+            if output is None:  # its writers make its inputs: they run before it in any schedule
+                raise RuntimeError("a concat ran before the convolutions that write into its output")
             for index, stretch in copied:
                 output[stretch] = arrays[index]
             return output

@@ -253,10 +253,12 @@ def conv(x_shape: Sequence[int], weight_shape: Sequence[int], stride: Sequence[i
         if winograd.applies(x_shape, weight_shape, stride, dilation, groups, out, constant_weight is not None):
             return winograd.winograd_conv(x_shape, weight_shape, pads, out, compute, dtype, constant_weight, bias,
                                           relu=relu, destination=destination)
-        if _takes_biased_columns(weight_shape, stride, groups, dtype, constant_weight):
+        if constant_weight is not None and groups == 1 and any(k != 1 for k in weight_shape[2:]) and not (
+                _takes_shifted_taps(weight_shape, stride, groups)) and dtype == compute:
             return _biased_columns_conv(x_shape, constant_weight, bias, stride, dilation, pads, out, compute, relu,
                                         destination)
-        if _takes_pointwise_with_bias(weight_shape, pads, groups, dtype, constant_weight):
+        if (constant_weight is not None and dtype == compute and groups == 1 and all(k == 1 for k in weight_shape[2:])
+                and not any(b or e for b, e in pads)):
             return _biased_pointwise_conv(x_shape, constant_weight, bias, stride, out, compute, relu, destination)
         unbiased = conv(x_shape, weight_shape, stride, dilation, pads, groups, out, dtype, constant_weight)
         column = bias.reshape(-1, 1)
@@ -271,21 +273,6 @@ def conv(x_shape: Sequence[int], weight_shape: Sequence[int], stride: Sequence[i
         return _into(_with_relu(biased, shape, np.dtype(dtype)) if relu else biased, destination)
     return _unbiased_conv(x_shape, weight_shape, stride, dilation, pads, groups, out, dtype, constant_weight,
                           destination)
-
-
-def _takes_biased_columns(weight_shape: Sequence[int], stride: Sequence[int], groups: int, dtype: np.dtype,
-                          constant_weight: Optional[np.ndarray]) -> bool:
-    """A float32 convolution of a constant weight and a kernel larger than 1×1, one group, by im2col
-    (``_biased_columns_conv``) unless it ``_takes_shifted_taps``; Winograd's are chosen before."""
-    return (constant_weight is not None and groups == 1 and any(k != 1 for k in weight_shape[2:])
-            and not _takes_shifted_taps(weight_shape, stride, groups) and dtype == compute_type(dtype))
-
-
-def _takes_pointwise_with_bias(weight_shape: Sequence[int], pads: Pads, groups: int, dtype: np.dtype,
-                               constant_weight: Optional[np.ndarray]) -> bool:
-    """An unpadded float32 1×1 convolution of a constant weight, one group (``_biased_pointwise_conv``)."""
-    return (constant_weight is not None and groups == 1 and all(k == 1 for k in weight_shape[2:])
-            and not any(b or e for b, e in pads) and dtype == compute_type(dtype))
 
 
 def _into(kernel: Callable, destination: Destination) -> Callable:

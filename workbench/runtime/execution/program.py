@@ -305,7 +305,7 @@ class ReplicaProgram:
         if not code.plan.fused and not code.plan.concats:
             return kernels
         running = list(kernels)
-        destinations = {}
+        destinations: dict[tuple[int, ...], Callable[[], np.ndarray]] = {}
         for writes in code.plan.concats:
             concat = code.steps[writes.concat]
             target = ConcatTarget(concat, writes.positions)
