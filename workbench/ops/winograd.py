@@ -118,9 +118,10 @@ def winograd_conv(x_shape: Sequence[int], weight_shape: Sequence[int], pads: Seq
     56×56: 2.5 ms with every tile at once, 2.1 ms so; a ResNet one of 64 channels at 56×56: 1.85 and
     1.55 ms). With ``relu``, max(output, 0) is taken over each group's output blocks while they are
     contiguous and in cache, before they are put in place: into the array that ``destination()`` gives,
-    where given (``conv_kernels.Destination``), else into a fresh one. The kernel keeps its padded input, whose border of
-    zeros it never writes; its working arrays are made at each call (the runtime keeps freed memory,
-    ``runtime/state/allocator.py``, so they cost no page faults) and live only during it."""
+    where given (``conv_kernels.Destination``), else into a fresh one. The kernel keeps its padded
+    input, whose border of zeros it never writes; its working arrays are made at each call (the runtime
+    keeps freed memory, ``runtime/state/allocator.py``, so they cost no page faults) and live only
+    during it."""
     n, c_in, height, width = x_shape
     c_out = weight_shape[0]
     (top, _), (left, _) = pads
