@@ -64,10 +64,11 @@ def fire_case(x_shape, squeeze, expand, with_input=False, keep_branches=False):
 
 
 @pytest.mark.parametrize("x_shape, squeeze, expand, with_input", [
-    ((1, 24, 9, 8), 8, 16, False),   # im2col
-    ((2, 24, 7, 7), 8, 16, True),    # two images: each input's stretch is no contiguous array; the input copied in
+    ((1, 24, 9, 8), 8, 40, False),     # im2col with the bias in the product
+    ((2, 24, 7, 7), 8, 16, True),      # two images (no stretch is one contiguous array); the 3×3's result and
+                                       # the input copied in
     ((1, 64, 14, 13), 32, 48, False),  # Winograd
-], ids=["im2col", "two images and a copied input", "winograd"])
+], ids=["im2col", "two images and copied inputs", "winograd"])
 def test_expanding_convolutions_write_into_the_concat_bit_for_bit(x_shape, squeeze, expand, with_input):
     code, ran, expected = fire_case(x_shape, squeeze, expand, with_input)
     (writes,) = code.plan.concats
