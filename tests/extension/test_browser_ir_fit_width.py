@@ -3,7 +3,8 @@ real browser (JupyterLab, headless Chromium) is laid out for the width it is giv
 it, one a little wider is drawn smaller to fit, and it is laid out again when the output is resized. At 630
 and 1280 px, for a pipelined transformer, ResNet-50 through PopART and a 10,003-op program, collapsed and with
 a group expanded: nothing sticks out or scrolls sideways (except an expanded layer far wider than any
-output, which says so), no box overlaps another, every box's text fits inside it. Screenshots go to
+output, which says so), no box overlaps another, every box's text fits inside it. The Graph tab's whole-graph
+picture, wider than the output, opens with its first op in view, not on empty edges. Screenshots go to
 tests/artifacts/ (ir-fit-*.png)."""
 import json
 
@@ -30,6 +31,13 @@ GEOMETRY = """(root) => {
             picture: svg.viewBox.baseVal.width, note: root.querySelector('.ipu-wb-group-note')?.textContent ?? ''};
 }"""
 EXPAND_FIRST = "ipu-wb-pbox-group:not(.ipu-wb-pbox-frame)"
+# Whether the Graph tab's first op (init) lies whole inside the canvas's first screen.
+FIRST_OP_IN_VIEW = """(root) => {
+    const canvas = root.querySelector('.ipu-wb-graph-view .ipu-wb-canvas');
+    const first = [...canvas.querySelectorAll('.ipu-wb-op')].find((g) => g.querySelector('title').textContent.startsWith('init'));
+    const c = canvas.getBoundingClientRect(), b = first.querySelector('rect').getBoundingClientRect();
+    return c.left <= b.left && b.right <= c.right && c.top <= b.top && b.bottom <= c.bottom;
+}"""
 
 
 def check_fits(root, allow_scroll: bool = False) -> dict:
@@ -81,6 +89,11 @@ def test_an_irs_picture_is_laid_out_for_its_outputs_width_at_630_and_1280_px_and
             view.screenshot(path=str(ARTIFACTS / f"ir-fit-{name}-expanded-1280px.png"))
             if name == "wide":  # fewer, wider bands: beyond what a fixed 920-px fold gives
                 assert 920 < geometry["picture"] <= geometry["room"], geometry
+        for name in ("transformer", "resnet50"):  # whole graphs wider than the output open on their first op
+            views[name].locator(".ipu-wb-tab-graph").click()
+            views[name].locator(".ipu-wb-graph-svg").wait_for()
+            assert views[name].evaluate(FIRST_OP_IN_VIEW)
+            views[name].screenshot(path=str(ARTIFACTS / f"ir-fit-{name}-graph-1280px.png"))
         page.close()
 
 
