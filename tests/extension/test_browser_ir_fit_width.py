@@ -4,7 +4,8 @@ it, one a little wider is drawn smaller to fit, and it is laid out again when th
 and 1280 px, for a pipelined transformer, ResNet-50 through PopART and a 10,003-op program, collapsed and with
 a group expanded: nothing sticks out or scrolls sideways (except an expanded layer far wider than any
 output, which says so), no box overlaps another, every box's text fits inside it. The Graph tab's whole-graph
-picture, wider than the output, opens with its first op in view, not on empty edges. Screenshots go to
+picture, wider than the output, opens with its first op in view, not on empty edges; the Memory tab's chart
+is laid out for its panel's width, at one pixel per pixel, and again when resized. Screenshots go to
 tests/artifacts/ (ir-fit-*.png)."""
 import json
 
@@ -37,6 +38,11 @@ FIRST_OP_IN_VIEW = """(root) => {
     const first = [...canvas.querySelectorAll('.ipu-wb-op')].find((g) => g.querySelector('title').textContent.startsWith('init'));
     const c = canvas.getBoundingClientRect(), b = first.querySelector('rect').getBoundingClientRect();
     return c.left <= b.left && b.right <= c.right && c.top <= b.top && b.bottom <= c.bottom;
+}"""
+# The memory chart's width on the page and the width it was laid out for.
+CHART_WIDTHS = """(root) => {
+    const chart = root.querySelector('.ipu-wb-chart-svg');
+    return [chart.getBoundingClientRect().width, chart.viewBox.baseVal.width, chart.parentElement.clientWidth];
 }"""
 
 
@@ -94,6 +100,14 @@ def test_an_irs_picture_is_laid_out_for_its_outputs_width_at_630_and_1280_px_and
             views[name].locator(".ipu-wb-graph-svg").wait_for()
             assert views[name].evaluate(FIRST_OP_IN_VIEW)
             views[name].screenshot(path=str(ARTIFACTS / f"ir-fit-{name}-graph-1280px.png"))
+            views[name].locator(".ipu-wb-tab-memory").click()
+        for width in (1280, 630):  # the memory chart is laid out for its panel, at one pixel per pixel
+            output_width(page, width)
+            for name in ("transformer", "resnet50"):
+                drawn, laid_out, panel = views[name].evaluate(CHART_WIDTHS)
+                assert abs(drawn - laid_out) <= 1 and abs(drawn - panel) <= 1, (drawn, laid_out, panel)
+                assert views[name].evaluate(CLIPPED) == []
+                views[name].screenshot(path=str(ARTIFACTS / f"ir-fit-{name}-memory-{width}px.png"))
         page.close()
 
 
