@@ -39,6 +39,11 @@ FIRST_OP_IN_VIEW = """(root) => {
     const c = canvas.getBoundingClientRect(), b = first.querySelector('rect').getBoundingClientRect();
     return c.left <= b.left && b.right <= c.right && c.top <= b.top && b.bottom <= c.bottom;
 }"""
+# Whether the .ir.json pane shows all of the view: it fits, or the pane scrolls to the rest.
+PANE_SCROLLS = """(root) => {
+    const pane = root.closest('.jp-MimeDocument > .ipu-wb-renderer');
+    return pane.scrollHeight <= pane.clientHeight + 1 || ['auto', 'scroll'].includes(getComputedStyle(pane).overflowY);
+}"""
 # The memory chart's width on the page and the width it was laid out for.
 CHART_WIDTHS = """(root) => {
     const chart = root.querySelector('.ipu-wb-chart-svg');
@@ -131,6 +136,7 @@ def test_a_saved_ir_json_file_is_laid_out_for_its_panes_width_and_again_when_res
             assert expanded["room"] == geometry["room"] and expanded["picture"] <= expanded["room"]
             if width == 1280:  # folded into bands as wide as the pane, beyond a fixed 920-px fold
                 assert expanded["picture"] > 920, expanded
+            assert view.evaluate(PANE_SCROLLS)  # what lies below a tall picture can be scrolled to
             view.screenshot(path=str(ARTIFACTS / f"ir-fit-wide-ir-json-{width}px.png"))
             view.locator(".ipu-wb-pbox-frame .ipu-wb-frame-title").first.click()  # closed again
         page.close()
