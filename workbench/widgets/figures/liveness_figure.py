@@ -165,7 +165,8 @@ def _to_edges(values: np.ndarray) -> np.ndarray:
     return np.concatenate([values[:1], values, values[-1:]]) if len(values) else values
 
 
-def _memory_title(liveness: TensorLiveness, ipu: int, capacity: int, streaming: int = 0, off_scale: bool = False) -> str:
+def _memory_title(liveness: TensorLiveness, ipu: int, capacity: int, streaming: int = 0,
+                  off_scale: bool = False) -> str:
     """The peak and its share of ``capacity`` on the first line; the Streaming Memory and whether the
     capacity is off the scale on the next."""
     records = liveness.steps[ipu]
