@@ -54,6 +54,7 @@ TITLE_SPACE = 70  # pixels above the first panel: the title, and the panel's own
 NOTE_HEIGHT = 18  # pixels more per note under the title
 PANEL_TITLE_SIZE = 13  # pixels: a panel's title font, small enough for its longest line in a 630-px output
 PANEL_TITLE_LINE = 17  # pixels per line of a panel's title
+PANEL_TITLE_CHARS = 60  # characters a line of a panel's title may take: at 13 px, within a 630-px output
 PANEL_TITLE_LIFT = 4  # pixels between a panel's title and its top, clear of the top tick's label
 
 
@@ -80,7 +81,8 @@ def liveness_figure(liveness: TensorLiveness, capacity: Mapping[int, int], marke
     rows = len(ipus) + (1 if code_rows else 0)
     stacked = {ipu: [sum(getattr(record, kind) for kind in kinds) for record in liveness.steps[ipu]] for ipu in ipus}
     titles = [_memory_title(liveness, ipu, capacity[ipu], streaming.get(ipu, 0),
-                            off_scale=capacity[ipu] > 3 * max(stacked[ipu], default=0)) for ipu in ipus]
+                            off_scale=capacity[ipu] > 3 * max(stacked[ipu], default=0), code_shown=include_code)
+              for ipu in ipus]
     extra = PANEL_TITLE_LINE * (max(title.count("<br>") for title in titles) if titles else 0)
     height = int((230 + extra) * len(ipus) + 60 + (28 * max(len(code_rows), 2) + 60 if code_rows else 40))
     code_title = "Code loaded and freed per graph" + (f" ({len(always)} more always live)" if always else "")
@@ -166,19 +168,27 @@ def _to_edges(values: np.ndarray) -> np.ndarray:
 
 
 def _memory_title(liveness: TensorLiveness, ipu: int, capacity: int, streaming: int = 0,
-                  off_scale: bool = False) -> str:
-    """The peak and its share of ``capacity`` on the first line; the Streaming Memory and whether the
-    capacity is off the scale on the next."""
+                  off_scale: bool = False, code_shown: bool = True) -> str:
+    """The peak (code included) and its share of ``capacity`` on the first line; below it the Streaming
+    Memory and whether the capacity is off the scale, which, with code left out of the panel, is the scale
+    of the tensors alone (the peak may then be above the capacity while the capacity is off the scale).
+    Lines of at most PANEL_TITLE_CHARS characters, the parts after the first joined by " · " where they fit."""
     records = liveness.steps[ipu]
     more = ([f"Streaming Memory {format_bytes(streaming)}"] if streaming else []) \
-        + (["capacity far above, off the scale"] if off_scale else [])
+        + ([f"capacity far above{'' if code_shown else ' the tensors shown'}, off the scale"] if off_scale else [])
     if not records:
         first = f"IPU {ipu}: no steps"
     else:
         peak = max(records, key=lambda record: record.total)
         share = 100 * peak.total / capacity if capacity else 0.0
         first = f"IPU {ipu}: peak {format_bytes(peak.total)} at step {peak.step} ({share:.3g}% of {format_bytes(capacity)})"
-    return first + (f"<br>{' · '.join(more)}" if more else "")
+    lines = [first]
+    for number, part in enumerate(more):
+        if number and len(lines[-1]) + 3 + len(part) <= PANEL_TITLE_CHARS:
+            lines[-1] += f" · {part}"
+        else:
+            lines.append(part)
+    return "<br>".join(lines)
 
 
 TRANSFER_LOOKS = {"load": ("loaded from Streaming Memory", "triangle-down"),
