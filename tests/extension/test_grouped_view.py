@@ -17,6 +17,8 @@ def test_the_extension_draws_and_opens_the_grouped_pictures_of_resnet50(tmp_path
     for name in ("a document with grouped pictures opens on them, drawn as laid out",
                  "clicking a group expands it in place, the breadcrumb reaches every level",
                  "pointing at an op shows its details",
+                 "the picture is laid out for the width of its canvas, drawn smaller where a little wider, "
+                 "and again on resize",
                  "an attribute nested 5,000 deep shows as a short preview, with no stack overflow"):
         assert re.search(rf"^ok \d+ - {re.escape(name)}$", out, re.M), name
 

@@ -164,9 +164,10 @@ def test_code_can_be_left_out_so_the_tensors_fill_the_scale():
 
 def test_a_capacity_far_above_the_peak_is_said_to_be_off_the_scale():
     ir, *_ = chain(20)
-    title = LivenessView(ir, live=False).figure.layout.annotations[0].text
-    assert title.endswith("· capacity far above, off the scale")
-    view = LivenessView(ir, live=False)
+    title = LivenessView(ir, live=False, include_code=True).figure.layout.annotations[0].text
+    assert title.endswith("<br>capacity far above, off the scale")  # on its own line
+    view = LivenessView(ir, live=False)  # code left out: the scale is the tensors', below the peak in the title
+    assert view.figure.layout.annotations[0].text.endswith("<br>capacity far above the tensors shown, off the scale")
     peak = max(record.total for record in view.liveness.steps[0])
     figure = liveness_figure(view.liveness, {0: peak * 2}, include_code=True)
     assert "off the scale" not in figure.layout.annotations[0].text
@@ -234,7 +235,8 @@ def test_a_phased_program_shows_its_streaming_memory_and_where_each_phase_loads_
         ("load", "remote_load", "phased_program.load"), ("store", "remote_store", "phased_program.store")] * 2
     assert all(t.nbytes == 16 * 16 * 4 and t.ipu == 0 for t in transfers)
     figure = LivenessView(ir, live=False).figure
-    assert figure.layout.annotations[0].text.endswith("· Streaming Memory 2 KiB · capacity far above, off the scale")
+    assert figure.layout.annotations[0].text.endswith(
+        "<br>Streaming Memory 2 KiB<br>capacity far above the tensors shown, off the scale")
     marks = {t.meta["kind"]: t for t in figure.data if (t.meta or {}).get("kind", "").startswith("remote_")}
     assert list(marks) == ["remote_load", "remote_store"]
     assert list(marks["remote_load"].x) == [t.step for t in transfers if t.direction == "load"]
@@ -269,3 +271,23 @@ def test_a_replicated_program_says_its_memory_is_each_replicas():
     assert "<sup>per replica: each of the 4 replicas has these IPUs and this memory</sup>" in title
     alone, _, _ = two_ipu_program()
     assert "per replica" not in LivenessView(alone, live=False).figure.layout.title.text
+
+
+def test_panel_titles_start_at_their_panels_left_edge_with_each_line_short_enough_for_a_630_px_output():
+    """Centred, a title longer than its panel ran off a narrow output's left edge: each starts at its
+    panel's left edge instead, its parts after the peak on the lines below, and the gap above each panel
+    grows by those lines."""
+    from workbench.widgets.figures.liveness_figure import PANEL_GAP, PANEL_TITLE_CHARS, PANEL_TITLE_LINE, PANEL_TITLE_SIZE
+
+    ir = phased_program()
+    figure = LivenessView(ir, live=False).figure
+    ir2, _, _ = two_ipu_program()
+    two = LivenessView(ir2, live=False).figure
+    for title in [*figure.layout.annotations, *two.layout.annotations]:
+        assert (title.x, title.xanchor, title.xref, title.font.size) == (0.0, "left", "paper", PANEL_TITLE_SIZE)
+        # at 13 px a character takes at most 8 px: 60 of them fit beside the y axis (70 px) in 630 px
+        assert all(len(line) <= PANEL_TITLE_CHARS == 60 for line in title.text.split("<br>")), title.text
+    assert figure.layout.annotations[0].text.count("<br>") == 2  # the peak; Streaming Memory; the capacity
+    (upper, lower) = two.layout.yaxis.domain, two.layout.yaxis2.domain
+    plot_height = two.layout.height - two.layout.margin.t - two.layout.margin.b
+    assert round((upper[0] - lower[1]) * plot_height) == PANEL_GAP + PANEL_TITLE_LINE

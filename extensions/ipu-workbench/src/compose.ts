@@ -19,7 +19,8 @@ const MARGIN = 12;
 const MAX_COLUMN = 240;
 export const INSET = 10;
 export const HEADER = LINE_HEIGHT + 2 * PAD_Y;
-const FOLD_WIDTH = 920;
+/** Pixels a tall picture folds to where its output's width is not known: a notebook figure's plot area. */
+export const FOLD_WIDTH = 920;
 const FOLD_ABOVE = 900;
 const GUTTER = 2 * GAP_X;
 

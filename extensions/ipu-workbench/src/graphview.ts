@@ -141,9 +141,10 @@ export class GraphView {
 
   /**
    * Lays the graph out again and draws it when the layout is ready; `focus` gives the point to scroll
-   * to once drawn (else the top left). Until then the canvas keeps what it shows, or says it is laying out.
+   * to once drawn (by default the graph's first op where it lies off the first screen, else the top left).
+   * Until then the canvas keeps what it shows, or says it is laying out.
    */
-  private redraw(focus: (layout: GraphLayout) => Point | undefined = () => undefined): void {
+  private redraw(focus: (layout: GraphLayout) => Point | undefined = layout => this.firstOpOffScreen(layout)): void {
     if (!this.started) {
       return;
     }
@@ -201,6 +202,22 @@ export class GraphView {
     this.canvas.removeAttribute('aria-busy');
     this.note.textContent = note;
     this.highlight();
+  }
+
+  /**
+   * Where the outermost graph's first op is, when the canvas's first screen would not show it: a graph
+   * wider than its output (a layer of many weights) would otherwise open on empty edges.
+   */
+  private firstOpOffScreen(layout: GraphLayout): Point | undefined {
+    const first = this.index.graphs.get(this.graphId)?.ops[0];
+    const node = first && layout.nodes.find(n => n.op === first);
+    const at = node && positionOf(layout, node.key);
+    const width = this.canvas.clientWidth;
+    const height = this.canvas.clientHeight;
+    if (!node || !at || width <= 0 || this.canvas.classList.contains('ipu-wb-fit')) {
+      return undefined;
+    }
+    return at.x + node.width > width || at.y + node.height > height ? at : undefined;
   }
 
   /** Scrolls the canvas so that node `key` sits near its top left (scaled when fitted to the width). */

@@ -5,10 +5,12 @@
  * closes it), clicking a call opens the graph it calls; the breadcrumb names every group down to the one
  * last expanded and shows any of them alone. Every picture was laid out once by the Python side (the
  * document's `grouped` section), the same one the notebook draws; the page only composes the expanded
- * pictures by arithmetic (`compose.ts`), so a graph of any size opens at once.
+ * pictures by arithmetic (`compose.ts`), so a graph of any size opens at once. A tall picture folds to the
+ * width of its output (measured, and again whenever the output is resized); one still a little wider is
+ * drawn smaller to fit, and one much wider keeps its size and scrolls sideways, as the toolbar says.
  */
 import { Details } from './details.js';
-import { compose, expandedChain, HEADER, Scene, SceneBox } from './compose.js';
+import { compose, expandedChain, FOLD_WIDTH, HEADER, Scene, SceneBox } from './compose.js';
 import { button, clear, el, svg } from './dom.js';
 import type { GroupedGraph, GroupPicture } from './generated/document.js';
 import { IrIndex } from './model.js';
@@ -18,6 +20,10 @@ const LINE_HEIGHT = 15;
 const PAD_Y = 6;
 const PAD_X = 8;
 const ARROW_ID = 'ipu-wb-arrow';
+/** A picture wider than its output is drawn down to this scale to fit it (its text still readable), else scrolls. */
+const SMALLEST_SCALE = 0.75;
+/** Pixels the output's width must change by before the picture is laid out again. */
+const REFIT_STEP = 8;
 
 export class GroupView {
   readonly node: HTMLElement;
@@ -25,11 +31,14 @@ export class GroupView {
   private readonly crumbs: HTMLElement;
   private readonly canvas: HTMLElement;
   private readonly legend: HTMLElement;
+  private readonly note: HTMLElement;
   private readonly graphs = new Map<string, GroupedGraph>();
   private readonly pictures = new Map<string, GroupPicture>();
   private current: GroupPicture | undefined;
   private expandedGroups = new Set<string>();
   private last = '';
+  /** The canvas's width the picture on screen was laid out for (0: not measured yet, off the page). */
+  private room = 0;
 
   constructor(private readonly doc: Document, private readonly index: IrIndex, private readonly details: Details,
     graphId: string) {
@@ -49,11 +58,33 @@ export class GroupView {
     this.crumbs = el(doc, 'span', 'ipu-wb-crumbs');
     this.canvas = el(doc, 'div', 'ipu-wb-group-canvas');
     this.legend = el(doc, 'div', 'ipu-wb-legend');
+    this.note = el(doc, 'span', 'ipu-wb-group-note');
     this.node = el(doc, 'div', 'ipu-wb-group-view', [
-      el(doc, 'div', 'ipu-wb-toolbar', [el(doc, 'label', '', ['graph ', this.select]), this.crumbs]),
+      el(doc, 'div', 'ipu-wb-toolbar', [el(doc, 'label', '', ['graph ', this.select]), this.crumbs, this.note]),
       this.canvas, this.legend
     ]);
     this.showGraph(index.graphs.has(graphId) ? graphId : index.main.id);
+    const Observer = doc.defaultView?.ResizeObserver;
+    if (Observer !== undefined) {  // laid out again for the output's width once on the page, and on each resize
+      new Observer(() => this.refit()).observe(this.canvas);
+    }
+  }
+
+  /** Lays the picture out again where the canvas's width has changed (not while it is hidden). */
+  private refit(): void {
+    const width = this.canvas.clientWidth;
+    if (this.current !== undefined && width > 0 && Math.abs(width - this.room) > REFIT_STEP) {
+      this.redraw(false);
+    }
+  }
+
+  /** The pixels of width a picture may take: the canvas's, where it is on the page. */
+  private measuredRoom(): number {
+    const width = this.canvas.clientWidth;
+    if (width > 0) {
+      this.room = width;
+    }
+    return this.room > 0 ? this.room : FOLD_WIDTH;
   }
 
   /** Whether the document has grouped pictures to show. */
@@ -130,7 +161,7 @@ export class GroupView {
 
   /** The picture on screen, composed. */
   scene(): Scene | undefined {
-    return this.current && compose(id => this.pictures.get(id)!, this.current.id, this.expandedGroups);
+    return this.current && compose(id => this.pictures.get(id)!, this.current.id, this.expandedGroups, this.measuredRoom());
   }
 
   private graphOf(picture: GroupPicture): string {
@@ -172,7 +203,11 @@ export class GroupView {
   }
 
   private draw(picture: GroupPicture, scene: Scene): SVGElement {
-    const root = svg(this.doc, 'svg', { class: 'ipu-wb-group-svg', width: scene.width, height: scene.height,
+    const room = this.room > 0 ? this.room : scene.width;
+    const scale = scene.width > room && room / scene.width >= SMALLEST_SCALE ? room / scene.width : 1;
+    this.note.textContent = scene.width * scale > room + 1 ? `${Math.round(scene.width)} px wide: scroll sideways` :
+      scale < 1 ? `drawn at ${Math.round(100 * scale)}% to fit` : '';
+    const root = svg(this.doc, 'svg', { class: 'ipu-wb-group-svg', width: scene.width * scale, height: scene.height * scale,
       viewBox: `0 0 ${scene.width} ${scene.height}`, 'data-group': picture.id });
     root.appendChild(svg(this.doc, 'defs', {}, [svg(this.doc, 'marker', { id: ARROW_ID, viewBox: '0 0 10 10', refX: 9, refY: 5,
       markerWidth: 7, markerHeight: 7, orient: 'auto-start-reverse' }, [svg(this.doc, 'path', { d: 'M 0 0 L 10 5 L 0 10 z', class: 'ipu-wb-arrowhead' })])]));

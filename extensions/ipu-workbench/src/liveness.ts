@@ -1,7 +1,8 @@
 /**
  * The liveness chart: live tile memory of one IPU at each step of the flattened schedule, stacked
  * bottom up as variables, constants, intermediates and code (as the plotly memory chart stacks them),
- * with the peak marked.
+ * with the peak marked. It is laid out for the width of its panel (measured, and again on each resize), so
+ * that its text keeps its size in a narrow output and its steps spread over a wide one.
  */
 import { Details } from './details.js';
 import { Column, columns } from './columns.js';
@@ -10,13 +11,17 @@ import { IpuLiveness, IrIndex, LivenessSection, ViewOptions } from './model.js';
 import { maxOf } from './numbers.js';
 import { binaryTicks, formatBytes, kindLabel, MemoryKind } from './visual.js';
 
+/** The chart's width until its panel's is known (off the page, or in a hidden tab). */
 const WIDTH = 720;
+/** The narrowest chart laid out: a narrower panel shows it smaller. */
+const NARROWEST = 320;
 const HEIGHT = 240;
 const LEFT = 72;
+const RIGHT = 8;
 const BOTTOM = 24;
 const TOP = 12;
-/** At most one column per pixel of the plot; longer schedules are grouped. */
-const MAX_COLUMNS = WIDTH - LEFT - 8;
+/** Pixels the panel's width must change by before the chart is laid out again. */
+const REFIT_STEP = 8;
 
 interface Series {
   name: string;
@@ -51,10 +56,13 @@ export function renderLiveness(doc: Document, index: IrIndex, details: Details, 
     shown.delete(codeName);
   }
   let current = liveness.ipus[0];
+  let width = 0;  // the panel's width the chart was laid out for (0: not measured)
   const draw = (ipu: IpuLiveness) => {
     current = ipu;
+    width = chart.clientWidth;
     clear(chart);
-    chart.appendChild(drawChart(doc, index, liveness, ipu, SERIES.filter(s => shown.has(s.name)), details));
+    chart.appendChild(drawChart(doc, index, liveness, ipu, SERIES.filter(s => shown.has(s.name)), details,
+      width > 0 ? Math.max(width, NARROWEST) : WIDTH));
     const capacity = options.device?.tile_bytes_per_ipu;
     const peak = ipu.peak_step === null ? 'no steps' : `peak ${formatBytes(ipu.peak_bytes)} at step ${ipu.peak_step}`;
     summary.textContent = `IPU ${ipu.ipu}: ${peak}` +
@@ -87,6 +95,14 @@ export function renderLiveness(doc: Document, index: IrIndex, details: Details, 
   }));
   const note = dwarfed ? [el(doc, 'div', 'ipu-wb-liveness-note',
     [`${codeName} left out: it would dwarf the tensors (tick it below to stack it)`])] : [];
+  const Observer = doc.defaultView?.ResizeObserver;
+  if (Observer !== undefined) {
+    new Observer(() => {
+      if (chart.clientWidth > 0 && Math.abs(chart.clientWidth - width) > REFIT_STEP) {
+        draw(current);
+      }
+    }).observe(chart);
+  }
   return el(doc, 'div', 'ipu-wb-liveness', [...parts, summary, ...note, chart, legend]);
 }
 
@@ -103,7 +119,7 @@ export function codeDwarfsTensors(ipu: IpuLiveness): boolean {
  * schedules, per run of steps drawn as its largest; hover details list all four series.
  */
 function drawChart(doc: Document, index: IrIndex, liveness: LivenessSection, ipu: IpuLiveness, series: Series[],
-  details: Details): SVGElement {
+  details: Details, width: number): SVGElement {
   const steps = liveness.steps.length;
   const shownTotal = (step: number) => {
     let sum = 0;
@@ -112,11 +128,11 @@ function drawChart(doc: Document, index: IrIndex, liveness: LivenessSection, ipu
     }
     return sum;
   };
-  const drawn = columns(steps, shownTotal, MAX_COLUMNS);
+  const drawn = columns(steps, shownTotal, width - LEFT - RIGHT);  // at most one column per pixel
   const top = Math.max(1, maxOf(drawn, column => shownTotal(column.step), 0));
-  const x = (step: number) => LEFT + ((WIDTH - LEFT - 8) * step) / steps;
+  const x = (step: number) => LEFT + ((width - LEFT - RIGHT) * step) / steps;
   const y = (bytes: number) => HEIGHT - BOTTOM - ((HEIGHT - BOTTOM - TOP) * bytes) / top;
-  const root = svg(doc, 'svg', { class: 'ipu-wb-chart-svg', width: WIDTH, height: HEIGHT, viewBox: `0 0 ${WIDTH} ${HEIGHT}` });
+  const root = svg(doc, 'svg', { class: 'ipu-wb-chart-svg', width, height: HEIGHT, viewBox: `0 0 ${width} ${HEIGHT}` });
   const below = new Float64Array(drawn.length);
   for (const area of series) {
     const upper = drawn.map((column, c) => below[c] + area.value(ipu, column.step));
@@ -130,11 +146,11 @@ function drawChart(doc: Document, index: IrIndex, liveness: LivenessSection, ipu
     upper.forEach((v, c) => (below[c] = v));
   }
   for (const bytes of binaryTicks(top)) {
-    root.appendChild(svg(doc, 'line', { class: 'ipu-wb-axis', x1: LEFT, x2: WIDTH - 8, y1: y(bytes), y2: y(bytes) }));
+    root.appendChild(svg(doc, 'line', { class: 'ipu-wb-axis', x1: LEFT, x2: width - RIGHT, y1: y(bytes), y2: y(bytes) }));
     root.appendChild(svg(doc, 'text', { class: 'ipu-wb-axis-label', x: LEFT - 6, y: y(bytes) + 4, 'text-anchor': 'end' }, [formatBytes(bytes)]));
   }
   root.appendChild(svg(doc, 'text', { class: 'ipu-wb-axis-label', x: LEFT, y: HEIGHT - 6 }, ['step 0']));
-  root.appendChild(svg(doc, 'text', { class: 'ipu-wb-axis-label', x: WIDTH - 8, y: HEIGHT - 6, 'text-anchor': 'end' }, [`step ${steps - 1}`]));
+  root.appendChild(svg(doc, 'text', { class: 'ipu-wb-axis-label', x: width - RIGHT, y: HEIGHT - 6, 'text-anchor': 'end' }, [`step ${steps - 1}`]));
   if (ipu.peak_step !== null) {
     const px = (x(ipu.peak_step) + x(ipu.peak_step + 1)) / 2;
     root.appendChild(svg(doc, 'line', { class: 'ipu-wb-peak', x1: px, x2: px, y1: TOP, y2: HEIGHT - BOTTOM },

@@ -80,6 +80,46 @@ if (path) {
     conv.dispatchEvent(new window.MouseEvent('mouseenter'));
     assert.match(root.querySelector('.ipu-wb-details-title').textContent, /^(init|host_load|conv) /);
   });
+
+  test('the picture is laid out for the width of its canvas, drawn smaller where a little wider, and again on resize', () => {
+    const dom = new JSDOM('<!DOCTYPE html><body></body>');
+    const observers = [];
+    dom.window.ResizeObserver = class {
+      constructor(callback) { this.callback = callback; observers.push(this); }
+      observe(node) { this.node = node; }
+    };
+    const root = renderIr(dom.window.document.body, document);
+    const canvas = root.querySelector('.ipu-wb-group-canvas');
+    const resize = width => {
+      Object.defineProperty(canvas, 'clientWidth', { value: width, configurable: true });
+      observers.filter(o => o.node === canvas).forEach(o => o.callback());
+    };
+    const top = document.grouped.graphs[0].groups[0];
+    const res2 = top.nodes.find(n => n.kind === 'group' && n.lines[0] === '▸ res2');
+    const svg = () => root.querySelector('.ipu-wb-group-svg');
+    const note = () => root.querySelector('.ipu-wb-group-note').textContent;
+    resize(600);
+    click(dom.window, root.querySelector(`.ipu-wb-pbox[data-key="${res2.key}"]`));
+    const narrow = compose(picture, top.id, new Set([res2.key]), 600);
+    const wide = compose(picture, top.id, new Set([res2.key]), 1000);
+    assert.ok(narrow.width <= 600 && wide.width > 600, 'the expanded picture folds to the room');
+    assert.equal(svg().viewBox.baseVal.width, narrow.width);
+    assert.equal(Number(svg().getAttribute('width')), narrow.width);
+    resize(1000);  // the output resized: laid out again, with no click
+    assert.equal(svg().viewBox.baseVal.width, wide.width);
+    assert.equal(note(), '');
+    resize(Math.round(wide.width * 0.9));  // a little narrower than the picture: drawn smaller
+    const shrunk = compose(picture, top.id, new Set([res2.key]), Math.round(wide.width * 0.9));
+    const room = Math.round(wide.width * 0.9);
+    if (shrunk.width > room) {
+      assert.equal(Number(svg().getAttribute('width')), room);
+      assert.match(note(), /^drawn at \d+% to fit$/);
+    }
+    resize(100);  // far narrower: the picture keeps its size and scrolls
+    const least = compose(picture, top.id, new Set([res2.key]), 100);
+    assert.equal(Number(svg().getAttribute('width')), least.width);
+    assert.equal(note(), `${Math.round(least.width)} px wide: scroll sideways`);
+  });
 }
 
 test('an attribute nested 5,000 deep shows as a short preview, with no stack overflow', () => {

@@ -231,6 +231,35 @@ test('ticking and unticking a series in the legend adds and removes its area and
     'the largest stack without code: 16 B of variables + 32 B of intermediates');
 });
 
+test('the liveness chart is laid out for the width of its panel, and again when that changes', async () => {
+  const dom = new JSDOM('<!DOCTYPE html><body></body>');
+  const observers = [];
+  dom.window.ResizeObserver = class {
+    constructor(callback) { this.callback = callback; observers.push(this); }
+    observe(node) { this.node = node; }
+  };
+  const root = renderIr(dom.window.document.body, sampleDocument(), { view: 'memory' });
+  const panel = root.querySelector('.ipu-wb-chart');
+  const resize = width => {
+    Object.defineProperty(panel, 'clientWidth', { value: width, configurable: true });
+    observers.filter(o => o.node === panel).forEach(o => o.callback());
+  };
+  const widths = () => {
+    const chart = panel.querySelector('.ipu-wb-chart-svg');
+    const axis = chart.querySelector('.ipu-wb-axis');
+    return [Number(chart.getAttribute('width')), chart.viewBox.baseVal.width, Number(axis.getAttribute('x2'))];
+  };
+  assert.deepEqual(widths(), [720, 720, 712], 'off the page: its width until its panel is measured');
+  resize(500);
+  assert.deepEqual(widths(), [500, 500, 492]);
+  resize(1100);
+  assert.deepEqual(widths(), [1100, 1100, 1092]);
+  resize(1104);  // a few pixels: not laid out again
+  assert.deepEqual(widths(), [1100, 1100, 1092]);
+  resize(200);  // narrower than its narrowest: drawn at 320 px, shown smaller
+  assert.deepEqual(widths(), [320, 320, 312]);
+});
+
 test('a document without liveness, or whose liveness failed, says so', async () => {
   const document = sampleDocument();
   document.liveness = { version: 1, error: 'graph cycle', steps: [], ipus: [] };

@@ -52,6 +52,10 @@ def code_dwarfs_tensors(liveness: TensorLiveness) -> bool:
 TITLE_TOP = 24  # pixels from the figure's top to its title's first line (plotly anchors a title's middle line)
 TITLE_SPACE = 70  # pixels above the first panel: the title, and the panel's own title under it
 NOTE_HEIGHT = 18  # pixels more per note under the title
+PANEL_TITLE_SIZE = 13  # pixels: a panel's title font, small enough for its longest line in a 630-px output
+PANEL_TITLE_LINE = 17  # pixels per line of a panel's title
+PANEL_TITLE_CHARS = 60  # characters a line of a panel's title may take: at 13 px, within a 630-px output
+PANEL_TITLE_LIFT = 4  # pixels between a panel's title and its top, clear of the top tick's label
 
 
 def liveness_figure(liveness: TensorLiveness, capacity: Mapping[int, int], marked_steps: Iterable[int] = (),
@@ -75,15 +79,22 @@ def liveness_figure(liveness: TensorLiveness, capacity: Mapping[int, int], marke
     code_rows = [record for record in shown_code if not record.always_live or record.load_steps]
     always = [record for record in shown_code if record not in code_rows]
     rows = len(ipus) + (1 if code_rows else 0)
-    height = int(230 * len(ipus) + 60 + (28 * max(len(code_rows), 2) + 60 if code_rows else 40))
+    stacked = {ipu: [sum(getattr(record, kind) for kind in kinds) for record in liveness.steps[ipu]] for ipu in ipus}
+    titles = [_memory_title(liveness, ipu, capacity[ipu], streaming.get(ipu, 0),
+                            off_scale=capacity[ipu] > 3 * max(stacked[ipu], default=0), code_shown=include_code)
+              for ipu in ipus]
+    extra = PANEL_TITLE_LINE * (max(title.count("<br>") for title in titles) if titles else 0)
+    height = int((230 + extra) * len(ipus) + 60 + (28 * max(len(code_rows), 2) + 60 if code_rows else 40))
     code_title = "Code loaded and freed per graph" + (f" ({len(always)} more always live)" if always else "")
     # A fixed gap in pixels between panels leaves room for the next panel's title above its plot.
     figure = make_subplots(rows=rows, cols=1, shared_xaxes=True,
-                           vertical_spacing=PANEL_GAP / (height - 120) if rows > 1 else 0.0,
+                           vertical_spacing=(PANEL_GAP + extra) / (height - 120 - extra) if rows > 1 else 0.0,
                            row_heights=[1.0] * len(ipus) + ([max(0.35, 0.12 * len(code_rows))] if code_rows else []),
-                           subplot_titles=[_memory_title(liveness, ipu, capacity[ipu], streaming.get(ipu, 0))
-                                           for ipu in ipus]
-                           + ([code_title] if code_rows else []))
+                           subplot_titles=titles + ([code_title] if code_rows else []))
+    # Each panel's title starts at the panel's left edge, its parts on their own lines, so that it fits a
+    # narrow output without knowing its width (centred, a long title ran off the output's left edge).
+    figure.update_annotations(x=0.0, xanchor="left", align="left", yshift=PANEL_TITLE_LIFT,
+                              font=dict(size=PANEL_TITLE_SIZE))
     figure.layout.template = TEMPLATE  # in place of plotly's default
     steps = np.arange(len(liveness.flat))
     edges = np.concatenate([[-0.5], steps, [len(steps) - 0.5]]) if len(steps) else steps
@@ -102,9 +113,8 @@ def liveness_figure(liveness: TensorLiveness, capacity: Mapping[int, int], marke
                 stackgroup=f"ipu{ipu}", mode="lines", line=dict(width=0.5, shape="hvh", color=KIND_COLORS[KIND_OF[kind]]),
                 hovertext=_to_edges(hovers), hoverinfo="text", customdata=_to_edges(steps), meta=dict(ipu=ipu, kind=kind)),
                 row=row, col=1)
-        stacked = [sum(getattr(record, kind) for kind in kinds) for record in records]
-        peak = max(stacked, default=0)
-        _add_transfers(figure, liveness, [t for t in transfers if t.ipu == ipu], stacked, row, first=row == 1)
+        peak = max(stacked[ipu], default=0)
+        _add_transfers(figure, liveness, [t for t in transfers if t.ipu == ipu], stacked[ipu], row, first=row == 1)
         cap = capacity[ipu]
         figure.add_trace(go.Scatter(
             x=[-0.5, max(len(steps) - 0.5, 0.5)], y=[cap, cap], mode="lines", name="device capacity",
@@ -112,8 +122,6 @@ def liveness_figure(liveness: TensorLiveness, capacity: Mapping[int, int], marke
             hovertext=f"IPU {ipu} tile memory: {format_bytes(cap)}", hoverinfo="text", meta=dict(ipu=ipu, kind="capacity")),
             row=row, col=1)
         top = cap * 1.08 if cap <= 3 * peak else max(peak, 1) * 1.25
-        if cap > 3 * peak:
-            figure.layout.annotations[row - 1].text += " · capacity far above, off the scale"
         figure.update_yaxes(range=[0, top], title_text=f"IPU {ipu}", row=row, col=1, **binary_ticks(top))
     if code_rows:
         _add_code_panel(figure, liveness, code_rows, rows)
@@ -140,7 +148,7 @@ def liveness_figure(liveness: TensorLiveness, capacity: Mapping[int, int], marke
                               xanchor="left", yanchor="bottom", name="stepper")
     figure.update_xaxes(title_text="step of the flattened schedule", row=rows, col=1)
     figure.update_xaxes(range=[-0.5, max(len(steps) - 0.5, 0.5)])
-    top = TITLE_SPACE + NOTE_HEIGHT * len(notes)
+    top = TITLE_SPACE + NOTE_HEIGHT * len(notes) + extra
     legend_rows = len(kinds) + 1 + len({transfer.direction for transfer in transfers})
     figure_height = max(height + NOTE_HEIGHT * len(notes), top + 50 + 30 * legend_rows)
     figure.update_layout(**base_layout(
@@ -159,15 +167,28 @@ def _to_edges(values: np.ndarray) -> np.ndarray:
     return np.concatenate([values[:1], values, values[-1:]]) if len(values) else values
 
 
-def _memory_title(liveness: TensorLiveness, ipu: int, capacity: int, streaming: int = 0) -> str:
+def _memory_title(liveness: TensorLiveness, ipu: int, capacity: int, streaming: int = 0,
+                  off_scale: bool = False, code_shown: bool = True) -> str:
+    """The peak (code included) and its share of ``capacity`` on the first line; below it the Streaming
+    Memory and whether the capacity is off the scale, which, with code left out of the panel, is the scale
+    of the tensors alone (the peak may then be above the capacity while the capacity is off the scale).
+    Lines of at most PANEL_TITLE_CHARS characters, the parts after the first joined by " · " where they fit."""
     records = liveness.steps[ipu]
-    remote = f" · Streaming Memory {format_bytes(streaming)}" if streaming else ""
+    more = ([f"Streaming Memory {format_bytes(streaming)}"] if streaming else []) \
+        + ([f"capacity far above{'' if code_shown else ' the tensors shown'}, off the scale"] if off_scale else [])
     if not records:
-        return f"IPU {ipu}: no steps{remote}"
-    peak = max(records, key=lambda record: record.total)
-    share = 100 * peak.total / capacity if capacity else 0.0
-    return (f"IPU {ipu}: peak {format_bytes(peak.total)} at step {peak.step} "
-            f"({share:.3g}% of {format_bytes(capacity)}){remote}")
+        first = f"IPU {ipu}: no steps"
+    else:
+        peak = max(records, key=lambda record: record.total)
+        share = 100 * peak.total / capacity if capacity else 0.0
+        first = f"IPU {ipu}: peak {format_bytes(peak.total)} at step {peak.step} ({share:.3g}% of {format_bytes(capacity)})"
+    lines = [first]
+    for number, part in enumerate(more):
+        if number and len(lines[-1]) + 3 + len(part) <= PANEL_TITLE_CHARS:
+            lines[-1] += f" · {part}"
+        else:
+            lines.append(part)
+    return "<br>".join(lines)
 
 
 TRANSFER_LOOKS = {"load": ("loaded from Streaming Memory", "triangle-down"),
