@@ -1,0 +1,85 @@
+"""GraphView of a large graph: it opens as the Model tab's groups (name scopes, runs of scopes), each a node
+with its op count whose edges are its ops', opens and closes in place on click, and stays small on the comm."""
+import json
+import time
+
+import pytest
+
+from real_programs import wide_program
+from widget_programs import chain, click, trace
+from workbench.widgets import GraphView
+from workbench.widgets.dataflow import GROUPED_OPS
+from workbench.widgets.figure_canvas import figure_json
+from workbench.widgets.figures.graph_figure import GROUP_TRACE, OPENED_TRACE, picture_layout
+
+
+@pytest.fixture(scope="module")
+def wide():
+    return wide_program()
+
+
+def test_a_10000_op_graph_opens_as_a_few_named_groups_with_their_op_counts(wide):
+    view = GraphView(wide, live=False)
+    assert view.groups is not None and view.picture.op_count == 3
+    groups = list(trace(view.figure, GROUP_TRACE).text)
+    assert groups == [f"▸ block{first} … block{first + 19} (2000 ops)" for first in range(0, 100, 20)]
+    assert list(trace(view.figure, "ops").text) == ["init", "host_load", "host_store"]
+    assert "grouped by name scope" in view.figure.layout.title.text
+    names = {key: node.label for key, node in view.picture.nodes.items()}
+    assert [(names[tail], names[head]) for tail, head, _ in view.picture.edges] == [  # the chain between them
+        ("init", "host_load"), ("host_load", groups[0]), *zip(groups, groups[1:]), (groups[-1], "host_store")]
+    hover = trace(view.figure, GROUP_TRACE).hovertext[0]
+    assert "2000 ops" in hover and "matmul" in hover and "relu" in hover
+
+
+def test_the_grouped_figure_is_small_and_quick_to_build(wide):
+    start = time.perf_counter()
+    view = GraphView(wide, live=False)
+    state = json.dumps(figure_json(view.figure))
+    assert time.perf_counter() - start < 5  # about 0.3 s alone; far from the 3–5 s of every op drawn
+    assert len(state) < 50_000
+
+
+def test_clicking_a_group_opens_it_in_a_box_and_clicking_its_title_closes_it(wide):
+    view = GraphView(wide, live=False)
+    canvas = view.widget.children[-1]
+    first = next(key for key, node in view.picture.nodes.items() if node.kind == "group")
+    click(canvas, GROUP_TRACE, first)
+    assert [a.text for a in view.figure.layout.annotations] == ["▾ block0 … block19 (2000 ops)"]
+    inner = [node.label for node in view.picture.nodes.values() if node.kind == "group"]
+    assert inner[:2] == ["▸ block0 (99 ops)", "▸ block1 (101 ops)"] and len(inner) == 20 + 4
+    block = next(key for key, node in view.picture.nodes.items() if node.label == "▸ block0 (99 ops)")
+    click(view._canvas, GROUP_TRACE, block)
+    assert len(view.figure.layout.shapes) == 2 and view.picture.op_count == 3
+    layout = picture_layout(view.picture)
+    for tail, head, _ in view.picture.edges:  # still every edge downwards
+        assert layout.positions[tail][1] > layout.positions[head][1]
+    click(view._canvas, OPENED_TRACE, first)
+    assert view.opened == set() and not view.figure.layout.shapes
+
+
+def test_an_op_inside_a_closed_group_is_found_and_selected_through_its_group(wide):
+    view = GraphView(wide, live=False)
+    op = next(op for op in wide.main_graph.ops if op.name == "block42/relu.4204")
+    matches = view.search("relu.4204")
+    assert matches == view.picture.keys_of(op) == ["group:" + view.groups.children[2].id]
+    view.selection.op = op
+    assert list(trace(view.figure, "selected").customdata) == matches
+
+
+def test_grouping_follows_the_size_of_the_graph_unless_asked():
+    small, _, _ = chain(GROUPED_OPS - 1)
+    large, _, _ = chain(GROUPED_OPS)
+    assert GraphView(small, live=False).groups is None
+    assert GraphView(large, live=False).groups is not None
+    assert GraphView(large, grouped=False, live=False).picture.op_count == GROUPED_OPS
+    assert GraphView(small, grouped=True, live=False).groups is not None
+    with pytest.raises(ValueError, match="grouped must be"):
+        GraphView(small, grouped="yes", live=False)
+    view = GraphView(small, live=False)
+    with pytest.raises(ValueError, match="drawn ungrouped"):
+        view.open_group("main_graph#1")
+    view = GraphView(large, live=False)
+    with pytest.raises(ValueError, match="has no group 'nowhere'"):
+        view.open_group("nowhere")
+    assert view.opened == set()
