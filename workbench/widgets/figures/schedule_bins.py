@@ -1,0 +1,60 @@
+"""A long schedule drawn in time bins: where a timeline would have thousands of bars (each under a pixel
+wide at a notebook's width, and megabytes of hover text), the bars of each row are gathered by kind into
+``BINS_PER_ROW`` spans of equal time, one bar per kind and span that says which ops it holds."""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Callable, Hashable, Sequence
+
+from ..style import count_of, text
+
+BINNED_ABOVE = 2000  # bars; a timeline with more is drawn in bins
+BINS_PER_ROW = 400  # about two pixels each across a notebook-wide figure
+
+
+@dataclass(slots=True)
+class BinnedBar:
+    """The bars of one row and one category (a kind, a pipeline stage) that start within one bin: its
+    span from the first start to the last end, the events drawn (in order) and their own length."""
+
+    row: Any
+    category: Hashable
+    start: float
+    end: float
+    events: list[int] = field(default_factory=list)
+    busy: float = 0.0
+
+
+def bin_width(bars: Sequence[Any]) -> float:
+    """The length of a bin: the longest row's span over ``BINS_PER_ROW`` (every row binned alike)."""
+    return max((bar.end for bar in bars), default=0.0) / BINS_PER_ROW or 1.0
+
+
+def binned_bars(bars: Sequence[Any], category: Callable[[Any], Hashable], width: float) -> list[BinnedBar]:
+    """``bars`` (``schedule_figure.Bar``) gathered per row, ``category(bar)`` and bin of ``width``."""
+    found: dict[tuple, BinnedBar] = {}
+    for bar in bars:
+        kind = category(bar)
+        key = (bar.row, kind, int(bar.start // width))
+        binned = found.get(key)
+        if binned is None:
+            binned = found[key] = BinnedBar(bar.row, kind, bar.start, bar.end)
+        binned.start, binned.end = min(binned.start, bar.start), max(binned.end, bar.end)
+        binned.events.append(bar.event)
+        binned.busy += bar.end - bar.start
+    return list(found.values())
+
+
+def binned_hover(binned: BinnedBar, events: Sequence[Any], kind_label: str, unit: str, where: str) -> str:
+    """What a binned bar's hover says: how many executions of which op types, from which op to which, when."""
+    ops = [events[index].op for index in binned.events]
+    types = " · ".join(f"{count} {text(op_type)}" for op_type, count in Counter(op.type for op in ops).most_common(4))
+    first, last = ops[0].name, ops[-1].name
+    names = text(first) if first == last else f"{text(first)} … {text(last)}"
+    if unit == "seconds":
+        span = f"{binned.start:.3g} s to {binned.end:.3g} s, {binned.busy:.3g} s of its own"
+    else:
+        span = f"cycles {binned.start:,.0f} to {binned.end:,.0f}, {binned.busy:,.0f} of its own"
+    return "<br>".join([f"<b>{text(kind_label)}: {count_of(len(ops), 'op execution')}</b>", names, types, span, where,
+                        "click selects the first"])
