@@ -10,7 +10,7 @@ from widget_programs import chain, click, trace
 from workbench.widgets import GraphView
 from workbench.widgets.dataflow import GROUPED_OPS
 from workbench.widgets.figure_canvas import figure_json
-from workbench.widgets.figures.graph_figure import GROUP_TRACE, OPENED_TRACE, picture_layout
+from workbench.widgets.figures.graph_figure import GROUP_TRACE, OPENED_TRACE, layer_pixels, picture_layout
 
 
 @pytest.fixture(scope="module")
@@ -83,3 +83,14 @@ def test_grouping_follows_the_size_of_the_graph_unless_asked():
     with pytest.raises(ValueError, match="has no group 'nowhere'"):
         view.open_group("nowhere")
     assert view.opened == set()
+
+
+def test_the_titles_of_groups_open_one_in_another_stand_one_above_the_other(wide):
+    view = GraphView(wide, live=False)
+    run = view.groups.children[0]
+    view.open_group(run.children[0].id)  # its run opens with it
+    assert view.opened == {run.id, run.children[0].id}
+    outer, inner = view.figure.layout.annotations
+    assert (outer.text, inner.text) == ("▾ block0 … block19 (2000 ops)", "▾ block0 (99 ops)")
+    assert (outer.y - inner.y) * layer_pixels(view.picture) >= 12 > 0  # a 10-px title's height apart
+    assert view.figure.layout.height == layer_pixels(view.picture) * 16 + 130

@@ -63,3 +63,13 @@ def test_a_schedule_under_the_limit_keeps_a_bar_per_execution():
     assert sum(len(t.x) for t in view.figure.data if t.name == SCHEDULE_LABELS["compute"]) == sum(
         1 for bar in bars if view.events[bar.event].kind == "compute")
     assert not any((t.meta or {}).get("binned") for t in view.figure.data)
+
+
+def test_a_strip_under_the_bins_says_which_group_of_name_scopes_ran_when(wide_view):
+    groups = trace(wide_view.figure, "groups (name scopes)")
+    labels = [hover.split("</b>")[0][len("<b>"):] for hover in groups.hovertext]
+    assert labels == [f"block{first} … block{first + 19}" for first in range(0, 100, 20)]
+    assert all("2,000 op executions" in hover for hover in groups.hovertext)
+    spans = list(zip(groups.base, groups.x))
+    assert all(start + length <= following for (start, length), (following, _) in zip(spans, spans[1:]))
+    assert len(set(groups.marker.color)) == 2  # alternating, so that neighbours stand apart

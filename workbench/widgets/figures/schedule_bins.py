@@ -58,3 +58,44 @@ def binned_hover(binned: BinnedBar, events: Sequence[Any], kind_label: str, unit
         span = f"cycles {binned.start:,.0f} to {binned.end:,.0f}, {binned.busy:,.0f} of its own"
     return "<br>".join([f"<b>{text(kind_label)}: {count_of(len(ops), 'op execution')}</b>", names, types, span, where,
                         "click selects the first"])
+
+
+@dataclass(slots=True)
+class ScopeSpan:
+    """Where the ops of one top-level group of the main graph (``grouping.group_graph``: a name scope, or a
+    run of them) ran on one row: from the first start to the last end, and how many bars it holds."""
+
+    row: Any
+    label: str
+    order: int  # the group's place among the top-level groups
+    start: float
+    end: float
+    count: int = 0
+
+
+def scope_spans(events: Sequence[Any], bars: Sequence[Any]) -> list[ScopeSpan]:
+    """The span of each top-level group of the main graph on each row; an op of a called graph counts for
+    the group of the main graph's call site it runs under."""
+    from workbench.export.grouping import group_graph
+
+    if not events:
+        return []
+    main = events[0].op.graph.ir.main_graph
+    root = group_graph(main)
+    top: dict = {}
+    for order, child in enumerate(root.children):
+        for group in child.walk():
+            for op in group.ops:
+                top[op] = (order, child.label)
+    found: dict[tuple, ScopeSpan] = {}
+    for bar in bars:
+        event = events[bar.event]
+        where = top.get(event.call_path[0] if event.call_path else event.op)
+        if where is None:
+            continue
+        span = found.get((bar.row, where))
+        if span is None:
+            span = found[(bar.row, where)] = ScopeSpan(bar.row, where[1], where[0], bar.start, bar.end)
+        span.start, span.end = min(span.start, bar.start), max(span.end, bar.end)
+        span.count += 1
+    return list(found.values())

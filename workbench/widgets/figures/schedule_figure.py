@@ -17,7 +17,7 @@ import plotly.graph_objects as go
 from workbench.analysis.cost_model import KINDS
 from workbench.ir import Op
 
-from .schedule_bins import BINNED_ABOVE, bin_width, binned_bars, binned_hover
+from .schedule_bins import BINNED_ABOVE, bin_width, binned_bars, binned_hover, scope_spans
 from ..style import (CURRENT_COLOR, HIGHLIGHT, IN_SEQUENCE_COLOR, SCHEDULE_COLORS, SCHEDULE_LABELS, TEMPLATE, base_layout,
                      group_color, text, text_array)
 
@@ -168,6 +168,8 @@ def schedule_figure(events: Sequence[Any], *, unit: str = "cycles", clock_hz: fl
             customdata=[bar.event for bar in drawn], hovertext=text_array(hover(bar.event) for bar in drawn),
             hoverinfo="text", meta=dict(kind=kind)))
     _add_pipeline_stages(figure, events, bars, width)
+    if binned:
+        _add_scope_spans(figure, events, bars, unit)
     _add_outlines(figure, events, bars, selected, "selected op", HIGHLIGHT, hover)
     _add_outlines(figure, events, bars, current, "next op", CURRENT_COLOR, hover)
     _add_breakpoints(figure, bars, breakpoints)
@@ -200,6 +202,21 @@ def _add_binned(figure: go.Figure, events: Sequence[Any], bars: list[Bar], kind:
         width=0.8 if control else 0.5, customdata=[b.events[0] for b in drawn],
         hovertext=text_array(binned_hover(b, events, SCHEDULE_LABELS[kind], unit, row_label(b.row)) for b in drawn),
         hoverinfo="text", meta=dict(kind=kind, binned=True)))
+
+
+def _add_scope_spans(figure: go.Figure, events: Sequence[Any], bars: list[Bar], unit: str) -> None:
+    """A strip under each row's bars per top-level group of the main graph (the Model tab's first boxes),
+    in alternating greys, saying which group ran when."""
+    spans = scope_spans(events, bars)
+    if not spans:
+        return
+    figure.add_trace(go.Bar(
+        orientation="h", y=text_array(row_label(s.row) for s in spans), base=[s.start for s in spans],
+        x=[s.end - s.start for s in spans], width=0.12, offset=-0.4, name="groups (name scopes)",
+        marker=dict(color=["#8C8C8C" if s.order % 2 else "#CFCFCF" for s in spans], line=dict(width=0)),
+        hovertext=text_array(f"<b>{text(s.label)}</b>: {s.count:,} op executions, "
+                             f"{_amount(s.start, unit)} to {_amount(s.end, unit)}" for s in spans),
+        hoverinfo="text", meta=dict(kind="groups")))
 
 
 def _amount(value: float, unit: str) -> str:
