@@ -94,3 +94,26 @@ def test_the_titles_of_groups_open_one_in_another_stand_one_above_the_other(wide
     assert (outer.text, inner.text) == ("▾ block0 … block19 (2000 ops)", "▾ block0 (99 ops)")
     assert (outer.y - inner.y) * layer_pixels(view.picture) >= 12 > 0  # a 10-px title's height apart
     assert view.figure.layout.height == layer_pixels(view.picture) * 16 + 130
+
+
+def test_expanding_a_call_site_inside_a_closed_group_opens_the_groups_holding_it():
+    import popxl
+    import popxl.ops as ops
+
+    ir = popxl.Ir()
+    with ir.main_graph:
+        x = ops.host_load(popxl.h2d_stream([2], popxl.float32, name="x"))
+        body = ir.create_graph(lambda t: ops.relu(t), x.spec)
+        for block in range(12):
+            with popxl.name_scope(f"stage{block}"):
+                for _ in range(45):
+                    x = ops.tanh(x)
+                x = ops.call(body, x)[0]
+    view = GraphView(ir, grouped=True, live=False)
+    call = next(op for op in ir.main_graph.ops if op.type == "call" and op.name.startswith("stage7/"))
+    assert view.picture.keys_of(call)[0].startswith("group:")
+    view.expand(call)
+    (key,) = view.picture.keys_of(call)
+    assert not key.startswith("group:") and view.picture.nodes[key].expanded
+    assert any(box.label.startswith("▾ stage7") for box in view.picture.boxes)
+    assert any(box.label == f"call: {body.label}" for box in view.picture.boxes)

@@ -63,6 +63,7 @@ class GraphView(View):
         self.groups = group_graph(self.graph) if self.is_grouped else None
         if self.groups is not None:
             self._group_ids = {group.id: group for group in self.groups.walk()}
+            self._homes = {op: group for group in self.groups.walk() for op in group.ops}
             self.opened &= set(self._group_ids)
         self.picture = dataflow_picture(self.graph, self.expanded, self.detail, self.groups, self.opened)
         self.layout = picture_layout(self.picture)
@@ -88,9 +89,14 @@ class GraphView(View):
         self.selection.graph = graph
 
     def expand(self, *path: Op) -> None:
-        """Draw the body of the call site at ``path`` (call ops from the shown graph inward) inline."""
+        """Draw the body of the call site at ``path`` (call ops from the shown graph inward) inline (and
+        open the groups holding it)."""
         self._check_path(path)
         self.expanded.add(tuple(path))
+        home = self._homes.get(path[0]) if self.groups is not None and path else None
+        if home is not None and home.parent is not None:
+            self.open_group(home.id)
+            return
         self.refresh()
 
     def collapse(self, *path: Op) -> None:
