@@ -162,3 +162,12 @@ def test_a_scope_split_into_runs_of_ops_keeps_its_name():
     root = group_graph(ir.main_graph)
     assert labels(root) == ["optimizer"] and root.children[0].count == 48
     assert [child.kind for child in root.children[0].children] == ["range", "range"]
+
+
+def test_a_scope_a_little_over_the_limit_splits_into_runs_of_even_length():
+    ir, _ = transformer()
+    backward = next(g for g in ir.graphs if g.name.endswith("forward_grad"))
+    root = group_graph(backward)
+    scope = next(group for group in root.walk() if group.label == "feed_forward" and group.count == 26)
+    assert [child.count for child in scope.children] == [13, 13]
+    assert all(child.kind == "range" for child in scope.children)

@@ -203,6 +203,8 @@ def _split_wide(group: OpGroup, max_items: int, orders: dict[Op, int]) -> None:
         size = max_items
         while (len(items) + size - 1) // size > max_items:
             size *= max_items
+        count = -(-len(items) // size)
+        size = -(-len(items) // count)  # runs of even length: 26 ops make two runs of 13, not 24 and 2
         runs = [items[start:start + size] for start in range(0, len(items), size)]
         group.ops, group.children = [], []
         for run in runs:
