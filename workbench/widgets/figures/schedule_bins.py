@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Callable, Hashable, Sequence
+from typing import Any, Callable, Hashable, Optional, Sequence
 
 from ..style import count_of, text
 
@@ -73,20 +73,25 @@ class ScopeSpan:
     count: int = 0
 
 
-def scope_spans(events: Sequence[Any], bars: Sequence[Any]) -> list[ScopeSpan]:
-    """The span of each top-level group of the main graph on each row; an op of a called graph counts for
-    the group of the main graph's call site it runs under."""
+def top_groups(graph: Any) -> dict:
+    """The top-level group (its place and label) of each op of ``graph`` that one holds (``group_graph``)."""
     from workbench.export.grouping import group_graph
 
-    if not events:
-        return []
-    main = events[0].op.graph.ir.main_graph
-    root = group_graph(main)
     top: dict = {}
-    for order, child in enumerate(root.children):
+    for order, child in enumerate(group_graph(graph).children):
         for group in child.walk():
             for op in group.ops:
                 top[op] = (order, child.label)
+    return top
+
+
+def scope_spans(events: Sequence[Any], bars: Sequence[Any], top: Optional[dict] = None) -> list[ScopeSpan]:
+    """The span of each top-level group of the main graph (``top``: ``top_groups`` of it, made here when not
+    given) on each row; an op of a called graph counts for the group of the call site it runs under."""
+    if not events:
+        return []
+    if top is None:
+        top = top_groups(events[0].op.graph.ir.main_graph)
     found: dict[tuple, ScopeSpan] = {}
     for bar in bars:
         event = events[bar.event]

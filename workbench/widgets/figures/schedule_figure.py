@@ -125,12 +125,13 @@ def event_hover(event: Any, unit: str, regions: Optional[Mapping[Op, int]] = Non
 def schedule_figure(events: Sequence[Any], *, unit: str = "cycles", clock_hz: float = 1.33e9,
                     regions: Optional[Mapping[Op, int]] = None, selected: Sequence[int] = (),
                     current: Sequence[int] = (), breakpoints: Sequence[int] = (), title: Optional[str] = None,
-                    static_label: str = "Static schedule (no run yet)") -> go.Figure:
+                    static_label: str = "Static schedule (no run yet)", groups: Optional[dict] = None) -> go.Figure:
     """The timeline of ``events`` in ``unit`` ('cycles' or 'seconds'; seconds need every event's).
     ``selected`` and ``current`` are indices into ``events``: the selected op's executions get a red
     outline, the op a stepped run stands before a black one; ``breakpoints`` get a red dot where
     they start. Bars carry their event's index as
-    ``customdata``."""
+    ``customdata``. A binned timeline marks the top-level groups of the main graph (``groups``:
+    ``schedule_bins.top_groups``, made here when not given)."""
     if unit not in ("cycles", "seconds"):
         raise ValueError(f"unit must be 'cycles' or 'seconds', got {unit!r}")
     if unit == "seconds" and not has_seconds(events):
@@ -169,7 +170,7 @@ def schedule_figure(events: Sequence[Any], *, unit: str = "cycles", clock_hz: fl
             hoverinfo="text", meta=dict(kind=kind)))
     _add_pipeline_stages(figure, events, bars, width)
     if binned:
-        _add_scope_spans(figure, events, bars, unit)
+        _add_scope_spans(figure, events, bars, unit, groups)
     _add_outlines(figure, events, bars, selected, "selected op", HIGHLIGHT, hover)
     _add_outlines(figure, events, bars, current, "next op", CURRENT_COLOR, hover)
     _add_breakpoints(figure, bars, breakpoints)
@@ -204,10 +205,11 @@ def _add_binned(figure: go.Figure, events: Sequence[Any], bars: list[Bar], kind:
         hoverinfo="text", meta=dict(kind=kind, binned=True)))
 
 
-def _add_scope_spans(figure: go.Figure, events: Sequence[Any], bars: list[Bar], unit: str) -> None:
+def _add_scope_spans(figure: go.Figure, events: Sequence[Any], bars: list[Bar], unit: str,
+                     groups: Optional[dict]) -> None:
     """A strip under each row's bars per top-level group of the main graph (the Model tab's first boxes),
     in alternating greys, saying which group ran when."""
-    spans = scope_spans(events, bars)
+    spans = scope_spans(events, bars, groups)
     if not spans:
         return
     figure.add_trace(go.Bar(
