@@ -7,6 +7,7 @@ import pytest
 
 from real_programs import wide_program
 from widget_programs import chain, click, trace
+from workbench.export.grouping import group_graph
 from workbench.widgets import GraphView
 from workbench.widgets.dataflow import GROUPED_OPS
 from workbench.widgets.figure_canvas import figure_json
@@ -117,3 +118,11 @@ def test_expanding_a_call_site_inside_a_closed_group_opens_the_groups_holding_it
     assert not key.startswith("group:") and view.picture.nodes[key].expanded
     assert any(box.label.startswith("▾ stage7") for box in view.picture.boxes)
     assert any(box.label == f"call: {body.label}" for box in view.picture.boxes)
+
+
+def test_a_group_opened_before_the_tab_is_looked_at_is_drawn_open(wide):
+    run = group_graph(wide.main_graph).children[1]
+    view = GraphView(wide, live=False, defer=True)
+    view.open_group(run.id)
+    assert view.opened == {run.id}
+    assert [a.text for a in view.figure.layout.annotations] == ["▾ block20 … block39 (2000 ops)"]

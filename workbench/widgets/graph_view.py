@@ -35,7 +35,6 @@ class GraphView(View):
         self.grouped = grouped
         self.expanded: set[tuple[Op, ...]] = set()
         self.opened: set[str] = set()  # ids of the groups drawn open
-        self.groups: Optional[OpGroup] = None
         self.matches: list[str] = []
         self.query = ""
         self.width = PICTURE_WIDTH
@@ -57,6 +56,7 @@ class GraphView(View):
         return self.grouped is True or self.grouped == "auto" and len(self.graph.ops) >= GROUPED_OPS
 
     def _compute(self) -> None:
+        self.groups: Optional[OpGroup] = None
         if self.graph is not self._shown_graph:
             self.expanded, self.opened = set(), set()
             self._shown_graph = self.graph
@@ -65,9 +65,22 @@ class GraphView(View):
             self._group_ids = {group.id: group for group in self.groups.walk()}
             self._homes = {op: group for group in self.groups.walk() for op in group.ops}
             self.opened &= set(self._group_ids)
+        self._lay_out()
+
+    def _lay_out(self) -> None:
+        """The picture of the graph as grouped, with the groups and call sites opened now."""
         self.picture = dataflow_picture(self.graph, self.expanded, self.detail, self.groups, self.opened)
         self.layout = picture_layout(self.picture)
         self.matches = self.picture.find(self.query)
+
+    def _reopened(self) -> None:
+        """Groups opened or closed: the Ir is as it was, so its groups stand and only the picture changes."""
+        if self.error is not None:
+            self.refresh()
+            return
+        self._lay_out()
+        self.version += 1
+        self.redraw()
 
     def build_figure(self):
         picked = [item for item in (self.selection.op, self.selection.tensor) if item is not None]
@@ -111,16 +124,16 @@ class GraphView(View):
         while group is not None and group.parent is not None:
             self.opened.add(group.id)
             group = group.parent
-        self.refresh()
+        self._reopened()
 
     def close_group(self, group_id: str) -> None:
         """Draw group ``group_id`` as one node again (the groups inside it close too)."""
         group = self._group(group_id)
         self.opened -= {each.id for each in group.walk()}
-        self.refresh()
+        self._reopened()
 
     def _group(self, group_id: str) -> OpGroup:
-        if self.groups is None:
+        if self.groups is None:  # (read from a tab not looked at yet, it computes them)
             raise ValueError(f"{self.graph.label!r} is drawn ungrouped (grouped={self.grouped!r}, "
                              f"{len(self.graph.ops)} ops): it has no groups to open or close")
         if group_id not in self._group_ids:
