@@ -1,7 +1,6 @@
 """GraphView of a large graph: it opens as the Model tab's groups (name scopes, runs of scopes), each a node
 with its op count whose edges are its ops', opens and closes in place on click, and stays small on the comm."""
 import json
-import time
 
 import pytest
 
@@ -33,12 +32,11 @@ def test_a_10000_op_graph_opens_as_a_few_named_groups_with_their_op_counts(wide)
     assert "2000 ops" in hover and "matmul" in hover and "relu" in hover
 
 
-def test_the_grouped_figure_is_small_and_quick_to_build(wide):
-    start = time.perf_counter()
+def test_the_grouped_figure_is_small(wide):
+    """A few nodes laid out and drawn (tests/benchmarks/bench_views_real.py times it), not 10,003."""
     view = GraphView(wide, live=False)
-    state = json.dumps(figure_json(view.figure))
-    assert time.perf_counter() - start < 5  # about 0.3 s alone; far from the 3–5 s of every op drawn
-    assert len(state) < 50_000
+    assert len(view.picture.nodes) <= 30 and len(view.layout.positions) == len(view.picture.nodes)
+    assert len(json.dumps(figure_json(view.figure))) < 50_000
 
 
 def test_clicking_a_group_opens_it_in_a_box_and_clicking_its_title_closes_it(wide):
