@@ -124,3 +124,17 @@ def test_a_group_opened_before_the_tab_is_looked_at_is_drawn_open(wide):
     view.open_group(run.id)
     assert view.opened == {run.id}
     assert [a.text for a in view.figure.layout.annotations] == ["▾ block20 … block39 (2000 ops)"]
+
+
+def test_a_constant_read_only_inside_closed_groups_is_left_out_until_an_op_reading_it_is_drawn():
+    from real_programs import long_chain
+
+    view = GraphView(long_chain(), detail="full", live=False)
+    names = lambda: {node.label for node in view.picture.nodes.values() if node.kind == "tensor"}  # noqa: E731
+    assert "one" not in names() and view.picture.op_count == 0
+    leaf = next(group for group in view.groups.walk() if not group.children)
+    view.open_group(leaf.id)
+    assert "one" in names()
+    (one,) = [key for key, node in view.picture.nodes.items() if node.label == "one"]
+    readers = {view.picture.nodes[head].kind for tail, head, _ in view.picture.edges if tail == one}
+    assert "op" in readers

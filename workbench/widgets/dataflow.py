@@ -10,8 +10,9 @@ otherwise pull a hundred long edges across the picture.
 
 A graph of ``GROUPED_OPS`` ops or more is drawn grouped (``workbench.export.grouping``, the groups of the
 Model tab): each group a node saying its name and op count, its edges those of the ops inside it, until
-it is opened; an opened group's members are drawn in a box labelled with its name. A 10,000-op graph
-opens as a few boxes, never as a wall of ops.
+it is opened; an opened group's members are drawn in a box labelled with its name. Graph inputs,
+variables and constants read only inside closed groups are left out. A 10,000-op graph opens as a few
+boxes, never as a wall of ops.
 """
 from __future__ import annotations
 
@@ -118,7 +119,7 @@ def dataflow_picture(graph: Graph, expanded: Iterable[Frame] = (), detail: str =
     """The picture of ``graph``; ``expanded`` holds the call paths (tuples of call ops) to draw inline;
     ``detail`` is "full", "ops" or "auto" (full up to ``FULL_DETAIL_NODES`` ops and tensors, beyond
     which tensor labels would crowd each other). With ``groups`` (``grouping.group_graph(graph)``) the
-    graph is drawn grouped, each group closed but those whose ids are in ``opened``."""
+    graph is drawn grouped, each group closed but those whose ids are in ``opened``, and "auto" is "ops"."""
     if detail not in ("auto", "full", "ops"):
         raise ValueError(f"detail must be 'auto', 'full' or 'ops', got {detail!r}")
     builder = _Builder({tuple(path) for path in expanded})
@@ -126,7 +127,8 @@ def dataflow_picture(graph: Graph, expanded: Iterable[Frame] = (), detail: str =
         builder.graph(graph, ())
     else:
         builder.grouped_graph(graph, groups, set(opened))
-    level = detail if detail != "auto" else ("full" if len(builder.nodes) <= FULL_DETAIL_NODES else "ops")
+    small = groups is None and len(builder.nodes) <= FULL_DETAIL_NODES
+    level = detail if detail != "auto" else ("full" if small else "ops")
     picture = DataflowPicture(graph, level, builder.nodes, builder.edges, builder.boxes, builder.homes)
     if level == "ops":
         _contract_tensors(picture)
@@ -179,6 +181,20 @@ class _Builder:
             if tail != head and tail in self.nodes and head in self.nodes:
                 joined.setdefault((tail, head), kind)
         self.edges = [(tail, head, kind) for (tail, head), kind in joined.items()]
+        self._leave_out_sources_of_closed_groups()
+
+    def _leave_out_sources_of_closed_groups(self) -> None:
+        """Graph inputs, variables and constants read only inside closed groups are not drawn: a hundred of
+        them would fan into a few boxes (a group's hover counts the graph inputs it reads)."""
+        readers: dict[str, set[str]] = defaultdict(set)
+        for tail, head, _ in self.edges:
+            readers[tail].add(self.nodes[head].kind)
+        left_out = {key for key, node in self.nodes.items()
+                    if node.kind == "tensor" and node.category in ("input", "variable", "constant")
+                    and not node.is_graph_output and readers.get(key) == {"group"}}
+        for key in left_out:
+            del self.nodes[key]
+        self.edges = [edge for edge in self.edges if edge[0] not in left_out]
 
     def closed_group(self, group: OpGroup, outputs: set[Tensor], aliases: dict[str, str]) -> None:
         key = group_key(group)
@@ -288,9 +304,12 @@ def _op_hover(op: Op, sites: list[CallSite]) -> str:
 def _group_hover(group: OpGroup) -> str:
     members = [op for each in group.walk() for op in each.ops]
     types = Counter(op.type for op in members).most_common(4)
+    graph_inputs = set(members[0].graph.inputs) if members else set()
+    inputs = {tensor for op in members for tensor in op.inputs if tensor in graph_inputs}
     lines = [f"<b>{text(group.label)}</b> ({count_of(group.count, 'op')})",
              " · ".join(f"{count} {text(op_type)}" for op_type, count in types),
-             "IPU " + ", ".join(map(str, sorted({op.ipu for op in members}))), "click to open"]
+             "IPU " + ", ".join(map(str, sorted({op.ipu for op in members})))
+             + (f"; reads {count_of(len(inputs), 'graph input')}" if inputs else ""), "click to open"]
     return "<br>".join(lines)
 
 
