@@ -167,3 +167,14 @@ PAINTED_SINCE_CLICK = """async ([index, legend]) => {
     painted();
   });
 }"""
+
+# Where on the page point ``number`` of the trace named ``name`` sits, in the visible plotly figure of cell
+# ``index``: the place to click it.
+POINT_ON_PAGE = """([index, name, number]) => {
+  const cell = window.jupyterapp.shell.currentWidget.content.widgets[index];
+  const figure = [...cell.node.querySelectorAll('.js-plotly-plot')].find((node) => node.getClientRects().length > 0);
+  const trace = figure.calcdata.find((points) => points[0].trace.name === name);
+  const point = trace[number];
+  const [xaxis, yaxis, box] = [figure._fullLayout.xaxis, figure._fullLayout.yaxis, figure.getBoundingClientRect()];
+  return [box.left + xaxis._offset + xaxis.c2p(point.x), box.top + yaxis._offset + yaxis.c2p(point.y)];
+}"""

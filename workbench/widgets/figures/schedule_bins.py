@@ -10,7 +10,7 @@ from typing import Any, Callable, Hashable, Optional, Sequence
 from ..style import count_of, text
 
 BINNED_ABOVE = 2000  # bars; a timeline with more is drawn in bins
-BINS_PER_ROW = 400  # about two pixels each across a notebook-wide figure
+BINS_PER_ROW = 240  # about four pixels each across a notebook-wide figure
 
 
 @dataclass(slots=True)
