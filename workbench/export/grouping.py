@@ -7,7 +7,10 @@ lowered from ONNX are scoped by the directories of their node name; a node name 
 exporter's ``n12``) gives way to the names of the node's weights (``gpu_0/res2_0_branch2a_w_0`` scopes
 its conv under ``gpu_0/res2_0_branch2a``), and a node without weights (a relu) joins the scope of the
 op that made its first input. Sibling scopes that share a leading ``_``-separated word (``res2_0``,
-``res2_1``) are gathered under it when a level is too wide.
+``res2_1``) are gathered under it when a level is too wide; consecutive sibling scopes that are still too
+many go into runs of scopes alone, named by their first and last (``block0 … block19``), the ops between
+them left in place. Only where no scope is left to name them do runs hold ops, of even length; a scope
+holding runs of ops keeps its box and name.
 """
 from __future__ import annotations
 
