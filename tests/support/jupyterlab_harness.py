@@ -143,3 +143,38 @@ OUTPUT_TEXT = """async (index) => {
     read();
   });
 }"""
+
+# Before a click on a widget's tab: notes the time of the next pointer press anywhere in the page.
+ARM_CLICK_CLOCK = """() => {
+  window.__ipuWbPressed = null;
+  document.addEventListener('pointerdown', () => { window.__ipuWbPressed = performance.now(); },
+                            {capture: true, once: true});
+}"""
+# After the click: the milliseconds from the press until a visible plotly figure in cell ``index`` has a legend
+# entry reading ``legend`` and is painted.
+PAINTED_SINCE_CLICK = """async ([index, legend]) => {
+  const cell = window.jupyterapp.shell.currentWidget.content.widgets[index];
+  return await new Promise((resolve) => {
+    const painted = () => {
+      const shown = [...cell.node.querySelectorAll('.main-svg .legendtext')].some(
+        (node) => node.textContent === legend && node.getClientRects().length > 0);
+      if (shown && window.__ipuWbPressed !== null) {
+        requestAnimationFrame(() => resolve(performance.now() - window.__ipuWbPressed));
+      } else {
+        requestAnimationFrame(painted);
+      }
+    };
+    painted();
+  });
+}"""
+
+# Where on the page point ``number`` of the trace named ``name`` sits, in the visible plotly figure of cell
+# ``index``: the place to click it.
+POINT_ON_PAGE = """([index, name, number]) => {
+  const cell = window.jupyterapp.shell.currentWidget.content.widgets[index];
+  const figure = [...cell.node.querySelectorAll('.js-plotly-plot')].find((node) => node.getClientRects().length > 0);
+  const trace = figure.calcdata.find((points) => points[0].trace.name === name);
+  const point = trace[number];
+  const [xaxis, yaxis, box] = [figure._fullLayout.xaxis, figure._fullLayout.yaxis, figure.getBoundingClientRect()];
+  return [box.left + xaxis._offset + xaxis.c2p(point.x), box.top + yaxis._offset + yaxis.c2p(point.y)];
+}"""

@@ -120,9 +120,9 @@ def test_search_rings_matching_names_and_selects_a_single_match():
     assert view.search("") == [] and "search matches" not in [t.name for t in view.figure.data]
 
 
-def test_a_2000_op_graph_is_drawn_with_ops_only_and_opens_on_its_top_layers():
+def test_a_2000_op_graph_ungrouped_is_drawn_with_ops_only_and_opens_on_its_top_layers():
     ir, _, _ = chain(2000)
-    view = GraphView(ir, live=False)
+    view = GraphView(ir, grouped=False, live=False)
     assert view.picture.detail == "ops"
     assert view.picture.op_count == 2000
     figure = view.figure

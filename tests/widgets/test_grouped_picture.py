@@ -71,7 +71,7 @@ def test_a_large_graph_opens_as_a_few_boxes_and_no_group_holds_more_than_max_ite
     ir = make()
     root = group_graph(ir.main_graph)
     groups = list(root.walk())
-    assert root.count == size and len(root.children) + len(root.ops) <= 6
+    assert root.count == size and len(root.children) + len(root.ops) <= 8
     assert all(len(group.children) + len(group.ops) <= MAX_ITEMS for group in groups)
     members = [op for group in groups for op in group.ops]
     assert len(members) == len(set(members)) == size  # every op in exactly one group
@@ -144,3 +144,30 @@ def test_a_long_run_of_groups_expanded_folds_into_bands_that_use_the_figures_wid
               and frame["y"] < box["y"] < frame["y"] + frame["h"]]
     columns = {round(box["x"] - box["w"] / 2) for box in inside}
     assert max(columns) - min(columns) > frame["w"] / 3  # side by side, not one column
+
+
+def test_runs_of_sibling_scopes_are_named_by_their_scopes_the_ops_around_them_left_apart():
+    root = group_graph(wide_program().main_graph)
+    assert labels(root) == ["block0 … block19", "block20 … block39", "block40 … block59", "block60 … block79",
+                            "block80 … block99"]
+    assert [op.type for op in root.ops] == ["init", "host_load", "host_store"]
+    assert labels(root.children[0])[:3] == ["block0", "block1", "block2"]
+    assert all(child.kind == "scope" for run in root.children for child in run.children)
+
+
+def test_a_scope_split_into_runs_of_ops_keeps_its_name():
+    """The transformer's optimizer scope (48 ops beside five loose ops) is one box named ``optimizer``, not
+    its two runs of ops opened in the graph's place."""
+    ir, _ = transformer()
+    root = group_graph(ir.main_graph)
+    assert labels(root) == ["optimizer"] and root.children[0].count == 48
+    assert [child.kind for child in root.children[0].children] == ["range", "range"]
+
+
+def test_a_scope_a_little_over_the_limit_splits_into_runs_of_even_length():
+    ir, _ = transformer()
+    backward = next(g for g in ir.graphs if g.name.endswith("forward_grad"))
+    root = group_graph(backward)
+    scope = next(group for group in root.walk() if group.label == "feed_forward" and group.count == 26)
+    assert [child.count for child in scope.children] == [13, 13]
+    assert all(child.kind == "range" for child in scope.children)

@@ -6,9 +6,10 @@ import math
 import numpy as np
 import pytest
 
+from real_programs import wide_program
 from support.programs import mlp_training
 from workbench.widgets import GraphView
-from workbench.widgets.figures.graph_figure import CHAR_WIDTH, MARGIN
+from workbench.widgets.figures.graph_figure import CHAR_WIDTH, MARGIN, OPENED_TRACE
 from workbench.widgets.style import PICTURE_WIDTH
 
 LABEL_HEIGHT = 12  # pixels a 10 px label takes vertically
@@ -38,7 +39,7 @@ class Pixels:
         for trace in figure.data:
             if trace.mode == "lines":
                 self.paths += self._paths(trace)
-            elif trace.name not in ("search matches", "selected"):
+            elif trace.name not in ("search matches", "selected", OPENED_TRACE):  # rings, and boxes' title marks
                 self._add_nodes(trace)
         self.centres = np.array([(x, y) for x, y, _ in self.nodes])
         self.radii = np.array([size / 2 for _, _, size in self.nodes])
@@ -94,13 +95,29 @@ PICTURES = {
     "MLP backward graph, every tensor": lambda: (gradient_graph(4), "full"),
     "MLP training step": lambda: (step_graph(), "auto"),
     "300-op backward graph": lambda: (gradient_graph(49), "auto"),
+    "10,003-op program grouped, a group open in an open group": lambda: (wide(), "auto", open_first_groups),
 }
+
+
+def wide():
+    ir = wide_program()
+    return ir, ir.main_graph
+
+
+def open_first_groups(view):
+    """Opens the first run of scopes, and in it the first scope."""
+    run = view.groups.children[0]
+    view.open_group(run.id)
+    view.open_group(run.children[0].id)
+    assert len(view.picture.boxes) == 2
 
 
 @pytest.fixture(params=list(PICTURES), scope="module")
 def pixels(request):
-    (ir, graph), detail = PICTURES[request.param]()
+    (ir, graph), detail, *opener = PICTURES[request.param]()
     view = GraphView(ir, graph=graph, detail=detail, live=False)
+    for opens in opener:
+        opens(view)
     if request.param.startswith("300"):
         assert 290 <= len(graph.ops) <= 320
     return Pixels(view.figure)

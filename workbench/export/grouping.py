@@ -7,7 +7,10 @@ lowered from ONNX are scoped by the directories of their node name; a node name 
 exporter's ``n12``) gives way to the names of the node's weights (``gpu_0/res2_0_branch2a_w_0`` scopes
 its conv under ``gpu_0/res2_0_branch2a``), and a node without weights (a relu) joins the scope of the
 op that made its first input. Sibling scopes that share a leading ``_``-separated word (``res2_0``,
-``res2_1``) are gathered under it when a level is too wide.
+``res2_1``) are gathered under it when a level is too wide; consecutive sibling scopes that are still too
+many go into runs of scopes alone, named by their first and last (``block0 … block19``), the ops between
+them left in place. Only where no scope is left to name them do runs hold ops, of even length; a scope
+holding runs of ops keeps its box and name.
 """
 from __future__ import annotations
 
@@ -180,6 +183,8 @@ def _open_lone_child(group: OpGroup, max_items: int) -> None:
     if len(group.children) != 1 or len(group.ops) > max_items // 4:
         return
     (only,) = group.children
+    if only.kind == "scope" and any(child.kind == "range" for child in only.children):
+        return  # its runs of ops would lose the scope's name
     if len(only.children) + len(only.ops) + len(group.ops) > max_items:
         return
     group.children = only.children
@@ -194,10 +199,15 @@ def _split_wide(group: OpGroup, max_items: int, orders: dict[Op, int]) -> None:
     if sum(child.kind == "scope" for child in group.children) > GATHER_ABOVE:
         _gather_by_words(group, GATHER_ABOVE, orders, 1)
     items = group.items(orders)
+    if len(items) > max_items:
+        _split_scope_runs(group, items, max_items, orders)
+        items = group.items(orders)
     while len(items) > max_items:
         size = max_items
         while (len(items) + size - 1) // size > max_items:
             size *= max_items
+        count = -(-len(items) // size)
+        size = -(-len(items) // count)  # runs of even length: 26 ops make two runs of 13, not 24 and 2
         runs = [items[start:start + size] for start in range(0, len(items), size)]
         group.ops, group.children = [], []
         for run in runs:
@@ -214,6 +224,52 @@ def _split_wide(group: OpGroup, max_items: int, orders: dict[Op, int]) -> None:
             if child.kind == "range":
                 _split_wide(child, max_items, orders)
         items = group.items(orders)
+
+
+def _split_scope_runs(group: OpGroup, items: list, max_items: int, orders: dict[Op, int]) -> None:
+    """Where consecutive sibling scopes make ``group`` too wide, gathers them into runs of scopes alone,
+    named by their first and last scope (``block0 … block19``), the ops between them left in place; does
+    nothing where the runs would still leave more than ``max_items`` boxes."""
+    segments: list[list] = [[]]
+    for item in items:
+        if isinstance(item, OpGroup) and item.kind == "scope":
+            segments[-1].append(item)
+        else:
+            segments += [[item], []]
+    segments = [segment for segment in segments if segment]
+    scoped = [segment for segment in segments if isinstance(segment[0], OpGroup) and segment[0].kind == "scope"]
+    loose = len(segments) - len(scoped)
+    room = max_items - loose
+    if not scoped or room < len(scoped):
+        return
+    runs_per_segment = [1] * len(scoped)  # share the room between the segments, the longest first
+    while sum(runs_per_segment) < room:
+        widest = max(range(len(scoped)), key=lambda n: len(scoped[n]) / runs_per_segment[n])
+        if len(scoped[widest]) / runs_per_segment[widest] <= max_items:
+            break
+        runs_per_segment[widest] += 1
+    if any(len(segment) / runs > max_items for segment, runs in zip(scoped, runs_per_segment)):
+        return
+    group.ops, group.children = [], []
+    runs = iter(runs_per_segment)
+    for segment in segments:
+        if not (isinstance(segment[0], OpGroup) and segment[0].kind == "scope") or len(segment) == 1:
+            for item in segment:
+                _adopt(group, item)
+            continue
+        count = next(runs)
+        size = -(-len(segment) // count)
+        for start in range(0, len(segment), size):
+            run = segment[start:start + size]
+            if len(run) == 1:
+                _adopt(group, run[0])
+                continue
+            box = OpGroup("", _run_label(run), "range", parent=group)
+            for item in run:
+                _adopt(box, item)
+            _count(box, orders)
+            group.children.append(box)
+    _count(group, orders)
 
 
 def _adopt(group: OpGroup, item) -> None:

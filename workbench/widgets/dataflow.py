@@ -7,21 +7,29 @@ At the "ops" level of detail only ops, graph inputs and graph outputs are drawn:
 variables, constants and the tensors of expanded bodies are left out, their edges joining the ops
 on either side (their details stay in the op hover). A variable read by a hundred ops would
 otherwise pull a hundred long edges across the picture.
+
+A graph of ``GROUPED_OPS`` ops or more is drawn grouped (``workbench.export.grouping``, the groups of the
+Model tab): each group a node saying its name and op count, its edges those of the ops inside it, until
+it is opened; an opened group's members are drawn in a box labelled with its name. Graph inputs,
+variables and constants read only inside closed groups are left out. A 10,000-op graph opens as a few
+boxes, never as a wall of ops.
 """
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from typing import Iterable, Union
+from typing import Iterable, Optional, Union
 
 from workbench.export.call_sites import CallSite, call_sites
 from workbench.export.graph_data import op_node_id, tensor_node_id
+from workbench.export.grouping import OpGroup
 from workbench.ir import Graph, Op, Tensor
 from workbench.ops.registry import op_def, op_types
 
 from .style import count_of, format_bytes, text
 
 FULL_DETAIL_NODES = 60  # "auto" draws every tensor while ops and tensors are at most this many, then ops only
+GROUPED_OPS = 1000  # from this many ops a graph opens grouped
 CALL_TYPES = op_types("call_site")
 # A frame is the path of (call op, branch index) from the viewed graph into an expanded body.
 Frame = tuple[tuple[Op, int], ...]
@@ -30,10 +38,10 @@ Frame = tuple[tuple[Op, int], ...]
 @dataclass(eq=False, slots=True)
 class PictureNode:
     key: str
-    kind: str  # "op" or "tensor"
-    category: str  # ops: "op" or "call"; tensors: "variable", "constant", "input", "intermediate"
+    kind: str  # "op", "tensor" or "group" (a closed group of ops)
+    category: str  # ops: "op" or "call"; tensors: "variable", "constant", "input", "intermediate"; "group"
     label: str
-    item: Union[Op, Tensor]
+    item: Union[Op, Tensor, OpGroup]
     frame: Frame = ()
     ipu: int = 0
     is_graph_output: bool = False
@@ -46,16 +54,21 @@ class PictureNode:
         tensors of a large graph never are). ``label`` is plain text."""
         if self.kind == "op":
             return _op_hover(self.item, self.sites)
+        if self.kind == "group":
+            return _group_hover(self.item)
         return _tensor_hover(self.item, self.category)
 
 
 @dataclass(slots=True)
 class PictureBox:
-    """An expanded call body: its label and the keys of the nodes drawn inside it."""
+    """An expanded call body or an opened group: its label and the keys of the nodes drawn inside it;
+    ``depth`` counts the boxes around it, ``key`` is an opened group's node key (clicking it closes)."""
 
     frame: Frame
     label: str
     members: list[str] = field(default_factory=list)
+    depth: int = 1
+    key: str = ""
 
 
 @dataclass(slots=True)
@@ -65,6 +78,7 @@ class DataflowPicture:
     nodes: dict[str, PictureNode] = field(default_factory=dict)
     edges: list[tuple[str, str, str]] = field(default_factory=list)  # (tail, head, kind)
     boxes: list[PictureBox] = field(default_factory=list)
+    homes: dict[Op, str] = field(default_factory=dict)  # ops inside a closed group: the group's key
 
     @property
     def op_count(self) -> int:
@@ -77,14 +91,18 @@ class DataflowPicture:
             return []
         found = []
         for key, node in self.nodes.items():
-            names = (node.item.name, node.item.type) if node.kind == "op" else (node.item.name,)
+            names = ((node.item.name, node.item.type) if node.kind == "op" else
+                     (node.item.label,) if node.kind == "group" else (node.item.name,))
             if any(needle in name.lower() for name in names):
                 found.append(key)
-        return found
+        inside = {self.homes[op] for op in self.homes if needle in op.name.lower() or needle in op.type.lower()}
+        return found + [key for key in self.nodes if key in inside and key not in found]
 
     def keys_of(self, item: Union[Op, Tensor]) -> list[str]:
-        """Every node drawing ``item`` (an op or tensor of an expanded body may be drawn twice)."""
-        return [key for key, node in self.nodes.items() if node.item is item]
+        """Every node drawing ``item`` (an op or tensor of an expanded body may be drawn twice; an op in a
+        closed group is drawn by the group)."""
+        keys = [key for key, node in self.nodes.items() if node.item is item]
+        return keys or ([self.homes[item]] if item in self.homes else [])
 
 
 def node_key(frame: Frame, item: Union[Op, Tensor]) -> str:
@@ -92,17 +110,26 @@ def node_key(frame: Frame, item: Union[Op, Tensor]) -> str:
     return prefix + (op_node_id(item) if isinstance(item, Op) else tensor_node_id(item))
 
 
-def dataflow_picture(graph: Graph, expanded: Iterable[Frame] = (), detail: str = "auto") -> DataflowPicture:
+def group_key(group: OpGroup) -> str:
+    return f"group:{group.id}"
+
+
+def dataflow_picture(graph: Graph, expanded: Iterable[Frame] = (), detail: str = "auto",
+                     groups: Optional[OpGroup] = None, opened: Iterable[str] = ()) -> DataflowPicture:
     """The picture of ``graph``; ``expanded`` holds the call paths (tuples of call ops) to draw inline;
     ``detail`` is "full", "ops" or "auto" (full up to ``FULL_DETAIL_NODES`` ops and tensors, beyond
-    which tensor labels would crowd each other)."""
+    which tensor labels would crowd each other). With ``groups`` (``grouping.group_graph(graph)``) the
+    graph is drawn grouped, each group closed but those whose ids are in ``opened``, and "auto" is "ops"."""
     if detail not in ("auto", "full", "ops"):
         raise ValueError(f"detail must be 'auto', 'full' or 'ops', got {detail!r}")
-    opened = {tuple(path) for path in expanded}
-    builder = _Builder(opened)
-    builder.graph(graph, ())
-    level = detail if detail != "auto" else ("full" if len(builder.nodes) <= FULL_DETAIL_NODES else "ops")
-    picture = DataflowPicture(graph, level, builder.nodes, builder.edges, builder.boxes)
+    builder = _Builder({tuple(path) for path in expanded})
+    if groups is None:
+        builder.graph(graph, ())
+    else:
+        builder.grouped_graph(graph, groups, set(opened))
+    small = groups is None and len(builder.nodes) <= FULL_DETAIL_NODES
+    level = detail if detail != "auto" else ("full" if small else "ops")
+    picture = DataflowPicture(graph, level, builder.nodes, builder.edges, builder.boxes, builder.homes)
     if level == "ops":
         _contract_tensors(picture)
     return picture
@@ -115,6 +142,79 @@ class _Builder:
         self.edges: list[tuple[str, str, str]] = []
         self.boxes: list[PictureBox] = []
         self.sites: dict[Graph, dict[Op, list[CallSite]]] = {}
+        self.homes: dict[Op, str] = {}
+        self.depth = 0  # boxes around the nodes being added
+
+    def grouped_graph(self, graph: Graph, root: OpGroup, opened: set[str]) -> None:
+        """Add ``graph``'s nodes with the ops of each closed group drawn as one node, then join the edges
+        of those ops to their group's node."""
+        outputs = set(graph.outputs)
+        for tensor in graph.device_tensors:
+            if tensor.producer is None or tensor.producer.graph is not graph:
+                self.tensor(tensor, (), tensor in outputs)
+        sites = self.sites.setdefault(graph, _sites_by_op(graph))
+        orders = {op: order for order, op in enumerate(graph.ops)}
+        aliases: dict[str, str] = {}
+
+        def add(group: OpGroup) -> None:
+            for item in group.items(orders):
+                if not isinstance(item, OpGroup):
+                    for tensor in item.outputs:
+                        self.tensor(tensor, (), tensor in outputs)
+                    self.op(item, (), sites.get(item, []))
+                elif item.id in opened:
+                    self.depth += 1
+                    box = PictureBox((), f"▾ {item.label} ({count_of(item.count, 'op')})", depth=self.depth,
+                                     key=group_key(item))
+                    self.boxes.append(box)
+                    before = len(self.nodes)
+                    add(item)
+                    box.members = list(self.nodes)[before:]
+                    self.depth -= 1
+                else:
+                    self.closed_group(item, outputs, aliases)
+
+        add(root)
+        joined: dict[tuple[str, str], str] = {}
+        for tail, head, kind in self.edges:
+            tail, head = aliases.get(tail, tail), aliases.get(head, head)
+            if tail != head and tail in self.nodes and head in self.nodes:
+                joined.setdefault((tail, head), kind)
+        self.edges = [(tail, head, kind) for (tail, head), kind in joined.items()]
+        self._leave_out_sources_of_closed_groups()
+
+    def _leave_out_sources_of_closed_groups(self) -> None:
+        """Graph inputs, variables and constants read only inside closed groups are not drawn: a hundred of
+        them would fan into a few boxes (a group's hover counts the graph inputs it reads)."""
+        readers: dict[str, set[str]] = defaultdict(set)
+        for tail, head, _ in self.edges:
+            readers[tail].add(self.nodes[head].kind)
+        left_out = {key for key, node in self.nodes.items()
+                    if node.kind == "tensor" and node.category in ("input", "variable", "constant")
+                    and not node.is_graph_output and readers.get(key) == {"group"}}
+        for key in left_out:
+            del self.nodes[key]
+        self.edges = [edge for edge in self.edges if edge[0] not in left_out]
+
+    def closed_group(self, group: OpGroup, outputs: set[Tensor], aliases: dict[str, str]) -> None:
+        key = group_key(group)
+        members = [op for each in group.walk() for op in each.ops]
+        ipu = Counter(op.ipu for op in members).most_common(1)[0][0] if members else 0
+        self.nodes[key] = PictureNode(key, "group", "group", f"▸ {group.label} ({count_of(group.count, 'op')})",
+                                      group, (), ipu)
+        for op in members:
+            self.homes[op] = key
+            aliases[node_key((), op)] = key
+            for tensor in dict.fromkeys(op.inputs):
+                self.edges.append((node_key((), tensor), key, "data"))
+            for earlier in op.after:
+                self.edges.append((node_key((), earlier), key, "after"))
+            for tensor in op.outputs:
+                if tensor in outputs:  # a graph output stays drawn, made by the group
+                    self.tensor(tensor, (), True)
+                    self.edges.append((key, node_key((), tensor), "data"))
+                else:
+                    aliases[node_key((), tensor)] = key
 
     def graph(self, graph: Graph, frame: Frame) -> list[str]:
         """Add ``graph``'s nodes in ``frame``; returns their keys."""
@@ -152,7 +252,7 @@ class _Builder:
             return
         for branch, site in enumerate(sites):
             inner = frame + ((op, branch),)
-            box = PictureBox(inner, _site_label(site), [])
+            box = PictureBox(inner, _site_label(site), [], depth=self.depth + len(inner))
             self.boxes.append(box)
             box.members = self.graph(site.callee, inner)
             for _, callee_input in site.inputs:
@@ -198,6 +298,18 @@ def _op_hover(op: Op, sites: list[CallSite]) -> str:
             lines.append(f"{text(name)} = {text(str(shown)[:60])}")
     for site in sites:
         lines.append(f"calls {text(site.callee.label)} ({count_of(len(site.callee.ops), 'op')})")
+    return "<br>".join(lines)
+
+
+def _group_hover(group: OpGroup) -> str:
+    members = [op for each in group.walk() for op in each.ops]
+    types = Counter(op.type for op in members).most_common(4)
+    graph_inputs = set(members[0].graph.inputs) if members else set()
+    inputs = {tensor for op in members for tensor in op.inputs if tensor in graph_inputs}
+    lines = [f"<b>{text(group.label)}</b> ({count_of(group.count, 'op')})",
+             " · ".join(f"{count} {text(op_type)}" for op_type, count in types),
+             "IPU " + ", ".join(map(str, sorted({op.ipu for op in members})))
+             + (f"; reads {count_of(len(inputs), 'graph input')}" if inputs else ""), "click to open"]
     return "<br>".join(lines)
 
 

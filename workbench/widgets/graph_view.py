@@ -3,9 +3,10 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+from workbench.export.grouping import OpGroup, group_graph
 from workbench.ir import Graph, Op
 
-from .dataflow import CALL_TYPES, dataflow_picture
+from .dataflow import CALL_TYPES, GROUPED_OPS, dataflow_picture
 from .figures import graph_figure
 from .figures.graph_figure import picture_layout
 from .selection import Selection
@@ -17,17 +18,23 @@ class GraphView(View):
     """The ops and tensors of ``selection.graph`` (the main graph unless ``graph`` is given), laid out
     in layers. Hover shows shapes, dtypes, tensor kinds and IPUs; clicking an op or tensor selects
     it, clicking a call site expands or collapses its body inline; ``search`` rings matching names.
-    ``detail`` is "auto", "full" (every tensor drawn) or "ops" (ops only, for large graphs). In a
-    notebook output narrower than ``PICTURE_WIDTH`` the nodes and labels are sized to the output's width.
+    ``detail`` is "auto", "full" (every tensor drawn) or "ops" (ops only, for large graphs). ``grouped``
+    is "auto" (grouped from ``GROUPED_OPS`` ops), True or False: a grouped graph opens as the Model tab's
+    groups, each a node with its op count that opens in place on click (``open_group``). In a notebook
+    output narrower than ``PICTURE_WIDTH`` the nodes and labels are sized to the output's width.
     """
 
     live_kinds = frozenset({"op_added", "op_changed", "tensor_added", "graph_created", "graph_built",
                             "graph_discarded"})
 
     def __init__(self, source: Any, graph: Optional[Graph] = None, *, detail: str = "auto",
-                 selection: Optional[Selection] = None, **options):
+                 grouped: Any = "auto", selection: Optional[Selection] = None, **options):
+        if grouped not in ("auto", True, False):
+            raise ValueError(f"grouped must be 'auto', True or False, got {grouped!r}")
         self.detail = detail
+        self.grouped = grouped
         self.expanded: set[tuple[Op, ...]] = set()
+        self.opened: set[str] = set()  # ids of the groups drawn open
         self.matches: list[str] = []
         self.query = ""
         self.width = PICTURE_WIDTH
@@ -44,13 +51,36 @@ class GraphView(View):
         graph = self.selection.graph
         return graph if graph is not None and graph.ir is self.ir else self.ir.main_graph
 
+    @property
+    def is_grouped(self) -> bool:
+        return self.grouped is True or self.grouped == "auto" and len(self.graph.ops) >= GROUPED_OPS
+
     def _compute(self) -> None:
+        self.groups: Optional[OpGroup] = None
         if self.graph is not self._shown_graph:
-            self.expanded = set()
+            self.expanded, self.opened = set(), set()
             self._shown_graph = self.graph
-        self.picture = dataflow_picture(self.graph, self.expanded, self.detail)
+        self.groups = group_graph(self.graph) if self.is_grouped else None
+        if self.groups is not None:
+            self._group_ids = {group.id: group for group in self.groups.walk()}
+            self._homes = {op: group for group in self.groups.walk() for op in group.ops}
+            self.opened &= set(self._group_ids)
+        self._lay_out()
+
+    def _lay_out(self) -> None:
+        """The picture of the graph as grouped, with the groups and call sites opened now."""
+        self.picture = dataflow_picture(self.graph, self.expanded, self.detail, self.groups, self.opened)
         self.layout = picture_layout(self.picture)
         self.matches = self.picture.find(self.query)
+
+    def _reopened(self) -> None:
+        """Groups opened or closed: the Ir is as it was, so its groups stand and only the picture changes."""
+        if self.error is not None:
+            self.refresh()
+            return
+        self._lay_out()
+        self.version += 1
+        self.redraw()
 
     def build_figure(self):
         picked = [item for item in (self.selection.op, self.selection.tensor) if item is not None]
@@ -72,9 +102,14 @@ class GraphView(View):
         self.selection.graph = graph
 
     def expand(self, *path: Op) -> None:
-        """Draw the body of the call site at ``path`` (call ops from the shown graph inward) inline."""
+        """Draw the body of the call site at ``path`` (call ops from the shown graph inward) inline (and
+        open the groups holding it)."""
         self._check_path(path)
         self.expanded.add(tuple(path))
+        home = self._homes.get(path[0]) if self.groups is not None and path else None
+        if home is not None and home.parent is not None:
+            self.open_group(home.id)
+            return
         self.refresh()
 
     def collapse(self, *path: Op) -> None:
@@ -83,16 +118,40 @@ class GraphView(View):
         self.expanded = {p for p in self.expanded if p[:len(path)] != path}
         self.refresh()
 
+    def open_group(self, group_id: str) -> None:
+        """Draw the members of group ``group_id`` (and of the groups around it) in place of its node."""
+        group = self._group(group_id)
+        while group is not None and group.parent is not None:
+            self.opened.add(group.id)
+            group = group.parent
+        self._reopened()
+
+    def close_group(self, group_id: str) -> None:
+        """Draw group ``group_id`` as one node again (the groups inside it close too)."""
+        group = self._group(group_id)
+        self.opened -= {each.id for each in group.walk()}
+        self._reopened()
+
+    def _group(self, group_id: str) -> OpGroup:
+        if self.groups is None:  # (read from a tab not looked at yet, it computes them)
+            raise ValueError(f"{self.graph.label!r} is drawn ungrouped (grouped={self.grouped!r}, "
+                             f"{len(self.graph.ops)} ops): it has no groups to open or close")
+        if group_id not in self._group_ids:
+            known = list(self._group_ids)
+            raise ValueError(f"{self.graph.label!r} has no group {group_id!r}; its groups are "
+                             f"{', '.join(known[:8])}{'…' if len(known) > 8 else ''}")
+        return self._group_ids[group_id]
+
     def search(self, text: str) -> list[str]:
-        """Ring the nodes whose names or op types contain ``text``; returns their keys. A single
-        match is also selected."""
+        """Ring the nodes whose names or op types contain ``text`` (a closed group holding such an op is
+        ringed); returns their keys. A single op or tensor matched is also selected."""
         self.query = text
         self.matches = self.picture.find(text) if self.error is None else []
         if len(self.matches) == 1:
             node = self.picture.nodes[self.matches[0]]
             if node.kind == "op":
                 self.selection.op = node.item
-            else:
+            elif node.kind == "tensor":
                 self.selection.tensor = node.item
         self.redraw()
         if self._widget is not None:
@@ -100,6 +159,11 @@ class GraphView(View):
         return self.matches
 
     def _click(self, key: Any) -> None:
+        if isinstance(key, str) and key.startswith("group:") and self.groups is not None:
+            group_id = key[len("group:"):]
+            if group_id in self._group_ids:
+                (self.close_group if group_id in self.opened else self.open_group)(group_id)
+            return
         node = self.picture.nodes.get(key)
         if node is None:
             return
@@ -137,11 +201,19 @@ class GraphView(View):
         detail = ipywidgets.Dropdown(options=[("auto detail", "auto"), ("every tensor", "full"), ("ops only", "ops")],
                                      value=self.detail, layout=ipywidgets.Layout(width="140px"))
         detail.observe(self._detail_changed, names="value")
-        return [ipywidgets.HBox([box, self._match_label, detail])]
+        grouping = ipywidgets.Dropdown(options=[("grouped when large", "auto"), ("grouped", True), ("every op", False)],
+                                       value=self.grouped, layout=ipywidgets.Layout(width="170px"))
+        grouping.observe(self._grouping_changed, names="value")
+        return [ipywidgets.HBox([box, self._match_label, detail, grouping])]
+
+    def _grouping_changed(self, change) -> None:
+        self.grouped = change["new"]
+        self.refresh()
 
     def _detail_changed(self, change) -> None:
         self.detail = change["new"]
         self.refresh()
 
     def __repr__(self) -> str:
-        return f"GraphView({self.graph.label}: {len(self.graph.ops)} ops)"
+        grouped = ", grouped" if self.groups is not None else ""
+        return f"GraphView({self.graph.label}: {len(self.graph.ops)} ops{grouped})"

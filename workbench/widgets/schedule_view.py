@@ -7,6 +7,7 @@ from workbench.analysis.static_schedule import sequence_regions, static_schedule
 from workbench.ir.device import Device, device_for
 
 from .figures import schedule_figure
+from .figures.schedule_bins import BINNED_ABOVE, top_groups
 from .figures.schedule_figure import has_seconds
 from .listeners import subscribe_weakly
 from .view import View
@@ -68,6 +69,8 @@ class ScheduleView(View):
             schedule = static_schedule(self.ir, self.device)
             self.events, self.clock_hz, self.static = schedule.events, schedule.clock_hz, True
         self.regions = sequence_regions(self.ir)
+        binned = sum(len(event.ipus) for event in self.events) > BINNED_ABOVE
+        self.groups = top_groups(self.ir.main_graph) if binned else None  # once, not at every redraw
 
     def static_label(self) -> str:
         """What the static schedule stands in for: no run yet, or a run still in progress."""
@@ -95,7 +98,7 @@ class ScheduleView(View):
         return schedule_figure(self.events, unit=self.shown_unit, clock_hz=self.clock_hz, regions=self.regions,
                                selected=self.selected_events(), current=self.current_events(),
                                breakpoints=self.breakpoint_events(), title=title,
-                               static_label=self.static_label())
+                               static_label=self.static_label(), groups=self.groups)
 
     def selected_events(self) -> list[int]:
         """Indices of the events of the selected op, else of the selected step."""

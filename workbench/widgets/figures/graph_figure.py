@@ -20,6 +20,7 @@ CHAR_WIDTH = 6.5  # pixels per character of a 10 px label, a little above the av
 MIN_LABEL = 3  # characters; with less room than this, names are left to the hover
 LABEL_GAP = 3  # pixels between a marker and its label
 LAYER_HEIGHT = 55  # pixels per layer
+BOX_STEP = 16  # pixels between the tops of boxes nested in one another: room for each one's title
 STUB = 0.25  # layers: an edge leaves and enters a node vertically over this height, clear of labels
 EDGE_STYLES = {  # edge kind -> trace name and line style
     "data": ("data flow", dict(color=EDGE_COLOR, width=1)),
@@ -27,6 +28,10 @@ EDGE_STYLES = {  # edge kind -> trace name and line style
     "enter": ("call inputs", dict(color=CALL_OUTLINE, width=1, dash="dash")),
     "exit": ("call outputs", dict(color=CALL_OUTLINE, width=1, dash="dash")),
 }
+GROUP_TRACE = "groups (click to open)"
+OPENED_TRACE = "opened groups (click ▾ to close)"
+GROUP_FILL = "#F2F2F2"
+GROUP_OUTLINE = "#595959"
 TENSOR_TRACES = {"variable": "variables", "constant": "constants", "input": "graph inputs",
                  "intermediate": "intermediates"}
 
@@ -103,6 +108,10 @@ def graph_figure(picture: DataflowPicture, layout: Optional[Layout] = None, high
     rooms = label_rooms(layout, sizes)
     ops = [node for node in picture.nodes.values() if node.kind == "op" and node.category == "op"]
     calls = [node for node in picture.nodes.values() if node.kind == "op" and node.category == "call"]
+    groups = [node for node in picture.nodes.values() if node.kind == "group"]
+    if groups:
+        figure.add_trace(_node_trace(groups, position, GROUP_TRACE, "square", sizes.call + 4, GROUP_FILL,
+                                     GROUP_OUTLINE, rooms))
     if ops:
         figure.add_trace(_node_trace(ops, position, "ops", "square", sizes.op, _ipu_colors(ops), OP_OUTLINE,
                                      rooms))
@@ -176,25 +185,44 @@ def _node_trace(nodes, position, name: str, symbol: str, size: int, color, outli
         customdata=text_array(n.key for n in nodes), hovertext=text_array(n.hover for n in nodes), hoverinfo="text")
 
 
+def layer_pixels(picture: DataflowPicture) -> int:
+    """Pixels per layer: more where boxes nest, so that the title of each sits above the one inside it."""
+    deepest = max((box.depth for box in picture.boxes), default=0)
+    return LAYER_HEIGHT + BOX_STEP * max(deepest - 1, 0)
+
+
 def _add_boxes(figure: go.Figure, picture: DataflowPicture, position) -> None:
-    deepest = max((len(box.frame) for box in picture.boxes), default=0)
+    deepest = max((box.depth for box in picture.boxes), default=0)
+    step = BOX_STEP / layer_pixels(picture)  # in layers
+    titles = []
     for box in picture.boxes:
         points = [position[key] for key in box.members if key in position]
         if not points:
             continue
-        pad = 0.3 + 0.15 * (deepest - len(box.frame))
+        pad = 0.3 + 0.15 * (deepest - box.depth)
+        top = 0.3 + step * (deepest - box.depth)
         x0, x1 = min(p[0] for p in points) - pad, max(p[0] for p in points) + pad + 0.6
-        y0, y1 = min(p[1] for p in points) - pad, max(p[1] for p in points) + pad
-        figure.add_shape(type="rect", x0=x0, x1=x1, y0=y0, y1=y1, layer="below",
-                         line=dict(color=CALL_OUTLINE, width=1, dash="dash"), fillcolor="rgba(252,229,205,0.25)")
+        y0, y1 = min(p[1] for p in points) - pad, max(p[1] for p in points) + top
+        color = GROUP_OUTLINE if box.key else CALL_OUTLINE
+        figure.add_shape(type="rect", x0=x0, x1=x1, y0=y0, y1=y1, layer="below", line=dict(color=color, width=1, dash="dash"),
+                         fillcolor="rgba(242,242,242,0.35)" if box.key else "rgba(252,229,205,0.25)")
         figure.add_annotation(x=x0, y=y1, text=text(box.label), showarrow=False, xanchor="left", yanchor="bottom",
-                              font=dict(size=10, color=CALL_OUTLINE))
+                              font=dict(size=10, color=color))
+        if box.key:
+            titles.append((x0, y1, box))
+    if titles:  # a marker on each opened group's title: clicking it closes the group
+        figure.add_trace(go.Scatter(
+            x=[x for x, _, _ in titles], y=[y for _, y, _ in titles], mode="markers", name=OPENED_TRACE,
+            marker=dict(symbol="triangle-down", size=10, color=GROUP_OUTLINE), customdata=[b.key for _, _, b in titles],
+            hovertext=text_array(f"{text(b.label)}: click to close" for _, _, b in titles), hoverinfo="text"))
 
 
 def _figure_layout(picture: DataflowPicture, layout: Layout, labelled: bool) -> dict:
     tensors = len(picture.graph.device_tensors)
     title = f"{text(picture.graph.label)}: {count_of(len(picture.graph.ops), 'op')}, {count_of(tensors, 'tensor')}"
     notes = []
+    if any(node.kind == "group" for node in picture.nodes.values()) or picture.homes:
+        notes.append("grouped by name scope: click a group to open it")
     if picture.detail == "ops":
         notes.append("ops only: tensors are listed in the hover")
     shown = min(layout.depth, VISIBLE_LAYERS)
@@ -209,5 +237,5 @@ def _figure_layout(picture: DataflowPicture, layout: Layout, labelled: bool) -> 
     return base_layout(title=dict(text=title, x=0.01), showlegend=True,
                        legend=dict(orientation="h", yanchor="top", y=-0.01, x=0.0, xanchor="left"),
                        xaxis=dict(visible=False, range=[left, left + layout.width + 0.5]), yaxis=yaxis, dragmode="pan",
-                       height=max(LAYER_HEIGHT * shown + 130, 300),
+                       height=max(layer_pixels(picture) * shown + 130, 300),
                        margin=dict(l=MARGIN, r=MARGIN, t=60, b=70))

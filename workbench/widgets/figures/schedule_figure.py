@@ -3,19 +3,21 @@ cost model's kind, with ``in_sequence`` regions behind, and the selected and nex
 
 Events are a run's ``TraceEvent``s or the static schedule's ``ScheduledOp``s (``replica`` None):
 anything with their fields. An op occupying several IPUs (an ``ipu_copy``, an ``all_reduce`` over
-IPUs) has a bar on each of their rows; a call site's bar spans the ops it called.
+IPUs) has a bar on each of their rows; a call site's bar spans the ops it called. A timeline of more than
+``BINNED_ABOVE`` bars is drawn in time bins (``schedule_bins``).
 """
 from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional, Sequence
+from typing import Any, Mapping, NamedTuple, Optional, Sequence
 
 import plotly.graph_objects as go
 
 from workbench.analysis.cost_model import KINDS
 from workbench.ir import Op
 
+from .schedule_bins import BINNED_ABOVE, bin_width, binned_bars, binned_hover, scope_spans
 from ..style import (CURRENT_COLOR, HIGHLIGHT, IN_SEQUENCE_COLOR, SCHEDULE_COLORS, SCHEDULE_LABELS, TEMPLATE, base_layout,
                      group_color, text, text_array)
 
@@ -24,9 +26,9 @@ SEQUENCE_COLOR = "rgba(127, 127, 127, 0.14)"
 SEQUENCE_OUTLINE = IN_SEQUENCE_COLOR
 
 
-@dataclass(frozen=True, slots=True)
-class Bar:
-    """One drawn bar: the index of its event, the row it sits on and its span in the shown unit."""
+class Bar(NamedTuple):
+    """One drawn bar: the index of its event, the row it sits on and its span in the shown unit (a tuple:
+    a long trace makes tens of thousands)."""
 
     event: int
     row: Row
@@ -123,12 +125,13 @@ def event_hover(event: Any, unit: str, regions: Optional[Mapping[Op, int]] = Non
 def schedule_figure(events: Sequence[Any], *, unit: str = "cycles", clock_hz: float = 1.33e9,
                     regions: Optional[Mapping[Op, int]] = None, selected: Sequence[int] = (),
                     current: Sequence[int] = (), breakpoints: Sequence[int] = (), title: Optional[str] = None,
-                    static_label: str = "Static schedule (no run yet)") -> go.Figure:
+                    static_label: str = "Static schedule (no run yet)", groups: Optional[dict] = None) -> go.Figure:
     """The timeline of ``events`` in ``unit`` ('cycles' or 'seconds'; seconds need every event's).
     ``selected`` and ``current`` are indices into ``events``: the selected op's executions get a red
     outline, the op a stepped run stands before a black one; ``breakpoints`` get a red dot where
     they start. Bars carry their event's index as
-    ``customdata``."""
+    ``customdata``. A binned timeline marks the top-level groups of the main graph (``groups``:
+    ``schedule_bins.top_groups``, made here when not given)."""
     if unit not in ("cycles", "seconds"):
         raise ValueError(f"unit must be 'cycles' or 'seconds', got {unit!r}")
     if unit == "seconds" and not has_seconds(events):
@@ -145,6 +148,8 @@ def schedule_figure(events: Sequence[Any], *, unit: str = "cycles", clock_hz: fl
             hovers[index] = event_hover(events[index], unit, regions)
         return hovers[index]
 
+    binned = len(bars) > BINNED_ABOVE
+    width = bin_width(bars) if binned else 0.0
     by_kind: dict[str, list[Bar]] = defaultdict(list)
     for bar in bars:
         by_kind[events[bar.event].kind].append(bar)
@@ -153,6 +158,9 @@ def schedule_figure(events: Sequence[Any], *, unit: str = "cycles", clock_hz: fl
         if not drawn:
             continue
         control = kind == "control"
+        if binned:
+            _add_binned(figure, events, drawn, kind, width, unit)
+            continue
         figure.add_trace(go.Bar(
             orientation="h", y=text_array(row_label(bar.row) for bar in drawn),
             base=[bar.start for bar in drawn], x=[bar.end - bar.start for bar in drawn],
@@ -160,21 +168,61 @@ def schedule_figure(events: Sequence[Any], *, unit: str = "cycles", clock_hz: fl
             opacity=0.45 if control else 1.0, width=0.8 if control else 0.5,
             customdata=[bar.event for bar in drawn], hovertext=text_array(hover(bar.event) for bar in drawn),
             hoverinfo="text", meta=dict(kind=kind)))
-    _add_pipeline_stages(figure, events, bars)
+    _add_pipeline_stages(figure, events, bars, width)
+    if binned:
+        _add_scope_spans(figure, events, bars, unit, groups)
     _add_outlines(figure, events, bars, selected, "selected op", HIGHLIGHT, hover)
     _add_outlines(figure, events, bars, current, "next op", CURRENT_COLOR, hover)
     _add_breakpoints(figure, bars, breakpoints)
     labels = [row_label(row) for row in rows]
     total = max((bar.end for bar in bars), default=0)
+    title = title or _default_title(events, unit, clock_hz, total, static_label)
+    if binned:
+        title += (f"<br><sup>{len(bars):,} bars gathered by kind into spans of {_amount(width, unit)}: "
+                  f"hover a bar for its ops</sup>")
     figure.update_layout(**base_layout(
         barmode="overlay", height=max(340, 170 + 46 * len(rows)), hovermode="closest",
-        title=dict(text=title or _default_title(events, unit, clock_hz, total, static_label), x=0.01),
+        title=dict(text=title, x=0.01),
         xaxis=dict(title_text="simulated cycles" if unit == "cycles" else "seconds (measured)",
                    rangemode="tozero", tickformat="~s", ticksuffix="" if unit == "cycles" else "s"),
         yaxis=dict(categoryorder="array", categoryarray=list(reversed(labels)), type="category"),
         legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0, xanchor="left"),
         margin=dict(l=130, r=20, t=100, b=50)))
     return figure
+
+
+def _add_binned(figure: go.Figure, events: Sequence[Any], bars: list[Bar], kind: str, width: float,
+                unit: str) -> None:
+    """One bar per row and bin for the bars of ``kind``; each carries its first event's index."""
+    drawn = binned_bars(bars, lambda bar: kind, width)
+    control = kind == "control"
+    figure.add_trace(go.Bar(
+        orientation="h", y=text_array(row_label(b.row) for b in drawn), base=[b.start for b in drawn],
+        x=[b.end - b.start for b in drawn], name=SCHEDULE_LABELS[kind],
+        marker=dict(color=SCHEDULE_COLORS[kind], line=dict(width=0)), opacity=0.45 if control else 1.0,
+        width=0.8 if control else 0.5, customdata=[b.events[0] for b in drawn],
+        hovertext=text_array(binned_hover(b, events, SCHEDULE_LABELS[kind], unit, row_label(b.row)) for b in drawn),
+        hoverinfo="text", meta=dict(kind=kind, binned=True)))
+
+
+def _add_scope_spans(figure: go.Figure, events: Sequence[Any], bars: list[Bar], unit: str,
+                     groups: Optional[dict]) -> None:
+    """A strip under each row's bars per top-level group of the main graph (the Model tab's first boxes),
+    in alternating greys, saying which group ran when."""
+    spans = scope_spans(events, bars, groups)
+    if not spans:
+        return
+    figure.add_trace(go.Bar(
+        orientation="h", y=text_array(row_label(s.row) for s in spans), base=[s.start for s in spans],
+        x=[s.end - s.start for s in spans], width=0.12, offset=-0.4, name="groups (name scopes)",
+        marker=dict(color=["#8C8C8C" if s.order % 2 else "#CFCFCF" for s in spans], line=dict(width=0)),
+        hovertext=text_array(f"<b>{text(s.label)}</b>: {s.count:,} op executions, "
+                             f"{_amount(s.start, unit)} to {_amount(s.end, unit)}" for s in spans),
+        hoverinfo="text", meta=dict(kind="groups")))
+
+
+def _amount(value: float, unit: str) -> str:
+    return _seconds(value) if unit == "seconds" else f"{value:,.0f} cycles"
 
 
 def _add_sequence_spans(figure: go.Figure, spans: list[SequenceSpan]) -> None:
@@ -207,9 +255,10 @@ def _add_outlines(figure: go.Figure, events: Sequence[Any], bars: list[Bar], ind
         meta=dict(kind=name + " marker")))
 
 
-def _add_pipeline_stages(figure: go.Figure, events: Sequence[Any], bars: list[Bar]) -> None:
+def _add_pipeline_stages(figure: go.Figure, events: Sequence[Any], bars: list[Bar], width: float = 0.0) -> None:
     """A thin strip above each bar of an op with a pipeline stage (PopART's ``pipelineStage``),
-    coloured by stage, so the stages show as bands along the timeline (where there are several)."""
+    coloured by stage, so the stages show as bands along the timeline (where there are several); with
+    a bin ``width``, one strip per row, stage and bin."""
     stages: dict[int, list[Bar]] = defaultdict(list)
     for bar in bars:
         stage = events[bar.event].op.meta.get("pipeline_stage")
@@ -219,6 +268,8 @@ def _add_pipeline_stages(figure: go.Figure, events: Sequence[Any], bars: list[Ba
         return
     for stage in sorted(stages):
         marked = stages[stage]
+        if width:
+            marked = [Bar(b.events[0], b.row, b.start, b.end) for b in binned_bars(marked, lambda bar: stage, width)]
         figure.add_trace(go.Bar(
             orientation="h", y=text_array(row_label(bar.row) for bar in marked), base=[bar.start for bar in marked],
             x=[bar.end - bar.start for bar in marked], width=0.12, offset=0.27, name=f"pipeline stage {stage}",
