@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from typing import Iterable, Optional, Union
+from typing import Iterable, Optional, Sequence, Union
 
 from workbench.export.call_sites import CallSite, call_sites
 from workbench.export.graph_data import op_node_id, tensor_node_id
@@ -52,11 +52,12 @@ class PictureNode:
     def hover(self) -> str:
         """Details for the hover box, as plotly markup with the names escaped (made when drawn: most
         tensors of a large graph never are). ``label`` is plain text."""
-        if self.kind == "op":
-            return _op_hover(self.item, self.sites)
-        if self.kind == "group":
-            return _group_hover(self.item)
-        return _tensor_hover(self.item, self.category)
+        item = self.item
+        if isinstance(item, Op):
+            return _op_hover(item, self.sites)
+        if isinstance(item, OpGroup):
+            return _group_hover(item)
+        return _tensor_hover(item, self.category)
 
 
 @dataclass(slots=True)
@@ -91,8 +92,9 @@ class DataflowPicture:
             return []
         found = []
         for key, node in self.nodes.items():
-            names = ((node.item.name, node.item.type) if node.kind == "op" else
-                     (node.item.label,) if node.kind == "group" else (node.item.name,))
+            item = node.item
+            names = ((item.name, item.type) if isinstance(item, Op) else
+                     (item.label,) if isinstance(item, OpGroup) else (item.name,))
             if any(needle in name.lower() for name in names):
                 found.append(key)
         inside = {self.homes[op] for op in self.homes if needle in op.name.lower() or needle in op.type.lower()}
@@ -102,7 +104,7 @@ class DataflowPicture:
         """Every node drawing ``item`` (an op or tensor of an expanded body may be drawn twice; an op in a
         closed group is drawn by the group)."""
         keys = [key for key, node in self.nodes.items() if node.item is item]
-        return keys or ([self.homes[item]] if item in self.homes else [])
+        return keys or ([self.homes[item]] if isinstance(item, Op) and item in self.homes else [])
 
 
 def node_key(frame: Frame, item: Union[Op, Tensor]) -> str:
@@ -114,7 +116,7 @@ def group_key(group: OpGroup) -> str:
     return f"group:{group.id}"
 
 
-def dataflow_picture(graph: Graph, expanded: Iterable[Frame] = (), detail: str = "auto",
+def dataflow_picture(graph: Graph, expanded: Iterable[tuple[Op, ...]] = (), detail: str = "auto",
                      groups: Optional[OpGroup] = None, opened: Iterable[str] = ()) -> DataflowPicture:
     """The picture of ``graph``; ``expanded`` holds the call paths (tuples of call ops) to draw inline;
     ``detail`` is "full", "ops" or "auto" (full up to ``FULL_DETAIL_NODES`` ops and tensors, beyond
@@ -285,7 +287,7 @@ def _op_label(op: Op, sites: list[CallSite], expanded: bool) -> str:
     return f"{marker} {op.type} {' | '.join(site.callee.label for site in sites)}"
 
 
-def _op_hover(op: Op, sites: list[CallSite]) -> str:
+def _op_hover(op: Op, sites: Sequence[CallSite]) -> str:
     lines = [f"<b>{text(op.type)}</b> {text(op.name)}",
              f"IPU {op.ipu}" + (f", {text(op.tile_set)} tiles" if op.tile_set != "compute" else "")]
     for label, tensors in (("in", op.inputs), ("out", op.outputs)):

@@ -170,9 +170,12 @@ class GraphView(View):
         if node.kind == "tensor":
             self.selection.tensor = node.item
             return
-        self.selection.op = node.item
-        if node.item.type in CALL_TYPES:
-            path = tuple(op for op, _ in node.frame) + (node.item,)
+        op = node.item
+        if not isinstance(op, Op):
+            return
+        self.selection.op = op
+        if op.type in CALL_TYPES:
+            path = tuple(caller for caller, _ in node.frame) + (op,)
             (self.collapse if path in self.expanded else self.expand)(*path)
 
     def _check_path(self, path: tuple) -> None:
