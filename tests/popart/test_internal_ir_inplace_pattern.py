@@ -258,3 +258,10 @@ def test_the_pattern_takes_only_a_graph_of_its_own_ir():
     ir, other = popxl.Ir(), popxl.Ir()
     with pytest.raises(TypeError, match="applyInplacePattern takes a graph of this Ir"):
         ir._pb_ir.applyInplacePattern(other.main_graph._pb_graph)
+
+
+def test_in_place_is_enabled_at_the_levels_where_popart_applies_it():
+    levels = _ir.patterns.PatternsLevel
+    assert [_ir.patterns.Patterns(level).isInPlaceEnabled() for level in levels] == [False, False, True, True]
+    assert _ir.patterns.Patterns(["InPlace"]).isInPlaceEnabled()
+    assert not _ir.patterns.Patterns(["OpToIdentity"]).isInPlaceEnabled()

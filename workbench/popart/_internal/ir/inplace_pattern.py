@@ -19,7 +19,7 @@ from collections import defaultdict
 from typing import Iterable, Optional
 
 from workbench.analysis.aliasing import declared_root, memory_root
-from workbench.analysis.schedule import dependencies
+from workbench.analysis.schedule import dependencies, schedule
 from workbench.ir import Constant, Graph, Op, Tensor, Variable
 from workbench.ops.call_binding import call_bindings
 from workbench.ops.registry import REGISTRY, op_def
@@ -40,41 +40,77 @@ def apply_inplace_pattern(graph: Graph) -> list[Op]:
             before = _readers_to_order(op, variant, order)
             if before is not None:
                 _make_in_place(op, variant, before)
+                order.add(before, op)
                 changed.append(op)
-                order = _Order(graph)
                 break
     return changed
 
 
 class _Order:
-    """Which ops of a graph must run before or after which, through tensors, ``Op.after`` and the
-    readers-before-writers rule of in-place ops (the graph's schedule constraints)."""
+    """Which ops of a graph must run before which: through tensors, ``Op.after`` and the readers-before-
+    writers rule of in-place ops (the graph's schedule constraints), and the constraints the pattern adds
+    (which are all those its in-place ops bring: their readers come first).
+
+    Each op keeps a position in a topological order, kept valid as constraints are added (Pearce and
+    Kelly's dynamic topological sort), so a search for a path looks only between the two positions."""
 
     def __init__(self, graph: Graph):
         ops = graph.ops
-        self._ops = ops
-        self._index = {op: i for i, op in enumerate(ops)}
-        self._before = dependencies(graph)
-        self._after: dict[int, set[int]] = defaultdict(set)
-        for second, firsts in self._before.items():
+        self._followers: dict[Op, set[Op]] = defaultdict(set)
+        self._leaders: dict[Op, set[Op]] = defaultdict(set)
+        for second, firsts in dependencies(graph).items():
             for first in firsts:
-                self._after[first].add(second)
+                self._followers[ops[first]].add(ops[second])
+                self._leaders[ops[second]].add(ops[first])
+        self._position = {op: i for i, op in enumerate(schedule(graph))}
+        self._graph = graph
+        self._sites: Optional[list[Op]] = None
 
-    def ancestors(self, op: Op) -> set[Op]:
-        return self._walk(op, self._before)
-
-    def descendants(self, op: Op) -> set[Op]:
-        return self._walk(op, self._after)
-
-    def _walk(self, op: Op, edges: dict[int, set[int]]) -> set[Op]:
-        seen: set[int] = set()
-        frontier = [self._index[op]]
+    def reaches(self, start: Op, goal: Op) -> bool:
+        """Whether ``goal`` must follow ``start``."""
+        position = self._position
+        limit = position[goal]
+        if position[start] >= limit:
+            return False
+        seen, frontier = {start}, [start]
         while frontier:
-            for nxt in edges.get(frontier.pop(), ()):
-                if nxt not in seen:
+            for nxt in self._followers.get(frontier.pop(), ()):
+                if nxt is goal:
+                    return True
+                if nxt not in seen and position[nxt] < limit:
                     seen.add(nxt)
                     frontier.append(nxt)
-        return {self._ops[i] for i in seen}
+        return False
+
+    def add(self, firsts: Iterable[Op], second: Op) -> None:
+        """Make ``second`` follow each of ``firsts`` (none of which follows it)."""
+        for first in firsts:
+            self._followers[first].add(second)
+            self._leaders[second].add(first)
+            low, high = self._position[second], self._position[first]
+            if low < high:  # renumber the ops between: those before ``first`` now come before ``second``'s
+                later = self._search(second, self._followers, lambda op: self._position[op] <= high)
+                earlier = self._search(first, self._leaders, lambda op: self._position[op] >= low)
+                moved = sorted(earlier, key=self._position.get) + sorted(later, key=self._position.get)
+                for op, position in zip(moved, sorted(self._position[op] for op in moved)):
+                    self._position[op] = position
+
+    @staticmethod
+    def _search(start: Op, edges: dict[Op, set[Op]], within) -> set[Op]:
+        """``start`` and the ops reached from it along ``edges`` through ops ``within`` accepts."""
+        seen, frontier = {start}, [start]
+        while frontier:
+            for nxt in edges.get(frontier.pop(), ()):
+                if nxt not in seen and within(nxt):
+                    seen.add(nxt)
+                    frontier.append(nxt)
+        return seen
+
+    def call_sites(self) -> list[Op]:
+        """The ops that call the graph (found once: the pattern adds none)."""
+        if self._sites is None:
+            self._sites = call_sites(self._graph)
+        return self._sites
 
 
 def _readers_to_order(op: Op, variant: str, order: _Order) -> Optional[tuple[Op, ...]]:
@@ -90,16 +126,15 @@ def _readers_to_order(op: Op, variant: str, order: _Order) -> Optional[tuple[Op,
         return None
     graph, root = op.graph, declared_root(target)
     group = _alias_group(root)
-    if _kept(root) or any(graph.is_output(t) for t in group):
+    if _kept(root, order) or any(graph.is_output(t) for t in group):
         return None
     if any(memory_root(other) is memory_root(target) for j, other in enumerate(op.inputs) if j != index):
         return None
-    ancestors, descendants = order.ancestors(op), order.descendants(op)
     before: list[Op] = []
     for reader in _consumers(group):
-        if reader is op or reader in ancestors:
+        if reader is op or order.reaches(reader, op):
             continue
-        if reader in descendants or any(declared_root(reader.inputs[k]) is root for k in reader.modified):
+        if order.reaches(op, reader) or any(declared_root(reader.inputs[k]) is root for k in reader.modified):
             return None
         before.append(reader)
     if any(graph.is_output(t) for reader in before for t in reader.outputs):
@@ -126,7 +161,7 @@ def _consumers(tensors: Iterable[Tensor]) -> list[Op]:
     return list(dict.fromkeys(consumer for tensor in tensors for consumer in tensor.consumers))
 
 
-def _kept(root: Tensor) -> bool:
+def _kept(root: Tensor, order: _Order) -> bool:
     """Whether the memory of ``root`` must keep its value: a variable, a constant, or a graph input that a
     caller passes by reference or that a repeat passes unchanged to every iteration."""
     if isinstance(root, (Variable, Constant)):
@@ -137,7 +172,7 @@ def _kept(root: Tensor) -> bool:
     if graph.is_by_ref_input(root):
         return True
     graph_index = graph.inputs.index(root)
-    for site in call_sites(graph):
+    for site in order.call_sites():
         for binding in call_bindings(site):
             if binding.graph is not graph or graph_index not in binding.order:
                 continue
