@@ -265,3 +265,16 @@ def test_in_place_is_enabled_at_the_levels_where_popart_applies_it():
     assert [_ir.patterns.Patterns(level).isInPlaceEnabled() for level in levels] == [False, False, True, True]
     assert _ir.patterns.Patterns(["InPlace"]).isInPlaceEnabled()
     assert not _ir.patterns.Patterns(["OpToIdentity"]).isInPlaceEnabled()
+
+
+@pytest.mark.parametrize("command", ["step", "step_over"])
+def test_stepping_a_graph_with_in_place_ops_gives_the_numbers_of_a_run(command):
+    ir, _, streams = called_twice(patterned=True)
+    with popxl.Session(ir, "ipu_model") as session:
+        (h2d,) = session.expected_inputs()
+        stepper = session.stepper({h2d: X})
+        while not stepper.finished:
+            getattr(stepper, command)()
+        stepped = [stepper.outputs[s] for s in streams]
+    for value, expected in zip(stepped, (X * SCALE + SCALE, X * SCALE + SCALE, X)):
+        np.testing.assert_array_equal(value, expected)
