@@ -219,7 +219,7 @@ COSTS: dict[str, CostRule] = {
     # Elementwise: flops per output element.
     **dict.fromkeys(("abs", "ceil", "floor", "sign", "negate", "relu", "relu_", "logical_not", "isnan",
                      "isinf", "clip", "cast", "increment_mod", "increment_mod_", "add", "add_",
-                     "add_rhs_", "sub", "mul", "mul_", "mul_rhs_", "maximum", "equal", "greater", "relu_grad", "greater_equal", "logical_and",
+                     "add_rhs_", "sum_of_many", "sub", "mul", "mul_", "mul_rhs_", "maximum", "equal", "greater", "relu_grad", "greater_equal", "logical_and",
                      "logical_or", "where"), elementwise(1)),
     "init": CostRule("compute", lambda op, device: _init_cycles(op, device)),
     **dict.fromkeys(("scaled_add", "scaled_add_"), elementwise(2)),
