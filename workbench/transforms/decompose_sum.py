@@ -3,7 +3,7 @@
 be ready, so that each can die as soon as it is added."""
 from __future__ import annotations
 
-from workbench.ir import Graph, Op, Tensor, ipu
+from workbench.ir import Graph, Op, ipu
 from workbench.ir.op_edits import connect_input, set_graph_output
 from workbench.ops.creation import init
 from workbench.ops.elementwise import add

@@ -1,4 +1,6 @@
 """Small PopART value types that popxl and popxl-addons pass to the binding: popxl's own, under PopART's names."""
+from typing import Optional
+
 from workbench.popxl.ops.collectives.collectives import CollectiveOperator
 from workbench.popxl.ops.utils import OptionalFloat
 
@@ -19,8 +21,8 @@ class OperatorIdentifier:
 
     __slots__ = ("domain", "type", "version", "numInputs", "numOutputs")
 
-    def __init__(self, domain: str, type: str, version: int, numInputs: NumInputs = None,  # noqa: A002
-                 numOutputs: int = 0):
+    def __init__(self, domain: str, type: str, version: int,  # noqa: A002 - PopART's names
+                 numInputs: Optional[NumInputs] = None, numOutputs: int = 0):
         self.domain, self.type, self.version = str(domain), str(type), int(version)
         self.numInputs = numInputs if numInputs is not None else NumInputs()
         self.numOutputs = int(numOutputs)

@@ -91,9 +91,10 @@ class _Order:
             if low < high:  # renumber the ops between: those before ``first`` now come before ``second``'s
                 later = self._search(second, self._followers, lambda op: self._position[op] <= high)
                 earlier = self._search(first, self._leaders, lambda op: self._position[op] >= low)
-                moved = sorted(earlier, key=self._position.get) + sorted(later, key=self._position.get)
-                for op, position in zip(moved, sorted(self._position[op] for op in moved)):
-                    self._position[op] = position
+                position = self._position.__getitem__
+                moved = sorted(earlier, key=position) + sorted(later, key=position)
+                for op, place in zip(moved, sorted(map(position, moved))):
+                    self._position[op] = place
 
     @staticmethod
     def _search(start: Op, edges: dict[Op, set[Op]], within) -> set[Op]:
