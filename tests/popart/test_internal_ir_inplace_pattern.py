@@ -278,3 +278,15 @@ def test_stepping_a_graph_with_in_place_ops_gives_the_numbers_of_a_run(command):
         stepped = [stepper.outputs[s] for s in streams]
     for value, expected in zip(stepped, (X * SCALE + SCALE, X * SCALE + SCALE, X)):
         np.testing.assert_array_equal(value, expected)
+
+
+def test_a_second_pass_changes_nothing_and_an_ir_with_a_session_is_not_rewritten():
+    ir, grad, _ = scale_training_step(patterned=True)
+    before = [(op.type, op.after) for op in grad.ops]
+    ir._pb_ir.applyInplacePattern(grad._pb_graph)
+    assert [(op.type, op.after) for op in grad.ops] == before
+    plain_ir, plain_grad, _ = scale_training_step(patterned=False)
+    with popxl.Session(plain_ir, "ipu_model"):
+        with pytest.raises(RuntimeError, match="is owned by a Session and can no longer be changed"):
+            plain_ir._pb_ir.applyInplacePattern(plain_grad._pb_graph)
+    assert op_types(plain_grad) == ["Mul", "Mul"]
