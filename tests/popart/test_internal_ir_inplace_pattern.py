@@ -111,7 +111,8 @@ def test_a_reader_of_the_overwritten_tensor_is_ordered_before_the_in_place_op():
     product, increment = [op for op in ir.main_graph._pb_graph.getOps() if "Inplace" in op.opType()]
     # The later op (a + 1) overwrites a once the product has read it; the product may then overwrite only b.
     assert (product.opType(), increment.opType()) == ("MulRhsInplace", "AddLhsInplace")
-    assert product._op in increment._op.after
+    assert product._op in increment._op.after  # PopART's topological constraint, seen through the view too
+    assert ir.main_graph._pb_graph.topoCons().getBefores(increment) == [product]
     assert find_inplace_ambiguity(ir.main_graph) is None
     ir._pb_ir.getSessionOptions().enableInplaceAmbiguityChecking = True
     y, z = run_with_inputs(ir, streams, a_stream=X, b_stream=SCALE)
