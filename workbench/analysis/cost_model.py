@@ -219,13 +219,13 @@ COSTS: dict[str, CostRule] = {
     # Elementwise: flops per output element.
     **dict.fromkeys(("abs", "ceil", "floor", "sign", "negate", "relu", "relu_", "logical_not", "isnan",
                      "isinf", "clip", "cast", "increment_mod", "increment_mod_", "add", "add_",
-                     "sub", "mul", "maximum", "equal", "greater", "relu_grad", "greater_equal", "logical_and",
+                     "add_rhs_", "sum_of_many", "sub", "mul", "mul_", "mul_rhs_", "maximum", "equal", "greater", "relu_grad", "greater_equal", "logical_and",
                      "logical_or", "where"), elementwise(1)),
     "init": CostRule("compute", lambda op, device: _init_cycles(op, device)),
     **dict.fromkeys(("scaled_add", "scaled_add_"), elementwise(2)),
     **dict.fromkeys(("div", "fmod", "sqrt"), elementwise(4)),
     **dict.fromkeys(("exp", "exp_", "log", "tanh", "sin", "cos"), elementwise(8)),
-    **dict.fromkeys(("pow", "gelu", "gelu_", "geluerf", "geluerf_", "geluerf_grad", "swish", "swish_"),
+    **dict.fromkeys(("pow", "pow_", "gelu", "gelu_", "geluerf", "geluerf_", "geluerf_grad", "swish", "swish_"),
                     elementwise(16)),
     # The functions ONNX has beyond popxl's (ops/onnx_functions.py).
     **dict.fromkeys(("round", "minimum", "leaky_relu", "thresholded_relu", "hard_sigmoid"), elementwise(1)),

@@ -40,6 +40,17 @@ def _in_place(fn: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
     return kernel
 
 
+def _in_place_rhs(fn: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Callable[..., np.ndarray]:
+    """A binary kernel that writes ``fn(lhs, rhs)`` into ``rhs`` and returns it."""
+    if isinstance(fn, np.ufunc):
+        return lambda lhs, target: fn(lhs, target, out=target)
+
+    def kernel(lhs, target):
+        target[...] = fn(lhs, target)
+        return target
+    return kernel
+
+
 def _named(function: Callable, name: str, doc: str) -> Callable:
     function.__name__ = function.__qualname__ = name
     function.__doc__ = doc
@@ -52,11 +63,13 @@ def _in_place_doc(doc: str, target: str) -> str:
 
 def register_elementwise(op_type: str, infer, build, *, grad=None, in_place: bool = False,
                          in_place_infer=None, in_place_build=None, into=None, popart_class: str = "",
-                         popart_inplace_class: str = "") -> None:
+                         popart_inplace_class: str = "", more_variants: tuple[str, ...] = ()) -> None:
     """Register ``op_type`` and, when ``in_place``, ``op_type_`` writing into input 0 (with the kernel
     of ``in_place_build`` if given, else ``build``'s result written into input 0; ``into`` as
-    ``OpDef.into``); ``popart_class`` and ``popart_inplace_class`` name PopART's classes of the two."""
-    register(OpDef(op_type, infer, build, grad=grad, popart_class=popart_class))
+    ``OpDef.into``); ``popart_class`` and ``popart_inplace_class`` name PopART's classes of the two.
+    The in-place variants of ``op_type`` are ``op_type_`` then ``more_variants`` (registered by the caller)."""
+    variants = ((op_type + "_",) if in_place else ()) + more_variants
+    register(OpDef(op_type, infer, build, grad=grad, popart_class=popart_class, inplace_variants=variants))
     if in_place:
         register(OpDef(op_type + "_", in_place_infer or infer,
                        in_place_build or (lambda op, env: _in_place(build(op, env))), modifies=(0,),
@@ -114,35 +127,46 @@ def unary_op(op_type: str, fn: Callable[[np.ndarray], np.ndarray], doc: str, *, 
 
 def binary_entries(op_type: str, fn: Callable[[np.ndarray, np.ndarray], np.ndarray], *,
                    allowed: str = "number", out_dtype: Optional[dtypes.dtype] = None, grad=None,
-                   in_place: bool = False, kernel_for: Optional[KernelFor] = None, popart_class: str = "",
-                   popart_inplace_class: str = "") -> None:
+                   kernel_for: Optional[KernelFor] = None, popart_class: str = "", popart_inplace_class: str = "",
+                   popart_rhs_inplace_class: str = "") -> None:
     """Register a broadcasting binary op (both inputs of one dtype); ``kernel_for(op)`` may pick a
-    kernel by dtype."""
+    kernel by dtype. With ``popart_inplace_class``, ``op_type_`` writes the result into lhs; with
+    ``popart_rhs_inplace_class``, ``op_type_rhs_`` writes it into rhs (PopART's Lhs/RhsInplace classes):
+    each only where the result has the shape of the tensor it overwrites."""
 
-    def infer_for(name: str, updates_lhs: bool):
+    def infer_for(name: str, updated: Optional[int]):
         def infer(specs, attrs):
             dtype = same_dtype(name, specs)
             check_dtype(name, specs[0], allowed)
             shape = broadcast_shape(name, specs[0].shape, specs[1].shape)
-            if updates_lhs and shape != specs[0].shape:
+            if updated is not None and shape != specs[updated].shape:
                 raise ValueError(f"{name}: the result shape {shape} differs from the shape "
-                                 f"{specs[0].shape} of the tensor updated in place")
+                                 f"{specs[updated].shape} of the tensor updated in place")
             return [TensorSpec(shape, out_dtype or dtype)]
         return infer
 
-    register_elementwise(op_type, infer_for(op_type, False),
-                         lambda op, env: kernel_for(op) if kernel_for else fn, grad=grad, in_place=in_place,
-                         in_place_infer=infer_for(op_type + "_", True), popart_class=popart_class,
-                         popart_inplace_class=popart_inplace_class)
+    def build(op, env):
+        return kernel_for(op) if kernel_for else fn
+
+    rhs_type = op_type + "_rhs_"
+    register_elementwise(op_type, infer_for(op_type, None), build, grad=grad, in_place=bool(popart_inplace_class),
+                         in_place_infer=infer_for(op_type + "_", 0), popart_class=popart_class,
+                         popart_inplace_class=popart_inplace_class,
+                         more_variants=(rhs_type,) if popart_rhs_inplace_class else ())
+    if popart_rhs_inplace_class:
+        register(OpDef(rhs_type, infer_for(rhs_type, 1), lambda op, env: _in_place_rhs(build(op, env)),
+                       modifies=(1,), aliases=((0, 1),), popart_class=popart_rhs_inplace_class))
 
 
 def binary_op(op_type: str, fn: Callable[[np.ndarray, np.ndarray], np.ndarray], doc: str, *,
               allowed: str = "number", out_dtype: Optional[dtypes.dtype] = None, grad=None,
               in_place: bool = False, kernel_for: Optional[KernelFor] = None, popart_class: str = "",
-              popart_inplace_class: str = ""):
-    """Register a broadcasting binary op and return its front-end function(s) ``f(lhs, rhs)``."""
-    binary_entries(op_type, fn, allowed=allowed, out_dtype=out_dtype, grad=grad, in_place=in_place,
-                   kernel_for=kernel_for, popart_class=popart_class, popart_inplace_class=popart_inplace_class)
+              popart_inplace_class: str = "", popart_rhs_inplace_class: str = ""):
+    """Register a broadcasting binary op and return its front-end function ``f(lhs, rhs)``, and when
+    ``in_place`` (popxl has it) ``f_`` writing into lhs, PopART's ``popart_inplace_class``."""
+    binary_entries(op_type, fn, allowed=allowed, out_dtype=out_dtype, grad=grad, kernel_for=kernel_for,
+                   popart_class=popart_class, popart_inplace_class=popart_inplace_class,
+                   popart_rhs_inplace_class=popart_rhs_inplace_class)
 
     def front(lhs: Tensor, rhs: Tensor) -> Tensor:
         return apply(op_type, lhs, rhs)
@@ -311,18 +335,20 @@ def _pow_grad(op, grads, fwd):
 
 
 add, add_ = binary_op("add", np.add, "Add two tensors elementwise, broadcasting as NumPy does.",
-                      in_place=True, grad=lambda op, g, fwd: [g[0], g[0]],
-                      popart_class="AddOp", popart_inplace_class="AddLhsInplaceOp")
+                      in_place=True, grad=lambda op, g, fwd: [g[0], g[0]], popart_class="AddOp",
+                      popart_inplace_class="AddLhsInplaceOp", popart_rhs_inplace_class="AddRhsInplaceOp")
 sub = binary_op("sub", np.subtract, "Subtract ``rhs`` from ``lhs`` elementwise (broadcasting).",
                 grad=lambda op, g, fwd: [g[0], negate(g[0])], popart_class="SubtractOp")
 mul: BinaryFront = binary_op("mul", np.multiply, "Multiply two tensors elementwise (broadcasting).",
                 grad=lambda op, g, fwd: [mul(g[0], _input(op, fwd, 1)), mul(g[0], _input(op, fwd, 0))],
-                popart_class="MulOp")
+                popart_class="MulOp", popart_inplace_class="MulLhsInplaceOp",
+                popart_rhs_inplace_class="MulRhsInplaceOp")
 div: BinaryFront = binary_op("div", np.divide, "Divide ``lhs`` by ``rhs`` elementwise (broadcasting); integer "
                 "division truncates toward zero.", kernel_for=_divide_kernel, grad=_div_grad, popart_class="DivOp")
 fmod = binary_op("fmod", np.fmod, "Remainder of ``lhs / rhs`` elementwise with the sign of ``lhs``, "
                  "as C's fmod (broadcasting).", grad=_fmod_grad, popart_class="FmodOp")
-binary_entries("pow", np.power, kernel_for=_power_kernel, grad=_pow_grad, popart_class="PowOp")
+binary_entries("pow", np.power, kernel_for=_power_kernel, grad=_pow_grad, popart_class="PowOp",
+               popart_inplace_class="PowLhsInplaceOp")
 
 
 def pow(t: Tensor, e: Union[float, int, Tensor]) -> Tensor:  # noqa: A001 - popxl's name

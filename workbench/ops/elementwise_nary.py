@@ -44,6 +44,28 @@ def _maximum_grad(op, grads, fwd):
 register_elementwise("maximum", _maximum_infer, _maximum_kernel, grad=_maximum_grad, popart_class="MaxOp")
 
 
+# ----- sum of N tensors -----
+SUM_OF_MANY = "sum_of_many"  # PopART's Sum: made through popart._internal.ir; popxl.transforms.decompose_sum splits it
+
+
+def _sum_of_many_infer(specs, attrs):
+    if not specs:
+        raise ValueError(f"{SUM_OF_MANY}: needs at least one tensor to sum")
+    dtype = same_dtype(SUM_OF_MANY, specs)
+    check_dtype(SUM_OF_MANY, specs[0], "number")
+    return [TensorSpec(broadcast_shape(SUM_OF_MANY, *(s.shape for s in specs)), dtype)]
+
+
+def _sum_of_many_kernel(op: Op, env):
+    """Zeros and then each tensor added (broadcasting), as the init and adds that decompose_sum makes of it."""
+    shape, dtype = op.outputs[0].shape, op.outputs[0].dtype.as_numpy()
+    return lambda *arrays: functools.reduce(np.add, arrays, np.zeros(shape, dtype))
+
+
+register_elementwise(SUM_OF_MANY, _sum_of_many_infer, _sum_of_many_kernel,
+                     grad=lambda op, grads, fwd: [grads[0]] * len(op.inputs), popart_class="SumOp")
+
+
 def maximum(*ts: Tensor) -> Tensor:
     """The largest of N tensors, elementwise (broadcasting)."""
     if not ts:

@@ -10,7 +10,7 @@ from workbench.transforms.grad_graph_info import ExpectedConnectionType
 
 from . import patterns, session_view, view
 from .autodiff_info import BwdGraphInfo, ExpectedConnection
-from .enums import CollectiveOperator, OptionalFloat
+from .enums import CollectiveOperator, NumInputs, OperatorIdentifier, OptionalFloat
 from .graph_view import Graph, GraphId, TopoCons
 from .ir_view import Ir
 from .op_view import Op, Settings, TensorIndexMap
@@ -25,4 +25,4 @@ OpId = int
 __all__ = ["Ir", "Graph", "GraphId", "Tensor", "TensorId", "TensorInfo", "TensorType", "DataType", "Op", "OpId",
            "Settings", "TensorIndexMap", "Consumers", "TopoCons", "op", "view", "patterns", "ExpectedConnection",
            "ExpectedConnectionType", "BwdGraphInfo", "ExecutionContext", "TileSet", "VGraphId", "ReplicaGrouping",
-           "CollectiveOperator", "OptionalFloat"]
+           "CollectiveOperator", "OptionalFloat", "NumInputs", "OperatorIdentifier"]

@@ -14,6 +14,7 @@ from workbench.transforms.graph_edits import EditLog, call_sites, remove_op
 from workbench.ops.registry import op_def
 
 from .loop_body import wrap_loop_body
+from .op_rewiring import tensor_name
 from .op_view import Op, op_id, view_op
 from .tensor_view import Tensor, view_tensor
 
@@ -155,6 +156,22 @@ class Graph:
             if op_id(op) == op_id_:
                 return op
         raise KeyError(f"graph {self._graph.label!r} has no op with id {op_id_}")
+
+    def createConnectedOp_SumOp(self, inputs: dict, outputs: dict, opid, settings) -> Op:
+        """PopART's Sum of the tensors ``inputs`` names (index -> id), broadcasting, into ``outputs[0]``; it
+        runs on the IPU ``settings`` names. ``popxl.transforms.decompose_sum`` splits it into adds."""
+        from workbench.ops.elementwise_nary import SUM_OF_MANY
+        from workbench.ops.registry import create_op
+
+        graph = self._graph
+        tensors = [graph.get_tensor(inputs[i]) for i in sorted(inputs)]
+        if sorted(inputs) != list(range(len(inputs))) or set(outputs) != {0}:
+            raise ValueError(f"SumOp: inputs are numbered 0..n-1 and its one output 0, got inputs {sorted(inputs)} "
+                             f"and outputs {sorted(outputs)}")
+        with graph:
+            op = create_op(SUM_OF_MANY, tensors, output_names=[tensor_name(graph, outputs[0])],
+                           ipu=getattr(settings, "vgraphId", None))
+        return view_op(op)
 
     def getCalledGraphs(self) -> list["Graph"]:
         return [view_graph(g) for g in self._graph.called_graphs]

@@ -8,6 +8,7 @@ from workbench.ir import Ir as WorkbenchIr
 from workbench.ops.identical_all_reduce import replace_by_identity
 
 from .graph_view import Graph, GraphId, view_graph
+from .inplace_pattern import apply_inplace_pattern
 from .patterns import Patterns, PatternsLevel
 from .session_options_view import IrSessionOptions
 from .tensor_view import Tensor, view_tensor
@@ -114,9 +115,12 @@ class Ir:
             replace_by_identity(graph._graph)
 
     def applyInplacePattern(self, graph: Graph) -> None:
-        """PopART turns ops into their in-place variants here; on the workbench ops stay as popxl built
-        them (in place only where asked), so this only checks the graph."""
-        self.applyPreAliasPatterns(graph)
+        """PopART's Inplace pattern over ``graph``: ops become their in-place variants (``Mul`` ->
+        ``MulLhsInplace`` or ``MulRhsInplace``, ...) wherever that changes no result (``inplace_pattern``)."""
+        if not isinstance(graph, Graph) or graph._graph.ir is not self._ir:
+            raise TypeError(f"applyInplacePattern takes a graph of this Ir (ir._pb_ir.getAllGraphs()), got "
+                            f"{graph!r}")
+        apply_inplace_pattern(graph._graph)
 
     def setDataFlow(self, data_flow) -> None:
         self._ir._popart_data_flow = data_flow

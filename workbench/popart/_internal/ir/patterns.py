@@ -1,7 +1,9 @@
 """``_ir.patterns``: PopART's graph rewrite patterns, as a level recorded on the Ir.
 
-The workbench runs popxl programs as built (ops are in place only where popxl asked for it), so a level
-changes no op; ``Ir.setPatterns`` records it and ``Ir.getPatterns`` reads it back.
+``Ir.setPatterns`` records a level and ``Ir.getPatterns`` reads it back. Of PopART's patterns, the
+workbench has OpToIdentity (``Ir.applyPreAliasPatterns``, at the Default and All levels) and Inplace, which
+``Ir.applyInplacePattern`` applies whatever the level, as PopART's does; ``isInPlaceEnabled`` says whether
+PopART would apply it when it prepares an Ir (Default and All).
 """
 from __future__ import annotations
 
@@ -21,12 +23,14 @@ class Patterns:
     __slots__ = ("_level", "_inplace")
 
     def __init__(self, level: PatternsLevel = PatternsLevel.Default):
+        names = None
         if isinstance(level, list):  # PopART also takes a list of pattern names
-            level = PatternsLevel.Minimal
+            level, names = PatternsLevel.Minimal, level
         if not isinstance(level, PatternsLevel):
             raise TypeError(f"Patterns takes a PatternsLevel (NoPatterns, Minimal, Default or All), got {level!r}")
         self._level = level
-        self._inplace = level is not PatternsLevel.NoPatterns
+        self._inplace = "InPlace" in names if names is not None else level in (PatternsLevel.Default,
+                                                                               PatternsLevel.All)
 
     @property
     def level(self) -> PatternsLevel:
