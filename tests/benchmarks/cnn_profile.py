@@ -4,7 +4,8 @@ Run with ``python tests/benchmarks/cnn_profile.py [model ...]`` (default: the fo
 For each model it prints the processor time of every kernel of a plain run (fused kernels included, as
 ``Session.run`` calls them; a fused run's time falls on the op that computes it and its other ops cost
 next to nothing), summed per op type and per convolution shape, the least of ``--rounds`` runs; then
-onnxruntime's own per-op-type profile of the same model, and each one's page faults and system time per
+onnxruntime's own per-op-type profile of the same model, its convolutions' times beside ours shape by
+shape (its profile names no stride: the stride shown is the ratio of input and output sizes), and each one's page faults and system time per
 run (memory that a run maps afresh costs a fault per page, which a busy kernel makes dearer on some
 machines than others). A first line gives the matrix-product speed of the BLAS library on a ResNet-like
 product, the yardstick for every convolution here.
@@ -64,8 +65,9 @@ def timed_kernels(ours: cnn.Workbench, totals: dict) -> None:
         namespace[name] = timed
 
 
-def onnxruntime_profile(model, feed: dict, outputs: list, rounds: int) -> dict:
-    """Seconds per op type of onnxruntime's kernels (its profiler's least time per node, summed)."""
+def onnxruntime_profile(model, feed: dict, outputs: list, rounds: int) -> tuple[dict, dict]:
+    """Seconds of onnxruntime's kernels (its profiler's least time per node, summed) per op type, and per
+    convolution shape labelled as ``kind`` labels ours."""
     options = onnxruntime.SessionOptions()
     options.intra_op_num_threads = options.inter_op_num_threads = 1
     options.enable_profiling = True
@@ -80,12 +82,29 @@ def onnxruntime_profile(model, feed: dict, outputs: list, rounds: int) -> dict:
     least: dict = {}
     for event in events:
         if event.get("cat") == "Node" and event["name"].endswith("_kernel_time"):
-            key = (event["args"].get("op_name"), event["name"])
+            key = (event["args"].get("op_name"), event["name"], _onnxruntime_conv_kind(event["args"]))
             least[key] = min(least.get(key, float("inf")), event["dur"] / 1e6)
     per_type: dict = collections.defaultdict(float)
-    for (op_type, _), seconds in least.items():
+    per_conv: dict = collections.defaultdict(float)
+    for (op_type, _, conv_kind), seconds in least.items():
         per_type[op_type] += seconds
-    return dict(per_type)
+        if conv_kind is not None:
+            per_conv[conv_kind] += seconds
+    return dict(per_type), dict(per_conv)
+
+
+def _onnxruntime_conv_kind(args: dict):
+    """``kind``'s label of a Conv node of onnxruntime's profile, from the shapes it records; None for
+    other nodes and for convolutions in its blocked layout (whose channels it pads)."""
+    shapes = [next(iter(entry.values())) for entry in args.get("input_type_shape", [])]
+    outputs = [next(iter(entry.values())) for entry in args.get("output_type_shape", [])]
+    if args.get("op_name") != "Conv" or len(shapes) < 2 or not outputs or len(shapes[1]) != 4:
+        return None
+    x, w, y = shapes[0], shapes[1], outputs[0]
+    if x[1] != w[1] or y[1] != w[0]:
+        return None
+    stride = max(1, round(x[2] / y[2]))
+    return f"conv {w[2]}x{w[3]}/{stride} {w[1]}->{w[0]} @{x[2]}"
 
 
 def blas_speed() -> str:
@@ -121,6 +140,8 @@ def profile(name: str, rounds: int, shown: int) -> None:
     faults = {"workbench": faults_per_run(ours.run, rounds),
               "onnxruntime": faults_per_run(cnn.Onnxruntime(model, feed, outputs).run, rounds)}
     totals: dict = collections.defaultdict(float)
+    counts = collections.Counter(kind(op) for op in ours.session.workbench_session.graph_code[
+        ours.session.workbench_session.ir.main_graph].steps)
     timed_kernels(ours, totals)
     least: dict = {}
     best_run = float("inf")
@@ -132,7 +153,7 @@ def profile(name: str, rounds: int, shown: int) -> None:
     per_type: dict = collections.defaultdict(float)
     for label, seconds in least.items():
         per_type[label.split()[0]] += seconds
-    theirs = onnxruntime_profile(model, feed, outputs, rounds)
+    theirs, their_convs = onnxruntime_profile(model, feed, outputs, rounds)
     print(f"\n{name}: workbench run {best_run * 1e3:.1f} ms (kernels {sum(least.values()) * 1e3:.1f} ms); "
           f"onnxruntime kernels {sum(theirs.values()) * 1e3:.1f} ms")
     print("  workbench per op type: " + ", ".join(
@@ -140,8 +161,12 @@ def profile(name: str, rounds: int, shown: int) -> None:
     print("  onnxruntime per op type: " + ", ".join(
         f"{t} {s * 1e3:.2f}" for t, s in sorted(theirs.items(), key=lambda item: -item[1]) if s >= 5e-5))
     print("  " + "; ".join(f"{who}: {text}" for who, text in faults.items()))
+    if shown:
+        print(f"    {'kernel':36s} {'ops':>4s} {'workbench':>10s} {'onnxruntime':>12s}")
     for label, seconds in sorted(least.items(), key=lambda item: -item[1])[:shown]:
-        print(f"    {label:40s} {seconds * 1e3:8.3f} ms")
+        other = their_convs.get(label)
+        print(f"    {label:36s} {counts[label]:4d} {seconds * 1e3:7.3f} ms "
+              f"{'-' if other is None else f'{other * 1e3:9.3f} ms':>12s}")
 
 
 TUNABLE_MODULES = ("conv_kernels", "winograd", "pool_kernels", "fused_conv", "channel_affine")

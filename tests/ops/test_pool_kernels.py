@@ -77,3 +77,38 @@ def test_a_plane_max_pool_goes_a_group_of_planes_at_a_time_with_the_same_values(
     kernel_fn = pool_kernels.max_pool(shape, (3, 3), (2, 2), (1, 1), pads, expected.shape[2:], np.float32)
     assert "_plane_max_pool" in kernel_fn.__qualname__
     np.testing.assert_array_equal(kernel_fn(x), expected)
+
+
+@pytest.mark.parametrize("shape, kernel, group_planes", [
+    ((1, 20, 27, 31), (3, 3), None),   # Inception's 3×3 of stride 1, padded by one, all planes in one group
+    ((2, 9, 30, 33), (5, 3), 4),       # a 5×3 window, groups of four planes out of eighteen (the last short)
+])
+def test_a_centred_max_pool_reads_no_padding_and_gives_the_direct_loops_values(monkeypatch, shape, kernel,
+                                                                               group_planes):
+    """Its shifted passes mix neighbouring rows and planes into the windows that reach the padding: the
+    first and last columns and rows of each plane, which are then taken again over the input alone."""
+    if group_planes:
+        monkeypatch.setattr(pool_kernels, "PLANE_GROUP_BYTES", group_planes * 4 * shape[2] * shape[3])
+    pads = tuple(((k - 1) // 2, (k - 1) // 2) for k in kernel)
+    begin = tuple(b for b, _ in pads)
+    kernel_fn = pool_kernels.max_pool(shape, kernel, (1, 1), (1, 1), pads, shape[2:], np.float32)
+    assert "_centred_max_pool" in kernel_fn.__qualname__
+    for _ in range(2):
+        x = RNG.standard_normal(shape).astype(np.float32)
+        x[0, 1, 0, 5] = np.nan  # on a plane's first row: propagates, as np.maximum does
+        x[-1, -1, -1, -1] = 10  # the last position: reaches only the windows inside its own plane
+        expected = pool_loop(x, kernel, (1, 1), begin, begin, (1, 1), False, lambda v: np.max(v))
+        result = kernel_fn(x)
+        np.testing.assert_array_equal(result, expected)
+        assert result.flags.owndata and not np.shares_memory(result, x)
+
+
+@pytest.mark.parametrize("shape, kernel, pads", [
+    ((1, 20, 27, 31), (3, 3), ((1, 0), (1, 1))),  # a window not centred
+    ((1, 4, 27, 31), (3, 3), ((1, 1), (1, 1))),   # too few values to pay
+    ((1, 20, 27, 31), (2, 2), ((0, 1), (0, 1))),  # an even kernel
+])
+def test_other_stride_one_max_pools_go_by_planes(shape, kernel, pads):
+    out = tuple(size + b + e - k + 1 for size, k, (b, e) in zip(shape[2:], kernel, pads))
+    kernel_fn = pool_kernels.max_pool(shape, kernel, (1, 1), (1, 1), pads, out, np.float32)
+    assert "_plane_max_pool" in kernel_fn.__qualname__

@@ -164,3 +164,65 @@ def test_a_lone_convolution_writes_into_the_concat_bit_for_bit(x_shape, c_out, k
     kept_code, apart, _ = lone_conv_case(x_shape, c_out, kernel, stride, keep_conv=True)
     assert not kept_code.plan.concats
     np.testing.assert_array_equal(ran, apart)
+
+
+def dense_block_case(x_shape, layers, growth, late_reader=False, keep_first=False):
+    """A DenseNet block: each layer concatenates its features with conv(relu(features)) (a padded 3×3, whose
+    result the concat alone reads). ``late_reader`` reads the first concat's result again after the last
+    concat; ``keep_first`` returns it. The main graph's code, the plain run's and the stepped run's
+    results (the block's output first), and NumPy's block output."""
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal(x_shape).astype(np.float32)
+    weights = [(rng.standard_normal((growth, x_shape[1] + layer * growth, 3, 3)) / 8).astype(np.float32)
+               for layer in range(layers)]
+    ir = popxl.Ir()
+    with ir.main_graph:
+        x_stream = popxl.h2d_stream(x.shape, popxl.float32, name="x")
+        features = ops.host_load(x_stream)
+        concats = []
+        for w in weights:
+            features = ops.concat([features, ops.conv(ops.relu(features), popxl.constant(w), padding=(1,) * 4)],
+                                  axis=1)
+            concats.append(features)
+        results = [features] + ([ops.relu(concats[0])] if late_reader else []) + ([concats[0]] if keep_first else [])
+        streams = []
+        for index, result in enumerate(results):
+            streams.append(popxl.d2h_stream(result.shape, result.dtype, name=f"y{index}"))
+            ops.host_store(streams[-1], result)
+    with popxl.Session(ir, "ipu_model") as session:
+        code = session.graph_code[ir.main_graph]
+        ran = session.run({x_stream: x})
+        stepper = session.stepper({x_stream: x})
+        stepper.continue_()
+    expected = x.astype(np.float64)
+    for w in weights:
+        padded = np.pad(np.maximum(expected, 0), [(0, 0), (0, 0), (1, 1), (1, 1)])
+        conv = sum(np.einsum("nchw,oc->nohw", padded[:, :, i:i + x_shape[2], j:j + x_shape[3]], w[:, :, i, j])
+                   for i, j in np.ndindex(3, 3))
+        expected = np.concatenate([expected, conv], axis=1)
+    return code, [ran[s] for s in streams], [stepper.outputs[s] for s in streams], expected
+
+
+@pytest.mark.parametrize("x_shape", [(1, 8, 7, 7), (2, 8, 7, 6)], ids=["one image", "two images"])
+def test_a_dense_blocks_concats_write_each_into_the_next_bit_for_bit(x_shape):
+    """Each concat's result, read last by the next concat, is made in that concat's output: the block's
+    features are copied once, into the first concat, and never again."""
+    code, ran, stepped, expected = dense_block_case(x_shape, layers=3, growth=4)
+    concat_steps = [i for i, op in enumerate(code.steps) if op.type == "concat"]
+    chained = {writes.concat: writes.concats for writes in code.plan.concats}
+    assert [chained[i] for i in concat_steps] == [(), ((0, concat_steps[0]),), ((0, concat_steps[1]),)]
+    np.testing.assert_array_equal(ran[0], stepped[0])  # the same values as the ops one by one
+    np.testing.assert_allclose(ran[0], expected, rtol=1e-4, atol=1e-5 * np.abs(expected).max())
+
+
+@pytest.mark.parametrize("late_reader, keep_first", [(True, False), (False, True)],
+                         ids=["read after the next concat", "returned"])
+def test_a_concat_read_after_the_next_or_returned_keeps_its_own_output(late_reader, keep_first):
+    code, ran, stepped, expected = dense_block_case((1, 8, 6, 6), layers=3, growth=4, late_reader=late_reader,
+                                                    keep_first=keep_first)
+    first = next(i for i, op in enumerate(code.steps) if op.type == "concat")
+    assert all((0, first) not in writes.concats for writes in code.plan.concats)
+    assert sum(len(writes.concats) for writes in code.plan.concats) == 1  # the second into the third still
+    for ours, theirs in zip(ran, stepped):
+        np.testing.assert_array_equal(ours, theirs)
+    np.testing.assert_allclose(ran[0], expected, rtol=1e-4, atol=1e-5 * np.abs(expected).max())

@@ -15,7 +15,9 @@ channel-map run of batch norm, a channel scale and a shift is two passes over th
 A concat along the channel axis whose inputs are the results of convolution runs (a lone convolution of a
 constant weight counts as one), each read by the concat alone, has those runs write straight into their
 stretch of its output (``ops/concat_into.py``): a fire module of SqueezeNet makes no array per
-expanding convolution and copies none.
+expanding convolution and copies none. A concat whose result is read last by another such concat (DenseNet's
+growing concat within a block, read by the next layer and then by the next concat) writes its own result
+into that concat's stretch too, so a block's features are copied once, not once per layer.
 
 The IR keeps every op, and so does the plan: only the kernels of a plain run are fused. A stepped run
 (which shows each value) and a profiled run (which times each op) run the ops one by one, so their
@@ -107,37 +109,67 @@ def _followers(steps: list[Op], outputs: tuple) -> dict[int, int]:
 @dataclass(frozen=True, slots=True)
 class ConcatWrites:
     """A concat step whose inputs at ``positions`` are the results of the convolution runs ``runs`` (as
-    steps' indices, one run per position), which write them into its output."""
+    steps' indices, one run per position), which write them into its output; ``concats`` are the
+    (position, concat step) pairs of the concats that write their result into its output."""
 
     concat: int
     positions: tuple[int, ...]
     runs: tuple[tuple[int, ...], ...]
+    concats: tuple[tuple[int, int], ...] = ()
+
+    @property
+    def written(self) -> tuple[int, ...]:
+        """The positions of the inputs that their makers write into the output."""
+        return self.positions + tuple(position for position, _ in self.concats)
 
 
 def concat_writes(steps: list[Op], outputs: tuple, runs: Sequence[tuple[int, ...]]) -> tuple[ConcatWrites, ...]:
     """The concats among ``steps`` that convolution runs (of ``runs``, or a lone foldable convolution)
-    write into: each such input is read once, by the concat alone, and not returned; a concat with
-    none is left out."""
+    write into: each such input is read once, by the concat alone, and not returned; and the concats
+    that other concats write into (``_writing_concat``), each a record too. A concat with none is left out."""
     reads = Counter(t for op in steps for t in op.inputs)
     kept = set(outputs)
     run_ending = {run[-1]: run for run in runs if fused_conv.has_convolution([steps[i] for i in run])}
     maker = {t: index for index, op in enumerate(steps) for t in op.outputs}
-    found = []
+    readers: dict = {}
+    for index, op in enumerate(steps):
+        for tensor in op.inputs:
+            readers.setdefault(tensor, []).append(index)
+    found: dict[int, ConcatWrites] = {}
+    chained: set[int] = set()
     for index, op in enumerate(steps):
         if not writes_into(op):
             continue
-        positions, writers = [], []
+        positions, writers, concats = [], [], []
         for position, tensor in enumerate(op.inputs):
             at = maker.get(tensor)
-            if at is None or reads[tensor] != 1 or tensor in kept or len(steps[at].outputs) != 1:
+            if at is None or len(steps[at].outputs) != 1:
                 continue
-            run = run_ending.get(at) or ((at,) if fused_conv.foldable_conv(steps[at]) else None)
+            run = None if reads[tensor] != 1 or tensor in kept else (
+                run_ending.get(at) or ((at,) if fused_conv.foldable_conv(steps[at]) else None))
             if run is not None:
                 positions.append(position)
                 writers.append(run)
-        if positions:
-            found.append(ConcatWrites(index, tuple(positions), tuple(writers)))
-    return tuple(found)
+            elif at not in chained and _writing_concat(steps, index, position, at, readers, kept):
+                concats.append((position, at))
+                chained.add(at)
+        if positions or concats:
+            found[index] = ConcatWrites(index, tuple(positions), tuple(writers), tuple(concats))
+    for at in chained - set(found):
+        found[at] = ConcatWrites(at, (), ())
+    return tuple(found[index] for index in sorted(found))
+
+
+def _writing_concat(steps: list[Op], index: int, position: int, at: int, readers: dict, kept: set) -> bool:
+    """Whether the concat at step ``at`` may write its result into input ``position`` of the concat at step
+    ``index``: it is such a concat too, its result is not returned, that concat reads it once and last of
+    all its readers (nothing reads the stretch after the concat, whose output a later op may overwrite),
+    and no reader writes anything in place or calls a graph (nothing writes through it)."""
+    tensor = steps[index].inputs[position]
+    reading = readers[tensor]
+    return (writes_into(steps[at]) and tensor not in kept and reading[-1] == index
+            and sum(t is tensor for t in steps[index].inputs) == 1
+            and not any(steps[i].modified or steps[i].called_graphs for i in reading))
 
 
 def run_kernels(ops: Sequence[Op], overwrite: bool, destination: Destination = None) -> list[Callable]:

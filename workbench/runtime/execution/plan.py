@@ -34,7 +34,7 @@ class ExecutionPlan:
     graph outputs. Slots are reused once their value is dead, so rebinding a slot frees its value.
     ``overwriting`` are the steps whose kernel writes its result over its dead input 0 (``reuse.py``);
     ``fused`` the runs of steps (as indices) that a plain run computes as one (``fusion.py``), and
-    ``concats`` the concats that some of those runs (or lone convolutions) write into.
+    ``concats`` the concats that some of those runs (or lone convolutions, or other concats) write into.
     """
 
     graph: Graph

@@ -306,12 +306,15 @@ class ReplicaProgram:
             return kernels
         running = list(kernels)
         destinations: dict[tuple[int, ...], Callable[[], np.ndarray]] = {}
+        targets = {writes.concat: ConcatTarget(code.steps[writes.concat], writes.written)
+                   for writes in code.plan.concats}
         for writes in code.plan.concats:
-            concat = code.steps[writes.concat]
-            target = ConcatTarget(concat, writes.positions)
-            running[writes.concat] = self._wrap(concat, code, target.kernel())
+            target = targets[writes.concat]
+            running[writes.concat] = self._wrap(code.steps[writes.concat], code, target.kernel())
             destinations.update((run, target.destination(position))
                                 for position, run in zip(writes.positions, writes.runs))
+            for position, inner in writes.concats:
+                targets[inner].place_in(target.destination(position))
         for run in dict.fromkeys([*code.plan.fused, *destinations]):
             ops = [code.steps[i] for i in run]
             kernels_of_run = run_kernels(ops, ops[0] in code.plan.overwriting, destinations.get(run))
