@@ -7,7 +7,7 @@ Each picture of the ``grouped`` section gives every box its layer and column, an
 (column, layer) of each layer it crosses. Placement: columns as wide as the middle collapsed box (up to
 ``MAX_COLUMN``; wider ones push their neighbours), each layer as tall as its tallest box or frame; in a layer,
 boxes, ports and the edges crossing it keep their order and are pushed right where they would come closer
-than ``GAP_X`` (an edge half that).
+than ``GAP_X`` (an edge half that, and edges bent at one column, a bus, ``BUS_GAP``).
 
 A picture taller than ``FOLD_ABOVE`` and taller than wide (a long run of groups, one under the other) is
 folded: its layers are cut into bands of consecutive layers set side by side, as many as make it about as
@@ -43,6 +43,7 @@ HEADER = LINE_HEIGHT + 2 * PAD_Y  # the frame's title band
 FOLD_WIDTH = 920  # pixels a folded picture may take: the plot area of a notebook's figure
 FOLD_ABOVE = 900  # pixels: taller pictures fold where they are also taller than wide
 GUTTER = 2 * GAP_X  # between the bands of a folded picture; edges from band to band run in it
+BUS_GAP = 8  # between the runs of edges bent at one column of a layer (a bus of edges, ``stacking``)
 
 
 @dataclass(slots=True)
@@ -242,6 +243,14 @@ def compose(picture_of: Callable[[str], dict], group_id: str, expanded: Collecti
     return scene
 
 
+def natural_width(picture: dict) -> float:
+    """The width in pixels of ``picture`` drawn with its groups collapsed and not folded."""
+    widths = sorted(node["w"] for node in picture["nodes"])
+    column = min(widths[len(widths) // 2] if widths else 0, MAX_COLUMN) + GAP_X
+    _, rights = _place_rows(picture, [(node["w"], node["h"]) for node in picture["nodes"]], column, set())
+    return max(rights, default=0.0) + MARGIN
+
+
 def _place_rows(picture: dict, sizes: list, column: float, skipped: set[int]) -> tuple[dict, list[float]]:
     """The centre (and layer) of every box, port and bend in its layer, the bends of edges ``skipped``
     left out; and how far right each layer reaches."""
@@ -260,10 +269,14 @@ def _place_rows(picture: dict, sizes: list, column: float, skipped: set[int]) ->
     for layer, row in enumerate(rows):
         row.sort(key=lambda entry: (entry[0], entry[1]))
         reach = float(MARGIN)
+        bus = None  # the column of the bend just placed: the next bend of that column runs beside it
         for col, is_bend, ref in row:
             ideal = (col - picture["left"]) * column + column / 2 + MARGIN
             half = GAP_X / 2 if is_bend else sizes[ref[1]][0] / 2 if ref[0] == "node" else 0.0
             centre = max(ideal, reach + half)
+            if is_bend and col == bus:
+                centre = max(ideal, reach - half + BUS_GAP)
+            bus = col if is_bend else None
             reach = centre + half + (0 if is_bend else GAP_X / 2)
             rights[layer] = max(rights[layer], centre + half)
             centres[ref] = (centre, layer)

@@ -23,6 +23,8 @@ export const HEADER = LINE_HEIGHT + 2 * PAD_Y;
 export const FOLD_WIDTH = 920;
 const FOLD_ABOVE = 900;
 const GUTTER = 2 * GAP_X;
+/** Pixels between the runs of edges bent at one column of a layer (a bus of edges). */
+const BUS_GAP = 8;
 
 export interface SceneBox extends Omit<PictureBox, 'layer' | 'col'> {
   /** the centre, in pixels from the picture's top left */
@@ -312,10 +314,15 @@ function placeRows(picture: GroupPicture, sizes: Array<[number, number]>, column
   rows.forEach((row, layer) => {
     row.sort((a, b) => (a[0] - b[0]) || (a[1] - b[1]));
     let reach = MARGIN;
+    let bus: number | null = null;  // the column of the bend just placed: the next bend of that column runs beside it
     for (const [col, isBend, ref] of row) {
       const ideal = (col - picture.left) * column + column / 2 + MARGIN;
       const half = isBend ? GAP_X / 2 : ref[0] === 'node' ? sizes[ref[1]][0] / 2 : 0;
-      const centre = Math.max(ideal, reach + half);
+      let centre = Math.max(ideal, reach + half);
+      if (isBend && col === bus) {
+        centre = Math.max(ideal, reach - half + BUS_GAP);
+      }
+      bus = isBend ? col : null;
       reach = centre + half + (isBend ? 0 : GAP_X / 2);
       rights[layer] = Math.max(rights[layer], centre + half);
       centres.set(ref.join(':'), [centre, layer]);
