@@ -41,12 +41,17 @@ def test_the_page_composes_expanded_pictures_as_the_notebook_does(tmp_path):
                 pictures[group.id] = groups.picture(group.id)
             for group in groups.root.walk():
                 expanded = set(_chain(groups, group.id)) | {child.id for child in group.children}
-                scene = compose(groups.picture, groups.root.id, expanded)
-                cases.append({"group": groups.root.id, "expanded": sorted(expanded), "scene": asdict(scene)})
+                for room in (None, 480):  # the default room, and a narrow one: layers wrap, columns close up
+                    scene = compose(groups.picture, groups.root.id, expanded, **({"room": room} if room else {}))
+                    cases.append({"group": groups.root.id, "expanded": sorted(expanded), "room": room,
+                                  "scene": asdict(scene)})
         sets.append({"pictures": pictures, "cases": cases})
     assert sum(len(each["cases"]) for each in sets) >= 100
     assert any(box["expanded"] for each in sets for case in each["cases"] for box in case["scene"]["boxes"])
-    folded = [case for case in sets[2]["cases"] if case["scene"]["width"] > 700]
+    widths = [case["scene"]["width"] for each in sets for case in each["cases"]]
+    narrower = sum(narrow < default for default, narrow in zip(widths[::2], widths[1::2]))
+    assert narrower >= 50  # cases whose layers wrap or columns close up in the narrow room
+    folded = [case for case in sets[2]["cases"] if case["scene"]["width"] > 700 and case["room"] is None]
     assert folded and all(case["scene"]["width"] <= 920 for case in folded)
     path = tmp_path / "compose.json"
     path.write_text(json.dumps(sets), encoding="utf-8")

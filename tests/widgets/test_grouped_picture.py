@@ -177,8 +177,8 @@ def test_a_scope_a_little_over_the_limit_splits_into_runs_of_even_length():
 def test_no_picture_is_wider_than_its_output_with_a_top_level_group_open(resnet, room):
     """Twelve all-reduces side by side (the transformer's optimizer) were 3,387 px wide: parts with no edge
     between them wrap into rows, and a picture's columns close up, so that opening any top-level group of a
-    real program leaves it within the output; a group open inside it at most needs drawing a little smaller
-    (the extension draws down to 0.75 of its size before it scrolls)."""
+    real program leaves it within the output, and a layer still too wide (ResNet-50's blocks, a frame beside
+    a box) wraps into rows; so does a group open inside it."""
     transformer_ir, _ = transformer()
     for ir in (transformer_ir, resnet, wide_program()):
         for graph in ir.graphs:
@@ -191,7 +191,8 @@ def test_no_picture_is_wider_than_its_output_with_a_top_level_group_open(resnet,
                 assert scene.width <= room, (graph.name, child.label, scene.width)
                 for grandchild in child.children:
                     inner = compose(groups.picture, root.id, {child.id, grandchild.id}, room=room)
-                    assert inner.width * 0.75 <= room, (graph.name, grandchild.label, inner.width)
+                    check_scene(inner)
+                    assert inner.width <= room, (graph.name, grandchild.label, inner.width)
 
 
 def test_parallel_parts_of_a_group_wrap_into_rows_fed_by_a_bus_of_edges():
@@ -215,3 +216,23 @@ def test_parallel_parts_of_a_group_wrap_into_rows_fed_by_a_bus_of_edges():
     assert max(bus) - min(bus) <= 12 * 8 and min(b - a for a, b in zip(bus, bus[1:])) >= 4, bus  # not 24 apart
     wide = compose(groups.picture, run.id, set(), room=1280)
     assert 630 < wide.width <= 1280 and wide.height < scene.height  # folded into bands side by side
+
+
+def test_a_layer_wider_than_the_output_wraps_into_rows_its_edges_passing_beside_the_boxes(resnet):
+    """ResNet-50's first block beside its shortcut (res2_0_branch2b and res2_0_branch1, 633 px side by side)
+    in a 500-px room: the shortcut drops to a row of its own under the branch, and the edges into it and out of
+    the branch run past the other box, not through it; in 1,280 px they stay side by side."""
+    groups = GroupPictures(resnet.main_graph)
+    block = groups.root.children[1].children[0]
+    assert block.label == "res2_0"
+
+    def boxes(room):
+        scene = compose(groups.picture, block.id, set(), room=room)
+        check_scene(scene)
+        return scene, {box["lines"][0]: box for box in scene.boxes}
+
+    narrow, by_label = boxes(500)
+    branch, shortcut = by_label["▸ res2_0_branch2b"], by_label["▸ res2_0_branch1"]
+    assert narrow.width <= 500 and shortcut["y"] >= branch["y"] + branch["h"]
+    wide, by_label = boxes(1280)
+    assert by_label["▸ res2_0_branch2b"]["y"] == by_label["▸ res2_0_branch1"]["y"] and wide.width > 500

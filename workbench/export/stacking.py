@@ -11,8 +11,8 @@ none passes through a box (a bus on the left would cost half a column of margin)
 then folded side by side to the output's width by ``compose``.
 
 It reads and writes the shipped picture (layers, columns and bends), so the notebook and the extension
-draw the wrapped picture alike, with nothing to compute in the page. A picture still too wide (one part
-whose boxes drift right, layer by layer, to follow their edges) has its columns drawn closer together.
+draw the wrapped picture alike, with nothing to compute in the page (``compose`` draws the columns of a
+picture still too wide for its output closer together).
 """
 from __future__ import annotations
 
@@ -22,31 +22,12 @@ WRAP_WIDTH = 520  # pixels: fits a 630-px output with the picture opened two fra
 BUS = 0.5  # columns between a bus and the parts beside it
 
 
-def narrowed(picture: dict) -> dict:
-    """``picture`` brought within ``WRAP_WIDTH`` pixels where it is wider: its parts packed into rows, then
-    its columns drawn closer (as far as its boxes and edges allow; else ``picture`` itself)."""
+def stacked(picture: dict) -> dict:
+    """``picture`` with its parts packed into rows where it is wider than ``WRAP_WIDTH`` and has parts to
+    pack (else ``picture`` itself)."""
     if natural_width(picture) <= WRAP_WIDTH:
         return picture
-    return _squeezed(_stacked(picture))
-
-
-def _squeezed(picture: dict) -> dict:
-    """``picture`` with its columns closer together, by the largest factor (in twentieths) that brings it
-    within ``WRAP_WIDTH``, or the smallest: a layer's boxes, ports and bends keep their order and are
-    still pushed apart by ``compose``, so only the slack between them goes."""
-    if natural_width(picture) <= WRAP_WIDTH:
-        return picture
-    scaled = picture
-    for twentieths in range(19, 0, -1):
-        factor = twentieths / 20
-        scaled = {**picture, "left": picture["left"] * factor,
-                  "nodes": [{**node, "col": node["col"] * factor} for node in picture["nodes"]],
-                  "ports": [{**port, "col": port["col"] * factor} for port in picture["ports"]],
-                  "edges": [{**edge, "bends": [[col * factor, layer] for col, layer in edge["bends"]]}
-                            for edge in picture["edges"]]}
-        if natural_width(scaled) <= WRAP_WIDTH:
-            break
-    return scaled
+    return _stacked(picture)
 
 
 def _stacked(picture: dict) -> dict:
