@@ -138,3 +138,21 @@ def test_a_constant_read_only_inside_closed_groups_is_left_out_until_an_op_readi
     (one,) = [key for key, node in view.picture.nodes.items() if node.label == "one"]
     readers = {view.picture.nodes[head].kind for tail, head, _ in view.picture.edges if tail == one}
     assert "op" in readers
+
+
+def test_real_models_of_a_few_hundred_ops_open_grouped_on_one_screen():
+    """ResNet-50 (181 ops) opened as 172 layers of bare op types, 16 to a screen, and the transformer's backward
+    graph (359 ops) as 126 layers of unlabelled boxes: both open grouped, as a picture under a screen tall."""
+    from real_programs import resnet50_session, transformer
+
+    resnet = resnet50_session()._workbench_source()
+    view = GraphView(resnet, live=False)
+    assert [label.split(" (")[0] for label in trace(view.figure, GROUP_TRACE).text] == [
+        "▸ res_conv1", "▸ res2", "▸ res3", "▸ res4", "▸ res5", "▸ pred"]
+    assert view.figure.layout.height <= 900
+    ir, _ = transformer()
+    backward = next(graph for graph in ir.graphs if graph.name.endswith("_grad"))
+    view = GraphView(ir, graph=backward, live=False)
+    assert [node.label.split(" (")[0] for node in view.picture.nodes.values() if node.kind == "group"] == [
+        "▸ IPU 1", "▸ IPU 0"]
+    assert view.figure.layout.height <= 900 and "grouped by name scope" in view.figure.layout.title.text
