@@ -56,9 +56,10 @@ def box_extent(box: PictureBox, position, deepest: int, step: float) -> Optional
 
 
 def _clear_boxes(layout: Layout, picture: DataflowPicture) -> None:
-    """Moves each node that the layered layout put inside the outline of a box it is not drawn in (beside an
-    opened group, in a layer the group spans) to the right of that box, and what lies right of it in its
-    layer further right, until no box holds a stranger (boxes drawn round members' extent would hold it)."""
+    """Moves each node that the layered layout put inside the outline of a box it is not drawn in, or just left
+    of it with its label over it (beside an opened group, in a layer the group spans), to the right of that
+    box, and what lies right of it in its layer further right, until no box holds a stranger (boxes drawn
+    round members' extent would hold it)."""
     deepest = max(box.depth for box in picture.boxes)
     step = BOX_STEP / layer_pixels(picture)
     position = {key: list(point) for key, point in layout.positions.items()}
@@ -73,7 +74,7 @@ def _clear_boxes(layout: Layout, picture: DataflowPicture) -> None:
             x0, x1, y0, y1 = extent
             keep = {id(position[key]) for key in box.members if key in position}
             for point in list(position.values()):
-                if id(point) not in keep and x0 < point[0] < x1 and y0 < point[1] < y1:
+                if id(point) not in keep and x0 - 0.5 < point[0] < x1 and y0 < point[1] < y1:
                     _push_right(point, x1 + 0.5, [*position.values(), *bends], keep)
                     moved = True
         if not moved:
@@ -85,19 +86,16 @@ def _clear_boxes(layout: Layout, picture: DataflowPicture) -> None:
 
 
 def _push_right(point: list, x: float, points: list, keep: set[int]) -> None:
-    """Moves ``point`` right to ``x``, and the other ``points`` right of it in its layer (but those of ``keep``)
-    as far again, then those right of ``x`` further where they come closer than a column."""
-    old, layer = point[0], point[1]
-    row = [other for other in points if other[1] == layer and other is not point and id(other) not in keep]
+    """Moves ``point`` right to ``x`` (half a column right of a box), and the other ``points`` of its layer
+    beyond the box (not those of ``keep``) further where they would come closer than a column, in order."""
+    layer = point[1]
+    row = sorted((other for other in points if other[1] == layer and other is not point and id(other) not in keep
+                  and other[0] >= point[0]), key=lambda other: other[0])
+    point[0] = reach = x
     for other in row:
-        if other[0] > old:
-            other[0] += x - old
-    point[0] = x
-    after = sorted((other for other in row if other[0] >= x), key=lambda other: other[0])
-    reach = x
-    for other in after:
-        other[0] = max(other[0], reach + 1.0)
-        reach = other[0]
+        if other[0] > x - 0.5:  # those nearer are in the box: strangers moved in their turn
+            other[0] = max(other[0], reach + 1.0)
+            reach = other[0]
 
 
 @dataclass(frozen=True)
