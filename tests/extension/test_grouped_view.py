@@ -19,6 +19,7 @@ def test_the_extension_draws_and_opens_the_grouped_pictures_of_resnet50(tmp_path
                  "pointing at an op shows its details",
                  "the picture is laid out for the width of its canvas, drawn smaller where a little wider, "
                  "and again on resize",
+                 "the graph tab folds weights and constants into the boxes of the ops that read them",
                  "an attribute nested 5,000 deep shows as a short preview, with no stack overflow"):
         assert re.search(rf"^ok \d+ - {re.escape(name)}$", out, re.M), name
 
