@@ -4,7 +4,8 @@ it, one a little wider is drawn smaller to fit, and it is laid out again when th
 and 1280 px, for a pipelined transformer, ResNet-50 through PopART and a 10,003-op program, collapsed and with
 a group expanded (the transformer's twelve parallel all-reduces too, wrapped into rows): nothing sticks out
 or scrolls sideways, no box overlaps another, every box's text fits inside it. The Graph tab's whole-graph
-picture, wider than the output, opens with its first op in view, not on empty edges; the Memory tab's chart
+picture, wider than the output, opens with its first op in view, not on empty edges, with weights and
+constants folded into the boxes of their ops (ResNet-50's a column 562 px wide, once 4,789 px of weights); the Memory tab's chart
 is laid out for its panel's width, at one pixel per pixel, and again when resized. Screenshots go to
 tests/artifacts/ (ir-fit-*.png)."""
 import json
@@ -39,6 +40,8 @@ FIRST_OP_IN_VIEW = """(root) => {
     const c = canvas.getBoundingClientRect(), b = first.querySelector('rect').getBoundingClientRect();
     return c.left <= b.left && b.right <= c.right && c.top <= b.top && b.bottom <= c.bottom;
 }"""
+# The width the Graph tab's whole-graph picture was laid out at.
+GRAPH_WIDTH = "(root) => root.querySelector('.ipu-wb-graph-svg').viewBox.baseVal.width"
 # Whether the .ir.json pane shows all of the view: it fits, or the pane scrolls to the rest.
 PANE_SCROLLS = """(root) => {
     const pane = root.closest('.jp-MimeDocument > .ipu-wb-renderer');
@@ -106,6 +109,11 @@ def test_an_irs_picture_is_laid_out_for_its_outputs_width_at_630_and_1280_px_and
             views[name].locator(".ipu-wb-tab-graph").click()
             views[name].locator(".ipu-wb-graph-svg").wait_for()
             assert views[name].evaluate(FIRST_OP_IN_VIEW)
+            graph = views[name].locator(".ipu-wb-graph-view")
+            assert graph.locator(".ipu-wb-variable, .ipu-wb-constant").count() == 0  # folded into their ops' boxes
+            assert graph.locator(".ipu-wb-subline").count() > 0
+            if name == "resnet50":  # a column of ops with their weights, not a row of 161 weight nodes (4,789 px)
+                assert views[name].evaluate(GRAPH_WIDTH) < 1000
             views[name].screenshot(path=str(ARTIFACTS / f"ir-fit-{name}-graph-1280px.png"))
             views[name].locator(".ipu-wb-tab-memory").click()
         for width in (1280, 630):  # the memory chart is laid out for its panel, at one pixel per pixel

@@ -115,7 +115,7 @@ def _rows(widths: list[float]) -> list[list[int]]:
     """The parts, in order, packed into rows of at most ``WRAP_WIDTH`` pixels less room for the buses."""
     room = WRAP_WIDTH - 2 * GAP_X
     rows: list[list[int]] = []
-    used = room
+    used: float = room
     for number, width in enumerate(widths):
         if rows and used + GAP_X + width <= room:
             rows[-1].append(number)
