@@ -19,6 +19,7 @@ def test_the_extension_draws_and_opens_the_grouped_pictures_of_resnet50(tmp_path
                  "pointing at an op shows its details",
                  "the picture is laid out for the width of its canvas, drawn smaller where a little wider, "
                  "and again on resize",
+                 "the graph tab folds weights and constants into the boxes of the ops that read them",
                  "an attribute nested 5,000 deep shows as a short preview, with no stack overflow"):
         assert re.search(rf"^ok \d+ - {re.escape(name)}$", out, re.M), name
 
@@ -41,12 +42,17 @@ def test_the_page_composes_expanded_pictures_as_the_notebook_does(tmp_path):
                 pictures[group.id] = groups.picture(group.id)
             for group in groups.root.walk():
                 expanded = set(_chain(groups, group.id)) | {child.id for child in group.children}
-                scene = compose(groups.picture, groups.root.id, expanded)
-                cases.append({"group": groups.root.id, "expanded": sorted(expanded), "scene": asdict(scene)})
+                for room in (None, 480):  # the default room, and a narrow one: layers wrap, columns close up
+                    scene = compose(groups.picture, groups.root.id, expanded, **({"room": room} if room else {}))
+                    cases.append({"group": groups.root.id, "expanded": sorted(expanded), "room": room,
+                                  "scene": asdict(scene)})
         sets.append({"pictures": pictures, "cases": cases})
     assert sum(len(each["cases"]) for each in sets) >= 100
     assert any(box["expanded"] for each in sets for case in each["cases"] for box in case["scene"]["boxes"])
-    folded = [case for case in sets[2]["cases"] if case["scene"]["width"] > 700]
+    widths = [case["scene"]["width"] for each in sets for case in each["cases"]]
+    narrower = sum(narrow < default for default, narrow in zip(widths[::2], widths[1::2]))
+    assert narrower >= 50  # cases whose layers wrap or columns close up in the narrow room
+    folded = [case for case in sets[2]["cases"] if case["scene"]["width"] > 700 and case["room"] is None]
     assert folded and all(case["scene"]["width"] <= 920 for case in folded)
     path = tmp_path / "compose.json"
     path.write_text(json.dumps(sets), encoding="utf-8")

@@ -138,3 +138,49 @@ def test_a_constant_read_only_inside_closed_groups_is_left_out_until_an_op_readi
     (one,) = [key for key, node in view.picture.nodes.items() if node.label == "one"]
     readers = {view.picture.nodes[head].kind for tail, head, _ in view.picture.edges if tail == one}
     assert "op" in readers
+
+
+def test_real_models_of_a_few_hundred_ops_open_grouped_on_one_screen():
+    """ResNet-50 (181 ops) opened as 172 layers of bare op types, 16 to a screen, and the transformer's backward
+    graph (359 ops) as 126 layers of unlabelled boxes: both open grouped, as a picture under a screen tall."""
+    from real_programs import resnet50_session, transformer
+
+    resnet = resnet50_session()._workbench_source()
+    view = GraphView(resnet, live=False)
+    assert [label.split(" (")[0] for label in trace(view.figure, GROUP_TRACE).text] == [
+        "▸ res_conv1", "▸ res2", "▸ res3", "▸ res4", "▸ res5", "▸ pred"]
+    assert view.figure.layout.height <= 900
+    ir, _ = transformer()
+    backward = next(graph for graph in ir.graphs if graph.name.endswith("_grad"))
+    view = GraphView(ir, graph=backward, live=False)
+    assert [node.label.split(" (")[0] for node in view.picture.nodes.values() if node.kind == "group"] == [
+        "▸ IPU 1", "▸ IPU 0"]
+    assert view.figure.layout.height <= 900 and "grouped by name scope" in view.figure.layout.title.text
+
+
+def test_no_node_lies_inside_the_box_of_an_opened_group_it_is_not_in():
+    """A box is drawn round its members' extent: the layout moves the nodes beside an opened group (the
+    backward graph's gradient outputs, the forward graph's weight copies) out of its outline."""
+    from real_programs import transformer
+    from workbench.widgets.figures.graph_figure import BOX_STEP, box_extent
+
+    ir, _ = transformer()
+    backward = next(graph for graph in ir.graphs if graph.name.endswith("_grad"))
+    forward = next(graph for graph in ir.graphs if graph.name.endswith("forward"))
+    checked = 0
+    for graph, path in ((backward, ("IPU 0", "layer2")), (backward, ("IPU 1", "layer3")), (forward, ("IPU 1", "layer3"))):
+        view = GraphView(ir, graph=graph, grouped=True, live=False)
+        group = view.groups
+        for label in path:
+            group = next(child for child in group.children if child.label == label)
+            view.open_group(group.id)
+            picture, positions = view.picture, view.layout.positions
+            deepest = max(box.depth for box in picture.boxes)
+            for box in picture.boxes:
+                x0, x1, y0, y1 = box_extent(box, positions, deepest, BOX_STEP / layer_pixels(picture))
+                members = set(box.members)
+                strangers = [picture.nodes[key].label for key, (x, y) in positions.items()
+                             if key not in members and x0 < x < x1 and y0 < y < y1]
+                assert strangers == [], (box.label, strangers)
+                checked += 1
+    assert checked == 9

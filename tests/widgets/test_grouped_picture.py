@@ -171,3 +171,68 @@ def test_a_scope_a_little_over_the_limit_splits_into_runs_of_even_length():
     scope = next(group for group in root.walk() if group.label == "feed_forward" and group.count == 26)
     assert [child.count for child in scope.children] == [13, 13]
     assert all(child.kind == "range" for child in scope.children)
+
+
+@pytest.mark.parametrize("room", [630, 1280])
+def test_no_picture_is_wider_than_its_output_with_a_top_level_group_open(resnet, room):
+    """Twelve all-reduces side by side (the transformer's optimizer) were 3,387 px wide: parts with no edge
+    between them wrap into rows, and a picture's columns close up, so that opening any top-level group of a
+    real program leaves it within the output, and a layer still too wide (ResNet-50's blocks, a frame beside
+    a box) wraps into rows; so does a group open inside it."""
+    transformer_ir, _ = transformer()
+    for ir in (transformer_ir, resnet, wide_program()):
+        for graph in ir.graphs:
+            groups = GroupPictures(graph)
+            root = groups.root
+            assert compose(groups.picture, root.id, set(), room=room).width <= room
+            for child in root.children:
+                scene = compose(groups.picture, root.id, {child.id}, room=room)
+                check_scene(scene)
+                assert scene.width <= room, (graph.name, child.label, scene.width)
+                for grandchild in child.children:
+                    inner = compose(groups.picture, root.id, {child.id, grandchild.id}, room=room)
+                    check_scene(inner)
+                    assert inner.width <= room, (graph.name, grandchild.label, inner.width)
+
+
+def test_parallel_parts_of_a_group_wrap_into_rows_fed_by_a_bus_of_edges():
+    """The optimizer's first run: twelve all-reduce → accumulate pairs, each reading a gradient from outside,
+    one pair per row, their inputs brought down a bus right of them, eight pixels apart."""
+    ir, _ = transformer()
+    groups = GroupPictures(ir.main_graph)
+    optimizer = next(child for child in groups.root.children if child.label == "optimizer")
+    run = optimizer.children[0]
+    picture = groups.picture(run.id)
+    assert [node["layer"] for node in picture["nodes"]] == list(range(1, 25))
+    assert {node["col"] for node in picture["nodes"]} == {0.0}
+    scene = compose(groups.picture, run.id, set(), room=630)
+    check_scene(scene)
+    assert scene.width <= 630 and scene.height > 1000  # one column: too narrow a room for two bands
+    reduces = [box for box in scene.boxes if box["lines"][0].startswith("replicated_all_reduce")]
+    assert len({box["x"] for box in reduces}) == 1 and len(reduces) == 12
+    into = [edge for edge in scene.edges if edge["tail"] is None]
+    assert len(into) == 12 and all(edge["arrow"] for edge in into)
+    bus = sorted({round(x) for edge in into for x, _ in edge["points"][1:-1] if x > reduces[0]["x"] + 100})
+    assert max(bus) - min(bus) <= 12 * 8 and min(b - a for a, b in zip(bus, bus[1:])) >= 4, bus  # not 24 apart
+    wide = compose(groups.picture, run.id, set(), room=1280)
+    assert 630 < wide.width <= 1280 and wide.height < scene.height  # folded into bands side by side
+
+
+def test_a_layer_wider_than_the_output_wraps_into_rows_its_edges_passing_beside_the_boxes(resnet):
+    """ResNet-50's first block beside its shortcut (res2_0_branch2b and res2_0_branch1, 633 px side by side)
+    in a 500-px room: the shortcut drops to a row of its own under the branch, and the edges into it and out of
+    the branch run past the other box, not through it; in 1,280 px they stay side by side."""
+    groups = GroupPictures(resnet.main_graph)
+    block = groups.root.children[1].children[0]
+    assert block.label == "res2_0"
+
+    def boxes(room):
+        scene = compose(groups.picture, block.id, set(), room=room)
+        check_scene(scene)
+        return scene, {box["lines"][0]: box for box in scene.boxes}
+
+    narrow, by_label = boxes(500)
+    branch, shortcut = by_label["▸ res2_0_branch2b"], by_label["▸ res2_0_branch1"]
+    assert narrow.width <= 500 and shortcut["y"] >= branch["y"] + branch["h"]
+    wide, by_label = boxes(1280)
+    assert by_label["▸ res2_0_branch2b"]["y"] == by_label["▸ res2_0_branch1"]["y"] and wide.width > 500

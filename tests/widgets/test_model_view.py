@@ -140,3 +140,20 @@ def test_a_narrow_model_view_folds_a_tall_picture_only_as_far_as_its_own_width()
         view.expand(next(node["key"] for node in view.picture["nodes"] if node["kind"] == "group"))
     assert 520 < wide.scene.width <= 920 and narrow.scene.width <= 520
     assert narrow.figure.layout.xaxis.range[1] - narrow.figure.layout.xaxis.range[0] == 520
+
+
+def test_the_transformers_optimizer_opened_two_deep_fits_a_630_px_model_tab():
+    """The optimizer's first run (twelve all-reduces of twelve gradients, 3,387 px side by side) opened inside
+    the optimizer: in a 630-px Model tab the picture stays within the figure's plot area, its pairs in rows."""
+    from real_programs import transformer
+    from workbench.widgets.figures.model_figure import plot_area
+
+    ir, _ = transformer()
+    view = ModelView(ir, width=630, live=False)
+    optimizer = next(node["key"] for node in view.picture["nodes"] if node["kind"] == "group")
+    run = next(node["key"] for node in view.groups.picture(optimizer)["nodes"] if node["kind"] == "group")
+    view.expand(run)
+    assert view.expanded == {optimizer, run}
+    assert view.scene.width <= plot_area(630) < view.scene.height
+    reduces = [box for box in view.scene.boxes if box["lines"][0].startswith("replicated_all_reduce")]
+    assert len(reduces) == 12 and len({box["y"] for box in reduces}) == 12  # one under another

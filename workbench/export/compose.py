@@ -5,9 +5,13 @@ same steps (``src/compose.ts``), so that both draw the same picture; a test comp
 
 Each picture of the ``grouped`` section gives every box its layer and column, and every edge the
 (column, layer) of each layer it crosses. Placement: columns as wide as the middle collapsed box (up to
-``MAX_COLUMN``; wider ones push their neighbours), each layer as tall as its tallest box or frame; in a layer,
+``MAX_COLUMN``; wider ones push their neighbours), each layer as tall as its tallest box or frame (columns drawn closer where that is wider than the output); in a layer,
 boxes, ports and the edges crossing it keep their order and are pushed right where they would come closer
-than ``GAP_X`` (an edge half that).
+than ``GAP_X`` (an edge half that, and edges bent at one column, a bus, ``BUS_GAP``).
+
+A layer whose boxes side by side are wider than ``room`` (the output's width) wraps into rows, one under
+another, and a picture still wider draws its columns closer (``_wrapped``, ``_closed_up``); parts of a
+picture with no edge between them were already packed into rows when it was laid out (``stacking``).
 
 A picture taller than ``FOLD_ABOVE`` and taller than wide (a long run of groups, one under the other) is
 folded: its layers are cut into bands of consecutive layers set side by side, as many as make it about as
@@ -43,6 +47,7 @@ HEADER = LINE_HEIGHT + 2 * PAD_Y  # the frame's title band
 FOLD_WIDTH = 920  # pixels a folded picture may take: the plot area of a notebook's figure
 FOLD_ABOVE = 900  # pixels: taller pictures fold where they are also taller than wide
 GUTTER = 2 * GAP_X  # between the bands of a folded picture; edges from band to band run in it
+BUS_GAP = 8  # between the runs of edges bent at one column of a layer (a bus of edges, ``stacking``)
 
 
 @dataclass(slots=True)
@@ -85,6 +90,8 @@ def compose(picture_of: Callable[[str], dict], group_id: str, expanded: Collecti
                           scene.height + HEADER + INSET))
         else:
             sizes.append((node["w"], node["h"]))
+    picture = _wrapped(picture, sizes, room)
+    nodes, ports, edges = picture["nodes"], picture["ports"], picture["edges"]
     widths = sorted(node["w"] for node in nodes)
     column = min(widths[len(widths) // 2] if widths else 0, MAX_COLUMN) + GAP_X
     depth = picture["depth"]
@@ -92,6 +99,7 @@ def compose(picture_of: Callable[[str], dict], group_id: str, expanded: Collecti
     for index, node in enumerate(nodes):
         tallest[node["layer"]] = max(tallest[node["layer"]], sizes[index][1])
     centres, rights = _place_rows(picture, sizes, column, set())
+    column, centres, rights = _closed_up(picture, sizes, column, centres, rights, room)
     band = [0] * depth
     tops = []
     bottom: float = MARGIN
@@ -242,6 +250,14 @@ def compose(picture_of: Callable[[str], dict], group_id: str, expanded: Collecti
     return scene
 
 
+def natural_width(picture: dict) -> float:
+    """The width in pixels of ``picture`` drawn with its groups collapsed and not folded."""
+    widths = sorted(node["w"] for node in picture["nodes"])
+    column = min(widths[len(widths) // 2] if widths else 0, MAX_COLUMN) + GAP_X
+    _, rights = _place_rows(picture, [(node["w"], node["h"]) for node in picture["nodes"]], column, set())
+    return max(rights, default=0.0) + MARGIN
+
+
 def _place_rows(picture: dict, sizes: list, column: float, skipped: set[int]) -> tuple[dict, list[float]]:
     """The centre (and layer) of every box, port and bend in its layer, the bends of edges ``skipped``
     left out; and how far right each layer reaches."""
@@ -260,14 +276,85 @@ def _place_rows(picture: dict, sizes: list, column: float, skipped: set[int]) ->
     for layer, row in enumerate(rows):
         row.sort(key=lambda entry: (entry[0], entry[1]))
         reach = float(MARGIN)
+        bus = None  # the column of the bend just placed: the next bend of that column runs beside it
         for col, is_bend, ref in row:
             ideal = (col - picture["left"]) * column + column / 2 + MARGIN
             half = GAP_X / 2 if is_bend else sizes[ref[1]][0] / 2 if ref[0] == "node" else 0.0
             centre = max(ideal, reach + half)
+            if is_bend and col == bus:
+                centre = max(ideal, reach - half + BUS_GAP)
+            bus = col if is_bend else None
             reach = centre + half + (0 if is_bend else GAP_X / 2)
             rights[layer] = max(rights[layer], centre + half)
             centres[ref] = (centre, layer)
     return centres, rights
+
+
+def _wrapped(picture: dict, sizes: list, room: float) -> dict:
+    """``picture`` with each layer whose boxes (``sizes``, frames at their size) are wider side by side than
+    ``room`` wrapped into rows of consecutive boxes, one under another, as lines of text wrap: an edge from a
+    box runs down through the rows under it, and one into a box down through the rows above it, each at its
+    box's column, and one across the layer through every row. Pictures whose groups feed each other both ways
+    stay as they are."""
+    nodes, edges = picture["nodes"], picture["edges"]
+    depth = picture["depth"]
+    if any(edge["from"] >= 0 and edge["to"] >= 0 and nodes[edge["to"]]["layer"] <= nodes[edge["from"]]["layer"]
+           for edge in edges):
+        return picture
+    rows: list[list[int]] = [[] for _ in range(depth)]
+    for index, node in enumerate(nodes):
+        rows[node["layer"]].append(index)
+    row_of = [0] * len(nodes)
+    count = [1] * depth
+    for layer, members in enumerate(rows):
+        members.sort(key=lambda index: nodes[index]["col"])
+        used = -GAP_X
+        for index in members:
+            if used > 0 and used + GAP_X + sizes[index][0] > room - 2 * MARGIN:
+                count[layer] += 1
+                used = -GAP_X
+            used += GAP_X + sizes[index][0]
+            row_of[index] = count[layer] - 1
+    if max(count, default=1) == 1:
+        return picture
+    first = [0] * depth
+    for layer in range(1, depth):
+        first[layer] = first[layer - 1] + count[layer - 1]
+    port_at = {port["side"]: port for port in picture["ports"]}
+
+    def end(index: int, side: str) -> tuple[int, int, float]:
+        if index >= 0:
+            return nodes[index]["layer"], row_of[index], nodes[index]["col"]
+        port = port_at[side]
+        return port["layer"], 0 if side == "in" else count[port["layer"]] - 1, port["col"]
+
+    new_edges = []
+    for edge in edges:
+        tail_layer, tail_row, tail_col = end(edge["from"], "in")
+        head_layer, head_row, head_col = end(edge["to"], "out")
+        bends = [[tail_col, first[tail_layer] + row] for row in range(tail_row + 1, count[tail_layer])]
+        for col, layer in edge["bends"]:
+            bends += [[col, first[layer] + row] for row in range(count[layer])]
+        bends += [[head_col, first[head_layer] + row] for row in range(head_row)]
+        new_edges.append({**edge, "bends": bends})
+    return {**picture, "depth": sum(count), "edges": new_edges,
+            "nodes": [{**node, "layer": first[node["layer"]] + row_of[index]} for index, node in enumerate(nodes)],
+            "ports": [{**port, "layer": first[port["layer"]] + (0 if port["side"] == "in" else count[port["layer"]] - 1)}
+                      for port in picture["ports"]]}
+
+
+def _closed_up(picture: dict, sizes: list, column: float, centres: dict, rights: list[float],
+               room: float) -> tuple[float, dict, list[float]]:
+    """Where the picture is wider than ``room``, its columns drawn closer, by the largest factor (in
+    twentieths) that brings it within, or the smallest: a layer's boxes, ports and bends keep their order
+    and stay apart, only the slack between them goes. Gives the column and the places."""
+    chosen = column
+    for twentieths in range(19, 0, -1):
+        if max(rights, default=0.0) + MARGIN <= room:
+            break
+        chosen = column * twentieths / 20
+        centres, rights = _place_rows(picture, sizes, chosen, set())
+    return chosen, centres, rights
 
 
 def _fold(tallest: list[float], rights: list[float], room: float) -> list[int]:

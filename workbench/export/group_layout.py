@@ -21,6 +21,7 @@ from .compose import CHAR_WIDTH, LINE_HEIGHT, PAD_X, PAD_Y
 from .grouping import OpGroup, group_graph
 from .layered import layered_layout
 from .node_content import op_lines
+from .stacking import stacked
 
 grouped_section_version = 2  # 2: layers and columns, composed by the view
 IN, OUT = "in", "out"  # a picture's ports: where tensors from outside the group arrive, and leave
@@ -139,7 +140,7 @@ def _group_picture(group: OpGroup, chains: dict[Op, list[OpGroup]], readers: dic
                "edges": [{"from": index[tail], "to": index[head],
                           "bends": [[x, int(round(-y))] for x, y in layout.bends.get((tail, head), ())],
                           "label": _edge_label(tensors)} for (tail, head), tensors in edges.items()]}
-    return picture
+    return stacked(picture)
 
 
 def _ops_below(group: OpGroup):

@@ -1,7 +1,8 @@
 /**
  * A group's picture in pixels with any of its child groups expanded in place, by the steps of the Python
  * side's `workbench/export/compose.py` (a test compares the two): an expanded group is a frame around its
- * own picture, taking the room that picture needs in the layers and columns its collapsed box had; a tall
+ * own picture, taking the room that picture needs in the layers and columns its collapsed box had; a layer
+ * wider than the room wraps into rows, and a picture still too wide draws its columns closer; a tall
  * picture folds into bands of layers side by side; edges are vertical and horizontal runs that move sideways
  * only in the gaps between layers (and the gutters between bands), so that none passes through a box; the
  * ports on a frame's borders join the edges outside it to the ops inside it, coming in right of its title.
@@ -23,6 +24,8 @@ export const HEADER = LINE_HEIGHT + 2 * PAD_Y;
 export const FOLD_WIDTH = 920;
 const FOLD_ABOVE = 900;
 const GUTTER = 2 * GAP_X;
+/** Pixels between the runs of edges bent at one column of a layer (a bus of edges). */
+const BUS_GAP = 8;
 
 export interface SceneBox extends Omit<PictureBox, 'layer' | 'col'> {
   /** the centre, in pixels from the picture's top left */
@@ -65,8 +68,8 @@ type Point = [number, number | Gap];
  */
 export function compose(pictureOf: (id: string) => GroupPicture, groupId: string, expanded: ReadonlySet<string>,
   room: number = FOLD_WIDTH, titleEnd: number = 0): Scene {
-  const picture = pictureOf(groupId);
-  const { nodes, ports, edges } = picture;
+  let picture = pictureOf(groupId);
+  let { nodes, ports, edges } = picture;
   const inner = new Map<number, Scene>();
   const titles = new Map<number, string>();
   const sizes: Array<[number, number]> = [];
@@ -83,14 +86,17 @@ export function compose(pictureOf: (id: string) => GroupPicture, groupId: string
       sizes.push([node.w, node.h]);
     }
   });
+  picture = wrapped(picture, sizes, room);
+  ({ nodes, ports, edges } = picture);
   const widths = nodes.map(node => node.w).sort((a, b) => a - b);
-  const column = Math.min(widths.length ? widths[Math.floor(widths.length / 2)] : 0, MAX_COLUMN) + GAP_X;
+  let column = Math.min(widths.length ? widths[Math.floor(widths.length / 2)] : 0, MAX_COLUMN) + GAP_X;
   const depth = picture.depth;
   const tallest: number[] = new Array(depth).fill(0);
   nodes.forEach((node, index) => {
     tallest[node.layer] = Math.max(tallest[node.layer], sizes[index][1]);
   });
   let [centres, rights] = placeRows(picture, sizes, column, new Set());
+  [column, centres, rights] = closedUp(picture, sizes, column, centres, rights, room);
   let band: number[] = new Array(depth).fill(0);
   const tops: number[] = [];
   let bottom = MARGIN;
@@ -312,16 +318,104 @@ function placeRows(picture: GroupPicture, sizes: Array<[number, number]>, column
   rows.forEach((row, layer) => {
     row.sort((a, b) => (a[0] - b[0]) || (a[1] - b[1]));
     let reach = MARGIN;
+    let bus: number | null = null;  // the column of the bend just placed: the next bend of that column runs beside it
     for (const [col, isBend, ref] of row) {
       const ideal = (col - picture.left) * column + column / 2 + MARGIN;
       const half = isBend ? GAP_X / 2 : ref[0] === 'node' ? sizes[ref[1]][0] / 2 : 0;
-      const centre = Math.max(ideal, reach + half);
+      let centre = Math.max(ideal, reach + half);
+      if (isBend && col === bus) {
+        centre = Math.max(ideal, reach - half + BUS_GAP);
+      }
+      bus = isBend ? col : null;
       reach = centre + half + (isBend ? 0 : GAP_X / 2);
       rights[layer] = Math.max(rights[layer], centre + half);
       centres.set(ref.join(':'), [centre, layer]);
     }
   });
   return [centres, rights];
+}
+
+/**
+ * `picture` with each layer whose boxes (`sizes`, frames at their size) are wider side by side than `room`
+ * wrapped into rows of consecutive boxes, one under another, as lines of text wrap: an edge from a box runs
+ * down through the rows under it, and one into a box down through the rows above it, each at its box's
+ * column, and one across the layer through every row. Pictures whose groups feed each other both ways stay
+ * as they are.
+ */
+function wrapped(picture: GroupPicture, sizes: Array<[number, number]>, room: number): GroupPicture {
+  const { nodes, edges, depth } = picture;
+  if (edges.some(edge => edge.from >= 0 && edge.to >= 0 && nodes[edge.to].layer <= nodes[edge.from].layer)) {
+    return picture;
+  }
+  const rows: number[][] = Array.from({ length: depth }, () => []);
+  nodes.forEach((node, index) => rows[node.layer].push(index));
+  const rowOf: number[] = new Array(nodes.length).fill(0);
+  const count: number[] = new Array(depth).fill(1);
+  rows.forEach((members, layer) => {
+    members.sort((a, b) => nodes[a].col - nodes[b].col);
+    let used = -GAP_X;
+    for (const index of members) {
+      if (used > 0 && used + GAP_X + sizes[index][0] > room - 2 * MARGIN) {
+        count[layer] += 1;
+        used = -GAP_X;
+      }
+      used += GAP_X + sizes[index][0];
+      rowOf[index] = count[layer] - 1;
+    }
+  });
+  if (Math.max(1, ...count) === 1) {
+    return picture;
+  }
+  const first: number[] = new Array(depth).fill(0);
+  for (let layer = 1; layer < depth; layer++) {
+    first[layer] = first[layer - 1] + count[layer - 1];
+  }
+  const end = (index: number, side: string): [number, number, number] => {
+    if (index >= 0) {
+      return [nodes[index].layer, rowOf[index], nodes[index].col];
+    }
+    const port = picture.ports.find(each => each.side === side)!;
+    return [port.layer, side === 'in' ? 0 : count[port.layer] - 1, port.col];
+  };
+  const newEdges = edges.map(edge => {
+    const [tailLayer, tailRow, tailCol] = end(edge.from, 'in');
+    const [headLayer, headRow, headCol] = end(edge.to, 'out');
+    const bends: number[][] = [];
+    for (let row = tailRow + 1; row < count[tailLayer]; row++) {
+      bends.push([tailCol, first[tailLayer] + row]);
+    }
+    for (const [col, layer] of edge.bends) {
+      for (let row = 0; row < count[layer]; row++) {
+        bends.push([col, first[layer] + row]);
+      }
+    }
+    for (let row = 0; row < headRow; row++) {
+      bends.push([headCol, first[headLayer] + row]);
+    }
+    return { ...edge, bends };
+  });
+  return { ...picture, depth: count.reduce((sum, each) => sum + each, 0), edges: newEdges,
+    nodes: nodes.map((node, index) => ({ ...node, layer: first[node.layer] + rowOf[index] })),
+    ports: picture.ports.map(port => ({ ...port,
+      layer: first[port.layer] + (port.side === 'in' ? 0 : count[port.layer] - 1) })) };
+}
+
+/**
+ * Where the picture is wider than `room`, its columns drawn closer, by the largest factor (in twentieths)
+ * that brings it within, or the smallest: a layer's boxes, ports and bends keep their order and stay apart,
+ * only the slack between them goes. Gives the column and the places.
+ */
+function closedUp(picture: GroupPicture, sizes: Array<[number, number]>, column: number,
+  centres: Map<string, [number, number]>, rights: number[], room: number): [number, Map<string, [number, number]>, number[]] {
+  let chosen = column;
+  for (let twentieths = 19; twentieths > 0; twentieths--) {
+    if (Math.max(0, ...rights) + MARGIN <= room) {
+      break;
+    }
+    chosen = column * twentieths / 20;
+    [centres, rights] = placeRows(picture, sizes, chosen, new Set());
+  }
+  return [chosen, centres, rights];
 }
 
 /**

@@ -7,7 +7,8 @@
 import { Details } from './details.js';
 import { button, clear, el, svg } from './dom.js';
 import { arrange, fitsElk } from './elklayout.js';
-import { buildLayout, countNodes, GraphLayout, LayoutEdge, LayoutEngine, LayoutNode, MAX_DEPTH, nodeKey, placeInLayers, Point } from './layout.js';
+import { buildLayout, countNodes, GraphLayout, LayoutEdge, LayoutEngine, LayoutNode, MAX_DEPTH, NODE_HEIGHT, nodeKey, placeInLayers, Point,
+  SUBLINE_HEIGHT } from './layout.js';
 import { labelWidths, shorten, TextWidth } from './measure.js';
 import { GraphRecord, IrIndex, OpRecord, TensorRecord } from './model.js';
 import { ipuColour } from './visual.js';
@@ -31,7 +32,7 @@ export class GraphView {
   private readonly expanded = new Set<string>();
   /** Counts the drawings asked for: a layout that arrives after a newer one was asked for is dropped. */
   private generation = 0;
-  private drawn: { element: SVGElement; op?: OpRecord; tensor?: TensorRecord }[] = [];
+  private drawn: { element: SVGElement; op?: OpRecord; tensor?: TensorRecord; lines?: string[] }[] = [];
   private graphId: string;
   private query = '';
   private drawLarge = false;
@@ -270,9 +271,11 @@ export class GraphView {
     const title = op ? `${op.type} ${op.name}` : node.tensor ? node.tensor.id : node.label;
     group.appendChild(svg(this.doc, 'title', {}, [title]));
     group.appendChild(svg(this.doc, 'rect', { class: 'ipu-wb-box', width: node.width, height: node.height, rx: node.kind === 'op' ? 4 : 12 }));
-    const text = svg(this.doc, 'text', { class: 'ipu-wb-label', x: open ? 8 : node.width / 2, y: open ? 16 : node.height / 2 + 4,
+    const text = svg(this.doc, 'text', { class: 'ipu-wb-label', x: open ? 8 : node.width / 2, y: open ? 16 : NODE_HEIGHT / 2 + 4,
       'text-anchor': open ? 'start' : 'middle' }, [shorten(node.label)]);
     group.appendChild(text);
+    node.sublines.forEach((line, number) => group.appendChild(svg(this.doc, 'text', { class: 'ipu-wb-subline',
+      x: node.width / 2, y: NODE_HEIGHT + SUBLINE_HEIGHT * number + 6, 'text-anchor': 'middle' }, [line])));
     if (op) {
       const header = open ? text : group;
       header.addEventListener('mouseenter', () => this.details.showOp(this.index, graph.id, op));
@@ -282,7 +285,7 @@ export class GraphView {
           this.toggle(node.key);
         });
       }
-      this.drawn.push({ element: group, op });
+      this.drawn.push({ element: group, op, lines: node.sublines });
     } else if (node.tensor && node.kind !== 'output') {
       const tensor = node.tensor;
       group.addEventListener('mouseenter', () => this.details.showTensor(tensor));
@@ -302,7 +305,8 @@ export class GraphView {
     root?.classList.toggle('ipu-wb-searching', this.query !== '');
     let shown = 0;
     for (const item of this.drawn) {
-      const hit = this.query !== '' && (item.op ? this.opMatches(item.op) : item.tensor ? tensorMatches(item.tensor, this.query) : false);
+      const hit = this.query !== '' && (item.op ? this.opMatches(item.op) || (item.lines ?? []).some(line => line.toLowerCase().includes(this.query))
+        : item.tensor ? tensorMatches(item.tensor, this.query) : false);
       item.element.classList.toggle('ipu-wb-match', hit);
       shown += hit ? 1 : 0;
     }

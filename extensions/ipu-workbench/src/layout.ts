@@ -1,6 +1,7 @@
 /**
  * What the graph view draws of one graph, and the plain layered placement it falls back to. Ops run top
- * to bottom in data-flow order, the graph's inputs, variables and constants above them, its outputs
+ * to bottom in data-flow order, the graph's inputs, variables and constants above them (folded into the
+ * boxes of the ops that read them, a line each, where the document has grouped pictures), its outputs
  * below. A call op that is expanded becomes a compound node holding the drawings of the graphs it calls,
  * side by side. `buildLayout` makes the nodes and edges, sized to their labels; ELK (elklayout.ts) or
  * `placeInLayers` then gives them positions and the edges their routes.
@@ -11,6 +12,8 @@ import { maxOf } from './numbers.js';
 import { frameLabel, opLabel } from './visual.js';
 
 export const NODE_HEIGHT = 26;
+/** Pixels per line of a folded weight under an op's label. */
+export const SUBLINE_HEIGHT = 14;
 /** Calls nest at most this deep in one drawing (a call cycle in a broken IR stops here). */
 export const MAX_DEPTH = 8;
 /** Space between a label and the sides of its box, and around the nodes of a graph. */
@@ -32,6 +35,8 @@ export interface LayoutNode {
   key: string;
   kind: NodeKind;
   label: string;
+  /** The op's folded weights and constants, a line each under its label (`W ⟨64×3×7×7⟩`). */
+  sublines: string[];
   width: number;
   height: number;
   x: number;
@@ -99,9 +104,15 @@ export function buildLayout(index: IrIndex, graphId: string, expanded: ReadonlyS
   const nodes = new Map<string, LayoutNode>();
   const edges: LayoutEdge[] = [];
   const seenEdges = new Set<string>();
+  const folds = foldedLines(index);
+  const folded = (tensor: TensorRecord) =>
+    folds.size > 0 && tensor.producer === null && (tensor.kind === 'variable' || tensor.kind === 'constant');
   const addNode = (key: string, kind: NodeKind, label: string, extra: Partial<LayoutNode>) => {
     const bold = extra.op !== undefined && extra.op.called_graphs.length > 0;
-    nodes.set(key, { key, kind, label, width: boxWidth(label, bold, width), height: NODE_HEIGHT, x: 0, y: 0, layer: 0, inner: [], ...extra });
+    const sublines = extra.sublines ?? [];
+    const wide = Math.max(boxWidth(label, bold, width), ...sublines.map(line => Math.ceil(width(line, false)) + 2 * PAD));
+    nodes.set(key, { key, kind, label, sublines, width: wide, height: NODE_HEIGHT + SUBLINE_HEIGHT * sublines.length,
+      x: 0, y: 0, layer: 0, inner: [], ...extra });
   };
   const addEdge = (from: string, to: string, tensor: TensorRecord | null) => {
     const id = `${from}->${to}:${tensor?.id ?? ''}`;
@@ -122,7 +133,7 @@ export function buildLayout(index: IrIndex, graphId: string, expanded: ReadonlyS
   for (const op of graph.ops) {
     for (const id of op.inputs) {
       const tensor = index.tensor(graph.id, id);
-      if (tensor && tensor.producer === null && !nodes.has(nodeKey(path, id))) {
+      if (tensor && tensor.producer === null && !folded(tensor) && !nodes.has(nodeKey(path, id))) {
         const kind: NodeKind = tensor.kind === 'variable' || tensor.kind === 'constant' ? tensor.kind : 'input';
         addNode(nodeKey(path, id), kind, tensor.name, { tensor });
       }
@@ -143,7 +154,7 @@ export function buildLayout(index: IrIndex, graphId: string, expanded: ReadonlyS
       });
       addNode(key, 'op', label(true), { op, inner });
     } else {
-      addNode(key, 'op', label(false), { op });
+      addNode(key, 'op', label(false), { op, sublines: folds.get(op.id) ?? [] });
     }
     for (const id of op.inputs) {
       const tensor = index.tensor(graph.id, id);
@@ -167,6 +178,31 @@ export function buildLayout(index: IrIndex, graphId: string, expanded: ReadonlyS
   }
   return { graph, title: graph.label, minWidth: 0, path, nodes: [...nodes.values()], edges, width: 0, height: 0, x: 0, y: 0,
     engine: 'layers' };
+}
+
+const foldedCache = new WeakMap<IrIndex, Map<string, string[]>>();
+
+/**
+ * The lines under each op's label in the document's grouped pictures (its folded weights and constants, as
+ * `workbench/export/node_content.py` writes them), by op id. Where the document has grouped pictures the
+ * graph view folds weights and constants into their ops' boxes likewise; where not, they are nodes.
+ */
+export function foldedLines(index: IrIndex): Map<string, string[]> {
+  let lines = foldedCache.get(index);
+  if (lines === undefined) {
+    lines = new Map();
+    for (const graph of index.doc.grouped?.graphs ?? []) {
+      for (const picture of graph.groups) {
+        for (const node of picture.nodes) {
+          if (node.kind !== 'group') {
+            lines.set(node.key, node.lines.slice(1));
+          }
+        }
+      }
+    }
+    foldedCache.set(index, lines);
+  }
+  return lines;
 }
 
 /** Every node of `layout`, with those inside its expanded calls. */

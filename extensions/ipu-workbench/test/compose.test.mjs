@@ -1,5 +1,6 @@
 // The page composes expanded pictures exactly as the Python side does: for each case written by the Python
-// tests (IPU_WB_COMPOSE: a path to a list of {pictures, cases}, one per Ir), compose.js gives the same boxes and edges.
+// tests (IPU_WB_COMPOSE: a path to a list of {pictures, cases}, one per Ir; a case's room null: the default),
+// compose.js gives the same boxes and edges.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
@@ -10,8 +11,8 @@ const path = process.env.IPU_WB_COMPOSE;
 if (path) {
   const sets = JSON.parse(readFileSync(path, 'utf8'));
   test('the page composes every case as the Python side does', () => {
-    for (const { pictures, cases } of sets) for (const { group, expanded, scene } of cases) {
-      const got = compose(id => pictures[id], group, new Set(expanded));
+    for (const { pictures, cases } of sets) for (const { group, expanded, room, scene } of cases) {
+      const got = compose(id => pictures[id], group, new Set(expanded), room ?? undefined);
       assert.equal(got.width, scene.width, group);
       assert.equal(got.height, scene.height, group);
       assert.deepEqual(got.boxes.map(b => [b.key, b.x, b.y, b.w, b.h, b.expanded, b.lines]),

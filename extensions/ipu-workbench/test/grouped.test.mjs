@@ -10,6 +10,7 @@ import { JSDOM } from 'jsdom';
 import { compose } from '../lib/compose.js';
 import { preview } from '../lib/details.js';
 import { renderIr } from '../lib/view.js';
+import { settled } from './settle.mjs';
 
 function render(value, options = {}) {
   const dom = new JSDOM('<!DOCTYPE html><body></body>');
@@ -119,6 +120,24 @@ if (path) {
     const least = compose(picture, top.id, new Set([res2.key]), 100);
     assert.equal(Number(svg().getAttribute('width')), least.width);
     assert.equal(note(), `${Math.round(least.width)} px wide: scroll sideways`);
+  });
+
+  test('the graph tab folds weights and constants into the boxes of the ops that read them', async () => {
+    const dom = new JSDOM('<!DOCTYPE html><body></body>', { runScripts: 'outside-only' });
+    const root = renderIr(dom.window.document.body, document);
+    click(dom.window, root.querySelector('.ipu-wb-tab-graph'));
+    await settled(root);
+    const svg = root.querySelector('.ipu-wb-graph-svg');
+    assert.equal(svg.querySelectorAll('.ipu-wb-variable, .ipu-wb-constant').length, 0, 'no weight is a node of its own');
+    const ops = [...svg.querySelectorAll('.ipu-wb-op')];
+    assert.equal(ops.length, document.graphs[0].ops.length);
+    const conv = ops.find(n => n.querySelector('title').textContent.startsWith('conv '));
+    assert.deepEqual([...conv.querySelectorAll('.ipu-wb-subline')].map(t => t.textContent), ['gpu_0/conv1_w_0 ⟨64×3×7×7⟩']);
+    assert.equal(Number(conv.querySelector('rect').getAttribute('height')), 26 + 14, 'a line more for the weight');
+    const search = root.querySelector('.ipu-wb-search');
+    search.value = 'conv1_w';
+    search.dispatchEvent(new dom.window.Event('input'));
+    assert.deepEqual([...svg.querySelectorAll('.ipu-wb-match')], [conv], 'a search for the weight finds the op that reads it');
   });
 }
 

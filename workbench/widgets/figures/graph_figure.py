@@ -9,7 +9,7 @@ from typing import Iterable, Optional
 import numpy as np
 import plotly.graph_objects as go
 
-from ..dataflow import DataflowPicture
+from ..dataflow import DataflowPicture, PictureBox
 from workbench.export.layered import Layout, column_pixels, layered_layout
 from ..style import (CALL_OUTLINE, EDGE_COLOR, HIGHLIGHT, IN_SEQUENCE_COLOR, KIND_COLORS, OP_OUTLINE, PICTURE_WIDTH, TEMPLATE,
                      base_layout, count_of, fitted, ipu_color, text, text_array)
@@ -37,8 +37,65 @@ TENSOR_TRACES = {"variable": "variables", "constant": "constants", "input": "gra
 
 
 def picture_layout(picture: DataflowPicture) -> Layout:
-    """The layered layout of a picture's nodes and edges."""
-    return layered_layout(list(picture.nodes), ((tail, head) for tail, head, _ in picture.edges))
+    """The layered layout of a picture's nodes and edges, with no node inside a box it is not drawn in."""
+    layout = layered_layout(list(picture.nodes), ((tail, head) for tail, head, _ in picture.edges))
+    if picture.boxes:
+        _clear_boxes(layout, picture)
+    return layout
+
+
+def box_extent(box: PictureBox, position, deepest: int, step: float) -> Optional[tuple[float, float, float, float]]:
+    """The outline of a box round its members (x0, x1, y0, y1 in columns and layers; None if none is drawn)."""
+    points = [position[key] for key in box.members if key in position]
+    if not points:
+        return None
+    pad = 0.3 + 0.15 * (deepest - box.depth)
+    top = 0.3 + step * (deepest - box.depth)
+    return (min(p[0] for p in points) - pad, max(p[0] for p in points) + pad + 0.6,
+            min(p[1] for p in points) - pad, max(p[1] for p in points) + top)
+
+
+def _clear_boxes(layout: Layout, picture: DataflowPicture) -> None:
+    """Moves each node that the layered layout put inside the outline of a box it is not drawn in, or just left
+    of it with its label over it (beside an opened group, in a layer the group spans), to the right of that
+    box, and what lies right of it in its layer further right, until no box holds a stranger (boxes drawn
+    round members' extent would hold it)."""
+    deepest = max(box.depth for box in picture.boxes)
+    step = BOX_STEP / layer_pixels(picture)
+    position = {key: list(point) for key, point in layout.positions.items()}
+    routes = {edge: [list(point) for point in route] for edge, route in layout.bends.items()}
+    bends = [point for route in routes.values() for point in route]
+    for _ in range(4 * len(picture.boxes)):
+        moved = False
+        for box in picture.boxes:
+            extent = box_extent(box, position, deepest, step)
+            if extent is None:
+                continue
+            x0, x1, y0, y1 = extent
+            keep = {id(position[key]) for key in box.members if key in position}
+            for point in list(position.values()):
+                if id(point) not in keep and x0 - 0.5 < point[0] < x1 and y0 < point[1] < y1:
+                    _push_right(point, x1 + 0.5, [*position.values(), *bends], keep)
+                    moved = True
+        if not moved:
+            break
+    layout.positions = {key: (x, y) for key, (x, y) in position.items()}
+    layout.bends = {edge: [(x, y) for x, y in route] for edge, route in routes.items()}
+    xs = [x for x, _ in position.values()] + [x for x, _ in bends]
+    layout.left, layout.width = min(xs), max(xs) - min(xs) + 1
+
+
+def _push_right(point: list, x: float, points: list, keep: set[int]) -> None:
+    """Moves ``point`` right to ``x`` (half a column right of a box), and the other ``points`` of its layer
+    beyond the box (not those of ``keep``) further where they would come closer than a column, in order."""
+    layer = point[1]
+    row = sorted((other for other in points if other[1] == layer and other is not point and id(other) not in keep
+                  and other[0] >= point[0]), key=lambda other: other[0])
+    point[0] = reach = x
+    for other in row:
+        if other[0] > x - 0.5:  # those nearer are in the box: strangers moved in their turn
+            other[0] = max(other[0], reach + 1.0)
+            reach = other[0]
 
 
 @dataclass(frozen=True)
@@ -196,13 +253,10 @@ def _add_boxes(figure: go.Figure, picture: DataflowPicture, position) -> None:
     step = BOX_STEP / layer_pixels(picture)  # in layers
     titles = []
     for box in picture.boxes:
-        points = [position[key] for key in box.members if key in position]
-        if not points:
+        extent = box_extent(box, position, deepest, step)
+        if extent is None:
             continue
-        pad = 0.3 + 0.15 * (deepest - box.depth)
-        top = 0.3 + step * (deepest - box.depth)
-        x0, x1 = min(p[0] for p in points) - pad, max(p[0] for p in points) + pad + 0.6
-        y0, y1 = min(p[1] for p in points) - pad, max(p[1] for p in points) + top
+        x0, x1, y0, y1 = extent
         color = GROUP_OUTLINE if box.key else CALL_OUTLINE
         figure.add_shape(type="rect", x0=x0, x1=x1, y0=y0, y1=y1, layer="below", line=dict(color=color, width=1, dash="dash"),
                          fillcolor="rgba(242,242,242,0.35)" if box.key else "rgba(252,229,205,0.25)")
