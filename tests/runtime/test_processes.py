@@ -10,7 +10,8 @@ import popxl
 import popxl.ops as ops
 from workbench.runtime.options import RunOptions
 from workbench.runtime.replication.communicator import CollectiveMismatchError
-from workbench.runtime.replication.process_channel import is_shared
+from workbench.runtime.replication.process_channel import (Bells, ProcessChannel, Slots, arrival, is_shared,
+                                                           results_halves, shared_zeros)
 from workbench.runtime.replication.processes import ProcessRunner, split
 from workbench.runtime.replication.replicas import (ReplicaExecutionError, cores_left, free_cores, process_count,
                                                     replica_strategy)
@@ -326,3 +327,24 @@ def test_a_long_profiled_run_in_processes_sends_more_clock_readings_than_a_pipe_
         session.profile = True
         session.run()  # 2 replicas x 1500 iterations x some 10 readings of 8 bytes from the worker: > 64 KiB
         assert len(session.last_trace.of(replica=3)) == len(session.last_trace.of(replica=0))
+
+
+def test_a_process_that_arrives_and_finishes_while_another_looks_is_not_taken_for_one_that_never_came():
+    slots = Slots(2)
+    channel = ProcessChannel(slots, Bells(slots), shared_zeros((ProcessChannel.window_bytes(2, 64),), np.uint8),
+                             results_halves(2, 64), 64, 0, lambda p: [p], 1.0)
+    channel.begin(1)
+    target = slots.arrived[0] = arrival(1, 1)  # process 0 waits at its first barrier of run 1
+
+    class FinishedMeanwhile:
+        """Process 1 passes the barrier and ends its run between the looks at its slots."""
+
+        def __getitem__(self, process):
+            slots.arrived[1] = target
+            return int(process == 1)
+    slots.finished = FinishedMeanwhile()
+    channel._check_can_wait("the barrier", target)  # no CollectiveMismatchError
+    slots.arrived[1] = arrival(1, 0)
+    slots.finished = np.array([0, 1])
+    with pytest.raises(CollectiveMismatchError, match="finished the run without reaching the barrier"):
+        channel._check_can_wait("the barrier", target)
