@@ -107,18 +107,18 @@ _STACKED_TYPES = (np.float32, np.float64)
 
 
 def stacked_reducer(op: Op) -> Optional[StackedReduce]:
-    """For a float 'add' or 'mean' all-reduce: its reduction of values stacked on axis 0, with the
-    bits of the op's own reducer (which adds the members element by element in member order, as
-    ``np.add.reduce`` over the leading axis does), written straight into ``out``. None for others."""
+    """For a float 'add' or 'mean' all-reduce: its reduction of values already stacked on axis 0 (a
+    view of the exchanged rows), written straight into ``out``: NumPy's sum (mean) over the stack,
+    which is what the op's own reducer computes, without stacking the values again. None for others."""
     if op.attrs["op"] not in ("add", "mean") or op.outputs[0].dtype.as_numpy() not in _STACKED_TYPES:
         return None
-    if op.attrs["op"] == "add":
-        return lambda stacked, out: np.add.reduce(stacked, axis=0, out=out)
+    mean = op.attrs["op"] == "mean"
 
-    def mean(stacked: np.ndarray, out: np.ndarray) -> None:
+    def reduce(stacked: np.ndarray, out: np.ndarray) -> None:
         np.add.reduce(stacked, axis=0, out=out)
-        np.true_divide(out, len(stacked), out=out)
-    return mean
+        if mean:
+            np.true_divide(out, len(stacked), out=out)
+    return reduce
 
 
 class BucketReducer:
