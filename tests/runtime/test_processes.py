@@ -13,8 +13,8 @@ from workbench.runtime.replication.communicator import CollectiveMismatchError
 from workbench.runtime.replication.process_channel import (Bells, ProcessChannel, Slots, arrival, is_shared,
                                                            results_halves, shared_zeros)
 from workbench.runtime.replication.processes import ProcessRunner, split
-from workbench.runtime.replication.replicas import (ReplicaExecutionError, cores_left, free_cores, process_count,
-                                                    replica_strategy)
+from workbench.runtime.replication.replicas import (ReplicaExecutionError, busy_threads, cores_left, free_cores,
+                                                    process_count, replica_strategy)
 from support.faulty_ops import exploding_op  # noqa: F401  (a fixture)
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="worker processes are forked")
@@ -295,6 +295,9 @@ def test_auto_counts_only_the_cores_that_other_work_leaves_free():
     assert cores_left(16, runnable=10) == 8
     assert cores_left(2, runnable=9) == 1  # a machine busy with other work: turns
     assert 1 <= free_cores() <= len(os.sched_getaffinity(0)) and free_cores(3) == 3
+    assert busy_threads("0.52 0.40 0.33 2/412 9811") == 2  # quiet: the threads runnable now
+    assert busy_threads("6.73 7.14 5.92 1/900 1234") == 6  # between two bursts of other work: the last minute's load
+    assert cores_left(2, busy_threads("6.73 7.14 5.92 1/900 1234")) == 1
 
 
 def test_a_profiled_run_in_processes_traces_every_replica_with_its_clock_readings():

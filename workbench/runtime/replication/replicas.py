@@ -73,18 +73,26 @@ def cores_left(allowed: int, runnable: int) -> int:
 
 
 def runnable_threads() -> int:
-    """Threads runnable on this machine now: the fewest of three looks at ``/proc/loadavg``, a
-    millisecond apart (1 where there is no such file)."""
+    """Threads that keep this machine's cores busy: the fewest of three looks at ``/proc/loadavg``, a
+    millisecond apart (``busy_threads``; 1 where there is no such file)."""
     counts = []
     for look in range(3):
         try:
             with open("/proc/loadavg") as loadavg:
-                counts.append(int(loadavg.read().split()[3].split("/")[0]))
+                counts.append(busy_threads(loadavg.read()))
         except (OSError, ValueError, IndexError):
             return 1
         if look < 2:
             time.sleep(0.001)
     return min(counts)
+
+
+def busy_threads(loadavg: str) -> int:
+    """From the text of ``/proc/loadavg``: the threads runnable now, or the load of the last minute
+    where it is higher (whole threads). A machine shared with other work is busy in bursts: a look
+    between two bursts would take cores for free that lockstep processes soon wait on."""
+    fields = loadavg.split()
+    return max(int(fields[3].split("/")[0]), int(float(fields[0])))
 
 
 def replicas_in_threads(ir: Ir, instances: int = 1, cores: Optional[int] = None) -> bool:
