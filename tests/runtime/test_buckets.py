@@ -9,16 +9,19 @@ import pytest
 import popxl
 import popxl.ops as ops
 from workbench.runtime.options import RunOptions
-from workbench.runtime.replication.buckets import bucket_runs
+from workbench.runtime.replication.buckets import bucket_runs, stacked_reducer
+from workbench.runtime.replication.process_channel import consecutive
 from workbench.runtime.replication.turns import TurnTakingCommunicator
 
 SHAPES = [(40, 30), (3,), (1,), (300, 40), (7, 5)]  # (1,) stays alone: NumPy stacks single values otherwise
 
 
-def reducing_ir(replicas: int, written_between: bool = False):
+def reducing_ir(replicas: int, written_between: bool = False, grouping: tuple = ()):
     """Per replica values from the host, each all-reduced ('mean') and stored, then applied to a
-    weight; with ``written_between`` the last value is scaled in place after the first all-reduce."""
+    weight; with ``written_between`` the last value is scaled in place after the first all-reduce;
+    ``grouping`` (stride, group size): within those groups only."""
     ir = popxl.Ir(replication=replicas)
+    group = ir.replica_grouping(*grouping) if grouping else None
     streams, outputs, weights = [], [], []
     with ir.main_graph, popxl.in_sequence():
         for i, shape in enumerate(SHAPES):
@@ -29,7 +32,7 @@ def reducing_ir(replicas: int, written_between: bool = False):
         for i, (value, out, weight) in enumerate(zip(values, outputs, weights)):
             if written_between and i == len(values) - 1:
                 value = ops.scaled_add_(value, value, a=2.0, b=0.0)
-            reduced = ops.collectives.replicated_all_reduce(value, op="mean")
+            reduced = ops.collectives.replicated_all_reduce(value, op="mean", group=group)
             ops.host_store(out, reduced)
             ops.scaled_add_(weight, reduced, b=-0.5)
     return ir, streams, outputs, weights
@@ -165,6 +168,49 @@ def test_buckets_of_several_replicas_a_process_keep_the_bits_of_numpy_and_turns(
             trained.append([session.get_tensor_data(w) for w in weights])
     for turns, processes in zip(*trained):
         np.testing.assert_array_equal(processes, turns)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="worker processes are forked")
+@pytest.mark.parametrize("stride, group_size", [(1, 4), (2, 4), (1, 8)])  # consecutive groups or strided
+def test_grouped_buckets_in_processes_keep_the_bits_of_numpy_within_each_group(stride, group_size):
+    ir, streams, outputs, _ = reducing_ir(8, grouping=(stride, group_size))
+    assignment = ir.replica_grouping(stride, group_size).assignment
+    options = RunOptions(replicas="processes", cores=2, bucket_replicas=8)
+    with popxl.Session(ir, "ipu_model", options=options) as session:
+        for seed in range(2):
+            values = data(8, seed)
+            result = session.run(dict(zip(streams, values)))
+            for out, value in zip(outputs, values):
+                for replica, replica_value in enumerate(result[out]):
+                    members = [r for r, g in enumerate(assignment) if g == assignment[replica]]
+                    assert replica_value.tobytes() == np.mean(value[members], axis=0).tobytes()
+
+
+@pytest.mark.parametrize("op", ["add", "mean"])
+@pytest.mark.parametrize("dtype", [popxl.float32, popxl.float64])
+def test_the_stacked_reduction_of_a_bucket_has_the_bits_of_numpys(op, dtype):
+    ir = popxl.Ir(replication=16)
+    with ir.main_graph:
+        reduced = ops.collectives.replicated_all_reduce(popxl.variable(np.zeros(5000, dtype.as_numpy())), op=op)
+    all_reduce = reduced.producer
+    rng = np.random.default_rng(3)
+    stacked = (rng.standard_normal((16, 5000)) * 10.0 ** rng.integers(-6, 7, (16, 5000))).astype(dtype.as_numpy())
+    for rows, columns in ((slice(0, 16), slice(0, 5000)), (slice(3, 11), slice(17, 4000))):
+        view = stacked[rows, columns]
+        out = np.empty(view.shape[1], view.dtype)
+        stacked_reducer(all_reduce)(view, out)
+        expected = (np.sum if op == "add" else np.mean)(np.stack(list(view)), axis=0)
+        assert out.tobytes() == expected.tobytes()
+
+
+def test_only_float_sums_and_means_reduce_stacked_values_and_only_consecutive_groups_form_one_view():
+    ir = popxl.Ir(replication=4)
+    with ir.main_graph:
+        floats = popxl.variable(np.zeros(3, np.float32))
+        kinds = [ops.collectives.replicated_all_reduce(floats, op=op).producer for op in ("add", "mean", "max")]
+        ints = ops.collectives.replicated_all_reduce(popxl.variable(np.zeros(3, np.int32)), op="add").producer
+    assert [stacked_reducer(op) is not None for op in [*kinds, ints]] == [True, True, False, False]
+    assert consecutive((0, 1, 2)) and consecutive((5,)) and not consecutive((0, 2, 4)) and not consecutive((1, 0))
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="worker processes are forked")

@@ -10,10 +10,11 @@ import popxl
 import popxl.ops as ops
 from workbench.runtime.options import RunOptions
 from workbench.runtime.replication.communicator import CollectiveMismatchError
-from workbench.runtime.replication.process_channel import is_shared
+from workbench.runtime.replication.process_channel import (Bells, ProcessChannel, Slots, arrival, is_shared,
+                                                           results_halves, shared_zeros)
 from workbench.runtime.replication.processes import ProcessRunner, split
-from workbench.runtime.replication.replicas import (ReplicaExecutionError, cores_left, free_cores, process_count,
-                                                    replica_strategy)
+from workbench.runtime.replication.replicas import (ReplicaExecutionError, busy_threads, cores_left, free_cores,
+                                                    process_count, replica_strategy)
 from support.faulty_ops import exploding_op  # noqa: F401  (a fixture)
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="worker processes are forked")
@@ -294,6 +295,9 @@ def test_auto_counts_only_the_cores_that_other_work_leaves_free():
     assert cores_left(16, runnable=10) == 8
     assert cores_left(2, runnable=9) == 1  # a machine busy with other work: turns
     assert 1 <= free_cores() <= len(os.sched_getaffinity(0)) and free_cores(3) == 3
+    assert busy_threads("0.52 0.40 0.33 2/412 9811") == 2  # quiet: the threads runnable now
+    assert busy_threads("6.73 7.14 5.92 1/900 1234") == 6  # between two bursts of other work: the last minute's load
+    assert cores_left(2, busy_threads("6.73 7.14 5.92 1/900 1234")) == 1
 
 
 def test_a_profiled_run_in_processes_traces_every_replica_with_its_clock_readings():
@@ -326,3 +330,24 @@ def test_a_long_profiled_run_in_processes_sends_more_clock_readings_than_a_pipe_
         session.profile = True
         session.run()  # 2 replicas x 1500 iterations x some 10 readings of 8 bytes from the worker: > 64 KiB
         assert len(session.last_trace.of(replica=3)) == len(session.last_trace.of(replica=0))
+
+
+def test_a_process_that_arrives_and_finishes_while_another_looks_is_not_taken_for_one_that_never_came():
+    slots = Slots(2)
+    channel = ProcessChannel(slots, Bells(slots), shared_zeros((ProcessChannel.window_bytes(2, 64),), np.uint8),
+                             results_halves(2, 64), 64, 0, lambda p: [p], 1.0)
+    channel.begin(1)
+    target = slots.arrived[0] = arrival(1, 1)  # process 0 waits at its first barrier of run 1
+
+    class FinishedMeanwhile:
+        """Process 1 passes the barrier and ends its run between the looks at its slots."""
+
+        def __getitem__(self, process):
+            slots.arrived[1] = target
+            return int(process == 1)
+    slots.finished = FinishedMeanwhile()
+    channel._check_can_wait("the barrier", target)  # no CollectiveMismatchError
+    slots.arrived[1] = arrival(1, 0)
+    slots.finished = np.array([0, 1])
+    with pytest.raises(CollectiveMismatchError, match="finished the run without reaching the barrier"):
+        channel._check_can_wait("the barrier", target)

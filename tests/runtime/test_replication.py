@@ -35,6 +35,22 @@ def test_all_reduce_over_all_replicas(op, reduce):
         np.testing.assert_array_equal(result[replica], reduce(data, axis=0))
 
 
+@pytest.mark.parametrize("replicas", [3, 8, 16])
+@pytest.mark.parametrize("op, reduce", [("add", np.sum), ("mean", np.mean)])
+@pytest.mark.parametrize("dtype, shape", [(np.float32, (3, 300)), (np.float64, (3, 300)), (np.float32, (1,))])
+def test_float_all_reduce_of_many_replicas_has_the_bits_of_numpys_reduction_of_the_stack(replicas, op, reduce, dtype,
+                                                                                          shape):
+    # Magnitudes far apart, so that any other order of the additions changes the last bits (NumPy adds
+    # the rows of a stack in order, but single elements pairwise).
+    rng = np.random.default_rng(replicas)
+    data = (rng.standard_normal((replicas, *shape)) * 10.0 ** rng.integers(-6, 7, (replicas, *shape))).astype(dtype)
+    result = run_replicated(lambda x: ops.collectives.replicated_all_reduce(x, op=op), data, replicas)
+    expected = reduce(data, axis=0)
+    for replica in range(replicas):
+        assert result[replica].dtype == dtype
+        assert result[replica].tobytes() == expected.tobytes()
+
+
 @pytest.mark.parametrize("replicas, stride, group_size", [(4, 1, 2), (4, 2, 2), (8, 2, 4), (8, 4, 2), (8, 1, 8)])
 def test_grouped_all_reduce_reduces_within_each_group_only(replicas, stride, group_size):
     data = per_replica((5,), replicas)

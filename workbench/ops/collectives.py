@@ -61,14 +61,15 @@ def _reducer(op, position: int = 0):
         return lambda values: np.array(values[position], dtype=dtype)
     reduce = _REDUCERS[name]
     if name in ("add", "mean") and dtype in (np.float32, np.float64):
-        return lambda values: _sum_in_order(values, name == "mean") if len(values) < 8 \
+        return lambda values: _sum_in_order(values, name == "mean") if len(values) < 8 or values[0].size > 1 \
             else reduce(np.stack(values)).astype(dtype, copy=False)
     return lambda values: reduce(np.stack(values)).astype(dtype, copy=False)
 
 
 def _sum_in_order(values: list, mean: bool) -> np.ndarray:
-    """``np.sum`` (``np.mean``) over the stacked values without stacking them: fewer than 8 float
-    terms are added in order there too, so the numbers are the same."""
+    """``np.sum`` (``np.mean``) over the stacked values without stacking them, with the same numbers:
+    NumPy adds the rows of a stack in order, element by element, but for single elements, which it
+    sums pairwise from 8 on (so those, only, are stacked)."""
     if len(values) == 1:
         return np.array(values[0])
     total = np.add(values[0], values[1], out=np.empty_like(values[0]))

@@ -101,14 +101,36 @@ def bucket_runs(steps: Sequence[Op], excluded: Callable[[Op], bool]) -> list[ran
     return runs
 
 
+# Reduces values stacked on a leading axis (a view, not copied) into ``out``.
+StackedReduce = Callable[[np.ndarray, np.ndarray], None]
+_STACKED_TYPES = (np.float32, np.float64)
+
+
+def stacked_reducer(op: Op) -> Optional[StackedReduce]:
+    """For a float 'add' or 'mean' all-reduce: its reduction of values already stacked on axis 0 (a
+    view of the exchanged rows), written straight into ``out``: NumPy's sum (mean) over the stack,
+    which is what the op's own reducer computes, without stacking the values again. None for others."""
+    if op.attrs["op"] not in ("add", "mean") or op.outputs[0].dtype.as_numpy() not in _STACKED_TYPES:
+        return None
+    mean = op.attrs["op"] == "mean"
+
+    def reduce(stacked: np.ndarray, out: np.ndarray) -> None:
+        np.add.reduce(stacked, axis=0, out=out)
+        if mean:
+            np.true_divide(out, len(stacked), out=out)
+    return reduce
+
+
 class BucketReducer:
     """The reducer of a bucket's all-reduces: the bucket copies the reduced values into its own
-    result at once, so an exchange may hand back a view of its shared memory (no copy of its own)."""
+    result at once, so an exchange may hand back a view of its shared memory (no copy of its own).
+    ``into``, where the op has one (``stacked_reducer``), reduces stacked values without a copy."""
 
-    __slots__ = ("reduce",)
+    __slots__ = ("reduce", "into")
 
-    def __init__(self, reduce: Callable[[list], np.ndarray]):
+    def __init__(self, reduce: Callable[[list], np.ndarray], into: Optional[StackedReduce] = None):
         self.reduce = reduce
+        self.into = into
 
     def __call__(self, values: list) -> np.ndarray:
         return self.reduce(values)
@@ -192,7 +214,7 @@ class Bucket:
                 return self._result[start:stop].reshape(shape)
             return middle
         op, occurrences = self.ops[-1], self._occurrences
-        combine = BucketReducer(combine)
+        combine = BucketReducer(combine, stacked_reducer(op))
 
         def last(value):
             sending[start:stop] = value.reshape(-1)

@@ -208,8 +208,12 @@ class ProcessChannel:
         stop = first.size if self.process == processes - 1 else stop
         half = self._results[(self._exchanges - 1) % 2]
         results = half[: len(everywhere) * first.nbytes].view(first.dtype).reshape(len(everywhere), first.size)
+        into = combine.into if isinstance(combine, BucketReducer) else None
         for row, group in enumerate(everywhere):
-            results[row, start:stop] = combine([flat[m, start:stop] for m in group])
+            if into is not None and consecutive(group):
+                into(flat[group[0]: group[-1] + 1, start:stop], results[row, start:stop])
+            else:
+                results[row, start:stop] = combine([flat[m, start:stop] for m in group])
         self.barrier(description + " (reduced)")
         index = {group: row for row, group in enumerate(everywhere)}
         if isinstance(combine, BucketReducer):  # copied out at once: the shared rows serve
@@ -269,13 +273,20 @@ class ProcessChannel:
         for process in range(slots.processes):
             if slots.arrived[process] >= target:
                 continue
-            if slots.finished[process] == run:
+            # Read after ``finished``: a process writes ``arrived`` before ``finished``, so one that
+            # arrived since the look above and then finished its run is seen to have arrived.
+            if slots.finished[process] == run and slots.arrived[process] < target:
                 raise CollectiveMismatchError(
                     f"replicas {self._replicas_of(process)} finished the run without reaching {description}, "
                     "where the other replicas wait: every replica of a group must run the same collectives")
             if look and not self.alive(process):
                 raise ReplicaAborted(f"process {self.process} stopped at {description}: the process of replicas "
                                      f"{self._replicas_of(process)} ended")
+
+
+def consecutive(group: Sequence[int]) -> bool:
+    """Whether ``group`` names replicas one after another (their rows of an exchange form one view)."""
+    return group[-1] - group[0] == len(group) - 1 and all(b == a + 1 for a, b in zip(group, group[1:]))
 
 
 def aligned(nbytes: int) -> int:

@@ -45,6 +45,10 @@ PARALLEL_MATMUL_FLOPS = 50e6
 # give. Measured on the MLP of ``bench_training_step.py`` (some 50 MFLOP a step at batch 32): 4
 # replicas in 2 processes on 2 cores run in about 0.6 of the time they take turns in one.
 PROCESS_STEP_FLOPS = 10e6
+# On the same 2 cores shared with other work (load 5 to 7), taking turns beat 2 processes in every run
+# (R=4 and 16): a process spent some 2.5 times the processor time per replica of one taking turns (its
+# replicas keep their own weights, which turns share, and a step copies each gradient twice into the
+# exchange), so lockstep processes only pay with cores that nobody else wants (``busy_threads``).
 # Worker processes read each other's values once a slot written after them says they are there,
 # which holds on machines that keep stores in order (x86-64); 'auto' picks processes only there.
 ORDERED_STORES = ("x86_64", "amd64", "i686", "i386")
@@ -73,18 +77,26 @@ def cores_left(allowed: int, runnable: int) -> int:
 
 
 def runnable_threads() -> int:
-    """Threads runnable on this machine now: the fewest of three looks at ``/proc/loadavg``, a
-    millisecond apart (1 where there is no such file)."""
+    """Threads that keep this machine's cores busy: the fewest of three looks at ``/proc/loadavg``, a
+    millisecond apart (``busy_threads``; 1 where there is no such file)."""
     counts = []
     for look in range(3):
         try:
             with open("/proc/loadavg") as loadavg:
-                counts.append(int(loadavg.read().split()[3].split("/")[0]))
+                counts.append(busy_threads(loadavg.read()))
         except (OSError, ValueError, IndexError):
             return 1
         if look < 2:
             time.sleep(0.001)
     return min(counts)
+
+
+def busy_threads(loadavg: str) -> int:
+    """From the text of ``/proc/loadavg``: the threads runnable now, or the load of the last minute
+    where it is higher (whole threads). A machine shared with other work is busy in bursts: a look
+    between two bursts would take cores for free that lockstep processes soon wait on."""
+    fields = loadavg.split()
+    return max(int(fields[3].split("/")[0]), int(float(fields[0])))
 
 
 def replicas_in_threads(ir: Ir, instances: int = 1, cores: Optional[int] = None) -> bool:
