@@ -8,7 +8,7 @@ from workbench.analysis import code_liveness, flattened_schedule, tensor_livenes
 from workbench.ir.device import device_for
 from workbench.widgets import LivenessView
 from workbench.widgets.figures import liveness_figure
-from workbench.widgets.style import KIND_COLORS, binary_ticks
+from workbench.widgets.style import KIND_COLORS, binary_ticks, format_bytes
 
 
 def two_ipu_program():
@@ -173,6 +173,20 @@ def test_a_capacity_far_above_the_peak_is_said_to_be_off_the_scale():
     assert "off the scale" not in figure.layout.annotations[0].text
 
 
+def test_with_code_left_out_the_title_gives_the_peak_of_the_tensors_drawn_as_well():
+    ir, *_ = chain(20)
+    view = LivenessView(ir, live=False)  # code dwarfs these tensors: left out
+    records = view.liveness.steps[0]
+    drawn = [record.total - record.code for record in records]
+    top = max(range(len(drawn)), key=drawn.__getitem__)
+    lines = view.figure.layout.annotations[0].text.split("<br>")
+    assert " with code at step " in lines[0]  # the peak with code: far above the panel's scale
+    assert lines[1].startswith(f"tensors: peak {format_bytes(drawn[top])} at step {records[top].step}")
+    assert view.figure.layout.yaxis.range[1] >= drawn[top]  # the number read on the title is on the scale
+    with_code = LivenessView(ir, live=False, include_code=True).figure.layout.annotations[0].text
+    assert "tensors: peak" not in with_code and "with code" not in with_code
+
+
 def test_by_default_code_that_would_dwarf_the_tensors_is_left_out_and_all_code_always_live_is_one_line():
     ir, *_ = chain(20)
     liveness = tensor_liveness(ir)
@@ -236,7 +250,7 @@ def test_a_phased_program_shows_its_streaming_memory_and_where_each_phase_loads_
     assert all(t.nbytes == 16 * 16 * 4 and t.ipu == 0 for t in transfers)
     figure = LivenessView(ir, live=False).figure
     assert figure.layout.annotations[0].text.endswith(
-        "<br>Streaming Memory 2 KiB<br>capacity far above the tensors shown, off the scale")
+        " · Streaming Memory 2 KiB<br>capacity far above the tensors shown, off the scale")
     marks = {t.meta["kind"]: t for t in figure.data if (t.meta or {}).get("kind", "").startswith("remote_")}
     assert list(marks) == ["remote_load", "remote_store"]
     assert list(marks["remote_load"].x) == [t.step for t in transfers if t.direction == "load"]
@@ -290,4 +304,6 @@ def test_panel_titles_start_at_their_panels_left_edge_with_each_line_short_enoug
     assert figure.layout.annotations[0].text.count("<br>") == 2  # the peak; Streaming Memory; the capacity
     (upper, lower) = two.layout.yaxis.domain, two.layout.yaxis2.domain
     plot_height = two.layout.height - two.layout.margin.t - two.layout.margin.b
-    assert round((upper[0] - lower[1]) * plot_height) == PANEL_GAP + PANEL_TITLE_LINE
+    extra_lines = max(title.text.count("<br>") for title in two.layout.annotations)
+    assert extra_lines == 2  # the peak with code; the tensors' peak; the capacity
+    assert round((upper[0] - lower[1]) * plot_height) == PANEL_GAP + extra_lines * PANEL_TITLE_LINE

@@ -81,7 +81,8 @@ def liveness_figure(liveness: TensorLiveness, capacity: Mapping[int, int], marke
     rows = len(ipus) + (1 if code_rows else 0)
     stacked = {ipu: [sum(getattr(record, kind) for kind in kinds) for record in liveness.steps[ipu]] for ipu in ipus}
     titles = [_memory_title(liveness, ipu, capacity[ipu], streaming.get(ipu, 0),
-                            off_scale=capacity[ipu] > 3 * max(stacked[ipu], default=0), code_shown=include_code)
+                            off_scale=capacity[ipu] > 3 * max(stacked[ipu], default=0),
+                            shown=None if include_code else stacked[ipu])
               for ipu in ipus]
     extra = PANEL_TITLE_LINE * (max(title.count("<br>") for title in titles) if titles else 0)
     height = int((230 + extra) * len(ipus) + 60 + (28 * max(len(code_rows), 2) + 60 if code_rows else 40))
@@ -168,20 +169,25 @@ def _to_edges(values: np.ndarray) -> np.ndarray:
 
 
 def _memory_title(liveness: TensorLiveness, ipu: int, capacity: int, streaming: int = 0,
-                  off_scale: bool = False, code_shown: bool = True) -> str:
-    """The peak (code included) and its share of ``capacity`` on the first line; below it the Streaming
-    Memory and whether the capacity is off the scale, which, with code left out of the panel, is the scale
-    of the tensors alone (the peak may then be above the capacity while the capacity is off the scale).
+                  off_scale: bool = False, shown: Optional[Sequence[int]] = None) -> str:
+    """The peak (code included) and its share of ``capacity`` on the first line; below it, where code is
+    left out of the panel (``shown``: the bytes drawn per step), the peak of the tensors drawn, which is what
+    the panel's scale reads; then the Streaming Memory and whether the capacity is off the scale (with code
+    left out, the scale of the tensors alone: the peak may be above the capacity while it is off the scale).
     Lines of at most PANEL_TITLE_CHARS characters, the parts after the first joined by " · " where they fit."""
     records = liveness.steps[ipu]
     more = ([f"Streaming Memory {format_bytes(streaming)}"] if streaming else []) \
-        + ([f"capacity far above{'' if code_shown else ' the tensors shown'}, off the scale"] if off_scale else [])
+        + ([f"capacity far above{'' if shown is None else ' the tensors shown'}, off the scale"] if off_scale else [])
     if not records:
         first = f"IPU {ipu}: no steps"
     else:
         peak = max(records, key=lambda record: record.total)
         share = 100 * peak.total / capacity if capacity else 0.0
-        first = f"IPU {ipu}: peak {format_bytes(peak.total)} at step {peak.step} ({share:.3g}% of {format_bytes(capacity)})"
+        first = (f"IPU {ipu}: peak {format_bytes(peak.total)}{'' if shown is None else ' with code'} at step "
+                 f"{peak.step} ({share:.3g}% of {format_bytes(capacity)})")
+        if shown is not None and len(shown):
+            top = int(np.argmax(shown))
+            more.insert(0, f"tensors: peak {format_bytes(int(shown[top]))} at step {records[top].step}")
     lines = [first]
     for number, part in enumerate(more):
         if number and len(lines[-1]) + 3 + len(part) <= PANEL_TITLE_CHARS:
