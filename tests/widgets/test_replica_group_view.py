@@ -166,6 +166,17 @@ def test_the_grid_menu_names_each_grouping_in_words():
     assert view.grouping == by_parity
 
 
+def test_a_grouping_of_many_users_is_named_in_the_menu_by_how_many_of_each_so_its_choice_is_not_cut():
+    from real_programs import transformer
+
+    ir, _ = transformer(layers=2)
+    view = ReplicaGroupView(ir, live=False)
+    (menu,) = [child for child in view.widget.children if hasattr(child, "options")]
+    # the first collective's name made this choice ~100 characters, cut in a 630-px output at about 80
+    assert [label for label, _ in menu.options] == ["1 group (stride 1, group size 2), used by 8 collectives and 8 variables"]
+    assert view.figure.layout.annotations[0].text.endswith("<br>used by 8 collectives and 8 variables")  # as the grid says
+
+
 def test_long_row_labels_wrap_whole_so_the_matrix_keeps_its_width():
     ir = popxl.Ir(replication=4)
     with ir.main_graph:

@@ -8,7 +8,7 @@ from workbench.analysis.replica_groups import group_values, grouping_uses
 from workbench.ir import ReplicaGrouping, Variable
 
 from .figures import replica_group_figure, values_table_html
-from .figures.replica_figure import grouping_shape
+from .figures.replica_figure import grouping_shape, users_in_words
 from .style import count_of
 from .view import View
 
@@ -80,10 +80,10 @@ class ReplicaGroupView(View):
         return replica_group_figure(self.shown_grouping, self.uses, title=title, instances=instances)
 
     def grouping_label(self, grouping: ReplicaGrouping) -> str:
-        """A grouping in words, with the first collective or variable that uses it."""
+        """A grouping in words, with the one collective or variable that uses it, else how many do: a
+        menu's choice is cut where it is wider than the output, and the matrix names them all."""
         users = [use for use in grouping_uses(self.ir) if use.grouping == grouping]
-        more = f" and {len(users) - 1} more" if len(users) > 1 else ""
-        return grouping_shape(grouping) + (f", used by {users[0].label}{more}" if users else "")
+        return grouping_shape(grouping) + (f", {users_in_words(users)}" if users else "")
 
     def details_html(self) -> str:
         """The table of each group's variable values after the last run (nothing before a run)."""

@@ -109,15 +109,20 @@ def _grid_title(grouping: ReplicaGrouping, uses: Sequence[GroupingUse]) -> str:
     users = [use for use in uses if use.grouping == grouping]
     title = grouping_shape(grouping)
     if len(users) == 1:
-        label = users[0].label
-        return title + "<br>" + _wrapped(f"used by {label}", TITLE_NAME)
-    if users:
-        counts: dict[str, int] = {}
-        for use in users:
-            counts[use.noun] = counts.get(use.noun, 0) + 1
-        parts = [f"{n} {noun}{'s' if n > 1 else ''}" for noun, n in counts.items()]
-        return title + "<br>used by " + (", ".join(parts[:-1]) + " and " if len(parts) > 1 else "") + parts[-1]
-    return title
+        return title + "<br>" + _wrapped(users_in_words(users), TITLE_NAME)
+    return title + ("<br>" + users_in_words(users) if users else "")
+
+
+def users_in_words(users: Sequence[GroupingUse]) -> str:
+    """"used by" the one collective or variable of ``users``, else how many of each kind: the names of many
+    would not fit on a line."""
+    if len(users) == 1:
+        return f"used by {users[0].label}"
+    counts: dict[str, int] = {}
+    for use in users:
+        counts[use.noun] = counts.get(use.noun, 0) + 1
+    parts = [f"{n} {noun}{'s' if n > 1 else ''}" for noun, n in counts.items()]
+    return "used by " + (", ".join(parts[:-1]) + " and " if len(parts) > 1 else "") + parts[-1]
 
 
 def _add_grid(figure: go.Figure, grouping: ReplicaGrouping, row: int) -> None:
