@@ -171,9 +171,9 @@ def test_a_grouping_of_many_users_is_named_in_the_menu_by_how_many_of_each_so_it
 
     ir, _ = transformer(layers=2)
     view = ReplicaGroupView(ir, live=False)
-    (menu,) = [child for child in view.widget.children if hasattr(child, "options")]
     # the first collective's name made this choice ~100 characters, cut in a 630-px output at about 80
-    assert [label for label, _ in menu.options] == ["1 group (stride 1, group size 2), used by 8 collectives and 8 variables"]
+    label = view.grouping_label(view.shown_grouping)
+    assert label == "1 group (stride 1, group size 2), used by 8 collectives and 8 variables"
     assert view.figure.layout.annotations[0].text.endswith("<br>used by 8 collectives and 8 variables")  # as the grid says
 
 
@@ -252,3 +252,16 @@ def test_one_replica_is_said_in_the_singular():
     with ir.main_graph:
         popxl.variable(np.ones(2, np.float32), name="w")
     assert ReplicaGroupView(ir, live=False).figure.layout.title.text == "1 replica"
+
+
+def test_with_one_grouping_there_is_no_menu_to_choose_from():
+    from real_programs import transformer
+
+    single = popxl.Ir()
+    with single.main_graph:
+        popxl.variable(np.ones(2, np.float32), name="w")
+    for ir in (single, transformer(layers=2)[0]):
+        view = ReplicaGroupView(ir, live=False)
+        assert not [child for child in view.widget.children if hasattr(child, "options")]
+    ir, *_ = grouped_program()
+    assert [child for child in ReplicaGroupView(ir, live=False).widget.children if hasattr(child, "options")]

@@ -100,6 +100,8 @@ class ReplicaGroupView(View):
         for use in grouping_uses(self.ir):
             if use.grouping not in groupings:
                 groupings.append(use.grouping)
+        if len(groupings) == 1:
+            return []  # nothing to choose: the grid's title names the one grouping
         menu = ipywidgets.Dropdown(options=[(self.grouping_label(g), index) for index, g in enumerate(groupings)],
                                    value=0, description="grid:",  # as wide as its longest choice, within the output
                                    layout=ipywidgets.Layout(width="auto", max_width="100%"))
