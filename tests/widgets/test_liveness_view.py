@@ -137,6 +137,26 @@ def test_a_2000_op_graph_has_one_point_per_step():
     assert len(trace(view.figure, "intermediates", ipu=0).x) == 2000 + 2  # and one at each end
 
 
+def test_more_steps_than_a_panel_can_show_are_drawn_by_the_peak_of_each_span_so_the_figure_stays_small():
+    from workbench.widgets.figures.liveness_figure import DRAWN_STEPS, peak_steps
+
+    assert list(peak_steps([1, 5, 2, 0, 9, 3, 7], 3)) == [1, 4, 6]  # the last span is short
+    ir, _, _ = chain(3 * DRAWN_STEPS)
+    view = LivenessView(ir, live=False, include_code=True)
+    figure = view.figure
+    totals = view.liveness.totals(0)
+    for kind in ("variables", "constants", "intermediates", "code"):
+        drawn = trace(figure, kind, ipu=0)
+        assert len(drawn.x) <= DRAWN_STEPS + 2  # and one at each end
+    drawn = trace(figure, "intermediates", ipu=0)
+    steps = list(drawn.customdata[1:-1])
+    assert max(totals[s] for s in steps) == max(totals)  # the peak is drawn
+    assert all(totals[s] == max(totals[s - s % 3:s - s % 3 + 3]) for s in steps)  # each span's largest step
+    assert drawn.hovertext[1].startswith(f"<b>step {steps[0]}:")  # its hover is that step's
+    assert "each point is the step of most memory of its span of 3 steps" in figure.layout.title.text
+    assert len(figure.to_json()) < 1_500_000
+
+
 def test_memory_ticks_are_binary_like_the_titles():
     ticks = binary_ticks(5 * 1024 * 1024)
     assert ticks["tickvals"] == [index * 1024 * 1024 for index in range(6)]

@@ -19,6 +19,7 @@ KINDS = ("variables", "constants", "intermediates", "code")  # stacking order, b
 PANEL_GAP = 56  # pixels between panels: the upper axis, then the lower panel's title
 KIND_OF = {"variables": "variable", "constants": "constant", "intermediates": "intermediate", "code": "code"}
 HOVER_TENSORS = 10  # live tensors listed in a hover, largest first
+DRAWN_STEPS = 2500  # at most this many steps drawn per panel (more than a panel has pixels): more go by peaks
 
 
 def step_description(liveness: TensorLiveness, index: int) -> str:
@@ -98,21 +99,22 @@ def liveness_figure(liveness: TensorLiveness, capacity: Mapping[int, int], marke
                               font=dict(size=PANEL_TITLE_SIZE))
     figure.layout.template = TEMPLATE  # in place of plotly's default
     steps = np.arange(len(liveness.flat))
-    edges = np.concatenate([[-0.5], steps, [len(steps) - 0.5]]) if len(steps) else steps
-    descriptions = [step_description(liveness, s) for s in steps]
+    span = -(-len(steps) // DRAWN_STEPS) if len(steps) else 1
     for row, ipu in enumerate(ipus, start=1):
         records = liveness.steps[ipu]
+        drawn = peak_steps(stacked[ipu], span)
+        edges = np.concatenate([[-0.5], drawn, [len(steps) - 0.5]]) if len(drawn) else drawn
         for kind in kinds:
-            values = np.array([getattr(record, kind) for record in records], dtype=np.int64)
+            values = np.array([getattr(records[s], kind) for s in drawn], dtype=np.int64)
             if kind == "intermediates":
-                hovers = text_array(f"<b>{descriptions[s]}</b><br>intermediates: {format_bytes(v)}<br>"
-                                  + "<br>".join(live_tensor_lines(records[s])) for s, v in enumerate(values))
+                hovers = text_array(f"<b>{step_description(liveness, s)}</b><br>intermediates: {format_bytes(v)}<br>"
+                                  + "<br>".join(live_tensor_lines(records[s])) for s, v in zip(drawn, values))
             else:
                 hovers = text_array(f"{KIND_LABELS[KIND_OF[kind]]}: {format_bytes(v)}" for v in values)
             figure.add_trace(go.Scatter(
                 x=edges, y=_to_edges(values), name=kind, legendgroup=kind, showlegend=row == 1,
                 stackgroup=f"ipu{ipu}", mode="lines", line=dict(width=0.5, shape="hvh", color=KIND_COLORS[KIND_OF[kind]]),
-                hovertext=_to_edges(hovers), hoverinfo="text", customdata=_to_edges(steps), meta=dict(ipu=ipu, kind=kind)),
+                hovertext=_to_edges(hovers), hoverinfo="text", customdata=_to_edges(drawn), meta=dict(ipu=ipu, kind=kind)),
                 row=row, col=1)
         peak = max(stacked[ipu], default=0)
         _add_transfers(figure, liveness, [t for t in transfers if t.ipu == ipu], stacked[ipu], row, first=row == 1)
@@ -136,6 +138,8 @@ def liveness_figure(liveness: TensorLiveness, capacity: Mapping[int, int], marke
     if not code_rows and always:
         notes.append(f"all code is always live: no graph's code is loaded with remote_code_load "
                      f"({len(always)} graph{'s' if len(always) != 1 else ''})")
+    if span > 1:
+        notes.append(f"each point is the step of most memory of its span of {span} steps (hover it for that step)")
     if dwarfed:
         notes.append("code left out of the memory panels: it would dwarf the tensors (tick 'code in the memory "
                      "panels' to stack it)")
@@ -160,6 +164,17 @@ def liveness_figure(liveness: TensorLiveness, capacity: Mapping[int, int], marke
                    yref="container", y=1 - TITLE_TOP / figure_height, yanchor="top"),  # notes grow down
         margin=dict(l=70, r=20, t=top, b=50)))
     return figure
+
+
+def peak_steps(totals: Sequence[int], span: int) -> np.ndarray:
+    """The step of the largest of ``totals`` in each run of ``span`` steps: the steps drawn when there are
+    more than a panel has pixels for, so that every peak stays in the picture while the figure (its hovers
+    list live tensors per point) stays small."""
+    totals = np.asarray(totals, dtype=np.int64)
+    if span <= 1 or not len(totals):
+        return np.arange(len(totals))
+    padded = np.concatenate([totals, np.full(-len(totals) % span, -1, dtype=np.int64)]).reshape(-1, span)
+    return np.arange(0, len(padded) * span, span) + padded.argmax(axis=1)
 
 
 def _to_edges(values: np.ndarray) -> np.ndarray:
