@@ -265,3 +265,17 @@ def test_with_one_grouping_there_is_no_menu_to_choose_from():
         assert not [child for child in view.widget.children if hasattr(child, "options")]
     ir, *_ = grouped_program()
     assert [child for child in ReplicaGroupView(ir, live=False).widget.children if hasattr(child, "options")]
+
+
+def test_in_a_narrow_output_the_legend_goes_under_the_picture_so_the_replica_columns_keep_their_width():
+    from real_programs import transformer
+
+    view = ReplicaGroupView(transformer(layers=2)[0], live=False)
+    wide = view.figure
+    assert wide.layout.legend.orientation != "h"  # beside the picture
+    view.fit(610)  # a 630-px notebook output
+    narrow = view.figure
+    assert (narrow.layout.legend.orientation, narrow.layout.legend.yref, narrow.layout.legend.y) == ("h", "container", 0)
+    assert narrow.layout.height > wide.layout.height and narrow.layout.margin.b > wide.layout.margin.b
+    view.fit(1200)
+    assert view.figure.layout.legend.orientation != "h"

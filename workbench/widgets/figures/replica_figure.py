@@ -21,6 +21,8 @@ PANEL_GAP = 72  # pixels between panels: the axis ticks and title above, the nex
 TITLE_NAME = 80  # characters per line of the grid title's user: a longer name wraps
 ROW_NAME = 48  # characters per line of a matrix row's label: longer ones wrap, so the matrix keeps its width
 LINE_PITCH = 15  # pixels per line of a row label
+NARROW_OUTPUT = 800  # pixels: in an output narrower than this the legend goes under the picture
+LEGEND_LINE = 24  # pixels per line of the legend under the picture
 
 
 def grid_columns(replicas: int) -> int:
@@ -43,10 +45,13 @@ def format_value(value: np.ndarray) -> str:
 
 
 def replica_group_figure(grouping: ReplicaGrouping, uses: Sequence[GroupingUse],
-                         title: Optional[str] = None, instances: Sequence[range] = ()) -> go.Figure:
+                         title: Optional[str] = None, instances: Sequence[range] = (),
+                         narrow: bool = False) -> go.Figure:
     """Grid of ``grouping``; matrix of ``uses``, one row per kind and grouping. With several
     ``instances`` (processes of a popdist job, as global replica ranges), dashed lines part their
-    replicas in the matrix, and in the grid where it is one row."""
+    replicas in the matrix, and in the grid where it is one row. ``narrow`` (an output under
+    NARROW_OUTPUT pixels) puts the legend under the picture: beside it, with the matrix's row labels, it
+    left the replica columns narrower than their squares, which overlapped."""
     rows = fold_uses(list(uses))
     panels = ["grid"] + (["matrix"] if uses else [])
     grid_rows = -(-grouping.num_replicas // grid_columns(grouping.num_replicas))
@@ -70,9 +75,15 @@ def replica_group_figure(grouping: ReplicaGrouping, uses: Sequence[GroupingUse],
         if uses:
             _add_instances(figure, instances, 2, grid=False)
     top = 70 + 20 * (titles["grid"].count("<br>") + 1)
+    legend = dict(title_text="groups", yanchor="top", y=1.0)
+    below = 0
+    if narrow:  # two groups a line, under the picture
+        below = LEGEND_LINE * -(-grouping.num_groups // 2) + 10
+        legend = dict(title_text="groups", orientation="h", x=0, xanchor="left", y=0, yref="container",
+                      yanchor="bottom")
     figure.update_layout(**base_layout(
-        title=dict(text=title or count_of(grouping.num_replicas, "replica"), x=0.01), height=plot + top + 20,
-        legend=dict(title_text="groups", yanchor="top", y=1.0), margin=dict(l=20, r=20, t=top, b=20)))
+        title=dict(text=title or count_of(grouping.num_replicas, "replica"), x=0.01),
+        height=plot + top + 20 + below, legend=legend, margin=dict(l=20, r=20, t=top, b=20 + below)))
     return figure
 
 
