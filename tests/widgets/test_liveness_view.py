@@ -8,7 +8,7 @@ from workbench.analysis import code_liveness, flattened_schedule, tensor_livenes
 from workbench.ir.device import device_for
 from workbench.widgets import LivenessView
 from workbench.widgets.figures import liveness_figure
-from workbench.widgets.style import KIND_COLORS, binary_ticks
+from workbench.widgets.style import KIND_COLORS, binary_ticks, format_bytes
 
 
 def two_ipu_program():
@@ -137,6 +137,26 @@ def test_a_2000_op_graph_has_one_point_per_step():
     assert len(trace(view.figure, "intermediates", ipu=0).x) == 2000 + 2  # and one at each end
 
 
+def test_more_steps_than_a_panel_can_show_are_drawn_by_the_peak_of_each_span_so_the_figure_stays_small():
+    from workbench.widgets.figures.liveness_figure import DRAWN_STEPS, peak_steps
+
+    assert list(peak_steps([1, 5, 2, 0, 9, 3, 7], 3)) == [1, 4, 6]  # the last span is short
+    ir, _, _ = chain(3 * DRAWN_STEPS)
+    view = LivenessView(ir, live=False, include_code=True)
+    figure = view.figure
+    totals = view.liveness.totals(0)
+    for kind in ("variables", "constants", "intermediates", "code"):
+        drawn = trace(figure, kind, ipu=0)
+        assert len(drawn.x) <= DRAWN_STEPS + 2  # and one at each end
+    drawn = trace(figure, "intermediates", ipu=0)
+    steps = list(drawn.customdata[1:-1])
+    assert max(totals[s] for s in steps) == max(totals)  # the peak is drawn
+    assert all(totals[s] == max(totals[s - s % 3:s - s % 3 + 3]) for s in steps)  # each span's largest step
+    assert drawn.hovertext[1].startswith(f"<b>step {steps[0]}:")  # its hover is that step's
+    assert "each point is the step of most memory of its span of 3 steps" in figure.layout.title.text
+    assert len(figure.to_json()) < 1_500_000
+
+
 def test_memory_ticks_are_binary_like_the_titles():
     ticks = binary_ticks(5 * 1024 * 1024)
     assert ticks["tickvals"] == [index * 1024 * 1024 for index in range(6)]
@@ -171,6 +191,20 @@ def test_a_capacity_far_above_the_peak_is_said_to_be_off_the_scale():
     peak = max(record.total for record in view.liveness.steps[0])
     figure = liveness_figure(view.liveness, {0: peak * 2}, include_code=True)
     assert "off the scale" not in figure.layout.annotations[0].text
+
+
+def test_with_code_left_out_the_title_gives_the_peak_of_the_tensors_drawn_as_well():
+    ir, *_ = chain(20)
+    view = LivenessView(ir, live=False)  # code dwarfs these tensors: left out
+    records = view.liveness.steps[0]
+    drawn = [record.total - record.code for record in records]
+    top = max(range(len(drawn)), key=drawn.__getitem__)
+    lines = view.figure.layout.annotations[0].text.split("<br>")
+    assert " with code at step " in lines[0]  # the peak with code: far above the panel's scale
+    assert lines[1].startswith(f"tensors: peak {format_bytes(drawn[top])} at step {records[top].step}")
+    assert view.figure.layout.yaxis.range[1] >= drawn[top]  # the number read on the title is on the scale
+    with_code = LivenessView(ir, live=False, include_code=True).figure.layout.annotations[0].text
+    assert "tensors: peak" not in with_code and "with code" not in with_code
 
 
 def test_by_default_code_that_would_dwarf_the_tensors_is_left_out_and_all_code_always_live_is_one_line():
@@ -236,7 +270,7 @@ def test_a_phased_program_shows_its_streaming_memory_and_where_each_phase_loads_
     assert all(t.nbytes == 16 * 16 * 4 and t.ipu == 0 for t in transfers)
     figure = LivenessView(ir, live=False).figure
     assert figure.layout.annotations[0].text.endswith(
-        "<br>Streaming Memory 2 KiB<br>capacity far above the tensors shown, off the scale")
+        " · Streaming Memory 2 KiB<br>capacity far above the tensors shown, off the scale")
     marks = {t.meta["kind"]: t for t in figure.data if (t.meta or {}).get("kind", "").startswith("remote_")}
     assert list(marks) == ["remote_load", "remote_store"]
     assert list(marks["remote_load"].x) == [t.step for t in transfers if t.direction == "load"]
@@ -290,4 +324,6 @@ def test_panel_titles_start_at_their_panels_left_edge_with_each_line_short_enoug
     assert figure.layout.annotations[0].text.count("<br>") == 2  # the peak; Streaming Memory; the capacity
     (upper, lower) = two.layout.yaxis.domain, two.layout.yaxis2.domain
     plot_height = two.layout.height - two.layout.margin.t - two.layout.margin.b
-    assert round((upper[0] - lower[1]) * plot_height) == PANEL_GAP + PANEL_TITLE_LINE
+    extra_lines = max(title.text.count("<br>") for title in two.layout.annotations)
+    assert extra_lines == 2  # the peak with code; the tensors' peak; the capacity
+    assert round((upper[0] - lower[1]) * plot_height) == PANEL_GAP + extra_lines * PANEL_TITLE_LINE

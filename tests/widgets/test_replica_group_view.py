@@ -166,6 +166,17 @@ def test_the_grid_menu_names_each_grouping_in_words():
     assert view.grouping == by_parity
 
 
+def test_a_grouping_of_many_users_is_named_in_the_menu_by_how_many_of_each_so_its_choice_is_not_cut():
+    from real_programs import transformer
+
+    ir, _ = transformer(layers=2)
+    view = ReplicaGroupView(ir, live=False)
+    # the first collective's name made this choice ~100 characters, cut in a 630-px output at about 80
+    label = view.grouping_label(view.shown_grouping)
+    assert label == "1 group (stride 1, group size 2), used by 8 collectives and 8 variables"
+    assert view.figure.layout.annotations[0].text.endswith("<br>used by 8 collectives and 8 variables")  # as the grid says
+
+
 def test_long_row_labels_wrap_whole_so_the_matrix_keeps_its_width():
     ir = popxl.Ir(replication=4)
     with ir.main_graph:
@@ -241,3 +252,30 @@ def test_one_replica_is_said_in_the_singular():
     with ir.main_graph:
         popxl.variable(np.ones(2, np.float32), name="w")
     assert ReplicaGroupView(ir, live=False).figure.layout.title.text == "1 replica"
+
+
+def test_with_one_grouping_there_is_no_menu_to_choose_from():
+    from real_programs import transformer
+
+    single = popxl.Ir()
+    with single.main_graph:
+        popxl.variable(np.ones(2, np.float32), name="w")
+    for ir in (single, transformer(layers=2)[0]):
+        view = ReplicaGroupView(ir, live=False)
+        assert not [child for child in view.widget.children if hasattr(child, "options")]
+    ir, *_ = grouped_program()
+    assert [child for child in ReplicaGroupView(ir, live=False).widget.children if hasattr(child, "options")]
+
+
+def test_in_a_narrow_output_the_legend_goes_under_the_picture_so_the_replica_columns_keep_their_width():
+    from real_programs import transformer
+
+    view = ReplicaGroupView(transformer(layers=2)[0], live=False)
+    wide = view.figure
+    assert wide.layout.legend.orientation != "h"  # beside the picture
+    view.fit(610)  # a 630-px notebook output
+    narrow = view.figure
+    assert (narrow.layout.legend.orientation, narrow.layout.legend.yref, narrow.layout.legend.y) == ("h", "container", 0)
+    assert narrow.layout.height > wide.layout.height and narrow.layout.margin.b > wide.layout.margin.b
+    view.fit(1200)
+    assert view.figure.layout.legend.orientation != "h"

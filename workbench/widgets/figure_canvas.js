@@ -82,8 +82,11 @@ function render({ model, el }) {
   resizer.observe(el);
   plotly(model).then((Plotly) => {
     const draw = () => {
+      // Plotly keeps and edits the objects it is given (a resize deletes the layout's height): it gets
+      // copies, so that the model's figure, which the next patch starts from, keeps its own.
       const figure = model.get("figure");
-      drawn = Plotly.react(plot, figure.data || [], figure.layout || {}, { responsive: true, displaylogo: false });
+      const data = (figure.data || []).map((trace) => ({ ...trace }));
+      drawn = Plotly.react(plot, data, { ...(figure.layout || {}) }, { responsive: true, displaylogo: false });
       return drawn;
     };
     draw().then(() => {

@@ -8,7 +8,7 @@ from workbench.analysis.replica_groups import group_values, grouping_uses
 from workbench.ir import ReplicaGrouping, Variable
 
 from .figures import replica_group_figure, values_table_html
-from .figures.replica_figure import grouping_shape
+from .figures.replica_figure import NARROW_OUTPUT, grouping_shape, users_in_words
 from .style import count_of
 from .view import View
 
@@ -33,6 +33,7 @@ class ReplicaGroupView(View):
         self._variables = None if variables is None else list(variables)
         self.values = None
         self.values_elsewhere = False
+        self.room = 0  # the pixels of width the page gives the figure (0: not heard yet)
         super().__init__(source, **options)
 
     def _compute(self) -> None:
@@ -77,13 +78,22 @@ class ReplicaGroupView(View):
         instances = self.ir.instances
         title = count_of(self.ir.replication_factor, "replica") + (
             f" in {len(instances)} instances" if len(instances) > 1 else "")
-        return replica_group_figure(self.shown_grouping, self.uses, title=title, instances=instances)
+        return replica_group_figure(self.shown_grouping, self.uses, title=title, instances=instances,
+                                    narrow=0 < self.room < NARROW_OUTPUT)
+
+    def fit(self, room: int) -> None:
+        """In an output narrower than NARROW_OUTPUT pixels the legend goes under the picture."""
+        narrow = 0 < room < NARROW_OUTPUT
+        was = 0 < self.room < NARROW_OUTPUT
+        self.room = room
+        if narrow != was:
+            self.redraw()
 
     def grouping_label(self, grouping: ReplicaGrouping) -> str:
-        """A grouping in words, with the first collective or variable that uses it."""
+        """A grouping in words, with the one collective or variable that uses it, else how many do: a
+        menu's choice is cut where it is wider than the output, and the matrix names them all."""
         users = [use for use in grouping_uses(self.ir) if use.grouping == grouping]
-        more = f" and {len(users) - 1} more" if len(users) > 1 else ""
-        return grouping_shape(grouping) + (f", used by {users[0].label}{more}" if users else "")
+        return grouping_shape(grouping) + (f", {users_in_words(users)}" if users else "")
 
     def details_html(self) -> str:
         """The table of each group's variable values after the last run (nothing before a run)."""
@@ -100,6 +110,8 @@ class ReplicaGroupView(View):
         for use in grouping_uses(self.ir):
             if use.grouping not in groupings:
                 groupings.append(use.grouping)
+        if len(groupings) == 1:
+            return []  # nothing to choose: the grid's title names the one grouping
         menu = ipywidgets.Dropdown(options=[(self.grouping_label(g), index) for index, g in enumerate(groupings)],
                                    value=0, description="grid:",  # as wide as its longest choice, within the output
                                    layout=ipywidgets.Layout(width="auto", max_width="100%"))

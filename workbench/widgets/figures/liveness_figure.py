@@ -19,6 +19,7 @@ KINDS = ("variables", "constants", "intermediates", "code")  # stacking order, b
 PANEL_GAP = 56  # pixels between panels: the upper axis, then the lower panel's title
 KIND_OF = {"variables": "variable", "constants": "constant", "intermediates": "intermediate", "code": "code"}
 HOVER_TENSORS = 10  # live tensors listed in a hover, largest first
+DRAWN_STEPS = 2500  # at most this many steps drawn per panel (more than a panel has pixels): more go by peaks
 
 
 def step_description(liveness: TensorLiveness, index: int) -> str:
@@ -81,7 +82,8 @@ def liveness_figure(liveness: TensorLiveness, capacity: Mapping[int, int], marke
     rows = len(ipus) + (1 if code_rows else 0)
     stacked = {ipu: [sum(getattr(record, kind) for kind in kinds) for record in liveness.steps[ipu]] for ipu in ipus}
     titles = [_memory_title(liveness, ipu, capacity[ipu], streaming.get(ipu, 0),
-                            off_scale=capacity[ipu] > 3 * max(stacked[ipu], default=0), code_shown=include_code)
+                            off_scale=capacity[ipu] > 3 * max(stacked[ipu], default=0),
+                            shown=None if include_code else stacked[ipu])
               for ipu in ipus]
     extra = PANEL_TITLE_LINE * (max(title.count("<br>") for title in titles) if titles else 0)
     height = int((230 + extra) * len(ipus) + 60 + (28 * max(len(code_rows), 2) + 60 if code_rows else 40))
@@ -97,21 +99,22 @@ def liveness_figure(liveness: TensorLiveness, capacity: Mapping[int, int], marke
                               font=dict(size=PANEL_TITLE_SIZE))
     figure.layout.template = TEMPLATE  # in place of plotly's default
     steps = np.arange(len(liveness.flat))
-    edges = np.concatenate([[-0.5], steps, [len(steps) - 0.5]]) if len(steps) else steps
-    descriptions = [step_description(liveness, s) for s in steps]
+    span = -(-len(steps) // DRAWN_STEPS) if len(steps) else 1
     for row, ipu in enumerate(ipus, start=1):
         records = liveness.steps[ipu]
+        drawn = peak_steps(stacked[ipu], span)
+        edges = np.concatenate([[-0.5], drawn, [len(steps) - 0.5]]) if len(drawn) else drawn
         for kind in kinds:
-            values = np.array([getattr(record, kind) for record in records], dtype=np.int64)
+            values = np.array([getattr(records[s], kind) for s in drawn], dtype=np.int64)
             if kind == "intermediates":
-                hovers = text_array(f"<b>{descriptions[s]}</b><br>intermediates: {format_bytes(v)}<br>"
-                                  + "<br>".join(live_tensor_lines(records[s])) for s, v in enumerate(values))
+                hovers = text_array(f"<b>{step_description(liveness, s)}</b><br>intermediates: {format_bytes(v)}<br>"
+                                  + "<br>".join(live_tensor_lines(records[s])) for s, v in zip(drawn, values))
             else:
                 hovers = text_array(f"{KIND_LABELS[KIND_OF[kind]]}: {format_bytes(v)}" for v in values)
             figure.add_trace(go.Scatter(
                 x=edges, y=_to_edges(values), name=kind, legendgroup=kind, showlegend=row == 1,
                 stackgroup=f"ipu{ipu}", mode="lines", line=dict(width=0.5, shape="hvh", color=KIND_COLORS[KIND_OF[kind]]),
-                hovertext=_to_edges(hovers), hoverinfo="text", customdata=_to_edges(steps), meta=dict(ipu=ipu, kind=kind)),
+                hovertext=_to_edges(hovers), hoverinfo="text", customdata=_to_edges(drawn), meta=dict(ipu=ipu, kind=kind)),
                 row=row, col=1)
         peak = max(stacked[ipu], default=0)
         _add_transfers(figure, liveness, [t for t in transfers if t.ipu == ipu], stacked[ipu], row, first=row == 1)
@@ -135,6 +138,8 @@ def liveness_figure(liveness: TensorLiveness, capacity: Mapping[int, int], marke
     if not code_rows and always:
         notes.append(f"all code is always live: no graph's code is loaded with remote_code_load "
                      f"({len(always)} graph{'s' if len(always) != 1 else ''})")
+    if span > 1:
+        notes.append(f"each point is the step of most memory of its span of {span} steps (hover it for that step)")
     if dwarfed:
         notes.append("code left out of the memory panels: it would dwarf the tensors (tick 'code in the memory "
                      "panels' to stack it)")
@@ -161,6 +166,17 @@ def liveness_figure(liveness: TensorLiveness, capacity: Mapping[int, int], marke
     return figure
 
 
+def peak_steps(totals: Sequence[int], span: int) -> np.ndarray:
+    """The step of the largest of ``totals`` in each run of ``span`` steps: the steps drawn when there are
+    more than a panel has pixels for, so that every peak stays in the picture while the figure (its hovers
+    list live tensors per point) stays small."""
+    totals = np.asarray(totals, dtype=np.int64)
+    if span <= 1 or not len(totals):
+        return np.arange(len(totals))
+    padded = np.concatenate([totals, np.full(-len(totals) % span, -1, dtype=np.int64)]).reshape(-1, span)
+    return np.arange(0, len(padded) * span, span) + padded.argmax(axis=1)
+
+
 def _to_edges(values: np.ndarray) -> np.ndarray:
     """Per-step ``values`` with the first and last repeated, for the points at -0.5 and n - 0.5 that
     make a step's area span its whole slot, as its code bars do."""
@@ -168,20 +184,25 @@ def _to_edges(values: np.ndarray) -> np.ndarray:
 
 
 def _memory_title(liveness: TensorLiveness, ipu: int, capacity: int, streaming: int = 0,
-                  off_scale: bool = False, code_shown: bool = True) -> str:
-    """The peak (code included) and its share of ``capacity`` on the first line; below it the Streaming
-    Memory and whether the capacity is off the scale, which, with code left out of the panel, is the scale
-    of the tensors alone (the peak may then be above the capacity while the capacity is off the scale).
+                  off_scale: bool = False, shown: Optional[Sequence[int]] = None) -> str:
+    """The peak (code included) and its share of ``capacity`` on the first line; below it, where code is
+    left out of the panel (``shown``: the bytes drawn per step), the peak of the tensors drawn, which is what
+    the panel's scale reads; then the Streaming Memory and whether the capacity is off the scale (with code
+    left out, the scale of the tensors alone: the peak may be above the capacity while it is off the scale).
     Lines of at most PANEL_TITLE_CHARS characters, the parts after the first joined by " · " where they fit."""
     records = liveness.steps[ipu]
     more = ([f"Streaming Memory {format_bytes(streaming)}"] if streaming else []) \
-        + ([f"capacity far above{'' if code_shown else ' the tensors shown'}, off the scale"] if off_scale else [])
+        + ([f"capacity far above{'' if shown is None else ' the tensors shown'}, off the scale"] if off_scale else [])
     if not records:
         first = f"IPU {ipu}: no steps"
     else:
         peak = max(records, key=lambda record: record.total)
         share = 100 * peak.total / capacity if capacity else 0.0
-        first = f"IPU {ipu}: peak {format_bytes(peak.total)} at step {peak.step} ({share:.3g}% of {format_bytes(capacity)})"
+        first = (f"IPU {ipu}: peak {format_bytes(peak.total)}{'' if shown is None else ' with code'} at step "
+                 f"{peak.step} ({share:.3g}% of {format_bytes(capacity)})")
+        if shown is not None and len(shown):
+            top = int(np.argmax(shown))
+            more.insert(0, f"tensors: peak {format_bytes(int(shown[top]))} at step {records[top].step}")
     lines = [first]
     for number, part in enumerate(more):
         if number and len(lines[-1]) + 3 + len(part) <= PANEL_TITLE_CHARS:

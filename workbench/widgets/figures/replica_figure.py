@@ -21,6 +21,8 @@ PANEL_GAP = 72  # pixels between panels: the axis ticks and title above, the nex
 TITLE_NAME = 80  # characters per line of the grid title's user: a longer name wraps
 ROW_NAME = 48  # characters per line of a matrix row's label: longer ones wrap, so the matrix keeps its width
 LINE_PITCH = 15  # pixels per line of a row label
+NARROW_OUTPUT = 800  # pixels: in an output narrower than this the legend goes under the picture
+LEGEND_LINE = 24  # pixels per line of the legend under the picture
 
 
 def grid_columns(replicas: int) -> int:
@@ -43,10 +45,13 @@ def format_value(value: np.ndarray) -> str:
 
 
 def replica_group_figure(grouping: ReplicaGrouping, uses: Sequence[GroupingUse],
-                         title: Optional[str] = None, instances: Sequence[range] = ()) -> go.Figure:
+                         title: Optional[str] = None, instances: Sequence[range] = (),
+                         narrow: bool = False) -> go.Figure:
     """Grid of ``grouping``; matrix of ``uses``, one row per kind and grouping. With several
     ``instances`` (processes of a popdist job, as global replica ranges), dashed lines part their
-    replicas in the matrix, and in the grid where it is one row."""
+    replicas in the matrix, and in the grid where it is one row. ``narrow`` (an output under
+    NARROW_OUTPUT pixels) puts the legend under the picture: beside it, with the matrix's row labels, it
+    left the replica columns narrower than their squares, which overlapped."""
     rows = fold_uses(list(uses))
     panels = ["grid"] + (["matrix"] if uses else [])
     grid_rows = -(-grouping.num_replicas // grid_columns(grouping.num_replicas))
@@ -70,9 +75,15 @@ def replica_group_figure(grouping: ReplicaGrouping, uses: Sequence[GroupingUse],
         if uses:
             _add_instances(figure, instances, 2, grid=False)
     top = 70 + 20 * (titles["grid"].count("<br>") + 1)
+    legend = dict(title_text="groups", yanchor="top", y=1.0)
+    below = 0
+    if narrow:  # two groups a line, under the picture
+        below = LEGEND_LINE * -(-grouping.num_groups // 2) + 10
+        legend = dict(title_text="groups", orientation="h", x=0, xanchor="left", y=0, yref="container",
+                      yanchor="bottom")
     figure.update_layout(**base_layout(
-        title=dict(text=title or count_of(grouping.num_replicas, "replica"), x=0.01), height=plot + top + 20,
-        legend=dict(title_text="groups", yanchor="top", y=1.0), margin=dict(l=20, r=20, t=top, b=20)))
+        title=dict(text=title or count_of(grouping.num_replicas, "replica"), x=0.01),
+        height=plot + top + 20 + below, legend=legend, margin=dict(l=20, r=20, t=top, b=20 + below)))
     return figure
 
 
@@ -109,15 +120,20 @@ def _grid_title(grouping: ReplicaGrouping, uses: Sequence[GroupingUse]) -> str:
     users = [use for use in uses if use.grouping == grouping]
     title = grouping_shape(grouping)
     if len(users) == 1:
-        label = users[0].label
-        return title + "<br>" + _wrapped(f"used by {label}", TITLE_NAME)
-    if users:
-        counts: dict[str, int] = {}
-        for use in users:
-            counts[use.noun] = counts.get(use.noun, 0) + 1
-        parts = [f"{n} {noun}{'s' if n > 1 else ''}" for noun, n in counts.items()]
-        return title + "<br>used by " + (", ".join(parts[:-1]) + " and " if len(parts) > 1 else "") + parts[-1]
-    return title
+        return title + "<br>" + _wrapped(users_in_words(users), TITLE_NAME)
+    return title + ("<br>" + users_in_words(users) if users else "")
+
+
+def users_in_words(users: Sequence[GroupingUse]) -> str:
+    """"used by" the one collective or variable of ``users``, else how many of each kind: the names of many
+    would not fit on a line."""
+    if len(users) == 1:
+        return f"used by {users[0].label}"
+    counts: dict[str, int] = {}
+    for use in users:
+        counts[use.noun] = counts.get(use.noun, 0) + 1
+    parts = [f"{n} {noun}{'s' if n > 1 else ''}" for noun, n in counts.items()]
+    return "used by " + (", ".join(parts[:-1]) + " and " if len(parts) > 1 else "") + parts[-1]
 
 
 def _add_grid(figure: go.Figure, grouping: ReplicaGrouping, row: int) -> None:
