@@ -3,6 +3,7 @@ import json
 import re
 from pathlib import Path
 
+import fastjsonschema
 import networkx as nx
 import numpy as np
 import pytest
@@ -12,7 +13,11 @@ import popxl.ops as ops
 import workbench.export
 from support.programs import ODD_NAME, export_program as build_program
 from workbench.export import json_schema_version, to_json, to_networkx
+from workbench.export.group_layout import grouped_section
 from workbench.export.values import plain
+
+VALIDATE = fastjsonschema.compile(json.loads(
+    (Path(workbench.export.__file__).parent / "ir.schema.json").read_text(encoding="utf-8")))
 
 
 def test_the_program_used_below_runs():
@@ -265,7 +270,7 @@ def test_plain_turns_attribute_values_into_json_values():
 def test_schema_document_names_every_field_written():
     ir, _ = build_program()
     document = to_json(ir)
-    documented = set(re.findall(r"^\| `([a-z_]+)` \|", _schema_text(), flags=re.MULTILINE))
+    documented = set(re.findall(r"^(?:\| |## )`([a-z_]+)`", _schema_text(), flags=re.MULTILINE))  # fields, sections
     written = set(document) | set(document["ir"]) | set(document["call_sites"][0])
     graph = document["graphs"][0]
     written |= set(graph) | set(graph["ops"][0]) | set(graph["tensors"][0])
@@ -284,6 +289,26 @@ def test_schema_document_names_every_field_written():
 
 def _schema_text() -> str:
     return (Path(workbench.export.__file__).parent / "SCHEMA.md").read_text(encoding="utf-8")
+
+
+def test_json_holds_the_grouped_pictures_by_default_and_is_valid(tmp_path, monkeypatch):
+    ir, _ = build_program()
+    document = to_json(ir, liveness=True)
+    assert document["grouped"] == grouped_section(ir)  # what the extension opens its Model tab on
+    assert [graph["graph"] for graph in document["grouped"]["graphs"]] == [g.id for g in ir.graphs]
+    VALIDATE(document)
+    assert "grouped" not in to_json(ir, grouped=False)
+    # the README's recipe for a .ir.json file writes the grouped section too
+    recipe = re.search(r"opens in the same view.*?```python\n(.*?)```", _readme_text(), flags=re.DOTALL).group(1)
+    monkeypatch.chdir(tmp_path)
+    exec(recipe, {"ir": ir})
+    saved = json.loads((tmp_path / "model.ir.json").read_text(encoding="utf-8"))
+    VALIDATE(saved)
+    assert "grouped" in saved and "liveness" in saved
+
+
+def _readme_text() -> str:
+    return (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
 
 
 def test_to_json_rejects_a_graph():

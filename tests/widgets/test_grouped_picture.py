@@ -109,9 +109,9 @@ def test_every_group_picture_of_real_programs_is_laid_out_without_overlaps(resne
 
 
 def test_the_grouped_section_is_part_of_a_valid_export(resnet):
-    document = to_json(resnet, grouped=True)
+    document = to_json(resnet)
     fastjsonschema.compile(SCHEMA)(document)
-    assert "grouped" not in to_json(resnet)
+    assert "grouped" not in to_json(resnet, grouped=False)
     (graph,) = document["grouped"]["graphs"]
     root = graph["groups"][0]
     assert graph["root"] == root["id"] == "main_graph" and root["ops"] == 181

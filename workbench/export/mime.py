@@ -43,7 +43,7 @@ def session_bundle(session: Any) -> tuple[dict, dict]:
 
 
 def _bundle(ir: Ir, text: str, options: dict, liveness: Optional[TensorLiveness] = None) -> tuple[dict, dict]:
-    document = to_json(ir, grouped=True)
+    document = to_json(ir)
     ops = sum(len(graph.ops) for graph in ir.graphs)
     if liveness is not None or ops <= LIVENESS_DISPLAY_OPS:
         document["liveness"] = liveness_json(ir, liveness)

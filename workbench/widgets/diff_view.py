@@ -33,9 +33,9 @@ def exported(source: Union[Ir, Graph, dict]) -> tuple[dict, Optional[str]]:
     if isinstance(source, dict):
         return source, None
     if isinstance(source, Graph):
-        return to_json(source.ir), source.id
+        return to_json(source.ir, grouped=False), source.id
     if isinstance(source, Ir):
-        return to_json(source), None
+        return to_json(source, grouped=False), None
     raise TypeError(f"a diff compares popxl.Irs, Graphs or their to_json() exports, got {type(source).__name__}")
 
 
