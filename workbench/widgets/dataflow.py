@@ -23,6 +23,7 @@ from typing import Iterable, Optional, Sequence, Union
 from workbench.export.call_sites import CallSite, call_sites
 from workbench.export.graph_data import op_node_id, tensor_node_id
 from workbench.export.grouping import OpGroup
+from workbench.export.node_content import op_lines
 from workbench.ir import Graph, Op, Tensor
 from workbench.ops.registry import op_def, op_types
 
@@ -282,8 +283,9 @@ def _site_label(site: CallSite) -> str:
 
 
 def _op_label(op: Op, sites: list[CallSite], expanded: bool) -> str:
+    """An op's type and the attribute that tells it apart, with its first weight, as a grouped box says them."""
     if not sites:
-        return op.type
+        return " · ".join(op_lines(op)[:2])
     marker = "▾" if expanded else "▸"
     if op_def(op.type).repeats:
         return f"{marker} repeat ×{op.attrs.get('repeat_count')} {sites[0].callee.label}"
