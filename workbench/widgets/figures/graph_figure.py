@@ -59,7 +59,7 @@ def _fold_wide_layers(layout: Layout, picture: DataflowPicture, width: int) -> N
     """Where some label would be cut, lays every layer out again at most as many columns wide as fit
     ``width`` at ``FOLD_COLUMN`` pixels, each node followed by the columns its label needs, and wraps a
     layer that does not fit into as many rows as it takes. Nodes keep their order in their layer; an
-    edge's bends in a layer are placed with its nodes."""
+    edge's bends in a layer are placed with its nodes. ``layout.layers`` keeps each node's layer."""
     sizes = picture_sizes(layout, width)
     rooms = label_rooms(layout, sizes)
     if all(rooms[key] >= len(node.label) for key, node in picture.nodes.items() if key in rooms):
@@ -95,7 +95,6 @@ def _fold_wide_layers(layout: Layout, picture: DataflowPicture, width: int) -> N
             at += span
         lanes[-1] += [float(x) for x in range(at, columns + 1)]
     layout.positions, layout.bends, layout.left, layout.depth = positions, bends, 0.0, len(lanes)
-    layout.layers = {key: int(-y) for key, (_, y) in positions.items()}
     for tail, head, _ in picture.edges:
         if tail in positions and head in positions:
             _cross_rows(layout, (tail, head), lanes)
