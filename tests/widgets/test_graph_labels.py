@@ -19,7 +19,7 @@ def test_every_op_of_the_transformer_main_graph_has_its_whole_label(main_graph_i
     view = GraphView(main_graph_ir, live=False)
     view.fit(room)
     figure = view.figure
-    labels = {node.key: node.label for node in view.picture.nodes.values() if node.kind == "op"}
+    labels = {node.key: node.caption for node in view.picture.nodes.values() if node.kind == "op"}
     assert len(labels) == len(main_graph_ir.main_graph.ops) == 53
     drawn = {key: label for trace in figure.data if trace.name in OP_TRACES
              for key, label in zip(trace.customdata, trace.text)}

@@ -53,6 +53,14 @@ class PictureNode:
     sites: tuple[CallSite, ...] = ()
 
     @property
+    def caption(self) -> str:
+        """What the picture writes beside the node: an op (not a call) by its type, the attribute that tells
+        it apart and its first weight, as the Model tab's box says them; any other node by its label."""
+        if self.kind == "op" and self.category == "op":
+            return " · ".join(op_lines(self.item)[:2])
+        return self.label
+
+    @property
     def hover(self) -> str:
         """Details for the hover box, as plotly markup with the names escaped (made when drawn: most
         tensors of a large graph never are). ``label`` is plain text."""
@@ -283,9 +291,8 @@ def _site_label(site: CallSite) -> str:
 
 
 def _op_label(op: Op, sites: list[CallSite], expanded: bool) -> str:
-    """An op's type and the attribute that tells it apart, with its first weight, as a grouped box says them."""
     if not sites:
-        return " · ".join(op_lines(op)[:2])
+        return op.type
     marker = "▾" if expanded else "▸"
     if op_def(op.type).repeats:
         return f"{marker} repeat ×{op.attrs.get('repeat_count')} {sites[0].callee.label}"

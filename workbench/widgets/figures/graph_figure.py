@@ -62,7 +62,7 @@ def _fold_wide_layers(layout: Layout, picture: DataflowPicture, width: int) -> N
     edge's bends in a layer are placed with its nodes. ``layout.layers`` keeps each node's layer."""
     sizes = picture_sizes(layout, width)
     rooms = label_rooms(layout, sizes)
-    if all(rooms[key] >= len(node.label) for key, node in picture.nodes.items() if key in rooms):
+    if all(rooms[key] >= len(node.caption) for key, node in picture.nodes.items() if key in rooms):
         return
     available = width - 2 * MARGIN
     columns = max(2, min(int(np.ceil(layout.width)), int(available // FOLD_COLUMN - 0.5)))
@@ -70,7 +70,7 @@ def _fold_wide_layers(layout: Layout, picture: DataflowPicture, width: int) -> N
     folded = Sizes(column)
     rows: dict[float, list[tuple[float, int, object]]] = defaultdict(list)  # layer -> (x, span, item)
     for key, (x, y) in layout.positions.items():
-        rows[y].append((x, _label_columns(picture.nodes[key].label, column, folded), key))
+        rows[y].append((x, _label_columns(picture.nodes[key].caption, column, folded), key))
     for edge, route in layout.bends.items():
         for index, (x, y) in enumerate(route):
             rows[y].append((x, 1, (edge, index)))
@@ -306,7 +306,7 @@ def _node_trace(nodes, position, name: str, symbol: str, size: int, color, outli
     xy = np.array([position[n.key] for n in nodes], dtype=float)
     return go.Scatter(
         x=xy[:, 0], y=xy[:, 1], mode="markers+text" if any(rooms[n.key] for n in nodes) else "markers", name=name,
-        text=text_array(text(fitted(n.label, rooms[n.key])) if rooms[n.key] else "" for n in nodes),
+        text=text_array(text(fitted(n.caption, rooms[n.key])) if rooms[n.key] else "" for n in nodes),
         textposition="middle right",
         textfont=dict(size=10, color=text_color),
         marker=dict(symbol=symbol, size=size, color=color if isinstance(color, str) else text_array(color),
