@@ -56,14 +56,14 @@ def _label_columns(label: str, column: float, sizes: "Sizes") -> int:
 
 
 def _fold_wide_layers(layout: Layout, picture: DataflowPicture, width: int) -> None:
-    """Where some label would be cut, lays every layer out again at most as many columns wide as fit
-    ``width`` at ``FOLD_COLUMN`` pixels, each node followed by the columns its label needs, and wraps a
-    layer that does not fit into as many rows as it takes. Nodes keep their order in their layer; an
+    """Where some node's name (an op's type) would be cut or left out, lays every layer out again at most
+    as many columns wide as fit ``width`` at ``FOLD_COLUMN`` pixels, each node followed by the columns its
+    caption needs, and wraps a layer that does not fit into as many rows as it takes. Nodes keep their order in their layer; an
     edge's bends in a layer are placed with its nodes. ``layout.layers`` keeps each node's layer."""
     sizes = picture_sizes(layout, width)
     rooms = label_rooms(layout, sizes)
-    if all(rooms[key] >= len(node.caption) for key, node in picture.nodes.items() if key in rooms):
-        return
+    if all(rooms[key] >= len(node.label) for key, node in picture.nodes.items() if key in rooms):
+        return  # every name fits (a caption may be cut after it)
     available = width - 2 * MARGIN
     columns = max(2, min(int(np.ceil(layout.width)), int(available // FOLD_COLUMN - 0.5)))
     column = available / (columns + 0.5)
