@@ -56,7 +56,7 @@ class PictureNode:
     def caption(self) -> str:
         """What the picture writes beside the node: an op (not a call) by its type, the attribute that tells
         it apart and its first weight, as the Model tab's box says them; any other node by its label."""
-        if self.kind == "op" and self.category == "op":
+        if isinstance(self.item, Op) and self.category == "op":
             return " · ".join(op_lines(self.item)[:2])
         return self.label
 

@@ -69,8 +69,10 @@ def _fold_wide_layers(layout: Layout, picture: DataflowPicture, width: int) -> N
     column = available / (columns + 0.5)
     folded = Sizes(column)
     rows: dict[float, list[tuple[float, int, object]]] = defaultdict(list)  # layer -> (x, span, item)
-    for key, (x, y) in layout.positions.items():
-        rows[y].append((x, _label_columns(picture.nodes[key].caption, column, folded), key))
+    for key, node in picture.nodes.items():
+        if key in layout.positions:
+            x, y = layout.positions[key]
+            rows[y].append((x, _label_columns(node.caption, column, folded), key))
     for edge, route in layout.bends.items():
         for index, (x, y) in enumerate(route):
             rows[y].append((x, 1, (edge, index)))
