@@ -5,6 +5,7 @@ import pytest
 import popxl
 import popxl.ops as ops
 from widget_programs import call_tree_program, chain, click, trace
+from workbench.export.node_content import op_lines
 from workbench.widgets import GraphView
 from support.programs import mlp_training
 from workbench.widgets.dataflow import FULL_DETAIL_NODES, dataflow_picture
@@ -40,7 +41,8 @@ def test_every_op_and_tensor_is_a_node_with_its_kind_colour_and_details_on_hover
     ir, _, _ = small_program()
     figure = GraphView(ir, live=False).figure
     assert [t.name for t in figure.data] == ["data flow", "ops", "variables", "constants", "intermediates"]
-    assert list(trace(figure, "ops").text) == [op.type for op in ir.main_graph.ops]
+    assert list(trace(figure, "ops").text) == [" · ".join(op_lines(op)[:2]) for op in ir.main_graph.ops]
+    assert trace(figure, "ops").text[0].split()[0] == ir.main_graph.ops[0].type
     assert list(trace(figure, "variables").text) == ["w"]
     assert trace(figure, "variables").marker.color == KIND_COLORS["variable"]
     assert trace(figure, "constants").marker.color == KIND_COLORS["constant"]
@@ -55,7 +57,7 @@ def test_every_op_and_tensor_is_a_node_with_its_kind_colour_and_details_on_hover
 def test_ops_are_filled_by_ipu_and_graph_outputs_outlined():
     ir, _, _ = small_program()
     figure = GraphView(ir, live=False).figure
-    colours = dict(zip(trace(figure, "ops").text, trace(figure, "ops").marker.color))
+    colours = {label.split()[0]: colour for label, colour in zip(trace(figure, "ops").text, trace(figure, "ops").marker.color)}
     assert colours["matmul"] != colours["mul"]  # IPU 0 and IPU 1
 
 

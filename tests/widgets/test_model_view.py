@@ -65,7 +65,9 @@ def test_clicking_a_group_expands_it_in_place_and_the_breadcrumb_reaches_every_l
     assert view.expanded == {res2, block}
     check_scene(view.scene)
     assert [c.description for c in view._crumbs.children] == ["main (181 ops)", "res2 (32 ops)", "res2_0 (12 ops)"]
-    assert view.figure.layout.title.text.startswith("main (181 ops) › res2 (32 ops) › res2_0 (12 ops)")
+    assert "main (181 ops)" not in (view.figure.layout.title.text or "")  # said once, by the breadcrumb
+    static = view.static_bundle()[0]["application/vnd.plotly.v1+json"]["layout"]["title"]["text"]
+    assert static.startswith("main (181 ops) › res2 (32 ops) › res2_0 (12 ops)")  # no breadcrumb there
     view._crumbs.children[1].click()  # res2 alone, its block still expanded
     assert view.shown == res2 and [box["key"] for box in view.scene.boxes][:3] == [b["key"] for b in inside]
     view._crumbs.children[0].click()
@@ -157,3 +159,15 @@ def test_the_transformers_optimizer_opened_two_deep_fits_a_630_px_model_tab():
     assert view.scene.width <= plot_area(630) < view.scene.height
     reduces = [box for box in view.scene.boxes if box["lines"][0].startswith("replicated_all_reduce")]
     assert len(reduces) == 12 and len({box["y"] for box in reduces}) == 12  # one under another
+
+
+def test_the_live_model_names_the_graph_once_in_its_breadcrumb_and_the_static_picture_in_its_title():
+    ir = transformer()[0]
+    view = ModelView(ir, live=False)
+    assert view.figure.layout.title.text.startswith("main (53 ops)")  # no widget: the title says it
+    view.widget
+    view.fit(1280)
+    assert [crumb.description for crumb in view._crumbs.children] == ["main (53 ops)"]
+    assert "main (53 ops)" not in (view.figure.layout.title.text or "")
+    drawn = view._canvas.figure["layout"].get("title", {}).get("text", "")  # what the page draws
+    assert "main (53 ops)" not in drawn

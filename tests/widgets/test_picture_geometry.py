@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from real_programs import wide_program
+from real_programs import transformer, wide_program
 from support.programs import mlp_training
 from workbench.widgets import GraphView
 from workbench.widgets.figures.graph_figure import CHAR_WIDTH, MARGIN, OPENED_TRACE
@@ -30,9 +30,9 @@ class Pixels:
     """Maps a figure's data coordinates to pixels of its plot area, and lists its nodes, labels and
     edge paths there."""
 
-    def __init__(self, figure):
+    def __init__(self, figure, width: int = PICTURE_WIDTH):
         layout = figure.layout
-        self.width = PICTURE_WIDTH - 2 * MARGIN
+        self.width = width - 2 * MARGIN
         self.height = layout.height - layout.margin.t - layout.margin.b
         self.x_range, self.y_range = layout.xaxis.range, layout.yaxis.range
         self.nodes, self.labels, self.paths = [], [], []
@@ -95,8 +95,14 @@ PICTURES = {
     "MLP backward graph, every tensor": lambda: (gradient_graph(4), "full"),
     "MLP training step": lambda: (step_graph(), "auto"),
     "300-op backward graph": lambda: (gradient_graph(49), "auto"),
+    "transformer main graph, its 48 optimizer ops folded into rows": lambda: (transformer_main(), "auto"),
     "10,003-op program grouped, a group open in an open group": lambda: (wide(), "auto", open_first_groups),
 }
+
+
+def transformer_main():
+    ir = transformer()[0]
+    return ir, ir.main_graph
 
 
 def wide():

@@ -73,3 +73,5 @@ def test_a_strip_under_the_bins_says_which_group_of_name_scopes_ran_when(wide_vi
     spans = list(zip(groups.base, groups.x))
     assert all(start + length <= following for (start, length), (following, _) in zip(spans, spans[1:]))
     assert len(set(groups.marker.color)) == 2  # alternating, so that neighbours stand apart
+    assert list(groups.text) == labels and groups.textposition == "inside"  # named on the strip where it fits
+    assert wide_view.figure.layout.uniformtext.mode == "hide"  # and where it does not, in the hover only

@@ -23,6 +23,7 @@ from typing import Iterable, Optional, Sequence, Union
 from workbench.export.call_sites import CallSite, call_sites
 from workbench.export.graph_data import op_node_id, tensor_node_id
 from workbench.export.grouping import OpGroup
+from workbench.export.node_content import op_lines
 from workbench.ir import Graph, Op, Tensor
 from workbench.ops.registry import op_def, op_types
 
@@ -50,6 +51,14 @@ class PictureNode:
     is_graph_output: bool = False
     expanded: bool = False
     sites: tuple[CallSite, ...] = ()
+
+    @property
+    def caption(self) -> str:
+        """What the picture writes beside the node: an op (not a call) by its type, the attribute that tells
+        it apart and its first weight, as the Model tab's box says them; any other node by its label."""
+        if isinstance(self.item, Op) and self.category == "op":
+            return " · ".join(op_lines(self.item)[:2])
+        return self.label
 
     @property
     def hover(self) -> str:

@@ -70,7 +70,7 @@ class GraphView(View):
     def _lay_out(self) -> None:
         """The picture of the graph as grouped, with the groups and call sites opened now."""
         self.picture = dataflow_picture(self.graph, self.expanded, self.detail, self.groups, self.opened)
-        self.layout = picture_layout(self.picture)
+        self.layout = picture_layout(self.picture, self.width)
         self.matches = self.picture.find(self.query)
 
     def _reopened(self) -> None:
@@ -94,6 +94,8 @@ class GraphView(View):
         width = fitted_width(PICTURE_WIDTH, room)
         if width != self.width:
             self.width = width
+            if getattr(self, "picture", None) is not None and not self.picture.boxes:  # folded to the width
+                self.layout = picture_layout(self.picture, width)
             self.redraw()
 
     # ----- interaction -----

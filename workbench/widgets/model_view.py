@@ -12,7 +12,7 @@ from workbench.ir import Graph
 from .figures.model_figure import MAX_HEIGHT, model_figure, plot_area
 from .selection import Selection
 from .style import PICTURE_WIDTH, count_of, fitted_width
-from .view import View
+from .view import PLOTLY_MIME, View
 
 
 TITLE_CHAR_WIDTH = 9  # pixels per character of a figure title
@@ -87,8 +87,29 @@ class ModelView(View):
         return compose(self.groups.picture, self.shown, self.expanded, room=plot_area(self.width))
 
     def build_figure(self):
+        return self._figure_titled(not hasattr(self, "_crumbs"))
+
+    def static_bundle(self) -> tuple[dict, dict]:
+        """The static picture names the path to the group shown in its title: it has no breadcrumb."""
+        if not hasattr(self, "_crumbs"):
+            return super().static_bundle()
+        from .figure_canvas import figure_json
+
+        picture = figure_json(self._figure_titled(True))
+        picture.setdefault("layout", {}).setdefault("width", PICTURE_WIDTH)
+        return {PLOTLY_MIME: picture}, {}
+
+    @property
+    def widget(self):
+        """The live figure leaves the path of the group shown to the breadcrumb above it (said once)."""
+        if self._widget is None:
+            self._figure = None
+            self._crumbs = None  # the figure is drawn for a breadcrumb, made with the widget's controls
+        return super().widget
+
+    def _figure_titled(self, with_path: bool):
         selected = self.selection.op.id if self.selection.op is not None else ""
-        crumbs = [f"{p['label']} ({count_of(p['ops'], 'op')})" for p in self.path()]
+        crumbs = [f"{p['label']} ({count_of(p['ops'], 'op')})" for p in self.path()] if with_path else []
         title = " › ".join(crumbs)
         while len(crumbs) > 1 and len(title) * TITLE_CHAR_WIDTH > self.width - 40:  # the innermost that fit
             crumbs = crumbs[1:]
@@ -109,7 +130,7 @@ class ModelView(View):
         width = fitted_width(self.preferred_width, room) if self.fits_output else self.preferred_width
         if width != self.width:
             self.width = width
-            if hasattr(self, "_crumbs"):
+            if getattr(self, "_crumbs", None) is not None:
                 self._crumbs.layout.max_width = f"{width}px"
             self.redraw()
 
@@ -203,7 +224,7 @@ class ModelView(View):
         return [self._crumbs]
 
     def _update_crumbs(self) -> None:
-        if self._widget is None and not hasattr(self, "_crumbs"):
+        if getattr(self, "_crumbs", None) is None:
             return
         import ipywidgets
 

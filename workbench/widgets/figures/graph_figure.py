@@ -36,12 +36,86 @@ TENSOR_TRACES = {"variable": "variables", "constant": "constants", "input": "gra
                  "intermediate": "intermediates"}
 
 
-def picture_layout(picture: DataflowPicture) -> Layout:
-    """The layered layout of a picture's nodes and edges, with no node inside a box it is not drawn in."""
+FOLD_COLUMN = 24  # pixels per column a folded picture keeps: a full-size marker and the gaps round it
+
+
+def picture_layout(picture: DataflowPicture, width: int = PICTURE_WIDTH) -> Layout:
+    """The layered layout of a picture's nodes and edges, with no node inside a box it is not drawn in;
+    without boxes, layers too wide for their labels at ``width`` pixels are folded into more rows."""
     layout = layered_layout(list(picture.nodes), ((tail, head) for tail, head, _ in picture.edges))
     if picture.boxes:
         _clear_boxes(layout, picture)
+    else:
+        _fold_wide_layers(layout, picture, width)
     return layout
+
+
+def _label_columns(label: str, column: float, sizes: "Sizes") -> int:
+    """Columns a node takes with its label drawn whole beside it (as ``label_rooms`` measures room)."""
+    return 1 + int(np.ceil((len(label) * CHAR_WIDTH + sizes.call + 2 * LABEL_GAP) / column - 1e-9))
+
+
+def _fold_wide_layers(layout: Layout, picture: DataflowPicture, width: int) -> None:
+    """Where some node's name (an op's type) would be cut or left out, lays every layer out again at most
+    as many columns wide as fit ``width`` at ``FOLD_COLUMN`` pixels, each node followed by the columns its
+    caption needs, and wraps a layer that does not fit into as many rows as it takes. Nodes keep their order in their layer; an
+    edge's bends in a layer are placed with its nodes. ``layout.layers`` keeps each node's layer."""
+    sizes = picture_sizes(layout, width)
+    rooms = label_rooms(layout, sizes)
+    if all(rooms[key] >= len(node.label) for key, node in picture.nodes.items() if key in rooms):
+        return  # every name fits (a caption may be cut after it)
+    available = width - 2 * MARGIN
+    columns = max(2, min(int(np.ceil(layout.width)), int(available // FOLD_COLUMN - 0.5)))
+    column = available / (columns + 0.5)
+    folded = Sizes(column)
+    rows: dict[float, list[tuple[float, int, object]]] = defaultdict(list)  # layer -> (x, span, item)
+    for key, node in picture.nodes.items():
+        if key in layout.positions:
+            x, y = layout.positions[key]
+            rows[y].append((x, _label_columns(node.caption, column, folded), key))
+    for edge, route in layout.bends.items():
+        for index, (x, y) in enumerate(route):
+            rows[y].append((x, 1, (edge, index)))
+    positions, bends = {}, {edge: list(route) for edge, route in layout.bends.items()}
+    lanes: list[list[float]] = []  # per row: columns an edge may cross it at, clear of nodes and labels
+    for y in sorted(rows, reverse=True):  # top layer first
+        items = sorted(rows[y], key=lambda item: item[0])
+        total = sum(span for _, span, _ in items)
+        at = 0 if total > columns else min(max(0, round(items[0][0] - layout.left)), columns - total)
+        lanes.append([])
+        for _, span, item in items:
+            if at > 0 and at + min(span, columns) > columns + 1:
+                lanes[-1] += [float(x) for x in range(at, columns + 1)]
+                at = 0
+                lanes.append([])
+            point = (float(at), -float(len(lanes) - 1))
+            if isinstance(item, tuple) and isinstance(item[0], tuple):
+                bends[item[0]][item[1]] = point
+            else:
+                positions[item] = point
+            lanes[-1].append(at + span - 0.5)  # right of the label, left of the next node
+            at += span
+        lanes[-1] += [float(x) for x in range(at, columns + 1)]
+    layout.positions, layout.bends, layout.left, layout.depth = positions, bends, 0.0, len(lanes)
+    for tail, head, _ in picture.edges:
+        if tail in positions and head in positions:
+            _cross_rows(layout, (tail, head), lanes)
+    xs = [x for x, _ in positions.values()] + [x for route in layout.bends.values() for x, _ in route]
+    layout.width = max(float(columns), max(xs))
+
+
+def _cross_rows(layout: Layout, edge: tuple, lanes: list[list[float]]) -> None:
+    """Gives an edge a bend in each row it passes between two of its points, at the free lane of that
+    row nearest the straight line, so that it crosses no node or label of a folded layer."""
+    route = layout.route(*edge)
+    bent = [route[0]]
+    for (x0, y0), (x1, y1) in zip(route, route[1:]):
+        for row in range(int(-y0) + 1, int(-y1)):
+            x = x0 + (x1 - x0) * (row + y0) / (y0 - y1)
+            bent.append((min(lanes[row], key=lambda lane: abs(lane - x)), -float(row)))
+        bent.append((x1, y1))
+    if len(bent) > len(route):
+        layout.bends[edge] = bent[1:-1]
 
 
 def box_extent(box: PictureBox, position, deepest: int, step: float) -> Optional[tuple[float, float, float, float]]:
@@ -234,7 +308,7 @@ def _node_trace(nodes, position, name: str, symbol: str, size: int, color, outli
     xy = np.array([position[n.key] for n in nodes], dtype=float)
     return go.Scatter(
         x=xy[:, 0], y=xy[:, 1], mode="markers+text" if any(rooms[n.key] for n in nodes) else "markers", name=name,
-        text=text_array(text(fitted(n.label, rooms[n.key])) if rooms[n.key] else "" for n in nodes),
+        text=text_array(text(fitted(n.caption, rooms[n.key])) if rooms[n.key] else "" for n in nodes),
         textposition="middle right",
         textfont=dict(size=10, color=text_color),
         marker=dict(symbol=symbol, size=size, color=color if isinstance(color, str) else text_array(color),

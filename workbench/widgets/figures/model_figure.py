@@ -88,7 +88,8 @@ def model_figure(scene: Scene, title: str, selected: str = "", width: int = PICT
     x_range, y_range = _view(scene, boxes, focus, plot_width, plot_height)
     notes = [] if scene.height <= plot_height and scene.width <= plot_width else ["drag to pan"]
     figure.update_layout(**base_layout(
-        title=dict(text=text(title) + (f"<br><sup>{'; '.join(notes)}</sup>" if notes else ""), x=0.01),
+        title=dict(text="<br>".join(part for part in (text(title), f"<sup>{'; '.join(notes)}</sup>" if notes else "")
+                                    if part), x=0.01),
         shapes=shapes, annotations=annotations, showlegend=True,
         legend=dict(orientation="h", yanchor="top", y=-0.02, x=0.0, xanchor="left", itemclick=False),
         xaxis=dict(visible=False, range=x_range), yaxis=dict(visible=False, range=y_range),

@@ -21,6 +21,8 @@ from .schedule_bins import BINNED_ABOVE, bin_width, binned_bars, binned_hover, s
 from ..style import (CURRENT_COLOR, HIGHLIGHT, IN_SEQUENCE_COLOR, SCHEDULE_COLORS, SCHEDULE_LABELS, TEMPLATE, base_layout,
                      group_color, text, text_array)
 
+SCOPE_FONT = 8  # pixels: the smallest a group's name is written on its strip
+
 Row = tuple[Optional[int], int]  # (replica or None for every replica, IPU)
 SEQUENCE_COLOR = "rgba(127, 127, 127, 0.14)"
 SEQUENCE_OUTLINE = IN_SEQUENCE_COLOR
@@ -187,6 +189,7 @@ def schedule_figure(events: Sequence[Any], *, unit: str = "cycles", clock_hz: fl
                    rangemode="tozero", tickformat="~s", ticksuffix="" if unit == "cycles" else "s"),
         yaxis=dict(categoryorder="array", categoryarray=list(reversed(labels)), type="category"),
         legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0, xanchor="left"),
+        uniformtext=dict(minsize=SCOPE_FONT, mode="hide"),  # a group's name where it fits on its strip
         margin=dict(l=130, r=20, t=100, b=50)))
     return figure
 
@@ -208,14 +211,17 @@ def _add_binned(figure: go.Figure, events: Sequence[Any], bars: list[Bar], kind:
 def _add_scope_spans(figure: go.Figure, events: Sequence[Any], bars: list[Bar], unit: str,
                      groups: Optional[dict]) -> None:
     """A strip under each row's bars per top-level group of the main graph (the Model tab's first boxes),
-    in alternating greys, saying which group ran when."""
+    in alternating greys, saying which group ran when: named on the strip where the name fits at
+    ``SCOPE_FONT`` pixels or more (plotly hides the others' names), in the hover always."""
     spans = scope_spans(events, bars, groups)
     if not spans:
         return
     figure.add_trace(go.Bar(
         orientation="h", y=text_array(row_label(s.row) for s in spans), base=[s.start for s in spans],
-        x=[s.end - s.start for s in spans], width=0.12, offset=-0.4, name="groups (name scopes)",
+        x=[s.end - s.start for s in spans], width=0.14, offset=-0.42, name="groups (name scopes)",
         marker=dict(color=["#8C8C8C" if s.order % 2 else "#CFCFCF" for s in spans], line=dict(width=0)),
+        text=text_array(text(s.label) for s in spans), textposition="inside", insidetextanchor="middle",
+        textangle=0, textfont=dict(size=10, color=["white" if s.order % 2 else "#262626" for s in spans]),
         hovertext=text_array(f"<b>{text(s.label)}</b>: {s.count:,} op executions, "
                              f"{_amount(s.start, unit)} to {_amount(s.end, unit)}" for s in spans),
         hoverinfo="text", meta=dict(kind="groups")))
