@@ -236,3 +236,19 @@ def test_a_layer_wider_than_the_output_wraps_into_rows_its_edges_passing_beside_
     assert narrow.width <= 500 and shortcut["y"] >= branch["y"] + branch["h"]
     wide, by_label = boxes(1280)
     assert by_label["▸ res2_0_branch2b"]["y"] == by_label["▸ res2_0_branch1"]["y"] and wide.width > 500
+
+
+def test_a_lone_scope_before_a_long_run_of_scopes_leaves_the_run_its_share_of_boxes():
+    ir = popxl.Ir()
+    with ir.main_graph:
+        x = popxl.variable(np.ones(4, np.float32), name="x")
+        with popxl.name_scope("lone"):
+            ops.negate(ops.add(x, x))
+        ops.mul(popxl.variable(np.ones(4, np.float32), name="y"), x)
+        for n in range(40):
+            with popxl.name_scope(f"block{n}"):
+                ops.negate(ops.relu(popxl.variable(np.ones(4, np.float32), name=f"w{n}")))
+    root = group_graph(ir.main_graph, max_items=8)
+    assert [label for label in labels(root) if "…" in label] == [
+        "block0 … block7", "block8 … block15", "block16 … block23", "block24 … block31", "block32 … block39"]
+    assert all(len(group.children) + len(group.ops) <= 8 for group in root.walk())

@@ -208,17 +208,8 @@ def _split_wide(group: OpGroup, max_items: int, orders: dict[Op, int]) -> None:
             size *= max_items
         count = -(-len(items) // size)
         size = -(-len(items) // count)  # runs of even length: 26 ops make two runs of 13, not 24 and 2
-        runs = [items[start:start + size] for start in range(0, len(items), size)]
         group.ops, group.children = [], []
-        for run in runs:
-            if len(run) == 1:
-                _adopt(group, run[0])
-                continue
-            box = OpGroup("", _run_label(run), "range", parent=group)
-            for item in run:
-                _adopt(box, item)
-            _count(box, orders)
-            group.children.append(box)
+        _adopt_runs(group, items, size, orders)
         _count(group, orders)
         for child in group.children:
             if child.kind == "range":
@@ -253,23 +244,25 @@ def _split_scope_runs(group: OpGroup, items: list, max_items: int, orders: dict[
     group.ops, group.children = [], []
     runs = iter(runs_per_segment)
     for segment in segments:
-        if not (isinstance(segment[0], OpGroup) and segment[0].kind == "scope") or len(segment) == 1:
-            for item in segment:
-                _adopt(group, item)
-            continue
-        count = next(runs)
-        size = -(-len(segment) // count)
-        for start in range(0, len(segment), size):
-            run = segment[start:start + size]
-            if len(run) == 1:
-                _adopt(group, run[0])
-                continue
-            box = OpGroup("", _run_label(run), "range", parent=group)
-            for item in run:
-                _adopt(box, item)
-            _count(box, orders)
-            group.children.append(box)
+        if isinstance(segment[0], OpGroup) and segment[0].kind == "scope":
+            _adopt_runs(group, segment, -(-len(segment) // next(runs)), orders)
+        else:
+            _adopt(group, segment[0])
     _count(group, orders)
+
+
+def _adopt_runs(group: OpGroup, items: list, size: int, orders: dict[Op, int]) -> None:
+    """Puts ``items`` into ``group`` in runs of ``size``, each run of two or more in a box of its own."""
+    for start in range(0, len(items), size):
+        run = items[start:start + size]
+        if len(run) == 1:
+            _adopt(group, run[0])
+            continue
+        box = OpGroup("", _run_label(run), "range", parent=group)
+        for item in run:
+            _adopt(box, item)
+        _count(box, orders)
+        group.children.append(box)
 
 
 def _adopt(group: OpGroup, item) -> None:
