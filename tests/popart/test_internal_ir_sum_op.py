@@ -6,28 +6,17 @@ import pytest
 import popart._internal.ir as _ir
 import popxl
 import popxl.ops as ops
-from popxl.context import get_current_context
+from support.popart_sum import sum_of
 
 RNG = np.random.default_rng(11)
 VALUES = [RNG.normal(size=shape).astype(np.float32) for shape in ((2, 3), (3,), (2, 3), (1, 3))]
-
-
-def sum_of(ts) -> popxl.Tensor:
-    """A Sum op of ``ts`` in the current graph, made through the PopART binding."""
-    context = get_current_context()
-    graph = context.graph
-    opid = _ir.OperatorIdentifier("ai.onnx", "Sum", 6, _ir.NumInputs(2, -1), 1)
-    op = graph._pb_graph.createConnectedOp_SumOp({i: t.id for i, t in enumerate(ts)},
-                                                 {0: graph._create_tensor_id("sum_out")}, opid,
-                                                 context._get_op_settings("sum"))
-    return popxl.Tensor._from_pb_tensor(op.outTensor(0))
 
 
 def summed(decomposed: bool):
     ir = popxl.Ir()
     with ir.main_graph:
         tensors = [popxl.variable(v, name=f"v{i}") for i, v in enumerate(VALUES)]
-        total = sum_of(tensors)
+        total = sum_of(*tensors)
         doubled = total + total
         stream = popxl.d2h_stream(doubled.shape, doubled.dtype, "doubled")
         ops.host_store(stream, doubled)
@@ -58,7 +47,7 @@ def test_autodiff_gives_each_tensor_of_a_sum_the_gradient_summed_to_its_shape():
     ir = popxl.Ir()
     spec = [popxl.TensorSpec(v.shape, popxl.float32) for v in VALUES]
     with ir.main_graph:
-        graph = ir.create_graph(lambda *ts: sum_of(ts), *spec)
+        graph = ir.create_graph(lambda *ts: sum_of(*ts), *spec)
         grad = popxl.transforms.autodiff(graph)
         seed = popxl.constant(np.ones((2, 3), np.float32))
         grads = ops.call(grad.graph, seed)
