@@ -9,13 +9,13 @@ import statistics
 import sys
 from pathlib import Path
 
-import nbformat
 import pytest
 
 TESTS = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(TESTS))
 
-from support.jupyterlab_harness import OUTPUT_TEXT, TIME_TO_PICTURE, chromium, jupyterlab, open_notebook  # noqa: E402
+from support.jupyterlab_harness import (OUTPUT_TEXT, TIME_TO_PICTURE, chromium, jupyterlab,  # noqa: E402
+                                        open_notebook, write_notebook)
 
 pytestmark = [pytest.mark.benchmark, pytest.mark.slow]
 
@@ -73,9 +73,7 @@ def notebook_cells() -> list[str]:
 
 def test_time_to_picture_and_comm_bytes_of_views(tmp_path):
     with jupyterlab(tmp_path) as (url, root), chromium() as browser:
-        notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in notebook_cells()])
-        notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-        nbformat.write(notebook, root / "bench.ipynb")
+        write_notebook(root / "bench.ipynb", notebook_cells())
         page = open_notebook(browser, url, "bench.ipynb")
         assert page.evaluate(OUTPUT_TEXT, 0) == "ready"
         page.evaluate(TIME_TO_PICTURE, [1, PAINTED])  # plotly.js loads with the first figure

@@ -12,14 +12,13 @@ import statistics
 import sys
 from pathlib import Path
 
-import nbformat
 import pytest
 
 TESTS = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(TESTS))
 
 from support.jupyterlab_harness import (ARM_CLICK_CLOCK, KERNEL_IDLE, OUTPUT_TEXT, PAINTED_SINCE_CLICK,  # noqa: E402
-                                        TIME_TO_PICTURE, chromium, jupyterlab, open_notebook)
+                                        TIME_TO_PICTURE, chromium, jupyterlab, open_notebook, write_notebook)
 
 pytestmark = [pytest.mark.benchmark, pytest.mark.slow]
 
@@ -73,9 +72,7 @@ def cells_of(name: str) -> list[tuple[str, str]]:
 def test_time_to_picture_and_bytes_of_real_programs(tmp_path):
     cells = [SETUP] + [source for name in PROGRAMS for source, _ in cells_of(name)]
     with jupyterlab(tmp_path) as (url, root), chromium() as browser:
-        notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
-        notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-        nbformat.write(notebook, root / "bench.ipynb")
+        write_notebook(root / "bench.ipynb", cells)
         page = open_notebook(browser, url, "bench.ipynb")
         page.set_default_timeout(300_000)
         assert page.evaluate(OUTPUT_TEXT, 0) == "ready"

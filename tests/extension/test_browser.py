@@ -16,7 +16,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from support.jupyterlab_harness import chromium, jupyterlab, open_notebook, open_page
+from support.jupyterlab_harness import chromium, jupyterlab, open_notebook, open_page, write_notebook
 from workbench.export.mime import MIME_TYPE
 
 pytestmark = pytest.mark.slow
@@ -50,9 +50,7 @@ session"""
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
     with jupyterlab(tmp_path_factory.mktemp("lab")) as (url, root):
-        notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(BUILD), nbformat.v4.new_code_cell(RUN)])
-        notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-        nbformat.write(notebook, root / "display.ipynb")
+        write_notebook(root / "display.ipynb", [BUILD, RUN])
         yield url, root
 
 
@@ -177,9 +175,7 @@ def test_a_saved_notebook_opened_again_shows_static_pictures_where_its_widgets_w
     """... and neither the live session nor the reopened notebook logs an error or a warning in the
     browser console (ipywidgets' "widget model not found" among them)."""
     url, root = lab
-    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(SHOWN), nbformat.v4.new_code_cell("GraphView(ir)")])
-    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nbformat.write(notebook, root / "widgets.ipynb")
+    write_notebook(root / "widgets.ipynb", [SHOWN, "GraphView(ir)"])
     page = open_notebook(browser, url, "widgets.ipynb")
     live = []
     page.on("console", lambda message: live.append((message.type, message.text)))
@@ -258,9 +254,7 @@ def texts_apart(plot) -> None:
 def test_every_view_of_the_mlp_is_painted_and_the_backward_graph_labels_do_not_overlap(lab, browser):
     url, root = lab
     cells = [MLP, "workbench.show(session, inputs)", BACKWARD]
-    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(cell) for cell in cells])
-    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nbformat.write(notebook, root / "mlp.ipynb")
+    write_notebook(root / "mlp.ipynb", cells)
     page = open_notebook(browser, url, "mlp.ipynb")
     page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
     outputs = page.locator(".jp-Cell").nth(1)
@@ -290,9 +284,7 @@ def test_every_view_of_the_mlp_is_painted_and_the_backward_graph_labels_do_not_o
 def test_a_figure_drawn_in_a_hidden_tab_takes_the_width_of_its_container_when_shown(lab, browser):
     url, root = lab
     cells = [MLP, "wb = workbench.show(session, inputs); wb"]
-    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(cell) for cell in cells])
-    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nbformat.write(notebook, root / "tabs.ipynb")
+    write_notebook(root / "tabs.ipynb", cells)
     page = open_notebook(browser, url, "tabs.ipynb")
     page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
     outputs = page.locator(".jp-Cell").nth(1)
@@ -393,9 +385,7 @@ display({{{MIME_TYPE!r}: empty, "text/plain": "broken"}}, raw=True)"""
 def test_malformed_documents_show_an_error_and_break_nothing_else(lab, browser):
     url, root = lab
     cells = [MALFORMED_OUTPUTS, "1 + 1", BUILD]
-    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(code) for code in cells])
-    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nbformat.write(notebook, root / "malformed.ipynb")
+    write_notebook(root / "malformed.ipynb", cells)
     page = open_notebook(browser, url, "malformed.ipynb")
     page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
     page.wait_for_function("document.querySelectorAll('.jp-OutputArea-output .ipu-wb-root').length === 2")

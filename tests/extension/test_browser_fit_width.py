@@ -2,10 +2,9 @@
 normal (848 px: a 1280-px window with the file browser open) notebook output: the diff's plot, legend,
 toolbar and labels inside the output; the memory view's picture as tall as its output holds, not hanging
 below it over the next cell. Screenshots go to tests/artifacts/ (diff-*px.png, liveness-630px.png)."""
-import nbformat
 import pytest
 
-from support.jupyterlab_harness import chromium, jupyterlab, open_notebook
+from support.jupyterlab_harness import chromium, jupyterlab, open_notebook, write_notebook
 from test_browser_grouped import ARTIFACTS, TESTS, output_width
 
 pytestmark = pytest.mark.slow
@@ -59,9 +58,7 @@ PICTURE_HEIGHTS = """(output) => {
 def test_the_diff_and_memory_views_fit_narrow_and_normal_outputs(tmp_path):
     ARTIFACTS.mkdir(exist_ok=True)
     with jupyterlab(tmp_path) as (url, root), chromium() as browser:
-        notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(DIFF), nbformat.v4.new_code_cell(LIVENESS)])
-        notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-        nbformat.write(notebook, root / "fit.ipynb")
+        write_notebook(root / "fit.ipynb", [DIFF, LIVENESS])
         page = open_notebook(browser, url, "fit.ipynb")
         page.set_default_timeout(240_000)
         output_width(page, 630)

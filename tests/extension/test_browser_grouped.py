@@ -7,10 +7,9 @@ output's width. Screenshots go to tests/artifacts/ (grouped-*.png, workbench-*-6
 import re
 from pathlib import Path
 
-import nbformat
 import pytest
 
-from support.jupyterlab_harness import chromium, jupyterlab, open_notebook
+from support.jupyterlab_harness import chromium, jupyterlab, open_notebook, write_notebook
 
 pytestmark = pytest.mark.slow
 
@@ -106,9 +105,7 @@ def test_grouped_pictures_of_real_programs_collapsed_and_expanded(tmp_path):
         cells += [f"ModelView({ir}, {graph}, live=False).figure", f"expanded({ir}, {graph})", ir]
     ARTIFACTS.mkdir(exist_ok=True)
     with jupyterlab(tmp_path) as (url, root), chromium() as browser:
-        notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
-        notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-        nbformat.write(notebook, root / "grouped.ipynb")
+        write_notebook(root / "grouped.ipynb", cells)
         page = open_notebook(browser, url, "grouped.ipynb")
         page.set_default_timeout(240_000)
         page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
@@ -196,9 +193,7 @@ def output_width(page, width: int) -> None:
 def test_the_steppers_picture_stays_beside_its_table_where_there_is_room_and_under_it_at_630_px(tmp_path):
     ARTIFACTS.mkdir(exist_ok=True)
     with jupyterlab(tmp_path) as (url, root), chromium() as browser:
-        notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(STEPPER), nbformat.v4.new_code_cell(STEPS)])
-        notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-        nbformat.write(notebook, root / "stepper.ipynb")
+        write_notebook(root / "stepper.ipynb", [STEPPER, STEPS])
         page = open_notebook(browser, url, "stepper.ipynb")
         page.set_default_timeout(240_000)
         output_width(page, 960)  # a notebook in a wide window
@@ -271,9 +266,7 @@ TABS_AND_PLOTS = """(output) => {
 def test_the_workbench_fits_a_630_px_output_with_whole_tab_titles_and_pictures_laid_out_to_its_width(tmp_path):
     ARTIFACTS.mkdir(exist_ok=True)
     with jupyterlab(tmp_path) as (url, root), chromium() as browser:
-        notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(WORKBENCH)])
-        notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-        nbformat.write(notebook, root / "workbench.ipynb")
+        write_notebook(root / "workbench.ipynb", [WORKBENCH])
         page = open_notebook(browser, url, "workbench.ipynb")
         page.set_default_timeout(240_000)
         output_width(page, 630)

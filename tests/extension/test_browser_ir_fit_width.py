@@ -10,10 +10,9 @@ is laid out for its panel's width, at one pixel per pixel, and again when resize
 tests/artifacts/ (ir-fit-*.png)."""
 import json
 
-import nbformat
 import pytest
 
-from support.jupyterlab_harness import chromium, jupyterlab, open_notebook, open_page
+from support.jupyterlab_harness import chromium, jupyterlab, open_notebook, open_page, write_notebook
 from test_browser_grouped import ARTIFACTS, BOXES, CLIPPED, TESTS, check_drawn, output_width
 
 pytestmark = pytest.mark.slow
@@ -69,9 +68,7 @@ def check_fits(root) -> dict:
 def test_an_irs_picture_is_laid_out_for_its_outputs_width_at_630_and_1280_px_and_again_when_resized(tmp_path):
     ARTIFACTS.mkdir(exist_ok=True)
     with jupyterlab(tmp_path) as (url, root), chromium() as browser:
-        notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in [SETUP, *PROGRAMS.values()]])
-        notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-        nbformat.write(notebook, root / "fit.ipynb")
+        write_notebook(root / "fit.ipynb", [SETUP, *PROGRAMS.values()])
         page = open_notebook(browser, url, "fit.ipynb")
         page.set_default_timeout(240_000)
         output_width(page, 630)

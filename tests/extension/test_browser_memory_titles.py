@@ -4,10 +4,9 @@ transformer's inside the Workbench's tabs. Every panel's title and the figure's 
 inside the output (centred, a panel's title ran off a 630-px output's left edge), and each picture's canvas
 is as tall as the picture, which so stays inside its output. Screenshots go to tests/artifacts/
 (memory-*.png)."""
-import nbformat
 import pytest
 
-from support.jupyterlab_harness import chromium, jupyterlab, open_notebook
+from support.jupyterlab_harness import chromium, jupyterlab, open_notebook, write_notebook
 from test_browser_fit_width import PICTURE_HEIGHTS
 from test_browser_grouped import ARTIFACTS, TESTS, output_width
 
@@ -74,9 +73,7 @@ def test_memory_titles_lie_whole_inside_630_and_1280_px_outputs_shown_alone_and_
     ARTIFACTS.mkdir(exist_ok=True)
     with jupyterlab(tmp_path) as (url, root), chromium() as browser:
         cells = [SETUP, *ALONE.values(), IN_TABS]
-        notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
-        notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-        nbformat.write(notebook, root / "memory.ipynb")
+        write_notebook(root / "memory.ipynb", cells)
         page = open_notebook(browser, url, "memory.ipynb")
         page.set_default_timeout(240_000)
         output_width(page, 630)

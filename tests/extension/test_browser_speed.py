@@ -8,11 +8,10 @@ each is painted within 2 s of the click and sends at most 2 MiB; so is a group o
 by a click on it. Screenshots go to tests/artifacts/ (speed-*.png)."""
 from pathlib import Path
 
-import nbformat
 import pytest
 
 from support.jupyterlab_harness import (ARM_CLICK_CLOCK, KERNEL_IDLE, OUTPUT_TEXT, PAINTED_SINCE_CLICK, POINT_ON_PAGE,
-                                        TIME_TO_PICTURE, chromium, jupyterlab, open_notebook)
+                                        TIME_TO_PICTURE, chromium, jupyterlab, open_notebook, write_notebook)
 
 pytestmark = pytest.mark.slow
 
@@ -53,9 +52,7 @@ TABS = {"graph": "groups (click to open)", "schedule": "compute"}  # each tab's 
 def test_the_first_picture_of_a_10000_op_program_is_on_screen_within_2_s(tmp_path):
     ARTIFACTS.mkdir(exist_ok=True)
     with jupyterlab(tmp_path) as (url, root), chromium() as browser:
-        notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in CELLS])
-        notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-        nbformat.write(notebook, root / "speed.ipynb")
+        write_notebook(root / "speed.ipynb", CELLS)
         page = open_notebook(browser, url, "speed.ipynb")
         page.set_default_timeout(120_000)
         assert int(page.evaluate(OUTPUT_TEXT, 0)) >= 10_000

@@ -4,10 +4,9 @@ height, which plotly deletes from the layout it was given when it resizes the fi
 shrank to nothing under the stepper's table). Screenshot: tests/artifacts/stepper-schedule-stepped.png."""
 from pathlib import Path
 
-import nbformat
 import pytest
 
-from support.jupyterlab_harness import KERNEL_IDLE, chromium, jupyterlab, open_notebook
+from support.jupyterlab_harness import KERNEL_IDLE, chromium, jupyterlab, open_notebook, write_notebook
 
 pytestmark = pytest.mark.slow
 
@@ -39,9 +38,7 @@ SCHEDULE_HEIGHTS = """(output) => {
 def test_the_steppers_schedule_keeps_its_height_as_the_run_is_stepped(tmp_path):
     ARTIFACTS.mkdir(exist_ok=True)
     with jupyterlab(tmp_path) as (url, root), chromium() as browser:
-        notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(STEPPER)])
-        notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-        nbformat.write(notebook, root / "stepper.ipynb")
+        write_notebook(root / "stepper.ipynb", [STEPPER])
         page = open_notebook(browser, url, "stepper.ipynb")
         page.set_default_timeout(240_000)
         page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")

@@ -11,6 +11,8 @@ import time
 import urllib.request
 from pathlib import Path
 
+import nbformat
+
 CHROMIUM = "/usr/bin/chromium"
 WAIT_MS = 90_000
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -93,6 +95,13 @@ def open_page(browser, url):
     page.set_default_timeout(WAIT_MS)
     page.goto(url)
     return page
+
+
+def write_notebook(path: Path, cells: list[str]) -> None:
+    """Writes a notebook of code ``cells`` for the Python 3 kernel at ``path``."""
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source) for source in cells])
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(notebook, path)
 
 
 def open_notebook(browser, url: str, name: str):
