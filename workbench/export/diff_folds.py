@@ -71,7 +71,7 @@ def fold_rows(rows: list[DiffRow], context: int = 2, open_run: Optional[int] = N
     """The rows with unchanged runs folded beyond ``context`` rows of any change, and runs of added or
     removed ops longer than ``open_run`` (if given) folded, each run split by outermost scope."""
     changes = [index for index, row in enumerate(rows) if row.status != "same"]
-    near = set()
+    near: set[int] = set()
     for index in changes:
         near.update(range(max(0, index - context), min(len(rows), index + context + 1)))
     shown: list[Shown] = []
