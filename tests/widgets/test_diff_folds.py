@@ -147,3 +147,12 @@ def test_diffing_what_is_not_a_graph_is_a_clear_error():
         DiffView(ir, ir, graph=3)
     with pytest.raises(TypeError, match=r"pass its \.ir"):
         DiffView(popxl.Session(ir, "ipu_model"), ir)
+
+
+def test_scopes_too_small_to_fold_alone_fold_together_named_by_the_first_and_last():
+    view = DiffView(stack(3, ops_per_layer=3), stack(4, axis=0, ops_per_layer=3))
+    first = view.shown[0]
+    assert isinstance(first, DiffFold) and first.describe("same") == "⋯ 7 unchanged ops in layer0 … layer2 ⋯"
+    assert [getattr(item, "status", "fold") for item in view.shown] == ["fold", "same", "same"] + ["added"] * 3 + ["changed"]
+    view.unfold(first.key)
+    assert view.shown == view.diff.rows

@@ -47,9 +47,14 @@ class DiffFold:
         return Counter(getattr(row, side)["type"] for row in self.rows if getattr(row, side) is not None)
 
     def describe(self, status: str) -> str:
-        """'⋯ 42 unchanged ops in layer3 ⋯' for the fold's ops of ``status``."""
+        """'⋯ 42 unchanged ops in layer3 ⋯' (or 'in layer0 … layer2' for ops of several scopes) for the fold's
+        ops of ``status``."""
         count = self.counts()[status]
-        where = f" in {'/'.join(self.scope)}" if self.scope else ""
+        scope = self.scope
+        inner = [row.scope[len(scope)] for row in self.rows if len(row.scope) > len(scope)]
+        if len(scope) == self.depth and inner and len(inner) == len(self.rows):  # small parts folded together
+            scope = scope + (inner[0] if inner[0] == inner[-1] else f"{inner[0]} … {inner[-1]}",)
+        where = f" in {'/'.join(scope)}" if scope else ""
         noun = "op" if count == 1 else "ops"
         return f"⋯ {count:,} {'unchanged' if status == 'same' else status} {noun}{where} ⋯"
 
@@ -98,20 +103,35 @@ def fold_rows(rows: list[DiffRow], context: int = 2, open_run: Optional[int] = N
     return shown
 
 
-def _split(rows: list[DiffRow], start: int, depth: int, open_run: int = FEW) -> list[Shown]:
+def _split(rows: list[DiffRow], start: int, depth: int, open_run: int = FEW, merge: bool = True) -> list[Shown]:
     """``rows`` as folds of consecutive rows sharing their scope at ``depth``; a part of ``open_run`` rows
-    or fewer is shown whole."""
-    shown: list[Shown] = []
+    or fewer is shown whole, unless (with ``merge``) it and the small parts next to it make a longer run
+    together, which folds as one."""
+    parts: list[tuple[int, int]] = []
     begin = 0
     for end in range(1, len(rows) + 1):
-        if end < len(rows) and _part(rows[end], depth) == _part(rows[begin], depth):
+        if end == len(rows) or _part(rows[end], depth) != _part(rows[begin], depth):
+            parts.append((begin, end))
+            begin = end
+    shown: list[Shown] = []
+    small: list[tuple[int, int]] = []
+
+    def flush_small() -> None:
+        if small:
+            first, last = small[0][0], small[-1][1]
+            if merge and len(small) > 1 and last - first > open_run:
+                shown.append(DiffFold(rows[first:last], start + first, depth))
+            else:
+                shown.extend(rows[first:last])
+            small.clear()
+
+    for begin, end in parts:
+        if end - begin <= open_run:
+            small.append((begin, end))
             continue
-        part = rows[begin:end]
-        if len(part) <= open_run:
-            shown.extend(part)
-        else:
-            shown.append(DiffFold(part, start + begin, depth))
-        begin = end
+        flush_small()
+        shown.append(DiffFold(rows[begin:end], start + begin, depth))
+    flush_small()
     return shown
 
 
@@ -126,7 +146,7 @@ def opened(fold: DiffFold) -> list[Shown]:
     depth = len(fold.scope)  # its rows differ in the scope at this depth, where any has one
     if all(len(row.scope) <= depth for row in fold.rows):
         return list(fold.rows)
-    return _split(fold.rows, fold.start, depth)
+    return _split(fold.rows, fold.start, depth, merge=False)  # merged small parts open to those parts
 
 
 def first_view(rows: list[DiffRow], budget: int = FIRST_VIEW_ROWS) -> list[Shown]:

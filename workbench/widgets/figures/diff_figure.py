@@ -27,6 +27,7 @@ LABEL_CHAR_WIDTH = 6.7  # pixels per character of an 11 px monospace label
 LABEL_OFFSET = 9  # pixels from a marker's centre to its label's first character
 TITLE_CHAR_WIDTH = 8  # pixels per character of the title, bold names and plain counts together
 TITLE_LINE = 22  # pixels per line of the title
+TITLE_TOP = 16  # pixels above the title
 SUMMARY_LINE = 15  # pixels per line of the summary under the title (11 px monospace)
 SUMMARY_LINES = {"scope": 3, "type": 2}  # the most lines each part of the summary takes
 LEGEND_ROW = 24  # pixels per row of the legend
@@ -165,14 +166,14 @@ def _laid_out(figure: go.Figure, diff: GraphDiff, drawn: int, total: int, legend
     title_px = TITLE_LINE * (1 + wraps + (total > drawn))
     summary = summary_lines(diff, width)
     legend_px = LEGEND_ROW * legend_rows(legend, width)
-    top = 10 + title_px + SUMMARY_LINE * len(summary) + legend_px + 6
+    top = TITLE_TOP + title_px + SUMMARY_LINE * len(summary) + legend_px + 6
     height = max(200, ROW_HEIGHT * drawn + top + 30)
     if summary:
         figure.add_annotation(text="<br>".join(text(line) for line in summary), xref="paper", x=0, xanchor="left",
                               yref="paper", y=1, yanchor="bottom", yshift=legend_px, align="left", showarrow=False,
                               font=dict(size=11, family="monospace", color="#404040"))
     figure.update_layout(**base_layout(
-        title=dict(text=title, x=0.01, xanchor="left", yref="container", y=1 - 10 / height, yanchor="top"),
+        title=dict(text=title, x=0.01, xanchor="left", yref="container", y=1 - TITLE_TOP / height, yanchor="top"),
         width=width, height=height,
         xaxis=dict(visible=False, range=list(X_RANGE), fixedrange=True),
         yaxis=dict(visible=False, range=[-max(drawn, 1) + 0.5, 0.5]),
