@@ -156,3 +156,12 @@ def test_scopes_too_small_to_fold_alone_fold_together_named_by_the_first_and_las
     assert [getattr(item, "status", "fold") for item in view.shown] == ["fold", "same", "same"] + ["added"] * 3 + ["changed"]
     view.unfold(first.key)
     assert view.shown == view.diff.rows
+
+
+def test_an_unchanged_graph_of_more_scopes_than_fit_one_screen_is_one_fold_that_opens_into_its_scopes():
+    ir = stack(FIRST_VIEW_ROWS + 20)
+    view = DiffView(ir, ir)
+    (whole,) = view.shown
+    assert whole.describe("same") == f"⋯ {6 * (FIRST_VIEW_ROWS + 20) + 1} unchanged ops in layer0 … layer{FIRST_VIEW_ROWS + 19} and the top level ⋯"
+    view.unfold(whole.key)
+    assert len(view.folds()) == FIRST_VIEW_ROWS + 20 and view.shown[-1].after["type"] == "softmax"

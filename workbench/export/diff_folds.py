@@ -16,9 +16,9 @@ from .graph_diff import DiffRow
 
 FIRST_VIEW_ROWS = 60  # the most rows a first view aims at (about 1,200 px of rows)
 FEW = 3  # a run of this many ops or fewer is shown, not folded
-# (context rows kept around each change, longest run of added or removed ops left open, None: all): tried
-# in turn until the first view fits FIRST_VIEW_ROWS.
-FOLDINGS = ((2, None), (2, 8), (1, 8), (1, FEW), (0, FEW), (0, 1))
+# (context rows kept around each change, longest run of added or removed ops left open (None: all), whether a
+# run is split by outermost scope): tried in turn until the first view fits FIRST_VIEW_ROWS.
+FOLDINGS = ((2, None, True), (2, 8, True), (1, 8, True), (1, FEW, True), (0, FEW, True), (0, 1, True), (0, 1, False))
 
 
 @dataclass(slots=True)
@@ -50,11 +50,13 @@ class DiffFold:
         """'⋯ 42 unchanged ops in layer3 ⋯' (or 'in layer0 … layer2' for ops of several scopes) for the fold's
         ops of ``status``."""
         count = self.counts()[status]
-        scope = self.scope
-        inner = [row.scope[len(scope)] for row in self.rows if len(row.scope) > len(scope)]
-        if len(scope) == self.depth and inner and len(inner) == len(self.rows):  # small parts folded together
-            scope = scope + (inner[0] if inner[0] == inner[-1] else f"{inner[0]} … {inner[-1]}",)
-        where = f" in {'/'.join(scope)}" if scope else ""
+        scope, extra = self.scope, ""
+        inner = [row.scope[len(scope)] if len(row.scope) > len(scope) else None for row in self.rows]
+        named = [part for part in inner if part is not None]
+        if len(scope) == self.depth and named and len(set(inner)) > 1:  # small parts folded together
+            scope = scope + (named[0] if named[0] == named[-1] else f"{named[0]} … {named[-1]}",)
+            extra = " and the top level" if None in inner and not self.scope else ""
+        where = f" in {'/'.join(scope)}{extra}" if scope else ""
         noun = "op" if count == 1 else "ops"
         return f"⋯ {count:,} {'unchanged' if status == 'same' else status} {noun}{where} ⋯"
 
@@ -72,9 +74,10 @@ def common_prefix(scopes: Iterable[tuple[str, ...]]) -> tuple[str, ...]:
     return tuple(shared)
 
 
-def fold_rows(rows: list[DiffRow], context: int = 2, open_run: Optional[int] = None) -> list[Shown]:
+def fold_rows(rows: list[DiffRow], context: int = 2, open_run: Optional[int] = None, by_scope: bool = True) -> list[Shown]:
     """The rows with unchanged runs folded beyond ``context`` rows of any change, and runs of added or
-    removed ops longer than ``open_run`` (if given) folded, each run split by outermost scope."""
+    removed ops longer than ``open_run`` (if given) folded, each run split by outermost scope (``by_scope``)
+    or folded whole."""
     changes = [index for index, row in enumerate(rows) if row.status != "same"]
     near: set[int] = set()
     for index in changes:
@@ -85,10 +88,11 @@ def fold_rows(rows: list[DiffRow], context: int = 2, open_run: Optional[int] = N
     def flush() -> None:
         if run:
             part = rows[run[0]:run[-1] + 1]
-            if part[0].status == "same":
-                shown.extend(_split(part, run[0], 0, FEW))
+            longest = FEW if part[0].status == "same" else open_run
+            if longest is None or len(part) <= max(longest, 1):
+                shown.extend(part)
             else:
-                shown.extend(part if open_run is None else _split(part, run[0], 0, open_run))
+                shown.extend(_split(part, run[0], 0, longest) if by_scope else [DiffFold(part, run[0], 0)])
             run.clear()
 
     for index, row in enumerate(rows):
@@ -153,8 +157,8 @@ def first_view(rows: list[DiffRow], budget: int = FIRST_VIEW_ROWS) -> list[Shown
     """The rows folded as little as fits ``budget`` rows (changed ops never fold, so a diff with more
     changed ops than that stays taller)."""
     shown: list[Shown] = list(rows)
-    for context, open_run in FOLDINGS:
-        shown = fold_rows(rows, context, open_run)
+    for context, open_run, by_scope in FOLDINGS:
+        shown = fold_rows(rows, context, open_run, by_scope)
         if len(shown) <= budget:
             break
     return shown
