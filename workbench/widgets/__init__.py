@@ -13,7 +13,8 @@
   replica, and the current op selected for the views sharing its selection.
 
 ``DiffView(before, after)``: two versions of a graph side by side (Irs, Graphs or ``to_json`` snapshots
-taken before a transform edits the Ir), the ops added, removed and changed marked.
+taken before a transform edits the Ir), the ops added, removed and changed marked, runs of ops folded by name
+scope into rows that open on a click, and the transform summed up per scope and per op type on top.
 
 ``Workbench(ir_or_session, inputs=None)`` (``show``) puts them all in tabs, sharing one selection,
 with a stepper tab for a Session; ``report(sources, path)`` writes them to one standalone HTML file.
