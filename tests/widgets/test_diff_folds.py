@@ -135,9 +135,14 @@ def test_the_summary_on_top_counts_the_changes_per_scope_and_per_type():
     assert any(line.startswith("by type:") and "gelu" in line for line in rest)
 
 
+def test_a_session_stands_for_its_ir():
+    ir = stack(1)
+    assert DiffView(popxl.Session(ir, "ipu_model"), ir).diff.count("same") == len(ir.main_graph.ops)
+
+
 def test_diffing_what_is_not_a_graph_is_a_clear_error():
     ir = stack(1)
-    with pytest.raises(TypeError, match="compares popxl.Irs, Graphs or their .*exports, got int"):
+    with pytest.raises(TypeError, match="compares popxl.Irs, Graphs, Sessions or .*exports, got int"):
         DiffView(3, ir)
     with pytest.raises(ValueError, match="has no 'graphs' list"):
         DiffView({"ops": []}, ir)
@@ -145,8 +150,6 @@ def test_diffing_what_is_not_a_graph_is_a_clear_error():
         graph_diff(to_json(ir), to_json(ir)["graphs"][0])
     with pytest.raises(TypeError, match="graph names a graph by its id or label"):
         DiffView(ir, ir, graph=3)
-    with pytest.raises(TypeError, match=r"pass its \.ir"):
-        DiffView(popxl.Session(ir, "ipu_model"), ir)
 
 
 def test_scopes_too_small_to_fold_alone_fold_together_named_by_the_first_and_last():

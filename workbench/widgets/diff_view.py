@@ -8,27 +8,27 @@ import plotly.graph_objects as go
 
 from workbench.export.diff_folds import DiffFold, DiffFolding, Shown
 from workbench.export.graph_diff import GraphDiff, find_graph, graph_diff
-from workbench.ir import Graph, Ir
+from workbench.ir import Graph
 
 from .figures.diff_figure import diff_figure
 from .style import PICTURE_WIDTH, count_of, fitted_width, text
-from .view import PLOTLY_MIME, display_bundle
+from .view import PLOTLY_MIME, _ir_and_session, display_bundle
 
-Source = Union[Ir, Graph, dict]
-
-
-def exported(source: Source) -> tuple[dict, Optional[str]]:
-    """An export (``to_json``) and the graph id a Graph source names."""
+def exported(source: Any) -> tuple[dict, Optional[str]]:
+    """An export (``to_json``) and the graph id a Graph source names; a Session (popxl's or PopART's)
+    stands for its Ir."""
     from workbench.export import to_json
 
     if isinstance(source, dict):
         return source, None
     if isinstance(source, Graph):
         return to_json(source.ir, grouped=False), source.id
-    if isinstance(source, Ir):
-        return to_json(source, grouped=False), None
-    raise TypeError(f"a diff compares popxl.Irs, Graphs or their workbench.export.to_json() exports, got "
-                    f"{type(source).__name__}" + (" (pass its .ir)" if isinstance(getattr(source, "ir", None), Ir) else ""))
+    try:
+        ir, _ = _ir_and_session(source)
+    except TypeError:
+        raise TypeError("a diff compares popxl.Irs, Graphs, Sessions or workbench.export.to_json() exports, got "
+                        f"{type(source).__name__}") from None
+    return to_json(ir, grouped=False), None
 
 
 def _graph_name(graph: Union[str, Graph, None], argument: str) -> Optional[str]:
@@ -40,8 +40,8 @@ def _graph_name(graph: Union[str, Graph, None], argument: str) -> Optional[str]:
 
 
 class DiffView:
-    """``before`` and ``after`` are Irs, Graphs or ``workbench.export.to_json`` snapshots (take one before a
-    transform that edits the Ir in place). ``graph`` and ``after_graph`` (Graphs, ids or labels) pick the
+    """``before`` and ``after`` are Irs, Graphs, Sessions or ``workbench.export.to_json`` snapshots (take one
+    before a transform that edits the Ir in place). ``graph`` and ``after_graph`` (Graphs, ids or labels) pick the
     graphs compared, by default the Graphs given or the main graphs.
 
     >>> before = workbench.export.to_json(ir)
@@ -55,7 +55,7 @@ class DiffView:
     live figure, laid out again for a notebook output narrower than ``PICTURE_WIDTH``.
     """
 
-    def __init__(self, before: Source, after: Source, graph: Union[str, Graph, None] = None,
+    def __init__(self, before: Any, after: Any, graph: Union[str, Graph, None] = None,
                  after_graph: Union[str, Graph, None] = None):
         graph, after_graph = _graph_name(graph, "graph"), _graph_name(after_graph, "after_graph")
         old, old_id = exported(before)
