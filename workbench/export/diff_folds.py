@@ -12,7 +12,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Iterable, Optional, Union
 
-from .graph_diff import DiffRow
+from .graph_diff import DiffRow, common_prefix
 
 FIRST_VIEW_ROWS = 60  # the most rows a first view aims at (about 1,200 px of rows)
 FEW = 3  # a run of this many ops or fewer is shown, not folded
@@ -62,16 +62,6 @@ class DiffFold:
 
 
 Shown = Union[DiffRow, DiffFold]
-
-
-def common_prefix(scopes: Iterable[tuple[str, ...]]) -> tuple[str, ...]:
-    scopes = list(scopes)
-    shared: list[str] = []
-    for parts in zip(*scopes):
-        if len(set(parts)) > 1:
-            break
-        shared.append(parts[0])
-    return tuple(shared)
 
 
 def fold_rows(rows: list[DiffRow], context: int = 2, open_run: Optional[int] = None, by_scope: bool = True) -> list[Shown]:

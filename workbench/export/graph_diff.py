@@ -15,7 +15,7 @@ import difflib
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Iterable, Optional
 
 _COUNTER = re.compile(r"\.\d+$")
 STATUSES = ("same", "changed", "removed", "added")
@@ -34,13 +34,7 @@ class DiffRow:
     @property
     def scope(self) -> tuple[str, ...]:
         """The name scope the row's ops sit in (the scope both sides share for an aligned pair)."""
-        scopes = [op_scope(op) for op in (self.before, self.after) if op is not None]
-        shared = []
-        for parts in zip(*scopes):
-            if len(set(parts)) > 1:
-                break
-            shared.append(parts[0])
-        return tuple(shared)
+        return common_prefix(op_scope(op) for op in (self.before, self.after) if op is not None)
 
 
 @dataclass(slots=True)
@@ -68,6 +62,16 @@ class GraphDiff:
             if row.status != "same":
                 counts[scope][row.status] += 1
         return {scope: count for scope, count in counts.items() if count}
+
+
+def common_prefix(scopes: Iterable[tuple[str, ...]]) -> tuple[str, ...]:
+    """The leading scope names all of ``scopes`` share."""
+    shared: list[str] = []
+    for parts in zip(*scopes):
+        if len(set(parts)) > 1:
+            break
+        shared.append(parts[0])
+    return tuple(shared)
 
 
 def op_key(op: dict) -> tuple[str, str]:
