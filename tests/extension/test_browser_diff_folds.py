@@ -1,7 +1,8 @@
 """Diffs of real-size transforms in a real browser (JupyterLab, headless Chromium): the 6-layer transformer's
 forward graph against its gradient graph, and its forward graph before and after PopART's Inplace pattern.
 At a 630-px and a 1280-px notebook output each first view is at most 1,500 px tall, on screen within 2 s of
-running its cell, inside its output, with no two labels overlapping; a click on a fold opens it in place.
+running its cell, inside its output, with no two labels overlapping; a click on a fold opens it in place, a
+click on the open fold's heading closes it again.
 Screenshots go to tests/artifacts/ (diff-folds-*.png)."""
 import pytest
 
@@ -34,6 +35,7 @@ DIFFS = {2: "gradient", 3: "inplace"}
 PAINTED = ".ipu-wb-figure-canvas .main-svg .layer-above"
 LIMIT_MS = 2000
 FOLD_NAME = "folded ops (click to unfold)"
+OPEN_NAME = "unfolded (click ▾ to fold)"
 
 # The picture's height, how many labels it draws, and every two texts (row labels, summary, legend, title)
 # whose boxes overlap.
@@ -95,6 +97,12 @@ def test_diffs_of_real_transforms_open_folded_to_one_screen_and_unfold_in_place(
         assert output.evaluate(STICKING_OUT) == []
         assert output.locator(".textpoint text", has_text="ops in layer5/feed_forward").count() == 1
         output.screenshot(path=str(ARTIFACTS / "diff-folds-gradient-630px-layer5-open.png"))
+        x, y = page.evaluate(POINT_ON_PAGE, [2, OPEN_NAME, 0])  # its heading
+        page.mouse.click(x, y)
+        page.wait_for_function(f"""() => document.querySelectorAll('.jp-Cell')[2]
+            .querySelectorAll('.textpoint').length === {before['labels']}""")
+        page.wait_for_timeout(500)
+        assert output.evaluate(GEOMETRY)["height"] == before["height"]
 
         output_width(page, 1280)
         check_first_views(page, 1280)

@@ -8,7 +8,7 @@ import popxl
 import popxl.ops as ops
 from popxl.transforms import autodiff
 from workbench.export import to_json
-from workbench.export.diff_folds import FIRST_VIEW_ROWS, DiffFold, DiffFolding
+from workbench.export.diff_folds import FIRST_VIEW_ROWS, DiffFold, DiffFolding, OpenFold
 from workbench.export.graph_diff import graph_diff
 from workbench.widgets import DiffView
 
@@ -27,8 +27,14 @@ def stack(layers: int, axis: int = 1, ops_per_layer: int = 6) -> popxl.Ir:
 
 
 def rows_of(shown):
-    """The diff rows a view holds, each fold's rows in its place."""
-    return [row for item in shown for row in (item.rows if isinstance(item, DiffFold) else [item])]
+    """The diff rows a view holds, each fold's rows in its place (an open fold's heading holds none)."""
+    return [row for item in shown if not isinstance(item, OpenFold)
+            for row in (item.rows if isinstance(item, DiffFold) else [item])]
+
+
+def kinds(shown):
+    return ["fold" if isinstance(item, DiffFold) else "open" if isinstance(item, OpenFold) else item.status
+            for item in shown]
 
 
 def test_unchanged_runs_fold_by_scope_keeping_two_ops_of_context_before_the_change():
@@ -43,13 +49,13 @@ def test_opening_a_fold_puts_its_ops_in_its_place_and_opening_all_restores_every
     view = DiffView(stack(4, axis=1), stack(4, axis=0))
     first = view.folds()[1]
     view.unfold(first)
-    statuses = [getattr(item, "status", "fold") for item in view.shown]
-    assert statuses == ["fold"] + ["same"] * 6 + ["fold", "fold", "same", "same", "changed"]
+    assert kinds(view.shown) == ["fold", "open"] + ["same"] * 6 + ["fold", "fold", "same", "same", "changed"]
     assert rows_of(view.shown) == view.diff.rows
     view.fold(first)
     assert len(view.shown) == 7
     view.unfold_all()
-    assert view.shown == view.diff.rows and view.folds() == []
+    assert rows_of(view.shown) == view.diff.rows and view.folds() == []
+    assert kinds(view.shown).count("open") == 4
     with pytest.raises(ValueError, match="no fold 'nowhere' in this diff"):
         view.unfold("nowhere")
 
@@ -114,15 +120,20 @@ def test_an_op_that_kept_its_name_but_changed_its_type_is_one_changed_op():
     assert changed[0].changes[0] == f"type: relu → {changed[0].after['type']}" and changed[0].after["type"] != "relu"
 
 
-def test_the_figure_draws_each_fold_as_a_clickable_row_and_a_click_opens_it_in_place():
+def test_the_figure_draws_each_fold_as_a_clickable_row_a_click_opens_it_in_place_and_one_on_its_heading_closes_it():
     view = DiffView(stack(4, axis=1), stack(4, axis=0))
     (canvas,) = view.widget.children
     (band,) = [t for t in view.figure.data if t.meta == dict(status="folded", side="band")]
     assert list(band.customdata) == view.folds() and list(band.y) == [0, -1, -2, -3]
     height = view.figure.layout.height
-    canvas._message(canvas, {"kind": "click", "keys": [view.folds()[0]]}, [])  # as the page tells it
-    assert len(view.shown) == 12 and view.figure.layout.height == height + 5 * 20
+    first = view.folds()[0]
+    canvas._message(canvas, {"kind": "click", "keys": [first]}, [])  # as the page tells it
+    assert kinds(view.shown)[:2] == ["open", "same"] and view.figure.layout.height == height + 6 * 20
     assert canvas.figure["layout"]["height"] == view.figure.layout.height
+    (heading,) = [t for t in view.figure.data if t.meta == dict(status="open", side="both")]
+    assert list(heading.text) == ["6 unchanged ops in layer0 (click ▾ to fold)"] and list(heading.customdata) == [first]
+    canvas._message(canvas, {"kind": "click", "keys": [first]}, [])
+    assert len(view.shown) == 7 and canvas.figure["layout"]["height"] == height
 
 
 def test_the_summary_on_top_counts_the_changes_per_scope_and_per_type():
@@ -156,9 +167,10 @@ def test_scopes_too_small_to_fold_alone_fold_together_named_by_the_first_and_las
     view = DiffView(stack(3, ops_per_layer=3), stack(4, axis=0, ops_per_layer=3))
     first = view.shown[0]
     assert isinstance(first, DiffFold) and first.describe("same") == "⋯ 7 unchanged ops in layer0 … layer2 ⋯"
-    assert [getattr(item, "status", "fold") for item in view.shown] == ["fold", "same", "same"] + ["added"] * 3 + ["changed"]
+    assert kinds(view.shown) == ["fold", "same", "same"] + ["added"] * 3 + ["changed"]
     view.unfold(first.key)
-    assert view.shown == view.diff.rows
+    assert kinds(view.shown) == ["open"] + ["same"] * 9 + ["added"] * 3 + ["changed"]
+    assert rows_of(view.shown) == view.diff.rows
 
 
 def test_an_unchanged_graph_of_more_scopes_than_fit_one_screen_is_one_fold_that_opens_into_its_scopes():

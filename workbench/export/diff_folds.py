@@ -47,7 +47,11 @@ class DiffFold:
         return Counter(getattr(row, side)["type"] for row in self.rows if getattr(row, side) is not None)
 
     def describe(self, status: str) -> str:
-        """'⋯ 42 unchanged ops in layer3 ⋯' (or 'in layer0 … layer2' for ops of several scopes) for the fold's
+        """'⋯ 42 unchanged ops in layer3 ⋯' for the fold's ops of ``status``."""
+        return f"⋯ {self.what(status)} ⋯"
+
+    def what(self, status: str) -> str:
+        """'42 unchanged ops in layer3' (or 'in layer0 … layer2' for ops of several scopes) for the fold's
         ops of ``status``."""
         count = self.counts()[status]
         scope, extra = self.scope, ""
@@ -58,10 +62,21 @@ class DiffFold:
             extra = " and the top level" if None in inner and not self.scope else ""
         where = f" in {'/'.join(scope)}{extra}" if scope else ""
         noun = "op" if count == 1 else "ops"
-        return f"⋯ {count:,} {'unchanged' if status == 'same' else status} {noun}{where} ⋯"
+        return f"{count:,} {'unchanged' if status == 'same' else status} {noun}{where}"
 
 
-Shown = Union[DiffRow, DiffFold]
+@dataclass(slots=True)
+class OpenFold:
+    """The row heading an open fold, above what it holds: a click on it folds it again."""
+
+    fold: DiffFold
+
+    @property
+    def key(self) -> str:
+        return self.fold.key
+
+
+Shown = Union[DiffRow, DiffFold, OpenFold]
 
 
 def fold_rows(rows: list[DiffRow], context: int = 2, open_run: Optional[int] = None, by_scope: bool = True) -> list[Shown]:
@@ -155,7 +170,8 @@ def first_view(rows: list[DiffRow], budget: int = FIRST_VIEW_ROWS) -> list[Shown
 
 
 class DiffFolding:
-    """The first view of a diff and the folds opened since; ``shown()`` is what to draw."""
+    """The first view of a diff and the folds opened since; ``shown()`` is what to draw: rows, folds, and
+    each open fold's heading above what it holds."""
 
     def __init__(self, rows: list[DiffRow], budget: int = FIRST_VIEW_ROWS):
         self.rows = rows
@@ -169,6 +185,7 @@ class DiffFolding:
     def _walk(self, items: list[Shown]) -> Iterable[Shown]:
         for item in items:
             if isinstance(item, DiffFold) and item.key in self.open:
+                yield OpenFold(item)
                 yield from self._walk(self.children(item))
             else:
                 yield item

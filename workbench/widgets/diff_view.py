@@ -47,7 +47,7 @@ class DiffView:
     >>> before = workbench.export.to_json(ir)
     >>> ...  # a transform edits ir
     >>> view = DiffView(before, ir)
-    >>> view.unfold(view.folds()[0])  # or click a fold's grey row
+    >>> view.unfold(view.folds()[0])  # or click a fold's grey row; a click on its heading folds it again
 
     Runs of unchanged ops fold to one row each, with a little context kept around each change; where a
     transform changed more than fits one screen, runs of added and removed ops fold by name scope too
@@ -71,7 +71,7 @@ class DiffView:
 
     @property
     def shown(self) -> list[Shown]:
-        """The rows drawn: ops, and folds of ops."""
+        """The rows drawn: ops, folds of ops, and the headings of open folds."""
         return self.folding.shown()
 
     def folds(self) -> list[str]:
@@ -113,7 +113,9 @@ class DiffView:
         return self._widget
 
     def _click(self, key: Any) -> None:
-        if key in self.folds():
+        if key in self.folding.open:
+            self.fold(key)
+        elif key in self.folds():
             self.unfold(key)
 
     def _redraw(self) -> None:

@@ -6,7 +6,7 @@ from typing import Union
 
 import plotly.graph_objects as go
 
-from workbench.export.diff_folds import DiffFold
+from workbench.export.diff_folds import DiffFold, OpenFold
 from workbench.export.graph_diff import DiffRow, GraphDiff
 
 from ..style import PICTURE_WIDTH, TEMPLATE, base_layout, text, text_array
@@ -18,7 +18,8 @@ STATUS_LOOK = {  # status -> (legend name, marker colour)
     "added": ("added", "#70AD47"),
 }
 FOLD_NAME = "folded ops (click to unfold)"
-FOLD_BAND = "#F2F2F2"
+OPEN_NAME = "unfolded (click ▾ to fold)"
+BANDS = {"folded": "#F2F2F2", "open": "#E3EAF4"}  # the background of a fold's row and of an open fold's heading
 ROW_HEIGHT = 20
 MAX_ROWS = 400  # rows drawn; the rest are counted in the title
 SIDE_MARGIN = 20  # pixels left and right of the plot
@@ -97,19 +98,22 @@ def legend_rows(names: list[str], width: int) -> int:
     return rows
 
 
-def diff_figure(diff: GraphDiff, shown: list[Union[DiffRow, DiffFold]], width: int = PICTURE_WIDTH) -> go.Figure:
-    """Before on the left, after on the right, one row per item of ``shown`` (an op row or a fold, drawn as
-    a grey band with what it holds); markers and labels coloured by status, labels shortened to fit."""
+def diff_figure(diff: GraphDiff, shown: list[Union[DiffRow, DiffFold, OpenFold]], width: int = PICTURE_WIDTH) -> go.Figure:
+    """Before on the left, after on the right, one row per item of ``shown``: an op, a fold (a grey band
+    saying what it holds) or an open fold's heading (a blue band); markers and labels coloured by status,
+    labels shortened to fit."""
     rows = shown[:MAX_ROWS]
     figure = go.Figure(layout=dict(template=TEMPLATE))
     folds = [(index, item) for index, item in enumerate(rows) if isinstance(item, DiffFold)]
-    if folds:
-        figure.add_trace(go.Bar(
-            orientation="h", y=[-index for index, _ in folds], x=[X_RANGE[1] - X_RANGE[0] - 0.02] * len(folds),
-            base=[X_RANGE[0] + 0.01] * len(folds), width=0.86, marker=dict(color=FOLD_BAND, line=dict(width=0)),
-            customdata=text_array(fold.key for _, fold in folds), showlegend=False,
-            hovertext=text_array(_fold_hover(fold) for _, fold in folds), hoverinfo="text",
-            meta=dict(status="folded", side="band")))
+    heads = [(index, item.fold) for index, item in enumerate(rows) if isinstance(item, OpenFold)]
+    for kind, banded in (("folded", folds), ("open", heads)):
+        if banded:
+            figure.add_trace(go.Bar(
+                orientation="h", y=[-index for index, _ in banded], x=[X_RANGE[1] - X_RANGE[0] - 0.02] * len(banded),
+                base=[X_RANGE[0] + 0.01] * len(banded), width=0.86, marker=dict(color=BANDS[kind], line=dict(width=0)),
+                customdata=text_array(fold.key for _, fold in banded), showlegend=False,
+                hovertext=text_array(_fold_hover(fold, kind == "open") for _, fold in banded), hoverinfo="text",
+                meta=dict(status=kind, side="band")))
     legend: list[str] = []
     for status, (name, color) in STATUS_LOOK.items():
         for side, x in (("before", 0), ("after", 1)):
@@ -131,12 +135,16 @@ def diff_figure(diff: GraphDiff, shown: list[Union[DiffRow, DiffFold]], width: i
                 meta=dict(status=status, side=side)))
     if folds:
         legend.append(FOLD_NAME)
-        _add_fold_labels(figure, folds, width)
+        _add_fold_labels(figure, folds, width, opened=False)
+    if heads:
+        legend.append(OPEN_NAME)
+        _add_fold_labels(figure, heads, width, opened=True)
     return _laid_out(figure, diff, len(rows), len(shown), legend, width)
 
 
-def _add_fold_labels(figure: go.Figure, folds: list[tuple[int, DiffFold]], width: int) -> None:
-    """A marker and a label per side that has ops in the fold (one across both sides for unchanged ops)."""
+def _add_fold_labels(figure: go.Figure, folds: list[tuple[int, DiffFold]], width: int, opened: bool) -> None:
+    """A marker and a label per side that has ops in the fold (one across both sides for unchanged ops); an
+    open fold's heading points down."""
     points = []
     for index, fold in folds:
         counts = fold.counts()
@@ -146,14 +154,17 @@ def _add_fold_labels(figure: go.Figure, folds: list[tuple[int, DiffFold]], width
         for x, status in ((0, "removed"), (1, "added")):
             if counts[status]:
                 points.append((x, index, fold, status, label_room(width, x)))
+    label = (lambda fold, status: f"{fold.what(status)} (click ▾ to fold)") if opened else DiffFold.describe
     figure.add_trace(go.Scatter(
-        x=[x for x, *_ in points], y=[-index for _, index, *_ in points], mode="markers+text", name=FOLD_NAME,
-        marker=dict(symbol="triangle-right", size=10, color=[STATUS_LOOK[status][1] for *_, status, _ in points]),
-        text=text_array(text(shortened(fold.describe(status), room)) for _, _, fold, status, room in points),
+        x=[x for x, *_ in points], y=[-index for _, index, *_ in points], mode="markers+text",
+        name=OPEN_NAME if opened else FOLD_NAME,
+        marker=dict(symbol="triangle-down" if opened else "triangle-right", size=10,
+                    color=[STATUS_LOOK[status][1] for *_, status, _ in points]),
+        text=text_array(text(shortened(label(fold, status), room)) for _, _, fold, status, room in points),
         textposition="middle right", textfont=dict(size=11, family="monospace", color="#595959"),
         customdata=text_array(fold.key for _, _, fold, _, _ in points),
-        hovertext=text_array(_fold_hover(fold) for _, _, fold, _, _ in points), hoverinfo="text",
-        meta=dict(status="folded", side="both")))
+        hovertext=text_array(_fold_hover(fold, opened) for _, _, fold, _, _ in points), hoverinfo="text",
+        meta=dict(status="open" if opened else "folded", side="both")))
 
 
 def _laid_out(figure: go.Figure, diff: GraphDiff, drawn: int, total: int, legend: list[str], width: int) -> go.Figure:
@@ -188,7 +199,7 @@ def _hover(op: dict, row: DiffRow) -> str:
     return "<br>".join(lines)
 
 
-def _fold_hover(fold: DiffFold) -> str:
+def _fold_hover(fold: DiffFold, opened: bool = False) -> str:
     counts = fold.counts()
     lines = [f"<b>{text(fold.describe(status))}</b>" for status in ("same", "removed", "added") if counts[status]]
     for side in ("before", "after"):
@@ -196,4 +207,4 @@ def _fold_hover(fold: DiffFold) -> str:
         if types and not counts["same"] or side == "before" and types:
             lines.append(f"{side}: " + ", ".join(f"{n} {text(name)}" for name, n in types)
                          + (", …" if len(fold.side_counts(side)) > 6 else ""))
-    return "<br>".join(lines + ["click to unfold"])
+    return "<br>".join(lines + ["click to fold again" if opened else "click to unfold"])
