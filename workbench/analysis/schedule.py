@@ -81,8 +81,33 @@ def dependencies(graph: Graph) -> dict[int, set[int]]:
     return before
 
 
+def creation_order_holds(ops: tuple[Op, ...]) -> bool:
+    """Whether the order ops were created in meets every constraint: nothing writes in place (so no
+    hazards) and each op's producers and ``in_sequence`` predecessors in the graph come before it. Then
+    the earliest-created-first order is the creation order itself, found without a heap."""
+    position = {op: i for i, op in enumerate(ops)}
+    for i, op in enumerate(ops):
+        if op.modified:
+            return False
+        for tensor in op.inputs:
+            producer = tensor.producer
+            if producer is not None and position.get(producer, -1) >= i:
+                return False
+        for previous in op.after:
+            if position.get(previous, -1) >= i:
+                return False
+    return True
+
+
 def schedule(graph: Graph) -> list[Op]:
     """The execution order of ``graph``'s ops."""
+    ops = graph.ops
+    return list(ops) if creation_order_holds(ops) else ordered_by_constraints(graph)
+
+
+def ordered_by_constraints(graph: Graph) -> list[Op]:
+    """``graph``'s ops in dependency order, the earliest created first among those ready (what
+    ``schedule`` gives in every case, computed the long way)."""
     ops = graph.ops
     before = dependencies(graph)
     waiting = {i: len(before[i]) for i in range(len(ops))}
