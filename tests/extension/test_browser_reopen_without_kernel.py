@@ -39,6 +39,12 @@ SHOWN = {"show": "workbench.show(calls)",
          "liveness": "LivenessView(transformer)",
          "replicas": "ReplicaGroupView(transformer)"}
 PICTURE = ".js-plotly-plot .main-svg, .ipu-wb-root"
+# The one graph's square, its label and the legend's entry in the call tree of a program of one graph.
+CARD = """(output) => {
+    const box = (node) => { const b = node.getBoundingClientRect(); return {left: b.left, right: b.right, top: b.top, bottom: b.bottom}; };
+    return {square: box(output.querySelector('.scatterlayer .point')), label: box(output.querySelector('.annotation-text')),
+            legend: box(output.querySelector('.legend .traces')), output: box(output)};
+}"""
 # Per output: whether it holds a drawn picture, and its text (where ipywidgets would write "model not found").
 OUTPUTS = f"""() => [...document.querySelectorAll('.jp-Cell')].slice(1).map((cell) => {{
     const output = cell.querySelector('.jp-OutputArea-output');
@@ -91,6 +97,8 @@ def test_a_saved_notebook_reopened_with_no_kernel_draws_every_picture_and_logs_n
             output.scroll_into_view_if_needed()
             output.screenshot(path=str(ARTIFACTS / f"reopen-no-kernel-{name}.png"))
         assert page.evaluate("window.jupyterapp.shell.currentWidget.sessionContext.session") is None  # no kernel
+        card = cells.nth(1 + list(SHOWN).index("call-tree-one-graph")).locator(".jp-OutputArea-output").first
+        check_card(card.evaluate(CARD))
         assert [output["drawn"] for output in outputs] == [True] * len(SHOWN), outputs
         assert not any("model not found" in output["text"] for output in outputs), outputs
         assert not any("model not found" in text for _, text in logged), logged
@@ -99,3 +107,12 @@ def test_a_saved_notebook_reopened_with_no_kernel_draws_every_picture_and_logs_n
         shown = page.evaluate("window.jupyterapp.shell.currentWidget.context.model.toJSON()")
         assert [cell.get("outputs") for cell in shown["cells"]] == [cell.get("outputs") for cell in saved.cells]
         page.close()
+
+
+def check_card(card: dict) -> None:
+    """The one graph's square sits just under the legend's start, its label right beside it."""
+    square, label, legend = card["square"], card["label"], card["legend"]
+    assert abs(square["left"] - legend["left"]) <= 40, card
+    assert 0 <= square["top"] - legend["bottom"] <= 60, card
+    assert 0 <= label["left"] - square["right"] <= 20, card
+    assert label["right"] - card["output"]["left"] <= 480, card  # all within a small card
