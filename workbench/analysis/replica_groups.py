@@ -81,7 +81,7 @@ class GroupingRow:
         if len(self.uses) == 1:
             return first.label
         if first.kind == "collective":
-            ops = [use.item for use in self.uses]
+            ops = [use.item for use in self.uses if isinstance(use.item, Op)]  # a collective's item is its op
             types, reduced, graphs = (_first_two(list(dict.fromkeys(names))) for names in (
                 [op.type for op in ops], [op.inputs[0].name for op in ops if op.inputs], [op.graph.label for op in ops]))
             return f"{len(ops)} collectives: {types}{f' of {reduced}' if reduced else ''} ({graphs})"
