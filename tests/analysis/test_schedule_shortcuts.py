@@ -79,7 +79,7 @@ def test_a_graph_is_scheduled_as_the_ordering_by_constraints_orders_it():
     assert shortcut > 0 and long_way > 0  # both ways were compared
 
 
-def test_an_op_read_before_an_in_place_write_created_after_it_breaks_the_creation_order():
+def test_a_read_created_after_an_in_place_write_of_what_it_reads_breaks_the_creation_order():
     ir = popxl.Ir()
     with ir.main_graph:
         x = popxl.variable(np.ones(3, np.float32), name="x")
@@ -88,6 +88,19 @@ def test_an_op_read_before_an_in_place_write_created_after_it_breaks_the_creatio
         ops.relu(copy)
     assert not creation_order_holds(ir.main_graph.ops)
     assert schedule(ir.main_graph) == ordered_by_constraints(ir.main_graph)
+
+
+def test_training_programs_whose_updates_follow_every_read_keep_their_creation_order():
+    """SGD updates written after the forward and backward passes read the weights: no hazard reorders them."""
+    from real_programs import transformer
+    from support.programs import mlp_training
+
+    for ir in (transformer(layers=2)[0], mlp_training()[0]):
+        updating = [graph for graph in ir.graphs if any(op.modified for op in graph.ops)]
+        assert updating
+        for graph in ir.graphs:
+            assert creation_order_holds(graph.ops), graph.label
+            assert schedule(graph) == ordered_by_constraints(graph) == list(graph.ops)
 
 
 class PreviousWalk(_StaticWalk):
