@@ -246,3 +246,24 @@ def test_long_graph_names_are_cut_in_the_middle_so_those_sharing_a_prefix_stay_a
     names = [label.split("<br>")[0] for label in annotation_texts(call_tree_figure(call_tree(ir)), "graph")][1:]
     assert len(set(names)) == 3 and all(name.startswith("<b>batch") and "…" in name for name in names)
     assert names[1].endswith("_fn_1</b>") and names[2].endswith("_wrapper</b>")
+
+
+def test_a_program_of_one_graph_is_a_small_card_with_its_legend_just_above_it():
+    ir = popxl.Ir()
+    with ir.main_graph, popxl.ipu(1):
+        x = popxl.variable(np.ones(2, np.float32))
+        popxl.ops.relu(x * 2)
+    view = CallTreeView(ir, live=False)
+    figure = view.figure
+    (square,) = [t for t in figure.data if t.customdata is not None and t.name != "selected"]
+    assert list(square.customdata) == [ir.main_graph.id] and square.name == "the main graph, calling no other graph"
+    assert annotation_texts(figure, "graph") == ["<b>main</b><br>2 ops · runs ×1<br>IPU 1"]
+    layout = figure.layout
+    assert layout.width <= 480 and layout.height <= 180  # a card, not a tree's canvas
+    assert (layout.legend.x, layout.legend.xanchor, layout.legend.orientation) == (0, "left", "h")
+    plot_width = layout.width - layout.margin.l - layout.margin.r
+    start, end = layout.xaxis.range
+    assert (0 - start) / (end - start) * plot_width <= 40  # the square at the left, under the legend's start
+    assert figure.layout.title.text == "Call tree: 1 graph, 0 call sites"
+    view.open(ir.main_graph)
+    assert any(t.name == "selected" for t in view.figure.data)  # selecting it still rings it

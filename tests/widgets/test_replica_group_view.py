@@ -1,5 +1,7 @@
 """ReplicaGroupView: replicas coloured by group, the groups of each collective, values per group."""
 import re
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 
@@ -9,7 +11,7 @@ from widget_programs import trace
 from workbench.analysis.replica_groups import fold_uses, group_values
 from workbench.widgets import ManualScheduler, ReplicaGroupView
 from workbench.widgets.figures import replica_group_figure
-from workbench.widgets.figures.replica_figure import ROW_NAME
+from workbench.widgets.figures.replica_figure import ROW_LINES, ROW_NAME, row_labels
 from workbench.widgets.style import group_color, group_tint
 
 
@@ -146,12 +148,24 @@ def test_uses_of_one_grouping_fold_into_one_row_naming_what_they_reduce():
     view = ReplicaGroupView(ir, live=False)
     reduces = [op for op in ir.main_graph.ops if op.type == "replicated_all_reduce"]
     assert [row.label for row in fold_uses(view.uses)] == [
-        f"8 collectives: {reduces[0].name} of {reduces[0].inputs[0].name} (main), "
-        f"{reduces[1].name} of {reduces[1].inputs[0].name} (main), …",
+        f"8 collectives: replicated_all_reduce of {reduces[0].inputs[0].name}, {reduces[1].inputs[0].name}, … (main)",
         "8 variables: W0, W1, …"]
-    drawn = {y for t in view.figure.data if (t.meta or {}).get("panel") == "matrix" for y in t.y}
+    matrix = [t for t in view.figure.data if (t.meta or {}).get("panel") == "matrix"]
+    drawn = {y for t in matrix for y in t.y}
     assert {label.replace("<br>", " ") for label in drawn} == {row.label for row in fold_uses(view.uses)}  # whole
     assert all(len(line) <= ROW_NAME for label in drawn for line in label.split("<br>"))  # wrapped
+    hover = next(h for t in matrix for h in t.hovertext if h.startswith("<b>8 collectives</b>"))
+    assert all(f"{op.name} of {op.inputs[0].name} (main)" in hover for op in reduces)  # each by its name
+
+
+def test_the_transformers_collectives_row_says_in_two_lines_what_they_reduce_and_where():
+    from real_programs import transformer
+
+    view = ReplicaGroupView(transformer()[0], live=False)
+    labels = row_labels(fold_uses(view.uses))
+    assert labels == ["24 collectives: replicated_all_reduce of<br>Gradient___ws_0, Gradient___ws_1, … (main)",
+                      "24 variables: layer0.qkv, layer0.proj, …"]
+    assert {y for t in view.figure.data if (t.meta or {}).get("panel") == "matrix" for y in t.y} == set(labels)
 
 
 def test_the_grid_menu_names_each_grouping_in_words():
@@ -177,7 +191,7 @@ def test_a_grouping_of_many_users_is_named_in_the_menu_by_how_many_of_each_so_it
     assert view.figure.layout.annotations[0].text.endswith("<br>used by 8 collectives and 8 variables")  # as the grid says
 
 
-def test_long_row_labels_wrap_whole_so_the_matrix_keeps_its_width():
+def test_long_row_labels_keep_two_lines_and_their_start_and_end_so_the_matrix_keeps_its_width():
     ir = popxl.Ir(replication=4)
     with ir.main_graph:
         x = popxl.variable(np.ones(2, np.float32), name="a_rather_long_variable_name_" * 3)
@@ -186,8 +200,16 @@ def test_long_row_labels_wrap_whole_so_the_matrix_keeps_its_width():
     rows = [t for t in figure.data if (t.meta or {}).get("panel") == "matrix"]
     labels = {y for t in rows for y in t.y}
     assert all(len(line) <= ROW_NAME for label in labels for line in label.split("<br>"))
-    assert any(x.name in label.replace("<br>", "") for label in labels)  # every character kept
-    assert any(x.name in hover for t in rows for hover in t.hovertext)
+    assert all(label.count("<br>") < ROW_LINES for label in labels)
+    collective = next(label for label in labels if "replicated_all_reduce" in label)
+    assert "…" in collective and collective.replace("<br>", " ").endswith(f"{x.name[-20:]} (main)")
+    assert any(x.name in hover for t in rows for hover in t.hovertext)  # whole on hover
+
+
+def test_rows_whose_shortened_labels_would_be_alike_stay_apart():
+    long_label = "a" * 60 + "{}" + "b" * 60  # alike but for one character in the middle, which '…' leaves out
+    labels = row_labels([SimpleNamespace(label=long_label.format(n)) for n in (1, 2)])
+    assert len(set(labels)) == 2 and all(label.count("<br>") < ROW_LINES for label in labels)
 
 
 def test_the_instances_of_a_popdist_job_are_parted_in_the_view(monkeypatch):

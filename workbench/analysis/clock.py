@@ -24,7 +24,7 @@ from workbench.ir import Graph, Ir, Op
 from workbench.ir.device import Device
 from workbench.ops.registry import op_def, op_ipus
 
-from .cost_model import op_cycles, op_kind
+from .cost_model import op_cost
 from .flatten import FlatSchedule, Frame, Step, flattened_schedule
 from .op_events import TraceEvent
 
@@ -80,17 +80,21 @@ class ClockPlan:
         return self.bodies[frame]
 
 
-def _group_members(op: Op) -> Optional[Callable[[int], tuple[int, ...]]]:
-    grouping = op.attrs.get("group")
-    if op_kind(op) != "collective" or grouping is None:
+def _group_members(op: Op, kind: str) -> Optional[Callable[[int], tuple[int, ...]]]:
+    grouping = op.attrs.get("group") if kind == "collective" else None
+    if grouping is None:
         return None
     return lambda replica: tuple(grouping.members(grouping.assignment[replica]))
 
 
 def sequenced_ops(ir: Ir) -> set[Op]:
     """The ops an ``in_sequence`` block ordered: those with ops before them, and those ops."""
-    ops = {before for graph in ir.graphs for op in graph.ops for before in op.after}
-    ops.update(op for graph in ir.graphs for op in graph.ops if op.after)
+    ops: set[Op] = set()
+    for graph in ir.graphs:
+        for op in graph.ops:
+            if op.after:
+                ops.add(op)
+                ops.update(op.after)
     return ops
 
 
@@ -98,20 +102,19 @@ def clock_plan(ir: Ir, device: Device, steps_of: Optional[Mapping[Graph, Sequenc
     """The plan of ``ir`` on ``device``; each graph's ops run in ``steps_of[graph]`` order (by default
     the order of the flattened schedule)."""
     flat = flattened_schedule(ir)
+    sequenced = sequenced_ops(ir)
     frame_steps: dict[Frame, list[Step]] = defaultdict(list)
+    timings: dict[Op, OpTiming] = {}
     for step in flat.steps:
         frame_steps[step.frame].append(step)
+        op = step.op
+        if op not in timings:
+            kind, cycles = op_cost(op, device)
+            timings[op] = OpTiming(kind, cycles, op_ipus(op), op.after, op in sequenced, _group_members(op, kind))
     if steps_of is not None:
         for frame, steps in frame_steps.items():
             position = {op: i for i, op in enumerate(steps_of[frame.graph])}
             steps.sort(key=lambda step: position[step.op])
-    sequenced = sequenced_ops(ir)
-    timings: dict[Op, OpTiming] = {}
-    for step in flat.steps:
-        op = step.op
-        if op not in timings:
-            timings[op] = OpTiming(op_kind(op), op_cycles(op, device), op_ipus(op), op.after, op in sequenced,
-                                   _group_members(op))
     return ClockPlan(flat, frame_steps, timings)
 
 
@@ -170,8 +173,10 @@ class ClockWalker:
         last: Optional[int] = None
         free, timings, last_end = self.free, self.plan.timings, self.last_end
         for step in self.plan.frame_steps.get(frame, ()):
-            op, timing = step.op, timings[step.op]
-            start = max(free[ipu] for ipu in timing.ipus)
+            op = step.op
+            timing = timings[op]
+            ipus = timing.ipus
+            start = free[ipus[0]] if len(ipus) == 1 else max(free[ipu] for ipu in ipus)
             for before in timing.after:
                 start = max(start, last_end.get(before, 0))
             if timing.members is not None:
@@ -179,14 +184,15 @@ class ClockWalker:
             event, index = self.new_event(step, timing, start, parent, iterations)
             if step.children:
                 event.start_cycle, event.end_cycle = yield from self.call(step, timing, event, index, iterations)
+                end = event.end_cycle
             else:
-                event.end_cycle = start + timing.cycles
-                for ipu in timing.ipus:
-                    free[ipu] = event.end_cycle
-            last_end[op] = event.end_cycle
+                end = event.end_cycle = start + timing.cycles
+                for ipu in ipus:
+                    free[ipu] = end
+            last_end[op] = end
             self.finish_event(event, parent_event)
             first = event.start_cycle if first is None else min(first, event.start_cycle)
-            last = event.end_cycle if last is None else max(last, event.end_cycle)
+            last = end if last is None else max(last, end)
         return first, last
 
     def call(self, step: Step, timing: OpTiming, event: TraceEvent, index: int,

@@ -48,21 +48,31 @@ class CostRule:
     cycles: Callable[[Op, Device], float]
 
 
-# ----- sizes (math.prod: a cost is computed for every op of a program) -----
+# ----- sizes (plain loops and math.prod: a cost is computed for every op of a program) -----
 def nbytes(tensor) -> int:
     return prod(tensor.shape) * tensor.dtype.itemsize
 
 
+def _total_bytes(tensors) -> int:
+    total = 0
+    for tensor in tensors:
+        total += prod(tensor.shape) * tensor.dtype.itemsize
+    return total
+
+
 def input_bytes(op: Op) -> int:
-    return sum(nbytes(t) for t in op.inputs)
+    return _total_bytes(op.inputs)
 
 
 def output_bytes(op: Op) -> int:
-    return sum(nbytes(t) for t in op.outputs)
+    return _total_bytes(op.outputs)
 
 
 def output_elements(op: Op) -> int:
-    return sum(prod(t.shape) for t in op.outputs)
+    total = 0
+    for tensor in op.outputs:
+        total += prod(tensor.shape)
+    return total
 
 
 def input_elements(op: Op) -> int:
@@ -82,8 +92,12 @@ def _matmul_flops_per_cycle(op: Op, device: Device) -> float:
 
 
 def _vector_flops_per_cycle(op: Op, device: Device) -> float:
-    tensors = op.outputs or op.inputs
-    width = max((t.dtype.itemsize for t in tensors), default=4)
+    width = 0
+    for tensor in op.outputs or op.inputs:
+        itemsize = tensor.dtype.itemsize
+        if itemsize > width:
+            width = itemsize
+    width = width or 4
     return device.vector_bytes_per_tile_cycle / width * device.tiles_per_ipu
 
 
@@ -306,3 +320,9 @@ def op_kind(op: Op) -> str:
 def op_cycles(op: Op, device: Device) -> int:
     """Simulated cycles of one execution of ``op`` (for control ops, their own overhead only)."""
     return ceil(cost_rule(op).cycles(op, device))
+
+
+def op_cost(op: Op, device: Device) -> tuple[str, int]:
+    """``op_kind`` and ``op_cycles`` with one look-up in the table."""
+    rule = cost_rule(op)
+    return rule.kind, ceil(rule.cycles(op, device))

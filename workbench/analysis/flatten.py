@@ -146,8 +146,11 @@ def flattened_schedule(ir: Ir) -> FlatSchedule:
         if frame.graph not in schedules:
             schedules[frame.graph] = schedule(frame.graph)
         for op in schedules[frame.graph]:
-            step = Step(len(flat.steps), op, frame)
+            index = len(flat.steps)
+            step = Step(index, op, frame, index)
             flat.steps.append(step)
+            if not op.called_graphs:
+                continue
             children = []
             for kind, graph in callees(op):
                 if any(f.graph is graph for f in _ancestry(frame)):

@@ -73,14 +73,25 @@ class GroupingRow:
 
     @property
     def label(self) -> str:
-        """'8 remote variables: w0, w1, …' ('RTS variables (4 shards each)' when sharded)."""
+        """'8 remote variables: w0, w1, …' ('RTS variables (4 shards each)' when sharded); '24 collectives:
+        replicated_all_reduce of g0, g1, … (main)': the first two of their op types, of the tensors they
+        reduce or gather and of their graphs, each named once (a collective's own name is long: the
+        row's hover lists them)."""
         first = self.uses[0]
         if len(self.uses) == 1:
             return first.label
-        shown = ", ".join(use.name for use in self.uses[:2])
-        more = ", …" if len(self.uses) > 2 else ""
+        if first.kind == "collective":
+            ops = [use.item for use in self.uses if isinstance(use.item, Op)]  # a collective's item is its op
+            types, reduced, graphs = (_first_two(list(dict.fromkeys(names))) for names in (
+                [op.type for op in ops], [op.inputs[0].name for op in ops if op.inputs], [op.graph.label for op in ops]))
+            return f"{len(ops)} collectives: {types}{f' of {reduced}' if reduced else ''} ({graphs})"
         sharded = f" ({first.shards} shards each)" if first.shards > 1 else ""
-        return f"{len(self.uses)} {first.noun}s{sharded}: {shown}{more}"
+        return f"{len(self.uses)} {first.noun}s{sharded}: {_first_two([use.name for use in self.uses])}"
+
+
+def _first_two(names: list[str]) -> str:
+    """'a, b, …': the first two of ``names``, with an ellipsis for the rest."""
+    return ", ".join(names[:2]) + (", …" if len(names) > 2 else "")
 
 
 def fold_uses(uses: list[GroupingUse]) -> list[GroupingRow]:

@@ -81,8 +81,48 @@ def dependencies(graph: Graph) -> dict[int, set[int]]:
     return before
 
 
+def creation_order_holds(ops: tuple[Op, ...]) -> bool:
+    """Whether the order ops were created in meets every constraint: each op's producers and
+    ``in_sequence`` predecessors in the graph come before it, and no op reads memory that an op created
+    before it wrote in place (unless it writes there too: then it follows the writer anyway), so that
+    no hazard asks for a reader to run first. Then the earliest-created-first order is the creation
+    order itself, found without a heap."""
+    position = {op: i for i, op in enumerate(ops)}
+    for i, op in enumerate(ops):
+        if op.modified and _read_after_writing(op, i, position):
+            return False
+        for tensor in op.inputs:
+            producer = tensor.producer
+            if producer is not None and position.get(producer, -1) >= i:
+                return False
+        for previous in op.after:
+            if position.get(previous, -1) >= i:
+                return False
+    return True
+
+
+def _read_after_writing(writer: Op, index: int, position: dict[Op, int]) -> bool:
+    """Whether an op created after ``writer`` (at ``index``) reads memory it writes in place without
+    writing there itself: the hazard that may put that reader before the writer."""
+    for written in writer.modified:
+        for tensor in _alias_group(writer.inputs[written]):
+            root = declared_root(tensor)
+            for reader in tensor.consumers:
+                if position.get(reader, -1) > index and not any(
+                        declared_root(reader.inputs[k]) is root for k in reader.modified):
+                    return True
+    return False
+
+
 def schedule(graph: Graph) -> list[Op]:
     """The execution order of ``graph``'s ops."""
+    ops = graph.ops
+    return list(ops) if creation_order_holds(ops) else ordered_by_constraints(graph)
+
+
+def ordered_by_constraints(graph: Graph) -> list[Op]:
+    """``graph``'s ops in dependency order, the earliest created first among those ready (what
+    ``schedule`` gives in every case, computed the long way)."""
     ops = graph.ops
     before = dependencies(graph)
     waiting = {i: len(before[i]) for i in range(len(ops))}

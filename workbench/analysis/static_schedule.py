@@ -90,8 +90,8 @@ class _StaticWalk(ClockWalker):
                   iterations: tuple[int, ...]) -> tuple[ScheduledOp, int]:
         frame = step.frame
         event = ScheduledOp(None, timing.ipus[0], timing.ipus, step.op, timing.kind, step.index, frame.call_path,
-                            iterations, parent, timing.in_sequence, timing.cycles, start, repeats=frame.repeats,
-                            branches=frame.branches)
+                            iterations, parent, timing.in_sequence, timing.cycles, start, 0, None, None,
+                            frame.repeats, frame.branches)
         self.events.append(event)
         return event, len(self.events) - 1
 

@@ -1,6 +1,7 @@
 /**
  * The call tree: the main graph at the root, each call site a child (call, repeat ×N, branch (then),
- * branch (else)); subtrees fold with <details>. Graphs that nothing calls are listed after the tree.
+ * branch (else)); subtrees fold with <details>. Graphs that nothing calls are listed after the tree. A
+ * program of one graph gets a card saying so instead of a tree of one entry.
  */
 import { Details } from './details.js';
 import { el } from './dom.js';
@@ -9,7 +10,28 @@ import { countOf, siteLabel } from './visual.js';
 
 const MAX_DEPTH = 16;
 
+/** Where a graph's ops run: 'on IPU 1', 'on IPUs 0, 1', or nothing for a graph without ops. */
+function ipusText(graph: GraphRecord): string {
+  const ipus = [...new Set(graph.ops.map(op => op.ipu))].sort((a, b) => a - b);
+  return ipus.length === 0 ? '' : ` on IPU${ipus.length > 1 ? 's' : ''} ${ipus.join(', ')}`;
+}
+
+/** The one graph of a program that calls no other: its name (click to open it), ops and IPUs, and a note. */
+function oneGraphCard(doc: Document, graph: GraphRecord, details: Details, onSelect: (graph: string) => void): HTMLElement {
+  const name = el(doc, 'span', 'ipu-wb-tree-graph', [graph.label]);
+  name.addEventListener('click', () => onSelect(graph.id));
+  const card = el(doc, 'div', 'ipu-wb-call-tree ipu-wb-tree-card', [
+    el(doc, 'div', '', [name, el(doc, 'span', 'ipu-wb-tree-count', [` ${countOf(graph.ops.length, 'op')}${ipusText(graph)}`])]),
+    el(doc, 'div', 'ipu-wb-tree-note', ['the whole program: one graph, calling no other'])
+  ]);
+  card.addEventListener('mouseenter', () => details.show(`graph ${graph.label}`, [`id: ${graph.id}`, countOf(graph.ops.length, 'op')]));
+  return card;
+}
+
 export function renderCallTree(doc: Document, index: IrIndex, details: Details, onSelect: (graph: string) => void): HTMLElement {
+  if (index.doc.graphs.length === 1 && index.doc.call_sites.length === 0) {
+    return oneGraphCard(doc, index.main, details, onSelect);
+  }
   const entry = (graph: GraphRecord, site: CallSiteRecord | null, ancestors: Set<string>): HTMLElement => {
     const name = el(doc, 'span', 'ipu-wb-tree-graph', [graph.label]);
     name.addEventListener('click', () => onSelect(graph.id));

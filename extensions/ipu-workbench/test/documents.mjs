@@ -2,6 +2,7 @@
 // Python export: main: w (a variable named with markup) -> call(body) -> repeat(loop, 3) -> host_store,
 // where body and loop are subgraphs and loop's name is markup too. malformed.json lists edits that each
 // break it in one way, with the message the viewer must show; the Python tests read both files too.
+// one_graph.ir.json is the export of a program of one graph.
 import { readFileSync } from 'node:fs';
 
 export const EVIL = '<img src=x onerror="__wbXss=1">';
@@ -13,6 +14,11 @@ const SAMPLE = read('sample.ir.json');
 /** A fresh copy of the sample document. */
 export function sampleDocument() {
   return JSON.parse(SAMPLE);
+}
+
+/** A program of one graph calling no other (main: sin, add and relu of a variable, on IPU 1), as exported. */
+export function oneGraphDocument() {
+  return JSON.parse(read('one_graph.ir.json'));
 }
 
 /** The malformed cases: { name, expect, and one of text | set: {path, value} | delete: path }. */

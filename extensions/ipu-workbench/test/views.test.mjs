@@ -9,7 +9,7 @@ import { test } from 'node:test';
 import { JSDOM } from 'jsdom';
 
 import { renderIr } from '../lib/view.js';
-import { EVIL, EVIL_SCRIPT, sampleDocument } from './documents.mjs';
+import { EVIL, EVIL_SCRIPT, oneGraphDocument, sampleDocument } from './documents.mjs';
 import { settled } from './settle.mjs';
 
 /** The view of `value`, once its graph is drawn. */
@@ -183,6 +183,18 @@ test('the graph picker and the call tree choose the graph drawn', async () => {
   await click(loop);
   assert.deepEqual(drawn(), [`|${EVIL}/neg.4`]);
   assert.ok(!root.querySelector('.ipu-wb-graph-view').classList.contains('ipu-wb-hidden'));
+});
+
+test('the call tree of a program of one graph is a card naming it, its ops and its IPU', async () => {
+  const { root } = await render(oneGraphDocument());
+  const card = root.querySelector('.ipu-wb-call-tree');
+  assert.ok(card.classList.contains('ipu-wb-tree-card'));
+  assert.equal(card.querySelectorAll('li').length, 0, 'no tree of one entry');
+  assert.equal(card.querySelector('.ipu-wb-tree-graph').textContent, 'main');
+  assert.equal(card.querySelector('.ipu-wb-tree-count').textContent, ' 3 ops on IPU 1');
+  assert.equal(card.querySelector('.ipu-wb-tree-note').textContent, 'the whole program: one graph, calling no other');
+  const trees = (await render(sampleDocument())).root.querySelectorAll('.ipu-wb-call-tree .ipu-wb-tree-card');
+  assert.equal(trees.length, 0, 'a program of several graphs keeps its tree');
 });
 
 test('the call tree shows call kinds and repeat counts', async () => {

@@ -17,6 +17,8 @@ WIDEST_PICTURE = 1280  # pixels: the widest call tree picture, as wide as a note
 LAYER_HEIGHT = 130  # pixels per level of calls
 RING = 12  # pixels the selection ring adds around a graph's square
 HOVER_INPUTS = 4  # graph inputs a hover lists: what tells apart graphs one module made for other shapes
+CARD_WIDTH, CARD_HEIGHT = 480, 170  # pixels: the picture of a program of one graph, a card, not a tree's canvas
+CARD_SQUARE = 34  # pixels: the one graph's square on the card
 
 NODE_COLORS = GRAPH_STATUS_COLORS
 EDGE_LOOKS = {  # trace name -> line style; call-site kinds map onto these names
@@ -47,7 +49,10 @@ def node_status(tree: CallTree, node: CallTreeNode) -> str:
 def call_tree_figure(tree: CallTree, selected_graph=None, title: Optional[str] = None) -> go.Figure:
     """Graphs carry their id in ``customdata``; the node of ``selected_graph`` is ringed. Each graph's
     name sits to the right of its square; each call-site edge leaves its caller's square at the
-    bottom, enters its callee's at the top, and has its label beside it."""
+    bottom, enters its callee's at the top, and has its label beside it. A program of one graph is a
+    card (``one_graph_card``)."""
+    if len(tree.nodes) == 1 and not tree.edges:
+        return one_graph_card(tree, selected_graph, title)
     keys = [node.graph.id for node in tree.nodes]
     layout = layered_layout(keys, ((e.caller.id, e.callee.id) for e in tree.edges))
     position = layout.positions
@@ -106,6 +111,34 @@ def call_tree_figure(tree: CallTree, selected_graph=None, title: Optional[str] =
         xaxis=dict(visible=False, range=[left, left + shown]),
         yaxis=dict(visible=False, range=[-layout.depth + 0.5, 0.5]),
         height=LAYER_HEIGHT * layout.depth + 90, margin=dict(l=20, r=20, t=70, b=20)))
+    return figure
+
+
+def one_graph_card(tree: CallTree, selected_graph=None, title: Optional[str] = None) -> go.Figure:
+    """The call tree of a program of one graph: that graph's square with its name, op count, runs and IPUs
+    beside it, the legend just above them saying it calls no other graph, all in a small picture (a tree's
+    canvas put the one square in a far corner from its legend)."""
+    (node,) = tree.nodes
+    key = node.graph.id
+    figure = go.Figure(layout=dict(template=TEMPLATE))
+    figure.add_trace(go.Scatter(
+        x=[0], y=[0], mode="markers", name="the main graph, calling no other graph", customdata=[key],
+        marker=dict(symbol="square", size=CARD_SQUARE, color=NODE_COLORS["main"], line=dict(width=1, color="white")),
+        hovertext=[_node_hover(tree, node)], hoverinfo="text"))
+    label = _node_label(node, (CARD_WIDTH - 2 * CARD_SQUARE - 60) // 7, with_ipus=bool(node.ipus))
+    figure.add_annotation(x=0, y=0, text=label, showarrow=False, xanchor="left", align="left",
+                          xshift=CARD_SQUARE / 2 + RING / 2 + 4, font=dict(size=11), name="graph")
+    if selected_graph is not None and selected_graph.id == key:
+        figure.add_trace(go.Scatter(x=[0], y=[0], mode="markers", name="selected", customdata=[key], showlegend=False,
+                                    marker=dict(symbol="square-open", size=CARD_SQUARE + RING, color=HIGHLIGHT,
+                                                line=dict(width=3)), hoverinfo="skip"))
+    plot_width = CARD_WIDTH - 40
+    figure.update_layout(**base_layout(
+        title=dict(text=title or "Call tree: 1 graph, 0 call sites", x=0.01),
+        showlegend=True, legend=dict(orientation="h", yanchor="bottom", y=1.0, x=0, xanchor="left"),
+        width=CARD_WIDTH, height=CARD_HEIGHT,
+        xaxis=dict(visible=False, range=[-CARD_SQUARE / plot_width, 1 - CARD_SQUARE / plot_width]),
+        yaxis=dict(visible=False, range=[-1, 1]), margin=dict(l=20, r=20, t=70, b=20)))
     return figure
 
 

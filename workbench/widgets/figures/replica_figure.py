@@ -20,6 +20,7 @@ VALUE_ELEMENTS = 8  # values with more elements are summarised (shape, mean, min
 PANEL_GAP = 72  # pixels between panels: the axis ticks and title above, the next panel's title below
 TITLE_NAME = 80  # characters per line of the grid title's user: a longer name wraps
 ROW_NAME = 48  # characters per line of a matrix row's label: longer ones wrap, so the matrix keeps its width
+ROW_LINES = 2  # lines of a row's label at most: a longer one is shortened in its middle (its hover has it whole)
 LINE_PITCH = 15  # pixels per line of a row label
 NARROW_OUTPUT = 800  # pixels: in an output narrower than this the legend goes under the picture
 LEGEND_LINE = 24  # pixels per line of the legend under the picture
@@ -55,7 +56,7 @@ def replica_group_figure(grouping: ReplicaGrouping, uses: Sequence[GroupingUse],
     rows = fold_uses(list(uses))
     panels = ["grid"] + (["matrix"] if uses else [])
     grid_rows = -(-grouping.num_replicas // grid_columns(grouping.num_replicas))
-    lines = max((_wrapped(row.label).count("<br>") + 1 for row in rows), default=1)
+    lines = max((label.count("<br>") + 1 for label in row_labels(rows)), default=1)
     pixels = {"grid": 20 + 46 * grid_rows, "matrix": 20 + max(28, LINE_PITCH * lines + 10) * len(rows)}
     titles = {"grid": _grid_title(grouping, uses), "matrix": "Groups of each collective and variable"}
     plot = sum(pixels[p] for p in panels) + PANEL_GAP * (len(panels) - 1)
@@ -153,12 +154,13 @@ def _add_grid(figure: go.Figure, grouping: ReplicaGrouping, row: int) -> None:
 
 
 def _add_matrix(figure: go.Figure, replicas: int, uses: Sequence[GroupingRow], row: int) -> None:
-    labels = [_wrapped(use.label) for use in uses]
+    labels = row_labels(uses)
+    label_of = {id(use): label for use, label in zip(uses, labels)}
     most = max(use.grouping.num_groups for use in uses)
     for group in range(most):
         cells = [(use, r) for use in uses if group < use.grouping.num_groups for r in use.grouping.members(group)]
         figure.add_trace(go.Scatter(
-            x=[r for _, r in cells], y=[_wrapped(use.label) for use, _ in cells], mode="markers+text",
+            x=[r for _, r in cells], y=[label_of[id(use)] for use, _ in cells], mode="markers+text",
             name=f"group {group}", legendgroup=f"group{group}", showlegend=False,
             text=[str(group)] * len(cells), textfont=dict(color="white", size=10),
             marker=dict(symbol="square", size=22 if replicas <= 16 else 12, color=group_color(group)),
@@ -207,6 +209,29 @@ def _storage_note(row: GroupingRow) -> str:
     if first.storage == "remote":
         return "<br>in Streaming Memory (remote buffers), loaded onto the IPU where used"
     return ""
+
+
+def row_labels(rows: Sequence[GroupingRow]) -> list[str]:
+    """Each row's label as the matrix draws it: wrapped, on at most ROW_LINES lines (a longer label keeps its
+    start and end around a '…'), and told apart from every other row's (plotly merges rows of one label)."""
+    labels: list[str] = []
+    for row in rows:
+        label = _shortened(row.label)
+        copy = 1
+        while label in labels:
+            copy += 1
+            label = _shortened(f"{row.label} ({copy})")
+        labels.append(label)
+    return labels
+
+
+def _shortened(label: str) -> str:
+    """``label`` wrapped; where that takes more than ROW_LINES lines, its middle left out."""
+    wrapped, keep = _wrapped(label), ROW_LINES * ROW_NAME - 1
+    while wrapped.count("<br>") >= ROW_LINES and keep > 8:
+        wrapped = _wrapped(label[:keep // 2] + "…" + label[len(label) - (keep - keep // 2 - 1):])
+        keep -= 4
+    return wrapped
 
 
 def _wrapped(label: str, most: int = ROW_NAME) -> str:
