@@ -57,6 +57,29 @@ def _empty_slots(pad: int, slots: int, length: int) -> list[list[slice]]:
     return found
 
 
+def _window_groups(split: np.ndarray, kernel: Sequence[int], stride: Sequence[int], dilation: Sequence[int],
+                   slots: Sequence[int], row: int, col: int) -> list[tuple[int, int, np.ndarray]]:
+    """For output phase (``row``, ``col``): the windows of every slot as (first kernel column, kernel columns,
+    [N, C_in, kernel rows, kernel columns, slot rows, slot columns] view of ``split``), one view per run of
+    kernel columns that read the same slot's column block, each view's last axis contiguous."""
+    n, step, c_in, height, width = split.shape
+    item = split.itemsize
+    s_n, s_m, s_c = split.strides[:3]
+    starts = [stride[1] * col + k * dilation[1] for k in range(kernel[1])]
+    groups = []
+    for k in range(kernel[1]):
+        if k and starts[k] // step == starts[k - 1] // step:
+            continue
+        count = 1
+        while k + count < kernel[1] and starts[k + count] // step == starts[k] // step:
+            count += 1
+        offset = (starts[k] % step) * s_m + (stride[0] * row * width + starts[k] // step) * item
+        groups.append((k, count, np.ndarray((n, c_in, kernel[0], count, *slots), np.float32, split, offset,
+                                            (s_n, s_c, dilation[0] * width * item, dilation[1] * s_m,
+                                             2 * stride[0] * width * item, item))))
+    return groups
+
+
 def _band(start: int, stop: int, rows: int) -> tuple[int, int, list[tuple[int, int, int, int]]]:
     """Rows ``start`` to ``stop`` of the four phases' ``rows`` slot rows each, one after another: the band,
     and its pieces as (phase, first slot row, last slot row + 1, first row within the band)."""
@@ -95,10 +118,16 @@ def pooled_conv(x_shape: Sequence[int], weight: np.ndarray, bias: Optional[np.nd
     padded = np.zeros((n, c_in, *size), np.float32)
     inside = (slice(None), slice(None)) + tuple(slice(b, b + x) for b, x in zip(begin, x_shape[2:]))
     item = padded.itemsize
-    strides = (padded.strides[0], padded.strides[1], dilation[0] * size[1] * item, dilation[1] * item,
-               2 * stride[0] * size[1] * item, 2 * stride[1] * item)
-    views = [np.ndarray((n, c_in, *kernel, *slots), np.float32, padded, (stride[0] * row * size[1] + stride[1] * col)
-                        * item, strides) for row in (0, 1) for col in (0, 1)]
+    # Slot columns step 2 s columns of the padded input: its columns are split by their remainder modulo
+    # that step (``split``), so that each window copy reads whole runs of slots one after another (about
+    # twice as fast as every 2 s-th value: ResNet's stem 0.7 ms -> 0.3 ms).
+    step = 2 * stride[1]
+    last_start = stride[1] + (kernel[1] - 1) * dilation[1]  # of the last kernel column of column phase 1
+    split_width = max(-(-size[1] // step), slots[1] + last_start // step)
+    split = np.zeros((n, step, c_in, size[0], split_width), np.float32)
+    remainders = [(split[:, m, :, :, :len(range(m, size[1], step))], (Ellipsis, slice(m, None, step)))
+                  for m in range(step)]
+    views = [_window_groups(split, kernel, stride, dilation, slots, row, col) for row in (0, 1) for col in (0, 1)]
     rows = c_in * math.prod(kernel)
     weight_and_bias = np.concatenate([np.asarray(weight, np.float32).reshape(c_out, rows),
                                       np.zeros((c_out, 1), np.float32) if bias is None
@@ -118,6 +147,8 @@ def pooled_conv(x_shape: Sequence[int], weight: np.ndarray, bias: Optional[np.nd
 
     def conv(x: np.ndarray, _weight: np.ndarray) -> np.ndarray:
         padded[inside] = x
+        for target, picked in remainders:
+            np.copyto(target, padded[picked])
         flat = np.empty(total, np.float32)
         planes = flat[:planes_size].reshape(n, c_out, 4, plane)
         cols = np.empty((rows + 1) * band * slots[1], np.float32)
@@ -126,10 +157,12 @@ def pooled_conv(x_shape: Sequence[int], weight: np.ndarray, bias: Optional[np.nd
             for start, stop, pieces in bands:
                 width = (stop - start) * slots[1]
                 matrix = cols[:(rows + 1) * width].reshape(rows + 1, width)
-                taps = matrix[:rows].reshape(c_in, *kernel, width)
+                columns = matrix[:rows].reshape(c_in, *kernel, width)
                 for phase, first, last, at in pieces:
-                    np.copyto(taps[..., at * slots[1]:(at + last - first) * slots[1]].reshape(
-                        c_in, *kernel, last - first, slots[1]), views[phase][image, ..., first:last, :])
+                    into = columns[..., at * slots[1]:(at + last - first) * slots[1]].reshape(
+                        c_in, *kernel, last - first, slots[1])
+                    for k, count, view in views[phase]:
+                        np.copyto(into[:, :, k:k + count], view[image, ..., first:last, :])
                 matrix[rows] = 1
                 np.matmul(weight_and_bias, matrix, out=by_rows[:, start * slots[1]:stop * slots[1]])
         by_phase = planes.reshape(n, c_out, 2, 2, *slots)
