@@ -209,3 +209,11 @@ def test_a_max_pool_of_stride_one_stays_out_of_the_convolution_run():
     runs = [[code.steps[i].type for i in run] for run in code.plan.fused]
     assert runs == [["conv", "batch_norm_inference", "relu"]]
     np.testing.assert_allclose(ran, expected, rtol=1e-4, atol=1e-5 * np.abs(expected).max())
+
+
+def test_a_convolution_that_goes_by_winograd_keeps_the_max_pool_after_it_apart():
+    code, ran, _, expected = stem_case((1, 32, 14, 14), 40, 3, 1, 1, 2, 0)
+    assert winograd.applies((1, 32, 14, 14), (40, 32, 3, 3), (1, 1), (1, 1), 1, (14, 14), constant_weight=True)
+    runs = [[code.steps[i].type for i in run] for run in code.plan.fused]
+    assert runs == [["conv", "batch_norm_inference", "relu"]]
+    np.testing.assert_allclose(ran, expected, rtol=1e-4, atol=1e-5 * np.abs(expected).max())

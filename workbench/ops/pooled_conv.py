@@ -21,6 +21,7 @@ import numpy as np
 
 from workbench.ir import Op
 
+from . import winograd
 from .activations import zero_rows
 from .conv_kernels import CHUNK_BYTES, Destination, Pads
 
@@ -37,8 +38,13 @@ def pools_phases(op: Op) -> bool:
 
 
 def writes_phases(op: Op) -> bool:
-    """A 2-D convolution of one group: what can write its output as phase planes."""
-    return op.type == "conv" and len(op.inputs[0].shape) == 4 and op.attrs["groups"] == 1
+    """A 2-D convolution of one group that Winograd's method would not compute faster: what writes its
+    output as phase planes, by im2col."""
+    if not (op.type == "conv" and len(op.inputs[0].shape) == 4 and op.attrs["groups"] == 1):
+        return False
+    attrs = op.attrs
+    return not winograd.applies(op.inputs[0].shape, op.inputs[1].shape, attrs["stride"], attrs["dilation"], 1,
+                                op.outputs[0].shape[2:], constant_weight=True)
 
 
 def _taps(pad: int) -> list[tuple[int, int]]:
