@@ -17,6 +17,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from .conv_kernels import Pads, compute_type
+from .reductions import MATRIX_MEAN_COUNT
 
 Reduction = Callable[[np.ndarray], np.ndarray]
 
@@ -252,7 +253,7 @@ def average_pool(x_shape: Sequence[int], kernel: Sequence[int], stride: Sequence
     several times faster than adding up shifted slices."""
     compute = compute_type(dtype)
     if (tuple(kernel) == tuple(x_shape[2:]) and not any(b or e for b, e in pads)
-            and all(d == 1 for d in dilation) and compute == np.float32):
+            and all(d == 1 for d in dilation) and compute == np.float32 and math.prod(kernel) <= MATRIX_MEAN_COUNT):
         count = math.prod(kernel)
         ones = np.ones(count, compute)
 
