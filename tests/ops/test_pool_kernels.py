@@ -112,3 +112,14 @@ def test_other_stride_one_max_pools_go_by_planes(shape, kernel, pads):
     out = tuple(size + b + e - k + 1 for size, k, (b, e) in zip(shape[2:], kernel, pads))
     kernel_fn = pool_kernels.max_pool(shape, kernel, (1, 1), (1, 1), pads, out, np.float32)
     assert "_plane_max_pool" in kernel_fn.__qualname__
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_a_global_average_pool_sums_each_plane_by_a_matrix_product(dtype):
+    x = RNG.standard_normal((2, 5, 7, 6)).astype(dtype)
+    kernel_fn = pool_kernels.average_pool(x.shape, (7, 6), (1, 1), (1, 1), ((0, 0), (0, 0)), (1, 1), np.dtype(dtype))
+    assert "global_average_pool" in kernel_fn.__qualname__
+    got = kernel_fn(x)
+    assert got.shape == (2, 5, 1, 1) and got.dtype == dtype
+    np.testing.assert_allclose(got, x.astype(np.float64).mean(axis=(2, 3), keepdims=True),
+                               rtol=1e-3 if dtype == np.float16 else 1e-6, atol=1e-3 if dtype == np.float16 else 1e-7)

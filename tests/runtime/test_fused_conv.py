@@ -154,3 +154,66 @@ def test_a_padded_or_grouped_convolution_keeps_the_relu_before_it_apart(padding,
     runs = [[code.steps[i].type for i in run] for run in code.plan.fused]
     assert ["conv", "add", "relu"] in runs and not any("relu" in run[:-1] for run in runs)
     np.testing.assert_allclose(ran, expected, rtol=1e-4, atol=1e-5 * np.abs(expected).max())
+
+
+def stem_case(x_shape, c_out, kernel, conv_stride, conv_pad, pool_stride, pool_pad):
+    """A CNN's stem: conv -> batch norm -> relu -> max pool 3×3; the main graph's code, the plain run's and
+    the stepped run's results, and NumPy's."""
+    x = RNG.standard_normal(x_shape).astype(np.float32)
+    w = (RNG.standard_normal((c_out, x_shape[1], kernel, kernel)) / kernel).astype(np.float32)
+    scale, shift, mean = (RNG.standard_normal(c_out).astype(np.float32) for _ in range(3))
+    var = RNG.uniform(0.5, 1.5, c_out).astype(np.float32)
+    ir = popxl.Ir()
+    with ir.main_graph:
+        x_stream = popxl.h2d_stream(x.shape, popxl.float32, name="x")
+        y = ops.conv(ops.host_load(x_stream), popxl.constant(w), stride=(conv_stride,) * 2,
+                     padding=(conv_pad,) * 4)
+        y = ops.batch_norm_inference(y, *(popxl.constant(v) for v in (scale, shift, mean, var)), epsilon=EPS)
+        y = ops.max_pool(ops.relu(y), (3, 3), stride=(pool_stride,) * 2, padding=(pool_pad,) * 4)
+        y_stream = popxl.d2h_stream(y.shape, y.dtype, name="y")
+        ops.host_store(y_stream, y)
+    code, ran, stepped = run_and_step(ir, x_stream, x, y_stream)
+    padded = np.pad(x.astype(np.float64), [(0, 0), (0, 0)] + [(conv_pad, conv_pad)] * 2)
+    size = [(n - kernel) // conv_stride + 1 for n in padded.shape[2:]]
+    conv = np.zeros((x_shape[0], c_out, *size))
+    for i, j in np.ndindex(kernel, kernel):
+        window = padded[:, :, i:i + (size[0] - 1) * conv_stride + 1:conv_stride,
+                        j:j + (size[1] - 1) * conv_stride + 1:conv_stride]
+        conv += np.einsum("nchw,oc->nohw", window, w[:, :, i, j].astype(np.float64))
+    per_channel = (slice(None), None, None)
+    normed = (conv - mean[per_channel]) / np.sqrt(var[per_channel] + EPS) * scale[per_channel] + shift[per_channel]
+    activated = np.pad(np.maximum(normed, 0), [(0, 0), (0, 0)] + [(pool_pad, pool_pad)] * 2, constant_values=-np.inf)
+    out = [(n - 3) // pool_stride + 1 for n in activated.shape[2:]]
+    expected = np.full((x_shape[0], c_out, *out), -np.inf)
+    for i, j in np.ndindex(3, 3):
+        expected = np.maximum(expected, activated[:, :, i:i + (out[0] - 1) * pool_stride + 1:pool_stride,
+                                                  j:j + (out[1] - 1) * pool_stride + 1:pool_stride])
+    return code, ran, stepped, expected
+
+
+@pytest.mark.parametrize("x_shape, kernel, conv_stride, conv_pad, pool_pad", [
+    ((1, 3, 23, 23), 3, 2, 0, 0),  # SqueezeNet's stem
+    ((2, 3, 20, 18), 7, 2, 3, 1),  # ResNet's stem, two images
+])
+def test_a_stem_of_conv_batch_norm_relu_and_a_strided_max_pool_runs_as_one(x_shape, kernel, conv_stride, conv_pad,
+                                                                           pool_pad):
+    code, ran, stepped, expected = stem_case(x_shape, 6, kernel, conv_stride, conv_pad, 2, pool_pad)
+    runs = [[code.steps[i].type for i in run] for run in code.plan.fused]
+    assert runs == [["conv", "batch_norm_inference", "relu", "max_pool"]]
+    np.testing.assert_allclose(ran, expected, rtol=1e-4, atol=1e-5 * np.abs(expected).max())
+    np.testing.assert_allclose(stepped, expected, rtol=1e-4, atol=1e-5 * np.abs(expected).max())
+
+
+def test_a_max_pool_of_stride_one_stays_out_of_the_convolution_run():
+    code, ran, _, expected = stem_case((1, 3, 12, 12), 4, 3, 1, 1, 1, 1)
+    runs = [[code.steps[i].type for i in run] for run in code.plan.fused]
+    assert runs == [["conv", "batch_norm_inference", "relu"]]
+    np.testing.assert_allclose(ran, expected, rtol=1e-4, atol=1e-5 * np.abs(expected).max())
+
+
+def test_a_convolution_that_goes_by_winograd_keeps_the_max_pool_after_it_apart():
+    code, ran, _, expected = stem_case((1, 32, 14, 14), 40, 3, 1, 1, 2, 0)
+    assert winograd.applies((1, 32, 14, 14), (40, 32, 3, 3), (1, 1), (1, 1), 1, (14, 14), constant_weight=True)
+    runs = [[code.steps[i].type for i in run] for run in code.plan.fused]
+    assert runs == [["conv", "batch_norm_inference", "relu"]]
+    np.testing.assert_allclose(ran, expected, rtol=1e-4, atol=1e-5 * np.abs(expected).max())

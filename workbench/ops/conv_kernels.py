@@ -201,7 +201,9 @@ def _biased_pointwise_conv(x_shape: Sequence[int], weight: np.ndarray, bias: np.
     matrix = weight.reshape(c_out, c_in).astype(compute)
     weight_and_bias = np.concatenate([matrix, bias.reshape(c_out, 1)], axis=1).astype(compute)
     column = bias.reshape(c_out, 1).astype(compute)
-    zeros = np.zeros(positions, compute)  # maximum vectorises against an array, not a scalar
+    # each image's output (contiguous, fresh or a destination's) is compared with long rows of zeros
+    # (``zero_rows``): twice as fast as rows of ``positions``, down to 49, each an inner loop of its own
+    relu_rows, zeros = zero_rows((c_out * positions,), compute)
 
     def conv(x: np.ndarray, _weight: np.ndarray) -> np.ndarray:
         if ones_row:
@@ -217,7 +219,8 @@ def _biased_pointwise_conv(x_shape: Sequence[int], weight: np.ndarray, bias: np.
                 np.matmul(matrix, x[image].reshape(c_in, positions), out=y_image)
                 np.add(y_image, column, out=y_image)
             if relu:
-                np.maximum(y_image, zeros, out=y_image)
+                flat = y_image.reshape(relu_rows)
+                np.maximum(flat, zeros, out=flat)
         return y
     return conv
 

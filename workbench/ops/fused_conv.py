@@ -9,7 +9,9 @@ the weight once, when the kernel is built, and their shift becomes a bias that t
 (``conv_kernels.conv``: its matrix product adds it, or a Winograd convolution at one tile position);
 the relu is taken in the convolution's own passes where it has some that can. Batch norm, its scale
 and shift and the bias cost no pass of their own. ``runtime/execution/fusion.py`` finds such runs; the
-ops after the convolution then give their input back unchanged. Values differ from the ops one by one in the last bits.
+ops after the convolution then give their input back unchanged. A run may close with a 3×3 max pool of
+stride 2 after its relu (``pooled_conv.py``), whose step then gives the run's result. Values differ from
+the ops one by one in the last bits.
 """
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ import numpy as np
 from workbench.ir import Op
 
 from .channel_affine import Map, channel_map, constant_value
+from . import pooled_conv
 from .conv_kernels import Destination, conv
 
 
@@ -73,9 +76,12 @@ def nonzero_factor(maps: Sequence[Op]) -> bool:
     return bool(np.all(np.isfinite(factor) & (factor != 0) & np.isfinite(shift)))
 
 
-def _parts(ops: Sequence[Op]) -> tuple[list[Op], Op, list[Op], bool]:
-    """The maps of the prologue (before its relu), the convolution, the maps after it, and whether a
-    relu closes the run; a ValueError where ``ops`` are no such run."""
+def _parts(ops: Sequence[Op]) -> tuple[list[Op], Op, list[Op], bool, Optional[Op]]:
+    """The maps of the prologue (before its relu), the convolution, the maps after it, whether a relu
+    closes them, and the max pool after that relu, if any; a ValueError where ``ops`` are no such run."""
+    pool = ops[-1] if ops and pooled_conv.pools_phases(ops[-1]) else None
+    if pool is not None:
+        ops = ops[:-1]
     at = next((i for i, op in enumerate(ops) if op.type == "conv"), None)
     if at is None:
         raise ValueError(f"not a run with a convolution: {[op.type for op in ops]}")
@@ -84,9 +90,11 @@ def _parts(ops: Sequence[Op]) -> tuple[list[Op], Op, list[Op], bool]:
     before, maps = prologue[:-1], tail[:-1] if relu else tail
     well_formed = (foldable_conv(head) and all(foldable_map(op) for op in before + maps)) and (
         not prologue or (before and activation(prologue[-1]) and takes_prologue(head) and nonzero_factor(before)))
+    if pool is not None and not (relu and pooled_conv.writes_phases(head)):
+        well_formed = False
     if not well_formed:
         raise ValueError(f"not a convolution with constant scales and shifts: {[op.type for op in ops]}")
-    return before, head, maps, relu
+    return before, head, maps, relu, pool
 
 
 def run_kernels(ops: Sequence[Op], destination: Destination = None) -> list[Callable]:
@@ -99,7 +107,7 @@ def run_kernels(ops: Sequence[Op], destination: Destination = None) -> list[Call
     1, two else; |f| is folded into the convolution's weight, and the weight times s, a constant per
     output channel (no padding reads anything else), into its bias. The convolution's step computes
     the rest of the run; every other op gives its input 0 back."""
-    before, head, maps, relu = _parts(ops)
+    before, head, maps, relu, pool = _parts(ops)
     x_shape, out_shape = head.inputs[0].shape, head.outputs[0].shape
     weight = np.asarray(constant_value(head.inputs[1]), np.float64)
     factor, shift = (v.astype(np.float64) for v in _composed(maps, weight.shape[0]))
@@ -116,9 +124,14 @@ def run_kernels(ops: Sequence[Op], destination: Destination = None) -> list[Call
     folded = (weight * factor.reshape((-1,) + (1,) * (weight.ndim - 1))).astype(np.float32)
     attrs = head.attrs
     pads = tuple(zip(attrs["pads_begin"], attrs["pads_end"]))
+    bias = shift.astype(np.float32) if np.any(shift) else None
+    if pool is not None:
+        pooled, pooling = pooled_conv.pooled_conv(x_shape, folded, bias, attrs["stride"], attrs["dilation"], pads,
+                                                  out_shape[2:], pool.attrs["pads_begin"], pool.outputs[0].shape[2:],
+                                                  destination)
+        return first + [pooled] + [_passed] * (len(maps) + 1) + [pooling]
     fused = conv(x_shape, folded.shape, attrs["stride"], attrs["dilation"], pads, attrs["groups"], out_shape[2:],
-                 np.dtype(np.float32), folded, shift.astype(np.float32) if np.any(shift) else None, relu,
-                 destination)
+                 np.dtype(np.float32), folded, bias, relu, destination)
     return first + [fused] + [_passed] * (len(maps) + relu)
 
 

@@ -17,6 +17,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from .conv_kernels import Pads, compute_type
+from .reductions import MATRIX_MEAN_COUNT
 
 Reduction = Callable[[np.ndarray], np.ndarray]
 
@@ -247,8 +248,20 @@ def window_counts(x_shape: Sequence[int], kernel: Sequence[int], stride: Sequenc
 
 def average_pool(x_shape: Sequence[int], kernel: Sequence[int], stride: Sequence[int], dilation: Sequence[int],
                  pads: Pads, out: Sequence[int], dtype: np.dtype) -> Callable:
-    """Padding is left out of each window's count (ONNX count_include_pad=0)."""
+    """Padding is left out of each window's count (ONNX count_include_pad=0). One window over the whole
+    unpadded input (a global average pool) is each plane's sum as a matrix product with a column of ones,
+    several times faster than adding up shifted slices."""
     compute = compute_type(dtype)
+    if (tuple(kernel) == tuple(x_shape[2:]) and not any(b or e for b, e in pads)
+            and all(d == 1 for d in dilation) and compute == np.float32 and math.prod(kernel) <= MATRIX_MEAN_COUNT):
+        count = math.prod(kernel)
+        ones = np.ones(count, compute)
+
+        def global_average_pool(x: np.ndarray) -> np.ndarray:
+            sums = np.matmul(x.reshape(-1, count), ones)
+            np.divide(sums, compute.type(count), out=sums)
+            return sums.reshape(*x_shape[:2], *out).astype(dtype, copy=False)
+        return global_average_pool
     counts = window_counts(x_shape, kernel, stride, dilation, pads, out)
     scale = compute.type(1 / counts.flat[0]) if np.all(counts == counts.flat[0]) else (1 / counts).astype(compute)
     reduction = _window_reduction(np.add, 0, x_shape, kernel, stride, dilation, tuple(b for b, _ in pads), out)

@@ -4,7 +4,9 @@ A convolution run (``ops/fused_conv.py``) is a convolution of a constant weight 
 scales and shifts of constant factors and maybe a relu: the factors fold into the weight and a bias,
 so batch norm and bias cost no pass of their own. An unpadded convolution takes in the constant
 scales and shifts and the relu before it too, as DenseNet's batch norm and relu before each 1×1
-convolution: they cost one or two passes instead of three. A channel-map run
+convolution: they cost one or two passes instead of three. A convolution run closing with a relu takes in
+a 3×3 max pool of stride 2 that reads it (``ops/pooled_conv.py``: a CNN's stem), which then needs no
+strided pass. A channel-map run
 (``ops/channel_affine.py``) is two or more per-channel scales or shifts (batch norm in inference, a
 ``mul`` or ``add`` of one value per channel).
 
@@ -30,7 +32,7 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from workbench.ir import Op
-from workbench.ops import channel_affine, fused_conv
+from workbench.ops import channel_affine, fused_conv, pooled_conv
 from workbench.ops.channel_affine import channel_map
 from workbench.ops.concat_into import writes_into
 from workbench.ops.conv_kernels import Destination
@@ -53,6 +55,10 @@ def fused_runs(steps: list[Op], outputs: tuple) -> tuple[tuple[int, ...], ...]:
             if not (activation(steps[after]) or foldable_map(steps[after])):
                 break
             run.append(after)
+        pool = follower.get(run[-1])
+        if (activation(steps[run[-1]]) and pool is not None and pooled_conv.pools_phases(steps[pool])
+                and pooled_conv.writes_phases(op)):
+            run.append(pool)
         run = _prologue(steps, index, leader, taken) + run
         if len(run) > 1:
             runs.append(tuple(run))
