@@ -185,6 +185,7 @@ class Bucket:
         self._shapes = [tuple(op.outputs[0].shape) for op in ops]
         dtype = ops[0].outputs[0].dtype.as_numpy()
         self._sending = np.empty(sum(sizes), dtype)
+        self._staged = self._sending  # where this run's values go: ``_sending`` or an exchange's row
         self._result: Optional[np.ndarray] = None
         self._slot: Optional[list] = None  # the shared result's slot (``SharedResults.slot``)
         self._shareable = _shareable(ops)
@@ -194,29 +195,31 @@ class Bucket:
     def member(self, index: int, combine: Callable[[list], np.ndarray]) -> Callable[[np.ndarray], np.ndarray]:
         start, stop = self._bounds[index]
         shape = self._shapes[index]
-        sending = self._sending
         if index == 0:
             key, op, occurrences = (self.ops[-1], self.group), self.ops[-1], self._occurrences
 
             def first(value):
+                communicator = self._communicator()
+                sending = self._staging(communicator)
                 sending[start:stop] = value.reshape(-1)
-                shared = getattr(self._communicator(), "bucket_results", None) if self._shareable else None
+                shared = getattr(communicator, "bucket_results", None) if self._shareable else None
                 if shared is None:
-                    self._slot, self._result = None, np.empty_like(sending)
+                    self._slot, self._result = None, np.empty_like(self._sending)
                 else:
-                    self._slot = shared.slot(key, occurrences.get(op, 0), sending)
+                    self._slot = shared.slot(key, occurrences.get(op, 0), self._sending)
                     self._result = self._slot[1]
                 return self._result[start:stop].reshape(shape)
             return first
         if index < len(self.ops) - 1:
             def middle(value):
-                sending[start:stop] = value.reshape(-1)
+                self._staged[start:stop] = value.reshape(-1)
                 return self._result[start:stop].reshape(shape)
             return middle
         op, occurrences = self.ops[-1], self._occurrences
         combine = BucketReducer(combine, stacked_reducer(op))
 
         def last(value):
+            sending = self._staged
             sending[start:stop] = value.reshape(-1)
             occurrence = occurrences.get(op, 0)
             occurrences[op] = occurrence + 1
@@ -230,3 +233,13 @@ class Bucket:
                 slot[2] = reduced
             return result[start:stop].reshape(shape)
         return last
+
+    def _staging(self, communicator) -> np.ndarray:
+        """Where this replica gathers the bucket's values for the exchange: straight in the row of
+        the exchange's shared memory where the communicator offers one (no copy into it later),
+        else the bucket's own array."""
+        row = getattr(communicator, "staging_row", None)
+        staged = None if row is None else row(self.ops[-1], self.replica, self.members, self._sending.shape,
+                                               self._sending.dtype)
+        self._staged = self._sending if staged is None else staged
+        return self._staged

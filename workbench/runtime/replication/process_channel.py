@@ -193,6 +193,11 @@ class ProcessChannel:
         self._exchanges += 1
         return self._window.allgather(values, description, lambda: self.barrier(description))
 
+    def row(self, index: int, count: int, shape: tuple, dtype: np.dtype) -> Optional[np.ndarray]:
+        """Where this process's ``index``-th of ``count`` values of the next exchange goes
+        (``ExchangeWindow.row``): a value written there is not copied again."""
+        return self._window.row(index, count, shape, dtype)
+
     def combine_groups(self, values: list, description: str, everywhere: list[Group], here: list[Group],
                        combine: Callable[[list], np.ndarray]) -> dict:
         """Each group's reduction. ``combine`` reduces element by element (the all-reduce does), so

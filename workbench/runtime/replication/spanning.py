@@ -81,6 +81,15 @@ class SpanningCommunicator:
                                        self._replicas, value, gathered)
         return [everyone[m] for m in members]
 
+    def staging_row(self, op, replica: int, members: Sequence[int], shape: tuple, dtype) -> Optional[np.ndarray]:
+        """Where ``replica`` may write its value of ``op``'s next exchange, so that the exchange copies
+        it no more: a row of the channel's shared memory, or None (the op stays within the process, or
+        the channel has no such rows)."""
+        row = getattr(self._channel, "row", None)
+        if row is None or not self._spans(op, members):
+            return None
+        return row(self._replicas.index(replica), len(self._replicas), shape, dtype)
+
     def combine(self, key: MeetingKey, label: str, replica: int, members: Sequence[int], value: Any,
                 combine: Callable[[list], Any]) -> Any:
         """``combine`` of every member's value (in global replica order), computed once for each
