@@ -82,6 +82,7 @@ class Worker:
     def _serve_run(self, run: int, profiled: bool) -> None:
         self._run = run
         swapped = self._runner.swapped
+        self._programs[0].shared_updates.begin()
         for index, program in zip(self._indices, self._programs):
             for port in (*program.inputs.values(), *program.outputs.values()):
                 port.index = 0
