@@ -198,6 +198,17 @@ class ProcessChannel:
         (``ExchangeWindow.row``): a value written there is not copied again."""
         return self._window.row(index, count, shape, dtype)
 
+    def reduced_row(self, index: int, groups: int, shape: tuple, dtype: np.dtype) -> Optional[np.ndarray]:
+        """Where the next exchange (``combine_groups``) leaves the reduced values of the ``index``-th
+        of ``groups`` groups, each of ``shape`` and ``dtype``; None where it reduces them apart, in
+        each process (values too small to share out). Valid until the exchange after next."""
+        size = int(np.prod(shape, dtype=np.int64))
+        if size < self.slots.processes * SLICE_ELEMENTS:
+            return None
+        half = self._results[self._exchanges % 2]
+        nbytes = size * np.dtype(dtype).itemsize
+        return half[index * nbytes: (index + 1) * nbytes].view(dtype).reshape(shape)
+
     def combine_groups(self, values: list, description: str, everywhere: list[Group], here: list[Group],
                        combine: Callable[[list], np.ndarray]) -> dict:
         """Each group's reduction. ``combine`` reduces element by element (the all-reduce does), so

@@ -90,6 +90,16 @@ class SpanningCommunicator:
             return None
         return row(self._replicas.index(replica), len(self._replicas), shape, dtype)
 
+    def reduced_row(self, op, members: Sequence[int], shape: tuple, dtype) -> Optional[np.ndarray]:
+        """Where ``op``'s next exchange leaves the reduced values of the group ``members``, in the
+        channel's shared memory, or None (the op stays within the process, or the channel keeps no
+        such rows for values of this size)."""
+        row = getattr(self._channel, "reduced_row", None)
+        if row is None or not self._spans(op, members):
+            return None
+        everywhere = all_groups(op, members)
+        return row(everywhere.index(tuple(members)), len(everywhere), shape, dtype)
+
     def combine(self, key: MeetingKey, label: str, replica: int, members: Sequence[int], value: Any,
                 combine: Callable[[list], Any]) -> Any:
         """``combine`` of every member's value (in global replica order), computed once for each
