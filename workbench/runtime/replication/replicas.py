@@ -46,9 +46,10 @@ PARALLEL_MATMUL_FLOPS = 50e6
 # replicas in 2 processes on 2 cores run in about 0.6 of the time they take turns in one.
 PROCESS_STEP_FLOPS = 10e6
 # On the same 2 cores shared with other work (load 5 to 7), taking turns beat 2 processes in every run
-# (R=4 and 16): a process spent some 2.5 times the processor time per replica of one taking turns (its
-# replicas keep their own weights, which turns share, and a step copies each gradient twice into the
-# exchange), so lockstep processes only pay with cores that nobody else wants (``busy_threads``).
+# (R=4 and 16): a process spent some 2.5 times the processor time per replica of one taking turns, so
+# lockstep processes only pay with cores that nobody else wants (``busy_threads``). Since the replicas
+# of a process share their weights and a bucket goes into and out of the exchange uncopied, 16
+# replicas in 2 processes take some 1.2 to 1.5 times the processor time of turns (was 1.7 to 1.8).
 # Worker processes read each other's values once a slot written after them says they are there,
 # which holds on machines that keep stores in order (x86-64); 'auto' picks processes only there.
 ORDERED_STORES = ("x86_64", "amd64", "i686", "i386")
