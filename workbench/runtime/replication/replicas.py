@@ -49,7 +49,8 @@ PROCESS_STEP_FLOPS = 10e6
 # (R=4 and 16): a process spent some 2.5 times the processor time per replica of one taking turns, so
 # lockstep processes only pay with cores that nobody else wants (``busy_threads``). Since the replicas
 # of a process share their weights and a bucket goes into and out of the exchange uncopied, 16
-# replicas in 2 processes take some 1.2 to 1.5 times the processor time of turns (was 1.7 to 1.8).
+# replicas in 2 processes take 1.5 times the processor time of turns (was 1.8), 4 replicas still 2.2
+# (most of it spent spinning at the meetings while the other process waits for a core).
 # Worker processes read each other's values once a slot written after them says they are there,
 # which holds on machines that keep stores in order (x86-64); 'auto' picks processes only there.
 ORDERED_STORES = ("x86_64", "amd64", "i686", "i386")
