@@ -56,6 +56,16 @@ def runnable_threads() -> int:
     return min(counts)
 
 
+def crowded() -> bool:
+    """Whether more threads are runnable on this machine now than this process has cores (False where
+    that cannot be read)."""
+    try:
+        with open("/proc/loadavg") as loadavg:
+            return int(loadavg.read().split()[3].split("/")[0]) > available_cores()
+    except (OSError, ValueError, IndexError):
+        return False
+
+
 def busy_threads(loadavg: str, own: float = 0.0) -> int:
     """From the text of ``/proc/loadavg``: the threads runnable now, or the load of the last minute
     less ``own`` (this process's part of it) where that is higher (whole threads). A machine shared
