@@ -97,9 +97,11 @@ def test_interrupts_at_random_moments_leave_weights_and_buffers_as_before_the_ru
     with popxl.Session(ir, "ipu_model", options=options) as session:
         assert session.executable.runner.threaded == (strategy == "threads")
         assert getattr(session.executable.runner, "processes", 1) == (2 if strategy == "processes" else 1)
-        # Unrolled, the replicas of one process share the weight they all update alike (``shared_weights.py``).
-        shared = unrolled and strategy != "processes"
-        assert (session.executable.device_values[0][w] is session.executable.device_values[1][w]) == shared
+        # Unrolled, the replicas of one process share the weight they all update alike (``shared_weights.py``),
+        # each worker process its own copy.
+        values = session.executable.device_values
+        assert (values[0][w] is values[1][w]) == unrolled
+        assert (values[0][w] is values[-1][w]) == (unrolled and strategy != "processes")
         session.progress = False
         session.run()  # the first run starts the worker processes, if any: the next ones are timed
         durations = []

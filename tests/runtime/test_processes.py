@@ -13,8 +13,8 @@ from workbench.runtime.replication.communicator import CollectiveMismatchError
 from workbench.runtime.replication.process_channel import (Bells, ProcessChannel, Slots, arrival, is_shared,
                                                            results_halves, shared_zeros)
 from workbench.runtime.replication.processes import ProcessRunner, split
-from workbench.runtime.replication.replicas import (ReplicaExecutionError, busy_threads, cores_left, free_cores,
-                                                    process_count, replica_strategy)
+from workbench.runtime.replication.cores import busy_threads, cores_left, free_cores
+from workbench.runtime.replication.replicas import ReplicaExecutionError, process_count, replica_strategy
 from support.faulty_ops import exploding_op  # noqa: F401  (a fixture)
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="worker processes are forked")

@@ -27,7 +27,7 @@ from .execution.program import ReplicaProgram
 from .options import RunOptions
 from .out_of_memory import check_fits
 from .replication.process_channel import SharedArena
-from .replication.processes import ProcessRunner
+from .replication.processes import ProcessRunner, split
 from .replication.replicas import ReplicaRunner, process_count, replica_strategy
 from .state import weights
 from .state.allocator import keep_freed_memory
@@ -87,12 +87,14 @@ def compile_executable(ir: Ir, device: Device, options: RunOptions) -> Executabl
     strategy = replica_strategy(ir, options, instance_count)
     processes = process_count(ir, options) if strategy == "processes" else 1
     # Replicas in processes keep every value the session reads in memory the processes share (the
-    # spares that a first write swaps in too), and no weights shared by the replicas of one process.
+    # spares that a first write swaps in too); the replicas of each process share one copy of the
+    # weights they all update alike.
     arena = SharedArena() if processes > 1 else None
     zeros = arena.zeros if arena is not None else np.zeros
     main_steps = codes[ir.main_graph].steps
-    shared = shared_weights(ir, main_steps) if options.shared_weights and processes == 1 else SharedUpdates(set(), {})
-    check_host_memory(ir, shared.variables, options.host_memory_limit)  # before anything large is allocated
+    copy_of = {replicas[i]: share for share, part in enumerate(split(len(replicas), processes)) for i in part}
+    shared = (shared_weights(ir, main_steps, copy_of) if options.shared_weights else SharedUpdates(set(), {}))
+    check_host_memory(ir, shared.variables, options.host_memory_limit, shared.copies)  # before anything large
     buffers = [{b: zeros((b.entries, *b.tensor_shape), b.tensor_dtype.as_numpy()) for b in ir.remote_buffers}
                for _ in replicas]
     device_values = _device_values(ir, buffers, shared, zeros)
@@ -102,7 +104,7 @@ def compile_executable(ir: Ir, device: Device, options: RunOptions) -> Executabl
     firsts = first_writes(ir, main_steps, persistent)
     swaps = swappable(ir, main_steps, firsts)
     binders = kernel_binders(options)
-    empty_like = arena.empty_like if arena is not None else np.empty_like
+    empty_like = spares_once(arena.empty_like if arena is not None else np.empty_like)
     buckets = worth_bucketing(len(replicas), processes, instance_count, options.bucket_replicas)
     programs = [ReplicaProgram(ir, codes, r, values, replica_buffers, firsts, swaps, shared, binders, empty_like,
                                buckets)
@@ -123,17 +125,32 @@ def _device_values(ir: Ir, buffers: list[dict], shared: SharedUpdates,
     """Each replica's storage of the variables and persistent tensors, made by ``zeros``. A remote
     variable's device value is its entry of its replica's remote buffer; the replicas share one array
     of a weight they all hold alike."""
-    one_for_all = {v: zeros(v.shape, v.dtype.as_numpy()) for v in shared.variables}
+    copies = [{v: zeros(v.shape, v.dtype.as_numpy()) for v in shared.variables} for _ in range(shared.copies)]
 
-    def storage(variable, replica_buffers: dict) -> np.ndarray:
-        if variable in one_for_all:
-            return one_for_all[variable]
+    def storage(variable, replica: int, replica_buffers: dict) -> np.ndarray:
+        copy = copies[shared.copy_of.get(replica, 0)]
+        if variable in copy:
+            return copy[variable]
         if variable.remote_buffer is None:
             return zeros(variable.shape, variable.dtype.as_numpy())
         return weights.device_storage(variable, replica_buffers)
-    return [{**{v: storage(v, replica_buffers) for v in ir.variables},
+    return [{**{v: storage(v, replica, replica_buffers) for v in ir.variables},
              **{t: zeros(t.shape, t.dtype.as_numpy()) for t in ir.persistent_tensors}}
-            for replica_buffers in buffers]
+            for replica, replica_buffers in zip(ir.local_replicas, buffers)]
+
+
+def spares_once(empty_like: Callable[[np.ndarray], np.ndarray]) -> Callable[[np.ndarray], np.ndarray]:
+    """``empty_like``, giving the replicas that share an array one spare of it (``snapshot.py``): a
+    shared update that swaps hands its spare to every replica of the copy, and the caller of worker
+    processes mirrors their swaps with the spare they use."""
+    made: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # id of an array: (it, its spare)
+
+    def spare(array: np.ndarray) -> np.ndarray:
+        known = made.get(id(array))
+        if known is None or known[0] is not array:
+            known = made[id(array)] = (array, empty_like(array))
+        return known[1]
+    return spare
 
 
 def _instances(ir: Ir, wait_seconds: Optional[float]) -> Optional["Instances"]:

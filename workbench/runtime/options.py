@@ -38,7 +38,8 @@ class RunOptions:
     (``replication/processes.py``); 'auto' takes processes when more than one core is free so and a
     step's matrix products are large enough to pay for them, else threads where the matrix products
     are very large (without os.fork), else turns. Every strategy gives the same bits.
-    ``shared_weights``: replicas keep one copy of a weight they all update alike.
+    ``shared_weights``: replicas keep one copy of a weight they all update alike (one per worker process
+    with 'processes').
     ``bucket_replicas``: where replicas meet across processes or instances, a step's all-reduces go in
     buckets (one exchange each, ``replication/buckets.py``) when each process or instance holds this many
     replicas at most; 0 exchanges op by op.

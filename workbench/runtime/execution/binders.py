@@ -95,7 +95,7 @@ def _shares_update(program: "ReplicaProgram", op: Op, code: "GraphCode", kernel:
     shared = program.shared_updates
     if op not in shared.updates:
         return kernel
-    return shared.once(op, kernel, program.snapshot.adopting(op))
+    return shared.once(op, kernel, program.snapshot.adopting(op), program.replica)
 
 
 def kernel_binders(options: RunOptions) -> tuple[Binder, ...]:

@@ -14,7 +14,7 @@ from workbench.ops.concat_into import ConcatTarget
 from workbench.ops.overwriting import OVERWRITING
 from workbench.ops.registry import op_def
 
-from ..replication.buckets import Bucket, bucket_runs
+from ..replication.buckets import Bucket, bucket_runs, read_before_next_meeting
 from ..replication.communicator import ReplicaAborted
 from ..replication.rendezvous import NO_RENDEZVOUS, MeetingKey, Rendezvous
 from ..state.shared_weights import SharedUpdates
@@ -289,7 +289,8 @@ class ReplicaProgram:
             ops = [code.steps[i] for i in run]
             grouping = ops[0].attrs["group"]
             members = grouping.members(grouping.assignment[self.replica])
-            bucket = Bucket(ops, self.replica, members, lambda: self.communicator, self._occurrences)
+            bucket = Bucket(ops, self.replica, members, lambda: self.communicator, self._occurrences,
+                            read_before_next_meeting(code.steps, run))
             for index, (step, op) in enumerate(zip(run, ops)):
                 self._bucket_member = (bucket, index)
                 try:

@@ -79,8 +79,9 @@ class ExchangeWindow:
         said = header(description)
         headers[self._part] = said
         data = half[self._parts * HEADER_BYTES:]
-        mine = data[self._part * nbytes: (self._part + 1) * nbytes]
-        np.stack(values, out=mine.view(first.dtype).reshape(len(values), *first.shape))
+        mine = data[self._part * nbytes: (self._part + 1) * nbytes].view(first.dtype).reshape(len(values), *first.shape)
+        if not all(_is_row(value, mine, index) for index, value in enumerate(values)):  # else written there
+            np.stack(values, out=mine)
         self._sync()
         barrier()
         self._sync()
@@ -89,9 +90,28 @@ class ExchangeWindow:
         everyone = data[: self._parts * nbytes].view(first.dtype)
         return everyone.reshape(self._parts * len(values), *first.shape)
 
+    def row(self, index: int, count: int, shape: tuple, dtype: np.dtype) -> Optional[np.ndarray]:
+        """Where the next exchange's ``index``-th value of this part goes, when the part gives ``count``
+        values of ``shape`` and ``dtype`` (None where they do not fit): written there before the
+        exchange, a value is not copied again. Safe to write once this part has passed the exchange
+        before, as ``allgather``'s own copy is."""
+        nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+        if count * nbytes > self.part_bytes:
+            return None
+        half = self._halves[self._exchanges % 2]
+        start = self._parts * HEADER_BYTES + (self._part * count + index) * nbytes
+        return half[start: start + nbytes].view(dtype).reshape(shape)
+
     def restart(self) -> None:
         """After a failed run, when every part starts again from the first half."""
         self._exchanges = 0
+
+
+def _is_row(value: np.ndarray, rows: np.ndarray, index: int) -> bool:
+    """Whether ``value`` is row ``index`` of ``rows`` itself (written in place, ``row``)."""
+    return (value.shape == rows.shape[1:] and value.dtype == rows.dtype
+            and value.__array_interface__["data"][0] == rows[index].__array_interface__["data"][0]
+            and value.flags.c_contiguous)
 
 
 class SharedWindow(ExchangeWindow):

@@ -157,6 +157,20 @@ class SharedResults:
             return slot
 
 
+def read_before_next_meeting(steps: Sequence[Op], run: range) -> bool:
+    """Whether every step that reads the outputs of the bucket ``steps[run]`` comes before the next
+    step after it that may meet other replicas (a collective, or a call), none is an output of the
+    graph, and none is written: then the outputs may stay in the exchange's shared memory, which the
+    exchange after next writes again."""
+    ops = [steps[i] for i in run]
+    if not _shareable(ops):
+        return False
+    roots = {memory_root(op.outputs[0]) for op in ops}
+    later = steps[run[-1] + 1:]
+    meeting = next((i for i, step in enumerate(later) if _stops_moving(step)), len(later))
+    return not any(memory_root(t) in roots for step in later[meeting:] for t in step.inputs)
+
+
 def _shareable(ops: Sequence[Op]) -> bool:
     """Whether the replicas of a process may share the bucket's outputs: none is written in place
     or is an output of its graph."""
@@ -173,7 +187,7 @@ class Bucket:
     (one copy out of the exchange a process, not one a replica)."""
 
     def __init__(self, ops: Sequence[Op], replica: int, members: Sequence[int],
-                 communicator: Callable[[], object], occurrences: dict):
+                 communicator: Callable[[], object], occurrences: dict, in_exchange: bool = False):
         self.ops = tuple(ops)
         self.replica = replica
         self.members = list(members)
@@ -185,48 +199,81 @@ class Bucket:
         self._shapes = [tuple(op.outputs[0].shape) for op in ops]
         dtype = ops[0].outputs[0].dtype.as_numpy()
         self._sending = np.empty(sum(sizes), dtype)
+        self._staged = self._sending  # where this run's values go: ``_sending`` or an exchange's row
         self._result: Optional[np.ndarray] = None
         self._slot: Optional[list] = None  # the shared result's slot (``SharedResults.slot``)
         self._shareable = _shareable(ops)
+        self._in_exchange = in_exchange  # whether the results may stay where the exchange reduces them
         last = ops[-1]
         self._label = f"{last.name} ({last.type}, with {len(ops) - 1} earlier all-reduces)"
 
     def member(self, index: int, combine: Callable[[list], np.ndarray]) -> Callable[[np.ndarray], np.ndarray]:
         start, stop = self._bounds[index]
         shape = self._shapes[index]
-        sending = self._sending
         if index == 0:
             key, op, occurrences = (self.ops[-1], self.group), self.ops[-1], self._occurrences
 
             def first(value):
+                communicator = self._communicator()
+                sending = self._staging(communicator)
                 sending[start:stop] = value.reshape(-1)
-                shared = getattr(self._communicator(), "bucket_results", None) if self._shareable else None
-                if shared is None:
-                    self._slot, self._result = None, np.empty_like(sending)
+                shared = getattr(communicator, "bucket_results", None) if self._shareable else None
+                reduced = self._reduced_row(communicator)
+                if reduced is not None:
+                    self._slot, self._result = None, reduced
+                elif shared is None:
+                    self._slot, self._result = None, np.empty_like(self._sending)
                 else:
-                    self._slot = shared.slot(key, occurrences.get(op, 0), sending)
+                    self._slot = shared.slot(key, occurrences.get(op, 0), self._sending)
                     self._result = self._slot[1]
                 return self._result[start:stop].reshape(shape)
             return first
         if index < len(self.ops) - 1:
             def middle(value):
-                sending[start:stop] = value.reshape(-1)
+                self._staged[start:stop] = value.reshape(-1)
                 return self._result[start:stop].reshape(shape)
             return middle
         op, occurrences = self.ops[-1], self._occurrences
         combine = BucketReducer(combine, stacked_reducer(op))
 
         def last(value):
+            sending = self._staged
             sending[start:stop] = value.reshape(-1)
             occurrence = occurrences.get(op, 0)
             occurrences[op] = occurrence + 1
             reduced = self._communicator().combine(MeetingKey(op, self.group, occurrence), self._label,
                                                    self.replica, self.members, sending, combine)
             result, slot = self._result, self._slot
-            if slot is None:
+            if _same_memory(result, reduced):
+                pass  # reduced where the members' outputs already look
+            elif slot is None:
                 np.copyto(result, reduced)
             elif slot[2] is not reduced:  # the first of the process's replicas back copies for all
                 np.copyto(result, reduced)
                 slot[2] = reduced
             return result[start:stop].reshape(shape)
         return last
+
+    def _reduced_row(self, communicator) -> Optional[np.ndarray]:
+        """Where the exchange will leave this replica's group's reduced values, when the bucket's
+        outputs may be read there (``read_before_next_meeting``) and the communicator says (else None)."""
+        if not self._in_exchange:
+            return None
+        row = getattr(communicator, "reduced_row", None)
+        return None if row is None else row(self.ops[-1], self.members, self._sending.shape, self._sending.dtype)
+
+    def _staging(self, communicator) -> np.ndarray:
+        """Where this replica gathers the bucket's values for the exchange: straight in the row of
+        the exchange's shared memory where the communicator offers one (no copy into it later),
+        else the bucket's own array."""
+        row = getattr(communicator, "staging_row", None)
+        staged = None if row is None else row(self.ops[-1], self.replica, self.members, self._sending.shape,
+                                               self._sending.dtype)
+        self._staged = self._sending if staged is None else staged
+        return self._staged
+
+
+def _same_memory(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether ``a`` and ``b`` are the same elements of the same memory."""
+    return (a.shape == b.shape and a.dtype == b.dtype
+            and a.__array_interface__["data"][0] == b.__array_interface__["data"][0])

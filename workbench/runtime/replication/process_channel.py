@@ -26,11 +26,13 @@ import numpy as np
 
 from ..job.mpi_window import ALIGNMENT, ExchangeWindow
 from .buckets import BucketReducer
+from .cores import crowded
 from .communicator import CollectiveMismatchError, ReplicaAborted
 from .spanning import Group
 
-# A wait spins this long (seconds), then sleeps until rung, or BELL_SECONDS at most between looks.
-SPIN_SECONDS, BELL_SECONDS = 0.0005, 0.001
+# A wait spins this long (seconds), then sleeps until rung, or BELL_SECONDS at most between looks;
+# less, down to MIN_SPIN_SECONDS, while the waits are far longer (``Spin``).
+SPIN_SECONDS, BELL_SECONDS, MIN_SPIN_SECONDS = 0.0005, 0.001, 0.00002
 LIVENESS_SECONDS = 0.01  # how often a waiting process looks whether the others still run
 # Values of fewer elements than this per process are reduced whole by every process; larger ones are
 # shared out, each process reducing a slice of every group and all reading the results.
@@ -154,6 +156,26 @@ class Bells:
         self.pipes = []
 
 
+class Spin:
+    """How long a waiting process spins before it sleeps on its bell: ``most`` seconds while its waits
+    end within that; halved (down to ``MIN_SPIN_SECONDS``) after each longer wait that ends on a
+    machine with more threads to run than cores (``crowded``), where spinning only takes a core from
+    the processes waited for or from other work; doubled again after each wait short enough to spin
+    through."""
+
+    __slots__ = ("seconds", "most", "crowded")
+
+    def __init__(self, most: float, crowded: Callable[[], bool] = crowded):
+        self.seconds = self.most = most
+        self.crowded = crowded
+
+    def waited(self, seconds: float) -> None:
+        if seconds <= self.most:
+            self.seconds = min(self.most, self.seconds * 2)
+        elif self.crowded():
+            self.seconds = max(MIN_SPIN_SECONDS, self.seconds / 2)
+
+
 def arrival(run: int, count: int) -> int:
     """One slot for the run and the barriers passed in it: a later run always counts higher."""
     return (run << 32) | count
@@ -174,6 +196,7 @@ class ProcessChannel:
         self._replicas_of = replicas_of
         self._wait_seconds = wait_seconds
         self.alive: Callable[[int], bool] = lambda process: True
+        self.meeting_spin = Spin(SPIN_SECONDS)
         self.run = 0
         self._barriers = 0
         self._exchanges = 0
@@ -192,6 +215,22 @@ class ProcessChannel:
     def gather(self, values: list[np.ndarray], description: str) -> np.ndarray:
         self._exchanges += 1
         return self._window.allgather(values, description, lambda: self.barrier(description))
+
+    def row(self, index: int, count: int, shape: tuple, dtype: np.dtype) -> Optional[np.ndarray]:
+        """Where this process's ``index``-th of ``count`` values of the next exchange goes
+        (``ExchangeWindow.row``): a value written there is not copied again."""
+        return self._window.row(index, count, shape, dtype)
+
+    def reduced_row(self, index: int, groups: int, shape: tuple, dtype: np.dtype) -> Optional[np.ndarray]:
+        """Where the next exchange (``combine_groups``) leaves the reduced values of the ``index``-th
+        of ``groups`` groups, each of ``shape`` and ``dtype``; None where it reduces them apart, in
+        each process (values too small to share out). Valid until the exchange after next."""
+        size = int(np.prod(shape, dtype=np.int64))
+        if size < self.slots.processes * SLICE_ELEMENTS:
+            return None
+        half = self._results[self._exchanges % 2]
+        nbytes = size * np.dtype(dtype).itemsize
+        return half[index * nbytes: (index + 1) * nbytes].view(dtype).reshape(shape)
 
     def combine_groups(self, values: list, description: str, everywhere: list[Group], here: list[Group],
                        combine: Callable[[list], np.ndarray]) -> dict:
@@ -244,19 +283,23 @@ class ProcessChannel:
                     f"processes {missing} (replicas {[r for p in missing for r in self._replicas_of(p)]})")
         self.wait(ready, check)
 
-    def wait(self, ready: Callable[[], bool], check: Callable[[], None], spin: float = SPIN_SECONDS,
+    def wait(self, ready: Callable[[], bool], check: Callable[[], None], spin: Optional["Spin"] = None,
              sleep: float = BELL_SECONDS) -> None:
-        """Return once ``ready()``: spinning ``spin`` seconds, then sleeping on this process's bell
-        (``sleep`` seconds at most between looks); ``check()`` raises when the wait should end
-        otherwise."""
+        """Return once ``ready()``: spinning as long as ``spin`` says (by default the meetings' own),
+        then sleeping on this process's bell (``sleep`` seconds at most between looks); ``check()``
+        raises when the wait should end otherwise."""
+        spin = self.meeting_spin if spin is None else spin
         started = time.perf_counter()
-        while True:
-            for _ in range(20):
-                if ready():
-                    return
-            check()
-            if time.perf_counter() - started > spin:
-                self.bells.sleep(self.process, ready, sleep)
+        try:
+            while True:
+                for _ in range(20):
+                    if ready():
+                        return
+                check()
+                if time.perf_counter() - started > spin.seconds:
+                    self.bells.sleep(self.process, ready, sleep)
+        finally:
+            spin.waited(time.perf_counter() - started)
 
     def _check_can_wait(self, description: str, target: int) -> None:
         slots, run = self.slots, self.run

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Optional
 
 from ..state.snapshot import uninterrupted
 from .communicator import CollectiveMismatchError, ReplicaAborted
+from .process_channel import Spin
 from .replicas import ReplicaExecutionError, ReplicaRunner
 
 if TYPE_CHECKING:
@@ -22,7 +23,8 @@ if TYPE_CHECKING:
 RUN, STOP, UNDO = 1, 2, 3  # commands
 FINISHED, FAILED, MISMATCH, STOPPED, UNDONE = range(5)  # how a run ended in a process (UNDONE: given back)
 # After a run a worker spins this long for the next command (steps that follow each other need no
-# waking), then sleeps, looking at its parent at least this often.
+# waking; less while commands come far later, ``process_channel.Spin``), then sleeps, looking at its
+# parent at least this often.
 IDLE_SPIN_SECONDS, IDLE_SLEEP_SECONDS = 0.002, 0.1
 
 
@@ -47,6 +49,7 @@ class Worker:
                 port.data = inputs[stream][:, index]
             for stream, port in program.outputs.items():
                 port.data = outputs[stream][:, index]
+        self._idle_spin = Spin(IDLE_SPIN_SECONDS)  # between runs
         self._run = 0
 
     def serve(self) -> int:
@@ -74,7 +77,7 @@ class Worker:
             if os.getppid() != parent:
                 raise _CallerEnded
         try:
-            self._channel.wait(lambda: slots.posted[0] > seen, check, IDLE_SPIN_SECONDS, IDLE_SLEEP_SECONDS)
+            self._channel.wait(lambda: slots.posted[0] > seen, check, self._idle_spin, IDLE_SLEEP_SECONDS)
         except _CallerEnded:
             return False
         return True
@@ -82,6 +85,7 @@ class Worker:
     def _serve_run(self, run: int, profiled: bool) -> None:
         self._run = run
         swapped = self._runner.swapped
+        self._programs[0].shared_updates.begin()
         for index, program in zip(self._indices, self._programs):
             for port in (*program.inputs.values(), *program.outputs.values()):
                 port.index = 0

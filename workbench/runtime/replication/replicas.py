@@ -12,7 +12,6 @@ import math
 import os
 import platform
 import sys
-import time
 from concurrent.futures import ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from typing import Callable, Iterator, Optional
@@ -24,6 +23,7 @@ from ..execution.program import ReplicaProgram
 from ..options import RunOptions
 from ..state.snapshot import uninterrupted
 from .communicator import POLL_SECONDS, CollectiveMismatchError, Communicator, ReplicaAborted
+from .cores import available_cores, free_cores
 from .turns import TurnTakingCommunicator
 
 # How long a thread may hold the interpreter while another waits for it, during a threaded run. A
@@ -46,57 +46,14 @@ PARALLEL_MATMUL_FLOPS = 50e6
 # replicas in 2 processes on 2 cores run in about 0.6 of the time they take turns in one.
 PROCESS_STEP_FLOPS = 10e6
 # On the same 2 cores shared with other work (load 5 to 7), taking turns beat 2 processes in every run
-# (R=4 and 16): a process spent some 2.5 times the processor time per replica of one taking turns (its
-# replicas keep their own weights, which turns share, and a step copies each gradient twice into the
-# exchange), so lockstep processes only pay with cores that nobody else wants (``busy_threads``).
+# (R=4 and 16): a process spent some 2.5 times the processor time per replica of one taking turns, so
+# lockstep processes only pay with cores that nobody else wants (``busy_threads``). Since the replicas
+# of a process share their weights and a bucket goes into and out of the exchange uncopied, 16
+# replicas in 2 processes take 1.5 times the processor time of turns (was 1.8), 4 replicas still 2.2
+# (most of it spent spinning at the meetings while the other process waits for a core).
 # Worker processes read each other's values once a slot written after them says they are there,
 # which holds on machines that keep stores in order (x86-64); 'auto' picks processes only there.
 ORDERED_STORES = ("x86_64", "amd64", "i686", "i386")
-
-
-def available_cores(cores: Optional[int] = None) -> int:
-    """``cores`` if given, else those this process may run on."""
-    if cores is not None:
-        return cores
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-
-
-def free_cores(cores: Optional[int] = None) -> int:
-    """``cores`` if given, else those this process may run on less those that other work keeps busy
-    now: processes in lockstep pay only on cores nobody else wants (on a machine busier than its cores,
-    replicas in processes wait for each other's turns on the cores, and run slower than in one)."""
-    if cores is not None:
-        return cores
-    return cores_left(available_cores(), runnable_threads())
-
-
-def cores_left(allowed: int, runnable: int) -> int:
-    """Of ``allowed`` cores, those left when ``runnable`` threads run on the machine, this one and one
-    more not counted (at least one)."""
-    return max(1, allowed - max(0, runnable - 2))
-
-
-def runnable_threads() -> int:
-    """Threads that keep this machine's cores busy: the fewest of three looks at ``/proc/loadavg``, a
-    millisecond apart (``busy_threads``; 1 where there is no such file)."""
-    counts = []
-    for look in range(3):
-        try:
-            with open("/proc/loadavg") as loadavg:
-                counts.append(busy_threads(loadavg.read()))
-        except (OSError, ValueError, IndexError):
-            return 1
-        if look < 2:
-            time.sleep(0.001)
-    return min(counts)
-
-
-def busy_threads(loadavg: str) -> int:
-    """From the text of ``/proc/loadavg``: the threads runnable now, or the load of the last minute
-    where it is higher (whole threads). A machine shared with other work is busy in bursts: a look
-    between two bursts would take cores for free that lockstep processes soon wait on."""
-    fields = loadavg.split()
-    return max(int(fields[3].split("/")[0]), int(float(fields[0])))
 
 
 def replicas_in_threads(ir: Ir, instances: int = 1, cores: Optional[int] = None) -> bool:

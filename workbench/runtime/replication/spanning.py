@@ -81,6 +81,25 @@ class SpanningCommunicator:
                                        self._replicas, value, gathered)
         return [everyone[m] for m in members]
 
+    def staging_row(self, op, replica: int, members: Sequence[int], shape: tuple, dtype) -> Optional[np.ndarray]:
+        """Where ``replica`` may write its value of ``op``'s next exchange, so that the exchange copies
+        it no more: a row of the channel's shared memory, or None (the op stays within the process, or
+        the channel has no such rows)."""
+        row = getattr(self._channel, "row", None)
+        if row is None or not self._spans(op, members):
+            return None
+        return row(self._replicas.index(replica), len(self._replicas), shape, dtype)
+
+    def reduced_row(self, op, members: Sequence[int], shape: tuple, dtype) -> Optional[np.ndarray]:
+        """Where ``op``'s next exchange leaves the reduced values of the group ``members``, in the
+        channel's shared memory, or None (the op stays within the process, or the channel keeps no
+        such rows for values of this size)."""
+        row = getattr(self._channel, "reduced_row", None)
+        if row is None or not self._spans(op, members):
+            return None
+        everywhere = all_groups(op, members)
+        return row(everywhere.index(tuple(members)), len(everywhere), shape, dtype)
+
     def combine(self, key: MeetingKey, label: str, replica: int, members: Sequence[int], value: Any,
                 combine: Callable[[list], Any]) -> Any:
         """``combine`` of every member's value (in global replica order), computed once for each

@@ -54,15 +54,16 @@ class WeightCopies:
         return self.device + self.host
 
 
-def weight_copies(ir: Ir, shared: Iterable[Variable]) -> WeightCopies:
-    """The bytes of the copies a session of ``ir`` makes for this process's replicas."""
+def weight_copies(ir: Ir, shared: Iterable[Variable], shared_copies: int = 1) -> WeightCopies:
+    """The bytes of the copies a session of ``ir`` makes for this process's replicas (``shared_copies``
+    of the weights they share: one, or one per worker process)."""
     shared = set(shared)
     replicas = len(ir.local_replicas)
     per_replica = sum(_bytes(b.tensor_dtype, (b.entries, *b.tensor_shape)) for b in ir.remote_buffers)
     per_replica += sum(_bytes(t.dtype, t.shape) for t in ir.persistent_tensors)
     on_chip = [v for v in ir.variables if v.remote_buffer is None]
     per_replica += sum(_bytes(v.dtype, v.shape) for v in on_chip if v not in shared)
-    device = per_replica * replicas + sum(_bytes(v.dtype, v.shape) for v in on_chip if v in shared)
+    device = per_replica * replicas + shared_copies * sum(_bytes(v.dtype, v.shape) for v in on_chip if v in shared)
     return WeightCopies(device, sum(_host_bytes(v) for v in ir.variables), replicas)
 
 
@@ -87,10 +88,11 @@ def available_host_memory(limit: Optional[int] = None) -> Optional[HostMemory]:
     return min(found, key=lambda m: m.available, default=None)
 
 
-def check_host_memory(ir: Ir, shared: Iterable[Variable], limit: Optional[int] = None) -> None:
+def check_host_memory(ir: Ir, shared: Iterable[Variable], limit: Optional[int] = None,
+                      shared_copies: int = 1) -> None:
     """Raise ``HostMemoryError`` if the copies a session of ``ir`` makes do not fit the host memory
-    available (``limit``: at most that many bytes)."""
-    copies = weight_copies(ir, shared)
+    available (``limit``: at most that many bytes; ``shared_copies``: of the weights replicas share)."""
+    copies = weight_copies(ir, shared, shared_copies)
     if limit is None and copies.total < 1 << 20:
         return  # a few arrays: not worth reading the system's files
     replicas = f"{copies.replicas} replica{'s' if copies.replicas != 1 else ''}"

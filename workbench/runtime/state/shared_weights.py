@@ -27,8 +27,9 @@ from workbench.ops.registry import op_def
 from ..replication.communicator import ReplicaAborted
 
 
-def shared_weights(ir: Ir, steps: list[Op]) -> SharedUpdates:
-    """The weights all local replicas can share, and the main-graph ``steps`` that update them."""
+def shared_weights(ir: Ir, steps: list[Op], copy_of: Optional[dict[int, int]] = None) -> SharedUpdates:
+    """The weights all local replicas can share, and the main-graph ``steps`` that update them;
+    ``copy_of``: which copy of them each replica holds (one for all by default)."""
     if len(ir.local_replicas) < 2:
         return SharedUpdates(set(), {})
     touching: dict[Tensor, list[int]] = {}  # the steps that read or write a tensor's memory
@@ -48,39 +49,50 @@ def shared_weights(ir: Ir, steps: list[Op]) -> SharedUpdates:
         if kept == shared:
             break
         shared = kept
-    return SharedUpdates(shared, {steps[p]: v for v in shared for p in touching[v] if _writes(steps[p], v)})
+    return SharedUpdates(shared, {steps[p]: v for v in shared for p in touching[v] if _writes(steps[p], v)}, copy_of)
 
 
 class SharedUpdates:
-    """The shared ``variables`` (read-only ones too); runs each of their ``updates`` once per run, in
-    the first replica to reach it."""
+    """The shared ``variables`` (read-only ones too); runs each of their ``updates`` once per run and
+    ``copy``, in the first replica of the copy to reach it. ``copy_of`` maps a replica to the copy of
+    the shared weights it holds: one for all (absent replicas hold copy 0), or one per worker process
+    (``replication/processes.py``), each updated by its own replicas alike."""
 
-    def __init__(self, variables: set[Variable], updates: dict[Op, Variable]):
+    def __init__(self, variables: set[Variable], updates: dict[Op, Variable],
+                 copy_of: Optional[dict[int, int]] = None):
         self.variables = variables
         self.updates = updates
-        # What the replica that ran each update this run got (None until it is whole).
-        self._results: dict[Op, Any] = {}
+        self.copy_of = copy_of or {}
+        # What the replica that ran each update of each copy this run got (None until it is whole).
+        self._results: dict[tuple[Op, int], Any] = {}
         self._locks = {op: threading.Lock() for op in updates}
+
+    @property
+    def copies(self) -> int:
+        """How many copies of each shared weight there are."""
+        return max(self.copy_of.values(), default=0) + 1
 
     def begin(self) -> None:
         """A run starts: no replica has reached an update yet."""
         self._results.clear()
 
-    def once(self, op: Op, kernel: Callable, adopt: Optional[Callable] = None) -> Callable:
-        """``kernel`` of ``op``, run by the first replica that reaches it; the later ones get its
-        result once it is whole (replicas in threads wait for it). When the update writes a new
-        array for the variable (a swap, ``snapshot.py``), ``adopt(old, new)`` makes it theirs too."""
+    def once(self, op: Op, kernel: Callable, adopt: Optional[Callable] = None, replica: int = 0) -> Callable:
+        """``kernel`` of ``op``, run by the first of the replicas holding ``replica``'s copy that
+        reaches it; the later ones get its result once it is whole (replicas in threads wait for
+        it). When the update writes a new array for the variable (a swap, ``snapshot.py``),
+        ``adopt(old, new)`` makes it theirs too."""
         lock, results = self._locks[op], self._results
+        key = (op, self.copy_of.get(replica, 0))
 
         def run(variable, *others):
             with lock:
-                if op in results:
-                    result = results[op]
+                if key in results:
+                    result = results[key]
                     if result is None:
                         raise ReplicaAborted(f"{op.name} ({op.type}) failed in the replica that ran it for all")
                     return result if adopt is None else adopt(variable, result)
-                results[op] = None  # until it is whole
-                result = results[op] = kernel(variable, *others)
+                results[key] = None  # until it is whole
+                result = results[key] = kernel(variable, *others)
                 return result
         return run
 

@@ -1,0 +1,98 @@
+"""How many cores the replicas of a run may have: those this process may run on, less those that other
+work keeps busy (``/proc/loadavg``).
+
+The load of the last minute counts this process's own recent work as well: a benchmark that has just
+run JAX on every core, or an earlier session's worker processes, would otherwise leave a new session
+with none of the cores it freed. That part is known from this process's processor time (its threads
+and the children it has waited for), spread evenly over its life and weighed as the kernel weighs
+the load (a minute's time constant), and taken off.
+"""
+from __future__ import annotations
+
+import math
+import os
+import time
+from typing import Optional
+
+LOAD_SECONDS = 60.0  # the time constant of the kernel's one-minute load average
+
+
+def available_cores(cores: Optional[int] = None) -> int:
+    """``cores`` if given, else those this process may run on."""
+    if cores is not None:
+        return cores
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+def free_cores(cores: Optional[int] = None) -> int:
+    """``cores`` if given, else those this process may run on less those that other work keeps busy
+    now: processes in lockstep pay only on cores nobody else wants (on a machine busier than its cores,
+    replicas in processes wait for each other's turns on the cores, and run slower than in one)."""
+    if cores is not None:
+        return cores
+    return cores_left(available_cores(), runnable_threads())
+
+
+def cores_left(allowed: int, runnable: int) -> int:
+    """Of ``allowed`` cores, those left when ``runnable`` threads run on the machine, this one and one
+    more not counted (at least one)."""
+    return max(1, allowed - max(0, runnable - 2))
+
+
+def runnable_threads() -> int:
+    """Threads that keep this machine's cores busy: the fewest of three looks at ``/proc/loadavg``, a
+    millisecond apart (``busy_threads``, less this process's own part of the load; 1 where there is no
+    such file)."""
+    own = own_load(*own_processor_time())
+    counts = []
+    for look in range(3):
+        try:
+            with open("/proc/loadavg") as loadavg:
+                counts.append(busy_threads(loadavg.read(), own))
+        except (OSError, ValueError, IndexError):
+            return 1
+        if look < 2:
+            time.sleep(0.001)
+    return min(counts)
+
+
+def crowded() -> bool:
+    """Whether more threads are runnable on this machine now than this process has cores (False where
+    that cannot be read)."""
+    try:
+        with open("/proc/loadavg") as loadavg:
+            return int(loadavg.read().split()[3].split("/")[0]) > available_cores()
+    except (OSError, ValueError, IndexError):
+        return False
+
+
+def busy_threads(loadavg: str, own: float = 0.0) -> int:
+    """From the text of ``/proc/loadavg``: the threads runnable now, or the load of the last minute
+    less ``own`` (this process's part of it) where that is higher (whole threads). A machine shared
+    with other work is busy in bursts: a look between two bursts would take cores for free that
+    lockstep processes soon wait on."""
+    fields = loadavg.split()
+    return max(int(fields[3].split("/")[0]), int(max(0.0, float(fields[0]) - own)))
+
+
+def own_load(processor_seconds: float, age_seconds: float) -> float:
+    """The part of the one-minute load that a process ``age_seconds`` old, which has used
+    ``processor_seconds``, accounts for, its use spread evenly over its life: that rate, weighed over
+    its life as the load average weighs the past."""
+    if age_seconds <= 0:
+        return 0.0
+    return processor_seconds / age_seconds * (1.0 - math.exp(-age_seconds / LOAD_SECONDS))
+
+
+def own_processor_time() -> tuple[float, float]:
+    """This process's processor seconds (with the children it has waited for) and its age in seconds
+    ((0, 0) where the age cannot be read)."""
+    times = os.times()
+    used = times.user + times.system + times.children_user + times.children_system
+    try:
+        with open("/proc/self/stat") as stat:
+            started = int(stat.read().rsplit(")", 1)[1].split()[19]) / os.sysconf("SC_CLK_TCK")
+        age = time.clock_gettime(time.CLOCK_BOOTTIME) - started
+    except (OSError, ValueError, IndexError, AttributeError):
+        return 0.0, 0.0
+    return used, age
