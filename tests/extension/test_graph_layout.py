@@ -6,6 +6,7 @@ falls back to plain layers. A 2,003-op graph is laid out in reasonable time (slo
 import json
 import re
 
+import numpy as np
 import pytest
 
 from support.programs import mlp_training
@@ -39,6 +40,41 @@ def test_real_graphs_are_drawn_without_overlaps_or_edges_through_nodes(tmp_path)
     for name in ("the sample, every call expanded, is drawn by ELK without overlaps or edges through nodes",
                  "edges bend around nodes: the routes have bends, drawn rounded"):
         assert re.search(rf"^ok \d+ - {re.escape(name)}$", out, re.M), name
+
+
+def test_the_transformers_main_graph_wraps_its_48_optimizer_ops_into_rows_that_fit_its_output(tmp_path):
+    """Side by side, the 24 all-reduces and 24 updates of its optimizer made the drawing 4,542 px wide. In an
+    output of 590 to 1,280 px the layers too wide wrap into rows (each all-reduce over the update it feeds):
+    the drawing fits the canvas, still without overlaps or edges through boxes."""
+    from real_programs import transformer
+
+    document = transformer()[0]._repr_mimebundle_()[0][MIME_TYPE]
+    path = tmp_path / "transformer.ir.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    cases = [{"path": str(path), "graph": "main_graph", "expandAll": False, "room": room}
+             for room in (590, 630, 1240, 1280)]
+    out = run_node_tests({"IPU_WB_GEOMETRY": json.dumps(cases)}, "test/geometry.test.mjs")
+    for case in cases:
+        name = f"geometry of main_graph at {case['room']} px in {path}"
+        assert re.search(rf"^ok \d+ - {re.escape(name)}$", out, re.M), out
+    widths = {int(room): int(width) for room, width in re.findall(r"main_graph at (\d+) px: .*, (\d+) × \d+ px", out)}
+    assert len(widths) == 4 and all(width <= room - 16 for room, width in widths.items()), widths
+    print(widths)
+
+
+def test_the_page_wraps_a_layer_into_rows_by_the_rule_of_the_python_side():
+    from workbench.export.compose import wrap_rows
+
+    rng = np.random.default_rng(0)
+    cases = [{"widths": rng.integers(20, 400, size=int(rng.integers(0, 30))).tolist(), "room": int(room), "gap": gap}
+             for room in rng.integers(100, 1300, size=40) for gap in (18, 24)]
+    cases.append({"widths": [500, 20, 20], "room": 300, "gap": 24})  # a box wider than the room takes a row alone
+    for case in cases:
+        case["rows"] = wrap_rows(case["widths"], case["room"], case["gap"])
+    assert cases[-1]["rows"] == [0, 1, 1]
+    assert any(max(case["rows"], default=0) >= 3 for case in cases)
+    out = run_node_tests({"IPU_WB_WRAP_ROWS": json.dumps(cases)}, "test/compose.test.mjs")
+    assert re.search(r"^ok \d+ - the page wraps every layer into the rows the Python side gives$", out, re.M), out
 
 
 def test_a_layout_that_takes_too_long_falls_back_to_plain_layers():

@@ -34,7 +34,7 @@ joined to the frame's port edge.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Collection, Optional
+from typing import Callable, Collection, Optional, Sequence
 
 CHAR_WIDTH = 7  # pixels per character of the 12 px label font, a little above its average glyph
 LINE_HEIGHT = 15
@@ -308,13 +308,10 @@ def _wrapped(picture: dict, sizes: list, room: float) -> dict:
     count = [1] * depth
     for layer, members in enumerate(rows):
         members.sort(key=lambda index: nodes[index]["col"])
-        used = -GAP_X
-        for index in members:
-            if used > 0 and used + GAP_X + sizes[index][0] > room - 2 * MARGIN:
-                count[layer] += 1
-                used = -GAP_X
-            used += GAP_X + sizes[index][0]
-            row_of[index] = count[layer] - 1
+        wrapped_rows = wrap_rows([sizes[index][0] for index in members], room - 2 * MARGIN, GAP_X)
+        for index, row in zip(members, wrapped_rows):
+            row_of[index] = row
+        count[layer] = wrapped_rows[-1] + 1 if wrapped_rows else 1
     if max(count, default=1) == 1:
         return picture
     first = [0] * depth
@@ -341,6 +338,21 @@ def _wrapped(picture: dict, sizes: list, room: float) -> dict:
             "nodes": [{**node, "layer": first[node["layer"]] + row_of[index]} for index, node in enumerate(nodes)],
             "ports": [{**port, "layer": first[port["layer"]] + (0 if port["side"] == "in" else count[port["layer"]] - 1)}
                       for port in picture["ports"]]}
+
+
+def wrap_rows(widths: Sequence[float], room: float, gap: float) -> list[int]:
+    """The row of each of a layer's boxes (``widths``, in order) wrapped as lines of text wrap: each row takes
+    boxes in order while they fit side by side, ``gap`` apart, within ``room`` pixels (a box wider than
+    ``room`` takes a row alone). The one rule by which a layer too wide for its output wraps, here, in the
+    extension's ``compose.ts`` (``wrapRows``) and in its Graph tab."""
+    rows = []
+    row, used = 0, -gap
+    for width in widths:
+        if used > 0 and used + gap + width > room:
+            row, used = row + 1, -gap
+        used += gap + width
+        rows.append(row)
+    return rows
 
 
 def _closed_up(picture: dict, sizes: list, column: float, centres: dict, rights: list[float],

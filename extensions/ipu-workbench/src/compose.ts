@@ -353,15 +353,9 @@ function wrapped(picture: GroupPicture, sizes: Array<[number, number]>, room: nu
   const count: number[] = new Array(depth).fill(1);
   rows.forEach((members, layer) => {
     members.sort((a, b) => nodes[a].col - nodes[b].col);
-    let used = -GAP_X;
-    for (const index of members) {
-      if (used > 0 && used + GAP_X + sizes[index][0] > room - 2 * MARGIN) {
-        count[layer] += 1;
-        used = -GAP_X;
-      }
-      used += GAP_X + sizes[index][0];
-      rowOf[index] = count[layer] - 1;
-    }
+    const wrappedRows = wrapRows(members.map(index => sizes[index][0]), room - 2 * MARGIN, GAP_X);
+    members.forEach((index, i) => (rowOf[index] = wrappedRows[i]));
+    count[layer] = wrappedRows.length ? wrappedRows[wrappedRows.length - 1] + 1 : 1;
   });
   if (Math.max(1, ...count) === 1) {
     return picture;
@@ -398,6 +392,27 @@ function wrapped(picture: GroupPicture, sizes: Array<[number, number]>, room: nu
     nodes: nodes.map((node, index) => ({ ...node, layer: first[node.layer] + rowOf[index] })),
     ports: picture.ports.map(port => ({ ...port,
       layer: first[port.layer] + (port.side === 'in' ? 0 : count[port.layer] - 1) })) };
+}
+
+/**
+ * The row of each of a layer's boxes (`widths`, in order) wrapped as lines of text wrap: each row takes boxes
+ * in order while they fit side by side, `gap` apart, within `room` pixels (a box wider than `room` takes a row
+ * alone). The one rule by which a layer too wide for its output wraps, here, in the Graph tab (`elklayout.ts`)
+ * and on the Python side (`compose.wrap_rows`).
+ */
+export function wrapRows(widths: readonly number[], room: number, gap: number): number[] {
+  const rows: number[] = [];
+  let row = 0;
+  let used = -gap;
+  for (const width of widths) {
+    if (used > 0 && used + gap + width > room) {
+      row += 1;
+      used = -gap;
+    }
+    used += gap + width;
+    rows.push(row);
+  }
+  return rows;
 }
 
 /**

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 
-import { compose } from '../lib/compose.js';
+import { compose, wrapRows } from '../lib/compose.js';
 
 const path = process.env.IPU_WB_COMPOSE;
 if (path) {
@@ -19,6 +19,17 @@ if (path) {
         scene.boxes.map(b => [b.key, b.x, b.y, b.w, b.h, b.expanded, b.lines]), group);
       assert.deepEqual(got.edges.map(e => [e.points, e.arrow, e.tail, e.head, e.label]),
         scene.edges.map(e => [e.points, e.arrow, e.tail, e.head, e.label]), group);
+    }
+  });
+}
+
+// The rule by which a layer wraps into rows (IPU_WB_WRAP_ROWS: a list of {widths, room, gap, rows} that the
+// Python side's compose.wrap_rows gave).
+const wrapCases = process.env.IPU_WB_WRAP_ROWS;
+if (wrapCases) {
+  test('the page wraps every layer into the rows the Python side gives', () => {
+    for (const { widths, room, gap, rows } of JSON.parse(wrapCases)) {
+      assert.deepEqual(wrapRows(widths, room, gap), rows, JSON.stringify({ widths, room, gap }));
     }
   });
 }

@@ -13,9 +13,16 @@ import { sampleDocument } from './documents.mjs';
 import { crosses, geometryProblems, readDrawing } from './geometry.mjs';
 import { settled } from './settle.mjs';
 
-async function drawn(document, graph, expandAll) {
+/** The graph view's drawing; with `room`, drawn in a canvas that many pixels wide (jsdom measures none). */
+async function drawn(document, graph, expandAll, room) {
   const dom = new JSDOM('<!DOCTYPE html><body></body>');
-  const root = renderIr(dom.window.document.body, document, { graph, view: 'graph' });
+  const root = renderIr(dom.window.document.body, document, { graph, view: room ? 'calls' : 'graph' });
+  if (room) {
+    const canvas = root.querySelector('.ipu-wb-graph-view .ipu-wb-canvas');
+    Object.defineProperty(canvas, 'clientWidth', { value: room });
+    Object.defineProperty(canvas, 'offsetWidth', { value: room });
+    root.querySelector('.ipu-wb-tab-graph').click();
+  }
   await settled(root);
   root.querySelector('.ipu-wb-draw-large')?.click();
   await settled(root);
@@ -66,11 +73,15 @@ test('edges bend around nodes: the routes have bends, drawn rounded', async () =
   assert.ok(drawing.edges.some(edge => edge.element.getAttribute('d').includes('Q')));
 });
 
-for (const { path, graph, expandAll } of JSON.parse(process.env.IPU_WB_GEOMETRY ?? '[]')) {
-  test(`geometry of ${graph}${expandAll ? ' expanded' : ''} in ${path}`, async () => {
-    const svg = await drawn(JSON.parse(readFileSync(path, 'utf8')), graph, expandAll);
+for (const { path, graph, expandAll, room } of JSON.parse(process.env.IPU_WB_GEOMETRY ?? '[]')) {
+  test(`geometry of ${graph}${expandAll ? ' expanded' : ''}${room ? ` at ${room} px` : ''} in ${path}`, async () => {
+    const svg = await drawn(JSON.parse(readFileSync(path, 'utf8')), graph, expandAll, room);
     const drawing = assertGoodGeometry(svg);
-    console.log(`${graph}: ${drawing.boxes.length} boxes, ${drawing.edges.length} edges, ${drawing.width} × ${drawing.height} px`);
+    console.log(`${graph}${room ? ` at ${room} px` : ''}: ${drawing.boxes.length} boxes, ${drawing.edges.length} edges, ` +
+      `${drawing.width} × ${drawing.height} px`);
+    if (room) {
+      assert.ok(drawing.width <= room - 16, `${drawing.width} px wide in a ${room}-px canvas`);
+    }
   });
 }
 
