@@ -63,7 +63,7 @@ def test_the_transformers_main_graph_wraps_its_48_optimizer_ops_into_rows_that_f
 
 
 def test_the_page_wraps_a_layer_into_rows_by_the_rule_of_the_python_side():
-    from workbench.export.compose import wrap_rows
+    from workbench.export.wrapping import wrap_rows
 
     rng = np.random.default_rng(0)
     cases = [{"widths": rng.integers(20, 400, size=int(rng.integers(0, 30))).tolist(), "room": int(room), "gap": gap}
@@ -75,6 +75,28 @@ def test_the_page_wraps_a_layer_into_rows_by_the_rule_of_the_python_side():
     assert any(max(case["rows"], default=0) >= 3 for case in cases)
     out = run_node_tests({"IPU_WB_WRAP_ROWS": json.dumps(cases)}, "test/compose.test.mjs")
     assert re.search(r"^ok \d+ - the page wraps every layer into the rows the Python side gives$", out, re.M), out
+
+
+def test_the_page_wraps_a_layered_picture_into_bands_by_the_rule_of_the_python_side():
+    from workbench.export.wrapping import band_rows
+
+    rng = np.random.default_rng(1)
+    cases = []
+    for _ in range(60):
+        layers = [[f"{depth}.{index}" for index in range(int(rng.integers(1, 14)))] for depth in range(int(rng.integers(1, 6)))]
+        widths = {item: int(rng.integers(40, 260)) for layer in layers for item in layer}
+        predecessors = {item: [str(p) for p in rng.choice(above, size=int(rng.integers(0, 3)), replace=True)]
+                        for above, layer in zip(layers, layers[1:]) for item in layer}
+        room = int(rng.integers(200, 1400))
+        cases.append({"layers": layers, "widths": widths, "predecessors": predecessors, "room": room, "gap": 18,
+                      "rows": band_rows(layers, widths, predecessors, room, 18)})
+    # 4 all-reduces, each feeding its own update: the updates wrap in the bands of their all-reduces
+    chain = [["a0", "a1", "a2", "a3"], ["u0", "u1", "u2", "u3"]]
+    rows = band_rows(chain, dict.fromkeys(chain[0] + chain[1], 100), {f"u{i}": [f"a{i}"] for i in range(4)}, 230, 18)
+    assert rows == {"a0": 0, "a1": 0, "u0": 1, "u1": 1, "a2": 2, "a3": 2, "u2": 3, "u3": 3}
+    assert sum(len(set(case["rows"].values())) > len(case["layers"]) for case in cases) >= 20  # most wrap
+    out = run_node_tests({"IPU_WB_BAND_ROWS": json.dumps(cases)}, "test/compose.test.mjs")
+    assert re.search(r"^ok \d+ - the page wraps every layered picture into the rows the Python side gives$", out, re.M), out
 
 
 def test_a_layout_that_takes_too_long_falls_back_to_plain_layers():

@@ -34,7 +34,9 @@ joined to the frame's port edge.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Collection, Optional, Sequence
+from typing import Callable, Collection, Optional
+
+from .wrapping import wrap_rows
 
 CHAR_WIDTH = 7  # pixels per character of the 12 px label font, a little above its average glyph
 LINE_HEIGHT = 15
@@ -338,21 +340,6 @@ def _wrapped(picture: dict, sizes: list, room: float) -> dict:
             "nodes": [{**node, "layer": first[node["layer"]] + row_of[index]} for index, node in enumerate(nodes)],
             "ports": [{**port, "layer": first[port["layer"]] + (0 if port["side"] == "in" else count[port["layer"]] - 1)}
                       for port in picture["ports"]]}
-
-
-def wrap_rows(widths: Sequence[float], room: float, gap: float) -> list[int]:
-    """The row of each of a layer's boxes (``widths``, in order) wrapped as lines of text wrap: each row takes
-    boxes in order while they fit side by side, ``gap`` apart, within ``room`` pixels (a box wider than
-    ``room`` takes a row alone). The one rule by which a layer too wide for its output wraps, here, in the
-    extension's ``compose.ts`` (``wrapRows``) and in its Graph tab."""
-    rows = []
-    row, used = 0, -gap
-    for width in widths:
-        if used > 0 and used + gap + width > room:
-            row, used = row + 1, -gap
-        used += gap + width
-        rows.append(row)
-    return rows
 
 
 def _closed_up(picture: dict, sizes: list, column: float, centres: dict, rights: list[float],

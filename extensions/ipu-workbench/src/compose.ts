@@ -9,6 +9,7 @@
  * Only arithmetic on the shipped layers and columns: no layout search runs in the page.
  */
 import type { GroupPicture, PictureBox } from './generated/document.js';
+import { wrapRows } from './wrapping.js';
 
 export const CHAR_WIDTH = 7;
 const LINE_HEIGHT = 15;
@@ -392,27 +393,6 @@ function wrapped(picture: GroupPicture, sizes: Array<[number, number]>, room: nu
     nodes: nodes.map((node, index) => ({ ...node, layer: first[node.layer] + rowOf[index] })),
     ports: picture.ports.map(port => ({ ...port,
       layer: first[port.layer] + (port.side === 'in' ? 0 : count[port.layer] - 1) })) };
-}
-
-/**
- * The row of each of a layer's boxes (`widths`, in order) wrapped as lines of text wrap: each row takes boxes
- * in order while they fit side by side, `gap` apart, within `room` pixels (a box wider than `room` takes a row
- * alone). The one rule by which a layer too wide for its output wraps, here, in the Graph tab (`elklayout.ts`)
- * and on the Python side (`compose.wrap_rows`).
- */
-export function wrapRows(widths: readonly number[], room: number, gap: number): number[] {
-  const rows: number[] = [];
-  let row = 0;
-  let used = -gap;
-  for (const width of widths) {
-    if (used > 0 && used + gap + width > room) {
-      row += 1;
-      used = -gap;
-    }
-    used += gap + width;
-    rows.push(row);
-  }
-  return rows;
 }
 
 /**

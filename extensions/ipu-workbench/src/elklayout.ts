@@ -6,9 +6,9 @@
  */
 import { ElkExtendedEdge, ElkNode, LayoutOptions } from 'elkjs/lib/elk-api.js';
 
-import { wrapRows } from './compose.js';
 import { elkLayout } from './elk.js';
 import { countNodes, GAP_X, GraphLayout, HEADER, LayoutEdge, PAD, placeInLayers, Point } from './layout.js';
+import { bandRows } from './wrapping.js';
 
 /**
  * Above this many nodes the plain layering is used, which takes milliseconds. ELK's time grows faster
@@ -101,7 +101,7 @@ export async function placeWithElk(layout: GraphLayout, seconds = ELK_SECONDS, r
 
 /**
  * Lays `layout`, drawn by ELK wider than `room`, out again with its wide layers wrapped into rows as lines of
- * text wrap, by the rule the grouped pictures wrap by (`wrapRows`, see `packRows`): ELK's layers are kept, each
+ * text wrap, by the rule the notebook's Graph tab wraps by too (`bandRows`): ELK's layers are kept, each
  * row of a layer becomes a layer of its own (an ELK partition) holding consecutive nodes in the graph's order,
  * and the edges from one node down past the rows are merged into one run. Where they leave the drawing still
  * too wide, its rows are packed tighter, up to `WRAP_TRIES` times while that makes it narrower.
@@ -140,63 +140,23 @@ function readLayers(layout: GraphLayout, layers: Map<string, number>): void {
 }
 
 /**
- * The row of every node of `layout` (and of the layouts inside it) with its layers wrapped to `room` pixels,
- * each layer's nodes in the graph's order. A run of layers that are all too wide wraps as one, in bands one
- * under another, each band holding a row of every layer of the run: the first layer wraps by `wrapRows`; in
- * each layer after it, a node fed by a node of the layer above that feeds no other node of its layer goes in
- * that node's band, and the others wrap by `wrapRows` from the first band. So the chains of a run (for each
- * of 24 weights, an all-reduce and the update it feeds) wrap together and their edges stay short.
+ * The row of every node of `layout` (and of the layouts inside it) with its layers, each in the graph's order,
+ * wrapped to `room` pixels by `bandRows`.
  */
 function packRows(layout: GraphLayout, layers: ReadonlyMap<string, number>, room: number, rows: Map<string, number>): void {
-  const byLayer: GraphLayout['nodes'][] = [];
+  const byLayer: string[][] = [];
+  const widths = new Map<string, number>();
   for (const node of layout.nodes) {
-    (byLayer[layers.get(node.key)!] ??= []).push(node);
+    (byLayer[layers.get(node.key)!] ??= []).push(node.key);
+    widths.set(node.key, node.width);
     node.inner.forEach(inner => packRows(inner, layers, room - 4 * PAD, rows));
   }
   const predecessors = new Map<string, string[]>();
   for (const edge of layout.edges) {
     (predecessors.get(edge.to) ?? predecessors.set(edge.to, []).get(edge.to)!).push(edge.from);
   }
-  const levels = byLayer.filter(nodes => nodes !== undefined);
-  const order = new Map(layout.nodes.map((node, i) => [node.key, i]));
-  const fits = (nodes: GraphLayout['nodes']) => wrapRows(nodes.map(node => node.width), room - 2 * PAD, GAP_X).every(row => row === 0);
-  let first = 0;
-  for (let start = 0; start < levels.length;) {
-    let end = start + 1;
-    while (!fits(levels[start]) && end < levels.length && !fits(levels[end])) {
-      end += 1;
-    }
-    const band = new Map<string, number>();
-    for (let level = start; level < end; level++) {
-      const nodes = levels[level].sort((a, b) => order.get(a.key)! - order.get(b.key)!);
-      if (level === start) {
-        wrapRows(nodes.map(node => node.width), room - 2 * PAD, GAP_X).forEach((row, i) => band.set(nodes[i].key, row));
-        continue;
-      }
-      // A node that its first predecessor in the layer above feeds alone follows it into its band (a chain);
-      // the others wrap by the rule, from the first band.
-      const above = new Set(levels[level - 1].map(n => n.key));
-      const leader = (node: GraphLayout['nodes'][number]) => (predecessors.get(node.key) ?? []).find(key => above.has(key));
-      const fed = new Map<string, number>();  // how many nodes of this layer each node above feeds
-      for (const node of nodes) {
-        for (const key of new Set((predecessors.get(node.key) ?? []).filter(key => above.has(key)))) {
-          fed.set(key, (fed.get(key) ?? 0) + 1);
-        }
-      }
-      const chained = nodes.filter(node => { const key = leader(node); return key !== undefined && fed.get(key) === 1; });
-      const rest = nodes.filter(node => !chained.includes(node));
-      chained.forEach(node => band.set(node.key, band.get(leader(node)!)!));
-      wrapRows(rest.map(node => node.width), room - 2 * PAD, GAP_X).forEach((row, i) => band.set(rest[i].key, row));
-    }
-    const bands = Math.max(...[...band.values()]) + 1;
-    for (let level = start; level < end; level++) {
-      for (const node of levels[level]) {
-        rows.set(node.key, first + band.get(node.key)! * (end - start) + level - start);
-      }
-    }
-    first += bands * (end - start);
-    start = end;
-  }
+  const packed = bandRows(byLayer.filter(keys => keys !== undefined), widths, predecessors, room - 2 * PAD, GAP_X);
+  packed.forEach((row, key) => rows.set(key, row));
 }
 
 function minimumSize(width: number, height: number): LayoutOptions {

@@ -5,7 +5,8 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 
-import { compose, wrapRows } from '../lib/compose.js';
+import { compose } from '../lib/compose.js';
+import { bandRows, wrapRows } from '../lib/wrapping.js';
 
 const path = process.env.IPU_WB_COMPOSE;
 if (path) {
@@ -30,6 +31,18 @@ if (wrapCases) {
   test('the page wraps every layer into the rows the Python side gives', () => {
     for (const { widths, room, gap, rows } of JSON.parse(wrapCases)) {
       assert.deepEqual(wrapRows(widths, room, gap), rows, JSON.stringify({ widths, room, gap }));
+    }
+  });
+}
+
+// A layered picture's wrapped rows (IPU_WB_BAND_ROWS: a list of {layers, widths, predecessors, room, gap, rows}
+// that the Python side's wrapping.band_rows gave).
+const bandCases = process.env.IPU_WB_BAND_ROWS;
+if (bandCases) {
+  test('the page wraps every layered picture into the rows the Python side gives', () => {
+    for (const { layers, widths, predecessors, room, gap, rows } of JSON.parse(bandCases)) {
+      const got = bandRows(layers, new Map(Object.entries(widths)), new Map(Object.entries(predecessors)), room, gap);
+      assert.deepEqual(Object.fromEntries(got), rows, JSON.stringify({ layers, room }));
     }
   });
 }
