@@ -88,12 +88,15 @@ def test_the_page_wraps_a_layered_picture_into_bands_by_the_rule_of_the_python_s
         predecessors = {item: [str(p) for p in rng.choice(above, size=int(rng.integers(0, 3)), replace=True)]
                         for above, layer in zip(layers, layers[1:]) for item in layer}
         room = int(rng.integers(200, 1400))
+        rows, lefts = band_rows(layers, widths, predecessors, room, 18)
         cases.append({"layers": layers, "widths": widths, "predecessors": predecessors, "room": room, "gap": 18,
-                      "rows": band_rows(layers, widths, predecessors, room, 18)})
-    # 4 all-reduces, each feeding its own update: the updates wrap in the bands of their all-reduces
+                      "rows": rows, "lefts": lefts})
+    # 4 all-reduces, each feeding its own update (wider than it): each update wraps under its all-reduce
     chain = [["a0", "a1", "a2", "a3"], ["u0", "u1", "u2", "u3"]]
-    rows = band_rows(chain, dict.fromkeys(chain[0] + chain[1], 100), {f"u{i}": [f"a{i}"] for i in range(4)}, 230, 18)
+    widths = {**dict.fromkeys(chain[0], 90), **dict.fromkeys(chain[1], 100)}
+    rows, lefts = band_rows(chain, widths, {f"u{i}": [f"a{i}"] for i in range(4)}, 230, 18)
     assert rows == {"a0": 0, "a1": 0, "u0": 1, "u1": 1, "a2": 2, "a3": 2, "u2": 3, "u3": 3}
+    assert lefts == {"a0": 0, "a1": 118, "u0": 0, "u1": 118, "a2": 0, "a3": 118, "u2": 0, "u3": 118}
     assert sum(len(set(case["rows"].values())) > len(case["layers"]) for case in cases) >= 20  # most wrap
     out = run_node_tests({"IPU_WB_BAND_ROWS": json.dumps(cases)}, "test/compose.test.mjs")
     assert re.search(r"^ok \d+ - the page wraps every layered picture into the rows the Python side gives$", out, re.M), out

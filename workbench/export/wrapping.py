@@ -10,7 +10,7 @@ their edges stay short, instead of the updates' rows wrapping apart from their a
 from __future__ import annotations
 
 from collections import Counter
-from typing import Hashable, Mapping, Sequence
+from typing import Callable, Hashable, Mapping, Sequence
 
 
 def wrap_rows(widths: Sequence[float], room: float, gap: float) -> list[int]:
@@ -27,43 +27,61 @@ def wrap_rows(widths: Sequence[float], room: float, gap: float) -> list[int]:
 
 
 def band_rows(layers: Sequence[Sequence[Hashable]], widths: Mapping[Hashable, float],
-              predecessors: Mapping[Hashable, Sequence[Hashable]], room: float, gap: float) -> dict[Hashable, int]:
+              predecessors: Mapping[Hashable, Sequence[Hashable]], room: float,
+              gap: float) -> tuple[dict[Hashable, int], dict[Hashable, float]]:
     """The row of every item of ``layers`` (each a layer's items in order; ``widths`` of each, and the items
-    that feed each, ``predecessors``) once the layers too wide for ``room`` are wrapped. A layer that fits is
-    one row. In a run of layers too wide, the first wraps by ``wrap_rows``; in each layer after it, an item fed
-    by an item of the layer above that feeds no other item of its layer goes in that item's band, and the
-    others wrap by ``wrap_rows`` from the first band. Rows are numbered from the top, band by band, layer by
-    layer within a band."""
+    that feed each, ``predecessors``) once the layers too wide for ``room`` are wrapped, and its left edge in
+    its row. A layer that fits is one row. A run of layers too wide wraps as one. Chains start at the run's
+    first layer; an item of a later layer joins the chain of its first feeder in the layer above where that
+    feeder is in a chain and feeds no other item of the layer. The first layer wraps by ``wrap_rows``, each of
+    its items as wide as the widest of its chain, and each chain takes its first item's band and left edge;
+    the items in no chain wrap by ``wrap_rows``, each layer's in bands after all bands before them. Where an
+    edge would then point up, the run's layers wrap one after another instead. Rows are numbered from the top,
+    band by band, layer by layer within a band."""
     rows: dict[Hashable, int] = {}
+    lefts: dict[Hashable, float] = {}
 
-    def wrapped(items: Sequence[Hashable]) -> list[int]:
-        return wrap_rows([widths[item] for item in items], room, gap)
+    def place(items: Sequence[Hashable], width: Callable[[Hashable], float], first_row: int, step: int) -> int:
+        """Wraps ``items`` into rows ``step`` apart from ``first_row``; gives the number of rows."""
+        left, last = 0.0, -1
+        for item, row in zip(items, wrap_rows([width(item) for item in items], room, gap)):
+            if row != last:
+                left, last = 0.0, row
+            rows[item], lefts[item] = first_row + row * step, left
+            left += width(item) + gap
+        return last + 1
 
     def fits(items: Sequence[Hashable]) -> bool:
-        return max(wrapped(items), default=0) == 0
+        return max(wrap_rows([widths[item] for item in items], room, gap), default=0) == 0
 
     first = start = 0
     while start < len(layers):
         end = start + 1
         while not fits(layers[start]) and end < len(layers) and not fits(layers[end]):
             end += 1
-        band = dict(zip(layers[start], wrapped(layers[start])))
-        for level in range(start + 1, end):
-            above = set(layers[level - 1])
-            leaders = {item: next((p for p in predecessors.get(item, ()) if p in above), None) for item in layers[level]}
-            fed = Counter(p for item in layers[level] for p in set(predecessors.get(item, ())) if p in above)
-            rest = []
-            for item in layers[level]:
-                leader = leaders[item]
-                if leader is not None and fed[leader] == 1:
-                    band[item] = band[leader]
-                else:
-                    rest.append(item)
-            band.update(zip(rest, wrapped(rest)))
-        span = end - start
-        for level in range(start, end):
-            for item in layers[level]:
-                rows[item] = first + band[item] * span + level - start
-        first += (max(band.values(), default=0) + 1) * span
+        run = layers[start:end]
+        root = {item: item for item in run[0]}
+        for above, layer in zip(run, run[1:]):
+            fed = Counter(p for item in layer for p in set(predecessors.get(item, ())) if p in above)
+            for item in layer:
+                leader = next((p for p in predecessors.get(item, ()) if p in above), None)
+                if leader in root and fed[leader] == 1:
+                    root[item] = root[leader]
+        cell: dict[Hashable, float] = {}
+        for item, chain in root.items():
+            cell[chain] = max(cell.get(chain, 0.0), widths[item])
+        span = len(run)
+        bands = place(run[0], cell.__getitem__, first, span)
+        for level, layer in enumerate(run[1:], 1):
+            for item in layer:
+                if item in root:
+                    rows[item], lefts[item] = rows[root[item]] + level, lefts[root[item]]
+            bands += place([item for item in layer if item not in root], widths.__getitem__, first + bands * span + level, span)
+        members = {item for layer in run for item in layer}
+        if any(rows[p] >= rows[item] for item in members for p in predecessors.get(item, ()) if p in members):
+            bands, span = 0, 1  # an edge would point up: the run's layers wrap one after another instead
+            for layer in run:
+                bands += place(layer, widths.__getitem__, first + bands, 1)
+        first += bands * span
         start = end
-    return rows
+    return rows, lefts

@@ -156,7 +156,7 @@ function packRows(layout: GraphLayout, layers: ReadonlyMap<string, number>, room
     (predecessors.get(edge.to) ?? predecessors.set(edge.to, []).get(edge.to)!).push(edge.from);
   }
   const packed = bandRows(byLayer.filter(keys => keys !== undefined), widths, predecessors, room - 2 * PAD, GAP_X);
-  packed.forEach((row, key) => rows.set(key, row));
+  packed.rows.forEach((row, key) => rows.set(key, row));
 }
 
 function minimumSize(width: number, height: number): LayoutOptions {

@@ -35,14 +35,15 @@ if (wrapCases) {
   });
 }
 
-// A layered picture's wrapped rows (IPU_WB_BAND_ROWS: a list of {layers, widths, predecessors, room, gap, rows}
+// A layered picture's wrapped rows (IPU_WB_BAND_ROWS: a list of {layers, widths, predecessors, room, gap, rows, lefts}
 // that the Python side's wrapping.band_rows gave).
 const bandCases = process.env.IPU_WB_BAND_ROWS;
 if (bandCases) {
   test('the page wraps every layered picture into the rows the Python side gives', () => {
-    for (const { layers, widths, predecessors, room, gap, rows } of JSON.parse(bandCases)) {
+    for (const { layers, widths, predecessors, room, gap, rows, lefts } of JSON.parse(bandCases)) {
       const got = bandRows(layers, new Map(Object.entries(widths)), new Map(Object.entries(predecessors)), room, gap);
-      assert.deepEqual(Object.fromEntries(got), rows, JSON.stringify({ layers, room }));
+      assert.deepEqual(Object.fromEntries(got.rows), rows, JSON.stringify({ layers, room }));
+      assert.deepEqual(Object.fromEntries(got.lefts), lefts, JSON.stringify({ layers, room }));
     }
   });
 }

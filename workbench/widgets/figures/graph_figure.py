@@ -11,6 +11,7 @@ import plotly.graph_objects as go
 
 from ..dataflow import DataflowPicture, PictureBox
 from workbench.export.layered import Layout, column_pixels, layered_layout
+from workbench.export.wrapping import band_rows
 from ..style import (CALL_OUTLINE, EDGE_COLOR, HIGHLIGHT, IN_SEQUENCE_COLOR, KIND_COLORS, OP_OUTLINE, PICTURE_WIDTH, TEMPLATE,
                      base_layout, count_of, fitted, ipu_color, text, text_array)
 
@@ -58,8 +59,10 @@ def _label_columns(label: str, column: float, sizes: "Sizes") -> int:
 def _fold_wide_layers(layout: Layout, picture: DataflowPicture, width: int) -> None:
     """Where some node's name (an op's type) would be cut or left out, lays every layer out again at most
     as many columns wide as fit ``width`` at ``FOLD_COLUMN`` pixels, each node followed by the columns its
-    caption needs, and wraps a layer that does not fit into as many rows as it takes. Nodes keep their order in their layer; an
-    edge's bends in a layer are placed with its nodes. ``layout.layers`` keeps each node's layer."""
+    caption needs, and wraps the layers that do not fit into rows by the rule of ``wrapping.band_rows`` (as
+    the extension's Graph tab wraps): a run of wide layers wraps in bands, each all-reduce of an optimizer
+    over the update it feeds. Nodes keep their order in their layer; an edge's bends in a layer are placed
+    with its nodes. ``layout.layers`` keeps each node's layer."""
     sizes = picture_sizes(layout, width)
     rooms = label_rooms(layout, sizes)
     if all(rooms[key] >= len(node.label) for key, node in picture.nodes.items() if key in rooms):
@@ -68,51 +71,75 @@ def _fold_wide_layers(layout: Layout, picture: DataflowPicture, width: int) -> N
     columns = max(2, min(int(np.ceil(layout.width)), int(available // FOLD_COLUMN - 0.5)))
     column = available / (columns + 0.5)
     folded = Sizes(column)
-    rows: dict[float, list[tuple[float, int, object]]] = defaultdict(list)  # layer -> (x, span, item)
+    by_layer: dict[float, list[tuple[float, object]]] = defaultdict(list)  # layer -> (x, item)
+    spans: dict[object, int] = {}
     for key, node in picture.nodes.items():
         if key in layout.positions:
             x, y = layout.positions[key]
-            rows[y].append((x, _label_columns(node.caption, column, folded), key))
+            by_layer[y].append((x, key))
+            spans[key] = _label_columns(node.caption, column, folded)
+    predecessors: dict[object, list[object]] = defaultdict(list)  # each point of a route after its tail: the one before
     for edge, route in layout.bends.items():
         for index, (x, y) in enumerate(route):
-            rows[y].append((x, 1, (edge, index)))
+            by_layer[y].append((x, (edge, index)))
+            spans[(edge, index)] = 1
+    for tail, head, _ in picture.edges:
+        if tail in layout.positions and head in layout.positions:
+            route = [tail, *[((tail, head), index) for index in range(len(layout.bends.get((tail, head), ())))], head]
+            for before, after in zip(route, route[1:]):
+                predecessors[after].append(before)
+    ordered = [sorted(by_layer[y], key=lambda entry: entry[0]) for y in sorted(by_layer, reverse=True)]  # top first
+    layers = [[item for _, item in entries] for entries in ordered]
+    row_of, lefts = band_rows(layers, spans, predecessors, columns + 1, 0)
+    numbers = {row: number for number, row in enumerate(sorted(set(row_of.values())))}  # rows left empty go
+    rows: list[list[object]] = [[] for _ in numbers]
+    shift = [0] * len(numbers)  # a layer narrower than the columns keeps its place across them
+    for entries, layer in zip(ordered, layers):
+        for item in layer:
+            rows[numbers[row_of[item]]].append(item)
+        total = sum(spans[item] for item in layer)
+        if total <= columns:
+            shift[numbers[row_of[layer[0]]]] = min(max(0, round(entries[0][0] - layout.left)), columns - total)
     positions, bends = {}, {edge: list(route) for edge, route in layout.bends.items()}
     lanes: list[list[float]] = []  # per row: columns an edge may cross it at, clear of nodes and labels
-    for y in sorted(rows, reverse=True):  # top layer first
-        items = sorted(rows[y], key=lambda item: item[0])
-        total = sum(span for _, span, _ in items)
-        at = 0 if total > columns else min(max(0, round(items[0][0] - layout.left)), columns - total)
+    for number, items in enumerate(rows):
+        taken: set[int] = set()
         lanes.append([])
-        for _, span, item in items:
-            if at > 0 and at + min(span, columns) > columns + 1:
-                lanes[-1] += [float(x) for x in range(at, columns + 1)]
-                at = 0
-                lanes.append([])
-            point = (float(at), -float(len(lanes) - 1))
+        for item in items:
+            at = shift[number] + int(lefts[item])
+            point = (float(at), -float(number))
             if isinstance(item, tuple) and isinstance(item[0], tuple):
                 bends[item[0]][item[1]] = point
             else:
                 positions[item] = point
-            lanes[-1].append(at + span - 0.5)  # right of the label, left of the next node
-            at += span
-        lanes[-1] += [float(x) for x in range(at, columns + 1)]
+            lanes[-1].append(at + spans[item] - 0.5)  # right of the label, left of the next node
+            taken.update(range(at, at + spans[item]))
+        free = [x for x in range(columns + 1) if x not in taken]
+        lanes[-1] += [float(x) for x in free] + [x + 0.5 for x in free if x + 1 in free]  # runs pass straight down
     layout.positions, layout.bends, layout.left, layout.depth = positions, bends, 0.0, len(lanes)
+    shared: dict[tuple, float] = {}
     for tail, head, _ in picture.edges:
         if tail in positions and head in positions:
-            _cross_rows(layout, (tail, head), lanes)
+            _cross_rows(layout, (tail, head), lanes, shared)
     xs = [x for x, _ in positions.values()] + [x for route in layout.bends.values() for x, _ in route]
     layout.width = max(float(columns), max(xs))
 
 
-def _cross_rows(layout: Layout, edge: tuple, lanes: list[list[float]]) -> None:
-    """Gives an edge a bend in each row it passes between two of its points, at the free lane of that
-    row nearest the straight line, so that it crosses no node or label of a folded layer."""
+def _cross_rows(layout: Layout, edge: tuple, lanes: list[list[float]], shared: dict[tuple, float]) -> None:
+    """Gives an edge a bend in each row it passes between two of its points, at a free lane of that row, so
+    that it crosses no node or label of a folded layer. The edges from one node share their lanes (``shared``,
+    by tail and row), one run down the rows that each leaves beside its head, rather than a lattice of
+    crossing edges: the first to pass a row takes the lane nearest the straight line, or below its lane in
+    the row above."""
     route = layout.route(*edge)
     bent = [route[0]]
     for (x0, y0), (x1, y1) in zip(route, route[1:]):
         for row in range(int(-y0) + 1, int(-y1)):
-            x = x0 + (x1 - x0) * (row + y0) / (y0 - y1)
-            bent.append((min(lanes[row], key=lambda lane: abs(lane - x)), -float(row)))
+            key = (edge[0], row)
+            if key not in shared:
+                x = bent[-1][0] if len(bent) > 1 else x0 + (x1 - x0) * (row + y0) / (y0 - y1)
+                shared[key] = min(lanes[row], key=lambda lane: abs(lane - x))
+            bent.append((shared[key], -float(row)))
         bent.append((x1, y1))
     if len(bent) > len(route):
         layout.bends[edge] = bent[1:-1]
