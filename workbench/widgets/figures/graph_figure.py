@@ -85,8 +85,9 @@ def _fold_wide_layers(layout: Layout, picture: DataflowPicture, width: int) -> N
             spans[(edge, index)] = 1
     for tail, head, _ in picture.edges:
         if tail in layout.positions and head in layout.positions:
-            route = [tail, *[((tail, head), index) for index in range(len(layout.bends.get((tail, head), ())))], head]
-            for before, after in zip(route, route[1:]):
+            chain: list[object] = [tail, *[((tail, head), index) for index in range(len(layout.bends.get((tail, head), ())))],
+                                   head]
+            for before, after in zip(chain, chain[1:]):
                 predecessors[after].append(before)
     ordered = [sorted(by_layer[y], key=lambda entry: entry[0]) for y in sorted(by_layer, reverse=True)]  # top first
     layers = [[item for _, item in entries] for entries in ordered]
