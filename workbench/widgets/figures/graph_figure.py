@@ -71,36 +71,9 @@ def _fold_wide_layers(layout: Layout, picture: DataflowPicture, width: int) -> N
     columns = max(2, min(int(np.ceil(layout.width)), int(available // FOLD_COLUMN - 0.5)))
     column = available / (columns + 0.5)
     folded = Sizes(column)
-    by_layer: dict[float, list[tuple[float, object]]] = defaultdict(list)  # layer -> (x, item)
-    spans: dict[object, int] = {}
-    for key, node in picture.nodes.items():
-        if key in layout.positions:
-            x, y = layout.positions[key]
-            by_layer[y].append((x, key))
-            spans[key] = _label_columns(node.caption, column, folded)
-    predecessors: dict[object, list[object]] = defaultdict(list)  # each point of a route after its tail: the one before
-    for edge, route in layout.bends.items():
-        for index, (x, y) in enumerate(route):
-            by_layer[y].append((x, (edge, index)))
-            spans[(edge, index)] = 1
-    for tail, head, _ in picture.edges:
-        if tail in layout.positions and head in layout.positions:
-            chain: list[object] = [tail, *[((tail, head), index) for index in range(len(layout.bends.get((tail, head), ())))],
-                                   head]
-            for before, after in zip(chain, chain[1:]):
-                predecessors[after].append(before)
-    ordered = [sorted(by_layer[y], key=lambda entry: entry[0]) for y in sorted(by_layer, reverse=True)]  # top first
-    layers = [[item for _, item in entries] for entries in ordered]
-    row_of, lefts = band_rows(layers, spans, predecessors, columns + 1, 0)
-    numbers = {row: number for number, row in enumerate(sorted(set(row_of.values())))}  # rows left empty go
-    rows: list[list[object]] = [[] for _ in numbers]
-    shift = [0] * len(numbers)  # a layer narrower than the columns keeps its place across them
-    for entries, layer in zip(ordered, layers):
-        for item in layer:
-            rows[numbers[row_of[item]]].append(item)
-        total = sum(spans[item] for item in layer)
-        if total <= columns:
-            shift[numbers[row_of[layer[0]]]] = min(max(0, round(entries[0][0] - layout.left)), columns - total)
+    spans: dict[object, int] = {key: _label_columns(node.caption, column, folded) for key, node in picture.nodes.items()}
+    spans.update({(edge, index): 1 for edge, route in layout.bends.items() for index in range(len(route))})
+    rows, lefts, shift = _wrapped_rows(layout, picture, spans, columns)
     positions, bends = {}, {edge: list(route) for edge, route in layout.bends.items()}
     lanes: list[list[float]] = []  # per row: columns an edge may cross it at, clear of nodes and labels
     for number, items in enumerate(rows):
@@ -126,12 +99,46 @@ def _fold_wide_layers(layout: Layout, picture: DataflowPicture, width: int) -> N
     layout.width = max(float(columns), max(xs))
 
 
+def _wrapped_rows(layout: Layout, picture: DataflowPicture, spans: dict, columns: int) -> tuple[list, dict, list[int]]:
+    """The nodes and bends (``(edge, index)``) of each row once the layers wider than ``columns`` are wrapped
+    by ``band_rows`` (``spans``: the columns of each node and bend), rows left empty left out; the
+    column each starts at in its row; and how far right each row starts (a layer that fits keeps its place)."""
+    by_layer: dict[float, list[tuple[float, object]]] = defaultdict(list)  # layer -> (x, item)
+    for key in picture.nodes:
+        if key in layout.positions:
+            x, y = layout.positions[key]
+            by_layer[y].append((x, key))
+    for edge, route in layout.bends.items():
+        for index, (x, y) in enumerate(route):
+            by_layer[y].append((x, (edge, index)))
+    predecessors: dict[object, list[object]] = defaultdict(list)  # each point of an edge after its tail: the one before
+    for tail, head, _ in picture.edges:
+        if tail in layout.positions and head in layout.positions:
+            chain: list[object] = [tail, *[((tail, head), index) for index in range(len(layout.bends.get((tail, head), ())))],
+                                   head]
+            for before, after in zip(chain, chain[1:]):
+                predecessors[after].append(before)
+    ordered = [sorted(by_layer[y], key=lambda entry: entry[0]) for y in sorted(by_layer, reverse=True)]  # top first
+    layers = [[item for _, item in entries] for entries in ordered]
+    row_of, lefts = band_rows(layers, spans, predecessors, columns + 1, 0)
+    numbers = {row: number for number, row in enumerate(sorted(set(row_of.values())))}
+    rows: list[list[object]] = [[] for _ in numbers]
+    shift = [0] * len(numbers)
+    for entries, layer in zip(ordered, layers):
+        for item in layer:
+            rows[numbers[row_of[item]]].append(item)
+        total = sum(spans[item] for item in layer)
+        if total <= columns:
+            shift[numbers[row_of[layer[0]]]] = min(max(0, round(entries[0][0] - layout.left)), columns - total)
+    return rows, lefts, shift
+
+
 def _cross_rows(layout: Layout, edge: tuple, lanes: list[list[float]], shared: dict[tuple, float]) -> None:
     """Gives an edge a bend in each row it passes between two of its points, at a free lane of that row, so
     that it crosses no node or label of a folded layer. The edges from one node share their lanes (``shared``,
     by tail and row), one run down the rows that each leaves beside its head, rather than a lattice of
-    crossing edges: the first to pass a row takes the lane nearest the straight line, or below its lane in
-    the row above."""
+    crossing edges: the first to pass a row takes the lane nearest the straight line, or, after a row it
+    passed, the lane nearest its lane there."""
     route = layout.route(*edge)
     bent = [route[0]]
     for (x0, y0), (x1, y1) in zip(route, route[1:]):
