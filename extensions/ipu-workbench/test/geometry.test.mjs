@@ -3,7 +3,7 @@
 // tests pass real exports as JSON in IPU_WB_GEOMETRY: [{ path, graph, expandAll }], and a big export to
 // time in IPU_WB_TIMED: { path, graph }.
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { test } from 'node:test';
 
 import { JSDOM } from 'jsdom';
@@ -73,7 +73,8 @@ test('edges bend around nodes: the routes have bends, drawn rounded', async () =
   assert.ok(drawing.edges.some(edge => edge.element.getAttribute('d').includes('Q')));
 });
 
-for (const { path, graph, expandAll, room } of JSON.parse(process.env.IPU_WB_GEOMETRY ?? '[]')) {
+// A case with `places` (a file path) also writes each box's data-key and edges there, for the Python tests.
+for (const { path, graph, expandAll, room, places } of JSON.parse(process.env.IPU_WB_GEOMETRY ?? '[]')) {
   test(`geometry of ${graph}${expandAll ? ' expanded' : ''}${room ? ` at ${room} px` : ''} in ${path}`, async () => {
     const svg = await drawn(JSON.parse(readFileSync(path, 'utf8')), graph, expandAll, room);
     const drawing = assertGoodGeometry(svg);
@@ -81,6 +82,9 @@ for (const { path, graph, expandAll, room } of JSON.parse(process.env.IPU_WB_GEO
       `${drawing.width} × ${drawing.height} px`);
     if (room) {
       assert.ok(drawing.width <= room - 16, `${drawing.width} px wide in a ${room}-px canvas`);
+    }
+    if (places) {
+      writeFileSync(places, JSON.stringify(drawing.boxes.map(({ name, left, top, right, bottom }) => ({ key: name, left, top, right, bottom }))));
     }
   });
 }
