@@ -113,7 +113,11 @@ def test_a_layout_that_takes_too_long_falls_back_to_plain_layers():
 def test_a_2000_op_graph_is_laid_out_by_elk_in_reasonable_time(tmp_path):
     path, backward = export(tmp_path, 333)
     assert len(backward["ops"]) >= 1990  # about 2,000 ops, within ELK_MAX_NODES boxes of ops and values
-    out = run_node_tests({"IPU_WB_TIMED": json.dumps({"path": path, "graph": BACKWARD})}, "test/geometry.test.mjs")
+    # In a 630-px canvas: beyond WRAP_MAX_NODES nodes, ELK's drawing is not laid out again to wrap its layers.
+    timed = {"path": path, "graph": BACKWARD, "room": 630}
+    out = run_node_tests({"IPU_WB_TIMED": json.dumps(timed)}, "test/geometry.test.mjs")
     times = [float(s) for s in re.findall(r"layout of \d+ ops, \d+ nodes: ([\d.]+) s by elk", out)]
+    widths = [int(s) for s in re.findall(r"by elk, (\d+) px wide", out)]
     print(*re.findall(r"^# (?:first|second) layout.*$", out, re.M), sep="\n")
     assert len(times) == 2 and max(times) < 30, out
+    assert min(widths) > 630, out

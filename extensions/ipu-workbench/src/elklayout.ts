@@ -50,6 +50,11 @@ function graphOptions(nodes: number): LayoutOptions {
  * rows packed tighter (the edges that pass a wrapped layer take room beside its boxes).
  */
 const WRAP_TRIES = 3;
+/**
+ * Above this many nodes a drawing wider than its output is not laid out again with its layers wrapped: each
+ * try is another ELK layout of seconds (such a drawing scrolls sideways, or is fitted to the width on asking).
+ */
+export const WRAP_MAX_NODES = 1500;
 
 /** An expanded call: its frames in one row, in the order of the call's graphs, below its label. */
 const CALL_OPTIONS: LayoutOptions = {
@@ -68,13 +73,13 @@ export function fitsElk(layout: GraphLayout): boolean {
 
 /**
  * Places `layout` with ELK, or in plain layers if ELK fails or takes longer than `seconds`; resolves to
- * whether ELK placed it. Where ELK's drawing is wider than `room` pixels (0: any width will do), its wide
- * layers are wrapped into rows (`wrapLayers`).
+ * whether ELK placed it. Where ELK's drawing is wider than `room` pixels (0: any width will do) and has at
+ * most `WRAP_MAX_NODES` nodes, its wide layers are wrapped into rows (`wrapLayers`).
  */
 export async function arrange(layout: GraphLayout, seconds = ELK_SECONDS, room = 0): Promise<boolean> {
   try {
     await placeWithElk(layout, seconds);
-    if (room > 0 && layout.width > room) {
+    if (room > 0 && layout.width > room && countNodes(layout) <= WRAP_MAX_NODES) {
       await wrapLayers(layout, room, seconds);
     }
     return true;

@@ -90,16 +90,16 @@ for (const { path, graph, expandAll, room, places } of JSON.parse(process.env.IP
 }
 
 if (process.env.IPU_WB_TIMED) {
-  const { path, graph } = JSON.parse(process.env.IPU_WB_TIMED);
+  const { path, graph, room } = JSON.parse(process.env.IPU_WB_TIMED);
   test(`time to lay out ${graph} in ${path}`, async () => {
     const document = JSON.parse(readFileSync(path, 'utf8'));
     const ops = document.graphs.find(g => g.id === graph).ops.length;
     for (const run of ['first', 'second']) {
       const start = performance.now();
-      const svg = await drawn(document, graph, false);
+      const svg = await drawn(document, graph, false, room);
       const seconds = (performance.now() - start) / 1000;
       console.log(`${run} layout of ${ops} ops, ${svg.querySelectorAll('.ipu-wb-node').length} nodes: ${seconds.toFixed(2)} s ` +
-        `by ${svg.getAttribute('data-engine')}`);
+        `by ${svg.getAttribute('data-engine')}, ${svg.getAttribute('width')} px wide`);
       assert.equal(svg.getAttribute('data-engine'), 'elk');
     }
   });
