@@ -12,6 +12,8 @@ import plotly.graph_objects as go
 from ..dataflow import DataflowPicture, PictureBox
 from workbench.export.layered import Layout, column_pixels, layered_layout
 from workbench.export.wrapping import band_rows
+
+from .row_routes import RowRouter
 from ..style import (CALL_OUTLINE, EDGE_COLOR, HIGHLIGHT, IN_SEQUENCE_COLOR, KIND_COLORS, OP_OUTLINE, PICTURE_WIDTH, TEMPLATE,
                      base_layout, count_of, fitted, ipu_color, text, text_array)
 
@@ -91,10 +93,12 @@ def _fold_wide_layers(layout: Layout, picture: DataflowPicture, width: int) -> N
         free = [x for x in range(columns + 1) if x not in taken]
         lanes[-1] += [float(x) for x in free] + [x + 0.5 for x in free if x + 1 in free]  # runs pass straight down
     layout.positions, layout.bends, layout.left, layout.depth = positions, bends, 0.0, len(lanes)
-    shared: dict[tuple, float] = {}
+    router = RowRouter(lanes)
     for tail, head, _ in picture.edges:
         if tail in positions and head in positions:
-            _cross_rows(layout, (tail, head), lanes, shared)
+            route = router.route(tail, layout.route(tail, head))
+            if len(route) > 2:
+                layout.bends[(tail, head)] = route[1:-1]
     xs = [x for x, _ in positions.values()] + [x for route in layout.bends.values() for x, _ in route]
     layout.width = max(float(columns), max(xs))
 
@@ -131,26 +135,6 @@ def _wrapped_rows(layout: Layout, picture: DataflowPicture, spans: dict, columns
         if total <= columns:
             shift[numbers[row_of[layer[0]]]] = min(max(0, round(entries[0][0] - layout.left)), columns - total)
     return rows, lefts, shift
-
-
-def _cross_rows(layout: Layout, edge: tuple, lanes: list[list[float]], shared: dict[tuple, float]) -> None:
-    """Gives an edge a bend in each row it passes between two of its points, at a free lane of that row, so
-    that it crosses no node or label of a folded layer. The edges from one node share their lanes (``shared``,
-    by tail and row), one run down the rows that each leaves beside its head, rather than a lattice of
-    crossing edges: the first to pass a row takes the lane nearest the straight line, or, after a row it
-    passed, the lane nearest its lane there."""
-    route = layout.route(*edge)
-    bent = [route[0]]
-    for (x0, y0), (x1, y1) in zip(route, route[1:]):
-        for row in range(int(-y0) + 1, int(-y1)):
-            key = (edge[0], row)
-            if key not in shared:
-                x = bent[-1][0] if len(bent) > 1 else x0 + (x1 - x0) * (row + y0) / (y0 - y1)
-                shared[key] = min(lanes[row], key=lambda lane: abs(lane - x))
-            bent.append((shared[key], -float(row)))
-        bent.append((x1, y1))
-    if len(bent) > len(route):
-        layout.bends[edge] = bent[1:-1]
 
 
 def box_extent(box: PictureBox, position, deepest: int, step: float) -> Optional[tuple[float, float, float, float]]:
