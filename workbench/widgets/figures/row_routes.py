@@ -24,7 +24,10 @@ class RowRouter:
     def route(self, tail: Hashable, points: list[Point]) -> list[Point]:
         """``points`` (an edge from ``tail``: its tail, bends and head) with a bend in each row passed."""
         routes = [self._through(tail, points, way) for way in ("run", "down", "straight")]
-        chosen, lanes = min(routes, key=lambda route: self._crossings(route[0]))
+        if routes[0][0] == routes[1][0] == routes[2][0]:  # one way through (none of its rows to pass)
+            chosen, lanes = routes[0]
+        else:
+            chosen, lanes = min(routes, key=lambda route: self._crossings(route[0]))
         if chosen is routes[0][0]:
             self.shared.update(((tail, row), x) for row, x in lanes.items())
         ends = np.array(chosen)
