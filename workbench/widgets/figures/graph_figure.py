@@ -90,8 +90,7 @@ def _fold_wide_layers(layout: Layout, picture: DataflowPicture, width: int) -> N
                 positions[item] = point
             lanes[-1].append(at + spans[item] - 0.5)  # right of the label, left of the next node
             taken.update(range(at, at + spans[item]))
-        free = [x for x in range(columns + 1) if x not in taken]
-        lanes[-1] += [float(x) for x in free] + [x + 0.5 for x in free if x + 1 in free]  # runs pass straight down
+        lanes[-1] += [float(x) for x in range(columns + 1) if x not in taken]
     layout.positions, layout.bends, layout.left, layout.depth = positions, bends, 0.0, len(lanes)
     router = RowRouter(lanes)
     for tail, head, _ in picture.edges:
