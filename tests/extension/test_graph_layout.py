@@ -6,6 +6,7 @@ falls back to plain layers. A 2,003-op graph is laid out in reasonable time (slo
 import json
 import re
 
+import numpy as np
 import pytest
 
 from support.programs import mlp_training
@@ -41,6 +42,66 @@ def test_real_graphs_are_drawn_without_overlaps_or_edges_through_nodes(tmp_path)
         assert re.search(rf"^ok \d+ - {re.escape(name)}$", out, re.M), name
 
 
+def test_the_transformers_main_graph_wraps_its_48_optimizer_ops_into_rows_that_fit_its_output(tmp_path):
+    """Side by side, the 24 all-reduces and 24 updates of its optimizer made the drawing 4,542 px wide. In an
+    output of 590 to 1,280 px the layers too wide wrap into rows (each all-reduce over the update it feeds):
+    the drawing fits the canvas, still without overlaps or edges through boxes."""
+    from real_programs import transformer
+
+    document = transformer()[0]._repr_mimebundle_()[0][MIME_TYPE]
+    path = tmp_path / "transformer.ir.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    cases = [{"path": str(path), "graph": "main_graph", "expandAll": False, "room": room}
+             for room in (590, 630, 1240, 1280)]
+    out = run_node_tests({"IPU_WB_GEOMETRY": json.dumps(cases)}, "test/geometry.test.mjs")
+    for case in cases:
+        name = f"geometry of main_graph at {case['room']} px in {path}"
+        assert re.search(rf"^ok \d+ - {re.escape(name)}$", out, re.M), out
+    widths = {int(room): int(width) for room, width in re.findall(r"main_graph at (\d+) px: .*, (\d+) × \d+ px", out)}
+    assert len(widths) == 4 and all(width <= room - 16 for room, width in widths.items()), widths
+    print(widths)
+
+
+def test_the_page_wraps_a_layer_into_rows_by_the_rule_of_the_python_side():
+    from workbench.export.wrapping import wrap_rows
+
+    rng = np.random.default_rng(0)
+    cases = [{"widths": rng.integers(20, 400, size=int(rng.integers(0, 30))).tolist(), "room": int(room), "gap": gap}
+             for room in rng.integers(100, 1300, size=40) for gap in (18, 24)]
+    cases.append({"widths": [500, 20, 20], "room": 300, "gap": 24})  # a box wider than the room takes a row alone
+    for case in cases:
+        case["rows"] = wrap_rows(case["widths"], case["room"], case["gap"])
+    assert cases[-1]["rows"] == [0, 1, 1]
+    assert any(max(case["rows"], default=0) >= 3 for case in cases)
+    out = run_node_tests({"IPU_WB_WRAP_ROWS": json.dumps(cases)}, "test/compose.test.mjs")
+    assert re.search(r"^ok \d+ - the page wraps every layer into the rows the Python side gives$", out, re.M), out
+
+
+def test_the_page_wraps_a_layered_picture_into_bands_by_the_rule_of_the_python_side():
+    from workbench.export.wrapping import band_rows
+
+    rng = np.random.default_rng(1)
+    cases = []
+    for _ in range(60):
+        layers = [[f"{depth}.{index}" for index in range(int(rng.integers(1, 14)))] for depth in range(int(rng.integers(1, 6)))]
+        widths = {item: int(rng.integers(40, 260)) for layer in layers for item in layer}
+        predecessors = {item: [str(p) for p in rng.choice(above, size=int(rng.integers(0, 3)), replace=True)]
+                        for above, layer in zip(layers, layers[1:]) for item in layer}
+        room = int(rng.integers(200, 1400))
+        rows, lefts = band_rows(layers, widths, predecessors, room, 18)
+        cases.append({"layers": layers, "widths": widths, "predecessors": predecessors, "room": room, "gap": 18,
+                      "rows": rows, "lefts": lefts})
+    # 4 all-reduces, each feeding its own update (wider than it): each update wraps under its all-reduce
+    chain = [["a0", "a1", "a2", "a3"], ["u0", "u1", "u2", "u3"]]
+    widths = {**dict.fromkeys(chain[0], 90), **dict.fromkeys(chain[1], 100)}
+    rows, lefts = band_rows(chain, widths, {f"u{i}": [f"a{i}"] for i in range(4)}, 230, 18)
+    assert rows == {"a0": 0, "a1": 0, "u0": 1, "u1": 1, "a2": 2, "a3": 2, "u2": 3, "u3": 3}
+    assert lefts == {"a0": 0, "a1": 118, "u0": 0, "u1": 118, "a2": 0, "a3": 118, "u2": 0, "u3": 118}
+    assert sum(len(set(case["rows"].values())) > len(case["layers"]) for case in cases) >= 20  # most wrap
+    out = run_node_tests({"IPU_WB_BAND_ROWS": json.dumps(cases)}, "test/compose.test.mjs")
+    assert re.search(r"^ok \d+ - the page wraps every layered picture into the rows the Python side gives$", out, re.M), out
+
+
 def test_a_layout_that_takes_too_long_falls_back_to_plain_layers():
     out = run_node_tests({}, "test/elk.test.mjs")
     for name in ("a layout that takes too long is given up and its worker stopped; the next starts a new one",
@@ -52,7 +113,11 @@ def test_a_layout_that_takes_too_long_falls_back_to_plain_layers():
 def test_a_2000_op_graph_is_laid_out_by_elk_in_reasonable_time(tmp_path):
     path, backward = export(tmp_path, 333)
     assert len(backward["ops"]) >= 1990  # about 2,000 ops, within ELK_MAX_NODES boxes of ops and values
-    out = run_node_tests({"IPU_WB_TIMED": json.dumps({"path": path, "graph": BACKWARD})}, "test/geometry.test.mjs")
+    # In a 630-px canvas: beyond WRAP_MAX_NODES nodes, ELK's drawing is not laid out again to wrap its layers.
+    timed = {"path": path, "graph": BACKWARD, "room": 630}
+    out = run_node_tests({"IPU_WB_TIMED": json.dumps(timed)}, "test/geometry.test.mjs")
     times = [float(s) for s in re.findall(r"layout of \d+ ops, \d+ nodes: ([\d.]+) s by elk", out)]
+    widths = [int(s) for s in re.findall(r"by elk, (\d+) px wide", out)]
     print(*re.findall(r"^# (?:first|second) layout.*$", out, re.M), sep="\n")
     assert len(times) == 2 and max(times) < 30, out
+    assert min(widths) > 630, out

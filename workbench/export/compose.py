@@ -36,6 +36,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Collection, Optional
 
+from .wrapping import wrap_rows
+
 CHAR_WIDTH = 7  # pixels per character of the 12 px label font, a little above its average glyph
 LINE_HEIGHT = 15
 PAD_X, PAD_Y = 8, 6
@@ -308,13 +310,10 @@ def _wrapped(picture: dict, sizes: list, room: float) -> dict:
     count = [1] * depth
     for layer, members in enumerate(rows):
         members.sort(key=lambda index: nodes[index]["col"])
-        used = -GAP_X
-        for index in members:
-            if used > 0 and used + GAP_X + sizes[index][0] > room - 2 * MARGIN:
-                count[layer] += 1
-                used = -GAP_X
-            used += GAP_X + sizes[index][0]
-            row_of[index] = count[layer] - 1
+        wrapped_rows = wrap_rows([sizes[index][0] for index in members], room - 2 * MARGIN, GAP_X)
+        for index, row in zip(members, wrapped_rows):
+            row_of[index] = row
+        count[layer] = wrapped_rows[-1] + 1 if wrapped_rows else 1
     if max(count, default=1) == 1:
         return picture
     first = [0] * depth

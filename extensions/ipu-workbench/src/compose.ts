@@ -9,6 +9,7 @@
  * Only arithmetic on the shipped layers and columns: no layout search runs in the page.
  */
 import type { GroupPicture, PictureBox } from './generated/document.js';
+import { wrapRows } from './wrapping.js';
 
 export const CHAR_WIDTH = 7;
 const LINE_HEIGHT = 15;
@@ -353,15 +354,9 @@ function wrapped(picture: GroupPicture, sizes: Array<[number, number]>, room: nu
   const count: number[] = new Array(depth).fill(1);
   rows.forEach((members, layer) => {
     members.sort((a, b) => nodes[a].col - nodes[b].col);
-    let used = -GAP_X;
-    for (const index of members) {
-      if (used > 0 && used + GAP_X + sizes[index][0] > room - 2 * MARGIN) {
-        count[layer] += 1;
-        used = -GAP_X;
-      }
-      used += GAP_X + sizes[index][0];
-      rowOf[index] = count[layer] - 1;
-    }
+    const wrappedRows = wrapRows(members.map(index => sizes[index][0]), room - 2 * MARGIN, GAP_X);
+    members.forEach((index, i) => (rowOf[index] = wrappedRows[i]));
+    count[layer] = wrappedRows.length ? wrappedRows[wrappedRows.length - 1] + 1 : 1;
   });
   if (Math.max(1, ...count) === 1) {
     return picture;

@@ -8,6 +8,7 @@ import { ElkExtendedEdge, ElkNode, LayoutOptions } from 'elkjs/lib/elk-api.js';
 
 import { elkLayout } from './elk.js';
 import { countNodes, GAP_X, GraphLayout, HEADER, LayoutEdge, PAD, placeInLayers, Point } from './layout.js';
+import { bandRows } from './wrapping.js';
 
 /**
  * Above this many nodes the plain layering is used, which takes milliseconds. ELK's time grows faster
@@ -44,6 +45,17 @@ function graphOptions(nodes: number): LayoutOptions {
   return nodes <= 1500 ? GRAPH_OPTIONS : { ...GRAPH_OPTIONS, 'elk.layered.mergeEdges': 'true' };
 }
 
+/**
+ * Times a layout still wider than its room after its wide layers were wrapped is laid out again with its
+ * rows packed tighter (the edges that pass a wrapped layer take room beside its boxes).
+ */
+const WRAP_TRIES = 3;
+/**
+ * Above this many nodes a drawing wider than its output is not laid out again with its layers wrapped: each
+ * try is another ELK layout of seconds (such a drawing scrolls sideways, or is fitted to the width on asking).
+ */
+export const WRAP_MAX_NODES = 1500;
+
 /** An expanded call: its frames in one row, in the order of the call's graphs, below its label. */
 const CALL_OPTIONS: LayoutOptions = {
   'elk.algorithm': 'layered',
@@ -61,11 +73,15 @@ export function fitsElk(layout: GraphLayout): boolean {
 
 /**
  * Places `layout` with ELK, or in plain layers if ELK fails or takes longer than `seconds`; resolves to
- * whether ELK placed it.
+ * whether ELK placed it. Where ELK's drawing is wider than `room` pixels (0: any width will do) and has at
+ * most `WRAP_MAX_NODES` nodes, its wide layers are wrapped into rows (`wrapLayers`).
  */
-export async function arrange(layout: GraphLayout, seconds = ELK_SECONDS): Promise<boolean> {
+export async function arrange(layout: GraphLayout, seconds = ELK_SECONDS, room = 0): Promise<boolean> {
   try {
     await placeWithElk(layout, seconds);
+    if (room > 0 && layout.width > room && countNodes(layout) <= WRAP_MAX_NODES) {
+      await wrapLayers(layout, room, seconds);
+    }
     return true;
   } catch (error) {
     console.warn('ipu-workbench: ELK could not lay out the graph; drawing it in plain layers', error);
@@ -74,26 +90,95 @@ export async function arrange(layout: GraphLayout, seconds = ELK_SECONDS): Promi
   }
 }
 
-/** Places `layout` (and everything expanded in it) with ELK: positions, sizes and edge routes. */
-export async function placeWithElk(layout: GraphLayout, seconds = ELK_SECONDS): Promise<void> {
+/**
+ * Places `layout` (and everything expanded in it) with ELK: positions, sizes and edge routes. Given
+ * `rows` (a number for every node), each node goes in a layer of its own row, rows in their order.
+ */
+export async function placeWithElk(layout: GraphLayout, seconds = ELK_SECONDS, rows?: ReadonlyMap<string, number>): Promise<void> {
   const edges = new Map<string, LayoutEdge>();
   const options = graphOptions(countNodes(layout));
-  const result = await elkLayout(toElk(layout, 'root', options, edges), seconds);
+  const wrapped: LayoutOptions = { ...options, 'elk.partitioning.activate': 'true', 'elk.layered.mergeEdges': 'true',
+    'elk.layered.nodePlacement.strategy': 'SIMPLE', 'elk.layered.considerModelOrder.strategy': 'NODES_AND_EDGES' };
+  const result = await elkLayout(toElk(layout, 'root', rows ? wrapped : options,
+    edges, rows), seconds);
   fromElk(layout, result, edges);
+}
+
+/**
+ * Lays `layout`, drawn by ELK wider than `room`, out again with its wide layers wrapped into rows as lines of
+ * text wrap, by the rule the notebook's Graph tab wraps by too (`bandRows`): ELK's layers are kept, each
+ * row of a layer becomes a layer of its own (an ELK partition) holding consecutive nodes in the graph's order,
+ * and the edges from one node down past the rows are merged into one run. Where they leave the drawing still
+ * too wide, its rows are packed tighter, up to `WRAP_TRIES` times while that makes it narrower.
+ */
+async function wrapLayers(layout: GraphLayout, room: number, seconds: number): Promise<void> {
+  const layers = new Map<string, number>();
+  readLayers(layout, layers);
+  let budget = room;
+  let before = layout.width;
+  for (let tries = 0; tries < WRAP_TRIES; tries++) {
+    const rows = new Map<string, number>();
+    packRows(layout, layers, budget, rows);
+    await placeWithElk(layout, seconds, rows);
+    layout.wrapped = true;
+    if (layout.width <= room || layout.width >= before) {  // it fits, or packing tighter no longer helps
+      return;
+    }
+    before = layout.width;
+    budget = (budget * room) / layout.width - GAP_X;
+  }
+}
+
+/** The layer of every node of `layout` (and of the layouts inside it), as placed. */
+function readLayers(layout: GraphLayout, layers: Map<string, number>): void {
+  const byTop = [...layout.nodes].sort((a, b) => a.y - b.y);
+  let layer = -1;
+  let bottom = -Infinity;
+  for (const node of byTop) {
+    if (node.y >= bottom) {  // below every node of the layer before: ELK's layers do not overlap
+      layer += 1;
+    }
+    bottom = Math.max(bottom, node.y + node.height);
+    layers.set(node.key, layer);
+    node.inner.forEach(inner => readLayers(inner, layers));
+  }
+}
+
+/**
+ * The row of every node of `layout` (and of the layouts inside it) with its layers, each in the graph's order,
+ * wrapped to `room` pixels by `bandRows`.
+ */
+function packRows(layout: GraphLayout, layers: ReadonlyMap<string, number>, room: number, rows: Map<string, number>): void {
+  const byLayer: string[][] = [];
+  const widths = new Map<string, number>();
+  for (const node of layout.nodes) {
+    (byLayer[layers.get(node.key)!] ??= []).push(node.key);
+    widths.set(node.key, node.width);
+    node.inner.forEach(inner => packRows(inner, layers, room - 4 * PAD, rows));
+  }
+  const predecessors = new Map<string, string[]>();
+  for (const edge of layout.edges) {
+    (predecessors.get(edge.to) ?? predecessors.set(edge.to, []).get(edge.to)!).push(edge.from);
+  }
+  const packed = bandRows(byLayer.filter(keys => keys !== undefined), widths, predecessors, room - 2 * PAD, GAP_X);
+  packed.rows.forEach((row, key) => rows.set(key, row));
 }
 
 function minimumSize(width: number, height: number): LayoutOptions {
   return { 'elk.nodeSize.constraints': 'MINIMUM_SIZE', 'elk.nodeSize.minimum': `(${width},${height})` };
 }
 
-function toElk(layout: GraphLayout, id: string, options: LayoutOptions, edges: Map<string, LayoutEdge>): ElkNode {
+function toElk(layout: GraphLayout, id: string, options: LayoutOptions, edges: Map<string, LayoutEdge>,
+  rows?: ReadonlyMap<string, number>): ElkNode {
+  const row = (key: string): LayoutOptions => rows ? { 'elk.partitioning.partition': String(rows.get(key) ?? 0) } : {};
   return {
     id,
     layoutOptions: { ...options, ...minimumSize(layout.minWidth, 0) },
-    children: layout.nodes.map(node => node.inner.length === 0 ? { id: node.key, width: node.width, height: node.height } : {
+    children: layout.nodes.map(node => node.inner.length === 0 ? { id: node.key, width: node.width, height: node.height,
+      layoutOptions: row(node.key) } : {
       id: node.key,
-      layoutOptions: { ...CALL_OPTIONS, ...minimumSize(node.width, node.height) },
-      children: node.inner.map(inner => toElk(inner, `frame:${inner.path}`, options, edges))
+      layoutOptions: { ...CALL_OPTIONS, ...minimumSize(node.width, node.height), ...row(node.key) },
+      children: node.inner.map(inner => toElk(inner, `frame:${inner.path}`, options, edges, rows))
     }),
     edges: layout.edges.map(edge => {
       const edgeId = `edge:${edges.size}`;

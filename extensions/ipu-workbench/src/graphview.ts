@@ -19,6 +19,10 @@ export const MAX_DRAWN_NODES = 5000;
 const SCROLL_MARGIN = 24;
 /** The radius of an edge's bends. */
 const BEND_RADIUS = 5;
+/** Pixels the output's width must change by before a drawing wrapped to its width is laid out again. */
+const REFIT_STEP = 8;
+/** Pixels kept free for the canvas's vertical scroll bar, which a tall drawing brings. */
+const SCROLLBAR = 16;
 
 export class GraphView {
   readonly node: HTMLElement;
@@ -38,6 +42,9 @@ export class GraphView {
   private drawLarge = false;
   /** Whether the view has been shown: until then nothing is laid out, so a hidden tab costs nothing. */
   private started = false;
+  /** The canvas's width the drawing was laid out for (0: not measured, off the page), and the drawing shown. */
+  private room = 0;
+  private shown: GraphLayout | undefined;
 
   constructor(private readonly doc: Document, private readonly index: IrIndex, private readonly details: Details, graphId: string) {
     this.graphId = index.graphs.has(graphId) ? graphId : index.main.id;
@@ -69,6 +76,35 @@ export class GraphView {
       this.searchBox, this.expandMatches, this.status, this.note
     ]);
     this.node = el(doc, 'div', 'ipu-wb-graph-view', [toolbar, this.canvas]);
+    const Observer = doc.defaultView?.ResizeObserver;
+    if (Observer !== undefined) {  // laid out again for the output's width once on the page, and on each resize
+      new Observer(() => this.refit()).observe(this.canvas);
+    }
+  }
+
+  /**
+   * The pixels of width a drawing may take: the canvas's, less room for a vertical scroll bar it does not
+   * show yet (0 while it is off the page, where any width will do).
+   */
+  private measuredRoom(): number {
+    const width = this.canvas.clientWidth;
+    if (width > 0) {
+      this.room = Math.min(width, this.canvas.offsetWidth - SCROLLBAR);
+    }
+    return this.room;
+  }
+
+  /** Lays the drawing out again where the canvas's width has changed and the drawing was wrapped or is too wide for it. */
+  private refit(): void {
+    const shown = this.shown;
+    const width = this.canvas.clientWidth;
+    if (!this.started || shown === undefined || width <= 0) {
+      return;
+    }
+    const room = Math.min(width, this.canvas.offsetWidth - SCROLLBAR);
+    if (Math.abs(room - this.room) > REFIT_STEP && (shown.wrapped || shown.width > room)) {
+      this.redraw();
+    }
   }
 
   /** Draws the view the first time it is shown (later calls do nothing). */
@@ -172,7 +208,7 @@ export class GraphView {
       this.replaceDrawing(el(this.doc, 'div', 'ipu-wb-laying-out', [`Laying out ${countNodes(layout).toLocaleString('en')} nodes…`]), '');
     }
     this.canvas.setAttribute('aria-busy', 'true');
-    arrange(layout).then(byElk => {
+    arrange(layout, undefined, this.measuredRoom()).then(byElk => {
       if (generation === this.generation) {
         this.draw(layout, byElk ? '' : 'the layout engine failed: drawn in plain layers, edges may cross nodes', focus);
       }
@@ -188,6 +224,7 @@ export class GraphView {
     const root = svg(this.doc, 'svg', { class: 'ipu-wb-graph-svg', width: layout.width, height: layout.height,
       viewBox: `0 0 ${layout.width} ${layout.height}`, 'data-engine': layout.engine });
     this.drawn = [];
+    this.shown = layout;
     root.appendChild(this.drawLayout(layout));
     this.replaceDrawing(root, note);
     this.scrollTo(layout, focus(layout));

@@ -75,6 +75,8 @@ export interface GraphLayout {
   x: number;
   y: number;
   engine: LayoutEngine;
+  /** Whether its wide layers were wrapped into rows to fit the width of its output. */
+  wrapped: boolean;
 }
 
 /** The key of the node of `id` (an op or tensor id) in the expansion at `path`. */
@@ -177,7 +179,7 @@ export function buildLayout(index: IrIndex, graphId: string, expanded: ReadonlyS
     }
   }
   return { graph, title: graph.label, minWidth: 0, path, nodes: [...nodes.values()], edges, width: 0, height: 0, x: 0, y: 0,
-    engine: 'layers' };
+    engine: 'layers', wrapped: false };
 }
 
 const foldedCache = new WeakMap<IrIndex, Map<string, string[]>>();

@@ -3,7 +3,7 @@
 // tests pass real exports as JSON in IPU_WB_GEOMETRY: [{ path, graph, expandAll }], and a big export to
 // time in IPU_WB_TIMED: { path, graph }.
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { test } from 'node:test';
 
 import { JSDOM } from 'jsdom';
@@ -13,9 +13,16 @@ import { sampleDocument } from './documents.mjs';
 import { crosses, geometryProblems, readDrawing } from './geometry.mjs';
 import { settled } from './settle.mjs';
 
-async function drawn(document, graph, expandAll) {
+/** The graph view's drawing; with `room`, drawn in a canvas that many pixels wide (jsdom measures none). */
+async function drawn(document, graph, expandAll, room) {
   const dom = new JSDOM('<!DOCTYPE html><body></body>');
-  const root = renderIr(dom.window.document.body, document, { graph, view: 'graph' });
+  const root = renderIr(dom.window.document.body, document, { graph, view: room ? 'calls' : 'graph' });
+  if (room) {
+    const canvas = root.querySelector('.ipu-wb-graph-view .ipu-wb-canvas');
+    Object.defineProperty(canvas, 'clientWidth', { value: room });
+    Object.defineProperty(canvas, 'offsetWidth', { value: room });
+    root.querySelector('.ipu-wb-tab-graph').click();
+  }
   await settled(root);
   root.querySelector('.ipu-wb-draw-large')?.click();
   await settled(root);
@@ -66,25 +73,33 @@ test('edges bend around nodes: the routes have bends, drawn rounded', async () =
   assert.ok(drawing.edges.some(edge => edge.element.getAttribute('d').includes('Q')));
 });
 
-for (const { path, graph, expandAll } of JSON.parse(process.env.IPU_WB_GEOMETRY ?? '[]')) {
-  test(`geometry of ${graph}${expandAll ? ' expanded' : ''} in ${path}`, async () => {
-    const svg = await drawn(JSON.parse(readFileSync(path, 'utf8')), graph, expandAll);
+// A case with `places` (a file path) also writes each box's data-key and edges there, for the Python tests.
+for (const { path, graph, expandAll, room, places } of JSON.parse(process.env.IPU_WB_GEOMETRY ?? '[]')) {
+  test(`geometry of ${graph}${expandAll ? ' expanded' : ''}${room ? ` at ${room} px` : ''} in ${path}`, async () => {
+    const svg = await drawn(JSON.parse(readFileSync(path, 'utf8')), graph, expandAll, room);
     const drawing = assertGoodGeometry(svg);
-    console.log(`${graph}: ${drawing.boxes.length} boxes, ${drawing.edges.length} edges, ${drawing.width} × ${drawing.height} px`);
+    console.log(`${graph}${room ? ` at ${room} px` : ''}: ${drawing.boxes.length} boxes, ${drawing.edges.length} edges, ` +
+      `${drawing.width} × ${drawing.height} px`);
+    if (room) {
+      assert.ok(drawing.width <= room - 16, `${drawing.width} px wide in a ${room}-px canvas`);
+    }
+    if (places) {
+      writeFileSync(places, JSON.stringify(drawing.boxes.map(({ name, left, top, right, bottom }) => ({ key: name, left, top, right, bottom }))));
+    }
   });
 }
 
 if (process.env.IPU_WB_TIMED) {
-  const { path, graph } = JSON.parse(process.env.IPU_WB_TIMED);
+  const { path, graph, room } = JSON.parse(process.env.IPU_WB_TIMED);
   test(`time to lay out ${graph} in ${path}`, async () => {
     const document = JSON.parse(readFileSync(path, 'utf8'));
     const ops = document.graphs.find(g => g.id === graph).ops.length;
     for (const run of ['first', 'second']) {
       const start = performance.now();
-      const svg = await drawn(document, graph, false);
+      const svg = await drawn(document, graph, false, room);
       const seconds = (performance.now() - start) / 1000;
       console.log(`${run} layout of ${ops} ops, ${svg.querySelectorAll('.ipu-wb-node').length} nodes: ${seconds.toFixed(2)} s ` +
-        `by ${svg.getAttribute('data-engine')}`);
+        `by ${svg.getAttribute('data-engine')}, ${svg.getAttribute('width')} px wide`);
       assert.equal(svg.getAttribute('data-engine'), 'elk');
     }
   });

@@ -1,0 +1,113 @@
+"""The extension's Graph tab in a real browser (JupyterLab, headless Chromium) lays a graph wider than its
+output out again with its wide layers wrapped into rows: the transformer's main graph (its optimizer's 24
+all-reduces and 24 updates once side by side, 4,542 px) fits outputs of 590, 630, 1,240 and 1,280 px, as an
+Ir's own display and as a saved ``.ir.json`` file, and is laid out again when the output is resized. The
+notebook's Graph tab (``workbench.show``) wraps the same rows within the output. Screenshots go to
+tests/artifacts/ (graph-wrap-*.png)."""
+import json
+
+import pytest
+
+from support.jupyterlab_harness import chromium, jupyterlab, open_notebook, open_page, write_notebook
+from test_browser_grouped import ARTIFACTS, TABS_AND_PLOTS, TESTS, output_width
+from test_browser_ir_fit_width import pane_width
+
+pytestmark = pytest.mark.slow
+
+SETUP = f"""\
+import sys
+sys.path.insert(0, {str(TESTS)!r})
+import real_programs
+real_programs.transformer()[0]"""
+WIDTHS = (590, 630, 1240, 1280)
+# The canvas's width, the width of what it holds, the drawing's width and the toolbar's note.
+GEOMETRY = """(root) => {
+    const canvas = root.querySelector('.ipu-wb-graph-view .ipu-wb-canvas');
+    const svg = canvas.querySelector('.ipu-wb-graph-svg');
+    return {room: canvas.clientWidth, scroll: canvas.scrollWidth, drawn: svg.getBoundingClientRect().width,
+            busy: canvas.getAttribute('aria-busy') === 'true', note: root.querySelector('.ipu-wb-layout-note').textContent,
+            ops: svg.querySelectorAll('.ipu-wb-op').length};
+}"""
+
+
+def settled_geometry(page, root) -> dict:
+    """The Graph tab's geometry once its layout for the present width is drawn."""
+    page.wait_for_timeout(500)
+    root.locator(".ipu-wb-graph-view .ipu-wb-canvas:not([aria-busy='true']) .ipu-wb-graph-svg").wait_for()
+    return root.evaluate(GEOMETRY)
+
+
+def check_fits(geometry: dict, width: int) -> None:
+    assert geometry["ops"] == 53, geometry
+    assert geometry["room"] <= width, geometry
+    assert geometry["drawn"] <= geometry["room"] and geometry["scroll"] <= geometry["room"], geometry
+
+
+def test_the_graph_tab_wraps_the_transformers_optimizer_to_its_outputs_width(tmp_path):
+    ARTIFACTS.mkdir(exist_ok=True)
+    with jupyterlab(tmp_path) as (url, root), chromium() as browser:
+        write_notebook(root / "wrap.ipynb", [SETUP])
+        page = open_notebook(browser, url, "wrap.ipynb")
+        page.set_default_timeout(240_000)
+        output_width(page, WIDTHS[0])
+        page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
+        view = page.locator(".jp-OutputArea .ipu-wb-root").first
+        view.locator(".ipu-wb-tab-graph").click()
+        for width in WIDTHS:
+            output_width(page, width)
+            geometry = settled_geometry(page, view)
+            check_fits(geometry, width)
+            view.screenshot(path=str(ARTIFACTS / f"graph-wrap-transformer-{width}px.png"))
+        page.close()
+
+
+def test_a_saved_ir_json_files_graph_tab_fits_its_pane(tmp_path):
+    import real_programs
+    from workbench.export.mime import MIME_TYPE
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    with jupyterlab(tmp_path) as (url, root), chromium() as browser:
+        document = real_programs.transformer()[0]._repr_mimebundle_()[0][MIME_TYPE]
+        (root / "transformer.ir.json").write_text(json.dumps(document), encoding="utf-8")
+        page = open_page(browser, f"{url}/lab/tree/transformer.ir.json?reset")
+        page.set_default_timeout(240_000)
+        view = page.locator(".jp-MimeDocument .ipu-wb-root").first
+        view.locator(".ipu-wb-tab-graph").click()
+        for width in (630, 1280):
+            pane_width(page, width)
+            geometry = settled_geometry(page, view)
+            check_fits(geometry, width)
+            view.screenshot(path=str(ARTIFACTS / f"graph-wrap-transformer-ir-json-{width}px.png"))
+        page.close()
+
+
+SHOWN = f"""\
+import sys
+sys.path.insert(0, {str(TESTS)!r})
+import workbench
+import real_programs
+workbench.show(real_programs.transformer()[0])"""
+
+
+def test_the_notebooks_graph_tab_wraps_the_transformers_optimizer_within_its_output(tmp_path):
+    ARTIFACTS.mkdir(exist_ok=True)
+    with jupyterlab(tmp_path) as (url, root), chromium() as browser:
+        write_notebook(root / "shown.ipynb", [SHOWN])
+        page = open_notebook(browser, url, "shown.ipynb")
+        page.set_default_timeout(240_000)
+        output_width(page, 630)
+        page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
+        output = page.locator(".jp-Cell").first.locator(".jp-OutputArea-output").first
+        visible_plot = ".widget-tab-contents > .lm-Widget:not(.lm-mod-hidden) .main-svg"
+        output.locator(visible_plot).first.wait_for(state="visible")
+        output.locator(".lm-TabBar-tab", has_text="graph").first.click()
+        for width in (630, 1280):
+            output_width(page, width)
+            page.wait_for_timeout(2000)  # the page tells the kernel its width; the picture comes back laid out for it
+            assert output.evaluate(TABS_AND_PLOTS) == []
+            texts = output.locator(visible_plot).first.evaluate(
+                "(svg) => [...svg.querySelectorAll('.textpoint text')].map((t) => t.textContent)")
+            assert sum(text.startswith("accumulate_") for text in texts) >= 4, texts  # the top rows, labelled whole
+            assert not any(text.endswith("…") for text in texts), texts
+            output.screenshot(path=str(ARTIFACTS / f"graph-wrap-notebook-transformer-{width}px.png"))
+        page.close()

@@ -1,0 +1,63 @@
+"""Routes for the edges of a folded graph picture through the rows they pass: each edge bends at a free lane
+of every row between two of its points (a column clear of nodes and labels), so that it crosses none of them.
+Which lanes: for each edge in turn, of three routes the one that crosses the edges routed before it least,
+ties going to the first: with the other edges from its node (a run that each leaves beside its head, instead
+of a lattice of edges to wrapped rows), straight down from its lane in the row before, or nearest the straight
+line between its points."""
+from __future__ import annotations
+
+from typing import Hashable
+
+import numpy as np
+
+Point = tuple[float, float]  # (column, -row)
+
+
+class RowRouter:
+    """Routes edges through the rows of ``lanes`` (per row, the columns an edge may pass it at)."""
+
+    def __init__(self, lanes: list[list[float]]):
+        self.lanes = lanes
+        self.shared: dict[tuple[Hashable, int], float] = {}  # (tail, row) -> the lane of the tail's run
+        self.segments = np.zeros((0, 4))
+
+    def route(self, tail: Hashable, points: list[Point]) -> list[Point]:
+        """``points`` (an edge from ``tail``: its tail, bends and head) with a bend in each row passed."""
+        routes = [self._through(tail, points, way) for way in ("run", "down", "straight")]
+        if routes[0][0] == routes[1][0] == routes[2][0]:  # one way through (none of its rows to pass)
+            chosen, lanes = routes[0]
+        else:
+            chosen, lanes = min(routes, key=lambda route: self._crossings(route[0]))
+        if chosen is routes[0][0]:
+            self.shared.update(((tail, row), x) for row, x in lanes.items())
+        ends = np.array(chosen)
+        self.segments = np.vstack([self.segments, np.hstack([ends[:-1], ends[1:]])])
+        return chosen
+
+    def _through(self, tail: Hashable, points: list[Point], way: str) -> tuple[list[Point], dict[int, float]]:
+        bent, lanes = [points[0]], {}
+        for (x0, y0), (x1, y1) in zip(points, points[1:]):
+            for row in range(int(-y0) + 1, int(-y1)):
+                if way == "run" and (tail, row) in self.shared:
+                    lane = self.shared[(tail, row)]
+                else:
+                    x = bent[-1][0] if way != "straight" and len(bent) > 1 else x0 + (x1 - x0) * (row + y0) / (y0 - y1)
+                    lane = min(self.lanes[row], key=lambda each: abs(each - x))
+                lanes[row] = lane
+                bent.append((lane, -float(row)))
+            bent.append((x1, y1))
+        return bent, lanes
+
+    def _crossings(self, route: list[Point]) -> int:
+        """How many times ``route`` crosses the edges routed so far (touching is no crossing)."""
+        if len(self.segments) == 0:
+            return 0
+        u0, v0, u1, v1 = self.segments.T
+        count = 0
+        for (x0, y0), (x1, y1) in zip(route, route[1:]):
+            side_start = (x1 - x0) * (v0 - y0) - (y1 - y0) * (u0 - x0)
+            side_end = (x1 - x0) * (v1 - y0) - (y1 - y0) * (u1 - x0)
+            side_first = (u1 - u0) * (y0 - v0) - (v1 - v0) * (x0 - u0)
+            side_last = (u1 - u0) * (y1 - v0) - (v1 - v0) * (x1 - u0)
+            count += int(np.sum((side_start * side_end < -1e-9) & (side_first * side_last < -1e-9)))
+        return count
