@@ -64,8 +64,14 @@ print("ran", flush=True)
 """
 
 
-def no_process_left(marker: str) -> None:
-    left = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True)
+def no_process_left(marker: str, grace_seconds: float = 5.0) -> None:
+    """Fail if a process of the job is still alive once a short grace for the kernel's teardown has passed."""
+    deadline = time.monotonic() + grace_seconds
+    while True:
+        left = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True)
+        if left.stdout == "" or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
     assert left.stdout == "", "processes of the job were left behind"
 
 
