@@ -121,3 +121,18 @@ def test_a_2000_op_graph_is_laid_out_by_elk_in_reasonable_time(tmp_path):
     print(*re.findall(r"^# (?:first|second) layout.*$", out, re.M), sep="\n")
     assert len(times) == 2 and max(times) < 30, out
     assert min(widths) > 630, out
+
+
+@pytest.mark.slow
+def test_a_large_wide_graph_is_drawn_first_and_wrapped_to_its_output_after(tmp_path):
+    """Wrapping a graph of a few hundred ops takes several more ELK layouts; the page shows ELK's first drawing
+    (noting that it is wrapping) until the wrapped one, which fits the output, replaces it."""
+    from real_programs import transformer
+
+    document = transformer()[0]._repr_mimebundle_()[0][MIME_TYPE]
+    path = tmp_path / "transformer.ir.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    case = {"path": str(path), "graph": "transformer.forward", "room": 630}
+    out = run_node_tests({"IPU_WB_FIRST_PICTURE": json.dumps(case)}, "test/geometry.test.mjs")
+    name = f"transformer.forward in {path} is drawn before its wide layers are wrapped to 630 px"
+    assert re.search(rf"^ok \d+ - {re.escape(name)}$", out, re.M), out

@@ -55,6 +55,11 @@ const WRAP_TRIES = 3;
  * try is another ELK layout of seconds (such a drawing scrolls sideways, or is fitted to the width on asking).
  */
 export const WRAP_MAX_NODES = 1500;
+/**
+ * From this many nodes a drawing to be wrapped is shown as ELK first placed it while its wrapped layouts
+ * are made (a second or more), so that a picture comes first; below, wrapping is quick and shown at once.
+ */
+export const SHOW_BEFORE_WRAP_NODES = 200;
 
 /** An expanded call: its frames in one row, in the order of the call's graphs, below its label. */
 const CALL_OPTIONS: LayoutOptions = {
@@ -74,12 +79,18 @@ export function fitsElk(layout: GraphLayout): boolean {
 /**
  * Places `layout` with ELK, or in plain layers if ELK fails or takes longer than `seconds`; resolves to
  * whether ELK placed it. Where ELK's drawing is wider than `room` pixels (0: any width will do) and has at
- * most `WRAP_MAX_NODES` nodes, its wide layers are wrapped into rows (`wrapLayers`).
+ * most `WRAP_MAX_NODES` nodes, its wide layers are wrapped into rows (`wrapLayers`); from
+ * `SHOW_BEFORE_WRAP_NODES` nodes `showUnwrapped` is first handed a copy of the drawing as ELK placed it.
  */
-export async function arrange(layout: GraphLayout, seconds = ELK_SECONDS, room = 0): Promise<boolean> {
+export async function arrange(layout: GraphLayout, seconds = ELK_SECONDS, room = 0,
+  showUnwrapped?: (placed: GraphLayout) => void): Promise<boolean> {
   try {
     await placeWithElk(layout, seconds);
-    if (room > 0 && layout.width > room && countNodes(layout) <= WRAP_MAX_NODES) {
+    const nodes = countNodes(layout);
+    if (room > 0 && layout.width > room && nodes <= WRAP_MAX_NODES) {
+      if (showUnwrapped !== undefined && nodes >= SHOW_BEFORE_WRAP_NODES) {
+        showUnwrapped(placementCopy(layout));
+      }
       await wrapLayers(layout, room, seconds);
     }
     return true;
@@ -127,6 +138,18 @@ async function wrapLayers(layout: GraphLayout, room: number, seconds: number): P
     before = layout.width;
     budget = (budget * room) / layout.width - GAP_X;
   }
+}
+
+/**
+ * A copy of `layout`'s placement (positions, sizes, routes) that later layouts of `layout` leave alone; the
+ * records of ops, tensors and graphs are shared, so the copy's nodes still name the same ops.
+ */
+function placementCopy(layout: GraphLayout): GraphLayout {
+  return {
+    ...layout,
+    nodes: layout.nodes.map(node => ({ ...node, inner: node.inner.map(placementCopy) })),
+    edges: layout.edges.map(edge => ({ ...edge, points: edge.points.map(point => ({ ...point })) }))
+  };
 }
 
 /** The layer of every node of `layout` (and of the layouts inside it), as placed. */

@@ -208,7 +208,13 @@ export class GraphView {
       this.replaceDrawing(el(this.doc, 'div', 'ipu-wb-laying-out', [`Laying out ${countNodes(layout).toLocaleString('en')} nodes…`]), '');
     }
     this.canvas.setAttribute('aria-busy', 'true');
-    arrange(layout, undefined, this.measuredRoom()).then(byElk => {
+    const showUnwrapped = (placed: GraphLayout): void => {
+      if (generation === this.generation) {
+        this.draw(placed, 'wrapping wide layers to the output\'s width…', focus);
+        this.canvas.setAttribute('aria-busy', 'true');
+      }
+    };
+    arrange(layout, undefined, this.measuredRoom(), showUnwrapped).then(byElk => {
       if (generation === this.generation) {
         this.draw(layout, byElk ? '' : 'the layout engine failed: drawn in plain layers, edges may cross nodes', focus);
       }

@@ -104,3 +104,32 @@ if (process.env.IPU_WB_TIMED) {
     }
   });
 }
+
+if (process.env.IPU_WB_FIRST_PICTURE) {
+  const { path, graph, room } = JSON.parse(process.env.IPU_WB_FIRST_PICTURE);
+  test(`${graph} in ${path} is drawn before its wide layers are wrapped to ${room} px`, async () => {
+    const dom = new JSDOM('<!DOCTYPE html><body></body>');
+    const root = renderIr(dom.window.document.body, JSON.parse(readFileSync(path, 'utf8')), { graph, view: 'calls' });
+    const canvas = root.querySelector('.ipu-wb-graph-view .ipu-wb-canvas');
+    Object.defineProperty(canvas, 'clientWidth', { value: room });
+    Object.defineProperty(canvas, 'offsetWidth', { value: room });
+    root.querySelector('.ipu-wb-tab-graph').click();
+    let first;
+    while (first === undefined && canvas.getAttribute('aria-busy') === 'true') {
+      const svg = canvas.querySelector('.ipu-wb-graph-svg');
+      if (svg !== null) {
+        first = { width: Number(svg.getAttribute('width')), ops: svg.querySelectorAll('.ipu-wb-op').length,
+          note: root.querySelector('.ipu-wb-layout-note').textContent };
+      }
+      await new Promise(resolve => setTimeout(resolve, 2));
+    }
+    await settled(root);
+    const last = canvas.querySelector('.ipu-wb-graph-svg');
+    assert.ok(first !== undefined, 'no drawing was shown while the wrapped layout was made');
+    assert.ok(first.width > room, `the first drawing, ${first.width} px, is already wrapped`);
+    assert.equal(first.note, 'wrapping wide layers to the output\'s width…');
+    assert.equal(first.ops, last.querySelectorAll('.ipu-wb-op').length);
+    assert.ok(Number(last.getAttribute('width')) <= room - 16, `the wrapped drawing is ${last.getAttribute('width')} px wide`);
+    assert.equal(root.querySelector('.ipu-wb-layout-note').textContent, '');
+  });
+}
