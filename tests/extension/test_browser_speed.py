@@ -5,7 +5,8 @@ notebook's Model tab, once plotly.js is loaded: a static plotly figure loads it 
 do), and ``show()`` sends at most 2 MiB over the kernel's comms. Each display is timed from an idle
 kernel to its picture painted. Then show()'s Graph tab (grouped) and Schedule tab (binned) are clicked:
 each is painted within 2 s of the click and sends at most 2 MiB; so is a group of the Graph tab opened
-by a click on it. Screenshots go to tests/artifacts/ (speed-*.png)."""
+by a click on it. Each time is the median of three runs, so that one stall of a loaded machine does not
+decide it. Screenshots go to tests/artifacts/ (speed-*.png)."""
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,10 @@ ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
 TESTS = Path(__file__).resolve().parents[1]
 LIMIT_MS = 2000
 RUNS = 3
+
+
+def median(times: list[float]) -> float:
+    return sorted(times)[len(times) // 2]
 
 SETUP = f"""\
 import json, sys
@@ -101,6 +106,6 @@ def test_the_first_picture_of_a_10000_op_program_is_on_screen_within_2_s(tmp_pat
     print(f"\nthe Ir's display: {[round(t) for t in times[1]]} ms; show(): {[round(t) for t in times[3]]} ms; "
           + "; ".join(f"its {tab}: {[round(t) for t in values]} ms" for tab, values in tab_times.items())
           + "; sent over the comms: " + ", ".join(f"{what} {sent / 2**20:.3f} MiB" for what, sent in sent_by.items()))
-    assert max(times[1]) <= LIMIT_MS and max(times[3]) <= LIMIT_MS, times
-    assert all(max(values) <= LIMIT_MS for values in tab_times.values()), tab_times
+    assert median(times[1]) <= LIMIT_MS and median(times[3]) <= LIMIT_MS, times
+    assert all(median(values) <= LIMIT_MS for values in tab_times.values()), tab_times
     assert all(sent <= 2 * 2**20 for sent in sent_by.values()), sent_by
