@@ -21,7 +21,7 @@ def test_a_process_that_kept_sixteen_cores_busy_for_minutes_accounts_for_that_lo
 def test_the_load_this_process_made_leaves_its_cores_free_and_other_work_still_counts():
     after_our_benchmark = "16.10 12.50 6.20 1/900 1234"
     own = own_load(16 * 300, 300)
-    assert cores_left(16, busy_threads(after_our_benchmark)) == 2  # our own load taken for others'
+    assert cores_left(16, busy_threads(after_our_benchmark)) == 1  # our own load taken for others'
     assert cores_left(16, busy_threads(after_our_benchmark, own)) == 16
     shared_with_others = "24.30 20.00 18.00 9/900 1234"  # eight more threads of other work
     assert cores_left(16, busy_threads(shared_with_others, own)) == 9
@@ -31,8 +31,10 @@ def test_the_load_this_process_made_leaves_its_cores_free_and_other_work_still_c
 def test_the_threads_this_process_runs_now_are_not_taken_for_other_work():
     after_jax = "6.10 4.40 4.90 7/164 3973"  # five of our sixteen host-device threads still spinning down
     assert cores_left(2, busy_threads(after_jax, own=2.6)) == 1
-    assert busy_threads(after_jax, own=2.6, own_running=5) == 3  # the minute's load, ours taken off
+    assert busy_threads(after_jax, own=2.6, own_running=5) == 4  # the minute's load, ours taken off, and the looker
+    assert cores_left(2, busy_threads("3.40 4.40 4.90 2/164 3973", own=2.6, own_running=1)) == 2
     assert busy_threads("0.10 0.20 0.30 7/164 3973", own_running=5) == 2
+    assert busy_threads("1.90 0.20 0.30 1/164 3973") == 2  # the last minute's other work and the looker
     assert busy_threads("0.10 0.20 0.30 2/164 3973", own_running=5) == 1  # the caller's own look at least
 
 

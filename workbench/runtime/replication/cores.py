@@ -70,13 +70,14 @@ def crowded() -> bool:
 
 
 def busy_threads(loadavg: str, own: float = 0.0, own_running: int = 0) -> int:
-    """From the text of ``/proc/loadavg``: the threads runnable now less ``own_running`` (this
-    process's others runnable now), or the load of the last minute less ``own`` (this process's part
-    of it) where that is higher (whole threads). A machine shared with other work is busy in bursts:
-    a look between two bursts would take cores for free that lockstep processes soon wait on."""
+    """From the text of ``/proc/loadavg``, the threads of other work and the one looking: those
+    runnable now less ``own_running`` (this process's others runnable now), or the load of the last
+    minute less ``own`` (this process's part of it) and one for the thread looking, where that is
+    higher (whole threads). A machine shared with other work is busy in bursts: a look between two
+    bursts would take cores for free that lockstep processes soon wait on."""
     fields = loadavg.split()
     now = max(1, int(fields[3].split("/")[0]) - own_running)
-    return max(now, int(max(0.0, float(fields[0]) - own)))
+    return max(now, int(max(0.0, float(fields[0]) - own)) + 1)
 
 
 def own_load(runnable_seconds: float, age_seconds: float) -> float:
