@@ -1,11 +1,13 @@
 """How many cores the replicas of a run may have: those this process may run on, less those that other
 work keeps busy (``/proc/loadavg``).
 
-The load of the last minute counts this process's own recent work as well: a benchmark that has just
-run JAX on every core, or an earlier session's worker processes, would otherwise leave a new session
-with none of the cores it freed. That part is known from this process's processor time (its threads
-and the children it has waited for), spread evenly over its life and weighed as the kernel weighs
-the load (a minute's time constant), and taken off.
+The load counts this process's own work as well: a benchmark that has just run JAX on every core, or
+an earlier session's worker processes, would otherwise leave a new session with none of the cores it
+freed. Its part of the threads runnable now is counted from its threads' states, and its part of the
+last minute's load from the time its threads were runnable (on a core or waiting in a run queue, as
+the kernel counts the load; JAX's sixteen host devices on two cores wait far longer than they run)
+and the processor time of the children it has waited for, spread evenly over its life and weighed
+as the kernel weighs the load (a minute's time constant); both are taken off.
 """
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ import time
 from typing import Optional
 
 LOAD_SECONDS = 60.0  # the time constant of the kernel's one-minute load average
+TASKS = "/proc/self/task"
 
 
 def available_cores(cores: Optional[int] = None) -> int:
@@ -43,12 +46,12 @@ def runnable_threads() -> int:
     """Threads that keep this machine's cores busy: the fewest of three looks at ``/proc/loadavg``, a
     millisecond apart (``busy_threads``, less this process's own part of the load; 1 where there is no
     such file)."""
-    own = own_load(*own_processor_time())
+    own = own_load(*own_runnable_time())
     counts = []
     for look in range(3):
         try:
             with open("/proc/loadavg") as loadavg:
-                counts.append(busy_threads(loadavg.read(), own))
+                counts.append(busy_threads(loadavg.read(), own, own_threads_running()))
         except (OSError, ValueError, IndexError):
             return 1
         if look < 2:
@@ -66,29 +69,33 @@ def crowded() -> bool:
         return False
 
 
-def busy_threads(loadavg: str, own: float = 0.0) -> int:
-    """From the text of ``/proc/loadavg``: the threads runnable now, or the load of the last minute
-    less ``own`` (this process's part of it) where that is higher (whole threads). A machine shared
-    with other work is busy in bursts: a look between two bursts would take cores for free that
-    lockstep processes soon wait on."""
+def busy_threads(loadavg: str, own: float = 0.0, own_running: int = 0) -> int:
+    """From the text of ``/proc/loadavg``, the threads of other work and the one looking: those
+    runnable now less ``own_running`` (this process's others runnable now), or the load of the last
+    minute less ``own`` (this process's part of it) and one for the thread looking, where that is
+    higher (whole threads). A machine shared with other work is busy in bursts: a look between two
+    bursts would take cores for free that lockstep processes soon wait on."""
     fields = loadavg.split()
-    return max(int(fields[3].split("/")[0]), int(max(0.0, float(fields[0]) - own)))
+    now = max(1, int(fields[3].split("/")[0]) - own_running)
+    return max(now, int(max(0.0, float(fields[0]) - own)) + 1)
 
 
-def own_load(processor_seconds: float, age_seconds: float) -> float:
-    """The part of the one-minute load that a process ``age_seconds`` old, which has used
-    ``processor_seconds``, accounts for, its use spread evenly over its life: that rate, weighed over
-    its life as the load average weighs the past."""
+def own_load(runnable_seconds: float, age_seconds: float) -> float:
+    """The part of the one-minute load that a process ``age_seconds`` old, whose threads were
+    runnable ``runnable_seconds`` in all, accounts for, spread evenly over its life: that rate,
+    weighed over its life as the load average weighs the past."""
     if age_seconds <= 0:
         return 0.0
-    return processor_seconds / age_seconds * (1.0 - math.exp(-age_seconds / LOAD_SECONDS))
+    return runnable_seconds / age_seconds * (1.0 - math.exp(-age_seconds / LOAD_SECONDS))
 
 
-def own_processor_time() -> tuple[float, float]:
-    """This process's processor seconds (with the children it has waited for) and its age in seconds
-    ((0, 0) where the age cannot be read)."""
+def own_runnable_time() -> tuple[float, float]:
+    """This process's seconds runnable (its live threads' time on a core and in a run queue, at least
+    its processor time; with the processor time of the children it has waited for) and its age in
+    seconds ((0, 0) where the age cannot be read)."""
     times = os.times()
-    used = times.user + times.system + times.children_user + times.children_system
+    used = max(times.user + times.system, threads_runnable_seconds())
+    used += times.children_user + times.children_system
     try:
         with open("/proc/self/stat") as stat:
             started = int(stat.read().rsplit(")", 1)[1].split()[19]) / os.sysconf("SC_CLK_TCK")
@@ -96,3 +103,36 @@ def own_processor_time() -> tuple[float, float]:
     except (OSError, ValueError, IndexError, AttributeError):
         return 0.0, 0.0
     return used, age
+
+
+def threads_runnable_seconds() -> float:
+    """The seconds this process's live threads have spent on a core or waiting for one
+    (``schedstat``; 0 where it cannot be read)."""
+    total = 0
+    for task in _tasks():
+        try:
+            with open(f"{TASKS}/{task}/schedstat") as schedstat:
+                on_core, waiting = schedstat.read().split()[:2]
+            total += int(on_core) + int(waiting)
+        except (OSError, ValueError):
+            continue  # the thread ended meanwhile
+    return total / 1e9
+
+
+def own_threads_running() -> int:
+    """This process's threads runnable now, the calling one not counted (0 where that cannot be read)."""
+    running = 0
+    for task in _tasks():
+        try:
+            with open(f"{TASKS}/{task}/stat") as stat:
+                running += stat.read().rsplit(")", 1)[1].split()[0] == "R"
+        except (OSError, IndexError):
+            continue
+    return max(0, running - 1)
+
+
+def _tasks() -> list[str]:
+    try:
+        return os.listdir(TASKS)
+    except OSError:
+        return []

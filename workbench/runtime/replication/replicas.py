@@ -51,6 +51,11 @@ PROCESS_STEP_FLOPS = 10e6
 # of a process share their weights and a bucket goes into and out of the exchange uncopied, 16
 # replicas in 2 processes take 1.5 times the processor time of turns (was 1.8), 4 replicas still 2.2
 # (most of it spent spinning at the meetings while the other process waits for a core).
+# Measured again with a load of 5 to 7 on the 2 cores: 4 replicas taking turns ran in 0.49 to 0.66 of
+# JAX's time, in 2 processes 0.90 to 1.37, in 4 processes 1.24 to 1.57; 16 replicas in 2 processes
+# took 10 to 12 ms a step while both cores were free and 20 to 34 ms while other work held one
+# (taking turns: 14 to 16 ms either way). This process's own threads (JAX's host devices waiting for
+# a core) do not count as other work (``cores.py``).
 # Worker processes read each other's values once a slot written after them says they are there,
 # which holds on machines that keep stores in order (x86-64); 'auto' picks processes only there.
 ORDERED_STORES = ("x86_64", "amd64", "i686", "i386")
