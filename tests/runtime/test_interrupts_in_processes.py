@@ -22,8 +22,8 @@ REPLICAS, ITERATIONS = 4, 3
 # The caller's code around its replicas: lines only these functions run themselves are counted (how
 # long the caller waits for the workers changes nothing of the count).
 AROUND_THE_REPLICAS = {f.__code__ for f in (Session.run_with_outputs, ProcessRunner.run, ProcessRunner._ended_here,
-                                            ProcessRunner._take_results, ReplicaRunner.run,
-                                            ReplicaRunner._run_instance, _Link.run_ended)}
+                                            ProcessRunner._hear_workers, ProcessRunner._take_results,
+                                            ReplicaRunner.run, ReplicaRunner._run_instance, _Link.run_ended)}
 
 
 class InterruptAtLine:
