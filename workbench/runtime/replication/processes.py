@@ -151,7 +151,12 @@ class ProcessRunner:
         self._local = ReplicaRunner([programs[i] for i in self.shares[0]],
                                     instances=self.link(0, self._channel, self._ended_here))
         self._run = 0
-        self._finished_run = False  # whether the workers' part of the last run may still be given back
+        # Whether the workers' part of the last run may still be given back (from the moment it is
+        # posted: an interrupt may cut the caller's part short anywhere), the count of commands
+        # posted before it, and the reports of the workers that the caller has read.
+        self._unsettled = False
+        self._posted_before = 0
+        self._reports: list[tuple[Any, ...]] = []
         self._liveness_checked = 0.0
 
     @property
@@ -190,7 +195,7 @@ class ProcessRunner:
         process has stopped and restored what its replicas wrote (the caller restores this one's)."""
         if not self._workers.pids:
             self._start_workers()
-        self._finished_run = False
+        self._unsettled = False
         self._run += 1
         programs, slots = self.programs, self.slots
         inputs, _ = self.staging
@@ -206,6 +211,9 @@ class ProcessRunner:
         slots.aborted[0] = 0
         slots.profiled[0] = programs[0].profiling
         slots.run[0] = self._run
+        self._reports = []
+        self._posted_before = int(slots.posted[0])
+        self._unsettled = True
         self._workers.post(RUN)
         self._channel.begin(self._run)
         self._local.run(poll)
@@ -213,23 +221,16 @@ class ProcessRunner:
     def _ended_here(self, error: Optional[BaseException]) -> None:
         """This process's replicas ended (``error``: how, if they failed): tell the workers, wait for
         theirs, then raise the first failure anywhere (every worker having given its weights back),
-        or take their outputs and records. An interrupt meanwhile waits for the workers too."""
+        or take their outputs and records. An interrupt meanwhile waits for the workers too; one
+        that cuts this short leaves the workers' part to ``undo``."""
         slots = self.slots
         if isinstance(error, ReplicaExecutionError):
             slots.failed[0] = error.replica + 1
         elif error is not None and not isinstance(error, (ReplicaAborted, CollectiveMismatchError)):
             slots.aborted[0] = 1  # interrupted: every worker stops at its next collective
-        slots.finished[0] = self._run
-        self._workers.bells.ring()
-        run = self._run
-        interrupted = self._wait_here(lambda: bool((slots.finished[1:] == run).all()),
-                                      lambda p: slots.finished[p] != run)
-        expected = self.records_expected()
-        reports: list[tuple[Any, ...]] = [self._workers.results[p - 1].recv()
-                                          if slots.outcome[p] != FINISHED or expected else (FINISHED, None)
-                                          for p in range(1, self.processes)]
+        interrupted = self._hear_workers()
+        reports = self._reports
         if interrupted or error is not None or any(report[0] != FINISHED for report in reports):
-            self._finished_run = True
             interrupted = self.undo() or interrupted
         failure = next((r for r in reports if r[0] == FAILED), None)
         if failure is not None and not isinstance(error, ReplicaExecutionError):
@@ -244,19 +245,41 @@ class ProcessRunner:
             raise KeyboardInterrupt
         if error is None:
             self._take_results(reports)
-            self._finished_run = True
+
+    def _hear_workers(self) -> bool:
+        """Say this process has ended the run, wait until every worker has too and read the reports
+        that they send (``_reports``, read one by one); True if an interrupt came meanwhile."""
+        slots, run = self.slots, self._run
+        slots.finished[0] = run
+        self._workers.bells.ring()
+        interrupted = self._wait_here(lambda: bool((slots.finished[1:] == run).all()),
+                                      lambda p: slots.finished[p] != run)
+        expected = self.records_expected()
+        while len(self._reports) < self.processes - 1:
+            process = len(self._reports) + 1
+            self._reports.append(self._workers.results[process - 1].recv()
+                                 if slots.outcome[process] != FINISHED or expected else (FINISHED, None))
+        return interrupted
 
     def undo(self) -> bool:
         """The run that just ended is given up (the caller restores this process's replicas): every
-        worker gives its replicas' weights back, and says which arrays its variables hold then.
-        True if an interrupt came meanwhile (the caller raises it)."""
-        if not self._finished_run:
+        worker stops it, if an interrupt kept the caller from hearing them end, and gives its
+        replicas' weights back, and says which arrays its variables hold then. True if an interrupt
+        came meanwhile (the caller raises it)."""
+        if not self._unsettled:
             return False
-        self._finished_run = False
         slots = self.slots
+        if slots.posted[0] == self._posted_before:  # interrupted before the workers were told of the run
+            self._unsettled = False
+            return False
+        interrupted = False
+        if len(self._reports) < self.processes - 1:
+            slots.aborted[0] = 1  # every worker stops at its next collective
+            interrupted = self._hear_workers()
         self._workers.post(UNDO)
         interrupted = self._wait_here(lambda: bool((slots.outcome[1:] == UNDONE).all()),
-                                      lambda p: slots.outcome[p] != UNDONE)
+                                      lambda p: slots.outcome[p] != UNDONE) or interrupted
+        self._unsettled = False  # after the wait: undone again if an interrupt came before it
         for share in self.shares[1:]:
             for index in share:
                 self.programs[index].snapshot.set_swapped(self.swapped[index])
@@ -264,7 +287,7 @@ class ProcessRunner:
 
     def commit(self) -> None:
         """The run that just ended stands: ``undo`` has nothing to give back any more."""
-        self._finished_run = False
+        self._unsettled = False
 
     def _wait_here(self, ready: Callable[[], bool], waited: Callable[[int], bool]) -> bool:
         """Wait for the workers until ``ready()``, whatever interrupts come meanwhile (the first one
@@ -348,7 +371,8 @@ class ProcessRunner:
             workers.results.append(Connection(result_read, writable=False))
 
     def close(self) -> None:
-        """End the workers (a later run starts new ones)."""
+        """End the workers (a later run starts new ones): their part of a run is no more to give back."""
+        self._unsettled = False
         self._workers.stop()
         self._staging = None
 
