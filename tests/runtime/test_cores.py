@@ -7,7 +7,6 @@ import os
 import threading
 import time
 
-from workbench.runtime.replication import cores
 from workbench.runtime.replication.cores import (LOAD_SECONDS, busy_threads, cores_left, own_load, own_runnable_time,
                                                  own_threads_running, threads_runnable_seconds)
 
@@ -42,9 +41,10 @@ def test_this_process_reads_its_own_runnable_time_and_age():
     started = time.process_time()
     while time.process_time() - started < 0.05:  # some work of its own
         pass
+    spent = time.process_time()
     used, age = own_runnable_time()
     assert 0.05 <= used and 0 < age
-    assert time.process_time() <= used  # waiting for a core counts too, never less than the processor time
+    assert spent <= used  # waiting for a core counts too, never less than the processor time
     threads = len(os.listdir("/proc/self/task"))
     assert used <= age * threads + 1.0  # each thread runnable at most its whole life (and ticks)
 
@@ -57,22 +57,22 @@ def fake_tasks(tmp_path, tasks: dict) -> str:
     return str(tmp_path)
 
 
-def test_time_a_thread_waited_in_a_run_queue_counts_as_the_load_counts_it(tmp_path, monkeypatch):
-    monkeypatch.setattr(cores, "TASKS", fake_tasks(tmp_path, {
+def test_time_a_thread_waited_in_a_run_queue_counts_as_the_load_counts_it(tmp_path):
+    tasks = fake_tasks(tmp_path, {
         "100": ("1000000000 3000000000 50\n", "100 (python) R 1 2 3"),  # ran 1 s, waited 3 s for a core
         "101": ("500000000 1500000000 20\n", "101 (a thread) S 1 2 3"),
-        "102": ("0 0 0\n", "102 (b (thread)) R 1 2 3")}))  # a name with a parenthesis in it
-    assert threads_runnable_seconds() == 6.0
-    assert own_threads_running() == 1  # two runnable, the one looking not counted
-    monkeypatch.setattr(cores, "TASKS", str(tmp_path / "absent"))
-    assert threads_runnable_seconds() == 0.0 and own_threads_running() == 0
+        "102": ("0 0 0\n", "102 (b (thread)) R 1 2 3")})  # a name with a parenthesis in it
+    assert threads_runnable_seconds(tasks) == 6.0
+    assert own_threads_running(tasks) == 1  # two runnable, the one looking not counted
+    absent = str(tmp_path / "absent")
+    assert threads_runnable_seconds(absent) == 0.0 and own_threads_running(absent) == 0
 
 
-def test_sixteen_threads_that_waited_for_two_cores_count_as_sixteen_runnable_threads(tmp_path, monkeypatch):
+def test_sixteen_threads_that_waited_for_two_cores_count_as_sixteen_runnable_threads(tmp_path):
     age = 300.0  # every thread runnable for its whole life, on a core an eighth of it
-    monkeypatch.setattr(cores, "TASKS", fake_tasks(tmp_path, {
-        str(task): (f"{int(age / 8 * 1e9)} {int(age * 7 / 8 * 1e9)} 9\n", f"{task} (x) S") for task in range(16)}))
-    assert math.isclose(own_load(threads_runnable_seconds(), age), 16 * (1 - math.exp(-5)))
+    tasks = fake_tasks(tmp_path, {
+        str(task): (f"{int(age / 8 * 1e9)} {int(age * 7 / 8 * 1e9)} 9\n", f"{task} (x) S") for task in range(16)})
+    assert math.isclose(own_load(threads_runnable_seconds(tasks), age), 16 * (1 - math.exp(-5)))
 
 
 def test_threads_runnable_together_in_this_process_count_as_its_own():

@@ -29,7 +29,7 @@ from .execution.host_buffers import buffer_shape
 from .execution.run import Run, Runs
 from .options import RunOptions, default_run_options
 from .state import weights
-from .state.snapshot import to_the_end
+from .state.snapshot import to_the_end, uninterrupted
 from .stepping.stepper import Stepper
 from .tracing.progress import RunProgress
 from .tracing.trace import Trace
@@ -240,12 +240,18 @@ class Session:
                 recorder = self._runs.recorder
                 recorder.record = self._executable.instances.whole_record(recorder.record)
         except BaseException:
-            if self._runs.count == counted:  # an interrupt after the run counted leaves it standing
-                run.undo()
-                if self._executable.runner.undo():  # replicas in other processes give their part back too
-                    raise KeyboardInterrupt
+            if self._runs.count == counted and self._undo(run):  # a run counted before an interrupt stands
+                raise KeyboardInterrupt
             raise
         run.announce()
+
+    def _undo(self, run: Run) -> bool:
+        """Give back what ``run`` wrote, in this process's replicas and in other processes' too, whatever
+        interrupts come meanwhile; True if one came (the caller raises it)."""
+        interrupts = []
+        runner = self._executable.runner
+        came = uninterrupted([run.undo, lambda: interrupts.append(runner.undo())])
+        return came or any(interrupts)
 
     # ----- progress -----
     @property

@@ -105,13 +105,13 @@ def own_runnable_time() -> tuple[float, float]:
     return used, age
 
 
-def threads_runnable_seconds() -> float:
-    """The seconds this process's live threads have spent on a core or waiting for one
-    (``schedstat``; 0 where it cannot be read)."""
+def threads_runnable_seconds(tasks: str = TASKS) -> float:
+    """The seconds the live threads listed in ``tasks`` (this process's) have spent on a core or
+    waiting for one (``schedstat``; 0 where it cannot be read)."""
     total = 0
-    for task in _tasks():
+    for task in _tasks(tasks):
         try:
-            with open(f"{TASKS}/{task}/schedstat") as schedstat:
+            with open(f"{tasks}/{task}/schedstat") as schedstat:
                 on_core, waiting = schedstat.read().split()[:2]
             total += int(on_core) + int(waiting)
         except (OSError, ValueError):
@@ -119,20 +119,21 @@ def threads_runnable_seconds() -> float:
     return total / 1e9
 
 
-def own_threads_running() -> int:
-    """This process's threads runnable now, the calling one not counted (0 where that cannot be read)."""
+def own_threads_running(tasks: str = TASKS) -> int:
+    """The threads listed in ``tasks`` (this process's) runnable now, the calling one not counted (0
+    where that cannot be read)."""
     running = 0
-    for task in _tasks():
+    for task in _tasks(tasks):
         try:
-            with open(f"{TASKS}/{task}/stat") as stat:
+            with open(f"{tasks}/{task}/stat") as stat:
                 running += stat.read().rsplit(")", 1)[1].split()[0] == "R"
         except (OSError, IndexError):
             continue
     return max(0, running - 1)
 
 
-def _tasks() -> list[str]:
+def _tasks(tasks: str) -> list[str]:
     try:
-        return os.listdir(TASKS)
+        return os.listdir(tasks)
     except OSError:
         return []

@@ -279,10 +279,10 @@ class ProcessRunner:
         self._workers.post(UNDO)
         interrupted = self._wait_here(lambda: bool((slots.outcome[1:] == UNDONE).all()),
                                       lambda p: slots.outcome[p] != UNDONE) or interrupted
-        self._unsettled = False  # after the wait: undone again if an interrupt came before it
         for share in self.shares[1:]:
             for index in share:
                 self.programs[index].snapshot.set_swapped(self.swapped[index])
+        self._unsettled = False  # last: undone again (each step idempotent) if an interrupt came before
         return interrupted
 
     def commit(self) -> None:
