@@ -4,15 +4,14 @@ dtype of each of its tensors and make one record per op (plain Python, no cost m
 
 Run with ``python -m pytest tests/benchmarks/bench_static_schedule.py -o python_files='bench_*.py' -s``.
 """
-import gc
 import sys
-import time
 from pathlib import Path
 
 from workbench.analysis import static_schedule
 from workbench.ir.device import device_for
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench_ir_scale import best_time  # noqa: E402
 from real_programs import long_chain, wide_program  # noqa: E402
 
 DEVICE = device_for("ipu_model")
@@ -42,24 +41,13 @@ def floor(ir) -> list:
     return records
 
 
-def best_seconds(fn, repeats: int = 7) -> float:
-    """The best CPU time of ``repeats`` calls, each from a collected heap."""
-    times = []
-    for _ in range(repeats):
-        gc.collect()
-        start = time.process_time()
-        fn()
-        times.append(time.process_time() - start)
-    return min(times)
-
-
 def test_the_static_schedule_stays_within_a_small_factor_of_visiting_the_ops():
     for name, ir in (("10,000-op program", wide_program()), ("2,102-op chain", long_chain())):
         assert len(static_schedule(ir, DEVICE)) == sum(len(graph.ops) for graph in ir.graphs)
         ours, baseline = [], []
         for _ in range(3):  # in turns, so that a busy spell of the machine slows both alike
-            ours.append(best_seconds(lambda: static_schedule(ir, DEVICE), repeats=3))
-            baseline.append(best_seconds(lambda: floor(ir), repeats=3))
+            ours.append(best_time(lambda: static_schedule(ir, DEVICE), repeats=3))
+            baseline.append(best_time(lambda: floor(ir), repeats=3))
         ratio = min(ours) / min(baseline)
         print(f"\nstatic schedule of the {name}: {min(ours) * 1000:.1f} ms, visiting its ops "
               f"{min(baseline) * 1000:.1f} ms, ratio {ratio:.1f} (target <= 6)")
