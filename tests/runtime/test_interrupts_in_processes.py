@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import popxl
-from support.interrupts import interrupt_main, interrupted, interrupts_raise  # noqa: F401 - a fixture
+from support.interrupts import LineInterrupt, interrupted, interrupts_raise  # noqa: F401 - a fixture
 from test_interrupts import check_all_or_nothing, counting_ir, device_state
 from workbench.runtime.options import RunOptions
 from workbench.runtime.replication.processes import ProcessRunner, _Link
@@ -21,28 +21,10 @@ pytestmark = [pytest.mark.skipif(not hasattr(os, "fork"), reason="worker process
 REPLICAS, ITERATIONS = 4, 3
 # The caller's code around its replicas: lines only these functions run themselves are counted (how
 # long the caller waits for the workers changes nothing of the count).
-AROUND_THE_REPLICAS = {f.__code__ for f in (Session.run_with_outputs, ProcessRunner.run, ProcessRunner._ended_here,
-                                            ProcessRunner._hear_workers, ProcessRunner._take_results,
+AROUND_THE_REPLICAS = {f.__code__ for f in (Session.run_with_outputs, Session._undo, ProcessRunner.run,
+                                            ProcessRunner._ended_here, ProcessRunner._hear_workers,
+                                            ProcessRunner.undo, ProcessRunner._take_results,
                                             ReplicaRunner.run, ReplicaRunner._run_instance, _Link.run_ended)}
-
-
-class InterruptAtLine:
-    """A trace function that interrupts the main thread at the ``at``-th line that the functions of
-    ``codes`` execute themselves (never when ``at`` is None: to count them)."""
-
-    def __init__(self, codes: set, at, kind: str):
-        self.codes, self.at, self.kind, self.count = codes, at, kind, 0
-
-    def __call__(self, frame, event, arg):
-        if event == "call":
-            return self if frame.f_code in self.codes else None
-        if event == "line":
-            self.count += 1
-            if self.count == self.at:
-                sys.settrace(None)
-                interrupt_main(self.kind)
-                return None
-        return self
 
 
 @pytest.mark.parametrize("unrolled", [True, False], ids=["unrolled", "repeat"])
@@ -55,7 +37,7 @@ def test_an_interrupt_at_any_line_around_the_replicas_leaves_every_process_all_o
         values = session.executable.device_values
         assert (values[2][w] is values[3][w]) == unrolled  # the worker's replicas share the weight unrolled
         session.run()  # the workers start
-        counter = InterruptAtLine(AROUND_THE_REPLICAS, None, "flag")
+        counter = LineInterrupt(None, "flag", AROUND_THE_REPLICAS)
         sys.settrace(counter)
         try:
             session.run()
@@ -64,7 +46,7 @@ def test_an_interrupt_at_any_line_around_the_replicas_leaves_every_process_all_o
         runs, stopped = 2, 0
         for at in range(1, counter.count + 1):
             before, count = device_state(session, w, r, buffer), session.run_count
-            stopped += interrupted(session.run, InterruptAtLine(AROUND_THE_REPLICAS, at, ("signal", "flag")[at % 2]))
+            stopped += interrupted(session.run, LineInterrupt(at, ("signal", "flag")[at % 2], AROUND_THE_REPLICAS))
             completed = session.run_count > count
             check_all_or_nothing(before, device_state(session, w, r, buffer), step, completed)
             runs += completed

@@ -5,6 +5,7 @@ import signal
 import sys
 import threading
 from traceback import walk_tb
+from typing import Optional
 
 import pytest
 
@@ -38,12 +39,15 @@ def _nothing() -> None:
 
 class LineInterrupt:
     """A trace function (``sys.settrace``) that counts the lines and calls the main thread executes
-    and interrupts it at the ``at``-th (never when ``at`` is None: to count them)."""
+    and interrupts it at the ``at``-th (never when ``at`` is None: to count them). Given ``codes``, it
+    counts only the lines that those functions execute themselves."""
 
-    def __init__(self, at, kind: str = "flag"):
-        self.at, self.kind, self.count = at, kind, 0
+    def __init__(self, at, kind: str = "flag", codes: Optional[set] = None):
+        self.at, self.kind, self.codes, self.count = at, kind, codes, 0
 
     def __call__(self, frame, event, arg):
+        if event == "call" and self.codes is not None:
+            return self if frame.f_code in self.codes else None
         if event in ("call", "line"):
             self.count += 1
             if self.count == self.at:
