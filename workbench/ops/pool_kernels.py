@@ -17,9 +17,11 @@ from typing import Callable, Sequence
 import numpy as np
 
 from .conv_kernels import Pads, compute_type
-from .reductions import MATRIX_MEAN_COUNT
 
 Reduction = Callable[[np.ndarray], np.ndarray]
+# Values per plane up to which a float32 global average pool sums a plane by a matrix product with ones;
+# longer planes keep the windowed sum.
+MATRIX_MEAN_COUNT = 1 << 16
 
 
 def _axis_reduction(reduce: np.ufunc, fill: float, shape: tuple, axis: int, begin: int, kernel: int, step: int,

@@ -128,31 +128,9 @@ def _logsumexp_grad(op, grads, fwd):
 
 
 def _mean(axes, keepdims, accumulator):
-    if accumulator == np.float32:
-        return _float32_mean(axes, keepdims)
     if np.issubdtype(accumulator, np.floating):
         return lambda a: np.mean(a, axes, accumulator, keepdims=keepdims)
     return lambda a: np.mean(a, axes, np.float64, keepdims=keepdims).astype(accumulator)
-
-
-MATRIX_MEAN_COUNT = 1 << 16  # values per row up to which a float32 mean sums them by a matrix product
-
-
-def _float32_mean(axes, keepdims):
-    """Over the trailing axes (a CNN's global average pool), each row's sum as a matrix product with a
-    column of ones, then divided by the count: several times faster than ``np.mean``, which reduces
-    along a strided axis; other axes, and longer rows (whose pairwise sums ``np.mean`` keeps more
-    accurate), as ``np.mean`` does."""
-    def mean(a):
-        count = math.prod(a.shape[a.ndim - len(axes):])
-        if (a.ndim == 0 or tuple(axes) != tuple(range(a.ndim - len(axes), a.ndim)) or a.size == 0
-                or count > MATRIX_MEAN_COUNT):
-            return np.mean(a, axes, np.float32, keepdims=keepdims)
-        sums = np.matmul(a.reshape(-1, count), np.ones(count, np.float32))
-        np.divide(sums, np.float32(count), out=sums)
-        kept = a.shape[:a.ndim - len(axes)]
-        return sums.reshape(kept + (1,) * len(axes) if keepdims else kept)
-    return mean
 
 
 def _values_as(result: Tuple[np.ndarray, np.ndarray], dtype) -> Tuple[np.ndarray, np.ndarray]:
