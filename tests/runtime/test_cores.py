@@ -37,6 +37,14 @@ def test_the_threads_this_process_runs_now_are_not_taken_for_other_work():
     assert busy_threads("0.10 0.20 0.30 2/164 3973", own_running=5) == 1  # the caller's own look at least
 
 
+def test_a_process_held_to_some_cores_meets_its_share_of_the_machines_other_work():
+    after_other_work = "3.60 1.50 0.60 1/900 1234"  # another program just ended on a 16-core machine
+    assert cores_left(2, busy_threads(after_other_work)) == 1  # as if all of it ran on our two cores
+    assert busy_threads(after_other_work, share=2 / 16) == 1  # an eighth of it: the looker alone
+    assert cores_left(2, busy_threads(after_other_work, share=2 / 16)) == 2
+    assert busy_threads("17.00 16.00 16.00 17/900 1234", share=8 / 16) == 9  # half of 16 others, and the looker
+
+
 def test_this_process_reads_its_own_runnable_time_and_age():
     started = time.process_time()
     while time.process_time() - started < 0.05:  # some work of its own

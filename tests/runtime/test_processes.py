@@ -5,6 +5,7 @@ import os
 
 import numpy as np
 import pytest
+from threadpoolctl import threadpool_info
 
 import popxl
 import popxl.ops as ops
@@ -14,7 +15,8 @@ from workbench.runtime.replication.process_channel import (Bells, ProcessChannel
                                                            results_halves, shared_zeros)
 from workbench.runtime.replication.processes import ProcessRunner, split
 from workbench.runtime.replication.cores import busy_threads, cores_left, free_cores
-from workbench.runtime.replication.replicas import ReplicaExecutionError, process_count, replica_strategy
+from workbench.runtime.replication.replicas import (ProcessPlan, ReplicaExecutionError, process_plan,
+                                                    replica_strategy)
 from support.faulty_ops import exploding_op  # noqa: F401  (a fixture)
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="worker processes are forked")
@@ -242,6 +244,30 @@ def test_auto_takes_processes_for_large_steps_with_cores_to_spare():
         replica_strategy(large, RunOptions(replicas="processes"), instances=2)
 
 
+def blas_threads() -> int:
+    return max(info["num_threads"] for info in threadpool_info() if info["user_api"] == "blas")
+
+
+def test_cores_beyond_the_processes_run_their_matrix_products_on_more_threads_with_the_same_bits():
+    assert process_plan(matmul_ir(256), RunOptions(cores=16)) == ProcessPlan(processes=4, blas_threads=4)
+    assert process_plan(matmul_ir(256), RunOptions(cores=3)) == ProcessPlan(processes=2, blas_threads=1)
+    ir = popxl.Ir(replication=2)
+    with ir.main_graph:
+        a_stream = popxl.h2d_stream([384, 384], popxl.float32, name="a")
+        out_stream = popxl.d2h_stream([384, 384], popxl.float32, name="out")
+        a = ops.host_load(a_stream)
+        ops.host_store(out_stream, ops.collectives.replicated_all_reduce(a @ a.transpose() @ a))
+    data = np.random.default_rng(2).standard_normal((2, 384, 384)).astype(np.float32)
+    before, results = blas_threads(), {}
+    for strategy in ("turns", "processes"):
+        with popxl.Session(ir, "ipu_model", options=RunOptions(replicas=strategy, cores=4)) as session:
+            results[strategy] = session.run({a_stream: data})[out_stream]
+            threads = blas_threads()
+        assert threads == (2 if strategy == "processes" else 1)  # 2 processes of 2 threads on 4 cores
+        assert blas_threads() == before  # given back when the session detaches
+    np.testing.assert_array_equal(results["processes"], results["turns"])
+
+
 def test_shares_of_replicas_are_contiguous_and_even():
     assert split(8, 3) == [range(0, 2), range(2, 5), range(5, 8)]
     assert split(4, 4) == [range(i, i + 1) for i in range(4)]
@@ -290,7 +316,7 @@ def test_a_stepped_run_between_runs_in_processes_moves_the_weights_the_workers_r
 def test_auto_counts_only_the_cores_that_other_work_leaves_free():
     large = matmul_ir(256)
     assert replica_strategy(large, RunOptions(cores=4)) == "processes"  # cores given: taken as free
-    assert process_count(large, RunOptions(cores=16)) == 4  # one process per replica at most
+    assert process_plan(large, RunOptions(cores=16)).processes == 4  # one process per replica at most
     assert cores_left(16, runnable=2) == 16  # this thread and one more are not counted
     assert cores_left(16, runnable=10) == 8
     assert cores_left(2, runnable=9) == 1  # a machine busy with other work: turns

@@ -28,7 +28,7 @@ from .options import RunOptions
 from .out_of_memory import check_fits
 from .replication.process_channel import SharedArena
 from .replication.processes import ProcessRunner, split
-from .replication.replicas import ReplicaRunner, process_count, replica_strategy
+from .replication.replicas import ProcessPlan, ReplicaRunner, process_plan, replica_strategy
 from .state import weights
 from .state.allocator import keep_freed_memory
 from .state.host_memory import check_host_memory
@@ -85,7 +85,8 @@ def compile_executable(ir: Ir, device: Device, options: RunOptions) -> Executabl
     instances = _instances(ir, options.instance_wait_seconds)
     instance_count = 1 if instances is None else instances.settings.num_instances
     strategy = replica_strategy(ir, options, instance_count)
-    processes = process_count(ir, options) if strategy == "processes" else 1
+    plan = process_plan(ir, options) if strategy == "processes" else ProcessPlan(1, 1)
+    processes = plan.processes
     # Replicas in processes keep every value the session reads in memory the processes share (the
     # spares that a first write swaps in too); the replicas of each process share one copy of the
     # weights they all update alike.
@@ -111,7 +112,7 @@ def compile_executable(ir: Ir, device: Device, options: RunOptions) -> Executabl
                 for r, values, replica_buffers in zip(replicas, device_values, buffers)]
     runner: ReplicaRunner | ProcessRunner
     if processes > 1:
-        runner = ProcessRunner(ir, programs, processes, options.instance_wait_seconds)
+        runner = ProcessRunner(ir, programs, processes, options.instance_wait_seconds, plan.blas_threads)
     else:
         runner = ReplicaRunner(programs, strategy == "threads", instances, options.instance_wait_seconds)
     timeline = Timeline(ir, {graph: code.steps for graph, code in codes.items()}, device)

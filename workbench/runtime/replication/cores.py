@@ -43,15 +43,16 @@ def cores_left(allowed: int, runnable: int) -> int:
 
 
 def runnable_threads() -> int:
-    """Threads that keep this machine's cores busy: the fewest of three looks at ``/proc/loadavg``, a
-    millisecond apart (``busy_threads``, less this process's own part of the load; 1 where there is no
-    such file)."""
+    """Threads that keep this process's cores busy: the fewest of three looks at ``/proc/loadavg``, a
+    millisecond apart (``busy_threads``, less this process's own part of the load, other work weighed
+    by the part of the machine's cores this process may run on; 1 where there is no such file)."""
     own = own_load(*own_runnable_time())
+    share = available_cores() / max(available_cores(), os.cpu_count() or 1)
     counts = []
     for look in range(3):
         try:
             with open("/proc/loadavg") as loadavg:
-                counts.append(busy_threads(loadavg.read(), own, own_threads_running()))
+                counts.append(busy_threads(loadavg.read(), own, own_threads_running(), share))
         except (OSError, ValueError, IndexError):
             return 1
         if look < 2:
@@ -69,15 +70,19 @@ def crowded() -> bool:
         return False
 
 
-def busy_threads(loadavg: str, own: float = 0.0, own_running: int = 0) -> int:
+def busy_threads(loadavg: str, own: float = 0.0, own_running: int = 0, share: float = 1.0) -> int:
     """From the text of ``/proc/loadavg``, the threads of other work and the one looking: those
     runnable now less ``own_running`` (this process's others runnable now), or the load of the last
     minute less ``own`` (this process's part of it) and one for the thread looking, where that is
     higher (whole threads). A machine shared with other work is busy in bursts: a look between two
-    bursts would take cores for free that lockstep processes soon wait on."""
+    bursts would take cores for free that lockstep processes soon wait on. Other work counts by its
+    ``share`` on this process's cores: the part of the machine's cores this process may run on (a
+    process held to 2 of 16 cores meets an eighth of the machine's other threads, which the kernel
+    spreads over all of them)."""
     fields = loadavg.split()
-    now = max(1, int(fields[3].split("/")[0]) - own_running)
-    return max(now, int(max(0.0, float(fields[0]) - own)) + 1)
+    others_now = max(0, int(fields[3].split("/")[0]) - own_running - 1)
+    now = 1 + int(others_now * share)
+    return max(now, int(max(0.0, float(fields[0]) - own) * share) + 1)
 
 
 def own_load(runnable_seconds: float, age_seconds: float) -> float:

@@ -14,6 +14,7 @@ import platform
 import sys
 from concurrent.futures import ThreadPoolExecutor, wait
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Callable, Iterator, Optional
 
 from workbench.ir import Ir
@@ -92,12 +93,23 @@ def replica_strategy(ir: Ir, options: RunOptions, instances: int = 1) -> str:
     return "turns" if strategy == "inline" else strategy
 
 
-def process_count(ir: Ir, options: RunOptions) -> int:
-    """The processes of the 'processes' strategy: one per free core (at least two), at most one per
-    replica, and as many replicas in each (the most processes that divide the replicas evenly)."""
+@dataclass(frozen=True, slots=True)
+class ProcessPlan:
+    """How the 'processes' strategy spreads a session's replicas: ``processes`` processes, each running
+    its matrix products on ``blas_threads`` threads (the cores left once every process has one)."""
+
+    processes: int
+    blas_threads: int
+
+
+def process_plan(ir: Ir, options: RunOptions) -> ProcessPlan:
+    """One process per free core (at least two), at most one per replica, and as many replicas in each
+    (the most processes that divide the replicas evenly); the cores beyond the processes shared out
+    among them as BLAS threads (4 replicas on 16 cores: 4 processes of 4 threads)."""
     replicas = len(ir.local_replicas)
     cores = options.cores if options.cores is not None else max(2, free_cores())
-    return max(count for count in range(1, min(replicas, cores) + 1) if replicas % count == 0)
+    processes = max(count for count in range(1, min(replicas, cores) + 1) if replicas % count == 0)
+    return ProcessPlan(processes, max(1, cores // processes))
 
 
 def threads_chosen(ir: Ir, options: RunOptions, instances: int = 1) -> bool:
