@@ -104,7 +104,7 @@ def compile_executable(ir: Ir, device: Device, options: RunOptions) -> Executabl
     persistent = set(ir.variables) | set(ir.persistent_tensors)
     firsts = first_writes(ir, main_steps, persistent)
     swaps = swappable(ir, main_steps, firsts)
-    binders = kernel_binders(options)
+    binders = kernel_binders(options, plan.blas_threads)
     empty_like = spares_once(arena.empty_like if arena is not None else np.empty_like)
     buckets = worth_bucketing(len(replicas), processes, instance_count, options.bucket_replicas)
     programs = [ReplicaProgram(ir, codes, r, values, replica_buffers, firsts, swaps, shared, binders, empty_like,
@@ -112,7 +112,7 @@ def compile_executable(ir: Ir, device: Device, options: RunOptions) -> Executabl
                 for r, values, replica_buffers in zip(replicas, device_values, buffers)]
     runner: ReplicaRunner | ProcessRunner
     if processes > 1:
-        runner = ProcessRunner(ir, programs, processes, options.instance_wait_seconds, plan.blas_threads)
+        runner = ProcessRunner(ir, programs, processes, options.instance_wait_seconds)
     else:
         runner = ReplicaRunner(programs, strategy == "threads", instances, options.instance_wait_seconds)
     timeline = Timeline(ir, {graph: code.steps for graph, code in codes.items()}, device)

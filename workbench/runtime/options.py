@@ -34,9 +34,10 @@ class RunOptions:
     collectives; 'threads' gives each replica a thread; 'processes' spreads the replicas over one
     process per core (``cores`` of them; None: those this process may use less those other work keeps
     busy when the Session is made, two at least; at most one per replica, and as many replicas in
-    each; cores left over run each process's matrix products on several threads): this one and
-    workers forked from it, which share the weights' memory (``replication/processes.py``); 'auto' takes processes when more than one core is free so and a
-    step's matrix products are large enough to pay for them, else threads where the matrix products
+    each; cores left over run each process's matrix products on several threads where that keeps
+    their bits, ``execution/product_threads.py``): this one and workers forked from it, which share
+    the weights' memory (``replication/processes.py``); 'auto' takes processes when more than one
+    core is free so and a step's matrix products are large enough to pay for them, else threads where the matrix products
     are very large (without os.fork), else turns. Every strategy gives the same bits.
     ``shared_weights``: replicas keep one copy of a weight they all update alike (one per worker process
     with 'processes').

@@ -14,6 +14,7 @@ from workbench.ir import Op
 from workbench.ops.registry import op_def
 
 from ..options import RunOptions
+from .product_threads import ProductThreads
 from ..tracing.trace import record_branch
 
 if TYPE_CHECKING:
@@ -98,10 +99,22 @@ def _shares_update(program: "ReplicaProgram", op: Op, code: "GraphCode", kernel:
     return shared.once(op, kernel, program.snapshot.adopting(op), program.replica)
 
 
-def kernel_binders(options: RunOptions) -> tuple[Binder, ...]:
-    """The binders of a session with ``options``, innermost first."""
+def _threads_product(threads: ProductThreads) -> Binder:
+    """A matrix product runs on more BLAS threads where that keeps its bits (``product_threads.py``)."""
+    def wrap(program: "ReplicaProgram", op: Op, code: "GraphCode", kernel: Kernel) -> Kernel:
+        return threads.wrap(kernel) if op_def(op.type).matrix_product else kernel
+    return Binder("threads_product", wrap)
+
+
+def kernel_binders(options: RunOptions, product_threads: int = 1) -> tuple[Binder, ...]:
+    """The binders of a session with ``options``, innermost first; ``product_threads``: the BLAS
+    threads a matrix product may run on (replicas in worker processes with cores to spare)."""
     binders = [Binder("records_branch", _records_branch), Binder("copies_view", _copies_view),
                Binder("returns_arrays", _returns_arrays)]
+    if product_threads > 1:
+        threads = ProductThreads(product_threads)
+        if threads.useful:
+            binders.insert(0, _threads_product(threads))
     if options.check_kernels:
         binders.append(Binder("checks_kernel", _checks_kernel))
     binders += [Binder("saves_first_write", _saves_first_write), Binder("shares_update", _shares_update)]

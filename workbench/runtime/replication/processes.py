@@ -33,7 +33,6 @@ from multiprocessing.connection import Connection
 from typing import Any, Callable, Optional
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
 from workbench.ir import Ir
 from workbench.ops.registry import op_def
@@ -120,18 +119,16 @@ class _Workers:
 class ProcessRunner:
     """Runs a session's replica programs in ``processes`` processes (this one included), one step at
     a time; the same interface as ``ReplicaRunner``. ``wait_seconds``: how long a replica waits at a
-    collective for the others before raising (None: ``wait_limit()``); ``blas_threads``: the threads
-    of each process's matrix products, from the first run until the session detaches."""
+    collective for the others before raising (None: ``wait_limit()``)."""
 
     threaded = False  # the calling thread runs replicas (the first share) and draws the progress
 
     def __init__(self, ir: Ir, programs: list[ReplicaProgram], processes: int,
-                 wait_seconds: Optional[float] = None, blas_threads: int = 1):
+                 wait_seconds: Optional[float] = None):
         if not hasattr(os, "fork"):
             raise ValueError("RunOptions(replicas='processes') needs os.fork, which this platform lacks; "
                              "use replicas='turns' or 'threads'")
         self.programs = programs
-        self.blas_threads = blas_threads
         self.shares = split(len(programs), processes)
         self.slots = Slots(processes)
         self.conditionals = [op for graph in ir.graphs for op in graph.ops if op_def(op.type).branches]
@@ -350,9 +347,6 @@ class ProcessRunner:
         outputs = {stream: shared_zeros((port.data.shape[0], len(programs), *port.data.shape[1:]), port.data.dtype)
                    for stream, port in programs[0].outputs.items()}
         self._staging = (inputs, outputs)
-        # Every process runs its matrix products on this many threads: the workers keep the count
-        # this process has when it forks them (the session pinned it to one when it attached).
-        threadpool_limits(self.blas_threads, user_api="blas")
         workers, parent = self._workers, os.getpid()
         self.slots.posted[0] = 0
         self.slots.sleeping[:] = 0
