@@ -43,7 +43,11 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--strategies", default="auto,turns,processes",
                         help="how several replicas run (RunOptions.replicas), each measured in turn (default "
                              "auto,turns,processes; threads is the other)")
+    parser.add_argument("--cores", type=int, default=None,
+                        help="RunOptions.cores: the cores the replicas may take (default: the free ones)")
     args = parser.parse_args()
+    if args.cores is not None and args.cores < 1:
+        parser.error("--cores takes a positive number")
     if args.runs < 1 or args.rounds < 1 or args.steps < 1:
         parser.error("--runs, --rounds and --steps take a positive number")
     unknown = set(args.strategies.split(",")) - {"auto", "turns", "threads", "processes"}
@@ -154,7 +158,7 @@ def main(args: argparse.Namespace) -> None:
     blas = ", ".join(f"{info['internal_api']} {info.get('version')} ({info.get('architecture')})"
                      for info in threadpool_info() if info["user_api"] == "blas")
     print(f"{cores} cores; {args.rounds} rounds; BLAS {blas or 'unknown'}", flush=True)
-    set_default_run_options(default_run_options().with_changes(check_kernels=False))
+    set_default_run_options(default_run_options().with_changes(check_kernels=False, cores=args.cores))
     for name in filter(None, args.models.split(",")):
         try:
             cnn_report(name, args.rounds)
