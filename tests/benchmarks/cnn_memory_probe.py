@@ -158,8 +158,9 @@ def report(ours: cnn.Workbench, label_of, rounds: int, shown: int) -> list[str]:
              f"{'GB/s':>6s} {'GFLOP/s':>8s}"]
     for k in kernels[:shown]:
         moved = k.activation_bytes + k.weight_bytes + 2 * k.temporary
+        speed = moved / k.warm / 1e9 if k.warm else 0
         lines.append(f"    {k.label:40s} {k.warm * 1e3:8.3f} {k.cold * 1e3:8.3f} {k.activation_bytes / 1e6:7.2f} "
-                     f"{k.weight_bytes / 1e6:6.2f} {k.temporary / 1e6:7.2f} {moved / k.warm / 1e9 if k.warm else 0:6.1f} "
+                     f"{k.weight_bytes / 1e6:6.2f} {k.temporary / 1e6:7.2f} {speed:6.1f} "
                      f"{k.flops / k.warm / 1e9 if k.flops and k.warm else 0:8.1f}")
     return lines
 
