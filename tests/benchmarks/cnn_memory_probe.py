@@ -3,8 +3,9 @@ probe that tells a machine whose memory is slow from one whose arithmetic is.
 
 Run with ``python tests/benchmarks/cnn_memory_probe.py [model ...]`` (default: SqueezeNet);
 ``cnn_profile.py`` prints the same table after its own. First a line of the machine's copy speed at sizes
-from a core's L2 cache to main memory (bytes read and written per second), then per kernel, the slowest
-first:
+from a core's L2 cache to main memory (bytes read and written per second), a line of the speed of the NumPy
+operations the kernels are made of (a ufunc call's overhead, a window copy, a shifted maximum, a matrix
+product into a strided output and one with a short inner dimension), then per kernel, the slowest first:
 
 - ``warm``: its least processor time in a plain run (the kernel reads what the one before it wrote);
 - ``cold``: the same, each kernel run after a copy of ``EVICT_BYTES`` has pushed everything out of the
@@ -64,6 +65,36 @@ def memory_ladder() -> str:
         speeds.append(f"{size >> 10} KiB {2 * size / seconds / 1e9:.0f}" if size < 1 << 20
                       else f"{size >> 20} MiB {2 * size / seconds / 1e9:.0f}")
     return "copy GB/s (read + write): " + ", ".join(speeds)
+
+
+def primitives() -> str:
+    """The speed of the NumPy operations the convolution and pooling kernels are made of, on arrays of
+    their sizes (all within a core's L2 cache): a machine or a NumPy release where one of them is slow
+    shows here, apart from its memory."""
+    rng = np.random.default_rng(0)
+    tiny = np.ones(16, np.float32)
+    call = _best(lambda: np.maximum(tiny, tiny, out=tiny), 2000)
+    padded = rng.standard_normal((64, 29, 29)).astype(np.float32)
+    s = padded.strides
+    windows = np.lib.stride_tricks.as_strided(padded, (64, 3, 3, 27, 27), (s[0], s[1], s[2], s[1], s[2]))
+    columns = np.empty(windows.shape, np.float32)
+    window_copy = _best(lambda: np.copyto(columns, windows), 50)
+    flat = rng.standard_normal(1 << 18).astype(np.float32)
+    shifted = np.empty(flat.size - 1, np.float32)
+    shifted_max = _best(lambda: np.maximum(flat[:-1], flat[1:], out=shifted), 50)
+    a, b = rng.standard_normal((64, 64)).astype(np.float32), rng.standard_normal((64, 1024)).astype(np.float32)
+    wide, dense = np.empty((64, 2048), np.float32), np.empty((64, 1024), np.float32)
+    into_dense = _best(lambda: np.matmul(a, b, out=dense), 50)
+    into_strided = _best(lambda: np.matmul(a, b, out=wide[:, :1024]), 50)
+    stem_w = rng.standard_normal((64, 28)).astype(np.float32)
+    stem_x = rng.standard_normal((28, 4096)).astype(np.float32)
+    stem_y = np.empty((64, 4096), np.float32)
+    stem = _best(lambda: np.matmul(stem_w, stem_x, out=stem_y), 50)
+    return (f"NumPy {np.__version__}, Python {sys.version.split()[0]}: a ufunc call {call * 1e6:.2f} µs; "
+            f"window copy {2 * columns.nbytes / window_copy / 1e9:.0f} GB/s; shifted maximum "
+            f"{3 * shifted.nbytes / shifted_max / 1e9:.0f} GB/s; a product into a strided output "
+            f"{into_strided / into_dense:.2f}× the time of a contiguous one; a [64, 28] @ [28, 4096] product "
+            f"{2 * 64 * 28 * 4096 / stem / 1e9:.0f} GFLOP/s")
 
 
 def multiply_adds(op) -> int:
@@ -177,6 +208,7 @@ def main() -> None:
     with threadpool_limits(1, user_api="blas"):
         print(cnn_profile.blas_speed(), flush=True)
         print(memory_ladder(), flush=True)
+        print(primitives(), flush=True)
         for name in args.models:
             model, input_name, shape, outputs = cnn.light_model(name)
             feed = {input_name: np.random.default_rng(1).standard_normal(shape).astype(np.float32)}

@@ -5,11 +5,12 @@ For each model it prints the processor time of every kernel of a plain run (fuse
 ``Session.run`` calls them; a fused run's time falls on the op that computes it and its other ops cost
 next to nothing), summed per op type and per convolution shape, the least of ``--rounds`` runs; then
 onnxruntime's own per-op-type profile of the same model, its convolutions' times beside ours shape by
-shape (its profile names no stride: the stride shown is the ratio of input and output sizes), and each one's page faults and system time per
-run (memory that a run maps afresh costs a fault per page, which a busy kernel makes dearer on some
-machines than others). A first line gives the matrix-product speed of the BLAS library on a ResNet-like
-product, the yardstick for every convolution here, and a second the speed of a copy from a core's L2 cache
-to main memory; after each model comes ``cnn_memory_probe.py``'s table (``--no-probe`` leaves it out): per
+shape (its profile names no stride: the stride shown is the ratio of input and output sizes), and each
+one's page faults and system time per run (memory that a run maps afresh costs a fault per page, which a
+busy kernel makes dearer on some machines than others). The first lines give the matrix-product speed of
+the BLAS library on a ResNet-like product, the yardstick for every convolution here; the speed of a copy
+at sizes from a core's L2 cache to main memory; and the speed of the NumPy operations the kernels are
+made of. After each model comes ``cnn_memory_probe.py``'s table (``--no-probe`` leaves it out): per
 kernel its time warm and with the caches emptied first, the bytes it moves and its temporaries.
 
 ``--set winograd.MIN_OUTPUT_PREPARED=1000`` (repeatable) changes a kernel-choice threshold of
@@ -211,6 +212,7 @@ def main() -> None:
     with threadpool_limits(1, user_api="blas"):
         print(blas_speed(), flush=True)
         print(cnn_memory_probe.memory_ladder(), flush=True)
+        print(cnn_memory_probe.primitives(), flush=True)
         for name in args.models:
             profile(name, args.rounds, args.shown, args.probe)
 
