@@ -118,7 +118,7 @@ def winograd_conv(x_shape: Sequence[int], weight_shape: Sequence[int], pads: Seq
     part of the transformed weight, which each group reads again; so its transforms and products stay in
     cache (a DenseNet layer of 128 to 32 channels at 56×56: 2.5 ms with every tile at once, 2.1 ms so; a
     ResNet one of 64 channels at 56×56: 1.85 and 1.55 ms; SqueezeNet's 16 to 64 channels at 55×55, whose
-    working arrays were 4 MB at once, 0.61 and 0.56 ms, 1.05 and 0.87 ms with the caches emptied first).
+    working arrays were 4 MB at once, 0.59 and 0.46 ms, 0.88 and 0.79 ms with the caches emptied first).
     With ``relu``, max(output, 0) is taken over each group's output blocks while they are contiguous and
     in cache, before they are put in place: into the array that ``destination()`` gives,
     where given (``conv_kernels.Destination``), else into a fresh one. The kernel keeps its padded
@@ -198,7 +198,7 @@ def winograd_conv(x_shape: Sequence[int], weight_shape: Sequence[int], pads: Seq
     return conv
 
 
-TILE_GROUP_BYTES = 1 << 20  # of working arrays per group of tile rows: within a core's L2 cache
+TILE_GROUP_BYTES = 2 << 20  # of working arrays per group of tile rows: about a core's L2 cache
 WEIGHT_READS = 4  # a group holds at least as much input as this part of the transformed weight
 
 
