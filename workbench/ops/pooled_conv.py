@@ -7,11 +7,10 @@ phase h along an axis holding output position 2 (t - p) + h, with p the pool's p
 each axis a pool window then reads one phase at slot I and the other at slot I or I + 1, so each axis of
 the pool is two maxima of whole planes shifted by one slot or one row of slots (long contiguous inner
 loops, over half and then a quarter of the data) where the planar pool makes four full-size passes and a
-strided pick. The relu commutes with the maximum, so it is taken on the pooled result as it is put in
-place (one pass, not a pass and a copy); slots that hold no output of the convolution (before its first
-or past its last row or column) are set to zero, which the relu makes harmless. The convolution's step
-gives the phase planes in an array of its output's shape (only the pool reads it, in a plain run); the
-pool's step gives the pooled result.
+strided pick. The relu commutes with the maximum, so it is taken on the pooled result; slots that hold
+no output of the convolution (before its first or past its last row or column) are set to zero, which
+the relu makes harmless. The convolution's step gives the phase planes in an array of its output's shape
+(only the pool reads it, in a plain run); the pool's step gives the pooled result.
 """
 from __future__ import annotations
 
@@ -23,6 +22,7 @@ import numpy as np
 from workbench.ir import Op
 
 from . import winograd
+from .activations import zero_rows
 from .conv_kernels import CHUNK_BYTES, Destination, Pads
 
 POOL_KERNEL, POOL_STRIDE = (3, 3), (2, 2)
@@ -196,7 +196,7 @@ def _pool(n: int, c_out: int, slots: Sequence[int], pool_pads: Sequence[int], po
     length = pool_out[0] * slots[1]
     row_taps = [(row * plane + shift * slots[1], (channels, length), (2 * plane * item, item))
                 for row, shift in _taps(pool_pads[0])]
-    zeros = np.zeros(pool_out[1], np.float32)  # maximum vectorises against an array, not a scalar
+    relu_rows, zeros = zero_rows((channels * length,), np.dtype(np.float32))
     by_slots = (n, c_out, pool_out[0], slots[1])
 
     def pool(_phases: np.ndarray) -> np.ndarray:
@@ -212,7 +212,9 @@ def _pool(n: int, c_out: int, slots: Sequence[int], pool_pads: Sequence[int], po
         pooled = np.empty((channels, length), np.float32)
         np.maximum(down[0], down[1], out=pooled)
         np.maximum(pooled, down[2], out=pooled)
+        flat_pooled = pooled.reshape(relu_rows)
+        np.maximum(flat_pooled, zeros, out=flat_pooled)
         y = np.empty((n, c_out, *pool_out), np.float32) if destination is None else destination()
-        np.maximum(pooled.reshape(by_slots)[..., :pool_out[1]], zeros, out=y)  # the relu, put in place
+        np.copyto(y, pooled.reshape(by_slots)[..., :pool_out[1]])
         return y
     return pool
