@@ -5,10 +5,13 @@ For each model it prints the processor time of every kernel of a plain run (fuse
 ``Session.run`` calls them; a fused run's time falls on the op that computes it and its other ops cost
 next to nothing), summed per op type and per convolution shape, the least of ``--rounds`` runs; then
 onnxruntime's own per-op-type profile of the same model, its convolutions' times beside ours shape by
-shape (its profile names no stride: the stride shown is the ratio of input and output sizes), and each one's page faults and system time per
-run (memory that a run maps afresh costs a fault per page, which a busy kernel makes dearer on some
-machines than others). A first line gives the matrix-product speed of the BLAS library on a ResNet-like
-product, the yardstick for every convolution here.
+shape (its profile names no stride: the stride shown is the ratio of input and output sizes), and each
+one's page faults and system time per run (memory that a run maps afresh costs a fault per page, which a
+busy kernel makes dearer on some machines than others). The first lines give the matrix-product speed of
+the BLAS library on a ResNet-like product, the yardstick for every convolution here; the speed of a copy
+at sizes from a core's L2 cache to main memory; and the speed of the NumPy operations the kernels are
+made of. After each model comes ``cnn_memory_probe.py``'s table (``--no-probe`` leaves it out): per
+kernel its time warm and with the caches emptied first, the bytes it moves and its temporaries.
 
 ``--set winograd.MIN_OUTPUT_PREPARED=1000`` (repeatable) changes a kernel-choice threshold of
 ``workbench/ops`` before the sessions are built, so that a machine whose caches and memory differ from
@@ -34,6 +37,7 @@ from threadpoolctl import threadpool_info, threadpool_limits
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_cnn as cnn  # noqa: E402
+import cnn_memory_probe  # noqa: E402
 
 from workbench.runtime.options import default_run_options, set_default_run_options  # noqa: E402
 
@@ -132,7 +136,7 @@ def faults_per_run(run, rounds: int) -> str:
             f"{(after.ru_stime - before.ru_stime) / rounds * 1e3:.2f} ms of system time per run")
 
 
-def profile(name: str, rounds: int, shown: int) -> None:
+def profile(name: str, rounds: int, shown: int, probe: bool = True) -> None:
     model, input_name, shape, outputs = cnn.light_model(name)
     feed = {input_name: np.random.default_rng(1).standard_normal(shape).astype(np.float32)}
     ours = cnn.Workbench(model, feed, outputs)
@@ -167,6 +171,8 @@ def profile(name: str, rounds: int, shown: int) -> None:
         other = their_convs.get(label)
         print(f"    {label:36s} {counts[label]:4d} {seconds * 1e3:7.3f} ms "
               f"{'-' if other is None else f'{other * 1e3:9.3f} ms':>12s}")
+    if probe:  # a session of its own: the one above has its kernels wrapped already
+        print("\n".join(cnn_memory_probe.report(cnn.Workbench(model, feed, outputs), kind, min(rounds, 5), shown)))
 
 
 TUNABLE_MODULES = ("conv_kernels", "winograd", "pool_kernels", "fused_conv", "channel_affine")
@@ -197,14 +203,18 @@ def main() -> None:
     parser.add_argument("--set", action="append", default=[], metavar="MODULE.NAME=VALUE",
                         help="change an int kernel-choice constant of workbench/ops first, e.g. "
                              "winograd.MIN_OUTPUT_PREPARED=1000 (repeatable)")
+    parser.add_argument("--probe", action=argparse.BooleanOptionalAction, default=True,
+                        help="after each model, cnn_memory_probe.py's table of bytes moved per kernel (default on)")
     args = parser.parse_args()
     for text in args.set:
         print("set " + apply_setting(text), flush=True)
     set_default_run_options(default_run_options().with_changes(check_kernels=False))
     with threadpool_limits(1, user_api="blas"):
         print(blas_speed(), flush=True)
+        print(cnn_memory_probe.memory_ladder(), flush=True)
+        print(cnn_memory_probe.primitives(), flush=True)
         for name in args.models:
-            profile(name, args.rounds, args.shown)
+            profile(name, args.rounds, args.shown, args.probe)
 
 
 if __name__ == "__main__":

@@ -114,14 +114,18 @@ def winograd_conv(x_shape: Sequence[int], weight_shape: Sequence[int], pads: Seq
     value per output channel) is added at tile position (1, 1), which the output transform spreads to
     every output of the tile with a factor of one. A large input goes a group of tile rows at a time, the
     group's gathered tiles about ``TILE_GROUP_BYTES`` or the transformed weight's size, whichever is
-    larger, so that its transforms and products stay in cache (a DenseNet layer of 128 to 32 channels at
-    56×56: 2.5 ms with every tile at once, 2.1 ms so; a ResNet one of 64 channels at 56×56: 1.85 and
-    1.55 ms). With ``relu``, max(output, 0) is taken over each group's output blocks while they are
-    contiguous and in cache, before they are put in place: into the array that ``destination()`` gives,
-    where given (``conv_kernels.Destination``), else into a fresh one. The kernel keeps its padded
-    input, whose border of zeros it never writes; its working arrays are made at each call (the runtime
-    keeps freed memory, ``runtime/state/allocator.py``, so they cost no page faults) and live only
-    during it."""
+    larger, and all its working arrays (its tiles gathered and transformed, their products, the outputs
+    half transformed) within ``WORKING_BYTES`` unless its tiles would then be fewer than a
+    ``WEIGHT_READS`` part of the transformed weight, which each group reads again; so its transforms and
+    products stay in cache (a DenseNet layer of 128 to 32 channels at 56×56: 2.5 ms with every tile at
+    once, 2.1 ms so; a ResNet one of 64 channels at 56×56: 1.85 and 1.55 ms; SqueezeNet's 16 to 64
+    channels at 55×55, whose working arrays were 4 MB at once: 0.59 and 0.46 ms, 0.88 and 0.79 ms with
+    the caches emptied first). With ``relu``, max(output, 0) is taken over each group's output blocks
+    while they are contiguous and in cache, before they are put in place: into the array that
+    ``destination()`` gives, where given (``conv_kernels.Destination``), else into a fresh one. The
+    kernel keeps its padded input, whose border of zeros it never writes; its working arrays are made at
+    each call (the runtime keeps freed memory, ``runtime/state/allocator.py``, so they cost no page
+    faults) and live only during it."""
     n, c_in, height, width = x_shape
     c_out = weight_shape[0]
     (top, _), (left, _) = pads
@@ -145,10 +149,16 @@ def winograd_conv(x_shape: Sequence[int], weight_shape: Sequence[int], pads: Seq
     tile_view = np.ndarray((n, tile, tile, c_in, rows, cols), compute, padded, 0,
                            (s[0], s[2], s[3], s[1], block * s[2], block * s[3]))
     column = None if bias is None else np.asarray(bias, compute).reshape(-1, 1)
-    # Each group reads the whole transformed weight again: a group holds at least that much input.
+    # A group gathers about ``TILE_GROUP_BYTES`` of tiles, or as much as the transformed weight, which each
+    # group reads again; but its working arrays (gathered and half-transformed inputs, products, outputs
+    # half transformed) stay within ``WORKING_BYTES`` unless its tiles would then be fewer than a
+    # ``WEIGHT_READS`` part of the transformed weight.
     itemsize = np.dtype(compute).itemsize
-    group_bytes = max(TILE_GROUP_BYTES, tile * tile * c_out * c_in * itemsize)
-    band = max(1, min(rows, group_bytes // (tile * tile * c_in * cols * itemsize)))
+    weight_bytes = tile * tile * c_out * c_in * itemsize
+    gathered_row = tile * tile * c_in * cols * itemsize
+    working_row = (2 * tile * tile * c_in + tile * tile * c_out + block * tile * c_out) * cols * itemsize
+    most = max(WORKING_BYTES // working_row, weight_bytes // WEIGHT_READS // gathered_row)
+    band = max(1, min(rows, max(TILE_GROUP_BYTES, weight_bytes) // gathered_row, most))
     groups = [_TileRows(first, min(rows, first + band), block, out) for first in range(0, rows, band)]
     largest = band * cols
     zeros = np.zeros(c_out * largest * block, compute)  # maximum vectorises against an array, not a scalar
@@ -193,6 +203,8 @@ def winograd_conv(x_shape: Sequence[int], weight_shape: Sequence[int], pads: Seq
 
 
 TILE_GROUP_BYTES = 512 << 10  # of gathered input tiles per group of tile rows (or the transformed weight's size)
+WORKING_BYTES = 2 << 20  # of all a group's working arrays, at most: about a core's L2 cache
+WEIGHT_READS = 4  # ... unless a group would then gather less than this part of the transformed weight
 
 
 class _TileRows:
