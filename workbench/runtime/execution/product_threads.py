@@ -61,7 +61,9 @@ class ProductThreads:
         """How a product of ``kernel`` on operands like ``args`` runs once tried: 'blas threads',
         'columns' or None (one thread)."""
         chosen = self._ways.get((kernel, _kind(args)))
-        return {self.on_blas_threads: "blas threads", self.by_columns: "columns"}.get(chosen)
+        if chosen is None:
+            return None
+        return "blas threads" if chosen == self.on_blas_threads else "columns"
 
     def on_blas_threads(self, kernel: Kernel, args: tuple) -> Any:
         """``kernel`` on ``threads`` BLAS threads."""
