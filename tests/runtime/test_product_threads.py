@@ -58,24 +58,3 @@ def test_operands_that_no_fresh_array_can_copy_are_never_run_on_more_threads():
     assert run(integers, np.ones((8, 2), np.int64)).dtype == np.int64
     assert seen == [1, 1]  # neither tried, both run on one thread
     assert not ProductThreads(1).useful
-
-
-def test_a_product_that_several_blas_threads_would_sum_otherwise_may_still_split_by_columns():
-    threads = ProductThreads(2)
-    rng = np.random.default_rng(5)
-    a = rng.standard_normal((32, 784)).astype(np.float32)  # OpenBLAS 0.3.31 sums it otherwise on 2 threads
-    b = rng.standard_normal((784, 256)).astype(np.float32)
-    result = threads.wrap(np.matmul)(a, b)
-    assert threads.way(np.matmul, a, b) in ("blas threads", "columns")
-    np.testing.assert_array_equal(result, np.matmul(a, b))  # one thread's bits, whichever way
-    small = np.ones((4, 4), np.float32)
-    threads.wrap(np.matmul)(small, small)
-    assert threads.way(np.matmul, small, small) != "columns"  # too little work to hand out
-
-
-def test_columns_computed_apart_make_the_whole_product():
-    rng = np.random.default_rng(6)
-    a, b = rng.standard_normal((16, 300)).astype(np.float32), rng.standard_normal((300, 7)).astype(np.float32)
-    product = ProductThreads(3).by_columns(np.matmul, (a, b))
-    assert product.shape == (16, 7) and product.dtype == np.float32
-    np.testing.assert_allclose(product, a.astype(np.float64) @ b, rtol=1e-5, atol=1e-4)
