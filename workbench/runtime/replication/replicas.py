@@ -102,6 +102,9 @@ class ProcessPlan:
     blas_threads: int
 
 
+# Measured on a quiet 16-core machine (``speed_report.py``, 10 runs): 4 replicas in 4 processes of one
+# BLAS thread ran at JAX shard_map's speed in 0 runs of 10 (median 1.11 of its time); with the cores
+# left over as BLAS threads where a product keeps its bits, in 9 of 10 (medians 0.72 and 0.82).
 def process_plan(ir: Ir, options: RunOptions) -> ProcessPlan:
     """One process per free core (at least two), at most one per replica, and as many replicas in each
     (the most processes that divide the replicas evenly); the cores beyond the processes shared out
