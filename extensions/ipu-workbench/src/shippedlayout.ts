@@ -63,8 +63,10 @@ export function placeShipped(layout: GraphLayout, room = 0): void {
   }
   const items = layerItems(layout);
   const unit = columnWidth(layout.nodes);
-  const layers = [...new Set(items.map(item => item.layer))].sort((a, b) => a - b).map(layer =>
-    items.filter(item => item.layer === layer).sort((a, b) => a.col - b.col || Number(a.edge !== undefined) - Number(b.edge !== undefined)));
+  const byLayer = new Map<number, Item[]>();
+  items.forEach(item => (byLayer.get(item.layer) ?? byLayer.set(item.layer, []).get(item.layer)!).push(item));
+  const layers = [...byLayer.keys()].sort((a, b) => a - b).map(layer =>
+    byLayer.get(layer)!.sort((a, b) => a.col - b.col || Number(a.edge !== undefined) - Number(b.edge !== undefined)));
   const xs = new Map<string, number>();
   for (const layer of layers) {
     let reach = PAD - GAP_X;
