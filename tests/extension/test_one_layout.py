@@ -118,3 +118,54 @@ def test_the_extension_draws_the_shipped_layers_in_the_shipped_order(name, tmp_p
         assert ordered == sorted(ordered) and len(set(ordered)) == len(ordered), case["graph"]  # layers top to bottom
         drawn = in_layer_order({key: box["left"] for key, box in boxes.items()}, layers)
         assert drawn == in_layer_order({key: col for key, (_, col) in shipped.items()}, layers), case["graph"]
+
+
+# The extension's Graph tab wraps to its canvas's width less a scroll bar (16 px), padding (12 px each side) and
+# a lane right of the rows (12 px); a bend takes a 6-px slot, and boxes are 18 px apart (src/shippedlayout.ts).
+SCROLLBAR, PAD, RIGHT_LANE, SLOT, GAP_X = 16, 12, 12, 6, 18
+
+
+def python_bands(entry: dict, widths: dict, canvas: int) -> dict:
+    """The row of each node by ``wrapping.band_rows`` over the shipped layers (nodes and bends by column), with
+    the extension's box widths, numbered among the rows holding nodes."""
+    from workbench.export.wrapping import band_rows
+
+    items = defaultdict(list)  # layer -> (col, is_bend, item)
+    for key, layer, col in zip(entry["nodes"], entry["layers"], entry["cols"]):
+        items[layer].append((col, 0, key))
+    predecessors = defaultdict(list)
+    for number, (tail, head, bends) in enumerate(entry["edges"]):
+        chain = [entry["nodes"][tail], *[f"~{number}~{i}" for i in range(len(bends))], entry["nodes"][head]]
+        for (col, layer), bend in zip(bends, chain[1:-1]):
+            items[layer].append((col, 1, bend))
+            widths[bend] = SLOT
+        for before, after in zip(chain, chain[1:]):
+            predecessors[after].append(before)
+    layers = [[item for _, _, item in sorted(items[layer], key=lambda entry: entry[:2])] for layer in sorted(items)]
+    rows, _ = band_rows(layers, widths, predecessors, canvas - SCROLLBAR - RIGHT_LANE - 2 * PAD, GAP_X)
+    node_rows = sorted({rows[key] for key in entry["nodes"]})
+    return {key: node_rows.index(rows[key]) for key in entry["nodes"]}
+
+
+@pytest.mark.parametrize("canvas", [590, 1280])
+def test_the_extension_wraps_the_shipped_layers_into_the_bands_python_gives(canvas, tmp_path):
+    """Wrapped to a canvas of 590 or 1,280 px, the transformer's main and backward graphs and the MLP's backward
+    graph fall into the rows that ``wrapping.band_rows`` gives for the shipped layers and the drawn boxes."""
+    cases = []
+    for name, graphs in (("transformer", ("main_graph", "transformer.forward_grad")), ("mlp", ("mlp_training.forward_grad",))):
+        document = PROGRAMS[name]._repr_mimebundle_()[0][MIME_TYPE]
+        path = tmp_path / f"{name}.ir.json"
+        path.write_text(json.dumps(document), encoding="utf-8")
+        entries = {entry["graph"]: entry for entry in document["graph_layers"]["graphs"]}
+        cases += [({"path": str(path), "graph": graph, "expandAll": False, "room": canvas,
+                    "places": str(tmp_path / f"{name}-{graph}.json")}, entries[graph]) for graph in graphs]
+    run_node_tests({"IPU_WB_GEOMETRY": json.dumps([case for case, _ in cases])}, "test/geometry.test.mjs")
+    wrapped = 0
+    for case, entry in cases:
+        boxes = {box["key"].split("|", 1)[1]: box for box in json.loads(open(case["places"]).read())}
+        tops = sorted({box["top"] for box in boxes.values()})
+        drawn = {key: tops.index(box["top"]) for key, box in boxes.items()}
+        widths = {key: box["right"] - box["left"] for key, box in boxes.items()}
+        assert drawn == python_bands(entry, widths, canvas), case["graph"]
+        wrapped += len(tops) > entry["depth"]
+    assert wrapped >= 2  # the optimizer's layers, at least, wrap at 590 and at 1,280 px
