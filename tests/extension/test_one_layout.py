@@ -3,7 +3,9 @@ notebook's Graph tab's own (its "ops" picture laid out by ``layered_layout``), a
 in those layers, in that order: on the transformer's main, forward and backward graphs, an MLP's graphs and
 seeded random graphs."""
 import json
+import re
 from collections import defaultdict
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -169,3 +171,24 @@ def test_the_extension_wraps_the_shipped_layers_into_the_bands_python_gives(canv
         assert drawn == python_bands(entry, widths, canvas), case["graph"]
         wrapped += len(tops) > entry["depth"]
     assert wrapped >= 2  # the optimizer's layers, at least, wrap at 590 and at 1,280 px
+
+
+def test_a_layering_that_names_other_nodes_than_the_drawing_is_laid_out_by_elk(tmp_path):
+    """A document whose layering of a graph leaves a node out (edited, or written by other code) is not trusted:
+    the page lays that graph out itself, with ELK, and draws it whole."""
+    document = PROGRAMS["mlp"]._repr_mimebundle_()[0][MIME_TYPE]
+    (entry,) = [entry for entry in document["graph_layers"]["graphs"] if entry["graph"] == "mlp_training.forward_grad"]
+    last = len(entry["nodes"]) - 1
+    for field in ("nodes", "layers", "cols"):
+        del entry[field][last]
+    entry["edges"] = [edge for edge in entry["edges"] if last not in edge[:2]]
+    path = tmp_path / "edited.ir.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    timed = {"path": str(path), "graph": "mlp_training.forward_grad", "room": 1280}
+    out = run_node_tests({"IPU_WB_TIMED": json.dumps(timed)}, "test/geometry.test.mjs")
+    assert len(re.findall(r"layout of 34 ops, \d+ nodes: [\d.]+ s by elk", out)) == 2, out
+    timed["path"] = str(tmp_path / "mlp.ir.json")
+    document = PROGRAMS["mlp"]._repr_mimebundle_()[0][MIME_TYPE]
+    Path(timed["path"]).write_text(json.dumps(document), encoding="utf-8")
+    out = run_node_tests({"IPU_WB_TIMED": json.dumps(timed)}, "test/geometry.test.mjs")
+    assert len(re.findall(r"layout of 34 ops, \d+ nodes: [\d.]+ s by shipped", out)) == 2, out

@@ -173,7 +173,9 @@ export function buildLayout(index: IrIndex, graphId: string, expanded: ReadonlyS
         addNode(key, kind, tensor.name, { tensor });
       }
     });
-    if (nodes.size === layering.nodes.length) {  // else the layering is not of this graph: laid out anew below
+    const whole = nodes.size === layering.nodes.length &&
+      [...graph.ops.map(op => op.id), ...graph.inputs].every(id => nodes.has(nodeKey(path, id)));
+    if (whole) {  // else the layering is not of this graph (it names what is not there, or leaves out an op or input)
       for (const [from, to, bends] of layering.edges) {
         const tail = layering.nodes[from];
         const head = layering.nodes[to];
