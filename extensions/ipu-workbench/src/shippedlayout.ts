@@ -7,7 +7,8 @@
  * in the order of their columns. A drawing wider than its output wraps its wide layers into bands of rows by
  * the rule the notebook's Graph tab wraps by (`bandRows`, `workbench/export/wrapping.py`); a layer that fits
  * keeps the place its columns give it. Edges are orthogonal: an edge leaves its tail's bottom, moves sideways
- * only in the gaps between rows (each sideways run on its own track of the gap), passes a row down a slot of
+ * only in the gaps between rows (each sideways run on its own track of the gap, shared by the edges that run
+ * between the same two points), passes a row down a slot of
  * its own or a lane between two boxes, and enters its head's top; so no edge passes through a box.
  */
 import { GAP_X, GAP_Y, GraphLayout, HEADER, LayoutNode, PAD, Point } from './layout.js';
@@ -200,11 +201,16 @@ function route(layout: GraphLayout, rows: Item[][], xs: Map<string, number>): vo
     }
     return points;
   });
-  /** Per gap under a row: the sideways runs in it, each a track. */
+  /** Per gap under a row: its tracks, one for each run from one x to another (edges that run alike share one). */
   const runs = rows.map(() => 0);
+  const shared = new Map<string, number>();
   const tracks = ways.map(points => points.slice(1).map(([x, row], i) => {
     const [x0, row0] = points[i];
-    return Math.abs(x - x0) > 0.5 && row > row0 ? runs[row0]++ : -1;
+    if (Math.abs(x - x0) <= 0.5 || row <= row0) {
+      return -1;
+    }
+    const run = `${row0}:${x0.toFixed(1)}:${x.toFixed(1)}`;
+    return shared.get(run) ?? shared.set(run, runs[row0]++).get(run)!;
   }));
   const gaps = runs.map(count => Math.min(MAX_GAP, Math.max(GAP_Y, (count + 1) * TRACK)));
   const tops: number[] = [];
