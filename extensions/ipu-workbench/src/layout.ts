@@ -179,6 +179,9 @@ export function buildLayout(index: IrIndex, graphId: string, expanded: ReadonlyS
       for (const [from, to, bends] of layering.edges) {
         const tail = layering.nodes[from];
         const head = layering.nodes[to];
+        if (!nodes.has(nodeKey(path, tail)) || !nodes.has(nodeKey(path, head))) {
+          continue;  // an index out of range: a damaged document, whose other edges are still drawn
+        }
         const tensor = nodes.get(nodeKey(path, tail))?.tensor ?? nodes.get(nodeKey(path, head))?.tensor ??
           ops.get(head)?.inputs.map(id => index.tensor(graph.id, id)).find(t => t?.producer === tail) ?? null;
         edges.push({ from: nodeKey(path, tail), to: nodeKey(path, head), tensor, points: [], bends });
