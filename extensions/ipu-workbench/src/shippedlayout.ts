@@ -8,7 +8,7 @@
  * the rule the notebook's Graph tab wraps by (`bandRows`, `workbench/export/wrapping.py`); a layer that fits
  * keeps the place its columns give it. Edges are orthogonal: an edge leaves its tail's bottom, moves sideways
  * only in the gaps between rows (each sideways run on its own track of the gap, shared by the edges that run
- * between the same two points), passes a row down a slot of
+ * between the same two points), passes a row straight down where no box is in its way, else down a slot of
  * its own or a lane between two boxes, and enters its head's top; so no edge passes through a box.
  */
 import { GAP_X, GAP_Y, GraphLayout, HEADER, LayoutNode, PAD, Point } from './layout.js';
@@ -172,9 +172,9 @@ function route(layout: GraphLayout, rows: Item[][], xs: Map<string, number>): vo
   rows.forEach((row, number) => row.forEach(item => rowOf.set(item.key, number)));
   const heights = rows.map(row => maxOf(row, item => item.node?.height ?? 0, 0));
   /** Per row: the x of each lane an edge may pass it by, left to right. */
-  const lanes = rows.map(row => {
-    const boxes = row.filter(item => item.node !== undefined).map(item => [xs.get(item.key)!, xs.get(item.key)! + item.width]);
-    boxes.sort((a, b) => a[0] - b[0]);
+  const boxesOf = rows.map(row => row.filter(item => item.node !== undefined)
+    .map(item => [xs.get(item.key)!, xs.get(item.key)! + item.width]).sort((a, b) => a[0] - b[0]));
+  const lanes = boxesOf.map(boxes => {
     const free: number[] = [];
     let reach = PAD / 2;
     for (const [left, right] of boxes) {
@@ -195,7 +195,8 @@ function route(layout: GraphLayout, rows: Item[][], xs: Map<string, number>): vo
     for (const key of chain.slice(1)) {
       const row = rowOf.get(key)!;
       for (let passed = points[points.length - 1][1] + 1; passed < row; passed++) {
-        points.push([nearest(lanes[passed], points[points.length - 1][0]), passed]);
+        const x = points[points.length - 1][0];
+        points.push([clear(boxesOf[passed], x) ? x : nearest(lanes[passed], x), passed]);
       }
       points.push([centre(key), row]);
     }
@@ -246,6 +247,11 @@ function route(layout: GraphLayout, rows: Item[][], xs: Map<string, number>): vo
   const lanesRight = maxOf(layout.edges.flatMap(edge => edge.points), point => point.x, 0);
   layout.width = Math.max(Math.max(right, lanesRight) + PAD, layout.minWidth, 2 * PAD + 56);
   layout.height = rows.length ? y - gaps[rows.length - 1] + PAD : 2 * PAD + 26;
+}
+
+/** Whether a vertical run at `x` passes `boxes` (a row's, as [left, right]) at least `SLOT_GAP` pixels from each. */
+function clear(boxes: number[][], x: number): boolean {
+  return boxes.every(([left, right]) => x < left - SLOT_GAP || x > right + SLOT_GAP);
 }
 
 /** The lane of `lanes` (sorted) nearest `x`. */
