@@ -350,7 +350,7 @@ DRAWN_GEOMETRY = """svg => {
 }"""
 
 
-def test_the_mlp_backward_graph_is_drawn_by_elk_with_labels_inside_their_boxes(lab, browser):
+def test_the_mlp_backward_graph_is_drawn_from_its_shipped_layering_with_labels_inside_their_boxes(lab, browser):
     url, root = lab
     sys.path.insert(0, str(Path(__file__).parents[1]))
     from support.programs import mlp_training
@@ -362,7 +362,7 @@ def test_the_mlp_backward_graph_is_drawn_by_elk_with_labels_inside_their_boxes(l
     view.query_selector(".ipu-wb-tab-graph").click()
     view.wait_for_selector(".ipu-wb-canvas:not([aria-busy]) > .ipu-wb-graph-svg")
     view.query_selector(".ipu-wb-graph-select").select_option("mlp_training.forward_grad")
-    svg = view.wait_for_selector(".ipu-wb-canvas:not([aria-busy]) > .ipu-wb-graph-svg[data-engine='elk'] .ipu-wb-output")
+    svg = view.wait_for_selector(".ipu-wb-canvas:not([aria-busy]) > .ipu-wb-graph-svg[data-engine='shipped'] .ipu-wb-output")
     svg = view.query_selector(".ipu-wb-graph-svg")
     count, problems = svg.evaluate(DRAWN_GEOMETRY)
     assert count > 50 and problems == [], problems

@@ -5,6 +5,7 @@ from workbench.ir import Graph, Ir, Op, Tensor, Variable
 from workbench.ir.streams import _Stream
 
 from .call_sites import CallSite, call_sites
+from .graph_layers import graph_layers_section
 from .group_layout import grouped_section
 from .liveness_json import liveness_json
 from .values import grouping, plain
@@ -17,8 +18,9 @@ def to_json(ir: Ir, liveness: bool = False, grouped: bool = True) -> dict:
     """The whole Ir as a dict of JSON-native values: ``json.dumps(to_json(ir))`` always works.
     ``liveness=True`` adds the optional ``liveness`` section (memory per step, for charts). The ``grouped``
     section (each graph's ops in groups, every group's picture laid out) is in by default, so that a saved
-    ``.ir.json`` file opens on its grouped picture; ``grouped=False`` leaves it out, for a snapshot that is
-    only read back (about 1 s less and 30% fewer bytes at 10,000 ops)."""
+    ``.ir.json`` file opens on its grouped picture, and with it the ``graph_layers`` section (each graph's
+    Graph-tab layering); ``grouped=False`` leaves both out, for a snapshot that is only read back (about 1 s
+    less and 30% fewer bytes at 10,000 ops)."""
     if not isinstance(ir, Ir):
         raise TypeError(f"to_json needs a popxl.Ir, got {type(ir).__name__}")
     document = {
@@ -39,6 +41,7 @@ def to_json(ir: Ir, liveness: bool = False, grouped: bool = True) -> dict:
         document["liveness"] = liveness_json(ir)
     if grouped:
         document["grouped"] = grouped_section(ir)
+        document["graph_layers"] = graph_layers_section(ir)
     return document
 
 

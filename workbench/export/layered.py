@@ -6,9 +6,11 @@ transpose of a weight, with its result tensor) and each source (a variable, a co
 input) moved down to just above its first consumer rather than left at the top. igraph's
 Sugiyama layout does the rest: it orders each layer to remove crossings, places the nodes, and
 routes an edge that spans several layers through bend points of its own, one per layer crossed,
-placed like nodes so that no node sits on the edge's path. Where its placement puts two nodes of a
-layer less than a column apart, or a bend less than half a column from its neighbours (it sometimes
-puts two at one spot), they are moved apart.
+placed like nodes so that no node sits on the edge's path. Where igraph's routes do not step through
+the layers between their ends (igraph 1.0 gives some edges of some graphs the bends of others), the
+layout is made again with a dummy vertex for each bend, ordered and placed like nodes. Where its placement
+puts two nodes of a layer less than a column apart, or a bend less than half a column from its
+neighbours (it sometimes puts two at one spot), they are moved apart.
 """
 from __future__ import annotations
 
@@ -64,18 +66,57 @@ def layered_layout(nodes: Sequence[Hashable], edges: Iterable[tuple[Hashable, Ha
         layers = _pinned(layers, index.get(first), index.get(last))
     if not index:
         return Layout()
-    picture = graph.layout_sugiyama(layers=layers, hgap=1, vgap=1, maxiter=SWEEPS)
-    coords = picture.coords[:len(index)]
-    points = [[x, -y] for x, y in coords]
+    if layers is None:  # a cycle (only a broken IR has one): igraph's layering, which reverses some edges
+        picture = graph.layout_sugiyama(hgap=1, vgap=1, maxiter=SWEEPS)
+        layers = [int(round(y)) for _, y in picture.coords[:len(index)]]
+    else:
+        picture = graph.layout_sugiyama(layers=layers, hgap=1, vgap=1, maxiter=SWEEPS)
+    coords = picture.coords
     routes = [[[x, -y] for x, y in route] for route in picture.edge_routing]
+    if not _routes_step_through(pairs, layers, picture.edge_routing):
+        extended, dummies = _with_dummies(len(index), pairs, layers)
+        picture = extended.layout_sugiyama(layers=layers + [layer for chain in dummies for _, layer in chain], hgap=1,
+                                           vgap=1, maxiter=SWEEPS)
+        coords = picture.coords
+        routes = [[[coords[vertex][0], -coords[vertex][1]] for vertex, _ in chain] for chain in dummies]
+    points = [[x, -y] for x, y in coords[:len(index)]]
     _keep_apart(points, [point for route in routes for point in route])
     positions = {node: (x, y) for node, (x, y) in zip(index, points)}
     bends = {(keys[tail], keys[head]): [(x, y) for x, y in route]
              for (tail, head), route in zip(pairs, routes) if route}
     xs = [x for x, _ in points] + [x for route in routes for x, _ in route]  # nodes and bends
-    depth = int(max(y for _, y in coords)) + 1
-    return Layout(positions, min(xs), {node: int(y) for node, (_, y) in zip(index, coords)}, bends, depth,
+    depth = max(layers) + 1
+    return Layout(positions, min(xs), {node: layers[number] for number, node in enumerate(index)}, bends, depth,
                   max(xs) - min(xs) + 1)
+
+
+def _routes_step_through(pairs: list[tuple[int, int]], layers: list[int], routing) -> bool:
+    """Whether igraph's route of every edge has a bend on each layer between its ends, in order (igraph 1.0
+    gives some edges of some graphs, with many vertices and few edges, the bends of others)."""
+    for (tail, head), route in zip(pairs, routing):
+        step = 1 if layers[head] >= layers[tail] else -1
+        if [round(y) for _, y in route] != list(range(layers[tail] + step, layers[head], step)):
+            return False
+    return len(routing) == len(pairs)
+
+
+def _with_dummies(count: int, pairs: list[tuple[int, int]], layers: list[int]) -> tuple[igraph.Graph, list]:
+    """The graph of ``count`` vertices and ``pairs`` with a dummy vertex on each layer an edge crosses (igraph's
+    own routing of long edges gives some edges the bends of others), and each edge's dummies with their layers
+    from its tail on."""
+    import igraph
+
+    edges: list[tuple[int, int]] = []
+    dummies: list[list[tuple[int, int]]] = []
+    next_vertex = count
+    for tail, head in pairs:
+        step = 1 if layers[head] >= layers[tail] else -1
+        chain = [(next_vertex + number, layer) for number, layer in enumerate(range(layers[tail] + step, layers[head], step))]
+        next_vertex += len(chain)
+        path = [tail, *(vertex for vertex, _ in chain), head]
+        edges.extend(zip(path, path[1:]))
+        dummies.append(chain)
+    return igraph.Graph(n=next_vertex, edges=edges, directed=True), dummies
 
 
 def _keep_apart(nodes: list[list[float]], bends: list[list[float]]) -> None:

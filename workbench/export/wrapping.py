@@ -1,6 +1,7 @@
 """The one rule by which a picture's layers too wide for its output wrap into rows, as lines of text wrap. The
 grouped pictures (``compose``), the notebook's Graph tab (``widgets/figures/graph_figure``) and the
-extension's Graph tab (``src/wrapping.ts``, the same steps; a test compares the two) all wrap by it.
+extension's Graph tab (``src/wrapping.ts``, the same steps; a test compares the two) all wrap by it, the two
+Graph tabs the same layers in the same order (``graph_layers``).
 
 ``wrap_rows`` wraps one layer. ``band_rows`` wraps a layered picture: a run of consecutive layers that are
 all too wide wraps as one, in bands one under another, each band holding a row of every layer of the run, so

@@ -1,8 +1,9 @@
 /**
- * Placement of a built layout by ELK's layered algorithm: nodes in layers top to bottom, edges routed
- * orthogonally between them so that they bend around nodes instead of crossing them. An expanded call
- * is an ELK compound node holding one compound per called graph, laid out inside it first. A graph too
- * big for ELK to lay out in reasonable time, or a layout that fails, is placed in plain layers instead.
+ * Placement of a built layout by ELK's layered algorithm, for a document that ships no layering of the graph
+ * (one saved before the `graph_layers` section; else `shippedlayout.ts` places it): nodes in layers top to
+ * bottom, edges routed orthogonally between them so that they bend around nodes instead of crossing them. An
+ * expanded call is an ELK compound node holding one compound per called graph, laid out inside it first. A
+ * graph too big for ELK to lay out in reasonable time, or a layout that fails, is placed in plain layers instead.
  */
 import { ElkExtendedEdge, ElkNode, LayoutOptions } from 'elkjs/lib/elk-api.js';
 

@@ -1,16 +1,19 @@
 /**
  * The graph view: one graph drawn as SVG, call ops expandable in place into the graphs they call,
- * hover details, and a search that highlights matching ops and tensors. Layouts arrive asynchronously
- * (ELK runs in a worker): the drawing on screen stays until the next one is ready, then is replaced in
- * one step, and only the latest layout asked for is drawn. The canvas is `aria-busy` meanwhile.
+ * hover details, and a search that highlights matching ops and tensors. Where the document ships the
+ * graph's layering (`graph_layers`: the notebook's layers and order) it is placed at once, wrapped to the
+ * output's width (`shippedlayout.ts`). Else layouts arrive asynchronously (ELK runs in a worker): the
+ * drawing on screen stays until the next one is ready, then is replaced in one step, and only the latest
+ * layout asked for is drawn. The canvas is `aria-busy` meanwhile.
  */
 import { Details } from './details.js';
 import { button, clear, el, svg } from './dom.js';
 import { arrange, fitsElk } from './elklayout.js';
-import { buildLayout, countNodes, GraphLayout, LayoutEdge, LayoutEngine, LayoutNode, MAX_DEPTH, NODE_HEIGHT, nodeKey, placeInLayers, Point,
-  SUBLINE_HEIGHT } from './layout.js';
+import { buildLayout, countNodes, foldedLines, GraphLayout, LayoutEdge, LayoutEngine, LayoutNode, MAX_DEPTH, NODE_HEIGHT, nodeKey, placeInLayers,
+  Point, shippedLayering, SUBLINE_HEIGHT } from './layout.js';
 import { labelWidths, shorten, TextWidth } from './measure.js';
 import { GraphRecord, IrIndex, OpRecord, TensorRecord } from './model.js';
+import { isShipped, placeShipped } from './shippedlayout.js';
 import { ipuColour } from './visual.js';
 
 /** Above this many nodes a drawing waits to be asked for: the browser takes seconds for tens of thousands. */
@@ -199,6 +202,11 @@ export class GraphView {
       return;
     }
     const layout = buildLayout(this.index, this.graphId, this.expanded, this.widths);
+    if (isShipped(layout)) {  // the layering the document ships: placed in milliseconds, wrapped to the output's width
+      placeShipped(layout, this.measuredRoom());
+      this.draw(layout, '', focus);
+      return;
+    }
     if (!fitsElk(layout)) {
       placeInLayers(layout);
       this.draw(layout, `${countNodes(layout).toLocaleString('en')} nodes: drawn in plain layers, edges may cross nodes`, focus);
@@ -291,7 +299,7 @@ export class GraphView {
   private drawEdge(edge: LayoutEdge, from: LayoutNode, to: LayoutNode, engine: LayoutEngine): SVGElement {
     const path = svg(this.doc, 'path', {
       class: edge.tensor ? 'ipu-wb-edge' : 'ipu-wb-edge ipu-wb-edge-order',
-      d: engine === 'elk' ? roundedPath(edge.points) : curvedPath(edge.points)
+      d: engine === 'layers' ? curvedPath(edge.points) : roundedPath(edge.points)
     }, [svg(this.doc, 'title', {}, [edge.tensor ? edge.tensor.id : `${from.label} before ${to.label}`])]);
     const tensor = edge.tensor;
     path.addEventListener('mouseenter', () =>
@@ -370,7 +378,8 @@ export class GraphView {
     if (!graph || depth >= MAX_DEPTH) {
       return 0;
     }
-    let count = graph.ops.length + graph.tensors.length;
+    const layering = foldedLines(this.index).size > 0 ? shippedLayering(this.index, graphId) : undefined;
+    let count = layering?.nodes.length ?? graph.ops.length + graph.tensors.length;
     for (const op of graph.ops) {
       const key = nodeKey(path, op.id);
       if (op.called_graphs.length && this.expanded.has(key)) {

@@ -1,13 +1,16 @@
 /**
  * What the graph view draws of one graph, and the plain layered placement it falls back to. Ops run top
- * to bottom in data-flow order, the graph's inputs, variables and constants above them (folded into the
- * boxes of the ops that read them, a line each, where the document has grouped pictures), its outputs
- * below. A call op that is expanded becomes a compound node holding the drawings of the graphs it calls,
- * side by side. `buildLayout` makes the nodes and edges, sized to their labels; ELK (elklayout.ts) or
- * `placeInLayers` then gives them positions and the edges their routes.
+ * to bottom in data-flow order, the graph's inputs above them, its outputs below; variables and constants
+ * are folded into the boxes of the ops that read them, a line each, where the document has grouped pictures
+ * (else they are nodes too). A call op that is expanded becomes a compound node holding the drawings of the
+ * graphs it calls, side by side. `buildLayout` makes the nodes and edges, sized to their labels. Where the
+ * document ships a graph's layering (`graph_layers`, the notebook's Graph tab's nodes and layers), the nodes
+ * are those it names, each with its layer and column, and `shippedlayout.ts` places them in milliseconds;
+ * else ELK (elklayout.ts) or `placeInLayers` gives them positions and the edges their routes.
  */
 import { GraphRecord, IrIndex, OpRecord, TensorRecord } from './model.js';
 import { estimateWidth, shorten, TextWidth } from './measure.js';
+import { GraphLayering } from './generated/document.js';
 import { maxOf } from './numbers.js';
 import { frameLabel, opLabel } from './visual.js';
 
@@ -21,7 +24,7 @@ export const PAD = 12;
 /** Space above an expanded call's frames for the call's label and the frames' titles. */
 export const HEADER = 40;
 export const GAP_X = 18;
-const GAP_Y = 36;
+export const GAP_Y = 36;
 const MIN_NODE_WIDTH = 56;
 
 export type NodeKind = 'op' | 'input' | 'variable' | 'constant' | 'output';
@@ -55,10 +58,15 @@ export interface LayoutEdge {
   tensor: TensorRecord | null;
   /** The route from `from` to `to` in the coordinates of the layout holding the edge; set by placement. */
   points: Point[];
+  /** The (column, layer) of each layer the edge crosses, where the document ships the graph's layering. */
+  bends?: [number, number][];
 }
 
-/** Who placed a layout: ELK, whose edges bend around nodes, or the plain layering, whose edges are curves. */
-export type LayoutEngine = 'elk' | 'layers';
+/**
+ * Who placed a layout: the layering the document ships (`shippedlayout.ts`) or ELK, whose edges bend around
+ * nodes, or the plain layering, whose edges are curves.
+ */
+export type LayoutEngine = 'shipped' | 'elk' | 'layers';
 
 export interface GraphLayout {
   graph: GraphRecord;
@@ -77,6 +85,8 @@ export interface GraphLayout {
   engine: LayoutEngine;
   /** Whether its wide layers were wrapped into rows to fit the width of its output. */
   wrapped: boolean;
+  /** The layer and column of each node (by key) where the document ships the graph's layering. */
+  shipped?: Map<string, [number, number]>;
 }
 
 /** The key of the node of `id` (an op or tensor id) in the expansion at `path`. */
@@ -126,6 +136,61 @@ export function buildLayout(index: IrIndex, graphId: string, expanded: ReadonlyS
   const sourceKey = (tensor: TensorRecord) =>
     tensor.producer === null ? nodeKey(path, tensor.id) : nodeKey(path, tensor.producer);
 
+  const addOp = (op: OpRecord) => {
+    const key = nodeKey(path, op.id);
+    const callable = op.called_graphs.length > 0 && depth < MAX_DEPTH;
+    const sites = index.callSitesOfOp(op.id);
+    const label = (open: boolean) => opLabel(op, sites, graph => index.label(graph), open);
+    if (callable && expanded.has(key)) {
+      const inner = op.called_graphs.map((callee, i) => {
+        const child = buildLayout(index, callee, expanded, width, `${key}>${callee}`, depth + 1);
+        const site = sites[i]?.callee === callee ? sites[i] : sites.find(s => s.callee === callee);
+        child.title = site ? frameLabel(site, child.graph.label) : `call: ${child.graph.label}`;
+        child.minWidth = Math.ceil(width(child.title, false)) + 2 * PAD;
+        return child;
+      });
+      addNode(key, 'op', label(true), { op, inner });
+    } else {
+      addNode(key, 'op', label(false), { op, sublines: folds.get(op.id) ?? [] });
+    }
+  };
+  const layering = folds.size > 0 ? shippedLayering(index, graph.id) : undefined;
+  if (layering !== undefined) {
+    const shipped = new Map<string, [number, number]>();
+    const ops = new Map(graph.ops.map(op => [op.id, op]));
+    const outputs = new Set(graph.outputs);
+    layering.nodes.forEach((id, i) => {
+      const key = nodeKey(path, id);
+      shipped.set(key, [layering.layers[i], layering.cols[i]]);
+      const op = ops.get(id);
+      const tensor = index.tensor(graph.id, id);
+      if (op !== undefined) {
+        addOp(op);
+      } else if (tensor !== undefined && tensor.producer !== null && outputs.has(id)) {
+        addNode(key, 'output', `return ${tensor.name}`, { tensor });
+      } else if (tensor !== undefined) {
+        const kind: NodeKind = tensor.kind === 'variable' || tensor.kind === 'constant' ? tensor.kind : 'input';
+        addNode(key, kind, tensor.name, { tensor });
+      }
+    });
+    const whole = nodes.size === layering.nodes.length &&
+      [...graph.ops.map(op => op.id), ...graph.inputs].every(id => nodes.has(nodeKey(path, id)));
+    if (whole) {  // else the layering is not of this graph (it names what is not there, or leaves out an op or input)
+      for (const [from, to, bends] of layering.edges) {
+        const tail = layering.nodes[from];
+        const head = layering.nodes[to];
+        if (!nodes.has(nodeKey(path, tail)) || !nodes.has(nodeKey(path, head))) {
+          continue;  // an index out of range: a damaged document, whose other edges are still drawn
+        }
+        const tensor = nodes.get(nodeKey(path, tail))?.tensor ?? nodes.get(nodeKey(path, head))?.tensor ??
+          ops.get(head)?.inputs.map(id => index.tensor(graph.id, id)).find(t => t?.producer === tail) ?? null;
+        edges.push({ from: nodeKey(path, tail), to: nodeKey(path, head), tensor, points: [], bends });
+      }
+      return { graph, title: graph.label, minWidth: 0, path, nodes: [...nodes.values()], edges, width: 0, height: 0, x: 0, y: 0,
+        engine: 'layers', wrapped: false, shipped };
+    }
+    nodes.clear();
+  }
   for (const id of graph.inputs) {
     const tensor = index.tensor(graph.id, id);
     if (tensor) {
@@ -143,21 +208,7 @@ export function buildLayout(index: IrIndex, graphId: string, expanded: ReadonlyS
   }
   for (const op of graph.ops) {
     const key = nodeKey(path, op.id);
-    const callable = op.called_graphs.length > 0 && depth < MAX_DEPTH;
-    const sites = index.callSitesOfOp(op.id);
-    const label = (open: boolean) => opLabel(op, sites, graph => index.label(graph), open);
-    if (callable && expanded.has(key)) {
-      const inner = op.called_graphs.map((callee, i) => {
-        const child = buildLayout(index, callee, expanded, width, `${key}>${callee}`, depth + 1);
-        const site = sites[i]?.callee === callee ? sites[i] : sites.find(s => s.callee === callee);
-        child.title = site ? frameLabel(site, child.graph.label) : `call: ${child.graph.label}`;
-        child.minWidth = Math.ceil(width(child.title, false)) + 2 * PAD;
-        return child;
-      });
-      addNode(key, 'op', label(true), { op, inner });
-    } else {
-      addNode(key, 'op', label(false), { op, sublines: folds.get(op.id) ?? [] });
-    }
+    addOp(op);
     for (const id of op.inputs) {
       const tensor = index.tensor(graph.id, id);
       if (tensor) {
@@ -180,6 +231,18 @@ export function buildLayout(index: IrIndex, graphId: string, expanded: ReadonlyS
   }
   return { graph, title: graph.label, minWidth: 0, path, nodes: [...nodes.values()], edges, width: 0, height: 0, x: 0, y: 0,
     engine: 'layers', wrapped: false };
+}
+
+const layeringCache = new WeakMap<IrIndex, Map<string, GraphLayering>>();
+
+/** The layering the document ships for `graphId` (its `graph_layers` section), if any. */
+export function shippedLayering(index: IrIndex, graphId: string): GraphLayering | undefined {
+  let byGraph = layeringCache.get(index);
+  if (byGraph === undefined) {
+    byGraph = new Map((index.doc.graph_layers?.graphs ?? []).map(entry => [entry.graph, entry]));
+    layeringCache.set(index, byGraph);
+  }
+  return byGraph.get(graphId);
 }
 
 const foldedCache = new WeakMap<IrIndex, Map<string, string[]>>();

@@ -1,7 +1,8 @@
 /**
  * The one rule by which a picture's layers too wide for its output wrap into rows, as lines of text wrap, by
  * the steps of the Python side's `workbench/export/wrapping.py` (a test compares the two): the grouped
- * pictures (`compose.ts`) and the Graph tab (`elklayout.ts`) wrap by it, as the notebook's pictures do.
+ * pictures (`compose.ts`) and the Graph tab (`shippedlayout.ts`, or `elklayout.ts` for a document without
+ * the `graph_layers` section) wrap by it, as the notebook's pictures do.
  * `bandRows` wraps a run of consecutive layers that are all too wide as one, in bands one under another, each
  * band holding a row of every layer of the run, so that the chains of a run (for each of 24 weights, an
  * all-reduce and the update it feeds) wrap together and their edges stay short.

@@ -1,0 +1,73 @@
+"""The extension's Graph tab in a real browser (JupyterLab, headless Chromium) places graphs from the layering the
+export ships: the transformer's main and backward graphs, the 2,102-op chain and a 2,002-op backward graph are
+drawn within 2 s of being picked, in panes 590 and 1,280 px wide, and fit the pane (the 2,002-op graph, once
+about 19,900 px wide behind a "draw it" button, now wraps). The times and widths are printed; screenshots go to
+tests/artifacts/ (one-layout-*.png).
+
+Run with the build of this checkout: ``JUPYTER_PATH`` naming a folder whose ``labextensions/ipu-workbench`` is
+``extensions/ipu-workbench/labextension`` puts it before an installed copy."""
+import json
+
+import pytest
+
+from support.jupyterlab_harness import chromium, jupyterlab, open_page
+from support.programs import mlp_training
+from test_browser_grouped import ARTIFACTS
+from test_browser_ir_fit_width import pane_width
+from workbench.export.mime import MIME_TYPE
+
+pytestmark = pytest.mark.slow
+
+FIRST_PICTURE_SECONDS = 2.0
+# Picks `graph` in the Graph tab's menu and resolves, once the drawing is painted, to the seconds it took, the
+# canvas's width, the drawing's width, the engine that placed it and its count of ops.
+PICK = """async ([root, graph]) => {
+    const view = root.querySelector('.ipu-wb-graph-view');
+    const select = view.querySelector('.ipu-wb-graph-select');
+    const start = performance.now();
+    select.value = graph;
+    select.dispatchEvent(new Event('change'));
+    const canvas = view.querySelector('.ipu-wb-canvas');
+    while (canvas.getAttribute('aria-busy') === 'true' || canvas.querySelector('.ipu-wb-graph-svg') === null) {
+        await new Promise(resolve => setTimeout(resolve, 5));
+    }
+    await new Promise(resolve => requestAnimationFrame(() => requestAnimationFrame(resolve)));
+    const svg = canvas.querySelector('.ipu-wb-graph-svg');
+    return {seconds: (performance.now() - start) / 1000, room: canvas.clientWidth, drawn: svg.getBoundingClientRect().width,
+            engine: svg.getAttribute('data-engine'), ops: svg.querySelectorAll('.ipu-wb-op').length};
+}"""
+
+
+def test_graphs_are_drawn_from_the_shipped_layering_within_2_s_and_fit_the_pane(tmp_path):
+    import real_programs
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    programs = {"transformer": real_programs.transformer()[0], "chain": real_programs.long_chain(),
+                "mlp": mlp_training(layers=333)[0]}
+    picks = [("transformer", "main_graph", 53), ("transformer", "transformer.forward_grad", 359),
+             ("chain", "main_graph", 2102), ("mlp", "mlp_training.forward_grad", 2002)]
+    results = []
+    with jupyterlab(tmp_path) as (url, root), chromium() as browser:
+        for name, program in programs.items():
+            document = program._repr_mimebundle_()[0][MIME_TYPE]
+            (root / f"{name}.ir.json").write_text(json.dumps(document), encoding="utf-8")
+        for name in programs:
+            page = open_page(browser, f"{url}/lab/tree/{name}.ir.json?reset")
+            page.set_default_timeout(240_000)
+            view = page.locator(".jp-MimeDocument .ipu-wb-root").first
+            view.locator(".ipu-wb-tab-graph").click()
+            view.locator(".ipu-wb-graph-view .ipu-wb-canvas .ipu-wb-graph-svg").wait_for()
+            for width in (590, 1280):
+                pane_width(page, width)
+                for program, graph, ops in picks:
+                    if program != name:
+                        continue
+                    picked = page.evaluate(PICK, [view.element_handle(), graph])
+                    results.append((graph, width, picked))
+                    print(f"{name} {graph} at {width} px: {picked}")
+                    assert picked["engine"] == "shipped" and picked["ops"] == ops, picked
+                    assert picked["seconds"] <= FIRST_PICTURE_SECONDS, picked
+                    assert picked["drawn"] <= picked["room"] + 0.5, picked
+                    view.screenshot(path=str(ARTIFACTS / f"one-layout-{name}-{graph}-{width}px.png"))
+            page.close()
+    assert len(results) == 2 * len(picks)
