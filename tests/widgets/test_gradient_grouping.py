@@ -42,6 +42,20 @@ def test_a_scope_open_at_autodiff_time_encloses_the_forward_scopes_once():
     assert {"outer/encoder", "outer/head"} <= scopes, sorted(scopes)
 
 
+def test_forward_values_enter_the_gradient_graph_under_their_own_names_once():
+    ir, forward = scoped_forward()
+    with ir.main_graph:
+        plain = autodiff(forward).graph
+    with ir.main_graph, popxl.name_scope("outer"):
+        enclosed = autodiff(forward).graph
+    forward_names = {t.name for t in forward.tensors}
+    activations = [t.name for t in plain.inputs if not t.name.startswith("Gradient___")]
+    assert activations and set(activations) <= forward_names, activations  # not encoder/encoder/relu
+    assert any(name.startswith("encoder/") for name in activations)
+    assert [t.name for t in enclosed.inputs if "Gradient___" not in t.name] == [
+        f"outer/{name}" for name in activations]
+
+
 def test_the_grouped_gradient_graph_has_the_forward_graphs_scopes():
     ir, forward = scoped_forward()
     with ir.main_graph:

@@ -46,6 +46,18 @@ def _scope_of(op: Optional[Op]) -> Iterator[None]:
         yield
 
 
+@contextmanager
+def _only_scopes(scopes: Sequence[str]) -> Iterator[None]:
+    """Names made inside take ``scopes`` alone: a forward value asked for by a gradient rule (inside
+    its op's scopes) is named once by its own, already scoped, name."""
+    context = get_current_context()
+    open_scopes, context.name_scopes = context.name_scopes, list(scopes)
+    try:
+        yield
+    finally:
+        context.name_scopes = open_scopes
+
+
 def autodiff(graph: Graph, grads_provided: Optional[Iterable[Tensor]] = None,
              grads_required: Optional[Iterable[Tensor]] = None,
              called_graphs_grad_info: Optional[Mapping[Graph, GradGraphInfo]] = None,
@@ -199,12 +211,14 @@ class _GradGraphBuilder:
         self.expected_inputs: list[ExpectedConnection] = []
         self.named: dict[Tensor, Tensor] = {}  # gradient tensor -> the forward tensor it is named after
         self.returned: set[Tensor] = set()
+        self.open_scopes: list[str] = []  # the name scopes open when autodiff is called
 
     def build(self) -> GradGraphInfo:
         ir = self.graph.ir
         self.grad_graph = ir.create_empty_graph(f"{self.graph.name}_grad")
         self.run.log.created(self.grad_graph)
         needs = _needing_gradient(self.graph, self.required)
+        self.open_scopes = list(get_current_context().name_scopes)
         with self.grad_graph:
             for tensor in self.provided:
                 with ipu(tensor.ipu):
@@ -321,7 +335,7 @@ class _GradGraphBuilder:
             raise ValueError(f"autodiff: a gradient rule asked for the forward value of {tensor!r}, which is not "
                              f"a tensor of the forward graph {self.graph.label!r}")
         if tensor not in self.activations:
-            with self.grad_graph, ipu(tensor.ipu):
+            with self.grad_graph, ipu(tensor.ipu), _only_scopes(self.open_scopes):
                 value: Tensor
                 if isinstance(tensor, Constant):
                     value = constant(tensor.data, tensor.dtype, tensor.name)
