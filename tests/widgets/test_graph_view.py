@@ -190,3 +190,27 @@ def test_a_subgraph_shows_its_inputs_and_ringed_outputs():
     assert list(trace(figure, "graph inputs").text) == [t.name for t in graphs["body"].inputs]
     outlines = dict(zip(trace(figure, "intermediates").text, trace(figure, "intermediates").marker.line.color))
     assert outlines[graphs["body"].outputs[0].name] == "#262626"
+
+
+def test_an_expanded_call_is_entered_at_its_top_and_left_at_its_bottom_with_ops_only():
+    from real_programs import transformer
+
+    ir, _ = transformer(layers=2)
+    forward = next(op for op in ir.main_graph.ops if op.type == "call" and op.called_graphs[0].name.endswith("forward"))
+    view = GraphView(ir, detail="ops", live=False)
+    view.expand(forward)
+    picture = view.picture
+    entering = [picture.nodes[head].item for _, head, kind in picture.edges if kind == "enter"]
+    leaving = [picture.nodes[tail].item for tail, _, kind in picture.edges if kind == "exit"]
+    body = forward.called_graphs[0]
+    # the tokens enter at the first matmul; the 8 weights passed in draw no edge (variables are not drawn)
+    (first,) = entering
+    assert first.type == "matmul" and list(first.inputs) == list(body.inputs[:2])
+    read_in_body = {tensor for op in body.ops for tensor in op.inputs}
+    # the loss leaves for the host store from the mean, which no body op reads; the activations the gradient call
+    # reads (all read in the body too) leave once, from the last body op that makes one of them
+    saved, loss = leaving
+    assert loss.type == "mean" and not set(loss.outputs) & read_in_body
+    makers = [op for op in body.ops if set(op.outputs) & set(body.outputs[1:])]
+    assert saved is makers[-1] and len(makers) > 10
+    assert sum(kind == "exit" for _, _, kind in picture.edges) == 2
