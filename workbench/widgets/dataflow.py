@@ -280,6 +280,12 @@ class _Builder:
                 self.edges.append((node_key(inner, callee_output), node_key(frame, parent), "exit"))
 
 
+def opens_alone(op: Op) -> bool:
+    """Whether a click on call site ``op`` shows the graph it calls on its own (grouped) rather than inline: a
+    call or repeat of one graph of ``GROUPED_OPS`` ops or more, as inline it would be a wall of ops."""
+    return len(op.called_graphs) == 1 and len(op.called_graphs[0].ops) >= GROUPED_OPS
+
+
 def _sites_by_op(graph: Graph) -> dict[Op, list[CallSite]]:
     sites: dict[Op, list[CallSite]] = defaultdict(list)
     for site in call_sites(graph):
@@ -317,6 +323,8 @@ def _op_hover(op: Op, sites: Sequence[CallSite]) -> str:
             lines.append(f"{text(name)} = {text(str(shown)[:60])}")
     for site in sites:
         lines.append(f"calls {text(site.callee.label)} ({count_of(len(site.callee.ops), 'op')})")
+    if sites:
+        lines.append("click to show it on its own, grouped" if opens_alone(op) else "click to expand it in place")
     return "<br>".join(lines)
 
 
