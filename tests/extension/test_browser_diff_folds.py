@@ -2,7 +2,8 @@
 forward graph against its gradient graph, and its forward graph before and after PopART's Inplace pattern.
 At a 630-px and a 1280-px notebook output each first view is at most 1,500 px tall, on screen within 2 s of
 running its cell, inside its output, with no two labels overlapping; a click on a fold opens it in place, a
-click on the open fold's heading closes it again.
+click on the open fold's heading closes it again. With the pointer over the picture, plotly's tool bar covers
+none of the title.
 Screenshots go to tests/artifacts/ (diff-folds-*.png)."""
 import pytest
 
@@ -37,11 +38,11 @@ LIMIT_MS = 2000
 FOLD_NAME = "folded ops (click to unfold)"
 OPEN_NAME = "unfolded (click ▾ to fold)"
 
-# The picture's height, how many labels it draws, and every two texts (row labels, summary, legend, title)
-# whose boxes overlap.
+# The picture's height, how many labels it draws, and every two texts (row labels, summary, legend, title, and
+# plotly's tool bar where the pointer is over the picture) whose boxes overlap.
 GEOMETRY = """(output) => {
     const svg = output.querySelector('.ipu-wb-figure-canvas .main-svg');
-    const texts = [...output.querySelectorAll('.textpoint text, .annotation-text, .legendtext, .gtitle')]
+    const texts = [...output.querySelectorAll('.textpoint text, .annotation-text, .legendtext, .gtitle, .modebar')]
         .map((node) => [node.textContent, node.getBoundingClientRect()]).filter(([, box]) => box.width > 0);
     const overlaps = [];
     for (let i = 0; i < texts.length; i++)
@@ -64,6 +65,9 @@ def check_first_views(page, width):
     page.wait_for_timeout(2500)  # the page tells the kernel its width; the picture comes back laid out for it
     for index, name in DIFFS.items():
         output = page.locator(".jp-Cell").nth(index).locator(".jp-OutputArea-output").first
+        output.locator(".ipu-wb-figure-canvas .main-svg").first.hover()  # plotly shows its tool bar
+        page.wait_for_timeout(300)
+        assert output.locator(".modebar").first.is_visible(), name
         geometry = output.evaluate(GEOMETRY)
         print(f"{name} at {width} px: {round(times[name])} ms to picture, {round(geometry['height'])} px tall")
         assert times[name] <= LIMIT_MS, (name, times)

@@ -190,3 +190,59 @@ def test_a_subgraph_shows_its_inputs_and_ringed_outputs():
     assert list(trace(figure, "graph inputs").text) == [t.name for t in graphs["body"].inputs]
     outlines = dict(zip(trace(figure, "intermediates").text, trace(figure, "intermediates").marker.line.color))
     assert outlines[graphs["body"].outputs[0].name] == "#262626"
+
+
+def test_an_expanded_call_is_entered_at_its_top_and_left_at_its_bottom_with_ops_only():
+    from real_programs import transformer
+
+    ir, _ = transformer(layers=2)
+    forward = next(op for op in ir.main_graph.ops if op.type == "call" and op.called_graphs[0].name.endswith("forward"))
+    view = GraphView(ir, detail="ops", live=False)
+    view.expand(forward)
+    picture = view.picture
+    entering = [picture.nodes[head].item for _, head, kind in picture.edges if kind == "enter"]
+    leaving = [picture.nodes[tail].item for tail, _, kind in picture.edges if kind == "exit"]
+    body = forward.called_graphs[0]
+    # the tokens enter at the first matmul; the 8 weights passed in draw no edge (variables are not drawn)
+    (first,) = entering
+    assert first.type == "matmul" and list(first.inputs) == list(body.inputs[:2])
+    read_in_body = {tensor for op in body.ops for tensor in op.inputs}
+    # the loss leaves for the host store from the mean, which no body op reads; the activations the gradient call
+    # reads (all read in the body too) leave once, from the last body op that makes one of them
+    saved, loss = leaving
+    assert loss.type == "mean" and not set(loss.outputs) & read_in_body
+    makers = [op for op in body.ops if set(op.outputs) & set(body.outputs[1:])]
+    assert saved is makers[-1] and len(makers) > 10
+    assert sum(kind == "exit" for _, _, kind in picture.edges) == 2
+
+
+def test_a_click_on_a_call_of_a_large_graph_shows_that_graph_grouped_with_a_button_back():
+    from real_programs import transformer
+
+    ir, _ = transformer(layers=6)
+    view = GraphView(ir, live=False)
+    canvas = view.widget.children[-1]
+    backward = next(op for op in ir.main_graph.ops if op.type == "call" and op.called_graphs[0].name.endswith("_grad"))
+    gradient = backward.called_graphs[0]
+    assert len(gradient.ops) >= 150  # inline, a wall of 359 ops
+    key = view.picture.keys_of(backward)[0]
+    assert "click to show it on its own, grouped" in view.picture.nodes[key].hover
+    click(canvas, "call sites (click to expand)", key)
+    assert view.graph is gradient and view.selection.graph is gradient and view.groups is not None
+    assert view.expanded == set() and len(view.picture.nodes) < 30  # its groups, not its ops
+    back = view.widget.children[1]
+    assert back.description == "◂ back to main" and back.layout.display is None
+    back.click()
+    assert view.graph is ir.main_graph and back.layout.display == "none"
+    with pytest.raises(ValueError, match="no graph to go back to"):
+        view.back()
+
+
+def test_a_click_on_a_call_of_a_small_graph_still_expands_it_in_place():
+    ir, graphs = call_tree_program()
+    view = GraphView(ir, live=False)
+    call = next(op for op in ir.main_graph.ops if op.type == "repeat")
+    key = view.picture.keys_of(call)[0]
+    assert "click to expand it in place" in view.picture.nodes[key].hover
+    click(view.widget.children[-1], "call sites (click to expand)", key)
+    assert view.graph is ir.main_graph and view.expanded == {(call,)}

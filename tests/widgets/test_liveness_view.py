@@ -1,4 +1,6 @@
 """LivenessView: memory per IPU over the schedule (stacked by kind, with capacity) and code liveness."""
+import json
+
 import numpy as np
 
 import popxl
@@ -78,7 +80,30 @@ def test_hovering_a_step_lists_its_op_and_live_tensors():
     mul_step = next(step.index for step in flat if step.op.type == "mul")
     assert f"step {mul_step}: mul " in hover[mul_step]
     live_names = {allocation.tensor.name for allocation in liveness.steps[0][mul_step].live}
-    assert live_names and all(f"{name} (main): 256 B" in hover[mul_step] for name in live_names)
+    assert live_names and all(f"<br>{name}: 256 B" in hover[mul_step] for name in live_names)  # of the step's graph
+
+
+def test_a_steps_hover_lists_its_largest_live_tensors_naming_the_graph_of_those_of_another():
+    from real_programs import transformer
+    from workbench.widgets.figure_canvas import figure_json
+    from workbench.widgets.figures.liveness_figure import HOVER_TENSORS
+
+    ir, _ = transformer()
+    view = LivenessView(ir, live=False)
+    hovers = list(trace(view.figure, "intermediates", ipu=0).hovertext[1:-1])
+    step = next(s for s in view.liveness.flat if s.graph.name.endswith("forward_grad") and s.op.type == "reshape"
+                and any(a.tensor.graph is not s.graph for a in view.liveness.steps[0][s.index].live))
+    hover, live = hovers[step.index], view.liveness.steps[0][step.index].live
+    assert f"in {step.graph.label}</b>" in hover and len(live) > HOVER_TENSORS
+    listed = hover.split("<br>")[2:-1]
+    assert len(listed) == HOVER_TENSORS and hover.endswith(f"... and {len(live) - HOVER_TENSORS} more")
+    largest = sorted(live, key=lambda a: -a.nbytes)[:HOVER_TENSORS]
+    assert [line.split(":")[0].split(" (")[0] for line in listed] == [a.tensor.name for a in largest]
+    for line, allocation in zip(listed, largest):
+        assert (f" ({allocation.tensor.graph.label}):" in line) == (allocation.tensor.graph is not step.graph)
+    # the 547-op transformer's memory crosses the comm in under 450 KB (674 KB with ten tensors per hover, each
+    # with its graph)
+    assert len(json.dumps(figure_json(view.figure))) < 450_000
 
 
 def test_the_capacity_line_is_in_range_only_when_memory_comes_near_it():

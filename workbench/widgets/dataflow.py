@@ -145,7 +145,9 @@ def dataflow_picture(graph: Graph, expanded: Iterable[tuple[Op, ...]] = (), deta
     level = detail if detail != "auto" else ("full" if small else "ops")
     picture = DataflowPicture(graph, level, builder.nodes, builder.edges, builder.boxes, builder.homes)
     if level == "ops":
+        picture.edges = [edge for edge in picture.edges if edge not in builder.weights_entering]
         _contract_tensors(picture)
+        _bundle_call_edges(picture)
     return picture
 
 
@@ -158,6 +160,7 @@ class _Builder:
         self.sites: dict[Graph, dict[Op, list[CallSite]]] = {}
         self.homes: dict[Op, str] = {}
         self.depth = 0  # boxes around the nodes being added
+        self.weights_entering: set[tuple[str, str, str]] = set()  # call edges that pass a variable or constant in
 
     def grouped_graph(self, graph: Graph, root: OpGroup, opened: set[str]) -> None:
         """Add ``graph``'s nodes with the ops of each closed group drawn as one node, then join the edges
@@ -269,10 +272,18 @@ class _Builder:
             box = PictureBox(inner, _site_label(site), [], depth=self.depth + len(inner))
             self.boxes.append(box)
             box.members = self.graph(site.callee, inner)
-            for _, callee_input in site.inputs:
+            for parent, callee_input in site.inputs:
                 self.edges.append((key, node_key(inner, callee_input), "enter"))
+                if parent.kind in ("variable", "constant"):
+                    self.weights_entering.add(self.edges[-1])
             for callee_output, parent in site.outputs:
                 self.edges.append((node_key(inner, callee_output), node_key(frame, parent), "exit"))
+
+
+def opens_alone(op: Op) -> bool:
+    """Whether a click on call site ``op`` shows the graph it calls on its own (grouped) rather than inline: a
+    call or repeat of one graph of ``GROUPED_OPS`` ops or more, as inline it would be a wall of ops."""
+    return len(op.called_graphs) == 1 and len(op.called_graphs[0].ops) >= GROUPED_OPS
 
 
 def _sites_by_op(graph: Graph) -> dict[Op, list[CallSite]]:
@@ -312,6 +323,8 @@ def _op_hover(op: Op, sites: Sequence[CallSite]) -> str:
             lines.append(f"{text(name)} = {text(str(shown)[:60])}")
     for site in sites:
         lines.append(f"calls {text(site.callee.label)} ({count_of(len(site.callee.ops), 'op')})")
+    if sites:
+        lines.append("click to show it on its own, grouped" if opens_alone(op) else "click to expand it in place")
     return "<br>".join(lines)
 
 
@@ -367,6 +380,34 @@ def _contract_tensors(picture: DataflowPicture) -> None:
         del picture.nodes[key]
     for box in picture.boxes:
         box.members = [key for key in box.members if key not in hidden]
+
+
+def _bundle_call_edges(picture: DataflowPicture) -> None:
+    """At the "ops" level an expanded body is entered at its top and left at its bottom: the call's edges go
+    to the body's ops that read nothing made in the body, and come back from those whose results nothing
+    in the body reads (from its last op where none does); variables and constants passed in enter by no
+    edge, as they are drawn by none outside a body. Joined through the body's hidden inputs and outputs,
+    each weight a transformer layer reads would otherwise pull a dashed edge from the call to its layer,
+    and each activation saved for the backward pass one back out, across the whole body."""
+    fed, feeds = set(), set()  # nodes with a data edge from, and to, a node of their own frame
+    for tail, head, kind in picture.edges:
+        if kind == "data" and picture.nodes[tail].frame and picture.nodes[tail].frame == picture.nodes[head].frame:
+            fed.add(head)
+            feeds.add(tail)
+    exits: dict[str, list[str]] = defaultdict(list)  # the head in the parent -> the body's nodes it gets
+    kept: list[tuple[str, str, str]] = []
+    for tail, head, kind in picture.edges:
+        if kind == "enter" and head in fed:
+            continue
+        if kind == "exit":
+            exits[head].append(tail)
+            continue
+        kept.append((tail, head, kind))
+    order = {key: index for index, key in enumerate(picture.nodes)}
+    for head, tails in exits.items():
+        last = [tail for tail in tails if tail not in feeds] or [max(tails, key=order.__getitem__)]
+        kept.extend((tail, head, "exit") for tail in last)
+    picture.edges = kept
 
 
 def _hidden(node: PictureNode) -> bool:

@@ -6,7 +6,7 @@ from typing import Any, Optional
 from workbench.export.grouping import OpGroup, group_graph
 from workbench.ir import Graph, Op
 
-from .dataflow import CALL_TYPES, GROUPED_OPS, dataflow_picture
+from .dataflow import CALL_TYPES, GROUPED_OPS, dataflow_picture, opens_alone
 from .figures import graph_figure
 from .figures.graph_figure import picture_layout
 from .selection import Selection
@@ -17,7 +17,9 @@ from .view import View
 class GraphView(View):
     """The ops and tensors of ``selection.graph`` (the main graph unless ``graph`` is given), laid out
     in layers. Hover shows shapes, dtypes, tensor kinds and IPUs; clicking an op or tensor selects
-    it, clicking a call site expands or collapses its body inline; ``search`` rings matching names.
+    it, clicking a call site expands or collapses its body inline, or, for a body of ``GROUPED_OPS`` ops or
+    more (a wall of ops inline), shows the called graph grouped, with a button back to the caller
+    (``back``); ``search`` rings matching names.
     ``detail`` is "auto", "full" (every tensor drawn) or "ops" (ops only, for large graphs). ``grouped``
     is "auto" (grouped from ``GROUPED_OPS`` ops), True or False: a grouped graph opens as the Model tab's
     groups, each a node with its op count that opens in place on click (``open_group``). In a notebook
@@ -38,6 +40,8 @@ class GraphView(View):
         self.matches: list[str] = []
         self.query = ""
         self.width = PICTURE_WIDTH
+        self.callers: list[Graph] = []  # the graphs whose calls were clicked to get here, the last first out
+        self._back = None
         selection = selection if selection is not None else Selection()
         if graph is not None:
             selection.graph = graph
@@ -178,7 +182,17 @@ class GraphView(View):
         self.selection.op = op
         if op.type in CALL_TYPES:
             path = tuple(caller for caller, _ in node.frame) + (op,)
+            if path not in self.expanded and opens_alone(op):
+                self.callers.append(self.graph)
+                self.show(op.called_graphs[0])
+                return
             (self.collapse if path in self.expanded else self.expand)(*path)
+
+    def back(self) -> None:
+        """Show the graph whose call was clicked to show this one."""
+        if not self.callers:
+            raise ValueError(f"{self.graph.label!r} was not opened from a call: there is no graph to go back to")
+        self.show(self.callers.pop())
 
     def _check_path(self, path: tuple) -> None:
         graph = self.graph
@@ -192,9 +206,17 @@ class GraphView(View):
 
     def _selection_changed(self, change) -> None:
         if change["name"] == "graph" and change["new"] is not self._shown_graph:
+            if change["new"] in self.callers:  # gone back by another way: the calls below it are left
+                del self.callers[self.callers.index(change["new"]):]
             self.refresh()
+            self._show_back()
         else:
             self.redraw()
+
+    def _show_back(self) -> None:
+        if self._back is not None:
+            self._back.description = f"◂ back to {self.callers[-1].label}" if self.callers else ""
+            self._back.layout.display = None if self.callers else "none"
 
     def _controls(self) -> list:
         import ipywidgets
@@ -209,7 +231,12 @@ class GraphView(View):
         grouping = ipywidgets.Dropdown(options=[("grouped when large", "auto"), ("grouped", True), ("every op", False)],
                                        value=self.grouped, layout=ipywidgets.Layout(width="170px"))
         grouping.observe(self._grouping_changed, names="value")
-        return [ipywidgets.HBox([box, self._match_label, detail, grouping])]
+        self._back = ipywidgets.Button(layout=ipywidgets.Layout(width="auto", align_self="flex-start"),
+                                       tooltip="show the calling graph again")
+        self._back.on_click(lambda _: self.back())
+        self._show_back()
+        return [ipywidgets.HBox([box, self._match_label, detail, grouping]),
+                self._back]
 
     def _grouping_changed(self, change) -> None:
         self.grouped = change["new"]

@@ -15,7 +15,9 @@ from .view import display_bundle, source_bundle
 
 COMMANDS = ("step", "step over", "step out", "continue", "run to", "reset")
 ERROR_STYLE = "color:#C00000;font-family:monospace;white-space:pre-wrap"
-TABLE_STYLE = "border-collapse:collapse;font-family:monospace;font-size:12px"
+TABLE_STYLE = "border-collapse:collapse;font-family:monospace;font-size:12px;line-height:1.35"
+# Lines of the values as close as their text needs: an ipywidgets HTML widget sets every line 28 px apart
+VALUES_STYLE = "line-height:1.35"
 CELL_STYLE = "border:1px solid #D9D9D9;padding:2px 6px;text-align:left;vertical-align:top"
 
 
@@ -107,7 +109,7 @@ def table_html(rows: Sequence[LiveRow], replicas: int, filter_text: str = "", ma
         parts.append(f"<details><summary>{count_of(len(others), 'other live tensor')} (type in the filter for "
                      f"their values)</summary><p style='font-family:monospace;font-size:11px'>{names}{more}</p>"
                      f"</details>")
-    return "".join(parts)
+    return f"<div style='{VALUES_STYLE}'>{''.join(parts)}</div>"
 
 
 def _tensor_cell(row: LiveRow) -> str:

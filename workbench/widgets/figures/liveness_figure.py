@@ -11,6 +11,7 @@ from plotly.subplots import make_subplots
 from workbench.analysis.code_size import graph_code_bytes
 from workbench.analysis.memory import StreamingTransfer
 from workbench.analysis.tensor_liveness import StepMemory, TensorLiveness
+from workbench.ir import Graph
 
 from ..style import (ALWAYS_LIVE_COLOR, CAPACITY_COLOR, CURRENT_COLOR, HIGHLIGHT, KIND_COLORS, KIND_LABELS, SCHEDULE_COLORS,
                      TEMPLATE, base_layout, binary_ticks, format_bytes, text, text_array)
@@ -18,7 +19,7 @@ from ..style import (ALWAYS_LIVE_COLOR, CAPACITY_COLOR, CURRENT_COLOR, HIGHLIGHT
 KINDS = ("variables", "constants", "intermediates", "code")  # stacking order, bottom first
 PANEL_GAP = 56  # pixels between panels: the upper axis, then the lower panel's title
 KIND_OF = {"variables": "variable", "constants": "constant", "intermediates": "intermediate", "code": "code"}
-HOVER_TENSORS = 10  # live tensors listed in a hover, largest first
+HOVER_TENSORS = 6  # live tensors listed in a hover, largest first (each hover crosses the comm once per step)
 DRAWN_STEPS = 2500  # at most this many steps drawn per panel (more than a panel has pixels): more go by peaks
 
 
@@ -29,10 +30,12 @@ def step_description(liveness: TensorLiveness, index: int) -> str:
     return f"step {index}: {text(step.op.type)} {text(step.op.name)} in {where}"
 
 
-def live_tensor_lines(record: StepMemory, limit: int = HOVER_TENSORS) -> list[str]:
-    """The intermediates live at a step, largest first, as 'name (graph): bytes' lines (escaped)."""
+def live_tensor_lines(record: StepMemory, graph: Optional[Graph] = None, limit: int = HOVER_TENSORS) -> list[str]:
+    """The intermediates live at a step, largest first, as 'name: bytes' lines (escaped), 'name (graph): bytes'
+    for a tensor of another graph than ``graph`` (the step's)."""
     live = sorted(record.live, key=lambda a: -a.nbytes)
-    lines = [f"{text(a.tensor.name)} ({text(a.tensor.graph.label)}): {format_bytes(a.nbytes)}" for a in live[:limit]]
+    lines = [f"{text(a.tensor.name)}{'' if a.tensor.graph is graph else f' ({text(a.tensor.graph.label)})'}: "
+             f"{format_bytes(a.nbytes)}" for a in live[:limit]]
     if len(live) > limit:
         lines.append(f"... and {len(live) - limit} more")
     return lines
@@ -108,7 +111,8 @@ def liveness_figure(liveness: TensorLiveness, capacity: Mapping[int, int], marke
             values = np.array([getattr(records[s], kind) for s in drawn], dtype=np.int64)
             if kind == "intermediates":
                 hovers = text_array(f"<b>{step_description(liveness, s)}</b><br>intermediates: {format_bytes(v)}<br>"
-                                  + "<br>".join(live_tensor_lines(records[s])) for s, v in zip(drawn, values))
+                                    + "<br>".join(live_tensor_lines(records[s], liveness.flat.steps[s].graph))
+                                    for s, v in zip(drawn, values))
             else:
                 hovers = text_array(f"{KIND_LABELS[KIND_OF[kind]]}: {format_bytes(v)}" for v in values)
             figure.add_trace(go.Scatter(

@@ -1,8 +1,10 @@
 """Routes for the edges of a folded graph picture through the rows they pass: each edge bends at a free lane
 of every row between two of its points (a column clear of nodes and labels), so that it crosses none of them.
-Which lanes: for each edge in turn, of three routes the one that crosses the edges routed before it least,
+Which lanes: for each edge in turn, of four routes the one that crosses the edges routed before it least,
 ties going to the first: with the other edges from its node (a run that each leaves beside its head, instead
-of a lattice of edges to wrapped rows), straight down from its lane in the row before, or nearest the straight
+of a lattice of edges to wrapped rows), in the rows the run does not reach yet either by one lane free in all of
+them (so that the run goes straight down rows whose labels differ in length, not zigzagging between them) or
+by the lane nearest the row before; straight down from its lane in the row before; or nearest the straight
 line between its points."""
 from __future__ import annotations
 
@@ -23,12 +25,12 @@ class RowRouter:
 
     def route(self, tail: Hashable, points: list[Point]) -> list[Point]:
         """``points`` (an edge from ``tail``: its tail, bends and head) with a bend in each row passed."""
-        routes = [self._through(tail, points, way) for way in ("run", "down", "straight")]
-        if routes[0][0] == routes[1][0] == routes[2][0]:  # one way through (none of its rows to pass)
+        routes = [self._through(tail, points, way) for way in ("steady run", "run", "down", "straight")]
+        if all(route[0] == routes[0][0] for route in routes):  # one way through (none of its rows to pass)
             chosen, lanes = routes[0]
         else:
             chosen, lanes = min(routes, key=lambda route: self._crossings(route[0]))
-        if chosen is routes[0][0]:
+        if chosen is routes[0][0] or chosen is routes[1][0]:
             self.shared.update(((tail, row), x) for row, x in lanes.items())
         ends = np.array(chosen)
         self.segments = np.vstack([self.segments, np.hstack([ends[:-1], ends[1:]])])
@@ -37,9 +39,17 @@ class RowRouter:
     def _through(self, tail: Hashable, points: list[Point], way: str) -> tuple[list[Point], dict[int, float]]:
         bent, lanes = [points[0]], {}
         for (x0, y0), (x1, y1) in zip(points, points[1:]):
-            for row in range(int(-y0) + 1, int(-y1)):
-                if way == "run" and (tail, row) in self.shared:
+            rows = range(int(-y0) + 1, int(-y1))
+            # a steady run keeps to one lane free in every row it adds to the run, where one is (rows of
+            # labels of different lengths would otherwise make the run zigzag between them)
+            column = None if way != "steady run" else self._common_lane(
+                [row for row in rows if (tail, row) not in self.shared],
+                bent[-1][0] if len(bent) > 1 else x0 + (x1 - x0) * (rows.start + y0) / (y0 - y1) if rows else x0)
+            for row in rows:
+                if way.endswith("run") and (tail, row) in self.shared:
                     lane = self.shared[(tail, row)]
+                elif column is not None:
+                    lane = column
                 else:
                     x = bent[-1][0] if way != "straight" and len(bent) > 1 else x0 + (x1 - x0) * (row + y0) / (y0 - y1)
                     lane = min(self.lanes[row], key=lambda each: abs(each - x))
@@ -47,6 +57,13 @@ class RowRouter:
                 bent.append((lane, -float(row)))
             bent.append((x1, y1))
         return bent, lanes
+
+    def _common_lane(self, rows: list[int], near: float):
+        """The lane free in every one of ``rows`` nearest to column ``near`` (None if no lane is)."""
+        if not rows:
+            return None
+        common = set(self.lanes[rows[0]]).intersection(*(self.lanes[row] for row in rows[1:]))
+        return min(common, key=lambda each: (abs(each - near), each)) if common else None
 
     def _crossings(self, route: list[Point]) -> int:
         """How many times ``route`` crosses the edges routed so far (touching is no crossing)."""

@@ -1,0 +1,41 @@
+"""The stepper's table of live values in a real browser (JupyterLab, headless Chromium) is set in lines as
+close as its 12-px text needs, not the 28 px that ipywidgets gives each line of an HTML widget: stepped into
+the transformer's forward graph, the next op's input (its name, type and a summary of its value in each of
+2 replicas, wrapped in columns beside the picture) takes at most 100 px (145 px at 28 px a line).
+Screenshot: tests/artifacts/stepper-table.png."""
+import pytest
+
+from support.jupyterlab_harness import KERNEL_IDLE, chromium, jupyterlab, open_notebook, write_notebook
+from test_browser_stepper_schedule import ARTIFACTS, STEPPER
+
+pytestmark = pytest.mark.slow
+
+# The height of the next op's input row, and the distance between the lines of text in its cells.
+TABLE = """(output) => {
+    const row = output.querySelector('table tbody tr');
+    const cell = row.querySelector('td');
+    return {row: row.getBoundingClientRect().height, line: parseFloat(getComputedStyle(cell).lineHeight),
+            size: parseFloat(getComputedStyle(cell).fontSize)};
+}"""
+
+
+def test_the_steppers_live_values_are_set_in_lines_as_close_as_their_text_needs(tmp_path):
+    ARTIFACTS.mkdir(exist_ok=True)
+    with jupyterlab(tmp_path) as (url, root), chromium() as browser:
+        write_notebook(root / "stepper.ipynb", [STEPPER])
+        page = open_notebook(browser, url, "stepper.ipynb")
+        page.set_default_timeout(240_000)
+        page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
+        output = page.locator(".jp-Cell").nth(0).locator(".jp-OutputArea-output").first
+        output.locator("button", has_text="step").first.wait_for()
+        page.wait_for_function(KERNEL_IDLE)
+        for _ in range(4):  # into the forward graph, before its split
+            output.locator("button", has_text="step").first.click()
+            page.wait_for_function(KERNEL_IDLE)
+        output.locator("table tbody tr").first.wait_for()
+        page.wait_for_timeout(500)
+        table = output.evaluate(TABLE)
+        output.screenshot(path=str(ARTIFACTS / "stepper-table.png"))
+        page.close()
+    assert table["size"] == 12 and table["line"] <= 1.4 * table["size"], table
+    assert table["row"] <= 100, table
