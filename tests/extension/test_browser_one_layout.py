@@ -29,6 +29,9 @@ PICK = """async ([root, graph]) => {
     select.dispatchEvent(new Event('change'));
     const canvas = view.querySelector('.ipu-wb-canvas');
     while (canvas.getAttribute('aria-busy') === 'true' || canvas.querySelector('.ipu-wb-graph-svg') === null) {
+        if (performance.now() - start > 90000) {
+            throw new Error(`${graph}: no drawing within 90 s of picking it`);
+        }
         await new Promise(resolve => setTimeout(resolve, 5));
     }
     await new Promise(resolve => requestAnimationFrame(() => requestAnimationFrame(resolve)));

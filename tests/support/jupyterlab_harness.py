@@ -117,6 +117,8 @@ def open_notebook(browser, url: str, name: str):
 # Scripts a test evaluates in the notebook's page (``page.evaluate(SCRIPT, argument)``).
 # Whether the open notebook's kernel is idle.
 KERNEL_IDLE = "window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.status === 'idle'"
+# How long the waits below look for what they wait for before they fail, naming it (never a hang).
+WAIT_MS = 90_000
 # Runs cell ``index`` and gives the milliseconds until ``selector`` is painted in it.
 TIME_TO_PICTURE = """async ([index, selector]) => {
   const notebook = window.jupyterapp.shell.currentWidget.content;
@@ -125,17 +127,19 @@ TIME_TO_PICTURE = """async ([index, selector]) => {
   notebook.activeCellIndex = index;
   const start = performance.now();
   window.jupyterapp.commands.execute('notebook:run-cell');
-  return await new Promise((resolve) => {
+  return await new Promise((resolve, reject) => {
     const painted = () => {
       if (cell.node.querySelector(selector)) {
         requestAnimationFrame(() => resolve(performance.now() - start));
+      } else if (performance.now() - start > %d) {
+        reject(new Error(`cell ${index} showed no ${selector} within %d s of running it`));
       } else {
         requestAnimationFrame(painted);
       }
     };
     painted();
   });
-}"""
+}""" % (WAIT_MS, WAIT_MS // 1000)
 
 # Runs cell ``index`` and gives the text it prints.
 OUTPUT_TEXT = """async (index) => {
@@ -163,27 +167,54 @@ ARM_CLICK_CLOCK = """() => {
 # entry reading ``legend`` and is painted.
 PAINTED_SINCE_CLICK = """async ([index, legend]) => {
   const cell = window.jupyterapp.shell.currentWidget.content.widgets[index];
-  return await new Promise((resolve) => {
+  const start = performance.now();
+  return await new Promise((resolve, reject) => {
     const painted = () => {
       const shown = [...cell.node.querySelectorAll('.main-svg .legendtext')].some(
         (node) => node.textContent === legend && node.getClientRects().length > 0);
       if (shown && window.__ipuWbPressed !== null) {
         requestAnimationFrame(() => resolve(performance.now() - window.__ipuWbPressed));
+      } else if (performance.now() - start > %d) {
+        reject(new Error(`cell ${index} showed no figure with the legend entry ${legend} within %d s ` +
+                         `(pressed: ${window.__ipuWbPressed !== null})`));
       } else {
         requestAnimationFrame(painted);
       }
     };
     painted();
   });
-}"""
+}""" % (WAIT_MS, WAIT_MS // 1000)
 
 # Where on the page point ``number`` of the trace named ``name`` sits, in the visible plotly figure of cell
-# ``index``: the place to click it.
-POINT_ON_PAGE = """([index, name, number]) => {
+# ``index``: the place to click it, once the figure has settled (the same place for ten frames running: a
+# figure just painted may still be resized to its output, which moves its points).
+POINT_ON_PAGE = """async ([index, name, number]) => {
   const cell = window.jupyterapp.shell.currentWidget.content.widgets[index];
-  const figure = [...cell.node.querySelectorAll('.js-plotly-plot')].find((node) => node.getClientRects().length > 0);
-  const trace = figure.calcdata.find((points) => points[0].trace.name === name);
-  const point = trace[number];
-  const [xaxis, yaxis, box] = [figure._fullLayout.xaxis, figure._fullLayout.yaxis, figure.getBoundingClientRect()];
-  return [box.left + xaxis._offset + xaxis.c2p(point.x), box.top + yaxis._offset + yaxis.c2p(point.y)];
-}"""
+  const place = () => {
+    const figure = [...cell.node.querySelectorAll('.js-plotly-plot')].find((node) => node.getClientRects().length > 0);
+    const trace = figure?.calcdata?.find((points) => points[0].trace.name === name);
+    if (!trace) {
+      return null;
+    }
+    const point = trace[number];
+    const [xaxis, yaxis, box] = [figure._fullLayout.xaxis, figure._fullLayout.yaxis, figure.getBoundingClientRect()];
+    return [box.left + xaxis._offset + xaxis.c2p(point.x), box.top + yaxis._offset + yaxis.c2p(point.y)];
+  };
+  const start = performance.now();
+  let last = null, same = 0;
+  return await new Promise((resolve, reject) => {
+    const settle = () => {
+      const now = place();
+      same = now !== null && last !== null && now[0] === last[0] && now[1] === last[1] ? same + 1 : 0;
+      last = now;
+      if (same >= 10) {
+        resolve(now);
+      } else if (performance.now() - start > %d) {
+        reject(new Error(`cell ${index}: point ${number} of ${name} did not settle within %d s (last at ${last})`));
+      } else {
+        requestAnimationFrame(settle);
+      }
+    };
+    settle();
+  });
+}""" % (WAIT_MS, WAIT_MS // 1000)
