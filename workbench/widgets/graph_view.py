@@ -231,12 +231,12 @@ class GraphView(View):
         grouping = ipywidgets.Dropdown(options=[("grouped when large", "auto"), ("grouped", True), ("every op", False)],
                                        value=self.grouped, layout=ipywidgets.Layout(width="170px"))
         grouping.observe(self._grouping_changed, names="value")
-        self._back = ipywidgets.Button(layout=ipywidgets.Layout(width="auto", align_self="flex-start"),
-                                       tooltip="show the calling graph again")
-        self._back.on_click(lambda _: self.back())
+        back = ipywidgets.Button(layout=ipywidgets.Layout(width="auto", align_self="flex-start"),
+                                 tooltip="show the calling graph again")
+        back.on_click(lambda _: self.back())
+        self._back = back
         self._show_back()
-        return [ipywidgets.HBox([box, self._match_label, detail, grouping]),
-                self._back]
+        return [ipywidgets.HBox([box, self._match_label, detail, grouping]), back]
 
     def _grouping_changed(self, change) -> None:
         self.grouped = change["new"]
