@@ -51,13 +51,16 @@ class Pixels:
 
     def _add_nodes(self, trace):
         sizes = np.broadcast_to(trace.marker.size, len(trace.x))
-        for x, y, size, label in zip(trace.x, trace.y, sizes, trace.text):
+        position = "middle right" if trace.textposition is None else trace.textposition
+        sides = np.broadcast_to(np.asarray(position, dtype=object), len(trace.x))
+        for x, y, size, label, side in zip(trace.x, trace.y, sizes, trace.text, sides):
             x, y = self.point(x, y)
             self.nodes.append((x, y, size))
             if "text" in trace.mode and label:
-                left = x + size / 2 + LABEL_GAP
-                self.labels.append((left, y - LABEL_HEIGHT / 2, left + len(label) * CHAR_WIDTH,
-                                    y + LABEL_HEIGHT / 2, len(self.nodes) - 1))
+                width = len(label) * CHAR_WIDTH
+                left = x + size / 2 + LABEL_GAP if side == "middle right" else x - size / 2 - LABEL_GAP - width
+                self.labels.append((left, y - LABEL_HEIGHT / 2, left + width, y + LABEL_HEIGHT / 2,
+                                    len(self.nodes) - 1))
 
     def _paths(self, trace):
         paths, current = [], []
@@ -181,6 +184,7 @@ def test_every_node_and_label_lies_inside_the_width(pixels):
     assert np.all(pixels.centres[:, 0] - pixels.radii >= 0)
     assert np.all(pixels.centres[:, 0] + pixels.radii <= pixels.width)
     assert all(right <= pixels.width for _, _, right, _, _ in pixels.labels)
+    assert all(left >= 0 for left, _, _, _, _ in pixels.labels)
 
 
 def test_no_edge_passes_through_a_node_or_label_that_is_not_its_end(pixels):
@@ -266,3 +270,14 @@ def test_the_reversal_count_counts_turns_back():
 
 def test_no_edge_zigzags_through_the_rows_it_passes(pixels, request):
     assert max(reversals(path) for path in pixels.paths) <= REVERSALS_AT_MOST[request.node.callspec.params["pixels"]]
+
+
+# Nodes named on the picture, measured: every node of every picture but the transformer's main graph with its
+# forward call expanded, where 113 of 188 (60 while labels went to the right only: ops side by side in the
+# call's narrow column left theirs to the hover).
+NAMED_AT_LEAST = {"transformer main graph, its forward call expanded": 110}
+
+
+def test_a_node_crowded_on_its_right_is_named_on_its_left(pixels, request):
+    name = request.node.callspec.params["pixels"]
+    assert len(pixels.labels) >= NAMED_AT_LEAST.get(name, len(pixels.nodes))

@@ -215,9 +215,8 @@ def picture_sizes(layout: Layout, width: int = PICTURE_WIDTH) -> Sizes:
     return Sizes(column_pixels(layout, width - 2 * MARGIN, 0.0))
 
 
-def label_rooms(layout: Layout, sizes: Sizes) -> dict:
-    """Characters each node's label may take (0 leaves its name to the hover): as far as the next
-    node or edge bend to its right in its layer, or the picture's right edge."""
+def _rows(layout: Layout) -> dict[float, list[float]]:
+    """The x of every node and edge bend in each layer, left to right: what a label must not cover."""
     obstacles: dict[float, list[float]] = defaultdict(list)
     for x, y in layout.positions.values():
         obstacles[y].append(x)
@@ -226,6 +225,13 @@ def label_rooms(layout: Layout, sizes: Sizes) -> dict:
             obstacles[y].append(x)
     for row in obstacles.values():
         row.sort()
+    return obstacles
+
+
+def label_rooms(layout: Layout, sizes: Sizes) -> dict:
+    """Characters each node's label may take to its right (0 leaves its name to the hover): as far as
+    the next node or edge bend to its right in its layer, or the picture's right edge."""
+    obstacles = _rows(layout)
     right_edge = layout.left + layout.width
     rooms = {}
     for key, (x, y) in layout.positions.items():
@@ -238,6 +244,31 @@ def label_rooms(layout: Layout, sizes: Sizes) -> dict:
         characters = int(pixels // CHAR_WIDTH)
         rooms[key] = characters if characters >= MIN_LABEL else 0
     return rooms
+
+
+def label_places(layout: Layout, sizes: Sizes, captions: dict) -> dict:
+    """Each node's label room and side, ``(characters, "right" or "left")``: to its right as
+    ``label_rooms`` measures, or to its left where the right is too narrow for its whole caption and
+    the left holds more of it (as far as the node or bend before it in its layer, and that one's own
+    label to its right, or the picture's left edge)."""
+    rooms = label_rooms(layout, sizes)
+    places = {key: (room, "right") for key, room in rooms.items()}
+    at = {position: key for key, position in layout.positions.items()}
+    for y, row in _rows(layout).items():
+        for index, x in enumerate(row):
+            key = at.get((x, y))
+            if key is None or rooms[key] >= len(captions.get(key, "")):
+                continue
+            if index == 0:
+                pixels = (x - layout.left + 0.5) * sizes.column - sizes.call / 2 - LABEL_GAP
+            else:
+                before = at.get((row[index - 1], y))
+                taken = min(rooms[before], len(captions.get(before, ""))) * CHAR_WIDTH if before is not None else 0
+                pixels = (x - row[index - 1]) * sizes.column - sizes.call - 3 * LABEL_GAP - taken
+            characters = int(pixels // CHAR_WIDTH)
+            if characters >= MIN_LABEL and characters > rooms[key]:
+                places[key] = (characters, "left")
+    return places
 
 
 def graph_figure(picture: DataflowPicture, layout: Optional[Layout] = None, highlight: Iterable[str] = (),
@@ -254,7 +285,7 @@ def graph_figure(picture: DataflowPicture, layout: Optional[Layout] = None, high
         if edges:
             figure.add_trace(_edge_trace(edges, layout, name, line))
     sizes = picture_sizes(layout, width)
-    rooms = label_rooms(layout, sizes)
+    rooms = label_places(layout, sizes, {key: node.caption for key, node in picture.nodes.items()})
     ops = [node for node in picture.nodes.values() if node.kind == "op" and node.category == "op"]
     calls = [node for node in picture.nodes.values() if node.kind == "op" and node.category == "call"]
     groups = [node for node in picture.nodes.values() if node.kind == "group"]
@@ -290,7 +321,7 @@ def graph_figure(picture: DataflowPicture, layout: Optional[Layout] = None, high
                                     marker=dict(symbol="circle", size=8, color=HIGHLIGHT),
                                     hovertext=[picture.nodes[k].hover for k in stops], hoverinfo="text"))
     _add_boxes(figure, picture, position)
-    figure.update_layout(**_figure_layout(picture, layout, any(rooms.values())))
+    figure.update_layout(**_figure_layout(picture, layout, any(room for room, _ in rooms.values())))
     return figure
 
 
@@ -321,13 +352,16 @@ def _edge_trace(edges, layout: Layout, name: str, line: dict) -> go.Scatter:
     return go.Scatter(x=xy[:, 0], y=xy[:, 1], mode="lines", name=name, line=line, hoverinfo="skip")
 
 
-def _node_trace(nodes, position, name: str, symbol: str, size: int, color, outline, rooms: dict,
+def _node_trace(nodes, position, name: str, symbol: str, size: int, color, outline, places: dict,
                 text_color: str = "#262626") -> go.Scatter:
+    """One kind of node as one marker trace, each labelled on the side ``places`` gives it."""
     xy = np.array([position[n.key] for n in nodes], dtype=float)
+    sides = [places[n.key][1] for n in nodes]
     return go.Scatter(
-        x=xy[:, 0], y=xy[:, 1], mode="markers+text" if any(rooms[n.key] for n in nodes) else "markers", name=name,
-        text=text_array(text(fitted(n.caption, rooms[n.key])) if rooms[n.key] else "" for n in nodes),
-        textposition="middle right",
+        x=xy[:, 0], y=xy[:, 1], mode="markers+text" if any(places[n.key][0] for n in nodes) else "markers",
+        name=name,
+        text=text_array(text(fitted(n.caption, places[n.key][0])) if places[n.key][0] else "" for n in nodes),
+        textposition="middle right" if "left" not in sides else text_array(f"middle {side}" for side in sides),
         textfont=dict(size=10, color=text_color),
         marker=dict(symbol=symbol, size=size, color=color if isinstance(color, str) else text_array(color),
                     line=dict(width=1.5, color=outline if isinstance(outline, str) else text_array(outline))),
