@@ -7,9 +7,10 @@ none of the title.
 Screenshots go to tests/artifacts/ (diff-folds-*.png)."""
 import pytest
 
-from support.jupyterlab_harness import KERNEL_IDLE, POINT_ON_PAGE, TIME_TO_PICTURE, chromium, jupyterlab, open_notebook, write_notebook
+from support.jupyterlab_harness import (KERNEL_IDLE, POINT_ON_PAGE, TIME_TO_PICTURE, chromium, jupyterlab,
+                                        output_width, run_notebook)
 from test_browser_fit_width import STICKING_OUT
-from test_browser_grouped import ARTIFACTS, TESTS, output_width
+from test_browser_grouped import ARTIFACTS, TESTS
 
 pytestmark = pytest.mark.slow
 
@@ -81,11 +82,7 @@ def check_first_views(page, width):
 def test_diffs_of_real_transforms_open_folded_to_one_screen_and_unfold_in_place(tmp_path):
     ARTIFACTS.mkdir(exist_ok=True)
     with jupyterlab(tmp_path) as (url, root), chromium() as browser:
-        write_notebook(root / "diffs.ipynb", CELLS)
-        page = open_notebook(browser, url, "diffs.ipynb")
-        page.set_default_timeout(90_000)
-        output_width(page, 630)
-        page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
+        page = run_notebook(browser, url, root, "diffs.ipynb", CELLS, timeout_ms=90_000, width=630)
         page.locator(".jp-Cell").nth(3).locator(".ipu-wb-figure-canvas .main-svg").first.wait_for(state="visible")
         check_first_views(page, 630)
 

@@ -4,8 +4,8 @@ toolbar and labels inside the output; the memory view's picture as tall as its o
 below it over the next cell. Screenshots go to tests/artifacts/ (diff-*px.png, liveness-630px.png)."""
 import pytest
 
-from support.jupyterlab_harness import chromium, jupyterlab, open_notebook, write_notebook
-from test_browser_grouped import ARTIFACTS, TESTS, output_width
+from support.jupyterlab_harness import chromium, jupyterlab, output_width, run_notebook
+from test_browser_grouped import ARTIFACTS, TESTS
 
 pytestmark = pytest.mark.slow
 
@@ -58,11 +58,7 @@ PICTURE_HEIGHTS = """(output) => {
 def test_the_diff_and_memory_views_fit_narrow_and_normal_outputs(tmp_path):
     ARTIFACTS.mkdir(exist_ok=True)
     with jupyterlab(tmp_path) as (url, root), chromium() as browser:
-        write_notebook(root / "fit.ipynb", [DIFF, LIVENESS])
-        page = open_notebook(browser, url, "fit.ipynb")
-        page.set_default_timeout(240_000)
-        output_width(page, 630)
-        page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
+        page = run_notebook(browser, url, root, "fit.ipynb", [DIFF, LIVENESS], width=630)
         diff, liveness = (page.locator(".jp-Cell").nth(n).locator(".jp-OutputArea-output").first for n in (0, 1))
         for output in (diff, liveness):
             output.locator(".ipu-wb-figure-canvas .main-svg").first.wait_for(state="visible")

@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from support.jupyterlab_harness import chromium, jupyterlab, open_notebook, open_page, write_notebook
-from test_browser_grouped import ARTIFACTS, TABS_AND_PLOTS, TESTS, output_width
+from support.jupyterlab_harness import (chromium, jupyterlab, open_page, output_width, run_notebook)
+from test_browser_grouped import ARTIFACTS, TABS_AND_PLOTS, TESTS
 from test_browser_ir_fit_width import pane_width
 
 pytestmark = pytest.mark.slow
@@ -46,11 +46,7 @@ def check_fits(geometry: dict, width: int) -> None:
 def test_the_graph_tab_wraps_the_transformers_optimizer_to_its_outputs_width(tmp_path):
     ARTIFACTS.mkdir(exist_ok=True)
     with jupyterlab(tmp_path) as (url, root), chromium() as browser:
-        write_notebook(root / "wrap.ipynb", [SETUP])
-        page = open_notebook(browser, url, "wrap.ipynb")
-        page.set_default_timeout(240_000)
-        output_width(page, WIDTHS[0])
-        page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
+        page = run_notebook(browser, url, root, "wrap.ipynb", [SETUP], width=WIDTHS[0])
         view = page.locator(".jp-OutputArea .ipu-wb-root").first
         view.locator(".ipu-wb-tab-graph").click()
         for width in WIDTHS:
@@ -92,11 +88,7 @@ workbench.show(real_programs.transformer()[0])"""
 def test_the_notebooks_graph_tab_wraps_the_transformers_optimizer_within_its_output(tmp_path):
     ARTIFACTS.mkdir(exist_ok=True)
     with jupyterlab(tmp_path) as (url, root), chromium() as browser:
-        write_notebook(root / "shown.ipynb", [SHOWN])
-        page = open_notebook(browser, url, "shown.ipynb")
-        page.set_default_timeout(240_000)
-        output_width(page, 630)
-        page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
+        page = run_notebook(browser, url, root, "shown.ipynb", [SHOWN], width=630)
         output = page.locator(".jp-Cell").first.locator(".jp-OutputArea-output").first
         visible_plot = ".widget-tab-contents > .lm-Widget:not(.lm-mod-hidden) .main-svg"
         output.locator(visible_plot).first.wait_for(state="visible")

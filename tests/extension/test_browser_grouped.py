@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from support.jupyterlab_harness import chromium, jupyterlab, open_notebook, write_notebook
+from support.jupyterlab_harness import chromium, jupyterlab, output_width, run_notebook
 
 pytestmark = pytest.mark.slow
 
@@ -105,10 +105,7 @@ def test_grouped_pictures_of_real_programs_collapsed_and_expanded(tmp_path):
         cells += [f"ModelView({ir}, {graph}, live=False).figure", f"expanded({ir}, {graph})", ir]
     ARTIFACTS.mkdir(exist_ok=True)
     with jupyterlab(tmp_path) as (url, root), chromium() as browser:
-        write_notebook(root / "grouped.ipynb", cells)
-        page = open_notebook(browser, url, "grouped.ipynb")
-        page.set_default_timeout(240_000)
-        page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
+        page = run_notebook(browser, url, root, "grouped.ipynb", cells)
         page.wait_for_function(f"document.querySelectorAll('.jp-OutputArea .ipu-wb-group-svg').length === {len(PROGRAMS)}")
         page.wait_for_function(f"document.querySelectorAll('.jp-OutputArea .js-plotly-plot .main-svg').length >= {2 * len(PROGRAMS)}")
         # a big program shows its top level first: wait for its whole document, whose groups open
@@ -182,22 +179,10 @@ PLACES = """(plot) => {
 }"""
 
 
-def output_width(page, width: int) -> None:
-    """Resizes the page so that a notebook output is ``width`` pixels wide."""
-    now = page.evaluate("document.querySelector('.jp-Cell .jp-InputArea-editor').getBoundingClientRect().width")
-    size = page.viewport_size
-    page.set_viewport_size({"width": size["width"] + width - round(now), "height": 2200})
-    page.wait_for_timeout(1500)
-
-
 def test_the_steppers_picture_stays_beside_its_table_where_there_is_room_and_under_it_at_630_px(tmp_path):
     ARTIFACTS.mkdir(exist_ok=True)
     with jupyterlab(tmp_path) as (url, root), chromium() as browser:
-        write_notebook(root / "stepper.ipynb", [STEPPER, STEPS])
-        page = open_notebook(browser, url, "stepper.ipynb")
-        page.set_default_timeout(240_000)
-        output_width(page, 960)  # a notebook in a wide window
-        page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
+        page = run_notebook(browser, url, root, "stepper.ipynb", [STEPPER, STEPS], width=960)  # a notebook in a wide window
         page.locator(".jp-Cell").nth(1).locator(".jp-OutputArea-output pre").wait_for()
         name = page.locator(".jp-Cell").nth(1).locator(".jp-OutputArea-output pre").text_content().strip()
         output = page.locator(".jp-Cell").first.locator(".widget-tab-contents > .lm-Widget:not(.lm-mod-hidden)").first
@@ -266,11 +251,7 @@ TABS_AND_PLOTS = """(output) => {
 def test_the_workbench_fits_a_630_px_output_with_whole_tab_titles_and_pictures_laid_out_to_its_width(tmp_path):
     ARTIFACTS.mkdir(exist_ok=True)
     with jupyterlab(tmp_path) as (url, root), chromium() as browser:
-        write_notebook(root / "workbench.ipynb", [WORKBENCH])
-        page = open_notebook(browser, url, "workbench.ipynb")
-        page.set_default_timeout(240_000)
-        output_width(page, 630)
-        page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
+        page = run_notebook(browser, url, root, "workbench.ipynb", [WORKBENCH], width=630)
         output = page.locator(".jp-Cell").first.locator(".jp-OutputArea-output").first
         visible_plot = ".widget-tab-contents > .lm-Widget:not(.lm-mod-hidden) .main-svg"
         output.locator(visible_plot).first.wait_for(state="visible")

@@ -12,8 +12,8 @@ import json
 
 import pytest
 
-from support.jupyterlab_harness import chromium, jupyterlab, open_notebook, open_page, write_notebook
-from test_browser_grouped import ARTIFACTS, BOXES, CLIPPED, TESTS, check_drawn, output_width
+from support.jupyterlab_harness import (chromium, jupyterlab, open_page, output_width, run_notebook)
+from test_browser_grouped import ARTIFACTS, BOXES, CLIPPED, TESTS, check_drawn
 
 pytestmark = pytest.mark.slow
 
@@ -68,11 +68,7 @@ def check_fits(root) -> dict:
 def test_an_irs_picture_is_laid_out_for_its_outputs_width_at_630_and_1280_px_and_again_when_resized(tmp_path):
     ARTIFACTS.mkdir(exist_ok=True)
     with jupyterlab(tmp_path) as (url, root), chromium() as browser:
-        write_notebook(root / "fit.ipynb", [SETUP, *PROGRAMS.values()])
-        page = open_notebook(browser, url, "fit.ipynb")
-        page.set_default_timeout(240_000)
-        output_width(page, 630)
-        page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
+        page = run_notebook(browser, url, root, "fit.ipynb", [SETUP, *PROGRAMS.values()], width=630)
         page.wait_for_function(f"document.querySelectorAll('.jp-OutputArea .ipu-wb-group-svg').length === {len(PROGRAMS)}")
         page.wait_for_function("![...document.querySelectorAll('.ipu-wb-summary')].some(s => s.textContent.includes('the top level first'))")
         views = {name: page.locator(".jp-Cell").nth(1 + n).locator(".ipu-wb-root").first for n, name in enumerate(PROGRAMS)}

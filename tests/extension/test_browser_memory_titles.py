@@ -6,9 +6,9 @@ is as tall as the picture, which so stays inside its output. Screenshots go to t
 (memory-*.png)."""
 import pytest
 
-from support.jupyterlab_harness import chromium, jupyterlab, open_notebook, write_notebook
+from support.jupyterlab_harness import chromium, jupyterlab, output_width, run_notebook
 from test_browser_fit_width import PICTURE_HEIGHTS
-from test_browser_grouped import ARTIFACTS, TESTS, output_width
+from test_browser_grouped import ARTIFACTS, TESTS
 
 pytestmark = pytest.mark.slow
 
@@ -73,11 +73,7 @@ def test_memory_titles_lie_whole_inside_630_and_1280_px_outputs_shown_alone_and_
     ARTIFACTS.mkdir(exist_ok=True)
     with jupyterlab(tmp_path) as (url, root), chromium() as browser:
         cells = [SETUP, *ALONE.values(), IN_TABS]
-        write_notebook(root / "memory.ipynb", cells)
-        page = open_notebook(browser, url, "memory.ipynb")
-        page.set_default_timeout(240_000)
-        output_width(page, 630)
-        page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
+        page = run_notebook(browser, url, root, "memory.ipynb", cells, width=630)
         names = [*ALONE, "workbench"]
         outputs = {name: page.locator(".jp-Cell").nth(1 + n).locator(".jp-OutputArea-output").first
                    for n, name in enumerate(names)}

@@ -6,7 +6,7 @@ logs no error or warning. Screenshots go to tests/artifacts/ (reopen-no-kernel*.
 import nbformat
 import pytest
 
-from support.jupyterlab_harness import chromium, jupyterlab, open_notebook, write_notebook
+from support.jupyterlab_harness import chromium, jupyterlab, run_notebook
 from test_browser_grouped import ARTIFACTS, TESTS
 
 pytestmark = pytest.mark.slow
@@ -58,10 +58,7 @@ OUTPUTS = f"""() => [...document.querySelectorAll('.jp-Cell')].slice(1).map((cel
 def test_a_saved_notebook_reopened_with_no_kernel_draws_every_picture_and_logs_nothing(tmp_path):
     ARTIFACTS.mkdir(exist_ok=True)
     with jupyterlab(tmp_path) as (url, root), chromium() as browser:
-        write_notebook(root / "saved.ipynb", [SETUP, *SHOWN.values()])
-        page = open_notebook(browser, url, "saved.ipynb")
-        page.set_default_timeout(240_000)
-        page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
+        page = run_notebook(browser, url, root, "saved.ipynb", [SETUP, *SHOWN.values()])
         page.wait_for_function(f"({OUTPUTS})().every((output) => output.drawn)")
         page.evaluate("window.jupyterapp.commands.execute('docmanager:save')")
         page.wait_for_function("!window.jupyterapp.shell.currentWidget.context.model.dirty")

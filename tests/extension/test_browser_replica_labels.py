@@ -5,9 +5,9 @@ lines, lies whole inside its output, left of the replica squares, and overlaps n
 to tests/artifacts/ (replica-*.png)."""
 import pytest
 
-from support.jupyterlab_harness import chromium, jupyterlab, open_notebook, write_notebook
+from support.jupyterlab_harness import chromium, jupyterlab, output_width, run_notebook
 from test_browser_fit_width import PICTURE_HEIGHTS
-from test_browser_grouped import ARTIFACTS, TESTS, output_width
+from test_browser_grouped import ARTIFACTS, TESTS
 
 pytestmark = pytest.mark.slow
 
@@ -60,11 +60,7 @@ def check_labels(labels: list[dict]) -> None:
 def test_replica_row_labels_are_whole_and_on_two_lines_at_most_at_630_and_1280_px(tmp_path):
     ARTIFACTS.mkdir(exist_ok=True)
     with jupyterlab(tmp_path) as (url, root), chromium() as browser:
-        write_notebook(root / "replicas.ipynb", [SETUP, *VIEWS.values()])
-        page = open_notebook(browser, url, "replicas.ipynb")
-        page.set_default_timeout(240_000)
-        output_width(page, 630)
-        page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
+        page = run_notebook(browser, url, root, "replicas.ipynb", [SETUP, *VIEWS.values()], width=630)
         outputs = {name: page.locator(".jp-Cell").nth(1 + n).locator(".jp-OutputArea-output").first
                    for n, name in enumerate(VIEWS)}
         for output in outputs.values():

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from support.jupyterlab_harness import KERNEL_IDLE, chromium, jupyterlab, open_notebook, write_notebook
+from support.jupyterlab_harness import KERNEL_IDLE, chromium, jupyterlab, run_notebook
 
 pytestmark = pytest.mark.slow
 
@@ -38,10 +38,7 @@ SCHEDULE_HEIGHTS = """(output) => {
 def test_the_steppers_schedule_keeps_its_height_as_the_run_is_stepped(tmp_path):
     ARTIFACTS.mkdir(exist_ok=True)
     with jupyterlab(tmp_path) as (url, root), chromium() as browser:
-        write_notebook(root / "stepper.ipynb", [STEPPER])
-        page = open_notebook(browser, url, "stepper.ipynb")
-        page.set_default_timeout(240_000)
-        page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
+        page = run_notebook(browser, url, root, "stepper.ipynb", [STEPPER])
         output = page.locator(".jp-Cell").nth(0).locator(".jp-OutputArea-output").first
         output.locator(".js-plotly-plot .gtitle", has_text="schedule").wait_for()
         page.wait_for_function(KERNEL_IDLE)

@@ -5,7 +5,7 @@ the transformer's forward graph, the next op's input (its name, type and a summa
 Screenshot: tests/artifacts/stepper-table.png."""
 import pytest
 
-from support.jupyterlab_harness import KERNEL_IDLE, chromium, jupyterlab, open_notebook, write_notebook
+from support.jupyterlab_harness import KERNEL_IDLE, chromium, jupyterlab, run_notebook
 from test_browser_stepper_schedule import ARTIFACTS, STEPPER
 
 pytestmark = pytest.mark.slow
@@ -22,10 +22,7 @@ TABLE = """(output) => {
 def test_the_steppers_live_values_are_set_in_lines_as_close_as_their_text_needs(tmp_path):
     ARTIFACTS.mkdir(exist_ok=True)
     with jupyterlab(tmp_path) as (url, root), chromium() as browser:
-        write_notebook(root / "stepper.ipynb", [STEPPER])
-        page = open_notebook(browser, url, "stepper.ipynb")
-        page.set_default_timeout(240_000)
-        page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
+        page = run_notebook(browser, url, root, "stepper.ipynb", [STEPPER])
         output = page.locator(".jp-Cell").nth(0).locator(".jp-OutputArea-output").first
         output.locator("button", has_text="step").first.wait_for()
         page.wait_for_function(KERNEL_IDLE)

@@ -4,8 +4,8 @@ while the pointer is over it) covers none of its titles, notes, legend entries o
 tests/artifacts/ (toolbar-*.png)."""
 import pytest
 
-from support.jupyterlab_harness import KERNEL_IDLE, chromium, jupyterlab, open_notebook, write_notebook
-from test_browser_grouped import ARTIFACTS, TESTS, output_width
+from support.jupyterlab_harness import KERNEL_IDLE, chromium, jupyterlab, open_notebook, output_width, write_notebook
+from test_browser_grouped import ARTIFACTS, TESTS
 
 pytestmark = pytest.mark.slow
 

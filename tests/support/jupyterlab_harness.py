@@ -10,6 +10,7 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
+from typing import Optional
 
 import nbformat
 
@@ -114,11 +115,31 @@ def open_notebook(browser, url: str, name: str):
     return page
 
 
+def output_width(page, width: int) -> None:
+    """Resizes the page so that a notebook output is ``width`` pixels wide."""
+    now = page.evaluate("document.querySelector('.jp-Cell .jp-InputArea-editor').getBoundingClientRect().width")
+    size = page.viewport_size
+    page.set_viewport_size({"width": size["width"] + width - round(now), "height": 2200})
+    page.wait_for_timeout(1500)
+
+
+def run_notebook(browser, url: str, root: Path, name: str, cells: list[str], timeout_ms: int = 240_000,
+                 width: Optional[int] = None):
+    """A page with notebook ``name`` of code ``cells`` (written under ``root``) open, its outputs ``width``
+    pixels wide where given, and every cell set running; Playwright's waits on it last ``timeout_ms``."""
+    write_notebook(root / name, cells)
+    page = open_notebook(browser, url, name)
+    page.set_default_timeout(timeout_ms)
+    if width is not None:
+        output_width(page, width)
+    page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
+    return page
+
+
 # Scripts a test evaluates in the notebook's page (``page.evaluate(SCRIPT, argument)``).
 # Whether the open notebook's kernel is idle.
 KERNEL_IDLE = "window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.status === 'idle'"
-# How long the waits below look for what they wait for before they fail, naming it (never a hang).
-WAIT_MS = 90_000
+# The waits below look for what they wait for as long as WAIT_MS, then fail naming it (never a hang).
 # Runs cell ``index`` and gives the milliseconds until ``selector`` is painted in it.
 TIME_TO_PICTURE = """async ([index, selector]) => {
   const notebook = window.jupyterapp.shell.currentWidget.content;
