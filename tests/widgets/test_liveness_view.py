@@ -1,5 +1,6 @@
 """LivenessView: memory per IPU over the schedule (stacked by kind, with capacity) and code liveness."""
 import json
+import re
 
 import numpy as np
 
@@ -115,6 +116,17 @@ def test_the_capacity_line_is_in_range_only_when_memory_comes_near_it():
     far = liveness_figure(liveness, {0: 100 * peak, 1: 10**9}, include_code=True)
     assert far.layout.yaxis.range[1] == peak * 1.25
     assert "% of" in far.layout.annotations[0].text  # the panel title gives the share of capacity
+
+
+def test_a_program_above_the_capacity_is_warned_of_in_its_panel_title_by_how_much():
+    ir, _, _ = two_ipu_program()
+    liveness = tensor_liveness(ir)
+    peak = max(liveness.totals(0))
+    over = liveness_figure(liveness, {0: peak // 2, 1: 10**9}, include_code=True)
+    title, roomy = over.layout.annotations[0].text, over.layout.annotations[1].text
+    assert f"⚠ {format_bytes(peak - peak // 2)} over its memory: the program does not fit" in title
+    assert "⚠" not in roomy  # IPU 1 holds its part
+    assert all(len(re.sub("<[^>]+>", "", line)) <= 60 for line in title.split("<br>"))  # fits a 630-px output
 
 
 def test_code_bars_run_from_the_load_to_the_end_of_the_last_call_with_markers():

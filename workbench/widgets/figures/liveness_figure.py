@@ -189,14 +189,16 @@ def _to_edges(values: np.ndarray) -> np.ndarray:
 
 def _memory_title(liveness: TensorLiveness, ipu: int, capacity: int, streaming: int = 0,
                   off_scale: bool = False, shown: Optional[Sequence[int]] = None) -> str:
-    """The peak (code included) and its share of ``capacity`` on the first line; below it, where code is
-    left out of the panel (``shown``: the bytes drawn per step), the peak of the tensors drawn, which is what
-    the panel's scale reads; then the Streaming Memory and whether the capacity is off the scale (with code
+    """The peak (code included) and its share of ``capacity`` on the first line, and a warning in the
+    capacity line's colour when the peak is above it (by how much); below, where code is left out of the
+    panel (``shown``: the bytes drawn per step), the peak of the tensors drawn, which is what the panel's
+    scale reads; then the Streaming Memory and whether the capacity is off the scale (with code
     left out, the scale of the tensors alone: the peak may be above the capacity while it is off the scale).
     Lines of at most PANEL_TITLE_CHARS characters, the parts after the first joined by " · " where they fit."""
     records = liveness.steps[ipu]
     more = ([f"Streaming Memory {format_bytes(streaming)}"] if streaming else []) \
         + ([f"capacity far above{'' if shown is None else ' the tensors shown'}, off the scale"] if off_scale else [])
+    warning = []
     if not records:
         first = f"IPU {ipu}: no steps"
     else:
@@ -204,10 +206,13 @@ def _memory_title(liveness: TensorLiveness, ipu: int, capacity: int, streaming: 
         share = 100 * peak.total / capacity if capacity else 0.0
         first = (f"IPU {ipu}: peak {format_bytes(peak.total)}{'' if shown is None else ' with code'} at step "
                  f"{peak.step} ({share:.3g}% of {format_bytes(capacity)})")
+        if capacity and peak.total > capacity:  # in the capacity line's colour, on a line of its own
+            warning.append(f"<span style='color:{CAPACITY_COLOR}'>⚠ {format_bytes(peak.total - capacity)} over "
+                           "its memory: the program does not fit</span>")
         if shown is not None and len(shown):
             top = int(np.argmax(shown))
             more.insert(0, f"tensors: peak {format_bytes(int(shown[top]))} at step {records[top].step}")
-    lines = [first]
+    lines = [first, *warning]
     for number, part in enumerate(more):
         if number and len(lines[-1]) + 3 + len(part) <= PANEL_TITLE_CHARS:
             lines[-1] += f" · {part}"
