@@ -65,6 +65,13 @@ def check_fits(root) -> dict:
     return geometry
 
 
+# Whether the group canvas is taller than its view, and how its backgrounds are attached.
+SCROLL_SHADOWS = """(root) => {
+    const canvas = root.querySelector('.ipu-wb-group-canvas');
+    return [canvas.scrollHeight > canvas.clientHeight, getComputedStyle(canvas).backgroundAttachment];
+}"""
+
+
 def test_an_irs_picture_is_laid_out_for_its_outputs_width_at_630_and_1280_px_and_again_when_resized(tmp_path):
     ARTIFACTS.mkdir(exist_ok=True)
     with jupyterlab(tmp_path) as (url, root), chromium() as browser:
@@ -79,6 +86,9 @@ def test_an_irs_picture_is_laid_out_for_its_outputs_width_at_630_and_1280_px_and
             view.screenshot(path=str(ARTIFACTS / f"ir-fit-{name}-630px.png"))
         # at 630 px the transformer's main graph is laid out within the output, at its full size
         assert views["transformer"].evaluate(GEOMETRY)["picture"] <= room["transformer"]
+        # ResNet-50 goes on below its canvas: a shadow at the bottom edge says so (covers scroll, shadows stay)
+        overflow, attachment = views["resnet50"].evaluate(SCROLL_SHADOWS)
+        assert overflow and attachment == "local, local, scroll, scroll", (overflow, attachment)
         for name, view in views.items():
             view.locator(f".{EXPAND_FIRST}").first.click()
             geometry = check_fits(view)
