@@ -67,6 +67,14 @@ def test_a_grouping_from_assignments_is_drawn_as_given():
     assert "assignment [0, 1, 1, 0, 2, 2]" in figure.layout.annotations[0].text
 
 
+def test_a_program_of_one_replica_says_there_is_nothing_to_group():
+    one = replica_group_figure(popxl.Ir().replica_grouping(), [])
+    assert "one replica: nothing to group here (a program of several replicas shows how they group)" in (
+        one.layout.title.text)
+    four = replica_group_figure(popxl.Ir(replication=4).replica_grouping(group_size=2), [])
+    assert "nothing to group" not in four.layout.title.text
+
+
 def test_the_matrix_shows_the_groups_of_each_collective_and_variable():
     ir, w, _, by_parity, pairs = grouped_program()
     view = ReplicaGroupView(ir, live=False)
@@ -273,7 +281,7 @@ def test_one_replica_is_said_in_the_singular():
     ir = popxl.Ir()
     with ir.main_graph:
         popxl.variable(np.ones(2, np.float32), name="w")
-    assert ReplicaGroupView(ir, live=False).figure.layout.title.text == "1 replica"
+    assert ReplicaGroupView(ir, live=False).figure.layout.title.text.split("<br>")[0] == "1 replica"
 
 
 def test_with_one_grouping_there_is_no_menu_to_choose_from():

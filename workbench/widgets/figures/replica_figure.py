@@ -19,6 +19,8 @@ from ..style import TEMPLATE, base_layout, count_of, group_color, group_tint, te
 VALUE_ELEMENTS = 8  # values with more elements are summarised (shape, mean, min, max)
 PANEL_GAP = 72  # pixels between panels: the axis ticks and title above, the next panel's title below
 TITLE_NAME = 80  # characters per line of the grid title's user: a longer name wraps
+# Under the title of a program of one replica, where the picture alone says little.
+ONE_REPLICA = "one replica: nothing to group here (a program of several replicas shows how they group)"
 ROW_NAME = 48  # characters per line of a matrix row's label: longer ones wrap, so the matrix keeps its width
 ROW_LINES = 2  # lines of a row's label at most: a longer one is shortened in its middle (its hover has it whole)
 LINE_PITCH = 15  # pixels per line of a row label
@@ -82,8 +84,11 @@ def replica_group_figure(grouping: ReplicaGrouping, uses: Sequence[GroupingUse],
         below = LEGEND_LINE * -(-grouping.num_groups // 2) + 10
         legend = dict(title_text="groups", orientation="h", x=0, xanchor="left", y=0, yref="container",
                       yanchor="bottom")
+    heading = title or count_of(grouping.num_replicas, "replica")
+    if grouping.num_replicas == 1:
+        heading += f"<br><sup>{ONE_REPLICA}</sup>"
     figure.update_layout(**base_layout(
-        title=dict(text=title or count_of(grouping.num_replicas, "replica"), x=0.01),
+        title=dict(text=heading, x=0.01),
         height=plot + top + 20 + below, legend=legend, margin=dict(l=20, r=20, t=top, b=20 + below)))
     return figure
 
