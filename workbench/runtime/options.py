@@ -37,8 +37,8 @@ class RunOptions:
     each; cores left over run each process's matrix products on several threads where that keeps
     their bits, ``execution/product_threads.py``): this one and workers forked from it, which share
     the weights' memory (``replication/processes.py``); 'auto' takes processes when more than one
-    core is free so and a step's matrix products are large enough to pay for them, else threads where the matrix products
-    are very large (without os.fork), else turns. Every strategy gives the same bits.
+    core is free so and a step's matrix products are large enough to pay for them, else threads where
+    the matrix products are very large (without os.fork), else turns. Every strategy gives the same bits.
     ``shared_weights``: replicas keep one copy of a weight they all update alike (one per worker process
     with 'processes').
     ``bucket_replicas``: where replicas meet across processes or instances, a step's all-reduces go in

@@ -228,10 +228,11 @@ def _rows(layout: Layout) -> dict[float, list[float]]:
     return obstacles
 
 
-def label_rooms(layout: Layout, sizes: Sizes) -> dict:
+def label_rooms(layout: Layout, sizes: Sizes, obstacles: Optional[dict[float, list[float]]] = None) -> dict:
     """Characters each node's label may take to its right (0 leaves its name to the hover): as far as
-    the next node or edge bend to its right in its layer, or the picture's right edge."""
-    obstacles = _rows(layout)
+    the next node or edge bend to its right in its layer (``obstacles``, by default ``_rows``), or the
+    picture's right edge."""
+    obstacles = _rows(layout) if obstacles is None else obstacles
     right_edge = layout.left + layout.width
     rooms = {}
     for key, (x, y) in layout.positions.items():
@@ -251,10 +252,11 @@ def label_places(layout: Layout, sizes: Sizes, captions: dict) -> dict:
     ``label_rooms`` measures, or to its left where the right is too narrow for its whole caption and
     the left holds more of it (as far as the node or bend before it in its layer, and that one's own
     label to its right, or the picture's left edge)."""
-    rooms = label_rooms(layout, sizes)
+    obstacles = _rows(layout)
+    rooms = label_rooms(layout, sizes, obstacles)
     places = {key: (room, "right") for key, room in rooms.items()}
     at = {position: key for key, position in layout.positions.items()}
-    for y, row in _rows(layout).items():
+    for y, row in obstacles.items():
         for index, x in enumerate(row):
             key = at.get((x, y))
             if key is None or rooms[key] >= len(captions.get(key, "")):
