@@ -40,11 +40,7 @@ class RowRouter:
         bent, lanes = [points[0]], {}
         for (x0, y0), (x1, y1) in zip(points, points[1:]):
             rows = range(int(-y0) + 1, int(-y1))
-            # a steady run keeps to one lane free in every row it adds to the run, where one is (rows of
-            # labels of different lengths would otherwise make the run zigzag between them)
-            column = None if way != "steady run" else self._common_lane(
-                [row for row in rows if (tail, row) not in self.shared],
-                bent[-1][0] if len(bent) > 1 else x0 + (x1 - x0) * (rows.start + y0) / (y0 - y1) if rows else x0)
+            column = self._steady_lane(tail, rows, bent, (x0, y0), (x1, y1)) if way == "steady run" else None
             for row in rows:
                 if way.endswith("run") and (tail, row) in self.shared:
                     lane = self.shared[(tail, row)]
@@ -57,6 +53,17 @@ class RowRouter:
                 bent.append((lane, -float(row)))
             bent.append((x1, y1))
         return bent, lanes
+
+    def _steady_lane(self, tail: Hashable, rows: range, bent: list[Point], start: Point, end: Point):
+        """The one lane a steady run takes through the ``rows`` it adds to the run (those between ``start``
+        and ``end`` that its other edges do not pass yet), nearest where the edge is now; None where no lane
+        is free in all of them. Rows of labels of different lengths would otherwise make the run zigzag."""
+        added = [row for row in rows if (tail, row) not in self.shared]
+        if not added:
+            return None
+        (x0, y0), (x1, y1) = start, end
+        near = bent[-1][0] if len(bent) > 1 else x0 + (x1 - x0) * (rows.start + y0) / (y0 - y1)
+        return self._common_lane(added, near)
 
     def _common_lane(self, rows: list[int], near: float):
         """The lane free in every one of ``rows`` nearest to column ``near`` (None if no lane is)."""
