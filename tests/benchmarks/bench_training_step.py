@@ -35,6 +35,19 @@ if "WORKBENCH_BUCKET_REPLICAS" in os.environ:
 
 SIZES, BATCH, LR = (784, 256, 256, 10), 32, 0.01
 WARMUP, ROUNDS, CHUNK = 10, 10, 20  # steps before timing; timed chunks of steps
+# A pause before each timed chunk. Idle BLAS threads (OpenBLAS's spin for up to about 0.1 s after a
+# product) and JAX's thread pool keep cores busy for a while after their work: without the pause each
+# side's chunk is timed beside the other's spinning threads (on a 16-core machine JAX's 4-replica step
+# measured 2.9 ms right after the workbench's and 1.8 ms after a pause).
+SETTLE_SECONDS = 0.3
+
+
+def settled_seconds(run) -> float:
+    """Wall-clock seconds of ``run()``, started once the machine has had ``SETTLE_SECONDS`` to go quiet."""
+    time.sleep(SETTLE_SECONDS)
+    start = time.perf_counter()
+    run()
+    return time.perf_counter() - start
 
 
 def initial_weights():
@@ -257,7 +270,8 @@ class Jax:
 
 def measure(replicas: int, kinds: dict, rounds: Optional[dict] = None) -> dict:
     """Seconds per step of each way of training, the best of ``ROUNDS`` chunks of ``CHUNK`` steps,
-    the ways taking turns so that other work on the machine weighs on all alike (``rounds``, when
+    the ways taking turns, each chunk after a settling pause, so that other work on the machine weighs on
+all alike (``rounds``, when
     given, receives each way's seconds per step of every round). Every way trains on the same
     batches; the results are checked against the first (this project)."""
     x, labels = batches(replicas, WARMUP + ROUNDS * CHUNK)
@@ -274,9 +288,8 @@ def measure(replicas: int, kinds: dict, rounds: Optional[dict] = None) -> dict:
             runner.steps(0, WARMUP)
         for chunk in range(ROUNDS):
             for name, runner in runners.items():
-                start = time.perf_counter()
-                runner.steps(WARMUP + chunk * CHUNK, CHUNK)
-                seconds = (time.perf_counter() - start) / CHUNK
+                first = WARMUP + chunk * CHUNK
+                seconds = settled_seconds(lambda: runner.steps(first, CHUNK)) / CHUNK
                 best[name] = min(best[name], seconds)
                 per_round.setdefault(name, []).append(seconds)
     results = {name: runner.finish() for name, runner in runners.items()}

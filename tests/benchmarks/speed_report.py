@@ -7,8 +7,8 @@ measures the CNNs alone). It prints the cores and the BLAS library (its kernels 
 - per CNN (``bench_cnn.py``'s ``light_*`` models, batch 1, one thread each): workbench time / onnxruntime
   time in processor time, the best of the rounds (the target, <= 1.5) and the spread of the rounds;
 - per replica count R (``bench_training_step.py``'s MLP step, 32 images per replica): workbench time /
-  JAX time per step by the wall clock (``jit`` for R = 1, ``shard_map`` over R host devices else), one
-  ratio per round (a round: ``--steps`` steps of each, taking turns), their spread, and how many rounds
+  JAX time per step by the wall clock (``jit`` for R = 1, ``shard_map`` over R host devices else), each
+  side timed after a pause that lets the other's idle threads stop spinning, one ratio per round (a round: ``--steps`` steps of each, taking turns), their spread, and how many rounds
   reach JAX's speed (ratio <= 1.0; the target is every round for R = 4 and 16). With ``--runs N`` each
   replica count and strategy is measured N times over, each time in a new session beside a new JAX
   program, and a closing line gives the spread of the N runs' ratios (each run's total time over
@@ -127,9 +127,7 @@ def training_report(replicas: int, rounds: int, steps: int, strategy: str) -> tu
             first = training.WARMUP + round_ * steps
             seconds = []
             for runner in (ours, theirs):
-                start = time.perf_counter()
-                runner.steps(first, steps)
-                seconds.append(time.perf_counter() - start)
+                seconds.append(training.settled_seconds(lambda: runner.steps(first, steps)))
             ratios.append(seconds[0] / seconds[1])
             totals = [total + second for total, second in zip(totals, seconds)]
     (weights, losses), (their_weights, their_losses) = ours.finish(), theirs.finish()
