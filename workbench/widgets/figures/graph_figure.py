@@ -1,7 +1,6 @@
 """The dataflow figure of one graph: ops as squares, tensors as circles, layered top to bottom."""
 from __future__ import annotations
 
-from collections import defaultdict
 from typing import Iterable, Optional
 
 import numpy as np
@@ -9,11 +8,10 @@ import plotly.graph_objects as go
 
 from ..dataflow import DataflowPicture, node_key
 from workbench.export.layered import Layout, layered_layout
-from workbench.export.wrapping import band_rows
 
 from .picture_frames import FramePlan, clear_frames, frame_plan, layer_pixels
-from .picture_labels import CHAR_WIDTH, LABEL_GAP, MARGIN, Sizes, label_rooms, picture_sizes
-from .row_routes import RowRouter
+from .picture_folding import fold_wide_layers
+from .picture_labels import MARGIN
 from ..style import (CALL_OUTLINE, EDGE_COLOR, HIGHLIGHT, IN_SEQUENCE_COLOR, KIND_COLORS, OP_OUTLINE, PICTURE_WIDTH, TEMPLATE,
                      base_layout, count_of, fitted, ipu_color, text, text_array)
 
@@ -33,9 +31,6 @@ TENSOR_TRACES = {"variable": "variables", "constant": "constants", "input": "gra
                  "intermediate": "intermediates"}
 
 
-FOLD_COLUMN = 24  # pixels per column a folded picture keeps: a full-size marker and the gaps round it
-
-
 def picture_layout(picture: DataflowPicture, width: int = PICTURE_WIDTH) -> Layout:
     """The layered layout of a picture's nodes and edges, with no node inside a box it is not drawn in;
     without boxes, layers too wide for their labels at ``width`` pixels are folded into more rows."""
@@ -47,7 +42,7 @@ def picture_layout(picture: DataflowPicture, width: int = PICTURE_WIDTH) -> Layo
     if picture.boxes:
         clear_frames(layout, picture, width)
     else:
-        _fold_wide_layers(layout, picture, width)
+        fold_wide_layers(layout, picture, width)
     return layout
 
 
@@ -63,89 +58,6 @@ def _below_their_calls(picture: DataflowPicture, edges: list) -> list[tuple[str,
         call = node_key(box.frame[:-1], box.frame[-1][0])
         below += [(call, key) for key in box.members if key not in fed and call in picture.nodes]
     return below
-
-
-def _label_columns(label: str, column: float, sizes: Sizes) -> int:
-    """Columns a node takes with its label drawn whole beside it (as ``label_rooms`` measures room)."""
-    return 1 + int(np.ceil((len(label) * CHAR_WIDTH + sizes.call + 2 * LABEL_GAP) / column - 1e-9))
-
-
-def _fold_wide_layers(layout: Layout, picture: DataflowPicture, width: int) -> None:
-    """Where some node's name (an op's type) would be cut or left out, lays every layer out again at most
-    as many columns wide as fit ``width`` at ``FOLD_COLUMN`` pixels, each node followed by the columns its
-    caption needs, and wraps the layers that do not fit into rows by the rule of ``wrapping.band_rows`` (as
-    the extension's Graph tab wraps): a run of wide layers wraps in bands, each all-reduce of an optimizer
-    over the update it feeds. Nodes keep their order in their layer; an edge's bends in a layer are placed
-    with its nodes. ``layout.layers`` keeps each node's layer."""
-    sizes = picture_sizes(layout, width)
-    rooms = label_rooms(layout, sizes)
-    if all(rooms[key] >= len(node.label) for key, node in picture.nodes.items() if key in rooms):
-        return  # every name fits (a caption may be cut after it)
-    available = width - 2 * MARGIN
-    columns = max(2, min(int(np.ceil(layout.width)), int(available // FOLD_COLUMN - 0.5)))
-    column = available / (columns + 0.5)
-    folded = Sizes(column)
-    spans: dict[object, int] = {key: _label_columns(node.caption, column, folded) for key, node in picture.nodes.items()}
-    spans.update({(edge, index): 1 for edge, route in layout.bends.items() for index in range(len(route))})
-    rows, lefts, shift = _wrapped_rows(layout, picture, spans, columns)
-    positions, bends = {}, {edge: list(route) for edge, route in layout.bends.items()}
-    lanes: list[list[float]] = []  # per row: columns an edge may cross it at, clear of nodes and labels
-    for number, items in enumerate(rows):
-        taken: set[int] = set()
-        lanes.append([])
-        for item in items:
-            at = shift[number] + int(lefts[item])
-            point = (float(at), -float(number))
-            if isinstance(item, tuple) and isinstance(item[0], tuple):
-                bends[item[0]][item[1]] = point
-            else:
-                positions[item] = point
-            lanes[-1].append(at + spans[item] - 0.5)  # right of the label, left of the next node
-            taken.update(range(at, at + spans[item]))
-        lanes[-1] += [float(x) for x in range(columns + 1) if x not in taken]
-    layout.positions, layout.bends, layout.left, layout.depth = positions, bends, 0.0, len(lanes)
-    router = RowRouter(lanes)
-    for tail, head, _ in picture.edges:
-        if tail in positions and head in positions:
-            route = router.route(tail, layout.route(tail, head))
-            if len(route) > 2:
-                layout.bends[(tail, head)] = route[1:-1]
-    xs = [x for x, _ in positions.values()] + [x for route in layout.bends.values() for x, _ in route]
-    layout.width = max(float(columns), max(xs))
-
-
-def _wrapped_rows(layout: Layout, picture: DataflowPicture, spans: dict, columns: int) -> tuple[list, dict, list[int]]:
-    """The nodes and bends (``(edge, index)``) of each row once the layers wider than ``columns`` are wrapped
-    by ``band_rows`` (``spans``: the columns of each node and bend), rows left empty left out; the
-    column each starts at in its row; and how far right each row starts (a layer that fits keeps its place)."""
-    by_layer: dict[float, list[tuple[float, object]]] = defaultdict(list)  # layer -> (x, item)
-    for key in picture.nodes:
-        if key in layout.positions:
-            x, y = layout.positions[key]
-            by_layer[y].append((x, key))
-    for edge, route in layout.bends.items():
-        for index, (x, y) in enumerate(route):
-            by_layer[y].append((x, (edge, index)))
-    predecessors: dict[object, list[object]] = defaultdict(list)  # each point of an edge after its tail: the one before
-    for tail, head, _ in picture.edges:
-        if tail in layout.positions and head in layout.positions:
-            chain: list[object] = [tail, *[((tail, head), index) for index in range(len(layout.bends.get((tail, head), ())))],
-                                   head]
-            for before, after in zip(chain, chain[1:]):
-                predecessors[after].append(before)
-    ordered = [sorted(by_layer[y], key=lambda entry: entry[0]) for y in sorted(by_layer, reverse=True)]  # top first
-    layers = [[item for _, item in entries] for entries in ordered]
-    row_of, lefts = band_rows(layers, spans, predecessors, columns + 1, 0)
-    numbers = {row: number for number, row in enumerate(sorted(set(row_of.values())))}
-    rows: list[list[object]] = [[] for _ in numbers]
-    shift = [0] * len(numbers)
-    for entries, layer in zip(ordered, layers):
-        for item in layer:
-            rows[numbers[row_of[item]]].append(item)
-        total = sum(spans[item] for item in layer)
-        if total <= columns:
-            shift[numbers[row_of[layer[0]]]] = min(max(0, round(entries[0][0] - layout.left)), columns - total)
-    return rows, lefts, shift
 
 
 def graph_figure(picture: DataflowPicture, layout: Optional[Layout] = None, highlight: Iterable[str] = (),
