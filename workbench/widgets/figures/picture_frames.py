@@ -14,7 +14,7 @@ from .picture_labels import CHAR_WIDTH, LABEL_GAP, Sizes, Wall, label_places, pi
 LAYER_HEIGHT = 55  # pixels per layer
 BOX_STEP = 16  # pixels between the tops of boxes nested in one another: room for each one's title
 FRAME_PAD = 5  # pixels between a frame and the markers and labels inside it
-FRAME_NEST = 4  # pixels more for each frame inside it
+FRAME_NEST = 8  # pixels more for each frame inside it, so that nested frames stand clearly apart
 FRAME_INSIDE = 0.05  # columns between a frame and the edge of the picture
 CLEARING_ROUNDS = 12  # moves of strangers and widenings, each to the labels of the last; they settle in a few
 
