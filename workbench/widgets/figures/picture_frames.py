@@ -38,14 +38,13 @@ def layer_pixels(picture: DataflowPicture) -> int:
 
 def label_reach(layout: Layout, sizes: Sizes, places: dict, captions: dict) -> dict:
     """Columns each node's marker and drawn label take to its left and to its right of its centre."""
-    half = sizes.call / 2
+    half, unit = sizes.call / 2, sizes.column
     reach = {}
     for key in layout.positions:
         room, side = places.get(key, (0, "right"))
         characters = min(room, len(captions.get(key, "")))
         label = characters * CHAR_WIDTH + LABEL_GAP if characters else 0.0
-        reach[key] = ((half + (label if side == "left" else 0)) / sizes.column,
-                      (half + (label if side == "right" else 0)) / sizes.column)
+        reach[key] = ((half + (label if side == "left" else 0)) / unit, (half + (label if side == "right" else 0)) / unit)
     return reach
 
 
@@ -68,17 +67,42 @@ def frame_extents(picture: DataflowPicture, layout: Layout, sizes: Sizes, reach:
 
 def frame_plan(picture: DataflowPicture, layout: Layout, width: int = PICTURE_WIDTH) -> FramePlan:
     """Labels placed clear of nodes, bends and each other, frames round their members' labels, and then the
-    labels of the nodes outside a frame placed again to stop at its sides (the frames measured once more)."""
+    labels of the nodes outside a frame placed again to stop at its sides (the frames measured once more).
+    Where a frame so drawn would hold a node it is not drawn round (a picture of frames too crowded for their
+    labels, which ``clear_frames`` gave up widening), frames go round their members' markers and every label
+    stops at every frame's side, cut where it must be."""
     sizes = picture_sizes(layout, width)
     captions = {key: node.caption for key, node in picture.nodes.items()}
     if not picture.boxes:
         return FramePlan(sizes, label_places(layout, sizes, captions), [], ())
     places = label_places(layout, sizes, captions, framed=True)
     frames = frame_extents(picture, layout, sizes, label_reach(layout, sizes, places, captions))
-    walls = tuple(Wall(x, y0, y1, frozenset(box.members)) for box, (x0, x1, y0, y1) in frames for x in (x0, x1))
+    walls = _walls(frames, members=True)
     places = label_places(layout, sizes, captions, walls, framed=True)
     frames = frame_extents(picture, layout, sizes, label_reach(layout, sizes, places, captions))
-    return FramePlan(sizes, places, frames, walls)
+    if not _hold_strangers(frames, layout, sizes):
+        return FramePlan(sizes, places, frames, walls)
+    frames = frame_extents(picture, layout, sizes, label_reach(layout, sizes, {}, captions))
+    walls = _walls(frames, members=False)
+    return FramePlan(sizes, label_places(layout, sizes, captions, walls, framed=True), frames, walls)
+
+
+def _walls(frames: list, members: bool) -> tuple[Wall, ...]:
+    """The sides of ``frames``; with ``members``, the labels of a frame's own nodes may cross its sides (it
+    grows round them)."""
+    return tuple(Wall(x, y0, y1, frozenset(box.members) if members else frozenset())
+                 for box, (x0, x1, y0, y1) in frames for x in (x0, x1))
+
+
+def _hold_strangers(frames: list, layout: Layout, sizes: Sizes) -> bool:
+    """Whether a frame reaches the marker of a node it is not drawn round."""
+    half = sizes.call / 2 / sizes.column
+    for box, (x0, x1, y0, y1) in frames:
+        members = set(box.members)
+        if any(key not in members and x0 - half < x < x1 + half and y0 < y < y1
+               for key, (x, y) in layout.positions.items()):
+            return True
+    return False
 
 
 def clear_frames(layout: Layout, picture: DataflowPicture, width: int) -> None:
@@ -89,8 +113,11 @@ def clear_frames(layout: Layout, picture: DataflowPicture, width: int) -> None:
     position = {key: list(point) for key, point in layout.positions.items()}
     routes = {edge: [list(point) for point in route] for edge, route in layout.bends.items()}
     bends = [point for route in routes.values() for point in route]
+    captions = {key: node.caption for key, node in picture.nodes.items()}
     for _ in range(CLEARING_ROUNDS):
-        plan = frame_plan(picture, layout, width)
+        sizes = picture_sizes(layout, width)
+        reach = label_reach(layout, sizes, label_places(layout, sizes, captions, framed=True), captions)
+        plan = FramePlan(sizes, {}, frame_extents(picture, layout, sizes, reach), ())
         half = plan.sizes.call / 2 / plan.sizes.column
         moved = False
         for box, (x0, x1, y0, y1) in plan.frames:
