@@ -58,7 +58,7 @@ def test_the_transformers_main_graph_wraps_its_48_optimizer_ops_into_rows_that_f
     for case in cases:
         name = f"geometry of main_graph at {case['room']} px in {path}"
         assert re.search(rf"^ok \d+ - {re.escape(name)}$", out, re.M), out
-    widths = {int(room): int(width) for room, width in re.findall(r"main_graph at (\d+) px: .*, (\d+) × \d+ px", out)}
+    widths = {int(room): float(width) for room, width in re.findall(r"main_graph at (\d+) px: .*, ([\d.]+) × [\d.]+ px", out)}
     assert len(widths) == 4 and all(width <= room - 16 for room, width in widths.items()), widths
     print(widths)
 

@@ -122,16 +122,18 @@ def test_the_extension_draws_the_shipped_layers_in_the_shipped_order(name, tmp_p
         assert drawn == in_layer_order({key: col for key, (_, col) in shipped.items()}, layers), case["graph"]
 
 
-# The extension's Graph tab wraps to its canvas's width less a scroll bar (16 px), padding (12 px each side) and
-# a lane right of the rows (12 px); a bend takes a 6-px slot, and boxes are 18 px apart (src/shippedlayout.ts).
-SCROLLBAR, PAD, RIGHT_LANE, SLOT, GAP_X = 16, 12, 12, 6, 18
+# The extension's Graph tab wraps to its canvas's width less a scroll bar (16 px) and GRAPH_BAND_MARGIN (40 px, as
+# the notebook's picture leaves); a bend takes a 6-px slot, a node the wider of its box and its shipped width, and
+# they are 18 px apart (src/shippedlayout.ts, src/wrapping.ts).
+SCROLLBAR = 16
 
 
 def python_bands(entry: dict, widths: dict, canvas: int) -> dict:
     """The row of each node by ``wrapping.band_rows`` over the shipped layers (nodes and bends by column), with
-    the extension's box widths, numbered among the rows holding nodes."""
-    from workbench.export.wrapping import band_rows
+    the wider of the extension's box and the shipped width of each node, numbered among the rows holding nodes."""
+    from workbench.export.wrapping import GRAPH_BAND_MARGIN, GRAPH_BEND, GRAPH_GAP, band_rows
 
+    widths = {key: max(widths[key], shipped) for key, shipped in zip(entry["nodes"], entry["widths"])}
     items = defaultdict(list)  # layer -> (col, is_bend, item)
     for key, layer, col in zip(entry["nodes"], entry["layers"], entry["cols"]):
         items[layer].append((col, 0, key))
@@ -140,37 +142,69 @@ def python_bands(entry: dict, widths: dict, canvas: int) -> dict:
         chain = [entry["nodes"][tail], *[f"~{number}~{i}" for i in range(len(bends))], entry["nodes"][head]]
         for (col, layer), bend in zip(bends, chain[1:-1]):
             items[layer].append((col, 1, bend))
-            widths[bend] = SLOT
+            widths[bend] = GRAPH_BEND
         for before, after in zip(chain, chain[1:]):
             predecessors[after].append(before)
     layers = [[item for _, _, item in sorted(items[layer], key=lambda entry: entry[:2])] for layer in sorted(items)]
-    rows, _ = band_rows(layers, widths, predecessors, canvas - SCROLLBAR - RIGHT_LANE - 2 * PAD, GAP_X)
+    rows, _ = band_rows(layers, widths, predecessors, canvas - SCROLLBAR - GRAPH_BAND_MARGIN, GRAPH_GAP)
     node_rows = sorted({rows[key] for key in entry["nodes"]})
     return {key: node_rows.index(rows[key]) for key in entry["nodes"]}
+
+
+WRAPPED_GRAPHS = (("transformer", ("main_graph", "transformer.forward_grad")), ("mlp", ("mlp_training.forward_grad",)))
+
+
+def drawn_rows(canvas: int, tmp_path) -> list[tuple[dict, dict, dict]]:
+    """The extension's drawing of each graph of ``WRAPPED_GRAPHS`` in a canvas ``canvas`` pixels wide: (the
+    graph's case, its shipped layering, the row of each node numbered among the rows holding nodes, top first),
+    and each node's box by key."""
+    cases = []
+    for name, graphs in WRAPPED_GRAPHS:
+        document = PROGRAMS[name]._repr_mimebundle_()[0][MIME_TYPE]
+        path = tmp_path / f"{name}.ir.json"
+        path.write_text(json.dumps(document), encoding="utf-8")
+        entries = {entry["graph"]: entry for entry in document["graph_layers"]["graphs"]}
+        cases += [({"path": str(path), "graph": graph, "expandAll": False, "room": canvas, "name": name,
+                    "places": str(tmp_path / f"{name}-{graph}-{canvas}.json")}, entries[graph]) for graph in graphs]
+    run_node_tests({"IPU_WB_GEOMETRY": json.dumps([case for case, _ in cases])}, "test/geometry.test.mjs")
+    drawings = []
+    for case, entry in cases:
+        boxes = {box["key"].split("|", 1)[1]: box for box in json.loads(open(case["places"]).read())}
+        tops = sorted({box["top"] for box in boxes.values()})
+        drawings.append((case, entry, {key: tops.index(box["top"]) for key, box in boxes.items()}, boxes))
+    return drawings
 
 
 @pytest.mark.parametrize("canvas", [590, 1280])
 def test_the_extension_wraps_the_shipped_layers_into_the_bands_python_gives(canvas, tmp_path):
     """Wrapped to a canvas of 590 or 1,280 px, the transformer's main and backward graphs and the MLP's backward
-    graph fall into the rows that ``wrapping.band_rows`` gives for the shipped layers and the drawn boxes."""
-    cases = []
-    for name, graphs in (("transformer", ("main_graph", "transformer.forward_grad")), ("mlp", ("mlp_training.forward_grad",))):
-        document = PROGRAMS[name]._repr_mimebundle_()[0][MIME_TYPE]
-        path = tmp_path / f"{name}.ir.json"
-        path.write_text(json.dumps(document), encoding="utf-8")
-        entries = {entry["graph"]: entry for entry in document["graph_layers"]["graphs"]}
-        cases += [({"path": str(path), "graph": graph, "expandAll": False, "room": canvas,
-                    "places": str(tmp_path / f"{name}-{graph}.json")}, entries[graph]) for graph in graphs]
-    run_node_tests({"IPU_WB_GEOMETRY": json.dumps([case for case, _ in cases])}, "test/geometry.test.mjs")
+    graph fall into the rows that ``wrapping.band_rows`` gives for the shipped layers and widths."""
     wrapped = 0
-    for case, entry in cases:
-        boxes = {box["key"].split("|", 1)[1]: box for box in json.loads(open(case["places"]).read())}
-        tops = sorted({box["top"] for box in boxes.values()})
-        drawn = {key: tops.index(box["top"]) for key, box in boxes.items()}
+    for case, entry, rows, boxes in drawn_rows(canvas, tmp_path):
         widths = {key: box["right"] - box["left"] for key, box in boxes.items()}
-        assert drawn == python_bands(entry, widths, canvas), case["graph"]
-        wrapped += len(tops) > entry["depth"]
+        assert rows == python_bands(entry, widths, canvas), case["graph"]
+        wrapped += len(set(rows.values())) > entry["depth"]
     assert wrapped >= 2  # the optimizer's layers, at least, wrap at 590 and at 1,280 px
+
+
+@pytest.mark.parametrize("width", [590, 700, 960])
+def test_the_notebook_and_the_extension_wrap_a_graph_into_the_same_rows_at_the_same_output_width(width, tmp_path):
+    """The notebook's Graph tab in a picture ``width`` pixels wide and the extension's in an output as wide (its
+    canvas a scroll bar wider) put every node of the transformer's main and backward graphs and the MLP's
+    backward graph in the same row: the same number of bands, the same wrapping. (Before they shared widths,
+    the notebook wrapped the transformer's main graph into 52 rows at 590 px where the extension drew 28.)"""
+    wrapped = 0
+    for case, entry, rows, _ in drawn_rows(width + SCROLLBAR, tmp_path):
+        ir = PROGRAMS[case["name"]]
+        view = GraphView(ir, graph=next(graph for graph in ir.graphs if graph.id == case["graph"]), grouped=False,
+                         live=False)
+        view.fit(width)
+        assert view.width == width
+        heights = sorted({-y for key, (_, y) in view.layout.positions.items()})
+        notebook = {view.picture.nodes[key].item.id: heights.index(-y) for key, (_, y) in view.layout.positions.items()}
+        assert notebook == rows, case["graph"]
+        wrapped += len(heights) > entry["depth"]
+    assert wrapped >= 2
 
 
 def test_a_layering_that_names_other_nodes_than_the_drawing_is_laid_out_by_elk(tmp_path):

@@ -12,7 +12,7 @@ from real_programs import resnet50_session
 from support.programs import mlp_training
 from workbench.widgets import GraphView, ModelView
 from workbench.widgets.tabs import STEPPER_PICTURE_WIDTH
-from workbench.widgets.figures.graph_figure import CHAR_WIDTH, LABEL_GAP, MARGIN, picture_sizes
+from workbench.widgets.figures.picture_labels import CHAR_WIDTH, LABEL_GAP, MARGIN, picture_sizes
 from workbench.widgets.style import NARROWEST_PICTURE, PICTURE_WIDTH, fitted_width
 
 NARROW = 630

@@ -159,10 +159,10 @@ def test_real_models_of_a_few_hundred_ops_open_grouped_on_one_screen():
 
 
 def test_no_node_lies_inside_the_box_of_an_opened_group_it_is_not_in():
-    """A box is drawn round its members' extent: the layout moves the nodes beside an opened group (the
+    """A box is drawn round its members and their labels: the layout moves the nodes beside an opened group (the
     backward graph's gradient outputs, the forward graph's weight copies) out of its outline."""
     from real_programs import transformer
-    from workbench.widgets.figures.graph_figure import BOX_STEP, box_extent
+    from workbench.widgets.figures.picture_frames import frame_plan
 
     ir, _ = transformer()
     backward = next(graph for graph in ir.graphs if graph.name.endswith("_grad"))
@@ -175,9 +175,7 @@ def test_no_node_lies_inside_the_box_of_an_opened_group_it_is_not_in():
             group = next(child for child in group.children if child.label == label)
             view.open_group(group.id)
             picture, positions = view.picture, view.layout.positions
-            deepest = max(box.depth for box in picture.boxes)
-            for box in picture.boxes:
-                x0, x1, y0, y1 = box_extent(box, positions, deepest, BOX_STEP / layer_pixels(picture))
+            for box, (x0, x1, y0, y1) in frame_plan(picture, view.layout, view.width).frames:
                 members = set(box.members)
                 strangers = [picture.nodes[key].label for key, (x, y) in positions.items()
                              if key not in members and x0 < x < x1 and y0 < y < y1]

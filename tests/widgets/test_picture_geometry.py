@@ -1,16 +1,22 @@
 """The graph figure in pixels, as a notebook of the assumed width shows it: on realistic graphs no two
 nodes or labels overlap, no edge runs through a node or label that is not one of its ends, and the
-whole picture lies inside the width; and the edges of each cross no more often than measured (the
-transformer's main graph, its optimizer's 48 ops wrapped into rows, not at all)."""
+whole picture lies inside the width; every label lies whole inside the frames (expanded calls, opened
+groups) of its node and outside the others, and no frame's title covers a label; and the edges of each
+cross no more often than measured (the transformer's main graph, its optimizer's 48 ops wrapped into
+rows, not at all)."""
+import html
 import math
 
 import numpy as np
 import pytest
 
+import popxl
+import popxl.ops as ops
 from real_programs import resnet50_session, transformer, wide_program
 from support.programs import mlp_training
 from workbench.widgets import GraphView
-from workbench.widgets.figures.graph_figure import CHAR_WIDTH, MARGIN, OPENED_TRACE
+from workbench.widgets.figures.graph_figure import OPENED_TRACE
+from workbench.widgets.figures.picture_labels import CHAR_WIDTH, MARGIN
 from workbench.widgets.style import PICTURE_WIDTH
 
 LABEL_HEIGHT = 12  # pixels a 10 px label takes vertically
@@ -37,6 +43,12 @@ class Pixels:
         self.height = layout.height - layout.margin.t - layout.margin.b
         self.x_range, self.y_range = layout.xaxis.range, layout.yaxis.range
         self.nodes, self.labels, self.paths = [], [], []
+        self.frames = [(*self.point(shape.x0, shape.y1), *self.point(shape.x1, shape.y0))
+                       for shape in layout.shapes if shape.type == "rect"]
+        self.titles = []  # frames' titles: (left, top, right, bottom), written above a frame's top left corner
+        for note in layout.annotations:
+            left, bottom = self.point(note.x, note.y)
+            self.titles.append((left, bottom - LABEL_HEIGHT, left + len(html.unescape(note.text)) * CHAR_WIDTH, bottom))
         for trace in figure.data:
             if trace.mode == "lines":
                 self.paths += self._paths(trace)
@@ -107,7 +119,74 @@ PICTURES = {
     "ResNet-50 op by op": lambda: (resnet_main(), "auto"),
     "transformer forward graph in a 630-px output": lambda: (transformer_forward(), "auto", fit_630),
     "transformer main graph, its forward call expanded": lambda: (transformer_main(), "auto", expand_forward_call),
+    "transformer main graph in a 630-px output, its forward call expanded":
+        lambda: (transformer_main(), "auto", fit_630, expand_forward_call),
+    "transformer backward graph grouped": lambda: (transformer_backward(), "auto"),
+    "transformer backward graph grouped, a layer open in its IPU's group":
+        lambda: (transformer_backward(), "auto", open_path("IPU 0", "layer2")),
+    "ResNet-50 grouped, a stage and a block in it open": lambda: (resnet_main(), "auto", open_resnet_block),
+    "a call inside a call, both expanded": lambda: (nested_calls(), "auto", expand_both_calls),
+    "a call inside a call, both expanded, every tensor": lambda: (nested_calls(), "full", expand_both_calls),
 }
+
+
+def transformer_backward():
+    ir = transformer()[0]
+    return ir, next(graph for graph in ir.graphs if graph.name.endswith("forward_grad"))
+
+
+def open_path(*labels: str):
+    """Opens the group of each label in turn, each a child of the one before (the first of the top level)."""
+    def opens(view):
+        view.grouped = True
+        view.refresh()
+        group = view.groups
+        for label in labels:
+            group = next(child for child in group.children if child.label == label)
+            view.open_group(group.id)
+        assert len(view.picture.boxes) == len(labels)
+    return opens
+
+
+def open_resnet_block(view):
+    stage = next(child for child in view.groups.children if child.label == "res2")
+    view.open_group(stage.id)
+    view.open_group(stage.children[0].id)
+    assert len(view.picture.boxes) == 2
+
+
+def nested_calls():
+    """main loads tokens and calls an encoder block, which normalises them and calls an attention graph."""
+    ir = popxl.Ir()
+    rng = np.random.default_rng(1)
+    with ir.main_graph:
+        tokens = popxl.h2d_stream([8, 16], popxl.float32, name="tokens")
+        weights = [popxl.variable(rng.normal(size=(16, 16)).astype(np.float32), name=f"attention.{name}")
+                   for name in ("query", "key", "value")]
+
+        def attention(x, query, key, value):
+            scores = ops.softmax((x @ query) @ ops.transpose(x @ key, (1, 0)) * 0.25, axis=1)
+            return scores @ (x @ value)
+
+        attention_graph = ir.create_graph(attention, popxl.TensorSpec((8, 16), popxl.float32), *weights)
+
+        def encoder_block(x, query, key, value):
+            centred = x - ops.mean(x, axis=1, keepdims=True)
+            (mixed,) = ops.call(attention_graph, centred, query, key, value)
+            return ops.gelu(mixed) + x
+
+        block = ir.create_graph(encoder_block, popxl.TensorSpec((8, 16), popxl.float32), *weights)
+        (out,) = ops.call(block, ops.host_load(tokens), *weights)
+        ops.host_store(popxl.d2h_stream(out.shape, out.dtype, name="encoded"), out)
+    return ir, ir.main_graph
+
+
+def expand_both_calls(view):
+    outer = next(op for op in view.graph.ops if op.type == "call")
+    inner = next(op for op in outer.called_graphs[0].ops if op.type == "call")
+    view.expand(outer)
+    view.expand(outer, inner)
+    assert len(view.picture.boxes) == 2
 
 
 def expand_forward_call(view):
@@ -155,7 +234,7 @@ def pixels(request):
 def drawn(name: str) -> Pixels:
     """The picture ``name`` of ``PICTURES`` in pixels."""
     (ir, graph), detail, *opener = PICTURES[name]()
-    op_by_op = name.startswith(("300", "ResNet"))  # their ops, not the groups they open as
+    op_by_op = name.startswith(("300", "ResNet-50 op"))  # their ops, not the groups they open as
     view = GraphView(ir, graph=graph, detail=detail, grouped=False if op_by_op else "auto", live=False)
     for opens in opener:
         opens(view)
@@ -203,6 +282,45 @@ def test_no_edge_passes_through_a_node_or_label_that_is_not_its_end(pixels):
             assert not segment_crosses_boxes(start, end, strangers), "an edge runs through a label"
 
 
+def overlap(first, second) -> bool:
+    """Whether two rectangles (left, top, right, bottom) share more than an edge."""
+    return first[0] < second[2] and second[0] < first[2] and first[1] < second[3] and second[1] < first[3]
+
+
+def within(inner, outer) -> bool:
+    return outer[0] <= inner[0] and inner[2] <= outer[2] and outer[1] <= inner[1] and inner[3] <= outer[3]
+
+
+def test_every_label_lies_whole_inside_the_frames_of_its_node_and_clear_of_the_others(pixels):
+    for frame in pixels.frames:
+        for (x, y, size), radius in zip(pixels.nodes, pixels.radii):
+            marker = (x - radius, y - radius, x + radius, y + radius)
+            inside = frame[0] < x < frame[2] and frame[1] < y < frame[3]
+            assert within(marker, frame) if inside else not overlap(marker, frame), "a frame cuts a node"
+        for left, top, right, bottom, owner in pixels.labels:
+            x, y, _ = pixels.nodes[owner]
+            label = (left, top, right, bottom)
+            if frame[0] < x < frame[2] and frame[1] < y < frame[3]:
+                assert within(label, frame), "a label runs over the side of its frame"
+            else:
+                assert not overlap(label, frame), "a label runs into a frame its node is not in"
+
+
+def test_no_frame_title_covers_a_label_a_node_or_another_title(pixels):
+    markers = [(x - radius, y - radius, x + radius, y + radius) for (x, y, _), radius in zip(pixels.nodes, pixels.radii)]
+    for index, title in enumerate(pixels.titles):
+        assert 0 <= title[0] and title[2] <= pixels.width, "a frame's title runs off the picture"
+        assert not any(overlap(title, label[:4]) for label in pixels.labels), "a frame's title covers a label"
+        assert not any(overlap(title, marker) for marker in markers), "a frame's title covers a node"
+        assert not any(overlap(title, other) for other in pixels.titles[index + 1:]), "two frames' titles overlap"
+
+
+def test_the_frame_tests_see_a_label_over_a_frame():
+    frame = (0, 0, 100, 50)
+    assert within((10, 10, 90, 20), frame) and not within((10, 10, 110, 20), frame)
+    assert overlap((90, 10, 110, 20), frame) and not overlap((100, 10, 120, 20), frame)
+
+
 def test_a_segment_crosses_the_boxes_it_passes_through_only():
     boxes = np.array([[10, 10, 20, 20], [40, 0, 50, 5]], float)
     assert segment_crosses_boxes((0, 15), (30, 15), boxes)  # straight through the first
@@ -237,16 +355,26 @@ def test_the_crossing_count_counts_crossings():
 # they pass by fewest crossings, in brackets): the transformer's main graph 0 at 960 and 630 px (37 and 23, a
 # lattice of edges to the wrapped all-reduces and from them to their updates), its forward graph at 630 px 27
 # (43), ResNet-50 0 (0), the MLP's pictures 23, 17, 132 and 244 (23, 17, 134 and 244), the 10,003-op program 0
-# (0); the MLP's training step 137 since a run of edges keeps to one lane where it can; the transformer's main
+# (0); the MLP's training step 137 since a run of edges keeps to one lane where it can (its pictures 8, 4 and 81
+# since folded layers are placed by the pixels each node and its label take, as the extension wraps them, and
+# edges pass a row at lanes of one grid); the transformer's main
 # graph with its forward call expanded 36 (802, when a dashed edge entered the body for each weight passed in and
-# left it for each activation saved for the backward pass). A little slack above each.
-CROSSINGS_AT_MOST = {"MLP backward graph, ops only": 25, "MLP backward graph, every tensor": 19,
-                     "MLP training step": 140, "300-op backward graph": 250,
+# left it for each activation saved for the backward pass; 55 since its frame holds its labels, which moves the
+# caller's ops beside it further out), 66 in a 630-px output; grouped pictures with groups open 0, and a call
+# inside a call 2; the transformer's backward graph grouped 0 (12 while its 24 gradient outputs were folded into
+# rows by columns rather than by the pixels of their labels). A little slack above each.
+CROSSINGS_AT_MOST = {"MLP backward graph, ops only": 10, "MLP backward graph, every tensor": 6,
+                     "MLP training step": 85, "300-op backward graph": 250,
                      "transformer main graph, its 48 optimizer ops folded into rows": 2,
                      "10,003-op program grouped, a group open in an open group": 2,
                      "transformer main graph in a 630-px output": 2, "ResNet-50 op by op": 2,
                      "transformer forward graph in a 630-px output": 30,
-                     "transformer main graph, its forward call expanded": 40}
+                     "transformer main graph, its forward call expanded": 60,
+                     "transformer main graph in a 630-px output, its forward call expanded": 70,
+                     "transformer backward graph grouped": 2,
+                     "transformer backward graph grouped, a layer open in its IPU's group": 2,
+                     "ResNet-50 grouped, a stage and a block in it open": 2,
+                     "a call inside a call, both expanded": 4, "a call inside a call, both expanded, every tensor": 4}
 
 
 def test_the_edges_of_real_graphs_cross_no_more_than_measured(pixels, request):
@@ -263,14 +391,20 @@ def reversals(path) -> int:
 # brackets): the transformer's main graph 1 at 960 and at 630 px (21 and 45: the gradient call's run to its 48
 # optimizer ops zigzagged between the lanes beside labels of two lengths), its forward graph at 630 px 8 (8),
 # the MLP's pictures 3, 4, 3 and 2 (the same), the others 1 (1); the main graph with its forward call expanded 1
-# (8 before its call's edges entered the body at its top and left it at its bottom).
+# (8 before its call's edges entered the body at its top and left it at its bottom), and 1 at most in the
+# pictures of expanded calls and open groups.
 REVERSALS_AT_MOST = {"MLP backward graph, ops only": 3, "MLP backward graph, every tensor": 4,
                      "MLP training step": 3, "300-op backward graph": 2,
                      "transformer main graph, its 48 optimizer ops folded into rows": 1,
                      "10,003-op program grouped, a group open in an open group": 1,
                      "transformer main graph in a 630-px output": 1, "ResNet-50 op by op": 1,
                      "transformer forward graph in a 630-px output": 8,
-                     "transformer main graph, its forward call expanded": 1}
+                     "transformer main graph, its forward call expanded": 1,
+                     "transformer main graph in a 630-px output, its forward call expanded": 1,
+                     "transformer backward graph grouped": 1,
+                     "transformer backward graph grouped, a layer open in its IPU's group": 1,
+                     "ResNet-50 grouped, a stage and a block in it open": 1,
+                     "a call inside a call, both expanded": 1, "a call inside a call, both expanded, every tensor": 1}
 
 
 def test_the_reversal_count_counts_turns_back():
@@ -283,9 +417,13 @@ def test_no_edge_zigzags_through_the_rows_it_passes(pixels, request):
 
 
 # Nodes named on the picture, measured: every node of every picture but the transformer's main graph with its
-# forward call expanded, where 113 of 188 (60 while labels went to the right only: ops side by side in the
-# call's narrow column left theirs to the hover).
-NAMED_AT_LEAST = {"transformer main graph, its forward call expanded": 110}
+# forward call expanded, where 124 of 188 (113 while its frame did not hold its labels, 60 while labels went to
+# the right only: ops side by side in the call's narrow column left theirs to the hover), 122 in a 630-px
+# output; and its backward graph with a layer open, where 11 of 29 (its 12 gradient outputs of IPU 1 stand a
+# column apart, in a row, with their names in the hover).
+NAMED_AT_LEAST = {"transformer main graph, its forward call expanded": 120,
+                  "transformer main graph in a 630-px output, its forward call expanded": 118,
+                  "transformer backward graph grouped, a layer open in its IPU's group": 11}
 
 
 def test_a_node_crowded_on_its_right_is_named_on_its_left(pixels, request):

@@ -9,15 +9,31 @@ and edges are taken in the order the notebook's picture takes them, and laid out
 ``layered.layered_layout``, so that the two layerings are one (a test compares them). Each node ships its
 layer and column, each edge the (column, layer) of every layer it crosses; a view turns them into pixels,
 wrapping layers too wide for its output into bands by ``wrapping.band_rows`` (the extension by
-``src/shippedlayout.ts``).
+``src/shippedlayout.ts``). Each node also ships the pixels it takes when its layer wraps (``wrap_width``):
+the wider of the extension's box and the notebook's marker with its label, so that both wrap a graph into
+the same bands at the same output width.
 """
 from __future__ import annotations
 
+import re
 from collections import defaultdict
+from typing import Sequence
 
-from workbench.ir import Graph, Ir, Tensor
+from workbench.ir import Graph, Ir, Op, Tensor
 
+from .call_sites import CallSite, call_sites
 from .layered import layered_layout
+from .node_content import op_lines
+
+# The extension's box (src/measure.ts, src/layout.ts): its label at 7 px a character (12 for an East Asian wide
+# character or an emoji) cut to 40 characters, each line of a folded weight likewise, 12 px padding each side,
+# at least 56 px.
+BOX_CHAR, BOX_WIDE_CHAR, BOX_PAD, BOX_LEAST, BOX_LABEL_CHARS = 7, 12, 12, 56, 40
+BOX_WIDE = re.compile("[\u1100-\u115F\u2E80-\uA4CF\uAC00-\uD7A3\uF900-\uFAFF\uFE30-\uFE4F\uFF00-\uFF60"
+                      "\uFFE0-\uFFE6\U0001F300-\U0001FAFF]")
+# The notebook's node (widgets/figures): a label at 6.5 px a character beside a marker of 20 px, 3 px each side,
+# and 6 px more: a label measures its room to an edge passing its row right of it as to a marker there.
+LABEL_CHAR, MARKER_ROOM = 6.5, 32
 
 graph_layers_version = 1
 
@@ -32,14 +48,48 @@ def graph_layers(graph: Graph) -> dict:
     and column, and its edges (indices into the nodes) with the (column, layer) of each layer crossed."""
     nodes, edges = ops_level_picture(graph)
     layout = layered_layout(nodes, edges)
+    sites: dict = defaultdict(list)
+    for site in call_sites(graph):
+        sites[site.op].append(site)
     index = {node: number for number, node in enumerate(nodes)}
     return {"graph": graph.id, "depth": layout.depth,
             "nodes": [node.id for node in nodes],
             "layers": [layout.layers[node] for node in nodes],
             "cols": [_number(layout.positions[node][0] - layout.left) for node in nodes],
+            "widths": [wrap_width(node, sites.get(node, [])) for node in nodes],
             "edges": [[index[tail], index[head],
                        [[_number(x - layout.left), int(round(-y))] for x, y in layout.bends.get((tail, head), ())]]
                       for tail, head in edges]}
+
+
+def wrap_width(item: object, sites: Sequence[CallSite] = (), caption: str = "") -> int:
+    """Pixels a node of the Graph tab takes in a row of a wrapped layer: the wider of the extension's box for an
+    op or tensor (``item``; a call's ``sites`` name its graphs) and the notebook's marker and caption, by
+    default the item's (an op's type and distinguishing attribute with its first weight, a call's graphs, a
+    tensor's name). The notebook and the extension both wrap by these widths."""
+    box = 0
+    if isinstance(item, Op):
+        lines = op_lines(item)
+        label = _call_label(item, sites) if sites else item.type
+        shortened = label if len(label) <= BOX_LABEL_CHARS else label[:BOX_LABEL_CHARS - 1] + "…"
+        box = max([_box_pixels(shortened), *(_box_pixels(line) for line in lines[1:])])
+        caption = caption or (label if sites else " · ".join(lines[:2]))
+    elif isinstance(item, Tensor):
+        is_output = item.producer is not None and item in item.graph.outputs
+        box = _box_pixels(f"return {item.name}" if is_output else item.name)
+        caption = caption or item.name
+    return max(box, BOX_LEAST, int(-(-(len(caption) * LABEL_CHAR + MARKER_ROOM) // 1)))
+
+
+def _box_pixels(text: str) -> int:
+    return sum(BOX_WIDE_CHAR if BOX_WIDE.match(char) else BOX_CHAR for char in text) + 2 * BOX_PAD
+
+
+def _call_label(op: Op, sites: Sequence[CallSite]) -> str:
+    """A closed call's label, as both views write it: ``▸ call body``, ``▸ repeat ×3 body``."""
+    if op.type == "repeat":
+        return f"▸ repeat ×{op.attrs.get('repeat_count', sites[0].repeat_count)} {sites[0].callee.label}"
+    return f"▸ {op.type} {' | '.join(site.callee.label for site in sites)}"
 
 
 def _number(value: float):

@@ -86,3 +86,12 @@ def band_rows(layers: Sequence[Sequence[Hashable]], widths: Mapping[Hashable, fl
         first += bands * span
         start = end
     return rows, lefts
+
+
+# Pixels of an output's width that the rows of a wrapped Graph tab leave free (``GRAPH_BAND_MARGIN`` of
+# ``src/wrapping.ts``): the notebook and the extension wrap a graph to its output's width less this, each node as
+# wide as ``graph_layers.wrap_width`` says, an edge's bend ``GRAPH_BEND`` pixels, ``GRAPH_GAP`` apart, into the
+# same bands.
+GRAPH_BAND_MARGIN = 40
+GRAPH_BEND = 6
+GRAPH_GAP = 18

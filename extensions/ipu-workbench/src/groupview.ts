@@ -40,8 +40,9 @@ export class GroupView {
   /** The canvas's width the picture on screen was laid out for (0: not measured yet, off the page). */
   private room = 0;
 
+  /** `chooser`: a menu of the graphs in its toolbar (left out where the view sits in the Graph tab, which has one). */
   constructor(private readonly doc: Document, private readonly index: IrIndex, private readonly details: Details,
-    graphId: string) {
+    graphId: string, chooser = true) {
     for (const graph of index.doc.grouped?.graphs ?? []) {
       this.graphs.set(graph.graph, graph);
       for (const picture of graph.groups) {
@@ -60,7 +61,7 @@ export class GroupView {
     this.legend = el(doc, 'div', 'ipu-wb-legend');
     this.note = el(doc, 'span', 'ipu-wb-group-note');
     this.node = el(doc, 'div', 'ipu-wb-group-view', [
-      el(doc, 'div', 'ipu-wb-toolbar', [el(doc, 'label', '', ['graph ', this.select]), this.crumbs, this.note]),
+      el(doc, 'div', 'ipu-wb-toolbar', [...(chooser ? [el(doc, 'label', '', ['graph ', this.select])] : []), this.crumbs, this.note]),
       this.canvas, this.legend
     ]);
     this.showGraph(index.graphs.has(graphId) ? graphId : index.main.id);
@@ -90,6 +91,11 @@ export class GroupView {
   /** Whether the document has grouped pictures to show. */
   get available(): boolean {
     return this.graphs.size > 0;
+  }
+
+  /** Whether the document has the grouped picture of graph `graphId`. */
+  has(graphId: string): boolean {
+    return this.graphs.has(graphId);
   }
 
   /** Opens graph `graphId` at its top level. */

@@ -87,6 +87,8 @@ export interface GraphLayout {
   wrapped: boolean;
   /** The layer and column of each node (by key) where the document ships the graph's layering. */
   shipped?: Map<string, [number, number]>;
+  /** The pixels each node takes in a row of a wrapped layer, where the document ships them (as the notebook's). */
+  wraps?: Map<string, number>;
 }
 
 /** The key of the node of `id` (an op or tensor id) in the expansion at `path`. */
@@ -157,11 +159,15 @@ export function buildLayout(index: IrIndex, graphId: string, expanded: ReadonlyS
   const layering = folds.size > 0 ? shippedLayering(index, graph.id) : undefined;
   if (layering !== undefined) {
     const shipped = new Map<string, [number, number]>();
+    const wraps = new Map<string, number>();
     const ops = new Map(graph.ops.map(op => [op.id, op]));
     const outputs = new Set(graph.outputs);
     layering.nodes.forEach((id, i) => {
       const key = nodeKey(path, id);
       shipped.set(key, [layering.layers[i], layering.cols[i]]);
+      if (layering.widths?.length === layering.nodes.length) {
+        wraps.set(key, layering.widths[i]);
+      }
       const op = ops.get(id);
       const tensor = index.tensor(graph.id, id);
       if (op !== undefined) {
@@ -187,7 +193,7 @@ export function buildLayout(index: IrIndex, graphId: string, expanded: ReadonlyS
         edges.push({ from: nodeKey(path, tail), to: nodeKey(path, head), tensor, points: [], bends });
       }
       return { graph, title: graph.label, minWidth: 0, path, nodes: [...nodes.values()], edges, width: 0, height: 0, x: 0, y: 0,
-        engine: 'layers', wrapped: false, shipped };
+        engine: 'layers', wrapped: false, shipped, wraps };
     }
     nodes.clear();
   }

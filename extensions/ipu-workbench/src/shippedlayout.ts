@@ -13,7 +13,7 @@
  */
 import { GAP_X, GAP_Y, GraphLayout, HEADER, LayoutNode, PAD, Point } from './layout.js';
 import { maxOf } from './numbers.js';
-import { bandRows } from './wrapping.js';
+import { bandRows, GRAPH_BAND_MARGIN, wrapRows } from './wrapping.js';
 
 /** Pixels an edge's bend takes in a layer it crosses. */
 const SLOT = 6;
@@ -80,8 +80,11 @@ export function placeShipped(layout: GraphLayout, room = 0): void {
     }
   }
   const wide = maxOf(items, item => xs.get(item.key)! + item.width, 0) + PAD + RIGHT_LANE;
-  layout.wrapped = room > 0 && wide > room;
-  route(layout, layout.wrapped ? wrapped(layers, layout, room - RIGHT_LANE, wide, xs) : layers, xs);
+  const band = room - GRAPH_BAND_MARGIN;
+  const widths = new Map(items.map(item => [item.key, wrapWidth(layout, item)]));
+  const tooWide = (layer: Item[]) => wrapRows(layer.map(item => widths.get(item.key)!), band, GAP_X).some(row => row > 0);
+  layout.wrapped = room > 0 && (wide > room || layers.some(tooWide));
+  route(layout, layout.wrapped ? wrapped(layers, layout, room - RIGHT_LANE, band, widths, wide, xs) : layers, xs);
   layout.engine = 'shipped';
 }
 
@@ -95,6 +98,11 @@ function layerItems(layout: GraphLayout): Item[] {
   layout.edges.forEach((edge, number) => (edge.bends ?? []).forEach(([col, layer], i) =>
     items.push({ key: bendKey(number, i), edge: number, width: SLOT, col, layer })));
   return items;
+}
+
+/** The pixels `item` takes in a row of a wrapped layer: a node's shipped width where larger than its box. */
+function wrapWidth(layout: GraphLayout, item: Item): number {
+  return item.node ? Math.max(item.width, layout.wraps?.get(item.key) ?? 0) : item.width;
 }
 
 function bendKey(edge: number, bend: number): string {
@@ -113,14 +121,14 @@ function columnWidth(nodes: LayoutNode[]): number {
 }
 
 /**
- * The rows of `layers` wrapped to `room` by `bandRows`, each row's items in order, and their left edges in
- * `xs`: a layer that fits keeps the place its columns gave it, drawn closer by the ratio of `room` to the width
- * `wide` of the drawing unwrapped (moved left as far as it must to fit).
+ * The rows of `layers` wrapped by `bandRows` to `band` pixels, each item taking its `widths` there, each row's
+ * items in order, and their left edges in `xs`: a layer that fits keeps the place its columns gave it, drawn
+ * closer by the ratio of `room` to the width `wide` of the drawing unwrapped (moved left as far as it must to
+ * fit).
  */
-function wrapped(layers: Item[][], layout: GraphLayout, room: number, wide: number, xs: Map<string, number>): Item[][] {
+function wrapped(layers: Item[][], layout: GraphLayout, room: number, band: number, widths: Map<string, number>, wide: number,
+  xs: Map<string, number>): Item[][] {
   const closer = Math.min(1, (room - 2 * PAD) / Math.max(wide - 2 * PAD, 1));
-  const widths = new Map<string, number>();
-  layers.flat().forEach(item => widths.set(item.key, item.width));
   const predecessors = new Map<string, string[]>();
   const add = (after: string, before: string) =>
     (predecessors.get(after) ?? predecessors.set(after, []).get(after)!).push(before);
@@ -129,7 +137,7 @@ function wrapped(layers: Item[][], layout: GraphLayout, room: number, wide: numb
     chain.slice(1).forEach((key, i) => add(key, chain[i]));
   });
   const keys = layers.map(layer => layer.map(item => item.key));
-  const { rows, lefts } = bandRows(keys, widths, predecessors, room - 2 * PAD, GAP_X);
+  const { rows, lefts } = bandRows(keys, widths, predecessors, band, GAP_X);
   const numbers = [...new Set(rows.values())].sort((a, b) => a - b);
   const rowOf = new Map(numbers.map((row, i) => [row, i]));
   const result: Item[][] = numbers.map(() => []);

@@ -48,7 +48,15 @@ function buildView(doc: Document, value: unknown, given: unknown): HTMLElement {
   const options = readOptions(given);
   const index = new IrIndex(readDocument(value));
   const details = new Details(doc, 'Point at an op, tensor, call or step for its details.');
-  const graphView = new GraphView(doc, index, details, options.graph ?? index.main.id);
+  const groupedPictures = new Map<string, GroupView>();  // the Graph tab's, of graphs too big to draw op by op
+  const graphView = new GraphView(doc, index, details, options.graph ?? index.main.id, graphId => {
+    if (!groupView.has(graphId)) {
+      return undefined;
+    }
+    const picture = groupedPictures.get(graphId) ?? new GroupView(doc, index, details, graphId, false);
+    groupedPictures.set(graphId, picture);
+    return picture.node;
+  });
   const groupView = new GroupView(doc, index, details, options.graph ?? index.main.id);
   const panels = {
     model: groupView.node,

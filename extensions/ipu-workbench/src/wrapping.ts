@@ -9,6 +9,13 @@
  */
 
 /**
+ * Pixels of an output's width that the rows of a wrapped Graph tab leave free (`GRAPH_BAND_MARGIN` of
+ * `wrapping.py`): the notebook and the extension wrap a graph to its output's width less this, by the widths the
+ * document ships, into the same bands.
+ */
+export const GRAPH_BAND_MARGIN = 40;
+
+/**
  * The row of each of a layer's boxes (`widths`, in order): each row takes boxes in order while they fit side
  * by side, `gap` apart, within `room` (a box wider than `room` takes a row alone).
  */

@@ -1,6 +1,7 @@
 // Long schedules and big graphs: a million flattened steps are checked and drawn (the memory series
 // grouped into columns that keep every peak), and nothing recurses or spreads per step or per op.
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 
 import { JSDOM } from 'jsdom';
@@ -138,3 +139,25 @@ test('a graph too big for ELK is drawn at once in plain layers, and says so', as
   assert.equal(svg.querySelectorAll('.ipu-wb-op').length, 4500);
   assert.equal(root.querySelector('.ipu-wb-layout-note').textContent, '4,502 nodes: drawn in plain layers, edges may cross nodes');
 });
+
+// A document written by the Python side (`tests/extension/test_large_graph_tab.py`): a graph too big to draw op by op.
+const groupedLarge = process.env.IPU_WB_GROUPED_LARGE;
+if (groupedLarge) {
+  test('a graph too big to draw op by op opens grouped in the Graph tab, and is drawn op by op when asked', async () => {
+    const { graph, ops, path } = JSON.parse(groupedLarge);
+    const { root } = render(JSON.parse(readFileSync(path, 'utf8')), { graph, view: 'graph' });
+    await settled(root);
+    const view = root.querySelector('.ipu-wb-graph-view');
+    assert.match(view.querySelector('.ipu-wb-large').firstChild.textContent,
+      new RegExp(`^Graph \\S+ has [\\d,]+ ops and tensors: shown grouped, as the Model tab shows it`));
+    assert.equal(view.querySelector('.ipu-wb-draw-large').textContent, 'draw every op');
+    assert.equal(view.querySelectorAll('.ipu-wb-graph-svg').length, 0, 'no op is drawn until asked');
+    const boxes = view.querySelectorAll('.ipu-wb-group-svg .ipu-wb-pbox');
+    assert.ok(boxes.length > 0 && boxes.length < 100, `${boxes.length} boxes in the grouped picture`);
+    view.querySelector('.ipu-wb-draw-large').click();
+    await settled(root);
+    const svg = view.querySelector('.ipu-wb-graph-svg');
+    assert.equal(svg.getAttribute('data-engine'), 'shipped');
+    assert.equal(svg.querySelectorAll('.ipu-wb-op').length, ops);
+  });
+}

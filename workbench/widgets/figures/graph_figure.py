@@ -1,29 +1,21 @@
 """The dataflow figure of one graph: ops as squares, tensors as circles, layered top to bottom."""
 from __future__ import annotations
 
-from bisect import bisect_right
-from collections import defaultdict
-from dataclasses import dataclass
 from typing import Iterable, Optional
 
 import numpy as np
 import plotly.graph_objects as go
 
-from ..dataflow import DataflowPicture, PictureBox
-from workbench.export.layered import Layout, column_pixels, layered_layout
-from workbench.export.wrapping import band_rows
+from ..dataflow import DataflowPicture, node_key
+from workbench.export.layered import Layout, layered_layout
 
-from .row_routes import RowRouter
+from .picture_frames import FramePlan, clear_frames, frame_plan, layer_pixels
+from .picture_folding import fold_wide_layers
+from .picture_labels import MARGIN
 from ..style import (CALL_OUTLINE, EDGE_COLOR, HIGHLIGHT, IN_SEQUENCE_COLOR, KIND_COLORS, OP_OUTLINE, PICTURE_WIDTH, TEMPLATE,
                      base_layout, count_of, fitted, ipu_color, text, text_array)
 
 VISIBLE_LAYERS = 16  # taller pictures open showing the top layers; pan or double-click for all
-MARGIN = 20  # left and right, in pixels
-CHAR_WIDTH = 6.5  # pixels per character of a 10 px label, a little above the average glyph
-MIN_LABEL = 3  # characters; with less room than this, names are left to the hover
-LABEL_GAP = 3  # pixels between a marker and its label
-LAYER_HEIGHT = 55  # pixels per layer
-BOX_STEP = 16  # pixels between the tops of boxes nested in one another: room for each one's title
 STUB = 0.25  # layers: an edge leaves and enters a node vertically over this height, clear of labels
 EDGE_STYLES = {  # edge kind -> trace name and line style
     "data": ("data flow", dict(color=EDGE_COLOR, width=1)),
@@ -39,238 +31,33 @@ TENSOR_TRACES = {"variable": "variables", "constant": "constants", "input": "gra
                  "intermediate": "intermediates"}
 
 
-FOLD_COLUMN = 24  # pixels per column a folded picture keeps: a full-size marker and the gaps round it
-
-
 def picture_layout(picture: DataflowPicture, width: int = PICTURE_WIDTH) -> Layout:
     """The layered layout of a picture's nodes and edges, with no node inside a box it is not drawn in;
     without boxes, layers too wide for their labels at ``width`` pixels are folded into more rows."""
-    layout = layered_layout(list(picture.nodes), ((tail, head) for tail, head, _ in picture.edges))
+    edges = [(tail, head) for tail, head, _ in picture.edges]
+    below = _below_their_calls(picture, edges)
+    layout = layered_layout(list(picture.nodes), edges + below)
+    for edge in set(below) - set(edges):
+        layout.bends.pop(edge, None)
     if picture.boxes:
-        _clear_boxes(layout, picture)
+        clear_frames(layout, picture, width)
     else:
-        _fold_wide_layers(layout, picture, width)
+        fold_wide_layers(layout, picture, width)
     return layout
 
 
-def _label_columns(label: str, column: float, sizes: "Sizes") -> int:
-    """Columns a node takes with its label drawn whole beside it (as ``label_rooms`` measures room)."""
-    return 1 + int(np.ceil((len(label) * CHAR_WIDTH + sizes.call + 2 * LABEL_GAP) / column - 1e-9))
-
-
-def _fold_wide_layers(layout: Layout, picture: DataflowPicture, width: int) -> None:
-    """Where some node's name (an op's type) would be cut or left out, lays every layer out again at most
-    as many columns wide as fit ``width`` at ``FOLD_COLUMN`` pixels, each node followed by the columns its
-    caption needs, and wraps the layers that do not fit into rows by the rule of ``wrapping.band_rows`` (as
-    the extension's Graph tab wraps): a run of wide layers wraps in bands, each all-reduce of an optimizer
-    over the update it feeds. Nodes keep their order in their layer; an edge's bends in a layer are placed
-    with its nodes. ``layout.layers`` keeps each node's layer."""
-    sizes = picture_sizes(layout, width)
-    rooms = label_rooms(layout, sizes)
-    if all(rooms[key] >= len(node.label) for key, node in picture.nodes.items() if key in rooms):
-        return  # every name fits (a caption may be cut after it)
-    available = width - 2 * MARGIN
-    columns = max(2, min(int(np.ceil(layout.width)), int(available // FOLD_COLUMN - 0.5)))
-    column = available / (columns + 0.5)
-    folded = Sizes(column)
-    spans: dict[object, int] = {key: _label_columns(node.caption, column, folded) for key, node in picture.nodes.items()}
-    spans.update({(edge, index): 1 for edge, route in layout.bends.items() for index in range(len(route))})
-    rows, lefts, shift = _wrapped_rows(layout, picture, spans, columns)
-    positions, bends = {}, {edge: list(route) for edge, route in layout.bends.items()}
-    lanes: list[list[float]] = []  # per row: columns an edge may cross it at, clear of nodes and labels
-    for number, items in enumerate(rows):
-        taken: set[int] = set()
-        lanes.append([])
-        for item in items:
-            at = shift[number] + int(lefts[item])
-            point = (float(at), -float(number))
-            if isinstance(item, tuple) and isinstance(item[0], tuple):
-                bends[item[0]][item[1]] = point
-            else:
-                positions[item] = point
-            lanes[-1].append(at + spans[item] - 0.5)  # right of the label, left of the next node
-            taken.update(range(at, at + spans[item]))
-        lanes[-1] += [float(x) for x in range(columns + 1) if x not in taken]
-    layout.positions, layout.bends, layout.left, layout.depth = positions, bends, 0.0, len(lanes)
-    router = RowRouter(lanes)
-    for tail, head, _ in picture.edges:
-        if tail in positions and head in positions:
-            route = router.route(tail, layout.route(tail, head))
-            if len(route) > 2:
-                layout.bends[(tail, head)] = route[1:-1]
-    xs = [x for x, _ in positions.values()] + [x for route in layout.bends.values() for x, _ in route]
-    layout.width = max(float(columns), max(xs))
-
-
-def _wrapped_rows(layout: Layout, picture: DataflowPicture, spans: dict, columns: int) -> tuple[list, dict, list[int]]:
-    """The nodes and bends (``(edge, index)``) of each row once the layers wider than ``columns`` are wrapped
-    by ``band_rows`` (``spans``: the columns of each node and bend), rows left empty left out; the
-    column each starts at in its row; and how far right each row starts (a layer that fits keeps its place)."""
-    by_layer: dict[float, list[tuple[float, object]]] = defaultdict(list)  # layer -> (x, item)
-    for key in picture.nodes:
-        if key in layout.positions:
-            x, y = layout.positions[key]
-            by_layer[y].append((x, key))
-    for edge, route in layout.bends.items():
-        for index, (x, y) in enumerate(route):
-            by_layer[y].append((x, (edge, index)))
-    predecessors: dict[object, list[object]] = defaultdict(list)  # each point of an edge after its tail: the one before
-    for tail, head, _ in picture.edges:
-        if tail in layout.positions and head in layout.positions:
-            chain: list[object] = [tail, *[((tail, head), index) for index in range(len(layout.bends.get((tail, head), ())))],
-                                   head]
-            for before, after in zip(chain, chain[1:]):
-                predecessors[after].append(before)
-    ordered = [sorted(by_layer[y], key=lambda entry: entry[0]) for y in sorted(by_layer, reverse=True)]  # top first
-    layers = [[item for _, item in entries] for entries in ordered]
-    row_of, lefts = band_rows(layers, spans, predecessors, columns + 1, 0)
-    numbers = {row: number for number, row in enumerate(sorted(set(row_of.values())))}
-    rows: list[list[object]] = [[] for _ in numbers]
-    shift = [0] * len(numbers)
-    for entries, layer in zip(ordered, layers):
-        for item in layer:
-            rows[numbers[row_of[item]]].append(item)
-        total = sum(spans[item] for item in layer)
-        if total <= columns:
-            shift[numbers[row_of[layer[0]]]] = min(max(0, round(entries[0][0] - layout.left)), columns - total)
-    return rows, lefts, shift
-
-
-def box_extent(box: PictureBox, position, deepest: int, step: float) -> Optional[tuple[float, float, float, float]]:
-    """The outline of a box round its members (x0, x1, y0, y1 in columns and layers; None if none is drawn)."""
-    points = [position[key] for key in box.members if key in position]
-    if not points:
-        return None
-    pad = 0.3 + 0.15 * (deepest - box.depth)
-    top = 0.3 + step * (deepest - box.depth)
-    return (min(p[0] for p in points) - pad, max(p[0] for p in points) + pad + 0.6,
-            min(p[1] for p in points) - pad, max(p[1] for p in points) + top)
-
-
-def _clear_boxes(layout: Layout, picture: DataflowPicture) -> None:
-    """Moves each node that the layered layout put inside the outline of a box it is not drawn in, or just left
-    of it with its label over it (beside an opened group, in a layer the group spans), to the right of that
-    box, and what lies right of it in its layer further right, until no box holds a stranger (boxes drawn
-    round members' extent would hold it)."""
-    deepest = max(box.depth for box in picture.boxes)
-    step = BOX_STEP / layer_pixels(picture)
-    position = {key: list(point) for key, point in layout.positions.items()}
-    routes = {edge: [list(point) for point in route] for edge, route in layout.bends.items()}
-    bends = [point for route in routes.values() for point in route]
-    for _ in range(4 * len(picture.boxes)):
-        moved = False
-        for box in picture.boxes:
-            extent = box_extent(box, position, deepest, step)
-            if extent is None:
-                continue
-            x0, x1, y0, y1 = extent
-            keep = {id(position[key]) for key in box.members if key in position}
-            for point in list(position.values()):
-                if id(point) not in keep and x0 - 0.5 < point[0] < x1 and y0 < point[1] < y1:
-                    _push_right(point, x1 + 0.5, [*position.values(), *bends], keep)
-                    moved = True
-        if not moved:
-            break
-    layout.positions = {key: (x, y) for key, (x, y) in position.items()}
-    layout.bends = {edge: [(x, y) for x, y in route] for edge, route in routes.items()}
-    xs = [x for x, _ in position.values()] + [x for x, _ in bends]
-    layout.left, layout.width = min(xs), max(xs) - min(xs) + 1
-
-
-def _push_right(point: list, x: float, points: list, keep: set[int]) -> None:
-    """Moves ``point`` right to ``x`` (half a column right of a box), and the other ``points`` of its layer
-    beyond the box (not those of ``keep``) further where they would come closer than a column, in order."""
-    layer = point[1]
-    row = sorted((other for other in points if other[1] == layer and other is not point and id(other) not in keep
-                  and other[0] >= point[0]), key=lambda other: other[0])
-    point[0] = reach = x
-    for other in row:
-        if other[0] > x - 0.5:  # those nearer are in the box: strangers moved in their turn
-            other[0] = max(other[0], reach + 1.0)
-            reach = other[0]
-
-
-@dataclass(frozen=True)
-class Sizes:
-    """Marker sizes for a picture whose columns are ``column`` pixels apart: squares at most 16
-    pixels and never wider than a column allows."""
-
-    column: float
-
-    @property
-    def op(self) -> int:
-        return int(min(16, max(4, self.column - 8)))
-
-    @property
-    def call(self) -> int:
-        return self.op + 4
-
-    @property
-    def tensor(self) -> int:
-        return max(3, round(self.op * 0.7))
-
-
-
-def picture_sizes(layout: Layout, width: int = PICTURE_WIDTH) -> Sizes:
-    return Sizes(column_pixels(layout, width - 2 * MARGIN, 0.0))
-
-
-def _rows(layout: Layout) -> dict[float, list[float]]:
-    """The x of every node and edge bend in each layer, left to right: what a label must not cover."""
-    obstacles: dict[float, list[float]] = defaultdict(list)
-    for x, y in layout.positions.values():
-        obstacles[y].append(x)
-    for points in layout.bends.values():
-        for x, y in points:
-            obstacles[y].append(x)
-    for row in obstacles.values():
-        row.sort()
-    return obstacles
-
-
-def label_rooms(layout: Layout, sizes: Sizes, obstacles: Optional[dict[float, list[float]]] = None) -> dict:
-    """Characters each node's label may take to its right (0 leaves its name to the hover): as far as
-    the next node or edge bend to its right in its layer (``obstacles``, by default ``_rows``), or the
-    picture's right edge."""
-    obstacles = _rows(layout) if obstacles is None else obstacles
-    right_edge = layout.left + layout.width
-    rooms = {}
-    for key, (x, y) in layout.positions.items():
-        row = obstacles[y]
-        following = bisect_right(row, x + 1e-9)
-        if following < len(row):
-            pixels = (row[following] - x) * sizes.column - sizes.call - 2 * LABEL_GAP
-        else:
-            pixels = (right_edge - x) * sizes.column - sizes.call / 2 - LABEL_GAP
-        characters = int(pixels // CHAR_WIDTH)
-        rooms[key] = characters if characters >= MIN_LABEL else 0
-    return rooms
-
-
-def label_places(layout: Layout, sizes: Sizes, captions: dict) -> dict:
-    """Each node's label room and side, ``(characters, "right" or "left")``: to its right as
-    ``label_rooms`` measures, or to its left where the right is too narrow for its whole caption and
-    the left holds more of it (as far as the node or bend before it in its layer, and that one's own
-    label to its right, or the picture's left edge)."""
-    obstacles = _rows(layout)
-    rooms = label_rooms(layout, sizes, obstacles)
-    places = {key: (room, "right") for key, room in rooms.items()}
-    at = {position: key for key, position in layout.positions.items()}
-    for y, row in obstacles.items():
-        for index, x in enumerate(row):
-            key = at.get((x, y))
-            if key is None or rooms[key] >= len(captions.get(key, "")):
-                continue
-            if index == 0:
-                pixels = (x - layout.left + 0.5) * sizes.column - sizes.call / 2 - LABEL_GAP
-            else:
-                before = at.get((row[index - 1], y))
-                taken = min(rooms[before], len(captions.get(before, ""))) * CHAR_WIDTH if before is not None else 0
-                pixels = (x - row[index - 1]) * sizes.column - sizes.call - 3 * LABEL_GAP - taken
-            characters = int(pixels // CHAR_WIDTH)
-            if characters >= MIN_LABEL and characters > rooms[key]:
-                places[key] = (characters, "left")
-    return places
+def _below_their_calls(picture: DataflowPicture, edges: list) -> list[tuple[str, str]]:
+    """Edges that only place the ops of an expanded body that read nothing made in it (an op of constants
+    alone, a body's first ops) below the call site: they would go to the top layer, pulling the body's frame
+    up over the caller's ops."""
+    fed = {head for tail, head in edges}
+    below = []
+    for box in picture.boxes:
+        if box.key or not box.frame:
+            continue
+        call = node_key(box.frame[:-1], box.frame[-1][0])
+        below += [(call, key) for key in box.members if key not in fed and call in picture.nodes]
+    return below
 
 
 def graph_figure(picture: DataflowPicture, layout: Optional[Layout] = None, highlight: Iterable[str] = (),
@@ -286,8 +73,8 @@ def graph_figure(picture: DataflowPicture, layout: Optional[Layout] = None, high
         edges = [(tail, head) for tail, head, edge_kind in picture.edges if edge_kind == kind]
         if edges:
             figure.add_trace(_edge_trace(edges, layout, name, line))
-    sizes = picture_sizes(layout, width)
-    rooms = label_places(layout, sizes, {key: node.caption for key, node in picture.nodes.items()})
+    plan = frame_plan(picture, layout, width)
+    sizes, rooms = plan.sizes, plan.places
     ops = [node for node in picture.nodes.values() if node.kind == "op" and node.category == "op"]
     calls = [node for node in picture.nodes.values() if node.kind == "op" and node.category == "call"]
     groups = [node for node in picture.nodes.values() if node.kind == "group"]
@@ -322,7 +109,7 @@ def graph_figure(picture: DataflowPicture, layout: Optional[Layout] = None, high
                                     mode="markers", name="breakpoints", customdata=stops,
                                     marker=dict(symbol="circle", size=8, color=HIGHLIGHT),
                                     hovertext=[picture.nodes[k].hover for k in stops], hoverinfo="text"))
-    _add_boxes(figure, picture, position)
+    _add_boxes(figure, plan)
     figure.update_layout(**_figure_layout(picture, layout, any(room for room, _ in rooms.values())))
     return figure
 
@@ -370,21 +157,9 @@ def _node_trace(nodes, position, name: str, symbol: str, size: int, color, outli
         customdata=text_array(n.key for n in nodes), hovertext=text_array(n.hover for n in nodes), hoverinfo="text")
 
 
-def layer_pixels(picture: DataflowPicture) -> int:
-    """Pixels per layer: more where boxes nest, so that the title of each sits above the one inside it."""
-    deepest = max((box.depth for box in picture.boxes), default=0)
-    return LAYER_HEIGHT + BOX_STEP * max(deepest - 1, 0)
-
-
-def _add_boxes(figure: go.Figure, picture: DataflowPicture, position) -> None:
-    deepest = max((box.depth for box in picture.boxes), default=0)
-    step = BOX_STEP / layer_pixels(picture)  # in layers
+def _add_boxes(figure: go.Figure, plan: FramePlan) -> None:
     titles = []
-    for box in picture.boxes:
-        extent = box_extent(box, position, deepest, step)
-        if extent is None:
-            continue
-        x0, x1, y0, y1 = extent
+    for box, (x0, x1, y0, y1) in plan.frames:
         color = GROUP_OUTLINE if box.key else CALL_OUTLINE
         figure.add_shape(type="rect", x0=x0, x1=x1, y0=y0, y1=y1, layer="below", line=dict(color=color, width=1, dash="dash"),
                          fillcolor="rgba(242,242,242,0.35)" if box.key else "rgba(252,229,205,0.25)")
