@@ -17,7 +17,10 @@ FRAME_FILL = "rgba(250,250,250,0.6)"
 FRAME_OUTLINE = "#8C8C8C"
 SELECTED = "#C00000"
 TITLE_SPACE = 40
-LEGEND_SPACE = 40
+LEGEND_SPACE = 40  # pixels under the plot: at least this, and a row of the legend's entries each
+LEGEND_ROW = 20  # pixels per row of legend entries (12-px text)
+LEGEND_ENTRY = 46  # pixels of an entry beside its text: the swatch, and the gap before the next entry
+LEGEND_CHARACTER = 6.5  # pixels per character of an entry's text, a little over 12-px Helvetica's average
 MIN_HEIGHT = 120
 MAX_HEIGHT = 900  # taller pictures open at their top (or around the op in view); drag to pan
 ARROW_SIZE = 9
@@ -83,6 +86,9 @@ def model_figure(scene: Scene, title: str, selected: str = "", width: int = PICT
                                 line=dict(color=SELECTED, width=3), name="selected op", hoverinfo="skip",
                                 showlegend=chosen is not None))
     _legend_and_hits(figure, boxes, ipus, kinds)
+    # every entry counted, the selected op's too when none is: a step that selects one keeps the figure's height
+    entries = [t.name for t in figure.data if t.name and (t.showlegend is not False or t.name == "selected op")]
+    legend_space = max(LEGEND_SPACE, LEGEND_ROW * legend_rows(entries, width) + 16)  # and the gap above it
     plot_width = plot_area(width)
     plot_height = max(min(scene.height, max_height), MIN_HEIGHT)
     x_range, y_range = _view(scene, boxes, focus, plot_width, plot_height)
@@ -93,10 +99,23 @@ def model_figure(scene: Scene, title: str, selected: str = "", width: int = PICT
         shapes=shapes, annotations=annotations, showlegend=True,
         legend=dict(orientation="h", yanchor="top", y=-0.02, x=0.0, xanchor="left", itemclick=False),
         xaxis=dict(visible=False, range=x_range), yaxis=dict(visible=False, range=y_range),
-        width=width, height=plot_height + TITLE_SPACE + LEGEND_SPACE,
-        margin=dict(l=20, r=20, t=TITLE_SPACE, b=LEGEND_SPACE), dragmode="pan"))
+        width=width, height=plot_height + TITLE_SPACE + legend_space,
+        margin=dict(l=20, r=20, t=TITLE_SPACE, b=legend_space), dragmode="pan"))
     figure.layout.template = template
     return figure
+
+
+def legend_rows(names: Sequence[str], width: int) -> int:
+    """Rows the horizontal legend of entries ``names`` takes in a figure ``width`` wide: plotly wraps entries
+    that do not fit a row, and then pushes the plot up into a margin too small for them, squashing its boxes
+    under their text (the stepper's 560-px picture took six rows)."""
+    rows, used = 1, 0.0
+    for name in names:
+        entry = LEGEND_ENTRY + LEGEND_CHARACTER * len(name)
+        if used and used + entry > plot_area(width):
+            rows, used = rows + 1, 0.0
+        used += entry
+    return rows
 
 
 def plot_area(width: int) -> int:
