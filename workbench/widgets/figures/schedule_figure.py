@@ -17,7 +17,7 @@ import plotly.graph_objects as go
 from workbench.analysis.cost_model import KINDS
 from workbench.ir import Op
 
-from .schedule_bins import BINNED_ABOVE, bin_width, binned_bars, binned_hover, scope_spans
+from .schedule_bins import BINNED_ABOVE, bin_width, binned_bars, binned_hover, scope_groups, scope_spans
 from ..style import (CURRENT_COLOR, HIGHLIGHT, IN_SEQUENCE_COLOR, SCHEDULE_COLORS, SCHEDULE_LABELS, TEMPLATE, base_layout,
                      group_color, text, text_array)
 
@@ -132,8 +132,9 @@ def schedule_figure(events: Sequence[Any], *, unit: str = "cycles", clock_hz: fl
     ``selected`` and ``current`` are indices into ``events``: the selected op's executions get a red
     outline, the op a stepped run stands before a black one; ``breakpoints`` get a red dot where
     they start. Bars carry their event's index as
-    ``customdata``. A binned timeline marks the top-level groups of the main graph (``groups``:
-    ``schedule_bins.top_groups``, made here when not given)."""
+    ``customdata``. A strip under each row names the outer groups of name scopes as they ran (``groups``:
+    ``schedule_bins.scope_groups`` of the graphs that ran, made here when not given; runs of bare ops only in
+    a binned timeline)."""
     if unit not in ("cycles", "seconds"):
         raise ValueError(f"unit must be 'cycles' or 'seconds', got {unit!r}")
     if unit == "seconds" and not has_seconds(events):
@@ -171,8 +172,9 @@ def schedule_figure(events: Sequence[Any], *, unit: str = "cycles", clock_hz: fl
             customdata=[bar.event for bar in drawn], hovertext=text_array(hover(bar.event) for bar in drawn),
             hoverinfo="text", meta=dict(kind=kind)))
     _add_pipeline_stages(figure, events, bars, width)
-    if binned:
-        _add_scope_spans(figure, events, bars, unit, groups)
+    if groups is None:
+        groups = scope_groups(dict.fromkeys(event.op.graph for event in events), op_runs=binned)
+    _add_scope_spans(figure, events, bars, unit, groups)
     _add_outlines(figure, events, bars, selected, "selected op", HIGHLIGHT, hover)
     _add_outlines(figure, events, bars, current, "next op", CURRENT_COLOR, hover)
     _add_breakpoints(figure, bars, breakpoints)
@@ -208,22 +210,23 @@ def _add_binned(figure: go.Figure, events: Sequence[Any], bars: list[Bar], kind:
         hoverinfo="text", meta=dict(kind=kind, binned=True)))
 
 
-def _add_scope_spans(figure: go.Figure, events: Sequence[Any], bars: list[Bar], unit: str,
-                     groups: Optional[dict]) -> None:
-    """A strip under each row's bars per top-level group of the main graph (the Model tab's first boxes),
-    in alternating greys, saying which group ran when: named on the strip where the name fits at
-    ``SCOPE_FONT`` pixels or more (plotly hides the others' names), in the hover always."""
+def _add_scope_spans(figure: go.Figure, events: Sequence[Any], bars: list[Bar], unit: str, groups: dict) -> None:
+    """A strip under each row's bars per run of an outer group of its graph (the Model tab's first boxes, within
+    each IPU: a transformer's layers in its forward and its gradient graph), in alternating greys, saying which
+    group ran when: named on the strip where the name fits at ``SCOPE_FONT`` pixels or more (plotly hides the
+    others' names), in the hover always."""
     spans = scope_spans(events, bars, groups)
     if not spans:
         return
     figure.add_trace(go.Bar(
         orientation="h", y=text_array(row_label(s.row) for s in spans), base=[s.start for s in spans],
-        x=[s.end - s.start for s in spans], width=0.14, offset=-0.42, name="groups (name scopes)",
+        x=[s.end - s.start for s in spans], width=0.2, offset=-0.47, name="groups (name scopes)",
         marker=dict(color=["#8C8C8C" if s.order % 2 else "#CFCFCF" for s in spans], line=dict(width=0)),
         text=text_array(text(s.label) for s in spans), textposition="inside", insidetextanchor="middle",
         textangle=0, textfont=dict(size=10, color=["white" if s.order % 2 else "#262626" for s in spans]),
         hovertext=text_array(f"<b>{text(s.label)}</b>: {s.count:,} op executions, "
-                             f"{_amount(s.start, unit)} to {_amount(s.end, unit)}" for s in spans),
+                             f"{_amount(s.start, unit)} to {_amount(s.end, unit)}<br>of graph {text(s.graph)}"
+                             for s in spans),
         hoverinfo="text", meta=dict(kind="groups")))
 
 
