@@ -140,8 +140,7 @@ def liveness_figure(liveness: TensorLiveness, capacity: Mapping[int, int], marke
     if replicas > 1:
         notes.append(f"per replica: each of the {replicas} replicas has these IPUs and this memory")
     if not code_rows and always:
-        notes.append(f"all code is always live: no graph's code is loaded with remote_code_load "
-                     f"({len(always)} graph{'s' if len(always) != 1 else ''})")
+        notes.append(always_live_note([record.graph for record in always]))
     if span > 1:
         notes.append(f"each point is the step of most memory of its span of {span} steps (hover it for that step)")
     if dwarfed:
@@ -163,11 +162,24 @@ def liveness_figure(liveness: TensorLiveness, capacity: Mapping[int, int], marke
     figure.update_layout(**base_layout(
         height=figure_height, hovermode="closest",
         legend=dict(yanchor="top", y=1.0, x=1.01, xanchor="left"),
-        title=dict(text=f"Memory over {len(steps)} schedule steps"
+        title=dict(text=f"Memory over {len(steps):,} schedule steps"
                    + "".join(f"<br><sup>{note}</sup>" for note in notes), x=0.01,
                    yref="container", y=1 - TITLE_TOP / figure_height, yanchor="top"),  # notes grow down
         margin=dict(l=70, r=20, t=top, b=50)))
     return figure
+
+
+ALWAYS_LIVE_NAMED = 3  # graphs named with their code size in the note of a program without code loading
+
+
+def always_live_note(graphs: Sequence[Graph]) -> str:
+    """The one line a program without code loading gets for its code: every graph's code stays live, and what
+    each of the largest costs (summed over its IPUs), so that the user sees which graph is worth loading with
+    ``remote_code_load``."""
+    sizes = sorted(((sum(graph_code_bytes(graph).values()), graph.label) for graph in graphs), key=lambda s: -s[0])
+    named = ", ".join(f"{text(label)} {format_bytes(size)}" for size, label in sizes[:ALWAYS_LIVE_NAMED])
+    more = f", … {len(sizes) - ALWAYS_LIVE_NAMED} more" if len(sizes) > ALWAYS_LIVE_NAMED else ""
+    return f"all code is always live, none loaded with remote_code_load: {named}{more}"
 
 
 def peak_steps(totals: Sequence[int], span: int) -> np.ndarray:
