@@ -140,7 +140,7 @@ def liveness_figure(liveness: TensorLiveness, capacity: Mapping[int, int], marke
     if replicas > 1:
         notes.append(f"per replica: each of the {replicas} replicas has these IPUs and this memory")
     if not code_rows and always:
-        notes.append(always_live_note([record.graph for record in always]))
+        notes.extend(always_live_notes([record.graph for record in always]))
     if span > 1:
         notes.append(f"each point is the step of most memory of its span of {span} steps (hover it for that step)")
     if dwarfed:
@@ -170,16 +170,25 @@ def liveness_figure(liveness: TensorLiveness, capacity: Mapping[int, int], marke
 
 
 ALWAYS_LIVE_NAMED = 3  # graphs named with their code size in the note of a program without code loading
+NOTE_CHARS = 100  # characters a note under the title may take: at its 10-px text, within a 630-px output
 
 
-def always_live_note(graphs: Sequence[Graph]) -> str:
-    """The one line a program without code loading gets for its code: every graph's code stays live, and what
+def always_live_notes(graphs: Sequence[Graph]) -> list[str]:
+    """The note a program without code loading gets for its code: every graph's code stays live, and what
     each of the largest costs (summed over its IPUs), so that the user sees which graph is worth loading with
-    ``remote_code_load``."""
+    ``remote_code_load``; in lines of at most NOTE_CHARS characters."""
     sizes = sorted(((sum(graph_code_bytes(graph).values()), graph.label) for graph in graphs), key=lambda s: -s[0])
-    named = ", ".join(f"{text(label)} {format_bytes(size)}" for size, label in sizes[:ALWAYS_LIVE_NAMED])
-    more = f", … {len(sizes) - ALWAYS_LIVE_NAMED} more" if len(sizes) > ALWAYS_LIVE_NAMED else ""
-    return f"all code is always live, none loaded with remote_code_load: {named}{more}"
+    parts = [f"{label} {format_bytes(size)}" for size, label in sizes[:ALWAYS_LIVE_NAMED]]
+    if len(sizes) > ALWAYS_LIVE_NAMED:
+        parts.append(f"… {len(sizes) - ALWAYS_LIVE_NAMED} more")
+    lines = ["all code is always live, none loaded with remote_code_load: " + parts[0]]
+    for part in parts[1:]:
+        if len(lines[-1]) + 2 + len(part) <= NOTE_CHARS:
+            lines[-1] += f", {part}"
+        else:
+            lines[-1] += ","
+            lines.append(part)
+    return [text(line) for line in lines]
 
 
 def peak_steps(totals: Sequence[int], span: int) -> np.ndarray:
