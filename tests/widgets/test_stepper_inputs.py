@@ -87,7 +87,7 @@ def test_a_large_value_is_three_short_lines_and_the_next_ops_graph_is_not_repeat
             LiveRow("w", "main", "float32[2]", True, ("[1., 2.]",))]
     html = table_html(rows, 1, graph="forward")
     assert "float32[8, 32]</span>" in html and "float32[2] in main</span>" in html
-    assert "white-space:pre-line" in html  # the summary's lines
+    assert "white-space:pre'>mean 1\nmin 0, max 2</td>" in html  # the summary's lines, unwrapped
 
 
 def test_a_call_making_dozens_of_tensors_names_six_and_counts_the_rest():

@@ -22,7 +22,8 @@ TABLE_STYLE = "border-collapse:collapse;font-family:monospace;font-size:12px;lin
 # Lines of the values as close as their text needs: an ipywidgets HTML widget sets every line 28 px apart
 VALUES_STYLE = "line-height:1.35"
 CELL_STYLE = "border:1px solid #D9D9D9;padding:2px 6px;text-align:left;vertical-align:top"
-VALUE_STYLE = CELL_STYLE + ";white-space:pre-line"  # a summary's lines as it breaks them
+VALUE_STYLE = CELL_STYLE + ";white-space:pre"  # a summary's short lines as it breaks them, never wrapped: the
+# tensor's column, which breaks after each scope, gives way instead
 
 
 

@@ -9,6 +9,7 @@ import plotly.graph_objects as go
 
 from workbench.export.compose import HEADER, LINE_HEIGHT, PAD_X, PAD_Y, Scene
 
+from .legend import LEGEND_ROW, legend_rows
 from ..style import (CALL_OUTLINE, EDGE_COLOR, OP_OUTLINE, PICTURE_WIDTH, TEMPLATE, base_layout, ipu_color, text,
                      text_array)
 
@@ -18,9 +19,6 @@ FRAME_OUTLINE = "#8C8C8C"
 SELECTED = "#C00000"
 TITLE_SPACE = 40
 LEGEND_SPACE = 40  # pixels under the plot: at least this, and a row of the legend's entries each
-LEGEND_ROW = 20  # pixels per row of legend entries (12-px text)
-LEGEND_ENTRY = 46  # pixels of an entry beside its text: the swatch, and the gap before the next entry
-LEGEND_CHARACTER = 6.5  # pixels per character of an entry's text, a little over 12-px Helvetica's average
 MIN_HEIGHT = 120
 MAX_HEIGHT = 900  # taller pictures open at their top (or around the op in view); drag to pan
 ARROW_SIZE = 9
@@ -88,7 +86,9 @@ def model_figure(scene: Scene, title: str, selected: str = "", width: int = PICT
     _legend_and_hits(figure, boxes, ipus, kinds)
     # every entry counted, the selected op's too when none is: a step that selects one keeps the figure's height
     entries = [t.name for t in figure.data if t.name and (t.showlegend is not False or t.name == "selected op")]
-    legend_space = max(LEGEND_SPACE, LEGEND_ROW * legend_rows(entries, width) + 16)  # and the gap above it
+    # the legend's rows under the plot (the stepper's 560-px picture takes six), and the gap above them: too
+    # small a margin and plotly pushes the plot up, squashing its boxes under their text
+    legend_space = max(LEGEND_SPACE, LEGEND_ROW * legend_rows(entries, plot_area(width)) + 16)
     plot_width = plot_area(width)
     plot_height = max(min(scene.height, max_height), MIN_HEIGHT)
     x_range, y_range = _view(scene, boxes, focus, plot_width, plot_height)
@@ -103,19 +103,6 @@ def model_figure(scene: Scene, title: str, selected: str = "", width: int = PICT
         margin=dict(l=20, r=20, t=TITLE_SPACE, b=legend_space), dragmode="pan"))
     figure.layout.template = template
     return figure
-
-
-def legend_rows(names: Sequence[str], width: int) -> int:
-    """Rows the horizontal legend of entries ``names`` takes in a figure ``width`` wide: plotly wraps entries
-    that do not fit a row, and then pushes the plot up into a margin too small for them, squashing its boxes
-    under their text (the stepper's 560-px picture took six rows)."""
-    rows, used = 1, 0.0
-    for name in names:
-        entry = LEGEND_ENTRY + LEGEND_CHARACTER * len(name)
-        if used and used + entry > plot_area(width):
-            rows, used = rows + 1, 0.0
-        used += entry
-    return rows
 
 
 def plot_area(width: int) -> int:

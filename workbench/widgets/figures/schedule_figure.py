@@ -17,11 +17,15 @@ import plotly.graph_objects as go
 from workbench.analysis.cost_model import KINDS
 from workbench.ir import Op
 
+from .legend import LEGEND_ROW, legend_rows
 from .schedule_bins import BINNED_ABOVE, bin_width, binned_bars, binned_hover, scope_groups, scope_spans
 from ..style import (CURRENT_COLOR, HIGHLIGHT, IN_SEQUENCE_COLOR, SCHEDULE_COLORS, SCHEDULE_LABELS, TEMPLATE, base_layout,
                      group_color, text, text_array)
 
 SCOPE_FONT = 8  # pixels: the smallest a group's name is written on its strip
+NARROW_PLOT = 480  # pixels of plot in the narrowest output (630 px less the margins): the legend's rows for it
+TITLE_TOP = 12  # pixels from the figure's top to its title
+TITLE_LINE = 22  # pixels per line of the title
 
 Row = tuple[Optional[int], int]  # (replica or None for every replica, IPU)
 SEQUENCE_COLOR = "rgba(127, 127, 127, 0.14)"
@@ -184,15 +188,22 @@ def schedule_figure(events: Sequence[Any], *, unit: str = "cycles", clock_hz: fl
     if binned:
         title += (f"<br><sup>{len(bars):,} bars gathered by kind into spans of {_amount(width, unit)}: "
                   f"hover a bar for its ops</sup>")
+    # The title pinned to the top and the legend's rows (in the narrowest output; the marks of a stepped run
+    # counted whether shown or not, so a step keeps the height) between it and the plot: centred in the margin,
+    # the title ran into a legend that wrapped.
+    entries = dict.fromkeys([t.name for t in figure.data if t.name and t.showlegend is not False]
+                            + ["selected op", "next op"])
+    top = TITLE_TOP + TITLE_LINE * (title.count("<br>") + 1) + LEGEND_ROW * legend_rows(list(entries), NARROW_PLOT) + 14
+    height = max(340, 170 + 46 * len(rows)) + max(0, top - 100)
     figure.update_layout(**base_layout(
-        barmode="overlay", height=max(340, 170 + 46 * len(rows)), hovermode="closest",
-        title=dict(text=title, x=0.01),
+        barmode="overlay", height=height, hovermode="closest",
+        title=dict(text=title, x=0.01, yref="container", yanchor="top", y=1 - TITLE_TOP / height),
         xaxis=dict(title_text="simulated cycles" if unit == "cycles" else "seconds (measured)",
                    rangemode="tozero", tickformat="~s", ticksuffix="" if unit == "cycles" else "s"),
         yaxis=dict(categoryorder="array", categoryarray=list(reversed(labels)), type="category"),
         legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0, xanchor="left"),
         uniformtext=dict(minsize=SCOPE_FONT, mode="hide"),  # a group's name where it fits on its strip
-        margin=dict(l=130, r=20, t=100, b=50)))
+        margin=dict(l=130, r=20, t=top, b=50)))
     return figure
 
 
