@@ -386,3 +386,18 @@ def test_without_code_loading_one_line_names_the_graphs_whose_code_costs_most_la
 def test_a_long_schedule_counts_its_steps_with_thousands_separated():
     ir, _, _ = chain(1205)
     assert LivenessView(ir, live=False).figure.layout.title.text.startswith("Memory over 1,205 schedule steps")
+
+
+def test_intermediates_thin_on_a_scale_of_weights_get_their_peak_in_the_panels_title():
+    from real_programs import resnet50_session
+
+    view = LivenessView(resnet50_session()._workbench_source(), live=False)
+    records = view.liveness.steps[0]
+    busiest = max(records, key=lambda record: record.intermediates)
+    assert busiest.intermediates < 0.1 * max(record.total for record in records)  # 9 MiB on 143 MiB
+    lines = view.figure.layout.annotations[0].text.split("<br>")
+    assert lines[1] == f"intermediates: peak {format_bytes(busiest.intermediates)} at step {busiest.step}"
+    from real_programs import transformer
+
+    ipu1 = LivenessView(transformer(layers=2)[0], live=False).figure.layout.annotations[1].text
+    assert ipu1.startswith("IPU 1") and "intermediates: peak" not in ipu1  # its intermediates fill its scale
