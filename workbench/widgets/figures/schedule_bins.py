@@ -1,6 +1,7 @@
 """A long schedule drawn in time bins: where a timeline would have thousands of bars (each under a pixel
 wide at a notebook's width, and megabytes of hover text), the bars of each row are gathered by kind into
-``BINS_PER_ROW`` spans of equal time, one bar per kind and span that says which ops it holds."""
+``BINS_PER_ROW`` spans of equal time, one bar per kind and span that says which ops it holds. And, at any
+size, the runs of the name scopes that the strip under each row names."""
 from __future__ import annotations
 
 from collections import Counter
