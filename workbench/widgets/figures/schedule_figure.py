@@ -24,7 +24,7 @@ from ..style import (CURRENT_COLOR, HIGHLIGHT, IN_SEQUENCE_COLOR, SCHEDULE_COLOR
 
 SCOPE_FONT = 8  # pixels: the smallest a group's name is written on its strip
 NARROW_PLOT = 480  # pixels of plot in the narrowest output (630 px less the margins): the legend's rows for it
-TITLE_TOP = 12  # pixels from the figure's top to its title
+TITLE_TOP = 24  # pixels from the figure's top to its title's first line (plotly anchors a line's middle there)
 TITLE_LINE = 22  # pixels per line of the title
 
 Row = tuple[Optional[int], int]  # (replica or None for every replica, IPU)
