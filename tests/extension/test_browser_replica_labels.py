@@ -1,8 +1,9 @@
 """The replica groups view's row labels in a real browser (JupyterLab, headless Chromium), at 630 and 1280 px:
 the 6-layer transformer on 2 replicas (24 all-reduces and 24 variables, each kind folded into one row) and a
-program whose one collective reduces a variable with a very long name. Every row label is drawn on at most two
-lines, lies whole inside its output, left of the replica squares, and overlaps no other label. Screenshots go
-to tests/artifacts/ (replica-*.png)."""
+program whose one collective reduces a variable with a very long name, and a program of one replica with 100
+variables. Every row label is drawn on at most two lines, lies whole inside its output, left of the replica
+squares, and overlaps no other label; the heading (with its note, for one replica) ends above the grid's title.
+Screenshots go to tests/artifacts/ (replica-*.png)."""
 import pytest
 
 from support.jupyterlab_harness import chromium, jupyterlab, output_width, run_notebook
@@ -26,9 +27,19 @@ def long_named():
     with ir.main_graph:
         x = popxl.variable(np.ones(2, np.float32), name="a_rather_long_variable_name_" * 3)
         ops.collectives.replicated_all_reduce(x)
+    return ir
+
+
+def one_replica():
+    ir = popxl.Ir()
+    with ir.main_graph:
+        for block in range(100):
+            with popxl.name_scope(f"block{{block}}"):
+                popxl.variable(np.ones(2, np.float32), name="w")
     return ir"""
 VIEWS = {"transformer": "ReplicaGroupView(real_programs.transformer()[0], live=False)",
-         "long-name": "ReplicaGroupView(long_named(), live=False)"}
+         "long-name": "ReplicaGroupView(long_named(), live=False)",
+         "one-replica": "ReplicaGroupView(one_replica(), live=False)"}
 
 # The matrix's row labels (the y ticks of its panel) with their lines, their boxes and that of its squares.
 ROW_LABELS = """(output) => {
@@ -43,6 +54,14 @@ ROW_LABELS = """(output) => {
         return {text: node.textContent, lines, left: box.left - edge.left, right: box.right - edge.left,
                 top: box.top, bottom: box.bottom, width: edge.width, squares: left - edge.left};
     });
+}"""
+
+
+# The bottom of the figure's heading and the top of the grid's title (the first subplot title).
+HEADING_AND_GRID_TITLE = """(output) => {
+    const heading = output.querySelector('.g-gtitle text').getBoundingClientRect();
+    const grid = output.querySelector('.annotation .annotation-text').getBoundingClientRect();
+    return [heading.bottom, grid.top];
 }"""
 
 
@@ -73,6 +92,8 @@ def test_replica_row_labels_are_whole_and_on_two_lines_at_most_at_630_and_1280_p
                 output.screenshot(path=str(ARTIFACTS / f"replica-{name}-{width}px.png"))
                 labels = output.evaluate(ROW_LABELS)
                 check_labels(labels)
+                heading, grid = output.evaluate(HEADING_AND_GRID_TITLE)
+                assert heading <= grid, (name, width, heading, grid)
                 canvas, picture = output.evaluate(PICTURE_HEIGHTS)
                 assert picture > 100 and canvas >= picture, (canvas, picture)
         page.close()

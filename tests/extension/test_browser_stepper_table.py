@@ -1,7 +1,9 @@
 """The stepper's table of live values in a real browser (JupyterLab, headless Chromium) is set in lines as
 close as its 12-px text needs, not the 28 px that ipywidgets gives each line of an HTML widget: stepped into
-the transformer's forward graph, the next op's input (its name, type and a summary of its value in each of
-2 replicas, wrapped in columns beside the picture) takes at most 100 px (145 px at 28 px a line).
+the transformer's forward graph, the next op's input (its name and type, and a summary of its value in each of
+2 replicas in three short lines: mean, least, largest) takes at most 60 px (145 px at 28 px a line, about 90
+with the summary in one wrapped sentence and the graph named on every row). The picture beside it gets the plot
+height its figure asks for: its legend, six rows at 560 px, has room under it instead of squashing the boxes.
 Screenshot: tests/artifacts/stepper-table.png."""
 import pytest
 
@@ -18,6 +20,12 @@ TABLE = """(output) => {
             size: parseFloat(getComputedStyle(cell).fontSize)};
 }"""
 
+# The plot height plotly drew the picture beside the table with, and the one its figure asks for.
+PICTURE_PLOT = """(output) => {
+    const plot = [...output.querySelectorAll('.js-plotly-plot')].find((node) => node.layout?.xaxis?.visible === false);
+    return [plot._fullLayout._size.h, plot.layout.height - plot.layout.margin.t - plot.layout.margin.b];
+}"""
+
 
 def test_the_steppers_live_values_are_set_in_lines_as_close_as_their_text_needs(tmp_path):
     ARTIFACTS.mkdir(exist_ok=True)
@@ -32,7 +40,9 @@ def test_the_steppers_live_values_are_set_in_lines_as_close_as_their_text_needs(
         output.locator("table tbody tr").first.wait_for()
         page.wait_for_timeout(500)
         table = output.evaluate(TABLE)
+        drawn, asked = output.evaluate(PICTURE_PLOT)
         output.screenshot(path=str(ARTIFACTS / "stepper-table.png"))
         page.close()
     assert table["size"] == 12 and table["line"] <= 1.4 * table["size"], table
-    assert table["row"] <= 100, table
+    assert table["row"] <= 60, table
+    assert abs(drawn - asked) <= 1, (drawn, asked)

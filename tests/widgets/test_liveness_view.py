@@ -8,6 +8,7 @@ import popxl
 import popxl.ops as ops
 from widget_programs import add_one, chain, trace
 from workbench.analysis import code_liveness, flattened_schedule, tensor_liveness
+from workbench.analysis.code_size import graph_code_bytes
 from workbench.ir.device import device_for
 from workbench.widgets import LivenessView
 from workbench.widgets.figures import liveness_figure
@@ -254,7 +255,9 @@ def test_by_default_code_that_would_dwarf_the_tensors_is_left_out_and_all_code_a
     assert "code" not in {t.meta["kind"] for t in figure.data if (t.meta or {}).get("ipu") == 0}
     title = figure.layout.title.text
     assert "code left out of the memory panels: it would dwarf the tensors" in title
-    assert "all code is always live: no graph's code is loaded with remote_code_load (1 graph)" in title
+    (graph,) = ir.graphs
+    size = format_bytes(sum(graph_code_bytes(graph).values()))
+    assert f"all code is always live, none loaded with remote_code_load: main {size}" in title
     assert [a.text for a in figure.layout.annotations if a.text.startswith("Code")] == []  # no code panel
     (toggle,) = [child for child in view.widget.children if hasattr(child, "description")]
     assert toggle.value is False
@@ -364,3 +367,37 @@ def test_panel_titles_start_at_their_panels_left_edge_with_each_line_short_enoug
     extra_lines = max(title.text.count("<br>") for title in two.layout.annotations)
     assert extra_lines == 2  # the peak with code; the tensors' peak; the capacity
     assert round((upper[0] - lower[1]) * plot_height) == PANEL_GAP + extra_lines * PANEL_TITLE_LINE
+
+
+def test_without_code_loading_one_line_names_the_graphs_whose_code_costs_most_largest_first():
+    from real_programs import transformer
+
+    ir, _ = transformer(layers=2)
+    title = LivenessView(ir, live=False).figure.layout.title.text
+    sizes = {graph.label: sum(graph_code_bytes(graph).values()) for graph in ir.graphs}
+    order = sorted(sizes, key=lambda label: -sizes[label])
+    assert order == ["transformer.forward_grad", "transformer.forward", "main"]
+    first, second, third = (f"{label} {format_bytes(sizes[label])}" for label in order)
+    # lines of at most 100 characters: within a 630-px output
+    assert (f"<sup>all code is always live, none loaded with remote_code_load: {first},</sup>"
+            f"<br><sup>{second}, {third}</sup>") in title
+
+
+def test_a_long_schedule_counts_its_steps_with_thousands_separated():
+    ir, _, _ = chain(1205)
+    assert LivenessView(ir, live=False).figure.layout.title.text.startswith("Memory over 1,205 schedule steps")
+
+
+def test_intermediates_thin_on_a_scale_of_weights_get_their_peak_in_the_panels_title():
+    from real_programs import resnet50_session
+
+    view = LivenessView(resnet50_session()._workbench_source(), live=False)
+    records = view.liveness.steps[0]
+    busiest = max(records, key=lambda record: record.intermediates)
+    assert busiest.intermediates < 0.1 * max(record.total for record in records)  # 9 MiB on 143 MiB
+    lines = view.figure.layout.annotations[0].text.split("<br>")
+    assert lines[1] == f"intermediates: peak {format_bytes(busiest.intermediates)} at step {busiest.step}"
+    from real_programs import transformer
+
+    ipu1 = LivenessView(transformer(layers=2)[0], live=False).figure.layout.annotations[1].text
+    assert ipu1.startswith("IPU 1") and "intermediates: peak" not in ipu1  # its intermediates fill its scale

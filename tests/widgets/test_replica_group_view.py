@@ -156,8 +156,8 @@ def test_uses_of_one_grouping_fold_into_one_row_naming_what_they_reduce():
     view = ReplicaGroupView(ir, live=False)
     reduces = [op for op in ir.main_graph.ops if op.type == "replicated_all_reduce"]
     assert [row.label for row in fold_uses(view.uses)] == [
-        f"8 collectives: replicated_all_reduce of {reduces[0].inputs[0].name}, {reduces[1].inputs[0].name}, … (main)",
-        "8 variables: W0, W1, …"]
+        "8 collectives: replicated_all_reduce of mul, mul_{1–7} (main)", "8 variables: W{0–7}"]  # every one
+    assert [op.inputs[0].name for op in reduces] == ["mul"] + [f"mul_{n}" for n in range(1, 8)]
     matrix = [t for t in view.figure.data if (t.meta or {}).get("panel") == "matrix"]
     drawn = {y for t in matrix for y in t.y}
     assert {label.replace("<br>", " ") for label in drawn} == {row.label for row in fold_uses(view.uses)}  # whole
@@ -171,8 +171,8 @@ def test_the_transformers_collectives_row_says_in_two_lines_what_they_reduce_and
 
     view = ReplicaGroupView(transformer()[0], live=False)
     labels = row_labels(fold_uses(view.uses))
-    assert labels == ["24 collectives: replicated_all_reduce of<br>Gradient___ws_0, Gradient___ws_1, … (main)",
-                      "24 variables: layer0.qkv, layer0.proj, …"]
+    assert labels == ["24 collectives: replicated_all_reduce of<br>Gradient___ws_{0–23} (main)",
+                      "24 variables: layer{0–5}.qkv, layer{0–5}.proj,<br>layer{0–5}.ff1, layer{0–5}.ff2"]
     assert {y for t in view.figure.data if (t.meta or {}).get("panel") == "matrix" for y in t.y} == set(labels)
 
 
@@ -248,7 +248,7 @@ def test_every_variable_of_a_transformer_has_a_row_and_its_hover_names_them_all(
     view = ReplicaGroupView(ir, live=False)
     rows = [t for t in view.figure.data if (t.meta or {}).get("panel") == "matrix"]
     variable_rows = {y for t in rows for y in t.y if "variables" in y}
-    assert variable_rows == {"24 variables: layer0.qkv, layer0.proj, …"}
+    assert variable_rows == {"24 variables: layer{0–5}.qkv, layer{0–5}.proj,<br>layer{0–5}.ff1, layer{0–5}.ff2"}  # every one
     hover = next(h for t in rows for h in t.hovertext if h.startswith("<b>24 variables</b>"))
     assert all(variable.name in hover for variable in ir.variables)
 
@@ -267,7 +267,7 @@ def test_remote_and_replica_sharded_variables_get_rows_of_their_own_that_say_whe
     assert [v.shard_count for v in sharded] == [4, 4, 4] and all(v.remote_buffer is not None for v in remote)
     view = ReplicaGroupView(ir, live=False)
     assert [row.label for row in fold_uses(view.uses)][1:] == [
-        "2 variables: w0, w1", "2 remote variables: state0, state1", "3 RTS variables (4 shards each): moment0, moment1, …"]
+        "2 variables: w0, w1", "2 remote variables: state0, state1", "3 RTS variables (4 shards each): moment{0–2}"]
     rows = [t for t in view.figure.data if (t.meta or {}).get("panel") == "matrix"]
     hovers = {y.split(":")[0]: hover for t in rows for y, hover in zip(t.y, t.hovertext)}
     assert "sharded over 4 replicas: each holds 1/4 of each variable" in hovers["3 RTS variables (4 shards each)"]

@@ -9,6 +9,8 @@ import numpy as np
 
 from workbench.ir import Ir, Op, ReplicaGrouping, Variable
 
+from .name_ranges import name_ranges
+
 
 @dataclass(eq=False, slots=True)
 class GroupingUse:
@@ -73,20 +75,21 @@ class GroupingRow:
 
     @property
     def label(self) -> str:
-        """'8 remote variables: w0, w1, …' ('RTS variables (4 shards each)' when sharded); '24 collectives:
-        replicated_all_reduce of g0, g1, … (main)': the first two of their op types, of the tensors they
-        reduce or gather and of their graphs, each named once (a collective's own name is long: the
-        row's hover lists them)."""
+        """'8 remote variables: w{0–7}' ('RTS variables (4 shards each)' when sharded); '24 collectives:
+        replicated_all_reduce of g{0–23} (main)': every variable and every tensor reduced or gathered, names
+        alike but for their numbers written once (``name_ranges``), and the first two of their op types and
+        of their graphs (a collective's own name is long: the row's hover lists them)."""
         first = self.uses[0]
         if len(self.uses) == 1:
             return first.label
         if first.kind == "collective":
             ops = [use.item for use in self.uses if isinstance(use.item, Op)]  # a collective's item is its op
-            types, reduced, graphs = (_first_two(list(dict.fromkeys(names))) for names in (
-                [op.type for op in ops], [op.inputs[0].name for op in ops if op.inputs], [op.graph.label for op in ops]))
+            types, graphs = (_first_two(list(dict.fromkeys(names))) for names in (
+                [op.type for op in ops], [op.graph.label for op in ops]))
+            reduced = ", ".join(name_ranges([op.inputs[0].name for op in ops if op.inputs]))
             return f"{len(ops)} collectives: {types}{f' of {reduced}' if reduced else ''} ({graphs})"
         sharded = f" ({first.shards} shards each)" if first.shards > 1 else ""
-        return f"{len(self.uses)} {first.noun}s{sharded}: {_first_two([use.name for use in self.uses])}"
+        return f"{len(self.uses)} {first.noun}s{sharded}: {', '.join(name_ranges([use.name for use in self.uses]))}"
 
 
 def _first_two(names: list[str]) -> str:

@@ -7,7 +7,7 @@ from workbench.analysis.static_schedule import sequence_regions, static_schedule
 from workbench.ir.device import Device, device_for
 
 from .figures import schedule_figure
-from .figures.schedule_bins import BINNED_ABOVE, top_groups
+from .figures.schedule_bins import BINNED_ABOVE, scope_groups
 from .figures.schedule_figure import has_seconds
 from .listeners import subscribe_weakly
 from .view import View
@@ -70,7 +70,8 @@ class ScheduleView(View):
             self.events, self.clock_hz, self.static = schedule.events, schedule.clock_hz, True
         self.regions = sequence_regions(self.ir)
         binned = sum(len(event.ipus) for event in self.events) > BINNED_ABOVE
-        self.groups = top_groups(self.ir.main_graph) if binned else None  # once, not at every redraw
+        self.groups = scope_groups(dict.fromkeys(event.op.graph for event in self.events),  # once, not per redraw
+                                   op_runs=binned)
 
     def static_label(self) -> str:
         """What the static schedule stands in for: no run yet, or a run still in progress."""

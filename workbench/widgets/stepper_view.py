@@ -4,13 +4,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Optional, Sequence, Union
 
+import numpy as np
+
 from workbench.ir import Op
 
 from .style import count_of, text
-from .figures.replica_figure import format_value
+from .figures.replica_figure import VALUE_ELEMENTS, format_value
 from .listeners import subscribe_weakly
 from .live import DEFAULT_WINDOW, Scheduler
 from .selection import Selection
+from .stepper_inputs import stepper_inputs
 from .view import display_bundle, source_bundle
 
 COMMANDS = ("step", "step over", "step out", "continue", "run to", "reset")
@@ -19,6 +22,8 @@ TABLE_STYLE = "border-collapse:collapse;font-family:monospace;font-size:12px;lin
 # Lines of the values as close as their text needs: an ipywidgets HTML widget sets every line 28 px apart
 VALUES_STYLE = "line-height:1.35"
 CELL_STYLE = "border:1px solid #D9D9D9;padding:2px 6px;text-align:left;vertical-align:top"
+VALUE_STYLE = CELL_STYLE + ";white-space:pre"  # a summary's short lines as it breaks them, never wrapped: the
+# tensor's column, which breaks after each scope, gives way instead
 
 
 
@@ -40,8 +45,18 @@ def live_rows(stop: Any) -> list[LiveRow]:
         return []
     inputs = set(stop.op.inputs) if stop.op is not None else set()
     return [LiveRow(live.tensor.name, live.graph.label, f"{live.tensor.dtype.name}{list(live.tensor.shape)}",
-                    live.tensor in inputs, tuple(None if value is None else format_value(value) for value in live.values))
+                    live.tensor in inputs, tuple(None if value is None else value_text(value) for value in live.values))
             for live in stop.live]
+
+
+def value_text(value: Any) -> str:
+    """A live value as the table shows it: whole when small, else its mean, least and largest, one a line (its
+    type and shape are in the tensor's cell): short lines that a narrow column never wraps."""
+    value = np.asarray(value)
+    if value.size <= VALUE_ELEMENTS or value.dtype.kind not in "biuf":
+        return format_value(value)
+    as_float = value.astype(np.float64)
+    return f"mean {as_float.mean():.4g}\nmin {as_float.min():.4g}\nmax {as_float.max():.4g}"
 
 
 def describe_stop(stop: Any) -> str:
@@ -73,20 +88,23 @@ def describe_stop(stop: Any) -> str:
 VALUES_WIDTH = 340  # pixels the live-value table takes beside the picture, at least
 OTHER_ROWS_SHOWN = 20  # other live tensors shown with their values when a filter picks them
 OTHER_NAMES_LISTED = 60  # other live tensors named (without values) while no filter is typed
+MADE_NAMES_LISTED = 6  # outputs of the next op named (a call's may be dozens)
 
 
-def table_html(rows: Sequence[LiveRow], replicas: int, filter_text: str = "", made_next: Sequence[str] = ()) -> str:
+def table_html(rows: Sequence[LiveRow], replicas: int, filter_text: str = "", made_next: Sequence[str] = (),
+               graph: str = "") -> str:
     """The live tensors as HTML, every name escaped: first the next op's inputs with their values in every
     replica (and the outputs it will make), then the other live tensors collapsed to their names; those whose
-    name or graph contains ``filter_text`` are shown with their values (at most ``OTHER_ROWS_SHOWN``)."""
+    name or graph contains ``filter_text`` are shown with their values (at most ``OTHER_ROWS_SHOWN``). A tensor
+    of another graph than ``graph`` (the next op's) says which."""
     if not rows and not made_next:
         return "<p><i>no live tensors</i></p>"
     head = "".join(f"<th style='{CELL_STYLE}'>{text(h)}</th>"
                    for h in ["tensor", *(f"replica {r}" for r in range(replicas))])
 
     def table(shown: Sequence[LiveRow]) -> str:
-        body = "".join(f"<tr><td style='{CELL_STYLE}'>{_tensor_cell(row)}</td>" + "".join(
-            f"<td style='{CELL_STYLE}'>{text('—' if v is None else v)}</td>" for v in row.values) + "</tr>"
+        body = "".join(f"<tr><td style='{CELL_STYLE}'>{_tensor_cell(row, graph)}</td>" + "".join(
+            f"<td style='{VALUE_STYLE}'>{text('—' if v is None else v)}</td>" for v in row.values) + "</tr>"
             for row in shown)
         return f"<table style='{TABLE_STYLE}'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
@@ -94,7 +112,9 @@ def table_html(rows: Sequence[LiveRow], replicas: int, filter_text: str = "", ma
     others = [row for row in rows if not row.read_next]
     parts = ["<p style='margin:4px 0'><b>read by the next op</b></p>", table(read) if read else "<p><i>none</i></p>"]
     if made_next:
-        parts.append(f"<p style='margin:4px 0'><b>made by the next op</b>: {text(', '.join(made_next))}</p>")
+        more = f", … {len(made_next) - MADE_NAMES_LISTED} more" if len(made_next) > MADE_NAMES_LISTED else ""
+        parts.append(f"<p style='margin:4px 0'><b>made by the next op</b>: "
+                     f"{text(', '.join(made_next[:MADE_NAMES_LISTED]))}{more}</p>")
     needle = filter_text.strip().lower()
     if needle:
         picked = [row for row in others if needle in row.name.lower() or needle in row.graph.lower()]
@@ -112,11 +132,12 @@ def table_html(rows: Sequence[LiveRow], replicas: int, filter_text: str = "", ma
     return f"<div style='{VALUES_STYLE}'>{''.join(parts)}</div>"
 
 
-def _tensor_cell(row: LiveRow) -> str:
-    """A tensor's name (breakable after each scope's ``/``), its type and graph under it in grey: three
-    facts in one narrow column, so that the table fits beside the picture."""
+def _tensor_cell(row: LiveRow, graph: str = "") -> str:
+    """A tensor's name (breakable after each scope's ``/``), its type under it in grey, and its graph where it
+    is not ``graph`` (the next op's): in one narrow column, so that the table fits beside the picture."""
     name = "/<wbr>".join(text(part) for part in row.name.split("/"))
-    return f"{name}<br><span style='color:#595959'>{text(row.spec)} in {text(row.graph)}</span>"
+    where = "" if row.graph == graph else f" in {text(row.graph)}"
+    return f"{name}<br><span style='color:#595959'>{text(row.spec)}{where}</span>"
 
 
 def outputs_html(outputs: Mapping[Any, Any]) -> str:
@@ -132,7 +153,8 @@ class SessionStepperView:
     """Step a session's run from buttons: step (into calls), step over, step out, continue (to the
     next breakpoint), run to an op (by name or type, or the selected op), reset; a breakpoint button
     toggles one at the selected op. Shows where the run stands, the live tensors with their values
-    in every replica (the next op's inputs in bold), and the outputs once it finishes.
+    in every replica (the next op's inputs in bold), and the outputs once it finishes. ``inputs`` are keyed
+    by stream or stream name, or a PopART ``PyStepIO``; without them it steps with zeros and says so.
 
     Each stop selects the next op in the shared ``selection``, so a GraphView and a ScheduleView
     sharing it highlight that op; ``views`` are shown under the controls (by default a GraphView and
@@ -144,7 +166,7 @@ class SessionStepperView:
     ...     view  # click step; or from code: view.step(), view.run_to("matmul")
     """
 
-    def __init__(self, session: Any, inputs: Optional[Mapping[Any, Any]] = None, *, stepper: Any = None,
+    def __init__(self, session: Any, inputs: Any = None, *, stepper: Any = None,
                  selection: Optional[Selection] = None, views: Optional[Sequence[Any]] = None,
                  downcast_inputs: bool = True, live: bool = True, window: float = DEFAULT_WINDOW,
                  scheduler: Optional[Scheduler] = None):
@@ -152,7 +174,8 @@ class SessionStepperView:
             raise TypeError(f"SessionStepperView needs a popxl.Session, got {type(session).__name__}")
         self.session = session
         self.ir = session.ir
-        self.inputs = inputs
+        given = stepper_inputs(session, inputs)  # by stream, name or PyStepIO; zeros where none were given
+        self.inputs, self.zeros_for = given.inputs, given.zeros_for
         self.downcast_inputs = downcast_inputs
         self.selection = selection if selection is not None else Selection()
         if self.selection.graph is None:
@@ -264,6 +287,10 @@ class SessionStepperView:
     def status_html(self) -> str:
         breakpoints = ", ".join(map(str, self._stepper.breakpoints)) if self._stepper is not None else ""
         parts = [f"<p><b>{text(self.status)}</b>: {text(describe_stop(self.stop))}</p>"]
+        if self.zeros_for:
+            streams = ", ".join(repr(name) for name in self.zeros_for)
+            parts.append(f"<p>no inputs were given: it steps with zeros for {text(streams)} "
+                         "(<code>workbench.show(session, inputs)</code> takes your data)</p>")
         if breakpoints:
             parts.append(f"<p>breakpoints: {text(breakpoints)}</p>")
         return "".join(parts)
@@ -274,8 +301,10 @@ class SessionStepperView:
     def values_html(self) -> str:
         if self.stop is not None and self.stop.status == "finished":
             return outputs_html(self._stepper.outputs if self._stepper is not None else {})
-        made = [t.name for t in self.stop.op.outputs] if self.stop is not None and self.stop.op is not None else []
-        return table_html(self.rows, self.ir.replication_factor, self.filter_text, made)
+        op = self.stop.op if self.stop is not None else None
+        made = [t.name for t in op.outputs] if op is not None else []
+        return table_html(self.rows, self.ir.replication_factor, self.filter_text, made,
+                          op.graph.label if op is not None else "")
 
     def filter(self, wanted: str) -> None:
         """Show the other live tensors whose name or graph contains ``wanted`` with their values."""

@@ -60,6 +60,7 @@ PANEL_TITLE_SIZE = 13  # pixels: a panel's title font, small enough for its long
 PANEL_TITLE_LINE = 17  # pixels per line of a panel's title
 PANEL_TITLE_CHARS = 60  # characters a line of a panel's title may take: at 13 px, within a 630-px output
 PANEL_TITLE_LIFT = 4  # pixels between a panel's title and its top, clear of the top tick's label
+THIN_SHARE = 0.1  # intermediates peaking under this share of a panel's scale get their peak in its title
 
 
 def liveness_figure(liveness: TensorLiveness, capacity: Mapping[int, int], marked_steps: Iterable[int] = (),
@@ -140,8 +141,7 @@ def liveness_figure(liveness: TensorLiveness, capacity: Mapping[int, int], marke
     if replicas > 1:
         notes.append(f"per replica: each of the {replicas} replicas has these IPUs and this memory")
     if not code_rows and always:
-        notes.append(f"all code is always live: no graph's code is loaded with remote_code_load "
-                     f"({len(always)} graph{'s' if len(always) != 1 else ''})")
+        notes.extend(always_live_notes([record.graph for record in always]))
     if span > 1:
         notes.append(f"each point is the step of most memory of its span of {span} steps (hover it for that step)")
     if dwarfed:
@@ -163,11 +163,33 @@ def liveness_figure(liveness: TensorLiveness, capacity: Mapping[int, int], marke
     figure.update_layout(**base_layout(
         height=figure_height, hovermode="closest",
         legend=dict(yanchor="top", y=1.0, x=1.01, xanchor="left"),
-        title=dict(text=f"Memory over {len(steps)} schedule steps"
+        title=dict(text=f"Memory over {len(steps):,} schedule steps"
                    + "".join(f"<br><sup>{note}</sup>" for note in notes), x=0.01,
                    yref="container", y=1 - TITLE_TOP / figure_height, yanchor="top"),  # notes grow down
         margin=dict(l=70, r=20, t=top, b=50)))
     return figure
+
+
+ALWAYS_LIVE_NAMED = 3  # graphs named with their code size in the note of a program without code loading
+NOTE_CHARS = 100  # characters a note under the title may take: at its 10-px text, within a 630-px output
+
+
+def always_live_notes(graphs: Sequence[Graph]) -> list[str]:
+    """The note a program without code loading gets for its code: every graph's code stays live, and what
+    each of the largest costs (summed over its IPUs), so that the user sees which graph is worth loading with
+    ``remote_code_load``; in lines of at most NOTE_CHARS characters."""
+    sizes = sorted(((sum(graph_code_bytes(graph).values()), graph.label) for graph in graphs), key=lambda s: -s[0])
+    parts = [f"{label} {format_bytes(size)}" for size, label in sizes[:ALWAYS_LIVE_NAMED]]
+    if len(sizes) > ALWAYS_LIVE_NAMED:
+        parts.append(f"… {len(sizes) - ALWAYS_LIVE_NAMED} more")
+    lines = ["all code is always live, none loaded with remote_code_load: " + parts[0]]
+    for part in parts[1:]:
+        if len(lines[-1]) + 2 + len(part) <= NOTE_CHARS:
+            lines[-1] += f", {part}"
+        else:
+            lines[-1] += ","
+            lines.append(part)
+    return [text(line) for line in lines]
 
 
 def peak_steps(totals: Sequence[int], span: int) -> np.ndarray:
@@ -192,7 +214,8 @@ def _memory_title(liveness: TensorLiveness, ipu: int, capacity: int, streaming: 
     """The peak (code included) and its share of ``capacity`` on the first line, and a warning in the
     capacity line's colour when the peak is above it (by how much); below, where code is left out of the
     panel (``shown``: the bytes drawn per step), the peak of the tensors drawn, which is what the panel's
-    scale reads; then the Streaming Memory and whether the capacity is off the scale (with code
+    scale reads; the peak of the intermediates where they are a thin band under a tenth of the scale (ResNet-50's
+    on its 96 MiB of weights); then the Streaming Memory and whether the capacity is off the scale (with code
     left out, the scale of the tensors alone: the peak may be above the capacity while it is off the scale).
     Lines of at most PANEL_TITLE_CHARS characters, the parts after the first joined by " · " where they fit."""
     records = liveness.steps[ipu]
@@ -209,6 +232,10 @@ def _memory_title(liveness: TensorLiveness, ipu: int, capacity: int, streaming: 
         if capacity and peak.total > capacity:  # in the capacity line's colour, on a line of its own
             warning.append(f"<span style='color:{CAPACITY_COLOR}'>⚠ {format_bytes(peak.total - capacity)} over "
                            "its memory: the program does not fit</span>")
+        drawn = max(shown) if shown is not None and len(shown) else peak.total
+        busiest = max(records, key=lambda record: record.intermediates)
+        if 0 < busiest.intermediates < THIN_SHARE * drawn:  # a thin band at this scale: its peak in words
+            more.insert(0, f"intermediates: peak {format_bytes(busiest.intermediates)} at step {busiest.step}")
         if shown is not None and len(shown):
             top = int(np.argmax(shown))
             more.insert(0, f"tensors: peak {format_bytes(int(shown[top]))} at step {records[top].step}")

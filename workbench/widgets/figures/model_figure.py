@@ -9,6 +9,7 @@ import plotly.graph_objects as go
 
 from workbench.export.compose import HEADER, LINE_HEIGHT, PAD_X, PAD_Y, Scene
 
+from .legend import LEGEND_ROW, legend_rows
 from ..style import (CALL_OUTLINE, EDGE_COLOR, OP_OUTLINE, PICTURE_WIDTH, TEMPLATE, base_layout, ipu_color, text,
                      text_array)
 
@@ -17,7 +18,7 @@ FRAME_FILL = "rgba(250,250,250,0.6)"
 FRAME_OUTLINE = "#8C8C8C"
 SELECTED = "#C00000"
 TITLE_SPACE = 40
-LEGEND_SPACE = 40
+LEGEND_SPACE = 40  # pixels under the plot: at least this, and a row of the legend's entries each
 MIN_HEIGHT = 120
 MAX_HEIGHT = 900  # taller pictures open at their top (or around the op in view); drag to pan
 ARROW_SIZE = 9
@@ -83,6 +84,11 @@ def model_figure(scene: Scene, title: str, selected: str = "", width: int = PICT
                                 line=dict(color=SELECTED, width=3), name="selected op", hoverinfo="skip",
                                 showlegend=chosen is not None))
     _legend_and_hits(figure, boxes, ipus, kinds)
+    # every entry counted, the selected op's too when none is: a step that selects one keeps the figure's height
+    entries = [t.name for t in figure.data if t.name and (t.showlegend is not False or t.name == "selected op")]
+    # the legend's rows under the plot (the stepper's 560-px picture takes six), and the gap above them: too
+    # small a margin and plotly pushes the plot up, squashing its boxes under their text
+    legend_space = max(LEGEND_SPACE, LEGEND_ROW * legend_rows(entries, plot_area(width)) + 16)
     plot_width = plot_area(width)
     plot_height = max(min(scene.height, max_height), MIN_HEIGHT)
     x_range, y_range = _view(scene, boxes, focus, plot_width, plot_height)
@@ -93,8 +99,8 @@ def model_figure(scene: Scene, title: str, selected: str = "", width: int = PICT
         shapes=shapes, annotations=annotations, showlegend=True,
         legend=dict(orientation="h", yanchor="top", y=-0.02, x=0.0, xanchor="left", itemclick=False),
         xaxis=dict(visible=False, range=x_range), yaxis=dict(visible=False, range=y_range),
-        width=width, height=plot_height + TITLE_SPACE + LEGEND_SPACE,
-        margin=dict(l=20, r=20, t=TITLE_SPACE, b=LEGEND_SPACE), dragmode="pan"))
+        width=width, height=plot_height + TITLE_SPACE + legend_space,
+        margin=dict(l=20, r=20, t=TITLE_SPACE, b=legend_space), dragmode="pan"))
     figure.layout.template = template
     return figure
 

@@ -26,6 +26,7 @@ ROW_LINES = 2  # lines of a row's label at most: a longer one is shortened in it
 LINE_PITCH = 15  # pixels per line of a row label
 NARROW_OUTPUT = 800  # pixels: in an output narrower than this the legend goes under the picture
 LEGEND_LINE = 24  # pixels per line of the legend under the picture
+TITLE_TOP = 14  # pixels from the figure's top to a heading with a note under it: both above the grid's title
 
 
 def grid_columns(replicas: int) -> int:
@@ -84,12 +85,13 @@ def replica_group_figure(grouping: ReplicaGrouping, uses: Sequence[GroupingUse],
         below = LEGEND_LINE * -(-grouping.num_groups // 2) + 10
         legend = dict(title_text="groups", orientation="h", x=0, xanchor="left", y=0, yref="container",
                       yanchor="bottom")
-    heading = title or count_of(grouping.num_replicas, "replica")
-    if grouping.num_replicas == 1:
-        heading += f"<br><sup>{ONE_REPLICA}</sup>"
+    words = title or count_of(grouping.num_replicas, "replica")
+    heading = dict(text=words, x=0.01)
+    if grouping.num_replicas == 1:  # pinned to the top: centred in the margin, its note ran into the grid's title
+        heading.update(text=f"{words}<br><sup>{ONE_REPLICA}</sup>", yref="container", yanchor="top",
+                       y=1 - TITLE_TOP / (plot + top + 20 + below))
     figure.update_layout(**base_layout(
-        title=dict(text=heading, x=0.01),
-        height=plot + top + 20 + below, legend=legend, margin=dict(l=20, r=20, t=top, b=20 + below)))
+        title=heading, height=plot + top + 20 + below, legend=legend, margin=dict(l=20, r=20, t=top, b=20 + below)))
     return figure
 
 

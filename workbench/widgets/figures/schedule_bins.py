@@ -1,11 +1,12 @@
 """A long schedule drawn in time bins: where a timeline would have thousands of bars (each under a pixel
 wide at a notebook's width, and megabytes of hover text), the bars of each row are gathered by kind into
-``BINS_PER_ROW`` spans of equal time, one bar per kind and span that says which ops it holds."""
+``BINS_PER_ROW`` spans of equal time, one bar per kind and span that says which ops it holds. And, at any
+size, the runs of the name scopes that the strip under each row names."""
 from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Callable, Hashable, Optional, Sequence
+from typing import Any, Callable, Hashable, Iterable, Sequence
 
 from ..style import count_of, text
 
@@ -62,45 +63,81 @@ def binned_hover(binned: BinnedBar, events: Sequence[Any], kind_label: str, unit
 
 @dataclass(slots=True)
 class ScopeSpan:
-    """Where the ops of one top-level group of the main graph (``grouping.group_graph``: a name scope, or a
-    run of them) ran on one row: from the first start to the last end, and how many bars it holds."""
+    """Where the ops of one outer group of a graph (``grouping.group_graph``: a name scope, or a run of them)
+    ran on one row, without another group's op between them: from the first start to the last end, and how
+    many bars it holds; ``order`` is its place on its row, so that neighbours alternate."""
 
     row: Any
     label: str
-    order: int  # the group's place among the top-level groups
+    order: int
     start: float
     end: float
     count: int = 0
+    graph: str = ""  # the label of the graph the group is of
 
 
-def top_groups(graph: Any) -> dict:
-    """The top-level group (its place and label) of each op of ``graph`` that one holds (``group_graph``)."""
+MERGED_ABOVE = 400  # spans; where runs of groups interleave into more, each group's runs are drawn as one
+
+
+def top_groups(graph: Any, key: Hashable = None, op_runs: bool = True) -> dict:
+    """The outer group of each op of ``graph`` that one holds: the top-level groups of ``group_graph``, or
+    within its IPUs those of each IPU, as (``key`` and its place, its label, the graph's label). Without
+    ``op_runs``, runs of bare ops (a long graph of no name scopes cut in even parts) are left out: they name
+    no part of the model, only where a binned timeline needs landmarks."""
     from workbench.export.grouping import group_graph
 
+    def outer(group):
+        for child in group.children:
+            yield from outer(child) if child.kind == "ipu" else (child,)
+
     top: dict = {}
-    for order, child in enumerate(group_graph(graph).children):
+    for order, child in enumerate(outer(group_graph(graph))):
+        if not op_runs and child.kind == "range" and not child.children:
+            continue
         for group in child.walk():
             for op in group.ops:
-                top[op] = (order, child.label)
+                top[op] = ((key, order), child.label, graph.label)
     return top
 
 
-def scope_spans(events: Sequence[Any], bars: Sequence[Any], top: Optional[dict] = None) -> list[ScopeSpan]:
-    """The span of each top-level group of the main graph (``top``: ``top_groups`` of it, made here when not
-    given) on each row; an op of a called graph counts for the group of the call site it runs under."""
-    if not events:
-        return []
-    if top is None:
-        top = top_groups(events[0].op.graph.ir.main_graph)
-    found: dict[tuple, ScopeSpan] = {}
-    for bar in bars:
+def scope_groups(graphs: Iterable[Any], op_runs: bool = True) -> dict:
+    """``top_groups`` of each of ``graphs``, in one mapping (an op is of one graph)."""
+    found: dict = {}
+    for graph in graphs:
+        found.update(top_groups(graph, graph.id, op_runs))
+    return found
+
+
+def scope_spans(events: Sequence[Any], bars: Sequence[Any], top: dict) -> list[ScopeSpan]:
+    """The runs of each outer group (``top``: ``scope_groups`` of the graphs that ran) on each row. An op of no group counts for the innermost group holding a call site it runs under;
+    call sites themselves (their bars span what they call) count for none."""
+    runs: list[ScopeSpan] = []
+    merged: dict[tuple, ScopeSpan] = {}
+    open_runs: dict[Any, tuple[Hashable, ScopeSpan]] = {}  # each row's run of its latest bar's group
+    for bar in sorted(bars, key=lambda bar: (bar.start, bar.end)):
         event = events[bar.event]
-        where = top.get(event.call_path[0] if event.call_path else event.op)
-        if where is None:
+        if event.kind == "control":
             continue
-        span = found.get((bar.row, where))
-        if span is None:
-            span = found[(bar.row, where)] = ScopeSpan(bar.row, where[1], where[0], bar.start, bar.end)
-        span.start, span.end = min(span.start, bar.start), max(span.end, bar.end)
-        span.count += 1
-    return list(found.values())
+        where = top.get(event.op)
+        for site in reversed(event.call_path):
+            if where is not None:
+                break
+            where = top.get(site)
+        if where is None:  # an op of no group ends its row's run
+            open_runs.pop(bar.row, None)
+            continue
+        run = open_runs.get(bar.row)
+        if run is None or run[0] != where[0]:
+            run = open_runs[bar.row] = (where[0], ScopeSpan(bar.row, where[1], 0, bar.start, bar.end, graph=where[2]))
+            runs.append(run[1])
+        whole = merged.setdefault((bar.row, where[0]), ScopeSpan(bar.row, where[1], 0, bar.start, bar.end,
+                                                                 graph=where[2]))
+        for span in (run[1], whole):
+            span.start, span.end = min(span.start, bar.start), max(span.end, bar.end)
+            span.count += 1
+    chosen = runs if len(runs) <= MERGED_ABOVE else list(merged.values())
+    placed: dict[Any, int] = {}
+    for span in chosen:
+        span.order = placed.get(span.row, 0)
+        placed[span.row] = span.order + 1
+    return chosen

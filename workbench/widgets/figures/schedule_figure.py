@@ -17,11 +17,15 @@ import plotly.graph_objects as go
 from workbench.analysis.cost_model import KINDS
 from workbench.ir import Op
 
-from .schedule_bins import BINNED_ABOVE, bin_width, binned_bars, binned_hover, scope_spans
+from .legend import LEGEND_ROW, legend_rows
+from .schedule_bins import BINNED_ABOVE, bin_width, binned_bars, binned_hover, scope_groups, scope_spans
 from ..style import (CURRENT_COLOR, HIGHLIGHT, IN_SEQUENCE_COLOR, SCHEDULE_COLORS, SCHEDULE_LABELS, TEMPLATE, base_layout,
                      group_color, text, text_array)
 
 SCOPE_FONT = 8  # pixels: the smallest a group's name is written on its strip
+NARROW_PLOT = 480  # pixels of plot in the narrowest output (630 px less the margins): the legend's rows for it
+TITLE_TOP = 24  # pixels from the figure's top to its title's first line (plotly anchors a line's middle there)
+TITLE_LINE = 22  # pixels per line of the title
 
 Row = tuple[Optional[int], int]  # (replica or None for every replica, IPU)
 SEQUENCE_COLOR = "rgba(127, 127, 127, 0.14)"
@@ -132,8 +136,9 @@ def schedule_figure(events: Sequence[Any], *, unit: str = "cycles", clock_hz: fl
     ``selected`` and ``current`` are indices into ``events``: the selected op's executions get a red
     outline, the op a stepped run stands before a black one; ``breakpoints`` get a red dot where
     they start. Bars carry their event's index as
-    ``customdata``. A binned timeline marks the top-level groups of the main graph (``groups``:
-    ``schedule_bins.top_groups``, made here when not given)."""
+    ``customdata``. A strip under each row names the outer groups of name scopes as they ran (``groups``:
+    ``schedule_bins.scope_groups`` of the graphs that ran, made here when not given; runs of bare ops only in
+    a binned timeline)."""
     if unit not in ("cycles", "seconds"):
         raise ValueError(f"unit must be 'cycles' or 'seconds', got {unit!r}")
     if unit == "seconds" and not has_seconds(events):
@@ -171,8 +176,9 @@ def schedule_figure(events: Sequence[Any], *, unit: str = "cycles", clock_hz: fl
             customdata=[bar.event for bar in drawn], hovertext=text_array(hover(bar.event) for bar in drawn),
             hoverinfo="text", meta=dict(kind=kind)))
     _add_pipeline_stages(figure, events, bars, width)
-    if binned:
-        _add_scope_spans(figure, events, bars, unit, groups)
+    if groups is None:
+        groups = scope_groups(dict.fromkeys(event.op.graph for event in events), op_runs=binned)
+    _add_scope_spans(figure, events, bars, unit, groups)
     _add_outlines(figure, events, bars, selected, "selected op", HIGHLIGHT, hover)
     _add_outlines(figure, events, bars, current, "next op", CURRENT_COLOR, hover)
     _add_breakpoints(figure, bars, breakpoints)
@@ -182,15 +188,22 @@ def schedule_figure(events: Sequence[Any], *, unit: str = "cycles", clock_hz: fl
     if binned:
         title += (f"<br><sup>{len(bars):,} bars gathered by kind into spans of {_amount(width, unit)}: "
                   f"hover a bar for its ops</sup>")
+    # The title pinned to the top and the legend's rows (in the narrowest output; the marks of a stepped run
+    # counted whether shown or not, so a step keeps the height) between it and the plot: centred in the margin,
+    # the title ran into a legend that wrapped.
+    entries = dict.fromkeys([t.name for t in figure.data if t.name and t.showlegend is not False]
+                            + ["selected op", "next op"])
+    top = TITLE_TOP + TITLE_LINE * (title.count("<br>") + 1) + LEGEND_ROW * legend_rows(list(entries), NARROW_PLOT) + 14
+    height = max(340, 170 + 46 * len(rows)) + max(0, top - 100)
     figure.update_layout(**base_layout(
-        barmode="overlay", height=max(340, 170 + 46 * len(rows)), hovermode="closest",
-        title=dict(text=title, x=0.01),
+        barmode="overlay", height=height, hovermode="closest",
+        title=dict(text=title, x=0.01, yref="container", yanchor="top", y=1 - TITLE_TOP / height),
         xaxis=dict(title_text="simulated cycles" if unit == "cycles" else "seconds (measured)",
                    rangemode="tozero", tickformat="~s", ticksuffix="" if unit == "cycles" else "s"),
         yaxis=dict(categoryorder="array", categoryarray=list(reversed(labels)), type="category"),
         legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0, xanchor="left"),
         uniformtext=dict(minsize=SCOPE_FONT, mode="hide"),  # a group's name where it fits on its strip
-        margin=dict(l=130, r=20, t=100, b=50)))
+        margin=dict(l=130, r=20, t=top, b=50)))
     return figure
 
 
@@ -208,22 +221,23 @@ def _add_binned(figure: go.Figure, events: Sequence[Any], bars: list[Bar], kind:
         hoverinfo="text", meta=dict(kind=kind, binned=True)))
 
 
-def _add_scope_spans(figure: go.Figure, events: Sequence[Any], bars: list[Bar], unit: str,
-                     groups: Optional[dict]) -> None:
-    """A strip under each row's bars per top-level group of the main graph (the Model tab's first boxes),
-    in alternating greys, saying which group ran when: named on the strip where the name fits at
-    ``SCOPE_FONT`` pixels or more (plotly hides the others' names), in the hover always."""
+def _add_scope_spans(figure: go.Figure, events: Sequence[Any], bars: list[Bar], unit: str, groups: dict) -> None:
+    """A strip under each row's bars per run of an outer group of its graph (the Model tab's first boxes, within
+    each IPU: a transformer's layers in its forward and its gradient graph), in alternating greys, saying which
+    group ran when: named on the strip where the name fits at ``SCOPE_FONT`` pixels or more (plotly hides the
+    others' names), in the hover always."""
     spans = scope_spans(events, bars, groups)
     if not spans:
         return
     figure.add_trace(go.Bar(
         orientation="h", y=text_array(row_label(s.row) for s in spans), base=[s.start for s in spans],
-        x=[s.end - s.start for s in spans], width=0.14, offset=-0.42, name="groups (name scopes)",
+        x=[s.end - s.start for s in spans], width=0.2, offset=-0.47, name="groups (name scopes)",
         marker=dict(color=["#8C8C8C" if s.order % 2 else "#CFCFCF" for s in spans], line=dict(width=0)),
         text=text_array(text(s.label) for s in spans), textposition="inside", insidetextanchor="middle",
         textangle=0, textfont=dict(size=10, color=["white" if s.order % 2 else "#262626" for s in spans]),
         hovertext=text_array(f"<b>{text(s.label)}</b>: {s.count:,} op executions, "
-                             f"{_amount(s.start, unit)} to {_amount(s.end, unit)}" for s in spans),
+                             f"{_amount(s.start, unit)} to {_amount(s.end, unit)}<br>of graph {text(s.graph)}"
+                             for s in spans),
         hoverinfo="text", meta=dict(kind="groups")))
 
 
