@@ -40,7 +40,7 @@ def test_the_drawn_program_computes_x_at_w_times_two():
 def test_every_op_and_tensor_is_a_node_with_its_kind_colour_and_details_on_hover():
     ir, _, _ = small_program()
     figure = GraphView(ir, live=False).figure
-    assert [t.name for t in figure.data] == ["data flow", "ops", "variables", "constants", "intermediates"]
+    assert [t.name for t in figure.data] == ["data flow", "arrowheads", "ops", "variables", "constants", "intermediates"]
     assert list(trace(figure, "ops").text) == [" · ".join(op_lines(op)[:2]) for op in ir.main_graph.ops]
     assert trace(figure, "ops").text[0].split()[0] == ir.main_graph.ops[0].type
     assert list(trace(figure, "variables").text) == ["w"]
@@ -128,7 +128,7 @@ def test_a_2000_op_graph_ungrouped_is_drawn_with_ops_only_and_opens_on_its_top_l
     assert view.picture.detail == "ops"
     assert view.picture.op_count == 2000
     figure = view.figure
-    assert [t.name for t in figure.data] == ["data flow", "ops"]
+    assert [t.name for t in figure.data] == ["data flow", "arrowheads", "ops"]
     assert len(trace(figure, "ops").x) == 2000
     assert view.layout.depth == 2000 and view.layout.width == 1
     assert figure.layout.yaxis.range == (-15.5, 0.5)

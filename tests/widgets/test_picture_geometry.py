@@ -15,7 +15,7 @@ import popxl.ops as ops
 from real_programs import resnet50_session, transformer, wide_program
 from support.programs import mlp_training
 from workbench.widgets import GraphView
-from workbench.widgets.figures.graph_figure import OPENED_TRACE
+from workbench.widgets.figures.graph_figure import ARROW_TRACE, OPENED_TRACE
 from workbench.widgets.figures.picture_labels import CHAR_WIDTH, MARGIN
 from workbench.widgets.style import PICTURE_WIDTH
 
@@ -43,6 +43,7 @@ class Pixels:
         self.height = layout.height - layout.margin.t - layout.margin.b
         self.x_range, self.y_range = layout.xaxis.range, layout.yaxis.range
         self.nodes, self.labels, self.paths = [], [], []
+        self.arrows = []  # (the point before the edge's end, its end, the arrowhead's size, its standoff)
         self.frames = [(*self.point(shape.x0, shape.y1), *self.point(shape.x1, shape.y0))
                        for shape in layout.shapes if shape.type == "rect"]
         self.titles = []  # frames' titles: (left, top, right, bottom), written above a frame's top left corner
@@ -52,6 +53,9 @@ class Pixels:
         for trace in figure.data:
             if trace.mode == "lines":
                 self.paths += self._paths(trace)
+            elif trace.name == ARROW_TRACE:
+                self.arrows += [(before, end, size, standoff) for (before, end), size, standoff in
+                                zip(self._paths(trace), trace.marker.size[1::3], trace.marker.standoff[1::3])]
             elif trace.name not in ("search matches", "selected", OPENED_TRACE):  # rings, and boxes' title marks
                 self._add_nodes(trace)
         self.centres = np.array([(x, y) for x, y, _ in self.nodes])
@@ -280,6 +284,22 @@ def test_no_edge_passes_through_a_node_or_label_that_is_not_its_end(pixels):
             distances = segment_distances(pixels.centres, start, end)
             assert not np.any((distances < pixels.radii) & others), "an edge runs through a node"
             assert not segment_crosses_boxes(start, end, strangers), "an edge runs through a label"
+
+
+def test_every_edge_ends_in_an_arrowhead_on_its_head_node_outline(pixels):
+    """Each edge's last segment carries an arrowhead at its end, pointing down into the node it enters,
+    its tip moved back from the node's centre to just outside its marker."""
+    def rounded(point):
+        return round(point[0], 3), round(point[1], 3)
+
+    ends = {(rounded(path[-2]), rounded(path[-1])) for path in pixels.paths}
+    assert {(rounded(before), rounded(end)) for before, end, _, _ in pixels.arrows} == ends
+    for before, end, size, standoff in pixels.arrows:
+        head = pixels.node_at(end)
+        assert np.hypot(*(pixels.centres[head] - end)) < 1e-6
+        assert before[1] < end[1] and abs(before[0] - end[0]) < 1e-6  # enters from straight above
+        assert size >= 10
+        assert pixels.radii[head] <= standoff <= pixels.radii[head] + 3
 
 
 def overlap(first, second) -> bool:

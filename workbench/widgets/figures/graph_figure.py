@@ -11,11 +11,13 @@ from workbench.export.layered import Layout, layered_layout
 
 from .picture_frames import FramePlan, clear_frames, frame_plan, layer_pixels
 from .picture_folding import fold_wide_layers
-from .picture_labels import MARGIN
+from .picture_labels import MARGIN, Sizes
 from ..style import (CALL_OUTLINE, EDGE_COLOR, HIGHLIGHT, IN_SEQUENCE_COLOR, KIND_COLORS, OP_OUTLINE, PICTURE_WIDTH, TEMPLATE,
                      base_layout, count_of, fitted, ipu_color, text, text_array)
 
 VISIBLE_LAYERS = 16  # taller pictures open showing the top layers; pan or double-click for all
+ARROW_SIZE = 12  # plotly marker size (a triangle about 8 px wide): the arrowhead at the end of each edge, where it enters its head node
+ARROW_TRACE = "arrowheads"
 STUB = 0.25  # layers: an edge leaves and enters a node vertically over this height, clear of labels
 EDGE_STYLES = {  # edge kind -> trace name and line style
     "data": ("data flow", dict(color=EDGE_COLOR, width=1)),
@@ -75,6 +77,7 @@ def graph_figure(picture: DataflowPicture, layout: Optional[Layout] = None, high
             figure.add_trace(_edge_trace(edges, layout, name, line))
     plan = frame_plan(picture, layout, width)
     sizes, rooms = plan.sizes, plan.places
+    figure.add_trace(_arrow_trace(picture, layout, sizes))
     ops = [node for node in picture.nodes.values() if node.kind == "op" and node.category == "op"]
     calls = [node for node in picture.nodes.values() if node.kind == "op" and node.category == "call"]
     groups = [node for node in picture.nodes.values() if node.kind == "group"]
@@ -139,6 +142,39 @@ def _edge_trace(edges, layout: Layout, name: str, line: dict) -> go.Scatter:
         points.append((np.nan, np.nan))
     xy = np.array(points, dtype=float)
     return go.Scatter(x=xy[:, 0], y=xy[:, 1], mode="lines", name=name, line=line, hoverinfo="skip")
+
+
+def _marker_size(node, sizes: Sizes) -> int:
+    """Pixels of the marker drawn for ``node``, as ``graph_figure`` draws each kind."""
+    if node.kind == "group":
+        return sizes.call + 4
+    if node.kind == "tensor":
+        return sizes.tensor
+    return sizes.call if node.category == "call" else sizes.op
+
+
+def _arrow_trace(picture: DataflowPicture, layout: Layout, sizes: Sizes) -> go.Scatter:
+    """An arrowhead on each edge where it enters its head node: one marker trace for all edges, each head a
+    triangle pointing along the edge's last segment and moved back from the node's centre to its outline
+    (``standoff``, in pixels, so it touches the node at any zoom)."""
+    xs: list[float] = []
+    ys: list[float] = []
+    sizes_px: list[int] = []
+    standoffs: list[float] = []
+    colors: list[str] = []
+    for tail, head, kind in dict.fromkeys(picture.edges):
+        if tail not in layout.positions or head not in layout.positions:
+            continue
+        (x0, y0), (x1, y1) = edge_path(layout, tail, head)[-2:]
+        xs += [x0, x1, np.nan]
+        ys += [y0, y1, np.nan]
+        sizes_px += [0, ARROW_SIZE, 0]
+        standoffs += [0, _marker_size(picture.nodes[head], sizes) / 2 + 1, 0]
+        colors += [EDGE_STYLES[kind][1]["color"]] * 3
+    return go.Scatter(x=np.array(xs, dtype=float), y=np.array(ys, dtype=float), mode="markers", name=ARROW_TRACE,
+                      showlegend=False, hoverinfo="skip",
+                      marker=dict(symbol="triangle-up", angleref="previous", size=np.array(sizes_px),
+                                  standoff=np.array(standoffs), color=text_array(colors), line=dict(width=0)))
 
 
 def _node_trace(nodes, position, name: str, symbol: str, size: int, color, outline, places: dict,
