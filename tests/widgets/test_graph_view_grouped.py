@@ -21,8 +21,10 @@ def wide():
 def test_a_10000_op_graph_opens_as_a_few_named_groups_with_their_op_counts(wide):
     view = GraphView(wide, live=False)
     assert view.groups is not None and view.picture.op_count == 3
-    groups = list(trace(view.figure, GROUP_TRACE).text)
+    groups = [node.label for node in view.picture.nodes.values() if node.kind == "group"]
     assert groups == [f"▸ block{first} … block{first + 19} (2000 ops)" for first in range(0, 100, 20)]
+    # each box says what it holds, its commonest op types counted as the Model tab's boxes count them
+    assert list(trace(view.figure, GROUP_TRACE).text) == [f"{group}: 990 matmul · 990 relu · 20 add" for group in groups]
     assert list(trace(view.figure, "ops").text) == ["init", "host_load x", "host_store y"]  # with the stream's tensor
     assert "grouped by name scope" in view.figure.layout.title.text
     names = {key: node.label for key, node in view.picture.nodes.items()}
@@ -147,8 +149,9 @@ def test_real_models_of_a_few_hundred_ops_open_grouped_on_one_screen():
 
     resnet = resnet50_session()._workbench_source()
     view = GraphView(resnet, live=False)
-    assert [label.split(" (")[0] for label in trace(view.figure, GROUP_TRACE).text] == [
-        "▸ res_conv1", "▸ res2", "▸ res3", "▸ res4", "▸ res5", "▸ pred"]
+    labels = list(trace(view.figure, GROUP_TRACE).text)
+    assert [label.split(" (")[0] for label in labels] == ["▸ res_conv1", "▸ res2", "▸ res3", "▸ res4", "▸ res5", "▸ pred"]
+    assert labels[1] == "▸ res2 (32 ops): 10 conv · 10 batch_norm_inference · 9 relu"  # whole, not cut
     assert view.figure.layout.height <= 900
     ir, _ = transformer()
     backward = next(graph for graph in ir.graphs if graph.name.endswith("_grad"))
@@ -182,3 +185,17 @@ def test_no_node_lies_inside_the_box_of_an_opened_group_it_is_not_in():
                 assert strangers == [], (box.label, strangers)
                 checked += 1
     assert checked == 9
+
+
+def test_a_group_says_what_it_holds_after_its_whole_name_or_its_name_alone(wide):
+    """Beside a group its name comes whole before its contents are written: with room for the name and a few
+    characters more, the contents follow, cut where they must be; with less, the name alone (they are in the hover)."""
+    from workbench.widgets.figures.graph_figure import drawn_label
+
+    group = next(node for node in GraphView(wide, live=False).picture.nodes.values() if node.kind == "group")
+    name, caption = group.label, group.caption
+    assert caption == f"{name}: 990 matmul · 990 relu · 20 add"
+    assert drawn_label(group, len(caption)) == caption
+    assert drawn_label(group, len(name) + 14) == caption[:len(name) + 13] + "…"
+    assert drawn_label(group, len(name) + 3) == name
+    assert drawn_label(group, len(name) - 4) == name[:len(name) - 5] + "…"

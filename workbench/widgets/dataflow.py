@@ -23,6 +23,7 @@ from typing import Iterable, Optional, Sequence, Union
 from workbench.export.call_sites import CallSite, call_sites
 from workbench.export.graph_data import op_node_id, tensor_node_id
 from workbench.export.grouping import OpGroup
+from workbench.export.group_layout import group_summary
 from workbench.export.node_content import op_lines
 from workbench.ir import Graph, Op, Tensor
 from workbench.ops.registry import op_def, op_types
@@ -34,6 +35,7 @@ FULL_DETAIL_NODES = 60  # "auto" draws every tensor while ops and tensors are at
 # and a transformer's 359-op backward graph 126 layers of unlabelled boxes; grouped, the stem and six stages,
 # or the two IPUs, fit one screen.
 GROUPED_OPS = 150
+HOVER_TYPES = 6  # op types a group's hover counts, the commonest first
 CALL_TYPES = op_types("call_site")
 # A frame is the path of (call op, branch index) from the viewed graph into an expanded body.
 Frame = tuple[tuple[Op, int], ...]
@@ -58,6 +60,8 @@ class PictureNode:
         it apart and its first weight, as the Model tab's box says them; any other node by its label."""
         if isinstance(self.item, Op) and self.category == "op":
             return " · ".join(op_lines(self.item)[:2])
+        if isinstance(self.item, OpGroup):
+            return f"{self.label}: {group_summary(self.item)}"
         return self.label
 
     @property
@@ -330,11 +334,10 @@ def _op_hover(op: Op, sites: Sequence[CallSite]) -> str:
 
 def _group_hover(group: OpGroup) -> str:
     members = [op for each in group.walk() for op in each.ops]
-    types = Counter(op.type for op in members).most_common(4)
     graph_inputs = set(members[0].graph.inputs) if members else set()
     inputs = {tensor for op in members for tensor in op.inputs if tensor in graph_inputs}
     lines = [f"<b>{text(group.label)}</b> ({count_of(group.count, 'op')})",
-             " · ".join(f"{count} {text(op_type)}" for op_type, count in types),
+             text(group_summary(group, HOVER_TYPES)),
              "IPU " + ", ".join(map(str, sorted({op.ipu for op in members})))
              + (f"; reads {count_of(len(inputs), 'graph input')}" if inputs else ""), "click to open"]
     return "<br>".join(lines)

@@ -18,6 +18,7 @@ from ..style import (CALL_OUTLINE, EDGE_COLOR, HIGHLIGHT, IN_SEQUENCE_COLOR, KIN
 VISIBLE_LAYERS = 16  # taller pictures open showing the top layers; pan or double-click for all
 ARROW_SIZE = 12  # plotly marker size (a triangle about 8 px wide): the arrowhead at the end of each edge, where it enters its head node
 ARROW_TRACE = "arrowheads"
+MIN_CONTENTS = 8  # characters of a group's contents worth writing after its name
 STUB = 0.25  # layers: an edge leaves and enters a node vertically over this height, clear of labels
 EDGE_STYLES = {  # edge kind -> trace name and line style
     "data": ("data flow", dict(color=EDGE_COLOR, width=1)),
@@ -177,6 +178,14 @@ def _arrow_trace(picture: DataflowPicture, layout: Layout, sizes: Sizes) -> go.S
                                   standoff=np.array(standoffs), color=text_array(colors), line=dict(width=0)))
 
 
+def drawn_label(node, room: int) -> str:
+    """What is written beside ``node`` in ``room`` characters: its caption, cut where it must be; but a group's
+    name whole, followed by as much of what it holds as fits after a few characters of it."""
+    if node.kind == "group" and room < len(node.label) + len(": ") + MIN_CONTENTS:
+        return fitted(node.label, room)
+    return fitted(node.caption, room)
+
+
 def _node_trace(nodes, position, name: str, symbol: str, size: int, color, outline, places: dict,
                 text_color: str = "#262626") -> go.Scatter:
     """One kind of node as one marker trace, each labelled on the side ``places`` gives it."""
@@ -185,7 +194,7 @@ def _node_trace(nodes, position, name: str, symbol: str, size: int, color, outli
     return go.Scatter(
         x=xy[:, 0], y=xy[:, 1], mode="markers+text" if any(places[n.key][0] for n in nodes) else "markers",
         name=name,
-        text=text_array(text(fitted(n.caption, places[n.key][0])) if places[n.key][0] else "" for n in nodes),
+        text=text_array(text(drawn_label(n, places[n.key][0])) if places[n.key][0] else "" for n in nodes),
         textposition="middle right" if "left" not in sides else text_array(f"middle {side}" for side in sides),
         textfont=dict(size=10, color=text_color),
         marker=dict(symbol=symbol, size=size, color=color if isinstance(color, str) else text_array(color),

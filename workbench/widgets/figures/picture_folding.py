@@ -11,7 +11,7 @@ from workbench.export.layered import Layout
 from workbench.export.wrapping import GRAPH_BAND_MARGIN, GRAPH_BEND, GRAPH_GAP, band_rows, wrap_rows
 
 from ..dataflow import DataflowPicture
-from .picture_labels import Sizes, label_rooms, picture_sizes
+from .picture_labels import Sizes, label_rooms, picture_sizes, room_captions
 from .row_routes import RowRouter
 
 FOLD_COLUMN = 24  # pixels per column of a folded picture: a full-size marker and the gaps round it
@@ -27,7 +27,8 @@ def fold_wide_layers(layout: Layout, picture: DataflowPicture, width: int) -> No
     its left edge there, in columns of ``FOLD_COLUMN`` pixels; a layer that fits keeps its place. Nodes keep
     their order in their layer; ``layout.layers`` keeps each node's layer."""
     band = width - GRAPH_BAND_MARGIN
-    widths: dict[object, float] = {key: wrap_width(node.item, node.sites, node.caption) for key, node in picture.nodes.items()}
+    captions = room_captions(picture)
+    widths: dict[object, float] = {key: wrap_width(node.item, node.sites, captions[key]) for key, node in picture.nodes.items()}
     widths.update({(edge, index): GRAPH_BEND for edge, route in layout.bends.items() for index in range(len(route))})
     ordered, predecessors = _layers(layout, picture)
     layers = [[item for _, item in entries] for entries in ordered]

@@ -9,7 +9,7 @@ from workbench.export.layered import Layout
 
 from ..dataflow import DataflowPicture, PictureBox
 from ..style import PICTURE_WIDTH
-from .picture_labels import CHAR_WIDTH, LABEL_GAP, Sizes, Wall, label_places, picture_sizes
+from .picture_labels import CHAR_WIDTH, LABEL_GAP, Sizes, Wall, label_places, picture_sizes, room_captions
 
 LAYER_HEIGHT = 55  # pixels per layer
 BOX_STEP = 16  # pixels between the tops of boxes nested in one another: room for each one's title
@@ -75,16 +75,26 @@ def frame_plan(picture: DataflowPicture, layout: Layout, width: int = PICTURE_WI
     captions = {key: node.caption for key, node in picture.nodes.items()}
     if not picture.boxes:
         return FramePlan(sizes, label_places(layout, sizes, captions), [], ())
-    places = label_places(layout, sizes, captions, framed=True)
-    frames = frame_extents(picture, layout, sizes, label_reach(layout, sizes, places, captions))
-    walls = _walls(frames, members=True)
-    places = label_places(layout, sizes, captions, walls, framed=True)
-    frames = frame_extents(picture, layout, sizes, label_reach(layout, sizes, places, captions))
-    if not _hold_strangers(frames, layout, sizes):
-        return FramePlan(sizes, places, frames, walls)
+    for captions in (captions, room_captions(picture)):  # whole captions, else groups' contents cut short
+        places = label_places(layout, sizes, captions, framed=True)
+        frames = frame_extents(picture, layout, sizes, label_reach(layout, sizes, places, captions))
+        walls = _walls(frames, members=True)
+        places = label_places(layout, sizes, captions, walls, framed=True)
+        frames = frame_extents(picture, layout, sizes, label_reach(layout, sizes, places, captions))
+        if not _hold_strangers(frames, layout, sizes):
+            return FramePlan(sizes, _within_reach(places, captions, frames), frames, walls)
     frames = frame_extents(picture, layout, sizes, label_reach(layout, sizes, {}, captions))
     walls = _walls(frames, members=False)
     return FramePlan(sizes, label_places(layout, sizes, captions, walls, framed=True), frames, walls)
+
+
+def _within_reach(places: dict, captions: dict, frames: list) -> dict:
+    """``places`` with the room of each label inside a frame no more than its caption in ``captions`` took when
+    the frames were measured round it: a group's contents are not written past the frame made for its name
+    (labels outside the frames stop at their sides)."""
+    framed = {key for box, _ in frames for key in box.members}
+    return {key: (min(room, len(captions.get(key, ""))) if key in framed else room, side)
+            for key, (room, side) in places.items()}
 
 
 def _walls(frames: list, members: bool) -> tuple[Wall, ...]:
@@ -113,7 +123,7 @@ def clear_frames(layout: Layout, picture: DataflowPicture, width: int) -> None:
     position = {key: list(point) for key, point in layout.positions.items()}
     routes = {edge: [list(point) for point in route] for edge, route in layout.bends.items()}
     bends = [point for route in routes.values() for point in route]
-    captions = {key: node.caption for key, node in picture.nodes.items()}
+    captions = room_captions(picture)
     for _ in range(CLEARING_ROUNDS):
         sizes = picture_sizes(layout, width)
         reach = label_reach(layout, sizes, label_places(layout, sizes, captions, framed=True), captions)

@@ -19,6 +19,12 @@ LABEL_GAP = 3  # pixels between a marker and its label
 WALL_GAP = 3  # pixels between a label and a frame it stays out of
 
 
+def room_captions(picture) -> dict:
+    """The text the layout makes room for beside each node of ``picture`` (a ``DataflowPicture``): its caption,
+    but a closed group's name alone; what the group holds follows it as far as the room left allows."""
+    return {key: node.label if node.kind == "group" else node.caption for key, node in picture.nodes.items()}
+
+
 @dataclass(frozen=True)
 class Sizes:
     """Marker sizes for a picture whose columns are ``column`` pixels apart: squares at most 16
