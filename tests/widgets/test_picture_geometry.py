@@ -54,8 +54,10 @@ class Pixels:
             if trace.mode == "lines":
                 self.paths += self._paths(trace)
             elif trace.name == ARROW_TRACE:
-                self.arrows += [(before, end, size, standoff) for (before, end), size, standoff in
-                                zip(self._paths(trace), trace.marker.size[1::3], trace.marker.standoff[1::3])]
+                points = [self.point(x, y) for x, y in zip(trace.x, trace.y)]  # per edge: where its last
+                self.arrows += list(zip(points[::2], points[1::2],  # segment starts, and its end
+                                        trace.marker.size[1::2], trace.marker.standoff[1::2]))
+                assert not any(trace.marker.size[::2])  # the starts unseen
             elif trace.name not in ("search matches", "selected", OPENED_TRACE):  # rings, and boxes' title marks
                 self._add_nodes(trace)
         self.centres = np.array([(x, y) for x, y, _ in self.nodes])

@@ -167,15 +167,16 @@ def _arrow_trace(picture: DataflowPicture, layout: Layout, sizes: Sizes) -> go.S
         if tail not in layout.positions or head not in layout.positions:
             continue
         (x0, y0), (x1, y1) = edge_path(layout, tail, head)[-2:]
-        xs += [x0, x1, np.nan]
-        ys += [y0, y1, np.nan]
-        sizes_px += [0, ARROW_SIZE, 0]
-        standoffs += [0, _marker_size(picture.nodes[head], sizes) / 2 + 1, 0]
-        colors += [EDGE_STYLES[kind][1]["color"]] * 3
+        xs += [x0, x1]  # an unseen marker where the last segment starts, then the head: it points along the segment
+        ys += [y0, y1]
+        sizes_px += [0, ARROW_SIZE]
+        standoffs += [0, _marker_size(picture.nodes[head], sizes) / 2 + 1]
+        colors += [EDGE_STYLES[kind][1]["color"]] * 2
     return go.Scatter(x=np.array(xs, dtype=float), y=np.array(ys, dtype=float), mode="markers", name=ARROW_TRACE,
                       showlegend=False, hoverinfo="skip",
                       marker=dict(symbol="triangle-up", angleref="previous", size=np.array(sizes_px),
-                                  standoff=np.array(standoffs), color=text_array(colors), line=dict(width=0)))
+                                  standoff=np.array(standoffs), line=dict(width=0),
+                                  color=colors[0] if len(set(colors)) == 1 else text_array(colors)))
 
 
 def drawn_label(node, room: int) -> str:
