@@ -22,7 +22,9 @@ def graph():
 
 
 def conv_loop(x, w, stride, begin, end, dilation, groups):
-    """out[n, m, o] = sum over c, k of padded_x[n, group(m) channel c, o * stride + k * dilation] * w[m, c, k]."""
+    """out[n, m, o] = sum over c, k of padded_x[n, group(m) channel c, o * stride + k * dilation] * w[m, c, k]:
+    for each output position, its window of the padded input (every channel c and kernel offset k at once)
+    summed against the weights of its group's output channels m."""
     rank = x.ndim - 2
     padded = np.pad(x.astype(np.float64), [(0, 0), (0, 0)] + list(zip(begin, end)))
     out_channels, group_channels = w.shape[:2]
@@ -30,14 +32,12 @@ def conv_loop(x, w, stride, begin, end, dilation, groups):
     out_shape = [(padded.shape[2 + i] - (kernel[i] - 1) * dilation[i] - 1) // stride[i] + 1 for i in range(rank)]
     out = np.zeros((x.shape[0], out_channels, *out_shape))
     per_group = out_channels // groups
-    for n, m, *o in np.ndindex(*out.shape):
-        g = m // per_group
-        total = 0.0
-        for c in range(group_channels):
-            for k in np.ndindex(*kernel):
-                position = tuple(o[i] * stride[i] + k[i] * dilation[i] for i in range(rank))
-                total += padded[(n, g * group_channels + c) + position] * w[(m, c) + k]
-        out[(n, m, *o)] = total
+    for n, g, *o in np.ndindex(x.shape[0], groups, *out_shape):
+        window = tuple(slice(o[i] * stride[i], o[i] * stride[i] + (kernel[i] - 1) * dilation[i] + 1, dilation[i])
+                       for i in range(rank))
+        patch = padded[(n, slice(g * group_channels, (g + 1) * group_channels)) + window]  # [c, *k]
+        outputs = slice(g * per_group, (g + 1) * per_group)
+        out[(n, outputs, *o)] = np.tensordot(w[outputs].astype(np.float64), patch, axes=rank + 1)
     return out
 
 
