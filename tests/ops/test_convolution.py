@@ -225,25 +225,30 @@ def test_conv_transpose_errors(graph):
 
 
 # ----- pooling -----
+def average(values, axis):
+    """The mean of ``values`` along ``axis``, summed in float64."""
+    return values.mean(axis=axis, dtype=np.float64)
+
+
 def pool_loop(x, kernel, stride, begin, end, dilation, ceil_mode, reduce):
-    """Each output element reduces the input elements its window covers; pads are left out."""
+    """Each output element reduces the input elements its window covers (``reduce(values, axis)``, every
+    batch and channel's window at once for each output position); pads are left out."""
     rank = x.ndim - 2
     spans = [x.shape[2 + i] + begin[i] + end[i] - (kernel[i] - 1) * dilation[i] - 1 for i in range(rank)]
     out_shape = [(-(-s // stride[i]) if ceil_mode else s // stride[i]) + 1 for i, s in enumerate(spans)]
     out_shape = [o - 1 if ceil_mode and (o - 1) * stride[i] >= x.shape[2 + i] + begin[i] else o
                  for i, o in enumerate(out_shape)]
     out = np.zeros(x.shape[:2] + tuple(out_shape), x.dtype)
-    for n, c, *o in np.ndindex(*out.shape):
-        values = []
-        for k in np.ndindex(*kernel):
-            position = [o[i] * stride[i] + k[i] * dilation[i] - begin[i] for i in range(rank)]
-            if all(0 <= p < x.shape[2 + i] for i, p in enumerate(position)):
-                values.append(x[(n, c, *position)])
-        out[(n, c, *o)] = reduce(values)
+    for o in np.ndindex(*out_shape):
+        starts = [o[i] * stride[i] - begin[i] for i in range(rank)]
+        covered = [[p for k in range(kernel[i]) if 0 <= (p := starts[i] + k * dilation[i]) < x.shape[2 + i]]
+                   for i in range(rank)]
+        values = x[(slice(None), slice(None)) + np.ix_(*covered)]
+        out[(slice(None), slice(None), *o)] = reduce(values.reshape(*x.shape[:2], -1), axis=-1)
     return out
 
 
-@pytest.mark.parametrize("name, reduce", [("max_pool", max), ("average_pool", lambda v: sum(v) / len(v))])
+@pytest.mark.parametrize("name, reduce", [("max_pool", np.max), ("average_pool", average)])
 @pytest.mark.parametrize("x_shape, kernel, stride, padding, dilation, ceil_mode", [
     ((2, 3, 6, 6), (2, 2), (2, 2), None, None, False),
     ((1, 2, 7, 5), (3, 2), (2, 1), (1, 0, 1, 1), None, False),
@@ -269,7 +274,7 @@ def test_pool_same_padding(auto_pad):
     result = run_op(lambda t: ops.max_pool(t, (2, 2), (2, 2), auto_pad=auto_pad), x)
     begin, end = ((0, 0), (1, 1)) if auto_pad == "same_upper" else ((1, 1), (0, 0))
     assert result.shape == (1, 1, 3, 3)
-    np.testing.assert_array_equal(result, pool_loop(x, (2, 2), (2, 2), begin, end, (1, 1), False, max))
+    np.testing.assert_array_equal(result, pool_loop(x, (2, 2), (2, 2), begin, end, (1, 1), False, np.max))
 
 
 def test_average_pool_in_float16():
