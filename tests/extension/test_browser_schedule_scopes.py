@@ -8,7 +8,6 @@ import plotly.io as pio
 import pytest
 
 from real_programs import long_chain, wide_program
-from support.jupyterlab_harness import chromium
 from workbench.widgets import ScheduleView
 
 pytestmark = pytest.mark.slow
@@ -27,12 +26,6 @@ STRIPS = """() => {
             box: box ? [box.left, box.top, box.right, box.bottom] : null};
   });
 }"""
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with chromium() as opened:
-        yield opened
 
 
 @pytest.mark.parametrize("name, program, width, named", [
