@@ -72,9 +72,9 @@ def notebook_cells() -> list[str]:
 
 
 def test_time_to_picture_and_comm_bytes_of_views(tmp_path):
-    with jupyterlab(tmp_path) as (url, root), chromium() as browser:
-        write_notebook(root / "bench.ipynb", notebook_cells())
-        page = open_notebook(browser, url, "bench.ipynb")
+    with jupyterlab(tmp_path) as lab, chromium() as browser:
+        write_notebook(lab.root / "bench.ipynb", notebook_cells())
+        page = open_notebook(browser, lab, "bench.ipynb")
         assert page.evaluate(OUTPUT_TEXT, 0) == "ready"
         page.evaluate(TIME_TO_PICTURE, [1, PAINTED])  # plotly.js loads with the first figure
         print()

@@ -71,9 +71,9 @@ def cells_of(name: str) -> list[tuple[str, str]]:
 
 def test_time_to_picture_and_bytes_of_real_programs(tmp_path):
     cells = [SETUP] + [source for name in PROGRAMS for source, _ in cells_of(name)]
-    with jupyterlab(tmp_path) as (url, root), chromium() as browser:
-        write_notebook(root / "bench.ipynb", cells)
-        page = open_notebook(browser, url, "bench.ipynb")
+    with jupyterlab(tmp_path) as lab, chromium() as browser:
+        write_notebook(lab.root / "bench.ipynb", cells)
+        page = open_notebook(browser, lab, "bench.ipynb")
         page.set_default_timeout(300_000)
         assert page.evaluate(OUTPUT_TEXT, 0) == "ready"
         page.evaluate(TIME_TO_PICTURE, [1, PAINTED["plotly"]])  # plotly.js loads with the first figure

@@ -89,9 +89,9 @@ def test_a_new_users_trial_of_every_view(tmp_path):
     report = {}
     console = []
     reopened_cells = []
-    with jupyterlab(tmp_path) as (url, root), chromium() as browser:
-        write_notebook(root / "trial.ipynb", cells)
-        page = open_notebook(browser, url, "trial.ipynb")
+    with jupyterlab(tmp_path) as lab, chromium() as browser:
+        write_notebook(lab.root / "trial.ipynb", cells)
+        page = open_notebook(browser, lab, "trial.ipynb")
         page.on("console", lambda m: console.append(("run", m.type, m.text[:300])))
         page.set_default_timeout(300_000)
         page.set_viewport_size({"width": 1400, "height": 2400})
@@ -146,14 +146,14 @@ def test_a_new_users_trial_of_every_view(tmp_path):
         page.wait_for_function(KERNEL_IDLE)
         page.evaluate("window.jupyterapp.commands.execute('docmanager:save')")
         page.wait_for_timeout(3000)
-        saved = (root / "trial.ipynb").stat().st_size
+        saved = (lab.root / "trial.ipynb").stat().st_size
         print("saved notebook bytes", saved, flush=True)
         page.evaluate("window.jupyterapp.commands.execute('kernelmenu:shutdown')")
         page.wait_for_timeout(2000)
         page.close()
         reopened = browser.new_page(viewport={"width": 1400, "height": 2400})
         reopened.on("console", lambda m: console.append(("reopen", m.type, m.text[:300])))
-        reopened.goto(f"{url}/lab/tree/trial.ipynb?reset")
+        reopened.goto(lab.tree("trial.ipynb"))
         reopened.wait_for_selector(".jp-Notebook .jp-Cell")
         reopened.wait_for_timeout(8000)
         for number in range(1, len(cells) - 1):

@@ -16,7 +16,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from support.jupyterlab_harness import chromium, jupyterlab, open_notebook, open_page, write_notebook
+from support.jupyterlab_harness import open_notebook, open_page, write_notebook
 from workbench.export.mime import MIME_TYPE
 
 pytestmark = pytest.mark.slow
@@ -47,23 +47,10 @@ with popxl.Session(ir, "ipu_model") as session:
 session"""
 
 
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory):
-    with jupyterlab(tmp_path_factory.mktemp("lab")) as (url, root):
-        write_notebook(root / "display.ipynb", [BUILD, RUN])
-        yield url, root
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with chromium() as browser:
-        yield browser
-
-
 def test_a_notebook_draws_the_ir_and_its_session(lab, browser):
-    url, root = lab
+    write_notebook(lab.root / "display.ipynb", [BUILD, RUN])
     ARTIFACTS.mkdir(exist_ok=True)
-    page = open_page(browser, f"{url}/lab/tree/display.ipynb")
+    page = open_page(browser, lab.tree("display.ipynb"))
     page.wait_for_selector(".jp-Notebook .jp-Cell")
     page.wait_for_function("window.jupyterapp && window.jupyterapp.shell.currentWidget"
                            " && window.jupyterapp.shell.currentWidget.sessionContext.session?.kernel")
@@ -126,7 +113,7 @@ def test_a_notebook_draws_the_ir_and_its_session(lab, browser):
     page.evaluate("window.jupyterapp.commands.execute('docmanager:save')")
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
-        saved = nbformat.read(root / "display.ipynb", as_version=4)
+        saved = nbformat.read(lab.root / "display.ipynb", as_version=4)
         kept = [o for cell in saved.cells for o in cell.outputs if MIME_TYPE in o.get("data", {})]
         if len(kept) == 2:
             break
@@ -136,13 +123,12 @@ def test_a_notebook_draws_the_ir_and_its_session(lab, browser):
 
 
 def test_a_saved_ir_json_file_opens_in_the_viewer(lab, browser):
-    url, root = lab
     sys.path.insert(0, str(Path(__file__).parent))
     from test_xss import hostile_ir
 
     document = hostile_ir()._repr_mimebundle_()[0][MIME_TYPE]
-    (root / "model.ir.json").write_text(json.dumps(document), encoding="utf-8")
-    page = open_page(browser, f"{url}/lab/tree/model.ir.json?reset")
+    (lab.root / "model.ir.json").write_text(json.dumps(document), encoding="utf-8")
+    page = open_page(browser, lab.tree("model.ir.json"))
     view = page.wait_for_selector(".jp-MimeDocument .ipu-wb-root")
     page.wait_for_selector('.jp-DirListing-item[title*="model.ir.json"] [data-icon="ipu-workbench:ir-file"]')
     assert view.query_selector(".ipu-wb-summary").text_content().startswith(f"IR {document['ir']['id']}: 2 graphs")
@@ -174,9 +160,8 @@ workbench.show(ir)"""
 def test_a_saved_notebook_opened_again_shows_static_pictures_where_its_widgets_were(lab, browser):
     """... and neither the live session nor the reopened notebook logs an error or a warning in the
     browser console (ipywidgets' "widget model not found" among them)."""
-    url, root = lab
-    write_notebook(root / "widgets.ipynb", [SHOWN, "GraphView(ir)"])
-    page = open_notebook(browser, url, "widgets.ipynb")
+    write_notebook(lab.root / "widgets.ipynb", [SHOWN, "GraphView(ir)"])
+    page = open_notebook(browser, lab, "widgets.ipynb")
     live = []
     page.on("console", lambda message: live.append((message.type, message.text)))
     page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
@@ -186,7 +171,7 @@ def test_a_saved_notebook_opened_again_shows_static_pictures_where_its_widgets_w
     page.wait_for_function("!window.jupyterapp.shell.currentWidget.context.model.dirty")
     page.evaluate("window.jupyterapp.serviceManager.sessions.shutdownAll()")
     page.close()
-    saved = nbformat.read(root / "widgets.ipynb", as_version=4)
+    saved = nbformat.read(lab.root / "widgets.ipynb", as_version=4)
     assert all("application/vnd.jupyter.widget-view+json" in cell.outputs[0]["data"] for cell in saved.cells)
 
     logged = []
@@ -194,7 +179,7 @@ def test_a_saved_notebook_opened_again_shows_static_pictures_where_its_widgets_w
     page.on("console", lambda message: logged.append((message.type, message.text)))
     page.on("pageerror", lambda error: logged.append(("pageerror", str(error))))
     page.set_default_timeout(90_000)
-    page.goto(f"{url}/lab/tree/widgets.ipynb?reset")
+    page.goto(lab.tree("widgets.ipynb"))
     page.wait_for_function("window.jupyterapp?.shell.currentWidget?.sessionContext?.session?.kernel")
     page.wait_for_selector(".jp-OutputArea-output .ipu-wb-root")
     page.wait_for_selector(".jp-OutputArea-output .js-plotly-plot .main-svg")
@@ -252,10 +237,9 @@ def texts_apart(plot) -> None:
 
 
 def test_every_view_of_the_mlp_is_painted_and_the_backward_graph_labels_do_not_overlap(lab, browser):
-    url, root = lab
     cells = [MLP, "workbench.show(session, inputs)", BACKWARD]
-    write_notebook(root / "mlp.ipynb", cells)
-    page = open_notebook(browser, url, "mlp.ipynb")
+    write_notebook(lab.root / "mlp.ipynb", cells)
+    page = open_notebook(browser, lab, "mlp.ipynb")
     page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
     outputs = page.locator(".jp-Cell").nth(1)
     for tab in ("call tree", "graph", "schedule", "liveness", "replica groups", "stepper"):
@@ -282,10 +266,9 @@ def test_every_view_of_the_mlp_is_painted_and_the_backward_graph_labels_do_not_o
 
 
 def test_a_figure_drawn_in_a_hidden_tab_takes_the_width_of_its_container_when_shown(lab, browser):
-    url, root = lab
     cells = [MLP, "wb = workbench.show(session, inputs); wb"]
-    write_notebook(root / "tabs.ipynb", cells)
-    page = open_notebook(browser, url, "tabs.ipynb")
+    write_notebook(lab.root / "tabs.ipynb", cells)
+    page = open_notebook(browser, lab, "tabs.ipynb")
     page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
     outputs = page.locator(".jp-Cell").nth(1)
     for tab in ("replica groups", "stepper", "call tree"):
@@ -302,12 +285,11 @@ def test_a_figure_drawn_in_a_hidden_tab_takes_the_width_of_its_container_when_sh
 
 
 def test_expand_all_on_the_mlp_leaves_its_drawing_in_sight(lab, browser):
-    url, root = lab
     sys.path.insert(0, str(Path(__file__).parents[1]))
     from support.programs import mlp_training
 
-    (root / "mlp.ir.json").write_text(json.dumps(mlp_training()[0]._repr_mimebundle_()[0][MIME_TYPE]), encoding="utf-8")
-    page = open_page(browser, f"{url}/lab/tree/mlp.ir.json?reset")
+    (lab.root / "mlp.ir.json").write_text(json.dumps(mlp_training()[0]._repr_mimebundle_()[0][MIME_TYPE]), encoding="utf-8")
+    page = open_page(browser, lab.tree("mlp.ir.json"))
     view = page.wait_for_selector(".jp-MimeDocument .ipu-wb-root")
     view.query_selector(".ipu-wb-tab-graph").click()
     view.wait_for_selector(".ipu-wb-canvas:not([aria-busy]) > .ipu-wb-graph-svg")
@@ -351,13 +333,12 @@ DRAWN_GEOMETRY = """svg => {
 
 
 def test_the_mlp_backward_graph_is_drawn_from_its_shipped_layering_with_labels_inside_their_boxes(lab, browser):
-    url, root = lab
     sys.path.insert(0, str(Path(__file__).parents[1]))
     from support.programs import mlp_training
 
     document = mlp_training(layers=5)[0]._repr_mimebundle_()[0][MIME_TYPE]
-    (root / "mlp-backward.ir.json").write_text(json.dumps(document), encoding="utf-8")
-    page = open_page(browser, f"{url}/lab/tree/mlp-backward.ir.json?reset")
+    (lab.root / "mlp-backward.ir.json").write_text(json.dumps(document), encoding="utf-8")
+    page = open_page(browser, lab.tree("mlp-backward.ir.json"))
     view = page.wait_for_selector(".jp-MimeDocument .ipu-wb-root")
     view.query_selector(".ipu-wb-tab-graph").click()
     view.wait_for_selector(".ipu-wb-canvas:not([aria-busy]) > .ipu-wb-graph-svg")
@@ -383,10 +364,9 @@ display({{{MIME_TYPE!r}: empty, "text/plain": "broken"}}, raw=True)"""
 
 
 def test_malformed_documents_show_an_error_and_break_nothing_else(lab, browser):
-    url, root = lab
     cells = [MALFORMED_OUTPUTS, "1 + 1", BUILD]
-    write_notebook(root / "malformed.ipynb", cells)
-    page = open_notebook(browser, url, "malformed.ipynb")
+    write_notebook(lab.root / "malformed.ipynb", cells)
+    page = open_notebook(browser, lab, "malformed.ipynb")
     page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
     page.wait_for_function("document.querySelectorAll('.jp-OutputArea-output .ipu-wb-root').length === 2")
     assert len(page.query_selector_all(".jp-Notebook .jp-Cell")) == 3
@@ -395,8 +375,8 @@ def test_malformed_documents_show_an_error_and_break_nothing_else(lab, browser):
     page.wait_for_selector(".jp-OutputArea-output .ipu-wb-root:not(.ipu-wb-error) .ipu-wb-group-svg")
     page.close()
 
-    (root / "broken.ir.json").write_text('{"schema": "ipu-workbench/ir", "version": 1, "graphs": [', encoding="utf-8")
-    page = open_page(browser, f"{url}/lab/tree/broken.ir.json?reset")
+    (lab.root / "broken.ir.json").write_text('{"schema": "ipu-workbench/ir", "version": 1, "graphs": [', encoding="utf-8")
+    page = open_page(browser, lab.tree("broken.ir.json"))
     error = page.wait_for_selector(".jp-MimeDocument .ipu-wb-error")
     assert error.text_content().startswith("Cannot show this IR: the text is not JSON")
     assert page.query_selector(".jp-Dialog") is None

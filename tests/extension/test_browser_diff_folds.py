@@ -7,8 +7,7 @@ none of the title.
 Screenshots go to tests/artifacts/ (diff-folds-*.png)."""
 import pytest
 
-from support.jupyterlab_harness import (KERNEL_IDLE, POINT_ON_PAGE, TIME_TO_PICTURE, chromium, jupyterlab,
-                                        output_width, run_notebook)
+from support.jupyterlab_harness import (KERNEL_IDLE, POINT_ON_PAGE, TIME_TO_PICTURE, output_width, run_notebook)
 from test_browser_fit_width import STICKING_OUT
 from test_browser_grouped import ARTIFACTS, TESTS
 
@@ -79,32 +78,31 @@ def check_first_views(page, width):
     return times
 
 
-def test_diffs_of_real_transforms_open_folded_to_one_screen_and_unfold_in_place(tmp_path):
+def test_diffs_of_real_transforms_open_folded_to_one_screen_and_unfold_in_place(lab, browser):
     ARTIFACTS.mkdir(exist_ok=True)
-    with jupyterlab(tmp_path) as (url, root), chromium() as browser:
-        page = run_notebook(browser, url, root, "diffs.ipynb", CELLS, timeout_ms=90_000, width=630)
-        page.locator(".jp-Cell").nth(3).locator(".ipu-wb-figure-canvas .main-svg").first.wait_for(state="visible")
-        check_first_views(page, 630)
+    page = run_notebook(browser, lab, "diffs.ipynb", CELLS, timeout_ms=90_000, width=630)
+    page.locator(".jp-Cell").nth(3).locator(".ipu-wb-figure-canvas .main-svg").first.wait_for(state="visible")
+    check_first_views(page, 630)
 
-        output = page.locator(".jp-Cell").nth(2).locator(".jp-OutputArea-output").first
-        before = output.evaluate(GEOMETRY)
-        x, y = page.evaluate(POINT_ON_PAGE, [2, FOLD_NAME, 0])  # the first fold: layer5's added ops
-        page.mouse.click(x, y)
-        page.wait_for_function(f"""() => document.querySelectorAll('.jp-Cell')[2]
-            .querySelectorAll('.textpoint').length > {before['labels']}""")
-        page.wait_for_timeout(500)
-        after = output.evaluate(GEOMETRY)
-        assert after["height"] > before["height"] and after["overlaps"] == [], after
-        assert output.evaluate(STICKING_OUT) == []
-        assert output.locator(".textpoint text", has_text="ops in layer5/feed_forward").count() == 1
-        output.screenshot(path=str(ARTIFACTS / "diff-folds-gradient-630px-layer5-open.png"))
-        x, y = page.evaluate(POINT_ON_PAGE, [2, OPEN_NAME, 0])  # its heading
-        page.mouse.click(x, y)
-        page.wait_for_function(f"""() => document.querySelectorAll('.jp-Cell')[2]
-            .querySelectorAll('.textpoint').length === {before['labels']}""")
-        page.wait_for_timeout(500)
-        assert output.evaluate(GEOMETRY)["height"] == before["height"]
+    output = page.locator(".jp-Cell").nth(2).locator(".jp-OutputArea-output").first
+    before = output.evaluate(GEOMETRY)
+    x, y = page.evaluate(POINT_ON_PAGE, [2, FOLD_NAME, 0])  # the first fold: layer5's added ops
+    page.mouse.click(x, y)
+    page.wait_for_function(f"""() => document.querySelectorAll('.jp-Cell')[2]
+        .querySelectorAll('.textpoint').length > {before['labels']}""")
+    page.wait_for_timeout(500)
+    after = output.evaluate(GEOMETRY)
+    assert after["height"] > before["height"] and after["overlaps"] == [], after
+    assert output.evaluate(STICKING_OUT) == []
+    assert output.locator(".textpoint text", has_text="ops in layer5/feed_forward").count() == 1
+    output.screenshot(path=str(ARTIFACTS / "diff-folds-gradient-630px-layer5-open.png"))
+    x, y = page.evaluate(POINT_ON_PAGE, [2, OPEN_NAME, 0])  # its heading
+    page.mouse.click(x, y)
+    page.wait_for_function(f"""() => document.querySelectorAll('.jp-Cell')[2]
+        .querySelectorAll('.textpoint').length === {before['labels']}""")
+    page.wait_for_timeout(500)
+    assert output.evaluate(GEOMETRY)["height"] == before["height"]
 
-        output_width(page, 1280)
-        check_first_views(page, 1280)
-        page.close()
+    output_width(page, 1280)
+    check_first_views(page, 1280)
+    page.close()

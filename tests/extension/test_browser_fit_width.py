@@ -4,7 +4,7 @@ toolbar and labels inside the output; the memory view's picture as tall as its o
 below it over the next cell. Screenshots go to tests/artifacts/ (diff-*px.png, liveness-630px.png)."""
 import pytest
 
-from support.jupyterlab_harness import chromium, jupyterlab, output_width, run_notebook
+from support.jupyterlab_harness import output_width, run_notebook
 from test_browser_grouped import ARTIFACTS, TESTS
 
 pytestmark = pytest.mark.slow
@@ -55,24 +55,23 @@ PICTURE_HEIGHTS = """(output) => {
 }"""
 
 
-def test_the_diff_and_memory_views_fit_narrow_and_normal_outputs(tmp_path):
+def test_the_diff_and_memory_views_fit_narrow_and_normal_outputs(lab, browser):
     ARTIFACTS.mkdir(exist_ok=True)
-    with jupyterlab(tmp_path) as (url, root), chromium() as browser:
-        page = run_notebook(browser, url, root, "fit.ipynb", [DIFF, LIVENESS], width=630)
-        diff, liveness = (page.locator(".jp-Cell").nth(n).locator(".jp-OutputArea-output").first for n in (0, 1))
-        for output in (diff, liveness):
-            output.locator(".ipu-wb-figure-canvas .main-svg").first.wait_for(state="visible")
-        page.wait_for_timeout(2500)  # the page tells the kernel its width; the picture comes back laid out for it
-        assert diff.evaluate(STICKING_OUT) == []
-        canvas, picture = diff.evaluate(PICTURE_HEIGHTS)
-        assert picture > 100 and canvas >= picture, (canvas, picture)
-        assert diff.locator(".textpoint text", has_text="…").count() > 0  # long names shortened, whole on hover
-        diff.screenshot(path=str(ARTIFACTS / "diff-630px.png"))
-        canvas, picture = liveness.evaluate(PICTURE_HEIGHTS)
-        assert picture > 100 and canvas >= picture, (canvas, picture)
-        liveness.screenshot(path=str(ARTIFACTS / "liveness-630px.png"))
-        output_width(page, 848)
-        page.wait_for_timeout(2500)
-        assert diff.evaluate(STICKING_OUT) == []
-        diff.screenshot(path=str(ARTIFACTS / "diff-848px.png"))
-        page.close()
+    page = run_notebook(browser, lab, "fit.ipynb", [DIFF, LIVENESS], width=630)
+    diff, liveness = (page.locator(".jp-Cell").nth(n).locator(".jp-OutputArea-output").first for n in (0, 1))
+    for output in (diff, liveness):
+        output.locator(".ipu-wb-figure-canvas .main-svg").first.wait_for(state="visible")
+    page.wait_for_timeout(2500)  # the page tells the kernel its width; the picture comes back laid out for it
+    assert diff.evaluate(STICKING_OUT) == []
+    canvas, picture = diff.evaluate(PICTURE_HEIGHTS)
+    assert picture > 100 and canvas >= picture, (canvas, picture)
+    assert diff.locator(".textpoint text", has_text="…").count() > 0  # long names shortened, whole on hover
+    diff.screenshot(path=str(ARTIFACTS / "diff-630px.png"))
+    canvas, picture = liveness.evaluate(PICTURE_HEIGHTS)
+    assert picture > 100 and canvas >= picture, (canvas, picture)
+    liveness.screenshot(path=str(ARTIFACTS / "liveness-630px.png"))
+    output_width(page, 848)
+    page.wait_for_timeout(2500)
+    assert diff.evaluate(STICKING_OUT) == []
+    diff.screenshot(path=str(ARTIFACTS / "diff-848px.png"))
+    page.close()

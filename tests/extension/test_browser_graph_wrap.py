@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from support.jupyterlab_harness import (chromium, jupyterlab, open_page, output_width, run_notebook)
+from support.jupyterlab_harness import (open_page, output_width, run_notebook)
 from test_browser_grouped import ARTIFACTS, TABS_AND_PLOTS, TESTS
 from test_browser_ir_fit_width import pane_width
 
@@ -43,38 +43,36 @@ def check_fits(geometry: dict, width: int) -> None:
     assert geometry["drawn"] <= geometry["room"] and geometry["scroll"] <= geometry["room"], geometry
 
 
-def test_the_graph_tab_wraps_the_transformers_optimizer_to_its_outputs_width(tmp_path):
+def test_the_graph_tab_wraps_the_transformers_optimizer_to_its_outputs_width(lab, browser):
     ARTIFACTS.mkdir(exist_ok=True)
-    with jupyterlab(tmp_path) as (url, root), chromium() as browser:
-        page = run_notebook(browser, url, root, "wrap.ipynb", [SETUP], width=WIDTHS[0])
-        view = page.locator(".jp-OutputArea .ipu-wb-root").first
-        view.locator(".ipu-wb-tab-graph").click()
-        for width in WIDTHS:
-            output_width(page, width)
-            geometry = settled_geometry(page, view)
-            check_fits(geometry, width)
-            view.screenshot(path=str(ARTIFACTS / f"graph-wrap-transformer-{width}px.png"))
-        page.close()
+    page = run_notebook(browser, lab, "wrap.ipynb", [SETUP], width=WIDTHS[0])
+    view = page.locator(".jp-OutputArea .ipu-wb-root").first
+    view.locator(".ipu-wb-tab-graph").click()
+    for width in WIDTHS:
+        output_width(page, width)
+        geometry = settled_geometry(page, view)
+        check_fits(geometry, width)
+        view.screenshot(path=str(ARTIFACTS / f"graph-wrap-transformer-{width}px.png"))
+    page.close()
 
 
-def test_a_saved_ir_json_files_graph_tab_fits_its_pane(tmp_path):
+def test_a_saved_ir_json_files_graph_tab_fits_its_pane(lab, browser):
     import real_programs
     from workbench.export.mime import MIME_TYPE
 
     ARTIFACTS.mkdir(exist_ok=True)
-    with jupyterlab(tmp_path) as (url, root), chromium() as browser:
-        document = real_programs.transformer()[0]._repr_mimebundle_()[0][MIME_TYPE]
-        (root / "transformer.ir.json").write_text(json.dumps(document), encoding="utf-8")
-        page = open_page(browser, f"{url}/lab/tree/transformer.ir.json?reset")
-        page.set_default_timeout(240_000)
-        view = page.locator(".jp-MimeDocument .ipu-wb-root").first
-        view.locator(".ipu-wb-tab-graph").click()
-        for width in (630, 1280):
-            pane_width(page, width)
-            geometry = settled_geometry(page, view)
-            check_fits(geometry, width)
-            view.screenshot(path=str(ARTIFACTS / f"graph-wrap-transformer-ir-json-{width}px.png"))
-        page.close()
+    document = real_programs.transformer()[0]._repr_mimebundle_()[0][MIME_TYPE]
+    (lab.root / "transformer.ir.json").write_text(json.dumps(document), encoding="utf-8")
+    page = open_page(browser, lab.tree("transformer.ir.json"))
+    page.set_default_timeout(240_000)
+    view = page.locator(".jp-MimeDocument .ipu-wb-root").first
+    view.locator(".ipu-wb-tab-graph").click()
+    for width in (630, 1280):
+        pane_width(page, width)
+        geometry = settled_geometry(page, view)
+        check_fits(geometry, width)
+        view.screenshot(path=str(ARTIFACTS / f"graph-wrap-transformer-ir-json-{width}px.png"))
+    page.close()
 
 
 SHOWN = f"""\
@@ -85,21 +83,20 @@ import real_programs
 workbench.show(real_programs.transformer()[0])"""
 
 
-def test_the_notebooks_graph_tab_wraps_the_transformers_optimizer_within_its_output(tmp_path):
+def test_the_notebooks_graph_tab_wraps_the_transformers_optimizer_within_its_output(lab, browser):
     ARTIFACTS.mkdir(exist_ok=True)
-    with jupyterlab(tmp_path) as (url, root), chromium() as browser:
-        page = run_notebook(browser, url, root, "shown.ipynb", [SHOWN], width=630)
-        output = page.locator(".jp-Cell").first.locator(".jp-OutputArea-output").first
-        visible_plot = ".widget-tab-contents > .lm-Widget:not(.lm-mod-hidden) .main-svg"
-        output.locator(visible_plot).first.wait_for(state="visible")
-        output.locator(".lm-TabBar-tab", has_text="graph").first.click()
-        for width in (630, 1280):
-            output_width(page, width)
-            page.wait_for_timeout(2000)  # the page tells the kernel its width; the picture comes back laid out for it
-            assert output.evaluate(TABS_AND_PLOTS) == []
-            texts = output.locator(visible_plot).first.evaluate(
-                "(svg) => [...svg.querySelectorAll('.textpoint text')].map((t) => t.textContent)")
-            assert sum(text.startswith("accumulate_") for text in texts) >= 4, texts  # the top rows, labelled whole
-            assert not any(text.endswith("…") for text in texts), texts
-            output.screenshot(path=str(ARTIFACTS / f"graph-wrap-notebook-transformer-{width}px.png"))
-        page.close()
+    page = run_notebook(browser, lab, "shown.ipynb", [SHOWN], width=630)
+    output = page.locator(".jp-Cell").first.locator(".jp-OutputArea-output").first
+    visible_plot = ".widget-tab-contents > .lm-Widget:not(.lm-mod-hidden) .main-svg"
+    output.locator(visible_plot).first.wait_for(state="visible")
+    output.locator(".lm-TabBar-tab", has_text="graph").first.click()
+    for width in (630, 1280):
+        output_width(page, width)
+        page.wait_for_timeout(2000)  # the page tells the kernel its width; the picture comes back laid out for it
+        assert output.evaluate(TABS_AND_PLOTS) == []
+        texts = output.locator(visible_plot).first.evaluate(
+            "(svg) => [...svg.querySelectorAll('.textpoint text')].map((t) => t.textContent)")
+        assert sum(text.startswith("accumulate_") for text in texts) >= 4, texts  # the top rows, labelled whole
+        assert not any(text.endswith("…") for text in texts), texts
+        output.screenshot(path=str(ARTIFACTS / f"graph-wrap-notebook-transformer-{width}px.png"))
+    page.close()

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from support.jupyterlab_harness import chromium, jupyterlab, output_width, run_notebook
+from support.jupyterlab_harness import output_width, run_notebook
 
 pytestmark = pytest.mark.slow
 
@@ -99,43 +99,42 @@ def check_drawn(boxes):
             assert not overlapping(a["box"], b["box"]) or holds(a["box"], b["box"]) or holds(b["box"], a["box"]), (a, b)
 
 
-def test_grouped_pictures_of_real_programs_collapsed_and_expanded(tmp_path):
+def test_grouped_pictures_of_real_programs_collapsed_and_expanded(lab, browser):
     cells = [SETUP]
     for name, (ir, graph) in PROGRAMS.items():
         cells += [f"ModelView({ir}, {graph}, live=False).figure", f"expanded({ir}, {graph})", ir]
     ARTIFACTS.mkdir(exist_ok=True)
-    with jupyterlab(tmp_path) as (url, root), chromium() as browser:
-        page = run_notebook(browser, url, root, "grouped.ipynb", cells)
-        page.wait_for_function(f"document.querySelectorAll('.jp-OutputArea .ipu-wb-group-svg').length === {len(PROGRAMS)}")
-        page.wait_for_function(f"document.querySelectorAll('.jp-OutputArea .js-plotly-plot .main-svg').length >= {2 * len(PROGRAMS)}")
-        # a big program shows its top level first: wait for its whole document, whose groups open
-        page.wait_for_function("![...document.querySelectorAll('.ipu-wb-summary')].some(s => s.textContent.includes('the top level first'))")
-        for number, name in enumerate(PROGRAMS):
-            collapsed, opened, extension = (page.locator(".jp-Cell").nth(1 + 3 * number + k).locator(".jp-OutputArea-output")
-                                            for k in range(3))
-            collapsed.screenshot(path=str(ARTIFACTS / f"grouped-{name}-notebook.png"))
-            opened.screenshot(path=str(ARTIFACTS / f"grouped-{name}-notebook-expanded.png"))
-            arrows = opened.locator(".scatterlayer .trace .points path").count()
-            assert arrows > 0  # the arrowheads (and the hit markers) are drawn
-            view = extension.locator(".ipu-wb-root").first
-            if name == "transformer":
-                grad_id = page.evaluate("(() => { const s = document.querySelectorAll('.ipu-wb-group-select')[0];"
-                                        " return [...s.options].find(o => o.textContent.endsWith('forward_grad')).value; })()")
-                view.locator(".ipu-wb-group-select").select_option(grad_id)
-            check_drawn(view.evaluate(BOXES))
-            assert view.evaluate(EDGES_CLEAR) == []
-            view.screenshot(path=str(ARTIFACTS / f"grouped-{name}-extension.png"))
-            view.locator(".ipu-wb-pbox-group:not(.ipu-wb-pbox-frame)").first.click()
-            inner = view.locator(".ipu-wb-pbox-frame ~ .ipu-wb-pbox-group:not(.ipu-wb-pbox-frame)")
-            if inner.count():
-                inner.first.click()
-            assert view.locator(".ipu-wb-pbox-frame").count() >= 1
-            check_drawn(view.evaluate(BOXES))
-            assert view.evaluate(EDGES_CLEAR) == []
-            edges = view.locator(".ipu-wb-edge")
-            assert edges.count() > 0 and view.locator(".ipu-wb-edge[marker-end]").count() > 0
-            view.screenshot(path=str(ARTIFACTS / f"grouped-{name}-extension-expanded.png"))
-        page.close()
+    page = run_notebook(browser, lab, "grouped.ipynb", cells)
+    page.wait_for_function(f"document.querySelectorAll('.jp-OutputArea .ipu-wb-group-svg').length === {len(PROGRAMS)}")
+    page.wait_for_function(f"document.querySelectorAll('.jp-OutputArea .js-plotly-plot .main-svg').length >= {2 * len(PROGRAMS)}")
+    # a big program shows its top level first: wait for its whole document, whose groups open
+    page.wait_for_function("![...document.querySelectorAll('.ipu-wb-summary')].some(s => s.textContent.includes('the top level first'))")
+    for number, name in enumerate(PROGRAMS):
+        collapsed, opened, extension = (page.locator(".jp-Cell").nth(1 + 3 * number + k).locator(".jp-OutputArea-output")
+                                        for k in range(3))
+        collapsed.screenshot(path=str(ARTIFACTS / f"grouped-{name}-notebook.png"))
+        opened.screenshot(path=str(ARTIFACTS / f"grouped-{name}-notebook-expanded.png"))
+        arrows = opened.locator(".scatterlayer .trace .points path").count()
+        assert arrows > 0  # the arrowheads (and the hit markers) are drawn
+        view = extension.locator(".ipu-wb-root").first
+        if name == "transformer":
+            grad_id = page.evaluate("(() => { const s = document.querySelectorAll('.ipu-wb-group-select')[0];"
+                                    " return [...s.options].find(o => o.textContent.endsWith('forward_grad')).value; })()")
+            view.locator(".ipu-wb-group-select").select_option(grad_id)
+        check_drawn(view.evaluate(BOXES))
+        assert view.evaluate(EDGES_CLEAR) == []
+        view.screenshot(path=str(ARTIFACTS / f"grouped-{name}-extension.png"))
+        view.locator(".ipu-wb-pbox-group:not(.ipu-wb-pbox-frame)").first.click()
+        inner = view.locator(".ipu-wb-pbox-frame ~ .ipu-wb-pbox-group:not(.ipu-wb-pbox-frame)")
+        if inner.count():
+            inner.first.click()
+        assert view.locator(".ipu-wb-pbox-frame").count() >= 1
+        check_drawn(view.evaluate(BOXES))
+        assert view.evaluate(EDGES_CLEAR) == []
+        edges = view.locator(".ipu-wb-edge")
+        assert edges.count() > 0 and view.locator(".ipu-wb-edge[marker-end]").count() > 0
+        view.screenshot(path=str(ARTIFACTS / f"grouped-{name}-extension-expanded.png"))
+    page.close()
 
 
 STEPPER = f"""\
@@ -179,31 +178,30 @@ PLACES = """(plot) => {
 }"""
 
 
-def test_the_steppers_picture_stays_beside_its_table_where_there_is_room_and_under_it_at_630_px(tmp_path):
+def test_the_steppers_picture_stays_beside_its_table_where_there_is_room_and_under_it_at_630_px(lab, browser):
     ARTIFACTS.mkdir(exist_ok=True)
-    with jupyterlab(tmp_path) as (url, root), chromium() as browser:
-        page = run_notebook(browser, url, root, "stepper.ipynb", [STEPPER, STEPS], width=960)  # a notebook in a wide window
-        page.locator(".jp-Cell").nth(1).locator(".jp-OutputArea-output pre").wait_for()
-        name = page.locator(".jp-Cell").nth(1).locator(".jp-OutputArea-output pre").text_content().strip()
-        output = page.locator(".jp-Cell").first.locator(".widget-tab-contents > .lm-Widget:not(.lm-mod-hidden)").first
-        picture = output.locator(".js-plotly-plot").first
-        picture.locator(".main-svg").first.wait_for(state="visible")
-        page.wait_for_timeout(1000)
-        table_box, picture_box = picture.evaluate(PLACES)
-        assert picture_box["x"] >= table_box["x"] + table_box["width"] - 1, (table_box, picture_box)  # beside, not below
-        assert picture_box["y"] < table_box["y"] + table_box["height"]
-        crumbs = [text for text in output.locator("button").all_text_contents() if re.search(r"\(\d[\d,]* ops?\)$", text)]
-        assert any(name.split("/")[-2] in crumb for crumb in crumbs), (name, crumbs)  # the next op's group, opened in place
-        check_next_op_in_view(page, picture, name)
-        assert output.evaluate(CLIPPED) == []
-        output.screenshot(path=str(ARTIFACTS / "grouped-transformer-stepper.png"))
-        output_width(page, 630)  # JupyterLab's output in a narrow window: the picture goes under the table
-        table_box, picture_box = picture.evaluate(PLACES)
-        assert picture_box["y"] >= table_box["y"] + table_box["height"] - 1, (table_box, picture_box)
-        check_next_op_in_view(page, picture, name)
-        assert output.evaluate(CLIPPED) == []  # buttons, table and picture all inside the output, none cut
-        output.screenshot(path=str(ARTIFACTS / "grouped-transformer-stepper-630px.png"))
-        page.close()
+    page = run_notebook(browser, lab, "stepper.ipynb", [STEPPER, STEPS], width=960)  # a notebook in a wide window
+    page.locator(".jp-Cell").nth(1).locator(".jp-OutputArea-output pre").wait_for()
+    name = page.locator(".jp-Cell").nth(1).locator(".jp-OutputArea-output pre").text_content().strip()
+    output = page.locator(".jp-Cell").first.locator(".widget-tab-contents > .lm-Widget:not(.lm-mod-hidden)").first
+    picture = output.locator(".js-plotly-plot").first
+    picture.locator(".main-svg").first.wait_for(state="visible")
+    page.wait_for_timeout(1000)
+    table_box, picture_box = picture.evaluate(PLACES)
+    assert picture_box["x"] >= table_box["x"] + table_box["width"] - 1, (table_box, picture_box)  # beside, not below
+    assert picture_box["y"] < table_box["y"] + table_box["height"]
+    crumbs = [text for text in output.locator("button").all_text_contents() if re.search(r"\(\d[\d,]* ops?\)$", text)]
+    assert any(name.split("/")[-2] in crumb for crumb in crumbs), (name, crumbs)  # the next op's group, opened in place
+    check_next_op_in_view(page, picture, name)
+    assert output.evaluate(CLIPPED) == []
+    output.screenshot(path=str(ARTIFACTS / "grouped-transformer-stepper.png"))
+    output_width(page, 630)  # JupyterLab's output in a narrow window: the picture goes under the table
+    table_box, picture_box = picture.evaluate(PLACES)
+    assert picture_box["y"] >= table_box["y"] + table_box["height"] - 1, (table_box, picture_box)
+    check_next_op_in_view(page, picture, name)
+    assert output.evaluate(CLIPPED) == []  # buttons, table and picture all inside the output, none cut
+    output.screenshot(path=str(ARTIFACTS / "grouped-transformer-stepper-630px.png"))
+    page.close()
 
 
 def check_next_op_in_view(page, picture, name: str) -> None:
@@ -248,28 +246,27 @@ TABS_AND_PLOTS = """(output) => {
 }"""
 
 
-def test_the_workbench_fits_a_630_px_output_with_whole_tab_titles_and_pictures_laid_out_to_its_width(tmp_path):
+def test_the_workbench_fits_a_630_px_output_with_whole_tab_titles_and_pictures_laid_out_to_its_width(lab, browser):
     ARTIFACTS.mkdir(exist_ok=True)
-    with jupyterlab(tmp_path) as (url, root), chromium() as browser:
-        page = run_notebook(browser, url, root, "workbench.ipynb", [WORKBENCH], width=630)
-        output = page.locator(".jp-Cell").first.locator(".jp-OutputArea-output").first
-        visible_plot = ".widget-tab-contents > .lm-Widget:not(.lm-mod-hidden) .main-svg"
-        output.locator(visible_plot).first.wait_for(state="visible")
-        page.wait_for_timeout(2000)  # the page tells the kernel its width; the picture comes back laid out for it
-        assert output.evaluate(TABS_AND_PLOTS) == []
-        canvas = output.locator(".widget-tab-contents > .lm-Widget:not(.lm-mod-hidden) .ipu-wb-figure-canvas").first
-        room = canvas.evaluate("(node) => node.clientWidth")
-        assert 560 < room <= 630 and abs(output.locator(visible_plot).first.bounding_box()["width"] - room) <= 2
-        output.screenshot(path=str(ARTIFACTS / "workbench-model-630px.png"))
-        output.locator(".lm-TabBar-tab", has_text="graph").first.click()
-        output.locator(visible_plot).first.wait_for(state="visible")
-        page.wait_for_timeout(2000)
-        assert output.evaluate(TABS_AND_PLOTS) == []
-        output.screenshot(path=str(ARTIFACTS / "workbench-graph-630px.png"))
-        output_width(page, 1100)  # a wide output: the picture goes back to its own width
-        output.locator(".lm-TabBar-tab", has_text="model").first.click()
-        page.wait_for_timeout(2000)
-        assert abs(output.locator(visible_plot).first.bounding_box()["width"] - 960) <= 2
-        tabs = output.locator(".lm-TabBar-tab")
-        assert len({round(tabs.nth(n).bounding_box()["y"]) for n in range(tabs.count())}) == 1  # one row
-        page.close()
+    page = run_notebook(browser, lab, "workbench.ipynb", [WORKBENCH], width=630)
+    output = page.locator(".jp-Cell").first.locator(".jp-OutputArea-output").first
+    visible_plot = ".widget-tab-contents > .lm-Widget:not(.lm-mod-hidden) .main-svg"
+    output.locator(visible_plot).first.wait_for(state="visible")
+    page.wait_for_timeout(2000)  # the page tells the kernel its width; the picture comes back laid out for it
+    assert output.evaluate(TABS_AND_PLOTS) == []
+    canvas = output.locator(".widget-tab-contents > .lm-Widget:not(.lm-mod-hidden) .ipu-wb-figure-canvas").first
+    room = canvas.evaluate("(node) => node.clientWidth")
+    assert 560 < room <= 630 and abs(output.locator(visible_plot).first.bounding_box()["width"] - room) <= 2
+    output.screenshot(path=str(ARTIFACTS / "workbench-model-630px.png"))
+    output.locator(".lm-TabBar-tab", has_text="graph").first.click()
+    output.locator(visible_plot).first.wait_for(state="visible")
+    page.wait_for_timeout(2000)
+    assert output.evaluate(TABS_AND_PLOTS) == []
+    output.screenshot(path=str(ARTIFACTS / "workbench-graph-630px.png"))
+    output_width(page, 1100)  # a wide output: the picture goes back to its own width
+    output.locator(".lm-TabBar-tab", has_text="model").first.click()
+    page.wait_for_timeout(2000)
+    assert abs(output.locator(visible_plot).first.bounding_box()["width"] - 960) <= 2
+    tabs = output.locator(".lm-TabBar-tab")
+    assert len({round(tabs.nth(n).bounding_box()["y"]) for n in range(tabs.count())}) == 1  # one row
+    page.close()

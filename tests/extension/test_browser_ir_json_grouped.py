@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from support.jupyterlab_harness import chromium, jupyterlab, open_page
+from support.jupyterlab_harness import open_page
 from test_browser_grouped import ARTIFACTS
 
 pytestmark = pytest.mark.slow
@@ -38,26 +38,25 @@ TIME_TO_GROUPED_PICTURE = """async (path) => {
 }"""
 
 
-def test_an_ir_json_file_written_the_readmes_way_opens_on_its_grouped_picture_within_2_s(tmp_path):
+def test_an_ir_json_file_written_the_readmes_way_opens_on_its_grouped_picture_within_2_s(lab, browser):
     import real_programs
     import workbench.export
 
     ARTIFACTS.mkdir(exist_ok=True)
-    with jupyterlab(tmp_path) as (url, root), chromium() as browser:
-        for name in PROGRAMS:
-            ir = getattr(real_programs, name)()
-            with open(root / f"{name}.ir.json", "w") as f:  # the README's recipe
-                json.dump(workbench.export.to_json(ir, liveness=True), f)
-        page = open_page(browser, f"{url}/lab?reset")
-        page.wait_for_function("window.jupyterapp !== undefined")
-        page.evaluate("window.jupyterapp.restored")
-        for name in PROGRAMS:
-            opened = page.evaluate(TIME_TO_GROUPED_PICTURE, f"{name}.ir.json")
-            assert opened["error"] is None, opened
-            assert opened["active"] == "Model" and opened["groups"] > 0, opened  # boxes of groups, not of ops
-            assert not opened["graphDrawn"], opened  # no whole-graph layout of thousands of ops
-            assert opened["ms"] <= 2000, (name, opened)
-            page.locator(".jp-MimeDocument:visible .ipu-wb-root").first.screenshot(
-                path=str(ARTIFACTS / f"ir-json-{name}.png"))
-            print(f"{name}.ir.json: grouped picture painted {opened['ms']:.0f} ms after opening")
-        page.close()
+    for name in PROGRAMS:
+        ir = getattr(real_programs, name)()
+        with open(lab.root / f"{name}.ir.json", "w") as f:  # the README's recipe
+            json.dump(workbench.export.to_json(ir, liveness=True), f)
+    page = open_page(browser, f"{lab.url}/lab?reset")
+    page.wait_for_function("window.jupyterapp !== undefined")
+    page.evaluate("window.jupyterapp.restored")
+    for name in PROGRAMS:
+        opened = page.evaluate(TIME_TO_GROUPED_PICTURE, lab.path(f"{name}.ir.json"))
+        assert opened["error"] is None, opened
+        assert opened["active"] == "Model" and opened["groups"] > 0, opened  # boxes of groups, not of ops
+        assert not opened["graphDrawn"], opened  # no whole-graph layout of thousands of ops
+        assert opened["ms"] <= 2000, (name, opened)
+        page.locator(".jp-MimeDocument:visible .ipu-wb-root").first.screenshot(
+            path=str(ARTIFACTS / f"ir-json-{name}.png"))
+        print(f"{name}.ir.json: grouped picture painted {opened['ms']:.0f} ms after opening")
+    page.close()

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from support.jupyterlab_harness import chromium, jupyterlab, open_page
+from support.jupyterlab_harness import open_page
 from test_browser_grouped import ARTIFACTS
 
 pytestmark = pytest.mark.slow
@@ -36,26 +36,25 @@ TIMED = """async ([root, click, done]) => {
 }"""
 
 
-def test_the_graph_tab_opens_a_10000_op_graph_grouped_at_once(tmp_path):
+def test_the_graph_tab_opens_a_10000_op_graph_grouped_at_once(lab, browser):
     import real_programs
     import workbench.export
 
     ARTIFACTS.mkdir(exist_ok=True)
     program = real_programs.wide_program()
-    with jupyterlab(tmp_path) as (url, root), chromium() as browser:
-        (root / "wide.ir.json").write_text(json.dumps(workbench.export.to_json(program, liveness=True)), encoding="utf-8")
-        page = open_page(browser, f"{url}/lab/tree/wide.ir.json?reset")
-        page.set_default_timeout(240_000)
-        view = page.locator(".jp-MimeDocument .ipu-wb-root").first
-        view.locator(".ipu-wb-group-svg").first.wait_for()  # the Model tab, first
-        grouped = page.evaluate(TIMED, [view.element_handle(), ".ipu-wb-tab-graph", ".ipu-wb-group-svg"])
-        print(f"Graph tab, grouped: {grouped}")
-        view.screenshot(path=str(ARTIFACTS / "large-graph-tab-grouped.png"))
-        assert grouped["seconds"] <= LIMIT_SECONDS and grouped["longest_stall"] < 1.0, grouped
-        assert 0 < grouped["groups"] < 100 and grouped["ops"] == 0, grouped
-        assert grouped["notice"].startswith("Graph main has 10,003 ops and tensors: shown grouped"), grouped
-        every = page.evaluate(TIMED, [view.element_handle(), ".ipu-wb-draw-large", ".ipu-wb-graph-svg"])
-        print(f"Graph tab, every op: {every}")
-        view.screenshot(path=str(ARTIFACTS / "large-graph-tab-every-op.png"))
-        assert every["ops"] == len(program.main_graph.ops), every
-        page.close()
+    (lab.root / "wide.ir.json").write_text(json.dumps(workbench.export.to_json(program, liveness=True)), encoding="utf-8")
+    page = open_page(browser, lab.tree("wide.ir.json"))
+    page.set_default_timeout(240_000)
+    view = page.locator(".jp-MimeDocument .ipu-wb-root").first
+    view.locator(".ipu-wb-group-svg").first.wait_for()  # the Model tab, first
+    grouped = page.evaluate(TIMED, [view.element_handle(), ".ipu-wb-tab-graph", ".ipu-wb-group-svg"])
+    print(f"Graph tab, grouped: {grouped}")
+    view.screenshot(path=str(ARTIFACTS / "large-graph-tab-grouped.png"))
+    assert grouped["seconds"] <= LIMIT_SECONDS and grouped["longest_stall"] < 1.0, grouped
+    assert 0 < grouped["groups"] < 100 and grouped["ops"] == 0, grouped
+    assert grouped["notice"].startswith("Graph main has 10,003 ops and tensors: shown grouped"), grouped
+    every = page.evaluate(TIMED, [view.element_handle(), ".ipu-wb-draw-large", ".ipu-wb-graph-svg"])
+    print(f"Graph tab, every op: {every}")
+    view.screenshot(path=str(ARTIFACTS / "large-graph-tab-every-op.png"))
+    assert every["ops"] == len(program.main_graph.ops), every
+    page.close()

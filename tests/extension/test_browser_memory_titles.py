@@ -6,7 +6,7 @@ is as tall as the picture, which so stays inside its output. Screenshots go to t
 (memory-*.png)."""
 import pytest
 
-from support.jupyterlab_harness import chromium, jupyterlab, output_width, run_notebook
+from support.jupyterlab_harness import output_width, run_notebook
 from test_browser_fit_width import PICTURE_HEIGHTS
 from test_browser_grouped import ARTIFACTS, TESTS
 
@@ -69,23 +69,22 @@ def check_memory(output) -> None:
     assert picture > 100 and canvas >= picture, (canvas, picture)
 
 
-def test_memory_titles_lie_whole_inside_630_and_1280_px_outputs_shown_alone_and_in_the_workbench(tmp_path):
+def test_memory_titles_lie_whole_inside_630_and_1280_px_outputs_shown_alone_and_in_the_workbench(lab, browser):
     ARTIFACTS.mkdir(exist_ok=True)
-    with jupyterlab(tmp_path) as (url, root), chromium() as browser:
-        cells = [SETUP, *ALONE.values(), IN_TABS]
-        page = run_notebook(browser, url, root, "memory.ipynb", cells, width=630)
-        names = [*ALONE, "workbench"]
-        outputs = {name: page.locator(".jp-Cell").nth(1 + n).locator(".jp-OutputArea-output").first
-                   for n, name in enumerate(names)}
+    cells = [SETUP, *ALONE.values(), IN_TABS]
+    page = run_notebook(browser, lab, "memory.ipynb", cells, width=630)
+    names = [*ALONE, "workbench"]
+    outputs = {name: page.locator(".jp-Cell").nth(1 + n).locator(".jp-OutputArea-output").first
+               for n, name in enumerate(names)}
+    for name, output in outputs.items():
+        opened = f"{OPEN_TAB} " if name == "workbench" else ""
+        output.locator(f"{opened}.ipu-wb-figure-canvas .main-svg").first.wait_for(state="visible")
+    page.wait_for_timeout(2500)
+    for width in (630, 1280):
+        output_width(page, width)
+        page.wait_for_timeout(1500)
         for name, output in outputs.items():
-            opened = f"{OPEN_TAB} " if name == "workbench" else ""
-            output.locator(f"{opened}.ipu-wb-figure-canvas .main-svg").first.wait_for(state="visible")
-        page.wait_for_timeout(2500)
-        for width in (630, 1280):
-            output_width(page, width)
-            page.wait_for_timeout(1500)
-            for name, output in outputs.items():
-                assert abs(output.bounding_box()["width"] - width) <= 2
-                check_memory(output)
-                output.screenshot(path=str(ARTIFACTS / f"memory-{name}-{width}px.png"))
-        page.close()
+            assert abs(output.bounding_box()["width"] - width) <= 2
+            check_memory(output)
+            output.screenshot(path=str(ARTIFACTS / f"memory-{name}-{width}px.png"))
+    page.close()

@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from support.jupyterlab_harness import chromium, jupyterlab, open_page
+from support.jupyterlab_harness import open_page
 from support.programs import mlp_training
 from test_browser_grouped import ARTIFACTS
 from test_browser_ir_fit_width import pane_width
@@ -41,7 +41,7 @@ PICK = """async ([root, graph]) => {
 }"""
 
 
-def test_graphs_are_drawn_from_the_shipped_layering_within_2_s_and_fit_the_pane(tmp_path):
+def test_graphs_are_drawn_from_the_shipped_layering_within_2_s_and_fit_the_pane(lab, browser):
     import real_programs
 
     ARTIFACTS.mkdir(exist_ok=True)
@@ -50,27 +50,26 @@ def test_graphs_are_drawn_from_the_shipped_layering_within_2_s_and_fit_the_pane(
     picks = [("transformer", "main_graph", 53), ("transformer", "transformer.forward_grad", 359),
              ("chain", "main_graph", 2102), ("mlp", "mlp_training.forward_grad", 2002)]
     results = []
-    with jupyterlab(tmp_path) as (url, root), chromium() as browser:
-        for name, program in programs.items():
-            document = program._repr_mimebundle_()[0][MIME_TYPE]
-            (root / f"{name}.ir.json").write_text(json.dumps(document), encoding="utf-8")
-        for name in programs:
-            page = open_page(browser, f"{url}/lab/tree/{name}.ir.json?reset")
-            page.set_default_timeout(240_000)
-            view = page.locator(".jp-MimeDocument .ipu-wb-root").first
-            view.locator(".ipu-wb-tab-graph").click()
-            view.locator(".ipu-wb-graph-view .ipu-wb-canvas .ipu-wb-graph-svg").wait_for()
-            for width in (590, 1280):
-                pane_width(page, width)
-                for program, graph, ops in picks:
-                    if program != name:
-                        continue
-                    picked = page.evaluate(PICK, [view.element_handle(), graph])
-                    results.append((graph, width, picked))
-                    print(f"{name} {graph} at {width} px: {picked}")
-                    assert picked["engine"] == "shipped" and picked["ops"] == ops, picked
-                    assert picked["seconds"] <= FIRST_PICTURE_SECONDS, picked
-                    assert picked["drawn"] <= picked["room"] + 0.5, picked
-                    view.screenshot(path=str(ARTIFACTS / f"one-layout-{name}-{graph}-{width}px.png"))
-            page.close()
+    for name, program in programs.items():
+        document = program._repr_mimebundle_()[0][MIME_TYPE]
+        (lab.root / f"{name}.ir.json").write_text(json.dumps(document), encoding="utf-8")
+    for name in programs:
+        page = open_page(browser, lab.tree(f"{name}.ir.json"))
+        page.set_default_timeout(240_000)
+        view = page.locator(".jp-MimeDocument .ipu-wb-root").first
+        view.locator(".ipu-wb-tab-graph").click()
+        view.locator(".ipu-wb-graph-view .ipu-wb-canvas .ipu-wb-graph-svg").wait_for()
+        for width in (590, 1280):
+            pane_width(page, width)
+            for program, graph, ops in picks:
+                if program != name:
+                    continue
+                picked = page.evaluate(PICK, [view.element_handle(), graph])
+                results.append((graph, width, picked))
+                print(f"{name} {graph} at {width} px: {picked}")
+                assert picked["engine"] == "shipped" and picked["ops"] == ops, picked
+                assert picked["seconds"] <= FIRST_PICTURE_SECONDS, picked
+                assert picked["drawn"] <= picked["room"] + 0.5, picked
+                view.screenshot(path=str(ARTIFACTS / f"one-layout-{name}-{graph}-{width}px.png"))
+        page.close()
     assert len(results) == 2 * len(picks)

@@ -6,7 +6,7 @@ logs no error or warning. Screenshots go to tests/artifacts/ (reopen-no-kernel*.
 import nbformat
 import pytest
 
-from support.jupyterlab_harness import chromium, jupyterlab, run_notebook
+from support.jupyterlab_harness import run_notebook
 from test_browser_grouped import ARTIFACTS, TESTS
 
 pytestmark = pytest.mark.slow
@@ -55,55 +55,54 @@ OUTPUTS = f"""() => [...document.querySelectorAll('.jp-Cell')].slice(1).map((cel
 }})"""
 
 
-def test_a_saved_notebook_reopened_with_no_kernel_draws_every_picture_and_logs_nothing(tmp_path):
+def test_a_saved_notebook_reopened_with_no_kernel_draws_every_picture_and_logs_nothing(lab, browser):
     ARTIFACTS.mkdir(exist_ok=True)
-    with jupyterlab(tmp_path) as (url, root), chromium() as browser:
-        page = run_notebook(browser, url, root, "saved.ipynb", [SETUP, *SHOWN.values()])
-        page.wait_for_function(f"({OUTPUTS})().every((output) => output.drawn)")
-        page.evaluate("window.jupyterapp.commands.execute('docmanager:save')")
-        page.wait_for_function("!window.jupyterapp.shell.currentWidget.context.model.dirty")
-        page.evaluate("window.jupyterapp.serviceManager.sessions.shutdownAll()")
-        page.close()
+    page = run_notebook(browser, lab, "saved.ipynb", [SETUP, *SHOWN.values()])
+    page.wait_for_function(f"({OUTPUTS})().every((output) => output.drawn)")
+    page.evaluate("window.jupyterapp.commands.execute('docmanager:save')")
+    page.wait_for_function("!window.jupyterapp.shell.currentWidget.context.model.dirty")
+    page.evaluate("window.jupyterapp.serviceManager.sessions.shutdownAll()")
+    page.close()
 
-        saved = nbformat.read(root / "saved.ipynb", as_version=4)
-        widget_outputs = [cell for cell in saved.cells[1:]
-                          if "application/vnd.jupyter.widget-view+json" in cell.outputs[0]["data"]]
-        assert len(widget_outputs) == len(SHOWN) - 1  # every view but the IR's own output is a widget
-        # A notebook that names no kernel: JupyterLab asks for one, and the user picks "No Kernel".
-        saved.metadata.pop("kernelspec", None)
-        saved.metadata.pop("language_info", None)
-        nbformat.write(saved, root / "saved.ipynb")
+    saved = nbformat.read(lab.root / "saved.ipynb", as_version=4)
+    widget_outputs = [cell for cell in saved.cells[1:]
+                      if "application/vnd.jupyter.widget-view+json" in cell.outputs[0]["data"]]
+    assert len(widget_outputs) == len(SHOWN) - 1  # every view but the IR's own output is a widget
+    # A notebook that names no kernel: JupyterLab asks for one, and the user picks "No Kernel".
+    saved.metadata.pop("kernelspec", None)
+    saved.metadata.pop("language_info", None)
+    nbformat.write(saved, lab.root / "saved.ipynb")
 
-        logged = []
-        page = browser.new_page(viewport={"width": 1400, "height": 1100})
-        page.on("console", lambda message: logged.append((message.type, message.text)))
-        page.on("pageerror", lambda error: logged.append(("pageerror", str(error))))
-        page.set_default_timeout(120_000)
-        page.goto(f"{url}/lab/tree/saved.ipynb?reset")
-        page.locator(".jp-Dialog").wait_for()
-        page.locator(".jp-Dialog select").select_option(label="No Kernel")
-        page.locator(".jp-Dialog .jp-mod-accept").click()
-        page.wait_for_function("window.jupyterapp?.shell.currentWidget?.sessionContext?.kernelDisplayName === 'No Kernel'")
-        page.wait_for_function(f"({OUTPUTS})().every((output) => output.drawn)")
-        page.wait_for_timeout(3000)  # longer than ipywidgets waits for a missing model before it logs
-        outputs = page.evaluate(OUTPUTS)
-        page.screenshot(path=str(ARTIFACTS / "reopen-no-kernel.png"), full_page=True)
-        cells = page.locator(".jp-Cell")
-        for index, name in enumerate(SHOWN):
-            output = cells.nth(1 + index).locator(".jp-OutputArea-output").first
-            output.scroll_into_view_if_needed()
-            output.screenshot(path=str(ARTIFACTS / f"reopen-no-kernel-{name}.png"))
-        assert page.evaluate("window.jupyterapp.shell.currentWidget.sessionContext.session") is None  # no kernel
-        card = cells.nth(1 + list(SHOWN).index("call-tree-one-graph")).locator(".jp-OutputArea-output").first
-        check_card(card.evaluate(CARD))
-        assert [output["drawn"] for output in outputs] == [True] * len(SHOWN), outputs
-        assert not any("model not found" in output["text"] for output in outputs), outputs
-        assert not any("model not found" in text for _, text in logged), logged
-        assert [entry for entry in logged if entry[0] in ("error", "warning", "pageerror")] == [], logged
-        # the outputs are as saved (choosing "No Kernel" writes an empty kernelspec into the metadata, nothing else)
-        shown = page.evaluate("window.jupyterapp.shell.currentWidget.context.model.toJSON()")
-        assert [cell.get("outputs") for cell in shown["cells"]] == [cell.get("outputs") for cell in saved.cells]
-        page.close()
+    logged = []
+    page = browser.new_page(viewport={"width": 1400, "height": 1100})
+    page.on("console", lambda message: logged.append((message.type, message.text)))
+    page.on("pageerror", lambda error: logged.append(("pageerror", str(error))))
+    page.set_default_timeout(120_000)
+    page.goto(lab.tree("saved.ipynb"))
+    page.locator(".jp-Dialog").wait_for()
+    page.locator(".jp-Dialog select").select_option(label="No Kernel")
+    page.locator(".jp-Dialog .jp-mod-accept").click()
+    page.wait_for_function("window.jupyterapp?.shell.currentWidget?.sessionContext?.kernelDisplayName === 'No Kernel'")
+    page.wait_for_function(f"({OUTPUTS})().every((output) => output.drawn)")
+    page.wait_for_timeout(3000)  # longer than ipywidgets waits for a missing model before it logs
+    outputs = page.evaluate(OUTPUTS)
+    page.screenshot(path=str(ARTIFACTS / "reopen-no-kernel.png"), full_page=True)
+    cells = page.locator(".jp-Cell")
+    for index, name in enumerate(SHOWN):
+        output = cells.nth(1 + index).locator(".jp-OutputArea-output").first
+        output.scroll_into_view_if_needed()
+        output.screenshot(path=str(ARTIFACTS / f"reopen-no-kernel-{name}.png"))
+    assert page.evaluate("window.jupyterapp.shell.currentWidget.sessionContext.session") is None  # no kernel
+    card = cells.nth(1 + list(SHOWN).index("call-tree-one-graph")).locator(".jp-OutputArea-output").first
+    check_card(card.evaluate(CARD))
+    assert [output["drawn"] for output in outputs] == [True] * len(SHOWN), outputs
+    assert not any("model not found" in output["text"] for output in outputs), outputs
+    assert not any("model not found" in text for _, text in logged), logged
+    assert [entry for entry in logged if entry[0] in ("error", "warning", "pageerror")] == [], logged
+    # the outputs are as saved (choosing "No Kernel" writes an empty kernelspec into the metadata, nothing else)
+    shown = page.evaluate("window.jupyterapp.shell.currentWidget.context.model.toJSON()")
+    assert [cell.get("outputs") for cell in shown["cells"]] == [cell.get("outputs") for cell in saved.cells]
+    page.close()
 
 
 def check_card(card: dict) -> None:

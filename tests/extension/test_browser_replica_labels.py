@@ -6,7 +6,7 @@ squares, and overlaps no other label; the heading (with its note, for one replic
 Screenshots go to tests/artifacts/ (replica-*.png)."""
 import pytest
 
-from support.jupyterlab_harness import chromium, jupyterlab, output_width, run_notebook
+from support.jupyterlab_harness import output_width, run_notebook
 from test_browser_fit_width import PICTURE_HEIGHTS
 from test_browser_grouped import ARTIFACTS, TESTS
 
@@ -76,24 +76,23 @@ def check_labels(labels: list[dict]) -> None:
             assert a["bottom"] <= b["top"] + 1 or b["bottom"] <= a["top"] + 1, (a, b)
 
 
-def test_replica_row_labels_are_whole_and_on_two_lines_at_most_at_630_and_1280_px(tmp_path):
+def test_replica_row_labels_are_whole_and_on_two_lines_at_most_at_630_and_1280_px(lab, browser):
     ARTIFACTS.mkdir(exist_ok=True)
-    with jupyterlab(tmp_path) as (url, root), chromium() as browser:
-        page = run_notebook(browser, url, root, "replicas.ipynb", [SETUP, *VIEWS.values()], width=630)
-        outputs = {name: page.locator(".jp-Cell").nth(1 + n).locator(".jp-OutputArea-output").first
-                   for n, name in enumerate(VIEWS)}
-        for output in outputs.values():
-            output.locator(".ipu-wb-figure-canvas .main-svg").first.wait_for(state="visible")
-        page.wait_for_timeout(2500)
-        for width in (630, 1280):
-            output_width(page, width)
-            page.wait_for_timeout(1500)
-            for name, output in outputs.items():
-                output.screenshot(path=str(ARTIFACTS / f"replica-{name}-{width}px.png"))
-                labels = output.evaluate(ROW_LABELS)
-                check_labels(labels)
-                heading, grid = output.evaluate(HEADING_AND_GRID_TITLE)
-                assert heading <= grid, (name, width, heading, grid)
-                canvas, picture = output.evaluate(PICTURE_HEIGHTS)
-                assert picture > 100 and canvas >= picture, (canvas, picture)
-        page.close()
+    page = run_notebook(browser, lab, "replicas.ipynb", [SETUP, *VIEWS.values()], width=630)
+    outputs = {name: page.locator(".jp-Cell").nth(1 + n).locator(".jp-OutputArea-output").first
+               for n, name in enumerate(VIEWS)}
+    for output in outputs.values():
+        output.locator(".ipu-wb-figure-canvas .main-svg").first.wait_for(state="visible")
+    page.wait_for_timeout(2500)
+    for width in (630, 1280):
+        output_width(page, width)
+        page.wait_for_timeout(1500)
+        for name, output in outputs.items():
+            output.screenshot(path=str(ARTIFACTS / f"replica-{name}-{width}px.png"))
+            labels = output.evaluate(ROW_LABELS)
+            check_labels(labels)
+            heading, grid = output.evaluate(HEADING_AND_GRID_TITLE)
+            assert heading <= grid, (name, width, heading, grid)
+            canvas, picture = output.evaluate(PICTURE_HEIGHTS)
+            assert picture > 100 and canvas >= picture, (canvas, picture)
+    page.close()

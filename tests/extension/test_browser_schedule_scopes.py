@@ -9,7 +9,6 @@ import plotly.io as pio
 import pytest
 
 from real_programs import long_chain, transformer, wide_program
-from support.jupyterlab_harness import chromium
 from workbench.widgets import ScheduleView
 
 pytestmark = pytest.mark.slow
@@ -33,12 +32,6 @@ STRIPS = """() => {
 # The bottom of the title's last line and the top of the legend.
 TITLE_AND_LEGEND = """() => [document.querySelector('.g-gtitle text').getBoundingClientRect().bottom,
                              document.querySelector('.legend').getBoundingClientRect().top]"""
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with chromium() as opened:
-        yield opened
 
 
 @pytest.mark.parametrize("name, program, width, named", [

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from support.jupyterlab_harness import KERNEL_IDLE, chromium, jupyterlab, run_notebook
+from support.jupyterlab_harness import KERNEL_IDLE, run_notebook
 
 pytestmark = pytest.mark.slow
 
@@ -35,22 +35,21 @@ SCHEDULE_HEIGHTS = """(output) => {
 }"""
 
 
-def test_the_steppers_schedule_keeps_its_height_as_the_run_is_stepped(tmp_path):
+def test_the_steppers_schedule_keeps_its_height_as_the_run_is_stepped(lab, browser):
     ARTIFACTS.mkdir(exist_ok=True)
-    with jupyterlab(tmp_path) as (url, root), chromium() as browser:
-        page = run_notebook(browser, url, root, "stepper.ipynb", [STEPPER])
-        output = page.locator(".jp-Cell").nth(0).locator(".jp-OutputArea-output").first
-        output.locator(".js-plotly-plot .gtitle", has_text="schedule").wait_for()
+    page = run_notebook(browser, lab, "stepper.ipynb", [STEPPER])
+    output = page.locator(".jp-Cell").nth(0).locator(".jp-OutputArea-output").first
+    output.locator(".js-plotly-plot .gtitle", has_text="schedule").wait_for()
+    page.wait_for_function(KERNEL_IDLE)
+    page.wait_for_timeout(1500)  # the first draw, then plotly's resize to the output's width
+    canvas, picture = output.evaluate(SCHEDULE_HEIGHTS)
+    assert picture > 100 and canvas >= picture, (canvas, picture)
+    for _ in range(3):
+        output.locator("button", has_text="step").first.click()
         page.wait_for_function(KERNEL_IDLE)
-        page.wait_for_timeout(1500)  # the first draw, then plotly's resize to the output's width
+        page.wait_for_timeout(500)
         canvas, picture = output.evaluate(SCHEDULE_HEIGHTS)
         assert picture > 100 and canvas >= picture, (canvas, picture)
-        for _ in range(3):
-            output.locator("button", has_text="step").first.click()
-            page.wait_for_function(KERNEL_IDLE)
-            page.wait_for_timeout(500)
-            canvas, picture = output.evaluate(SCHEDULE_HEIGHTS)
-            assert picture > 100 and canvas >= picture, (canvas, picture)
-        assert output.locator(".js-plotly-plot .legendtext", has_text="next op").count() == 1  # the marker moved in
-        output.screenshot(path=str(ARTIFACTS / "stepper-schedule-stepped.png"))
-        page.close()
+    assert output.locator(".js-plotly-plot .legendtext", has_text="next op").count() == 1  # the marker moved in
+    output.screenshot(path=str(ARTIFACTS / "stepper-schedule-stepped.png"))
+    page.close()

@@ -7,7 +7,7 @@ height its figure asks for: its legend, six rows at 560 px, has room under it in
 Screenshot: tests/artifacts/stepper-table.png."""
 import pytest
 
-from support.jupyterlab_harness import KERNEL_IDLE, chromium, jupyterlab, run_notebook
+from support.jupyterlab_harness import KERNEL_IDLE, run_notebook
 from test_browser_stepper_schedule import ARTIFACTS, STEPPER
 
 pytestmark = pytest.mark.slow
@@ -27,22 +27,21 @@ PICTURE_PLOT = """(output) => {
 }"""
 
 
-def test_the_steppers_live_values_are_set_in_lines_as_close_as_their_text_needs(tmp_path):
+def test_the_steppers_live_values_are_set_in_lines_as_close_as_their_text_needs(lab, browser):
     ARTIFACTS.mkdir(exist_ok=True)
-    with jupyterlab(tmp_path) as (url, root), chromium() as browser:
-        page = run_notebook(browser, url, root, "stepper.ipynb", [STEPPER])
-        output = page.locator(".jp-Cell").nth(0).locator(".jp-OutputArea-output").first
-        output.locator("button", has_text="step").first.wait_for()
+    page = run_notebook(browser, lab, "stepper.ipynb", [STEPPER])
+    output = page.locator(".jp-Cell").nth(0).locator(".jp-OutputArea-output").first
+    output.locator("button", has_text="step").first.wait_for()
+    page.wait_for_function(KERNEL_IDLE)
+    for _ in range(4):  # into the forward graph, before its split
+        output.locator("button", has_text="step").first.click()
         page.wait_for_function(KERNEL_IDLE)
-        for _ in range(4):  # into the forward graph, before its split
-            output.locator("button", has_text="step").first.click()
-            page.wait_for_function(KERNEL_IDLE)
-        output.locator("table tbody tr").first.wait_for()
-        page.wait_for_timeout(500)
-        table = output.evaluate(TABLE)
-        drawn, asked = output.evaluate(PICTURE_PLOT)
-        output.screenshot(path=str(ARTIFACTS / "stepper-table.png"))
-        page.close()
+    output.locator("table tbody tr").first.wait_for()
+    page.wait_for_timeout(500)
+    table = output.evaluate(TABLE)
+    drawn, asked = output.evaluate(PICTURE_PLOT)
+    output.screenshot(path=str(ARTIFACTS / "stepper-table.png"))
+    page.close()
     assert table["size"] == 12 and table["line"] <= 1.4 * table["size"], table
     assert table["row"] <= 60, table
     assert abs(drawn - asked) <= 1, (drawn, asked)

@@ -4,7 +4,7 @@ while the pointer is over it) covers none of its titles, notes, legend entries o
 tests/artifacts/ (toolbar-*.png)."""
 import pytest
 
-from support.jupyterlab_harness import KERNEL_IDLE, chromium, jupyterlab, open_notebook, output_width, write_notebook
+from support.jupyterlab_harness import KERNEL_IDLE, open_notebook, output_width, write_notebook
 from test_browser_grouped import ARTIFACTS, TESTS
 
 pytestmark = pytest.mark.slow
@@ -41,40 +41,39 @@ COVERED = """(output) => {
 }"""
 
 
-def test_plotlys_tool_bar_covers_no_title_or_label_of_any_tab(tmp_path):
+def test_plotlys_tool_bar_covers_no_title_or_label_of_any_tab(lab, browser):
     ARTIFACTS.mkdir(exist_ok=True)
-    with jupyterlab(tmp_path) as (url, root), chromium() as browser:
-        write_notebook(root / "toolbar.ipynb", [SETUP, SHOW, DIFF])
-        page = open_notebook(browser, url, "toolbar.ipynb")
-        page.set_default_timeout(120_000)
-        covered = {}
-        for width in (630, 960):
-            output_width(page, width)
+    write_notebook(lab.root / "toolbar.ipynb", [SETUP, SHOW, DIFF])
+    page = open_notebook(browser, lab, "toolbar.ipynb")
+    page.set_default_timeout(120_000)
+    covered = {}
+    for width in (630, 960):
+        output_width(page, width)
+        page.wait_for_function(KERNEL_IDLE)
+        page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
+        output = page.locator(".jp-Cell").nth(1).locator(".jp-OutputArea-output").first
+        output.locator(".lm-TabBar-tab").first.wait_for()
+        tabs = output.locator(".lm-TabBar-tab")
+        for index in range(tabs.count()):
+            title = tabs.nth(index).text_content()
+            tabs.nth(index).click()
             page.wait_for_function(KERNEL_IDLE)
-            page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
-            output = page.locator(".jp-Cell").nth(1).locator(".jp-OutputArea-output").first
-            output.locator(".lm-TabBar-tab").first.wait_for()
-            tabs = output.locator(".lm-TabBar-tab")
-            for index in range(tabs.count()):
-                title = tabs.nth(index).text_content()
-                tabs.nth(index).click()
-                page.wait_for_function(KERNEL_IDLE)
-                plot = output.locator(".js-plotly-plot:visible .main-svg").first
-                plot.wait_for(state="visible")
-                page.wait_for_timeout(1000)  # the picture laid out again for the output's width
-                for each in output.locator(".js-plotly-plot:visible").all():
-                    box = each.bounding_box()
-                    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
-                    page.wait_for_timeout(300)
-                    found = output.evaluate(COVERED)
-                    if found:
-                        covered[f"{title} at {width} px"] = found
-                output.screenshot(path=str(ARTIFACTS / f"toolbar-{title.replace(' ', '-')}-{width}px.png"))
-            diff = page.locator(".jp-Cell").nth(2).locator(".jp-OutputArea-output").first
-            diff.locator(".js-plotly-plot .main-svg").first.hover()
-            page.wait_for_timeout(300)
-            if diff.evaluate(COVERED):
-                covered[f"diff at {width} px"] = diff.evaluate(COVERED)
-            diff.screenshot(path=str(ARTIFACTS / f"toolbar-diff-{width}px.png"))
-        page.close()
+            plot = output.locator(".js-plotly-plot:visible .main-svg").first
+            plot.wait_for(state="visible")
+            page.wait_for_timeout(1000)  # the picture laid out again for the output's width
+            for each in output.locator(".js-plotly-plot:visible").all():
+                box = each.bounding_box()
+                page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+                page.wait_for_timeout(300)
+                found = output.evaluate(COVERED)
+                if found:
+                    covered[f"{title} at {width} px"] = found
+            output.screenshot(path=str(ARTIFACTS / f"toolbar-{title.replace(' ', '-')}-{width}px.png"))
+        diff = page.locator(".jp-Cell").nth(2).locator(".jp-OutputArea-output").first
+        diff.locator(".js-plotly-plot .main-svg").first.hover()
+        page.wait_for_timeout(300)
+        if diff.evaluate(COVERED):
+            covered[f"diff at {width} px"] = diff.evaluate(COVERED)
+        diff.screenshot(path=str(ARTIFACTS / f"toolbar-diff-{width}px.png"))
+    page.close()
     assert covered == {}, covered

@@ -22,7 +22,9 @@ def graph():
 
 
 def conv_loop(x, w, stride, begin, end, dilation, groups):
-    """out[n, m, o] = sum over c, k of padded_x[n, group(m) channel c, o * stride + k * dilation] * w[m, c, k]."""
+    """out[n, m, o] = sum over c, k of padded_x[n, group(m) channel c, o * stride + k * dilation] * w[m, c, k]:
+    for each output position, its window of the padded input (every channel c and kernel offset k at once)
+    summed against the weights of its group's output channels m."""
     rank = x.ndim - 2
     padded = np.pad(x.astype(np.float64), [(0, 0), (0, 0)] + list(zip(begin, end)))
     out_channels, group_channels = w.shape[:2]
@@ -30,14 +32,12 @@ def conv_loop(x, w, stride, begin, end, dilation, groups):
     out_shape = [(padded.shape[2 + i] - (kernel[i] - 1) * dilation[i] - 1) // stride[i] + 1 for i in range(rank)]
     out = np.zeros((x.shape[0], out_channels, *out_shape))
     per_group = out_channels // groups
-    for n, m, *o in np.ndindex(*out.shape):
-        g = m // per_group
-        total = 0.0
-        for c in range(group_channels):
-            for k in np.ndindex(*kernel):
-                position = tuple(o[i] * stride[i] + k[i] * dilation[i] for i in range(rank))
-                total += padded[(n, g * group_channels + c) + position] * w[(m, c) + k]
-        out[(n, m, *o)] = total
+    for n, g, *o in np.ndindex(x.shape[0], groups, *out_shape):
+        window = tuple(slice(o[i] * stride[i], o[i] * stride[i] + (kernel[i] - 1) * dilation[i] + 1, dilation[i])
+                       for i in range(rank))
+        patch = padded[(n, slice(g * group_channels, (g + 1) * group_channels)) + window]  # [c, *k]
+        outputs = slice(g * per_group, (g + 1) * per_group)
+        out[(n, outputs, *o)] = np.tensordot(w[outputs].astype(np.float64), patch, axes=rank + 1)
     return out
 
 
@@ -225,25 +225,30 @@ def test_conv_transpose_errors(graph):
 
 
 # ----- pooling -----
+def average(values, axis):
+    """The mean of ``values`` along ``axis``, summed in float64."""
+    return values.mean(axis=axis, dtype=np.float64)
+
+
 def pool_loop(x, kernel, stride, begin, end, dilation, ceil_mode, reduce):
-    """Each output element reduces the input elements its window covers; pads are left out."""
+    """Each output element reduces the input elements its window covers (``reduce(values, axis)``, every
+    batch and channel's window at once for each output position); pads are left out."""
     rank = x.ndim - 2
     spans = [x.shape[2 + i] + begin[i] + end[i] - (kernel[i] - 1) * dilation[i] - 1 for i in range(rank)]
     out_shape = [(-(-s // stride[i]) if ceil_mode else s // stride[i]) + 1 for i, s in enumerate(spans)]
     out_shape = [o - 1 if ceil_mode and (o - 1) * stride[i] >= x.shape[2 + i] + begin[i] else o
                  for i, o in enumerate(out_shape)]
     out = np.zeros(x.shape[:2] + tuple(out_shape), x.dtype)
-    for n, c, *o in np.ndindex(*out.shape):
-        values = []
-        for k in np.ndindex(*kernel):
-            position = [o[i] * stride[i] + k[i] * dilation[i] - begin[i] for i in range(rank)]
-            if all(0 <= p < x.shape[2 + i] for i, p in enumerate(position)):
-                values.append(x[(n, c, *position)])
-        out[(n, c, *o)] = reduce(values)
+    for o in np.ndindex(*out_shape):
+        starts = [o[i] * stride[i] - begin[i] for i in range(rank)]
+        covered = [[p for k in range(kernel[i]) if 0 <= (p := starts[i] + k * dilation[i]) < x.shape[2 + i]]
+                   for i in range(rank)]
+        values = x[(slice(None), slice(None)) + np.ix_(*covered)]
+        out[(slice(None), slice(None), *o)] = reduce(values.reshape(*x.shape[:2], -1), axis=-1)
     return out
 
 
-@pytest.mark.parametrize("name, reduce", [("max_pool", max), ("average_pool", lambda v: sum(v) / len(v))])
+@pytest.mark.parametrize("name, reduce", [("max_pool", np.max), ("average_pool", average)])
 @pytest.mark.parametrize("x_shape, kernel, stride, padding, dilation, ceil_mode", [
     ((2, 3, 6, 6), (2, 2), (2, 2), None, None, False),
     ((1, 2, 7, 5), (3, 2), (2, 1), (1, 0, 1, 1), None, False),
@@ -269,7 +274,7 @@ def test_pool_same_padding(auto_pad):
     result = run_op(lambda t: ops.max_pool(t, (2, 2), (2, 2), auto_pad=auto_pad), x)
     begin, end = ((0, 0), (1, 1)) if auto_pad == "same_upper" else ((1, 1), (0, 0))
     assert result.shape == (1, 1, 3, 3)
-    np.testing.assert_array_equal(result, pool_loop(x, (2, 2), (2, 2), begin, end, (1, 1), False, max))
+    np.testing.assert_array_equal(result, pool_loop(x, (2, 2), (2, 2), begin, end, (1, 1), False, np.max))
 
 
 def test_average_pool_in_float16():

@@ -4,7 +4,7 @@ none reaching all) gives the direct loop's values, and the same kernel serves ru
 import numpy as np
 import pytest
 
-from test_convolution import pool_loop
+from test_convolution import average, pool_loop
 from workbench.ops import pool_kernels
 
 RNG = np.random.default_rng(11)
@@ -23,7 +23,7 @@ AXES = {
 @pytest.mark.parametrize("rows", AXES.values(), ids=AXES.keys())
 @pytest.mark.parametrize("cols", [AXES["one reaches all, one some"], AXES["no offset reaches all"]],
                          ids=["cols: one full, one partial", "cols: none full"])
-@pytest.mark.parametrize("name, reduce", [("max_pool", max), ("average_pool", lambda v: sum(v) / len(v))])
+@pytest.mark.parametrize("name, reduce", [("max_pool", np.max), ("average_pool", average)])
 def test_every_way_an_axis_meets_its_offsets_gives_the_direct_loops_values(rows, cols, name, reduce):
     (h, kh, sh, dh, bh, eh), (w, kw, sw, dw, bw, ew) = rows, cols
     x = RNG.standard_normal((2, 3, h, w)).astype(np.float32)
@@ -47,13 +47,13 @@ def test_a_narrow_max_pool_shifts_whole_planes_and_gives_the_direct_loops_values
     x = RNG.standard_normal(shape).astype(np.float32)
     x[0, 0, 2, 3] = np.nan  # propagates, as np.maximum does
     begin, end = tuple(b for b, _ in pads), tuple(e for _, e in pads)
-    expected = pool_loop(x, kernel, stride, begin, end, (1, 1), False, lambda v: np.max(v))
+    expected = pool_loop(x, kernel, stride, begin, end, (1, 1), False, np.max)
     kernel_fn = pool_kernels.max_pool(shape, kernel, stride, (1, 1), pads, expected.shape[2:], np.float32)
     assert "_plane_max_pool" in kernel_fn.__qualname__
     for _ in range(2):  # its padded copy serves run after run
         np.testing.assert_array_equal(kernel_fn(x), expected)
         x = RNG.standard_normal(shape).astype(np.float32)
-        expected = pool_loop(x, kernel, stride, begin, end, (1, 1), False, lambda v: np.max(v))
+        expected = pool_loop(x, kernel, stride, begin, end, (1, 1), False, np.max)
 
 
 def test_a_wide_padded_max_pool_goes_one_axis_at_a_time_and_an_unpadded_one_by_planes():
@@ -62,7 +62,7 @@ def test_a_wide_padded_max_pool_goes_one_axis_at_a_time_and_an_unpadded_one_by_p
     x = RNG.standard_normal((1, 2, 9, 111)).astype(np.float32)
     kernel_fn = pool_kernels.max_pool(x.shape, (3, 3), (2, 2), (1, 1), ((0, 0), (0, 0)), (4, 55), np.float32)
     assert "_plane_max_pool" in kernel_fn.__qualname__
-    expected = pool_loop(x, (3, 3), (2, 2), (0, 0), (0, 0), (1, 1), False, lambda v: np.max(v))
+    expected = pool_loop(x, (3, 3), (2, 2), (0, 0), (0, 0), (1, 1), False, np.max)
     np.testing.assert_array_equal(kernel_fn(x), expected)
 
 
@@ -73,7 +73,7 @@ def test_a_plane_max_pool_goes_a_group_of_planes_at_a_time_with_the_same_values(
     monkeypatch.setattr(pool_kernels, "PLANE_GROUP_BYTES", 3 * 4 * (9 + 2) * (11 + 2))
     x = RNG.standard_normal(shape).astype(np.float32)
     begin, end = tuple(b for b, _ in pads), tuple(e for _, e in pads)
-    expected = pool_loop(x, (3, 3), (2, 2), begin, end, (1, 1), False, lambda v: np.max(v))
+    expected = pool_loop(x, (3, 3), (2, 2), begin, end, (1, 1), False, np.max)
     kernel_fn = pool_kernels.max_pool(shape, (3, 3), (2, 2), (1, 1), pads, expected.shape[2:], np.float32)
     assert "_plane_max_pool" in kernel_fn.__qualname__
     np.testing.assert_array_equal(kernel_fn(x), expected)
@@ -97,7 +97,7 @@ def test_a_centred_max_pool_reads_no_padding_and_gives_the_direct_loops_values(m
         x = RNG.standard_normal(shape).astype(np.float32)
         x[0, 1, 0, 5] = np.nan  # on a plane's first row: propagates, as np.maximum does
         x[-1, -1, -1, -1] = 10  # the last position: reaches only the windows inside its own plane
-        expected = pool_loop(x, kernel, (1, 1), begin, begin, (1, 1), False, lambda v: np.max(v))
+        expected = pool_loop(x, kernel, (1, 1), begin, begin, (1, 1), False, np.max)
         result = kernel_fn(x)
         np.testing.assert_array_equal(result, expected)
         assert result.flags.owndata and not np.shares_memory(result, x)

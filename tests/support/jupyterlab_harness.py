@@ -1,6 +1,7 @@
 """JupyterLab on 127.0.0.1 with Debian's Chromium driven headless by Playwright, for the browser tests
 and benchmarks. Every wait is bounded; JupyterLab is stopped through its process group."""
 import contextlib
+import http.cookiejar
 import json
 import os
 import signal
@@ -9,6 +10,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
@@ -18,6 +20,23 @@ CHROMIUM = "/usr/bin/chromium"
 WAIT_MS = 90_000
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
+
+
+@dataclass(frozen=True, slots=True)
+class LabFolder:
+    """A folder that a JupyterLab server at ``url`` serves: ``root`` on disk, ``prefix`` its path from the
+    server's root ("" for the root itself)."""
+    url: str
+    root: Path
+    prefix: str = ""
+
+    def path(self, name: str) -> str:
+        """The server's path of ``name`` in this folder."""
+        return f"{self.prefix}/{name}" if self.prefix else name
+
+    def tree(self, name: str) -> str:
+        """The address that opens ``name`` in this folder in a fresh workspace."""
+        return f"{self.url}/lab/tree/{self.path(name)}?reset"
 
 
 def free_port() -> int:
@@ -51,10 +70,40 @@ def stop(server: subprocess.Popen) -> None:
             server.wait(timeout=10)
 
 
+def end_kernels(url: str, seconds: float = 60) -> None:
+    """Ends every session and kernel of the server at ``url``, waiting until none is left."""
+    cookies = http.cookiejar.CookieJar()
+    opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(cookies))
+    opener.open(f"{url}/lab", timeout=30).close()  # the page sets the cookie that a DELETE must echo
+    xsrf = {"X-XSRFToken": next(cookie.value for cookie in cookies if cookie.name == "_xsrf")}
+
+    def api(path: str, method: str = "GET"):
+        asked = urllib.request.Request(f"{url}/api/{path}", headers=xsrf, method=method)
+        with opener.open(asked, timeout=30) as answer:
+            body = answer.read()
+        return json.loads(body) if body else None
+
+    for session in api("sessions"):
+        api(f"sessions/{session['id']}", "DELETE")
+    for kernel in api("kernels"):
+        api(f"kernels/{kernel['id']}", "DELETE")
+    deadline = time.monotonic() + seconds
+    while left := api("kernels"):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"kernels still running {seconds} s after their shutdown: {left}")
+        time.sleep(0.2)
+
+
+def forget_workspaces(home: Path) -> None:
+    """Deletes the workspaces that pages of the server of ``jupyterlab(home)`` saved."""
+    for saved in (home / "workspaces").glob("*"):
+        saved.unlink()
+
+
 @contextlib.contextmanager
 def jupyterlab(home: Path):
-    """A JupyterLab server over ``home/work`` with its own settings (no news pop-up); yields its URL
-    and root folder."""
+    """A JupyterLab server over ``home/work`` with its own settings (no news pop-up) and workspaces
+    (in ``home/workspaces``); yields its root folder."""
     assert Path(CHROMIUM).exists(), "Debian's Chromium is needed: apt-get install -y chromium"
     root = home / "work"
     root.mkdir()
@@ -74,7 +123,7 @@ def jupyterlab(home: Path):
             cwd=root, env=env, stdout=output, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         wait_for_server(url, server, log)
-        yield url, root
+        yield LabFolder(url, root)
     finally:
         stop(server)
 
@@ -105,13 +154,13 @@ def write_notebook(path: Path, cells: list[str]) -> None:
     nbformat.write(notebook, path)
 
 
-def open_notebook(browser, url: str, name: str):
-    """A page with notebook ``name`` open, the current tab (a fresh workspace, not one that earlier
-    pages left), and its kernel started."""
-    page = open_page(browser, f"{url}/lab/tree/{name}?reset")
+def open_notebook(browser, lab: LabFolder, name: str):
+    """A page with notebook ``name`` of ``lab`` open, the current tab (a fresh workspace, not one that
+    earlier pages left), and its kernel started."""
+    page = open_page(browser, lab.tree(name))
     page.wait_for_selector(".jp-Notebook .jp-Cell")
-    page.wait_for_function(f"window.jupyterapp && window.jupyterapp.shell.currentWidget?.context?.path === {name!r}"
-                           " && window.jupyterapp.shell.currentWidget.sessionContext.session?.kernel")
+    page.wait_for_function(f"window.jupyterapp && window.jupyterapp.shell.currentWidget?.context?.path === "
+                           f"{lab.path(name)!r} && window.jupyterapp.shell.currentWidget.sessionContext.session?.kernel")
     return page
 
 
@@ -123,12 +172,12 @@ def output_width(page, width: int) -> None:
     page.wait_for_timeout(1500)
 
 
-def run_notebook(browser, url: str, root: Path, name: str, cells: list[str], timeout_ms: int = 240_000,
+def run_notebook(browser, lab: LabFolder, name: str, cells: list[str], timeout_ms: int = 240_000,
                  width: Optional[int] = None):
-    """A page with notebook ``name`` of code ``cells`` (written under ``root``) open, its outputs ``width``
+    """A page with notebook ``name`` of code ``cells`` (written in ``lab``) open, its outputs ``width``
     pixels wide where given, and every cell set running; Playwright's waits on it last ``timeout_ms``."""
-    write_notebook(root / name, cells)
-    page = open_notebook(browser, url, name)
+    write_notebook(lab.root / name, cells)
+    page = open_notebook(browser, lab, name)
     page.set_default_timeout(timeout_ms)
     if width is not None:
         output_width(page, width)
