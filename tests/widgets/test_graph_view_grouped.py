@@ -10,8 +10,7 @@ from workbench.export.grouping import group_graph
 from workbench.widgets import GraphView
 from workbench.widgets.dataflow import GROUPED_OPS
 from workbench.widgets.figure_canvas import figure_json
-from workbench.widgets.figures.graph_figure import (GROUP_TRACE, OPENED_TRACE, VISIBLE_LAYERS, layer_pixels,
-                                                    picture_layout)
+from workbench.widgets.figures.graph_figure import GROUP_TRACE, OPENED_TRACE, layer_pixels, picture_layout
 
 
 @pytest.fixture(scope="module")
@@ -70,9 +69,9 @@ def test_an_op_inside_a_closed_group_is_found_and_selected_through_its_group(wid
 
 
 def test_grouping_follows_the_size_of_the_graph_unless_asked():
-    small, _, _ = chain(VISIBLE_LAYERS)
+    small, _, _ = chain(GROUPED_OPS - 1)
     large, _, _ = chain(GROUPED_OPS)
-    assert GraphView(small, live=False).groups is None  # one screen of layers
+    assert GraphView(small, live=False).groups is None
     assert GraphView(large, live=False).groups is not None
     assert GraphView(large, grouped=False, live=False).picture.op_count == GROUPED_OPS
     assert GraphView(small, grouped=True, live=False).groups is not None
@@ -200,28 +199,3 @@ def test_a_group_says_what_it_holds_after_its_whole_name_or_its_name_alone(wide)
     assert drawn_label(group, len(name) + 14) == caption[:len(name) + 13] + "…"
     assert drawn_label(group, len(name) + 3) == name
     assert drawn_label(group, len(name) - 4) == name[:len(name) - 5] + "…"
-
-
-def test_a_graph_taller_than_a_screen_op_by_op_opens_grouped_where_its_groups_fit_one():
-    """The transformer's main graph, 53 ops, took 28 layers (its optimizer's 24 all-reduce and update pairs in a
-    ladder), its legend a screen below its top: it opens as its 5 ops and the optimizer's group, whole on a
-    screen with the legend under it. A chain of 148 ops has no scope and opens as runs of ops; a graph whose
-    groups would take more layers than a screen (the transformer's forward graph, its activations drawn
-    beside its two IPUs' groups) stays op by op."""
-    from real_programs import transformer
-
-    ir = transformer()[0]
-    op_by_op = GraphView(ir, grouped=False, live=False)
-    assert op_by_op.layout.depth > VISIBLE_LAYERS
-    view = GraphView(ir, live=False)
-    assert view.groups is not None and view.layout.depth <= VISIBLE_LAYERS
-    assert [node.caption for node in view.picture.nodes.values() if node.kind == "group"] == [
-        "▸ optimizer (48 ops): 24 replicated_all_reduce · 24 accumulate_"]
-    figure = view.figure
-    assert figure.layout.yaxis.range[0] <= -(view.layout.depth - 1)  # every layer in view, no panning
-    assert figure.layout.height <= 500 < op_by_op.figure.layout.height
-    assert "top 16 of" not in figure.layout.title.text
-    tall, _, _ = chain(GROUPED_OPS - 2)
-    assert GraphView(tall, live=False).groups is not None
-    forward = next(graph for graph in ir.graphs if graph.name.endswith("forward"))
-    assert GraphView(ir, graph=forward, live=False).groups is None

@@ -4,12 +4,11 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from workbench.export.grouping import OpGroup, group_graph
-from workbench.export.layered import Layout
 from workbench.ir import Graph, Op
 
-from .dataflow import CALL_TYPES, GROUPED_OPS, DataflowPicture, dataflow_picture, opens_alone
+from .dataflow import CALL_TYPES, GROUPED_OPS, dataflow_picture, opens_alone
 from .figures import graph_figure
-from .figures.graph_figure import VISIBLE_LAYERS, picture_layout
+from .figures.graph_figure import picture_layout
 from .selection import Selection
 from .style import PICTURE_WIDTH, fitted_width
 from .view import View
@@ -22,17 +21,13 @@ class GraphView(View):
     more (a wall of ops inline), shows the called graph grouped, with a button back to the caller
     (``back``); ``search`` rings matching names.
     ``detail`` is "auto", "full" (every tensor drawn) or "ops" (ops only, for large graphs). ``grouped``
-    is "auto" (grouped from ``GROUPED_OPS`` ops, or where the ops drawn one by one would take more layers than
-    a screen shows and the groups fewer), True or False: a grouped graph opens as the Model tab's
+    is "auto" (grouped from ``GROUPED_OPS`` ops), True or False: a grouped graph opens as the Model tab's
     groups, each a node with its op count that opens in place on click (``open_group``). In a notebook
     output narrower than ``PICTURE_WIDTH`` the nodes and labels are sized to the output's width.
     """
 
     live_kinds = frozenset({"op_added", "op_changed", "tensor_added", "graph_created", "graph_built",
                             "graph_discarded"})
-    picture: DataflowPicture
-    layout: Layout
-    matches: list[str]
 
     def __init__(self, source: Any, graph: Optional[Graph] = None, *, detail: str = "auto",
                  grouped: Any = "auto", selection: Optional[Selection] = None, **options):
@@ -69,29 +64,12 @@ class GraphView(View):
         if self.graph is not self._shown_graph:
             self.expanded, self.opened = set(), set()
             self._shown_graph = self.graph
-        self._use_groups(group_graph(self.graph) if self.is_grouped else None)
-        self._lay_out()
-        if self.groups is None and self.grouped == "auto" and self.layout.depth > VISIBLE_LAYERS:
-            self._group_if_shorter()
-
-    def _use_groups(self, groups: Optional[OpGroup]) -> None:
-        self.groups = groups
-        if groups is not None:
-            self._group_ids = {group.id: group for group in groups.walk()}
-            self._homes = {op: group for group in groups.walk() for op in group.ops}
+        self.groups = group_graph(self.graph) if self.is_grouped else None
+        if self.groups is not None:
+            self._group_ids = {group.id: group for group in self.groups.walk()}
+            self._homes = {op: group for group in self.groups.walk() for op in group.ops}
             self.opened &= set(self._group_ids)
-
-    def _group_if_shorter(self) -> None:
-        """Draws the graph grouped where its groups fit the layers a screen shows and its ops one by one do not
-        and it has groups (a transformer's 48 optimizer ops, a ladder of 28 layers, as one): a picture taller than a
-        screen pushes what follows it (the legend, the next output) out of view. Where the groups take more
-        (a forward graph's activations, each an output drawn beside its group), the ops are drawn."""
-        ungrouped = self.picture, self.layout, self.matches
-        self._use_groups(group_graph(self.graph))
         self._lay_out()
-        if self.layout.depth > VISIBLE_LAYERS or not any(node.kind == "group" for node in self.picture.nodes.values()):
-            self.groups = None
-            self.picture, self.layout, self.matches = ungrouped
 
     def _lay_out(self) -> None:
         """The picture of the graph as grouped, with the groups and call sites opened now."""
