@@ -105,6 +105,9 @@ TEMPLATE: dict[str, dict] = dict(data=dict(bar=[dict(marker=dict(line=dict(color
 
 # The notebook output area the pictures are laid out for: node sizes and label cuts fit it whole.
 PICTURE_WIDTH = 960
+# Pixels above a title that should lie under plotly's tool bar (drawn in a picture's top right corner while the
+# pointer is over it): a long title in a narrow output reaches that corner.
+TITLE_UNDER_TOOLBAR = 44
 # The narrowest a picture is laid out for when its output is narrower than PICTURE_WIDTH (narrower still, it scrolls).
 NARROWEST_PICTURE = 400
 

@@ -9,7 +9,7 @@ import plotly.graph_objects as go
 from workbench.export.diff_folds import DiffFold, OpenFold
 from workbench.export.graph_diff import DiffRow, GraphDiff
 
-from ..style import PICTURE_WIDTH, TEMPLATE, base_layout, text, text_array
+from ..style import PICTURE_WIDTH, TEMPLATE, TITLE_UNDER_TOOLBAR as TITLE_TOP, base_layout, text, text_array
 
 STATUS_LOOK = {  # status -> (legend name, marker colour)
     "same": ("unchanged", "#BFBFBF"),
@@ -28,7 +28,6 @@ LABEL_CHAR_WIDTH = 6.7  # pixels per character of an 11 px monospace label
 LABEL_OFFSET = 9  # pixels from a marker's centre to its label's first character
 TITLE_CHAR_WIDTH = 8  # pixels per character of the title, bold names and plain counts together
 TITLE_LINE = 22  # pixels per line of the title
-TITLE_TOP = 44  # pixels above the title: it starts under plotly's tool bar (shown while the pointer is over the picture)
 SUMMARY_LINE = 15  # pixels per line of the summary under the title (11 px monospace)
 SUMMARY_LINES = {"scope": 3, "type": 2}  # the most lines each part of the summary takes
 LEGEND_ROW = 24  # pixels per row of the legend

@@ -19,12 +19,11 @@ from workbench.ir import Op
 
 from .legend import LEGEND_ROW, legend_rows
 from .schedule_bins import BINNED_ABOVE, bin_width, binned_bars, binned_hover, scope_groups, scope_spans
-from ..style import (CURRENT_COLOR, HIGHLIGHT, IN_SEQUENCE_COLOR, SCHEDULE_COLORS, SCHEDULE_LABELS, TEMPLATE, base_layout,
-                     group_color, text, text_array)
+from ..style import (CURRENT_COLOR, HIGHLIGHT, IN_SEQUENCE_COLOR, SCHEDULE_COLORS, SCHEDULE_LABELS, TEMPLATE,
+                     TITLE_UNDER_TOOLBAR as TITLE_TOP, base_layout, group_color, text, text_array)
 
 SCOPE_FONT = 8  # pixels: the smallest a group's name is written on its strip
 NARROW_PLOT = 480  # pixels of plot in the narrowest output (630 px less the margins): the legend's rows for it
-TITLE_TOP = 24  # pixels from the figure's top to its title's first line (plotly anchors a line's middle there)
 TITLE_LINE = 22  # pixels per line of the title
 
 Row = tuple[Optional[int], int]  # (replica or None for every replica, IPU)
