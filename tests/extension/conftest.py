@@ -1,24 +1,52 @@
-"""One JupyterLab server and one Chromium for all the browser tests of a run, each test in a folder of its
+"""One JupyterLab server and one Chromium for the browser tests of this folder, each test in a folder of its
 own: its pages (each in a fresh browser context) are closed, its kernels ended and the workspaces its pages
-saved deleted when it ends, so that the next test finds the server as a fresh one."""
+saved deleted when it ends, so that the next test finds the server as a fresh one.
+
+Both start with the first test that asks for them and stop after the last test of this folder: Playwright's
+synchronous API keeps an event loop marked running in the main thread while it is open, which later tests of
+code that looks for a running loop (the widgets' live updates) would otherwise find."""
+import contextlib
 import re
+from pathlib import Path
+from typing import Optional
 
 import pytest
 
 from support.jupyterlab_harness import LabFolder, chromium, end_kernels, forget_workspaces, jupyterlab
 
-
-@pytest.fixture(scope="session")
-def lab_server(tmp_path_factory):
-    home = tmp_path_factory.mktemp("lab")
-    with jupyterlab(home) as server:
-        yield server, home
+HERE = Path(__file__).resolve().parent
 
 
-@pytest.fixture(scope="session")
-def shared_browser():
-    with chromium() as browser:
-        yield browser
+class _Shared:
+    """The server (its root folder, and its home) and the browser, started on demand."""
+
+    def __init__(self) -> None:
+        self.stack: Optional[contextlib.ExitStack] = None
+        self.server: Optional[LabFolder] = None
+        self.home: Optional[Path] = None
+        self.browser = None
+
+    def start(self, tmp_path_factory) -> None:
+        if self.stack is None:
+            self.stack = contextlib.ExitStack()
+            self.home = tmp_path_factory.mktemp("lab")
+            self.server = self.stack.enter_context(jupyterlab(self.home))
+            self.browser = self.stack.enter_context(chromium())
+
+    def stop(self) -> None:
+        if self.stack is not None:
+            stack, self.stack, self.server, self.browser = self.stack, None, None, None
+            stack.close()
+
+
+SHARED = _Shared()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item, nextitem):
+    yield  # the test's own fixtures first: they close its pages and end its kernels
+    if nextitem is None or Path(str(nextitem.path)).resolve().parent != HERE:
+        SHARED.stop()
 
 
 def close_pages(browser) -> None:
@@ -27,21 +55,22 @@ def close_pages(browser) -> None:
 
 
 @pytest.fixture
-def browser(shared_browser):
-    """The run's Chromium; every page a test opened in it is closed when the test ends."""
-    yield shared_browser
-    close_pages(shared_browser)
+def browser(tmp_path_factory):
+    """The shared Chromium; every page a test opened in it is closed when the test ends."""
+    SHARED.start(tmp_path_factory)
+    yield SHARED.browser
+    close_pages(SHARED.browser)
 
 
 @pytest.fixture
-def lab(lab_server, shared_browser, request):
-    """A folder of the run's JupyterLab server for this test alone; when the test ends its pages are closed
+def lab(browser, tmp_path_factory, request):
+    """A folder of the shared JupyterLab server for this test alone; when the test ends its pages are closed
     (before their kernels end, so that none asks for another), then every kernel is ended and every saved
     workspace deleted."""
-    server, home = lab_server
+    server = SHARED.server
     folder = server.root / re.sub(r"[^\w.-]", "-", request.node.name)
     folder.mkdir()
     yield LabFolder(server.url, folder, folder.name)
-    close_pages(shared_browser)
+    close_pages(browser)
     end_kernels(server.url)
-    forget_workspaces(home)
+    forget_workspaces(SHARED.home)

@@ -87,8 +87,8 @@ def _box_pixels(text: str) -> int:
 
 def _call_label(op: Op, sites: Sequence[CallSite]) -> str:
     """A closed call's label, as both views write it: ``▸ call body``, ``▸ repeat ×3 body``."""
-    if op.type == "repeat":
-        return f"▸ repeat ×{op.attrs.get('repeat_count', sites[0].repeat_count)} {sites[0].callee.label}"
+    if sites[0].repeat_count is not None:
+        return f"▸ repeat ×{sites[0].repeat_count} {sites[0].callee.label}"
     return f"▸ {op.type} {' | '.join(site.callee.label for site in sites)}"
 
 
