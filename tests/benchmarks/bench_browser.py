@@ -14,7 +14,7 @@ import pytest
 TESTS = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(TESTS))
 
-from support.jupyterlab_harness import (OUTPUT_TEXT, TIME_TO_PICTURE, chromium, jupyterlab,  # noqa: E402
+from support.jupyterlab_harness import (COUNT_COMM_BYTES, OUTPUT_TEXT, TIME_TO_PICTURE, chromium, jupyterlab,  # noqa: E402
                                         open_notebook, write_notebook)
 
 pytestmark = [pytest.mark.benchmark, pytest.mark.slow]
@@ -27,21 +27,11 @@ import plotly.io
 import popxl
 import popxl.ops as ops
 import workbench
-from ipykernel.comm.comm import BaseComm as KernelComm
 from workbench.widgets import GraphView
 from support.programs import mlp_training
 
 plotly.io.renderers.default = "plotly_mimetype"
-comm_bytes = [0]
-publish = KernelComm.publish_msg
-
-
-def counting(self, msg_type, data=None, metadata=None, buffers=None, **keys):
-    comm_bytes[0] += len(json.dumps(data, default=str)) + sum(len(bytes(b)) for b in buffers or ())
-    return publish(self, msg_type, data, metadata, buffers, **keys)
-
-
-KernelComm.publish_msg = counting
+{COUNT_COMM_BYTES}
 tiny = popxl.Ir()
 with tiny.main_graph:
     x = popxl.variable(np.ones(3, np.float32), name="x")

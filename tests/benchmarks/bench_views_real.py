@@ -17,7 +17,7 @@ import pytest
 TESTS = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(TESTS))
 
-from support.jupyterlab_harness import (ARM_CLICK_CLOCK, KERNEL_IDLE, OUTPUT_TEXT, PAINTED_SINCE_CLICK,  # noqa: E402
+from support.jupyterlab_harness import (ARM_CLICK_CLOCK, COUNT_COMM_BYTES, KERNEL_IDLE, OUTPUT_TEXT, PAINTED_SINCE_CLICK,  # noqa: E402
                                         TIME_TO_PICTURE, chromium, jupyterlab, open_notebook, write_notebook)
 
 pytestmark = [pytest.mark.benchmark, pytest.mark.slow]
@@ -27,22 +27,12 @@ import json, sys
 sys.path.insert(0, {str(TESTS)!r})
 import plotly.io
 import workbench
-from ipykernel.comm.comm import BaseComm as KernelComm
 from workbench.widgets import ModelView
 import real_programs
 from workbench.export.first_picture import FIRST_PICTURE_OPS, first_bundle
 
 plotly.io.renderers.default = "plotly_mimetype"
-comm_bytes = [0]
-publish = KernelComm.publish_msg
-
-
-def counting(self, msg_type, data=None, metadata=None, buffers=None, **keys):
-    comm_bytes[0] += len(json.dumps(data, default=str)) + sum(len(bytes(b)) for b in buffers or ())
-    return publish(self, msg_type, data, metadata, buffers, **keys)
-
-
-KernelComm.publish_msg = counting
+{COUNT_COMM_BYTES}
 programs = dict(transformer=real_programs.transformer()[0], resnet50=real_programs.resnet50_session()._workbench_source(),
                 chain=real_programs.long_chain(), wide=real_programs.wide_program())
 print("ready")

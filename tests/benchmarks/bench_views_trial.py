@@ -16,7 +16,7 @@ import pytest
 TESTS = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(TESTS))
 
-from support.jupyterlab_harness import (KERNEL_IDLE, OUTPUT_TEXT, TIME_TO_PICTURE, chromium, jupyterlab,  # noqa: E402
+from support.jupyterlab_harness import (COUNT_COMM_BYTES, KERNEL_IDLE, OUTPUT_TEXT, TIME_TO_PICTURE, chromium, jupyterlab,  # noqa: E402
                                         open_notebook, write_notebook)
 
 pytestmark = [pytest.mark.benchmark, pytest.mark.slow]
@@ -30,15 +30,9 @@ sys.path.insert(0, {str(TESTS)!r})
 import popxl, popart, plotly.io
 import workbench
 from workbench.widgets import DiffView
-from ipykernel.comm.comm import BaseComm as KernelComm
 import real_programs
 plotly.io.renderers.default = "plotly_mimetype"
-comm_bytes = [0]
-publish = KernelComm.publish_msg
-def counting(self, msg_type, data=None, metadata=None, buffers=None, **keys):
-    comm_bytes[0] += len(json.dumps(data, default=str)) + sum(len(bytes(b)) for b in buffers or ())
-    return publish(self, msg_type, data, metadata, buffers, **keys)
-KernelComm.publish_msg = counting
+{COUNT_COMM_BYTES}
 t_ir, t_inputs = real_programs.transformer()
 t_session = popxl.Session(t_ir, "ipu_model")
 r_popart = real_programs.resnet50_session()

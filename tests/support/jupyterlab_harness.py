@@ -20,6 +20,21 @@ CHROMIUM = "/usr/bin/chromium"
 WAIT_MS = 90_000
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
+# Kernel code (a notebook cell's start) that counts the bytes the kernel sends over its comms in comm_bytes[0].
+COUNT_COMM_BYTES = """
+import json
+from ipykernel.comm.comm import BaseComm as KernelComm
+comm_bytes = [0]
+publish = KernelComm.publish_msg
+
+
+def counting(self, msg_type, data=None, metadata=None, buffers=None, **keys):
+    comm_bytes[0] += len(json.dumps(data, default=str)) + sum(len(bytes(b)) for b in buffers or ())
+    return publish(self, msg_type, data, metadata, buffers, **keys)
+
+
+KernelComm.publish_msg = counting
+"""
 
 
 @dataclass(frozen=True, slots=True)
