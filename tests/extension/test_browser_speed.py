@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from support.jupyterlab_harness import (ARM_CLICK_CLOCK, KERNEL_IDLE, OUTPUT_TEXT, PAINTED_SINCE_CLICK, POINT_ON_PAGE,
+from support.jupyterlab_harness import (ARM_CLICK_CLOCK, COUNT_COMM_BYTES, KERNEL_IDLE, OUTPUT_TEXT, PAINTED_SINCE_CLICK, POINT_ON_PAGE,
                                         TIME_TO_PICTURE, open_notebook, write_notebook)
 
 pytestmark = pytest.mark.slow
@@ -32,18 +32,7 @@ import plotly.graph_objects as go
 import plotly.io
 import workbench
 import real_programs
-from ipykernel.comm.comm import BaseComm as KernelComm
-
-comm_bytes = [0]
-publish = KernelComm.publish_msg
-
-
-def counting(self, msg_type, data=None, metadata=None, buffers=None, **keys):
-    comm_bytes[0] += len(json.dumps(data, default=str)) + sum(len(bytes(b)) for b in buffers or ())
-    return publish(self, msg_type, data, metadata, buffers, **keys)
-
-
-KernelComm.publish_msg = counting
+{COUNT_COMM_BYTES}
 plotly.io.renderers.default = "plotly_mimetype"
 wide = real_programs.wide_program()
 print(sum(len(graph.ops) for graph in wide.graphs))"""
