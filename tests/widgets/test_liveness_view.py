@@ -12,7 +12,8 @@ from workbench.analysis.code_size import graph_code_bytes
 from workbench.ir.device import device_for
 from workbench.widgets import LivenessView
 from workbench.widgets.figures import liveness_figure
-from workbench.widgets.style import KIND_COLORS, binary_ticks, format_bytes
+from workbench.widgets.figures.liveness_hover import point_hover
+from workbench.widgets.style import KIND_COLORS, KIND_LABELS, binary_ticks, format_bytes
 
 
 def two_ipu_program():
@@ -63,9 +64,14 @@ def test_each_ipu_has_memory_stacked_by_kind_in_the_liveness_numbers():
         for kind in ("variables", "constants", "intermediates", "code"):
             drawn = trace(figure, kind, ipu=ipu)
             values = [getattr(record, kind) for record in liveness.steps[ipu]]
-            # one point per step, and one at each end so the area spans the steps' whole slots
-            assert list(drawn.y) == values[:1] + values + values[-1:]
-            assert list(drawn.x) == [-0.5, *range(len(values)), len(values) - 0.5]
+            # a point at each step where the panel changes, and one at each end so the area spans the steps'
+            # whole slots: between two points the line is flat (shape "hvh"), so every step reads its bytes
+            x, y = list(drawn.x), list(drawn.y)
+            assert x[0] == -0.5 and x[-1] == len(values) - 0.5 and y[0] == y[1] and y[-1] == y[-2]
+            assert x[1] == 0 and x[-2] == len(values) - 1
+            for step, value in enumerate(values):
+                left = max(index for index, at in enumerate(x) if at <= step)
+                assert y[left] == value, (kind, ipu, step)
             assert drawn.stackgroup == f"ipu{ipu}"
         assert trace(figure, "intermediates", ipu=ipu).line.color == KIND_COLORS["intermediate"]
     assert trace(figure, "variables", ipu=0).y[0] == 64 * 4  # w lives on IPU 0
@@ -78,34 +84,58 @@ def test_hovering_a_step_lists_its_op_and_live_tensors():
     liveness = tensor_liveness(ir)
     figure = liveness_figure(liveness, {0: 10**9, 1: 10**9})
     flat = flattened_schedule(ir)
-    hover = trace(figure, "intermediates", ipu=0).hovertext[1:]  # the first point stands at -0.5
+    drawn = trace(figure, "intermediates", ipu=0)
     mul_step = next(step.index for step in flat if step.op.type == "mul")
-    assert f"step {mul_step}: mul " in hover[mul_step]
+    hover = point_hover(drawn, list(drawn.x).index(mul_step))
+    assert f"step {mul_step}: mul " in hover
     live_names = {allocation.tensor.name for allocation in liveness.steps[0][mul_step].live}
-    assert live_names and all(f"<br>{name}: 256 B" in hover[mul_step] for name in live_names)  # of the step's graph
+    assert live_names and all(f"<br>{name}: 256 B" in hover for name in live_names)  # of the step's graph
 
 
 def test_a_steps_hover_lists_its_largest_live_tensors_naming_the_graph_of_those_of_another():
     from real_programs import transformer
-    from workbench.widgets.figure_canvas import figure_json
-    from workbench.widgets.figures.liveness_figure import HOVER_TENSORS
+    from workbench.widgets.figures.liveness_hover import HOVER_TENSORS
 
     ir, _ = transformer()
     view = LivenessView(ir, live=False)
-    hovers = list(trace(view.figure, "intermediates", ipu=0).hovertext[1:-1])
+    drawn = trace(view.figure, "intermediates", ipu=0)
+    points = list(drawn.x)
     step = next(s for s in view.liveness.flat if s.graph.name.endswith("forward_grad") and s.op.type == "reshape"
-                and any(a.tensor.graph is not s.graph for a in view.liveness.steps[0][s.index].live))
-    hover, live = hovers[step.index], view.liveness.steps[0][step.index].live
+                and s.index in points and any(a.tensor.graph is not s.graph for a in view.liveness.steps[0][s.index].live))
+    hover, live = point_hover(drawn, points.index(step.index)), view.liveness.steps[0][step.index].live
     assert f"in {step.graph.label}</b>" in hover and len(live) > HOVER_TENSORS
-    listed = hover.split("<br>")[2:-1]
+    listed = hover.split("</b>")[1].split("<br>intermediates: ")[1].split("<br>")[1:-1]
     assert len(listed) == HOVER_TENSORS and hover.endswith(f"... and {len(live) - HOVER_TENSORS} more")
     largest = sorted(live, key=lambda a: -a.nbytes)[:HOVER_TENSORS]
     assert [line.split(":")[0].split(" (")[0] for line in listed] == [a.tensor.name for a in largest]
     for line, allocation in zip(listed, largest):
         assert (f" ({allocation.tensor.graph.label}):" in line) == (allocation.tensor.graph is not step.graph)
-    # the 547-op transformer's memory crosses the comm in under 450 KB (674 KB with ten tensors per hover, each
-    # with its graph)
-    assert len(json.dumps(figure_json(view.figure))) < 450_000
+
+
+def test_the_transformers_memory_crosses_the_comm_in_under_200_kb_with_every_steps_hover_intact():
+    """427 KB when each point carried its whole hover: now a block of live tensors is written once and named by
+    index, a kind's bytes that never change are said once, and steps where nothing changes have no point."""
+    from real_programs import transformer
+    from workbench.widgets.figure_canvas import figure_json
+    from workbench.widgets.figures.liveness_hover import intermediates_block
+
+    ir, _ = transformer()
+    view = LivenessView(ir, live=False)
+    assert len(json.dumps(figure_json(view.figure))) < 200_000
+    for ipu in (0, 1):
+        drawn = trace(view.figure, "intermediates", ipu=ipu)
+        points = list(drawn.x)
+        assert len(points) < 0.6 * len(view.liveness.flat)  # 547 steps
+        for step in range(len(view.liveness.flat)):  # the hover nearest a step says what is live at it
+            nearest = min(range(1, len(points) - 1), key=lambda index: abs(points[index] - step))
+            hover = point_hover(drawn, nearest)
+            assert hover.endswith(intermediates_block(view.liveness, view.liveness.steps[ipu][step]))
+            if points[nearest] != step:  # a step left out lies in a run that its neighbour's hover spans
+                low, high = sorted((int(points[nearest]), int(points[nearest + (1 if points[nearest] < step else -1)])))
+                assert low < step < high
+                assert f"the same through step {high}" in hover or f"the same since step {low}" in hover
+        assert trace(view.figure, "variables", ipu=ipu).hovertext == \
+            f"{KIND_LABELS['variable']}: {format_bytes(view.liveness.steps[ipu][0].variables)}"
 
 
 def test_the_capacity_line_is_in_range_only_when_memory_comes_near_it():
@@ -172,7 +202,7 @@ def test_clicking_a_step_selects_its_op_and_marks_its_steps():
 def test_a_2000_op_graph_has_one_point_per_step():
     ir, _, _ = chain(2000)
     view = LivenessView(ir, live=False)
-    assert len(trace(view.figure, "intermediates", ipu=0).x) == 2000 + 2  # and one at each end
+    assert len(trace(view.figure, "intermediates", ipu=0).x) == 2000 + 2  # each step changes; and one at each end
 
 
 def test_more_steps_than_a_panel_can_show_are_drawn_by_the_peak_of_each_span_so_the_figure_stays_small():
@@ -190,7 +220,7 @@ def test_more_steps_than_a_panel_can_show_are_drawn_by_the_peak_of_each_span_so_
     steps = list(drawn.customdata[1:-1])
     assert max(totals[s] for s in steps) == max(totals)  # the peak is drawn
     assert all(totals[s] == max(totals[s - s % 3:s - s % 3 + 3]) for s in steps)  # each span's largest step
-    assert drawn.hovertext[1].startswith(f"<b>step {steps[0]}:")  # its hover is that step's
+    assert point_hover(drawn, 1).startswith(f"<b>step {steps[0]}:")  # its hover is that step's
     assert "each point is the step of most memory of its span of 3 steps" in figure.layout.title.text
     assert len(figure.to_json()) < 1_500_000
 

@@ -10,35 +10,17 @@ from plotly.subplots import make_subplots
 
 from workbench.analysis.code_size import graph_code_bytes
 from workbench.analysis.memory import StreamingTransfer
-from workbench.analysis.tensor_liveness import StepMemory, TensorLiveness
+from workbench.analysis.tensor_liveness import TensorLiveness
 from workbench.ir import Graph
 
-from ..style import (ALWAYS_LIVE_COLOR, CAPACITY_COLOR, CURRENT_COLOR, HIGHLIGHT, KIND_COLORS, KIND_LABELS, SCHEDULE_COLORS,
-                     TEMPLATE, base_layout, binary_ticks, format_bytes, text, text_array)
+from ..style import (ALWAYS_LIVE_COLOR, CAPACITY_COLOR, CURRENT_COLOR, HIGHLIGHT, KIND_COLORS, SCHEDULE_COLORS, TEMPLATE,
+                     base_layout, binary_ticks, format_bytes, text)
+from .liveness_hover import (KIND_OF, changing_steps, compact, intermediates_block, intermediates_hover,
+                             kind_hover, step_description, to_edges)
 
 KINDS = ("variables", "constants", "intermediates", "code")  # stacking order, bottom first
 PANEL_GAP = 56  # pixels between panels: the upper axis, then the lower panel's title
-KIND_OF = {"variables": "variable", "constants": "constant", "intermediates": "intermediate", "code": "code"}
-HOVER_TENSORS = 6  # live tensors listed in a hover, largest first (each hover crosses the comm once per step)
 DRAWN_STEPS = 2500  # at most this many steps drawn per panel (more than a panel has pixels): more go by peaks
-
-
-def step_description(liveness: TensorLiveness, index: int) -> str:
-    """'step 3: add main/add in main', names escaped for a hover."""
-    step = liveness.flat.steps[index]
-    where = text(step.graph.label) + (f" ×{step.repeat_count}" if step.in_repeat else "")
-    return f"step {index}: {text(step.op.type)} {text(step.op.name)} in {where}"
-
-
-def live_tensor_lines(record: StepMemory, graph: Optional[Graph] = None, limit: int = HOVER_TENSORS) -> list[str]:
-    """The intermediates live at a step, largest first, as 'name: bytes' lines (escaped), 'name (graph): bytes'
-    for a tensor of another graph than ``graph`` (the step's)."""
-    live = sorted(record.live, key=lambda a: -a.nbytes)
-    lines = [f"{text(a.tensor.name)}{'' if a.tensor.graph is graph else f' ({text(a.tensor.graph.label)})'}: "
-             f"{format_bytes(a.nbytes)}" for a in live[:limit]]
-    if len(live) > limit:
-        lines.append(f"... and {len(live) - limit} more")
-    return lines
 
 
 def code_dwarfs_tensors(liveness: TensorLiveness) -> bool:
@@ -107,19 +89,19 @@ def liveness_figure(liveness: TensorLiveness, capacity: Mapping[int, int], marke
     for row, ipu in enumerate(ipus, start=1):
         records = liveness.steps[ipu]
         drawn = peak_steps(stacked[ipu], span)
-        edges = np.concatenate([[-0.5], drawn, [len(steps) - 0.5]]) if len(drawn) else drawn
+        blocks = {int(s): intermediates_block(liveness, records[s]) for s in drawn}
+        drawn = changing_steps(drawn, [(blocks[int(s)], *(getattr(records[s], kind) for kind in kinds)) for s in drawn])
+        # float32 holds every step and half step exactly, in half the bytes of float64
+        edges = (np.concatenate([[-0.5], drawn, [len(steps) - 0.5]]) if len(drawn) else drawn).astype(np.float32)
         for kind in kinds:
             values = np.array([getattr(records[s], kind) for s in drawn], dtype=np.int64)
-            if kind == "intermediates":
-                hovers = text_array(f"<b>{step_description(liveness, s)}</b><br>intermediates: {format_bytes(v)}<br>"
-                                    + "<br>".join(live_tensor_lines(records[s], liveness.flat.steps[s].graph))
-                                    for s, v in zip(drawn, values))
-            else:
-                hovers = text_array(f"{KIND_LABELS[KIND_OF[kind]]}: {format_bytes(v)}" for v in values)
+            hover = (intermediates_hover(liveness, records, drawn, blocks) if kind == "intermediates"
+                     else kind_hover(kind, values))
+            live_blocks = hover.pop("meta", {})
             figure.add_trace(go.Scatter(
-                x=edges, y=_to_edges(values), name=kind, legendgroup=kind, showlegend=row == 1,
+                x=edges, y=to_edges(compact(values)), name=kind, legendgroup=kind, showlegend=row == 1,
                 stackgroup=f"ipu{ipu}", mode="lines", line=dict(width=0.5, shape="hvh", color=KIND_COLORS[KIND_OF[kind]]),
-                hovertext=_to_edges(hovers), hoverinfo="text", customdata=_to_edges(drawn), meta=dict(ipu=ipu, kind=kind)),
+                customdata=to_edges(drawn), hoverlabel=dict(namelength=0), **hover, meta=dict(ipu=ipu, kind=kind, **live_blocks)),
                 row=row, col=1)
         peak = max(stacked[ipu], default=0)
         _add_transfers(figure, liveness, [t for t in transfers if t.ipu == ipu], stacked[ipu], row, first=row == 1)
@@ -201,12 +183,6 @@ def peak_steps(totals: Sequence[int], span: int) -> np.ndarray:
         return np.arange(len(totals))
     padded = np.concatenate([totals, np.full(-len(totals) % span, -1, dtype=np.int64)]).reshape(-1, span)
     return np.arange(0, len(padded) * span, span) + padded.argmax(axis=1)
-
-
-def _to_edges(values: np.ndarray) -> np.ndarray:
-    """Per-step ``values`` with the first and last repeated, for the points at -0.5 and n - 0.5 that
-    make a step's area span its whole slot, as its code bars do."""
-    return np.concatenate([values[:1], values, values[-1:]]) if len(values) else values
 
 
 def _memory_title(liveness: TensorLiveness, ipu: int, capacity: int, streaming: int = 0,

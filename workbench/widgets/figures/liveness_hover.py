@@ -1,0 +1,105 @@
+"""The hovers of the memory panels, kept small: a step's intermediates and largest live tensors are written
+once per distinct block and named by index from each point's template, the bytes of a kind that never
+changes once per trace, and the steps where nothing on an IPU changes are left out of its lines."""
+from __future__ import annotations
+
+import re
+from typing import Optional, Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+
+from workbench.analysis.tensor_liveness import StepMemory, TensorLiveness
+from workbench.ir import Graph
+
+from ..style import KIND_LABELS, format_bytes, text, text_array
+
+HOVER_TENSORS = 6  # live tensors listed in a hover, largest first (each hover crosses the comm once per step)
+KIND_OF = {"variables": "variable", "constants": "constant", "intermediates": "intermediate", "code": "code"}
+BLOCK = re.compile(r"%\{meta\.live\[(\d+)\]\}")
+
+
+def step_description(liveness: TensorLiveness, index: int) -> str:
+    """'step 3: add main/add in main', names escaped for a hover."""
+    step = liveness.flat.steps[index]
+    where = text(step.graph.label) + (f" ×{step.repeat_count}" if step.in_repeat else "")
+    return f"step {index}: {text(step.op.type)} {text(step.op.name)} in {where}"
+
+
+def live_tensor_lines(record: StepMemory, graph: Optional[Graph] = None, limit: int = HOVER_TENSORS) -> list[str]:
+    """The intermediates live at a step, largest first, as 'name: bytes' lines (escaped), 'name (graph): bytes'
+    for a tensor of another graph than ``graph`` (the step's)."""
+    live = sorted(record.live, key=lambda a: -a.nbytes)
+    lines = [f"{text(a.tensor.name)}{'' if a.tensor.graph is graph else f' ({text(a.tensor.graph.label)})'}: "
+             f"{format_bytes(a.nbytes)}" for a in live[:limit]]
+    if len(live) > limit:
+        lines.append(f"... and {len(live) - limit} more")
+    return lines
+
+
+def intermediates_block(liveness: TensorLiveness, record: StepMemory) -> str:
+    """'intermediates: 45 KiB' and the largest live tensors, one per line: what a step's hover says of them."""
+    return "<br>".join([f"intermediates: {format_bytes(record.intermediates)}",
+                        *live_tensor_lines(record, liveness.flat.steps[record.step].graph)])
+
+
+def changing_steps(steps: np.ndarray, keys: Sequence) -> np.ndarray:
+    """The ``steps`` whose ``keys`` (what an IPU's panel shows at them) differ from the step before or after:
+    between two kept steps of one run the lines are flat, so the picture is the same with fewer points."""
+    last = len(steps) - 1
+    return np.array([step for index, step in enumerate(steps)
+                     if index in (0, last) or keys[index] != keys[index - 1] or keys[index] != keys[index + 1]],
+                    dtype=steps.dtype)
+
+
+def kind_hover(kind: str, values: np.ndarray) -> dict:
+    """'variables: 288 KiB' per point (with the first and last repeated for the points at the ends), or once
+    for the whole trace where the bytes never change (they rarely do for variables, constants and code)."""
+    label = KIND_LABELS[KIND_OF[kind]]
+    if len(values) and (values == values[0]).all():
+        return dict(hovertext=f"{label}: {format_bytes(int(values[0]))}", hoverinfo="text")
+    return dict(hovertext=to_edges(text_array(f"{label}: {format_bytes(v)}" for v in values)), hoverinfo="text")
+
+
+def intermediates_hover(liveness: TensorLiveness, records: Sequence[StepMemory], drawn: np.ndarray,
+                        blocks_of: dict[int, str]) -> dict:
+    """Each point's hover: its step in bold (with how far the memory stays the same, where steps around it
+    are left out), then its ``blocks_of`` lines. Many steps share those lines, so each distinct block is
+    written once, in the trace's ``meta["live"]``, and a point's ``hovertemplate`` names its block by index:
+    plotly.js fills it in, in the notebook, the saved output and the HTML report alike."""
+    blocks: dict[str, int] = {}
+    templates = []
+    for position, step in enumerate(drawn):
+        block = blocks_of[int(step)]
+        index = blocks.setdefault(block, len(blocks))
+        runs = ""
+        if position + 1 < len(drawn) and blocks_of[int(drawn[position + 1])] == block and drawn[position + 1] > step + 1:
+            runs = f"<br>the same through step {drawn[position + 1]}"
+        elif position and blocks_of[int(drawn[position - 1])] == block and drawn[position - 1] < step - 1:
+            runs = f"<br>the same since step {drawn[position - 1]}"
+        # '%' as an entity, so that no name can read as a placeholder of the template
+        description = step_description(liveness, int(step)).replace("%", "&#37;")
+        templates.append(f"<b>{description}</b>{runs}<br>%{{meta.live[{index}]}}")
+    return dict(hovertemplate=to_edges(text_array(templates)), meta=dict(live=list(blocks)))
+
+
+def point_hover(trace: go.Scatter, index: int) -> str:
+    """What plotly shows on hovering point ``index`` of a memory trace: its hover text, or its template with
+    the blocks of ``meta["live"]`` filled in (for tests and plain-data readers)."""
+    if trace.hovertemplate is None:
+        hover = trace.hovertext
+        return hover if isinstance(hover, str) else hover[index]
+    template = trace.hovertemplate if isinstance(trace.hovertemplate, str) else trace.hovertemplate[index]
+    live = trace.meta["live"]
+    return BLOCK.sub(lambda match: live[int(match.group(1))], template).replace("&#37;", "%")
+
+
+def compact(values: np.ndarray) -> np.ndarray:
+    """Bytes as 32-bit integers where they fit (every IPU's memory does), half the JSON of 64-bit ones."""
+    return values.astype(np.int32) if len(values) and values.max() < 2 ** 31 else values
+
+
+def to_edges(values: np.ndarray) -> np.ndarray:
+    """Per-step ``values`` with the first and last repeated, for the points at -0.5 and n - 0.5 that
+    make a step's area span its whole slot, as its code bars do."""
+    return np.concatenate([values[:1], values, values[-1:]]) if len(values) else values
