@@ -1,5 +1,5 @@
 """name_ranges: names alike but for their numbers, written once with the numbers gathered."""
-from workbench.analysis.name_ranges import name_ranges
+from workbench.analysis.name_ranges import gathered_endings, name_ranges
 
 
 def test_a_transformers_weights_are_named_in_four_parts_that_hold_all_twenty_four():
@@ -19,3 +19,9 @@ def test_names_keep_their_first_order_and_numbers_that_vary_together_stay_apart(
 
 def test_numbers_written_with_a_leading_zero_are_kept_as_written():
     assert name_ranges(["w007", "w008", "w9"]) == ["w007", "w008", "w9"]
+
+
+def test_names_alike_but_for_their_last_part_write_it_once_in_braces():
+    names = name_ranges([f"layer{i}.{part}" for i in range(6) for part in ("qkv", "proj", "ff1", "ff2")])
+    assert gathered_endings(names) == ["layer{0–5}.{qkv,proj,ff1,ff2}"]
+    assert gathered_endings(["a/w", "b/w", "a/b", "x", "c.{1,2}"]) == ["a/{w,b}", "b/w", "x", "c.{1,2}"]

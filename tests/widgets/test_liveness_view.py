@@ -9,6 +9,7 @@ import popxl.ops as ops
 from widget_programs import add_one, chain, trace
 from workbench.analysis import code_liveness, flattened_schedule, tensor_liveness
 from workbench.analysis.code_size import graph_code_bytes
+from workbench.analysis.gradient_names import gradient_label, gradient_sources
 from workbench.ir.device import device_for
 from workbench.widgets import LivenessView
 from workbench.widgets.figures import liveness_figure
@@ -107,9 +108,21 @@ def test_a_steps_hover_lists_its_largest_live_tensors_naming_the_graph_of_those_
     listed = hover.split("</b>")[1].split("<br>intermediates: ")[1].split("<br>")[1:-1]
     assert len(listed) == HOVER_TENSORS and hover.endswith(f"... and {len(live) - HOVER_TENSORS} more")
     largest = sorted(live, key=lambda a: -a.nbytes)[:HOVER_TENSORS]
-    assert [line.split(":")[0].split(" (")[0] for line in listed] == [a.tensor.name for a in largest]
+    sources = gradient_sources(ir)
     for line, allocation in zip(listed, largest):
+        assert line.startswith(gradient_label(allocation.tensor, sources))
         assert (f" ({allocation.tensor.graph.label}):" in line) == (allocation.tensor.graph is not step.graph)
+
+
+def test_a_gradient_in_a_hover_says_which_variable_it_is_the_gradient_of():
+    from real_programs import transformer
+
+    ir, _ = transformer()
+    view = LivenessView(ir, live=False)
+    drawn = trace(view.figure, "intermediates", ipu=0)
+    hovers = [point_hover(drawn, index) for index in range(len(drawn.x))]
+    assert any("<br>∂\u00a0layer5.ff2 (Gradient___ws_23): 16 KiB" in hover for hover in hovers)
+    assert not any("<br>Gradient___ws_" in hover for hover in hovers)  # every weight's gradient is named
 
 
 def test_the_transformers_memory_crosses_the_comm_in_under_200_kb_with_every_steps_hover_intact():
@@ -122,6 +135,7 @@ def test_the_transformers_memory_crosses_the_comm_in_under_200_kb_with_every_ste
     ir, _ = transformer()
     view = LivenessView(ir, live=False)
     assert len(json.dumps(figure_json(view.figure))) < 200_000
+    sources = gradient_sources(ir)
     for ipu in (0, 1):
         drawn = trace(view.figure, "intermediates", ipu=ipu)
         points = list(drawn.x)
@@ -129,7 +143,7 @@ def test_the_transformers_memory_crosses_the_comm_in_under_200_kb_with_every_ste
         for step in range(len(view.liveness.flat)):  # the hover nearest a step says what is live at it
             nearest = min(range(1, len(points) - 1), key=lambda index: abs(points[index] - step))
             hover = point_hover(drawn, nearest)
-            assert hover.endswith(intermediates_block(view.liveness, view.liveness.steps[ipu][step]))
+            assert hover.endswith(intermediates_block(view.liveness, view.liveness.steps[ipu][step], sources))
             if points[nearest] != step:  # a step left out lies in a run that its neighbour's hover spans
                 low, high = sorted((int(points[nearest]), int(points[nearest + (1 if points[nearest] < step else -1)])))
                 assert low < step < high

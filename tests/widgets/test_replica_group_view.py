@@ -171,8 +171,11 @@ def test_the_transformers_collectives_row_says_in_two_lines_what_they_reduce_and
 
     view = ReplicaGroupView(transformer()[0], live=False)
     labels = row_labels(fold_uses(view.uses))
-    assert labels == ["24 collectives: replicated_all_reduce of<br>Gradient___ws_{0–23} (main)",
-                      "24 variables: layer{0–5}.qkv, layer{0–5}.proj,<br>layer{0–5}.ff1, layer{0–5}.ff2"]
+    # each gradient named by its variable, found through the forward call's binding of ws_0 .. ws_23
+    assert labels == ["24 collectives: replicated_all_reduce of<br>∂\u00a0layer{0–5}.{qkv,proj,ff1,ff2} (main)",
+                      "24 variables: layer{0–5}.{qkv,proj,ff1,ff2}"]
+    hovers = [h for t in view.figure.data if (t.meta or {}).get("panel") == "matrix" for h in t.hovertext]
+    assert any("replicated_all_reduce.508 of ∂\u00a0layer0.qkv (Gradient___ws_0) (main)" in h for h in hovers)
     assert {y for t in view.figure.data if (t.meta or {}).get("panel") == "matrix" for y in t.y} == set(labels)
 
 
@@ -248,7 +251,7 @@ def test_every_variable_of_a_transformer_has_a_row_and_its_hover_names_them_all(
     view = ReplicaGroupView(ir, live=False)
     rows = [t for t in view.figure.data if (t.meta or {}).get("panel") == "matrix"]
     variable_rows = {y for t in rows for y in t.y if "variables" in y}
-    assert variable_rows == {"24 variables: layer{0–5}.qkv, layer{0–5}.proj,<br>layer{0–5}.ff1, layer{0–5}.ff2"}  # every one
+    assert variable_rows == {"24 variables: layer{0–5}.{qkv,proj,ff1,ff2}"}  # every one
     hover = next(h for t in rows for h in t.hovertext if h.startswith("<b>24 variables</b>"))
     assert all(variable.name in hover for variable in ir.variables)
 

@@ -247,3 +247,18 @@ def test_breakpoints_are_drawn_in_the_graph_and_schedule_views_until_removed():
         view.toggle_breakpoint(tanh)
         assert "breakpoints" not in [t.name for t in graph_view.figure.data + schedule_view.figure.data]
         view.close()
+
+
+def test_a_gradient_in_the_live_table_says_which_variable_it_is_the_gradient_of():
+    from real_programs import transformer
+
+    ir, inputs = transformer(layers=2)
+    reduce = next(op for op in ir.main_graph.ops if op.type == "replicated_all_reduce")
+    weight = next(op for op in ir.main_graph.ops if op.type == "accumulate_").inputs[0]
+    with popxl.Session(ir, "ipu_model") as session:
+        view = SessionStepperView(session, inputs, live=False)
+        view.run_to(reduce)
+        assert view.stop.op is reduce
+        (row,) = [row for row in view.rows if row.read_next]
+        assert row.name == f"∂\u00a0{weight.name} ({reduce.inputs[0].name})" == "∂\u00a0layer0.qkv (Gradient___ws_0)"
+        assert "∂\u00a0layer0.qkv (Gradient___ws_0)" in view.values_html()

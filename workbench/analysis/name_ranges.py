@@ -31,6 +31,22 @@ def name_ranges(names: Sequence[str]) -> list[str]:
     return written
 
 
+def gathered_endings(names: Sequence[str]) -> list[str]:
+    """``names`` (as ``name_ranges`` writes them) with the names alike but for their last part, after a final
+    '.' or '/', written once with those parts in braces: 'layer{0–5}.qkv', 'layer{0–5}.proj' as
+    'layer{0–5}.{qkv,proj}'. A name whose last part has braces already is kept as it is."""
+    endings: dict[str, list[str]] = {}
+    for name in dict.fromkeys(names):
+        cut = max(name.rfind("."), name.rfind("/"))
+        ending = name[cut + 1:]
+        if cut < 0 or not ending or "{" in ending or "," in ending:
+            endings.setdefault(name, [])
+        else:
+            endings.setdefault(name[:cut + 1], []).append(ending)
+    return [stem if not parts else stem + (parts[0] if len(parts) == 1 else "{" + ",".join(parts) + "}")
+            for stem, parts in endings.items()]
+
+
 def _gathered(tuples: list[tuple[int, ...]]) -> list[tuple[str, ...]]:
     """Tuples of numbers gathered position by position: first values whose remaining tuples are the same
     set are written together, and the remaining tuples are gathered in turn."""

@@ -9,18 +9,23 @@ import numpy as np
 
 from workbench.ir import Ir, Op, ReplicaGrouping, Variable
 
-from .name_ranges import name_ranges
+from .gradient_names import gradient_label, gradient_name, gradient_sources
+from .name_ranges import gathered_endings, name_ranges
 
 
 @dataclass(eq=False, slots=True)
 class GroupingUse:
     """A collective op (``kind`` 'collective') or a variable (``kind`` 'variable') and its grouping.
     A remote variable lives in Streaming Memory; a replica-sharded (RTS) one is split over
-    ``shards`` replicas of its group, each holding one slice."""
+    ``shards`` replicas of its group, each holding one slice. ``reads`` names what a collective reduces or
+    gathers, a gradient by the variable it is the gradient of ('∂ layer0.qkv (Gradient___ws_0)'), and
+    ``reads_short`` without the IR's name, for a row that gathers many."""
 
     item: Union[Op, Variable]
     grouping: ReplicaGrouping
     kind: str
+    reads: str = ""
+    reads_short: str = ""
 
     @property
     def storage(self) -> str:
@@ -47,7 +52,7 @@ class GroupingUse:
         """A collective's name, what it reduces or gathers and its graph; a variable's kind and name,
         with its shard count when replica-sharded."""
         if self.kind == "collective":
-            of = f" of {self.item.inputs[0].name}" if self.item.inputs else ""
+            of = f" of {self.reads}" if self.reads else ""
             return f"{self.item.name}{of} ({self.item.graph.label})"
         sharded = f" ({self.shards} shards)" if self.shards > 1 else ""
         return f"{self.noun} {self.item.name}{sharded}"
@@ -76,9 +81,10 @@ class GroupingRow:
     @property
     def label(self) -> str:
         """'8 remote variables: w{0–7}' ('RTS variables (4 shards each)' when sharded); '24 collectives:
-        replicated_all_reduce of g{0–23} (main)': every variable and every tensor reduced or gathered, names
-        alike but for their numbers written once (``name_ranges``), and the first two of their op types and
-        of their graphs (a collective's own name is long: the row's hover lists them)."""
+        replicated_all_reduce of ∂ layer{0–5}.{qkv,proj} (main)': every variable and every tensor reduced or
+        gathered (a gradient by its variable), names alike but for their numbers, then their last parts, written
+        once (``name_ranges``, ``gathered_endings``), and the first two of their op types and of their graphs (a
+        collective's own name is long: the row's hover lists them)."""
         first = self.uses[0]
         if len(self.uses) == 1:
             return first.label
@@ -86,10 +92,12 @@ class GroupingRow:
             ops = [use.item for use in self.uses if isinstance(use.item, Op)]  # a collective's item is its op
             types, graphs = (_first_two(list(dict.fromkeys(names))) for names in (
                 [op.type for op in ops], [op.graph.label for op in ops]))
-            reduced = ", ".join(name_ranges([op.inputs[0].name for op in ops if op.inputs]))
+            reduced = ", ".join(gathered_endings(name_ranges([use.reads_short for use in self.uses
+                                                              if use.reads_short])))
             return f"{len(ops)} collectives: {types}{f' of {reduced}' if reduced else ''} ({graphs})"
         sharded = f" ({first.shards} shards each)" if first.shards > 1 else ""
-        return f"{len(self.uses)} {first.noun}s{sharded}: {', '.join(name_ranges([use.name for use in self.uses]))}"
+        names = gathered_endings(name_ranges([use.name for use in self.uses]))
+        return f"{len(self.uses)} {first.noun}s{sharded}: {', '.join(names)}"
 
 
 def _first_two(names: list[str]) -> str:
@@ -121,8 +129,12 @@ class GroupValue:
 
 def grouping_uses(ir: Ir) -> list[GroupingUse]:
     """Collective ops of every graph (graph order, then op order), then the variables."""
-    uses = [GroupingUse(op, value, "collective") for graph in ir.graphs for op in graph.ops
-            for value in op.attrs.values() if isinstance(value, ReplicaGrouping)]
+    collectives = [(op, value) for graph in ir.graphs for op in graph.ops
+                   for value in op.attrs.values() if isinstance(value, ReplicaGrouping)]
+    sources = gradient_sources(ir) if collectives else {}
+    uses = [GroupingUse(op, value, "collective", *((gradient_label(op.inputs[0], sources),
+                                                    gradient_name(op.inputs[0], sources)) if op.inputs else ()))
+            for op, value in collectives]
     uses += [GroupingUse(variable, variable.replica_grouping, "variable") for variable in ir.variables]
     return uses
 

@@ -2,11 +2,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any, Callable, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
-from workbench.ir import Op
+from workbench.analysis.gradient_names import gradient_label, gradient_sources
+from workbench.ir import Op, Tensor
 
 from .style import count_of, text
 from .figures.replica_figure import VALUE_ELEMENTS, format_value
@@ -39,12 +41,13 @@ class LiveRow:
     values: tuple[Optional[str], ...]
 
 
-def live_rows(stop: Any) -> list[LiveRow]:
-    """The rows of the live-tensor table at ``stop`` (a ``Stop``), outermost graph first."""
+def live_rows(stop: Any, sources: Mapping[Tensor, Tensor] = MappingProxyType({})) -> list[LiveRow]:
+    """The rows of the live-tensor table at ``stop`` (a ``Stop``), outermost graph first; a gradient whose
+    source is in ``sources`` (``gradient_sources``) named by it: '∂ layer0.qkv (Gradient___ws_0)'."""
     if stop is None:
         return []
     inputs = set(stop.op.inputs) if stop.op is not None else set()
-    return [LiveRow(live.tensor.name, live.graph.label, f"{live.tensor.dtype.name}{list(live.tensor.shape)}",
+    return [LiveRow(gradient_label(live.tensor, sources), live.graph.label, f"{live.tensor.dtype.name}{list(live.tensor.shape)}",
                     live.tensor in inputs, tuple(None if value is None else value_text(value) for value in live.values))
             for live in stop.live]
 
@@ -181,6 +184,7 @@ class SessionStepperView:
         if self.selection.graph is None:
             self.selection.graph = self.ir.main_graph
         self._stepper = stepper
+        self._gradient_sources: Optional[dict[Tensor, Tensor]] = None
         self.stop = stepper.stop if stepper is not None else None
         self.error: Optional[Exception] = None
         self.message = ""
@@ -205,7 +209,9 @@ class SessionStepperView:
 
     @property
     def rows(self) -> list[LiveRow]:
-        return live_rows(self.stop)
+        if self._gradient_sources is None:  # the session's Ir no longer changes: found once
+            self._gradient_sources = gradient_sources(self.ir)
+        return live_rows(self.stop, self._gradient_sources)
 
     # ----- commands (what the buttons call) -----
     def step(self):

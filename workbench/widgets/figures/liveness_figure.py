@@ -9,6 +9,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from workbench.analysis.code_size import graph_code_bytes
+from workbench.analysis.gradient_names import gradient_sources
 from workbench.analysis.memory import StreamingTransfer
 from workbench.analysis.tensor_liveness import TensorLiveness
 from workbench.ir import Graph
@@ -85,11 +86,12 @@ def liveness_figure(liveness: TensorLiveness, capacity: Mapping[int, int], marke
                               font=dict(size=PANEL_TITLE_SIZE))
     figure.layout.template = TEMPLATE  # in place of plotly's default
     steps = np.arange(len(liveness.flat))
+    sources = gradient_sources(liveness.flat.ir)  # a gradient in a hover says whose it is
     span = -(-len(steps) // DRAWN_STEPS) if len(steps) else 1
     for row, ipu in enumerate(ipus, start=1):
         records = liveness.steps[ipu]
         drawn = peak_steps(stacked[ipu], span)
-        blocks = {int(s): intermediates_block(liveness, records[s]) for s in drawn}
+        blocks = {int(s): intermediates_block(liveness, records[s], sources) for s in drawn}
         drawn = changing_steps(drawn, [(blocks[int(s)], *(getattr(records[s], kind) for kind in kinds)) for s in drawn])
         # float32 holds every step and half step exactly, in half the bytes of float64
         edges = (np.concatenate([[-0.5], drawn, [len(steps) - 0.5]]) if len(drawn) else drawn).astype(np.float32)

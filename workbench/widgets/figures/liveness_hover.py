@@ -4,13 +4,15 @@ changes once per trace, and the steps where nothing on an IPU changes are left o
 from __future__ import annotations
 
 import re
-from typing import Optional, Sequence
+from types import MappingProxyType
+from typing import Mapping, Optional, Sequence
 
 import numpy as np
 import plotly.graph_objects as go
 
+from workbench.analysis.gradient_names import gradient_label
 from workbench.analysis.tensor_liveness import StepMemory, TensorLiveness
-from workbench.ir import Graph
+from workbench.ir import Graph, Tensor
 
 from ..style import KIND_LABELS, format_bytes, text, text_array
 
@@ -26,21 +28,25 @@ def step_description(liveness: TensorLiveness, index: int) -> str:
     return f"step {index}: {text(step.op.type)} {text(step.op.name)} in {where}"
 
 
-def live_tensor_lines(record: StepMemory, graph: Optional[Graph] = None, limit: int = HOVER_TENSORS) -> list[str]:
+def live_tensor_lines(record: StepMemory, graph: Optional[Graph] = None, limit: int = HOVER_TENSORS,
+                      sources: Mapping[Tensor, Tensor] = MappingProxyType({})) -> list[str]:
     """The intermediates live at a step, largest first, as 'name: bytes' lines (escaped), 'name (graph): bytes'
-    for a tensor of another graph than ``graph`` (the step's)."""
+    for a tensor of another graph than ``graph`` (the step's); a gradient whose source is in ``sources``
+    (``gradient_sources``) named by it: '∂ layer0.qkv (Gradient___ws_0): 16 KiB'."""
     live = sorted(record.live, key=lambda a: -a.nbytes)
-    lines = [f"{text(a.tensor.name)}{'' if a.tensor.graph is graph else f' ({text(a.tensor.graph.label)})'}: "
+    lines = [f"{text(gradient_label(a.tensor, sources))}"
+             f"{'' if a.tensor.graph is graph else f' ({text(a.tensor.graph.label)})'}: "
              f"{format_bytes(a.nbytes)}" for a in live[:limit]]
     if len(live) > limit:
         lines.append(f"... and {len(live) - limit} more")
     return lines
 
 
-def intermediates_block(liveness: TensorLiveness, record: StepMemory) -> str:
+def intermediates_block(liveness: TensorLiveness, record: StepMemory,
+                        sources: Mapping[Tensor, Tensor] = MappingProxyType({})) -> str:
     """'intermediates: 45 KiB' and the largest live tensors, one per line: what a step's hover says of them."""
     return "<br>".join([f"intermediates: {format_bytes(record.intermediates)}",
-                        *live_tensor_lines(record, liveness.flat.steps[record.step].graph)])
+                        *live_tensor_lines(record, liveness.flat.steps[record.step].graph, sources=sources)])
 
 
 def changing_steps(steps: np.ndarray, keys: Sequence) -> np.ndarray:
