@@ -41,18 +41,20 @@ VIEWS = {"transformer": "ReplicaGroupView(real_programs.transformer()[0], live=F
          "long-name": "ReplicaGroupView(long_named(), live=False)",
          "one-replica": "ReplicaGroupView(one_replica(), live=False)"}
 
-# The matrix's row labels (the y ticks of its panel) with their lines, their boxes and that of its squares.
+# The matrix's row labels (the y ticks of its panel: the second, or the only one of a one-replica picture) with
+# their lines, their boxes and the left edge of its squares.
 ROW_LABELS = """(output) => {
     const edge = output.getBoundingClientRect();
-    const panel = output.querySelector('.xy2, .subplot.xy2');
-    const squares = [...output.querySelectorAll('.scatterlayer .trace')].filter((t) => t.closest('.subplot')?.classList.contains('xy2'))
+    const panel = output.querySelector('.y2tick') ? 'x2y2' : 'xy';
+    const squares = [...output.querySelectorAll('.scatterlayer .trace')].filter((t) => t.closest('.subplot')?.classList.contains(panel))
         .flatMap((t) => [...t.querySelectorAll('.point')]).map((p) => p.getBoundingClientRect());
-    const left = Math.min(...squares.map((b) => b.left));
-    return [...output.querySelectorAll('.yaxislayer-above .y2tick text, .y2tick text')].map((node) => {
+    const left = squares.length ? Math.min(...squares.map((b) => b.left)) : null;
+    const ticks = panel === 'x2y2' ? '.y2tick text' : '.ytick text';
+    return [...output.querySelectorAll(ticks)].map((node) => {
         const box = node.getBoundingClientRect();
         const lines = node.querySelectorAll('tspan.line').length || 1;
         return {text: node.textContent, lines, left: box.left - edge.left, right: box.right - edge.left,
-                top: box.top, bottom: box.bottom, width: edge.width, squares: left - edge.left};
+                top: box.top, bottom: box.bottom, width: edge.width, squares: left === null ? null : left - edge.left};
     });
 }"""
 
@@ -67,6 +69,7 @@ HEADING_AND_GRID_TITLE = """(output) => {
 
 def check_labels(labels: list[dict]) -> None:
     assert labels, "no row labels drawn"
+    assert all(label["squares"] is not None for label in labels), "no squares found beside the labels"
     for label in labels:
         assert label["lines"] <= 2, label
         assert label["left"] >= -1 and label["right"] <= label["width"] + 1, label  # whole inside the output

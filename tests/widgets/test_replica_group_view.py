@@ -67,12 +67,42 @@ def test_a_grouping_from_assignments_is_drawn_as_given():
     assert "assignment [0, 1, 1, 0, 2, 2]" in figure.layout.annotations[0].text
 
 
-def test_a_program_of_one_replica_says_there_is_nothing_to_group():
-    one = replica_group_figure(popxl.Ir().replica_grouping(), [])
-    assert "one replica: nothing to group here (a program of several replicas shows how they group)" in (
-        one.layout.title.text)
+def test_a_program_of_one_replica_shows_the_replica_on_its_ipus_and_what_each_holds_in_a_short_picture():
+    from real_programs import transformer
+
+    ir, _ = transformer(replicas=1)
+    figure = ReplicaGroupView(ir, live=False).figure
+    heading = figure.layout.title.text
+    assert heading.startswith("1 replica<br><sup>one replica: each collective and variable has one group")
+    assert "popxl.Ir(replication=N)" in heading and "replicatedGraphCount" in heading  # how to get more
+    replica = next(t for t in figure.data if t.meta["panel"] == "replica")
+    assert list(replica.text) == ["IPU 0", "IPU 1"] and set(replica.y) == {"replica 0"}
+    held = next(t for t in figure.data if t.meta["panel"] == "matrix")
+    # one row per kind: the 24 all-reduces and the 24 variables, all on IPU 0 (the forward copies them to IPU 1)
+    assert list(held.text) == ["24", "24"] and list(held.x) == [0, 0]
+    assert list(held.y) == ["24 collectives: replicated_all_reduce of<br>∂\u00a0layer{0–5}.{qkv,proj,ff1,ff2} (main)",
+                            "24 variables: layer{0–5}.{qkv,proj,ff1,ff2}"]
+    variables = held.hovertext[1]
+    assert variables.startswith("<b>24 variables on IPU 0</b>") and all(w.name in variables for w in ir.variables)
+    assert len(figure.data) == 2 and figure.layout.height <= 240  # 368 px with an empty grid and matrix before
+    assert not figure.layout.showlegend
+    # several replicas keep the grid and the matrix
     four = replica_group_figure(popxl.Ir(replication=4).replica_grouping(group_size=2), [])
-    assert "nothing to group" not in four.layout.title.text
+    assert "one replica" not in four.layout.title.text and four.data[0].meta["panel"] == "grid"
+
+
+def test_one_replica_of_a_hundred_variables_is_one_row_as_tall_as_its_content():
+    ir = popxl.Ir()
+    with ir.main_graph:
+        for block in range(100):
+            with popxl.name_scope(f"block{block}"):
+                popxl.variable(np.ones(2, np.float32), name="w")
+    figure = ReplicaGroupView(ir, live=False).figure
+    held = next(t for t in figure.data if t.meta["panel"] == "matrix")
+    assert list(held.y) == ["100 variables: block{0–99}/w"] and list(held.text) == ["100"]
+    assert figure.layout.height <= 200
+    empty = replica_group_figure(popxl.Ir().replica_grouping(), [])
+    assert [list(t.text) for t in empty.data] == [["IPU 0"], []]
 
 
 def test_the_matrix_shows_the_groups_of_each_collective_and_variable():

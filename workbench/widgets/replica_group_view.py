@@ -6,6 +6,7 @@ from typing import Any, Optional, Sequence
 
 from workbench.analysis.replica_groups import group_values, grouping_uses
 from workbench.ir import ReplicaGrouping, Variable
+from workbench.ops.registry import op_ipus
 
 from .figures import replica_group_figure, values_table_html
 from .figures.replica_figure import NARROW_OUTPUT, grouping_shape, users_in_words
@@ -78,8 +79,9 @@ class ReplicaGroupView(View):
         instances = self.ir.instances
         title = count_of(self.ir.replication_factor, "replica") + (
             f" in {len(instances)} instances" if len(instances) > 1 else "")
+        ipus = {ipu for graph in self.ir.graphs for op in graph.ops for ipu in op_ipus(op)}
         return replica_group_figure(self.shown_grouping, self.uses, title=title, instances=instances,
-                                    narrow=0 < self.room < NARROW_OUTPUT)
+                                    narrow=0 < self.room < NARROW_OUTPUT, ipus=sorted(ipus))
 
     def fit(self, room: int) -> None:
         """In an output narrower than NARROW_OUTPUT pixels the legend goes under the picture."""

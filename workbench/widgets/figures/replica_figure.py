@@ -19,14 +19,11 @@ from ..style import TEMPLATE, base_layout, count_of, group_color, group_tint, te
 VALUE_ELEMENTS = 8  # values with more elements are summarised (shape, mean, min, max)
 PANEL_GAP = 72  # pixels between panels: the axis ticks and title above, the next panel's title below
 TITLE_NAME = 80  # characters per line of the grid title's user: a longer name wraps
-# Under the title of a program of one replica, where the picture alone says little.
-ONE_REPLICA = "one replica: nothing to group here (a program of several replicas shows how they group)"
 ROW_NAME = 48  # characters per line of a matrix row's label: longer ones wrap, so the matrix keeps its width
 ROW_LINES = 2  # lines of a row's label at most: a longer one is shortened in its middle (its hover has it whole)
 LINE_PITCH = 15  # pixels per line of a row label
 NARROW_OUTPUT = 800  # pixels: in an output narrower than this the legend goes under the picture
 LEGEND_LINE = 24  # pixels per line of the legend under the picture
-TITLE_TOP = 14  # pixels from the figure's top to a heading with a note under it: both above the grid's title
 
 
 def grid_columns(replicas: int) -> int:
@@ -50,12 +47,17 @@ def format_value(value: np.ndarray) -> str:
 
 def replica_group_figure(grouping: ReplicaGrouping, uses: Sequence[GroupingUse],
                          title: Optional[str] = None, instances: Sequence[range] = (),
-                         narrow: bool = False) -> go.Figure:
-    """Grid of ``grouping``; matrix of ``uses``, one row per kind and grouping. With several
+                         narrow: bool = False, ipus: Sequence[int] = ()) -> go.Figure:
+    """Grid of ``grouping``; matrix of ``uses``, one row per kind and grouping. Of one replica, where nothing
+    groups, the replica on its ``ipus`` and what each holds instead (``one_replica_figure``). With several
     ``instances`` (processes of a popdist job, as global replica ranges), dashed lines part their
     replicas in the matrix, and in the grid where it is one row. ``narrow`` (an output under
     NARROW_OUTPUT pixels) puts the legend under the picture: beside it, with the matrix's row labels, it
     left the replica columns narrower than their squares, which overlapped."""
+    if grouping.num_replicas == 1 and len(instances) <= 1:
+        from .one_replica_figure import one_replica_figure  # it draws with this module's helpers
+
+        return one_replica_figure(uses, ipus, title or "1 replica")
     rows = fold_uses(list(uses))
     panels = ["grid"] + (["matrix"] if uses else [])
     grid_rows = -(-grouping.num_replicas // grid_columns(grouping.num_replicas))
@@ -87,9 +89,6 @@ def replica_group_figure(grouping: ReplicaGrouping, uses: Sequence[GroupingUse],
                       yanchor="bottom")
     words = title or count_of(grouping.num_replicas, "replica")
     heading = dict(text=words, x=0.01)
-    if grouping.num_replicas == 1:  # pinned to the top: centred in the margin, its note ran into the grid's title
-        heading.update(text=f"{words}<br><sup>{ONE_REPLICA}</sup>", yref="container", yanchor="top",
-                       y=1 - TITLE_TOP / (plot + top + 20 + below))
     figure.update_layout(**base_layout(
         title=heading, height=plot + top + 20 + below, legend=legend, margin=dict(l=20, r=20, t=top, b=20 + below)))
     return figure
