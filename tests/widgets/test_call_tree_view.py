@@ -98,7 +98,7 @@ def test_counts_say_one_graph_and_several_call_sites():
     ir = popxl.Ir()
     tree = CallTreeView(ir, live=False)
     assert repr(tree) == f"CallTreeView({ir!r}: 1 graph, 0 call sites)"
-    assert tree.figure.layout.title.text == "Call tree: 1 graph, 0 call sites"
+    assert tree.figure.layout.title.text == "Call tree: 1 graph, no subgraph calls"
 
 
 class Module:
@@ -264,6 +264,21 @@ def test_a_program_of_one_graph_is_a_small_card_with_its_legend_just_above_it():
     plot_width = layout.width - layout.margin.l - layout.margin.r
     start, end = layout.xaxis.range
     assert (0 - start) / (end - start) * plot_width <= 40  # the square at the left, under the legend's start
-    assert figure.layout.title.text == "Call tree: 1 graph, 0 call sites"
+    assert figure.layout.title.text == "Call tree: 1 graph, no subgraph calls"  # says so in a line
     view.open(ir.main_graph)
     assert any(t.name == "selected" for t in view.figure.data)  # selecting it still rings it
+
+
+def test_graphs_built_but_never_called_are_said_in_a_line_under_the_title():
+    ir = popxl.Ir()
+    with ir.main_graph:
+        x = popxl.variable(np.ones(2, np.float32), name="x")
+        ir.create_graph(lambda t: t + 1, x)
+        popxl.ops.relu(x)
+    figure = CallTreeView(ir, live=False).figure
+    assert figure.layout.title.text == (
+        "Call tree: 2 graphs, no subgraph calls<br><sup>the main graph calls none of the 1 other graph built: "
+        "ops.call or ops.repeat would show the calls here</sup>")
+    assert figure.layout.margin.t == 70 + 18 and figure.layout.height == 130 + 90 + 18  # one level, and the note
+    called = CallTreeView(module_program()[0], live=False).figure
+    assert "<sup>" not in called.layout.title.text and "call sites" in called.layout.title.text

@@ -19,6 +19,8 @@ RING = 12  # pixels the selection ring adds around a graph's square
 HOVER_INPUTS = 4  # graph inputs a hover lists: what tells apart graphs one module made for other shapes
 CARD_WIDTH, CARD_HEIGHT = 480, 170  # pixels: the picture of a program of one graph, a card, not a tree's canvas
 CARD_SQUARE = 34  # pixels: the one graph's square on the card
+NOTE_LINE = 18  # pixels more for the note under the title of graphs built but never called
+NO_CALLS_NOTE = "the main graph calls none of the {others} built: ops.call or ops.repeat would show the calls here"
 
 NODE_COLORS = GRAPH_STATUS_COLORS
 EDGE_LOOKS = {  # trace name -> line style; call-site kinds map onto these names
@@ -102,16 +104,22 @@ def call_tree_figure(tree: CallTree, selected_graph=None, title: Optional[str] =
     shown = (width - 40) / column  # columns the picture holds
     left = _opening_left(layout, position[keys[0]][0] if keys else 0.0, shown)
     wider = layout.width + 0.5 > shown + 1e-9
+    note = "" if tree.edges else f"<br><sup>{NO_CALLS_NOTE.format(others=count_of(len(tree.nodes) - 1, 'other graph'))}</sup>"
     figure.update_layout(**base_layout(
-        title=dict(text=title or f"Call tree: {count_of(len(tree.nodes), 'graph')}, "
-                                 f"{count_of(len(tree.edges), 'call site')}"
-                                 + (" · drag to pan" if wider else ""), x=0.01),
+        title=dict(text=title or f"Call tree: {count_of(len(tree.nodes), 'graph')}, {_calls_text(tree)}"
+                                 + (" · drag to pan" if wider else "") + note, x=0.01),
         showlegend=True, legend=dict(orientation="h", yanchor="bottom", y=1.0, x=1.0, xanchor="right"),
         dragmode="pan" if wider else None, width=width if width > PICTURE_WIDTH else None,
         xaxis=dict(visible=False, range=[left, left + shown]),
         yaxis=dict(visible=False, range=[-layout.depth + 0.5, 0.5]),
-        height=LAYER_HEIGHT * layout.depth + 90, margin=dict(l=20, r=20, t=70, b=20)))
+        height=LAYER_HEIGHT * layout.depth + 90 + (NOTE_LINE if note else 0),
+        margin=dict(l=20, r=20, t=70 + (NOTE_LINE if note else 0), b=20)))
     return figure
+
+
+def _calls_text(tree: CallTree) -> str:
+    """'3 call sites', or 'no subgraph calls' for a program whose main graph calls no graph."""
+    return count_of(len(tree.edges), "call site") if tree.edges else "no subgraph calls"
 
 
 def one_graph_card(tree: CallTree, selected_graph=None, title: Optional[str] = None) -> go.Figure:
@@ -134,7 +142,7 @@ def one_graph_card(tree: CallTree, selected_graph=None, title: Optional[str] = N
                                                 line=dict(width=3)), hoverinfo="skip"))
     plot_width = CARD_WIDTH - 40
     figure.update_layout(**base_layout(
-        title=dict(text=title or "Call tree: 1 graph, 0 call sites", x=0.01),
+        title=dict(text=title or "Call tree: 1 graph, no subgraph calls", x=0.01),
         showlegend=True, legend=dict(orientation="h", yanchor="bottom", y=1.0, x=0, xanchor="left"),
         width=CARD_WIDTH, height=CARD_HEIGHT,
         xaxis=dict(visible=False, range=[-CARD_SQUARE / plot_width, 1 - CARD_SQUARE / plot_width]),
