@@ -57,7 +57,7 @@ def inputs(x_stream):
 def shown_strings(figure):
     """Every string of the figure's JSON that plotly may draw. ``customdata`` holds the keys clicks
     report back and is never drawn: a trace's hovertemplate, where it has one, fills in nothing but its
-    blocks of hover lines in ``meta["live"]`` (themselves walked here as drawn strings)."""
+    hover lines in ``meta["lines"]`` (themselves walked here as drawn strings)."""
     strings = []
 
     def walk(value, key=None):
@@ -76,7 +76,7 @@ def shown_strings(figure):
     for trace in data["data"]:
         templates = trace.get("hovertemplate", [])
         for template in [templates] if isinstance(templates, str) else templates:
-            assert all(re.fullmatch(r"%\{meta\.live\[\d+\]\}", placeholder)
+            assert all(re.fullmatch(r"%\{meta\.lines\[\d+\]\}", placeholder)
                        for placeholder in re.findall(r"%\{[^}]*\}", template)), template
     walk(data)
     return strings

@@ -99,11 +99,11 @@ def liveness_figure(liveness: TensorLiveness, capacity: Mapping[int, int], marke
             values = np.array([getattr(records[s], kind) for s in drawn], dtype=np.int64)
             hover = (intermediates_hover(liveness, records, drawn, blocks) if kind == "intermediates"
                      else kind_hover(kind, values))
-            live_blocks = hover.pop("meta", {})
+            hover_lines = hover.pop("meta", {})
             figure.add_trace(go.Scatter(
                 x=edges, y=to_edges(compact(values)), name=kind, legendgroup=kind, showlegend=row == 1,
                 stackgroup=f"ipu{ipu}", mode="lines", line=dict(width=0.5, shape="hvh", color=KIND_COLORS[KIND_OF[kind]]),
-                customdata=to_edges(drawn), hoverlabel=dict(namelength=0), **hover, meta=dict(ipu=ipu, kind=kind, **live_blocks)),
+                customdata=to_edges(drawn), hoverlabel=dict(namelength=0), **hover, meta=dict(ipu=ipu, kind=kind, **hover_lines)),
                 row=row, col=1)
         peak = max(stacked[ipu], default=0)
         _add_transfers(figure, liveness, [t for t in transfers if t.ipu == ipu], stacked[ipu], row, first=row == 1)

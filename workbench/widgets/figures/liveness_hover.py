@@ -1,6 +1,7 @@
-"""The hovers of the memory panels, kept small: a step's intermediates and largest live tensors are written
-once per distinct block and named by index from each point's template, the bytes of a kind that never
-changes once per trace, and the steps where nothing on an IPU changes are left out of its lines."""
+"""The hovers of the memory panels, kept small: each distinct line of what a step's intermediates are (their
+bytes, a live tensor, how many more) is written once and named by index from the points' templates, the
+bytes of a kind that never changes once per trace, and the steps where nothing on an IPU changes are left out
+of its lines."""
 from __future__ import annotations
 
 import re
@@ -18,7 +19,7 @@ from ..style import KIND_LABELS, format_bytes, text, text_array
 
 HOVER_TENSORS = 6  # live tensors listed in a hover, largest first (each hover crosses the comm once per step)
 KIND_OF = {"variables": "variable", "constants": "constant", "intermediates": "intermediate", "code": "code"}
-BLOCK = re.compile(r"%\{meta\.live\[(\d+)\]\}")
+LINE = re.compile(r"%\{meta\.lines\[(\d+)\]\}")  # a template's placeholder for a line of ``meta["lines"]``
 
 
 def step_description(liveness: TensorLiveness, index: int) -> str:
@@ -70,14 +71,14 @@ def kind_hover(kind: str, values: np.ndarray) -> dict:
 def intermediates_hover(liveness: TensorLiveness, records: Sequence[StepMemory], drawn: np.ndarray,
                         blocks_of: dict[int, str]) -> dict:
     """Each point's hover: its step in bold (with how far the memory stays the same, where steps around it
-    are left out), then its ``blocks_of`` lines. Many steps share those lines, so each distinct block is
-    written once, in the trace's ``meta["live"]``, and a point's ``hovertemplate`` names its block by index:
-    plotly.js fills it in, in the notebook, the saved output and the HTML report alike."""
-    blocks: dict[str, int] = {}
+    are left out), then its ``blocks_of`` lines. Steps share most of those lines (the same tensors stay live
+    for long), so each distinct line is written once, in the trace's ``meta["lines"]``, and a point's
+    ``hovertemplate`` names its lines by index: plotly.js fills them in, in the notebook, the saved output and
+    the HTML report alike."""
+    lines: dict[str, int] = {}
     templates = []
     for position, step in enumerate(drawn):
         block = blocks_of[int(step)]
-        index = blocks.setdefault(block, len(blocks))
         runs = ""
         if position + 1 < len(drawn) and blocks_of[int(drawn[position + 1])] == block and drawn[position + 1] > step + 1:
             runs = f"<br>the same through step {drawn[position + 1]}"
@@ -85,19 +86,20 @@ def intermediates_hover(liveness: TensorLiveness, records: Sequence[StepMemory],
             runs = f"<br>the same since step {drawn[position - 1]}"
         # '%' as an entity, so that no name can read as a placeholder of the template
         description = step_description(liveness, int(step)).replace("%", "&#37;")
-        templates.append(f"<b>{description}</b>{runs}<br>%{{meta.live[{index}]}}")
-    return dict(hovertemplate=to_edges(text_array(templates)), meta=dict(live=list(blocks)))
+        named = "<br>".join(f"%{{meta.lines[{lines.setdefault(line, len(lines))}]}}" for line in block.split("<br>"))
+        templates.append(f"<b>{description}</b>{runs}<br>{named}")
+    return dict(hovertemplate=to_edges(text_array(templates)), meta=dict(lines=list(lines)))
 
 
 def point_hover(trace: go.Scatter, index: int) -> str:
     """What plotly shows on hovering point ``index`` of a memory trace: its hover text, or its template with
-    the blocks of ``meta["live"]`` filled in (for tests and plain-data readers)."""
+    the lines of ``meta["lines"]`` filled in (for tests and plain-data readers)."""
     if trace.hovertemplate is None:
         hover = trace.hovertext
         return hover if isinstance(hover, str) else hover[index]
     template = trace.hovertemplate if isinstance(trace.hovertemplate, str) else trace.hovertemplate[index]
-    live = trace.meta["live"]
-    return BLOCK.sub(lambda match: live[int(match.group(1))], template).replace("&#37;", "%")
+    lines = trace.meta["lines"]
+    return LINE.sub(lambda match: lines[int(match.group(1))], template).replace("&#37;", "%")
 
 
 def compact(values: np.ndarray) -> np.ndarray:
