@@ -24,11 +24,12 @@ def gradient_sources(ir: Ir) -> dict[Tensor, Tensor]:
     to the tensor the program bound to it: a variable where the forward graph's call site binds one."""
     call_sites = _call_sites(ir)
     graphs = {graph.name: graph for graph in ir.graphs}
+    named: dict[Graph, dict[str, Tensor]] = {}  # each forward graph's tensors by name, made when first needed
     sources = {}
     for graph in ir.graphs:
         for tensor in graph.device_tensors:
             if GRADIENT_PREFIX in tensor.name:
-                source = _source(tensor, call_sites, graphs)
+                source = _source(tensor, call_sites, graphs, named)
                 if source is not None:
                     sources[tensor] = source
     return sources
@@ -60,7 +61,8 @@ def _call_sites(ir: Ir) -> dict[Graph, list[tuple[Op, object]]]:
     return sites
 
 
-def _source(tensor: Tensor, call_sites, graphs: Mapping[str, Graph]) -> Optional[Tensor]:
+def _source(tensor: Tensor, call_sites, graphs: Mapping[str, Graph],
+            named: dict[Graph, dict[str, Tensor]]) -> Optional[Tensor]:
     """Walk from ``tensor`` to the gradient graph's own ``Gradient___x`` (into a call's output, or back from a
     tensor named after its input, such as an all-reduce's 'Gradient___ws_0_all_reduce'), then from the forward
     tensor ``x`` out to what the program bound to it."""
@@ -71,7 +73,9 @@ def _source(tensor: Tensor, call_sites, graphs: Mapping[str, Graph]) -> Optional
         graph = tensor.graph
         if tensor.name.startswith(GRADIENT_PREFIX) and graph.name.endswith(GRADIENT_SUFFIX):
             forward = graphs.get(graph.name[:-len(GRADIENT_SUFFIX)])
-            found = _forward_tensor(forward, tensor.name[len(GRADIENT_PREFIX):]) if forward is not None else None
+            if forward is not None and forward not in named:
+                named[forward] = {t.name: t for t in forward.device_tensors}
+            found = _forward_tensor(named[forward], tensor.name[len(GRADIENT_PREFIX):]) if forward is not None else None
             if found is not None:
                 return _bound(found, _forward_call(forward, graph, grad_call, call_sites), call_sites)
         producer = tensor.producer
@@ -89,9 +93,10 @@ def _source(tensor: Tensor, call_sites, graphs: Mapping[str, Graph]) -> Optional
     return None
 
 
-def _forward_tensor(forward: Graph, name: str) -> Optional[Tensor]:
-    """The tensor of ``forward`` called ``name``, followed back through copies to where it came from."""
-    tensor = next((t for t in forward.device_tensors if t.name == name), None)
+def _forward_tensor(by_name: Mapping[str, Tensor], name: str) -> Optional[Tensor]:
+    """The forward graph's tensor called ``name`` (``by_name``: its tensors by name), followed back through
+    copies to where it came from."""
+    tensor = by_name.get(name)
     while tensor is not None and tensor.producer is not None and tensor.producer.type in PASS_THROUGH:
         tensor = tensor.producer.inputs[0]
     return tensor
