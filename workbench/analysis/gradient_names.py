@@ -73,11 +73,12 @@ def _source(tensor: Tensor, call_sites, graphs: Mapping[str, Graph],
         graph = tensor.graph
         if tensor.name.startswith(GRADIENT_PREFIX) and graph.name.endswith(GRADIENT_SUFFIX):
             forward = graphs.get(graph.name[:-len(GRADIENT_SUFFIX)])
-            if forward is not None and forward not in named:
-                named[forward] = {t.name: t for t in forward.device_tensors}
-            found = _forward_tensor(named[forward], tensor.name[len(GRADIENT_PREFIX):]) if forward is not None else None
-            if found is not None:
-                return _bound(found, _forward_call(forward, graph, grad_call, call_sites), call_sites)
+            if forward is not None:
+                if forward not in named:
+                    named[forward] = {t.name: t for t in forward.device_tensors}
+                found = _forward_tensor(named[forward], tensor.name[len(GRADIENT_PREFIX):])
+                if found is not None:
+                    return _bound(found, _forward_call(forward, graph, grad_call, call_sites), call_sites)
         producer = tensor.producer
         if producer is None:
             return None
