@@ -12,11 +12,11 @@ from typing import Mapping, Optional
 
 from workbench.ir import Graph, Ir, Op, Tensor
 from workbench.ops.call_binding import call_bindings
+from workbench.ops.registry import REGISTRY
 
 GRADIENT_PREFIX = "Gradient___"  # popxl's (PopART's reservedGradientPrefix), as autodiff writes it
 GRADIENT_SUFFIX = "_grad"  # autodiff names the gradient graph of ``f`` ``f_grad``
 GRADIENT_MARK = "∂\u00a0"  # with a no-break space: a wrapped label keeps the mark beside its name
-PASS_THROUGH = frozenset({"ipu_copy", "identity"})  # forward ops whose output is its input, moved or renamed
 
 
 def gradient_sources(ir: Ir) -> dict[Tensor, Tensor]:
@@ -83,7 +83,7 @@ def _source(tensor: Tensor, call_sites, graphs: Mapping[str, Graph],
         if producer is None:
             return None
         bindings = call_bindings(producer)
-        if bindings and producer.type in ("call", "repeat"):
+        if bindings and bindings[0].kind in ("call", "repeat"):
             index = producer.outputs.index(tensor)
             grad_call, tensor = producer, bindings[0].graph.outputs[index]
             continue
@@ -98,9 +98,18 @@ def _forward_tensor(by_name: Mapping[str, Tensor], name: str) -> Optional[Tensor
     """The forward graph's tensor called ``name`` (``by_name``: its tensors by name), followed back through
     copies to where it came from."""
     tensor = by_name.get(name)
-    while tensor is not None and tensor.producer is not None and tensor.producer.type in PASS_THROUGH:
+    while tensor is not None and tensor.producer is not None and _passes_value_on(tensor.producer):
         tensor = tensor.producer.inputs[0]
     return tensor
+
+
+def _passes_value_on(op: Op) -> bool:
+    """Whether ``op``'s one output is its input 0, moved to another IPU or viewed unchanged (an identity)."""
+    definition = REGISTRY[op.type]
+    if len(op.outputs) != 1 or not op.inputs:
+        return False
+    same = op.outputs[0].shape == op.inputs[0].shape and op.outputs[0].dtype == op.inputs[0].dtype
+    return same and (definition.moves_to_ipu or (definition.view and len(op.inputs) == 1))
 
 
 def _forward_call(forward: Graph, grad_graph: Graph, grad_call: Optional[Op], call_sites) -> Optional[Op]:
@@ -131,7 +140,7 @@ def _agreement(call: Op, forward: Graph, grad_call: Op, grad_graph: Graph) -> in
     for parent, grad_input in grad_binding.pairs():
         if grad_input.name in inputs:
             expected = binding.parent_of(inputs[grad_input.name])
-        elif grad_input.name in outputs and call.type == "call":
+        elif grad_input.name in outputs and binding.kind == "call":
             expected = call.outputs[outputs[grad_input.name]]
         else:
             continue
@@ -155,6 +164,6 @@ def _bound(tensor: Tensor, call: Optional[Op], call_sites) -> Tensor:
         if parent is None:
             return tensor
         tensor, call = parent, None
-        while tensor.producer is not None and tensor.producer.type in PASS_THROUGH:
+        while tensor.producer is not None and _passes_value_on(tensor.producer):
             tensor = tensor.producer.inputs[0]
     return tensor
