@@ -1,5 +1,6 @@
-"""Depthwise convolutions of stride 1 go by columns read from flattened planes (``ops/depthwise.py``): the same
-results as a float64 loop over every output, for every padding, dilation, multiplier, batch, bias and relu."""
+"""Depthwise convolutions go by columns read from flattened (phase) planes (``ops/depthwise.py``): the same
+results as a float64 loop over every output, for every padding, stride, dilation, multiplier, batch, bias and
+relu."""
 import numpy as np
 import pytest
 
@@ -10,45 +11,50 @@ from workbench.ops import conv_kernels, depthwise
 RNG = np.random.default_rng(11)
 
 
-def depthwise_loop(x, w, begin, end, dilation, bias=None):
-    """out[n, c·m + j, i] = sum over k of padded_x[n, c, i + k · dilation] * w[c·m + j, 0, k] (+ bias)."""
+def depthwise_loop(x, w, begin, end, dilation, bias=None, stride=(1, 1)):
+    """out[n, c·m + j, i] = sum over k of padded_x[n, c, i · stride + k · dilation] * w[c·m + j, 0, k] (+ bias)."""
     padded = np.pad(x.astype(np.float64), [(0, 0), (0, 0)] + list(zip(begin, end)))
     kernel = w.shape[2:]
-    out = tuple(p - (k - 1) * d for p, k, d in zip(padded.shape[2:], kernel, dilation))
+    out = tuple((p - (k - 1) * d - 1) // s + 1 for p, k, d, s in zip(padded.shape[2:], kernel, dilation, stride))
     multiplier = w.shape[0] // x.shape[1]
     y = np.zeros((x.shape[0], w.shape[0], *out))
     for n, o, i, j in np.ndindex(*y.shape):
-        window = padded[n, o // multiplier, i:i + (kernel[0] - 1) * dilation[0] + 1:dilation[0],
-                        j:j + (kernel[1] - 1) * dilation[1] + 1:dilation[1]]
+        top, left = i * stride[0], j * stride[1]
+        window = padded[n, o // multiplier, top:top + (kernel[0] - 1) * dilation[0] + 1:dilation[0],
+                        left:left + (kernel[1] - 1) * dilation[1] + 1:dilation[1]]
         y[n, o, i, j] = np.sum(window * w[o, 0].astype(np.float64)) + (0 if bias is None else bias[o])
     return y
 
 
-CASES = [  # x shape, weight shape, pads begin, pads end, dilation
-    ((1, 8, 7, 7), (8, 1, 3, 3), (1, 1), (1, 1), (1, 1)),          # ShuffleNet's layers, smaller
-    ((2, 5, 6, 9), (10, 1, 3, 2), (0, 1), (2, 0), (1, 1)),         # two images, multiplier 2, uneven padding
-    ((1, 4, 9, 8), (4, 1, 3, 3), (0, 0), (0, 0), (2, 3)),          # no padding, dilated
-    ((1, 3, 5, 5), (3, 1, 5, 5), (2, 2), (2, 2), (1, 1)),          # 5×5
-    ((1, 6, 4, 4), (6, 1, 1, 1), (0, 0), (0, 0), (1, 1)),          # 1×1
+CASES = [  # x shape, weight shape, pads begin, pads end, stride, dilation
+    ((1, 8, 7, 7), (8, 1, 3, 3), (1, 1), (1, 1), (1, 1), (1, 1)),      # ShuffleNet's layers, smaller
+    ((1, 8, 8, 8), (8, 1, 3, 3), (1, 1), (1, 1), (2, 2), (1, 1)),      # its strided layers
+    ((1, 3, 9, 9), (3, 1, 3, 3), (1, 1), (1, 1), (2, 2), (1, 1)),      # odd sizes: the last input row read
+    ((2, 5, 6, 9), (10, 1, 3, 2), (0, 1), (2, 0), (1, 1), (1, 1)),     # two images, multiplier 2, uneven padding
+    ((1, 4, 11, 10), (8, 1, 3, 2), (2, 0), (0, 3), (3, 2), (1, 2)),    # strides 3 and 2, dilated, uneven padding
+    ((1, 4, 9, 8), (4, 1, 3, 3), (0, 0), (0, 0), (1, 1), (2, 3)),      # no padding, dilated
+    ((1, 3, 5, 5), (3, 1, 5, 5), (2, 2), (2, 2), (1, 1), (1, 1)),      # 5×5
+    ((1, 6, 4, 4), (6, 1, 1, 1), (0, 0), (0, 0), (1, 1), (1, 1)),      # 1×1
+    ((1, 6, 7, 7), (6, 1, 1, 1), (0, 0), (0, 0), (2, 2), (1, 1)),      # 1×1 of stride 2: rows and columns unread
 ]
 
 
-@pytest.mark.parametrize("x_shape, w_shape, begin, end, dilation", CASES)
+@pytest.mark.parametrize("x_shape, w_shape, begin, end, stride, dilation", CASES)
 @pytest.mark.parametrize("group_bytes", [None, 1], ids=["all channels at once", "a channel at a time"])
 @pytest.mark.parametrize("with_bias, relu", [(False, False), (True, False), (True, True), (False, True)])
-def test_the_kernel_matches_a_float64_loop(monkeypatch, x_shape, w_shape, begin, end, dilation, group_bytes,
+def test_the_kernel_matches_a_float64_loop(monkeypatch, x_shape, w_shape, begin, end, stride, dilation, group_bytes,
                                            with_bias, relu):
     if group_bytes:
         monkeypatch.setattr(depthwise, "GROUP_BYTES", group_bytes)
     x, w = RNG.standard_normal(x_shape).astype(np.float32), RNG.standard_normal(w_shape).astype(np.float32)
     bias = RNG.standard_normal(w_shape[0]).astype(np.float32) if with_bias else None
-    expected = depthwise_loop(x, w, begin, end, dilation, bias)
+    expected = depthwise_loop(x, w, begin, end, dilation, bias, stride)
     if relu:
         expected = np.maximum(expected, 0)
-    assert depthwise.applies(x_shape, w_shape, (1, 1), x_shape[1], np.float32)
+    assert depthwise.applies(x_shape, w_shape, x_shape[1], np.float32)
     pads = tuple(zip(begin, end))
     for constant in (None, w):  # the weight read at each call, or once
-        kernel = conv_kernels.conv(x_shape, w_shape, (1, 1), dilation, pads, x_shape[1], expected.shape[2:],
+        kernel = conv_kernels.conv(x_shape, w_shape, stride, dilation, pads, x_shape[1], expected.shape[2:],
                                    np.float32, constant, bias, relu)
         result = kernel(x, w)
         assert result.dtype == np.float32 and result.shape == expected.shape and result.flags.c_contiguous
@@ -68,15 +74,14 @@ def test_the_result_goes_into_a_destination_and_the_input_is_left_alone():
     np.testing.assert_array_equal(x, kept)
 
 
-@pytest.mark.parametrize("x_shape, w_shape, stride, groups, dtype", [
-    ((1, 4, 8, 8), (4, 1, 3, 3), (2, 2), 4, np.float32),   # strided
-    ((1, 4, 8, 8), (4, 2, 3, 3), (1, 1), 2, np.float32),   # two channels per group
-    ((1, 1, 8, 8), (3, 1, 3, 3), (1, 1), 1, np.float32),   # one channel: an ordinary convolution
-    ((1, 4, 8, 8), (4, 1, 3, 3), (1, 1), 4, np.float16),   # float16, computed elsewhere
-    ((1, 4, 8), (4, 1, 3), (1,), 4, np.float32),           # 1-D
+@pytest.mark.parametrize("x_shape, w_shape, groups, dtype", [
+    ((1, 4, 8, 8), (4, 2, 3, 3), 2, np.float32),   # two channels per group
+    ((1, 1, 8, 8), (3, 1, 3, 3), 1, np.float32),   # one channel: an ordinary convolution
+    ((1, 4, 8, 8), (4, 1, 3, 3), 4, np.float16),   # float16, computed elsewhere
+    ((1, 4, 8), (4, 1, 3), 4, np.float32),         # 1-D
 ])
-def test_other_convolutions_go_another_way(x_shape, w_shape, stride, groups, dtype):
-    assert not depthwise.applies(x_shape, w_shape, stride, groups, dtype)
+def test_other_convolutions_go_another_way(x_shape, w_shape, groups, dtype):
+    assert not depthwise.applies(x_shape, w_shape, groups, dtype)
 
 
 def test_a_popxl_depthwise_conv_gives_the_loop_result():

@@ -9,7 +9,7 @@ input beside a row of ones, so that the product adds the bias, as a strided one 
 gets its bias in a pass over each image's product), nor does a 2-D one of stride 1 with few output
 channels, which adds up one product per kernel offset of shifted views of the padded input. A large
 enough 3×3 one of stride 1 goes by Winograd's method instead (``winograd.py``), which transforms a
-constant weight once; a depthwise one of stride 1 (a group per input channel) by ``depthwise.py``. Poolings are in ``pool_kernels.py``. Measured with one BLAS thread, ``matmul``
+constant weight once; a depthwise one (a group per input channel) by ``depthwise.py``. Poolings are in ``pool_kernels.py``. Measured with one BLAS thread, ``matmul``
 of the weight and the input as they lie ([C_out, C_in] @ [C_in, P]) is as fast as any other layout of
 the same product (transposed operands, ``dot``, a [P, C_out] result), and one im2col product beats a
 product per kernel offset from 64 output channels on.
@@ -248,9 +248,9 @@ def conv(x_shape: Sequence[int], weight_shape: Sequence[int], stride: Sequence[i
     A large column matrix is made and multiplied a band of output rows at a time, each band small
     enough to stay in cache between its copy and its product. With a ``destination``, the result goes
     into the array it gives (copied there, from kernels that cannot write into it themselves)."""
-    if depthwise.applies(x_shape, weight_shape, stride, groups, dtype):
-        return depthwise.depthwise_conv(x_shape, weight_shape, dilation, pads, out, dtype, constant_weight, bias, relu,
-                                        destination)
+    if depthwise.applies(x_shape, weight_shape, groups, dtype):
+        return depthwise.depthwise_conv(x_shape, weight_shape, stride, dilation, pads, out, dtype, constant_weight,
+                                        bias, relu, destination)
     compute = compute_type(dtype)
     fused_relu = relu and dtype == compute
     if relu and not (bias is not None and fused_relu):
