@@ -203,6 +203,10 @@ def _biased_pointwise_conv(x_shape: Sequence[int], weight: np.ndarray, bias: np.
     matrix = weight.reshape(c_out, group_in).astype(compute)  # of one group: no ones row
     weight_and_bias = np.concatenate([weight.reshape(groups, group_out, group_in),
                                       bias.reshape(groups, group_out, 1)], axis=2).astype(compute)
+    # of one group, plain matrices (a stack of one costs a little more per call)
+    by_group = (groups, group_out, positions) if groups > 1 else (c_out, positions)
+    if groups == 1:
+        weight_and_bias = weight_and_bias[0]
     column = bias.reshape(c_out, 1).astype(compute)
     # each image's output (contiguous, fresh or a destination's) is compared with long rows of zeros
     # (``zero_rows``): twice as fast as rows of ``positions``, down to 49, each an inner loop of its own
@@ -210,15 +214,16 @@ def _biased_pointwise_conv(x_shape: Sequence[int], weight: np.ndarray, bias: np.
 
     def conv(x: np.ndarray, _weight: np.ndarray) -> np.ndarray:
         if ones_row:
-            cols = np.empty((groups, group_in + 1, positions), compute)
-            cols[:, group_in] = 1
+            stacked = np.empty((groups, group_in + 1, positions), compute)
+            stacked[:, group_in] = 1
+            cols = stacked.reshape(by_group[:-2] + (group_in + 1, positions))
+            inputs = stacked[:, :group_in].reshape(groups, group_in, *out)  # a view: each group's rows are whole
         y = np.empty((n, c_out, *out), compute) if destination is None else destination()
         for image in range(n):
             y_image = y[image].reshape(c_out, positions)
             if ones_row:
-                np.copyto(cols[:, :group_in].reshape(groups, group_in, *out),
-                          x[image][picked].reshape(groups, group_in, *out))
-                np.matmul(weight_and_bias, cols, out=y_image.reshape(groups, group_out, positions))
+                np.copyto(inputs, x[image][picked].reshape(groups, group_in, *out))
+                np.matmul(weight_and_bias, cols, out=y_image.reshape(by_group))
             else:
                 np.matmul(matrix, x[image].reshape(c_in, positions), out=y_image)
                 np.add(y_image, column, out=y_image)
