@@ -175,7 +175,7 @@ def profile(name: str, rounds: int, shown: int, probe: bool = True) -> None:
         print("\n".join(cnn_memory_probe.report(cnn.Workbench(model, feed, outputs), kind, min(rounds, 5), shown)))
 
 
-TUNABLE_MODULES = ("conv_kernels", "winograd", "pool_kernels", "fused_conv", "channel_affine")
+TUNABLE_MODULES = ("conv_kernels", "winograd", "pool_kernels", "fused_conv", "channel_affine", "depthwise")
 
 
 def apply_setting(text: str) -> str:

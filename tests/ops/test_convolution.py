@@ -405,3 +405,27 @@ def test_a_relu_after_a_constant_weight_gives_the_loops_positive_part(monkeypatc
         x = normal(*x_shape)
         expected = conv_loop(x, w, stride, padding[:2], padding[2:], (1, 1), 1)
         expected = np.maximum(expected + (bias[:, None, None] if with_bias else 0), 0)
+
+
+@pytest.mark.parametrize("x_shape, w_shape, stride, groups", [
+    ((1, 8, 5, 5), (12, 2, 1, 1), (1, 1), 4),     # ShuffleNet's grouped 1×1 layers, smaller
+    ((2, 6, 7, 4), (6, 2, 1, 1), (1, 1), 3),      # two images
+    ((1, 6, 7, 7), (4, 3, 1, 1), (2, 3), 2),      # strided: rows and columns left out
+])
+@pytest.mark.parametrize("relu", [False, True])
+def test_a_grouped_1x1_convolution_with_a_bias_gives_the_loop_plus_the_bias(x_shape, w_shape, stride, groups, relu):
+    """Its input is copied beside a row of ones per group, so that the product adds the bias; into a
+    concat's stretch where it has one."""
+    x, w, bias = normal(*x_shape), normal(*w_shape), normal(w_shape[0])
+    expected = conv_loop(x, w, stride, (0, 0), (0, 0), (1, 1), groups) + bias[:, None, None]
+    if relu:
+        expected = np.maximum(expected, 0)
+    assert conv_kernels._takes_biased_pointwise(w_shape, groups, x_shape, expected.shape[2:])
+    whole = np.zeros((x_shape[0], w_shape[0] + 3, *expected.shape[2:]), np.float32)
+    for destination in (None, lambda: whole[:, 1:1 + w_shape[0]]):
+        kernel = conv_kernels.conv(x_shape, w_shape, stride, (1, 1), ((0, 0), (0, 0)), groups, expected.shape[2:],
+                                   np.float32, w, bias, relu, destination)
+        for _ in range(2):  # the same kernel serves run after run
+            np.testing.assert_allclose(kernel(x, w), expected, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(whole[:, 1:1 + w_shape[0]], expected, rtol=1e-4, atol=1e-5)
+    assert not whole[:, 0].any() and not whole[:, 1 + w_shape[0]:].any()

@@ -88,6 +88,19 @@ def test_average_pool_leaves_padding_out_of_the_count_as_onnxruntime(case):
     assert_matches_onnxruntime(proto, out, feed)
 
 
+@pytest.mark.parametrize("x_shape", [(2, 3, 7, 5), (1, 4, 9), (1, 2, 3, 4, 5)], ids=["2-d", "1-d", "3-d"])
+def test_a_global_average_pool_is_an_average_pool_over_each_plane_as_onnxruntime(x_shape):
+    """It lowers to an average pool whose window is the whole plane (its kernel sums a plane by a product
+    with ones), not to a mean over the spatial axes."""
+    proto, out, feed = model(rand(*x_shape), lambda o, ids: o.globalaveragepool(ids))
+    assert_matches_onnxruntime(proto, out, feed, rtol=1e-5, atol=1e-6)
+    flow = popart.DataFlow(1, {out: popart.AnchorReturnType("ALL")})
+    session = popart.InferenceSession(proto, flow, popart.DeviceManager().createIpuModelDevice({}))
+    session.prepareDevice()
+    types = [op.type for op in session.workbench_session.ir.main_graph.ops]
+    assert "average_pool" in types and "mean" not in types
+
+
 def test_max_pool_of_an_input_without_windows_to_merge_is_a_copy_of_it():
     """A 1×1 window of stride 1 gives the input back, as a new array."""
     x = rand(1, 2, 4, 4)

