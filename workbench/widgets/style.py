@@ -64,6 +64,17 @@ def fitted(label: str, room: int) -> str:
     return label if len(label) <= room else label[:max(room - 1, 0)] + "…"
 
 
+def fitted_name(name: str, room: int) -> str:
+    """``name`` cut to ``room`` characters in its middle, keeping its end (``Gradi…s_12``): the end of a tensor's
+    name is what tells it from its neighbours."""
+    if len(name) <= room or room < 6:
+        return fitted(name, room)
+    keep = room - 1
+    last = max(name.rfind(mark) for mark in "_./") + 1
+    end = min(max(keep // 2, len(name) - last), keep - 3)
+    return name[:keep - end] + "…" + name[len(name) - end:]
+
+
 def count_of(number: int, noun: str) -> str:
     """'1 graph', '2 graphs': a count and its noun, plural when it is not one."""
     return f"{number} {noun}{'' if number == 1 else 's'}"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Hashable, Optional
 
 from workbench.export.layered import Layout, column_pixels
@@ -47,6 +47,14 @@ class Sizes:
 
 def picture_sizes(layout: Layout, width: int = PICTURE_WIDTH) -> Sizes:
     return Sizes(column_pixels(layout, width - 2 * MARGIN, 0.0))
+
+
+@dataclass(slots=True)
+class PackedLayout(Layout):
+    """A layout that gave each node's label its room (``picture_packing``): ``captions`` holds the text it made
+    room for beside each node."""
+
+    captions: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
