@@ -15,7 +15,7 @@ neighbours (it sometimes puts two at one spot), they are moved apart.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Hashable, Iterable, Sequence
+from typing import TYPE_CHECKING, Hashable, Iterable, Mapping, Optional, Sequence
 
 if TYPE_CHECKING:  # igraph (which loads plotly when present) loads with the first layout, not with popxl
     import igraph
@@ -50,11 +50,13 @@ def column_pixels(layout: Layout, width: int, least: float) -> float:
 
 
 def layered_layout(nodes: Sequence[Hashable], edges: Iterable[tuple[Hashable, Hashable]],
-                   first: Hashable = None, last: Hashable = None, late: bool = False) -> Layout:
+                   first: Hashable = None, last: Hashable = None, late: bool = False,
+                   given: Optional[Mapping[Hashable, int]] = None) -> Layout:
     """Lay ``nodes`` out in layers so that each edge (tail, head) goes down; see the module docstring.
     Edges between unknown nodes, self-loops and repeated edges are ignored. Node ``first`` (if given)
     gets a layer above all others, ``last`` one below all others (where the edges leave no cycle). With
-    ``late``, every node that feeds another goes to just above its first consumer (``_late_layers``)."""
+    ``late``, every node that feeds another goes to just above its first consumer (``_late_layers``). ``given``
+    layers (every node's, each edge pointing down) are taken as they are: igraph orders and places them."""
     import igraph
 
     index = {node: number for number, node in enumerate(nodes)}
@@ -62,7 +64,10 @@ def layered_layout(nodes: Sequence[Hashable], edges: Iterable[tuple[Hashable, Ha
     pairs = list(dict.fromkeys((index[tail], index[head]) for tail, head in edges
                                if tail in index and head in index and tail != head))
     graph = igraph.Graph(n=len(index), edges=pairs, directed=True)
-    layers = (_late_layers if late else _layers)(graph) if graph.is_dag() else None
+    if given is not None:
+        layers = [given[node] for node in index]
+    else:
+        layers = (_late_layers if late else _layers)(graph) if graph.is_dag() else None
     if layers is not None and (first in index or last in index):
         layers = _pinned(layers, index.get(first), index.get(last))
     if not index:

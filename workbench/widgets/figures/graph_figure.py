@@ -11,10 +11,11 @@ from workbench.export.layered import Layout, layered_layout
 
 from .picture_frames import FramePlan, frame_plan, layer_pixels
 from .picture_folding import fold_wide_layers
+from .picture_nesting import nested_layers
 from .picture_packing import pack_frames
-from .picture_labels import MARGIN, Sizes
+from .picture_labels import MARGIN, Sizes, fitted_caption
 from ..style import (CALL_OUTLINE, EDGE_COLOR, HIGHLIGHT, IN_SEQUENCE_COLOR, KIND_COLORS, OP_OUTLINE, PICTURE_WIDTH, TEMPLATE,
-                     base_layout, count_of, fitted, fitted_name, ipu_color, text, text_array)
+                     base_layout, count_of, fitted, ipu_color, text, text_array)
 
 VISIBLE_LAYERS = 16  # taller pictures open showing the top layers; pan or double-click for all
 ARROW_SIZE = 12  # plotly marker size (a triangle about 8 px wide): the arrowhead at the end of each edge, where it enters its head node
@@ -40,8 +41,9 @@ def picture_layout(picture: DataflowPicture, width: int = PICTURE_WIDTH) -> Layo
     without boxes, layers too wide for their labels at ``width`` pixels are folded into more rows."""
     edges = [(tail, head) for tail, head, _ in picture.edges]
     below = _below_their_calls(picture, edges)
-    # with groups open, chains that read only the graph's inputs go beside their consumers, inside their group's frame
-    layout = layered_layout(list(picture.nodes), edges + below, late=any(box.key for box in picture.boxes))
+    grouped = any(box.key for box in picture.boxes)  # groups open: layered frame by frame, else late (see layered)
+    given = nested_layers(picture, edges) if grouped else None
+    layout = layered_layout(list(picture.nodes), edges + below, late=grouped, given=given)
     for edge in set(below) - set(edges):
         layout.bends.pop(edge, None)
     if picture.boxes:
@@ -181,12 +183,12 @@ def _arrow_trace(picture: DataflowPicture, layout: Layout, sizes: Sizes) -> go.S
 
 
 def drawn_label(node, room: int) -> str:
-    """What is written beside ``node`` in ``room`` characters: its caption, cut where it must be (a tensor's name
-    in its middle); but a group's name whole, followed by as much of what it holds as fits after a few characters
+    """What is written beside ``node`` in ``room`` characters: its caption, cut where it must be (``fitted_caption``);
+    but a group's name whole, followed by as much of what it holds as fits after a few characters
     of it."""
     if node.kind == "group" and room < len(node.label) + len(": ") + MIN_CONTENTS:
         return fitted(node.label, room)
-    return (fitted_name if node.kind == "tensor" else fitted)(node.caption, room)
+    return fitted_caption(node, node.caption, room)
 
 
 def _node_trace(nodes, position, name: str, symbol: str, size: int, color, outline, places: dict,

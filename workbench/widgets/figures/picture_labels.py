@@ -10,13 +10,21 @@ from typing import Hashable, Optional
 
 from workbench.export.layered import Layout, column_pixels
 
-from ..style import PICTURE_WIDTH
+from ..style import PICTURE_WIDTH, fitted, fitted_name, fitted_words
 
 MARGIN = 20  # left and right, in pixels
 CHAR_WIDTH = 6.5  # pixels per character of a 10 px label, a little above the average glyph
 MIN_LABEL = 3  # characters; with less room than this, names are left to the hover
 LABEL_GAP = 3  # pixels between a marker and its label
 WALL_GAP = 3  # pixels between a label and a frame it stays out of
+
+
+def fitted_caption(node, caption: str, room: int) -> str:
+    """``caption`` of ``node`` (a ``PictureNode``) in ``room`` characters: a tensor's name keeping its end, an op's
+    type and attributes after their last whole word, a call's or a group's label from its start."""
+    if node.kind == "tensor":
+        return fitted_name(caption, room)
+    return (fitted_words if node.kind == "op" and node.category == "op" else fitted)(caption, room)
 
 
 def room_captions(picture) -> dict:

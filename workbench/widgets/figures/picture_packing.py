@@ -16,16 +16,16 @@ from workbench.export.layered import Layout
 from workbench.export.wrapping import band_rows, wrap_rows
 
 from ..dataflow import DataflowPicture, PictureBox
-from ..style import fitted, fitted_name
 from .picture_frames import BOX_STEP, FRAME_NEST, FRAME_PAD, layer_pixels
-from .picture_labels import CHAR_WIDTH, LABEL_GAP, MARGIN, PackedLayout, Sizes, room_captions
+from .picture_labels import CHAR_WIDTH, LABEL_GAP, MARGIN, PackedLayout, Sizes, fitted_caption, room_captions
 from .row_routes import RowRouter
 
 COLUMN = 24  # pixels per column while the picture fits: full-size markers
 HALF = Sizes(COLUMN).call / 2  # pixels from a node's centre to its marker's side
 GAP = 20  # pixels between two neighbours of a row (room for an edge's lane between them)
 LANE_PITCH, LANE_CLEARANCE = 6, 2  # edges pass a row at points of one grid, clear of each node and label
-CUTS = (None, 32, 24, 18, 14, 11, 8)  # most characters of a label, tried in turn in the layers too wide
+CUTS = (None, 32, 24, 18, 14, 12, 10)  # most characters of a label, tried in turn in the layers too wide
+LONGEST = 4  # characters: the labels this near the longest of those that widen a layer too wide are cut first
 LABEL_HEIGHT = 12  # pixels of a frame's title and of a label
 
 
@@ -52,7 +52,8 @@ def pack_frames(layout: Layout, picture: DataflowPicture, width: int) -> PackedL
     full = room_captions(picture)
     cuts = dict.fromkeys(full, 0)  # each node's label: the index in CUTS of its most characters
     while True:
-        captions = {key: _cut(picture.nodes[key].kind, text, CUTS[cuts[key]]) for key, text in full.items()}
+        captions = {key: text if CUTS[cuts[key]] is None else fitted_caption(picture.nodes[key], text, CUTS[cuts[key]])
+                    for key, text in full.items()}
         extents = {key: HALF + (2 * LABEL_GAP + 1 + len(text) * CHAR_WIDTH if text else 2) for key, text in captions.items()}
         _size(tree, extents, layer, picture)
         rows, xs, ends = _rows(tree, extents, layer, picture, band)
@@ -60,6 +61,8 @@ def pack_frames(layout: Layout, picture: DataflowPicture, width: int) -> PackedL
         shorter = [key for key in _widening(tree, over, layer) if cuts[key] < len(CUTS) - 1]
         if not shorter:
             break
+        longest = max(len(captions[key]) for key in shorter)  # the longest labels first
+        shorter = [key for key in shorter if len(captions[key]) >= longest - LONGEST]
         for key in shorter:
             cuts[key] += 1
     return _finished(picture, captions, extents, rows, xs, band, width)
@@ -77,11 +80,6 @@ def _widening(block: _Block, layers: set, layer: dict) -> list:
             widest = max(child.skyline.values(), default=0.0)
             found += _widening(child, {number for number, end in child.skyline.items() if end >= widest - 0.5}, layer)
     return found
-
-
-def _cut(kind: str, text: str, most: Optional[int]) -> str:
-    """``text`` in at most ``most`` characters (a tensor's name cut in its middle, keeping its end)."""
-    return text if most is None else (fitted_name if kind == "tensor" else fitted)(text, most)
 
 
 def _tree(picture: DataflowPicture, layout: Layout, layer: dict) -> _Block:
@@ -174,14 +172,21 @@ def _rows(root: _Block, extents: dict, layer: dict, picture: DataflowPicture, ba
     predecessors: dict = defaultdict(list)
     for tail, head, _ in picture.edges:
         predecessors[head].append(tail)
+    reached: dict[int, float] = defaultdict(float)  # layer -> where its tail may begin: right of what it holds
+    for child in root.children:
+        if isinstance(child, _Block):
+            for number in range(child.low, child.high + 1):
+                reached[number] = max(reached[number], root.x[id(child)] + child.width + GAP)
+        elif child in root.x:
+            reached[layer[child]] = max(reached[layer[child]], root.x[child] + cells[child] + GAP)
     rows: dict = {}
     home: dict[int, int] = {}
     count, start = 0, 0
     while start < depth:
         end = start
         if spanned[start]:
-            if not _leads_free_rows(root, start, depth, spanned, xs, cells, layer, band):
-                count = _wrap_tail(root, start, layer, xs, cells, rows, home, count, band)
+            if not _leads_free_rows(root, start, depth, spanned, cells, reached[start], band):
+                count = _wrap_tail(root, start, xs, cells, rows, home, count, reached[start], band)
                 start += 1
                 continue
             home[start] = count  # its frames end here: its tail wraps with the free layers below, under its row
@@ -208,20 +213,17 @@ def _rows(root: _Block, extents: dict, layer: dict, picture: DataflowPicture, ba
     return rows, {key: xs[key] + HALF + 2 for key in rows}, ends
 
 
-def _leads_free_rows(root: _Block, number: int, depth: int, spanned: list, xs: dict, cells: dict, layer: dict,
+def _leads_free_rows(root: _Block, number: int, depth: int, spanned: list, cells: dict, own: float,
                      band: float) -> bool:
     """Whether the tail of layer ``number`` is too long for the layer's row and every frame spanning the layer
     ends there, with a layer no frame spans below: the tail then wraps with the layers below, as one run."""
     tail = root.tails.get(number, [])
     if not tail or number + 1 >= depth or spanned[number + 1]:
         return False
-    blocks = [child for child in root.children if isinstance(child, _Block) and child.low <= number <= child.high]
-    own = max([root.x[id(block)] + block.width + GAP for block in blocks]
-              + [xs[key] + cells[key] + GAP for key in xs if layer[key] == number and key not in tail])
     return own + sum(cells[key] + GAP for key in tail) - GAP > band
 
 
-def _wrap_tail(root: _Block, number: int, layer: dict, xs: dict, cells: dict, rows: dict, home: dict, count: int,
+def _wrap_tail(root: _Block, number: int, xs: dict, cells: dict, rows: dict, home: dict, count: int, own: float,
                band: float) -> int:
     """Sets out the tail of layer ``number``, which a frame spans, from row ``count``: in the layer's own row right
     of its frames where it fits, else wrapped into rows of their own right of the frames that span this layer
@@ -232,7 +234,6 @@ def _wrap_tail(root: _Block, number: int, layer: dict, xs: dict, cells: dict, ro
 
     blocks = [child for child in root.children if isinstance(child, _Block) and child.low <= number <= child.high]
     tail = root.tails.get(number, [])
-    own = max([right_of(blocks)] + [xs[key] + cells[key] + GAP for key in xs if layer[key] == number and key not in rows])
     if not tail or own + sum(cells[key] + GAP for key in tail) - GAP <= band:
         home[number] = count
         left = own
@@ -286,8 +287,8 @@ def _finished(picture: DataflowPicture, captions: dict, extents: dict, rows: dic
             route = router.route(tail, [positions[tail], positions[head]])
             if len(route) > 2:
                 bends[(tail, head)] = route[1:-1]
-    heights = _row_heights(picture, rows, count)
-    ys = [0.0]
+    heights, top = _row_heights(picture, rows, count)
+    ys = [-max(0.0, top - 0.5)]  # the first row low enough for the titles of the frames it begins (the axis ends at 0.5)
     for gap in heights:
         ys.append(ys[-1] - gap)
     positions = {key: (x, ys[int(-y)]) for key, (x, y) in positions.items()}
@@ -299,9 +300,10 @@ def _finished(picture: DataflowPicture, captions: dict, extents: dict, rows: dic
                         bends, int(-ys[-1] + 0.999) + 1, columns, captions)
 
 
-def _row_heights(picture: DataflowPicture, rows: dict, count: int) -> list[float]:
+def _row_heights(picture: DataflowPicture, rows: dict, count: int) -> tuple[list[float], float]:
     """Layers from each row to the next: one, or more where the frames ending above and beginning below
-    (``frame_extents``'s padding, and a title above each frame's top) would otherwise touch."""
+    (``frame_extents``'s padding, and a title above each frame's top) would otherwise touch; and the layers the
+    first row takes above it."""
     deepest = max(box.depth for box in picture.boxes)
     pixels = layer_pixels(picture)
     step = BOX_STEP / pixels
@@ -315,4 +317,4 @@ def _row_heights(picture: DataflowPicture, rows: dict, count: int) -> list[float
         low, high = max(members), min(members)
         below[low] = max(below[low], 0.3 + 0.15 * nest)
         above[high] = max(above[high], 0.3 + step * nest + (LABEL_HEIGHT + 2) / pixels)
-    return [max(1.0, below[row] + above[row + 1] + 4 / pixels) for row in range(count - 1)]
+    return [max(1.0, below[row] + above[row + 1] + 4 / pixels) for row in range(count - 1)], above[0]
