@@ -13,14 +13,13 @@ from .picture_frames import FramePlan, frame_plan, layer_pixels
 from .picture_folding import fold_wide_layers
 from .picture_nesting import nested_layers
 from .picture_packing import pack_frames
-from .picture_labels import MARGIN, Sizes, fitted_caption
+from .picture_labels import MARGIN, Sizes, drawn_label
 from ..style import (CALL_OUTLINE, EDGE_COLOR, HIGHLIGHT, IN_SEQUENCE_COLOR, KIND_COLORS, OP_OUTLINE, PICTURE_WIDTH, TEMPLATE,
-                     base_layout, count_of, fitted, ipu_color, text, text_array)
+                     base_layout, count_of, ipu_color, text, text_array)
 
 VISIBLE_LAYERS = 16  # taller pictures open showing the top layers; pan or double-click for all
 ARROW_SIZE = 12  # plotly marker size (a triangle about 8 px wide): the arrowhead at the end of each edge, where it enters its head node
 ARROW_TRACE = "arrowheads"
-MIN_CONTENTS = 8  # characters of a group's contents worth writing after its name
 STUB = 0.25  # layers: an edge leaves and enters a node vertically over this height, clear of labels
 EDGE_STYLES = {  # edge kind -> trace name and line style
     "data": ("data flow", dict(color=EDGE_COLOR, width=1)),
@@ -180,15 +179,6 @@ def _arrow_trace(picture: DataflowPicture, layout: Layout, sizes: Sizes) -> go.S
                       marker=dict(symbol="triangle-up", angleref="previous", size=np.array(sizes_px),
                                   standoff=np.array(standoffs), line=dict(width=0),
                                   color=colors[0] if len(set(colors)) == 1 else text_array(colors)))
-
-
-def drawn_label(node, room: int) -> str:
-    """What is written beside ``node`` in ``room`` characters: its caption, cut where it must be (``fitted_caption``);
-    but a group's name whole, followed by as much of what it holds as fits after a few characters
-    of it."""
-    if node.kind == "group" and room < len(node.label) + len(": ") + MIN_CONTENTS:
-        return fitted(node.label, room)
-    return fitted_caption(node, node.caption, room)
 
 
 def _node_trace(nodes, position, name: str, symbol: str, size: int, color, outline, places: dict,

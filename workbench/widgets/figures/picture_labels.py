@@ -17,14 +17,18 @@ CHAR_WIDTH = 6.5  # pixels per character of a 10 px label, a little above the av
 MIN_LABEL = 3  # characters; with less room than this, names are left to the hover
 LABEL_GAP = 3  # pixels between a marker and its label
 WALL_GAP = 3  # pixels between a label and a frame it stays out of
+MIN_CONTENTS = 8  # characters of a group's contents worth writing after its name
 
 
-def fitted_caption(node, caption: str, room: int) -> str:
-    """``caption`` of ``node`` (a ``PictureNode``) in ``room`` characters: a tensor's name keeping its end, an op's
-    type and attributes after their last whole word, a call's or a group's label from its start."""
+def drawn_label(node, room: int) -> str:
+    """What is written beside ``node`` (a ``PictureNode``) in ``room`` characters: its caption, cut where it must
+    be, a tensor's name keeping its end, an op's type and attributes after their last whole word; but a group's
+    name whole, followed by as much of what it holds as fits after a few characters of it."""
+    if node.kind == "group" and room < len(node.label) + len(": ") + MIN_CONTENTS:
+        return fitted(node.label, room)
     if node.kind == "tensor":
-        return fitted_name(caption, room)
-    return (fitted_words if node.kind == "op" and node.category == "op" else fitted)(caption, room)
+        return fitted_name(node.caption, room)
+    return (fitted_words if node.kind == "op" and node.category == "op" else fitted)(node.caption, room)
 
 
 def room_captions(picture) -> dict:

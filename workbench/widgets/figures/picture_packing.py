@@ -17,7 +17,7 @@ from workbench.export.wrapping import band_rows, wrap_rows
 
 from ..dataflow import DataflowPicture, PictureBox
 from .picture_frames import BOX_STEP, FRAME_NEST, FRAME_PAD, layer_pixels
-from .picture_labels import CHAR_WIDTH, LABEL_GAP, MARGIN, PackedLayout, Sizes, fitted_caption, room_captions
+from .picture_labels import CHAR_WIDTH, LABEL_GAP, MARGIN, PackedLayout, Sizes, drawn_label
 from .row_routes import RowRouter
 
 COLUMN = 24  # pixels per column while the picture fits: full-size markers
@@ -49,11 +49,10 @@ def pack_frames(layout: Layout, picture: DataflowPicture, width: int) -> PackedL
     band = width - 2 * MARGIN - 2 * LANE_PITCH
     layer = {key: round(-y) for key, (x, y) in layout.positions.items()}
     tree = _tree(picture, layout, layer)
-    full = room_captions(picture)
-    cuts = dict.fromkeys(full, 0)  # each node's label: the index in CUTS of its most characters
+    cuts = dict.fromkeys(picture.nodes, 0)  # each node's label: the index in CUTS of its most characters
     while True:
-        captions = {key: text if CUTS[cuts[key]] is None else fitted_caption(picture.nodes[key], text, CUTS[cuts[key]])
-                    for key, text in full.items()}
+        captions = {key: node.caption if CUTS[cuts[key]] is None else drawn_label(node, CUTS[cuts[key]])
+                    for key, node in picture.nodes.items()}
         extents = {key: HALF + (2 * LABEL_GAP + 1 + len(text) * CHAR_WIDTH if text else 2) for key, text in captions.items()}
         _size(tree, extents, layer, picture)
         rows, xs, ends = _rows(tree, extents, layer, picture, band)
