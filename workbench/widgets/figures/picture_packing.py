@@ -24,6 +24,7 @@ COLUMN = 24  # pixels per column while the picture fits: full-size markers
 HALF = Sizes(COLUMN).call / 2  # pixels from a node's centre to its marker's side
 GAP = 20  # pixels between two neighbours of a row (room for an edge's lane between them)
 LANE_PITCH, LANE_CLEARANCE = 6, 2  # edges pass a row at points of one grid, clear of each node and label
+SIDE_CLEARANCE = 7  # pixels: and clear of each frame's sides
 CUTS = (None, 32, 24, 18, 14, 12, 10)  # most characters of a label, tried in turn in the layers too wide
 LONGEST = 4  # characters: the labels this near the longest of those that widen a layer too wide are cut first
 LABEL_HEIGHT = 12  # pixels of a frame's title and of a label
@@ -64,7 +65,11 @@ def pack_frames(layout: Layout, picture: DataflowPicture, width: int) -> PackedL
         shorter = [key for key in shorter if len(captions[key]) >= longest - LONGEST]
         for key in shorter:
             cuts[key] += 1
-    return _finished(picture, captions, extents, rows, xs, band, width)
+    blocked: dict[int, list[tuple[float, float]]] = defaultdict(list)  # row -> pixels no edge may pass it at
+    for key, row in rows.items():
+        blocked[row].append((xs[key] - HALF - LANE_CLEARANCE, xs[key] + extents[key] + HALF + LANE_CLEARANCE))
+    _block_sides(tree, 0.0, rows, blocked)
+    return _finished(picture, captions, extents, rows, xs, blocked, band, width)
 
 
 def _widening(block: _Block, layers: set, layer: dict) -> list:
@@ -264,16 +269,26 @@ def _absolute(block: _Block, left: float, xs: dict) -> None:
             xs[child] = left + block.x[child]
 
 
-def _finished(picture: DataflowPicture, captions: dict, extents: dict, rows: dict, xs: dict, band: float,
-              width: int) -> PackedLayout:
-    """The layout in columns: edges routed through the rows they pass, rows set apart where frames end or
-    begin."""
+def _block_sides(block: _Block, left: float, rows: dict, blocked: dict) -> None:
+    """Adds to ``blocked`` each frame's sides, in the rows it spans: an edge passing a row there would run along
+    the side, as if it were part of it."""
+    for child in block.children:
+        if isinstance(child, _Block):
+            start = left + block.x[id(child)]
+            members = [rows[key] for key in child.box.members if key in rows]
+            for row in range(min(members), max(members) + 1):
+                blocked[row] += [(start - SIDE_CLEARANCE, start + SIDE_CLEARANCE),
+                                 (start + child.width - SIDE_CLEARANCE, start + child.width + SIDE_CLEARANCE)]
+            _block_sides(child, start, rows, blocked)
+
+
+def _finished(picture: DataflowPicture, captions: dict, extents: dict, rows: dict, xs: dict, blocked: dict,
+              band: float, width: int) -> PackedLayout:
+    """The layout in columns: edges routed through the rows they pass (clear of ``blocked``), rows set apart where
+    frames end or begin."""
     count = max(rows.values()) + 1
     right = max(xs[key] + extents[key] for key in xs)
     lanes: list[list[float]] = []
-    blocked: dict[int, list[tuple[float, float]]] = defaultdict(list)
-    for key, row in rows.items():
-        blocked[row].append((xs[key] - HALF - LANE_CLEARANCE, xs[key] + extents[key] + HALF + LANE_CLEARANCE))
     reach = int(max(band, right + 2 * GAP))
     for row in range(count):
         lanes.append([pixels / COLUMN - 0.5 for pixels in range(LANE_PITCH, reach, LANE_PITCH)
