@@ -33,6 +33,8 @@ PICTURES = {
     "transformer main graph, its forward call expanded": lambda: (transformer_main(), "auto", expand_forward_call),
     "transformer main graph in a 630-px output, its forward call expanded":
         lambda: (transformer_main(), "auto", fit_630, expand_forward_call),
+    "transformer main graph, its forward call expanded, then fitted to a 630-px output":
+        lambda: (transformer_main(), "auto", expand_forward_call, fit_630),
     "transformer backward graph grouped": lambda: (transformer_backward(), "auto"),
     "transformer backward graph grouped, a layer open in its IPU's group":
         lambda: (transformer_backward(), "auto", open_path("IPU 0", "layer2")),

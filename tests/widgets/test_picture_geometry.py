@@ -138,7 +138,8 @@ def test_the_crossing_count_counts_crossings():
 # (0); the MLP's training step 137 since a run of edges keeps to one lane where it can (its pictures 8, 4 and 81
 # since folded layers are placed by the pixels each node and its label take, as the extension wraps them, and
 # edges pass a row at lanes of one grid); the transformer's main
-# graph with its forward call expanded 16, 38 in a 630-px output, since frames are packed round their members'
+# graph with its forward call expanded 16, 38 in a 630-px output (expanded before or after the output is
+# fitted), since frames are packed round their members'
 # labels and the optimizer's ops below the frame wrap into rows of their own (36 and 66 before; 802 when a dashed
 # edge entered the body for each weight passed in and left it for each activation saved for the backward pass;
 # 10 and 32 while edges could run along a frame's side); grouped pictures with groups open 0, and a call inside
@@ -153,6 +154,7 @@ CROSSINGS_AT_MOST = {"MLP backward graph, ops only": 10, "MLP backward graph, ev
                      "transformer forward graph in a 630-px output": 30,
                      "transformer main graph, its forward call expanded": 20,
                      "transformer main graph in a 630-px output, its forward call expanded": 44,
+                     "transformer main graph, its forward call expanded, then fitted to a 630-px output": 44,
                      "transformer backward graph grouped": 2,
                      "transformer backward graph grouped, a layer open in its IPU's group": 2,
                      "transformer backward graph, every one of its 44 groups open": 215,
@@ -186,6 +188,7 @@ REVERSALS_AT_MOST = {"MLP backward graph, ops only": 3, "MLP backward graph, eve
                      "transformer forward graph in a 630-px output": 8,
                      "transformer main graph, its forward call expanded": 1,
                      "transformer main graph in a 630-px output, its forward call expanded": 1,
+                     "transformer main graph, its forward call expanded, then fitted to a 630-px output": 1,
                      "transformer backward graph grouped": 1,
                      "transformer backward graph grouped, a layer open in its IPU's group": 1,
                      "transformer backward graph, every one of its 44 groups open": 7,

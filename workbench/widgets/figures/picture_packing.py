@@ -18,6 +18,7 @@ from workbench.export.wrapping import band_rows, wrap_rows
 from ..dataflow import DataflowPicture, PictureBox
 from .picture_frames import BOX_STEP, FRAME_NEST, FRAME_PAD, layer_pixels
 from .picture_labels import CHAR_WIDTH, LABEL_GAP, MARGIN, PackedLayout, Sizes, drawn_label
+from .picture_nesting import box_owners, box_parents
 from .row_routes import RowRouter
 
 COLUMN = 24  # pixels per column while the picture fits: full-size markers
@@ -90,25 +91,18 @@ def _tree(picture: DataflowPicture, layout: Layout, layer: dict) -> _Block:
     """The blocks of the picture's boxes nested as the boxes are, each block's children in the order of their
     mean column in ``layout``."""
     root = _Block(None)
-    blocks = [_Block(box) for box in picture.boxes if any(key in layout.positions for key in box.members)]
-    sets = [set(block.box.members) for block in blocks]
-    owner: dict = {}
-    for index in sorted(range(len(blocks)), key=lambda i: blocks[i].box.depth):
-        for key in blocks[index].box.members:
-            owner[key] = index  # the deepest box holding each node, the boxes ordered outermost first
-    parents = []
-    for index, block in enumerate(blocks):
-        holders = [other for other in range(len(blocks))
-                   if blocks[other].box.depth < block.box.depth and sets[index] <= sets[other]]
-        parents.append(max(holders, key=lambda other: blocks[other].box.depth) if holders else None)
+    blocks = [_Block(box) for box in picture.boxes]
+    owner, parents = box_owners(picture), box_parents(picture)
     columns: dict = {}
     for key in picture.nodes:
         if key in layout.positions:
             (root if owner.get(key) is None else blocks[owner[key]]).children.append(key)
             columns[key] = layout.positions[key][0]
     for index, block in enumerate(blocks):
-        (root if parents[index] is None else blocks[parents[index]]).children.append(block)
         keys = [key for key in block.box.members if key in layout.positions]
+        if not keys:
+            continue
+        (root if parents[index] is None else blocks[parents[index]]).children.append(block)
         columns[id(block)] = sum(layout.positions[key][0] for key in keys) / len(keys)
         block.low, block.high = min(layer[key] for key in keys), max(layer[key] for key in keys)
     for block in [root, *blocks]:
