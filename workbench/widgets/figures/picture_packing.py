@@ -2,8 +2,9 @@
 node's label has room and each frame holds its members alone: a frame is a block as wide as its widest row of
 members, and the blocks and nodes of each frame (and of the picture) are set left to right in the order the
 layered layout gave them, each as far left as the rows it spans allow, as pieces fall in a game of Tetris.
-Nodes of the picture's own rows after its frames, where too many for the width, wrap into rows of their own
-(``wrapping``); labels are cut alike, the least that fits, where the frames alone are too wide. Edges are then
+The picture's own nodes beside its frames in a layer, where too many for the width, wrap into rows of their own
+(``wrapping``); where the frames alone are too wide, the longest labels of the layers that make them so are cut
+first, the least that fits. Edges are then
 routed through the rows they pass at lanes clear of nodes and labels (``RowRouter``), and the rows are set
 apart where frames end or begin, so that frames stacked one on another do not touch and titles cover nothing."""
 from __future__ import annotations
@@ -42,7 +43,7 @@ class _Block:
     high: int = 0
     width: float = 0.0
     x: dict = field(default_factory=dict)  # child (a block's id or a node key) -> left in pixels
-    tails: dict = field(default_factory=dict)  # layer -> the nodes after every block of that layer (the picture's)
+    tails: dict = field(default_factory=dict)  # the picture's: layer -> its nodes beside (not between) the blocks there
     skyline: dict = field(default_factory=dict)  # layer -> the right end of what the block holds there
 
 
@@ -117,8 +118,8 @@ def _pad(box: PictureBox, deepest: int) -> float:
 
 def _size(block: _Block, extents: dict, layer: dict, picture: DataflowPicture) -> None:
     """Places each child of ``block`` (and of the blocks in it, first) as far left as the rows it spans allow,
-    and sets the block's width; the picture's own nodes after its blocks in their layer are kept apart
-    (``tails``), to be set out by ``_rows``."""
+    and sets the block's width; the picture's own nodes before the first or after the last block of their layer
+    are kept apart (``tails``), to be set out by ``_rows``."""
     deepest = max(box.depth for box in picture.boxes)
     skyline: dict[int, float] = defaultdict(float)
     block.x, block.tails = {}, {}
@@ -157,7 +158,8 @@ def _size(block: _Block, extents: dict, layer: dict, picture: DataflowPicture) -
 def _rows(root: _Block, extents: dict, layer: dict, picture: DataflowPicture, band: float):
     """Each node's row and centre (pixels) once the picture's tails too wide for ``band`` wrap, and the right end
     of the rows of each layer. A run of layers with no frame wraps by ``band_rows``; the tail of a layer a frame spans
-    wraps by ``wrap_rows`` into rows under it, right of the frames."""
+    stays in its row where it fits, else wraps by ``wrap_rows`` into rows above or below it (``_wrap_tail``) or,
+    where its frames end there, with the run of free layers below."""
     xs: dict = {}
     _absolute(root, 0.0, xs)
     depth = max(layer.values()) + 1
