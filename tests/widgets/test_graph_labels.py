@@ -3,7 +3,7 @@ wide notebook: wide layers (a transformer's 48 optimizer ops) fold into more row
 import pytest
 
 from real_programs import transformer
-from test_picture_geometry import Pixels
+from picture_pixels import Pixels
 from workbench.widgets import GraphView
 
 OP_TRACES = ("ops", "call sites (click to expand)")

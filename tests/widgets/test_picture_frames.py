@@ -1,8 +1,7 @@
 """Frames of a graph picture (an expanded call, an opened group) round their members' labels: where a layout
-leaves another node inside a frame so drawn (the layered layout before ``clear_frames``, or a picture too crowded
-for ``clear_frames`` to clear), the frames go round their members' markers alone and every label stops at every
-frame's side."""
-from test_picture_geometry import PICTURES
+leaves another node inside a frame so drawn (the layered layout before ``pack_frames``), the frames go round their
+members' markers alone and every label stops at every frame's side."""
+from picture_cases import PICTURES
 from workbench.export.layered import layered_layout
 from workbench.widgets import GraphView
 from workbench.widgets.figures.picture_frames import frame_extents, frame_plan, label_reach

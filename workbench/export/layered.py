@@ -15,7 +15,7 @@ neighbours (it sometimes puts two at one spot), they are moved apart.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Hashable, Iterable, Sequence
+from typing import TYPE_CHECKING, Hashable, Iterable, Mapping, Optional, Sequence
 
 if TYPE_CHECKING:  # igraph (which loads plotly when present) loads with the first layout, not with popxl
     import igraph
@@ -50,10 +50,13 @@ def column_pixels(layout: Layout, width: int, least: float) -> float:
 
 
 def layered_layout(nodes: Sequence[Hashable], edges: Iterable[tuple[Hashable, Hashable]],
-                   first: Hashable = None, last: Hashable = None) -> Layout:
+                   first: Hashable = None, last: Hashable = None, late: bool = False,
+                   given: Optional[Mapping[Hashable, int]] = None) -> Layout:
     """Lay ``nodes`` out in layers so that each edge (tail, head) goes down; see the module docstring.
     Edges between unknown nodes, self-loops and repeated edges are ignored. Node ``first`` (if given)
-    gets a layer above all others, ``last`` one below all others (where the edges leave no cycle)."""
+    gets a layer above all others, ``last`` one below all others (where the edges leave no cycle). With
+    ``late``, every node that feeds another goes to just above its first consumer (``_late_layers``). ``given``
+    layers (every node's, each edge pointing down) are taken as they are: igraph orders and places them."""
     import igraph
 
     index = {node: number for number, node in enumerate(nodes)}
@@ -61,7 +64,10 @@ def layered_layout(nodes: Sequence[Hashable], edges: Iterable[tuple[Hashable, Ha
     pairs = list(dict.fromkeys((index[tail], index[head]) for tail, head in edges
                                if tail in index and head in index and tail != head))
     graph = igraph.Graph(n=len(index), edges=pairs, directed=True)
-    layers = _layers(graph) if graph.is_dag() else None
+    if given is not None:
+        layers = [given[node] for node in index]
+    else:
+        layers = (_late_layers if late else _layers)(graph) if graph.is_dag() else None
     if layers is not None and (first in index or last in index):
         layers = _pinned(layers, index.get(first), index.get(last))
     if not index:
@@ -149,6 +155,20 @@ def _layers(graph: igraph.Graph) -> list[int]:
                                             or (len(before) == 1 and hanging[before[0]]))
     moved = [v for v in reversed(order) if hanging[v]] + [v for v in order if not predecessors[v]]
     for vertex in moved:
+        if successors[vertex]:
+            layer[vertex] = min(layer[s] for s in successors[vertex]) - 1
+    lowest = min(layer, default=0)
+    return [value - lowest for value in layer]
+
+
+def _late_layers(graph: igraph.Graph) -> list[int]:
+    """``_layers``, then every node that feeds another moved down to just above its first consumer, the last
+    first: a chain that reads only a graph's inputs (a backward graph's gelu derivative, from the activations
+    saved by the forward pass) sits beside the ops that use it, not at the top of the picture, so that the
+    frame of a group holding it spans its own layers only."""
+    layer = _layers(graph)
+    successors = graph.get_adjlist(mode="out")
+    for vertex in reversed(graph.topological_sorting()):
         if successors[vertex]:
             layer[vertex] = min(layer[s] for s in successors[vertex]) - 1
     lowest = min(layer, default=0)

@@ -28,6 +28,7 @@ from workbench.export.node_content import op_lines
 from workbench.ir import Graph, Op, Tensor
 from workbench.ops.registry import op_def, op_types
 
+from .dataflow_detail import adopt_sources, bundle_call_edges, contract_tensors
 from .style import count_of, format_bytes, text
 
 FULL_DETAIL_NODES = 60  # "auto" draws every tensor while ops and tensors are at most this many, then ops only
@@ -148,10 +149,12 @@ def dataflow_picture(graph: Graph, expanded: Iterable[tuple[Op, ...]] = (), deta
     small = groups is None and len(builder.nodes) <= FULL_DETAIL_NODES
     level = detail if detail != "auto" else ("full" if small else "ops")
     picture = DataflowPicture(graph, level, builder.nodes, builder.edges, builder.boxes, builder.homes)
+    if groups is not None:
+        adopt_sources(picture)
     if level == "ops":
         picture.edges = [edge for edge in picture.edges if edge not in builder.weights_entering]
-        _contract_tensors(picture)
-        _bundle_call_edges(picture)
+        contract_tensors(picture)
+        bundle_call_edges(picture)
     return picture
 
 
@@ -354,66 +357,3 @@ def _tensor_hover(tensor: Tensor, category: str) -> str:
         more = f" +{len(tensor.consumers) - 5} more" if len(tensor.consumers) > 5 else ""
         lines.append(f"used by {names}{more}")
     return "<br>".join(lines)
-
-
-def _contract_tensors(picture: DataflowPicture) -> None:
-    """Drop the tensors the "ops" level hides, joining the nodes on either side of them."""
-    hidden = {key for key, node in picture.nodes.items() if node.kind == "tensor" and _hidden(node)}
-    successors: dict[str, list[tuple[str, str]]] = defaultdict(list)
-    for tail, head, kind in picture.edges:
-        successors[tail].append((head, kind))
-    edges: list[tuple[str, str, str]] = []
-    seen: set[tuple[str, str]] = set()
-    for tail in picture.nodes:
-        if tail in hidden:
-            continue
-        stack = list(successors[tail])
-        visited: set[str] = set()
-        while stack:
-            head, kind = stack.pop()
-            if head in hidden:
-                if head not in visited:
-                    visited.add(head)
-                    stack.extend((h, kind if kind != "data" else k) for h, k in successors[head])
-            elif (tail, head) not in seen:
-                seen.add((tail, head))
-                edges.append((tail, head, kind))
-    picture.edges = edges
-    for key in hidden:
-        del picture.nodes[key]
-    for box in picture.boxes:
-        box.members = [key for key in box.members if key not in hidden]
-
-
-def _bundle_call_edges(picture: DataflowPicture) -> None:
-    """At the "ops" level an expanded body is entered at its top and left at its bottom: the call's edges go
-    to the body's ops that read nothing made in the body, and come back from those whose results nothing
-    in the body reads (from its last op where none does); variables and constants passed in enter by no
-    edge, as they are drawn by none outside a body. Joined through the body's hidden inputs and outputs,
-    each weight a transformer layer reads would otherwise pull a dashed edge from the call to its layer,
-    and each activation saved for the backward pass one back out, across the whole body."""
-    fed, feeds = set(), set()  # nodes with a data edge from, and to, a node of their own frame
-    for tail, head, kind in picture.edges:
-        if kind == "data" and picture.nodes[tail].frame and picture.nodes[tail].frame == picture.nodes[head].frame:
-            fed.add(head)
-            feeds.add(tail)
-    exits: dict[str, list[str]] = defaultdict(list)  # the head in the parent -> the body's nodes it gets
-    kept: list[tuple[str, str, str]] = []
-    for tail, head, kind in picture.edges:
-        if kind == "enter" and head in fed:
-            continue
-        if kind == "exit":
-            exits[head].append(tail)
-            continue
-        kept.append((tail, head, kind))
-    order = {key: index for index, key in enumerate(picture.nodes)}
-    for head, tails in exits.items():
-        last = [tail for tail in tails if tail not in feeds] or [max(tails, key=order.__getitem__)]
-        kept.extend((tail, head, "exit") for tail in last)
-    picture.edges = kept
-
-
-def _hidden(node: PictureNode) -> bool:
-    if node.frame:
-        return True
-    return node.category in ("intermediate", "constant", "variable") and not node.is_graph_output

@@ -98,7 +98,7 @@ class GraphView(View):
         width = fitted_width(PICTURE_WIDTH, room)
         if width != self.width:
             self.width = width
-            if getattr(self, "picture", None) is not None and not self.picture.boxes:  # folded to the width
+            if getattr(self, "picture", None) is not None:  # folded or packed to the width
                 self.layout = picture_layout(self.picture, width)
             self.redraw()
 

@@ -64,6 +64,32 @@ def fitted(label: str, room: int) -> str:
     return label if len(label) <= room else label[:max(room - 1, 0)] + "…"
 
 
+def fitted_name(name: str, room: int) -> str:
+    """``name`` cut to ``room`` characters keeping its end, what tells a tensor from its neighbours: its last
+    scopes whole where they fit (``…/feed_forward/add``), else cut in its middle (``Gradi…s_12``)."""
+    if len(name) <= room:
+        return name
+    whole = [name[index:] for index, char in enumerate(name) if char == "/" and len(name) - index <= room - 1]
+    if whole and len(whole[0]) >= room // 2:
+        return "…" + whole[0]
+    if room < 6:
+        return fitted(name, room)
+    keep = room - 1
+    last = max(name.rfind(mark) for mark in "_./") + 1
+    end = min(max(keep // 2, len(name) - last), keep - 3)
+    return name[:keep - end] + "…" + name[len(name) - end:]
+
+
+def fitted_words(caption: str, room: int) -> str:
+    """``caption`` cut to ``room`` characters after its last whole word that fits (``transpose…`` rather than
+    ``transpose (1,…``), or where it must."""
+    if len(caption) <= room:
+        return caption
+    kept = caption[:max(room - 1, 0)]
+    space = kept.rfind(" ")
+    return (kept[:space].rstrip(" ·") if space >= 3 else kept) + "…"
+
+
 def count_of(number: int, noun: str) -> str:
     """'1 graph', '2 graphs': a count and its noun, plural when it is not one."""
     return f"{number} {noun}{'' if number == 1 else 's'}"

@@ -9,16 +9,17 @@ import plotly.graph_objects as go
 from ..dataflow import DataflowPicture, node_key
 from workbench.export.layered import Layout, layered_layout
 
-from .picture_frames import FramePlan, clear_frames, frame_plan, layer_pixels
+from .picture_frames import FramePlan, frame_plan, layer_pixels
 from .picture_folding import fold_wide_layers
-from .picture_labels import MARGIN, Sizes
+from .picture_nesting import nested_layers
+from .picture_packing import pack_frames
+from .picture_labels import MARGIN, Sizes, drawn_label
 from ..style import (CALL_OUTLINE, EDGE_COLOR, HIGHLIGHT, IN_SEQUENCE_COLOR, KIND_COLORS, OP_OUTLINE, PICTURE_WIDTH, TEMPLATE,
-                     base_layout, count_of, fitted, ipu_color, text, text_array)
+                     base_layout, count_of, ipu_color, text, text_array)
 
 VISIBLE_LAYERS = 16  # taller pictures open showing the top layers; pan or double-click for all
 ARROW_SIZE = 12  # plotly marker size (a triangle about 8 px wide): the arrowhead at the end of each edge, where it enters its head node
 ARROW_TRACE = "arrowheads"
-MIN_CONTENTS = 8  # characters of a group's contents worth writing after its name
 STUB = 0.25  # layers: an edge leaves and enters a node vertically over this height, clear of labels
 EDGE_STYLES = {  # edge kind -> trace name and line style
     "data": ("data flow", dict(color=EDGE_COLOR, width=1)),
@@ -39,13 +40,14 @@ def picture_layout(picture: DataflowPicture, width: int = PICTURE_WIDTH) -> Layo
     without boxes, layers too wide for their labels at ``width`` pixels are folded into more rows."""
     edges = [(tail, head) for tail, head, _ in picture.edges]
     below = _below_their_calls(picture, edges)
-    layout = layered_layout(list(picture.nodes), edges + below)
+    grouped = any(box.key for box in picture.boxes)  # groups open: layered frame by frame, else late (see layered)
+    given = nested_layers(picture, edges) if grouped else None
+    layout = layered_layout(list(picture.nodes), edges + below, late=grouped, given=given)
     for edge in set(below) - set(edges):
         layout.bends.pop(edge, None)
     if picture.boxes:
-        clear_frames(layout, picture, width)
-    else:
-        fold_wide_layers(layout, picture, width)
+        return pack_frames(layout, picture, width)
+    fold_wide_layers(layout, picture, width)
     return layout
 
 
@@ -179,14 +181,6 @@ def _arrow_trace(picture: DataflowPicture, layout: Layout, sizes: Sizes) -> go.S
                                   color=colors[0] if len(set(colors)) == 1 else text_array(colors)))
 
 
-def drawn_label(node, room: int) -> str:
-    """What is written beside ``node`` in ``room`` characters: its caption, cut where it must be; but a group's
-    name whole, followed by as much of what it holds as fits after a few characters of it."""
-    if node.kind == "group" and room < len(node.label) + len(": ") + MIN_CONTENTS:
-        return fitted(node.label, room)
-    return fitted(node.caption, room)
-
-
 def _node_trace(nodes, position, name: str, symbol: str, size: int, color, outline, places: dict,
                 text_color: str = "#262626") -> go.Scatter:
     """One kind of node as one marker trace, each labelled on the side ``places`` gives it."""
@@ -204,15 +198,19 @@ def _node_trace(nodes, position, name: str, symbol: str, size: int, color, outli
 
 
 def _add_boxes(figure: go.Figure, plan: FramePlan) -> None:
-    titles = []
+    """Each frame as a dashed rectangle with its title above its top left corner, all set at once (plotly checks
+    each shape added on its own, a second for 44 frames)."""
+    titles, shapes, notes = [], [], []
     for box, (x0, x1, y0, y1) in plan.frames:
         color = GROUP_OUTLINE if box.key else CALL_OUTLINE
-        figure.add_shape(type="rect", x0=x0, x1=x1, y0=y0, y1=y1, layer="below", line=dict(color=color, width=1, dash="dash"),
-                         fillcolor="rgba(242,242,242,0.35)" if box.key else "rgba(252,229,205,0.25)")
-        figure.add_annotation(x=x0, y=y1, text=text(box.label), showarrow=False, xanchor="left", yanchor="bottom",
-                              font=dict(size=10, color=color))
+        shapes.append(dict(type="rect", x0=x0, x1=x1, y0=y0, y1=y1, layer="below", line=dict(color=color, width=1, dash="dash"),
+                           fillcolor="rgba(242,242,242,0.35)" if box.key else "rgba(252,229,205,0.25)"))
+        notes.append(dict(x=x0, y=y1, text=text(box.label), showarrow=False, xanchor="left", yanchor="bottom",
+                          font=dict(size=10, color=color)))
         if box.key:
             titles.append((x0, y1, box))
+    if shapes:
+        figure.update_layout(shapes=shapes, annotations=notes)
     if titles:  # a marker on each opened group's title: clicking it closes the group
         figure.add_trace(go.Scatter(
             x=[x for x, _, _ in titles], y=[y for _, y, _ in titles], mode="markers", name=OPENED_TRACE,

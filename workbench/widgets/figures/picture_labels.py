@@ -5,18 +5,30 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Hashable, Optional
 
 from workbench.export.layered import Layout, column_pixels
 
-from ..style import PICTURE_WIDTH
+from ..style import PICTURE_WIDTH, fitted, fitted_name, fitted_words
 
 MARGIN = 20  # left and right, in pixels
 CHAR_WIDTH = 6.5  # pixels per character of a 10 px label, a little above the average glyph
 MIN_LABEL = 3  # characters; with less room than this, names are left to the hover
 LABEL_GAP = 3  # pixels between a marker and its label
 WALL_GAP = 3  # pixels between a label and a frame it stays out of
+MIN_CONTENTS = 8  # characters of a group's contents worth writing after its name
+
+
+def drawn_label(node, room: int) -> str:
+    """What is written beside ``node`` (a ``PictureNode``) in ``room`` characters: its caption, cut where it must
+    be, a tensor's name keeping its end, an op's type and attributes after their last whole word; but a group's
+    name whole, followed by as much of what it holds as fits after a few characters of it."""
+    if node.kind == "group" and room < len(node.label) + len(": ") + MIN_CONTENTS:
+        return fitted(node.label, room)
+    if node.kind == "tensor":
+        return fitted_name(node.caption, room)
+    return (fitted_words if node.kind == "op" and node.category == "op" else fitted)(node.caption, room)
 
 
 def room_captions(picture) -> dict:
@@ -47,6 +59,14 @@ class Sizes:
 
 def picture_sizes(layout: Layout, width: int = PICTURE_WIDTH) -> Sizes:
     return Sizes(column_pixels(layout, width - 2 * MARGIN, 0.0))
+
+
+@dataclass(slots=True)
+class PackedLayout(Layout):
+    """A layout that gave each node's label its room (``picture_packing``): ``captions`` holds the text it made
+    room for beside each node."""
+
+    captions: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
