@@ -64,6 +64,7 @@ def layered_layout(nodes: Sequence[Hashable], edges: Iterable[tuple[Hashable, Ha
     pairs = list(dict.fromkeys((index[tail], index[head]) for tail, head in edges
                                if tail in index and head in index and tail != head))
     graph = igraph.Graph(n=len(index), edges=pairs, directed=True)
+    layers: Optional[list[int]]
     if given is not None:
         layers = [given[node] for node in index]
     else:

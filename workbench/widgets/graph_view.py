@@ -195,11 +195,12 @@ class GraphView(View):
         self.show(self.callers.pop())
 
     def _check_path(self, path: tuple) -> None:
-        graph = self.graph
+        graph: Optional[Graph] = self.graph
         for op in path:
             if not isinstance(op, Op) or op.graph is not graph or not op.called_graphs:
                 raise ValueError(f"expand takes call ops from {self.graph.label!r} inward, each in the graph "
-                                 f"the previous one calls; {op!r} is not a call site of {graph.label!r}")
+                                 f"the previous one calls; {op!r} is not a call site of "
+                                 f"{graph.label if graph is not None else 'a branch'!r}")
             graph = op.called_graphs[0] if len(op.called_graphs) == 1 else None
             if graph is None and op is not path[-1]:
                 raise ValueError("a conditional's branches expand together; it must come last in the path")

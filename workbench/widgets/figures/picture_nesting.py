@@ -48,8 +48,8 @@ def nested_layers(picture: DataflowPicture, edges: Iterable[tuple[Hashable, Hash
     children: dict[Optional[int], list[Unit]] = defaultdict(list)
     for index, parent in enumerate(parents):
         children[parent].append(("box", index))
-    for key, chain in chains.items():
-        children[chain[-1] if chain else None].append(("node", key))
+    for node_key, chain in chains.items():
+        children[chain[-1] if chain else None].append(("node", node_key))
     links: dict[Optional[int], set[tuple[Unit, Unit]]] = defaultdict(set)
     for tail, head in edges:
         if tail == head or tail not in chains or head not in chains:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Hashable, Optional
 
 from workbench.export.layered import Layout
 from workbench.export.wrapping import band_rows, wrap_rows
@@ -47,6 +47,18 @@ class _Block:
     skyline: dict = field(default_factory=dict)  # layer -> the right end of what the block holds there
 
 
+def _box(block: _Block) -> PictureBox:
+    """The box of a block other than the picture's own (root) block."""
+    if block.box is None:
+        raise ValueError("the picture's own block has no box")
+    return block.box
+
+
+def _caption(node, most: Optional[int]) -> str:
+    """``node``'s label cut to ``most`` characters, or whole where ``most`` is None."""
+    return node.caption if most is None else drawn_label(node, most)
+
+
 def pack_frames(layout: Layout, picture: DataflowPicture, width: int) -> PackedLayout:
     """The packed layout of ``picture`` (with boxes), from the layers and in-layer order of ``layout``."""
     band = width - 2 * MARGIN - 2 * LANE_PITCH
@@ -54,8 +66,7 @@ def pack_frames(layout: Layout, picture: DataflowPicture, width: int) -> PackedL
     tree = _tree(picture, layout, layer)
     cuts = dict.fromkeys(picture.nodes, 0)  # each node's label: the index in CUTS of its most characters
     while True:
-        captions = {key: node.caption if CUTS[cuts[key]] is None else drawn_label(node, CUTS[cuts[key]])
-                    for key, node in picture.nodes.items()}
+        captions = {key: _caption(node, CUTS[cuts[key]]) for key, node in picture.nodes.items()}
         extents = {key: HALF + (2 * LABEL_GAP + 1 + len(text) * CHAR_WIDTH if text else 2) for key, text in captions.items()}
         _size(tree, extents, layer, picture)
         rows, xs, ends = _rows(tree, extents, layer, picture, band)
@@ -99,11 +110,11 @@ def _tree(picture: DataflowPicture, layout: Layout, layer: dict) -> _Block:
         if key in layout.positions:
             (root if owner.get(key) is None else blocks[owner[key]]).children.append(key)
             columns[key] = layout.positions[key][0]
-    for index, block in enumerate(blocks):
-        keys = [key for key in block.box.members if key in layout.positions]
+    for block, parent in zip(blocks, parents):
+        keys = [key for key in _box(block).members if key in layout.positions]
         if not keys:
             continue
-        (root if parents[index] is None else blocks[parents[index]]).children.append(block)
+        (root if parent is None else blocks[parent]).children.append(block)
         columns[id(block)] = sum(layout.positions[key][0] for key in keys) / len(keys)
         block.low, block.high = min(layer[key] for key in keys), max(layer[key] for key in keys)
     for block in [root, *blocks]:
@@ -168,7 +179,7 @@ def _rows(root: _Block, extents: dict, layer: dict, picture: DataflowPicture, ba
         if isinstance(child, _Block):
             for row in range(child.low, child.high + 1):
                 spanned[row] = True
-    cells = {key: HALF + 2 + extents[key] for key in picture.nodes if key in layer}
+    cells: dict[Hashable, float] = {key: HALF + 2 + extents[key] for key in picture.nodes if key in layer}
     predecessors: dict = defaultdict(list)
     for tail, head, _ in picture.edges:
         predecessors[head].append(tail)
@@ -271,7 +282,7 @@ def _block_sides(block: _Block, left: float, rows: dict, blocked: dict) -> None:
     for child in block.children:
         if isinstance(child, _Block):
             start = left + block.x[id(child)]
-            members = [rows[key] for key in child.box.members if key in rows]
+            members = [rows[key] for key in _box(child).members if key in rows]
             for row in range(min(members), max(members) + 1):
                 blocked[row] += [(start - SIDE_CLEARANCE, start + SIDE_CLEARANCE),
                                  (start + child.width - SIDE_CLEARANCE, start + child.width + SIDE_CLEARANCE)]
@@ -291,7 +302,7 @@ def _finished(picture: DataflowPicture, captions: dict, extents: dict, rows: dic
                       if not any(low < pixels < high for low, high in blocked[row])])
     positions = {key: (xs[key] / COLUMN - 0.5, -float(rows[key])) for key in rows}
     router = RowRouter(lanes)
-    bends = {}
+    bends: dict[tuple[Hashable, Hashable], list[tuple[float, float]]] = {}
     for tail, head, _ in picture.edges:
         if tail in positions and head in positions and (tail, head) not in bends:
             route = router.route(tail, [positions[tail], positions[head]])
