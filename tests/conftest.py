@@ -1,9 +1,9 @@
 """Test-wide settings: every kernel's result is checked against its op's inferred shape and dtype.
 
-Under ``pytest -n N`` (pytest-xdist) the tests are shared out to the workers a module at a time, except the
-folders whose tests share state within one process (the browser tests' one JupyterLab server and browser,
-the gradient checks that the coverage test counts): each of those goes whole to one worker. The longest
-units are handed out first, so that no worker starts one near the end."""
+Under ``pytest -n N`` (pytest-xdist) the tests are shared out to the workers a module at a time, except those
+that share state within one process: the browser tests (one JupyterLab server and one browser for all) and
+the gradient checks (which the coverage test counts) each go whole to one worker. The longest units are
+handed out first, so that no worker starts one near the end."""
 from pathlib import Path
 
 import pytest
@@ -13,7 +13,6 @@ from workbench.runtime.options import default_run_options, set_default_run_optio
 set_default_run_options(default_run_options().with_changes(check_kernels=True))
 
 HERE = Path(__file__).resolve().parent
-FOLDERS_RUN_WHOLE = ("extension", "autodiff")
 LONGEST_FIRST = ("test_tutorials_install.py", "extension", "autodiff")
 
 
@@ -33,15 +32,22 @@ def pytest_collection_modifyitems(items) -> None:
 def pytest_xdist_make_scheduler(config, log):
     from xdist.scheduler import LoadScopeScheduling
 
-    class WholeFolders(LoadScopeScheduling):
-        """Scopes of one module each, but of one folder each for the folders run whole."""
+    class SharedStateTogether(LoadScopeScheduling):
+        """A unit of work per module, but one for every gradient check and one for every browser test."""
 
         def _split_scope(self, nodeid: str) -> str:
-            module = nodeid.split("::", 1)[0]
-            parts = module.split("/")
-            if len(parts) > 2 and parts[1] in FOLDERS_RUN_WHOLE:
-                return "/".join(parts[:2])
-            return module
+            return _shared_state_unit(nodeid.split("::", 1)[0])
 
     config.option.loadscopereorder = False  # keep the collection's order: the longest units first
-    return WholeFolders(config, log)
+    return SharedStateTogether(config, log)
+
+
+def _shared_state_unit(module: str) -> str:
+    """The unit of work of a test module (its path from the root, with '/'): the module itself, or the
+    group of modules that share state with it in one process."""
+    folder, name = module.rsplit("/", 1)
+    if folder.endswith("/autodiff"):
+        return folder
+    if folder.endswith("/extension") and "browser" in name:
+        return folder + "/browser"
+    return module

@@ -42,6 +42,16 @@ class _Shared:
 SHARED = _Shared()
 
 
+def pytest_collection_modifyitems(items) -> None:
+    """A module of this folder that uses the shared server or browser must say 'browser' in its name: the
+    workers of ``pytest -n`` run those modules together, in one process (``tests/conftest.py``)."""
+    for item in items:
+        path = Path(str(item.path)).resolve()
+        if path.parent == HERE and "browser" not in path.name and {"lab", "browser"} & set(item.fixturenames):
+            raise pytest.UsageError(f"{path.name} uses the shared JupyterLab or Chromium (the lab or browser "
+                                    "fixture): name it test_browser_*.py so that one worker runs it with the others")
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_teardown(item, nextitem):
     yield  # the test's own fixtures first: they close its pages and end its kernels
