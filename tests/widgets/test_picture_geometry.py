@@ -120,6 +120,7 @@ PICTURES = {
     "MLP training step": lambda: (step_graph(), "auto"),
     "300-op backward graph": lambda: (gradient_graph(49), "auto"),
     "transformer main graph, its 48 optimizer ops folded into rows": lambda: (transformer_main(), "auto"),
+    "transformer main graph as it opens, its optimizer one group": lambda: (transformer_main(), "auto"),
     "10,003-op program grouped, a group open in an open group": lambda: (wide(), "auto", open_first_groups),
     "transformer main graph in a 630-px output": lambda: (transformer_main(), "auto", fit_630),
     "ResNet-50 op by op": lambda: (resnet_main(), "auto"),
@@ -240,7 +241,8 @@ def pixels(request):
 def drawn(name: str) -> Pixels:
     """The picture ``name`` of ``PICTURES`` in pixels."""
     (ir, graph), detail, *opener = PICTURES[name]()
-    op_by_op = name.startswith(("300", "ResNet-50 op"))  # their ops, not the groups they open as
+    op_by_op = name.startswith(("300", "ResNet-50 op", "transformer main graph,", "transformer main graph in",
+                                "transformer forward graph in"))  # their ops, not the groups they open as
     view = GraphView(ir, graph=graph, detail=detail, grouped=False if op_by_op else "auto", live=False)
     for opens in opener:
         opens(view)
@@ -394,6 +396,7 @@ CROSSINGS_AT_MOST = {"MLP backward graph, ops only": 10, "MLP backward graph, ev
                      "transformer main graph, its forward call expanded": 60,
                      "transformer main graph in a 630-px output, its forward call expanded": 70,
                      "transformer backward graph grouped": 2,
+                     "transformer main graph as it opens, its optimizer one group": 0,
                      "transformer backward graph grouped, a layer open in its IPU's group": 2,
                      "ResNet-50 grouped, a stage and a block in it open": 2,
                      "a call inside a call, both expanded": 4, "a call inside a call, both expanded, every tensor": 4}
@@ -424,6 +427,7 @@ REVERSALS_AT_MOST = {"MLP backward graph, ops only": 3, "MLP backward graph, eve
                      "transformer main graph, its forward call expanded": 1,
                      "transformer main graph in a 630-px output, its forward call expanded": 1,
                      "transformer backward graph grouped": 1,
+                     "transformer main graph as it opens, its optimizer one group": 0,
                      "transformer backward graph grouped, a layer open in its IPU's group": 1,
                      "ResNet-50 grouped, a stage and a block in it open": 1,
                      "a call inside a call, both expanded": 1, "a call inside a call, both expanded, every tensor": 1}
