@@ -5,8 +5,9 @@ extension).
 
 A graph opens grouped where drawing it op by op would not explain it: from ``GROUPED_OPS`` ops (ResNet-50's 181
 ops took 172 layers, 16 to a screen), or where its ops, wrapped to ``SCREEN_WIDTH`` pixels as both views wrap
-them (``wrapping.band_rows`` over the shipped ``graph_layers``), take more than ``SCREEN_ROWS`` rows and its
-grouped picture fits that many (a transformer's optimizer, 24 all-reduce → update pairs, is a ladder of 28 rows
+them (``wrapping.band_rows`` over the shipped ``graph_layers``), take more than ``TALL_ROWS`` rows (a screen and a
+half: a graph a row or two taller than a screen reads better scrolled than folded into runs of ops, as tutorial
+10's 52-op step graph in 17 rows) and its grouped picture fits ``SCREEN_ROWS`` (a transformer's optimizer, 24 all-reduce → update pairs, is a ladder of 28 rows
 op by op; grouped, the graph is its 5 ops and the optimizer's box). The grouped picture's rows count its top
 level's and those of the graph's outputs, which the notebook draws beside the groups: a graph whose groups would
 still take more than a screen (a transformer's forward graph, its 67 activations 22 rows) stays op by op.
@@ -25,6 +26,7 @@ from .wrapping import GRAPH_BAND_MARGIN, GRAPH_BEND, GRAPH_GAP, band_rows, wrap_
 
 GROUPED_OPS = 150  # from this many ops a graph opens grouped
 SCREEN_ROWS = 16  # rows of a picture one screen shows
+TALL_ROWS = SCREEN_ROWS * 3 // 2  # rows op by op beyond which a graph whose groups fit a screen opens grouped
 SCREEN_WIDTH = 960  # pixels of the output a graph is judged at: a notebook picture's width
 
 LARGE, TALL, SMALL = "large", "tall", "small"
@@ -33,7 +35,7 @@ LARGE, TALL, SMALL = "large", "tall", "small"
 @dataclass(frozen=True, slots=True)
 class Opening:
     """How a graph's picture opens: ``grouped`` or not, ``why`` ("large": ``GROUPED_OPS`` ops or more;
-    "tall": op by op taller than a screen, grouped within one; "small": it fits, or its groups would not),
+    "tall": op by op more than ``TALL_ROWS`` rows, grouped within a screen; "small": it fits, or its groups would not),
     and the rows of its ops drawn one by one and of its grouped top level with its outputs at ``SCREEN_WIDTH``
     (None where not measured: a large graph is grouped by its size alone)."""
 
@@ -52,7 +54,7 @@ def graph_opening(graph: Graph, layering: Optional[dict] = None, pictures=None) 
     if len(graph.ops) >= GROUPED_OPS:
         return Opening(True, LARGE)
     rows = wrapped_rows(layering if layering is not None else graph_layers(graph), SCREEN_WIDTH)
-    if rows <= SCREEN_ROWS:
+    if rows <= TALL_ROWS:
         return Opening(False, SMALL, rows)
     if pictures is None:
         from .group_layout import GroupPictures

@@ -23,7 +23,7 @@ class GraphView(View):
     (``back``); ``search`` rings matching names.
     ``detail`` is "auto", "full" (every tensor drawn) or "ops" (ops only, for large graphs). ``grouped``
     is "auto" (as the export decides for both Graph tabs, ``workbench.export.opening``: from ``GROUPED_OPS``
-    ops, or where the ops one by one take more rows than a screen and the groups fit one), True or False: a
+    ops, or where the ops one by one take more than a screen and a half and the groups fit one), True or False: a
     grouped graph opens as the Model tab's groups, each a node with its op count that opens in place on click (``open_group``). In a notebook
     output narrower than ``PICTURE_WIDTH`` the nodes and labels are sized to the output's width.
     """
