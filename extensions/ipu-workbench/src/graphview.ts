@@ -41,6 +41,8 @@ export class GraphView {
   private readonly searchBox: HTMLInputElement;
   private readonly status: HTMLElement;
   private readonly expandMatches: HTMLButtonElement;
+  /** Back to the grouped picture a graph opens with, once every op of it was drawn on request. */
+  private readonly regroup: HTMLButtonElement;
   private readonly canvas: HTMLElement;
   private readonly note: HTMLElement;
   private readonly widths: TextWidth;
@@ -74,6 +76,12 @@ export class GraphView {
     this.searchBox.addEventListener('input', () => this.search(this.searchBox.value));
     this.status = el(doc, 'span', 'ipu-wb-search-status');
     this.expandMatches = button(doc, 'expand to matches', 'ipu-wb-expand-matches', () => this.expandToMatches());
+    this.regroup = button(doc, 'show grouped', 'ipu-wb-show-grouped', () => {
+      this.drawLarge = false;
+      this.expanded.clear();
+      this.redraw();
+    });
+    this.regroup.hidden = true;
     this.canvas = el(doc, 'div', 'ipu-wb-canvas');
     this.note = el(doc, 'span', 'ipu-wb-layout-note');
     this.widths = labelWidths(doc);
@@ -85,7 +93,7 @@ export class GraphView {
       button(doc, 'expand all', 'ipu-wb-expand-all', () => this.expandAll()),
       button(doc, 'collapse all', 'ipu-wb-collapse-all', () => this.collapseAll()),
       el(doc, 'label', 'ipu-wb-fit-label', [fit, 'fit width']),
-      this.searchBox, this.expandMatches, this.status, this.note
+      this.regroup, this.searchBox, this.expandMatches, this.status, this.note
     ]);
     this.node = el(doc, 'div', 'ipu-wb-graph-view', [toolbar, this.canvas]);
     const Observer = doc.defaultView?.ResizeObserver;
@@ -200,6 +208,7 @@ export class GraphView {
     const generation = ++this.generation;
     const nodes = this.nodeCount(this.graphId, '', 0);
     const opens = this.expanded.size === 0 ? this.opening(this.graphId) : undefined;
+    this.regroup.hidden = !(this.drawLarge && this.opening(this.graphId)?.grouped);
     if ((nodes > MAX_DRAWN_NODES || opens?.grouped) && !this.drawLarge) {
       const label = this.index.graphs.get(this.graphId)?.label ?? this.graphId;
       const picture = this.expanded.size === 0 ? this.grouped(this.graphId) : undefined;

@@ -35,7 +35,7 @@ function shown(root) {
   };
 }
 
-test('a graph the document says opens grouped shows its grouped picture; "draw every op" draws it op by op', async () => {
+test('a graph the document says opens grouped shows its grouped picture; "draw every op" draws it op by op and "show grouped" goes back', async () => {
   const document = sampleDocument();
   const main = document.graphs[0];
   document.grouped = { version: 2, graphs: [{ graph: main.id, root: main.id, opens: { grouped: true, why: 'tall', rows: 30, grouped_rows: 3 },
@@ -52,6 +52,12 @@ test('a graph the document says opens grouped shows its grouped picture; "draw e
   const after = shown(root);
   assert.equal(after.opens, null);
   assert.ok(after.drawnOps >= main.ops.length, 'every op drawn');
+  const regroup = root.querySelector('.ipu-wb-show-grouped');
+  assert.equal(regroup.hidden, false, 'a button goes back to the grouped picture');
+  regroup.click();
+  await settled(root);
+  assert.equal(shown(root).opens, 'tall');
+  assert.equal(root.querySelector('.ipu-wb-show-grouped').hidden, true);
   document.grouped.graphs[0].opens.grouped = false;
   assert.equal(shown(await graphTab(document, main.id)).opens, null, 'a graph that opens op by op is drawn op by op');
 });
