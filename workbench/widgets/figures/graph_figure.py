@@ -8,6 +8,7 @@ import plotly.graph_objects as go
 
 from ..dataflow import DataflowPicture, node_key
 from workbench.export.layered import Layout, layered_layout
+from workbench.export.opening import SCREEN_ROWS
 
 from .picture_frames import FramePlan, clear_frames, frame_plan, layer_pixels
 from .picture_folding import fold_wide_layers
@@ -15,7 +16,7 @@ from .picture_labels import MARGIN, Sizes
 from ..style import (CALL_OUTLINE, EDGE_COLOR, HIGHLIGHT, IN_SEQUENCE_COLOR, KIND_COLORS, OP_OUTLINE, PICTURE_WIDTH, TEMPLATE,
                      base_layout, count_of, fitted, ipu_color, text, text_array)
 
-VISIBLE_LAYERS = 16  # taller pictures open showing the top layers; pan or double-click for all
+VISIBLE_LAYERS = SCREEN_ROWS  # taller pictures open showing the top layers; pan or double-click for all
 ARROW_SIZE = 12  # plotly marker size (a triangle about 8 px wide): the arrowhead at the end of each edge, where it enters its head node
 ARROW_TRACE = "arrowheads"
 MIN_CONTENTS = 8  # characters of a group's contents worth writing after its name
