@@ -1,8 +1,10 @@
 """The extension's Graph tab in a real browser (JupyterLab, headless Chromium) lays a graph wider than its
-output out again with its wide layers wrapped into rows: the transformer's main graph (its optimizer's 24
+output out again with its wide layers wrapped into rows: the transformer's main graph, drawn op by op with
+"draw every op" (its optimizer's 24
 all-reduces and 24 updates once side by side, 4,542 px) fits outputs of 590, 630, 1,240 and 1,280 px, as an
 Ir's own display and as a saved ``.ir.json`` file, and is laid out again when the output is resized. The
-notebook's Graph tab (``workbench.show``) wraps the same rows within the output. Screenshots go to
+notebook's Graph tab (``workbench.show``), which opens it grouped as the extension does, wraps the same rows
+within the output once asked for every op. Screenshots go to
 tests/artifacts/ (graph-wrap-*.png)."""
 import json
 
@@ -48,6 +50,7 @@ def test_the_graph_tab_wraps_the_transformers_optimizer_to_its_outputs_width(lab
     page = run_notebook(browser, lab, "wrap.ipynb", [SETUP], width=WIDTHS[0])
     view = page.locator(".jp-OutputArea .ipu-wb-root").first
     view.locator(".ipu-wb-tab-graph").click()
+    view.locator(".ipu-wb-draw-large").click()  # it opens grouped, taller than a screen op by op
     for width in WIDTHS:
         output_width(page, width)
         geometry = settled_geometry(page, view)
@@ -67,6 +70,7 @@ def test_a_saved_ir_json_files_graph_tab_fits_its_pane(lab, browser):
     page.set_default_timeout(240_000)
     view = page.locator(".jp-MimeDocument .ipu-wb-root").first
     view.locator(".ipu-wb-tab-graph").click()
+    view.locator(".ipu-wb-draw-large").click()  # it opens grouped, taller than a screen op by op
     for width in (630, 1280):
         pane_width(page, width)
         geometry = settled_geometry(page, view)
@@ -90,6 +94,11 @@ def test_the_notebooks_graph_tab_wraps_the_transformers_optimizer_within_its_out
     visible_plot = ".widget-tab-contents > .lm-Widget:not(.lm-mod-hidden) .main-svg"
     output.locator(visible_plot).first.wait_for(state="visible")
     output.locator(".lm-TabBar-tab", has_text="graph").first.click()
+    page.wait_for_timeout(1000)
+    texts = output.locator(visible_plot).first.evaluate(
+        "(svg) => [...svg.querySelectorAll('.textpoint text')].map((t) => t.textContent)")
+    assert any(text.startswith("▸ optimizer (48 ops): 24 × replicated_all_reduce") for text in texts), texts  # grouped
+    output.locator("select:has(option:text-is('every op'))").first.select_option(label="every op")
     for width in (630, 1280):
         output_width(page, width)
         page.wait_for_timeout(2000)  # the page tells the kernel its width; the picture comes back laid out for it

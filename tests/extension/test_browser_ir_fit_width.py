@@ -94,7 +94,7 @@ def test_an_irs_picture_is_laid_out_for_its_outputs_width_at_630_and_1280_px_and
         view.screenshot(path=str(ARTIFACTS / f"ir-fit-{name}-expanded-630px.png"))
         if name == "wide":  # 24 blocks in a column: folded for 920 px they were 652 px wide, now one band
             assert geometry["picture"] <= room["wide"], geometry
-    # inside the optimizer, its first run: twelve all-reduces (once 3,387 px side by side) wrapped into rows
+    # inside the optimizer, its first run: 8 units of an all-reduce and its update, wrapped into rows
     views["transformer"].locator(f".{EXPAND_FIRST}").first.click()
     assert views["transformer"].locator(".ipu-wb-pbox-frame").count() == 2
     assert check_fits(views["transformer"])["picture"] <= room["transformer"]
@@ -109,6 +109,7 @@ def test_an_irs_picture_is_laid_out_for_its_outputs_width_at_630_and_1280_px_and
             assert 920 < geometry["picture"] <= geometry["room"], geometry
     for name in ("transformer", "resnet50"):  # whole graphs wider than the output open on their first op
         views[name].locator(".ipu-wb-tab-graph").click()
+        views[name].locator(".ipu-wb-draw-large").click()  # both open grouped (tall, and 181 ops)
         views[name].locator(".ipu-wb-graph-svg").wait_for()
         assert views[name].evaluate(FIRST_OP_IN_VIEW)
         graph = views[name].locator(".ipu-wb-graph-view")

@@ -26,6 +26,7 @@ PICTURES = {
     "MLP training step": lambda: (step_graph(), "auto"),
     "300-op backward graph": lambda: (gradient_graph(49), "auto"),
     "transformer main graph, its 48 optimizer ops folded into rows": lambda: (transformer_main(), "auto"),
+    "transformer main graph as it opens, its optimizer one group": lambda: (transformer_main(), "auto"),
     "10,003-op program grouped, a group open in an open group": lambda: (wide(), "auto", open_first_groups),
     "transformer main graph in a 630-px output": lambda: (transformer_main(), "auto", fit_630),
     "ResNet-50 op by op": lambda: (resnet_main(), "auto"),
@@ -155,7 +156,8 @@ def open_first_groups(view):
 def drawn(name: str) -> Pixels:
     """The picture ``name`` of ``PICTURES`` in pixels."""
     (ir, graph), detail, *opener = PICTURES[name]()
-    op_by_op = name.startswith(("300", "ResNet-50 op"))  # their ops, not the groups they open as
+    op_by_op = name.startswith(("300", "ResNet-50 op", "transformer main graph,", "transformer main graph in",
+                                "transformer forward graph in"))  # their ops, not the groups they open as
     view = GraphView(ir, graph=graph, detail=detail, grouped=False if op_by_op else "auto", live=False)
     for opens in opener:
         opens(view)

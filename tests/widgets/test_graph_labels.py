@@ -16,7 +16,7 @@ def main_graph_ir():
 
 @pytest.mark.parametrize("room", [630, 1280])
 def test_every_op_of_the_transformer_main_graph_has_its_whole_label(main_graph_ir, room):
-    view = GraphView(main_graph_ir, live=False)
+    view = GraphView(main_graph_ir, grouped=False, live=False)  # it opens grouped, its optimizer one box
     view.fit(room)
     figure = view.figure
     labels = {node.key: node.caption for node in view.picture.nodes.values() if node.kind == "op"}

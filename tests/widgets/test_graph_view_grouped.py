@@ -8,6 +8,7 @@ from real_programs import wide_program
 from widget_programs import chain, click, trace
 from workbench.export.grouping import group_graph
 from workbench.widgets import GraphView
+from workbench.export.opening import SCREEN_ROWS
 from workbench.widgets.dataflow import GROUPED_OPS
 from workbench.widgets.figure_canvas import figure_json
 from workbench.widgets.figures.graph_figure import GROUP_TRACE, OPENED_TRACE, layer_pixels, picture_layout
@@ -69,9 +70,11 @@ def test_an_op_inside_a_closed_group_is_found_and_selected_through_its_group(wid
 
 
 def test_grouping_follows_the_size_of_the_graph_unless_asked():
-    small, _, _ = chain(GROUPED_OPS - 1)
+    small, _, _ = chain(SCREEN_ROWS - 2)  # with its input and output, one screen of layers
     large, _, _ = chain(GROUPED_OPS)
+    tall, _, _ = chain(GROUPED_OPS - 2)  # taller than a screen op by op, a few runs of ops grouped
     assert GraphView(small, live=False).groups is None
+    assert GraphView(tall, live=False).groups is not None
     assert GraphView(large, live=False).groups is not None
     assert GraphView(large, grouped=False, live=False).picture.op_count == GROUPED_OPS
     assert GraphView(small, grouped=True, live=False).groups is not None

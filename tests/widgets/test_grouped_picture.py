@@ -155,13 +155,49 @@ def test_runs_of_sibling_scopes_are_named_by_their_scopes_the_ops_around_them_le
     assert all(child.kind == "scope" for run in root.children for child in run.children)
 
 
-def test_a_scope_split_into_runs_of_ops_keeps_its_name():
-    """The transformer's optimizer scope (48 ops beside five loose ops) is one box named ``optimizer``, not
-    its two runs of ops opened in the graph's place."""
+def test_a_scope_of_repeated_units_keeps_its_name_and_says_how_many():
+    """The transformer's optimizer scope (48 ops beside five loose ops: for each of 24 weights an all-reduce and
+    the update it feeds) is one box named ``optimizer`` that says ``24 × replicated_all_reduce → accumulate_``,
+    holding a unit per weight, named by it, 8 to a run, instead of two runs named by their first and last op."""
     ir, _ = transformer()
     root = group_graph(ir.main_graph)
     assert labels(root) == ["optimizer"] and root.children[0].count == 48
-    assert [child.kind for child in root.children[0].children] == ["range", "range"]
+    optimizer = root.children[0]
+    assert optimizer.kind == "scope" and optimizer.repeat == "24 × replicated_all_reduce → accumulate_"
+    assert labels(optimizer) == ["layer0.qkv … layer1.ff2", "layer2.qkv … layer3.ff2", "layer4.qkv … layer5.ff2"]
+    units = [unit for run in optimizer.children for unit in run.children]
+    assert [unit.kind for unit in units] == ["unit"] * 24
+    assert [unit.label for unit in units][:5] == ["layer0.qkv", "layer0.proj", "layer0.ff1", "layer0.ff2", "layer1.qkv"]
+    assert all([op.type for op in unit.ops] == ["replicated_all_reduce", "accumulate_"] for unit in units)
+    pictures = GroupPictures(ir.main_graph)
+    boxes = {node["key"]: node for node in pictures.picture(root.id)["nodes"]}
+    assert boxes[optimizer.id]["lines"] == ["▸ optimizer", "48 ops: 24 × replicated_all_reduce → accumulate_"]
+    inner = pictures.picture(optimizer.children[0].id)["nodes"]
+    assert inner[0]["lines"] == ["▸ layer0.qkv", "2 ops: replicated_all_reduce → accumulate_"]
+
+
+def test_only_units_that_read_nothing_of_each_other_fold_and_only_where_a_group_is_too_wide():
+    """A chain of 30 relus repeats one type but each reads the last: runs of ops, not a repeat. 30 independent
+    relu → exp pairs outside any scope fold into one "repeat" group of units; 6 of them, few enough to draw, do not."""
+    chained = popxl.Ir()
+    with chained.main_graph:
+        x = popxl.variable(np.ones(2, np.float32), name="x")
+        for _ in range(30):
+            x = ops.relu(x)
+    assert {group.kind for group in group_graph(chained.main_graph).walk()} == {"graph", "range"}
+
+    def pairs(count):
+        ir = popxl.Ir()
+        with ir.main_graph:
+            for number in range(count):
+                ops.exp(ops.relu(popxl.variable(np.ones(2, np.float32), name=f"w{number}")))
+        return group_graph(ir.main_graph)
+
+    (fold,) = pairs(30).children
+    assert fold.kind == "repeat" and fold.label == "30 × relu → exp" and fold.count == 60
+    assert labels(fold) == ["w0 … w7", "w8 … w15", "w16 … w23", "w24 … w29"]  # 8 units to a run
+    assert labels(fold.children[0])[:2] == ["w0", "w1"] and fold.children[0].children[0].kind == "unit"
+    assert pairs(6).children == []
 
 
 def test_a_scope_a_little_over_the_limit_splits_into_runs_of_even_length():
@@ -196,26 +232,24 @@ def test_no_picture_is_wider_than_its_output_with_a_top_level_group_open(resnet,
 
 
 def test_parallel_parts_of_a_group_wrap_into_rows_fed_by_a_bus_of_edges():
-    """The optimizer's first run: twelve all-reduce → accumulate pairs, each reading a gradient from outside,
-    one pair per row, their inputs brought down a bus right of them, eight pixels apart."""
+    """The optimizer's first run: 8 units (an all-reduce → accumulate pair each), each reading a gradient from
+    outside, one unit per row, their inputs brought down a bus right of them, eight pixels apart."""
     ir, _ = transformer()
     groups = GroupPictures(ir.main_graph)
     optimizer = next(child for child in groups.root.children if child.label == "optimizer")
     run = optimizer.children[0]
     picture = groups.picture(run.id)
-    assert [node["layer"] for node in picture["nodes"]] == list(range(1, 25))
+    assert [node["layer"] for node in picture["nodes"]] == list(range(1, 9))
     assert {node["col"] for node in picture["nodes"]} == {0.0}
     scene = compose(groups.picture, run.id, set(), room=630)
     check_scene(scene)
-    assert scene.width <= 630 and scene.height > 1000  # one column: too narrow a room for two bands
-    reduces = [box for box in scene.boxes if box["lines"][0].startswith("replicated_all_reduce")]
-    assert len({box["x"] for box in reduces}) == 1 and len(reduces) == 12
+    assert scene.width <= 630
+    units = [box for box in scene.boxes if box["lines"][1].endswith("replicated_all_reduce → accumulate_")]
+    assert len({box["x"] for box in units}) == 1 and len(units) == 8
     into = [edge for edge in scene.edges if edge["tail"] is None]
-    assert len(into) == 12 and all(edge["arrow"] for edge in into)
-    bus = sorted({round(x) for edge in into for x, _ in edge["points"][1:-1] if x > reduces[0]["x"] + 100})
-    assert max(bus) - min(bus) <= 12 * 8 and min(b - a for a, b in zip(bus, bus[1:])) >= 4, bus  # not 24 apart
-    wide = compose(groups.picture, run.id, set(), room=1280)
-    assert 630 < wide.width <= 1280 and wide.height < scene.height  # folded into bands side by side
+    assert len(into) == 8 and all(edge["arrow"] for edge in into)
+    bus = sorted({round(x) for edge in into for x, _ in edge["points"][1:-1] if x > units[0]["x"] + units[0]["w"] / 2})
+    assert max(bus) - min(bus) <= 8 * 8 and min(b - a for a, b in zip(bus, bus[1:])) >= 4, bus  # not 24 apart
 
 
 def test_a_layer_wider_than_the_output_wraps_into_rows_its_edges_passing_beside_the_boxes(resnet):

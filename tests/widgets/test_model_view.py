@@ -145,8 +145,8 @@ def test_a_narrow_model_view_folds_a_tall_picture_only_as_far_as_its_own_width()
 
 
 def test_the_transformers_optimizer_opened_two_deep_fits_a_630_px_model_tab():
-    """The optimizer's first run (twelve all-reduces of twelve gradients, 3,387 px side by side) opened inside
-    the optimizer: in a 630-px Model tab the picture stays within the figure's plot area, its pairs in rows."""
+    """The optimizer's first run (8 units, an all-reduce and its update for each of 8 weights) opened inside the
+    optimizer: in a 630-px Model tab the picture stays within the figure's plot area, its units in rows."""
     from real_programs import transformer
     from workbench.widgets.figures.model_figure import plot_area
 
@@ -157,8 +157,8 @@ def test_the_transformers_optimizer_opened_two_deep_fits_a_630_px_model_tab():
     view.expand(run)
     assert view.expanded == {optimizer, run}
     assert view.scene.width <= plot_area(630) < view.scene.height
-    reduces = [box for box in view.scene.boxes if box["lines"][0].startswith("replicated_all_reduce")]
-    assert len(reduces) == 12 and len({box["y"] for box in reduces}) == 12  # one under another
+    units = [box for box in view.scene.boxes if box["lines"][-1].endswith("ops: replicated_all_reduce → accumulate_")]
+    assert len(units) == 8 and len({box["y"] for box in units}) == 8  # one under another
 
 
 def test_the_live_model_names_the_graph_once_in_its_breadcrumb_and_the_static_picture_in_its_title():

@@ -13,6 +13,7 @@ from workbench.ir import Graph, Ir
 
 from .group_layout import GroupPictures, grouped_section_version
 from .json_schema import json_schema_name, json_schema_version
+from .opening import graph_opening
 from .mime import MIME_TYPE, graph_bundle, ir_bundle, with_document_as_text
 
 # From this many ops, a display in a kernel shows the top level first and the whole document next.
@@ -52,7 +53,8 @@ def first_bundle(source: Union[Ir, Graph]) -> tuple[dict, dict]:
         "call_sites": [], "streams": [], "variables": [], "remote_buffers": [],
         "grouped": {"version": grouped_section_version,
                     "graphs": [{"graph": graph.id, "root": pictures.root.id,
-                                "groups": [pictures.picture(pictures.root.id)]}]},
+                                "groups": [pictures.picture(pictures.root.id)],
+                                "opens": graph_opening(graph, pictures=pictures).to_json()}]},
     }
     options = {"view": "model", "graph": graph.id,
                "arriving": f"{ops:,} ops: the top level first; groups open, and the other tabs appear, "

@@ -5,9 +5,12 @@ Ir after it.
 
 Ops are aligned by a longest-matching-blocks diff (``difflib``) of their keys: the op type and the
 op's name without its Ir-wide counter (``layer0/matmul.12`` -> ``layer0/matmul``), so that ops renamed
-only by the counter still match. Aligned ops whose attributes or tensor shapes differ are "changed", and
-so is an op that kept its whole name but changed its type (PopART's Inplace pattern turns ``add.16`` into
-an ``add_`` named ``add.16``). ``diff_folds`` folds the rows for display.
+only by the counter still match. A key alone does not make two ops one (a forward graph and its gradient
+graph share scopes and op types, but not ops): an aligned pair is kept only where what the ops read agrees
+(``_Pairing``), else the two are reported removed and added. Kept pairs whose attributes or tensor shapes
+differ are "changed", and so is an op that kept its whole name but changed its type (PopART's Inplace
+pattern turns ``add.16`` into an ``add_`` named ``add.16``) and an op renamed whose inputs all agree.
+``diff_folds`` folds the rows for display.
 """
 from __future__ import annotations
 
@@ -15,7 +18,7 @@ import difflib
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Optional
+from typing import Any, Iterable, Optional, Sequence
 
 _COUNTER = re.compile(r"\.\d+$")
 STATUSES = ("same", "changed", "removed", "added")
@@ -89,6 +92,8 @@ def _shapes(graph: dict) -> dict[str, list]:
 
 def _changes(before: dict, after: dict, before_shapes: dict, after_shapes: dict) -> list[str]:
     changes = [f"type: {before['type']} → {after['type']}"] if before["type"] != after["type"] else []
+    if _COUNTER.sub("", before["name"]) != _COUNTER.sub("", after["name"]):
+        changes.append(f"name: {before['name']} → {after['name']}")
     for name in sorted(set(before["attrs"]) | set(after["attrs"])):
         if name in ("graph_inputs", "then_inputs", "else_inputs"):
             continue
@@ -118,33 +123,137 @@ def graph_diff(before: dict, after: dict) -> GraphDiff:
     check_graph(before, "before")
     check_graph(after, "after")
     old, new = before["ops"], after["ops"]
-    shapes = _shapes(before), _shapes(after)
-    matcher = difflib.SequenceMatcher(a=[op_key(op) for op in old], b=[op_key(op) for op in new], autojunk=False)
+    pairing = _Pairing(before, after)
     rows: list[DiffRow] = []
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+    for tag, i1, i2, j1, j2 in _aligned([pairing.signature(0, op) for op in old], [pairing.signature(1, op) for op in new]):
         if tag == "equal":
-            rows.extend(_pair(a, b, shapes) for a, b in zip(old[i1:i2], new[j1:j2]))
-        else:
-            rows.extend(_renamed_in_place(old[i1:i2], new[j1:j2], shapes))
+            for a, b in zip(old[i1:i2], new[j1:j2]):
+                rows.extend(pairing.pair_if_related(a, b))
+            continue
+        for inner, k1, k2, l1, l2 in _aligned([op_key(op) for op in old[i1:i2]], [op_key(op) for op in new[j1:j2]]):
+            if inner == "equal":
+                for a, b in zip(old[i1 + k1:i1 + k2], new[j1 + l1:j1 + l2]):
+                    rows.extend(pairing.pair_if_related(a, b))
+            else:
+                rows.extend(_renamed_in_place(old[i1 + k1:i1 + k2], new[j1 + l1:j1 + l2], pairing))
     return GraphDiff(before["label"], after["label"], rows)
 
 
-def _pair(before: dict, after: dict, shapes: tuple[dict, dict]) -> DiffRow:
-    changes = _changes(before, after, *shapes)
-    return DiffRow("changed" if changes else "same", before, after, changes=changes)
+def _aligned(old: list, new: list) -> Sequence[tuple[str, int, int, int, int]]:
+    return difflib.SequenceMatcher(a=old, b=new, autojunk=False).get_opcodes()
 
 
-def _renamed_in_place(old: list[dict], new: list[dict], shapes: tuple[dict, dict]) -> list[DiffRow]:
-    """Rows for ops that did not align by key: those with the same whole name on both sides are one op
-    whose type changed; the rest were removed or added."""
+class _Pairing:
+    """Which op of the after side each op of the before side is, decided in graph order (an op's inputs are
+    made before it, so their pairing is known when it is asked about). Input ``i`` of two ops *agrees* where
+    both are made by ops paired with each other, or both are graph-level tensors (inputs, variables,
+    constants) of one name; it *contradicts* where the makers are paired but not with each other, the
+    names differ, or one side's tensor is made by an op and the other's is not; otherwise (a maker that
+    is new on its side) it says nothing."""
+
+    def __init__(self, before: dict, after: dict):
+        self.shapes = _shapes(before), _shapes(after)
+        self.tensors = ({t["id"]: t for t in before["tensors"]}, {t["id"]: t for t in after["tensors"]})
+        self.names = ({op["id"]: op["name"] for op in before["ops"]}, {op["id"]: op["name"] for op in after["ops"]})
+        self.keys = Counter(op_key(op) for op in before["ops"]), Counter(op_key(op) for op in after["ops"])
+        self.forward: dict[str, str] = {}  # before op id -> after op id
+        self.backward: dict[str, str] = {}
+
+    def signature(self, side: int, op: dict) -> tuple:
+        """An op's key with the names of what it reads (the makers' names without their counters, or the
+        graph-level tensors' names): ops are aligned by it first, so that a run of alike ops is matched
+        where it reads alike."""
+        sources = []
+        for tensor_id in op["inputs"]:
+            kind, source = self._source(side, tensor_id)
+            sources.append(_COUNTER.sub("", self.names[side].get(source, source)) if kind == "op" else source)
+        return (*op_key(op), tuple(sources))
+
+    def _source(self, side: int, tensor_id: str):
+        tensor = self.tensors[side].get(tensor_id)
+        if tensor is None or tensor["producer"] is None:
+            return "tensor", _COUNTER.sub("", tensor["name"] if tensor is not None else tensor_id)
+        return "op", tensor["producer"]
+
+    def _input_verdicts(self, before: dict, after: dict) -> list[Optional[bool]]:
+        """For each input both ops have: True (agrees), False (contradicts) or None (says nothing)."""
+        verdicts: list[Optional[bool]] = []
+        for old, new in zip(before["inputs"], after["inputs"]):
+            (old_kind, old_source), (new_kind, new_source) = self._source(0, old), self._source(1, new)
+            if old_kind != new_kind:
+                verdicts.append(False)
+            elif old_kind == "tensor":
+                verdicts.append(old_source == new_source)
+            elif self.forward.get(old_source) == new_source:
+                verdicts.append(True)
+            elif old_source in self.forward and new_source in self.backward:
+                verdicts.append(False)
+            else:
+                verdicts.append(None)
+        return verdicts
+
+    def consistent(self, before: dict, after: dict) -> bool:
+        """Whether no input of the two ops contradicts."""
+        return False not in self._input_verdicts(before, after)
+
+    def related(self, before: dict, after: dict) -> bool:
+        """Whether two ops of one key are one op: no input contradicts, and an input agrees, or neither reads
+        anything, or the key is each side's only op of it (its name alone says which op it is)."""
+        verdicts = self._input_verdicts(before, after)
+        if False in verdicts:
+            return False
+        key = op_key(before)
+        unique = op_key(after) == key and self.keys[0][key] == self.keys[1][key] == 1
+        return True in verdicts or not before["inputs"] and not after["inputs"] or unique
+
+    def same_inputs(self, before: dict, after: dict) -> bool:
+        """Whether every input of two ops of one type agrees (an op renamed, still reading the same tensors)."""
+        verdicts = self._input_verdicts(before, after)
+        return before["type"] == after["type"] and len(before["inputs"]) == len(after["inputs"]) > 0 \
+            and all(verdicts)
+
+    def pair(self, before: dict, after: dict) -> DiffRow:
+        self.forward[before["id"]] = after["id"]
+        self.backward[after["id"]] = before["id"]
+        changes = _changes(before, after, *self.shapes)
+        return DiffRow("changed" if changes else "same", before, after, changes=changes)
+
+    def pair_if_related(self, before: dict, after: dict) -> list[DiffRow]:
+        if self.related(before, after):
+            return [self.pair(before, after)]
+        return [DiffRow("removed", before=before), DiffRow("added", after=after)]
+
+
+def _renamed_in_place(old: list[dict], new: list[dict], pairing: _Pairing) -> list[DiffRow]:
+    """Rows for ops that did not align by key: those with the same whole name on both sides whose inputs do
+    not contradict are one op whose type changed; of the rest, an op of the same type reading the same
+    tensors is one op renamed; the others were removed or added."""
     matcher = difflib.SequenceMatcher(a=[op["name"] for op in old], b=[op["name"] for op in new], autojunk=False)
     rows: list[DiffRow] = []
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag == "equal":
-            rows.extend(_pair(a, b, shapes) for a, b in zip(old[i1:i2], new[j1:j2]))
+            for a, b in zip(old[i1:i2], new[j1:j2]):
+                rows.extend([pairing.pair(a, b)] if pairing.consistent(a, b)
+                            else [DiffRow("removed", before=a), DiffRow("added", after=b)])
             continue
-        rows.extend(DiffRow("removed", before=op) for op in old[i1:i2])
-        rows.extend(DiffRow("added", after=op) for op in new[j1:j2])
+        rows.extend(_renamed(old[i1:i2], new[j1:j2], pairing))
+    return rows
+
+
+def _renamed(old: list[dict], new: list[dict], pairing: _Pairing) -> list[DiffRow]:
+    """Pairs each op of ``old`` with the first op of ``new`` after the last one paired that has its type and
+    reads the same tensors; the ops left are removed or added, in graph order."""
+    rows: list[DiffRow] = []
+    start = 0
+    for a in old:
+        match = next((j for j in range(start, len(new)) if pairing.same_inputs(a, new[j])), None)
+        if match is None:
+            rows.append(DiffRow("removed", before=a))
+            continue
+        rows.extend(DiffRow("added", after=b) for b in new[start:match])
+        rows.append(pairing.pair(a, new[match]))
+        start = match + 1
+    rows.extend(DiffRow("added", after=b) for b in new[start:])
     return rows
 
 

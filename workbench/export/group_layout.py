@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from typing import Union
+from typing import Optional, Union
 
 from workbench.ir import Graph, Ir, Op
 
@@ -44,16 +44,23 @@ class _Box:
         return len(self.lines) * LINE_HEIGHT + 2 * PAD_Y
 
 
-def grouped_section(ir: Ir) -> dict:
-    """The ``grouped`` section of the export: each graph's groups with their pictures laid out."""
-    return {"version": grouped_section_version, "graphs": [grouped_graph(graph) for graph in ir.graphs]}
+def grouped_section(ir: Ir, layerings: Optional[dict[str, dict]] = None) -> dict:
+    """The ``grouped`` section of the export: each graph's groups with their pictures laid out, and whether
+    its Graph-tab picture opens grouped (``layerings``: the ``graph_layers`` entry of each graph by id, where
+    made already)."""
+    layerings = layerings or {}
+    return {"version": grouped_section_version,
+            "graphs": [grouped_graph(graph, layerings.get(graph.id)) for graph in ir.graphs]}
 
 
-def grouped_graph(graph: Graph) -> dict:
-    """One graph's entry of the ``grouped`` section: every group's picture."""
+def grouped_graph(graph: Graph, layering: Optional[dict] = None) -> dict:
+    """One graph's entry of the ``grouped`` section: every group's picture, and how its Graph tab opens."""
+    from .opening import graph_opening
+
     pictures = GroupPictures(graph)
     return {"graph": graph.id, "root": pictures.root.id,
-            "groups": [pictures.picture(group.id) for group in pictures.root.walk()]}
+            "groups": [pictures.picture(group.id) for group in pictures.root.walk()],
+            "opens": graph_opening(graph, layering, pictures).to_json()}
 
 
 class GroupPictures:
@@ -155,7 +162,12 @@ def _item(op: Op, chains: dict[Op, list[OpGroup]], depth: int):
 
 def group_summary(group: OpGroup, most: int = 3) -> str:
     """What a group holds, its ``most`` commonest op types with their counts: ``10 conv · 9 relu · 3 add``
-    (the Model tab's group boxes and the Graph tab's group nodes both say it)."""
+    (the Model tab's group boxes and the Graph tab's group nodes both say it); for units of repeated structure
+    their count and types, ``24 × replicated_all_reduce → accumulate_``, and for one unit its types in order."""
+    if group.repeat:
+        return group.repeat
+    if group.kind == "unit":
+        return " → ".join(op.type for op in group.ops)
     types = Counter(op.type for op in _ops_below(group)).most_common(most)
     return " · ".join(f"{count} {op_type}" for op_type, count in types)
 

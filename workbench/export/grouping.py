@@ -9,8 +9,12 @@ its conv under ``gpu_0/res2_0_branch2a``), and a node without weights (a relu) j
 op that made its first input. Sibling scopes that share a leading ``_``-separated word (``res2_0``,
 ``res2_1``) are gathered under it when a level is too wide; consecutive sibling scopes that are still too
 many go into runs of scopes alone, named by their first and last (``block0 … block19``), the ops between
-them left in place. Only where no scope is left to name them do runs hold ops, of even length; a scope
-holding runs of ops keeps its box and name.
+them left in place. Where a group holds too many ops of its own, runs of repeated structure are folded first:
+``N`` consecutive units of the same op types, none reading another (a transformer's optimizer: for each of 24
+weights an all-reduce and the update it feeds), become one group saying ``24 × replicated_all_reduce →
+accumulate_``, each unit a group named by the variables it reads (``layer0.qkv``), more than 8 in runs of
+them (``layer0.qkv … layer1.ff2``); a scope made of one such run alone is that group, under its own name. Only where no scope or repeat is left to name them do runs hold
+ops, of even length; a scope holding runs of ops keeps its box and name.
 """
 from __future__ import annotations
 
@@ -21,6 +25,9 @@ from typing import Optional
 from workbench.ir import Graph, Op
 
 MAX_ITEMS = 24  # boxes in one group's picture, beyond which it is split
+REPEAT_AT_LEAST = 4  # units of repeated structure worth folding into one group
+REPEAT_PERIOD = 6  # ops in one unit, at most
+UNITS_SIDE_BY_SIDE = 8  # units a repeat's picture holds, beyond which they go into runs (labelled by first and last)
 GATHER_ABOVE = 8  # scopes in one group beyond which those sharing a leading word are gathered
 _PARAMETER_WORD = re.compile(r"^(w|b|s|bn|rm|riv|weight|bias|gamma|beta|scale|mean|var|\d+)$", re.I)
 
@@ -29,7 +36,8 @@ _PARAMETER_WORD = re.compile(r"^(w|b|s|bn|rm|riv|weight|bias|gamma|beta|scale|me
 class OpGroup:
     """A box of the grouped picture: ``ops`` directly inside it and ``children`` groups, both in graph
     order; ``count`` is the number of ops below it at every level. ``kind`` is "graph", "ipu",
-    "scope" or "range"."""
+    "scope", "range", "repeat" (units of repeated structure) or "unit" (one of them); ``repeat`` says what
+    a group of repeated units holds (``24 × replicated_all_reduce → accumulate_``), else it is empty."""
 
     id: str
     label: str
@@ -39,6 +47,7 @@ class OpGroup:
     parent: Optional["OpGroup"] = None
     count: int = 0
     first: int = 0  # graph-order index of its first op
+    repeat: str = ""
 
     def items(self, orders: dict[Op, int]) -> list:
         """Its child groups and direct ops, ordered by where each starts in the graph (``orders``: the
@@ -133,6 +142,9 @@ def group_graph(graph: Graph, max_items: int = MAX_ITEMS) -> OpGroup:
         _merge_single_child(group)
         _open_lone_child(group, max_items)
     for group in list(root.walk()):
+        if len(group.items(orders)) > max_items:
+            _fold_repeats(group, orders)
+    for group in list(root.walk()):
         _split_wide(group, max_items, orders)
     for group in list(root.walk()):
         _open_lone_child(group, max_items)
@@ -183,14 +195,105 @@ def _open_lone_child(group: OpGroup, max_items: int) -> None:
     if len(group.children) != 1 or len(group.ops) > max_items // 4:
         return
     (only,) = group.children
-    if only.kind == "scope" and any(child.kind == "range" for child in only.children):
-        return  # its runs of ops would lose the scope's name
+    if only.kind == "scope" and any(child.kind == "range" for child in only.children) or only.kind == "repeat":
+        return  # its runs of ops would lose the scope's name, its units the count that names them
     if len(only.children) + len(only.ops) + len(group.ops) > max_items:
         return
     group.children = only.children
     group.ops = group.ops + only.ops
     for child in group.children:
         child.parent = group
+
+
+def _fold_repeats(group: OpGroup, orders: dict[Op, int]) -> None:
+    """Folds each run of ``REPEAT_AT_LEAST`` or more units of repeated structure among the ops of ``group``
+    (consecutive in the picture, no child group between them) into a "repeat" group of "unit" groups; a
+    scope that is one run alone takes its units itself."""
+    runs: list[list[Op]] = [[]]
+    for item in group.items(orders):
+        if isinstance(item, OpGroup):
+            runs.append([])
+        else:
+            runs[-1].append(item)
+    folds = [fold for run in runs for fold in _repeats(run)]
+    if not folds:
+        return
+    if group.kind == "scope" and not group.children and len(folds) == 1 and len(folds[0][0]) * len(folds[0]) == \
+            len(group.ops):
+        units = folds[0]
+        group.ops = []
+        group.repeat = _repeat_label(units)
+        _adopt_units(group, units, orders)
+    else:
+        for units in folds:
+            folded = {op for unit in units for op in unit}
+            group.ops = [op for op in group.ops if op not in folded]
+            box = OpGroup("", _repeat_label(units), "repeat", parent=group, repeat=_repeat_label(units))
+            _adopt_units(box, units, orders)
+            group.children.append(box)
+    _count(group, orders)
+
+
+def _repeats(ops: list[Op]) -> list[list[list[Op]]]:
+    """The runs of repeated units in ``ops`` (in graph order), each a list of units: the longest runs first
+    found scanning from the start, a unit of at most ``REPEAT_PERIOD`` ops."""
+    types = [op.type for op in ops]
+    found = []
+    start = 0
+    while start < len(ops):
+        best: Optional[tuple[int, int]] = None  # (ops covered, period)
+        for period in range(1, REPEAT_PERIOD + 1):
+            units = 1
+            while start + (units + 1) * period <= len(ops) and \
+                    types[start + units * period:start + (units + 1) * period] == types[start:start + period]:
+                units += 1
+            while units >= REPEAT_AT_LEAST and not _independent(ops[start:start + units * period], period):
+                units -= 1
+            if units >= REPEAT_AT_LEAST and (best is None or units * period > best[0]):
+                best = units * period, period
+        if best is None:
+            start += 1
+            continue
+        covered, period = best
+        found.append([ops[at:at + period] for at in range(start, start + covered, period)])
+        start += covered
+    return found
+
+
+def _independent(ops: list[Op], period: int) -> bool:
+    """Whether no unit of ``period`` ops of ``ops`` reads a tensor another unit makes."""
+    unit_of = {op: number // period for number, op in enumerate(ops)}
+    return all(tensor.producer is None or unit_of.get(tensor.producer, unit_of[op]) == unit_of[op]
+               for op in ops for tensor in op.inputs)
+
+
+def _repeat_label(units: list[list[Op]]) -> str:
+    return f"{len(units)} × {' → '.join(op.type for op in units[0])}"
+
+
+def _adopt_units(group: OpGroup, units: list[list[Op]], orders: dict[Op, int]) -> None:
+    """Puts each unit in ``group``: a unit of one op as that op, else a "unit" group named by the variables
+    its ops read (the weights an optimizer's updates write), or by its first op; more than
+    ``UNITS_SIDE_BY_SIDE`` go into runs of even length, so that a notebook's row of them has room for their
+    names (24 updates: 3 runs of 8)."""
+    items: list = []
+    for unit in units:
+        if len(unit) == 1:
+            items.append(unit[0])
+            continue
+        variables = list(dict.fromkeys(tensor.name for op in unit for tensor in op.inputs if tensor.kind == "variable"))
+        box = OpGroup("", ", ".join(variables) or _item_label(unit[0]), "unit", ops=list(unit))
+        _count(box, orders)
+        items.append(box)
+    if len(items) <= UNITS_SIDE_BY_SIDE:
+        for item in items:
+            _adopt(group, item)
+    else:
+        runs = -(-len(items) // UNITS_SIDE_BY_SIDE)
+        _adopt_runs(group, items, -(-len(items) // runs), orders)
+        for run in (child for child in group.children if child.kind == "range"):
+            run.repeat = f"{len(run.children) + len(run.ops)} × {' → '.join(op.type for op in units[0])}"
+    _count(group, orders)
 
 
 def _split_wide(group: OpGroup, max_items: int, orders: dict[Op, int]) -> None:

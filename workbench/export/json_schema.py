@@ -40,8 +40,9 @@ def to_json(ir: Ir, liveness: bool = False, grouped: bool = True) -> dict:
     if liveness:
         document["liveness"] = liveness_json(ir)
     if grouped:
-        document["grouped"] = grouped_section(ir)
-        document["graph_layers"] = graph_layers_section(ir)
+        layers = graph_layers_section(ir)
+        document["grouped"] = grouped_section(ir, {entry["graph"]: entry for entry in layers["graphs"]})
+        document["graph_layers"] = layers
     return document
 
 

@@ -25,6 +25,7 @@ from workbench.export.graph_data import op_node_id, tensor_node_id
 from workbench.export.grouping import OpGroup
 from workbench.export.group_layout import group_summary
 from workbench.export.node_content import op_lines
+from workbench.export.opening import GROUPED_OPS
 from workbench.ir import Graph, Op, Tensor
 from workbench.ops.registry import op_def, op_types
 
@@ -32,10 +33,6 @@ from .dataflow_detail import adopt_sources, bundle_call_edges, contract_tensors
 from .style import count_of, format_bytes, text
 
 FULL_DETAIL_NODES = 60  # "auto" draws every tensor while ops and tensors are at most this many, then ops only
-# From this many ops a graph opens grouped. Ungrouped, ResNet-50's 181 ops take 172 layers, 16 to a screen,
-# and a transformer's 359-op backward graph 126 layers of unlabelled boxes; grouped, the stem and six stages,
-# or the two IPUs, fit one screen.
-GROUPED_OPS = 150
 HOVER_TYPES = 6  # op types a group's hover counts, the commonest first
 CALL_TYPES = op_types("call_site")
 # A frame is the path of (call op, branch index) from the viewed graph into an expanded body.

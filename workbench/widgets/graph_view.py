@@ -4,9 +4,10 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from workbench.export.grouping import OpGroup, group_graph
+from workbench.export.opening import graph_opening
 from workbench.ir import Graph, Op
 
-from .dataflow import CALL_TYPES, GROUPED_OPS, dataflow_picture, opens_alone
+from .dataflow import CALL_TYPES, dataflow_picture, opens_alone
 from .figures import graph_figure
 from .figures.graph_figure import picture_layout
 from .selection import Selection
@@ -21,8 +22,9 @@ class GraphView(View):
     more (a wall of ops inline), shows the called graph grouped, with a button back to the caller
     (``back``); ``search`` rings matching names.
     ``detail`` is "auto", "full" (every tensor drawn) or "ops" (ops only, for large graphs). ``grouped``
-    is "auto" (grouped from ``GROUPED_OPS`` ops), True or False: a grouped graph opens as the Model tab's
-    groups, each a node with its op count that opens in place on click (``open_group``). In a notebook
+    is "auto" (as the export decides for both Graph tabs, ``workbench.export.opening``: from ``GROUPED_OPS``
+    ops, or where the ops one by one take more than a screen and a half and the groups fit one), True or False: a
+    grouped graph opens as the Model tab's groups, each a node with its op count that opens in place on click (``open_group``). In a notebook
     output narrower than ``PICTURE_WIDTH`` the nodes and labels are sized to the output's width.
     """
 
@@ -57,7 +59,7 @@ class GraphView(View):
 
     @property
     def is_grouped(self) -> bool:
-        return self.grouped is True or self.grouped == "auto" and len(self.graph.ops) >= GROUPED_OPS
+        return self.grouped is True or self.grouped == "auto" and graph_opening(self.graph).grouped
 
     def _compute(self) -> None:
         self.groups: Optional[OpGroup] = None
@@ -229,8 +231,8 @@ class GraphView(View):
         detail = ipywidgets.Dropdown(options=[("auto detail", "auto"), ("every tensor", "full"), ("ops only", "ops")],
                                      value=self.detail, layout=ipywidgets.Layout(width="140px"))
         detail.observe(self._detail_changed, names="value")
-        grouping = ipywidgets.Dropdown(options=[("grouped when large", "auto"), ("grouped", True), ("every op", False)],
-                                       value=self.grouped, layout=ipywidgets.Layout(width="170px"))
+        grouping = ipywidgets.Dropdown(options=[("grouped when large or tall", "auto"), ("grouped", True), ("every op", False)],
+                                       value=self.grouped, layout=ipywidgets.Layout(width="210px"))
         grouping.observe(self._grouping_changed, names="value")
         back = ipywidgets.Button(layout=ipywidgets.Layout(width="auto", align_self="flex-start"),
                                  tooltip="show the calling graph again")

@@ -9,6 +9,8 @@ from typing import Any, Iterable
 
 import numpy as np
 
+from workbench.export.opening import SCREEN_WIDTH
+
 # Colours, names and units live in visual_language.json, which the JupyterLab extension reads too.
 VISUAL = json.loads((Path(__file__).parent / "visual_language.json").read_text(encoding="utf-8"))
 
@@ -129,8 +131,9 @@ TEMPLATE: dict[str, dict] = dict(data=dict(bar=[dict(marker=dict(line=dict(color
                             shapedefaults=dict(line=dict(color=_INK))))
 
 
-# The notebook output area the pictures are laid out for: node sizes and label cuts fit it whole.
-PICTURE_WIDTH = 960
+# The notebook output area the pictures are laid out for: node sizes and label cuts fit it whole. It is the width
+# at which the export judges whether a graph's picture is taller than a screen (``export.opening``).
+PICTURE_WIDTH = SCREEN_WIDTH
 # Pixels above a title that should lie under plotly's tool bar (drawn in a picture's top right corner while the
 # pointer is over it): a long title in a narrow output reaches that corner.
 TITLE_UNDER_TOOLBAR = 44

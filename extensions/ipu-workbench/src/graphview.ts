@@ -7,6 +7,7 @@
  * layout asked for is drawn. The canvas is `aria-busy` meanwhile.
  */
 import { Details } from './details.js';
+import type { GraphOpening } from './generated/document.js';
 import { button, clear, el, svg } from './dom.js';
 import { arrange, fitsElk } from './elklayout.js';
 import { buildLayout, countNodes, foldedLines, GraphLayout, LayoutEdge, LayoutEngine, LayoutNode, MAX_DEPTH, NODE_HEIGHT, nodeKey, placeInLayers,
@@ -40,6 +41,8 @@ export class GraphView {
   private readonly searchBox: HTMLInputElement;
   private readonly status: HTMLElement;
   private readonly expandMatches: HTMLButtonElement;
+  /** Back to the grouped picture a graph opens with, once every op of it was drawn on request. */
+  private readonly regroup: HTMLButtonElement;
   private readonly canvas: HTMLElement;
   private readonly note: HTMLElement;
   private readonly widths: TextWidth;
@@ -73,6 +76,12 @@ export class GraphView {
     this.searchBox.addEventListener('input', () => this.search(this.searchBox.value));
     this.status = el(doc, 'span', 'ipu-wb-search-status');
     this.expandMatches = button(doc, 'expand to matches', 'ipu-wb-expand-matches', () => this.expandToMatches());
+    this.regroup = button(doc, 'show grouped', 'ipu-wb-show-grouped', () => {
+      this.drawLarge = false;
+      this.expanded.clear();
+      this.redraw();
+    });
+    this.regroup.hidden = true;
     this.canvas = el(doc, 'div', 'ipu-wb-canvas');
     this.note = el(doc, 'span', 'ipu-wb-layout-note');
     this.widths = labelWidths(doc);
@@ -84,7 +93,7 @@ export class GraphView {
       button(doc, 'expand all', 'ipu-wb-expand-all', () => this.expandAll()),
       button(doc, 'collapse all', 'ipu-wb-collapse-all', () => this.collapseAll()),
       el(doc, 'label', 'ipu-wb-fit-label', [fit, 'fit width']),
-      this.searchBox, this.expandMatches, this.status, this.note
+      this.regroup, this.searchBox, this.expandMatches, this.status, this.note
     ]);
     this.node = el(doc, 'div', 'ipu-wb-graph-view', [toolbar, this.canvas]);
     const Observer = doc.defaultView?.ResizeObserver;
@@ -198,13 +207,18 @@ export class GraphView {
     }
     const generation = ++this.generation;
     const nodes = this.nodeCount(this.graphId, '', 0);
-    if (nodes > MAX_DRAWN_NODES && !this.drawLarge) {
+    const opens = this.expanded.size === 0 ? this.opening(this.graphId) : undefined;
+    this.regroup.hidden = !(this.drawLarge && this.opening(this.graphId)?.grouped);
+    if ((nodes > MAX_DRAWN_NODES || opens?.grouped) && !this.drawLarge) {
       const label = this.index.graphs.get(this.graphId)?.label ?? this.graphId;
       const picture = this.expanded.size === 0 ? this.grouped(this.graphId) : undefined;
       const count = nodes.toLocaleString('en');
+      const why = opens?.why === 'tall' && opens.rows !== null ?
+        `Graph ${label}: its ops one by one take ${opens.rows} rows, more than a screen holds` :
+        `Graph ${label} has ${count} ops and tensors`;
       this.replaceDrawing(el(this.doc, 'div', 'ipu-wb-large', [
-        picture ? `Graph ${label} has ${count} ops and tensors: shown grouped, as the Model tab shows it (click a group ` +
-          'to open it). Drawing every op takes the browser seconds. ' :
+        picture ? `${why}: shown grouped, as the Model tab shows it (click a group to open it). ` +
+          (opens?.why === 'tall' ? '' : 'Drawing every op takes the browser seconds. ') :
           `Graph ${label} has ${count} ops and tensors to draw, which can take the browser a while. `,
         button(this.doc, picture ? 'draw every op' : 'draw it', 'ipu-wb-draw-large', () => {
           this.drawLarge = true;
@@ -213,9 +227,11 @@ export class GraphView {
       ]), '');
       if (picture) {
         this.canvas.appendChild(picture);
+        this.canvas.setAttribute('data-opens', opens?.grouped ? opens.why : 'large');
       }
       return;
     }
+    this.canvas.removeAttribute('data-opens');
     const layout = buildLayout(this.index, this.graphId, this.expanded, this.widths);
     if (isShipped(layout)) {  // the layering the document ships: placed in milliseconds, wrapped to the output's width
       placeShipped(layout, this.measuredRoom());
@@ -380,6 +396,14 @@ export class GraphView {
     this.status.textContent = this.query === '' ? '' :
       `${shown} shown` + (hidden ? `, ${hidden} inside collapsed calls` : '');
     this.expandMatches.hidden = hidden === 0;
+  }
+
+  /**
+   * How the document says graph `graphId` opens (`grouped.graphs[].opens`, decided once by the Python side for
+   * the notebook and the extension alike): grouped, or op by op; undefined for a document without it.
+   */
+  private opening(graphId: string): GraphOpening | undefined {
+    return this.index.doc.grouped?.graphs.find(graph => graph.graph === graphId)?.opens;
   }
 
   private opMatches(op: OpRecord): boolean {

@@ -127,6 +127,9 @@ if (path) {
     const root = renderIr(dom.window.document.body, document);
     click(dom.window, root.querySelector('.ipu-wb-tab-graph'));
     await settled(root);
+    assert.equal(root.querySelector('.ipu-wb-graph-view .ipu-wb-canvas').getAttribute('data-opens'), 'large', 'its 181 ops open grouped');
+    root.querySelector('.ipu-wb-draw-large').click();
+    await settled(root);
     const svg = root.querySelector('.ipu-wb-graph-svg');
     assert.equal(svg.querySelectorAll('.ipu-wb-variable, .ipu-wb-constant').length, 0, 'no weight is a node of its own');
     const ops = [...svg.querySelectorAll('.ipu-wb-op')];

@@ -8,6 +8,7 @@ import plotly.graph_objects as go
 
 from ..dataflow import DataflowPicture, node_key
 from workbench.export.layered import Layout, layered_layout
+from workbench.export.opening import SCREEN_ROWS
 
 from .picture_frames import FramePlan, frame_plan, layer_pixels
 from .picture_folding import fold_wide_layers
@@ -17,7 +18,7 @@ from .picture_labels import MARGIN, Sizes, drawn_label
 from ..style import (CALL_OUTLINE, EDGE_COLOR, HIGHLIGHT, IN_SEQUENCE_COLOR, KIND_COLORS, OP_OUTLINE, PICTURE_WIDTH, TEMPLATE,
                      base_layout, count_of, ipu_color, text, text_array)
 
-VISIBLE_LAYERS = 16  # taller pictures open showing the top layers; pan or double-click for all
+VISIBLE_LAYERS = SCREEN_ROWS  # taller pictures open showing the top layers; pan or double-click for all
 ARROW_SIZE = 12  # plotly marker size (a triangle about 8 px wide): the arrowhead at the end of each edge, where it enters its head node
 ARROW_TRACE = "arrowheads"
 STUB = 0.25  # layers: an edge leaves and enters a node vertically over this height, clear of labels
