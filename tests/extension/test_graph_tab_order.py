@@ -29,7 +29,7 @@ def updates_and_their_all_reduces(ops):
 
 @pytest.mark.parametrize("width", [630, 960])
 def test_the_notebook_puts_each_update_under_its_all_reduce_in_the_graphs_order(program, width):
-    view = GraphView(program, live=False)
+    view = GraphView(program, grouped=False, live=False)  # op by op: it opens grouped, its optimizer one box
     view.fit(width)
     positions = view.layout.positions
     ops = [{"key": op_node_id(op), "type": op.type,

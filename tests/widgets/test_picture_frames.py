@@ -11,7 +11,7 @@ from workbench.widgets.style import PICTURE_WIDTH
 
 def test_frames_that_would_hold_another_node_go_round_their_members_markers_and_stop_every_label():
     (ir, graph), detail, *openers = PICTURES["transformer main graph, its forward call expanded"]()
-    view = GraphView(ir, graph=graph, detail=detail, live=False)
+    view = GraphView(ir, graph=graph, detail=detail, grouped=False, live=False)  # op by op, as it opens grouped
     for opens in openers:
         opens(view)
     picture = view.picture
