@@ -270,7 +270,7 @@ def _matching_ahead(types: list[str], period: int) -> list[int]:
 def _independent_units(ops: list[Op], period: int) -> int:
     """How many units of ``period`` ops from the start of ``ops`` (in graph order, so that a unit can read only
     from units before it) read no tensor another of them makes: those before the first that does."""
-    unit_of: dict[Op, int] = {}
+    unit_of: dict[Optional[Op], int] = {}  # a tensor with no producer maps to no unit
     for number in range(len(ops) // period):
         unit = ops[number * period:(number + 1) * period]
         if any(unit_of.get(tensor.producer) is not None for op in unit for tensor in op.inputs):
