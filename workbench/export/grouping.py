@@ -22,11 +22,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Optional
 
+from workbench.export.repeats import repeated_units
 from workbench.ir import Graph, Op
 
 MAX_ITEMS = 24  # boxes in one group's picture, beyond which it is split
-REPEAT_AT_LEAST = 4  # units of repeated structure worth folding into one group
-REPEAT_PERIOD = 6  # ops in one unit, at most
 UNITS_SIDE_BY_SIDE = 8  # units a repeat's picture holds, beyond which they go into runs (labelled by first and last)
 GATHER_ABOVE = 8  # scopes in one group beyond which those sharing a leading word are gathered
 _PARAMETER_WORD = re.compile(r"^(w|b|s|bn|rm|riv|weight|bias|gamma|beta|scale|mean|var|\d+)$", re.I)
@@ -206,7 +205,7 @@ def _open_lone_child(group: OpGroup, max_items: int) -> None:
 
 
 def _fold_repeats(group: OpGroup, orders: dict[Op, int]) -> None:
-    """Folds each run of ``REPEAT_AT_LEAST`` or more units of repeated structure among the ops of ``group``
+    """Folds each run of repeated structure (``repeats.repeated_units``) among the ops of ``group``
     (consecutive in the picture, no child group between them) into a "repeat" group of "unit" groups; a
     scope that is one run alone takes its units itself."""
     runs: list[list[Op]] = [[]]
@@ -215,7 +214,7 @@ def _fold_repeats(group: OpGroup, orders: dict[Op, int]) -> None:
             runs.append([])
         else:
             runs[-1].append(item)
-    folds = [fold for run in runs for fold in _repeats(run)]
+    folds = [fold for run in runs for fold in repeated_units(run)]
     if not folds:
         return
     if group.kind == "scope" and not group.children and len(folds) == 1 and len(folds[0][0]) * len(folds[0]) == \
@@ -232,51 +231,6 @@ def _fold_repeats(group: OpGroup, orders: dict[Op, int]) -> None:
             _adopt_units(box, units, orders)
             group.children.append(box)
     _count(group, orders)
-
-
-def _repeats(ops: list[Op]) -> list[list[list[Op]]]:
-    """The runs of repeated units in ``ops`` (in graph order), each a list of units: the longest runs first
-    found scanning from the start, a unit of at most ``REPEAT_PERIOD`` ops."""
-    types = [op.type for op in ops]
-    matching = {period: _matching_ahead(types, period) for period in range(1, REPEAT_PERIOD + 1)}
-    found = []
-    start = 0
-    while start < len(ops):
-        best: Optional[tuple[int, int]] = None  # (ops covered, period)
-        for period in range(1, REPEAT_PERIOD + 1):
-            units = 1 + matching[period][start] // period
-            if units >= REPEAT_AT_LEAST:
-                units = _independent_units(ops[start:start + units * period], period)
-            if units >= REPEAT_AT_LEAST and (best is None or units * period > best[0]):
-                best = units * period, period
-        if best is None:
-            start += 1
-            continue
-        covered, period = best
-        found.append([ops[at:at + period] for at in range(start, start + covered, period)])
-        start += covered
-    return found
-
-
-def _matching_ahead(types: list[str], period: int) -> list[int]:
-    """For each position i of ``types``, how many positions from i on in a row hold the same type as the one
-    ``period`` further on: units of ``period`` alike from i are 1 + that // ``period``."""
-    ahead = [0] * (len(types) + 1)
-    for at in range(len(types) - period - 1, -1, -1):
-        ahead[at] = ahead[at + 1] + 1 if types[at] == types[at + period] else 0
-    return ahead
-
-
-def _independent_units(ops: list[Op], period: int) -> int:
-    """How many units of ``period`` ops from the start of ``ops`` (in graph order, so that a unit can read only
-    from units before it) read no tensor another of them makes: those before the first that does."""
-    unit_of: dict[Optional[Op], int] = {}  # a tensor with no producer maps to no unit
-    for number in range(len(ops) // period):
-        unit = ops[number * period:(number + 1) * period]
-        if any(unit_of.get(tensor.producer) is not None for op in unit for tensor in op.inputs):
-            return number
-        unit_of.update((op, number) for op in unit)
-    return len(ops) // period
 
 
 def _repeat_label(units: list[list[Op]]) -> str:
