@@ -17,8 +17,10 @@ LONGEST_FIRST = ("test_tutorials_install.py", "extension", "autodiff")
 
 
 def _unit(path: Path) -> str:
-    """The first part of a test file's path below tests/: its folder, or its own name at the top."""
-    return path.resolve().relative_to(HERE).parts[0]
+    """The first part of a test file's path below tests/: its folder, or its own name at the top ('' for a
+    file elsewhere, such as a notebook collected beside the tests)."""
+    path = path.resolve()
+    return path.relative_to(HERE).parts[0] if path.is_relative_to(HERE) else ""
 
 
 def pytest_collection_modifyitems(items) -> None:
