@@ -8,7 +8,7 @@ say '∂ layer0.qkv (Gradient___ws_0)'.
 """
 from __future__ import annotations
 
-from typing import Mapping, Optional
+from typing import Iterable, Mapping, Optional
 
 from workbench.ir import Graph, Ir, Op, Tensor
 from workbench.ops.call_binding import call_bindings
@@ -19,14 +19,15 @@ GRADIENT_SUFFIX = "_grad"  # autodiff names the gradient graph of ``f`` ``f_grad
 GRADIENT_MARK = "∂\u00a0"  # with a no-break space: a wrapped label keeps the mark beside its name
 
 
-def gradient_sources(ir: Ir) -> dict[Tensor, Tensor]:
+def gradient_sources(ir: Ir, only: Optional[Iterable[Graph]] = None) -> dict[Tensor, Tensor]:
     """Each gradient tensor of ``ir`` (its name holds ``Gradient___``) whose forward tensor is found, mapped
-    to the tensor the program bound to it: a variable where the forward graph's call site binds one."""
+    to the tensor the program bound to it: a variable where the forward graph's call site binds one. With
+    ``only``, the gradients of those graphs alone (a picture of one graph names no others)."""
     call_sites = _call_sites(ir)
     graphs = {graph.name: graph for graph in ir.graphs}
     named: dict[Graph, dict[str, Tensor]] = {}  # each forward graph's tensors by name, made when first needed
     sources = {}
-    for graph in ir.graphs:
+    for graph in (ir.graphs if only is None else only):
         for tensor in graph.device_tensors:
             if GRADIENT_PREFIX in tensor.name:
                 source = _source(tensor, call_sites, graphs, named)
@@ -49,6 +50,28 @@ def gradient_name(tensor: Tensor, sources: Mapping[Tensor, Tensor]) -> str:
     the short form, for a list that gathers names (``name_ranges``)."""
     label = gradient_label(tensor, sources)
     return label if label == tensor.name else f"{GRADIENT_MARK}{sources[tensor].name}"
+
+
+def gradient_short_name(tensor: Tensor, sources: Mapping[Tensor, Tensor]) -> str:
+    """What a label with little room calls ``tensor``: '∂ layer0.qkv' as ``gradient_name`` has it, else a
+    gradient named by its forward tensor alone ('∂ relu_2' for 'Gradient___relu_2'), else its name."""
+    name = gradient_name(tensor, sources)
+    if name == tensor.name and name.startswith(GRADIENT_PREFIX):
+        return GRADIENT_MARK + name[len(GRADIENT_PREFIX):]
+    return name
+
+
+def gradient_title(tensor: Tensor, sources: Mapping[Tensor, Tensor]) -> str:
+    """``gradient_short_name`` followed by the tensor's own name where they differ, '∂ relu_2
+    (Gradient___relu_2)': the long form, for a hover that a search by either name should agree with."""
+    short = gradient_short_name(tensor, sources)
+    return short if short == tensor.name else f"{short} ({tensor.name})"
+
+
+def name_matches(needle: str, name: str) -> bool:
+    """Whether ``needle`` (lower case) is in ``name``, either's no-break spaces read as spaces: '∂ w0' as typed
+    finds the label '∂ W0', whose mark is followed by a no-break space."""
+    return needle.replace("\u00a0", " ") in name.lower().replace("\u00a0", " ")
 
 
 def _call_sites(ir: Ir) -> dict[Graph, list[tuple[Op, object]]]:

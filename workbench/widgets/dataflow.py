@@ -18,8 +18,9 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from typing import Iterable, Optional, Sequence, Union
+from typing import Iterable, Mapping, Optional, Sequence, Union
 
+from workbench.analysis.gradient_names import gradient_short_name, gradient_title, name_matches
 from workbench.export.call_sites import CallSite, call_sites
 from workbench.export.graph_data import op_node_id, tensor_node_id
 from workbench.export.grouping import OpGroup
@@ -29,7 +30,7 @@ from workbench.export.opening import GROUPED_OPS
 from workbench.ir import Graph, Op, Tensor
 from workbench.ops.registry import op_def, op_types
 
-from .dataflow_detail import adopt_sources, bundle_call_edges, contract_tensors
+from .dataflow_detail import adopt_sources, bundle_call_edges, contract_tensors, name_gradients
 from .style import count_of, format_bytes, text
 
 FULL_DETAIL_NODES = 60  # "auto" draws every tensor while ops and tensors are at most this many, then ops only
@@ -51,6 +52,7 @@ class PictureNode:
     is_graph_output: bool = False
     expanded: bool = False
     sites: tuple[CallSite, ...] = ()
+    gradients: Optional[Mapping[Tensor, Tensor]] = None  # what each gradient is of (``gradient_sources``)
 
     @property
     def caption(self) -> str:
@@ -67,11 +69,12 @@ class PictureNode:
         """Details for the hover box, as plotly markup with the names escaped (made when drawn: most
         tensors of a large graph never are). ``label`` is plain text."""
         item = self.item
+        gradients = self.gradients or {}
         if isinstance(item, Op):
-            return _op_hover(item, self.sites)
+            return _op_hover(item, self.sites, gradients)
         if isinstance(item, OpGroup):
             return _group_hover(item)
-        return _tensor_hover(item, self.category)
+        return _tensor_hover(item, self.category, gradients)
 
 
 @dataclass(slots=True)
@@ -100,7 +103,8 @@ class DataflowPicture:
         return sum(1 for node in self.nodes.values() if node.kind == "op")
 
     def find(self, text: str) -> list[str]:
-        """Keys of the nodes whose op name, op type or tensor name contains ``text`` (any case)."""
+        """Keys of the nodes whose op name, op type, tensor name or label contains ``text`` (any case): a gradient
+        is found by its own name and by what it is the gradient of ('∂ W0')."""
         needle = text.strip().lower()
         if not needle:
             return []
@@ -108,8 +112,8 @@ class DataflowPicture:
         for key, node in self.nodes.items():
             item = node.item
             names = ((item.name, item.type) if isinstance(item, Op) else
-                     (item.label,) if isinstance(item, OpGroup) else (item.name,))
-            if any(needle in name.lower() for name in names):
+                     (item.label,) if isinstance(item, OpGroup) else (item.name, node.label))
+            if any(name_matches(needle, name) for name in names):
                 found.append(key)
         inside = {self.homes[op] for op in self.homes if needle in op.name.lower() or needle in op.type.lower()}
         return found + [key for key in self.nodes if key in inside and key not in found]
@@ -152,6 +156,7 @@ def dataflow_picture(graph: Graph, expanded: Iterable[tuple[Op, ...]] = (), deta
         picture.edges = [edge for edge in picture.edges if edge not in builder.weights_entering]
         contract_tensors(picture)
         bundle_call_edges(picture)
+    name_gradients(picture)
     return picture
 
 
@@ -314,13 +319,13 @@ def _op_label(op: Op, sites: list[CallSite], expanded: bool) -> str:
     return f"{marker} {op.type} {' | '.join(site.callee.label for site in sites)}"
 
 
-def _op_hover(op: Op, sites: Sequence[CallSite]) -> str:
+def _op_hover(op: Op, sites: Sequence[CallSite], gradients: Mapping[Tensor, Tensor]) -> str:
     lines = [f"<b>{text(op.type)}</b> {text(op.name)}",
              f"IPU {op.ipu}" + (f", {text(op.tile_set)} tiles" if op.tile_set != "compute" else "")]
     for label, tensors in (("in", op.inputs), ("out", op.outputs)):
         for index, tensor in enumerate(tensors):
             written = " (written in place)" if label == "in" and index in op.modified else ""
-            lines.append(f"{label}[{index}] {text(tensor.name)}: {text(tensor.spec)}{written}")
+            lines.append(f"{label}[{index}] {text(gradient_title(tensor, gradients))}: {text(tensor.spec)}{written}")
     for name, value in op.attrs.items():
         if name not in ("graph_inputs", "then_inputs", "else_inputs", "spec") and value is not None:
             shown = getattr(value, "label", None) or getattr(value, "name", None) or repr(value)
@@ -343,9 +348,12 @@ def _group_hover(group: OpGroup) -> str:
     return "<br>".join(lines)
 
 
-def _tensor_hover(tensor: Tensor, category: str) -> str:
+def _tensor_hover(tensor: Tensor, category: str, gradients: Mapping[Tensor, Tensor]) -> str:
+    """A tensor's name (a gradient's readable name, then its own), type, kind, producer and readers."""
     kind = {"input": "graph input"}.get(category, category)
-    lines = [f"<b>{text(tensor.name)}</b>", f"{text(tensor.spec)}  ({format_bytes(tensor.nbytes)})",
+    short = gradient_short_name(tensor, gradients)
+    name = f"<b>{text(short)}</b>" + (f" ({text(tensor.name)})" if short != tensor.name else "")
+    lines = [name, f"{text(tensor.spec)}  ({format_bytes(tensor.nbytes)})",
              f"{kind}, IPU {tensor.ipu}"]
     if tensor.producer is not None:
         lines.append(f"made by {text(tensor.producer.name)}")

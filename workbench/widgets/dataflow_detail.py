@@ -1,10 +1,14 @@
 """What a graph picture draws of its tensors: at the "ops" level of detail the hidden tensors are contracted into
 the edges between ops, and an expanded body is entered at its top and left at its bottom; in a grouped picture,
-a graph input read only inside an opened group is drawn in that group's frame."""
+a graph input read only inside an opened group is drawn in that group's frame; a gradient is labelled by what it
+is the gradient of."""
 from __future__ import annotations
 
 from collections import defaultdict
 from typing import TYPE_CHECKING
+
+from workbench.analysis.gradient_names import GRADIENT_PREFIX, gradient_short_name, gradient_sources
+from workbench.ir import Op, Tensor
 
 if TYPE_CHECKING:
     from .dataflow import DataflowPicture, PictureNode
@@ -85,6 +89,19 @@ def bundle_call_edges(picture: DataflowPicture) -> None:
         last = [tail for tail in tails if tail not in feeds] or [max(tails, key=order.__getitem__)]
         kept.extend((tail, head, "exit") for tail in last)
     picture.edges = kept
+
+
+def name_gradients(picture: DataflowPicture) -> None:
+    """Labels a gradient by what it is the gradient of, '∂ W0' rather than 'Gradient___ws_0' (and each node's
+    hover says both names): found for the graphs drawn only, and only where one of them holds a gradient."""
+    graphs = {node.item.graph for node in picture.nodes.values() if isinstance(node.item, (Op, Tensor))}
+    if not any(GRADIENT_PREFIX in tensor.name for graph in graphs for tensor in graph.device_tensors):
+        return
+    sources = gradient_sources(picture.graph.ir, graphs)
+    for node in picture.nodes.values():
+        node.gradients = sources
+        if isinstance(node.item, Tensor):
+            node.label = gradient_short_name(node.item, sources)
 
 
 def _hidden(node: PictureNode) -> bool:

@@ -7,7 +7,7 @@ from typing import Any, Callable, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
-from workbench.analysis.gradient_names import gradient_label, gradient_sources
+from workbench.analysis.gradient_names import gradient_sources, gradient_title, name_matches
 from workbench.ir import Op, Tensor
 
 from .style import count_of, text
@@ -43,11 +43,12 @@ class LiveRow:
 
 def live_rows(stop: Any, sources: Mapping[Tensor, Tensor] = MappingProxyType({})) -> list[LiveRow]:
     """The rows of the live-tensor table at ``stop`` (a ``Stop``), outermost graph first; a gradient whose
-    source is in ``sources`` (``gradient_sources``) named by it: '∂ layer0.qkv (Gradient___ws_0)'."""
+    source is in ``sources`` (``gradient_sources``) named by it, any other by the tensor it is the gradient of,
+    then by its own name: '∂ layer0.qkv (Gradient___ws_0)', '∂ relu (Gradient___relu)' (``gradient_title``)."""
     if stop is None:
         return []
     inputs = set(stop.op.inputs) if stop.op is not None else set()
-    return [LiveRow(gradient_label(live.tensor, sources), live.graph.label, f"{live.tensor.dtype.name}{list(live.tensor.shape)}",
+    return [LiveRow(gradient_title(live.tensor, sources), live.graph.label, f"{live.tensor.dtype.name}{list(live.tensor.shape)}",
                     live.tensor in inputs, tuple(None if value is None else value_text(value) for value in live.values))
             for live in stop.live]
 
@@ -97,9 +98,10 @@ MADE_NAMES_LISTED = 6  # outputs of the next op named (a call's may be dozens)
 def table_html(rows: Sequence[LiveRow], replicas: int, filter_text: str = "", made_next: Sequence[str] = (),
                graph: str = "") -> str:
     """The live tensors as HTML, every name escaped: first the next op's inputs with their values in every
-    replica (and the outputs it will make), then the other live tensors collapsed to their names; those whose
-    name or graph contains ``filter_text`` are shown with their values (at most ``OTHER_ROWS_SHOWN``). A tensor
-    of another graph than ``graph`` (the next op's) says which."""
+    replica (and the outputs it will make, ``made_next``, named as the rows are), then the other live tensors
+    collapsed to their names; those whose name or graph contains ``filter_text`` are shown with their values (at
+    most ``OTHER_ROWS_SHOWN``): a gradient is found by its own name and by what it is of. A tensor of another graph
+    than ``graph`` (the next op's) says which."""
     if not rows and not made_next:
         return "<p><i>no live tensors</i></p>"
     head = "".join(f"<th style='{CELL_STYLE}'>{text(h)}</th>"
@@ -120,7 +122,7 @@ def table_html(rows: Sequence[LiveRow], replicas: int, filter_text: str = "", ma
                      f"{text(', '.join(made_next[:MADE_NAMES_LISTED]))}{more}</p>")
     needle = filter_text.strip().lower()
     if needle:
-        picked = [row for row in others if needle in row.name.lower() or needle in row.graph.lower()]
+        picked = [row for row in others if name_matches(needle, row.name) or name_matches(needle, row.graph)]
         more = f", the first {OTHER_ROWS_SHOWN} shown" if len(picked) > OTHER_ROWS_SHOWN else ""
         parts.append(f"<p style='margin:4px 0'><b>{count_of(len(picked), 'other live tensor')} matching "
                      f"{text(filter_text.strip())!r}</b>{more}</p>")
@@ -208,10 +210,15 @@ class SessionStepperView:
         return "not started" if self.stop is None else self.stop.status
 
     @property
-    def rows(self) -> list[LiveRow]:
-        if self._gradient_sources is None:  # the session's Ir no longer changes: found once
+    def gradient_sources(self) -> dict[Tensor, Tensor]:
+        """What each gradient of the session's Ir is the gradient of, found once: that Ir no longer changes."""
+        if self._gradient_sources is None:
             self._gradient_sources = gradient_sources(self.ir)
-        return live_rows(self.stop, self._gradient_sources)
+        return self._gradient_sources
+
+    @property
+    def rows(self) -> list[LiveRow]:
+        return live_rows(self.stop, self.gradient_sources)
 
     # ----- commands (what the buttons call) -----
     def step(self):
@@ -308,7 +315,7 @@ class SessionStepperView:
         if self.stop is not None and self.stop.status == "finished":
             return outputs_html(self._stepper.outputs if self._stepper is not None else {})
         op = self.stop.op if self.stop is not None else None
-        made = [t.name for t in op.outputs] if op is not None else []
+        made = [gradient_title(t, self.gradient_sources) for t in op.outputs] if op is not None else []
         return table_html(self.rows, self.ir.replication_factor, self.filter_text, made,
                           op.graph.label if op is not None else "")
 
