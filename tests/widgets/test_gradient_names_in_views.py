@@ -6,6 +6,7 @@ from widget_programs import trace
 from workbench.widgets import GraphView
 from workbench.widgets.dataflow import dataflow_picture
 from workbench.widgets.stepper_view import SessionStepperView
+from workbench.widgets.style import fitted_words
 
 MARK = "∂\u00a0"
 
@@ -72,3 +73,10 @@ def test_the_stepper_filter_finds_a_gradient_by_either_name():
             html = view.values_html()
             assert "1 other live tensor matching" in html and f"{MARK}b1 (Gradient___ws_3)" in html
         view.close()
+
+
+def test_a_caption_is_cut_after_a_word_only_where_that_keeps_eight_characters_or_all_the_room_allows():
+    # the gradient graph's shorter labels leave its ops less room: 'sum axis=(0,)' had been cut to 'sum…'
+    assert fitted_words("sum axis=(0,)", 10) == "sum axis=…"
+    assert fitted_words("sum axis=(0,)", 6) == "sum…"
+    assert fitted_words("transpose (1,0,2)", 12) == "transpose…"

@@ -61,6 +61,9 @@ def text(value: Any) -> str:
     return html.escape(str(value), quote=False)
 
 
+MIN_CUT = 8  # characters a label cut after a word keeps, where it has room for them
+
+
 def fitted(label: str, room: int) -> str:
     """``label`` cut to ``room`` characters, the cut marked by an ellipsis."""
     return label if len(label) <= room else label[:max(room - 1, 0)] + "…"
@@ -84,12 +87,14 @@ def fitted_name(name: str, room: int) -> str:
 
 def fitted_words(caption: str, room: int) -> str:
     """``caption`` cut to ``room`` characters after its last whole word that fits (``transpose…`` rather than
-    ``transpose (1,…``), or where it must."""
+    ``transpose (1,…``), or where it must; but never to fewer than ``MIN_CUT`` characters where ``room`` holds
+    them (``sum axis=…`` rather than ``sum…``)."""
     if len(caption) <= room:
         return caption
     kept = caption[:max(room - 1, 0)]
     space = kept.rfind(" ")
-    return (kept[:space].rstrip(" ·") if space >= 3 else kept) + "…"
+    words = kept[:space].rstrip(" ·") if space >= 3 else kept
+    return (words if room < MIN_CUT or len(words) + 1 >= MIN_CUT else kept) + "…"
 
 
 def count_of(number: int, noun: str) -> str:
