@@ -446,3 +446,29 @@ def test_intermediates_thin_on_a_scale_of_weights_get_their_peak_in_the_panels_t
 
     ipu1 = LivenessView(transformer(layers=2)[0], live=False).figure.layout.annotations[1].text
     assert ipu1.startswith("IPU 1") and "intermediates: peak" not in ipu1  # its intermediates fill its scale
+
+
+def gradient_store_program():
+    """A training step that stores the gradient of its weight to Streaming Memory: the stored tensor is the
+    gradient graph's output, which popxl names after the forward graph's input ('Gradient___ws_0')."""
+    from popxl.transforms import autodiff
+
+    ir = popxl.Ir()
+    with ir.main_graph:
+        w = popxl.variable(np.ones((4, 4), np.float32), name="layer0.w")
+        x_stream = popxl.h2d_stream((2, 4), popxl.float32, name="x")
+        x = ops.host_load(x_stream)
+        forward = ir.create_graph(lambda x, *ws: ops.mean(ops.gelu(x @ ws[0])), x, w)
+        info = autodiff(forward, grads_required=forward.inputs[1:])
+        site = ops.call_with_info(forward, x, w)
+        (gradient,) = ops.call(info.graph, popxl.constant(1.0, popxl.float32), inputs_dict=info.inputs_dict(site))
+        buffer = popxl.remote_buffer((4, 4), popxl.float32, entries=1)
+        ops.remote_store(buffer, 0, gradient)
+    return ir
+
+
+def test_a_stored_gradients_transfer_mark_says_whose_gradient_it_is():
+    ir = gradient_store_program()
+    figure = LivenessView(ir, live=False).figure
+    (mark,) = [t for t in figure.data if (t.meta or {}).get("kind") == "remote_store"]
+    assert mark.hovertext[0].endswith("<br>stored to Streaming Memory: ∂\u00a0layer0.w (Gradient___ws_0) (64 B)")

@@ -9,10 +9,10 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from workbench.analysis.code_size import graph_code_bytes
-from workbench.analysis.gradient_names import gradient_sources
+from workbench.analysis.gradient_names import gradient_label, gradient_sources
 from workbench.analysis.memory import StreamingTransfer
 from workbench.analysis.tensor_liveness import TensorLiveness
-from workbench.ir import Graph
+from workbench.ir import Graph, Tensor
 
 from ..style import (ALWAYS_LIVE_COLOR, CAPACITY_COLOR, CURRENT_COLOR, HIGHLIGHT, KIND_COLORS, SCHEDULE_COLORS, TEMPLATE,
                      base_layout, binary_ticks, format_bytes, text)
@@ -106,7 +106,8 @@ def liveness_figure(liveness: TensorLiveness, capacity: Mapping[int, int], marke
                 customdata=to_edges(drawn), hoverlabel=dict(namelength=0), **hover, meta=dict(ipu=ipu, kind=kind, **hover_lines)),
                 row=row, col=1)
         peak = max(stacked[ipu], default=0)
-        _add_transfers(figure, liveness, [t for t in transfers if t.ipu == ipu], stacked[ipu], row, first=row == 1)
+        _add_transfers(figure, liveness, [t for t in transfers if t.ipu == ipu], stacked[ipu], row, first=row == 1,
+                       sources=sources)
         cap = capacity[ipu]
         figure.add_trace(go.Scatter(
             x=[-0.5, max(len(steps) - 0.5, 0.5)], y=[cap, cap], mode="lines", name="device capacity",
@@ -231,8 +232,9 @@ TRANSFER_LOOKS = {"load": ("loaded from Streaming Memory", "triangle-down"),
 
 
 def _add_transfers(figure: go.Figure, liveness: TensorLiveness, transfers: Sequence[StreamingTransfer],
-                   stacked: Sequence[int], row: int, first: bool) -> None:
-    """A marker on top of the memory at each remote load and store of this IPU, the tensor in its hover."""
+                   stacked: Sequence[int], row: int, first: bool, sources: Mapping[Tensor, Tensor]) -> None:
+    """A marker on top of the memory at each remote load and store of this IPU, the tensor in its hover (a
+    gradient named by what it is the gradient of, as the memory's own hovers name it)."""
     for direction, (name, symbol) in TRANSFER_LOOKS.items():
         chosen = [t for t in transfers if t.direction == direction]
         if not chosen:
@@ -241,8 +243,8 @@ def _add_transfers(figure: go.Figure, liveness: TensorLiveness, transfers: Seque
             x=[t.step for t in chosen], y=[stacked[t.step] for t in chosen], mode="markers", name=name,
             legendgroup=direction, showlegend=first,
             marker=dict(symbol=symbol, size=9, color=SCHEDULE_COLORS["remote"], line=dict(width=1, color="#262626")),
-            hovertext=[f"<b>{step_description(liveness, t.step)}</b><br>{name}: {text(t.tensor.name)} "
-                       f"({format_bytes(t.nbytes)})" for t in chosen],
+            hovertext=[f"<b>{step_description(liveness, t.step)}</b><br>{name}: "
+                       f"{text(gradient_label(t.tensor, sources))} ({format_bytes(t.nbytes)})" for t in chosen],
             hoverinfo="text", customdata=[t.step for t in chosen], meta=dict(kind=f"remote_{direction}")),
             row=row, col=1)
 
