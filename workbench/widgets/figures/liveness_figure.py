@@ -21,9 +21,9 @@ from .liveness_hover import (KIND_OF, changing_steps, intermediates_block, inter
 
 KINDS = ("variables", "constants", "intermediates", "code")  # stacking order, bottom first
 PANEL_GAP = 56  # pixels between panels: the upper axis, then the lower panel's title
-# At most this many steps drawn per panel, more go by the peak of each span: a panel is under 800 pixels wide in
-# a notebook's output, so more points could be told apart neither by eye nor by the pointer, and each costs its
-# hover over the comm (the 10,003 steps of a wide program sent 476 KB drawn one point per 5 steps)
+# At most this many steps drawn per panel, more go by the peak of each span: a panel is 400 to 1,050 pixels wide
+# in a notebook's output (in a 630- to 1280-pixel window), so more points could hardly be told apart by eye or by
+# the pointer, and each costs its hover over the comm (a 10,003-op program sent 476 KB at one point per 5 steps)
 DRAWN_STEPS = 800
 
 
