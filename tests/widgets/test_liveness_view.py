@@ -125,17 +125,18 @@ def test_a_gradient_in_a_hover_says_which_variable_it_is_the_gradient_of():
     assert not any("<br>Gradient___ws_" in hover for hover in hovers)  # every weight's gradient is named
 
 
-def test_the_transformers_memory_crosses_the_comm_in_under_160_kb_with_every_steps_hover_intact():
-    """427 KB when each point carried its whole hover (440 KB over the comm in show()): now each line of live
-    tensors is written once and named by index, a kind's bytes that never change are said once, and steps
-    where nothing changes have no point (143 KB, gradients named by their variables)."""
+def test_the_transformers_memory_crosses_the_comm_in_under_140_kb_with_every_steps_hover_intact():
+    """427 KB when each point carried its whole hover (440 KB over the comm in show()): now each run of lines
+    of live tensors that points share is written once and named by index (a line of one point only is written
+    in its template), a kind's bytes that never change are said once, and steps where nothing changes have no
+    point (127 KB, gradients named by their variables)."""
     from real_programs import transformer
     from workbench.widgets.figure_canvas import figure_json
     from workbench.widgets.figures.liveness_hover import intermediates_block
 
     ir, _ = transformer()
     view = LivenessView(ir, live=False)
-    assert len(json.dumps(figure_json(view.figure))) < 160_000
+    assert len(json.dumps(figure_json(view.figure))) < 140_000
     sources = gradient_sources(ir)
     for ipu in (0, 1):
         drawn = trace(view.figure, "intermediates", ipu=ipu)
@@ -214,10 +215,13 @@ def test_clicking_a_step_selects_its_op_and_marks_its_steps():
     assert marked == [step.index for step in flat if step.op is add_step.op] and len(marked) == 2
 
 
-def test_a_2000_op_graph_has_one_point_per_step():
-    ir, _, _ = chain(2000)
+def test_a_graph_of_as_many_steps_as_a_panel_draws_has_one_point_per_step():
+    from workbench.widgets.figures.liveness_figure import DRAWN_STEPS
+
+    ir, _, _ = chain(DRAWN_STEPS)
     view = LivenessView(ir, live=False)
-    assert len(trace(view.figure, "intermediates", ipu=0).x) == 2000 + 2  # each step changes; and one at each end
+    assert len(view.liveness.flat) == DRAWN_STEPS
+    assert len(trace(view.figure, "intermediates", ipu=0).x) == DRAWN_STEPS + 2  # each step changes; one at each end
 
 
 def test_more_steps_than_a_panel_can_show_are_drawn_by_the_peak_of_each_span_so_the_figure_stays_small():
@@ -238,6 +242,76 @@ def test_more_steps_than_a_panel_can_show_are_drawn_by_the_peak_of_each_span_so_
     assert point_hover(drawn, 1).startswith(f"<b>step {steps[0]}:")  # its hover is that step's
     assert "each point is the step of most memory of its span of 3 steps" in figure.layout.title.text
     assert len(figure.to_json()) < 1_500_000
+
+
+def spiked_chain(count: int, spike: int):
+    """``count`` tanhs of float32[4], but the one at ``spike`` is 64 copies of its input concatenated (1 KiB,
+    live for two steps), of which it keeps the first: a spike of memory a span's other steps do not have."""
+    ir = popxl.Ir()
+    with ir.main_graph:
+        x_stream = popxl.h2d_stream([4], popxl.float32, name="x")
+        x = ops.host_load(x_stream)
+        for index in range(count):
+            x = ops.concat([x] * 64, axis=0)[:4] if index == spike else ops.tanh(x)
+        y_stream = popxl.d2h_stream(x.shape, x.dtype, name="y")
+        ops.host_store(y_stream, x)
+    return ir, x_stream, y_stream
+
+
+def assert_the_peak_is_drawn_and_marked(view) -> int:
+    """The star on each panel stands at the step and bytes of the analysis's largest stack of what is drawn
+    (code left out here), the stacked areas reach those bytes at a point of that step, and the title names it.
+    Returns IPU 0's peak step."""
+    kinds = [kind for kind in ("variables", "constants", "intermediates", "code")
+             if [t for t in view.figure.data if t.name == kind and (t.meta or {}).get("ipu") == 0]]
+    for row, ipu in enumerate(view.liveness.ipus):
+        stacked = [sum(getattr(record, kind) for kind in kinds) for record in view.liveness.steps[ipu]]
+        step = max(range(len(stacked)), key=stacked.__getitem__)
+        (star,) = [t for t in view.figure.data if t.name == "peak" and t.xaxis == ("x" if row == 0 else f"x{row + 1}")]
+        assert (list(star.x), list(star.y), list(star.customdata)) == ([step], [stacked[step]], [step])
+        drawn = trace(view.figure, "intermediates", ipu=ipu)
+        point = list(drawn.customdata[1:-1]).index(step) + 1  # past the point at -0.5, which repeats the first
+        assert drawn.x[point] == step
+        assert sum(trace(view.figure, kind, ipu=ipu).y[point] for kind in kinds) == stacked[step]
+        assert f" at step {view.report.ipu(ipu).peak_step} " in view.figure.layout.annotations[row].text
+    return max(range(len(view.liveness.steps[0])), key=lambda s: view.liveness.steps[0][s].total)
+
+
+def test_the_peak_of_a_span_of_steps_drawn_as_one_point_is_drawn_exactly_and_marked():
+    from workbench.widgets.figures.liveness_figure import DRAWN_STEPS
+
+    count = 3 * DRAWN_STEPS
+    ir, x_stream, y_stream = spiked_chain(count, spike=count // 2)
+    data = np.linspace(-1, 1, 4, dtype=np.float32)
+    with popxl.Session(ir, "ipu_model") as session:
+        expected = data
+        for _ in range(count - 1):
+            expected = np.tanh(expected)
+        np.testing.assert_allclose(session.run({x_stream: data})[y_stream], expected, rtol=1e-5)
+    view = LivenessView(ir, live=False)
+    span = -(-len(view.liveness.flat) // DRAWN_STEPS)
+    peak = assert_the_peak_is_drawn_and_marked(view)
+    assert span == 4 and peak % span != 0  # not the first step of its span, which a stride would draw
+    assert view.liveness.steps[0][peak].intermediates > 64 * 16  # the concatenation's KiB
+    star = trace(view.figure, "peak")
+    assert star.hovertext[0].startswith(f"<b>step {peak}: concat ") and star.hovertext[0].endswith(
+        f"<br>peak of the tensors: {format_bytes(star.y[0])}")
+
+
+def test_the_memory_of_a_10003_op_program_crosses_the_comm_in_under_150_kb_with_its_peak_intact():
+    """476 KB when every fifth step of its 10,003 was drawn, each line of its hover named by index: now at most
+    DRAWN_STEPS points (more than a panel has pixels), each about 130 B of hover (its step, op and the 3 tensors
+    live there, a line no other point shows written in place) and 20 B of x, y and click key in three traces,
+    under 3 KB of layout: 138 KB."""
+    from real_programs import wide_program
+    from workbench.widgets.figure_canvas import figure_json
+    from workbench.widgets.figures.liveness_figure import DRAWN_STEPS
+
+    view = LivenessView(wide_program(), live=False)
+    assert len(view.liveness.flat) == 10_003
+    assert len(json.dumps(figure_json(view.figure))) < 150_000
+    assert len(trace(view.figure, "intermediates", ipu=0).x) <= DRAWN_STEPS + 2
+    assert_the_peak_is_drawn_and_marked(view)
 
 
 def test_memory_ticks_are_binary_like_the_titles():
@@ -446,3 +520,39 @@ def test_intermediates_thin_on_a_scale_of_weights_get_their_peak_in_the_panels_t
 
     ipu1 = LivenessView(transformer(layers=2)[0], live=False).figure.layout.annotations[1].text
     assert ipu1.startswith("IPU 1") and "intermediates: peak" not in ipu1  # its intermediates fill its scale
+
+
+def gradient_store_program():
+    """A training step that stores the gradient of its weight to Streaming Memory: the stored tensor is the
+    gradient graph's output, which popxl names after the forward graph's input ('Gradient___ws_0')."""
+    from popxl.transforms import autodiff
+
+    ir = popxl.Ir()
+    with ir.main_graph:
+        w = popxl.variable(np.ones((4, 4), np.float32), name="layer0.w")
+        x_stream = popxl.h2d_stream((2, 4), popxl.float32, name="x")
+        x = ops.host_load(x_stream)
+        forward = ir.create_graph(lambda x, *ws: ops.mean(ops.gelu(x @ ws[0])), x, w)
+        info = autodiff(forward, grads_required=forward.inputs[1:])
+        site = ops.call_with_info(forward, x, w)
+        (gradient,) = ops.call(info.graph, popxl.constant(1.0, popxl.float32), inputs_dict=info.inputs_dict(site))
+        buffer = popxl.remote_buffer((4, 4), popxl.float32, entries=1)
+        ops.remote_store(buffer, 0, gradient)
+    return ir
+
+
+def test_a_stored_gradients_transfer_mark_says_whose_gradient_it_is():
+    ir = gradient_store_program()
+    figure = LivenessView(ir, live=False).figure
+    (mark,) = [t for t in figure.data if (t.meta or {}).get("kind") == "remote_store"]
+    assert mark.hovertext[0].endswith("<br>stored to Streaming Memory: ∂\u00a0layer0.w (Gradient___ws_0) (64 B)")
+
+
+def test_lines_that_neighbouring_hovers_show_side_by_side_are_named_as_one_run():
+    from workbench.widgets.figures.liveness_hover import shared_runs
+
+    blocks = [["64 B", "a", "b", "c"], ["64 B", "a", "b", "d"], ["96 B", "a", "b", "d"], ["96 B", "e"]]
+    # a pair stays together where the blocks on both sides have it side by side too
+    assert shared_runs(blocks) == [["64 B<br>a<br>b", "c"], ["64 B", "a<br>b", "d"], ["96 B", "a", "b", "d"],
+                                   ["96 B", "e"]]
+    assert ["<br>".join(runs) for runs in shared_runs(blocks)] == ["<br>".join(block) for block in blocks]

@@ -15,10 +15,12 @@ class LivenessView(View):
     """Bytes of tile memory live at each step of ``analysis.flattened_schedule``, per IPU, stacked by
     variables, constants, intermediates and code, against the device's capacity; hovering a step lists
     its live tensors; each IPU's title gives its Streaming Memory, and markers show where remote loads
-    bring tensors in and remote stores write them back. ``include_code`` (or the checkbox) stacks code with them (True) or leaves it out
-    (False); by default it is left out where it would dwarf the tensors, and the title says so. Below,
-    the code liveness (``analysis.code_liveness``) of the graphs whose code is loaded, as bars from
-    ``remote_code_load`` to last call; when all code is always live, one line says so. Clicking a step selects its op. The device is ``device``, the
+    bring tensors in and remote stores write them back (a gradient named by its variable), and a star the
+    peak. Over 800 steps, each point is the step of most memory of its span. ``include_code`` (or the
+    checkbox) stacks code with them (True) or leaves it out (False); by default it is left out where it
+    would dwarf the tensors, and the title says so. Below, the code liveness (``analysis.code_liveness``)
+    of the graphs whose code is loaded, as bars from ``remote_code_load`` to last call; when all code is
+    always live, one line says so. Clicking a step selects its op. The device is ``device``, the
     Session's device, or the simulated 'ipu_model'. While a Session is stepped (``session.stepper``),
     a line marks the step it stands before.
     """

@@ -9,19 +9,22 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from workbench.analysis.code_size import graph_code_bytes
-from workbench.analysis.gradient_names import gradient_sources
+from workbench.analysis.gradient_names import gradient_label, gradient_sources
 from workbench.analysis.memory import StreamingTransfer
 from workbench.analysis.tensor_liveness import TensorLiveness
-from workbench.ir import Graph
+from workbench.ir import Graph, Tensor
 
 from ..style import (ALWAYS_LIVE_COLOR, CAPACITY_COLOR, CURRENT_COLOR, HIGHLIGHT, KIND_COLORS, SCHEDULE_COLORS, TEMPLATE,
                      base_layout, binary_ticks, format_bytes, text)
-from .liveness_hover import (KIND_OF, changing_steps, compact, intermediates_block, intermediates_hover,
+from .liveness_hover import (KIND_OF, changing_steps, intermediates_block, intermediates_hover,
                              kind_hover, step_description, to_edges)
 
 KINDS = ("variables", "constants", "intermediates", "code")  # stacking order, bottom first
 PANEL_GAP = 56  # pixels between panels: the upper axis, then the lower panel's title
-DRAWN_STEPS = 2500  # at most this many steps drawn per panel (more than a panel has pixels): more go by peaks
+# At most this many steps drawn per panel, more go by the peak of each span: a panel is 400 to 1,050 pixels wide
+# in a notebook's output (in a 630- to 1280-pixel window), so more points could hardly be told apart by eye or by
+# the pointer, and each costs its hover over the comm (a 10,003-op program sent 476 KB at one point per 5 steps)
+DRAWN_STEPS = 800
 
 
 def code_dwarfs_tensors(liveness: TensorLiveness) -> bool:
@@ -56,7 +59,8 @@ def liveness_figure(liveness: TensorLiveness, capacity: Mapping[int, int], marke
     lines, ``current_step`` (where a stepped run stands) a solid one. Without ``include_code`` the
     memory panels leave code out, so tensors fill the scale; None leaves it out where it would dwarf them.
     ``streaming`` (bytes of Streaming Memory per IPU) goes in each panel's title; ``transfers`` (remote
-    loads and stores) are marked on their IPU's memory, where a phased program loads and stores weights.
+    loads and stores) are marked on their IPU's memory, where a phased program loads and stores weights; a
+    star marks each panel's peak. Over DRAWN_STEPS steps, each point is the step of most memory of its span.
     With several ``replicas`` a note says the figures are each replica's."""
     streaming = streaming or {}
     dwarfed = include_code is None and code_dwarfs_tensors(liveness)
@@ -101,12 +105,14 @@ def liveness_figure(liveness: TensorLiveness, capacity: Mapping[int, int], marke
                      else kind_hover(kind, values))
             hover_lines = hover.pop("meta", {})
             figure.add_trace(go.Scatter(
-                x=edges, y=to_edges(compact(values)), name=kind, legendgroup=kind, showlegend=row == 1,
+                x=edges, y=to_edges(values), name=kind, legendgroup=kind, showlegend=row == 1,
                 stackgroup=f"ipu{ipu}", mode="lines", line=dict(width=0.5, shape="hvh", color=KIND_COLORS[KIND_OF[kind]]),
                 customdata=to_edges(drawn), hoverlabel=dict(namelength=0), **hover, meta=dict(ipu=ipu, kind=kind, **hover_lines)),
                 row=row, col=1)
         peak = max(stacked[ipu], default=0)
-        _add_transfers(figure, liveness, [t for t in transfers if t.ipu == ipu], stacked[ipu], row, first=row == 1)
+        _add_peak(figure, liveness, stacked[ipu], row, first=row == 1, with_code=include_code)
+        _add_transfers(figure, liveness, [t for t in transfers if t.ipu == ipu], stacked[ipu], row, first=row == 1,
+                       sources=sources)
         cap = capacity[ipu]
         figure.add_trace(go.Scatter(
             x=[-0.5, max(len(steps) - 0.5, 0.5)], y=[cap, cap], mode="lines", name="device capacity",
@@ -142,7 +148,7 @@ def liveness_figure(liveness: TensorLiveness, capacity: Mapping[int, int], marke
     figure.update_xaxes(title_text="step of the flattened schedule", row=rows, col=1)
     figure.update_xaxes(range=[-0.5, max(len(steps) - 0.5, 0.5)])
     top = TITLE_SPACE + NOTE_HEIGHT * len(notes) + extra
-    legend_rows = len(kinds) + 1 + len({transfer.direction for transfer in transfers})
+    legend_rows = len(kinds) + 2 + len({transfer.direction for transfer in transfers})
     figure_height = max(height + NOTE_HEIGHT * len(notes), top + 50 + 30 * legend_rows)
     figure.update_layout(**base_layout(
         height=figure_height, hovermode="closest",
@@ -226,13 +232,29 @@ def _memory_title(liveness: TensorLiveness, ipu: int, capacity: int, streaming: 
     return "<br>".join(lines)
 
 
+def _add_peak(figure: go.Figure, liveness: TensorLiveness, stacked: Sequence[int], row: int, first: bool,
+              with_code: bool) -> None:
+    """A star on the panel's largest stack of memory drawn, at its step: however many steps a point stands for,
+    the peak is one of them, and a spike one step wide is found at a glance."""
+    if not len(stacked):
+        return
+    step = int(np.argmax(stacked))
+    figure.add_trace(go.Scatter(
+        x=[step], y=[stacked[step]], mode="markers", name="peak", legendgroup="peak", showlegend=first,
+        marker=dict(symbol="star", size=11, color="white", line=dict(width=1.5, color="#262626")),
+        hovertext=[f"<b>{step_description(liveness, step)}</b><br>peak{'' if with_code else ' of the tensors'}: "
+                   f"{format_bytes(stacked[step])}"],
+        hoverinfo="text", customdata=[step], meta=dict(kind="peak")), row=row, col=1)
+
+
 TRANSFER_LOOKS = {"load": ("loaded from Streaming Memory", "triangle-down"),
                   "store": ("stored to Streaming Memory", "triangle-up")}
 
 
 def _add_transfers(figure: go.Figure, liveness: TensorLiveness, transfers: Sequence[StreamingTransfer],
-                   stacked: Sequence[int], row: int, first: bool) -> None:
-    """A marker on top of the memory at each remote load and store of this IPU, the tensor in its hover."""
+                   stacked: Sequence[int], row: int, first: bool, sources: Mapping[Tensor, Tensor]) -> None:
+    """A marker on top of the memory at each remote load and store of this IPU, the tensor in its hover (a
+    gradient named by what it is the gradient of, as the memory's own hovers name it)."""
     for direction, (name, symbol) in TRANSFER_LOOKS.items():
         chosen = [t for t in transfers if t.direction == direction]
         if not chosen:
@@ -241,8 +263,8 @@ def _add_transfers(figure: go.Figure, liveness: TensorLiveness, transfers: Seque
             x=[t.step for t in chosen], y=[stacked[t.step] for t in chosen], mode="markers", name=name,
             legendgroup=direction, showlegend=first,
             marker=dict(symbol=symbol, size=9, color=SCHEDULE_COLORS["remote"], line=dict(width=1, color="#262626")),
-            hovertext=[f"<b>{step_description(liveness, t.step)}</b><br>{name}: {text(t.tensor.name)} "
-                       f"({format_bytes(t.nbytes)})" for t in chosen],
+            hovertext=[f"<b>{step_description(liveness, t.step)}</b><br>{name}: "
+                       f"{text(gradient_label(t.tensor, sources))} ({format_bytes(t.nbytes)})" for t in chosen],
             hoverinfo="text", customdata=[t.step for t in chosen], meta=dict(kind=f"remote_{direction}")),
             row=row, col=1)
 

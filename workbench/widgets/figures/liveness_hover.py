@@ -1,7 +1,7 @@
-"""The hovers of the memory panels, kept small: each distinct line of what a step's intermediates are (their
-bytes, a live tensor, how many more) is written once and named by index from the points' templates, the
-bytes of a kind that never changes once per trace, and the steps where nothing on an IPU changes are left out
-of its lines."""
+"""The hovers of the memory panels, kept small: each run of lines of what a step's intermediates are (their
+bytes, the live tensors, how many more) that several points show is written once and named by index from the
+points' templates, the bytes of a kind that never changes once per trace, and the steps where nothing on an
+IPU changes are left out of its lines."""
 from __future__ import annotations
 
 import re
@@ -72,23 +72,52 @@ def intermediates_hover(liveness: TensorLiveness, records: Sequence[StepMemory],
                         blocks_of: dict[int, str]) -> dict:
     """Each point's hover: its step in bold (with how far the memory stays the same, where steps around it
     are left out), then its ``blocks_of`` lines. Steps share most of those lines (the same tensors stay live
-    for long), so each distinct line is written once, in the trace's ``meta["lines"]``, and a point's
-    ``hovertemplate`` names its lines by index: plotly.js fills them in, in the notebook, the saved output and
-    the HTML report alike."""
+    for long), so each run of lines that two points show is written once, in the trace's ``meta["lines"]``,
+    and a point's ``hovertemplate`` names it by index (plotly.js fills it in, in the notebook, the saved
+    output and the HTML report alike); what one point alone shows is written in its template."""
+    blocks = [blocks_of[int(step)] for step in drawn]
+    chunks = shared_runs([block.split("<br>") for block in blocks])
+    uses: dict[str, int] = {}
+    for parts in chunks:
+        for part in parts:
+            uses[part] = uses.get(part, 0) + 1
     lines: dict[str, int] = {}
     templates = []
     for position, step in enumerate(drawn):
-        block = blocks_of[int(step)]
+        block = blocks[position]
         runs = ""
-        if position + 1 < len(drawn) and blocks_of[int(drawn[position + 1])] == block and drawn[position + 1] > step + 1:
+        if position + 1 < len(drawn) and blocks[position + 1] == block and drawn[position + 1] > step + 1:
             runs = f"<br>the same through step {drawn[position + 1]}"
-        elif position and blocks_of[int(drawn[position - 1])] == block and drawn[position - 1] < step - 1:
+        elif position and blocks[position - 1] == block and drawn[position - 1] < step - 1:
             runs = f"<br>the same since step {drawn[position - 1]}"
-        # '%' as an entity, so that no name can read as a placeholder of the template
-        description = step_description(liveness, int(step)).replace("%", "&#37;")
-        named = "<br>".join(f"%{{meta.lines[{lines.setdefault(line, len(lines))}]}}" for line in block.split("<br>"))
+        description = _literal(step_description(liveness, int(step)))
+        named = "<br>".join(f"%{{meta.lines[{lines.setdefault(part, len(lines))}]}}" if uses[part] > 1
+                            else _literal(part) for part in chunks[position])
         templates.append(f"<b>{description}</b>{runs}<br>{named}")
     return dict(hovertemplate=to_edges(text_array(templates)), meta=dict(lines=list(lines)))
+
+
+def shared_runs(blocks: Sequence[Sequence[str]]) -> list[list[str]]:
+    """Each block's lines joined into runs ('<br>' between them): two lines side by side stay together where
+    the blocks before and after show them side by side too, so that what a stretch of steps keeps (its bytes,
+    the tensors it keeps live) is one run, named once per point where each line would take an index."""
+    pairs = [set(zip(block, block[1:])) for block in blocks]
+    runs = []
+    for number, block in enumerate(blocks):
+        around = pairs[max(number - 1, 0):number] + pairs[number + 1:number + 2]
+        parts: list[list[str]] = []
+        for line in block:
+            if parts and all((parts[-1][-1], line) in near for near in around):
+                parts[-1].append(line)
+            else:
+                parts.append([line])
+        runs.append(["<br>".join(part) for part in parts])
+    return runs
+
+
+def _literal(line: str) -> str:
+    """``line`` as literal text of a template: its '%' an entity, so that no name reads as a placeholder."""
+    return line.replace("%", "&#37;")
 
 
 def point_hover(trace: go.Scatter, index: int) -> str:
@@ -100,11 +129,6 @@ def point_hover(trace: go.Scatter, index: int) -> str:
     template = trace.hovertemplate if isinstance(trace.hovertemplate, str) else trace.hovertemplate[index]
     lines = trace.meta["lines"]
     return LINE.sub(lambda match: lines[int(match.group(1))], template).replace("&#37;", "%")
-
-
-def compact(values: np.ndarray) -> np.ndarray:
-    """Bytes as 32-bit integers where they fit (every IPU's memory does), half the JSON of 64-bit ones."""
-    return values.astype(np.int32) if len(values) and values.max() < 2 ** 31 else values
 
 
 def to_edges(values: np.ndarray) -> np.ndarray:
