@@ -67,6 +67,7 @@ def pack_frames(layout: Layout, picture: DataflowPicture, width: int) -> PackedL
             if wrapped is not None:  # the frame's labels cut for its rows as they were may have room in the new ones
                 layer, moved = wrapped
                 cuts.update(dict.fromkeys(moved, 0))
+                refused.clear()  # its layers are numbered anew
                 tree = _tree(picture, layout, layer)
                 continue
             shorter = [key for key in widening if cuts[key] < len(levels[key]) - 1]
