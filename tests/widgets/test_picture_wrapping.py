@@ -90,3 +90,43 @@ def test_the_picture_cases_open_a_run_of_units():
     view = GraphView(ir, graph=graph, live=False)
     open_path("optimizer", OPTIMIZER_RUN)(view)
     assert [box.label for box in view.picture.boxes] == ["▾ optimizer (48 ops)", f"▾ {OPTIMIZER_RUN} (16 ops)"]
+
+
+def scaled_sixteen_ways():
+    """main calls a body that scales its input by 16 weights side by side and joins the results."""
+    import numpy as np
+
+    import popxl
+    import popxl.ops as ops
+
+    ir = popxl.Ir()
+    with ir.main_graph:
+        weights = [popxl.variable(np.full((4, 4), index, np.float32), name=f"scale{index}") for index in range(16)]
+
+        def body(x, *scales):
+            return ops.concat([ops.mul(x, scale) for scale in scales], axis=0)
+
+        graph = ir.create_graph(body, popxl.TensorSpec((4, 4), popxl.float32), *weights)
+        (out,) = ops.call(graph, ops.host_load(popxl.h2d_stream([4, 4], popxl.float32, name="x")), *weights)
+        ops.host_store(popxl.d2h_stream(out.shape, out.dtype, name="y"), out)
+    return ir
+
+
+@pytest.mark.parametrize("width", [960, 630])
+def test_the_ops_of_a_layer_of_an_expanded_call_too_wide_for_the_output_wrap_into_rows_named_whole(width):
+    """16 muls side by side in a call's body (their row about 1,000 px) wrap into rows, none of their labels cut."""
+    from picture_pixels import overlap
+
+    ir = scaled_sixteen_ways()
+    view = GraphView(ir, live=False)
+    view.fit(width)
+    view.expand(next(op for op in ir.main_graph.ops if op.called_graphs))
+    labels = written(view)
+    scales = [key for key, node in view.picture.nodes.items() if node.caption == "mul"]
+    assert len(scales) == 16 and all(labels[key] == "mul" for key in scales)
+    assert len({view.layout.positions[key][1] for key in scales}) == 2
+    pixels = Pixels(view.figure, view.width)
+    assert len(pixels.labels) == len(pixels.nodes)
+    assert all(0 <= left and right <= pixels.width for left, _, right, _, _ in pixels.labels)
+    assert not any(overlap(first[:4], second[:4]) for index, first in enumerate(pixels.labels)
+                   for second in pixels.labels[index + 1:])
