@@ -41,9 +41,17 @@ PICTURES = {
         lambda: (transformer_backward(), "auto", open_path("IPU 0", "layer2")),
     "transformer backward graph, every one of its 44 groups open": lambda: (transformer_backward(), "auto", open_every_group),
     "ResNet-50 grouped, a stage and a block in it open": lambda: (resnet_main(), "auto", open_resnet_block),
+    "the transformer's main graph grouped in a 630-px output": lambda: (transformer_main(), "auto", fit_630),
+    "the transformer's optimizer, a run of 8 of its units open":
+        lambda: (transformer_main(), "auto", open_path("optimizer", OPTIMIZER_RUN)),
+    "the transformer's optimizer, a run of 8 of its units open in a 630-px output":
+        lambda: (transformer_main(), "auto", fit_630, open_path("optimizer", OPTIMIZER_RUN)),
     "a call inside a call, both expanded": lambda: (nested_calls(), "auto", expand_both_calls),
     "a call inside a call, both expanded, every tensor": lambda: (nested_calls(), "full", expand_both_calls),
 }
+
+
+OPTIMIZER_RUN = "layer0.qkv … layer1.ff2"  # the first of the optimizer's 3 runs of 8 units, one per weight
 
 
 def transformer_backward():

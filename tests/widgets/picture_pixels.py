@@ -56,11 +56,12 @@ class Pixels:
             x, y = self.point(x, y)
             self.nodes.append((x, y, size))
             if "text" in trace.mode and label:
-                width = len(label) * CHAR_WIDTH
+                lines = [html.unescape(line) for line in label.split("<br>")]  # a group's name, what it holds
+                width = max(len(line) for line in lines) * CHAR_WIDTH
+                height = LABEL_HEIGHT * len(lines)  # the lines centred on the marker
                 left = x + size / 2 + LABEL_GAP if side == "middle right" else x - size / 2 - LABEL_GAP - width
-                self.labels.append((left, y - LABEL_HEIGHT / 2, left + width, y + LABEL_HEIGHT / 2,
-                                    len(self.nodes) - 1))
-                self.texts.append(html.unescape(label))
+                self.labels.append((left, y - height / 2, left + width, y + height / 2, len(self.nodes) - 1))
+                self.texts.append(" ".join(lines))
 
     def _paths(self, trace):
         paths, current = [], []

@@ -192,13 +192,14 @@ def test_no_node_lies_inside_the_box_of_an_opened_group_it_is_not_in():
 
 def test_a_group_says_what_it_holds_after_its_whole_name_or_its_name_alone(wide):
     """Beside a group its name comes whole before its contents are written: with room for the name and a few
-    characters more, the contents follow, cut where they must be; with less, the name alone (they are in the hover)."""
+    characters more, the contents follow, on a second line where they fit it whole, else cut where they must be;
+    with less, the name alone (they are in the hover), without its count where it must."""
     from workbench.widgets.figures.graph_figure import drawn_label
 
     group = next(node for node in GraphView(wide, live=False).picture.nodes.values() if node.kind == "group")
     name, caption = group.label, group.caption
     assert caption == f"{name}: 990 matmul · 990 relu · 20 add"
     assert drawn_label(group, len(caption)) == caption
-    assert drawn_label(group, len(name) + 14) == caption[:len(name) + 13] + "…"
-    assert drawn_label(group, len(name) + 3) == name
-    assert drawn_label(group, len(name) - 4) == name[:len(name) - 5] + "…"
+    assert drawn_label(group, len(name) + 14) == f"{name}:\n990 matmul · 990 relu · 20 add"
+    assert drawn_label(group, len(name)) == name
+    assert drawn_label(group, len(name) - 4) == "▸ block0 … block19"

@@ -1,5 +1,5 @@
 """Labels cut where a picture has no room for them keep what tells their node apart: a tensor's name its end (its
-last scopes whole where they fit), an op's caption its type and whole words, a group's name its start."""
+last scopes whole where they fit), an op's caption its type and whole words, a group's name its end (``test_picture_wrapping``)."""
 from workbench.widgets.style import fitted_name, fitted_words
 
 

@@ -14,7 +14,7 @@ from .picture_frames import FramePlan, frame_plan, layer_pixels
 from .picture_folding import fold_wide_layers
 from .picture_nesting import nested_layers
 from .picture_packing import pack_frames
-from .picture_labels import MARGIN, Sizes, drawn_label
+from .picture_labels import MARGIN, Sizes, drawn_label, label_markup
 from ..style import (CALL_OUTLINE, EDGE_COLOR, HIGHLIGHT, IN_SEQUENCE_COLOR, KIND_COLORS, OP_OUTLINE, PICTURE_WIDTH, TEMPLATE,
                      base_layout, count_of, ipu_color, text, text_array)
 
@@ -190,7 +190,7 @@ def _node_trace(nodes, position, name: str, symbol: str, size: int, color, outli
     return go.Scatter(
         x=xy[:, 0], y=xy[:, 1], mode="markers+text" if any(places[n.key][0] for n in nodes) else "markers",
         name=name,
-        text=text_array(text(drawn_label(n, places[n.key][0])) if places[n.key][0] else "" for n in nodes),
+        text=text_array(label_markup(drawn_label(n, places[n.key][0])) if places[n.key][0] else "" for n in nodes),
         textposition="middle right" if "left" not in sides else text_array(f"middle {side}" for side in sides),
         textfont=dict(size=10, color=text_color),
         marker=dict(symbol=symbol, size=size, color=color if isinstance(color, str) else text_array(color),

@@ -9,7 +9,8 @@ from workbench.export.layered import Layout
 
 from ..dataflow import DataflowPicture, PictureBox
 from ..style import PICTURE_WIDTH
-from .picture_labels import CHAR_WIDTH, LABEL_GAP, PackedLayout, Sizes, Wall, label_places, picture_sizes, room_captions
+from .picture_labels import (CHAR_WIDTH, LABEL_GAP, PackedLayout, Sizes, Wall, label_places, label_width, picture_sizes,
+                             room_captions)
 
 LAYER_HEIGHT = 55  # pixels per layer
 BOX_STEP = 16  # pixels between the tops of boxes nested in one another: room for each one's title
@@ -40,7 +41,7 @@ def label_reach(layout: Layout, sizes: Sizes, places: dict, captions: dict) -> d
     reach = {}
     for key in layout.positions:
         room, side = places.get(key, (0, "right"))
-        characters = min(room, len(captions.get(key, "")))
+        characters = min(room, label_width(captions.get(key, "")))
         label = characters * CHAR_WIDTH + LABEL_GAP if characters else 0.0
         reach[key] = ((half + (label if side == "left" else 0)) / unit, (half + (label if side == "right" else 0)) / unit)
     return reach
@@ -93,7 +94,7 @@ def _within_reach(places: dict, captions: dict, frames: list) -> dict:
     the frames were measured round it: a group's contents are not written past the frame made for its name
     (labels outside the frames stop at their sides)."""
     framed = {key for box, _ in frames for key in box.members}
-    return {key: (min(room, len(captions.get(key, ""))) if key in framed else room, side)
+    return {key: (min(room, label_width(captions.get(key, ""))) if key in framed else room, side)
             for key, (room, side) in places.items()}
 
 

@@ -10,7 +10,7 @@ from typing import Hashable, Optional
 
 from workbench.export.layered import Layout, column_pixels
 
-from ..style import PICTURE_WIDTH, fitted, fitted_name, fitted_words
+from ..style import PICTURE_WIDTH, fitted, fitted_name, fitted_words, text
 
 MARGIN = 20  # left and right, in pixels
 CHAR_WIDTH = 6.5  # pixels per character of a 10 px label, a little above the average glyph
@@ -18,17 +18,51 @@ MIN_LABEL = 3  # characters; with less room than this, names are left to the hov
 LABEL_GAP = 3  # pixels between a marker and its label
 WALL_GAP = 3  # pixels between a label and a frame it stays out of
 MIN_CONTENTS = 8  # characters of a group's contents worth writing after its name
+LINE = "\n"  # between the two lines of a group's label: its name, and what it holds
 
 
 def drawn_label(node, room: int) -> str:
-    """What is written beside ``node`` (a ``PictureNode``) in ``room`` characters: its caption, cut where it must
-    be, a tensor's name keeping its end, an op's type and attributes after their last whole word; but a group's
-    name whole, followed by as much of what it holds as fits after a few characters of it."""
-    if node.kind == "group" and room < len(node.label) + len(": ") + MIN_CONTENTS:
-        return fitted(node.label, room)
+    """What is written beside ``node`` (a ``PictureNode``) in ``room`` characters a line: its caption, cut where it
+    must be, a tensor's name keeping its end, an op's type and attributes after their last whole word; but a group's
+    name whole, followed by as much of what it holds as fits after a few characters of it, or on a second line
+    where that holds it whole (``LINE``); with less room, the group's name alone (``group_name``)."""
+    if node.kind == "group":
+        return _group_label(node, room)
     if node.kind == "tensor":
         return fitted_name(node.caption, room)
     return (fitted_words if node.kind == "op" and node.category == "op" else fitted)(node.caption, room)
+
+
+def _group_label(node, room: int) -> str:
+    caption, label = node.caption, node.label
+    if len(caption) <= room:
+        return caption
+    contents = caption[len(label) + len(": "):]
+    if len(label) + 1 <= room and len(contents) <= room and caption.startswith(label + ": "):
+        return f"{label}:{LINE}{contents}"
+    if room >= len(label) + len(": ") + MIN_CONTENTS:
+        return fitted(caption, room)
+    return label if len(label) <= room else group_name(node.item.label, room)
+
+
+def group_name(name: str, room: int) -> str:
+    """A group's ``name`` (no count) in ``room`` characters, keeping what tells it from the groups beside it: with
+    its open mark where that fits (``▸ layer3``), else the name alone, else its end (``…er0.qkv``: units of a run
+    share their start), a run of groups by its first and last (``block0…block19``) where that fits."""
+    for written in (f"▸ {name}", name, name.replace(" … ", "…")):
+        if len(written) <= room:
+            return written
+    return "…" + name[len(name) - max(room - 1, 0):] if room > 1 else fitted(name, room)
+
+
+def label_width(written: str) -> int:
+    """Characters of the longest line of a label (``drawn_label``)."""
+    return max(len(line) for line in written.split(LINE))
+
+
+def label_markup(written: str) -> str:
+    """A label (``drawn_label``) as plotly text: escaped, its lines apart."""
+    return "<br>".join(text(line) for line in written.split(LINE))
 
 
 def room_captions(picture) -> dict:
@@ -149,13 +183,13 @@ def label_places(layout: Layout, sizes: Sizes, captions: dict, walls: tuple[Wall
     for y, row in obstacles.items():
         for index, x in enumerate(row):
             key = at.get((x, y))
-            if key is None or rooms[key] >= len(captions.get(key, "")):
+            if key is None or rooms[key] >= label_width(captions.get(key, "")):
                 continue
             if index == 0:
                 pixels = (x - left_edge + 0.5) * sizes.column - sizes.call / 2 - LABEL_GAP
             else:
                 before = at.get((row[index - 1], y))
-                taken = min(rooms[before], len(captions.get(before, ""))) * CHAR_WIDTH if before is not None else 0
+                taken = min(rooms[before], label_width(captions.get(before, ""))) * CHAR_WIDTH if before is not None else 0
                 pixels = (x - row[index - 1]) * sizes.column - sizes.call - 3 * LABEL_GAP - taken
             if listed:
                 pixels = min(pixels, _wall_pixels(key, x, y, listed, sizes, "left"))

@@ -4,22 +4,23 @@ members, and the blocks and nodes of each frame (and of the picture) are set lef
 layered layout gave them, each as far left as the rows it spans allow, as pieces fall in a game of Tetris.
 The picture's own nodes beside its frames in a layer, where too many for the width, wrap into rows of their own
 (``wrapping``); where the frames alone are too wide, the longest labels of the layers that make them so are cut
-first, the least that fits. Edges are then
-routed through the rows they pass at lanes clear of nodes and labels (``RowRouter``), and the rows are set
+first, the least that fits, down to their names (``FLOOR``); then a frame's own nodes wrap into rows as the
+picture's do (``picture_wrapping``), and only where none can are labels cut further. Edges are then routed through the rows they pass at lanes clear of nodes and labels (``RowRouter``), and the rows are set
 apart where frames end or begin, so that frames stacked one on another do not touch and titles cover nothing."""
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field
 from typing import Hashable, Optional
 
 from workbench.export.layered import Layout
 from workbench.export.wrapping import band_rows, wrap_rows
 
 from ..dataflow import DataflowPicture, PictureBox
+from .picture_blocks import Block, frame_box
 from .picture_frames import BOX_STEP, FRAME_NEST, FRAME_PAD, layer_pixels
-from .picture_labels import CHAR_WIDTH, LABEL_GAP, MARGIN, PackedLayout, Sizes, drawn_label
+from .picture_labels import CHAR_WIDTH, LABEL_GAP, MARGIN, PackedLayout, Sizes, drawn_label, label_width
 from .picture_nesting import box_owners, box_parents
+from .picture_wrapping import wrap_frame
 from .row_routes import RowRouter
 
 COLUMN = 24  # pixels per column while the picture fits: full-size markers
@@ -30,28 +31,7 @@ SIDE_CLEARANCE = 7  # pixels: and clear of each frame's sides
 CUTS = (None, 32, 24, 18, 14, 12, 10)  # most characters of a label, tried in turn in the layers too wide
 LONGEST = 4  # characters: the labels this near the longest of those that widen a layer too wide are cut first
 LABEL_HEIGHT = 12  # pixels of a frame's title and of a label
-
-
-@dataclass(slots=True)
-class _Block:
-    """A frame being packed: its box, the blocks and nodes inside it, its first and last layer and its width
-    (pixels, its sides included); children's x are from its left side."""
-
-    box: Optional[PictureBox]
-    children: list = field(default_factory=list)  # _Block or node key
-    low: int = 0
-    high: int = 0
-    width: float = 0.0
-    x: dict = field(default_factory=dict)  # child (a block's id or a node key) -> left in pixels
-    tails: dict = field(default_factory=dict)  # the picture's: layer -> its nodes beside (not between) the blocks there
-    skyline: dict = field(default_factory=dict)  # layer -> the right end of what the block holds there
-
-
-def _box(block: _Block) -> PictureBox:
-    """The box of a block other than the picture's own (root) block."""
-    if block.box is None:
-        raise ValueError("the picture's own block has no box")
-    return block.box
+FLOOR = 32  # characters: labels are cut to no fewer (nor their names) before a frame's nodes wrap into rows
 
 
 def _caption(node, most: Optional[int]) -> str:
@@ -64,18 +44,37 @@ def pack_frames(layout: Layout, picture: DataflowPicture, width: int) -> PackedL
     band = width - 2 * MARGIN - 2 * LANE_PITCH
     layer = {key: round(-y) for key, (x, y) in layout.positions.items()}
     tree = _tree(picture, layout, layer)
-    cuts = dict.fromkeys(picture.nodes, 0)  # each node's label: the index in CUTS of its most characters
-    while True:
-        captions = {key: _caption(node, CUTS[cuts[key]]) for key, node in picture.nodes.items()}
-        extents = {key: HALF + (2 * LABEL_GAP + 1 + len(text) * CHAR_WIDTH if text else 2) for key, text in captions.items()}
+    levels = {key: _levels(node) for key, node in picture.nodes.items()}  # each label's most characters, in turn
+    cuts = dict.fromkeys(picture.nodes, 0)  # each node's label: the index in its levels of its most characters
+    floors = {key: _floor(node) for key, node in picture.nodes.items()}
+    refused: set = set()  # (frame, layer, way): wrapping its nodes there changes nothing or turns an edge upwards
+    while True:  # ends: each wrap adds a row (no more rows than nodes), each cut between them shortens a label
+        captions = {key: _caption(node, levels[key][cuts[key]]) for key, node in picture.nodes.items()}
+        extents = {key: HALF + (2 * LABEL_GAP + 1 + label_width(text) * CHAR_WIDTH if text else 2)
+                   for key, text in captions.items()}
         _size(tree, extents, layer, picture)
         rows, xs, ends = _rows(tree, extents, layer, picture, band)
         over = {number for number, end in ends.items() if end > band}
-        shorter = [key for key in _widening(tree, over, layer) if cuts[key] < len(CUTS) - 1]
+        if not over:
+            break
+        widening = _widening(tree, over, layer)
+        shorter = [key for key in widening
+                   if cuts[key] < len(levels[key]) - 1 and _above(levels[key][cuts[key] + 1], floors[key])]
+        if not shorter:
+            cells = {key: HALF + 2 + extent for key, extent in extents.items()}
+            wrapped = wrap_frame(tree, over, max(ends[number] for number in over) - band, cells, layer, picture,
+                                 refused)
+            if wrapped is not None:  # the frame's labels cut for its rows as they were may have room in the new ones
+                layer, moved = wrapped
+                cuts.update(dict.fromkeys(moved, 0))
+                refused.clear()  # its layers are numbered anew
+                tree = _tree(picture, layout, layer)
+                continue
+            shorter = [key for key in widening if cuts[key] < len(levels[key]) - 1]
         if not shorter:
             break
-        longest = max(len(captions[key]) for key in shorter)  # the longest labels first
-        shorter = [key for key in shorter if len(captions[key]) >= longest - LONGEST]
+        longest = max(label_width(captions[key]) for key in shorter)  # the longest labels first
+        shorter = [key for key in shorter if label_width(captions[key]) >= longest - LONGEST]
         for key in shorter:
             cuts[key] += 1
     blocked: dict[int, list[tuple[float, float]]] = defaultdict(list)  # row -> pixels no edge may pass it at
@@ -85,12 +84,35 @@ def pack_frames(layout: Layout, picture: DataflowPicture, width: int) -> PackedL
     return _finished(picture, captions, extents, rows, xs, blocked, band, width)
 
 
-def _widening(block: _Block, layers: set, layer: dict) -> list:
+def _levels(node) -> list[Optional[int]]:
+    """The most characters of ``node``'s label a line, tried in turn (``CUTS``): for a group whose caption is longer
+    than the first cut, first as wide as its caption in two lines (its name, and what it holds) where that is less."""
+    if node.kind != "group":
+        return list(CUTS)
+    two_lines = label_width(drawn_label(node, max(len(node.label) + 1, len(node.caption) - len(node.label) - 2)))
+    if not CUTS[1] < two_lines < len(node.caption):
+        return list(CUTS)
+    return [None, two_lines, *CUTS[1:]]
+
+
+def _floor(node) -> int:
+    """Characters of ``node``'s label cut no shorter while a frame can wrap its nodes into rows instead: a group's
+    name and count, an op's type and attributes (not its weight), a tensor's name, each up to ``FLOOR`` of them."""
+    if node.kind == "group":
+        return min(len(node.label), FLOOR)
+    return min(len(node.caption.split(" · ")[0]), FLOOR)
+
+
+def _above(most: Optional[int], floor: int) -> bool:
+    return most is None or most >= floor
+
+
+def _widening(block: Block, layers: set, layer: dict) -> list:
     """The nodes that make ``layers`` of ``block`` as wide as they are: its own nodes there, and in each frame
     there, those of the frame's widest layers."""
     found = []
     for child in block.children:
-        if not isinstance(child, _Block):
+        if not isinstance(child, Block):
             if layer[child] in layers:
                 found.append(child)
         elif any(child.low <= number <= child.high for number in layers):
@@ -99,11 +121,11 @@ def _widening(block: _Block, layers: set, layer: dict) -> list:
     return found
 
 
-def _tree(picture: DataflowPicture, layout: Layout, layer: dict) -> _Block:
+def _tree(picture: DataflowPicture, layout: Layout, layer: dict) -> Block:
     """The blocks of the picture's boxes nested as the boxes are, each block's children in the order of their
     mean column in ``layout``."""
-    root = _Block(None)
-    blocks = [_Block(box) for box in picture.boxes]
+    root = Block(None)
+    blocks = [Block(box) for box in picture.boxes]
     owner, parents = box_owners(picture), box_parents(picture)
     columns: dict = {}
     for key in picture.nodes:
@@ -111,14 +133,14 @@ def _tree(picture: DataflowPicture, layout: Layout, layer: dict) -> _Block:
             (root if owner.get(key) is None else blocks[owner[key]]).children.append(key)
             columns[key] = layout.positions[key][0]
     for block, parent in zip(blocks, parents):
-        keys = [key for key in _box(block).members if key in layout.positions]
+        keys = [key for key in frame_box(block).members if key in layout.positions]
         if not keys:
             continue
         (root if parent is None else blocks[parent]).children.append(block)
         columns[id(block)] = sum(layout.positions[key][0] for key in keys) / len(keys)
         block.low, block.high = min(layer[key] for key in keys), max(layer[key] for key in keys)
     for block in [root, *blocks]:
-        block.children.sort(key=lambda child: columns[id(child) if isinstance(child, _Block) else child])
+        block.children.sort(key=lambda child: columns[id(child) if isinstance(child, Block) else child])
     return root
 
 
@@ -127,7 +149,7 @@ def _pad(box: PictureBox, deepest: int) -> float:
     return FRAME_PAD + FRAME_NEST * (deepest - box.depth) + 2
 
 
-def _size(block: _Block, extents: dict, layer: dict, picture: DataflowPicture) -> None:
+def _size(block: Block, extents: dict, layer: dict, picture: DataflowPicture) -> None:
     """Places each child of ``block`` (and of the blocks in it, first) as far left as the rows it spans allow,
     and sets the block's width; the picture's own nodes before the first or after the last block of their layer
     are kept apart (``tails``), to be set out by ``_rows``."""
@@ -137,12 +159,12 @@ def _size(block: _Block, extents: dict, layer: dict, picture: DataflowPicture) -
     first_block: dict[int, int] = {}  # layer -> the first and the last child block spanning it
     last_block: dict[int, int] = {}
     for index, child in enumerate(block.children):
-        if isinstance(child, _Block):
+        if isinstance(child, Block):
             for row in range(child.low, child.high + 1):
                 first_block.setdefault(row, index)
                 last_block[row] = index
     for index, child in enumerate(block.children):
-        if isinstance(child, _Block):
+        if isinstance(child, Block):
             _size(child, extents, layer, picture)
             low, high, wide, ident = child.low, child.high, child.width, id(child)
         else:
@@ -166,7 +188,7 @@ def _size(block: _Block, extents: dict, layer: dict, picture: DataflowPicture) -
     block.x = {ident: x + pad for ident, x in block.x.items()}
 
 
-def _rows(root: _Block, extents: dict, layer: dict, picture: DataflowPicture, band: float):
+def _rows(root: Block, extents: dict, layer: dict, picture: DataflowPicture, band: float):
     """Each node's row and centre (pixels) once the picture's tails too wide for ``band`` wrap, and the right end
     of the rows of each layer. A run of layers with no frame wraps by ``band_rows``; the tail of a layer a frame spans
     stays in its row where it fits, else wraps by ``wrap_rows`` into rows above or below it (``_wrap_tail``) or,
@@ -176,7 +198,7 @@ def _rows(root: _Block, extents: dict, layer: dict, picture: DataflowPicture, ba
     depth = max(layer.values()) + 1
     spanned = [False] * depth
     for child in root.children:
-        if isinstance(child, _Block):
+        if isinstance(child, Block):
             for row in range(child.low, child.high + 1):
                 spanned[row] = True
     cells: dict[Hashable, float] = {key: HALF + 2 + extents[key] for key in picture.nodes if key in layer}
@@ -185,7 +207,7 @@ def _rows(root: _Block, extents: dict, layer: dict, picture: DataflowPicture, ba
         predecessors[head].append(tail)
     reached: dict[int, float] = defaultdict(float)  # layer -> where its tail may begin: right of what it holds
     for child in root.children:
-        if isinstance(child, _Block):
+        if isinstance(child, Block):
             for number in range(child.low, child.high + 1):
                 reached[number] = max(reached[number], root.x[id(child)] + child.width + GAP)
         elif child in root.x:
@@ -218,13 +240,13 @@ def _rows(root: _Block, extents: dict, layer: dict, picture: DataflowPicture, ba
             rows[key] = home[layer[key]]
         ends[layer[key]] = max(ends[layer[key]], xs[key] + cells[key])
     for child in root.children:
-        if isinstance(child, _Block):
+        if isinstance(child, Block):
             for number in range(child.low, child.high + 1):
                 ends[number] = max(ends[number], root.x[id(child)] + child.width)
     return rows, {key: xs[key] + HALF + 2 for key in rows}, ends
 
 
-def _leads_free_rows(root: _Block, number: int, depth: int, spanned: list, cells: dict, own: float,
+def _leads_free_rows(root: Block, number: int, depth: int, spanned: list, cells: dict, own: float,
                      band: float) -> bool:
     """Whether the tail of layer ``number`` is too long for the layer's row and every frame spanning the layer
     ends there, with a layer no frame spans below: the tail then wraps with the layers below, as one run."""
@@ -234,7 +256,7 @@ def _leads_free_rows(root: _Block, number: int, depth: int, spanned: list, cells
     return own + sum(cells[key] + GAP for key in tail) - GAP > band
 
 
-def _wrap_tail(root: _Block, number: int, xs: dict, cells: dict, rows: dict, home: dict, count: int, own: float,
+def _wrap_tail(root: Block, number: int, xs: dict, cells: dict, rows: dict, home: dict, count: int, own: float,
                band: float) -> int:
     """Sets out the tail of layer ``number``, which a frame spans, from row ``count``: in the layer's own row right
     of its frames where it fits, else wrapped into rows of their own right of the frames that span this layer
@@ -243,7 +265,7 @@ def _wrap_tail(root: _Block, number: int, xs: dict, cells: dict, rows: dict, hom
     def right_of(blocks) -> float:
         return max([root.x[id(block)] + block.width + GAP for block in blocks], default=0.0)
 
-    blocks = [child for child in root.children if isinstance(child, _Block) and child.low <= number <= child.high]
+    blocks = [child for child in root.children if isinstance(child, Block) and child.low <= number <= child.high]
     tail = root.tails.get(number, [])
     if not tail or own + sum(cells[key] + GAP for key in tail) - GAP <= band:
         home[number] = count
@@ -267,22 +289,22 @@ def _wrap_tail(root: _Block, number: int, xs: dict, cells: dict, rows: dict, hom
     return count + max(wraps) + 2
 
 
-def _absolute(block: _Block, left: float, xs: dict) -> None:
+def _absolute(block: Block, left: float, xs: dict) -> None:
     """The left of each node of ``block`` (whose left side is at ``left``) from the picture's left."""
     for child in block.children:
-        if isinstance(child, _Block):
+        if isinstance(child, Block):
             _absolute(child, left + block.x[id(child)], xs)
         elif child in block.x:
             xs[child] = left + block.x[child]
 
 
-def _block_sides(block: _Block, left: float, rows: dict, blocked: dict) -> None:
+def _block_sides(block: Block, left: float, rows: dict, blocked: dict) -> None:
     """Adds to ``blocked`` each frame's sides, in the rows it spans: an edge passing a row there would run along
     the side, as if it were part of it."""
     for child in block.children:
-        if isinstance(child, _Block):
+        if isinstance(child, Block):
             start = left + block.x[id(child)]
-            members = [rows[key] for key in _box(child).members if key in rows]
+            members = [rows[key] for key in frame_box(child).members if key in rows]
             for row in range(min(members), max(members) + 1):
                 blocked[row] += [(start - SIDE_CLEARANCE, start + SIDE_CLEARANCE),
                                  (start + child.width - SIDE_CLEARANCE, start + child.width + SIDE_CLEARANCE)]
