@@ -15,7 +15,9 @@ neighbours (it sometimes puts two at one spot), they are moved apart.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Hashable, Iterable, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Collection, Hashable, Iterable, Mapping, Optional, Sequence
+
+from .framed_order import framed_columns
 
 if TYPE_CHECKING:  # igraph (which loads plotly when present) loads with the first layout, not with popxl
     import igraph
@@ -51,7 +53,8 @@ def column_pixels(layout: Layout, width: int, least: float) -> float:
 
 def layered_layout(nodes: Sequence[Hashable], edges: Iterable[tuple[Hashable, Hashable]],
                    first: Hashable = None, last: Hashable = None, late: bool = False,
-                   given: Optional[Mapping[Hashable, int]] = None) -> Layout:
+                   given: Optional[Mapping[Hashable, int]] = None,
+                   groups: Sequence[Collection[Hashable]] = (), widths: Optional[Mapping[Hashable, float]] = None) -> Layout:
     """Lay ``nodes`` out in layers so that each edge (tail, head) goes down; see the module docstring.
     Edges between unknown nodes, self-loops and repeated edges are ignored. Node ``first`` (if given)
     gets a layer above all others, ``last`` one below all others (where the edges leave no cycle). With
@@ -87,7 +90,13 @@ def layered_layout(nodes: Sequence[Hashable], edges: Iterable[tuple[Hashable, Ha
         coords = picture.coords
         routes = [[[coords[vertex][0], -coords[vertex][1]] for vertex, _ in chain] for chain in dummies]
     points = [[x, -y] for x, y in coords[:len(index)]]
-    _keep_apart(points, [point for route in routes for point in route])
+    if groups:
+        columns = framed_columns(dict(zip(keys, layers)), [(keys[tail], keys[head]) for tail, head in pairs], groups,
+                                 {node: points[number][0] for node, number in index.items()}, widths)
+        points = [[columns[node], -layers[number]] for node, number in index.items()]
+        routes = [_straight(points[tail], points[head]) for tail, head in pairs]
+    else:
+        _keep_apart(points, [point for route in routes for point in route])
     positions = {node: (x, y) for node, (x, y) in zip(index, points)}
     bends = {(keys[tail], keys[head]): [(x, y) for x, y in route]
              for (tail, head), route in zip(pairs, routes) if route}
@@ -95,6 +104,13 @@ def layered_layout(nodes: Sequence[Hashable], edges: Iterable[tuple[Hashable, Ha
     depth = max(layers) + 1
     return Layout(positions, min(xs), {node: layers[number] for number, node in enumerate(index)}, bends, depth,
                   max(xs) - min(xs) + 1)
+
+
+def _straight(tail: list[float], head: list[float]) -> list[list[float]]:
+    """The bends of an edge drawn straight from ``tail`` to ``head``, one on each layer between them."""
+    (x0, y0), (x1, y1) = tail, head
+    step = -1 if y1 < y0 else 1
+    return [[x0 + (x1 - x0) * (y - y0) / (y1 - y0), float(y)] for y in range(int(y0) + step, int(y1), step)]
 
 
 def _routes_step_through(pairs: list[tuple[int, int]], layers: list[int], routing) -> bool:
