@@ -1,16 +1,18 @@
 """The order of the nodes of a layered picture whose nodes sit in frames (opened groups, expanded calls), nested
-or side by side. A frame is drawn as one block, so its members keep together in every layer it spans, and the
-blocks and nodes inside one frame keep one order left to right in all their layers: a packing sets each, in
-that order, as far left as the layers it spans allow (``widgets/figures/picture_packing``). The order is
-chosen here for that packing, in columns of one node each:
+or side by side. A frame is drawn as one block: its members keep together in every layer it spans, and the
+blocks and nodes inside one frame keep one order left to right in all their layers, each set, in that order, as
+far left as the layers it spans allow (the packing of ``widgets/figures/picture_packing`` draws it so). The order
+is chosen here for that packing, with each node as wide as its label (``widths``, in columns):
 
-* sweeps that sort the blocks and nodes of each frame by the mean column of their neighbours outside them
-  (an edge leaving a block counts for the block as a whole), the outermost frame first;
-* then swaps of neighbours in a layer, a node with a node or a block with what lies beside it, each kept
-  where the edges, drawn straight from end to end, then cross fewer times between each two layers.
+* sweeps down and then up the layers sort the nodes of each frame in each layer by the mean column of their
+  neighbours above (going down) or below (going up), the frames staying where they are;
+* then a node swaps with the node beside it in a layer, and a block with the block or node beside it, wherever
+  the edges then cross less.
 
-Of all orders tried the one with fewest crossings is kept, so the picture never crosses more than the order it
-began with (the ``start`` columns, an ordering of the nodes without frames).
+Crossings are counted between each two neighbouring layers, each edge drawn straight from its tail to its head
+(a long one, through the layers between, at the columns on that line). Of all orders tried the one with fewest
+is kept, so the order never crosses more than the one it began from (``start``: an ordering of the nodes with no
+regard to frames, whose mean columns order each frame's children at first).
 """
 from __future__ import annotations
 
@@ -18,84 +20,85 @@ from typing import Collection, Hashable, Iterable, Mapping, Optional, Sequence, 
 
 import numpy as np
 
-SWEEPS = 6  # sorts of every frame by its neighbours' columns; a few settle the order
-ROW_SWEEPS = 2  # sorts of the nodes of each layer by their neighbours above, then below, and so on
-PASSES = 4  # rounds of swaps; each ends early where no swap helps
-GAP = 0.8  # columns between two neighbours in a row
-PAD, NEST = 0.3, 0.33  # columns between a frame's side and what it holds, and more for each frame it holds inside
-MARKER = 0.5  # columns from a node's left to where its edges meet it
+ROW_SWEEPS = 2  # layer by layer: down, then up (more seldom helped, and sometimes led to a worse end)
+PASSES = 4  # rounds of swaps; a round ends the search where no swap helped
+MOST_TRIES = 600  # swaps of blocks tried at most (each places the frames again), so that a big picture stays quick
+MOST_PAIRS = 300_000  # pairs of edges sharing a gap between layers; beyond, the start order is kept
+GAP = 0.8  # columns between two neighbours in a layer (the packing's 20 px at 24 px a column)
+PAD, NEST = 0.3, 0.33  # columns between a frame's side and what it holds, and more for each frame nested inside
+MARKER = 0.5  # columns from a node's left to its marker, where its edges meet it
 
 Child = Union["_Block", int]  # a block, or a node by its number
 
 
 class _Block:
     """A frame (or the picture itself): its children in order, its nodes at any depth, the layers it spans, the
-    frame round it, and where the packing puts each child (columns from its left side)."""
+    block round it, its padding, and where its children go (columns from its left side, which is at ``origin``)."""
 
     __slots__ = ("children", "members", "low", "high", "width", "left", "parent", "origin", "pad")
 
-    def __init__(self, parent: "_Block | None" = None):
+    def __init__(self, parent: Optional[_Block] = None):
         self.children: list[Child] = []
         self.members: list[int] = []
         self.low = self.high = 0
         self.width = 0.0
         self.left: dict[Child, float] = {}
         self.parent = parent
-        self.origin = 0.0  # the column of its left side
-        self.pad = 0.0  # columns between its sides and its children
+        self.origin = 0.0
+        self.pad = 0.0
 
 
 def framed_columns(layers: Mapping[Hashable, int], edges: Iterable[tuple[Hashable, Hashable]],
                    groups: Sequence[Collection[Hashable]], start: Mapping[Hashable, float],
                    widths: Optional[Mapping[Hashable, float]] = None) -> dict[Hashable, float]:
-    """The column of each node of ``layers`` (its layer) with the members of each of ``groups`` (nested or
-    apart) kept together as blocks, ordered to cross few ``edges``; ``start`` gives the columns to begin from, and
+    """The column of each node of ``layers`` (node -> layer) with the members of each of ``groups`` (nested or
+    apart) kept together as blocks, ordered to cross few ``edges``; ``start`` gives the columns to begin from,
     ``widths`` the columns each node takes with its label (one where not given)."""
     keys = list(layers)
     number = {key: index for index, key in enumerate(keys)}
     layer = [layers[key] for key in keys]
-    pairs = [(number[tail], number[head]) for tail, head in edges
-             if tail in number and head in number and layers[tail] != layers[head]]
+    pairs = list(dict.fromkeys((number[tail], number[head]) for tail, head in edges
+                               if tail in number and head in number and layers[tail] != layers[head]))
     root, blocks = _tree(layer, [[number[key] for key in group if key in number] for group in groups],
                          [start[key] for key in keys])
-    order = _Order(root, blocks, layer, pairs, [max((widths or {}).get(key, 1.0), 1.0) for key in keys])
-    order.sweep()
-    order.sweep_rows()
-    order.swap()
+    sizes = [max((widths or {}).get(key, 1.0), 1.0) for key in keys]
+    order = _Order(root, blocks, layer, pairs, sizes)
+    if order.count.pairs <= MOST_PAIRS:
+        order.sweep_rows()
+        order.swap()
     return {key: float(column) for key, column in zip(keys, order.best_columns)}
 
 
 def _tree(layer: list[int], groups: list[list[int]], start: list[float]) -> tuple[_Block, list[_Block]]:
-    """The blocks of ``groups`` nested by inclusion (the larger holds the smaller; of equal ones, the first the
-    later), each block's children in the order of their mean column in ``start``; and every block, the outer
-    before the inner."""
+    """The blocks of ``groups`` nested by inclusion (the larger holds the smaller; of two equal ones, the first
+    the other) with their nodes, each block's children in the order of their mean column in ``start``; and every
+    block, the picture's first and each before those it holds."""
     sets = [list(dict.fromkeys(group)) for group in groups]
     root = _Block()
     owner: list[_Block] = [root] * len(layer)
     blocks = [root]
+    depth = {id(root): 0}
     for index in sorted((index for index in range(len(sets)) if sets[index]), key=lambda index: -len(sets[index])):
         members = sets[index]
         holders = {id(owner[node]): owner[node] for node in members}
-        parent = next(iter(holders.values())) if len(holders) == 1 else root
+        parent = next(iter(holders.values())) if len(holders) == 1 else root  # a group cutting across: the picture's
         block = _Block(parent)
         block.members = members
         block.low, block.high = min(layer[node] for node in members), max(layer[node] for node in members)
         parent.children.append(block)
+        depth[id(block)] = depth[id(parent)] + 1
         for node in members:
             owner[node] = block
         blocks.append(block)
     for node in range(len(layer)):
         owner[node].children.append(node)
     root.members = list(range(len(layer)))
-    if layer:
-        root.low, root.high = min(layer), max(layer)
-    depth = {id(root): 0}
-    for block in blocks[1:]:
-        depth[id(block)] = depth[id(block.parent)] + 1
+    root.low, root.high = min(layer, default=0), max(layer, default=0)
     deepest = max(depth.values())
     for block in blocks:
         block.children.sort(key=lambda child: _mean(child, start))
-        block.pad = PAD + NEST * (deepest - depth[id(block)]) if block is not root else 0.0
+        if block is not root:  # as the packing pads a frame: more for one that holds others
+            block.pad = PAD + NEST * (deepest - depth[id(block)])
     return root, blocks
 
 
@@ -107,34 +110,34 @@ def _mean(child: Child, columns) -> float:
 
 
 class _Order:
-    """The search: the blocks and their orders, the columns they give, and the crossings counted from them."""
+    """The search: the blocks and their orders, the columns they give, the crossings counted from those, and the
+    best order found."""
 
     def __init__(self, root: _Block, blocks: list[_Block], layer: list[int], pairs: list[tuple[int, int]],
                  widths: list[float]):
         self.root, self.blocks, self.layer, self.widths = root, blocks, layer, widths
         self.count = _Crossings(pairs, layer)
-        self.neighbours = _neighbours(root, pairs, len(layer))
         self.above: list[list[int]] = [[] for _ in layer]  # each node's neighbours in the layers above it
-        self.below: list[list[int]] = [[] for _ in layer]
+        self.below: list[list[int]] = [[] for _ in layer]  # and below
         for tail, head in pairs:
             upper, lower = (tail, head) if layer[tail] < layer[head] else (head, tail)
             self.above[lower].append(upper)
             self.below[upper].append(lower)
-        for block in reversed(blocks):
-            self._place(block)
         self.columns = np.zeros(len(layer))
-        self._absolute(root, 0.0)
+        self.best_orders = [list(block.children) for block in blocks]
+        self._restore_best()
         self.fewest = self.count.total(self.columns)
         self.best_columns = self.columns.copy()
-        self.best_orders = [list(block.children) for block in blocks]
+        self.tries = 0
 
     def _spans(self, child: Child) -> tuple[int, int, float]:
+        """A child's first and last layer and its width."""
         if isinstance(child, _Block):
             return child.low, child.high, child.width
         return self.layer[child], self.layer[child], self.widths[child]
 
     def _place(self, block: _Block) -> None:
-        """Sets each child of ``block`` as far left as the layers it spans allow, in order; and its width."""
+        """Sets each child of ``block``, in order, as far left as the layers it spans allow; and its width."""
         skyline: dict[int, float] = {}
         block.left = {}
         for child in block.children:
@@ -146,6 +149,7 @@ class _Order:
         block.width = max(skyline.values(), default=0.0) + 2 * block.pad
 
     def _absolute(self, block: _Block, left: float) -> None:
+        """The columns of the nodes in ``block``, whose left side is at column ``left``."""
         block.origin = left
         for child in block.children:
             at = left + block.pad + block.left[child]
@@ -155,7 +159,7 @@ class _Order:
                 self.columns[child] = at + MARKER
 
     def _replaced(self, block: _Block) -> None:
-        """Places ``block`` again after its children changed order, and the frames round it as far out as its
+        """Places ``block`` again after its children changed order, and the blocks round it as far out as its
         width changed; then the columns of the nodes inside the outermost of those."""
         at = block
         while True:
@@ -167,28 +171,33 @@ class _Order:
         self._absolute(at, at.origin)
 
     def _keep(self) -> int:
-        """Counts the crossings of the columns now, remembering them where they are the fewest yet."""
+        """Counts the crossings now, remembering the order where they are the fewest yet."""
         count = self.count.total(self.columns)
         if count < self.fewest:
             self.fewest, self.best_columns = count, self.columns.copy()
             self.best_orders = [list(block.children) for block in self.blocks]
         return count
 
-    def sweep(self) -> None:
-        """Sorts every frame's children by the mean column of their neighbours outside them, frame after frame."""
-        for _ in range(SWEEPS):
-            if not self.fewest:
-                return
-            for block in self.blocks:
-                if len(block.children) > 1:
-                    block.children.sort(key=self._barycentre)
-                    self._replaced(block)
-            self._keep()
+    def _restore_best(self) -> None:
+        """Takes the best order found up again."""
+        for block, children in zip(self.blocks, self.best_orders):
+            block.children = list(children)
+        for block in reversed(self.blocks):
+            self._place(block)
+        self._absolute(self.root, 0.0)
+
+    def _rows(self, block: _Block) -> dict[int, list[Child]]:
+        """The children of ``block`` in each layer it spans, left to right."""
+        rows: dict[int, list[Child]] = {}
+        for child in block.children:
+            low, high, _ = self._spans(child)
+            for row in range(low, high + 1):
+                rows.setdefault(row, []).append(child)
+        return rows
 
     def sweep_rows(self) -> None:
-        """From the best order yet, sorts the nodes of each frame in each layer by the mean column of their
-        neighbours in the layers above (going down), then below (going up), and so on; frames stay in place."""
-        self._restore_best()
+        """Sorts the nodes of each frame in each layer by the mean column of their neighbours in the layers above,
+        layer after layer going down, then below going up, and so on."""
         rows = {id(block): self._rows(block) for block in self.blocks}
         for sweep in range(ROW_SWEEPS):
             if not self.fewest:
@@ -203,9 +212,9 @@ class _Order:
 
     def _sort_row(self, block: _Block, row: list[Child], ends: list[list[int]]) -> None:
         """Sorts the nodes of ``row`` (the children of ``block`` in one layer, left to right) by the mean column of
-        their ``ends``, in the places nodes take in the row."""
+        their ``ends`` (their own column where they have none), among the places nodes take in the row."""
         columns = self.columns
-        nodes = [child for child in row if not isinstance(child, _Block)]
+        nodes = [child for child in row if isinstance(child, int)]
 
         def key(node: int) -> float:
             found = ends[node]
@@ -219,7 +228,7 @@ class _Order:
             block.children[place] = node
         slots = iter(ordered)
         row[:] = [child if isinstance(child, _Block) else next(slots) for child in row]
-        if len(nodes) < len(row):  # a frame in the row: what follows it may move
+        if len(nodes) < len(row):  # a block in the row: it and what follows it may move
             self._replaced(block)
             return
         left = 0.0
@@ -228,21 +237,8 @@ class _Order:
             columns[node] = block.origin + block.pad + left + MARKER
             left += self.widths[node] + GAP
 
-    def _restore_best(self) -> None:
-        for block, children in zip(self.blocks, self.best_orders):
-            block.children = list(children)
-        for block in reversed(self.blocks):
-            self._place(block)
-        self._absolute(self.root, 0.0)
-
-    def _barycentre(self, child: Child) -> float:
-        ends = self.neighbours.get(child if isinstance(child, _Block) else ("node", child))
-        if ends is not None:
-            return float(np.mean(self.columns[ends]))
-        return _mean(child, self.columns)
-
     def swap(self) -> None:
-        """Swaps neighbours in a layer where the edges then cross less, from the best order found."""
+        """From the best order found, swaps neighbours in a layer wherever the edges then cross less."""
         self._restore_best()
         now = self.fewest
         for _ in range(PASSES):
@@ -256,70 +252,61 @@ class _Order:
             if now >= before:
                 return
 
-    def _rows(self, block: _Block) -> dict[int, list[Child]]:
-        """The children of ``block`` in each layer it spans, left to right."""
-        rows: dict[int, list[Child]] = {}
-        for child in block.children:
-            low, high, _ = self._spans(child)
-            for row in range(low, high + 1):
-                rows.setdefault(row, []).append(child)
-        return rows
-
     def _swap_nodes(self, block: _Block, now: int) -> int:
         """Swaps each two nodes side by side in a layer of ``block`` where their edges then cross less (nothing
         else moves); gives the crossings after."""
-        columns = self.columns
+        columns, widths = self.columns, self.widths
         for row in self._rows(block).values():
             for index in range(len(row) - 1):
                 one, other = row[index], row[index + 1]
-                if isinstance(one, _Block) or isinstance(other, _Block):
+                if not (isinstance(one, int) and isinstance(other, int)):
                     continue
                 before = self.count.near(columns, (one, other))
                 was = columns[one], columns[other]
-                columns[other], columns[one] = was[0], was[0] + self.widths[other] + GAP
-                after = self.count.near(columns, (one, other))
-                if after < before:
+                columns[other], columns[one] = was[0], was[0] + widths[other] + GAP
+                if self.count.near(columns, (one, other)) < before:
                     row[index], row[index + 1] = other, one
                     children = block.children
                     first, second = children.index(one), children.index(other)
                     children[first], children[second] = other, one
-                    block.left[other], block.left[one] = block.left[one], block.left[one] + self.widths[other] + GAP
+                    block.left[other], block.left[one] = block.left[one], block.left[one] + widths[other] + GAP
                     now = self._keep()
                 else:
                     columns[one], columns[other] = was
         return now
 
     def _swap_blocks(self, block: _Block, now: int) -> int:
-        """Swaps a block with the block or node beside it in a layer of ``block`` where the edges then cross less;
-        gives the crossings after."""
+        """Swaps a block with the block or node beside it in a layer of ``block`` where the edges then cross less
+        (each pair tried once); gives the crossings after."""
         tried: set[tuple[int, int]] = set()
         changed = True
-        while changed:
+        while changed and self.tries < MOST_TRIES:
             changed = False
-            for row in self._rows(block).values():
-                for one, other in zip(row, row[1:]):
-                    if not (isinstance(one, _Block) or isinstance(other, _Block)) or (id(one), id(other)) in tried:
-                        continue
-                    tried.add((id(one), id(other)))
-                    children = block.children
-                    first, second = children.index(one), children.index(other)
-                    saved = self._saved(block)
-                    children[first], children[second] = other, one
-                    self._replaced(block)
-                    count = self.count.total(self.columns)
-                    if count < now:
-                        now = self._keep()
-                        changed = True
-                        break
-                    children[first], children[second] = one, other
-                    self._restore(saved)
-                if changed:
+            for one, other in ((row[index], row[index + 1]) for row in self._rows(block).values()
+                               for index in range(len(row) - 1)):
+                if (isinstance(one, int) and isinstance(other, int)) or (id(one), id(other)) in tried:
+                    continue
+                tried.add((id(one), id(other)))
+                self.tries += 1
+                children = block.children
+                first, second = children.index(one), children.index(other)
+                saved = self._saved(block)
+                children[first], children[second] = other, one
+                self._replaced(block)
+                if self.count.total(self.columns) < now:
+                    now = self._keep()
+                    changed = True
+                    break
+                children[first], children[second] = one, other
+                self._restore(saved)
+                if self.tries >= MOST_TRIES:
                     break
         return now
 
     def _saved(self, block: _Block) -> tuple:
+        """What placing ``block`` again changes: its and its outer blocks' places, every origin, the columns."""
         chain = []
-        at: "_Block | None" = block
+        at: Optional[_Block] = block
         while at is not None:
             chain.append((at, at.left, at.width))
             at = at.parent
@@ -335,36 +322,38 @@ class _Order:
 
 
 class _Crossings:
-    """Counts how often edges drawn straight between their ends cross between two neighbouring layers."""
+    """Counts how often edges drawn straight between their ends cross between two neighbouring layers: each edge
+    is cut into a segment per gap it crosses, and two segments of one gap cross where their ends swap sides."""
 
     def __init__(self, pairs: list[tuple[int, int]], layer: list[int]):
         gaps: dict[int, list[int]] = {}
         tails: list[int] = []
         heads: list[int] = []
-        weights: list[tuple[float, float]] = []  # each segment's ends as parts of the way from its edge's tail to head
+        parts: list[tuple[float, float]] = []  # how far from its edge's tail to its head each segment starts and ends
         for tail, head in pairs:
             if layer[tail] > layer[head]:
                 tail, head = head, tail
             span = layer[head] - layer[tail]
             for row in range(layer[tail], layer[head]):
-                above, below = (row - layer[tail]) / span, (row + 1 - layer[tail]) / span
                 gaps.setdefault(row, []).append(len(tails))
                 tails.append(tail)
                 heads.append(head)
-                weights.append((above, below))
+                parts.append(((row - layer[tail]) / span, (row + 1 - layer[tail]) / span))
         self.tails, self.heads = np.array(tails, int), np.array(heads, int)
-        self.above, self.below = np.array(weights, float).reshape(-1, 2).T
-        first, second = [], []
-        for segments in gaps.values():
-            for index, one in enumerate(segments):
-                for other in segments[index + 1:]:
-                    first.append(one)
-                    second.append(other)
+        self.above, self.below = np.array(parts, float).reshape(-1, 2).T
+        self.pairs = sum(len(segments) * (len(segments) - 1) // 2 for segments in gaps.values())
+        first: list[int] = []
+        second: list[int] = []
+        touching: dict[int, list[int]] = {}  # node -> the pairs with a segment of one of its edges
+        if self.pairs <= MOST_PAIRS:
+            for segments in gaps.values():
+                for index, one in enumerate(segments):
+                    for other in segments[index + 1:]:
+                        for node in {tails[one], heads[one], tails[other], heads[other]}:
+                            touching.setdefault(node, []).append(len(first))
+                        first.append(one)
+                        second.append(other)
         self.first, self.second = np.array(first, int), np.array(second, int)
-        touching: dict[int, list[int]] = {}
-        for index, (one, other) in enumerate(zip(first, second)):
-            for node in {tails[one], heads[one], tails[other], heads[other]}:
-                touching.setdefault(node, []).append(index)
         self.touching = {node: np.array(found, int) for node, found in touching.items()}
 
     def _crossed(self, columns: np.ndarray, first: np.ndarray, second: np.ndarray) -> int:
@@ -376,39 +365,14 @@ class _Crossings:
         return int(np.count_nonzero((top - other_top) * (bottom - other_bottom) < -1e-9))
 
     def total(self, columns: np.ndarray) -> int:
+        """The crossings of the nodes at ``columns``."""
         return self._crossed(columns, self.first, self.second)
 
     def near(self, columns: np.ndarray, nodes: Iterable[int]) -> int:
-        """The crossings of pairs of segments of which one belongs to an edge of one of ``nodes``, a pair counted
-        once for each of them its edges meet (so compare counts of the same ``nodes`` only)."""
+        """The crossings of pairs of segments with one of an edge of ``nodes``, a pair counted once for each of
+        ``nodes`` its edges meet (so compare counts for the same ``nodes`` only)."""
         found = [self.touching[node] for node in nodes if node in self.touching]
         if not found:
             return 0
         which = np.concatenate(found)
         return self._crossed(columns, self.first[which], self.second[which])
-
-
-def _neighbours(root: _Block, pairs: list[tuple[int, int]], count: int) -> dict:
-    """For each block and each node (``("node", number)``), the nodes at the other end of its edges that lie
-    outside it: an edge counts for its node and for each block round it that it leaves, up to the innermost block
-    holding both its ends."""
-    chains: list[list] = [[] for _ in range(count)]
-
-    def walk(block: _Block, chain: list) -> None:
-        for child in block.children:
-            if isinstance(child, _Block):
-                walk(child, [*chain, child])
-            else:
-                chains[child] = [*chain, ("node", child)]
-
-    walk(root, [root])
-    found: dict = {}
-    for tail, head in pairs:
-        upper, lower = chains[tail], chains[head]
-        shared = 0
-        while upper[shared] is lower[shared]:
-            shared += 1
-        for chain, other in ((upper, head), (lower, tail)):
-            for unit in chain[shared:]:
-                found.setdefault(unit, []).append(other)
-    return {unit: np.array(ends, int) for unit, ends in found.items()}
