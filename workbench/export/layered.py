@@ -11,6 +11,11 @@ the layers between their ends (igraph 1.0 gives some edges of some graphs the be
 layout is made again with a dummy vertex for each bend, ordered and placed like nodes. Where its placement
 puts two nodes of a layer less than a column apart, or a bend less than half a column from its
 neighbours (it sometimes puts two at one spot), they are moved apart.
+
+A picture with frames (groups opened, calls expanded: ``groups``, sets of nodes nested or apart) is ordered
+again from igraph's order by ``framed_order``, each frame a block in every layer it spans, as the packing of
+such pictures draws them; igraph's order, blind to frames, would have the packing set out frames and their
+nodes in an order whose edges cross far more. Each edge is then drawn straight, bent on each layer between.
 """
 from __future__ import annotations
 
@@ -53,13 +58,15 @@ def column_pixels(layout: Layout, width: int, least: float) -> float:
 
 def layered_layout(nodes: Sequence[Hashable], edges: Iterable[tuple[Hashable, Hashable]],
                    first: Hashable = None, last: Hashable = None, late: bool = False,
-                   given: Optional[Mapping[Hashable, int]] = None,
-                   groups: Sequence[Collection[Hashable]] = (), widths: Optional[Mapping[Hashable, float]] = None) -> Layout:
+                   given: Optional[Mapping[Hashable, int]] = None, groups: Sequence[Collection[Hashable]] = (),
+                   widths: Optional[Mapping[Hashable, float]] = None) -> Layout:
     """Lay ``nodes`` out in layers so that each edge (tail, head) goes down; see the module docstring.
     Edges between unknown nodes, self-loops and repeated edges are ignored. Node ``first`` (if given)
     gets a layer above all others, ``last`` one below all others (where the edges leave no cycle). With
     ``late``, every node that feeds another goes to just above its first consumer (``_late_layers``). ``given``
-    layers (every node's, each edge pointing down) are taken as they are: igraph orders and places them."""
+    layers (every node's, each edge pointing down) are taken as they are: igraph orders and places them. With
+    ``groups``, each group's nodes are kept together as a block (``framed_order``), nodes as many columns wide as
+    ``widths`` gives (one where it gives none)."""
     import igraph
 
     index = {node: number for number, node in enumerate(nodes)}
