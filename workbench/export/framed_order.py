@@ -27,6 +27,8 @@ MOST_PAIRS = 300_000  # pairs of edges sharing a gap between layers; beyond, the
 GAP = 0.8  # columns between two neighbours in a layer (the packing's 20 px at 24 px a column)
 PAD, NEST = 0.3, 0.33  # columns between a frame's side and what it holds, and more for each frame nested inside
 MARKER = 0.5  # columns from a node's left to its marker, where its edges meet it
+LANE_ROUNDS = 3  # rounds of swaps with long edges down the lanes they would take (found again each round)
+CLEAR, LABEL_CLEAR, SIDE = 0.1, 0.3, 0.3  # columns a lane keeps from a node, past its label, from a frame's side
 
 Child = Union["_Block", int]  # a block, or a node by its number
 
@@ -66,6 +68,10 @@ def framed_columns(layers: Mapping[Hashable, int], edges: Iterable[tuple[Hashabl
     if order.count.pairs <= MOST_PAIRS:
         order.sweep_rows()
         order.swap()
+        for _ in range(LANE_ROUNDS):
+            order.use_lanes()
+            order.sweep_rows()
+            order.swap()
     return {key: float(column) for key, column in zip(keys, order.best_columns)}
 
 
@@ -116,19 +122,73 @@ class _Order:
     def __init__(self, root: _Block, blocks: list[_Block], layer: list[int], pairs: list[tuple[int, int]],
                  widths: list[float]):
         self.root, self.blocks, self.layer, self.widths = root, blocks, layer, widths
+        self.pairs = pairs
         self.count = _Crossings(pairs, layer)
-        self.above: list[list[int]] = [[] for _ in layer]  # each node's neighbours in the layers above it
-        self.below: list[list[int]] = [[] for _ in layer]  # and below
-        for tail, head in pairs:
-            upper, lower = (tail, head) if layer[tail] < layer[head] else (head, tail)
-            self.above[lower].append(upper)
-            self.below[upper].append(lower)
+        self._neighbours({})
         self.columns = np.zeros(len(layer))
         self.best_orders = [list(block.children) for block in blocks]
         self._restore_best()
         self.fewest = self.count.total(self.columns)
         self.best_columns = self.columns.copy()
         self.tries = 0
+
+    def _neighbours(self, lanes: Mapping[tuple[int, int], int]) -> None:
+        """Each node's neighbours in the layers above it and below: the other ends of its edges, or the lanes
+        (``lanes``, pseudo-nodes of the columns) where its long edges run."""
+        self.above: list[list[int]] = [[] for _ in self.layer]
+        self.below: list[list[int]] = [[] for _ in self.layer]
+        for tail, head in self.pairs:
+            upper, lower = (tail, head) if self.layer[tail] < self.layer[head] else (head, tail)
+            lane = lanes.get((upper, lower))
+            self.above[lower].append(upper if lane is None else lane)
+            self.below[upper].append(lower if lane is None else lane)
+
+    def use_lanes(self) -> None:
+        """From the best order found, counts crossings with each long edge running down the lane it would take now
+        (``_lanes``), so that the swaps that follow weigh where it truly runs."""
+        self._restore_best()
+        lanes = self._lanes()
+        count = len(self.layer)
+        self.count = _Crossings(self.pairs, self.layer, {pair: count + number for number, pair in enumerate(lanes)})
+        self.columns = np.concatenate([self.columns[:count], list(lanes.values())])
+        self.fewest = self.count.total(self.columns)
+        self.best_columns = self.columns.copy()
+        self._neighbours({pair: count + number for number, pair in enumerate(lanes)})
+
+    def _lanes(self) -> dict[tuple[int, int], float]:
+        """For each edge spanning layers between its ends, the column nearest its straight line's in the first
+        layer passed that is clear of every node's label and every frame's side in all the layers it passes:
+        where the packing's router runs it down (else it bends to and fro between the rows' gaps)."""
+        taken: dict[int, list[tuple[float, float]]] = {}
+        for node, row in enumerate(self.layer):
+            left = self.columns[node] - MARKER
+            taken.setdefault(row, []).append((left - CLEAR, left + self.widths[node] + LABEL_CLEAR))
+        for block in self.blocks[1:]:
+            for side in (block.origin, block.origin + block.width):
+                for row in range(block.low, block.high + 1):
+                    taken.setdefault(row, []).append((side - SIDE, side + SIDE))
+        lanes: dict[tuple[int, int], float] = {}
+        for tail, head in self.pairs:
+            if self.layer[tail] > self.layer[head]:
+                tail, head = head, tail
+            top, bottom = self.layer[tail], self.layer[head]
+            if bottom - top < 2:
+                continue
+            start, end = self.columns[tail], self.columns[head]
+            near = start + (end - start) / (bottom - top)
+            merged: list[list[float]] = []
+            for low, high in sorted(span for row in range(top + 1, bottom) for span in taken.get(row, ())):
+                if merged and low <= merged[-1][1]:
+                    merged[-1][1] = max(merged[-1][1], high)
+                else:
+                    merged.append([low, high])
+            lane = near
+            for low, high in merged:
+                if low < near < high:
+                    lane = low - CLEAR if near - low <= high - near else high + CLEAR
+                    break
+            lanes[(tail, head)] = lane
+        return lanes
 
     def _spans(self, child: Child) -> tuple[int, int, float]:
         """A child's first and last layer and its width."""
@@ -325,7 +385,8 @@ class _Crossings:
     """Counts how often edges drawn straight between their ends cross between two neighbouring layers: each edge
     is cut into a segment per gap it crosses, and two segments of one gap cross where their ends swap sides."""
 
-    def __init__(self, pairs: list[tuple[int, int]], layer: list[int]):
+    def __init__(self, pairs: list[tuple[int, int]], layer: list[int],
+                 lanes: Optional[Mapping[tuple[int, int], int]] = None):
         gaps: dict[int, list[int]] = {}
         tails: list[int] = []
         heads: list[int] = []
@@ -334,27 +395,34 @@ class _Crossings:
             if layer[tail] > layer[head]:
                 tail, head = head, tail
             span = layer[head] - layer[tail]
+            lane = (lanes or {}).get((tail, head))
             for row in range(layer[tail], layer[head]):
                 gaps.setdefault(row, []).append(len(tails))
-                tails.append(tail)
-                heads.append(head)
-                parts.append(((row - layer[tail]) / span, (row + 1 - layer[tail]) / span))
+                if lane is None:
+                    tails.append(tail)
+                    heads.append(head)
+                    parts.append(((row - layer[tail]) / span, (row + 1 - layer[tail]) / span))
+                else:  # to its lane, down it, and from it to its head
+                    tails.append(tail if row == layer[tail] else lane)
+                    heads.append(head if row == layer[head] - 1 else lane)
+                    parts.append((0.0, 1.0))
         self.tails, self.heads = np.array(tails, int), np.array(heads, int)
         self.above, self.below = np.array(parts, float).reshape(-1, 2).T
         self.pairs = sum(len(segments) * (len(segments) - 1) // 2 for segments in gaps.values())
-        first: list[int] = []
-        second: list[int] = []
-        touching: dict[int, list[int]] = {}  # node -> the pairs with a segment of one of its edges
+        first, second = [np.zeros(0, int)], [np.zeros(0, int)]
         if self.pairs <= MOST_PAIRS:
             for segments in gaps.values():
-                for index, one in enumerate(segments):
-                    for other in segments[index + 1:]:
-                        for node in {tails[one], heads[one], tails[other], heads[other]}:
-                            touching.setdefault(node, []).append(len(first))
-                        first.append(one)
-                        second.append(other)
-        self.first, self.second = np.array(first, int), np.array(second, int)
-        self.touching = {node: np.array(found, int) for node, found in touching.items()}
+                one, other = np.triu_indices(len(segments), 1)
+                first.append(np.array(segments, int)[one])
+                second.append(np.array(segments, int)[other])
+        self.first, self.second = np.concatenate(first), np.concatenate(second)
+        # node -> the pairs with a segment of one of its edges (a pair once for each end of either segment there)
+        ends = np.concatenate([self.tails[self.first], self.heads[self.first], self.tails[self.second],
+                               self.heads[self.second]])
+        which = np.tile(np.arange(len(self.first)), 4)
+        order = np.argsort(ends, kind="stable")
+        nodes, starts = np.unique(ends[order], return_index=True)
+        self.touching = dict(zip(nodes.tolist(), np.split(which[order], starts[1:])))
 
     def _crossed(self, columns: np.ndarray, first: np.ndarray, second: np.ndarray) -> int:
         ends = []
