@@ -7,12 +7,16 @@ is chosen here for that packing, with each node as wide as its label (``widths``
 * sweeps down and then up the layers sort the nodes of each frame in each layer by the mean column of their
   neighbours above (going down) or below (going up), the frames staying where they are;
 * then a node swaps with the node beside it in a layer, and a block with the block or node beside it, wherever
-  the edges then cross less.
+  the edges then cross less;
+* then, a few times, each edge spanning layers is given the lane it would be routed down: the column nearest
+  its straight line that is clear of every label and frame's side in all the layers it passes (the router of
+  the packing takes such a lane where it can, often beside the frames, and bends to it under its tail and from
+  it over its head); sweeps and swaps follow with the edge counted there, its lane a neighbour of its ends.
 
-Crossings are counted between each two neighbouring layers, each edge drawn straight from its tail to its head
-(a long one, through the layers between, at the columns on that line). Of all orders tried the one with fewest
-is kept, so the order never crosses more than the one it began from (``start``: an ordering of the nodes with no
-regard to frames, whose mean columns order each frame's children at first).
+Crossings are counted between each two neighbouring layers, an edge drawn straight from its tail to its head, or
+to its lane, down it and on to its head. Each round keeps the order with fewest crossings it found, so an order
+never crosses more, counted as that round counts, than the one the round began from (at first ``start``: an
+ordering of the nodes with no regard to frames, whose mean columns order each frame's children).
 """
 from __future__ import annotations
 
@@ -27,7 +31,7 @@ MOST_PAIRS = 300_000  # pairs of edges sharing a gap between layers; beyond, the
 GAP = 0.8  # columns between two neighbours in a layer (the packing's 20 px at 24 px a column)
 PAD, NEST = 0.3, 0.33  # columns between a frame's side and what it holds, and more for each frame nested inside
 MARKER = 0.5  # columns from a node's left to its marker, where its edges meet it
-LANE_ROUNDS = 3  # rounds of swaps with long edges down the lanes they would take (found again each round)
+LANE_ROUNDS = 3  # rounds of sweeps and swaps with long edges down their lanes (found again each round)
 CLEAR, LABEL_CLEAR, SIDE = 0.1, 0.3, 0.3  # columns a lane keeps from a node, past its label, from a frame's side
 
 Child = Union["_Block", int]  # a block, or a node by its number
@@ -149,11 +153,12 @@ class _Order:
         self._restore_best()
         lanes = self._lanes()
         count = len(self.layer)
-        self.count = _Crossings(self.pairs, self.layer, {pair: count + number for number, pair in enumerate(lanes)})
+        numbered = {pair: count + number for number, pair in enumerate(lanes)}  # each lane a column after the nodes'
+        self.count = _Crossings(self.pairs, self.layer, numbered)
+        self._neighbours(numbered)
         self.columns = np.concatenate([self.columns[:count], list(lanes.values())])
         self.fewest = self.count.total(self.columns)
         self.best_columns = self.columns.copy()
-        self._neighbours({pair: count + number for number, pair in enumerate(lanes)})
 
     def _lanes(self) -> dict[tuple[int, int], float]:
         """For each edge spanning layers between its ends, the column nearest its straight line's in the first
