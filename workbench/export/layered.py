@@ -11,11 +11,18 @@ the layers between their ends (igraph 1.0 gives some edges of some graphs the be
 layout is made again with a dummy vertex for each bend, ordered and placed like nodes. Where its placement
 puts two nodes of a layer less than a column apart, or a bend less than half a column from its
 neighbours (it sometimes puts two at one spot), they are moved apart.
+
+A picture with frames (groups opened, calls expanded: ``groups``, sets of nodes nested or apart) is ordered
+again from igraph's order by ``framed_order``, each frame a block in every layer it spans, as the packing of
+such pictures draws them; igraph's order, blind to frames, would have the packing set out frames and their
+nodes in an order whose edges cross far more. Each edge is then drawn straight, bent on each layer between.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Hashable, Iterable, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Collection, Hashable, Iterable, Mapping, Optional, Sequence
+
+from .framed_order import framed_columns
 
 if TYPE_CHECKING:  # igraph (which loads plotly when present) loads with the first layout, not with popxl
     import igraph
@@ -51,12 +58,15 @@ def column_pixels(layout: Layout, width: int, least: float) -> float:
 
 def layered_layout(nodes: Sequence[Hashable], edges: Iterable[tuple[Hashable, Hashable]],
                    first: Hashable = None, last: Hashable = None, late: bool = False,
-                   given: Optional[Mapping[Hashable, int]] = None) -> Layout:
+                   given: Optional[Mapping[Hashable, int]] = None, groups: Sequence[Collection[Hashable]] = (),
+                   widths: Optional[Mapping[Hashable, float]] = None) -> Layout:
     """Lay ``nodes`` out in layers so that each edge (tail, head) goes down; see the module docstring.
     Edges between unknown nodes, self-loops and repeated edges are ignored. Node ``first`` (if given)
     gets a layer above all others, ``last`` one below all others (where the edges leave no cycle). With
     ``late``, every node that feeds another goes to just above its first consumer (``_late_layers``). ``given``
-    layers (every node's, each edge pointing down) are taken as they are: igraph orders and places them."""
+    layers (every node's, each edge pointing down) are taken as they are: igraph orders and places them. With
+    ``groups``, each group's nodes are kept together as a block (``framed_order``), nodes as many columns wide as
+    ``widths`` gives (one where it gives none)."""
     import igraph
 
     index = {node: number for number, node in enumerate(nodes)}
@@ -87,7 +97,13 @@ def layered_layout(nodes: Sequence[Hashable], edges: Iterable[tuple[Hashable, Ha
         coords = picture.coords
         routes = [[[coords[vertex][0], -coords[vertex][1]] for vertex, _ in chain] for chain in dummies]
     points = [[x, -y] for x, y in coords[:len(index)]]
-    _keep_apart(points, [point for route in routes for point in route])
+    if groups:
+        columns = framed_columns(dict(zip(keys, layers)), [(keys[tail], keys[head]) for tail, head in pairs], groups,
+                                 {node: points[number][0] for node, number in index.items()}, widths)
+        points = [[columns[node], -layers[number]] for node, number in index.items()]
+        routes = [_straight(points[tail], points[head]) for tail, head in pairs]
+    else:
+        _keep_apart(points, [point for route in routes for point in route])
     positions = {node: (x, y) for node, (x, y) in zip(index, points)}
     bends = {(keys[tail], keys[head]): [(x, y) for x, y in route]
              for (tail, head), route in zip(pairs, routes) if route}
@@ -95,6 +111,13 @@ def layered_layout(nodes: Sequence[Hashable], edges: Iterable[tuple[Hashable, Ha
     depth = max(layers) + 1
     return Layout(positions, min(xs), {node: layers[number] for number, node in enumerate(index)}, bends, depth,
                   max(xs) - min(xs) + 1)
+
+
+def _straight(tail: list[float], head: list[float]) -> list[list[float]]:
+    """The bends of an edge drawn straight from ``tail`` to ``head``, one on each layer between them."""
+    (x0, y0), (x1, y1) = tail, head
+    step = -1 if y1 < y0 else 1
+    return [[x0 + (x1 - x0) * (y - y0) / (y1 - y0), float(y)] for y in range(int(y0) + step, int(y1), step)]
 
 
 def _routes_step_through(pairs: list[tuple[int, int]], layers: list[int], routing) -> bool:

@@ -1,7 +1,7 @@
 """The dataflow figure of one graph: ops as squares, tensors as circles, layered top to bottom."""
 from __future__ import annotations
 
-from typing import Iterable, Optional
+from typing import Hashable, Iterable, Optional
 
 import numpy as np
 import plotly.graph_objects as go
@@ -13,8 +13,8 @@ from workbench.export.opening import SCREEN_ROWS
 from .picture_frames import FramePlan, frame_plan, layer_pixels
 from .picture_folding import fold_wide_layers
 from .picture_nesting import nested_layers
-from .picture_packing import pack_frames
-from .picture_labels import MARGIN, Sizes, drawn_label, label_markup
+from .picture_packing import COLUMN, HALF, pack_frames
+from .picture_labels import CHAR_WIDTH, LABEL_GAP, MARGIN, Sizes, drawn_label, label_markup
 from ..style import (CALL_OUTLINE, EDGE_COLOR, HIGHLIGHT, IN_SEQUENCE_COLOR, KIND_COLORS, OP_OUTLINE, PICTURE_WIDTH, TEMPLATE,
                      base_layout, count_of, ipu_color, text, text_array)
 
@@ -43,13 +43,22 @@ def picture_layout(picture: DataflowPicture, width: int = PICTURE_WIDTH) -> Layo
     below = _below_their_calls(picture, edges)
     grouped = any(box.key for box in picture.boxes)  # groups open: layered frame by frame, else late (see layered)
     given = nested_layers(picture, edges) if grouped else None
-    layout = layered_layout(list(picture.nodes), edges + below, late=grouped, given=given)
+    layout = layered_layout(list(picture.nodes), edges + below, late=grouped, given=given,
+                            groups=[box.members for box in picture.boxes],
+                            widths=_cell_columns(picture))
     for edge in set(below) - set(edges):
         layout.bends.pop(edge, None)
     if picture.boxes:
         return pack_frames(layout, picture, width)
     fold_wide_layers(layout, picture, width)
     return layout
+
+
+def _cell_columns(picture: DataflowPicture) -> dict[Hashable, float]:
+    """The columns each node of a picture with frames takes in its row with its whole label, as the packing sets
+    it out (``picture_packing``): where the layout orders nodes, it can tell which edges will cross."""
+    return {key: (2 * HALF + 2 * LABEL_GAP + 3 + len(node.caption) * CHAR_WIDTH) / COLUMN
+            for key, node in picture.nodes.items()} if picture.boxes else {}
 
 
 def _below_their_calls(picture: DataflowPicture, edges: list) -> list[tuple[str, str]]:
