@@ -359,7 +359,7 @@ def test_pipelining_needs_stages_on_ipus_and_enough_batches():
     with pytest.raises(popart.popart_exception, match="split over IPUs"):
         popart.InferenceSession(proto, popart.DataFlow(2, [o]), device, userOptions=options)
     options.virtualGraphMode = popart.VirtualGraphMode.Manual
-    with pytest.raises(popart.popart_exception, match=r"depth \(batchesPerStep\) must be at least"):
+    with pytest.raises(popart.popart_exception, match=r"depth \(batchesPerStep\) must equal at least the number of pipeline stages \(2\)"):
         popart.InferenceSession(proto, popart.DataFlow(1, [o]), device, userOptions=options)
     session = popart.InferenceSession(proto, popart.DataFlow(2, [o]), device, userOptions=options)
     session.prepareDevice()

@@ -4,7 +4,7 @@ in PopART's words."""
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, Optional
 
 from workbench.onnx.loading import serialized_size
 from workbench.onnx.model import GraphBuilder
@@ -54,18 +54,39 @@ def check_accumulation(options: SessionOptions, trains: bool) -> None:
         raise popart_exception("Gradient Accumulation only available when training.")
 
 
-def check_pipelining(options: SessionOptions, builder: GraphBuilder, data_flow: DataFlow) -> None:
-    """Pipelining needs the model split over IPUs and at least as many batches as stages."""
+def check_pipelining(options: SessionOptions, builder: GraphBuilder, data_flow: DataFlow,
+                     loss: Optional[str] = None) -> None:
+    """Pipelining needs the model split over IPUs and enough batches to fill every stage: the
+    accumulation factor with gradient accumulation, else the batches per step. Training (``loss``
+    given) adds a backward stage for each forward stage before the loss's: 2L+1 stages when the loss
+    is in stage L (2L+2 with the forward-only program)."""
     if not options.enablePipelining:
         return
     if options.virtualGraphMode is VirtualGraphMode.Off:
         raise popart_exception("Pipelining requires the model to be split over IPUs: set "
                                "SessionOptions.virtualGraphMode to Manual (with builder.virtualGraph) or Auto")
-    stages = {int(a.i) for node in builder.nodes for a in node.attribute if a.name == "__pipeline_stage"} or \
-        {int(a.i) for node in builder.nodes for a in node.attribute if a.name == "__ipu_number"}
-    count = max(len(stages), 1)
+    stage_of = _node_stages(builder)
+    count = max(len(set(stage_of.values())), 1)
     if options.virtualGraphMode is VirtualGraphMode.Manual and count < 2:
         raise popart_exception(f"Pipelining requires more than 1 IPU (currently {count})")
-    if data_flow.batchesPerStep() < count:
-        raise popart_exception(f"For pipelining, depth (batchesPerStep) must be at least the number of "
-                               f"pipeline stages ({count}), got {data_flow.batchesPerStep()}")
+    if loss is not None and stage_of:
+        last = stage_of.get(loss, max(stage_of.values()))
+        count = 2 * last + (2 if options.createImplicitPipeliningFwdOnlyProgram else 1)
+    if options.enableGradientAccumulation:
+        if int(options.accumulationFactor) < count:
+            raise popart_exception("For pipelining, depth (gradient accumulation factor) must equal at least the "
+                                   f"number of pipeline stages ({count})")
+    elif data_flow.batchesPerStep() < count:
+        raise popart_exception(f"For pipelining, depth (batchesPerStep) must equal at least the number of "
+                               f"pipeline stages ({count})")
+
+
+def _node_stages(builder: GraphBuilder) -> dict[str, int]:
+    """The pipeline stage of each annotated node's outputs: its ``pipelineStage``, else (when no node
+    has one) its virtual graph, as PopART infers stages from IPUs."""
+    for key in ("__pipeline_stage", "__ipu_number"):
+        stage_of = {output: int(a.i) for node in builder.nodes for a in node.attribute if a.name == key
+                    for output in node.output}
+        if stage_of:
+            return stage_of
+    return {}
