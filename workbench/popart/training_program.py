@@ -16,8 +16,8 @@ from typing import Mapping, Optional, Union
 import numpy as np
 
 from workbench import ops
-from workbench.ir import (Graph, Ir, Tensor, Variable, constant, get_current_graph, graph_input, graph_output,
-                          in_sequence, ipu, variable)
+from workbench.ir import (Graph, Ir, Tensor, Variable, constant, get_current_context, get_current_graph, graph_input,
+                          graph_output, in_sequence, ipu, variable)
 from workbench.ir.dtypes import float32
 from workbench.ir.popdist_settings import PopdistSettings
 from workbench.ir.streams import DeviceToHostStream, d2h_stream, h2d_stream
@@ -260,7 +260,7 @@ class _Builder:
             grads = self.micro_batch(frame)
         for name in self.trainable:
             weight = frame.get(self.weights[name], True)
-            gradient = grads[name]
+            gradient = _to_ipu(grads[name], weight.ipu)
             grouping = self.weights[name].replica_grouping  # the replicas sharing this weight (VariableSettings)
             if grouping.group_size > 1:
                 gradient = ops.collectives.replicated_all_reduce(gradient, op="add", group=grouping)
@@ -303,19 +303,22 @@ class _Builder:
                 self.store(name, site.parent_output(index + 1), frame)
         seed_value = self.optimizer.getLossScalingVal()
         divide = self.ir.replication_factor if settings.mean_reduction else 1  # every replica of the job
-        with ipu(loss.ipu):
+        # The loss's gradient starts where the gradient graph takes it: the IPU of the loss's producer.
+        with ipu(self.grad_info.graph.inputs[0].ipu):
             if self.loss_scaling is None:
                 seed = constant(np.full(loss.shape, seed_value / divide, loss.dtype.as_numpy()), loss.dtype,
                                 name="lossScaling")
             else:
-                seed = frame.get(self.loss_scaling)
+                seed = _to_ipu(frame.get(self.loss_scaling), get_current_context().ipu_id)
                 if divide != 1:
                     seed = ops.mul(seed, constant(np.array(1.0 / divide, np.float32)))
                 if loss.shape:
                     seed = ops.mul(seed, constant(np.ones(loss.shape, np.float32)))
                 if seed.dtype != loss.dtype:  # a float16 model: the loss scaling variable stays float32
                     seed = ops.cast(seed, loss.dtype)
-        grads = ops.call(self.grad_info.graph, seed, inputs_dict=self.grad_info.inputs_dict(site))
+        activations = {graph_tensor: _to_ipu(parent, graph_tensor.ipu)
+                       for graph_tensor, parent in self.grad_info.inputs_dict(site).items()}
+        grads = ops.call(self.grad_info.graph, seed, inputs_dict=activations)
         by_name = dict(zip(self.trainable, grads))
         for name, gradient in zip(self.input_gradients, grads[len(self.trainable):]):
             self.store(GRADIENT + name, gradient, frame)
@@ -323,8 +326,9 @@ class _Builder:
             if GRADIENT + name in self.anchors:
                 self.store(GRADIENT + name, gradient, frame)
             if settings.accumulation_factor > 1:
-                with ipu(gradient.ipu):
-                    ops.var_updates.accumulate_(frame.get(self.state[steps.ACCUMULATOR + name], True), gradient)
+                accumulator = frame.get(self.state[steps.ACCUMULATOR + name], True)
+                with ipu(accumulator.ipu):
+                    ops.var_updates.accumulate_(accumulator, _to_ipu(gradient, accumulator.ipu))
         if settings.accumulation_factor > 1:
             self.store_state(frame)
         return by_name
@@ -389,3 +393,9 @@ def lower_training(builder: GraphBuilder, *, loss: str, optimizer: Optimizer, an
 def _context_name(debug_context) -> str:
     """The name of an optimizer's debug context (a string or a popart.DebugContext)."""
     return debug_context if isinstance(debug_context, str) else getattr(debug_context, "name", str(debug_context))
+
+
+def _to_ipu(tensor: Tensor, target: int) -> Tensor:
+    """``tensor`` on IPU ``target``: itself, or a copy there (as PopART copies a tensor to the IPU of
+    the op that reads it)."""
+    return tensor if tensor.ipu == target else ops.ipu_copy(tensor, target)
