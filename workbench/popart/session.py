@@ -209,6 +209,7 @@ class _Session(SessionWeights, SessionReports):
     def prepareDevice(self, loadEngine: bool = True) -> None:
         """Compile the program for the device and, with ``loadEngine``, attach to it."""
         if self._runtime is None:
+            session_checks.check_virtual_graphs(self._lowered.ir, max(1, self._device_info.numIpus // self._replication))
             try:
                 self._runtime = RuntimeSession(self._lowered.ir, self._device_info.workbench_device())
             except OutOfMemoryError as error:
@@ -283,7 +284,7 @@ class _Session(SessionWeights, SessionReports):
 
     def _serializeIr(self, format: IrSerializationFormat) -> str:  # noqa: A002 - PopART's keyword
         """The program, in PopART's JSON layout (``ir_serialization``)."""
-        return ir_serialization.serialize(self.ir, format)
+        return ir_serialization.serialize(self.ir, format, self._options.virtualGraphMode is not VirtualGraphMode.Off)
 
     # ----- the tile map -----
     def _tile_mapping(self):

@@ -6,7 +6,9 @@ from __future__ import annotations
 import os
 from typing import Any, Optional
 
+from workbench.ir import Ir, Tensor
 from workbench.onnx.loading import serialized_size
+from workbench.ops.registry import op_def
 from workbench.onnx.model import GraphBuilder
 from workbench.runtime.options import default_run_options
 from workbench.runtime.state.host_memory import require_host_memory
@@ -90,3 +92,23 @@ def _node_stages(builder: GraphBuilder) -> dict[str, int]:
         if stage_of:
             return stage_of
     return {}
+
+
+def check_virtual_graphs(ir: Ir, num_ipus: int) -> None:
+    """Every op runs on one of the ``num_ipus`` IPUs of a replica, or compiling stops at the first that
+    does not (in PopART's words, naming a copied input by its source and the IPU it is copied to)."""
+    for graph in ir.graphs:
+        for op in graph.ops:
+            if op_def(op.type).moves_to_ipu or 0 <= op.ipu < num_ipus:
+                continue
+            inputs = ", ".join(_input_name(t) for t in op.inputs)
+            outputs = ", ".join(t.id for t in op.outputs)
+            raise popart_exception(f"Op({op.name}, inputs=[{inputs}], outputs=[{outputs}]) has been assigned to an "
+                                   f"invalid virtual graph {op.ipu}. numIPUs = {num_ipus}.")
+
+
+def _input_name(tensor: Tensor) -> str:
+    producer = tensor.producer
+    if producer is not None and op_def(producer.type).moves_to_ipu:
+        return f"{producer.inputs[0].id}_c{tensor.ipu}"
+    return tensor.id
