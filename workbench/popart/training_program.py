@@ -35,6 +35,7 @@ from .reserved import PREFIXES
 
 GRADIENT = PREFIXES["reservedGradientPrefix"]
 LOSS_SCALING = PREFIXES["reservedLossScalingPrefix"] + "FLOAT"
+UPDATED = PREFIXES["reservedUpdatedVarPrefix"]  # a weight after its step's update: UpdatedVar___w
 STATE_PREFIXES = (steps.VELOCITY, steps.ACCUMULATOR, steps.FIRST_MOMENT, steps.SECOND_MOMENT, steps.THIRD_MOMENT,
                   steps.STEP)
 
@@ -155,8 +156,9 @@ class _Builder:
         self.grad_info = autodiff(fwd, grads_provided=[fwd.outputs[0]], grads_required=required)
 
     def _reserved(self, name: str) -> bool:
-        return name not in self.builder.types and (name == LOSS_SCALING or steps.anchored_scalar(name) is not None
-                                                   or any(name.startswith(p) for p in (GRADIENT, *STATE_PREFIXES)))
+        return name not in self.builder.types and (
+            name == LOSS_SCALING or steps.anchored_scalar(name) is not None
+            or any(name.startswith(p) for p in (GRADIENT, UPDATED, *STATE_PREFIXES)))
 
     def scalar_anchor(self, name: str, frame: _Frame) -> Optional[Tensor]:
         """The changeable loss scaling or SGD scalar a reserved anchor names (None for other names)."""
@@ -278,6 +280,13 @@ class _Builder:
                     op.meta["optimizer_update"] = (_context_name(self.optimizer.debugContext), name)
                 if settings.accumulation_factor > 1:
                     ops.var_updates.accumulator_zero_(grads[name])
+        for name in self.anchors:
+            if self._reserved(name) and name.startswith(UPDATED):
+                weight = name[len(UPDATED):]
+                if weight not in self.trainable:
+                    raise LoweringError(f"Anchor tensor `{name}' not in Ir Tensors: weights updated by the optimizer "
+                                        f"are {', '.join(self.trainable) or 'none'}")
+                self.store(name, frame.get(self.weights[weight], True), frame)
         if settings.accumulation_factor == 1:
             for name in self.forward_anchors:
                 if self._anchored_after_update(name):
@@ -335,7 +344,7 @@ class _Builder:
 
     def store_state(self, frame: _Frame) -> None:
         for name in self.anchors:
-            if self._reserved(name) and not name.startswith(GRADIENT):
+            if self._reserved(name) and not name.startswith((GRADIENT, UPDATED)):
                 scalar = self.scalar_anchor(name, frame)
                 if scalar is not None:
                     self.store(name, scalar, frame)
