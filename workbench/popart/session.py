@@ -341,6 +341,12 @@ class InferenceSession(_Session):
     """Runs an ONNX model forward: ``InferenceSession(fnModel, dataFlow, deviceInfo, inputShapeInfo,
     patterns, userOptions, name)``; ``dataFeed=`` is the older name of ``dataFlow``."""
 
+    @staticmethod
+    def fromIr(ir, deviceInfo: DeviceInfo, name: str = "fromIr"):
+        """A session over a popxl Ir (its ``ir._pb_ir`` view), with the anchors its ``setDataFlow`` named."""
+        from .session_from_ir import IrSession
+        return IrSession(ir, deviceInfo)
+
     def __init__(self, fnModel: Union[bytes, str], dataFlow: Optional[DataFlow] = None,
                  deviceInfo: Optional[DeviceInfo] = None, inputShapeInfo: Optional[InputShapeInfo] = None,
                  patterns: Any = None, userOptions: Optional[SessionOptions] = None, name: str = "inference",

@@ -27,6 +27,7 @@ from workbench.onnx.lowering.lower import _Lowering, check_supported, known_inpu
 from workbench.onnx.model import GraphBuilder
 from workbench.onnx.shapes import TensorType
 from workbench.transforms.autodiff import autodiff, is_float
+from workbench.transforms.grad_graph_info import GradGraphInfo
 
 from . import optimizer_steps as steps
 from . import pipeline
@@ -280,13 +281,13 @@ class _Builder:
                     op.meta["optimizer_update"] = (_context_name(self.optimizer.debugContext), name)
                 if settings.accumulation_factor > 1:
                     ops.var_updates.accumulator_zero_(grads[name])
-        for name in self.anchors:
-            if self._reserved(name) and name.startswith(UPDATED):
-                weight = name[len(UPDATED):]
-                if weight not in self.trainable:
-                    raise LoweringError(f"Anchor tensor `{name}' not in Ir Tensors: weights updated by the optimizer "
-                                        f"are {', '.join(self.trainable) or 'none'}")
-                self.store(name, frame.get(self.weights[weight], True), frame)
+        for anchor in self.anchors:
+            if self._reserved(anchor) and anchor.startswith(UPDATED):
+                updated = anchor[len(UPDATED):]
+                if updated not in self.trainable:
+                    raise LoweringError(f"Anchor tensor `{anchor}' not in Ir Tensors: weights updated by the "
+                                        f"optimizer are {', '.join(map(str, self.trainable)) or 'none'}")
+                self.store(anchor, frame.get(self.weights[updated], True), frame)
         if settings.accumulation_factor == 1:
             for name in self.forward_anchors:
                 if self._anchored_after_update(name):
@@ -301,6 +302,8 @@ class _Builder:
 
     def micro_batch(self, frame: _Frame) -> dict[str, Tensor]:
         settings = self.settings
+        grad_info = self.grad_info
+        assert isinstance(grad_info, GradGraphInfo)  # autodiff of one graph
         loaded = []
         for name, stream in self.streams_in.items():
             with ipu(self.lowering.home.get(name, 0)):
@@ -313,7 +316,7 @@ class _Builder:
         seed_value = self.optimizer.getLossScalingVal()
         divide = self.ir.replication_factor if settings.mean_reduction else 1  # every replica of the job
         # The loss's gradient starts where the gradient graph takes it: the IPU of the loss's producer.
-        with ipu(self.grad_info.graph.inputs[0].ipu):
+        with ipu(grad_info.graph.inputs[0].ipu):
             if self.loss_scaling is None:
                 seed = constant(np.full(loss.shape, seed_value / divide, loss.dtype.as_numpy()), loss.dtype,
                                 name="lossScaling")
@@ -326,8 +329,8 @@ class _Builder:
                 if seed.dtype != loss.dtype:  # a float16 model: the loss scaling variable stays float32
                     seed = ops.cast(seed, loss.dtype)
         activations = {graph_tensor: _to_ipu(parent, graph_tensor.ipu)
-                       for graph_tensor, parent in self.grad_info.inputs_dict(site).items()}
-        grads = ops.call(self.grad_info.graph, seed, inputs_dict=activations)
+                       for graph_tensor, parent in grad_info.inputs_dict(site).items()}
+        grads = ops.call(grad_info.graph, seed, inputs_dict=activations)
         by_name = dict(zip(self.trainable, grads))
         for name, gradient in zip(self.input_gradients, grads[len(self.trainable):]):
             self.store(GRADIENT + name, gradient, frame)
