@@ -17,6 +17,7 @@ job's, and a run's host data holds this instance's replicas (``replicationFactor
 """
 from __future__ import annotations
 
+import os
 from typing import Any, Optional, Union
 
 import numpy as np
@@ -318,13 +319,32 @@ class _Session(SessionWeights, SessionReports):
     # ----- executables -----
     def compileAndExport(self, filename: str) -> None:
         """Check the program compiles for the device; the workbench's program is its ONNX model, which
-        is what it writes to ``filename``."""
+        is what it writes to ``filename`` (``executable.popef`` in it when it is a folder; missing parent
+        folders are made). Only a device that compiles offline (an IPU, an offline IPU) saves one."""
+        if self._device_info.type not in (DeviceType.Ipu, DeviceType.OfflineIpu):
+            raise popart_exception(f"Executables for device type {_DEVICE_TYPE_NAMES[self._device_info.type]} "
+                                   "cannot be saved")
         self.prepareDevice(loadEngine=False)
-        onnx.save(self._model, filename)
+        onnx.save(self._model, _executable_path(filename))
 
     def loadExecutable(self, filename: str) -> None:
         raise popart_exception("loadExecutable: the workbench compiles from the ONNX model; create the session "
                                "from the model file instead")
+
+_DEVICE_TYPE_NAMES = {DeviceType.Cpu: "cpu", DeviceType.Ipu: "ipu", DeviceType.IpuModel: "ipu-model",
+                      DeviceType.OfflineIpu: "offline-ipu", DeviceType.Sim: "sim"}
+
+
+def _executable_path(filename: str) -> str:
+    """Where an executable saved as ``filename`` goes: into it when it is a folder, else there, its
+    folders made."""
+    if os.path.isdir(filename):
+        return os.path.join(filename, "executable.popef")
+    parent = os.path.dirname(filename)
+    if parent:
+        os.makedirs(parent, exist_ok=True)
+    return filename
+
 
 def _total(replicas: Union[int, PopdistSettings]) -> int:
     return replicas.num_total_replicas if isinstance(replicas, PopdistSettings) else replicas
