@@ -33,13 +33,14 @@ from workbench.runtime.out_of_memory import OutOfMemoryError
 from workbench.runtime.session import Session as RuntimeSession
 
 from . import anchors as anchor_arrays
-from . import diagnostics, ir_serialization, session_checks, step_log, stepio_checks, tile_map
+from . import (auto_split, diagnostics, ir_serialization, node_attributes, session_checks, step_log, stepio_checks,
+               tile_map)
 from .dataflow import AnchorReturnTypeId, DataFlow
 from .devices import DeviceInfo, DeviceType
 from .errors import OutOfMemoryException, popart_exception
 from .instances import JobLink
 from .ir_serialization import IrSerializationFormat
-from .options import SessionOptions, VirtualGraphMode
+from .options import SessionOptions, SyntheticDataMode, VirtualGraphMode
 from .patterns import check_exclusions, session_patterns
 from .replication import local_replication, replication_of
 from .session_reports import ProfileReport, SessionReports  # noqa: F401  (ProfileReport: getReport's record)
@@ -69,6 +70,7 @@ class _Session(SessionWeights, SessionReports):
         self._data_flow = data_flow
         self._device_info = deviceInfo
         self._patterns = session_patterns(patterns)
+        self._auto_placed = False  # VirtualGraphMode.Auto has annotated the nodes with their IPUs
         self.name = name
         session_checks.check_loading_memory(fnModel)
         try:
@@ -104,6 +106,7 @@ class _Session(SessionWeights, SessionReports):
     # ----- building the program -----
     def _check_anchors(self) -> None:
         session_checks.check_anchors(self._data_flow, self._builder)
+        session_checks.check_something_computed(self._data_flow, self._builder)
 
     def _check_accumulation(self) -> None:
         session_checks.check_accumulation(self._options, self._trains())
@@ -128,15 +131,23 @@ class _Session(SessionWeights, SessionReports):
             raise popart_exception(str(error)) from None
 
     def _placement(self) -> int:
-        """Apply ``virtualGraphMode`` to the model: drop the IPU annotations unless Manual; returns the
-        number of IPUs an Auto split spreads the nodes over (0 otherwise)."""
+        """Apply ``virtualGraphMode`` to the model: drop the IPU annotations when Off, place the nodes
+        (``auto_split``) when Auto; returns 0, the nodes' annotations then saying where each runs."""
         mode = self._options.virtualGraphMode
         if mode is VirtualGraphMode.Off or mode is VirtualGraphMode.ExecutionPhases:
             for node in self._builder.nodes:
                 kept = [a for a in node.attribute if a.name != "__ipu_number"]
                 del node.attribute[:]
                 node.attribute.extend(kept)
-        return max(1, self._device_info.numIpus // self._replication) if mode is VirtualGraphMode.Auto else 0
+        if mode is VirtualGraphMode.Auto and not self._auto_placed:
+            options = self._options
+            placed = auto_split.auto_ipus(self._builder, max(1, self._device_info.numIpus // self._replication),
+                                          list(options.virtualGraphSplitRatios),
+                                          2.0 if options.enableGradientAccumulation else 1.0)
+            for node, ipu in zip(self._builder.nodes, placed):
+                node_attributes.set_attribute(node, node_attributes.IPU, ipu)
+            self._auto_placed = True
+        return 0
 
     def _write_dot_checks(self) -> None:
         """The DOT files of ``dotChecks`` and ``POPART_DOT_CHECKS`` in ``logDir`` (ops ``firstDotOp`` to
@@ -275,11 +286,16 @@ class _Session(SessionWeights, SessionReports):
         layout = self._host_layout()
         inputs = stepio_checks.checked_inputs(stepio, self._lowered.inputs, self._data_flow,
                                               self._lowered.types, layout)
+        synthetic = self._options.syntheticDataMode
+        if synthetic is not SyntheticDataMode.Off:
+            inputs = synthetic_inputs(inputs, synthetic)
         if self._outputs is None:
             self._outputs = runtime.create_host_outputs()
         outputs = self._outputs
         runtime.run_with_outputs(inputs, outputs)
         step_log.ran(debugName, layout.micro_batches, layout.replicas)
+        if synthetic is not SyntheticDataMode.Off:
+            return  # nothing goes to or comes from the host
         for tensor_id, stream in self._lowered.anchors.items():
             anchor_arrays.deliver(tensor_id, outputs[stream], self._data_flow.art(tensor_id), stepio, layout)
 
@@ -305,6 +321,11 @@ class _Session(SessionWeights, SessionReports):
 
     # ----- random numbers -----
     def setRandomSeed(self, seedValue: int) -> None:
+        """Seed the program's random ops, once the device is prepared (a program without random ops
+        ignores the seed)."""
+        if self._runtime is None and session_checks.uses_random_seed(self._builder, self._trains()):
+            raise popart_exception("Devicex::prepare() must be called before Devicex::setRandomSeedFromHost(uint64_t) "
+                                   "is called.")
         self._seed = int(seedValue)
 
     def getRandomSeed(self) -> int:
@@ -344,6 +365,16 @@ def _executable_path(filename: str) -> str:
     if parent:
         os.makedirs(parent, exist_ok=True)
     return filename
+
+
+def synthetic_inputs(inputs: dict, mode: SyntheticDataMode) -> dict:
+    """What the device reads instead of the host's data with synthetic data: zeros, or draws of a
+    standard normal or a uniform (-1, 1) distribution, of each input's shape and type, the same every run."""
+    if mode is SyntheticDataMode.Zeros:
+        return {stream: np.zeros_like(array) for stream, array in inputs.items()}
+    rng = np.random.default_rng(0)
+    draw = rng.standard_normal if mode is SyntheticDataMode.RandomNormal else lambda shape: rng.uniform(-1, 1, shape)
+    return {stream: draw(np.shape(array)).astype(np.asarray(array).dtype) for stream, array in inputs.items()}
 
 
 def _total(replicas: Union[int, PopdistSettings]) -> int:

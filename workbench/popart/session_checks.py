@@ -15,7 +15,8 @@ from workbench.runtime.state.host_memory import require_host_memory
 
 from .dataflow import DataFlow
 from .errors import popart_exception
-from .options import SessionOptions, VirtualGraphMode
+from .node_attributes import RECOMPUTE
+from .options import RecomputationType, RecomputeType, SessionOptions, VirtualGraphMode
 
 # Loading holds about three copies of the weights at its peak: the parsed model, the builder's weights
 # and the program's (test_popart_model_memory.py measures it).
@@ -112,3 +113,33 @@ def _input_name(tensor: Tensor) -> str:
     if producer is not None and op_def(producer.type).moves_to_ipu:
         return f"{producer.inputs[0].id}_c{tensor.ipu}"
     return tensor.id
+
+
+def check_recomputation(options: SessionOptions, builder: GraphBuilder) -> None:
+    """Automatic recomputation and nodes the user marked for recomputation do not mix."""
+    if options.autoRecomputation is RecomputationType.NoRecompute:
+        return
+    marked = any(a.name == RECOMPUTE and a.i == RecomputeType.Recompute.value for node in builder.nodes
+                 for a in node.attribute)
+    if marked and int(options.executionPhaseSettings.phases) < 2:
+        raise popart_exception("A mixture of auto and manual recomputation is not supported")
+
+
+def check_something_computed(data_flow: DataFlow, builder: GraphBuilder) -> None:
+    """An inference program whose anchors no node produces computes nothing: every node is pruned
+    (a node with no outputs is kept for what it does, a store say)."""
+    produced = {output for node in builder.nodes for output in node.output}
+    kept = any(not node.output for node in builder.nodes)
+    if builder.nodes and not kept and not produced & set(data_flow.anchors()):
+        raise popart_exception("All operations in the main graph were pruned, nothing to compute")
+
+
+# ONNX nodes drawing random numbers; Dropout only while training (inference passes its input on).
+RANDOM_NODES = ("RandomUniform", "RandomNormal", "RandomUniformLike", "RandomNormalLike")
+TRAINING_RANDOM_NODES = ("Dropout",)
+
+
+def uses_random_seed(builder: GraphBuilder, trains: bool) -> bool:
+    """Whether the model has random behaviour, which the session's random seed governs."""
+    kinds = RANDOM_NODES + (TRAINING_RANDOM_NODES if trains else ())
+    return any(node.op_type in kinds for node in builder.nodes)
