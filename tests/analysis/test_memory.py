@@ -6,7 +6,7 @@ import numpy as np
 import popxl
 import popxl.ops as ops
 from workbench.analysis import memory
-from workbench.analysis.code_size import CODE_BYTES
+from workbench.analysis.code_size import CODE_BYTES, FULL_IPU_TILES
 from workbench.ir.device import device_for
 
 F32 = np.float32
@@ -18,6 +18,7 @@ class TinyDevice:
     bytes_per_ipu: int
     streaming_memory_bytes: int = 10**9
     num_ipus: int = 4
+    tiles_per_ipu: int = FULL_IPU_TILES  # code at the sizes of CODE_BYTES
 
 
 def chain():
@@ -134,3 +135,13 @@ def test_streaming_transfers_include_the_loads_merged_into_one_exchange():
         ("multi_exchange", "load", "a", True), ("multi_exchange", "load", "b", True),
         ("remote_store", "store", "add", True)]
     assert transfers[0].step == transfers[1].step < transfers[2].step
+
+
+def test_code_on_an_ipu_of_fewer_tiles_is_smaller_by_the_same_ratio():
+    ir, _ = chain()
+    full = memory(ir, TinyDevice(bytes_per_ipu=10**6)).ipu(0).peak
+    few = memory(ir, TinyDevice(bytes_per_ipu=10**6, tiles_per_ipu=4)).ipu(0).peak
+    assert full is not None and few is not None
+    assert full.code == CHAIN_CODE
+    assert few.code == sum(-(-CODE_BYTES[kind] * 4 // FULL_IPU_TILES) for kind in ("host_load", "mul", "add", "host_store"))
+    assert few.variables + few.constants + few.intermediates == full.variables + full.constants + full.intermediates

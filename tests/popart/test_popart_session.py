@@ -7,6 +7,7 @@ import onnx
 import pytest
 
 import popart
+from workbench.ops.registry import op_def
 
 
 def add_model(shape=(1,)):
@@ -161,15 +162,15 @@ def test_setting_ipu_numbers_places_ops_and_copies_between_ipus():
 
 def test_auto_virtual_graph_splits_nodes_over_the_ipus():
     builder = popart.Builder()
-    x = builder.addInputTensor(popart.TensorInfo("FLOAT", [2]))
-    for _ in range(4):
-        x = builder.aiOnnx.relu([x])
+    x = builder.addInputTensor(popart.TensorInfo("FLOAT", [1, 2]))
+    for _ in range(4):  # four weights of the same bytes: two on each IPU
+        x = builder.aiOnnx.matmul([x, builder.addInitializedInputTensor(np.eye(2, dtype=np.float32))])
     options = popart.SessionOptions()
     options.virtualGraphMode = popart.VirtualGraphMode.Auto
     session = popart.InferenceSession(builder.getModelProto(), popart.DataFlow(1, [x]),
                                       popart.DeviceManager().createIpuModelDevice({"numIPUs": 2}), userOptions=options)
-    relus = [op for op in session.ir.main_graph.ops if op.type == "relu"]
-    assert [op.ipu for op in relus] == [0, 0, 1, 1]
+    products = [op for op in session.ir.main_graph.ops if op_def(op.type).matrix_product]
+    assert [op.ipu for op in products] == [0, 0, 1, 1]
 
 
 def weights_session(constant_weights=False):
@@ -359,7 +360,7 @@ def test_pipelining_needs_stages_on_ipus_and_enough_batches():
     with pytest.raises(popart.popart_exception, match="split over IPUs"):
         popart.InferenceSession(proto, popart.DataFlow(2, [o]), device, userOptions=options)
     options.virtualGraphMode = popart.VirtualGraphMode.Manual
-    with pytest.raises(popart.popart_exception, match=r"depth \(batchesPerStep\) must be at least"):
+    with pytest.raises(popart.popart_exception, match=r"depth \(batchesPerStep\) must equal at least the number of pipeline stages \(2\)"):
         popart.InferenceSession(proto, popart.DataFlow(1, [o]), device, userOptions=options)
     session = popart.InferenceSession(proto, popart.DataFlow(2, [o]), device, userOptions=options)
     session.prepareDevice()

@@ -1,21 +1,24 @@
 """Estimated executable-code bytes per op type, for code liveness in memory charts.
 
-One entry per op type, in bytes for one whole IPU (Mk2, 1,472 tiles): Poplar places an op's control
+One entry per op type, in bytes for one whole IPU (Mk2, ``FULL_IPU_TILES`` tiles): Poplar places an op's control
 code and vertex code on every tile that has work for it, so even a small elementwise op costs a few
 instructions on each tile (~16 B x 1,472 tiles ~ 24 KiB), a planned matmul or convolution far more,
 and exchanges (host, remote, inter-IPU, collectives) sizeable exchange code. Views (reshape,
 transpose, slice, detach...) are free in Poplar and cost nothing. These are order-of-magnitude
 estimates that make code visible next to tensors, not a prediction of a Poplar build; op types not
-listed cost ``DEFAULT_CODE_BYTES``.
+listed cost ``DEFAULT_CODE_BYTES``. On a device of fewer tiles (an IPU model of 4 tiles, say) each op's
+code is on fewer tiles, so the bytes scale with the tile count.
 """
 from __future__ import annotations
 
 from collections import defaultdict
+from math import ceil
 
 from workbench.ir import Graph, Op
 from workbench.ops.registry import REGISTRY
 
 KiB = 1024
+FULL_IPU_TILES = 1472
 DEFAULT_CODE_BYTES = 32 * KiB
 
 CODE_BYTES: dict[str, int] = {
@@ -76,17 +79,19 @@ CODE_BYTES: dict[str, int] = {
 }
 
 
-def op_code_bytes(op: Op) -> int:
-    """Estimated code bytes of ``op`` on its IPU. An undefined ``init`` (the target a load fills)
-    only allocates its tensor and has no program; a zero one runs a fill."""
+def op_code_bytes(op: Op, tiles_per_ipu: int = FULL_IPU_TILES) -> int:
+    """Estimated code bytes of ``op`` on its IPU of ``tiles_per_ipu`` tiles. An undefined ``init``
+    (the target a load fills) only allocates its tensor and has no program; a zero one runs a fill."""
     if op.attrs.get("init_type") == "undef" and REGISTRY[op.type].fills:
         return 0
-    return CODE_BYTES.get(op.type, DEFAULT_CODE_BYTES)
+    full = CODE_BYTES.get(op.type, DEFAULT_CODE_BYTES)
+    return full if tiles_per_ipu == FULL_IPU_TILES else ceil(full * tiles_per_ipu / FULL_IPU_TILES)
 
 
-def graph_code_bytes(graph: Graph) -> dict[int, int]:
-    """Estimated code bytes of ``graph``'s own ops (not of the graphs it calls), per IPU."""
+def graph_code_bytes(graph: Graph, tiles_per_ipu: int = FULL_IPU_TILES) -> dict[int, int]:
+    """Estimated code bytes of ``graph``'s own ops (not of the graphs it calls), per IPU of
+    ``tiles_per_ipu`` tiles."""
     per_ipu: dict[int, int] = defaultdict(int)
     for op in graph.ops:
-        per_ipu[op.ipu] += op_code_bytes(op)
+        per_ipu[op.ipu] += op_code_bytes(op, tiles_per_ipu)
     return dict(per_ipu)

@@ -84,10 +84,10 @@ class MemoryReport:
 
 def memory(ir: Ir, device: Device, liveness: Optional[TensorLiveness] = None, top: int = 10) -> MemoryReport:
     """Peak tile memory and Streaming Memory per IPU of ``ir`` on ``device``, and what does not fit.
-    ``top`` bounds ``largest_at_peak``."""
-    liveness = tensor_liveness(ir) if liveness is None else liveness
+    ``top`` bounds ``largest_at_peak``. Code is sized for the device's tiles per IPU."""
+    liveness = tensor_liveness(ir, tiles_per_ipu=device.tiles_per_ipu) if liveness is None else liveness
     remote = _remote_buffer_bytes(ir)
-    offloaded = _offloaded_code_bytes(liveness)
+    offloaded = _offloaded_code_bytes(liveness, device.tiles_per_ipu)
     records, problems = [], []
     ipus = sorted(set(liveness.ipus) | set(remote) | set(offloaded))
     for ipu in ipus:
@@ -165,11 +165,11 @@ def _remote_buffer_bytes(ir: Ir) -> dict[int, int]:
     return per_ipu
 
 
-def _offloaded_code_bytes(liveness: TensorLiveness) -> dict[int, int]:
+def _offloaded_code_bytes(liveness: TensorLiveness, tiles_per_ipu: int) -> dict[int, int]:
     per_ipu: dict[int, int] = {}
     for graph, record in liveness.code.items():
         if record.load_steps:
-            for ipu, nbytes in graph_code_bytes(graph).items():
+            for ipu, nbytes in graph_code_bytes(graph, tiles_per_ipu).items():
                 per_ipu[ipu] = per_ipu.get(ipu, 0) + nbytes
     return per_ipu
 
@@ -183,7 +183,7 @@ def surely_fits(ir: Ir, device: Device) -> bool:
     for graph, count in frames.items():
         for tensor in graph.device_tensors:
             tile[tensor.ipu] += count * tensor.nbytes
-        for ipu, nbytes in graph_code_bytes(graph).items():
+        for ipu, nbytes in graph_code_bytes(graph, device.tiles_per_ipu).items():
             tile[ipu] += nbytes
             code_total += nbytes
     streaming = sum(buffer.nbytes for buffer in ir.remote_buffers) + code_total

@@ -26,7 +26,7 @@ from workbench.ir import Constant, Graph, Ir, Tensor, Variable
 from workbench.ops.call_binding import call_binding
 
 from .code_liveness import GraphCodeLiveness, code_liveness
-from .code_size import graph_code_bytes
+from .code_size import FULL_IPU_TILES, graph_code_bytes
 from .flatten import FlatSchedule, Frame, Step, flattened_schedule
 
 
@@ -93,12 +93,14 @@ class TensorLiveness:
         return self.always_live(ipu) + list(self.steps[ipu][step].live)
 
 
-def tensor_liveness(ir: Ir, flat: Optional[FlatSchedule] = None) -> TensorLiveness:
-    """Live tile memory per IPU and step (see the module docstring)."""
+def tensor_liveness(ir: Ir, flat: Optional[FlatSchedule] = None,
+                    tiles_per_ipu: int = FULL_IPU_TILES) -> TensorLiveness:
+    """Live tile memory per IPU and step (see the module docstring), code sized for IPUs of
+    ``tiles_per_ipu`` tiles."""
     flat = flattened_schedule(ir) if flat is None else flat
     code = code_liveness(ir, flat)
     allocations = _Allocations(flat).run()
-    code_per_ipu = {graph: graph_code_bytes(graph) for graph, record in code.items() if record.intervals}
+    code_per_ipu = {graph: graph_code_bytes(graph, tiles_per_ipu) for graph, record in code.items() if record.intervals}
     ipus = sorted({a.ipu for a in allocations} | {s.op.ipu for s in flat.steps} | {0}
                   | {ipu for per_ipu in code_per_ipu.values() for ipu in per_ipu})
     static = {(ipu, kind): 0 for ipu in ipus for kind in ("variable", "constant")}

@@ -12,6 +12,7 @@ from workbench.onnx.model import UnknownTensorError
 
 from . import node_attributes as attrs
 from .errors import popart_exception
+from .options import RecomputeType
 
 if TYPE_CHECKING:
     from workbench.onnx.model import GraphBuilder
@@ -132,7 +133,8 @@ class Annotations:
     def recomputeOutput(self, value: Any):
         return self._attribute(attrs.RECOMPUTE, int(getattr(value, "value", value)))
 
-    def recomputeOutputInBackwardPass(self, nodeOutputNames: Union[str, Iterable[str]], value: Any = 1) -> None:
+    def recomputeOutputInBackwardPass(self, nodeOutputNames: Union[str, Iterable[str]],
+                                      value: Any = RecomputeType.Recompute) -> None:
         self._annotate(attrs.RECOMPUTE, nodeOutputNames, int(getattr(value, "value", value)))
 
     def checkpointOutput(self, nodeOutputNames: Iterable[str]) -> list[str]:

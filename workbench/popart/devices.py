@@ -188,7 +188,7 @@ class DeviceManager:
         if unknown:
             raise popart_exception(f"Unknown device option(s) {sorted(unknown)}; expected some of {sorted(known)}")
         num_ipus = int(options.get("numIPUs", options.get("numIpus", 1)))
-        tiles = int(options.get("tilesPerIPU", default_tiles))
+        tiles = int(options.get("tilesPerIPU", default_tiles)) or TILES_PER_IPU  # 0: every tile of the IPU
         if num_ipus < 1 or tiles < 1:
             raise popart_exception(f"numIPUs and tilesPerIPU must be positive, got {num_ipus} and {tiles}")
         return DeviceInfo(device_type, num_ipus, tiles, ipu_version=str(options.get("ipuVersion", "ipu2")))

@@ -17,6 +17,7 @@ job's, and a run's host data holds this instance's replicas (``replicationFactor
 """
 from __future__ import annotations
 
+import os
 from typing import Any, Optional, Union
 
 import numpy as np
@@ -32,13 +33,14 @@ from workbench.runtime.out_of_memory import OutOfMemoryError
 from workbench.runtime.session import Session as RuntimeSession
 
 from . import anchors as anchor_arrays
-from . import diagnostics, ir_serialization, session_checks, step_log, stepio_checks, tile_map
+from . import (auto_split, diagnostics, ir_serialization, node_attributes, session_checks, step_log, stepio_checks,
+               tile_map)
 from .dataflow import AnchorReturnTypeId, DataFlow
 from .devices import DeviceInfo, DeviceType
 from .errors import OutOfMemoryException, popart_exception
 from .instances import JobLink
 from .ir_serialization import IrSerializationFormat
-from .options import SessionOptions, VirtualGraphMode
+from .options import SessionOptions, SyntheticDataMode, VirtualGraphMode
 from .patterns import check_exclusions, session_patterns
 from .replication import local_replication, replication_of
 from .session_reports import ProfileReport, SessionReports  # noqa: F401  (ProfileReport: getReport's record)
@@ -68,6 +70,7 @@ class _Session(SessionWeights, SessionReports):
         self._data_flow = data_flow
         self._device_info = deviceInfo
         self._patterns = session_patterns(patterns)
+        self._auto_placed = False  # VirtualGraphMode.Auto has annotated the nodes with their IPUs
         self.name = name
         session_checks.check_loading_memory(fnModel)
         try:
@@ -103,6 +106,7 @@ class _Session(SessionWeights, SessionReports):
     # ----- building the program -----
     def _check_anchors(self) -> None:
         session_checks.check_anchors(self._data_flow, self._builder)
+        session_checks.check_something_computed(self._data_flow, self._builder)
 
     def _check_accumulation(self) -> None:
         session_checks.check_accumulation(self._options, self._trains())
@@ -127,15 +131,23 @@ class _Session(SessionWeights, SessionReports):
             raise popart_exception(str(error)) from None
 
     def _placement(self) -> int:
-        """Apply ``virtualGraphMode`` to the model: drop the IPU annotations unless Manual; returns the
-        number of IPUs an Auto split spreads the nodes over (0 otherwise)."""
+        """Apply ``virtualGraphMode`` to the model: drop the IPU annotations when Off, place the nodes
+        (``auto_split``) when Auto; returns 0, the nodes' annotations then saying where each runs."""
         mode = self._options.virtualGraphMode
         if mode is VirtualGraphMode.Off or mode is VirtualGraphMode.ExecutionPhases:
             for node in self._builder.nodes:
                 kept = [a for a in node.attribute if a.name != "__ipu_number"]
                 del node.attribute[:]
                 node.attribute.extend(kept)
-        return max(1, self._device_info.numIpus // self._replication) if mode is VirtualGraphMode.Auto else 0
+        if mode is VirtualGraphMode.Auto and not self._auto_placed:
+            options = self._options
+            placed = auto_split.auto_ipus(self._builder, max(1, self._device_info.numIpus // self._replication),
+                                          list(options.virtualGraphSplitRatios),
+                                          2.0 if options.enableGradientAccumulation else 1.0)
+            for node, ipu in zip(self._builder.nodes, placed):
+                node_attributes.set_attribute(node, node_attributes.IPU, ipu)
+            self._auto_placed = True
+        return 0
 
     def _write_dot_checks(self) -> None:
         """The DOT files of ``dotChecks`` and ``POPART_DOT_CHECKS`` in ``logDir`` (ops ``firstDotOp`` to
@@ -209,6 +221,7 @@ class _Session(SessionWeights, SessionReports):
     def prepareDevice(self, loadEngine: bool = True) -> None:
         """Compile the program for the device and, with ``loadEngine``, attach to it."""
         if self._runtime is None:
+            session_checks.check_virtual_graphs(self._lowered.ir, max(1, self._device_info.numIpus // self._replication))
             try:
                 self._runtime = RuntimeSession(self._lowered.ir, self._device_info.workbench_device())
             except OutOfMemoryError as error:
@@ -273,17 +286,22 @@ class _Session(SessionWeights, SessionReports):
         layout = self._host_layout()
         inputs = stepio_checks.checked_inputs(stepio, self._lowered.inputs, self._data_flow,
                                               self._lowered.types, layout)
+        synthetic = self._options.syntheticDataMode
+        if synthetic is not SyntheticDataMode.Off:
+            inputs = synthetic_inputs(inputs, synthetic)
         if self._outputs is None:
             self._outputs = runtime.create_host_outputs()
         outputs = self._outputs
         runtime.run_with_outputs(inputs, outputs)
         step_log.ran(debugName, layout.micro_batches, layout.replicas)
+        if synthetic is not SyntheticDataMode.Off:
+            return  # nothing goes to or comes from the host
         for tensor_id, stream in self._lowered.anchors.items():
             anchor_arrays.deliver(tensor_id, outputs[stream], self._data_flow.art(tensor_id), stepio, layout)
 
     def _serializeIr(self, format: IrSerializationFormat) -> str:  # noqa: A002 - PopART's keyword
         """The program, in PopART's JSON layout (``ir_serialization``)."""
-        return ir_serialization.serialize(self.ir, format)
+        return ir_serialization.serialize(self.ir, format, self._options.virtualGraphMode is not VirtualGraphMode.Off)
 
     # ----- the tile map -----
     def _tile_mapping(self):
@@ -303,6 +321,11 @@ class _Session(SessionWeights, SessionReports):
 
     # ----- random numbers -----
     def setRandomSeed(self, seedValue: int) -> None:
+        """Seed the program's random ops, once the device is prepared (a program without random ops
+        ignores the seed)."""
+        if self._runtime is None and session_checks.uses_random_seed(self._builder, self._trains()):
+            raise popart_exception("Devicex::prepare() must be called before Devicex::setRandomSeedFromHost(uint64_t) "
+                                   "is called.")
         self._seed = int(seedValue)
 
     def getRandomSeed(self) -> int:
@@ -317,13 +340,42 @@ class _Session(SessionWeights, SessionReports):
     # ----- executables -----
     def compileAndExport(self, filename: str) -> None:
         """Check the program compiles for the device; the workbench's program is its ONNX model, which
-        is what it writes to ``filename``."""
+        is what it writes to ``filename`` (``executable.popef`` in it when it is a folder; missing parent
+        folders are made). Only a device that compiles offline (an IPU, an offline IPU) saves one."""
+        if self._device_info.type not in (DeviceType.Ipu, DeviceType.OfflineIpu):
+            raise popart_exception(f"Executables for device type {_DEVICE_TYPE_NAMES[self._device_info.type]} "
+                                   "cannot be saved")
         self.prepareDevice(loadEngine=False)
-        onnx.save(self._model, filename)
+        onnx.save(self._model, _executable_path(filename))
 
     def loadExecutable(self, filename: str) -> None:
         raise popart_exception("loadExecutable: the workbench compiles from the ONNX model; create the session "
                                "from the model file instead")
+
+_DEVICE_TYPE_NAMES = {DeviceType.Cpu: "cpu", DeviceType.Ipu: "ipu", DeviceType.IpuModel: "ipu-model",
+                      DeviceType.OfflineIpu: "offline-ipu", DeviceType.Sim: "sim"}
+
+
+def _executable_path(filename: str) -> str:
+    """Where an executable saved as ``filename`` goes: into it when it is a folder, else there, its
+    folders made."""
+    if os.path.isdir(filename):
+        return os.path.join(filename, "executable.popef")
+    parent = os.path.dirname(filename)
+    if parent:
+        os.makedirs(parent, exist_ok=True)
+    return filename
+
+
+def synthetic_inputs(inputs: dict, mode: SyntheticDataMode) -> dict:
+    """What the device reads instead of the host's data with synthetic data: zeros, or draws of a
+    standard normal or a uniform (-1, 1) distribution, of each input's shape and type, the same every run."""
+    if mode is SyntheticDataMode.Zeros:
+        return {stream: np.zeros_like(array) for stream, array in inputs.items()}
+    rng = np.random.default_rng(0)
+    draw = rng.standard_normal if mode is SyntheticDataMode.RandomNormal else lambda shape: rng.uniform(-1, 1, shape)
+    return {stream: draw(np.shape(array)).astype(np.asarray(array).dtype) for stream, array in inputs.items()}
+
 
 def _total(replicas: Union[int, PopdistSettings]) -> int:
     return replicas.num_total_replicas if isinstance(replicas, PopdistSettings) else replicas
@@ -339,6 +391,12 @@ def _input_types(shapes: InputShapeInfo) -> list[onnx.ValueInfoProto]:
 class InferenceSession(_Session):
     """Runs an ONNX model forward: ``InferenceSession(fnModel, dataFlow, deviceInfo, inputShapeInfo,
     patterns, userOptions, name)``; ``dataFeed=`` is the older name of ``dataFlow``."""
+
+    @staticmethod
+    def fromIr(ir, deviceInfo: DeviceInfo, name: str = "fromIr"):
+        """A session over a popxl Ir (its ``ir._pb_ir`` view), with the anchors its ``setDataFlow`` named."""
+        from .session_from_ir import IrSession
+        return IrSession(ir, deviceInfo)
 
     def __init__(self, fnModel: Union[bytes, str], dataFlow: Optional[DataFlow] = None,
                  deviceInfo: Optional[DeviceInfo] = None, inputShapeInfo: Optional[InputShapeInfo] = None,

@@ -4,16 +4,19 @@ in PopART's words."""
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, Optional
 
+from workbench.ir import Ir, Tensor
 from workbench.onnx.loading import serialized_size
+from workbench.ops.registry import op_def
 from workbench.onnx.model import GraphBuilder
 from workbench.runtime.options import default_run_options
 from workbench.runtime.state.host_memory import require_host_memory
 
 from .dataflow import DataFlow
 from .errors import popart_exception
-from .options import SessionOptions, VirtualGraphMode
+from .node_attributes import RECOMPUTE
+from .options import RecomputationType, RecomputeType, SessionOptions, VirtualGraphMode
 
 # Loading holds about three copies of the weights at its peak: the parsed model, the builder's weights
 # and the program's (test_popart_model_memory.py measures it).
@@ -54,18 +57,89 @@ def check_accumulation(options: SessionOptions, trains: bool) -> None:
         raise popart_exception("Gradient Accumulation only available when training.")
 
 
-def check_pipelining(options: SessionOptions, builder: GraphBuilder, data_flow: DataFlow) -> None:
-    """Pipelining needs the model split over IPUs and at least as many batches as stages."""
+def check_pipelining(options: SessionOptions, builder: GraphBuilder, data_flow: DataFlow,
+                     loss: Optional[str] = None) -> None:
+    """Pipelining needs the model split over IPUs and enough batches to fill every stage: the
+    accumulation factor with gradient accumulation, else the batches per step. Training (``loss``
+    given) adds a backward stage for each forward stage before the loss's: 2L+1 stages when the loss
+    is in stage L (2L+2 with the forward-only program)."""
     if not options.enablePipelining:
         return
     if options.virtualGraphMode is VirtualGraphMode.Off:
         raise popart_exception("Pipelining requires the model to be split over IPUs: set "
                                "SessionOptions.virtualGraphMode to Manual (with builder.virtualGraph) or Auto")
-    stages = {int(a.i) for node in builder.nodes for a in node.attribute if a.name == "__pipeline_stage"} or \
-        {int(a.i) for node in builder.nodes for a in node.attribute if a.name == "__ipu_number"}
-    count = max(len(stages), 1)
+    stage_of = _node_stages(builder)
+    count = max(len(set(stage_of.values())), 1)
     if options.virtualGraphMode is VirtualGraphMode.Manual and count < 2:
         raise popart_exception(f"Pipelining requires more than 1 IPU (currently {count})")
-    if data_flow.batchesPerStep() < count:
-        raise popart_exception(f"For pipelining, depth (batchesPerStep) must be at least the number of "
-                               f"pipeline stages ({count}), got {data_flow.batchesPerStep()}")
+    if loss is not None and stage_of:
+        last = stage_of.get(loss, max(stage_of.values()))
+        count = 2 * last + (2 if options.createImplicitPipeliningFwdOnlyProgram else 1)
+    if options.enableGradientAccumulation:
+        if int(options.accumulationFactor) < count:
+            raise popart_exception("For pipelining, depth (gradient accumulation factor) must equal at least the "
+                                   f"number of pipeline stages ({count})")
+    elif data_flow.batchesPerStep() < count:
+        raise popart_exception(f"For pipelining, depth (batchesPerStep) must equal at least the number of "
+                               f"pipeline stages ({count})")
+
+
+def _node_stages(builder: GraphBuilder) -> dict[str, int]:
+    """The pipeline stage of each annotated node's outputs: its ``pipelineStage``, else (when no node
+    has one) its virtual graph, as PopART infers stages from IPUs."""
+    for key in ("__pipeline_stage", "__ipu_number"):
+        stage_of = {output: int(a.i) for node in builder.nodes for a in node.attribute if a.name == key
+                    for output in node.output}
+        if stage_of:
+            return stage_of
+    return {}
+
+
+def check_virtual_graphs(ir: Ir, num_ipus: int) -> None:
+    """Every op runs on one of the ``num_ipus`` IPUs of a replica, or compiling stops at the first that
+    does not (in PopART's words, naming a copied input by its source and the IPU it is copied to)."""
+    for graph in ir.graphs:
+        for op in graph.ops:
+            if op_def(op.type).moves_to_ipu or 0 <= op.ipu < num_ipus:
+                continue
+            inputs = ", ".join(_input_name(t) for t in op.inputs)
+            outputs = ", ".join(t.id for t in op.outputs)
+            raise popart_exception(f"Op({op.name}, inputs=[{inputs}], outputs=[{outputs}]) has been assigned to an "
+                                   f"invalid virtual graph {op.ipu}. numIPUs = {num_ipus}.")
+
+
+def _input_name(tensor: Tensor) -> str:
+    producer = tensor.producer
+    if producer is not None and op_def(producer.type).moves_to_ipu:
+        return f"{producer.inputs[0].id}_c{tensor.ipu}"
+    return tensor.id
+
+
+def check_recomputation(options: SessionOptions, builder: GraphBuilder) -> None:
+    """Automatic recomputation and nodes the user marked for recomputation do not mix."""
+    if options.autoRecomputation is RecomputationType.NoRecompute:
+        return
+    marked = any(a.name == RECOMPUTE and a.i == RecomputeType.Recompute.value for node in builder.nodes
+                 for a in node.attribute)
+    if marked and int(options.executionPhaseSettings.phases) < 2:
+        raise popart_exception("A mixture of auto and manual recomputation is not supported")
+
+
+def check_something_computed(data_flow: DataFlow, builder: GraphBuilder) -> None:
+    """An inference program whose anchors no node produces computes nothing: every node is pruned
+    (a node with no outputs is kept for what it does, a store say)."""
+    produced = {output for node in builder.nodes for output in node.output}
+    kept = any(not node.output for node in builder.nodes)
+    if builder.nodes and not kept and not produced & set(data_flow.anchors()):
+        raise popart_exception("All operations in the main graph were pruned, nothing to compute")
+
+
+# ONNX nodes drawing random numbers; Dropout only while training (inference passes its input on).
+RANDOM_NODES = ("RandomUniform", "RandomNormal", "RandomUniformLike", "RandomNormalLike")
+TRAINING_RANDOM_NODES = ("Dropout",)
+
+
+def uses_random_seed(builder: GraphBuilder, trains: bool) -> bool:
+    """Whether the model has random behaviour, which the session's random seed governs."""
+    kinds = RANDOM_NODES + (TRAINING_RANDOM_NODES if trains else ())
+    return any(node.op_type in kinds for node in builder.nodes)

@@ -22,7 +22,7 @@ from workbench.onnx.lowering import LoweringError
 from workbench.onnx.shapes import TensorType
 
 from . import losses as loss_nodes
-from . import step_log
+from . import session_checks, step_log
 from . import optimizer_steps as steps
 from .dataflow import AnchorReturnTypeId, DataFlow
 from .devices import DeviceInfo
@@ -68,6 +68,10 @@ class TrainingSession(_Session):
     # ----- building the program -----
     def _trains(self) -> bool:
         return True
+
+    def _check_pipelining(self) -> None:
+        session_checks.check_pipelining(self._options, self._builder, self._data_flow, self._loss)
+        session_checks.check_recomputation(self._options, self._builder)
 
     def _check_anchors(self) -> None:
         if isinstance(self._loss, loss_nodes.Loss):

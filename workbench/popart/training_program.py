@@ -16,8 +16,8 @@ from typing import Mapping, Optional, Union
 import numpy as np
 
 from workbench import ops
-from workbench.ir import (Graph, Ir, Tensor, Variable, constant, get_current_graph, graph_input, graph_output,
-                          in_sequence, ipu, variable)
+from workbench.ir import (Graph, Ir, Tensor, Variable, constant, get_current_context, get_current_graph, graph_input,
+                          graph_output, in_sequence, ipu, variable)
 from workbench.ir.dtypes import float32
 from workbench.ir.popdist_settings import PopdistSettings
 from workbench.ir.streams import DeviceToHostStream, d2h_stream, h2d_stream
@@ -27,6 +27,7 @@ from workbench.onnx.lowering.lower import _Lowering, check_supported, known_inpu
 from workbench.onnx.model import GraphBuilder
 from workbench.onnx.shapes import TensorType
 from workbench.transforms.autodiff import autodiff, is_float
+from workbench.transforms.grad_graph_info import GradGraphInfo
 
 from . import optimizer_steps as steps
 from . import pipeline
@@ -35,6 +36,7 @@ from .reserved import PREFIXES
 
 GRADIENT = PREFIXES["reservedGradientPrefix"]
 LOSS_SCALING = PREFIXES["reservedLossScalingPrefix"] + "FLOAT"
+UPDATED = PREFIXES["reservedUpdatedVarPrefix"]  # a weight after its step's update: UpdatedVar___w
 STATE_PREFIXES = (steps.VELOCITY, steps.ACCUMULATOR, steps.FIRST_MOMENT, steps.SECOND_MOMENT, steps.THIRD_MOMENT,
                   steps.STEP)
 
@@ -155,8 +157,9 @@ class _Builder:
         self.grad_info = autodiff(fwd, grads_provided=[fwd.outputs[0]], grads_required=required)
 
     def _reserved(self, name: str) -> bool:
-        return name not in self.builder.types and (name == LOSS_SCALING or steps.anchored_scalar(name) is not None
-                                                   or any(name.startswith(p) for p in (GRADIENT, *STATE_PREFIXES)))
+        return name not in self.builder.types and (
+            name == LOSS_SCALING or steps.anchored_scalar(name) is not None
+            or any(name.startswith(p) for p in (GRADIENT, UPDATED, *STATE_PREFIXES)))
 
     def scalar_anchor(self, name: str, frame: _Frame) -> Optional[Tensor]:
         """The changeable loss scaling or SGD scalar a reserved anchor names (None for other names)."""
@@ -260,7 +263,7 @@ class _Builder:
             grads = self.micro_batch(frame)
         for name in self.trainable:
             weight = frame.get(self.weights[name], True)
-            gradient = grads[name]
+            gradient = _to_ipu(grads[name], weight.ipu)
             grouping = self.weights[name].replica_grouping  # the replicas sharing this weight (VariableSettings)
             if grouping.group_size > 1:
                 gradient = ops.collectives.replicated_all_reduce(gradient, op="add", group=grouping)
@@ -278,6 +281,13 @@ class _Builder:
                     op.meta["optimizer_update"] = (_context_name(self.optimizer.debugContext), name)
                 if settings.accumulation_factor > 1:
                     ops.var_updates.accumulator_zero_(grads[name])
+        for anchor in self.anchors:
+            if self._reserved(anchor) and anchor.startswith(UPDATED):
+                updated = anchor[len(UPDATED):]
+                if updated not in self.trainable:
+                    raise LoweringError(f"Anchor tensor `{anchor}' not in Ir Tensors: weights updated by the "
+                                        f"optimizer are {', '.join(map(str, self.trainable)) or 'none'}")
+                self.store(anchor, frame.get(self.weights[updated], True), frame)
         if settings.accumulation_factor == 1:
             for name in self.forward_anchors:
                 if self._anchored_after_update(name):
@@ -292,6 +302,8 @@ class _Builder:
 
     def micro_batch(self, frame: _Frame) -> dict[str, Tensor]:
         settings = self.settings
+        grad_info = self.grad_info
+        assert isinstance(grad_info, GradGraphInfo)  # autodiff of one graph
         loaded = []
         for name, stream in self.streams_in.items():
             with ipu(self.lowering.home.get(name, 0)):
@@ -303,19 +315,22 @@ class _Builder:
                 self.store(name, site.parent_output(index + 1), frame)
         seed_value = self.optimizer.getLossScalingVal()
         divide = self.ir.replication_factor if settings.mean_reduction else 1  # every replica of the job
-        with ipu(loss.ipu):
+        # The loss's gradient starts where the gradient graph takes it: the IPU of the loss's producer.
+        with ipu(grad_info.graph.inputs[0].ipu):
             if self.loss_scaling is None:
                 seed = constant(np.full(loss.shape, seed_value / divide, loss.dtype.as_numpy()), loss.dtype,
                                 name="lossScaling")
             else:
-                seed = frame.get(self.loss_scaling)
+                seed = _to_ipu(frame.get(self.loss_scaling), get_current_context().ipu_id)
                 if divide != 1:
                     seed = ops.mul(seed, constant(np.array(1.0 / divide, np.float32)))
                 if loss.shape:
                     seed = ops.mul(seed, constant(np.ones(loss.shape, np.float32)))
                 if seed.dtype != loss.dtype:  # a float16 model: the loss scaling variable stays float32
                     seed = ops.cast(seed, loss.dtype)
-        grads = ops.call(self.grad_info.graph, seed, inputs_dict=self.grad_info.inputs_dict(site))
+        activations = {graph_tensor: _to_ipu(parent, graph_tensor.ipu)
+                       for graph_tensor, parent in grad_info.inputs_dict(site).items()}
+        grads = ops.call(grad_info.graph, seed, inputs_dict=activations)
         by_name = dict(zip(self.trainable, grads))
         for name, gradient in zip(self.input_gradients, grads[len(self.trainable):]):
             self.store(GRADIENT + name, gradient, frame)
@@ -323,15 +338,16 @@ class _Builder:
             if GRADIENT + name in self.anchors:
                 self.store(GRADIENT + name, gradient, frame)
             if settings.accumulation_factor > 1:
-                with ipu(gradient.ipu):
-                    ops.var_updates.accumulate_(frame.get(self.state[steps.ACCUMULATOR + name], True), gradient)
+                accumulator = frame.get(self.state[steps.ACCUMULATOR + name], True)
+                with ipu(accumulator.ipu):
+                    ops.var_updates.accumulate_(accumulator, _to_ipu(gradient, accumulator.ipu))
         if settings.accumulation_factor > 1:
             self.store_state(frame)
         return by_name
 
     def store_state(self, frame: _Frame) -> None:
         for name in self.anchors:
-            if self._reserved(name) and not name.startswith(GRADIENT):
+            if self._reserved(name) and not name.startswith((GRADIENT, UPDATED)):
                 scalar = self.scalar_anchor(name, frame)
                 if scalar is not None:
                     self.store(name, scalar, frame)
@@ -389,3 +405,9 @@ def lower_training(builder: GraphBuilder, *, loss: str, optimizer: Optimizer, an
 def _context_name(debug_context) -> str:
     """The name of an optimizer's debug context (a string or a popart.DebugContext)."""
     return debug_context if isinstance(debug_context, str) else getattr(debug_context, "name", str(debug_context))
+
+
+def _to_ipu(tensor: Tensor, target: int) -> Tensor:
+    """``tensor`` on IPU ``target``: itself, or a copy there (as PopART copies a tensor to the IPU of
+    the op that reads it)."""
+    return tensor if tensor.ipu == target else ops.ipu_copy(tensor, target)

@@ -67,6 +67,18 @@ class Ir:
         raise KeyError(f"{self._ir!r} has no graph with id {key!r}; its graphs are "
                        f"{[g.name for g in self._ir.graphs]}")
 
+    def removeIsolatedGraphs(self) -> None:
+        """Drop the subgraphs that the main graph does not call, directly or through other subgraphs."""
+        self._ir._check_buildable()
+        reached, pending = set(), [self._ir.main_graph]
+        while pending:
+            graph = pending.pop()
+            if graph not in reached:
+                reached.add(graph)
+                pending.extend(callee for op in graph.ops for callee in op.called_graphs)
+        for graph in [g for g in self._ir.graphs if g not in reached]:
+            self._ir._discard_graph(graph)
+
     def createUniqueSubgraphId(self, base: Union[GraphId, str]) -> GraphId:
         return GraphId(self._ir._graph_names.fresh(str(base)))
 
