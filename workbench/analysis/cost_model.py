@@ -230,6 +230,7 @@ COSTS: dict[str, CostRule] = {
     "call": CostRule("control", lambda op, device: CALL_CYCLES),
     "repeat": CostRule("control", lambda op, device: CALL_CYCLES),
     "conditional": CostRule("control", lambda op, device: device.sync_cycles),
+    "abort": CostRule("control", lambda op, device: CALL_CYCLES),  # a test of one value, a branch
     # Elementwise: flops per output element.
     **dict.fromkeys(("abs", "ceil", "floor", "sign", "negate", "relu", "relu_", "logical_not", "isnan",
                      "isinf", "clip", "cast", "increment_mod", "increment_mod_", "add", "add_",

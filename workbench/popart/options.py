@@ -26,6 +26,7 @@ class SyntheticDataMode(enum.Enum):
     Off = 0
     Zeros = 1
     RandomNormal = 2
+    RandomUniform = 3
 
 
 class RecomputationType(enum.Enum):

@@ -241,16 +241,22 @@ class _Lowering:
 
     def _adopt_lowered_shape(self, name: str, tensor: Tensor) -> None:
         """The op's own output shape wins over ONNX's inferred one where they differ, as PopART's ops
-        set their outputs up themselves (a Subsample keeps a partial last window that ONNX drops)."""
+        set their outputs up themselves (a Subsample keeps a partial last window that ONNX drops), and
+        gives the shape ONNX could not infer (a reduce-scatter's shard, which the replication sets)."""
         known = self.builder.types.get(name)
         lowered = tuple(tensor.shape)
-        if known is not None and known.shape is not None and tuple(known.shape) != lowered:
+        if known is None or known.shape is None:
+            self.builder.types[name] = TensorType(dtypes.onnx_code(tensor.dtype.as_numpy()), lowered)
+        elif tuple(known.shape) != lowered:
             self.builder.types[name] = TensorType(known.elem_type, lowered)
 
     def subgraph(self, proto: onnx.GraphProto, explicit, loop: bool, node_ipu: int,
                  caller: str) -> tuple[Graph, list]:
         """A popxl graph lowered from ``proto`` (see ``NodeContext.subgraph``)."""
         builder = GraphBuilder.from_graph(proto, self.opsets, parent=self.builder)
+        for name, (input_shape, input_dtype) in zip(builder.inputs, explicit):
+            if not _known(builder.types.get(name)):  # an untyped input takes the caller's type
+                builder.types[name] = TensorType(dtypes.onnx_code(input_dtype.as_numpy()), tuple(input_shape))
         check_supported(builder)
         child = _Lowering(builder, self.ir, self.constant_weights, [node_ipu] * len(builder.nodes))
         child.values = {**self.values, **child.values}

@@ -9,6 +9,7 @@ from workbench import ops
 from workbench.ir import constant
 from workbench.ops.registry import apply
 
+from .indices import integer_indices
 from .table import LoweringError, NodeContext, lowers
 
 
@@ -81,7 +82,7 @@ def _slice_axis(x, axis: int, start: int, end: int, step: int):
 def _gather(ctx: NodeContext):
     x = ctx.input(0)
     axis = int(ctx.attrs.get("axis", 0)) % x.rank
-    return [ops.gather(x, ctx.input(1), axis)]
+    return [ops.gather(x, integer_indices(ctx.input(1)), axis)]
 
 
 @lowers("Constant", 1, 9, 11)
