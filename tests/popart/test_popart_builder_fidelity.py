@@ -87,3 +87,23 @@ def test_a_subgraph_with_an_untyped_input_takes_its_callers_type():
     anchors = run(builder, [called, loss], {x: data})
     np.testing.assert_array_equal(anchors[called], data * data)  # inference: dropout passes its input on
     np.testing.assert_allclose(anchors[loss], np.mean(data * data))
+
+
+def test_builder_getattr_is_annotated_with_every_onnx_opset_class():
+    from inspect import signature
+    annotated = signature(popart.Builder.__getattr__).return_annotation.__args__
+    assert set(annotated) == {getattr(popart, f"AiOnnxOpset{v}") for v in range(6, 12)}
+
+
+def test_a_sparse_constant_is_refused_in_popart_words():
+    import onnx
+    from onnx import helper
+    sparse = helper.make_sparse_tensor(helper.make_tensor("v", onnx.TensorProto.FLOAT, [2], [1.0, 2.0]),
+                                       helper.make_tensor("i", onnx.TensorProto.INT64, [2], [0, 3]), [5])
+    node = helper.make_node("Constant", [], ["c"], sparse_value=sparse)
+    graph = helper.make_graph([node], "g", [], [helper.make_tensor_value_info("c", onnx.TensorProto.FLOAT, [5])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 11)])
+    with pytest.raises(popart.popart_exception) as error:
+        popart.InferenceSession(model.SerializeToString(), popart.DataFlow(1, ["c"]),
+                                popart.DeviceManager().createCpuDevice())
+    assert error.value.args[0] == "The Constant op attribute 'sparse_value' is not supported."

@@ -88,7 +88,8 @@ def _gather(ctx: NodeContext):
 @lowers("Constant", 1, 9, 11)
 def _constant(ctx: NodeContext):
     if "value" not in ctx.attrs:
-        raise LoweringError(f"{ctx.label}: only Constant nodes with a tensor 'value' are supported")
+        unsupported = next((name for name in ctx.attrs if not name.startswith("__")), "value")
+        raise LoweringError(f"The Constant op attribute '{unsupported}' is not supported.")
     value = ctx.attrs["value"]
     array = numpy_helper.to_array(value) if not isinstance(value, np.ndarray) else value
     return [constant(array, downcast=False)]
