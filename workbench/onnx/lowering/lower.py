@@ -24,9 +24,9 @@ from workbench.ir.popdist_settings import PopdistSettings
 from .. import dtypes, replica_settings
 from ..model import GraphBuilder
 from ..shapes import ShapeInferenceError, TensorType, infer_node, outer_names
-from . import cache, control_flow, elementwise, graphcore, more, nn, reductions, rnn, shape  # noqa: F401  (the rules)
+from . import cache, control_flow, elementwise, graphcore, more, nn, random, reductions, rnn, shape  # noqa: F401  (the rules)
 from .folding import fold
-from .table import LoweringError, NodeContext, attributes, node_label, rule_for
+from .table import TRAINING, LoweringError, NodeContext, attributes, node_label, rule_for
 
 IPU_ATTRIBUTE = "__ipu_number"
 
@@ -105,6 +105,15 @@ class _Lowering:
         self.constants: dict[str, Constant] = {}
         self.home: dict[str, int] = {}  # the IPU of each tensor's first consumer
         self.model_state: dict = {}  # NodeContext.model_state, one for the model and its subgraphs
+
+    @property
+    def training(self) -> bool:
+        """Whether the model is lowered for training (a Dropout then drops), as its rules see it."""
+        return bool(self.model_state.get(TRAINING))
+
+    @training.setter
+    def training(self, value: bool) -> None:
+        self.model_state[TRAINING] = bool(value)
 
     # ----- where tensors live -----
     def plan_homes(self) -> None:
