@@ -29,7 +29,7 @@ def _kernel(op, env):
     return run
 
 
-register(OpDef("abort", _infer, _kernel, effect=True, stop_gradient=True, popart_class="AbortOp"))
+register(OpDef("abort", _infer, _kernel, effect=True, popart_class="AbortOp"))
 
 
 def abort(condition: Optional[Tensor] = None) -> None:

@@ -37,9 +37,9 @@ def _normal_kernel(op, env):
     return lambda: rng.normal(mean, scale, shape).astype(dtype)
 
 
-register(OpDef("random_uniform_fill", _infer, _uniform_kernel, effect=True, stop_gradient=True,
+register(OpDef("random_uniform_fill", _infer, _uniform_kernel, effect=True,
                popart_class="RandomUniformOp"))
-register(OpDef("random_normal_fill", _infer, _normal_kernel, effect=True, stop_gradient=True,
+register(OpDef("random_normal_fill", _infer, _normal_kernel, effect=True,
                popart_class="RandomNormalOp"))
 
 
