@@ -92,3 +92,15 @@ def test_a_dropout_lowered_for_training_masks_anew_each_step_and_its_gradient_al
     assert not np.array_equal(kept[0], kept[1])
     assert 0.6 < kept.mean() < 0.9
     np.testing.assert_array_equal(anchors[grad] != 0, kept)
+
+
+def test_two_calls_of_one_subgraph_draw_apart():
+    builder = popart.Builder()
+    x = builder.addInputTensor(popart.TensorInfo("FLOAT", [50]))
+    body = builder.createSubgraphBuilder()
+    inner = body.addInputTensor(popart.TensorInfo("FLOAT", [50]))
+    body.addOutputTensor(body.aiOnnx.add([inner, body.aiOnnx.randomuniform(shape=[50])]))
+    first = builder.aiGraphcore.call([x], 1, body)[0]
+    second = builder.aiGraphcore.call([x], 1, body)[0]
+    anchors = run(builder, [first, second], {x: np.zeros(50, np.float32)})
+    assert not np.array_equal(anchors[first], anchors[second])
