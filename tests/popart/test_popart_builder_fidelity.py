@@ -107,3 +107,21 @@ def test_a_sparse_constant_is_refused_in_popart_words():
         popart.InferenceSession(model.SerializeToString(), popart.DataFlow(1, ["c"]),
                                 popart.DeviceManager().createCpuDevice())
     assert error.value.args[0] == "The Constant op attribute 'sparse_value' is not supported."
+
+
+def test_printtensor_prints_gradients_under_popart_titles(capfd):
+    builder = popart.Builder()
+    w = builder.addInitializedInputTensor(np.array([1.0, 2.0], np.float32), "w")
+    titled = builder.aiGraphcore.printtensor([w], title="foo")  # print_gradient defaults to 1
+    untitled = builder.aiGraphcore.printtensor([titled])
+    quiet = builder.aiGraphcore.printtensor([untitled], print_gradient=0, title="quiet")
+    loss = builder.aiGraphcore.l1loss([quiet], 0.5, reduction=popart.ReductionType.Sum)
+    session = popart.TrainingSession(fnModel=builder.getModelProto(), loss=loss, optimizer=popart.ConstSGD(0.1),
+                                     dataFlow=popart.DataFlow(1, {loss: popart.AnchorReturnType("All")}),
+                                     deviceInfo=popart.DeviceManager().createCpuDevice())
+    session.prepareDevice()
+    session.weightsFromHost()
+    capfd.readouterr()
+    session.run(popart.PyStepIO({}, session.initAnchorArrays()))
+    titles = [line.split(": ")[0] for line in capfd.readouterr().err.splitlines()]
+    assert titles == ["foo", titled, "quiet", popart.reservedGradientPrefix() + titled, "foo_gradient"]

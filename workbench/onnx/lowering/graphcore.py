@@ -7,7 +7,7 @@ import numpy as np
 
 from workbench import ops
 from workbench.ir import constant, get_current_graph
-from workbench.ops import abort
+from workbench.ops import abort, debug
 from workbench.ops.debug import FloatFormat
 
 from .. import dtypes, replica_settings
@@ -67,16 +67,22 @@ for _op_type, _fn in (("Gelu", ops.gelu), ("Swish", ops.swish), ("Nop", ops.iden
 @graphcore("PrintTensor")
 def _print_tensor(ctx: NodeContext):
     """Poplar's print options as the builder writes them: characters as their codes, and a summary
-    threshold or line width of 0 for none."""
+    threshold or line width of 0 for none. The gradient is printed too unless ``print_gradient`` is 0,
+    titled as PopART titles it: ``<title>_gradient``, or without a title ``Gradient___<input>``."""
     attrs = ctx.attrs
     unlimited = np.iinfo(np.int64).max
-    return [ops.print_tensor(
-        ctx.input(0), title=attrs.get("title") or ctx.node.input[0],
+    title = attrs.get("title") or ""
+    grad_title = f"{title}_gradient" if title else GRADIENT_PREFIX + ctx.node.input[0]
+    return [debug.titled_gradient(ops.print_tensor(
+        ctx.input(0), title=title or ctx.node.input[0], print_gradient=bool(int(attrs.get("print_gradient", 1))),
         summarise_threshold=int(attrs.get("summariseThreshold", 1000)) or unlimited,
         edge_items=int(attrs.get("edgeItems", 3)), max_line_width=int(attrs.get("maxLineWidth", 75)) or unlimited,
         digits=int(attrs.get("digits", 8)), float_format=_FLOAT_FORMATS[int(attrs.get("floatFormat", 0))],
         separator=chr(int(attrs.get("separator", 32))), open_bracket=chr(int(attrs.get("openBracket", 91))),
-        close_bracket=chr(int(attrs.get("closeBracket", 93))))]
+        close_bracket=chr(int(attrs.get("closeBracket", 93)))), grad_title)]
+
+
+GRADIENT_PREFIX = "Gradient___"  # PopART's reservedGradientPrefix
 
 
 _FLOAT_FORMATS: tuple[FloatFormat, ...] = ("auto", "fixed", "scientific", "none")  # PopART's FloatFormat, in order
