@@ -14,7 +14,8 @@ TRANSFERS = {"host_load", "host_store", "remote_load", "remote_load_", "remote_s
 
 def test_the_sets_of_the_passes_come_from_the_registry():
     assert EXCHANGE_TYPES == op_types("exchange") == TRANSFERS
-    assert SIDE_EFFECT_TYPES == op_types("effect") == TRANSFERS | {"remote_code_load", "multi_exchange"}
+    assert SIDE_EFFECT_TYPES == op_types("effect") == TRANSFERS | {"remote_code_load", "multi_exchange", "abort",
+                                                                    "random_uniform_fill", "random_normal_fill"}
     assert STOP_GRADIENT_TYPES == op_types("stop_gradient") == {"detach", "detach_"}
     assert op_types("call_site") == {"call", "repeat", "conditional"}
 

@@ -56,8 +56,8 @@ CODE_BYTES: dict[str, int] = {
                      "nll_loss_with_softmax_grad"), 128 * KiB),
     **dict.fromkeys(("pow2scale_cast_to_fp8", "pow2scale_cast_from_fp8"), 32 * KiB),
     # Random numbers.
-    **dict.fromkeys(("random_uniform", "random_normal", "modify_random_seed", "dropout", "shaped_dropout"),
-                    48 * KiB),
+    **dict.fromkeys(("random_uniform", "random_normal", "random_uniform_fill", "random_normal_fill",
+                     "modify_random_seed", "dropout", "shaped_dropout"), 48 * KiB),
     # Transfers: exchange code.
     **dict.fromkeys(("host_load", "host_store", "remote_load", "remote_load_", "remote_store", "multi_exchange"),
                     48 * KiB),

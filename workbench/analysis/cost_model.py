@@ -230,6 +230,7 @@ COSTS: dict[str, CostRule] = {
     "call": CostRule("control", lambda op, device: CALL_CYCLES),
     "repeat": CostRule("control", lambda op, device: CALL_CYCLES),
     "conditional": CostRule("control", lambda op, device: device.sync_cycles),
+    "abort": CostRule("control", lambda op, device: CALL_CYCLES),  # a test of one value, a branch
     # Elementwise: flops per output element.
     **dict.fromkeys(("abs", "ceil", "floor", "sign", "negate", "relu", "relu_", "logical_not", "isnan",
                      "isinf", "clip", "cast", "increment_mod", "increment_mod_", "add", "add_",
@@ -248,8 +249,8 @@ COSTS: dict[str, CostRule] = {
                      "softplus", "elu", "selu"), elementwise(8)),
     **dict.fromkeys(("lrn", "lrn_grad", "unary_derivative"), elementwise(8)),
     # Random numbers: a generator step per element (normal: two, and a transform).
-    **dict.fromkeys(("random_uniform", "dropout", "shaped_dropout"), elementwise(4)),
-    "random_normal": elementwise(8),
+    **dict.fromkeys(("random_uniform", "random_uniform_fill", "dropout", "shaped_dropout"), elementwise(4)),
+    **dict.fromkeys(("random_normal", "random_normal_fill"), elementwise(8)),
     "modify_random_seed": elementwise(1),
     # float8: a scale and a rounding per element.
     **dict.fromkeys(("pow2scale_cast_to_fp8", "pow2scale_cast_from_fp8"), elementwise(2)),

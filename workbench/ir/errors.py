@@ -7,6 +7,14 @@ class popart_exception(RuntimeError):  # noqa: N801 - PopART's name
     """An error PopART reports: a malformed model, a bad option, a misused session."""
 
 
+class poplar_exception(RuntimeError):  # noqa: N801 - PopART's name
+    """An error of the (simulated) device."""
+
+
+class poplar_runtime_error(poplar_exception):  # noqa: N801 - PopART's name
+    """The device program stopped while it ran (an abort)."""
+
+
 class InplaceAmbiguityError(popart_exception):
     """An op writes memory in place that an op it is not ordered with uses (popxl checks this when a
     Session is made)."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Callable, Mapping, Optional, Sequence
 
+import numpy as np
 import onnx.defs
 import onnx.reference  # noqa: F401  before our schemas: it refuses op names shared by two domains (Gelu)
 from onnx import helper
@@ -34,6 +35,12 @@ def _known_shape(ttype: TensorType) -> tuple:
 
 def _ttype(spec: TensorSpec) -> TensorType:
     return TensorType(dtypes.onnx_code(spec.dtype.as_numpy()), tuple(spec.shape))
+
+
+# The attributes of a collective node: PopART's CollectiveOperator as an integer, and the CommGroup as
+# [type, group size] (written by aiGraphcore's collectives and by ``Builder.commGroup``).
+COLLECTIVE_OPERATOR = "__collectiveOperator"
+COLLECTIVE_COMM_GROUP = "__collectiveCommGroup"
 
 
 def _same(inputs: Sequence[TensorType], attrs: Mapping) -> list[TensorType]:
@@ -106,6 +113,29 @@ def _conv_flip_weights(inputs: Sequence[TensorType], attrs: Mapping) -> list[Ten
     return [TensorType(inputs[0].elem_type, (shape[1], shape[0], *shape[2:]))]
 
 
+def _abort(inputs: Sequence[TensorType], attrs: Mapping) -> list[TensorType]:
+    if inputs and inputs[0] is not None and inputs[0].shape is not None and int(np.prod(inputs[0].shape)) > 1:
+        raise ValueError("Conditional abort op can only test a scalar tensor")
+    return []
+
+
+def _flat_shard(inputs: Sequence[TensorType], attrs: Mapping) -> list[TensorType]:
+    """A reduce-scatter's flat shard: its length depends on the replication factor, unknown to the model."""
+    return [TensorType(inputs[0].elem_type, None)]
+
+
+def _scatter_reduce(inputs: Sequence[TensorType], attrs: Mapping) -> list[TensorType]:
+    """The data's shape with ``axis_size`` along ``axis`` (or the initial values' type, when given)."""
+    if len(inputs) > 2 and inputs[2] is not None:
+        return [inputs[2]]
+    shape = list(_known_shape(inputs[0]))
+    axis = int(attrs.get("axis", -1))
+    if not -len(shape) <= axis < len(shape):
+        raise ValueError(f"ScatterReduce: axis {axis} is out of range for an input of rank {len(shape)}")
+    shape[axis] = int(attrs["axis_size"])
+    return [TensorType(inputs[0].elem_type, tuple(shape))]
+
+
 def _no_outputs(inputs: Sequence[TensorType], attrs: Mapping) -> list[TensorType]:
     return []
 
@@ -121,7 +151,9 @@ GRAPHCORE_RULES.update({
                      "CheckpointOutput", "Square"), _same),
     "Subsample": _subsample,
     "LSTM": _lstm,
-    "CacheLoad": _same, "CacheStore": _no_outputs,
+    "CacheLoad": _same, "CacheStore": _no_outputs, "Abort": _abort,
+    "ReplicatedAllReduce": _same, "ReplicatedReduceScatter": _flat_shard,
+    "ScatterReduce": _scatter_reduce,
     "ConvFlipWeights": _conv_flip_weights,
     "Init": _init,
     "GroupNormalization": _group_norm,
@@ -137,7 +169,9 @@ ATTRIBUTES: dict[str, dict[str, onnx.defs.OpSchema.AttrType]] = {
     "Scale": {"scale": _A.FLOAT},
     "Subsample": {"strides": _A.INTS},
     "LSTM": {"output_full_sequence": _A.INT},
-    "PrintTensor": {"print_gradient": _A.INT, "title": _A.STRING},
+    "PrintTensor": {"print_gradient": _A.INT, "title": _A.STRING, "summariseThreshold": _A.INT, "edgeItems": _A.INT,
+                    "maxLineWidth": _A.INT, "digits": _A.INT, "floatFormat": _A.INT, "separator": _A.INT,
+                    "openBracket": _A.INT, "closeBracket": _A.INT},
     "GroupNormalization": {"num_groups": _A.INT, "epsilon": _A.FLOAT},
     **dict.fromkeys(("DynamicSlice", "DynamicUpdate", "DynamicAdd", "DynamicZero"),
                     {"axes": _A.INTS, "sizes": _A.INTS, "noOverlap": _A.INT}),
@@ -145,8 +179,12 @@ ATTRIBUTES: dict[str, dict[str, onnx.defs.OpSchema.AttrType]] = {
     "Init": {"shape": _A.INTS, "data_type": _A.INT, "tensor_type": _A.INT, "init_type": _A.INT, "batch_axis": _A.INT},
     "Call": {"callee": _A.GRAPH},
     **dict.fromkeys(("CacheLoad", "CacheStore"), {"bufferid": _A.INT}),
+    **dict.fromkeys(("ReplicatedAllReduce", "ReplicatedReduceScatter"),
+                    {COLLECTIVE_OPERATOR: _A.INT, COLLECTIVE_COMM_GROUP: _A.INTS}),
+    "ScatterReduce": {"axis": _A.INT, "axis_size": _A.INT, "reduction": _A.STRING, "group_size": _A.INT,
+                      "enable_index_broadcast": _A.INT},
 }
-_WITHOUT_OUTPUTS = {"CacheStore"}
+_WITHOUT_OUTPUTS = {"CacheStore", "Abort"}
 _TYPES = [f"tensor({t})" for t in ("float", "float16", "double", "int8", "int16", "int32", "int64", "uint8",
                                    "uint16", "uint32", "uint64", "bool")]
 
@@ -166,8 +204,14 @@ def _inference(op_type: str) -> Callable:
                 value = helper.get_attribute_value(attribute)
                 attrs[name] = value.decode() if isinstance(value, bytes) else value
         # An input of unknown type is None: the rules read only inputs they need to know (the losses
-        # check their optional label input).
-        for index, ttype in enumerate(rule(inputs, attrs)):  # type: ignore[arg-type]
+        # check their optional label input). A rule that needs one leaves the outputs open.
+        try:
+            outputs = rule(inputs, attrs)  # type: ignore[arg-type]
+        except (AttributeError, ValueError):
+            if all(t is not None and t.elem_type for t in inputs):
+                raise
+            return
+        for index, ttype in enumerate(outputs):
             if ttype is not None and index < ctx.get_num_outputs():
                 ctx.set_output_type(index, ttype.value_info("output").type)
     return infer

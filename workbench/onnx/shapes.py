@@ -83,6 +83,8 @@ def infer_node(node: onnx.NodeProto, types: Mapping[str, TensorType], values: Ma
     try:
         inferred = shape_inference.infer_shapes(model, strict_mode=True)
     except shape_inference.InferenceError as error:
+        if any(name and (t is None or not t.elem_type) for name, t in zip(node.input, inputs)):
+            return [None] * len(node.output)  # an untyped input (a subgraph's): its outputs stay open
         raise ShapeInferenceError(str(error)) from None
     except (ValueError, TypeError, IndexError, KeyError) as error:  # from an ai.graphcore rule
         raise ShapeInferenceError(f"{node.op_type} ({node.name or node.output[0]}): {error}") from None

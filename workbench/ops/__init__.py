@@ -4,7 +4,7 @@ from workbench.ir.tensor import bind_tensor_methods
 from . import (activations, remote, casting, collectives, control_flow, convolution, creation, elementwise,
                elementwise_nary, gather_scatter, host_io, indexing, linalg, nn, placement, reductions,
                shape, var_updates)
-from . import (conditional_info, control_flow_kernels, debug, fp8, identical_all_reduce, multi_exchange,
+from . import (abort, conditional_info, random_fill, control_flow_kernels, debug, fp8, identical_all_reduce, multi_exchange,
                onnx_functions, random)
 from .call_site import CallSiteInfo
 from .code_loading import remote_code_load  # reachable as popxl.ops.remote_code_load, not in __all__

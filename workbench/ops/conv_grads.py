@@ -6,7 +6,7 @@ back to the window's positions, one kernel offset at a time.
 """
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Callable, Optional, Sequence
 
 import numpy as np
 
@@ -27,8 +27,16 @@ def _swap_batch_and_channels(t: Tensor) -> Tensor:
     return blocks.transpose(t, (1, 0) + tuple(range(2, t.rank)))
 
 
+def planning_options(op) -> dict:
+    """The forward convolution's planning options (memory proportions, dithering), which its gradient
+    convolutions are planned with too, as PopART passes them on."""
+    return {name: op.attrs[name] for name in ("available_memory_proportions", "enable_conv_dithering")
+            if name in op.attrs}
+
+
 def weight_grad(data: Tensor, source: Tensor, pads_begin: Sequence[int], pads_end: Sequence[int],
-                stride: Sequence[int], dilation: Sequence[int], groups: int, kernel: Sequence[int]) -> Tensor:
+                stride: Sequence[int], dilation: Sequence[int], groups: int, kernel: Sequence[int],
+                options: Optional[dict] = None) -> Tensor:
     """``w[c, d, k] = sum over n, o of source[n, c, o] * padded data[n, d, o * stride + k * dilation]``
     per channel group: a [C_source, C_data / groups, *kernel] tensor."""
     spatial = tuple(range(2, data.rank))
@@ -36,7 +44,7 @@ def weight_grad(data: Tensor, source: Tensor, pads_begin: Sequence[int], pads_en
     for data_part, source_part in zip(_channel_groups(data, groups), _channel_groups(source, groups)):
         part = apply("conv", _swap_batch_and_channels(data_part), _swap_batch_and_channels(source_part), groups=1,
                      stride=tuple(dilation), dilation=tuple(stride), pads_begin=tuple(pads_begin),
-                     pads_end=tuple(pads_end))
+                     pads_end=tuple(pads_end), **(options or {}))
         for axis, length in zip(spatial, kernel):
             part = blocks.keep_first(part, axis, length)
         parts.append(_swap_batch_and_channels(part))
@@ -51,9 +59,10 @@ def conv_grad(op, grads, fwd):
         return [None, None]
     x, weight = op.inputs
     geometry = {name: attrs[name] for name in ("groups", "stride", "dilation", "pads_begin")}
-    input_grad = apply("conv_transpose", grad, fwd(weight), output_shape=x.shape[2:], **geometry)
+    options = planning_options(op)
+    input_grad = apply("conv_transpose", grad, fwd(weight), output_shape=x.shape[2:], **geometry, **options)
     kernel_grad = weight_grad(fwd(x), grad, attrs["pads_begin"], attrs["pads_end"], attrs["stride"],
-                              attrs["dilation"], attrs["groups"], weight.shape[2:])
+                              attrs["dilation"], attrs["groups"], weight.shape[2:], options)
     return [input_grad, kernel_grad]
 
 

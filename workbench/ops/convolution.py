@@ -108,7 +108,8 @@ def _conv_kernel(op, env):
                         weight.data if isinstance(weight, Constant) else None)
 
 
-register(OpDef("conv", _conv_infer, _conv_kernel, grad=conv_grads.conv_grad, popart_class="ConvOp"))
+register(OpDef("conv", _conv_infer, _conv_kernel, grad=conv_grads.conv_grad, popart_class="ConvOp",
+               poplibs_plan="convolution"))
 
 
 def conv(t: Tensor, weight: Tensor, stride: Optional[Tuple[int]] = (1, 1),
@@ -120,8 +121,10 @@ def conv(t: Tensor, weight: Tensor, stride: Optional[Tuple[int]] = (1, 1),
     bias. ``padding`` is (begin pads..., end pads...), for 2-D (top, left, bottom, right)."""
     expect_tensors("conv", weight=weight)
     params = _conv_params("conv", t, weight.shape[2:], stride, padding, dilation, pad_type)
-    if available_memory_proportions:  # recorded for PopART's ConvOp view; the simulated IPU plans no tiles by it
+    if available_memory_proportions:  # recorded for PopART's ConvOp view and the planning log (no tiles planned)
         params["available_memory_proportions"] = tuple(float(p) for p in available_memory_proportions)
+    if enable_conv_dithering:  # recorded for the planning log; the simulated IPU computes alike either way
+        params["enable_conv_dithering"] = tuple(int(d) for d in enable_conv_dithering)
     return apply("conv", t, weight, groups=int(groups or 1), **params)
 
 
@@ -144,6 +147,7 @@ def _conv_transpose_kernel(op, env):
 
 
 register(OpDef("conv_transpose", _conv_transpose_infer, _conv_transpose_kernel, grad=conv_grads.conv_transpose_grad,
+               poplibs_plan="convolution",
                popart_class="ConvTransposeOp"))
 
 

@@ -54,9 +54,10 @@ def _print_grad(op, grads, fwd):
     if grads[0] is None:
         return [None]
     attrs = op.attrs
-    return [apply("print_tensor", grads[0], name="print_out", title=attrs["title"],
+    title = attrs.get("grad_title") or attrs["title"]
+    return [apply("print_tensor", grads[0], name="print_out", title=title,
                   print_self=attrs["print_gradient"], print_gradient=attrs["print_gradient"],
-                  format=attrs["format"])]
+                  format=attrs["format"], grad_title=title)]
 
 
 register(OpDef("print_tensor", same_spec, _print_kernel, grad=_print_grad, view=True, popart_class="PrintTensorOp"))
@@ -82,4 +83,15 @@ def print_tensor(t: Tensor, title: Optional[str] = None, print_self: bool = True
                "separator": str(separator), "open_bracket": str(open_bracket),
                "close_bracket": str(close_bracket)}
     return apply("print_tensor", t, name="print_out", title=f"print_{t.name}" if title is None else str(title),
-                 print_self=bool(print_self), print_gradient=bool(print_gradient), format=options)
+                 print_self=bool(print_self), print_gradient=bool(print_gradient), format=options,
+                 grad_title=None)
+
+
+def titled_gradient(printed: Tensor, grad_title: str) -> Tensor:
+    """``printed`` (a print_tensor's output), its gradient to be printed under ``grad_title`` (as
+    PopART titles it) rather than the forward title."""
+    producer = printed.producer
+    if producer is None or not producer.attrs.get("print_gradient"):
+        return printed
+    producer.attrs["grad_title"] = str(grad_title)
+    return printed

@@ -78,8 +78,10 @@ def _gather_grad(op, grads, fwd):
     return [blocks.scatter_add(rows, blocks.reshape(indices, (count,)), axis, t.shape[axis]), None]
 
 
-register(OpDef("gather", _gather_infer("gather"), _gather_kernel, grad=_gather_grad, popart_class="GatherOp"))
+register(OpDef("gather", _gather_infer("gather"), _gather_kernel, grad=_gather_grad, popart_class="GatherOp",
+               poplibs_plan="multi_slice"))
 register(OpDef("tied_gather", _gather_infer("tied_gather"), _gather_kernel, grad=_gather_grad,
+               poplibs_plan="multi_slice",
                popart_class="TiedGatherOp"))
 
 
@@ -130,7 +132,8 @@ def _grouped_grad(op, grads, fwd):
     return [blocks.scatter_add(rows, every, axis, t.shape[axis]), None]
 
 
-register(OpDef("groupedgather", _grouped_infer, _grouped_kernel, grad=_grouped_grad, popart_class="GroupedGatherOp"))
+register(OpDef("groupedgather", _grouped_infer, _grouped_kernel, grad=_grouped_grad, popart_class="GroupedGatherOp",
+               poplibs_plan="multi_slice"))
 
 
 def groupedgather(t: Tensor, indices: Tensor, axis: int = 0, group_size: Optional[int] = 1,
@@ -292,6 +295,7 @@ def _scatter_reduce_grad(op, grads, fwd):
 
 
 register(OpDef("scatter_reduce", _scatter_reduce_infer, _scatter_reduce_kernel, grad=_scatter_reduce_grad,
+               poplibs_plan="multi_slice",
                popart_class="ScatterReduceOp"))
 
 

@@ -79,6 +79,7 @@ def _same_dtypes_when_compiled(op, env):
 
 
 register(OpDef("matmul", _matmul_infer, _same_dtypes_when_compiled, grad=_matmul_grad, matrix_product=True,
+               poplibs_plan="convolution",
                popart_class="MatMulOp"))
 
 

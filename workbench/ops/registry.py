@@ -86,6 +86,9 @@ class OpDef:
     matrix_product: bool = False  # a matrix product (what the replica strategy weighs)
     pure_update: bool = False  # writes input 0 with a result of its inputs alone (no stream, buffer, seed)
     uniform_result: Optional[Callable[[Op], bool]] = None  # whether every replica gets the same result
+    # How Poplibs plans it, where it does: "convolution" (convolutions and matrix products) or
+    # "multi_slice" (gathers and scatters); its debug log names the plan's memory budget.
+    poplibs_plan: str = ""
     # The in-place op types that PopART's Inplace pattern may put in this op's place, the preferred first
     # (each modifies one input, whose memory its output then is):
     inplace_variants: tuple[str, ...] = ()

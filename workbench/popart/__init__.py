@@ -9,8 +9,8 @@ from .debug import DebugContext
 from .debug_info import DebugInfo, closePoplarDebugInfo, initializePoplarDebugInfo
 from .devices import (DeviceConnectionType, DeviceInfo, DeviceManager, DeviceSelectionCriterion, DeviceType,
                       SyncPattern)
-from .errors import OutOfMemoryException, popart_exception, poplar_exception
-from .graphcore import AiGraphcoreOpset1, InitType
+from .errors import OutOfMemoryException, popart_exception, poplar_exception, poplar_runtime_error
+from .graphcore import AiGraphcoreOpset1, CollectiveOperator, InitType, ScatterReduction
 from .ir_serialization import IrSerializationFormat
 from .introspection import (OperatorIdentifier, getSupportedOperations, getUnsupportedOperations, packageHash,
                             versionNumber, versionString)
@@ -40,7 +40,7 @@ __all__ = [
     "Builder", "defaultAiOnnxOpset", "defaultAiGraphcoreOpset", "defaultAiOnnxMlOpset", "AnchorReturnType",
     "AnchorReturnTypeId", "DataFlow", "ExchangeStrategy", "DeviceConnectionType", "DeviceInfo", "DeviceManager",
     "DeviceSelectionCriterion", "DeviceType", "SyncPattern", "OutOfMemoryException", "popart_exception",
-    "poplar_exception", "AiGraphcoreOpset1", "AiOnnxOpset6", "AiOnnxOpset7", "AiOnnxOpset8", "AiOnnxOpset9",
+    "poplar_exception", "poplar_runtime_error", "AiGraphcoreOpset1", "AiOnnxOpset6", "AiOnnxOpset7", "AiOnnxOpset8", "AiOnnxOpset9",
     "AiOnnxOpset10", "AiOnnxOpset11", "OperatorIdentifier", "getSupportedOperations", "getUnsupportedOperations",
     "packageHash", "versionNumber", "versionString", "Logger", "getLogger", "DotCheck", "Instrumentation", "MeanReductionStrategy", "MergeVarUpdateType",
     "PatternsLevel", "RecomputationType", "RecomputeType", "ReductionType", "SessionOptions",
@@ -48,4 +48,5 @@ __all__ = [
     "PyStepIO", "PyStepIOCallback", "PyWeightsIO", "InputShapeInfo", "TensorInfo", "CommGroup", "CommGroupType",
     "VariableRetrievalMode", "VariableSettings", "GraphTransformer", "DebugContext", "InputSettings", "TileSet",
     "DebugInfo", "initializePoplarDebugInfo", "closePoplarDebugInfo", "IrSerializationFormat", "InitType",
+    "CollectiveOperator", "ScatterReduction",
 ] + list(_training_names) + list(_reserved_names) + list(_record_names)

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator, Optional, Union
 
 from onnx import AttributeProto
 
+from workbench.onnx.graphcore import COLLECTIVE_COMM_GROUP
 from workbench.onnx.model import UnknownTensorError
 
 from . import node_attributes as attrs
@@ -163,7 +164,14 @@ class Annotations:
             attrs.set_attribute(node, "__serialize_matmul_precision", int(keep_precision))
 
     def setEnableConvDithering(self, nodeOutputName: str, value: int) -> None:
-        self._annotate("__enable_conv_dithering", nodeOutputName, int(value))
+        """Mark a Conv node for dithering (0 or 1); any other node, or value, is refused."""
+        if value not in (0, 1):
+            raise popart_exception("enableConvDithering must be a bool value")
+        op_type = self._node(nodeOutputName).op_type
+        if op_type != "Conv":
+            raise popart_exception("Builder::setEnableConvDithering should only be called on convolutions but "
+                                   f"was given: {op_type}")
+        self._annotate(attrs.ENABLE_CONV_DITHERING, nodeOutputName, int(value))
 
     def excludePatterns(self, nodeOutputName: str, patternNames: Iterable[str]) -> None:
         self._annotate(attrs.EXCLUDE_PATTERNS, nodeOutputName, [str(p) for p in patternNames])
@@ -237,9 +245,5 @@ class Annotations:
 
     def commGroup(self, type: Any, groupSize: int = 0):  # noqa: A002 - PopART's keyword
         """``with builder.commGroup(CommGroupType.Consecutive, 2):`` marks collectives made inside."""
-        kind = int(getattr(type, "value", type))
-        stack = contextlib.ExitStack()
-        stack.enter_context(self._attribute("__comm_group_type", kind))
-        stack.enter_context(self._attribute("__comm_group_size", int(groupSize)))
-        return stack
+        return self._attribute(COLLECTIVE_COMM_GROUP, [int(getattr(type, "value", type)), int(groupSize)])
 

@@ -286,6 +286,10 @@ class Builder(Annotations):
         return self._prefix() + name
 
 
+# What ``__getattr__`` gives, as PopART annotates it: one of the ai.onnx opset classes.
+Builder.__getattr__.__annotations__["return"] = Union[tuple(opset_class(v) for v in ONNX_OPSETS)]
+
+
 def _opset_number(name: str) -> int:
     try:
         return int(name[len("aiOnnxOpset"):])

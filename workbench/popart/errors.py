@@ -1,12 +1,10 @@
 """PopART's exceptions: ``popart.popart_exception`` for what PopART rejects, ``poplar_exception`` for
-the device side, ``OutOfMemoryException`` when a program does not fit the IPUs' memory."""
+the device side (``poplar_runtime_error`` when a program aborts), ``OutOfMemoryException`` when a
+program does not fit the IPUs' memory."""
 from __future__ import annotations
 
-from workbench.ir.errors import popart_exception  # noqa: F401 - raised below the PopART face too
-
-
-class poplar_exception(RuntimeError):  # noqa: N801 - PopART's name
-    """An error of the (simulated) device."""
+# Raised below the PopART face too, so defined with the IR:
+from workbench.ir.errors import popart_exception, poplar_exception, poplar_runtime_error  # noqa: F401
 
 
 class OutOfMemoryException(popart_exception):

@@ -3,15 +3,38 @@ from __future__ import annotations
 
 import enum
 import inspect
-from typing import Any
+from typing import Any, Optional
 
 from workbench.onnx import dtypes
+from workbench.onnx.graphcore import COLLECTIVE_COMM_GROUP, COLLECTIVE_OPERATOR
 from workbench.onnx.shapes import GRAPHCORE
 
 from .opsets import bind_call, debug_name
 from .options import ReductionType
 
 _P = inspect.Parameter
+
+
+class ScatterReduction(enum.Enum):
+    """How ``aiGraphcore.scatterreduce`` combines the entries that land on one position."""
+    Sum = 0
+    Max = 1
+    Min = 2
+    Mul = 3
+    NoReduction = 4  # PopART's ``None``, a reserved word in Python
+
+
+class CollectiveOperator(enum.Enum):
+    """How a collective combines the replicas' values (the integer a node's ``__collectiveOperator`` holds)."""
+    Add = 0
+    Mean = 1
+    Mul = 2
+    Min = 3
+    Max = 4
+    LogicalAnd = 5
+    LogicalOr = 6
+    SquareAdd = 7
+    Local = 8
 
 
 class InitType(enum.Enum):
@@ -40,8 +63,6 @@ _OPS: dict[str, tuple] = {
                      lambda b: {"reduction": _reduction(b["reduction"])}),
     "scale": ("Scale", [("scale", _P.empty)], 1, lambda b: {"scale": float(b["scale"])}),
     "subsample": ("Subsample", [("strides", _P.empty)], 1, lambda b: {"strides": [int(s) for s in b["strides"]]}),
-    "printtensor": ("PrintTensor", [("print_gradient", 1), ("title", "")], 1,
-                    lambda b: {"print_gradient": int(b["print_gradient"]), "title": b["title"] or None}),
     "gelu": ("Gelu", [], 1, lambda b: {}),
     "swish": ("Swish", [], 1, lambda b: {}),
     "nop": ("Nop", [], 1, lambda b: {}),
@@ -116,6 +137,72 @@ class AiGraphcoreOpset1:
                                                      "tensor_type": 0, "init_type": int(kind),
                                                      "batch_axis": int(batch_axis)},
                                        debug=debug_name(debugContext), domain=GRAPHCORE)[0]
+
+
+    def printtensor(self, args: list, print_gradient: int = 1, debugContext: Any = "", title: str = "",
+                    summariseThreshold: int = 1000, edgeItems: int = 3, maxLineWidth: int = 75, digits: int = 8,
+                    floatFormat: int = 0, separator: str = " ", openBracket: str = "[",
+                    closeBracket: str = "]") -> str:
+        """Pass ``args[0]`` on, printing it each time it runs, as Poplar's PrintTensor formats it
+        (a threshold or line width of 0 means none; ``floatFormat`` 0-3: auto, fixed, scientific, none)."""
+        return self._builder._add_node("PrintTensor", list(args), {
+            "print_gradient": int(print_gradient), "title": title or None,
+            "summariseThreshold": int(summariseThreshold), "edgeItems": int(edgeItems),
+            "maxLineWidth": int(maxLineWidth), "digits": int(digits), "floatFormat": int(floatFormat),
+            "separator": ord(separator), "openBracket": ord(openBracket), "closeBracket": ord(closeBracket)},
+            debug=debug_name(debugContext), domain=GRAPHCORE)[0]
+
+    def abort(self, args: Optional[list] = None, debugContext: Any = "") -> None:
+        """Stop the program: always, or when the one-element tensor in ``args`` is non-zero."""
+        self._builder._add_node("Abort", list(args or []), {}, num_outputs=0, debug=debug_name(debugContext),
+                                domain=GRAPHCORE)
+
+    def replicatedallreduce(self, args: list, collectiveOperator: Any = None, commGroup: Any = None,
+                            debugContext: Any = "") -> str:
+        """Reduce ``args[0]`` over the replicas (of ``commGroup``); every replica gets the result."""
+        return self._collective("ReplicatedAllReduce", args, collectiveOperator, commGroup, debugContext)
+
+    def replicatedreducescatter(self, args: list, collectiveOperator: Any = None, commGroup: Any = None,
+                                debugContext: Any = "") -> str:
+        """Reduce ``args[0]`` over the replicas (of ``commGroup``); each keeps its flat shard of the result."""
+        return self._collective("ReplicatedReduceScatter", args, collectiveOperator, commGroup, debugContext)
+
+    def _collective(self, op_type: str, args: list, operator: Any, group: Any, debugContext: Any) -> str:
+        attributes: dict[str, Any] = {}
+        if operator is not None:
+            attributes[COLLECTIVE_OPERATOR] = _collective_operator(operator)
+        if group is not None:
+            attributes[COLLECTIVE_COMM_GROUP] = [int(getattr(group.type, "value", group.type)),
+                                                 int(group.replicaGroupSize)]
+        return self._builder._add_node(op_type, list(args), attributes, debug=debug_name(debugContext),
+                                       domain=GRAPHCORE)[0]
+
+    def scatterreduce(self, args: list, axis_size: int, axis: int = -1,
+                      reduction: ScatterReduction = ScatterReduction.Sum, enable_index_broadcast: int = 1,
+                      debugContext: Any = "") -> str:
+        """Scatter ``args[0]`` along ``axis`` to the positions ``args[1]`` of a result ``axis_size`` long
+        there, combining collisions by ``reduction`` (``args[2]``, if given, is the starting value)."""
+        return self._builder._add_node("ScatterReduce", list(args), {
+            "axis": int(axis), "axis_size": int(axis_size), "reduction": _scatter_reduction(reduction),
+            "group_size": 1, "enable_index_broadcast": int(enable_index_broadcast)},
+            debug=debug_name(debugContext), domain=GRAPHCORE)[0]
+
+
+def _collective_operator(value: Any) -> int:
+    """The operator's integer; popxl's CollectiveOperator (and PopART's) are known by name."""
+    name = getattr(value, "name", value)
+    if name in CollectiveOperator.__members__:
+        return CollectiveOperator[name].value
+    raise TypeError(f"collectiveOperator must be a popart.CollectiveOperator, got {value!r}")
+
+
+def _scatter_reduction(value: Any) -> str:
+    member = value if isinstance(value, ScatterReduction) else None
+    if member is None and isinstance(value, str):
+        member = next((m for m in ScatterReduction if m.name.lower() == value.lower()), None)
+    if member is None:
+        raise TypeError(f"reduction must be a popart.ScatterReduction, got {value!r}")
+    return "none" if member is ScatterReduction.NoReduction else member.name.lower()
 
 
 for _name, _spec in _OPS.items():

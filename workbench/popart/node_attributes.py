@@ -16,6 +16,7 @@ PARTIALS_TYPE = "__partials_type"
 SCHEDULE_PRIORITY = "__schedule_priority"
 OUTLINE = "__outline"
 EXCLUDE_PATTERNS = "__exclude_patterns"
+ENABLE_CONV_DITHERING = "__enable_conv_dithering"
 DEBUG_INFO_ID = "__debug_info_id"  # the number of the node's popartbuilder DebugInfo
 
 

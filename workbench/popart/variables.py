@@ -15,6 +15,9 @@ class CommGroupType(enum.Enum):
     Orthogonal = 2
     Ungrouped = 3
 
+    def __int__(self) -> int:  # as PopART's enums: int(CommGroupType.Consecutive) == 1
+        return self.value
+
 
 class VariableRetrievalMode(enum.Enum):
     OnePerGroup = 0

@@ -19,6 +19,7 @@ from workbench.analysis.memory import MemoryReport, memory, surely_fits
 from workbench.ir import Graph, Ir
 from workbench.ir.device import Device
 
+from . import poplibs_log
 from .execution.binders import kernel_binders
 from .execution.compiler import GraphCode, compile_graph
 from .replication.buckets import gathered_all_reduces, worth_bucketing
@@ -79,6 +80,7 @@ def compile_executable(ir: Ir, device: Device, options: RunOptions) -> Executabl
         report = memory(ir, device)
         check_fits(report, device.kind)
     codes = {graph: compile_graph(graph, steps) for graph, steps in schedules.items()}
+    poplibs_log.log_plans(ir, device)
     host_buffers = HostBuffers(ir.get_all_h2d_streams(), ir.get_all_d2h_streams(), ir.num_host_transfers,
                                ir.instance_replication_factor)
     replicas = ir.local_replicas

@@ -26,6 +26,8 @@ def _if(ctx: NodeContext):
     cond = ctx.input(0)
     if cond.shape != ():
         cond = ops.reshape(cond, ())
+    if cond.dtype != wdtypes.bool_:  # PopART, as Poplar's If, takes any non-zero scalar for true
+        cond = ops.cast(cond, wdtypes.bool_)
     return list(ops.conditional(cond, then_graph, else_graph, then_inputs=then_outer, else_inputs=else_outer))
 
 

@@ -7,10 +7,12 @@ from functools import reduce
 import numpy as np
 
 from workbench import ops
-from workbench.ir import constant
+from workbench.ir import constant, dtypes as wdtypes
+from workbench.ops import random_fill
 from workbench.ops.registry import apply
 
-from .table import NodeContext, lowers
+from .random import op_seed
+from .table import TRAINING, NodeContext, lowers
 
 
 def _legacy_broadcast(ctx: NodeContext, lhs, rhs):
@@ -136,9 +138,17 @@ def _clip(ctx: NodeContext):
 
 @lowers("Dropout", 1, 6, 7, 10)
 def _dropout(ctx: NodeContext):
-    """Inference: the identity, and a mask of ones where a second output is asked for."""
+    """Inference: the identity, and a mask of ones where a second output is asked for. Training:
+    each element kept with probability 1 - ratio (a new mask each run) and scaled by 1 / (1 - ratio);
+    the gradient goes through the same mask."""
     x = ctx.input(0)
-    outputs = [x]
-    if len(ctx.node.output) > 1 and ctx.node.output[1]:
-        outputs.append(constant(np.ones(x.shape, np.bool_), name="mask"))
-    return outputs
+    ratio = float(ctx.attrs.get("ratio", 0.5))
+    wants_mask = len(ctx.node.output) > 1 and bool(ctx.node.output[1])
+    if not ctx.model_state.get(TRAINING) or ratio == 0.0:
+        return [x, constant(np.ones(x.shape, np.bool_), name="mask")] if wants_mask else [x]
+    mask = ops.greater_equal(random_fill.random_uniform_fill(tuple(x.shape), wdtypes.float32, 0.0, 1.0,
+                                                             op_seed(ctx)),
+                             constant(np.array(ratio, np.float32)))
+    scale = constant(np.array(1.0 / (1.0 - ratio), x.dtype.as_numpy()), x.dtype)
+    kept = ops.mul(ops.mul(x, ops.cast(mask, x.dtype)), scale)
+    return [kept, mask] if wants_mask else [kept]

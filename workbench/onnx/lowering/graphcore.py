@@ -1,15 +1,19 @@
 """Lowering rules of the ai.graphcore ops: losses, Scale, Subsample, Gelu, Swish, Nop, Detach,
 PrintTensor, GroupNormalization, Init, IncrementMod, DynamicSlice/Update/Add/Zero, CheckpointOutput, Square,
-ConvFlipWeights."""
+ConvFlipWeights, Abort, ReplicatedAllReduce, ReplicatedReduceScatter, ScatterReduce."""
 from __future__ import annotations
 
 import numpy as np
 
 from workbench import ops
-from workbench.ir import constant
+from workbench.ir import constant, get_current_graph
+from workbench.ops import abort, debug
+from workbench.ops.debug import FloatFormat
 
-from .. import dtypes
+from .. import dtypes, replica_settings
+from ..graphcore import COLLECTIVE_COMM_GROUP, COLLECTIVE_OPERATOR
 from ..shapes import GRAPHCORE
+from .indices import integer_indices
 from .table import NodeContext, lowers
 
 
@@ -62,7 +66,26 @@ for _op_type, _fn in (("Gelu", ops.gelu), ("Swish", ops.swish), ("Nop", ops.iden
 
 @graphcore("PrintTensor")
 def _print_tensor(ctx: NodeContext):
-    return [ops.print_tensor(ctx.input(0), title=ctx.attrs.get("title") or ctx.node.input[0])]
+    """Poplar's print options as the builder writes them: characters as their codes, and a summary
+    threshold or line width of 0 for none. The gradient is printed too unless ``print_gradient`` is 0,
+    titled as PopART titles it: ``<title>_gradient``, or without a title ``Gradient___<input>``."""
+    attrs = ctx.attrs
+    unlimited = np.iinfo(np.int64).max
+    title = attrs.get("title") or ""
+    grad_title = f"{title}_gradient" if title else GRADIENT_PREFIX + ctx.node.input[0]
+    return [debug.titled_gradient(ops.print_tensor(
+        ctx.input(0), title=title or ctx.node.input[0], print_gradient=bool(int(attrs.get("print_gradient", 1))),
+        summarise_threshold=int(attrs.get("summariseThreshold", 1000)) or unlimited,
+        edge_items=int(attrs.get("edgeItems", 3)), max_line_width=int(attrs.get("maxLineWidth", 75)) or unlimited,
+        digits=int(attrs.get("digits", 8)), float_format=_FLOAT_FORMATS[int(attrs.get("floatFormat", 0))],
+        separator=chr(int(attrs.get("separator", 32))), open_bracket=chr(int(attrs.get("openBracket", 91))),
+        close_bracket=chr(int(attrs.get("closeBracket", 93)))), grad_title)]
+
+
+GRADIENT_PREFIX = "Gradient___"  # PopART's reservedGradientPrefix
+
+
+_FLOAT_FORMATS: tuple[FloatFormat, ...] = ("auto", "fixed", "scientific", "none")  # PopART's FloatFormat, in order
 
 
 @graphcore("GroupNormalization")
@@ -139,3 +162,56 @@ def _conv_flip_weights(ctx: NodeContext):
     kernel_axes = list(range(2, weights.rank))
     return [ops.slice(swapped, start=[-1] * len(kernel_axes), stop=None, step=[-1] * len(kernel_axes),
                       axis=kernel_axes)]
+
+
+@graphcore("Abort")
+def _abort(ctx: NodeContext):
+    abort.abort(ctx.input(0) if ctx.has(0) else None)
+    return []
+
+
+# PopART's CollectiveOperator integers, in order, as the workbench's collectives name them.
+_COLLECTIVE_OPS = ("add", "mean", "mul", "min", "max", "and", "or", "square_add", "local")
+
+
+def _collective_args(ctx: NodeContext) -> dict:
+    """The reduction and the replica grouping of a collective node (all replicas, adding, by default)."""
+    operator = int(ctx.attrs.get(COLLECTIVE_OPERATOR, 0))
+    if not 0 <= operator < len(_COLLECTIVE_OPS):
+        raise ValueError(f"{COLLECTIVE_OPERATOR} {operator} is not a CollectiveOperator")
+    group = ctx.attrs.get(COLLECTIVE_COMM_GROUP)
+    grouping = None
+    if group:
+        kind, size = int(group[0]), int(group[1])
+        if not 0 <= kind < len(replica_settings.KINDS):
+            raise ValueError(f"{COLLECTIVE_COMM_GROUP} {list(group)}: {kind} is not a CommGroupType")
+        ir = get_current_graph().ir
+        stride, group_size = replica_settings.stride_and_size(replica_settings.KINDS[kind], size,
+                                                              ir.replication_factor)
+        grouping = ir.replica_grouping(stride, group_size)
+    return {"op": _COLLECTIVE_OPS[operator], "group": grouping}
+
+
+@graphcore("ReplicatedAllReduce")
+def _replicated_all_reduce(ctx: NodeContext):
+    return [ops.collectives.replicated_all_reduce(ctx.input(0), **_collective_args(ctx))]
+
+
+@graphcore("ReplicatedReduceScatter")
+def _replicated_reduce_scatter(ctx: NodeContext):
+    return [ops.collectives.replicated_reduce_scatter(ctx.input(0), **_collective_args(ctx))]
+
+
+@graphcore("ScatterReduce")
+def _scatter_reduce(ctx: NodeContext):
+    """PopART's ScatterReduce; indices of a float type are taken by value (PopART does not check their type)."""
+    reduction = ctx.attrs.get("reduction", "sum")
+    if reduction not in ("sum", "max", "min", "none"):
+        raise ValueError(f"reduction '{reduction}' is not supported (sum, max, min and none are)")
+    if int(ctx.attrs.get("group_size", 1)) != 1:
+        raise ValueError("grouped scatter-reduce (group_size > 1) is not supported")
+    data, indices = ctx.input(0), ctx.input(1)
+    return [ops.scatter_reduce(data, integer_indices(indices), reduction,
+                               initial_values=ctx.input(2) if ctx.has(2) else None,
+                               axis=int(ctx.attrs.get("axis", -1)), axis_size=int(ctx.attrs["axis_size"]),
+                               enable_index_broadcast=int(ctx.attrs.get("enable_index_broadcast", 1)))]

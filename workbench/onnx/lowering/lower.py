@@ -24,9 +24,9 @@ from workbench.ir.popdist_settings import PopdistSettings
 from .. import dtypes, replica_settings
 from ..model import GraphBuilder
 from ..shapes import ShapeInferenceError, TensorType, infer_node, outer_names
-from . import cache, control_flow, elementwise, graphcore, more, nn, reductions, rnn, shape  # noqa: F401  (the rules)
+from . import cache, control_flow, elementwise, graphcore, more, nn, random, reductions, rnn, shape  # noqa: F401  (the rules)
 from .folding import fold
-from .table import LoweringError, NodeContext, attributes, node_label, rule_for
+from .table import TRAINING, LoweringError, NodeContext, attributes, node_label, rule_for
 
 IPU_ATTRIBUTE = "__ipu_number"
 
@@ -105,6 +105,15 @@ class _Lowering:
         self.constants: dict[str, Constant] = {}
         self.home: dict[str, int] = {}  # the IPU of each tensor's first consumer
         self.model_state: dict = {}  # NodeContext.model_state, one for the model and its subgraphs
+
+    @property
+    def training(self) -> bool:
+        """Whether the model is lowered for training (a Dropout then drops), as its rules see it."""
+        return bool(self.model_state.get(TRAINING))
+
+    @training.setter
+    def training(self, value: bool) -> None:
+        self.model_state[TRAINING] = bool(value)
 
     # ----- where tensors live -----
     def plan_homes(self) -> None:
@@ -241,16 +250,22 @@ class _Lowering:
 
     def _adopt_lowered_shape(self, name: str, tensor: Tensor) -> None:
         """The op's own output shape wins over ONNX's inferred one where they differ, as PopART's ops
-        set their outputs up themselves (a Subsample keeps a partial last window that ONNX drops)."""
+        set their outputs up themselves (a Subsample keeps a partial last window that ONNX drops), and
+        gives the shape ONNX could not infer (a reduce-scatter's shard, which the replication sets)."""
         known = self.builder.types.get(name)
         lowered = tuple(tensor.shape)
-        if known is not None and known.shape is not None and tuple(known.shape) != lowered:
+        if known is None or known.shape is None:
+            self.builder.types[name] = TensorType(dtypes.onnx_code(tensor.dtype.as_numpy()), lowered)
+        elif tuple(known.shape) != lowered:
             self.builder.types[name] = TensorType(known.elem_type, lowered)
 
     def subgraph(self, proto: onnx.GraphProto, explicit, loop: bool, node_ipu: int,
                  caller: str) -> tuple[Graph, list]:
         """A popxl graph lowered from ``proto`` (see ``NodeContext.subgraph``)."""
         builder = GraphBuilder.from_graph(proto, self.opsets, parent=self.builder)
+        for name, (input_shape, input_dtype) in zip(builder.inputs, explicit):
+            if not _known(builder.types.get(name)):  # an untyped input takes the caller's type
+                builder.types[name] = TensorType(dtypes.onnx_code(input_dtype.as_numpy()), tuple(input_shape))
         check_supported(builder)
         child = _Lowering(builder, self.ir, self.constant_weights, [node_ipu] * len(builder.nodes))
         child.values = {**self.values, **child.values}

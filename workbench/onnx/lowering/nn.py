@@ -52,13 +52,24 @@ def _pad_type(ctx: NodeContext) -> str:
             "VALID": "valid"}[auto_pad]
 
 
+def _conv_options(ctx: NodeContext) -> dict:
+    """The Builder's planning options of a Conv node (setAvailableMemoryProportion,
+    setEnableConvDithering), as the convolution's own."""
+    options = {}
+    if "__available_memory" in ctx.attrs:
+        options["available_memory_proportions"] = [float(ctx.attrs["__available_memory"])]
+    if "__enable_conv_dithering" in ctx.attrs:
+        options["enable_conv_dithering"] = [int(ctx.attrs["__enable_conv_dithering"])]
+    return options
+
+
 @lowers("Conv", 1, 11)
 def _conv(ctx: NodeContext):
     x, w = ctx.input(0), ctx.input(1)
     rank = x.rank - 2
     y = ops.conv(x, w, stride=_spatial(ctx, rank, "strides", 1), padding=_spatial(ctx, 2 * rank, "pads", 0),
                  dilation=_spatial(ctx, rank, "dilations", 1), groups=int(ctx.attrs.get("group", 1)),
-                 pad_type=_pad_type(ctx))
+                 pad_type=_pad_type(ctx), **_conv_options(ctx))
     if ctx.has(2):
         y = ops.add(y, ops.reshape(ctx.input(2), (-1,) + (1,) * rank))
     return [y]

@@ -9,6 +9,7 @@ from workbench import ops
 from workbench.ir import constant
 from workbench.ops.registry import apply
 
+from .indices import integer_indices
 from .table import LoweringError, NodeContext, lowers
 
 
@@ -81,13 +82,14 @@ def _slice_axis(x, axis: int, start: int, end: int, step: int):
 def _gather(ctx: NodeContext):
     x = ctx.input(0)
     axis = int(ctx.attrs.get("axis", 0)) % x.rank
-    return [ops.gather(x, ctx.input(1), axis)]
+    return [ops.gather(x, integer_indices(ctx.input(1)), axis)]
 
 
 @lowers("Constant", 1, 9, 11)
 def _constant(ctx: NodeContext):
     if "value" not in ctx.attrs:
-        raise LoweringError(f"{ctx.label}: only Constant nodes with a tensor 'value' are supported")
+        unsupported = next((name for name in ctx.attrs if not name.startswith("__")), "value")
+        raise LoweringError(f"The Constant op attribute '{unsupported}' is not supported.")
     value = ctx.attrs["value"]
     array = numpy_helper.to_array(value) if not isinstance(value, np.ndarray) else value
     return [constant(array, downcast=False)]

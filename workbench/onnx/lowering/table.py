@@ -21,6 +21,7 @@ from .. import dtypes
 from ..shapes import GRAPHCORE
 
 ONNX = "ai.onnx"
+TRAINING = "training"  # the NodeContext.model_state key saying the model is lowered for training
 
 
 class LoweringError(ValueError):
@@ -168,5 +169,5 @@ def supported() -> list[tuple[str, str, int]]:
     return sorted(RULES)
 
 
-__all__ = ["LoweringError", "NodeContext", "RULES", "lowers", "rule_for", "attributes", "since_version",
+__all__ = ["LoweringError", "NodeContext", "RULES", "TRAINING", "lowers", "rule_for", "attributes", "since_version",
            "supported", "node_label"]

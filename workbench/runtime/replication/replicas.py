@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterator, Optional
 
 from workbench.ir import Ir
+from workbench.ir.errors import poplar_runtime_error
 from workbench.ops.registry import op_def
 
 from ..execution.program import ReplicaProgram
@@ -144,6 +145,10 @@ class ReplicaExecutionError(RuntimeError):
         super().__init__(message)
         self.replica = replica
         self.op = op
+
+
+class ReplicaProgramAborted(ReplicaExecutionError, poplar_runtime_error):
+    """A replica's program stopped at an abort op: still the device's runtime error to the caller."""
 
 
 class ReplicaRunner:
@@ -289,4 +294,6 @@ RUN_ERRORS = (ReplicaAborted, CollectiveMismatchError, ReplicaExecutionError)
 
 def _failure(error: Exception, replica: int, op) -> ReplicaExecutionError:
     where = f" in op {op.name} ({op.type}) of graph {op.graph.label!r}" if op is not None else ""
+    if isinstance(error, poplar_runtime_error):  # the abort's own words first, as Poplar reports it
+        return ReplicaProgramAborted(f"{error} (replica {replica}{where})", replica, op)
     return ReplicaExecutionError(f"replica {replica} failed{where}: {type(error).__name__}: {error}", replica, op)
