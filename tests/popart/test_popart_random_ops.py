@@ -1,11 +1,9 @@
 """ONNX's RandomUniform, RandomNormal (and -Like) draw anew each time they run, repeat from one
-session to the next, and follow their attributes; a Dropout lowered for training drops with a mask
+session to the next, and follow their attributes; a Dropout in a training session drops with a mask
 of its own each run, the gradient going through the same mask."""
 import numpy as np
-import pytest
 
 import popart
-from workbench.onnx.lowering import lower
 
 
 def run(builder, outputs, inputs=None, batches=1):
@@ -62,18 +60,7 @@ def test_the_like_forms_take_the_shape_and_type_of_their_input():
     assert anchors[n].shape == (3, 4) and anchors[n].dtype == np.float16
 
 
-@pytest.fixture
-def lowered_for_training(monkeypatch):
-    """Lowerings made while the test runs are for training (as a training program asks)."""
-    made = lower._Lowering.__init__
-
-    def init(self, *args, **kwargs):
-        made(self, *args, **kwargs)
-        self.training = True
-    monkeypatch.setattr(lower._Lowering, "__init__", init)
-
-
-def test_a_dropout_lowered_for_training_masks_anew_each_step_and_its_gradient_alike(lowered_for_training):
+def test_a_dropout_in_a_training_session_masks_anew_each_step_and_its_gradient_alike():
     builder = popart.Builder()
     x = builder.addInputTensor(popart.TensorInfo("FLOAT", [200]))
     dropped = builder.aiOnnx.dropout([x], 1, 0.25)[0]

@@ -115,6 +115,7 @@ class _Builder:
         self.ir = Ir(replication=settings.replication)
         self.ir.num_host_transfers = settings.batches_per_step * settings.accumulation_factor
         self.lowering = _Lowering(builder, self.ir, False, node_ipus(builder.nodes, settings.auto_ipus))
+        self.lowering.training = True  # a Dropout drops in a training session, as in PopART
         self.streams: dict[str, DeviceToHostStream] = {}
         self.program: Optional[TrainingProgram] = None
 
