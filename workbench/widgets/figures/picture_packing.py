@@ -324,12 +324,12 @@ def _finished(picture: DataflowPicture, captions: dict, extents: dict, rows: dic
                       if not any(low < pixels < high for low, high in blocked[row])])
     positions = {key: (xs[key] / COLUMN - 0.5, -float(rows[key])) for key in rows}
     router = RowRouter(lanes)
-    bends: dict[tuple[Hashable, Hashable], list[tuple[float, float]]] = {}
-    for tail, head, _ in picture.edges:
-        if tail in positions and head in positions and (tail, head) not in bends:
-            route = router.route(tail, [positions[tail], positions[head]])
-            if len(route) > 2:
-                bends[(tail, head)] = route[1:-1]
+    drawn: list[tuple[Hashable, Hashable]] = list(dict.fromkeys(
+        (tail, head) for tail, head, _ in picture.edges if tail in positions and head in positions))
+    for tail, head in drawn:
+        router.route(tail, [positions[tail], positions[head]])
+    bends: dict[tuple[Hashable, Hashable], list[tuple[float, float]]] = {
+        edge: route[1:-1] for edge, route in zip(drawn, router.rerouted()) if len(route) > 2}
     heights, top = _row_heights(picture, rows, count)
     ys = [-max(0.0, top - 0.5)]  # the first row low enough for the titles of the frames it begins (the axis ends at 0.5)
     for gap in heights:
