@@ -4,8 +4,8 @@ members, and the blocks and nodes of each frame (and of the picture) are set lef
 layered layout gave them, each as far left as the rows it spans allow, as pieces fall in a game of Tetris.
 The picture's own nodes beside its frames in a layer, where too many for the width, wrap into rows of their own
 (``wrapping``); where the frames alone are too wide, the longest labels of the layers that make them so are cut
-first, the least that fits, down to their names (``FLOOR``); then a frame's own nodes wrap into rows as the
-picture's do (``picture_wrapping``), and only where none can are labels cut further. Edges are then routed through the rows they pass at lanes clear of nodes and labels (``RowRouter``), and the rows are set
+first, the least that fits, down to their names (``FLOOR``); then a frame's own nodes (or the picture's between
+two frames) wrap into rows as the picture's do (``picture_wrapping``), and only where none can are labels cut further. Edges are then routed through the rows they pass at lanes clear of nodes and labels (``RowRouter``), and the rows are set
 apart where frames end or begin, so that frames stacked one on another do not touch and titles cover nothing."""
 from __future__ import annotations
 
