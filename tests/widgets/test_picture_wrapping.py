@@ -130,3 +130,49 @@ def test_the_ops_of_a_layer_of_an_expanded_call_too_wide_for_the_output_wrap_int
     assert all(0 <= left and right <= pixels.width for left, _, right, _, _ in pixels.labels)
     assert not any(overlap(first[:4], second[:4]) for index, first in enumerate(pixels.labels)
                    for second in pixels.labels[index + 1:])
+
+
+def between_two_scopes():
+    """main runs two scopes of five ops each from its input, and between them six ops of its own, each with a
+    weight of a long name, whose results a chain of main's ops joins."""
+    import numpy as np
+
+    import popxl
+    import popxl.ops as ops
+
+    ir = popxl.Ir()
+    with ir.main_graph:
+        weights = [popxl.variable(np.full((4, 4), index + 1, np.float32), name=f"scaling_weight_{index}")
+                   for index in range(6)]
+        x = ops.host_load(popxl.h2d_stream([4, 4], popxl.float32, name="x"))
+        with popxl.name_scope("left"):
+            left = ops.gelu(ops.relu(ops.gelu(ops.relu(ops.gelu(x)))))
+        kinds = (ops.mul, ops.add, ops.sub, ops.div, ops.matmul, ops.maximum)
+        mixed = ops.relu(ops.gelu(ops.relu(ops.concat([kind(x, weight) for kind, weight in zip(kinds, weights)]))))
+        with popxl.name_scope("right"):
+            right = ops.gelu(ops.relu(ops.gelu(ops.relu(ops.gelu(x)))))
+        out = ops.concat([left, mixed, right], axis=0)
+        ops.host_store(popxl.d2h_stream(out.shape, out.dtype, name="y"), out)
+    return ir
+
+
+def test_the_pictures_own_nodes_between_two_frames_wrap_into_rows_where_too_wide():
+    """Six ops of main's own between its two opened scopes in a 630-px output were cut to ``mul · s…`` in one
+    row; they wrap into rows between the frames, as a frame's own nodes do, their weights named."""
+    from picture_pixels import overlap
+
+    view = GraphView(between_two_scopes(), grouped=True, live=False)
+    view.fit(630)
+    view.refresh()
+    for group in view.groups.children:
+        view.open_group(group.id)
+    assert [box.label.split(" (")[0] for box in view.picture.boxes] == ["▾ left", "▾ right"]
+    labels = written(view)
+    between = [key for key, node in view.picture.nodes.items() if "scaling_weight" in node.caption]
+    assert len(between) == 6 and all("scaling_" in labels[key] for key in between)
+    assert len({view.layout.positions[key][1] for key in between}) >= 2
+    pixels = Pixels(view.figure, view.width)
+    assert len(pixels.labels) == len(pixels.nodes)
+    assert all(0 <= left and right <= pixels.width for left, _, right, _, _ in pixels.labels)
+    assert not any(overlap(first[:4], second[:4]) for index, first in enumerate(pixels.labels)
+                   for second in pixels.labels[index + 1:])

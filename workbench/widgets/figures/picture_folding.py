@@ -94,10 +94,11 @@ def _place(layout: Layout, picture: DataflowPicture, rows: list[list[object]], s
                 positions[item] = (at(starts[item] + half), -float(number))
     layout.positions, layout.bends, layout.left, layout.depth = positions, bends, 0.0, len(lanes)
     router = RowRouter(lanes)
-    for tail, head, _ in picture.edges:
-        if tail in positions and head in positions:
-            route = router.route(tail, layout.route(tail, head))
-            if len(route) > 2:
-                layout.bends[(tail, head)] = route[1:-1]
+    drawn = [(tail, head) for tail, head, _ in picture.edges if tail in positions and head in positions]
+    for tail, head in drawn:
+        router.route(tail, layout.route(tail, head))
+    for edge, route in zip(drawn, router.rerouted()):
+        if len(route) > 2:
+            layout.bends[edge] = route[1:-1]
     xs = [x for x, _ in positions.values()] + [x for route in layout.bends.values() for x, _ in route]
     layout.width = max(band / column - 0.5, max(xs) + 0.5)

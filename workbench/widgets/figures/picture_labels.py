@@ -8,6 +8,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Hashable, Optional
 
+from workbench.analysis.gradient_names import GRADIENT_MARK
 from workbench.export.layered import Layout, column_pixels
 
 from ..style import PICTURE_WIDTH, fitted, fitted_name, fitted_words, text
@@ -23,14 +24,24 @@ LINE = "\n"  # between the two lines of a group's label: its name, and what it h
 
 def drawn_label(node, room: int) -> str:
     """What is written beside ``node`` (a ``PictureNode``) in ``room`` characters a line: its caption, cut where it
-    must be, a tensor's name keeping its end, an op's type and attributes after their last whole word; but a group's
+    must be, a tensor's name keeping its end (and a gradient's mark, ``tensor_label``), an op's type and attributes after their last whole word; but a group's
     name whole, followed by as much of what it holds as fits after a few characters of it, or on a second line
     where that holds it whole (``LINE``); with less room, the group's name alone (``group_name``)."""
     if node.kind == "group":
         return _group_label(node, room)
     if node.kind == "tensor":
-        return fitted_name(node.caption, room)
+        return tensor_label(node.caption, room)
     return (fitted_words if node.kind == "op" and node.category == "op" else fitted)(node.caption, room)
+
+
+def tensor_label(caption: str, room: int) -> str:
+    """A tensor's ``caption`` in ``room`` characters keeping its end, but a gradient's mark before it
+    (``∂ …/feed_forward/gelu``), and with too little room for that, its start (``∂ la…``)."""
+    if len(caption) <= room or not caption.startswith(GRADIENT_MARK):
+        return fitted_name(caption, room)
+    if room < len(GRADIENT_MARK) + MIN_LABEL + 1:
+        return fitted(caption, room)
+    return GRADIENT_MARK + fitted_name(caption[len(GRADIENT_MARK):], room - len(GRADIENT_MARK))
 
 
 def _group_label(node, room: int) -> str:

@@ -4,8 +4,8 @@ members, and the blocks and nodes of each frame (and of the picture) are set lef
 layered layout gave them, each as far left as the rows it spans allow, as pieces fall in a game of Tetris.
 The picture's own nodes beside its frames in a layer, where too many for the width, wrap into rows of their own
 (``wrapping``); where the frames alone are too wide, the longest labels of the layers that make them so are cut
-first, the least that fits, down to their names (``FLOOR``); then a frame's own nodes wrap into rows as the
-picture's do (``picture_wrapping``), and only where none can are labels cut further. Edges are then routed through the rows they pass at lanes clear of nodes and labels (``RowRouter``), and the rows are set
+first, the least that fits, down to their names (``FLOOR``); then a frame's own nodes (or the picture's between
+two frames) wrap into rows as the picture's do (``picture_wrapping``), and only where none can are labels cut further. Edges are then routed through the rows they pass at lanes clear of nodes and labels (``RowRouter``), and the rows are set
 apart where frames end or begin, so that frames stacked one on another do not touch and titles cover nothing."""
 from __future__ import annotations
 
@@ -324,12 +324,12 @@ def _finished(picture: DataflowPicture, captions: dict, extents: dict, rows: dic
                       if not any(low < pixels < high for low, high in blocked[row])])
     positions = {key: (xs[key] / COLUMN - 0.5, -float(rows[key])) for key in rows}
     router = RowRouter(lanes)
-    bends: dict[tuple[Hashable, Hashable], list[tuple[float, float]]] = {}
-    for tail, head, _ in picture.edges:
-        if tail in positions and head in positions and (tail, head) not in bends:
-            route = router.route(tail, [positions[tail], positions[head]])
-            if len(route) > 2:
-                bends[(tail, head)] = route[1:-1]
+    drawn: list[tuple[Hashable, Hashable]] = list(dict.fromkeys(
+        (tail, head) for tail, head, _ in picture.edges if tail in positions and head in positions))
+    for tail, head in drawn:
+        router.route(tail, [positions[tail], positions[head]])
+    bends: dict[tuple[Hashable, Hashable], list[tuple[float, float]]] = {
+        edge: route[1:-1] for edge, route in zip(drawn, router.rerouted()) if len(route) > 2}
     heights, top = _row_heights(picture, rows, count)
     ys = [-max(0.0, top - 0.5)]  # the first row low enough for the titles of the frames it begins (the axis ends at 0.5)
     for gap in heights:

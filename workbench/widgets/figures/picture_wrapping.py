@@ -3,7 +3,8 @@ rows as the picture's own nodes wrap (``wrapping.band_rows``): in the layers tha
 its nodes (not the frames it holds) wrap into as many rows as the width needs (as the frame alone needs, where
 others stand beside it), a run of such layers in bands (each all-reduce of an opened optimizer over the update it
 feeds), and the layers below move down by the rows added; its nodes beside a frame it holds move below that frame.
-The innermost frame wraps first; none wraps where that would turn an edge upwards."""
+The innermost frame wraps first, and the picture's own nodes between two frames last, as a frame's do; none wraps
+where that would turn an edge upwards."""
 from __future__ import annotations
 
 from collections import defaultdict
@@ -30,6 +31,7 @@ def wrap_frame(root: Block, over: set, excess: float, cells: dict, layer: dict, 
     candidates = list(_candidates(root, over, layer))
     tries = [(block, number, "below") for block, number in candidates if _spanned(block, number)]
     tries += [(block, number, "wrap") for block, number in candidates if len(_own(block, number, layer)) >= 2]
+    tries += [(root, number, "wrap") for number in sorted(over) if len(_own(root, number, layer)) >= 2]
     for block, number, way in tries:
         if (id(block.box), number, way) in refused:
             continue
@@ -80,8 +82,11 @@ def _spanned(block: Block, number: int) -> list[int]:
 
 
 def _own(block: Block, number: int, layer: dict) -> list:
-    """The nodes of ``block`` itself (not of the frames inside it) in layer ``number``, left to right."""
-    return [child for child in block.children if not isinstance(child, Block) and layer[child] == number]
+    """The nodes of ``block`` itself (not of the frames inside it) in layer ``number``, left to right; of the
+    picture, those between its frames (its tails beside them wrap as the packing sets them out)."""
+    beside = block.tails.get(number, [])
+    return [child for child in block.children
+            if not isinstance(child, Block) and layer[child] == number and child not in beside]
 
 
 def _span(nodes: list, cells: dict) -> float:
