@@ -7,6 +7,7 @@ the weights is a cache that a run invalidates; reads refresh it only when it is 
 """
 from __future__ import annotations
 
+import logging
 import numbers
 import warnings
 from functools import partial
@@ -24,6 +25,7 @@ from workbench.ir.events import EventBus
 from workbench.ir.fragments import WEIGHTS_FROM_HOST, WEIGHTS_TO_HOST
 from workbench.ir.host_data import host_array
 
+from . import executable_cache
 from .executable import TRACE_EVENT_LIMIT, Executable, compile_executable
 from .execution.host_buffers import buffer_shape
 from .execution.run import Run, Runs
@@ -36,6 +38,7 @@ from .tracing.trace import Trace
 
 __all__ = ["Session", "TRACE_EVENT_LIMIT", "LARGE_IPU_MODEL"]
 
+_DEVICEX = logging.getLogger("popart.devicex")
 LARGE_IPU_MODEL = 64  # IPUs beyond which a Session warns that the simulation will be heavy
 
 
@@ -58,7 +61,7 @@ class Session:
         device = _device(ir, device_desc) if isinstance(device_desc, str) else device_desc
         _check_device(ir, device)
         _check_inplace_ambiguity(ir)
-        self._executable = executable = compile_executable(ir, device, options or default_run_options())
+        self._executable = executable = _compile(ir, device, options or default_run_options())
         ir._owner = self  # the Ir cannot change from now on
         self._ir = ir
         self._device = device
@@ -124,6 +127,18 @@ class Session:
 
     def expected_inputs(self) -> list:
         return sorted(self._ir.get_all_h2d_streams(), key=lambda s: s.name)
+
+    def _expected_outputs(self) -> list:
+        return sorted(self._ir.get_all_d2h_streams(), key=lambda s: s.name)
+
+    def _validate_run_inputs(self, inputs: Mapping[Any, Any]) -> None:
+        """Raise popxl's ValueError unless ``inputs`` gives every input stream an array of its host
+        shape (the checks ``run`` makes, without running)."""
+        self._runs.host_buffers.check_shapes(inputs, inputs=True)
+
+    def _validate_run_outputs(self, outputs: Mapping[Any, Any]) -> None:
+        """As ``_validate_run_inputs``, for the output arrays of ``run_with_outputs``."""
+        self._runs.host_buffers.check_shapes(outputs, inputs=False)
 
     # ----- attach / detach -----
     def _full_input_shape(self, shape: Iterable[int]) -> tuple[int, ...]:
@@ -400,6 +415,19 @@ class Session:
         if tensor.ir is not self._ir:
             raise ValueError(f"tensor {tensor.id!r} belongs to {tensor.ir!r}, not to this session's "
                              f"{self._ir!r}")
+
+
+def _compile(ir: Ir, device: Device, options: RunOptions) -> Executable:
+    """Compile ``ir``, through the executable cache where its options turn that on."""
+    settings = executable_cache.cache_settings(ir, device)
+    key = None if settings is None else executable_cache.ir_hash(ir, device, settings.engine_options)
+    loaded = settings is not None and key is not None and executable_cache.lookup(settings, key)
+    if not loaded:
+        _DEVICEX.info("Starting compilation")
+    executable = compile_executable(ir, device, options)
+    if not loaded and settings is not None and key is not None:
+        executable_cache.store(settings, key, ir)
+    return executable
 
 
 def _ipus_per_replica(ir: Ir) -> int:
