@@ -8,6 +8,7 @@ caller can restore them (``snapshot.py``).
 """
 from __future__ import annotations
 
+import functools
 import math
 import os
 import platform
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterator, Optional
 
 from workbench.ir import Ir
+from workbench.ir.errors import poplar_exception
 from workbench.ops.registry import op_def
 
 from ..execution.program import ReplicaProgram
@@ -289,4 +291,14 @@ RUN_ERRORS = (ReplicaAborted, CollectiveMismatchError, ReplicaExecutionError)
 
 def _failure(error: Exception, replica: int, op) -> ReplicaExecutionError:
     where = f" in op {op.name} ({op.type}) of graph {op.graph.label!r}" if op is not None else ""
-    return ReplicaExecutionError(f"replica {replica} failed{where}: {type(error).__name__}: {error}", replica, op)
+    return _failure_class(type(error))(f"replica {replica} failed{where}: {type(error).__name__}: {error}",
+                                       replica, op)
+
+
+@functools.cache
+def _failure_class(kind: type) -> type[ReplicaExecutionError]:
+    """The class of a replica's failure: a device error (PopART's ``poplar_exception`` and those below it)
+    stays one, so that ``except popart.poplar_application_runtime_error`` catches it."""
+    if not issubclass(kind, poplar_exception):
+        return ReplicaExecutionError
+    return type(kind.__name__, (ReplicaExecutionError, kind), {"__module__": __name__, "__doc__": kind.__doc__})
