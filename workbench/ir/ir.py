@@ -2,9 +2,12 @@
 from __future__ import annotations
 
 import itertools
+import logging
 import weakref
 from pathlib import Path
 from typing import Any, Callable, Literal, Optional, Sequence, Union, cast
+
+import numpy as np
 
 
 from . import display, dtypes
@@ -258,6 +261,12 @@ class Ir:
         if grouping._ir is not self:
             raise ValueError("the replica grouping belongs to another Ir")
         array = variable_data(data, dtype, downcast)
+        if isinstance(array, np.memmap) and not grouping.is_const:
+            logging.getLogger("popart").warning(
+                f"Variable {name or 'variable'!r}: you have passed np.memmap data and a non-const replica grouping; "
+                "the groups' values are gathered out of the array, so the variable holds a copy and is not "
+                "treated as an np.memmap (the session will not read or write its file)")
+            array = np.array(array)
         if array.dtype.kind == "c":
             raise TypeError(f"variable {name or 'variable'!r} has {array.dtype} data, but popxl tensors cannot "
                             "be complex (popxl's complex dtypes are names only, no op takes them); expected "
