@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import os
 import weakref
 from pathlib import Path
 from typing import Any, Callable, Literal, Optional, Sequence, Union, cast
@@ -51,6 +52,7 @@ class Ir:
         self._num_host_transfers = 1
         self._dot_dir: Optional[Path] = None
         self._dot_checkpoints = 0
+        self._dot_all = False  # dot_checkpoint enabled every check (an Ir without PopART options)
         # popdist's settings when this Ir is one instance of a job (replication="popdist"), else None.
         self._popdist = None
         if isinstance(replication, PopdistSettings):
@@ -300,7 +302,34 @@ class Ir:
 
     # ----- diagnostics -----
     def dot_checkpoint(self, check: str, save_dir: Optional[Union[Path, str]] = None) -> None:
-        """Write the Ir's graphs as a Graphviz DOT file named after ``check``."""
+        """Write the Ir's graphs as a Graphviz DOT file named after ``check``, if that check is enabled.
+
+        As in popxl, the checks enabled are those the Ir's session option ``dotChecks`` and the
+        ``POPART_DOT_CHECKS`` variable name (in any case; ``ALL`` for every one, the ``Final`` check a
+        Session makes included). Where neither names a check and the variable is unset, the first
+        checkpoint enables them all. Files go to ``save_dir`` (which also becomes the option
+        ``logDir``), else to ``logDir``, else to the directory of an earlier ``save_dir`` or the
+        working directory."""
+        options = getattr(self, "_popart_session_options", None)
         if save_dir is not None:
             self._dot_dir = Path(save_dir)
-        display.present("write_dot_checkpoint", self, check, self._dot_dir or Path.cwd())
+            if options is not None:
+                options.logDir = str(save_dir)
+        if "POPART_DOT_CHECKS" not in os.environ and not self._dot_checks():
+            if options is not None:
+                options.dotChecks = {"ALL"}
+            else:
+                self._dot_all = True
+        self._write_dot_check(check)
+
+    def _dot_checks(self) -> set[str]:
+        """The checks this Ir's options enable (POPART_DOT_CHECKS aside)."""
+        options = getattr(self, "_popart_session_options", None)
+        return set(options.dotChecks if options is not None else ()) | ({"ALL"} if self._dot_all else set())
+
+    def _write_dot_check(self, check: str) -> None:
+        """Write the DOT file of ``check`` where the options say, if the check is enabled."""
+        options = getattr(self, "_popart_session_options", None)
+        log_dir = str(options.logDir) if options is not None and options.logDir else ""
+        directory = Path(log_dir) if log_dir else (self._dot_dir or Path.cwd())
+        display.present("write_dot_checkpoint", self, check, directory)

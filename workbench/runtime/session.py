@@ -63,6 +63,7 @@ class Session:
         _check_inplace_ambiguity(ir)
         self._executable = executable = _compile(ir, device, options or default_run_options())
         ir._owner = self  # the Ir cannot change from now on
+        ir._write_dot_check("Final")  # PopART's last DOT check, written when enabled
         self._ir = ir
         self._device = device
         self._memory_report = executable.memory_report
