@@ -207,6 +207,7 @@ class Session:
                              f"memmap: variable(s) {', '.join(map(repr, self._read_only_memmaps))}. Open the "
                              "memmap writable (mode 'r+') to read the device values back.")
         self._require_attached("weights_to_host")
+        _DEVICEX.debug("Writing weights to host")
         to_the_end([partial(program.run_fragment, WEIGHTS_TO_HOST) for program in self._executable.programs])
         device = dict(zip(self._executable.replicas, self._executable.device_values))
         instances = self._executable.instances
@@ -219,6 +220,7 @@ class Session:
             instances.warn_if_diverged({variable: self._host[variable] for variable in self._ir.variables})
         weights.flush_memmaps(self._host)
         self.weights_to_host_count += 1
+        _DEVICEX.debug("Writing weights to host complete.")
         self._runs.host_in_sync = True
 
     # ----- running -----
