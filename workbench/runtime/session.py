@@ -58,7 +58,10 @@ class Session:
             raise TypeError(f"Session needs a popxl.Ir, got {type(ir).__name__}")
         if options is not None and not isinstance(options, RunOptions):
             raise TypeError(f"Session options must be a RunOptions, got {type(options).__name__}")
-        device = _device(ir, device_desc) if isinstance(device_desc, str) else device_desc
+        # A PopART DeviceInfo (``popart.DeviceManager().acquireAvailableDevice(...)``) names its simulated device.
+        self._device_info = device_desc if hasattr(device_desc, "workbench_device") else None
+        device = _device(ir, device_desc) if isinstance(device_desc, str) else \
+            device_desc.workbench_device() if self._device_info is not None else device_desc
         _check_device(ir, device)
         _check_inplace_ambiguity(ir)
         self._executable = executable = _compile(ir, device, options or default_run_options())
@@ -80,10 +83,17 @@ class Session:
         self._enter_stack: list[bool] = []
         self.weights_to_host_count = 0
         self.weights_from_host_count = 0
+        if self._device_info is not None and self._device_info.isAttached:
+            self._attach()  # as in popxl: made with an attached device, the session starts attached
 
     # ----- properties -----
     @property
     def ir(self) -> Ir:
+        return self._ir
+
+    @property
+    def ir_(self) -> Ir:
+        """The Ir, under the attribute name popxl's Session keeps it in."""
         return self._ir
 
     @property
@@ -151,14 +161,21 @@ class Session:
         attaching = not self._attached
         self._enter_stack.append(attaching)
         if attaching:
-            self._attached = True
-            if len(self._executable.programs) > 1 or self._executable.instances is not None:
-                # Replica threads each run NumPy; a multi-threaded BLAS under them only contends. Instances
-                # pin it too, so that every process computes exactly as one holding all replicas would.
-                self._blas_limit = threadpool_limits(1, user_api="blas")
-            self.weights_from_host()
-            self.events.emit("attached", self)
+            info = self._device_info
+            if info is not None and not info.isAttached and not info.attach():
+                self._enter_stack.pop()
+                raise RuntimeError(f"Could not attach to device {info.id}: another session holds its IPUs")
+            self._attach()
         return self
+
+    def _attach(self) -> None:
+        self._attached = True
+        if len(self._executable.programs) > 1 or self._executable.instances is not None:
+            # Replica threads each run NumPy; a multi-threaded BLAS under them only contends. Instances
+            # pin it too, so that every process computes exactly as one holding all replicas would.
+            self._blas_limit = threadpool_limits(1, user_api="blas")
+        self.weights_from_host()
+        self.events.emit("attached", self)
 
     def __exit__(self, exc_type, exc, traceback) -> None:
         if self._enter_stack.pop():
@@ -166,6 +183,8 @@ class Session:
             if self._weights_to_host_on_exit and exc_type is None:
                 self.weights_to_host()
             self._attached = False
+            if self._device_info is not None:
+                self._device_info.detach()
             self._executable.runner.close()
             if self._blas_limit is not None:
                 self._blas_limit.restore_original_limits()
@@ -183,7 +202,9 @@ class Session:
         interrupt is raised once the copy is whole."""
         self._require_attached("weights_from_host")
         self._runs.abandon_stepped("the weights were written")
+        _DEVICEX.debug("Writing weights from host, ")
         to_the_end(self._from_host_actions())
+        _DEVICEX.debug("done.")
 
     def _from_host_actions(self) -> list:
         """The idempotent steps of a whole copy from host to device, its bookkeeping included."""
