@@ -8,18 +8,29 @@ from workbench.ir import Ir
 from workbench.popart.options import SessionOptions
 
 _REPLICATION = ("enableReplicatedGraphs", "replicatedGraphCount")
+# What the options of an Ir made with popdist say: this instance's place in the job.
+_FROM_POPDIST = {"enableDistributedReplicatedGraphs": lambda s: True,
+                 "globalReplicationFactor": lambda s: s.num_total_replicas,
+                 "globalReplicaOffset": lambda s: s.replica_index_offset,
+                 "enableReplicatedGraphs": lambda s: s.num_local_replicas > 1,
+                 "replicatedGraphCount": lambda s: s.num_local_replicas}
 
 
 class IrSessionOptions(SessionOptions):
     """``ir._pb_ir.getSessionOptions()``: setting ``enableReplicatedGraphs`` or ``replicatedGraphCount`` sets
     ``ir.replication_factor`` (the count while enabled, else 1), and reading them follows the Ir, as popxl's Ir
-    keeps its replication factor in these options. An Ir made with popdist keeps popdist's factor."""
+    keeps its replication factor in these options. The options of an Ir made with popdist read popdist's
+    settings: the distributed options give the job and this instance's offset in it, the replication options
+    this instance's replicas."""
 
     def __init__(self, ir: Ir):
         super().__init__()
         object.__setattr__(self, "_ir", weakref.ref(ir))
 
     def __getattr__(self, name: str) -> Any:
+        ir = object.__getattribute__(self, "_ir")()
+        if name in _FROM_POPDIST and ir is not None and ir._popdist is not None:
+            return _FROM_POPDIST[name](ir._popdist)
         if name in _REPLICATION:
             self._follow_ir()
         return super().__getattr__(name)

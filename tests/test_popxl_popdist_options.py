@@ -1,0 +1,23 @@
+"""The PopART options of an Ir that is one instance of a popdist job (``ir._pb_ir.getSessionOptions()``) say the
+job's replication and this instance's offset in it, as popxl's do; a single-process Ir's keep PopART's defaults."""
+import popxl
+from workbench.ir.popdist_settings import PopdistSettings
+
+
+def test_the_options_of_an_instance_read_its_place_in_the_job():
+    settings = PopdistSettings(num_instances=2, instance_index=1, num_total_replicas=4, num_local_replicas=2,
+                               replica_index_offset=2, ipus_per_replica=1)
+    ir = popxl.Ir(replication=settings)
+    options = ir._pb_ir.getSessionOptions()
+    assert options.enableDistributedReplicatedGraphs is True
+    assert (options.globalReplicationFactor, options.globalReplicaOffset) == (4, 2)
+    assert (options.enableReplicatedGraphs, options.replicatedGraphCount) == (True, 2)
+    assert options.getGlobalReplicationFactor() == ir.replication_factor == 4
+    assert ir.instance_replication_factor == 2
+
+
+def test_a_single_process_ir_is_not_distributed():
+    ir = popxl.Ir(replication=2)
+    options = ir._pb_ir.getSessionOptions()
+    assert options.enableDistributedReplicatedGraphs is False
+    assert (options.globalReplicaOffset, options.replicatedGraphCount) == (0, 2)
