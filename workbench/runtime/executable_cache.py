@@ -75,11 +75,11 @@ def _description(ir: Ir, device: Device, engine_options: dict[str, str]):
     yield f"engine {sorted(engine_options.items())}"
     for graph in ir.graphs:
         yield f"graph {graph.name} in {[_tensor(t) for t in graph.inputs]} out {[t.name for t in graph.outputs]}"
-        for tensor in graph.variables:
-            yield (f"variable {_tensor(tensor)} {tensor.replica_grouping!r} {tensor.retrieval_mode} "
-                   f"{tensor.shard_count} {tensor.remote_offset}")
-        for tensor in graph.constants:
-            yield f"constant {_tensor(tensor)} {_canonical(np.asarray(tensor.data))}"
+        for variable in graph.variables:
+            yield (f"variable {_tensor(variable)} {variable.replica_grouping!r} {variable.retrieval_mode} "
+                   f"{variable.shard_count} {variable.remote_offset}")
+        for constant in graph.constants:
+            yield f"constant {_tensor(constant)} {_canonical(np.asarray(constant.data))}"
         for op in graph.ops:
             yield (f"op {op.type} {op.name} {[t.name for t in op.inputs]} {[_tensor(t) for t in op.outputs]} "
                    f"{_canonical(op.attrs)} {[g.name for g in op.called_graphs]} {op.ipu} {op.tile_set} "

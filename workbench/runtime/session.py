@@ -59,9 +59,10 @@ class Session:
         if options is not None and not isinstance(options, RunOptions):
             raise TypeError(f"Session options must be a RunOptions, got {type(options).__name__}")
         # A PopART DeviceInfo (``popart.DeviceManager().acquireAvailableDevice(...)``) names its simulated device.
-        self._device_info = device_desc if hasattr(device_desc, "workbench_device") else None
+        device_info: Any = None if isinstance(device_desc, (str, Device)) else device_desc
+        self._device_info = device_info
         device = _device(ir, device_desc) if isinstance(device_desc, str) else \
-            device_desc.workbench_device() if self._device_info is not None else device_desc
+            device_info.workbench_device() if device_info is not None else device_desc
         _check_device(ir, device)
         _check_inplace_ambiguity(ir)
         self._executable = executable = _compile(ir, device, options or default_run_options())

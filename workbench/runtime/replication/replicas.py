@@ -8,7 +8,6 @@ caller can restore them (``snapshot.py``).
 """
 from __future__ import annotations
 
-import functools
 import math
 import os
 import platform
@@ -295,10 +294,15 @@ def _failure(error: Exception, replica: int, op) -> ReplicaExecutionError:
                                        replica, op)
 
 
-@functools.cache
+_DEVICE_FAILURES: dict[type, type[ReplicaExecutionError]] = {}
+
+
 def _failure_class(kind: type) -> type[ReplicaExecutionError]:
     """The class of a replica's failure: a device error (PopART's ``poplar_exception`` and those below it)
     stays one, so that ``except popart.poplar_application_runtime_error`` catches it."""
     if not issubclass(kind, poplar_exception):
         return ReplicaExecutionError
-    return type(kind.__name__, (ReplicaExecutionError, kind), {"__module__": __name__, "__doc__": kind.__doc__})
+    if kind not in _DEVICE_FAILURES:
+        _DEVICE_FAILURES[kind] = type(kind.__name__, (ReplicaExecutionError, kind),
+                                      {"__module__": __name__, "__doc__": kind.__doc__})
+    return _DEVICE_FAILURES[kind]
