@@ -21,3 +21,20 @@ def test_a_single_process_ir_is_not_distributed():
     options = ir._pb_ir.getSessionOptions()
     assert options.enableDistributedReplicatedGraphs is False
     assert (options.globalReplicaOffset, options.replicatedGraphCount) == (0, 2)
+
+
+def test_setting_the_distributed_options_makes_the_ir_an_instance_of_the_job():
+    ir = popxl.Ir()
+    ir.replication_factor = 2
+    options = ir._pb_ir.getSessionOptions()
+    options.enableDistributedReplicatedGraphs = True
+    options.globalReplicaOffset = 4
+    options.globalReplicationFactor = 8
+    assert (ir.replication_factor, ir.instance_replication_factor) == (8, 2)
+    assert list(ir.local_replicas) == [4, 5]
+    assert options.getGlobalReplicationFactor() == 8 and options.replicatedGraphCount == 2
+    with ir.main_graph:
+        buffer = popxl.replica_sharded_buffer((4, 4), popxl.float32, shard_over=8)  # the job's replicas
+    assert buffer.entries == 1
+    options.enableDistributedReplicatedGraphs = False
+    assert (ir.replication_factor, ir.instance_replication_factor) == (2, 2)

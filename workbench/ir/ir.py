@@ -163,6 +163,14 @@ class Ir:
                              f"{self._popdist.num_total_replicas} replicas, got {value}")
         self._replication_factor = value
 
+    def _set_job(self, settings: Optional[PopdistSettings], local: int) -> None:
+        """Make this Ir one instance of the job ``settings`` describe, or (None) a job of its own with
+        ``local`` replicas: what PopART's distributed replication options say when set on the Ir's options."""
+        if self._owner is not None:
+            raise RuntimeError("the replication factor cannot change once a Session owns the Ir")
+        self._popdist = settings
+        self._replication_factor = local if settings is None else settings.num_total_replicas
+
     @property
     def instance_replication_factor(self) -> int:
         """The replicas this instance (process) runs: all of them unless popdist splits the job."""
