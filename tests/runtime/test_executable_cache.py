@@ -96,3 +96,13 @@ def test_the_session_options_turn_it_on(tmp_path, capfd, debug_log):
         _, log = _session_log(ir, out, capfd)
     assert "Loading serialized PopART executable" in log
     assert len(list((tmp_path / "cache").glob("*.popef"))) == 1
+
+
+def test_only_popxl_sessions_use_the_cache(tmp_path, monkeypatch):
+    from workbench.runtime.session import Session
+
+    monkeypatch.setenv("POPXL_CACHE_DIR", str(tmp_path))
+    ir, _ = _ir()
+    with Session(ir, "ipu_hw") as session:  # the runtime's own session, as PopART's sessions make it
+        session.run()
+    assert list(tmp_path.iterdir()) == []

@@ -46,14 +46,15 @@ class Session:
     """Runs an Ir on a simulated device: ``'ipu_model'``, ``'ipu_hw'`` or ``'cpu'``.
 
     ``options`` choose how it runs (``RunOptions``: replica strategy, shared weights, kernel checks,
-    progress); without them, ``default_run_options()``.
+    progress); without them, ``default_run_options()``. ``cached`` compiles through the executable cache
+    (``executable_cache``) where the Ir's options turn it on, as ``popxl.Session`` does.
 
     >>> with popxl.Session(ir, "ipu_model") as session:
     ...     outputs = session.run({x_stream: data})
     """
 
     def __init__(self, ir: Ir, device_desc: str = "cpu", weights_to_host_on_exit: bool = True, *,
-                 options: Optional[RunOptions] = None):
+                 options: Optional[RunOptions] = None, cached: bool = False):
         if not isinstance(ir, Ir):
             raise TypeError(f"Session needs a popxl.Ir, got {type(ir).__name__}")
         if options is not None and not isinstance(options, RunOptions):
@@ -65,9 +66,8 @@ class Session:
             device_info.workbench_device() if device_info is not None else device_desc
         _check_device(ir, device)
         _check_inplace_ambiguity(ir)
-        self._executable = executable = _compile(ir, device, options or default_run_options())
+        self._executable = executable = _compile(ir, device, options or default_run_options(), cached)
         ir._owner = self  # the Ir cannot change from now on
-        ir._write_dot_check("Final")  # PopART's last DOT check, written when enabled
         self._ir = ir
         self._device = device
         self._memory_report = executable.memory_report
@@ -442,9 +442,9 @@ class Session:
                              f"{self._ir!r}")
 
 
-def _compile(ir: Ir, device: Device, options: RunOptions) -> Executable:
-    """Compile ``ir``, through the executable cache where its options turn that on."""
-    settings = executable_cache.cache_settings(ir, device)
+def _compile(ir: Ir, device: Device, options: RunOptions, cached: bool) -> Executable:
+    """Compile ``ir``, through the executable cache where ``cached`` and the Ir's options turn that on."""
+    settings = executable_cache.cache_settings(ir, device) if cached else None
     key = None if settings is None else executable_cache.ir_hash(ir, device, settings.engine_options)
     loaded = settings is not None and key is not None and executable_cache.lookup(settings, key)
     if not loaded:
