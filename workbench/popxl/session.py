@@ -15,9 +15,12 @@ h2dStreamBufferMaps = Mapping[HostToDeviceStream, HostScalarTensor]
 
 
 class Session(RuntimeSession):
-    __doc__ = RuntimeSession.__doc__ + """
-    As popxl's, making one compiles through PopART's executable cache when the Ir's options (or
-    ``POPXL_CACHE_DIR``) turn it on, and writes the ``Final`` DOT check when that check is enabled.
+    """popxl's Session (see ``workbench.runtime.session.Session`` for running): as popxl's, making one
+    compiles through PopART's executable cache when the Ir's options (or ``POPXL_CACHE_DIR``) turn it on,
+    and writes the ``Final`` DOT check when that check is enabled.
+
+    >>> with popxl.Session(ir, "ipu_model") as session:
+    ...     outputs = session.run({x_stream: data})
     """
 
     def __init__(self, ir: Ir, device_desc: str = "cpu", weights_to_host_on_exit: bool = True, *,
