@@ -124,7 +124,7 @@ def test_dot_checkpoints_go_to_the_working_directory_by_default(tmp_path, monkey
 
 
 def test_each_ir_counts_its_own_checkpoints(tmp_path, monkeypatch):
-    monkeypatch.delenv("POPART_DOT_CHECKS", raising=False)
+    monkeypatch.setenv("POPART_DOT_CHECKS", "ALL")
     first, _ = build_program()
     second, _ = build_program()
     assert write_dot_checkpoint(first, "A", tmp_path / "one") == tmp_path / "one" / "000_A.dot"

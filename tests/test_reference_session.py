@@ -458,8 +458,8 @@ def test_a_memmap_is_a_variables_host_storage_and_receives_the_device_values(tmp
         with pytest.raises(ValueError, match="must already be in C-ordered and aligned form"):
             popxl.variable(data.T, name="transposed")
         wide = np.memmap(tmp_path / "wide.bin", np.float64, "w+", shape=(2,))
-        with pytest.raises(ValueError, match="the dtype float64 is not supported, as it requires downcasting the "
-                                             "array into a new array: map the file with dtype float32"):
+        with pytest.raises(ValueError, match="the dtype None is not supported, as it requires downcasting the "
+                                             "array's float64 into a new array: map the file with dtype float32"):
             popxl.variable(wide, name="wide")
         popxl.variable(wide, name="kept", downcast=False)
     with popxl.Session(ir, "ipu_model") as session:

@@ -19,6 +19,7 @@ from typing import Any, Optional, Sequence
 import popxl
 import workbench
 from workbench.ir import Ir
+from workbench.popxl.session import Session as PopxlSession
 from workbench.runtime.session import Session
 
 PREFIX = "[workbench]"
@@ -141,7 +142,8 @@ class Capture:
 
     def __enter__(self) -> "Capture":
         self._wrap(Ir, self._ir_made)
-        self._wrap(Session, self._session_made)
+        self._wrap(Session, self._session_made)  # as PopART's sessions make them
+        self._wrap(PopxlSession, self._session_made)
         return self
 
     def __exit__(self, *exc) -> None:

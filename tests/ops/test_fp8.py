@@ -132,7 +132,7 @@ DATA = np.random.default_rng(3).normal(size=(4, 6)).astype(np.float16) * 8
 
 
 @pytest.mark.parametrize("dtype", [F143, F152])
-@pytest.mark.parametrize("log2_scale", [np.int8(-2), np.int32(3)])
+@pytest.mark.parametrize("log2_scale", [np.int32(-2), np.int32(3)])
 def test_device_casts_match_the_host_casts(dtype, log2_scale):
     f8 = run(lambda x, s: ops.pow2scale_cast_to_fp8(x, s, dtype), x=DATA, s=log2_scale)
     assert f8.dtype == dtype.as_numpy()
@@ -185,7 +185,7 @@ def test_conv_pow2scaled_and_its_transpose_against_direct_loops():
     expected = np.array([[np.sum(x[i:i + 2, j:j + 2] * w) for j in range(3)] for i in range(3)]) * 2
     assert out.dtype == np.float16
     np.testing.assert_allclose(out[0, 0], expected, rtol=1e-3)
-    transposed = run(lambda t, k, s: ops.conv_transpose_pow2scaled(t, k, s), t=image, k=kernel, s=np.int8(-1))
+    transposed = run(lambda t, k, s: ops.conv_transpose_pow2scaled(t, k, s), t=image, k=kernel, s=np.int32(-1))
     full = np.zeros((5, 5))
     for i in range(4):
         for j in range(4):
@@ -199,8 +199,12 @@ def test_float8_op_argument_errors():
         x = popxl.variable(DATA)
         f8 = popxl.variable(host_pow2scale_cast_to_fp8(DATA, F143))
         scale = popxl.constant(np.int32(0))
-        with pytest.raises(TypeError, match="log2_scale must be a scalar int8 or int32 tensor"):
+        with pytest.raises(TypeError, match="log2_scale must be an int32 tensor"):
             ops.pow2scale_cast_to_fp8(x, popxl.constant(np.float32(0)), F143)
+        with pytest.raises(TypeError, match="log2_scale must be an int32 tensor"):
+            ops.matmul_pow2scaled(f8, f8, popxl.constant(np.int8(0)))
+        with pytest.raises(ValueError, match="log2_scale must be a scalar tensor"):
+            ops.matmul_pow2scaled(f8, f8, popxl.constant(np.zeros(2, np.int32)))
         with pytest.raises(TypeError, match="data_type must be float8_143 or float8_152"):
             ops.pow2scale_cast_to_fp8(x, scale, popxl.float16)
         with pytest.raises(TypeError, match="pow2scale_cast_from_fp8: the input must be float8"):

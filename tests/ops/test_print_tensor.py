@@ -68,4 +68,4 @@ def test_the_gradient_passes_through_and_is_printed_when_asked(capsys, print_gra
         np.testing.assert_array_equal(session.run()[stream], [3.0, 6.0])
     printed = capsys.readouterr()
     assert printed.out == ""
-    assert printed.err == ("x: [3. 6.]\n" if print_gradient else "")
+    assert printed.err == ("x_gradient: [3. 6.]\n" if print_gradient else "")

@@ -1,5 +1,7 @@
 """Variables made from an np.memmap: read and written in place, flushed to their file by weights_to_host,
 for on-chip, remote and replica-sharded variables alike, and refused in popxl's words when they would need a copy."""
+import logging
+
 import numpy as np
 import pytest
 
@@ -76,7 +78,30 @@ def test_a_memmap_that_needs_downcasting_is_refused_and_names_the_dtype_to_map(t
     data = mapped(tmp_path, np.ones(4), dtype=np.float64)
     ir = popxl.Ir(replication=2)
     with ir.main_graph:
-        with pytest.raises(ValueError, match="the dtype float64 is not supported, as it requires downcasting.*"
+        with pytest.raises(ValueError, match="the dtype None is not supported, as it requires downcasting the array's float64.*"
                                              "map the file with dtype float32"):
             popxl.replica_sharded_variable(data, name="w")
         assert not list(ir.main_graph.variables)  # nothing was made
+
+
+def test_a_memmap_with_a_non_const_grouping_is_copied_with_a_warning(tmp_path):
+    ir = popxl.Ir(replication=4)
+    grouping = ir.replica_grouping_from_assignments([0, 1, 1, 0])
+    data = mapped(tmp_path, [[1.0, 2.0], [3.0, 4.0]])
+    records = []
+    handler = logging.Handler()
+    handler.emit = records.append
+    logging.getLogger("popart").addHandler(handler)
+    try:
+        with ir.main_graph:
+            w = popxl.variable(data, name="w", replica_grouping=grouping)
+            ops.var_updates.accumulate_(w, popxl.constant(np.ones(2, np.float32)))
+    finally:
+        logging.getLogger("popart").removeHandler(handler)
+    (record,) = [r for r in records if "non-const replica grouping" in r.getMessage()]
+    assert "'w'" in record.getMessage() and "you have passed np.memmap data" in record.getMessage()
+    assert not isinstance(w.host_data, np.memmap)
+    with popxl.Session(ir, "ipu_model") as session:
+        session.run()
+        np.testing.assert_array_equal(session.get_tensor_data(w), [[2.0, 3.0], [4.0, 5.0]])
+    np.testing.assert_array_equal(np.fromfile(tmp_path / "w.bin", np.float32), [1.0, 2.0, 3.0, 4.0])  # file untouched

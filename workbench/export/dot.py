@@ -126,23 +126,25 @@ def _attributes(look: dict) -> str:
 
 
 # ----- checkpoints -----
-def enabled_checks() -> Optional[frozenset[str]]:
-    """The checks named in POPART_DOT_CHECKS (separated by ':' or ','), or None for all."""
-    setting = os.environ.get("POPART_DOT_CHECKS", "").strip()
-    names = frozenset(name.strip() for name in re.split(r"[:,]", setting) if name.strip())
-    return None if not names or "ALL" in names else names
+def enabled_checks(ir: Ir) -> frozenset[str]:
+    """The checks enabled for ``ir``, upper-cased: its options' ``dotChecks`` and those named in
+    POPART_DOT_CHECKS (separated by ':' or ',')."""
+    setting = os.environ.get("POPART_DOT_CHECKS", "")
+    names = {name.strip() for name in re.split(r"[:,]", setting) if name.strip()} | ir._dot_checks()
+    return frozenset(name.upper() for name in names)
 
 
 def write_dot_checkpoint(ir: Ir, check: str, save_dir: Union[Path, str]) -> Optional[Path]:
-    """Write ``ir`` to ``<save_dir>/<NNN>_<check>.dot`` unless POPART_DOT_CHECKS leaves ``check`` out.
+    """Write ``ir`` to ``<save_dir>/<NNN>_<check>.dot`` if ``check`` is enabled (``enabled_checks``,
+    where ``ALL`` enables every check).
 
     NNN counts the files this Ir has written, so repeated checks never overwrite each other.
     Returns the path written, or None.
     """
     if not isinstance(check, str) or not check:
         raise ValueError(f"dot_checkpoint needs a non-empty check name, got {check!r}")
-    checks = enabled_checks()
-    if checks is not None and check not in checks:
+    checks = enabled_checks(ir)
+    if "ALL" not in checks and check.upper() not in checks:
         return None
     directory = Path(save_dir)
     directory.mkdir(parents=True, exist_ok=True)

@@ -65,8 +65,8 @@ def memmap_data(data: np.memmap, dtype: Optional[dtypes.dtype], downcast: bool) 
         raise ValueError("When passing a memory-mapped NumPy array, it must already be in C-ordered and aligned "
                          "form: the variable is read from and written back into the array in place")
     if downcast and data.dtype in downcast_np_dtypes:
-        raise ValueError(f"When passing a memory-mapped NumPy array, the dtype {data.dtype} is not supported, as "
-                         "it requires downcasting the array into a new array: map the file with dtype "
+        raise ValueError(f"When passing a memory-mapped NumPy array, the dtype {dtype} is not supported, as "
+                         f"it requires downcasting the array's {data.dtype} into a new array: map the file with dtype "
                          f"{np.dtype(downcast_np_dtypes[data.dtype])} (or pass downcast=False)")
     return data
 

@@ -2,9 +2,13 @@
 from __future__ import annotations
 
 import itertools
+import logging
+import os
 import weakref
 from pathlib import Path
 from typing import Any, Callable, Literal, Optional, Sequence, Union, cast
+
+import numpy as np
 
 
 from . import display, dtypes
@@ -48,6 +52,7 @@ class Ir:
         self._num_host_transfers = 1
         self._dot_dir: Optional[Path] = None
         self._dot_checkpoints = 0
+        self._dot_all = False  # dot_checkpoint enabled every check (an Ir without PopART options)
         # popdist's settings when this Ir is one instance of a job (replication="popdist"), else None.
         self._popdist = None
         if isinstance(replication, PopdistSettings):
@@ -158,6 +163,14 @@ class Ir:
                              f"{self._popdist.num_total_replicas} replicas, got {value}")
         self._replication_factor = value
 
+    def _set_job(self, settings: Optional[PopdistSettings], local: int) -> None:
+        """Make this Ir one instance of the job ``settings`` describe, or (None) a job of its own with
+        ``local`` replicas: what PopART's distributed replication options say when set on the Ir's options."""
+        if self._owner is not None:
+            raise RuntimeError("the replication factor cannot change once a Session owns the Ir")
+        self._popdist = settings
+        self._replication_factor = local if settings is None else settings.num_total_replicas
+
     @property
     def instance_replication_factor(self) -> int:
         """The replicas this instance (process) runs: all of them unless popdist splits the job."""
@@ -258,6 +271,12 @@ class Ir:
         if grouping._ir is not self:
             raise ValueError("the replica grouping belongs to another Ir")
         array = variable_data(data, dtype, downcast)
+        if isinstance(array, np.memmap) and not grouping.is_const:
+            logging.getLogger("popart").warning(
+                f"Variable {name or 'variable'!r}: you have passed np.memmap data and a non-const replica grouping; "
+                "the groups' values are gathered out of the array, so the variable holds a copy and is not "
+                "treated as an np.memmap (the session will not read or write its file)")
+            array = np.array(array)
         if array.dtype.kind == "c":
             raise TypeError(f"variable {name or 'variable'!r} has {array.dtype} data, but popxl tensors cannot "
                             "be complex (popxl's complex dtypes are names only, no op takes them); expected "
@@ -291,7 +310,34 @@ class Ir:
 
     # ----- diagnostics -----
     def dot_checkpoint(self, check: str, save_dir: Optional[Union[Path, str]] = None) -> None:
-        """Write the Ir's graphs as a Graphviz DOT file named after ``check``."""
+        """Write the Ir's graphs as a Graphviz DOT file named after ``check``, if that check is enabled.
+
+        As in popxl, the checks enabled are those the Ir's session option ``dotChecks`` and the
+        ``POPART_DOT_CHECKS`` variable name (in any case; ``ALL`` for every one, the ``Final`` check a
+        Session makes included). Where neither names a check and the variable is unset, the first
+        checkpoint enables them all. Files go to ``save_dir`` (which also becomes the option
+        ``logDir``), else to ``logDir``, else to the directory of an earlier ``save_dir`` or the
+        working directory."""
+        options = getattr(self, "_popart_session_options", None)
         if save_dir is not None:
             self._dot_dir = Path(save_dir)
-        display.present("write_dot_checkpoint", self, check, self._dot_dir or Path.cwd())
+            if options is not None:
+                options.logDir = str(save_dir)
+        if "POPART_DOT_CHECKS" not in os.environ and not self._dot_checks():
+            if options is not None:
+                options.dotChecks = {"ALL"}
+            else:
+                self._dot_all = True
+        self._write_dot_check(check)
+
+    def _dot_checks(self) -> set[str]:
+        """The checks this Ir's options enable (POPART_DOT_CHECKS aside)."""
+        options = getattr(self, "_popart_session_options", None)
+        return set(options.dotChecks if options is not None else ()) | ({"ALL"} if self._dot_all else set())
+
+    def _write_dot_check(self, check: str) -> None:
+        """Write the DOT file of ``check`` where the options say, if the check is enabled."""
+        options = getattr(self, "_popart_session_options", None)
+        log_dir = str(options.logDir) if options is not None and options.logDir else ""
+        directory = Path(log_dir) if log_dir else (self._dot_dir or Path.cwd())
+        display.present("write_dot_checkpoint", self, check, directory)

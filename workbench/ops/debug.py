@@ -49,12 +49,12 @@ def _print_kernel(op, env):
 
 
 def _print_grad(op, grads, fwd):
-    """As popxl: the gradient passes through a print op of its own, which prints it (under the same
-    title) when the forward op was asked to ``print_gradient``."""
+    """As popxl: the gradient passes through a print op of its own, which prints it (titled with the
+    forward title and ``_gradient``) when the forward op was asked to ``print_gradient``."""
     if grads[0] is None:
         return [None]
     attrs = op.attrs
-    title = attrs.get("grad_title") or attrs["title"]
+    title = attrs.get("grad_title") or f"{attrs['title']}_gradient"
     return [apply("print_tensor", grads[0], name="print_out", title=title,
                   print_self=attrs["print_gradient"], print_gradient=attrs["print_gradient"],
                   format=attrs["format"], grad_title=title)]

@@ -1,18 +1,22 @@
 """float8 ops: casts to and from float8 with a power-of-two scale, and scaled matmul and convolutions.
 
 A float8 tensor holds one byte per element (``workbench.ir.float8`` has the encodings). The scale
-``log2_scale`` is a scalar int8 or int32 tensor in [-32, 32); a scale outside that range is an error
-at run time, as on the IPU. Casts to float8 round to nearest and turn values too large for the
-format into NaN (the IPU's nan-on-overflow).
+``log2_scale`` is a scalar int32 tensor, as popxl requires (a non-scalar one is a ValueError, another
+dtype a TypeError), whose value must be in [-32, 32): outside it a run raises PopART's
+``poplar_application_runtime_error``, as on the IPU, unless the Ir's session option
+``throwIfLog2ScaleTensorNotInRange`` is off (PopART leaves that case undefined; here the scale is
+clamped into the range). Casts to float8 round to nearest and turn values too large for the format
+into NaN (the IPU's nan-on-overflow).
 """
 from __future__ import annotations
 
-from typing import List, Optional, Tuple
+from typing import Callable, List, Optional, Tuple
 
 import numpy as np
 
 from workbench.ir import Tensor, TensorSpec, constant, dtypes
 from workbench.ir import float8
+from workbench.ir.errors import poplar_application_runtime_error
 
 from .arguments import expect_tensors
 from .convolution import PadType, conv, conv_transpose
@@ -27,8 +31,10 @@ _WIDE = (dtypes.float16, dtypes.float32)
 
 
 def _check_scale(op_type: str, spec: TensorSpec) -> None:
-    if spec.dtype not in (dtypes.int8, dtypes.int32) or spec.shape:
-        raise TypeError(f"{op_type}: log2_scale must be a scalar int8 or int32 tensor, got {spec}")
+    if spec.shape:
+        raise ValueError(f"{op_type}: log2_scale must be a scalar tensor, got {spec}")
+    if spec.dtype != dtypes.int32:
+        raise TypeError(f"{op_type}: log2_scale must be an int32 tensor, got {spec}")
 
 
 def _check_float8(op_type: str, name: str, spec: TensorSpec) -> None:
@@ -36,11 +42,21 @@ def _check_float8(op_type: str, name: str, spec: TensorSpec) -> None:
         raise TypeError(f"{op_type}: {name} must be float8_143 or float8_152, got {spec.dtype.name}")
 
 
-def _scale_value(op_type: str, log2_scale: np.ndarray) -> int:
-    try:
-        return float8.check_log2_scale(int(log2_scale))
-    except ValueError as error:
-        raise ValueError(f"{op_type}: {error}") from None
+def _scale_reader(op) -> Callable[[np.ndarray], int]:
+    """Reads the value of ``op``'s log2 scale at run time, checked or clamped into range as the Ir's
+    ``throwIfLog2ScaleTensorNotInRange`` session option says (on by default)."""
+    options = getattr(op.graph.ir, "_popart_session_options", None)
+    throw = True if options is None else bool(options.throwIfLog2ScaleTensorNotInRange)
+    low, high = float8.LOG2_SCALE_RANGE
+
+    def value(log2_scale: np.ndarray) -> int:
+        scale = int(log2_scale)
+        if low <= scale < high:
+            return scale
+        if throw:
+            raise poplar_application_runtime_error(f"{op.type}: log2_scale must be in [{low}, {high}), got {scale}")
+        return min(max(scale, low), high - 1)
+    return value
 
 
 # ----- casts -----
@@ -55,10 +71,10 @@ def _to_fp8_infer(specs, attrs):
 
 
 def _to_fp8_kernel(op, env):
-    target = op.attrs["data_type"]
+    target, scale_of = op.attrs["data_type"], _scale_reader(op)
 
     def cast(t, log2_scale):
-        codes = float8.encode(t, target, _scale_value("pow2scale_cast_to_fp8", log2_scale))
+        codes = float8.encode(t, target, scale_of(log2_scale))
         return float8.from_codes(codes, target)
     return cast
 
@@ -74,9 +90,10 @@ def _from_fp8_infer(specs, attrs):
 
 def _from_fp8_kernel(op, env):
     source, target = op.inputs[0].dtype, op.attrs["data_type"].as_numpy()
+    scale_of = _scale_reader(op)
 
     def cast(t, log2_scale):
-        scale = _scale_value("pow2scale_cast_from_fp8", log2_scale)
+        scale = scale_of(log2_scale)
         return float8.decode(float8.as_codes(t), source, scale).astype(target)
     return cast
 
@@ -115,9 +132,10 @@ def _matmul_pow2scaled_kernel(op, env):
     """Products of the float8 values, summed in float32 and returned as float16 (the IPU's
     partials type for float8 is half; float32 sums are at least as accurate)."""
     lhs_type, rhs_type = op.inputs[0].dtype, op.inputs[1].dtype
+    scale_of = _scale_reader(op)
 
     def matmul(lhs, rhs, log2_scale):
-        scale = _scale_value("matmul_pow2scaled", log2_scale)
+        scale = scale_of(log2_scale)
         a = float8.decode(float8.as_codes(lhs), lhs_type).astype(np.float32)
         b = float8.decode(float8.as_codes(rhs), rhs_type).astype(np.float32)
         return (np.matmul(a, b) * np.float32(2.0 ** scale)).astype(np.float16)

@@ -9,7 +9,10 @@ from .debug import DebugContext
 from .debug_info import DebugInfo, closePoplarDebugInfo, initializePoplarDebugInfo
 from .devices import (DeviceConnectionType, DeviceInfo, DeviceManager, DeviceSelectionCriterion, DeviceType,
                       SyncPattern)
-from .errors import OutOfMemoryException, popart_exception, poplar_exception, poplar_runtime_error
+from .errors import (OutOfMemoryException, popart_exception, popart_internal_exception, popart_runtime_error,
+                     poplar_application_runtime_error, poplar_exception, poplar_recoverable_runtime_error,
+                     poplar_runtime_error, poplar_system_runtime_error, poplar_unknown_runtime_error,
+                     poplar_unrecoverable_runtime_error, poplibs_exception)
 from .graphcore import AiGraphcoreOpset1, CollectiveOperator, InitType, ScatterReduction
 from .ir_serialization import IrSerializationFormat
 from .introspection import (OperatorIdentifier, getSupportedOperations, getUnsupportedOperations, packageHash,
@@ -40,7 +43,10 @@ __all__ = [
     "Builder", "defaultAiOnnxOpset", "defaultAiGraphcoreOpset", "defaultAiOnnxMlOpset", "AnchorReturnType",
     "AnchorReturnTypeId", "DataFlow", "ExchangeStrategy", "DeviceConnectionType", "DeviceInfo", "DeviceManager",
     "DeviceSelectionCriterion", "DeviceType", "SyncPattern", "OutOfMemoryException", "popart_exception",
-    "poplar_exception", "poplar_runtime_error", "AiGraphcoreOpset1", "AiOnnxOpset6", "AiOnnxOpset7", "AiOnnxOpset8", "AiOnnxOpset9",
+    "poplar_exception", "popart_internal_exception", "popart_runtime_error", "poplibs_exception",
+    "poplar_runtime_error", "poplar_application_runtime_error", "poplar_system_runtime_error",
+    "poplar_recoverable_runtime_error", "poplar_unrecoverable_runtime_error", "poplar_unknown_runtime_error",
+    "AiGraphcoreOpset1", "AiOnnxOpset6", "AiOnnxOpset7", "AiOnnxOpset8", "AiOnnxOpset9",
     "AiOnnxOpset10", "AiOnnxOpset11", "OperatorIdentifier", "getSupportedOperations", "getUnsupportedOperations",
     "packageHash", "versionNumber", "versionString", "Logger", "getLogger", "DotCheck", "Instrumentation", "MeanReductionStrategy", "MergeVarUpdateType",
     "PatternsLevel", "RecomputationType", "RecomputeType", "ReductionType", "SessionOptions",

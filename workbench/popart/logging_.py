@@ -15,6 +15,7 @@ import os
 import sys
 import time
 import warnings
+from typing import Optional
 
 from .errors import popart_exception
 
@@ -118,10 +119,32 @@ def module_levels(path: str) -> dict[str, int]:
     return levels
 
 
+class _LazyLevelLogger(logging.Logger):
+    """The root of PopART's loggers, whose level until one is set is ``POPART_LOG_LEVEL`` as it is when a
+    line is first weighed, not when popart is imported: PopART reads the variable when it first logs,
+    so a script (or a test) may set it after ``import popart``."""
+
+    _set_level = logging.NOTSET
+    _from_environment: Optional[int] = None
+
+    @property  # type: ignore[override]
+    def level(self) -> int:
+        if self._set_level != logging.NOTSET:
+            return self._set_level
+        if self._from_environment is None:
+            setting = os.environ.get("POPART_LOG_LEVEL", "WARN").upper()
+            self._from_environment = _LEVELS.get(setting, _LEVELS["WARN"])
+        return self._from_environment
+
+    @level.setter
+    def level(self, value: int) -> None:
+        self._set_level = value
+
+
 def _configure() -> None:
     logging.addLevelName(TRACE, "TRACE")
     root = logging.getLogger("popart")
-    root.setLevel(_LEVELS.get(os.environ.get("POPART_LOG_LEVEL", "WARN").upper(), _LEVELS["WARN"]))
+    root.__class__ = _LazyLevelLogger  # it may exist already: modules below popart log under it
     root.propagate = False
     destination = os.environ.get("POPART_LOG_DEST", "stderr")
     handler = _StandardStream(destination) if destination in ("stdout", "stderr") else logging.FileHandler(destination)

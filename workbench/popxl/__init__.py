@@ -26,7 +26,7 @@ from workbench.ir.tensor import (Tensor, TensorByRef, TensorSpec, constant, grap
 from workbench.ir.remote_variables import (remote_replica_sharded_variable, remote_variable,
                                            replica_sharded_buffer)
 from workbench.ops.remote import replica_sharded_variable
-from workbench.runtime.session import Session
+from .session import Session
 
 from .random_seed import create_seeds
 from .tensorlocation import ExecutionContext, ReplicatedTensorSharding, TensorLocation, TensorStorage, TileSet

@@ -9,7 +9,7 @@ from workbench.ir import Graph, Ir, Op, Tensor
 from workbench.ir.binding_views import views
 from workbench.ir.context import Context
 from workbench.ir.replica_grouping import ReplicaGrouping
-from workbench.runtime.session import Session
+from .session import Session
 from workbench.transforms.grad_graph_info import ExpectedConnection, ExpectedConnectionType, GradGraphInfo
 
 from .tensorlocation import ExecutionContext, TileSet

@@ -7,6 +7,7 @@ the weights is a cache that a run invalidates; reads refresh it only when it is 
 """
 from __future__ import annotations
 
+import logging
 import numbers
 import warnings
 from functools import partial
@@ -24,6 +25,7 @@ from workbench.ir.events import EventBus
 from workbench.ir.fragments import WEIGHTS_FROM_HOST, WEIGHTS_TO_HOST
 from workbench.ir.host_data import host_array
 
+from . import executable_cache
 from .executable import TRACE_EVENT_LIMIT, Executable, compile_executable
 from .execution.host_buffers import buffer_shape
 from .execution.run import Run, Runs
@@ -36,6 +38,7 @@ from .tracing.trace import Trace
 
 __all__ = ["Session", "TRACE_EVENT_LIMIT", "LARGE_IPU_MODEL"]
 
+_DEVICEX = logging.getLogger("popart.devicex")
 LARGE_IPU_MODEL = 64  # IPUs beyond which a Session warns that the simulation will be heavy
 
 
@@ -43,22 +46,27 @@ class Session:
     """Runs an Ir on a simulated device: ``'ipu_model'``, ``'ipu_hw'`` or ``'cpu'``.
 
     ``options`` choose how it runs (``RunOptions``: replica strategy, shared weights, kernel checks,
-    progress); without them, ``default_run_options()``.
+    progress); without them, ``default_run_options()``. ``cached`` compiles through the executable cache
+    (``executable_cache``) where the Ir's options turn it on, as ``popxl.Session`` does.
 
     >>> with popxl.Session(ir, "ipu_model") as session:
     ...     outputs = session.run({x_stream: data})
     """
 
     def __init__(self, ir: Ir, device_desc: str = "cpu", weights_to_host_on_exit: bool = True, *,
-                 options: Optional[RunOptions] = None):
+                 options: Optional[RunOptions] = None, cached: bool = False):
         if not isinstance(ir, Ir):
             raise TypeError(f"Session needs a popxl.Ir, got {type(ir).__name__}")
         if options is not None and not isinstance(options, RunOptions):
             raise TypeError(f"Session options must be a RunOptions, got {type(options).__name__}")
-        device = _device(ir, device_desc) if isinstance(device_desc, str) else device_desc
+        # A PopART DeviceInfo (``popart.DeviceManager().acquireAvailableDevice(...)``) names its simulated device.
+        device_info: Any = None if isinstance(device_desc, (str, Device)) else device_desc
+        self._device_info = device_info
+        device = _device(ir, device_desc) if isinstance(device_desc, str) else \
+            device_info.workbench_device() if device_info is not None else device_desc
         _check_device(ir, device)
         _check_inplace_ambiguity(ir)
-        self._executable = executable = compile_executable(ir, device, options or default_run_options())
+        self._executable = executable = _compile(ir, device, options or default_run_options(), cached)
         ir._owner = self  # the Ir cannot change from now on
         self._ir = ir
         self._device = device
@@ -76,10 +84,17 @@ class Session:
         self._enter_stack: list[bool] = []
         self.weights_to_host_count = 0
         self.weights_from_host_count = 0
+        if self._device_info is not None and self._device_info.isAttached:
+            self._attach()  # as in popxl: made with an attached device, the session starts attached
 
     # ----- properties -----
     @property
     def ir(self) -> Ir:
+        return self._ir
+
+    @property
+    def ir_(self) -> Ir:
+        """The Ir, under the attribute name popxl's Session keeps it in."""
         return self._ir
 
     @property
@@ -125,6 +140,18 @@ class Session:
     def expected_inputs(self) -> list:
         return sorted(self._ir.get_all_h2d_streams(), key=lambda s: s.name)
 
+    def _expected_outputs(self) -> list:
+        return sorted(self._ir.get_all_d2h_streams(), key=lambda s: s.name)
+
+    def _validate_run_inputs(self, inputs: Mapping[Any, Any]) -> None:
+        """Raise popxl's ValueError unless ``inputs`` gives every input stream an array of its host
+        shape (the checks ``run`` makes, without running)."""
+        self._runs.host_buffers.check_shapes(inputs, inputs=True)
+
+    def _validate_run_outputs(self, outputs: Mapping[Any, Any]) -> None:
+        """As ``_validate_run_inputs``, for the output arrays of ``run_with_outputs``."""
+        self._runs.host_buffers.check_shapes(outputs, inputs=False)
+
     # ----- attach / detach -----
     def _full_input_shape(self, shape: Iterable[int]) -> tuple[int, ...]:
         """The host buffer shape for a stream of ``shape`` (popxl's helper of this name, which
@@ -135,14 +162,21 @@ class Session:
         attaching = not self._attached
         self._enter_stack.append(attaching)
         if attaching:
-            self._attached = True
-            if len(self._executable.programs) > 1 or self._executable.instances is not None:
-                # Replica threads each run NumPy; a multi-threaded BLAS under them only contends. Instances
-                # pin it too, so that every process computes exactly as one holding all replicas would.
-                self._blas_limit = threadpool_limits(1, user_api="blas")
-            self.weights_from_host()
-            self.events.emit("attached", self)
+            info = self._device_info
+            if info is not None and not info.isAttached and not info.attach():
+                self._enter_stack.pop()
+                raise RuntimeError(f"Could not attach to device {info.id}: another session holds its IPUs")
+            self._attach()
         return self
+
+    def _attach(self) -> None:
+        self._attached = True
+        if len(self._executable.programs) > 1 or self._executable.instances is not None:
+            # Replica threads each run NumPy; a multi-threaded BLAS under them only contends. Instances
+            # pin it too, so that every process computes exactly as one holding all replicas would.
+            self._blas_limit = threadpool_limits(1, user_api="blas")
+        self.weights_from_host()
+        self.events.emit("attached", self)
 
     def __exit__(self, exc_type, exc, traceback) -> None:
         if self._enter_stack.pop():
@@ -150,6 +184,8 @@ class Session:
             if self._weights_to_host_on_exit and exc_type is None:
                 self.weights_to_host()
             self._attached = False
+            if self._device_info is not None:
+                self._device_info.detach()
             self._executable.runner.close()
             if self._blas_limit is not None:
                 self._blas_limit.restore_original_limits()
@@ -167,7 +203,9 @@ class Session:
         interrupt is raised once the copy is whole."""
         self._require_attached("weights_from_host")
         self._runs.abandon_stepped("the weights were written")
+        _DEVICEX.debug("Writing weights from host, ")
         to_the_end(self._from_host_actions())
+        _DEVICEX.debug("done.")
 
     def _from_host_actions(self) -> list:
         """The idempotent steps of a whole copy from host to device, its bookkeeping included."""
@@ -191,6 +229,7 @@ class Session:
                              f"memmap: variable(s) {', '.join(map(repr, self._read_only_memmaps))}. Open the "
                              "memmap writable (mode 'r+') to read the device values back.")
         self._require_attached("weights_to_host")
+        _DEVICEX.debug("Writing weights to host")
         to_the_end([partial(program.run_fragment, WEIGHTS_TO_HOST) for program in self._executable.programs])
         device = dict(zip(self._executable.replicas, self._executable.device_values))
         instances = self._executable.instances
@@ -203,6 +242,7 @@ class Session:
             instances.warn_if_diverged({variable: self._host[variable] for variable in self._ir.variables})
         weights.flush_memmaps(self._host)
         self.weights_to_host_count += 1
+        _DEVICEX.debug("Writing weights to host complete.")
         self._runs.host_in_sync = True
 
     # ----- running -----
@@ -400,6 +440,19 @@ class Session:
         if tensor.ir is not self._ir:
             raise ValueError(f"tensor {tensor.id!r} belongs to {tensor.ir!r}, not to this session's "
                              f"{self._ir!r}")
+
+
+def _compile(ir: Ir, device: Device, options: RunOptions, cached: bool) -> Executable:
+    """Compile ``ir``, through the executable cache where ``cached`` and the Ir's options turn that on."""
+    settings = executable_cache.cache_settings(ir, device) if cached else None
+    key = None if settings is None else executable_cache.ir_hash(ir, device, settings.engine_options)
+    loaded = settings is not None and key is not None and executable_cache.lookup(settings, key)
+    if not loaded:
+        _DEVICEX.info("Starting compilation")
+    executable = compile_executable(ir, device, options)
+    if not loaded and settings is not None and key is not None:
+        executable_cache.store(settings, key, ir)
+    return executable
 
 
 def _ipus_per_replica(ir: Ir) -> int:

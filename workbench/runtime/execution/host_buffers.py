@@ -131,6 +131,14 @@ class HostBuffers:
             prepared[stream] = value.reshape(run_shape)
         return prepared
 
+    def check_shapes(self, given: Mapping[Any, Any], inputs: bool) -> None:
+        """Check that ``given`` maps exactly the input (or output) streams to arrays of the host shape,
+        without converting anything: popxl's ``Session._validate_run_inputs`` and ``_validate_run_outputs``."""
+        layouts, what = (self._inputs, "inputs") if inputs else (self._outputs, "outputs")
+        _check_streams(given, layouts, what, "HostToDeviceStream" if inputs else "DeviceToHostStream")
+        for stream, value in given.items():
+            run_view(stream, np.asarray(value), self._transfers, self._replicas, what[:-1])
+
     def _converted(self, stream: Stream, value: Any, downcast: bool) -> np.ndarray:
         """``value`` as an array of the stream's dtype, or a clear error."""
         _, want, _ = self._inputs[stream]

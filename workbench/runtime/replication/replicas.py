@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterator, Optional
 
 from workbench.ir import Ir
-from workbench.ir.errors import poplar_runtime_error
+from workbench.ir.errors import poplar_exception, poplar_runtime_error
 from workbench.ops.registry import op_def
 
 from ..execution.program import ReplicaProgram
@@ -294,6 +294,21 @@ RUN_ERRORS = (ReplicaAborted, CollectiveMismatchError, ReplicaExecutionError)
 
 def _failure(error: Exception, replica: int, op) -> ReplicaExecutionError:
     where = f" in op {op.name} ({op.type}) of graph {op.graph.label!r}" if op is not None else ""
-    if isinstance(error, poplar_runtime_error):  # the abort's own words first, as Poplar reports it
+    if type(error) is poplar_runtime_error:  # an abort op: its own words first, as Poplar reports it
         return ReplicaProgramAborted(f"{error} (replica {replica}{where})", replica, op)
-    return ReplicaExecutionError(f"replica {replica} failed{where}: {type(error).__name__}: {error}", replica, op)
+    return _failure_class(type(error))(f"replica {replica} failed{where}: {type(error).__name__}: {error}",
+                                       replica, op)
+
+
+_DEVICE_FAILURES: dict[type, type[ReplicaExecutionError]] = {}
+
+
+def _failure_class(kind: type) -> type[ReplicaExecutionError]:
+    """The class of a replica's failure: a device error (PopART's ``poplar_exception`` and those below it)
+    stays one, so that ``except popart.poplar_application_runtime_error`` catches it."""
+    if not issubclass(kind, poplar_exception):
+        return ReplicaExecutionError
+    if kind not in _DEVICE_FAILURES:
+        _DEVICE_FAILURES[kind] = type(kind.__name__, (ReplicaExecutionError, kind),
+                                      {"__module__": __name__, "__doc__": kind.__doc__})
+    return _DEVICE_FAILURES[kind]
