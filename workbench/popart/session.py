@@ -31,6 +31,7 @@ from workbench.onnx.model import GraphBuilder, load_model
 from workbench.onnx.shapes import TensorType
 from workbench.runtime.out_of_memory import OutOfMemoryError
 from workbench.runtime.session import Session as RuntimeSession
+from workbench.ops import random_fill
 
 from . import anchors as anchor_arrays
 from . import (auto_split, diagnostics, ir_serialization, node_attributes, session_checks, step_log, stepio_checks,
@@ -327,6 +328,7 @@ class _Session(SessionWeights, SessionReports):
             raise popart_exception("Devicex::prepare() must be called before Devicex::setRandomSeedFromHost(uint64_t) "
                                    "is called.")
         self._seed = int(seedValue)
+        random_fill.set_session_seed(self._lowered.ir, self._seed)
 
     def getRandomSeed(self) -> int:
         return getattr(self, "_seed", 0)
