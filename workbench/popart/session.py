@@ -302,7 +302,10 @@ class _Session(SessionWeights, SessionReports):
 
     def _serializeIr(self, format: IrSerializationFormat) -> str:  # noqa: A002 - PopART's keyword
         """The program, in PopART's JSON layout (``ir_serialization``)."""
-        return ir_serialization.serialize(self.ir, format, self._options.virtualGraphMode is not VirtualGraphMode.Off)
+        return ir_serialization.serialize(self.ir, format, self._options.virtualGraphMode is not VirtualGraphMode.Off,
+                                          model_name=self._builder.name,
+                                          inline=[g for g in self._dot_graphs() if g is not None],
+                                          host_copies=bool(self._options.useHostCopyOps))
 
     # ----- the tile map -----
     def _tile_mapping(self):
