@@ -1,6 +1,7 @@
 """Session.setRandomSeed seeds the random ops without a seed attribute: one seed gives one sequence in
 every session (setting it again starts the sequence over), another seed another; a node's own seed
-attribute keeps its values whatever the session's seed."""
+attribute keeps its values whatever the session's seed. The seed moves on with each run, as read by
+getRandomSeed."""
 import numpy as np
 
 import popart
@@ -46,3 +47,15 @@ def test_setting_the_seed_again_starts_the_sequence_over():
 
 def test_a_seed_attribute_wins_over_the_session_seed():
     np.testing.assert_array_equal(seeded_draw(3, seed=9.0), seeded_draw(4, seed=9.0))
+
+
+def test_the_seed_read_after_a_run_gives_another_session_the_next_runs_values():
+    first, first_out = session_of()
+    first.setRandomSeed(7)
+    draw(first, first_out)
+    seed = first.getRandomSeed()
+    assert seed != 7
+    following = draw(first, first_out)
+    second, out = session_of()
+    second.setRandomSeed(seed)
+    np.testing.assert_array_equal(draw(second, out), following)

@@ -294,6 +294,7 @@ class _Session(SessionWeights, SessionReports):
             self._outputs = runtime.create_host_outputs()
         outputs = self._outputs
         runtime.run_with_outputs(inputs, outputs)
+        self._advance_random_seed()
         step_log.ran(debugName, layout.micro_batches, layout.replicas)
         if synthetic is not SyntheticDataMode.Off:
             return  # nothing goes to or comes from the host
@@ -335,6 +336,13 @@ class _Session(SessionWeights, SessionReports):
 
     def getRandomSeed(self) -> int:
         return getattr(self, "_seed", 0)
+
+    def _advance_random_seed(self) -> None:
+        """As on an IPU, the seed moves on by one each batch a run takes, so a session given the seed
+        read after a run draws what the next run draws."""
+        if session_checks.uses_random_seed(self._builder, self._trains()):
+            self._seed = self.getRandomSeed() + self._data_flow.batchesPerStep()
+            random_fill.set_session_seed(self._lowered.ir, self._seed)
 
     def getRNGState(self) -> list[int]:
         return [self.getRandomSeed()]
