@@ -96,6 +96,7 @@ class _Session(SessionWeights, SessionReports):
         self._check_accumulation()
         self._check_anchors()
         self._check_pipelining()
+        session_checks.check_virtual_graph_annotations(self._options, self._builder)
         self._lowered = self._lower(shapes)
         self._write_dot_checks()
         step_log.created(name, self._builder, self._lowered, self._patterns, self._device_info)
