@@ -148,8 +148,10 @@ def check_recomputation(options: SessionOptions, builder: GraphBuilder) -> None:
 
 
 def check_something_computed(data_flow: DataFlow, builder: GraphBuilder) -> None:
-    """An inference program whose anchors no node produces computes nothing: every node is pruned
-    (a node with no outputs is kept for what it does, a store say)."""
+    """An inference program needs an anchor, and one whose anchors no node produces computes nothing:
+    every node is pruned (a node with no outputs is kept for what it does, a store say)."""
+    if not data_flow.anchors():
+        raise popart_exception("User must specify an anchor tensor when doing inference.")
     produced = {output for node in builder.nodes for output in node.output}
     kept = any(not node.output for node in builder.nodes)
     if builder.nodes and not kept and not produced & set(data_flow.anchors()):
