@@ -1,8 +1,8 @@
 """Session.setRandomSeed seeds the random ops without a seed attribute: one seed gives one sequence in
-every session (setting it again starts the sequence over), another seed another; a node's own seed
-attribute keeps its values whatever the session's seed. The seed moves on with each run, as read by
-getRandomSeed."""
+every session (setting it again starts the sequence over), another seed another; as in PopART, a
+node's own seed attribute is refused. The seed moves on with each run, as read by getRandomSeed."""
 import numpy as np
+import pytest
 
 import popart
 
@@ -45,8 +45,10 @@ def test_setting_the_seed_again_starts_the_sequence_over():
     np.testing.assert_array_equal(draw(session, out), first)
 
 
-def test_a_seed_attribute_wins_over_the_session_seed():
-    np.testing.assert_array_equal(seeded_draw(3, seed=9.0), seeded_draw(4, seed=9.0))
+def test_a_seed_attribute_is_refused_in_favour_of_the_session_seed():
+    with pytest.raises(popart.popart_exception,
+                       match="Optional seed attribute is not supported. Use session::setRandomSeed instead.$"):
+        session_of(seed=9.0)
 
 
 def test_the_seed_read_after_a_run_gives_another_session_the_next_runs_values():

@@ -1,8 +1,8 @@
 """random_uniform_fill and random_normal_fill: ONNX's RandomUniform and RandomNormal as PopART runs
 them, new values each time the op runs (each step, each loop iteration). Each op draws from a
-generator of its own, seeded by its seed and its replica's index, so a program repeats its values
-from one session to the next. An op made with ``follows_session`` mixes in its program's session
-seed (``set_session_seed``), and starts its sequence again whenever that seed is set."""
+generator of its own, seeded by its seed, its replica's index and its program's session seed
+(``set_session_seed``; 0 until set), so a program repeats its values from one session to the next;
+it starts its sequence again whenever the session seed is set."""
 from __future__ import annotations
 
 import weakref
@@ -21,7 +21,7 @@ _SESSION_SEEDS: "weakref.WeakKeyDictionary[Ir, tuple[int, int]]" = weakref.WeakK
 
 
 def set_session_seed(ir: Ir, seed: int) -> None:
-    """Seed the random ops of ``ir`` that follow the session's seed, restarting their sequences."""
+    """Seed the random ops of ``ir``, restarting their sequences."""
     _, times = _SESSION_SEEDS.get(ir, (0, 0))
     _SESSION_SEEDS[ir] = (int(seed), times + 1)
 
@@ -37,9 +37,9 @@ def _drawer(op, env, draw):
     state: dict = {}
 
     def kernel():
-        session = _SESSION_SEEDS.get(op.graph.ir, (0, 0)) if op.attrs.get("follows_session") else None
+        session = _SESSION_SEEDS.get(op.graph.ir, (0, 0))
         if "rng" not in state or state["session"] != session:
-            words = [op.attrs["seed"], env.replica] + ([session[0] & 0xFFFFFFFFFFFFFFFF] if session else [])
+            words = [op.attrs["seed"], env.replica, session[0] & 0xFFFFFFFFFFFFFFFF]
             state["rng"], state["session"] = np.random.default_rng(words), session
         return draw(state["rng"])
     return kernel
@@ -64,21 +64,16 @@ register(OpDef("random_normal_fill", _infer, _normal_kernel, effect=True,
 
 
 def _fill(op_type: str, shape: Tuple[int, ...], dtype: dtypes.dtype, first: float, second: float,
-          seed: int, follows_session: bool) -> Tensor:
-    attrs = {"shape": tuple(int(d) for d in shape), "dtype": dtype, "range": (float(first), float(second)),
-             "seed": int(seed)}
-    if follows_session:
-        attrs["follows_session"] = True
-    return create_op(op_type, [], attrs).outputs[0]
+          seed: int) -> Tensor:
+    return create_op(op_type, [], {"shape": tuple(int(d) for d in shape), "dtype": dtype,
+                                    "range": (float(first), float(second)), "seed": int(seed)}).outputs[0]
 
 
-def random_uniform_fill(shape: Tuple[int, ...], dtype: dtypes.dtype, low: float, high: float, seed: int,
-                        follows_session: bool = False) -> Tensor:
+def random_uniform_fill(shape: Tuple[int, ...], dtype: dtypes.dtype, low: float, high: float, seed: int) -> Tensor:
     """Values uniform in [low, high), new each time the op runs."""
-    return _fill("random_uniform_fill", shape, dtype, low, high, seed, follows_session)
+    return _fill("random_uniform_fill", shape, dtype, low, high, seed)
 
 
-def random_normal_fill(shape: Tuple[int, ...], dtype: dtypes.dtype, mean: float, scale: float, seed: int,
-                       follows_session: bool = False) -> Tensor:
+def random_normal_fill(shape: Tuple[int, ...], dtype: dtypes.dtype, mean: float, scale: float, seed: int) -> Tensor:
     """Values normal with ``mean`` and standard deviation ``scale``, new each time the op runs."""
-    return _fill("random_normal_fill", shape, dtype, mean, scale, seed, follows_session)
+    return _fill("random_normal_fill", shape, dtype, mean, scale, seed)

@@ -153,7 +153,7 @@ def _dropout(ctx: NodeContext):
     if not ctx.model_state.get(TRAINING) or ratio == 0.0:
         return [x, constant(np.ones(x.shape, np.bool_), name="mask")] if wants_mask else [x]
     mask = ops.greater_equal(random_fill.random_uniform_fill(tuple(x.shape), wdtypes.float32, 0.0, 1.0,
-                                                             *op_seed(ctx)),
+                                                             op_seed(ctx)),
                              constant(np.array(ratio, np.float32)))
     scale = constant(np.array(1.0 / (1.0 - ratio), x.dtype.as_numpy()), x.dtype)
     kept = ops.mul(ops.mul(x, ops.cast(mask, x.dtype)), scale)

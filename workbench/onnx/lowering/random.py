@@ -1,7 +1,7 @@
 """Lowering rules of RandomUniform, RandomNormal and their -Like forms (ai.onnx, version 1): values
-drawn anew each time the op runs, from the node's ``seed`` or, without one, a seed of its own (its
-name and the count of random ops lowered before it: two calls of one subgraph draw apart) mixed with
-the session's seed (``Session.setRandomSeed``)."""
+drawn anew each time the op runs, from a seed of the op's own (its name and the count of random ops
+lowered before it: two calls of one subgraph draw apart) mixed with the session's seed
+(``Session.setRandomSeed``). As in PopART, a node's own ``seed`` attribute is refused."""
 from __future__ import annotations
 
 import zlib
@@ -9,19 +9,19 @@ import zlib
 from workbench.ops import random_fill
 
 from .. import dtypes
-from .table import NodeContext, lowers
+from .table import LoweringError, NodeContext, lowers
 
 
 _COUNT = "random ops"  # the NodeContext.model_state key counting the random ops lowered so far
 
 
-def op_seed(ctx: NodeContext) -> tuple[int, bool]:
-    """The seed of a random op's generator and whether the session's seed is mixed in: the node's
-    ``seed`` attribute alone, else one of its own with the session's."""
+def op_seed(ctx: NodeContext) -> int:
+    """The op's own seed, which its generator mixes with the session's."""
     if "seed" in ctx.attrs:
-        return int(ctx.attrs["seed"]), False
+        raise LoweringError(f"{ctx.label}: Optional seed attribute is not supported. Use session::setRandomSeed "
+                            "instead.")
     count = ctx.model_state[_COUNT] = ctx.model_state.get(_COUNT, 0) + 1
-    return zlib.crc32(f"{ctx.node.name}/{ctx.node.output[0]}/{count}".encode()), True
+    return zlib.crc32(f"{ctx.node.name}/{ctx.node.output[0]}/{count}".encode())
 
 
 def _shape_and_dtype(ctx: NodeContext, like: bool) -> tuple:
@@ -35,13 +35,13 @@ def _shape_and_dtype(ctx: NodeContext, like: bool) -> tuple:
 def _uniform(ctx: NodeContext, like: bool):
     shape, dtype = _shape_and_dtype(ctx, like)
     return [random_fill.random_uniform_fill(shape, dtype, float(ctx.attrs.get("low", 0.0)),
-                                            float(ctx.attrs.get("high", 1.0)), *op_seed(ctx))]
+                                            float(ctx.attrs.get("high", 1.0)), op_seed(ctx))]
 
 
 def _normal(ctx: NodeContext, like: bool):
     shape, dtype = _shape_and_dtype(ctx, like)
     return [random_fill.random_normal_fill(shape, dtype, float(ctx.attrs.get("mean", 0.0)),
-                                           float(ctx.attrs.get("scale", 1.0)), *op_seed(ctx))]
+                                           float(ctx.attrs.get("scale", 1.0)), op_seed(ctx))]
 
 
 lowers("RandomUniform", 1)(lambda ctx: _uniform(ctx, like=False))
