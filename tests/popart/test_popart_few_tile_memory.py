@@ -39,6 +39,7 @@ def test_code_scales_with_the_tiles_of_the_ipu():
     class Conv:
         type = "conv"
         attrs: dict = {}
+        meta: dict = {}
 
     assert op_code_bytes(Conv(), FULL_IPU_TILES) == conv  # type: ignore[arg-type]
     assert op_code_bytes(Conv(), 4) == -(-conv * 4 // FULL_IPU_TILES)  # type: ignore[arg-type]

@@ -85,8 +85,9 @@ def test_building_graphs_the_guide_s_ways():
     builder = popart.Builder()
     builder.addInputTensor(popart.TensorInfo("FLOAT", [2, 3]), "input")
     builder.addInputTensor(popart.TensorInfo("INT32", [2]), "indices")
-    relu = builder.aiOnnx.relu(["input"], "debug-name")
-    gathered = builder.aiOnnx.gather(["input", "indices"], axis=1, debugPrefix="My-Gather")
+    with builder.virtualGraph(0):  # with manual virtual graphs every op is placed
+        relu = builder.aiOnnx.relu(["input"], "debug-name")
+        gathered = builder.aiOnnx.gather(["input", "indices"], axis=1, debugPrefix="My-Gather")
     w1 = builder.addInitializedInputTensor(np.random.rand(64, 4, 3, 3).astype(np.float16))
     assert builder.getTensorDtypeString(w1) == "float16" and builder.getTensorShape(gathered) == [2, 2]
     x = builder.addInputTensor(popart.TensorInfo("FLOAT16", [1, 4, 8, 8]))

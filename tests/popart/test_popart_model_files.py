@@ -77,7 +77,7 @@ def test_file_over_protobufs_limit_is_refused_before_reading(tmp_path):
 
 
 def test_missing_file_is_a_popart_exception_naming_it(tmp_path):
-    with pytest.raises(popart.popart_exception, match="no ONNX model file at .*missing.onnx"):
+    with pytest.raises(popart.popart_exception, match="^Failed to load a ModelProto from the string '.*missing.onnx'"):
         popart.Builder(str(tmp_path / "missing.onnx"))
 
 

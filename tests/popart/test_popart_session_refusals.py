@@ -64,3 +64,13 @@ def test_seeding_random_ops_needs_a_prepared_device():
     inference = popart.InferenceSession(builder.getModelProto(), popart.DataFlow(1, [y]),
                                         popart.DeviceManager().createIpuModelDevice({}))
     inference.setRandomSeed(3)  # inference passes dropout's input on: nothing random to seed
+
+
+def test_an_inference_session_without_anchors_is_refused():
+    builder = popart.Builder()
+    x = builder.addInputTensor(popart.TensorInfo("FLOAT", [2]))
+    builder.addOutputTensor(builder.aiOnnx.sqrt([x]))
+    with pytest.raises(popart.popart_exception) as error:
+        popart.InferenceSession(builder.getModelProto(), popart.DataFlow(1, {}),
+                                popart.DeviceManager().createCpuDevice())
+    assert error.value.args[0] == "User must specify an anchor tensor when doing inference."

@@ -24,6 +24,7 @@ CASES = {**OP_CASES,
                    ("const", np.array([2], np.int64))], OP_CASES["topk"][1])}
 NOT_FLOAT_OUTPUT = {"argmax", "argmin", "equal", "greater", "less", "and", "or", "xor", "not", "cast", "isnan",
                     "isinf", "mod", "size"}
+RANDOM_WHEN_TRAINING = {"dropout"}  # drops with a fresh mask in training: no inference oracle to compare
 
 
 def _case_graph(case: str, trainable: bool):
@@ -74,7 +75,7 @@ def build(case: str, trainable: bool):
     return builder.getModelProto(), total, feed, weights
 
 
-@pytest.mark.parametrize("case", sorted(c for c in CASES if c not in NOT_FLOAT_OUTPUT))
+@pytest.mark.parametrize("case", sorted(c for c in CASES if c not in NOT_FLOAT_OUTPUT | RANDOM_WHEN_TRAINING))
 def test_gradient_matches_finite_differences(case):
     proto, loss, feed, weights = build(case, trainable=True)
     if not weights:

@@ -6,7 +6,9 @@ instructions on each tile (~16 B x 1,472 tiles ~ 24 KiB), a planned matmul or co
 and exchanges (host, remote, inter-IPU, collectives) sizeable exchange code. Views (reshape,
 transpose, slice, detach...) are free in Poplar and cost nothing. These are order-of-magnitude
 estimates that make code visible next to tensors, not a prediction of a Poplar build; op types not
-listed cost ``DEFAULT_CODE_BYTES``. On a device of fewer tiles (an IPU model of 4 tiles, say) each op's
+listed cost ``DEFAULT_CODE_BYTES``. An op marked ``REPEATED_STEP`` in its ``meta`` repeats the code of an
+earlier op (a later step of a recurrent layer unrolled over its sequence, which Poplar runs as one
+step's code in a loop) and costs nothing more. On a device of fewer tiles (an IPU model of 4 tiles, say) each op's
 code is on fewer tiles, so the bytes scale with the tile count.
 """
 from __future__ import annotations
@@ -20,6 +22,7 @@ from workbench.ops.registry import REGISTRY
 KiB = 1024
 FULL_IPU_TILES = 1472
 DEFAULT_CODE_BYTES = 32 * KiB
+REPEATED_STEP = "repeated_step"  # the op's meta key: its code is that of an earlier step of one loop
 
 CODE_BYTES: dict[str, int] = {
     # Views and renames: no code.
@@ -81,8 +84,9 @@ CODE_BYTES: dict[str, int] = {
 
 def op_code_bytes(op: Op, tiles_per_ipu: int = FULL_IPU_TILES) -> int:
     """Estimated code bytes of ``op`` on its IPU of ``tiles_per_ipu`` tiles. An undefined ``init``
-    (the target a load fills) only allocates its tensor and has no program; a zero one runs a fill."""
-    if op.attrs.get("init_type") == "undef" and REGISTRY[op.type].fills:
+    (the target a load fills) only allocates its tensor and has no program; a zero one runs a fill;
+    a repeated step reuses its first step's code."""
+    if op.meta.get(REPEATED_STEP) or (op.attrs.get("init_type") == "undef" and REGISTRY[op.type].fills):
         return 0
     full = CODE_BYTES.get(op.type, DEFAULT_CODE_BYTES)
     return full if tiles_per_ipu == FULL_IPU_TILES else ceil(full * tiles_per_ipu / FULL_IPU_TILES)

@@ -79,8 +79,10 @@ def _check_regular_file(path: str, label: str) -> None:
     """Refuse before reading anything that is not a regular file of at most protobuf's limit."""
     try:
         info = os.stat(path)
-    except FileNotFoundError:
-        raise FileNotFoundError(f"no ONNX model file at {path!r}") from None
+    except FileNotFoundError:  # not a file: PopART then reads the text as a serialized model, and fails
+        shown = path if len(path) <= 100 else path[:100] + "..."
+        raise ModelFileError(f"Failed to load a ModelProto from the string '{shown}'.\nCheck that it is either a "
+                             "valid path to an existing onnx model file, or is a valid onnx ModelProto string.") from None
     except OSError as error:
         raise ModelFileError(f"Failed to open {label}: {error.strerror}") from None
     for is_kind, kind in _KINDS:

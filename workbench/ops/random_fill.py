@@ -1,18 +1,29 @@
 """random_uniform_fill and random_normal_fill: ONNX's RandomUniform and RandomNormal as PopART runs
 them, new values each time the op runs (each step, each loop iteration). Each op draws from a
-generator of its own, seeded by its seed and its replica's index, so a program repeats its values
-from one session to the next."""
+generator of its own, seeded by its seed, its replica's index and its program's session seed
+(``set_session_seed``; 0 until set), so a program repeats its values from one session to the next;
+it starts its sequence again whenever the session seed is set."""
 from __future__ import annotations
 
+import weakref
 from typing import Tuple
 
 import numpy as np
 
-from workbench.ir import Tensor, TensorSpec, dtypes
+from workbench.ir import Ir, Tensor, TensorSpec, dtypes
 
 from .registry import OpDef, create_op, register
 
-__all__: list[str] = []
+__all__ = ["set_session_seed"]
+
+# Per program: its session seed and how many times it was set (a new count restarts the generators).
+_SESSION_SEEDS: "weakref.WeakKeyDictionary[Ir, tuple[int, int]]" = weakref.WeakKeyDictionary()
+
+
+def set_session_seed(ir: Ir, seed: int) -> None:
+    """Seed the random ops of ``ir``, restarting their sequences."""
+    _, times = _SESSION_SEEDS.get(ir, (0, 0))
+    _SESSION_SEEDS[ir] = (int(seed), times + 1)
 
 
 def _infer(specs, attrs) -> list[TensorSpec]:
@@ -21,20 +32,29 @@ def _infer(specs, attrs) -> list[TensorSpec]:
     return [TensorSpec(attrs["shape"], attrs["dtype"])]
 
 
-def _generator(op, env) -> np.random.Generator:
-    return np.random.default_rng([op.attrs["seed"], env.replica])
+def _drawer(op, env, draw):
+    """A kernel calling ``draw(rng)``, the generator made anew whenever the session seed is set."""
+    state: dict = {}
+
+    def kernel():
+        session = _SESSION_SEEDS.get(op.graph.ir, (0, 0))
+        if "rng" not in state or state["session"] != session:
+            words = [op.attrs["seed"], env.replica, session[0] & 0xFFFFFFFFFFFFFFFF]
+            state["rng"], state["session"] = np.random.default_rng(words), session
+        return draw(state["rng"])
+    return kernel
 
 
 def _uniform_kernel(op, env):
-    rng, (low, high), shape = _generator(op, env), op.attrs["range"], op.attrs["shape"]
+    (low, high), shape = op.attrs["range"], op.attrs["shape"]
     dtype = op.outputs[0].dtype.as_numpy()
-    return lambda: rng.uniform(low, high, shape).astype(dtype)
+    return _drawer(op, env, lambda rng: rng.uniform(low, high, shape).astype(dtype))
 
 
 def _normal_kernel(op, env):
-    rng, (mean, scale), shape = _generator(op, env), op.attrs["range"], op.attrs["shape"]
+    (mean, scale), shape = op.attrs["range"], op.attrs["shape"]
     dtype = op.outputs[0].dtype.as_numpy()
-    return lambda: rng.normal(mean, scale, shape).astype(dtype)
+    return _drawer(op, env, lambda rng: rng.normal(mean, scale, shape).astype(dtype))
 
 
 register(OpDef("random_uniform_fill", _infer, _uniform_kernel, effect=True,

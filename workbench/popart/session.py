@@ -31,6 +31,7 @@ from workbench.onnx.model import GraphBuilder, load_model
 from workbench.onnx.shapes import TensorType
 from workbench.runtime.out_of_memory import OutOfMemoryError
 from workbench.runtime.session import Session as RuntimeSession
+from workbench.ops import random_fill
 
 from . import anchors as anchor_arrays
 from . import (auto_split, diagnostics, ir_serialization, node_attributes, session_checks, step_log, stepio_checks,
@@ -95,6 +96,7 @@ class _Session(SessionWeights, SessionReports):
         self._check_accumulation()
         self._check_anchors()
         self._check_pipelining()
+        session_checks.check_virtual_graph_annotations(self._options, self._builder)
         self._lowered = self._lower(shapes)
         self._write_dot_checks()
         step_log.created(name, self._builder, self._lowered, self._patterns, self._device_info)
@@ -284,15 +286,18 @@ class _Session(SessionWeights, SessionReports):
             raise popart_exception("Must call weightsFromHost before run as the model has initializers and the "
                                    "session has been created in training mode")
         layout = self._host_layout()
-        inputs = stepio_checks.checked_inputs(stepio, self._lowered.inputs, self._data_flow,
-                                              self._lowered.types, layout)
         synthetic = self._options.syntheticDataMode
-        if synthetic is not SyntheticDataMode.Off:
-            inputs = synthetic_inputs(inputs, synthetic)
+        if synthetic is SyntheticDataMode.Off:
+            inputs = stepio_checks.checked_inputs(stepio, self._lowered.inputs, self._data_flow,
+                                                  self._lowered.types, layout)
+        else:  # the host's arrays are never read
+            inputs = synthetic_inputs({stream: np.empty(layout.stream_shape(stream.shape), stream.dtype.as_numpy())
+                                       for stream in self._lowered.inputs.values()}, synthetic)
         if self._outputs is None:
             self._outputs = runtime.create_host_outputs()
         outputs = self._outputs
         runtime.run_with_outputs(inputs, outputs)
+        self._advance_random_seed()
         step_log.ran(debugName, layout.micro_batches, layout.replicas)
         if synthetic is not SyntheticDataMode.Off:
             return  # nothing goes to or comes from the host
@@ -301,7 +306,10 @@ class _Session(SessionWeights, SessionReports):
 
     def _serializeIr(self, format: IrSerializationFormat) -> str:  # noqa: A002 - PopART's keyword
         """The program, in PopART's JSON layout (``ir_serialization``)."""
-        return ir_serialization.serialize(self.ir, format, self._options.virtualGraphMode is not VirtualGraphMode.Off)
+        return ir_serialization.serialize(self.ir, format, self._options.virtualGraphMode is not VirtualGraphMode.Off,
+                                          model_name=self._builder.name,
+                                          inline=[g for g in self._dot_graphs() if g is not None],
+                                          host_copies=bool(self._options.useHostCopyOps))
 
     # ----- the tile map -----
     def _tile_mapping(self):
@@ -327,9 +335,17 @@ class _Session(SessionWeights, SessionReports):
             raise popart_exception("Devicex::prepare() must be called before Devicex::setRandomSeedFromHost(uint64_t) "
                                    "is called.")
         self._seed = int(seedValue)
+        random_fill.set_session_seed(self._lowered.ir, self._seed)
 
     def getRandomSeed(self) -> int:
         return getattr(self, "_seed", 0)
+
+    def _advance_random_seed(self) -> None:
+        """As on an IPU, the seed moves on by one each batch a run takes, so a session given the seed
+        read after a run draws what the next run draws."""
+        if session_checks.uses_random_seed(self._builder, self._trains()):
+            self._seed = self.getRandomSeed() + self._data_flow.batchesPerStep()
+            random_fill.set_session_seed(self._lowered.ir, self._seed)
 
     def getRNGState(self) -> list[int]:
         return [self.getRandomSeed()]
@@ -373,8 +389,19 @@ def synthetic_inputs(inputs: dict, mode: SyntheticDataMode) -> dict:
     if mode is SyntheticDataMode.Zeros:
         return {stream: np.zeros_like(array) for stream, array in inputs.items()}
     rng = np.random.default_rng(0)
-    draw = rng.standard_normal if mode is SyntheticDataMode.RandomNormal else lambda shape: rng.uniform(-1, 1, shape)
-    return {stream: draw(np.shape(array)).astype(np.asarray(array).dtype) for stream, array in inputs.items()}
+    return {stream: _draw(rng, np.shape(array), np.asarray(array).dtype, mode) for stream, array in inputs.items()}
+
+
+def _draw(rng: np.random.Generator, shape: tuple, dtype: np.dtype, mode: SyntheticDataMode) -> np.ndarray:
+    """Uniform draws of an integer type span its whole range (a boolean's: False and True)."""
+    if mode is SyntheticDataMode.RandomNormal:
+        return rng.standard_normal(shape).astype(dtype)
+    if dtype == np.bool_:
+        return rng.integers(0, 2, shape).astype(dtype)
+    if np.issubdtype(dtype, np.integer):
+        limits = np.iinfo(dtype)
+        return rng.integers(limits.min, limits.max, shape, dtype=dtype, endpoint=True)
+    return rng.uniform(-1, 1, shape).astype(dtype)
 
 
 def _total(replicas: Union[int, PopdistSettings]) -> int:

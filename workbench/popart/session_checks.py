@@ -15,7 +15,7 @@ from workbench.runtime.state.host_memory import require_host_memory
 
 from .dataflow import DataFlow
 from .errors import popart_exception
-from .node_attributes import RECOMPUTE
+from .node_attributes import IPU, RECOMPUTE
 from .options import RecomputationType, RecomputeType, SessionOptions, VirtualGraphMode
 
 # Loading holds about three copies of the weights at its peak: the parsed model, the builder's weights
@@ -115,6 +115,28 @@ def _input_name(tensor: Tensor) -> str:
     return tensor.id
 
 
+def check_virtual_graph_annotations(options: SessionOptions, builder: GraphBuilder) -> None:
+    """With manual virtual graphs, the model's ops have an IPU each or none has (a constant is no op)."""
+    if options.virtualGraphMode is not VirtualGraphMode.Manual:
+        return
+    counts: dict[int, int] = {}
+    missing = []
+    for node in builder.nodes:
+        if node.op_type == "Constant":
+            continue
+        ipu = next((a.i for a in node.attribute if a.name == IPU), None)
+        if ipu is None:
+            missing.append(node)
+        else:
+            counts[ipu] = counts.get(ipu, 0) + 1
+    if counts and missing:
+        lines = [f"  {ipu} : {count}" for ipu, count in sorted(counts.items())]
+        unset = [f"  {node.op_type}({node.name or node.output[0]})" for node in missing]
+        raise popart_exception("Either all Ops must have their virtual graph ids set, or none must. Op count per "
+                               "virtual graph id\n" + "\n".join(lines) + "\nOps with no virtual graph id :  \n"
+                               + "\n".join(unset))
+
+
 def check_recomputation(options: SessionOptions, builder: GraphBuilder) -> None:
     """Automatic recomputation and nodes the user marked for recomputation do not mix."""
     if options.autoRecomputation is RecomputationType.NoRecompute:
@@ -126,8 +148,10 @@ def check_recomputation(options: SessionOptions, builder: GraphBuilder) -> None:
 
 
 def check_something_computed(data_flow: DataFlow, builder: GraphBuilder) -> None:
-    """An inference program whose anchors no node produces computes nothing: every node is pruned
-    (a node with no outputs is kept for what it does, a store say)."""
+    """An inference program needs an anchor, and one whose anchors no node produces computes nothing:
+    every node is pruned (a node with no outputs is kept for what it does, a store say)."""
+    if not data_flow.anchors():
+        raise popart_exception("User must specify an anchor tensor when doing inference.")
     produced = {output for node in builder.nodes for output in node.output}
     kept = any(not node.output for node in builder.nodes)
     if builder.nodes and not kept and not produced & set(data_flow.anchors()):

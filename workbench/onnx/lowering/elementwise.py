@@ -43,6 +43,12 @@ _binary("Or", ops.logical_or, 1, 7)
 _binary("Xor", lambda a, b: ops.logical_and(ops.logical_or(a, b), ops.logical_not(ops.logical_and(a, b))), 1, 7)
 
 
+def _whole_sqrt(t):
+    """Sqrt of integers (and booleans) as an IPU takes it: the root in float, truncated back to the
+    input's type."""
+    return ops.cast(ops.sqrt(ops.cast(t, wdtypes.float32)), t.dtype)
+
+
 def _unary(op_type: str, fn, *since: int):
     @lowers(op_type, *since)
     def rule(ctx: NodeContext):
@@ -53,7 +59,7 @@ _unary("Abs", ops.abs, 1, 6)
 _unary("Neg", ops.negate, 1, 6)
 _unary("Floor", ops.floor, 1, 6)
 _unary("Ceil", ops.ceil, 1, 6)
-_unary("Sqrt", ops.sqrt, 1, 6)
+_unary("Sqrt", lambda t: ops.sqrt(t) if t.dtype.is_floating_point else _whole_sqrt(t), 1, 6)
 _unary("Exp", ops.exp, 1, 6)
 _unary("Log", ops.log, 1, 6)
 _unary("Relu", ops.relu, 1, 6)

@@ -1,6 +1,7 @@
 """Lowering rules of RandomUniform, RandomNormal and their -Like forms (ai.onnx, version 1): values
-drawn anew each time the op runs, from the node's ``seed`` or, without one, a seed of its own (its
-name and the count of random ops lowered before it: two calls of one subgraph draw apart)."""
+drawn anew each time the op runs, from a seed of the op's own (its name and the count of random ops
+lowered before it: two calls of one subgraph draw apart) mixed with the session's seed
+(``Session.setRandomSeed``). As in PopART, a node's own ``seed`` attribute is refused."""
 from __future__ import annotations
 
 import zlib
@@ -8,16 +9,17 @@ import zlib
 from workbench.ops import random_fill
 
 from .. import dtypes
-from .table import NodeContext, lowers
+from .table import LoweringError, NodeContext, lowers
 
 
 _COUNT = "random ops"  # the NodeContext.model_state key counting the random ops lowered so far
 
 
 def op_seed(ctx: NodeContext) -> int:
-    """The seed of a random op's generator: the node's ``seed`` attribute, else one of its own."""
+    """The op's own seed, which its generator mixes with the session's."""
     if "seed" in ctx.attrs:
-        return int(ctx.attrs["seed"])
+        raise LoweringError(f"{ctx.label}: Optional seed attribute is not supported. Use session::setRandomSeed "
+                            "instead.")
     count = ctx.model_state[_COUNT] = ctx.model_state.get(_COUNT, 0) + 1
     return zlib.crc32(f"{ctx.node.name}/{ctx.node.output[0]}/{count}".encode())
 

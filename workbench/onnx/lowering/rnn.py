@@ -1,12 +1,18 @@
 """Lowering rules of ONNX's recurrent ops (RNN, GRU, LSTM) and Graphcore's LSTM, unrolled over the
 sequence into popxl ops: the sequence length is static, so each step is a few matmuls and elementwise
-ops. Default activations only; no peepholes, clipping or per-sample sequence lengths."""
+ops. The ops of every step after the first are marked as repeating its code (``REPEATED_STEP``),
+as Poplar runs a recurrent layer's step in a loop. Default activations only; no peepholes, clipping
+or per-sample sequence lengths."""
 from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Iterator
 
 import numpy as np
 
 from workbench import ops
-from workbench.ir import constant
+from workbench.analysis.code_size import REPEATED_STEP
+from workbench.ir import constant, get_current_graph
 from workbench.ops.registry import apply
 
 from ..shapes import GRAPHCORE
@@ -51,6 +57,17 @@ def _steps(x, backwards: bool) -> list:
     return [(t, ops.squeeze(ops.slice(x, [t], [t + 1], None, [0]), [0])) for t in order]
 
 
+@contextmanager
+def _step(first: bool) -> Iterator[None]:
+    """Mark the ops made inside as repeating an earlier step's code, unless ``first``."""
+    graph = get_current_graph()
+    before = len(graph.ops)
+    yield
+    if not first:
+        for op in graph.ops[before:]:
+            op.meta[REPEATED_STEP] = True
+
+
 def _sigmoid(t):
     return apply("sigmoid", t)
 
@@ -73,8 +90,9 @@ def _run(ctx: NodeContext, gate_count: int, cell_step, extra_state: bool):
         h = _initial(ctx, 5, d, batch, hidden, x)
         c = _initial(ctx, 6, d, batch, hidden, x) if extra_state else None
         outputs = [None] * x.shape[0]
-        for t, x_t in _steps(x, backwards):
-            h, c = cell_step(x_t, h, c, w_t, r_t, bias_w, bias_r, gate_count)
+        for index, (t, x_t) in enumerate(_steps(x, backwards)):
+            with _step(index == 0):
+                h, c = cell_step(x_t, h, c, w_t, r_t, bias_w, bias_r, gate_count)
             outputs[t] = h
         ys.append(ops.concat([ops.reshape(o, (1, 1, batch, hidden)) for o in outputs], 0))
         last_h.append(ops.reshape(h, (1, batch, hidden)))
@@ -158,11 +176,12 @@ def _graphcore_lstm(ctx: NodeContext):
     else:
         h = c = constant(np.zeros((batch, hidden), x.dtype.as_numpy()), x.dtype)
     outputs = []
-    for _, x_t in _steps(x, False):
-        a = ops.matmul(ops.concat([x_t, h], 1), joined)
-        f, i, g, o = _gates(a if bias is None else ops.add(a, bias), 4)
-        c = ops.add(ops.mul(_sigmoid(f), c), ops.mul(_sigmoid(i), ops.tanh(g)))
-        h = ops.mul(_sigmoid(o), ops.tanh(c))
+    for index, (_, x_t) in enumerate(_steps(x, False)):
+        with _step(index == 0):
+            a = ops.matmul(ops.concat([x_t, h], 1), joined)
+            f, i, g, o = _gates(a if bias is None else ops.add(a, bias), 4)
+            c = ops.add(ops.mul(_sigmoid(f), c), ops.mul(_sigmoid(i), ops.tanh(g)))
+            h = ops.mul(_sigmoid(o), ops.tanh(c))
         outputs.append(ops.reshape(h, (1, batch, hidden)))
     full = int(ctx.attrs.get("output_full_sequence", 1))
     return [ops.concat(outputs, 0) if full else h, c][:len(ctx.node.output)]
