@@ -15,13 +15,16 @@ import sys
 import time
 import uuid
 
+import pytest
+
 from launch import MPIEXEC, poprun_command, run
 
-# Instance 1 does {before} before making its Session, {during} after the first run; the others train.
+# Every instance does {setup} first; instance 1 does {before} before making its Session, {during} after the first run; the others train.
 PROGRAM = """
 import os, sys, time, numpy as np, popdist, popxl, popxl.ops as ops
 from workbench.runtime import RunOptions
 instance = popdist.getInstanceIndex()
+{setup}
 ir = popxl.Ir(replication="popdist")
 with ir.main_graph:
     w = popxl.variable(np.ones({shape}, np.float32), name="w")
@@ -76,10 +79,11 @@ def no_process_left(marker: str, grace_seconds: float = 5.0) -> None:
 
 
 def job(before: str = "pass", during: str = "pass", after: str = "pass", shape: str = "2", options: str = "",
+        setup: str = "pass",
         poprun_options=("--instance-wait-seconds", "2"), **environment) -> tuple[subprocess.CompletedProcess, float]:
     """Run a job of 3 instances; check that none of its processes is left behind."""
     marker = uuid.uuid4().hex
-    program = PROGRAM.format(before=before, during=during, after=after, shape=shape, options=options)
+    program = PROGRAM.format(setup=setup, before=before, during=during, after=after, shape=shape, options=options)
     started = time.monotonic()
     done = run([*poprun_command(3, 3, poprun_options), sys.executable, "-c", program + f"# {marker}\n"],
                **environment)
@@ -119,6 +123,19 @@ def test_an_instance_that_ends_before_its_session_is_named_at_once():
         assert named and (f"instance {waiting} waits at opening the channel of a session for instance(s) "
                           "[1], which ended (their process exited) without reaching it") in named[-1], done.stderr
     assert "waited 100 s" not in done.stderr
+
+
+SLOW_TO_REPORT = "if instance == 2: sys.excepthook = (lambda hook: lambda *error: (time.sleep(2), hook(*error)))(sys.excepthook)"
+LATE = "if instance == 2: time.sleep(3)"
+
+
+@pytest.mark.parametrize("setup", [SLOW_TO_REPORT, LATE], ids=["told-but-slow-to-report", "yet-to-arrive"])
+def test_the_first_instance_to_give_up_ends_the_job_only_once_the_others_have_reported(setup):
+    # Instance 2 reports late (its hook is slow, or it reaches the meeting after instance 0 gave up there):
+    # the job still ends only after it has said which instance it misses.
+    done, seconds = job(setup=setup, before="sys.exit(0)", poprun_options=("--instance-wait-seconds", "100"))
+    assert done.returncode != 0 and seconds < 30, (seconds, done.stderr)
+    assert all(missing_lines(done, waiting) for waiting in (0, 2)), done.stderr
 
 
 def test_an_instance_that_fails_after_its_session_ends_the_job_while_the_others_make_their_next():

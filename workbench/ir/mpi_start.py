@@ -20,9 +20,9 @@ import time
 from typing import Any, Optional
 
 # Tags on the communicator of meetings (``communicator``): where an instance is and that it gave up
-# waiting there (MEET_BYTES each, see ``runtime/job/meetings.py``), and the notice, sent to every other,
-# that an instance ends.
-MEET_TAG, ENDED_TAG, GAVE_UP_TAG, MEET_BYTES = 29_311, 29_312, 29_313, 512
+# waiting there (MEET_BYTES each, see ``runtime/job/meetings.py``), the notice, sent to every other,
+# that an instance ends, and the word of an instance about to end the job that its error is reported.
+MEET_TAG, ENDED_TAG, GAVE_UP_TAG, REPORTED_TAG, MEET_BYTES = 29_311, 29_312, 29_313, 29_314, 512
 # What an MPI launcher gives the processes it starts to reach it (MPICH's Hydra, PMIx): without it
 # there is no job to join, whatever PMI_SIZE says.
 LAUNCHER_VARIABLES = ("PMI_FD", "PMI_PORT", "PMIX_RANK")
@@ -37,6 +37,10 @@ _failure: list[BaseException] = []
 _communicator: list[Any] = []  # the copy of the world communicator, once made
 _ended: set[int] = set()  # the instances whose notice that they ended came
 _given_up = False  # a wait for MPI to start ran out
+# Instances bound to raise along with this one (told so at a meeting, or due to find there the same
+# instances ended): before this one ends the job, it waits for their word that they reported their error.
+_raising_with_this: set[int] = set()
+_reports_sent: list[Any] = []  # the word that this instance reported, kept until the job ends
 
 
 def start() -> None:
@@ -131,7 +135,7 @@ def _at_exit(MPI, finalise: bool) -> None:
     until, heard = time.monotonic() + ENDED_DRAIN_SECONDS, bytearray(MEET_BYTES)
     while time.monotonic() < until and not (all(request.Test() for request in sent)
                                             and others <= ended_instances(MPI, comm)):
-        for tag in (MEET_TAG, GAVE_UP_TAG):
+        for tag in (MEET_TAG, GAVE_UP_TAG, REPORTED_TAG):
             while comm.Iprobe(source=MPI.ANY_SOURCE, tag=tag):
                 comm.Recv([heard, MPI.BYTE], source=MPI.ANY_SOURCE, tag=tag)
         time.sleep(0.001)
@@ -146,6 +150,28 @@ def ended_instances(MPI, comm) -> set[int]:
         comm.Recv([bytearray(8), MPI.BYTE], source=status.Get_source(), tag=ENDED_TAG)
         _ended.add(status.Get_source())
     return _ended
+
+
+def expect_reports(instances: list[int]) -> None:
+    """Note that ``instances`` are bound to raise along with this instance."""
+    _raising_with_this.update(instances)
+
+
+def report_and_wait(MPI, limit: float) -> None:
+    """Say to every other instance that this one reported its error, then wait (up to ``limit``
+    seconds) for the same word from those bound to raise along with it, so that ending the job now
+    cuts none of their reports short."""
+    comm = communicator()
+    others = [other for other in range(comm.Get_size()) if other != comm.Get_rank()]
+    word = bytearray(8)
+    _reports_sent.extend((comm.Isend([word, MPI.BYTE], dest=other, tag=REPORTED_TAG), word) for other in others)
+    heard: set[int] = set()
+    status, deadline = MPI.Status(), time.monotonic() + limit
+    while not _raising_with_this <= heard and time.monotonic() < deadline:
+        while comm.Iprobe(source=MPI.ANY_SOURCE, tag=REPORTED_TAG, status=status):
+            comm.Recv([bytearray(8), MPI.BYTE], source=status.Get_source(), tag=REPORTED_TAG)
+            heard.add(status.Get_source())
+        time.sleep(0.001)
 
 
 def _loaded_library(stem: str) -> Optional[str]:

@@ -21,6 +21,9 @@ ABORT_DELAY = 0.3  # lets mpiexec pass on the traceback before the abort stops i
 # How long an instance that failed waits for MPI to start, to end the job through it; past that, some
 # instance has not even started MPI, and the failing process's exit status ends the job instead.
 ABORT_START_SECONDS = 5.0
+# How long an instance that failed waits, before ending the job, for the instances bound to fail with
+# it (see ``mpi_start.expect_reports``) to report their own errors.
+REPORT_WAIT_SECONDS = 10.0
 #: How long (seconds) an instance waits for the others; poprun's --instance-wait-seconds sets it.
 WAIT_VARIABLE = "WORKBENCH_INSTANCE_WAIT_SECONDS"
 _RANK = ("PMI_RANK", "OMPI_COMM_WORLD_RANK")
@@ -122,6 +125,7 @@ def end_job_on_uncaught_error() -> None:
         except ImportError:
             return
         if MPI is not None:
+            mpi_start.report_and_wait(MPI, REPORT_WAIT_SECONDS)
             MPI.COMM_WORLD.Abort(1)
     sys.excepthook = hook
 

@@ -12,7 +12,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from workbench.ir.mpi_start import GAVE_UP_TAG, MEET_BYTES, MEET_TAG, ended_instances
+from workbench.ir.mpi_start import GAVE_UP_TAG, MEET_BYTES, MEET_TAG, ended_instances, expect_reports
 
 # An instance that ended may have sent its arrival just before: on another tag, it may come later.
 ENDED_GRACE = 1.0
@@ -63,6 +63,8 @@ class SetupMeetings:
                 message = self._absent(description, limit, arrived, ended, timed_out)
                 waiting_here = [other for other, (at, _) in arrived.items() if at == number]
                 self._send(np.array([number, timed_out, len(absent), *absent], np.int64), waiting_here, GAVE_UP_TAG)
+            # Every other instance raises too: told here, or on finding the same instances ended.
+            expect_reports([other for other in others if other not in absent])
             raise self._missing(message, absent)
         differing = {other: where for other, (at, where) in arrived.items() if (at, where) != (number, description)}
         if differing:
