@@ -238,6 +238,7 @@ COSTS: dict[str, CostRule] = {
                      "logical_or", "where"), elementwise(1)),
     "init": CostRule("compute", lambda op, device: _init_cycles(op, device)),
     **dict.fromkeys(("scaled_add", "scaled_add_"), elementwise(2)),
+    **dict.fromkeys(("rotary_pos_embed", "rotary_pos_embed_grad"), elementwise(3)),
     **dict.fromkeys(("div", "fmod", "sqrt"), elementwise(4)),
     **dict.fromkeys(("exp", "exp_", "log", "tanh", "sin", "cos"), elementwise(8)),
     **dict.fromkeys(("pow", "pow_", "gelu", "gelu_", "geluerf", "geluerf_", "geluerf_grad", "swish", "swish_"),

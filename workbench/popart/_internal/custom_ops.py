@@ -83,11 +83,27 @@ def _all_reduce_inplace(graph, t, op, stride, group_size, identical_inputs=False
     return replicated_all_reduce_(t, _reduction(op), group=_grouping(graph, stride, group_size))
 
 
+class _RotaryBinding:
+    """``RotaryPosEmbedOp`` of Graphcore's Llama and Dolly applications: ``createOpInGraph(graph, {0: x, 1: sin,
+    2: cos}, {0: out_id}, rotary_dim, settings)`` adds the workbench's ``rotary_pos_embed``."""
+
+    def createOpInGraph(self, pb_graph, inputs: dict, outputs: dict, rotary_dim: int, *settings: Any):
+        from workbench.ops.rotary import rotary_pos_embed
+        from workbench.popart._internal.ir.op_view import view_op
+
+        graph = pb_graph._graph
+        x, sin, cos = (graph.get_tensor(inputs[i]) for i in range(3))
+        with graph:
+            op = rotary_pos_embed(x, sin, cos, rotary_dim, name=outputs.get(0)).producer
+        assert op is not None
+        return view_op(op)
+
+
 def _reduction(op) -> str:
     return op.value if hasattr(op, "value") else str(op)
 
 
-EMULATED: dict[str, dict[str, _StridedCollective]] = {
+EMULATED: dict[str, dict[str, Any]] = {
     "replicated_all_gather_strided_binding": {
         "ReplicatedAllGatherStridedOp": _StridedCollective("ReplicatedAllGatherStridedOp", _all_gather)},
     "replicated_reduce_scatter_strided_binding": {
@@ -98,6 +114,7 @@ EMULATED: dict[str, dict[str, _StridedCollective]] = {
                                                                   _all_reduce_inplace)},
     "replicated_all_reduce_TP_binding": {
         "ReplicatedAllReduceTPOp": _StridedCollective("ReplicatedAllReduceTPOp", _tensor_parallel_all_reduce)},
+    "rotary_pos_embed_binding": {"RotaryPosEmbedOp": _RotaryBinding()},
 }
 
 
