@@ -295,6 +295,7 @@ COSTS: dict[str, CostRule] = {
                     ALL_REDUCE),
     "replicated_all_gather": ALL_GATHER,
     "replicated_reduce_scatter": REDUCE_SCATTER,
+    **dict.fromkeys(("layer_norm_distributed", "layer_norm_distributed_grad"), ALL_REDUCE),
     "all_reduce": ring(lambda n: 2 * (n - 1), lambda n: 1 / n, ipu_group_size),
 }
 

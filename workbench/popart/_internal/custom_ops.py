@@ -4,7 +4,8 @@ A custom op's Python binding is compiled from a ``.cpp`` file next to the module
 the Poplar SDK and PopART's C++ API, neither of which the workbench has. Importing such a binding gives a
 module that names the op and says so when used. The replica-strided collectives are ordinary collectives
 over a strided replica grouping, and the tensor-parallel all-reduce an all-reduce whose forward or gradient
-is an identity, so their bindings are emulated with the workbench's own ops.
+is an identity, so their bindings are emulated with the workbench's own ops, as are the distributed layer
+norm and the applications' rotary embedding.
 ``workbench.custom_op_imports`` finds the modules; this file makes them.
 """
 from __future__ import annotations
@@ -99,6 +100,22 @@ class _RotaryBinding:
         return view_op(op)
 
 
+class _LayerNormDistributedBinding:
+    """popxl-addons' ``LayerNormDistributedOp``: ``createOpInGraph(graph, {0: x, 1: scale, 2: bias}, outputs,
+    epsilon, replica_grouping, settings)`` adds the workbench's ``layer_norm_distributed``."""
+
+    def createOpInGraph(self, pb_graph, inputs: dict, outputs: dict, epsilon: float, group, *settings: Any):
+        from workbench.ops.layer_norm_distributed import layer_norm_distributed
+        from workbench.popart._internal.ir.op_view import view_op
+
+        graph = pb_graph._graph
+        x, scale, bias = (graph.get_tensor(inputs[i]) for i in range(3))
+        with graph:
+            op = layer_norm_distributed(x, scale, bias, epsilon, getattr(group, "_grouping", group))[0].producer
+        assert op is not None
+        return view_op(op)
+
+
 def _reduction(op) -> str:
     return op.value if hasattr(op, "value") else str(op)
 
@@ -115,6 +132,7 @@ EMULATED: dict[str, dict[str, Any]] = {
     "replicated_all_reduce_TP_binding": {
         "ReplicatedAllReduceTPOp": _StridedCollective("ReplicatedAllReduceTPOp", _tensor_parallel_all_reduce)},
     "rotary_pos_embed_binding": {"RotaryPosEmbedOp": _RotaryBinding()},
+    "layer_norm_distributed_binding": {"LayerNormDistributedOp": _LayerNormDistributedBinding()},
 }
 
 
