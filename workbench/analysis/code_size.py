@@ -72,7 +72,8 @@ CODE_BYTES: dict[str, int] = {
     **dict.fromkeys(("replicated_all_reduce", "replicated_all_reduce_", "replicated_all_reduce_identical",
                      "replicated_all_gather",
                      "replicated_reduce_scatter", "all_reduce", "all_reduce_identical_inputs",
-                     "all_reduce_identical_grad_inputs", "layer_norm_distributed", "layer_norm_distributed_grad"),
+                     "all_reduce_identical_grad_inputs", "layer_norm_distributed", "layer_norm_distributed_grad",
+                     "cross_entropy_sharded", "cross_entropy_sharded_grad"),
                     128 * KiB),
     **dict.fromkeys(("replica_sharded_slice", "replicated_slice"), 16 * KiB),
     # Optimiser updates.

@@ -295,7 +295,8 @@ COSTS: dict[str, CostRule] = {
                     ALL_REDUCE),
     "replicated_all_gather": ALL_GATHER,
     "replicated_reduce_scatter": REDUCE_SCATTER,
-    **dict.fromkeys(("layer_norm_distributed", "layer_norm_distributed_grad"), ALL_REDUCE),
+    **dict.fromkeys(("layer_norm_distributed", "layer_norm_distributed_grad", "cross_entropy_sharded"), ALL_REDUCE),
+    "cross_entropy_sharded_grad": elementwise(4),
     "all_reduce": ring(lambda n: 2 * (n - 1), lambda n: 1 / n, ipu_group_size),
 }
 

@@ -5,7 +5,7 @@ the Poplar SDK and PopART's C++ API, neither of which the workbench has. Importi
 module that names the op and says so when used. The replica-strided collectives are ordinary collectives
 over a strided replica grouping, and the tensor-parallel all-reduce an all-reduce whose forward or gradient
 is an identity, so their bindings are emulated with the workbench's own ops, as are the distributed layer
-norm and the applications' rotary embedding.
+norm, the sharded cross entropy and the applications' rotary embedding.
 ``workbench.custom_op_imports`` finds the modules; this file makes them.
 """
 from __future__ import annotations
@@ -116,6 +116,24 @@ class _LayerNormDistributedBinding:
         return view_op(op)
 
 
+class _CrossEntropyShardedBinding:
+    """popxl-addons' ``CrossEntropyShardedOp``: ``createOpInGraph(graph, {0: logits, 1: labels}, outputs, group,
+    availableMemoryProportion, settings)`` adds the workbench's ``cross_entropy_sharded``."""
+
+    def createOpInGraph(self, graph, inputs: dict, outputs: dict, group, availableMemoryProportion: float = 0.4,
+                        settings: Any = None):
+        from workbench.ops.cross_entropy_sharded import cross_entropy_sharded
+        from workbench.popart._internal.ir.op_view import view_op
+
+        wb_graph = graph._graph
+        logits, labels = (wb_graph.get_tensor(inputs[i]) for i in range(2))
+        with wb_graph:
+            op = cross_entropy_sharded(logits, labels, getattr(group, "_grouping", group),
+                                       availableMemoryProportion)[0].producer
+        assert op is not None
+        return view_op(op)
+
+
 def _reduction(op) -> str:
     return op.value if hasattr(op, "value") else str(op)
 
@@ -133,6 +151,7 @@ EMULATED: dict[str, dict[str, Any]] = {
         "ReplicatedAllReduceTPOp": _StridedCollective("ReplicatedAllReduceTPOp", _tensor_parallel_all_reduce)},
     "rotary_pos_embed_binding": {"RotaryPosEmbedOp": _RotaryBinding()},
     "layer_norm_distributed_binding": {"LayerNormDistributedOp": _LayerNormDistributedBinding()},
+    "crossentropysharded_binding": {"CrossEntropyShardedOp": _CrossEntropyShardedBinding()},
 }
 
 
