@@ -43,7 +43,8 @@ CODE_BYTES: dict[str, int] = {
     # Elementwise binary and n-ary (broadcasting adds address arithmetic).
     **dict.fromkeys(("add", "add_", "add_rhs_", "sub", "mul", "mul_", "mul_rhs_", "div", "fmod", "pow", "pow_",
                      "equal", "greater", "relu_grad", "greater_equal", "logical_and", "logical_or", "maximum", "where",
-                     "scaled_add", "scaled_add_", "sum_of_many", "rotary_pos_embed", "rotary_pos_embed_grad"),
+                     "scaled_add", "scaled_add_", "sum_of_many", "rotary_pos_embed", "rotary_pos_embed_grad",
+                     "grad_reduce_square_add"),
                     32 * KiB),
     # Reductions, scans, sorting.
     **dict.fromkeys(("sum", "mean", "median", "max", "min", "prod", "l1", "l2", "logsum", "logsumexp",

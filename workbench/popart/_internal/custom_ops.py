@@ -5,7 +5,7 @@ the Poplar SDK and PopART's C++ API, neither of which the workbench has. Importi
 module that names the op and says so when used. The replica-strided collectives are ordinary collectives
 over a strided replica grouping, and the tensor-parallel all-reduce an all-reduce whose forward or gradient
 is an identity, so their bindings are emulated with the workbench's own ops, as are the distributed layer
-norm, the sharded cross entropy and the applications' rotary embedding.
+norm, the sharded cross entropy, the scaled sum of squares and the applications' rotary embedding.
 ``workbench.custom_op_imports`` finds the modules; this file makes them.
 """
 from __future__ import annotations
@@ -134,6 +134,22 @@ class _CrossEntropyShardedBinding:
         return view_op(op)
 
 
+class _GradReduceSquareAddBinding:
+    """popxl-addons' ``GradReduceSquareAddOp``: ``createOpInGraph(graph, {0: t, 1: scale}, outputs, settings)``
+    adds the workbench's ``grad_reduce_square_add``."""
+
+    def createOpInGraph(self, pb_graph, inputs: dict, outputs: dict, *settings: Any):
+        from workbench.ops.grad_reduce_square_add import grad_reduce_square_add
+        from workbench.popart._internal.ir.op_view import view_op
+
+        graph = pb_graph._graph
+        t, scale = (graph.get_tensor(inputs[i]) for i in range(2))
+        with graph:
+            op = grad_reduce_square_add(t, scale).producer
+        assert op is not None
+        return view_op(op)
+
+
 def _reduction(op) -> str:
     return op.value if hasattr(op, "value") else str(op)
 
@@ -152,6 +168,7 @@ EMULATED: dict[str, dict[str, Any]] = {
     "rotary_pos_embed_binding": {"RotaryPosEmbedOp": _RotaryBinding()},
     "layer_norm_distributed_binding": {"LayerNormDistributedOp": _LayerNormDistributedBinding()},
     "crossentropysharded_binding": {"CrossEntropyShardedOp": _CrossEntropyShardedBinding()},
+    "grad_reduce_square_add_binding": {"GradReduceSquareAddOp": _GradReduceSquareAddBinding()},
 }
 
 
