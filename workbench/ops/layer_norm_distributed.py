@@ -2,9 +2,9 @@
 ``LayerNormDistributedOp`` C++ custom op computes it (emulated in ``workbench.popart._internal.custom_ops``).
 
 Input ``x`` is (N, H / group size) on each member, ``scale`` and ``bias`` the member's (H / group size)
-slices. The members all-reduce each row's sum and sum of squares (in float32), so the mean and inverse
-standard deviation of a row are those over the whole hidden axis; outputs are ``y``, the mean and the inverse
-standard deviation (N each, the dtype of ``x``).
+slices. The members all-reduce each row's sum and sum of squares (in float32; float64 stays float64), so the
+mean and inverse standard deviation of a row are those over the whole hidden axis; outputs are ``y``, the mean
+and the inverse standard deviation (N each, the dtype of ``x``).
 
 The gradient op whitens ``x`` again, and all-reduces the row sums of the output gradient ``dy`` and of
 ``dy * x_hat``: ``dx = inv_std * (dy - mean(dy) - x_hat * mean(dy * x_hat))``, means over the whole hidden
@@ -41,7 +41,7 @@ def _infer_grad(specs, attrs):
 
 
 def _row_sums_over_group(op, env):
-    """A function of two (N, h) float32 arrays: their row sums, added over the members (replica order)."""
+    """A function of two (N, h) arrays: their row sums, added over the members (replica order)."""
     exchange = env.exchange(op, _members(op, env))
 
     def sums(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -53,6 +53,11 @@ def _row_sums_over_group(op, env):
     return sums
 
 
+def _working_type(x: np.ndarray) -> np.dtype:
+    """float32 partials, as the IPU's; float64 stays float64."""
+    return np.result_type(x.dtype, np.float32)
+
+
 def _hidden_size(op) -> int:
     return op.inputs[0].shape[1] * op.attrs["group"].group_size
 
@@ -61,11 +66,12 @@ def _kernel(op, env):
     sums, hidden, epsilon = _row_sums_over_group(op, env), _hidden_size(op), op.attrs["epsilon"]
 
     def run(x, scale, bias):
-        x32 = x.astype(np.float32)
+        work = _working_type(x)
+        x32 = x.astype(work)
         total, squares = sums(x32, x32 * x32)
         mean = total / hidden
         inv_std = 1.0 / np.sqrt(np.maximum(squares / hidden - mean * mean, 0.0) + epsilon)
-        y = (x32 - mean[:, None]) * inv_std[:, None] * scale.astype(np.float32) + bias.astype(np.float32)
+        y = (x32 - mean[:, None]) * inv_std[:, None] * scale.astype(work) + bias.astype(work)
         return y.astype(x.dtype), mean.astype(x.dtype), inv_std.astype(x.dtype)
     return run
 
@@ -74,8 +80,9 @@ def _grad_kernel(op, env):
     sums, hidden = _row_sums_over_group(op, env), _hidden_size(op)
 
     def run(dy, x, scale, mean, inv_std):
-        dy32, inv = dy.astype(np.float32), inv_std.astype(np.float32)[:, None]
-        whitened = (x.astype(np.float32) - mean.astype(np.float32)[:, None]) * inv
+        work = _working_type(x)
+        dy32, inv = dy.astype(work), inv_std.astype(work)[:, None]
+        whitened = (x.astype(work) - mean.astype(work)[:, None]) * inv
         dy_sum, dy_whitened_sum = sums(dy32, dy32 * whitened)
         dx = inv * (dy32 - dy_sum[:, None] / hidden - whitened * dy_whitened_sum[:, None] / hidden)
         dscale = (dy32 * whitened).sum(axis=0)
