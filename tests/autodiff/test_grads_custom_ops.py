@@ -1,6 +1,6 @@
 """Gradient checks of the ops that stand for C++ custom ops (popxl-addons' and the applications') and of
-dropout. The rotary embedding's gradient op pairs neighbouring elements, which is the forward op's transpose
-only for a rotary dimension of 2; the distributed layer norm's leaves out the scale, exact at a scale of ones."""
+dropout. The rotary embedding's gradient op pairs neighbouring elements, which is the transpose of the
+applications' forward op (two halves) only for a rotary dimension of 2; the distributed layer norm's leaves out the scale, exact at a scale of ones."""
 import numpy as np
 
 import popxl
@@ -15,9 +15,15 @@ from workbench.ops.rotary import rotary_pos_embed
 RNG = np.random.default_rng(3)
 
 
-def test_rotary_embedding_with_a_rotary_dimension_of_two():
+def test_rotary_embedding_of_neighbouring_pairs():
+    angles = RNG.uniform(-3, 3, (1, 3, 2))
+    check_gradients(lambda x, s, c: rotary_pos_embed(x, s, c, 4), RNG.standard_normal((2, 3, 2, 6)),
+                    np.sin(angles), np.cos(angles), wrt=[0])
+
+
+def test_rotary_embedding_of_halves_with_a_rotary_dimension_of_two():
     angles = RNG.uniform(-3, 3, (1, 3, 1))
-    check_gradients(lambda x, s, c: rotary_pos_embed(x, s, c, 2), RNG.standard_normal((2, 3, 2, 4)),
+    check_gradients(lambda x, s, c: rotary_pos_embed(x, s, c, 2, halves=True), RNG.standard_normal((2, 3, 2, 4)),
                     np.sin(angles), np.cos(angles), wrt=[0])
 
 

@@ -1,6 +1,7 @@
-"""The rotary positional embedding of the Llama and Dolly applications' C++ custom op: the forward op
-rotates two halves of the first ``rotary_dim`` elements, its gradient op rotates neighbouring pairs back;
-an application's own ``rotary_pos_embed_binding`` module imports as the workbench's emulation."""
+"""The rotary positional embedding of popxl-addons' C++ custom op (neighbouring pairs rotated forward and back)
+and of the Llama and Dolly applications' copy of it (two halves of the first ``rotary_dim`` elements rotated
+forward, neighbouring pairs rotated back in its gradient op); an application's own ``rotary_pos_embed_binding``
+imports as the copy, popxl-addons' as its op."""
 import importlib
 import sys
 
@@ -28,6 +29,16 @@ def expected_forward(x):
     a, b = x[..., :half], x[..., half:ROTARY]
     out[..., :half] = a * c - b * s
     out[..., half:ROTARY] = b * c + a * s
+    return out
+
+
+def expected_pairs_forward(x):
+    """x[2i] and x[2i + 1] as one complex number, rotated by its angle; the rest unchanged."""
+    s, c = SIN[:, :, None, :], COS[:, :, None, :]
+    out = x.copy()
+    real, imag = x[..., 0:ROTARY:2], x[..., 1:ROTARY:2]
+    out[..., 0:ROTARY:2] = real * c - imag * s
+    out[..., 1:ROTARY:2] = imag * c + real * s
     return out
 
 
@@ -60,9 +71,15 @@ def run(build):
     return outputs[y_d2h], outputs[dx_d2h]
 
 
-def test_forward_rotates_halves_and_gradient_rotates_pairs_back():
-    y, dx = run(lambda x, sin, cos: rotary_pos_embed(x, sin, cos, ROTARY))
+def test_the_applications_forward_rotates_halves_and_its_gradient_rotates_pairs_back():
+    y, dx = run(lambda x, sin, cos: rotary_pos_embed(x, sin, cos, ROTARY, halves=True))
     np.testing.assert_allclose(y, expected_forward(X), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(dx, expected_gradient(DY), rtol=1e-6, atol=1e-6)
+
+
+def test_popxl_addons_forward_and_gradient_rotate_neighbouring_pairs():
+    y, dx = run(lambda x, sin, cos: rotary_pos_embed(x, sin, cos, ROTARY))
+    np.testing.assert_allclose(y, expected_pairs_forward(X), rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(dx, expected_gradient(DY), rtol=1e-6, atol=1e-6)
 
 
@@ -72,30 +89,38 @@ def test_an_odd_rotary_dim_is_refused():
         rotary_pos_embed(popxl.constant(X), popxl.constant(SIN), popxl.constant(COS), 3)
 
 
-@pytest.fixture
-def app_binding(tmp_path, monkeypatch):
-    """An application's package (not popxl-addons) holding the rotary binding's C++ source."""
-    folder = tmp_path / "app_modelling" / "rotary"
+@pytest.fixture(params=["app_modelling", "popxl_addons"])
+def binding(request, tmp_path, monkeypatch):
+    """The rotary binding's module in an application's package, or in one named as popxl-addons is."""
+    package = request.param
+    saved = {name: module for name, module in sys.modules.items() if name.startswith(package)}
+    for name in saved:
+        del sys.modules[name]
+    folder = tmp_path / package / "rotary"
     folder.mkdir(parents=True)
-    (tmp_path / "app_modelling" / "__init__.py").write_text("")
+    (tmp_path / package / "__init__.py").write_text("")
     (folder / "__init__.py").write_text("")
     (folder / "rotary_pos_embed_binding.cpp").write_text("// cppimport\n// C++ source\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    yield importlib.import_module("app_modelling.rotary.rotary_pos_embed_binding")
-    for name in [m for m in sys.modules if m.startswith("app_modelling")]:
+    yield package, importlib.import_module(f"{package}.rotary.rotary_pos_embed_binding")
+    for name in [m for m in sys.modules if m.startswith(package)]:
         del sys.modules[name]
+    sys.modules.update(saved)
 
 
-def test_an_applications_rotary_binding_adds_the_op(app_binding):
+def test_an_applications_binding_rotates_halves_and_popxl_addons_neighbouring_pairs(binding):
+    package, module = binding
+
     def build(x, sin, cos):
         ctx = popxl.context.get_current_context()
         graph = ctx.graph
-        op = app_binding.RotaryPosEmbedOp.createOpInGraph(
+        op = module.RotaryPosEmbedOp.createOpInGraph(
             graph._pb_graph, {0: x.id, 1: sin.id, 2: cos.id}, {0: graph._create_tensor_id("t_rotated")}, ROTARY,
             ctx._get_op_settings("RotaryPosEmbedOp"))
         ctx._op_created(op)
         return popxl.Tensor._from_pb_tensor(op.outTensor(0))
 
     y, dx = run(build)
-    np.testing.assert_allclose(y, expected_forward(X), rtol=1e-6, atol=1e-6)
+    expected = expected_forward(X) if package == "app_modelling" else expected_pairs_forward(X)
+    np.testing.assert_allclose(y, expected, rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(dx, expected_gradient(DY), rtol=1e-6, atol=1e-6)

@@ -85,8 +85,12 @@ def _all_reduce_inplace(graph, t, op, stride, group_size, identical_inputs=False
 
 
 class _RotaryBinding:
-    """``RotaryPosEmbedOp`` of Graphcore's Llama and Dolly applications: ``createOpInGraph(graph, {0: x, 1: sin,
-    2: cos}, {0: out_id}, rotary_dim, settings)`` adds the workbench's ``rotary_pos_embed``."""
+    """``RotaryPosEmbedOp``: ``createOpInGraph(graph, {0: x, 1: sin, 2: cos}, {0: out_id}, rotary_dim, settings)``
+    adds the workbench's ``rotary_pos_embed``; popxl-addons' op rotates neighbouring pairs, the copy in
+    Graphcore's Llama and Dolly applications two halves (``halves``)."""
+
+    def __init__(self, halves: bool):
+        self._halves = halves
 
     def createOpInGraph(self, pb_graph, inputs: dict, outputs: dict, rotary_dim: int, *settings: Any):
         from workbench.ops.rotary import rotary_pos_embed
@@ -95,7 +99,7 @@ class _RotaryBinding:
         graph = pb_graph._graph
         x, sin, cos = (graph.get_tensor(inputs[i]) for i in range(3))
         with graph:
-            op = rotary_pos_embed(x, sin, cos, rotary_dim, name=outputs.get(0)).producer
+            op = rotary_pos_embed(x, sin, cos, rotary_dim, halves=self._halves, name=outputs.get(0)).producer
         assert op is not None
         return view_op(op)
 
@@ -154,6 +158,7 @@ def _reduction(op) -> str:
     return op.value if hasattr(op, "value") else str(op)
 
 
+ROTARY = "rotary_pos_embed_binding"
 EMULATED: dict[str, dict[str, Any]] = {
     "replicated_all_gather_strided_binding": {
         "ReplicatedAllGatherStridedOp": _StridedCollective("ReplicatedAllGatherStridedOp", _all_gather)},
@@ -165,7 +170,7 @@ EMULATED: dict[str, dict[str, Any]] = {
                                                                   _all_reduce_inplace)},
     "replicated_all_reduce_TP_binding": {
         "ReplicatedAllReduceTPOp": _StridedCollective("ReplicatedAllReduceTPOp", _tensor_parallel_all_reduce)},
-    "rotary_pos_embed_binding": {"RotaryPosEmbedOp": _RotaryBinding()},
+    ROTARY: {"RotaryPosEmbedOp": _RotaryBinding(halves=False)},
     "layer_norm_distributed_binding": {"LayerNormDistributedOp": _LayerNormDistributedBinding()},
     "crossentropysharded_binding": {"CrossEntropyShardedOp": _CrossEntropyShardedBinding()},
     "grad_reduce_square_add_binding": {"GradReduceSquareAddOp": _GradReduceSquareAddBinding()},
@@ -195,7 +200,10 @@ def binding_module(name: str, source: Path) -> types.ModuleType:
     if short in EMULATED:
         module = types.ModuleType(name, f"Emulation of the C++ custom op {source.name} with workbench ops.")
         module.__file__ = str(source)
-        for attribute, binding in EMULATED[short].items():
+        bindings = EMULATED[short]
+        if short == ROTARY and not name.startswith("popxl_addons."):
+            bindings = {"RotaryPosEmbedOp": _RotaryBinding(halves=True)}  # an application's copy of the op
+        for attribute, binding in bindings.items():
             setattr(module, attribute, binding)
         return module
     return UnbuildableBinding(name, source)
