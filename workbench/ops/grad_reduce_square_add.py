@@ -27,7 +27,7 @@ def _kernel(op, env):
     return run
 
 
-register(OpDef(OP_TYPE, _infer, _kernel, stop_gradient=True, popart_class="GradReduceSquareAddOp"))
+register(OpDef(OP_TYPE, _infer, _kernel, popart_class="GradReduceSquareAddOp"))
 
 
 def grad_reduce_square_add(t: Tensor, scale: Tensor) -> Tensor:
