@@ -4,7 +4,8 @@ popxl-addons compiles each custom op's Python binding from a ``.cpp`` file besid
 through ``import cppimport.import_hook``, against the Poplar SDK, which the workbench does not have. The finder
 here answers only for those binding modules (``popxl_addons.<...>.<name>`` with ``<name>.cpp`` in its
 package's folder, its first line naming cppimport), giving the workbench's emulation or a module that says why the op cannot run
-(``workbench.popart._internal.custom_ops``). It never shadows a real ``cppimport``: where one is installed it
+(``workbench.popart._internal.custom_ops``), and for the bindings it emulates wherever they are (an application's
+own custom op). It never shadows a real ``cppimport``: where one is installed it
 is imported as it is and compiles every other C++ module as usual; this finder only keeps its place ahead of
 cppimport's hook for popxl-addons' bindings. Where none is installed, popxl-addons' own ``import
 cppimport.import_hook`` is given an empty stand-in, and any other importer still gets ModuleNotFoundError.
@@ -59,6 +60,9 @@ class CustomOpFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         if _is_addons(fullname):
             source = self._binding_source(fullname, path)
             return None if source is None else importlib.machinery.ModuleSpec(fullname, self, origin=str(source))
+        source = self._binding_source(fullname, path)
+        if source is not None and _emulated(fullname):
+            return importlib.machinery.ModuleSpec(fullname, self, origin=str(source))
         if fullname in CPPIMPORT_NAMES:
             return self._cppimport_spec(fullname, path)
         return None
@@ -94,6 +98,14 @@ class CustomOpFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
     def exec_module(self, module) -> None:
         """Nothing to run: the module is complete when made."""
+
+
+def _emulated(fullname: str) -> bool:
+    """Whether the workbench emulates the binding ``fullname`` names, wherever its package is (an
+    application's own custom op, such as the Llama and Dolly applications' rotary embedding)."""
+    from workbench.popart._internal.custom_ops import EMULATED
+
+    return fullname.rsplit(".", 1)[-1] in EMULATED
 
 
 def _marked_for_cppimport(source: Path) -> bool:

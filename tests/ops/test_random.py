@@ -150,6 +150,24 @@ def test_shaped_dropout_keeps_or_drops_whole_rows():
     np.testing.assert_allclose(out[rows_kept], X[rows_kept] * 2.0)
 
 
+@pytest.mark.parametrize("drop", [lambda t, s: ops.dropout(t, s, 0.5),
+                                  lambda t, s: ops.shaped_dropout(t, s, [20, 1], 0.5)])
+def test_the_gradient_of_dropout_drops_the_same_elements_of_the_output_gradient(drop):
+    """As PopART's DropoutGradOp: the same seed, so the same mask and scale."""
+    dy = X[::-1].copy()
+
+    def forward_and_gradient(seed, x):
+        graph = popxl.gir().create_graph(drop, x, seed)
+        call_info = ops.call_with_info(graph, x, seed)
+        grad_info = popxl.transforms.autodiff(graph, grads_required=[graph.inputs[0]])
+        (dx,) = ops.call(grad_info.graph, popxl.constant(dy), inputs_dict=grad_info.inputs_dict(call_info))
+        return ops.concat([call_info.outputs[0], dx])
+
+    y, dx = np.split(run_seeded(forward_and_gradient, popxl.create_seeds(5)), 2)
+    assert (y == 0).any() and (y != 0).any()
+    np.testing.assert_allclose(dx, dy * y / X, rtol=1e-6)
+
+
 def test_dropout_argument_errors():
     ir = popxl.Ir()
     with ir.main_graph:

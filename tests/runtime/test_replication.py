@@ -210,6 +210,23 @@ def test_replicas_that_miss_a_collective_raise_instead_of_hanging(else_has_other
     np.testing.assert_array_equal(result[ir.get_all_d2h_streams().pop()], np.full((4, 2), 4.0))
 
 
+def test_scalar_variables_of_several_groups_read_back_one_value_per_group():
+    ir = popxl.Ir(replication=4)
+    with ir.main_graph:
+        group = ir.replica_grouping(stride=1, group_size=2)  # groups [0, 1] and [2, 3]
+        v = popxl.variable(np.array([3, 7], np.int32), replica_grouping=group, name="offset")
+        everywhere = popxl.variable(np.array([0, 0], np.int32), replica_grouping=group,
+                                    retrieval_mode="all_replicas", name="everywhere")
+        ops.var_updates.copy_var_update_(v, v + 1)
+        ops.var_updates.copy_var_update_(everywhere, v * 2)
+    with popxl.Session(ir, "ipu_model") as session:
+        assert session.get_tensor_data(v).shape == (2,)
+        session.run()
+        np.testing.assert_array_equal(session.get_tensor_data(v), np.array([4, 8]))
+        np.testing.assert_array_equal(session.get_tensor_data(everywhere), np.array([6, 6, 14, 14]))
+    np.testing.assert_array_equal(session.get_tensor_data(v), np.array([4, 8]))
+
+
 @pytest.mark.parametrize("stride, group_size", [(1, 2), (2, 2), (1, 4), (1, 1)])
 def test_grouped_variables_round_trip_through_write_and_read(stride, group_size):
     ir = popxl.Ir(replication=4)

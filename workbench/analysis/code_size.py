@@ -43,7 +43,9 @@ CODE_BYTES: dict[str, int] = {
     # Elementwise binary and n-ary (broadcasting adds address arithmetic).
     **dict.fromkeys(("add", "add_", "add_rhs_", "sub", "mul", "mul_", "mul_rhs_", "div", "fmod", "pow", "pow_",
                      "equal", "greater", "relu_grad", "greater_equal", "logical_and", "logical_or", "maximum", "where",
-                     "scaled_add", "scaled_add_", "sum_of_many"), 32 * KiB),
+                     "scaled_add", "scaled_add_", "sum_of_many", "rotary_pos_embed", "rotary_pos_embed_grad",
+                     "grad_reduce_square_add"),
+                    32 * KiB),
     # Reductions, scans, sorting.
     **dict.fromkeys(("sum", "mean", "median", "max", "min", "prod", "l1", "l2", "logsum", "logsumexp",
                      "sumsquare", "lamb_square", "argmax", "argmin", "cumsum", "histogram"), 64 * KiB),
@@ -71,7 +73,9 @@ CODE_BYTES: dict[str, int] = {
     **dict.fromkeys(("replicated_all_reduce", "replicated_all_reduce_", "replicated_all_reduce_identical",
                      "replicated_all_gather",
                      "replicated_reduce_scatter", "all_reduce", "all_reduce_identical_inputs",
-                     "all_reduce_identical_grad_inputs"), 128 * KiB),
+                     "all_reduce_identical_grad_inputs", "layer_norm_distributed", "layer_norm_distributed_grad",
+                     "cross_entropy_sharded", "cross_entropy_sharded_grad"),
+                    128 * KiB),
     **dict.fromkeys(("replica_sharded_slice", "replicated_slice"), 16 * KiB),
     # Optimiser updates.
     **dict.fromkeys(("accumulate_", "accumulate_square_", "accumulate_mean_", "accumulate_moving_average_",

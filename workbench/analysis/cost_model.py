@@ -238,6 +238,7 @@ COSTS: dict[str, CostRule] = {
                      "logical_or", "where"), elementwise(1)),
     "init": CostRule("compute", lambda op, device: _init_cycles(op, device)),
     **dict.fromkeys(("scaled_add", "scaled_add_"), elementwise(2)),
+    **dict.fromkeys(("rotary_pos_embed", "rotary_pos_embed_grad"), elementwise(3)),
     **dict.fromkeys(("div", "fmod", "sqrt"), elementwise(4)),
     **dict.fromkeys(("exp", "exp_", "log", "tanh", "sin", "cos"), elementwise(8)),
     **dict.fromkeys(("pow", "pow_", "gelu", "gelu_", "geluerf", "geluerf_", "geluerf_grad", "swish", "swish_"),
@@ -294,6 +295,9 @@ COSTS: dict[str, CostRule] = {
                     ALL_REDUCE),
     "replicated_all_gather": ALL_GATHER,
     "replicated_reduce_scatter": REDUCE_SCATTER,
+    **dict.fromkeys(("layer_norm_distributed", "layer_norm_distributed_grad", "cross_entropy_sharded"), ALL_REDUCE),
+    "cross_entropy_sharded_grad": elementwise(4),
+    "grad_reduce_square_add": reduction(2),
     "all_reduce": ring(lambda n: 2 * (n - 1), lambda n: 1 / n, ipu_group_size),
 }
 

@@ -151,8 +151,17 @@ def _dropout_kernel(op, env):
     return dropout
 
 
-register(OpDef("dropout", _dropout_infer("dropout"), _dropout_kernel, popart_class="DropoutOp"))
-register(OpDef("shaped_dropout", _dropout_infer("shaped_dropout"), _dropout_kernel, popart_class="ShapedDropoutOp"))
+def _dropout_grad(op, grads, fwd):
+    """PopART's DropoutGradOp: the same dropout (same seed, so the same mask and scale) of the output gradient."""
+    if grads[0] is None:
+        return [None, None]
+    return [create_op(op.type, [grads[0], fwd(op.inputs[1])], dict(op.attrs),
+                      output_names=[op.inputs[0].name + "_grad"]).outputs[0], None]
+
+
+register(OpDef("dropout", _dropout_infer("dropout"), _dropout_kernel, grad=_dropout_grad, popart_class="DropoutOp"))
+register(OpDef("shaped_dropout", _dropout_infer("shaped_dropout"), _dropout_kernel, grad=_dropout_grad,
+               popart_class="ShapedDropoutOp"))
 
 
 def _ratio(op_type: str, name: str, value: float) -> float:

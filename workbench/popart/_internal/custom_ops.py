@@ -4,7 +4,8 @@ A custom op's Python binding is compiled from a ``.cpp`` file next to the module
 the Poplar SDK and PopART's C++ API, neither of which the workbench has. Importing such a binding gives a
 module that names the op and says so when used. The replica-strided collectives are ordinary collectives
 over a strided replica grouping, and the tensor-parallel all-reduce an all-reduce whose forward or gradient
-is an identity, so their bindings are emulated with the workbench's own ops.
+is an identity, so their bindings are emulated with the workbench's own ops, as are the distributed layer
+norm, the sharded cross entropy, the scaled sum of squares and the applications' rotary embedding.
 ``workbench.custom_op_imports`` finds the modules; this file makes them.
 """
 from __future__ import annotations
@@ -83,11 +84,82 @@ def _all_reduce_inplace(graph, t, op, stride, group_size, identical_inputs=False
     return replicated_all_reduce_(t, _reduction(op), group=_grouping(graph, stride, group_size))
 
 
+class _RotaryBinding:
+    """``RotaryPosEmbedOp``: ``createOpInGraph(graph, {0: x, 1: sin, 2: cos}, {0: out_id}, rotary_dim, settings)``
+    adds the workbench's ``rotary_pos_embed``; popxl-addons' op rotates neighbouring pairs, the copy in
+    Graphcore's Llama and Dolly applications two halves (``halves``)."""
+
+    def __init__(self, halves: bool):
+        self._halves = halves
+
+    def createOpInGraph(self, pb_graph, inputs: dict, outputs: dict, rotary_dim: int, *settings: Any):
+        from workbench.ops.rotary import rotary_pos_embed
+        from workbench.popart._internal.ir.op_view import view_op
+
+        graph = pb_graph._graph
+        x, sin, cos = (graph.get_tensor(inputs[i]) for i in range(3))
+        with graph:
+            op = rotary_pos_embed(x, sin, cos, rotary_dim, halves=self._halves, name=outputs.get(0)).producer
+        assert op is not None
+        return view_op(op)
+
+
+class _LayerNormDistributedBinding:
+    """popxl-addons' ``LayerNormDistributedOp``: ``createOpInGraph(graph, {0: x, 1: scale, 2: bias}, outputs,
+    epsilon, replica_grouping, settings)`` adds the workbench's ``layer_norm_distributed``."""
+
+    def createOpInGraph(self, pb_graph, inputs: dict, outputs: dict, epsilon: float, group, *settings: Any):
+        from workbench.ops.layer_norm_distributed import layer_norm_distributed
+        from workbench.popart._internal.ir.op_view import view_op
+
+        graph = pb_graph._graph
+        x, scale, bias = (graph.get_tensor(inputs[i]) for i in range(3))
+        with graph:
+            op = layer_norm_distributed(x, scale, bias, epsilon, getattr(group, "_grouping", group))[0].producer
+        assert op is not None
+        return view_op(op)
+
+
+class _CrossEntropyShardedBinding:
+    """popxl-addons' ``CrossEntropyShardedOp``: ``createOpInGraph(graph, {0: logits, 1: labels}, outputs, group,
+    availableMemoryProportion, settings)`` adds the workbench's ``cross_entropy_sharded``."""
+
+    def createOpInGraph(self, graph, inputs: dict, outputs: dict, group, availableMemoryProportion: float = 0.4,
+                        settings: Any = None):
+        from workbench.ops.cross_entropy_sharded import cross_entropy_sharded
+        from workbench.popart._internal.ir.op_view import view_op
+
+        wb_graph = graph._graph
+        logits, labels = (wb_graph.get_tensor(inputs[i]) for i in range(2))
+        with wb_graph:
+            op = cross_entropy_sharded(logits, labels, getattr(group, "_grouping", group),
+                                       availableMemoryProportion)[0].producer
+        assert op is not None
+        return view_op(op)
+
+
+class _GradReduceSquareAddBinding:
+    """popxl-addons' ``GradReduceSquareAddOp``: ``createOpInGraph(graph, {0: t, 1: scale}, outputs, settings)``
+    adds the workbench's ``grad_reduce_square_add``."""
+
+    def createOpInGraph(self, pb_graph, inputs: dict, outputs: dict, *settings: Any):
+        from workbench.ops.grad_reduce_square_add import grad_reduce_square_add
+        from workbench.popart._internal.ir.op_view import view_op
+
+        graph = pb_graph._graph
+        t, scale = (graph.get_tensor(inputs[i]) for i in range(2))
+        with graph:
+            op = grad_reduce_square_add(t, scale).producer
+        assert op is not None
+        return view_op(op)
+
+
 def _reduction(op) -> str:
     return op.value if hasattr(op, "value") else str(op)
 
 
-EMULATED: dict[str, dict[str, _StridedCollective]] = {
+ROTARY = "rotary_pos_embed_binding"
+EMULATED: dict[str, dict[str, Any]] = {
     "replicated_all_gather_strided_binding": {
         "ReplicatedAllGatherStridedOp": _StridedCollective("ReplicatedAllGatherStridedOp", _all_gather)},
     "replicated_reduce_scatter_strided_binding": {
@@ -98,6 +170,10 @@ EMULATED: dict[str, dict[str, _StridedCollective]] = {
                                                                   _all_reduce_inplace)},
     "replicated_all_reduce_TP_binding": {
         "ReplicatedAllReduceTPOp": _StridedCollective("ReplicatedAllReduceTPOp", _tensor_parallel_all_reduce)},
+    ROTARY: {"RotaryPosEmbedOp": _RotaryBinding(halves=False)},
+    "layer_norm_distributed_binding": {"LayerNormDistributedOp": _LayerNormDistributedBinding()},
+    "crossentropysharded_binding": {"CrossEntropyShardedOp": _CrossEntropyShardedBinding()},
+    "grad_reduce_square_add_binding": {"GradReduceSquareAddOp": _GradReduceSquareAddBinding()},
 }
 
 
@@ -124,7 +200,10 @@ def binding_module(name: str, source: Path) -> types.ModuleType:
     if short in EMULATED:
         module = types.ModuleType(name, f"Emulation of the C++ custom op {source.name} with workbench ops.")
         module.__file__ = str(source)
-        for attribute, binding in EMULATED[short].items():
+        bindings = EMULATED[short]
+        if short == ROTARY and not name.startswith("popxl_addons."):
+            bindings = {"RotaryPosEmbedOp": _RotaryBinding(halves=True)}  # an application's copy of the op
+        for attribute, binding in bindings.items():
             setattr(module, attribute, binding)
         return module
     return UnbuildableBinding(name, source)

@@ -57,10 +57,10 @@ def replica_value(variable: Variable, host: np.ndarray, replica: int) -> np.ndar
     """The value replica ``replica`` holds, taken from the host cache."""
     grouping = variable.replica_grouping
     if variable.retrieval_mode == "all_replicas":
-        value = host[replica] if grouping.num_replicas > 1 else host
+        value = host[replica, ...] if grouping.num_replicas > 1 else host
     else:
         group = grouping.assignment[replica]
-        value = host[group] if grouping.num_groups > 1 else host
+        value = host[group, ...] if grouping.num_groups > 1 else host
     if variable.shard_count > 1:
         return _shards(value, variable)[_shard_group(variable, replica).index(replica)]
     return value
@@ -100,10 +100,10 @@ def gather_to_host(variable: Variable, device: list[dict], host: np.ndarray, own
     grouping = variable.replica_grouping
     if variable.retrieval_mode == "all_replicas":
         for replica in range(len(device)):
-            target = host[replica] if grouping.num_replicas > 1 else host
+            target = host[replica, ...] if grouping.num_replicas > 1 else host
             target[...] = _assembled(variable, device, replica, target)
         return
     for group in range(grouping.num_groups):
-        target = host[group] if grouping.num_groups > 1 else host
+        target = host[group, ...] if grouping.num_groups > 1 else host
         members = grouping.members(group)
         target[...] = _assembled(variable, device, next((r for r in members if r in own), members[0]), target)
