@@ -298,6 +298,7 @@ COSTS: dict[str, CostRule] = {
     **dict.fromkeys(("layer_norm_distributed", "layer_norm_distributed_grad", "cross_entropy_sharded"), ALL_REDUCE),
     "cross_entropy_sharded_grad": elementwise(4),
     "grad_reduce_square_add": reduction(2),
+    "group_quantize_decompress": elementwise(3),
     "all_reduce": ring(lambda n: 2 * (n - 1), lambda n: 1 / n, ipu_group_size),
 }
 

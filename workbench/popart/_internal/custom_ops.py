@@ -154,6 +154,22 @@ class _GradReduceSquareAddBinding:
         return view_op(op)
 
 
+class _GroupQuantizeDecompressBinding:
+    """popxl-addons' ``GroupQuantizeDecompressOp``: ``createOpInGraph(graph, {0: x, 1: scale, 2: bias}, outputs,
+    settings)`` adds the workbench's ``group_quantize_decompress``."""
+
+    def createOpInGraph(self, pb_graph, inputs: dict, outputs: dict, *settings: Any):
+        from workbench.ops.group_quantize_decompress import group_quantize_decompress
+        from workbench.popart._internal.ir.op_view import view_op
+
+        graph = pb_graph._graph
+        x, scale, bias = (graph.get_tensor(inputs[i]) for i in range(3))
+        with graph:
+            op = group_quantize_decompress(x, scale, bias).producer
+        assert op is not None
+        return view_op(op)
+
+
 def _reduction(op) -> str:
     return op.value if hasattr(op, "value") else str(op)
 
@@ -174,6 +190,7 @@ EMULATED: dict[str, dict[str, Any]] = {
     "layer_norm_distributed_binding": {"LayerNormDistributedOp": _LayerNormDistributedBinding()},
     "crossentropysharded_binding": {"CrossEntropyShardedOp": _CrossEntropyShardedBinding()},
     "grad_reduce_square_add_binding": {"GradReduceSquareAddOp": _GradReduceSquareAddBinding()},
+    "group_quantize_decompress_binding": {"GroupQuantizeDecompressOp": _GroupQuantizeDecompressBinding()},
 }
 
 
