@@ -1,12 +1,9 @@
 """Test-wide settings: every kernel's result is checked against its op's inferred shape and dtype.
 
 Under ``pytest -n N`` (pytest-xdist) the tests are shared out to the workers a module at a time, except those
-that share state within one process: the browser tests (a JupyterLab server and a browser for each of their
-two halves) and the gradient checks (which the coverage test counts) go whole to one worker each. The longest
-units are handed out first, so that no worker starts one near the end. ``-n auto`` starts half as many
-workers again as there are cores: many tests spend much of their time waiting on other processes (a browser,
-a kernel, the instances of a job, an install), and the extra workers fill those waits."""
-import os
+that share state within one process: the browser tests (one JupyterLab server and one browser for all) and
+the gradient checks (which the coverage test counts) each go whole to one worker. The longest units are
+handed out first, so that no worker starts one near the end."""
 from pathlib import Path
 
 import pytest
@@ -34,12 +31,6 @@ def pytest_collection_modifyitems(items) -> None:
 
 
 @pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist, when it is installed
-def pytest_xdist_auto_num_workers(config) -> int:
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    return cores + (cores + 1) // 2
-
-
-@pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):
     from xdist.scheduler import LoadScopeScheduling
 
@@ -60,11 +51,5 @@ def _shared_state_unit(module: str) -> str:
     if folder.endswith("/autodiff"):
         return folder
     if folder.endswith("/extension") and "browser" in name:
-        return f"{folder}/browser-{_browser_half(name)}"
+        return folder + "/browser"
     return module
-
-
-def _browser_half(name: str) -> int:
-    """Which of the two browser units a browser test module joins: every other one in name order."""
-    names = sorted(path.name for path in (HERE / "extension").glob("test_browser*.py"))
-    return names.index(name) % 2 if name in names else 0
