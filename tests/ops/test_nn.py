@@ -197,6 +197,18 @@ def test_nll_loss_with_softmax_grad_takes_float_labels_as_popxl_does():
     np.testing.assert_array_equal(grad, expected[1])
 
 
+@pytest.mark.parametrize("reduction", ["mean", "none"])
+def test_nll_loss_with_softmax_grad_takes_labels_of_another_shape_with_one_per_row(reduction):
+    # PopART's fused op flattens the labels: [N, 1] labels give the classes of [N, C] probs.
+    probs = probabilities(3, 4)
+    labels = np.array([[3], [0], [2]], np.int32)
+    loss, grad = run_op(lambda p, l: ops.nll_loss_with_softmax_grad(p, l, reduction=reduction), probs, labels)
+    losses = -np.log(probs[np.arange(3), labels[:, 0]])
+    np.testing.assert_allclose(loss, losses.mean() if reduction == "mean" else losses[:, None], rtol=1e-6)
+    expected = (probs - np.eye(4)[labels[:, 0]]) / (3 if reduction == "mean" else 1)
+    np.testing.assert_allclose(grad, expected, rtol=1e-6, atol=1e-7)
+
+
 def test_nll_loss_with_softmax_grad_errors(graph):
     probs = popxl.variable(np.full((2, 3), 1 / 3, np.float32))
     labels = popxl.variable(np.array([0, 1], np.int32))

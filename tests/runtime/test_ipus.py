@@ -91,3 +91,18 @@ def test_inputs_on_different_ipus_or_tile_sets_are_refused_in_popxls_words():
         with pytest.raises(ValueError, match=r"^The input tensors `identity_a` and `\w+` are located on different tile sets: "
                                              r"compute != io\."):
             ops.mul(ops.identity(a), c)
+
+
+def test_a_subgraph_input_meets_a_tensor_on_io_tiles_as_in_popxl():
+    """PopART places a subgraph's input by its call sites; while the graph is being built it has none, so
+    the input takes part in no tile-set check (an index computed on IO tiles plus an input index)."""
+    ir = popxl.Ir()
+    with ir.main_graph, popxl.io_tiles():
+        def offset(index):
+            return popxl.constant(3, popxl.int32) * popxl.constant(2, popxl.int32) + index
+        graph = ir.create_graph(offset, popxl.TensorSpec((), popxl.int32))
+        (out,) = ops.call(graph, popxl.constant(4, popxl.int32))
+        stream = popxl.d2h_stream((), popxl.int32, "out")
+        ops.host_store(stream, out)
+    with popxl.Session(ir, "ipu_model") as session:
+        assert session.run()[stream] == 10

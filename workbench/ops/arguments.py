@@ -14,9 +14,11 @@ def expect_tensors(op_type: str, **arguments) -> None:
 def check_same_placement(op_type: str, named: dict) -> None:
     """Raise popxl's ValueError when the named tensors are on different IPUs or tile sets. As in
     popxl, tensors whose place is not fixed take no part: constants (for both), variables (for tile
-    sets: they go wherever they are used)."""
+    sets: they go wherever they are used) and a subgraph's inputs (for tile sets: PopART takes theirs
+    from the call sites, and a graph being built has none yet)."""
     for attribute, what, unplaced in (("ipu", "IPUs", Constant), ("tile_set", "tile sets", (Constant, Variable))):
-        tensors = [(name, t) for name, t in named.items() if isinstance(t, Tensor) and not isinstance(t, unplaced)]
+        tensors = [(name, t) for name, t in named.items() if isinstance(t, Tensor) and not isinstance(t, unplaced)
+                   and not (attribute == "tile_set" and _subgraph_input(t))]
         if not tensors:
             continue
         first_name, first = tensors[0]
@@ -26,3 +28,8 @@ def check_same_placement(op_type: str, named: dict) -> None:
                                  f"{getattr(first, attribute)} != {getattr(tensor, attribute)}. ({op_type}: "
                                  + ("copy one to the other's IPU with ops.ipu_copy)" if attribute == "ipu" else
                                     "move one to the other's tiles with ops.io_tile_copy or popxl.io_tiles())"))
+
+
+def _subgraph_input(tensor: Tensor) -> bool:
+    graph = tensor.graph
+    return not graph.is_main and graph.is_input(tensor)

@@ -176,6 +176,16 @@ def _nll_checks(op_type: str, probs: TensorSpec, labels: TensorSpec, labels_dtyp
                          f"probs {probs.shape}, labels {labels.shape}")
 
 
+def _softmax_grad_checks(probs: TensorSpec, labels: TensorSpec) -> None:
+    """As PopART's fused op reads them: the labels, flattened, give one class per row of the probs
+    flattened to [rows, C] (so [N, 1] labels suit [N, C] probs)."""
+    check_dtype("nll_loss_with_softmax_grad", probs, "float")
+    check_dtype("nll_loss_with_softmax_grad", labels, "number")  # popxl takes float labels here
+    if not probs.shape or labels.nelms != int(np.prod(probs.shape[:-1])):
+        raise ValueError("nll_loss_with_softmax_grad: labels must have the shape of probs without its last (class) "
+                         f"axis, or as many elements: probs {probs.shape}, labels {labels.shape}")
+
+
 def _loss_spec(probs: TensorSpec, labels: TensorSpec, reduction: str) -> TensorSpec:
     return TensorSpec(labels.shape if reduction == "none" else (), probs.dtype)
 
@@ -250,7 +260,7 @@ def nll_loss(probs: Tensor, labels: Tensor, ignore_index: Optional[int] = None, 
 
 def _nll_grad_infer(specs, attrs):
     probs, labels, loss_grad = specs
-    _nll_checks("nll_loss_with_softmax_grad", probs, labels, "number")  # popxl takes float labels here
+    _softmax_grad_checks(probs, labels)
     check_dtype("nll_loss_with_softmax_grad", loss_grad, "float")
     if broadcast_shape("nll_loss_with_softmax_grad", loss_grad.shape, labels.shape) != labels.shape:
         raise ValueError(f"nll_loss_with_softmax_grad: loss_grad of shape {loss_grad.shape} does not broadcast "
@@ -296,7 +306,7 @@ def nll_loss_with_softmax_grad(probs: Tensor, labels: Tensor, loss_grad: Union[f
     for samples whose label is ignored or out of range). As in popxl, the labels may be a float tensor:
     each counts by its integer part."""
     expect_tensors("nll_loss_with_softmax_grad", probs=probs, labels=labels)
-    _nll_checks("nll_loss_with_softmax_grad", probs.spec, labels.spec, "number")
+    _softmax_grad_checks(probs.spec, labels.spec)
     reduction = _check_reduction("nll_loss_with_softmax_grad", reduction)
     if not isinstance(loss_grad, Tensor):
         loss_grad = constant(loss_grad, dtypes.float32)

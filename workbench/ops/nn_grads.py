@@ -96,6 +96,8 @@ def _nll_terms(op, fwd):
     """For the gradient: probs, the one-hot rows of the labels that pick a probability, the 0/1
     weights of the samples that count (None without ignore_index) and the mean's divisor."""
     probs, labels = fwd(op.inputs[0]), fwd(op.inputs[1])
+    if labels.shape != probs.shape[:-1]:  # as many labels as rows, in another shape
+        labels = blocks.reshape(labels, probs.shape[:-1])
     classes, ignore = probs.shape[-1], op.attrs["ignore_index"]
     picked = where(greater(labels, constant(-1, dtype=labels.dtype)), labels, constant(classes, dtype=labels.dtype))
     hot = apply("onehot", picked, constant(np.int32(classes)), constant(np.array([0, 1]), dtype=probs.dtype),
