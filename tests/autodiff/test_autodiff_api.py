@@ -144,22 +144,6 @@ def test_only_needed_activations_are_asked_for():
     assert [op.type for op in info.graph.ops] == ["mul"]
 
 
-def test_a_constant_the_gradient_reads_is_an_input_of_the_gradient_graph_as_in_popart():
-    ir = popxl.Ir()
-    with ir.main_graph:
-        graph = ir.create_graph(lambda x: x * 0.5, popxl.TensorSpec((3,), popxl.float32))
-        info = autodiff(graph)
-        (scale,) = graph.constants
-        x = popxl.variable(np.array([1.0, 2.0, 4.0], np.float32))
-        site = ops.call_with_info(graph, x)
-        assert scale in info.inputs and graph.outputs[-1] is scale and not info.graph.constants
-        (dx,) = ops.call(info.graph, popxl.constant(np.array([1.0, 3.0, 5.0], np.float32)),
-                         inputs_dict=info.inputs_dict(site))
-        stream = store(dx, "dx")
-    with popxl.Session(ir, "ipu_model") as session:
-        np.testing.assert_array_equal(session.run()[stream], [0.5, 1.5, 2.5])
-
-
 def test_gradients_of_a_tensor_used_several_times_are_summed():
     x = np.array([0.5, -1.5, 2.0])
     grads = run_gradients(lambda a: a * a + a, x)

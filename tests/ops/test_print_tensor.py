@@ -60,14 +60,12 @@ def test_the_gradient_passes_through_and_is_printed_when_asked(capsys, print_gra
     with ir.main_graph:
         graph = ir.create_graph(lambda t: ops.print_tensor(t, "x", print_gradient=print_gradient) * 3,
                                 popxl.TensorSpec((2,), popxl.float32))
-        info = popxl.transforms.autodiff(graph)
-        site = ops.call_with_info(graph, popxl.constant(np.array([5.0, 7.0], np.float32)))
-        (grad,) = ops.call(info.graph, popxl.constant(np.array([1.0, 2.0], np.float32)),
-                           inputs_dict=info.inputs_dict(site))
+        grad_graph = popxl.transforms.autodiff(graph).graph
+        (grad,) = ops.call(grad_graph, popxl.constant(np.array([1.0, 2.0], np.float32)))
         stream = popxl.d2h_stream(grad.shape, grad.dtype, name="grad")
         ops.host_store(stream, grad)
     with popxl.Session(ir, "ipu_model") as session:
         np.testing.assert_array_equal(session.run()[stream], [3.0, 6.0])
     printed = capsys.readouterr()
     assert printed.out == ""
-    assert printed.err == "x: [5. 7.]\n" + ("x_gradient: [3. 6.]\n" if print_gradient else "")
+    assert printed.err == ("x_gradient: [3. 6.]\n" if print_gradient else "")

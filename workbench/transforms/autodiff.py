@@ -14,7 +14,7 @@ from typing import Iterable, Iterator, Mapping, Optional, Sequence, Union
 import numpy as np
 
 from workbench import ops
-from workbench.ir import (Graph, Op, Tensor, get_current_context, graph_input, graph_output,
+from workbench.ir import (Constant, Graph, Op, Tensor, constant, get_current_context, graph_input, graph_output,
                           ipu, name_scope)
 from workbench.ir.errors import popart_exception
 from workbench.ops.nn_grads import softmax_under_nll
@@ -335,10 +335,13 @@ class _GradGraphBuilder:
             raise ValueError(f"autodiff: a gradient rule asked for the forward value of {tensor!r}, which is not "
                              f"a tensor of the forward graph {self.graph.label!r}")
         if tensor not in self.activations:
-            # A constant too is an input, as in PopART: the forward graph gives it out like any activation.
             with self.grad_graph, ipu(tensor.ipu), _only_scopes(self.open_scopes):
-                value = graph_input(tensor.shape, tensor.dtype, tensor.name, meta_shape=tensor.meta_shape)
-                self.expected_inputs.append(ExpectedConnection._create(tensor, ExpectedConnectionType.Fwd))
+                value: Tensor
+                if isinstance(tensor, Constant):
+                    value = constant(tensor.data, tensor.dtype, tensor.name)
+                else:
+                    value = graph_input(tensor.shape, tensor.dtype, tensor.name, meta_shape=tensor.meta_shape)
+                    self.expected_inputs.append(ExpectedConnection._create(tensor, ExpectedConnectionType.Fwd))
             self.activations[tensor] = value
         return self.activations[tensor]
 
