@@ -1,9 +1,9 @@
 """Diffs of real-size transforms in a real browser (JupyterLab, headless Chromium): the 6-layer transformer's
 forward graph against its gradient graph, and its forward graph before and after PopART's Inplace pattern.
-At a 630-px and a 1280-px notebook output each first view is at most 1,500 px tall, on screen within 2 s of
-running its cell, inside its output, with no two labels overlapping; a click on a fold opens it in place, a
-click on the open fold's heading closes it again. With the pointer over the picture, plotly's tool bar covers
-none of the title.
+At a 630-px and a 1280-px notebook output each first view is at most 1,500 px tall, inside its output, with no
+two labels overlapping; a click on a fold opens it in place, a click on the open fold's heading closes it again.
+With the pointer over the picture, plotly's tool bar covers none of the title. The time from running each cell to
+its picture is printed; tests/benchmarks/bench_browser_first_pictures.py holds it to 2 s.
 Screenshots go to tests/artifacts/ (diff-folds-*.png)."""
 import pytest
 
@@ -34,7 +34,6 @@ CELLS = [SETUP, "go.Figure(go.Scatter(x=[0, 1], y=[1, 0]))",  # plotly.js loads 
          "DiffView(before_inplace, inplace, graph=inplace_forward)"]
 DIFFS = {2: "gradient", 3: "inplace"}
 PAINTED = ".ipu-wb-figure-canvas .main-svg .layer-above"
-LIMIT_MS = 2000
 FOLD_NAME = "folded ops (click to unfold)"
 OPEN_NAME = "unfolded (click ▾ to fold)"
 
@@ -56,12 +55,30 @@ GEOMETRY = """(output) => {
 }"""
 
 
-def check_first_views(page, width):
-    """Runs each diff's cell, timing it to its picture, and checks the picture laid out for the output."""
+def run_the_diffs(page) -> dict[str, float]:
+    """Runs each diff's cell: the milliseconds from running it to its picture painted, by diff."""
     times = {}
     for index, name in DIFFS.items():
         page.wait_for_function(KERNEL_IDLE)
         times[name] = page.evaluate(TIME_TO_PICTURE, [index, PAINTED])
+    return times
+
+
+def time_the_first_views(lab, browser) -> dict[tuple[str, int], float]:
+    """The milliseconds from running each diff's cell to its picture, by diff and output width."""
+    page = run_notebook(browser, lab, "diffs.ipynb", CELLS, timeout_ms=90_000, width=630)
+    page.locator(".jp-Cell").nth(3).locator(".ipu-wb-figure-canvas .main-svg").first.wait_for(state="visible")
+    times = {}
+    for width in (630, 1280):
+        output_width(page, width)
+        times.update({(name, width): ms for name, ms in run_the_diffs(page).items()})
+    page.close()
+    return times
+
+
+def check_first_views(page, width):
+    """Runs each diff's cell and checks the picture laid out for the output."""
+    times = run_the_diffs(page)
     page.wait_for_timeout(2500)  # the page tells the kernel its width; the picture comes back laid out for it
     for index, name in DIFFS.items():
         output = page.locator(".jp-Cell").nth(index).locator(".jp-OutputArea-output").first
@@ -70,12 +87,10 @@ def check_first_views(page, width):
         assert output.locator(".modebar").first.is_visible(), name
         geometry = output.evaluate(GEOMETRY)
         print(f"{name} at {width} px: {round(times[name])} ms to picture, {round(geometry['height'])} px tall")
-        assert times[name] <= LIMIT_MS, (name, times)
         assert 300 < geometry["height"] <= 1500, (name, geometry["height"])
         assert geometry["overlaps"] == [], (name, geometry["overlaps"])
         assert output.evaluate(STICKING_OUT) == [], name
         output.screenshot(path=str(ARTIFACTS / f"diff-folds-{name}-{width}px.png"))
-    return times
 
 
 def test_diffs_of_real_transforms_open_folded_to_one_screen_and_unfold_in_place(lab, browser):

@@ -1,8 +1,9 @@
 """The extension's Graph tab in a real browser (JupyterLab, headless Chromium) opens the 10,003-op program's main
-graph as its grouped picture within 2 s of the click, the page never frozen for a second, where it once asked
-before drawing every op; asked, it draws every op (2.2 to 3.6 s here, the page frozen throughout, a drawing about
-689,000 px tall: the times are printed). Run with this checkout's build (``JUPYTER_PATH``, see the README).
-Screenshots go to tests/artifacts/ (large-graph-tab-*.png)."""
+graph as its grouped picture, where it once asked before drawing every op; asked, it draws every op (2.2 to 3.6 s
+here, the page frozen throughout, a drawing about 689,000 px tall). The times and the page's longest stall are
+printed; tests/benchmarks/bench_browser_first_pictures.py holds the grouped picture to 2 s and its stalls to
+under 1 s. Run with this checkout's build (``JUPYTER_PATH``, see the README). Screenshots go to tests/artifacts/
+(large-graph-tab-*.png)."""
 import json
 
 import pytest
@@ -12,7 +13,6 @@ from test_browser_grouped import ARTIFACTS
 
 pytestmark = pytest.mark.slow
 
-LIMIT_SECONDS = 2.0
 # Runs `act` on the view's root (`click` a selector), then resolves once `done` (a selector in the Graph tab) is
 # painted, to the seconds it took, the longest stall of the page's main thread meanwhile and what the tab shows.
 TIMED = """async ([root, click, done]) => {
@@ -36,7 +36,9 @@ TIMED = """async ([root, click, done]) => {
 }"""
 
 
-def test_the_graph_tab_opens_a_10000_op_graph_grouped_at_once(lab, browser):
+def open_the_graph_tab_then_every_op(lab, browser) -> tuple[dict, dict, int]:
+    """Opens the 10,003-op program's ``.ir.json``, clicks its Graph tab, then "draw every op": what ``TIMED``
+    gives for each, and the count of ops of the program's main graph."""
     import real_programs
     import workbench.export
 
@@ -50,11 +52,15 @@ def test_the_graph_tab_opens_a_10000_op_graph_grouped_at_once(lab, browser):
     grouped = page.evaluate(TIMED, [view.element_handle(), ".ipu-wb-tab-graph", ".ipu-wb-group-svg"])
     print(f"Graph tab, grouped: {grouped}")
     view.screenshot(path=str(ARTIFACTS / "large-graph-tab-grouped.png"))
-    assert grouped["seconds"] <= LIMIT_SECONDS and grouped["longest_stall"] < 1.0, grouped
-    assert 0 < grouped["groups"] < 100 and grouped["ops"] == 0, grouped
-    assert grouped["notice"].startswith("Graph main has 10,003 ops and tensors: shown grouped"), grouped
     every = page.evaluate(TIMED, [view.element_handle(), ".ipu-wb-draw-large", ".ipu-wb-graph-svg"])
     print(f"Graph tab, every op: {every}")
     view.screenshot(path=str(ARTIFACTS / "large-graph-tab-every-op.png"))
-    assert every["ops"] == len(program.main_graph.ops), every
     page.close()
+    return grouped, every, len(program.main_graph.ops)
+
+
+def test_the_graph_tab_opens_a_10000_op_graph_grouped_and_draws_every_op_when_asked(lab, browser):
+    grouped, every, ops = open_the_graph_tab_then_every_op(lab, browser)
+    assert 0 < grouped["groups"] < 100 and grouped["ops"] == 0, grouped
+    assert grouped["notice"].startswith("Graph main has 10,003 ops and tensors: shown grouped"), grouped
+    assert every["ops"] == ops, every

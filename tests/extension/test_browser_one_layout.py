@@ -1,9 +1,9 @@
 """The extension's Graph tab in a real browser (JupyterLab, headless Chromium) places graphs from the layering the
 export ships: the transformer's main and backward graphs, the 2,102-op chain and a 2,002-op backward graph are
-drawn within 2 s of being picked, in panes 590 and 1,280 px wide, and fit the pane (the 2,002-op graph, once
-about 19,900 px wide behind a "draw it" button, now wraps). Each of them opens grouped, as the export says
-(``grouped.graphs[].opens``), and is drawn op by op within 2 s of "draw every op". The times and widths are
-printed; screenshots go to tests/artifacts/ (one-layout-*.png).
+drawn in panes 590 and 1,280 px wide and fit the pane (the 2,002-op graph, once about 19,900 px wide behind a
+"draw it" button, now wraps). Each of them opens grouped, as the export says (``grouped.graphs[].opens``), and is
+drawn op by op on "draw every op". The times and widths are printed (tests/benchmarks/bench_browser_first_pictures.py
+holds each to 2 s); screenshots go to tests/artifacts/ (one-layout-*.png).
 
 Run with the build of this checkout: ``JUPYTER_PATH`` naming a folder whose ``labextensions/ipu-workbench`` is
 ``extensions/ipu-workbench/labextension`` puts it before an installed copy."""
@@ -19,7 +19,6 @@ from workbench.export.mime import MIME_TYPE
 
 pytestmark = pytest.mark.slow
 
-FIRST_PICTURE_SECONDS = 2.0
 # Picks `graph` in the Graph tab's menu and resolves, once the drawing is painted, to the seconds it took, the
 # canvas's width, the drawing's width, the engine that placed it, its count of ops and how it opened (grouped: the
 # seconds count from "draw every op").
@@ -47,16 +46,19 @@ PICK = """async ([root, graph]) => {
     return {seconds: (performance.now() - start) / 1000, room: canvas.clientWidth, drawn: svg.getBoundingClientRect().width,
             engine: svg.getAttribute('data-engine'), ops: svg.querySelectorAll('.ipu-wb-op').length, opens};
 }"""
+# (program, graph, its count of ops)
+PICKS = [("transformer", "main_graph", 53), ("transformer", "transformer.forward_grad", 359),
+         ("chain", "main_graph", 2102), ("mlp", "mlp_training.forward_grad", 2002)]
 
 
-def test_graphs_are_drawn_from_the_shipped_layering_within_2_s_and_fit_the_pane(lab, browser):
+def pick_every_graph(lab, browser) -> list[tuple[tuple[str, str, int], int, dict]]:
+    """Opens each program's ``.ir.json`` and picks its graphs in the Graph tab, in panes 590 and 1,280 px wide:
+    (its entry of ``PICKS``, pane width, what ``PICK`` gives) for each, a screenshot of each in tests/artifacts/."""
     import real_programs
 
     ARTIFACTS.mkdir(exist_ok=True)
     programs = {"transformer": real_programs.transformer()[0], "chain": real_programs.long_chain(),
                 "mlp": mlp_training(layers=333)[0]}
-    picks = [("transformer", "main_graph", 53), ("transformer", "transformer.forward_grad", 359),
-             ("chain", "main_graph", 2102), ("mlp", "mlp_training.forward_grad", 2002)]
     results = []
     for name, program in programs.items():
         document = program._repr_mimebundle_()[0][MIME_TYPE]
@@ -69,16 +71,21 @@ def test_graphs_are_drawn_from_the_shipped_layering_within_2_s_and_fit_the_pane(
         view.locator(".ipu-wb-graph-view .ipu-wb-canvas > *").first.wait_for()
         for width in (590, 1280):
             pane_width(page, width)
-            for program, graph, ops in picks:
-                if program != name:
-                    continue
-                picked = page.evaluate(PICK, [view.element_handle(), graph])
-                results.append((graph, width, picked))
-                print(f"{name} {graph} at {width} px: {picked}")
-                assert picked["engine"] == "shipped" and picked["ops"] == ops, picked
-                assert picked["opens"] == ("tall" if ops < 150 else "large"), picked
-                assert picked["seconds"] <= FIRST_PICTURE_SECONDS, picked
-                assert picked["drawn"] <= picked["room"] + 0.5, picked
-                view.screenshot(path=str(ARTIFACTS / f"one-layout-{name}-{graph}-{width}px.png"))
+            for entry in PICKS:
+                program, graph, _ = entry
+                if program == name:
+                    picked = page.evaluate(PICK, [view.element_handle(), graph])
+                    print(f"{name} {graph} at {width} px: {picked}")
+                    results.append((entry, width, picked))
+                    view.screenshot(path=str(ARTIFACTS / f"one-layout-{name}-{graph}-{width}px.png"))
         page.close()
-    assert len(results) == 2 * len(picks)
+    return results
+
+
+def test_graphs_are_drawn_from_the_shipped_layering_and_fit_the_pane(lab, browser):
+    results = pick_every_graph(lab, browser)
+    assert len(results) == 2 * len(PICKS)
+    for (_, _, ops), _, picked in results:
+        assert picked["engine"] == "shipped" and picked["ops"] == ops, picked
+        assert picked["opens"] == ("tall" if ops < 150 else "large"), picked
+        assert picked["drawn"] <= picked["room"] + 0.5, picked

@@ -1,12 +1,11 @@
-"""A 10,002-op program in JupyterLab (headless Chromium): its first picture is on screen within 2 s of
-running the cell, both for the Ir's own display (the extension's Model tab, the top level first and the
-whole document next; the first display in the page included) and for ``workbench.show(ir)`` (the
-notebook's Model tab, once plotly.js is loaded: a static plotly figure loads it first, as the benchmarks
-do), and ``show()`` sends at most 2 MiB over the kernel's comms. Each display is timed from an idle
-kernel to its picture painted. Then show()'s Graph tab (grouped) and Schedule tab (binned) are clicked:
-each is painted within 2 s of the click and sends at most 2 MiB; so is a group of the Graph tab opened
-by a click on it. Each time is the median of three runs, so that one stall of a loaded machine does not
-decide it. Screenshots go to tests/artifacts/ (speed-*.png)."""
+"""A 10,002-op program in JupyterLab (headless Chromium), shown both by the Ir's own display (the extension's
+Model tab, the top level first and the whole document next; the first display in the page included) and by
+``workbench.show(ir)`` (the notebook's Model tab, once plotly.js is loaded: a static plotly figure loads it
+first, as the benchmarks do): ``show()`` sends at most 2 MiB over the kernel's comms, and so does each click
+on its Graph tab (grouped), its Schedule tab (binned) and a group of the Graph tab. Each display is timed from
+an idle kernel to its picture painted, each tab from the click, three times over; the times are printed and
+tests/benchmarks/bench_browser_first_pictures.py holds their medians to 2 s. Screenshots go to
+tests/artifacts/ (speed-*.png)."""
 from pathlib import Path
 
 import pytest
@@ -18,12 +17,7 @@ pytestmark = pytest.mark.slow
 
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
 TESTS = Path(__file__).resolve().parents[1]
-LIMIT_MS = 2000
 RUNS = 3
-
-
-def median(times: list[float]) -> float:
-    return sorted(times)[len(times) // 2]
 
 SETUP = f"""\
 import json, sys
@@ -43,7 +37,9 @@ PAINTED = {1: ".jp-OutputArea .ipu-wb-group-svg", 3: PLOTLY_PAINTED}
 TABS = {"graph": "groups (click to open)", "schedule": "compute"}  # each tab's title, and a legend entry of its figure
 
 
-def test_the_first_picture_of_a_10000_op_program_is_on_screen_within_2_s(lab, browser):
+def show_a_10000_op_program(lab, browser) -> tuple[dict[str, list[float]], dict[str, int]]:
+    """Shows the 10,003-op program three times over as the module's docstring says: the milliseconds to each
+    picture (``"the Ir's display"``, ``"show()"``, then each tab and the opened group) and the bytes each sent."""
     ARTIFACTS.mkdir(exist_ok=True)
     write_notebook(lab.root / "speed.ipynb", CELLS)
     page = open_notebook(browser, lab, "speed.ipynb")
@@ -91,9 +87,14 @@ def test_the_first_picture_of_a_10000_op_program_is_on_screen_within_2_s(lab, br
     assert extension.locator(".ipu-wb-summary").text_content().endswith("10003 ops, replication factor 1")
     extension.screenshot(path=str(ARTIFACTS / "speed-wide-whole.png"))
     page.close()
-    print(f"\nthe Ir's display: {[round(t) for t in times[1]]} ms; show(): {[round(t) for t in times[3]]} ms; "
-          + "; ".join(f"its {tab}: {[round(t) for t in values]} ms" for tab, values in tab_times.items())
+    every_time = {"the Ir's display": times[1], "show()": times[3], **tab_times}
+    print("\n" + "; ".join(f"{what}: {[round(t) for t in values]} ms" for what, values in every_time.items())
           + "; sent over the comms: " + ", ".join(f"{what} {sent / 2**20:.3f} MiB" for what, sent in sent_by.items()))
-    assert median(times[1]) <= LIMIT_MS and median(times[3]) <= LIMIT_MS, times
-    assert all(median(values) <= LIMIT_MS for values in tab_times.values()), tab_times
+    return every_time, sent_by
+
+
+def test_a_10000_op_program_is_shown_and_its_tabs_opened_sending_at_most_2_mib_each(lab, browser):
+    every_time, sent_by = show_a_10000_op_program(lab, browser)
+    assert all(len(values) == RUNS for values in every_time.values()), every_time
+    assert set(sent_by) == {"show()", "graph", "schedule", "an opened group"}, sent_by
     assert all(sent <= 2 * 2**20 for sent in sent_by.values()), sent_by
