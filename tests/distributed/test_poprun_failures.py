@@ -50,6 +50,15 @@ def test_an_instance_exiting_with_a_failure_status_before_its_session_ends_the_j
     assert "poprun: instance 1 exited with status 5; ending the job" in done.stderr
 
 
+def test_an_instance_slow_to_end_after_its_failure_still_gives_the_job_its_status():
+    """Its process is still ending (here, something it asked to run at exit takes 1.5 s) when the others find
+    that it ended: they wait for it before ending the job, so that poprun hears its status first."""
+    program = "import atexit, time\natexit.register(time.sleep, 1.5)\n" + EARLY.format(failure="sys.exit(5)")
+    done = run([*poprun_command(3, 3, ()), sys.executable, "-c", program])
+    assert done.returncode == 5, done.stderr
+    assert "poprun: instance 1 exited with status 5; ending the job" in done.stderr
+
+
 def test_an_instance_killed_by_a_signal_ends_the_job_with_its_status():
     done, seconds = job("os.kill(os.getpid(), 9)")
     assert done.returncode == 137 and seconds < 30, done.stderr

@@ -31,11 +31,14 @@ NO_COLLECTIVE_FINALIZE = "MPIR_CVAR_NO_COLLECTIVE_FINALIZE"
 ENDED_DRAIN_SECONDS = 0.5
 # How long a process that ends waits for MPI to start everywhere, to say so to the others.
 EXIT_WAIT_SECONDS = 5.0
+# How long after an instance said that it ends another waits before ending the job: its process may still be
+# finishing, and the launcher learns its exit status (the job's, as the first to fail) only once it has.
+ENDED_EXIT_SECONDS = 3.0
 _begun = False
 _thread: Optional[threading.Thread] = None  # the thread that starts MPI
 _failure: list[BaseException] = []
 _communicator: list[Any] = []  # the copy of the world communicator, once made
-_ended: set[int] = set()  # the instances whose notice that they ended came
+_ended: dict[int, float] = {}  # the instances whose notice that they ended came, and when it came
 _given_up = False  # a wait for MPI to start ran out
 # Instances bound to raise along with this one (told so at a meeting, or due to find there the same
 # instances ended): before this one ends the job, it waits for their word that they reported their error.
@@ -148,8 +151,8 @@ def ended_instances(MPI, comm) -> set[int]:
     status = MPI.Status()
     while comm.Iprobe(source=MPI.ANY_SOURCE, tag=ENDED_TAG, status=status):
         comm.Recv([bytearray(8), MPI.BYTE], source=status.Get_source(), tag=ENDED_TAG)
-        _ended.add(status.Get_source())
-    return _ended
+        _ended.setdefault(status.Get_source(), time.monotonic())
+    return set(_ended)
 
 
 def expect_reports(instances: list[int]) -> None:
@@ -160,7 +163,8 @@ def expect_reports(instances: list[int]) -> None:
 def report_and_wait(MPI, limit: float) -> None:
     """Say to every other instance that this one reported its error, then wait (up to ``limit``
     seconds) for the same word from those bound to raise along with it, so that ending the job now
-    cuts none of their reports short."""
+    cuts none of their reports short, and until instances that said they end have had
+    ``ENDED_EXIT_SECONDS`` to do so, so that it cuts none of them short either."""
     comm = communicator()
     others = [other for other in range(comm.Get_size()) if other != comm.Get_rank()]
     word = bytearray(8)
@@ -172,6 +176,8 @@ def report_and_wait(MPI, limit: float) -> None:
             comm.Recv([bytearray(8), MPI.BYTE], source=status.Get_source(), tag=REPORTED_TAG)
             heard.add(status.Get_source())
         time.sleep(0.001)
+    if _ended:
+        time.sleep(max(0.0, max(_ended.values()) + ENDED_EXIT_SECONDS - time.monotonic()))
 
 
 def _loaded_library(stem: str) -> Optional[str]:
