@@ -15,28 +15,36 @@ from pathlib import Path
 from typing import Any, Callable
 
 
-class _StridedCollective:
-    """A binding class ``XStridedOp`` whose ``createOpInGraph`` adds the workbench collective ``apply``."""
+class _EmulatedOp:
+    """A binding class ``XOp`` whose ``createOpInGraph(graph, inputs, outputs, *args, **kwargs)`` adds the
+    workbench op that ``build(graph, outputs, *input_tensors, *args, **kwargs)`` makes, from the first
+    ``inputs`` input tensors and the C++ op's further arguments, and returns a view of it."""
 
-    def __init__(self, name: str, apply: Callable[..., Any]):
-        self._name = name
-        self._apply = apply
+    def __init__(self, build: Callable[..., Any], inputs: int):
+        self._build = build
+        self._inputs = inputs
 
-    def createOpInGraph(self, pb_graph, inputs: dict, outputs: dict, *args: Any):
+    def createOpInGraph(self, pb_graph, inputs: dict, outputs: dict, *args: Any, **kwargs: Any):
         from workbench.popart._internal.ir.op_view import view_op
 
         graph = pb_graph._graph
-        tensor = graph.get_tensor(inputs[0])
+        tensors = [graph.get_tensor(inputs[i]) for i in range(self._inputs)]
         with graph:
-            out = self._apply(graph, tensor, *args)
-        return view_op(out.producer)
+            op = self._build(graph, outputs, *tensors, *args, **kwargs).producer
+        assert op is not None
+        return view_op(op)
 
 
 def _grouping(graph, stride: int, group_size: int):
     return graph.ir.replica_grouping(stride=stride, group_size=group_size)
 
 
-def _all_gather(graph, t, stride, group_size, *settings):
+def _group(group):
+    """The workbench grouping of the ``_ir.ReplicaGrouping`` view popxl-addons passes (or of a grouping)."""
+    return getattr(group, "_grouping", group)
+
+
+def _all_gather(graph, outputs, t, stride, group_size, *settings):
     """The C++ op gathers flat: ``group_size * t.nelms`` elements, the members' tensors in turn."""
     from workbench.ops.collectives import replicated_all_gather
     from workbench.ops.shape import reshape
@@ -44,7 +52,7 @@ def _all_gather(graph, t, stride, group_size, *settings):
     return replicated_all_gather(flat, group=_grouping(graph, stride, group_size))
 
 
-def _reduce_scatter(graph, t, op, stride, group_size, sharded_output=False, *settings):
+def _reduce_scatter(graph, outputs, t, op, stride, group_size, sharded_output=False, *settings):
     from workbench.ops.collectives import replicated_reduce_scatter
     return replicated_reduce_scatter(t, _reduction(op), group=_grouping(graph, stride, group_size),
                                      configure_output_for_replicated_tensor_sharding=bool(sharded_output))
@@ -60,114 +68,58 @@ def _check_plain_reduce(identical_inputs: bool, identical_grad_inputs: bool) -> 
             "place), which are")
 
 
-def _all_reduce(graph, t, op, stride, group_size, identical_inputs=False, identical_grad_inputs=False, *settings):
-    return _tensor_parallel_all_reduce(graph, t, op, _grouping(graph, stride, group_size), identical_inputs,
-                                       identical_grad_inputs)
+def _all_reduce(graph, outputs, t, op, stride, group_size, identical_inputs=False, identical_grad_inputs=False,
+                *settings):
+    return _tensor_parallel_all_reduce(graph, outputs, t, op, _grouping(graph, stride, group_size),
+                                       identical_inputs, identical_grad_inputs)
 
 
-def _tensor_parallel_all_reduce(graph, t, op, group, identical_inputs=False, identical_grad_inputs=False,
+def _tensor_parallel_all_reduce(graph, outputs, t, op, group, identical_inputs=False, identical_grad_inputs=False,
                                 *settings):
     """An all-reduce whose forward or gradient is an identity once PopART's OpToIdentity pattern has run."""
     from workbench.ops.collectives import replicated_all_reduce
     from workbench.ops.identical_all_reduce import identical_all_reduce
-    group = getattr(group, "_grouping", group)  # the _ir.ReplicaGrouping view popxl-addons passes
     if not (identical_inputs or identical_grad_inputs):
-        return replicated_all_reduce(t, _reduction(op), group=group)
-    return identical_all_reduce(t, _reduction(op), group, identical_inputs=bool(identical_inputs),
+        return replicated_all_reduce(t, _reduction(op), group=_group(group))
+    return identical_all_reduce(t, _reduction(op), _group(group), identical_inputs=bool(identical_inputs),
                                 identical_grad_inputs=bool(identical_grad_inputs))
 
 
-def _all_reduce_inplace(graph, t, op, stride, group_size, identical_inputs=False, identical_grad_inputs=False,
-                        *settings):
+def _all_reduce_inplace(graph, outputs, t, op, stride, group_size, identical_inputs=False,
+                        identical_grad_inputs=False, *settings):
     from workbench.ops.collectives import replicated_all_reduce_
     _check_plain_reduce(identical_inputs, identical_grad_inputs)
     return replicated_all_reduce_(t, _reduction(op), group=_grouping(graph, stride, group_size))
 
 
-class _RotaryBinding:
-    """``RotaryPosEmbedOp``: ``createOpInGraph(graph, {0: x, 1: sin, 2: cos}, {0: out_id}, rotary_dim, settings)``
-    adds the workbench's ``rotary_pos_embed``; popxl-addons' op rotates neighbouring pairs, the copy in
-    Graphcore's Llama and Dolly applications two halves (``halves``)."""
-
-    def __init__(self, halves: bool):
-        self._halves = halves
-
-    def createOpInGraph(self, pb_graph, inputs: dict, outputs: dict, rotary_dim: int, *settings: Any):
+def _rotary(halves: bool) -> Callable[..., Any]:
+    """``RotaryPosEmbedOp`` (inputs x, sin, cos; then ``rotary_dim``): popxl-addons' op rotates neighbouring
+    pairs, the copy in Graphcore's Llama and Dolly applications two halves (``halves``)."""
+    def build(graph, outputs, x, sin, cos, rotary_dim: int, *settings):
         from workbench.ops.rotary import rotary_pos_embed
-        from workbench.popart._internal.ir.op_view import view_op
-
-        graph = pb_graph._graph
-        x, sin, cos = (graph.get_tensor(inputs[i]) for i in range(3))
-        with graph:
-            op = rotary_pos_embed(x, sin, cos, rotary_dim, halves=self._halves, name=outputs.get(0)).producer
-        assert op is not None
-        return view_op(op)
+        return rotary_pos_embed(x, sin, cos, rotary_dim, halves=halves, name=outputs.get(0))
+    return build
 
 
-class _LayerNormDistributedBinding:
-    """popxl-addons' ``LayerNormDistributedOp``: ``createOpInGraph(graph, {0: x, 1: scale, 2: bias}, outputs,
-    epsilon, replica_grouping, settings)`` adds the workbench's ``layer_norm_distributed``."""
-
-    def createOpInGraph(self, pb_graph, inputs: dict, outputs: dict, epsilon: float, group, *settings: Any):
-        from workbench.ops.layer_norm_distributed import layer_norm_distributed
-        from workbench.popart._internal.ir.op_view import view_op
-
-        graph = pb_graph._graph
-        x, scale, bias = (graph.get_tensor(inputs[i]) for i in range(3))
-        with graph:
-            op = layer_norm_distributed(x, scale, bias, epsilon, getattr(group, "_grouping", group))[0].producer
-        assert op is not None
-        return view_op(op)
+def _layer_norm_distributed(graph, outputs, x, scale, bias, epsilon: float, group, *settings):
+    from workbench.ops.layer_norm_distributed import layer_norm_distributed
+    return layer_norm_distributed(x, scale, bias, epsilon, _group(group))[0]
 
 
-class _CrossEntropyShardedBinding:
-    """popxl-addons' ``CrossEntropyShardedOp``: ``createOpInGraph(graph, {0: logits, 1: labels}, outputs, group,
-    availableMemoryProportion, settings)`` adds the workbench's ``cross_entropy_sharded``."""
-
-    def createOpInGraph(self, graph, inputs: dict, outputs: dict, group, availableMemoryProportion: float = 0.4,
-                        settings: Any = None):
-        from workbench.ops.cross_entropy_sharded import cross_entropy_sharded
-        from workbench.popart._internal.ir.op_view import view_op
-
-        wb_graph = graph._graph
-        logits, labels = (wb_graph.get_tensor(inputs[i]) for i in range(2))
-        with wb_graph:
-            op = cross_entropy_sharded(logits, labels, getattr(group, "_grouping", group),
-                                       availableMemoryProportion)[0].producer
-        assert op is not None
-        return view_op(op)
+def _cross_entropy_sharded(graph, outputs, logits, labels, group, availableMemoryProportion: float = 0.4,
+                           settings: Any = None):
+    from workbench.ops.cross_entropy_sharded import cross_entropy_sharded
+    return cross_entropy_sharded(logits, labels, _group(group), availableMemoryProportion)[0]
 
 
-class _GradReduceSquareAddBinding:
-    """popxl-addons' ``GradReduceSquareAddOp``: ``createOpInGraph(graph, {0: t, 1: scale}, outputs, settings)``
-    adds the workbench's ``grad_reduce_square_add``."""
-
-    def createOpInGraph(self, pb_graph, inputs: dict, outputs: dict, *settings: Any):
-        from workbench.ops.grad_reduce_square_add import grad_reduce_square_add
-        from workbench.popart._internal.ir.op_view import view_op
-
-        graph = pb_graph._graph
-        t, scale = (graph.get_tensor(inputs[i]) for i in range(2))
-        with graph:
-            op = grad_reduce_square_add(t, scale).producer
-        assert op is not None
-        return view_op(op)
+def _grad_reduce_square_add(graph, outputs, t, scale, *settings):
+    from workbench.ops.grad_reduce_square_add import grad_reduce_square_add
+    return grad_reduce_square_add(t, scale)
 
 
-class _GroupQuantizeDecompressBinding:
-    """popxl-addons' ``GroupQuantizeDecompressOp``: ``createOpInGraph(graph, {0: x, 1: scale, 2: bias}, outputs,
-    settings)`` adds the workbench's ``group_quantize_decompress``."""
-
-    def createOpInGraph(self, pb_graph, inputs: dict, outputs: dict, *settings: Any):
-        from workbench.ops.group_quantize_decompress import group_quantize_decompress
-        from workbench.popart._internal.ir.op_view import view_op
-
-        graph = pb_graph._graph
-        x, scale, bias = (graph.get_tensor(inputs[i]) for i in range(3))
-        with graph:
-            op = group_quantize_decompress(x, scale, bias).producer
-        assert op is not None
-        return view_op(op)
+def _group_quantize_decompress(graph, outputs, x, scale, bias, *settings):
+    from workbench.ops.group_quantize_decompress import group_quantize_decompress
+    return group_quantize_decompress(x, scale, bias)
 
 
 def _reduction(op) -> str:
@@ -175,23 +127,23 @@ def _reduction(op) -> str:
 
 
 ROTARY = "rotary_pos_embed_binding"
-EMULATED: dict[str, dict[str, Any]] = {
-    "replicated_all_gather_strided_binding": {
-        "ReplicatedAllGatherStridedOp": _StridedCollective("ReplicatedAllGatherStridedOp", _all_gather)},
+# The module of each emulated binding, its op classes, and for each the builder and its count of input tensors.
+EMULATED: dict[str, dict[str, _EmulatedOp]] = {
+    "replicated_all_gather_strided_binding": {"ReplicatedAllGatherStridedOp": _EmulatedOp(_all_gather, 1)},
     "replicated_reduce_scatter_strided_binding": {
-        "ReplicatedReduceScatterStridedOp": _StridedCollective("ReplicatedReduceScatterStridedOp", _reduce_scatter)},
+        "ReplicatedReduceScatterStridedOp": _EmulatedOp(_reduce_scatter, 1)},
     "replicated_all_reduce_strided_binding": {
-        "ReplicatedAllReduceStridedOp": _StridedCollective("ReplicatedAllReduceStridedOp", _all_reduce),
-        "ReplicatedAllReduceStridedInplaceOp": _StridedCollective("ReplicatedAllReduceStridedInplaceOp",
-                                                                  _all_reduce_inplace)},
-    "replicated_all_reduce_TP_binding": {
-        "ReplicatedAllReduceTPOp": _StridedCollective("ReplicatedAllReduceTPOp", _tensor_parallel_all_reduce)},
-    ROTARY: {"RotaryPosEmbedOp": _RotaryBinding(halves=False)},
-    "layer_norm_distributed_binding": {"LayerNormDistributedOp": _LayerNormDistributedBinding()},
-    "crossentropysharded_binding": {"CrossEntropyShardedOp": _CrossEntropyShardedBinding()},
-    "grad_reduce_square_add_binding": {"GradReduceSquareAddOp": _GradReduceSquareAddBinding()},
-    "group_quantize_decompress_binding": {"GroupQuantizeDecompressOp": _GroupQuantizeDecompressBinding()},
+        "ReplicatedAllReduceStridedOp": _EmulatedOp(_all_reduce, 1),
+        "ReplicatedAllReduceStridedInplaceOp": _EmulatedOp(_all_reduce_inplace, 1)},
+    "replicated_all_reduce_TP_binding": {"ReplicatedAllReduceTPOp": _EmulatedOp(_tensor_parallel_all_reduce, 1)},
+    ROTARY: {"RotaryPosEmbedOp": _EmulatedOp(_rotary(halves=False), 3)},
+    "layer_norm_distributed_binding": {"LayerNormDistributedOp": _EmulatedOp(_layer_norm_distributed, 3)},
+    "crossentropysharded_binding": {"CrossEntropyShardedOp": _EmulatedOp(_cross_entropy_sharded, 2)},
+    "grad_reduce_square_add_binding": {"GradReduceSquareAddOp": _EmulatedOp(_grad_reduce_square_add, 2)},
+    "group_quantize_decompress_binding": {"GroupQuantizeDecompressOp": _EmulatedOp(_group_quantize_decompress, 3)},
 }
+# Graphcore's applications carry their own copy of the rotary op, which rotates two halves.
+APPLICATIONS_ROTARY = {"RotaryPosEmbedOp": _EmulatedOp(_rotary(halves=True), 3)}
 
 
 class UnbuildableBinding(types.ModuleType):
@@ -219,7 +171,7 @@ def binding_module(name: str, source: Path) -> types.ModuleType:
         module.__file__ = str(source)
         bindings = EMULATED[short]
         if short == ROTARY and not name.startswith("popxl_addons."):
-            bindings = {"RotaryPosEmbedOp": _RotaryBinding(halves=True)}  # an application's copy of the op
+            bindings = APPLICATIONS_ROTARY
         for attribute, binding in bindings.items():
             setattr(module, attribute, binding)
         return module
