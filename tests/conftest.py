@@ -65,4 +65,4 @@ def _shared_state_unit(module: str) -> str:
     return module
 
 
-_BROWSER_MODULES = sorted(path.name for path in (HERE / "extension").glob("test_browser*.py"))
+_BROWSER_MODULES = sorted(path.name for path in (HERE / "extension").glob("test_*browser*.py"))

@@ -58,8 +58,9 @@ def test_serialized_ir_lists_each_graphs_ops_with_popart_names(separate, state):
     assert {p + w for p in state for w in model.weights} <= names
     assert popart.reservedAcclToUpdatePrefix() == "AcclIntoUpdate___"
     assert list(document) == ["maingraph"]  # the forward pass and its gradient listed in it, as PopART does
-    assert not any(op["type"] == "host_load" for op in main)  # host transfers: only with useHostCopyOps
-    matmul = next(op for op in main if op["type"] == "matmul")
+    assert not any(op["type"] == "HostLoad" for op in main)  # host transfers: only with useHostCopyOps
+    assert {"Relu", "ReluGrad", "Accumulate"} <= {op["type"] for op in main}  # PopART's op types
+    matmul = next(op for op in main if op["type"] == "MatMul")
     assert matmul["inputs"][0] == {"name": model.x, "shape": "[4 6]", "type": "FLOAT", "index": 0}
     with pytest.raises(TypeError, match="IrSerializationFormat"):
         training._serializeIr("JSON")

@@ -1,5 +1,5 @@
 """``session._serializeIr(popart.IrSerializationFormat.JSON)``: the session's program in PopART's JSON
-layout, one list of ops per graph, each op with its type, name, inputs (name, shape, type, index),
+layout, one list of ops per graph, each op with its type (PopART's: ``MatMul``, ``ReduceSumSquare``), name, inputs (name, shape, type, index),
 outputs (name, index) and attributes; with virtual graphs on, the attributes name each op's IPU as
 ``__ipu_number``. As in PopART, the main graph is keyed by the name the model's graph was given
 (``Builder.setGraphName``), else ``maingraph``; the graphs a session builds for itself (a training
@@ -16,6 +16,8 @@ import numpy as np
 from workbench.ir import Graph, Ir, Op
 from workbench.onnx import dtypes
 from workbench.ops.registry import op_def
+
+from ._internal.ir.names import op_type_of
 
 
 IPU_ATTRIBUTE = "__ipu_number"
@@ -77,7 +79,7 @@ def _op(op: Op, virtual_graphs: bool) -> dict:
     attributes = {k: _attribute(v) for k, v in op.attrs.items() if _attribute(v) is not None}
     if virtual_graphs:
         attributes[IPU_ATTRIBUTE] = op.ipu
-    return {"type": op.type, "name": op.name,
+    return {"type": op_type_of(op_def(op.type).popart_class), "name": op.name,
             "inputs": [{"name": t.name, "shape": _shape(t.shape), "type": _type(t.dtype), "index": i}
                        for i, t in enumerate(op.inputs)],
             "outputs": [{"name": t.name, "index": i} for i, t in enumerate(op.outputs)],

@@ -144,16 +144,29 @@ def _nonzero(value: Factor) -> bool:
     return isinstance(value, Tensor) or value != 0.0
 
 
-def update(optimizer: Optimizer, w: Tensor, a: Tensor, state: dict[str, Tensor],
+def update_input(optimizer: Optimizer, w: Tensor, a: Tensor, scalar: Callable[[str], Factor]) -> Tensor:
+    """What the update of weight ``w`` reads of the loss-scaled gradient ``a``, and what gradient clipping
+    scales (PopART clips the input of the weight update): ``a`` itself, except for the Adam family, whose
+    ``s = a / (ls*af)`` (plus ``wd*w`` with L2 regularisation) is emitted here."""
+    if not isinstance(optimizer, Adam):
+        return a
+    s = _times(a, scalar("gradientScale"))
+    wd = scalar("weightDecay")
+    if optimizer.weightDecayMode is WeightDecayMode.L2Regularization and _nonzero(wd):
+        ops.var_updates.accumulate_(s, w, wd)
+    return s
+
+
+def update(optimizer: Optimizer, w: Tensor, x: Tensor, state: dict[str, Tensor],
            scalar: Callable[[str], Factor]) -> None:
-    """Emit the update of weight ``w`` from the loss-scaled gradient ``a`` (see the module docstring);
+    """Emit the update of weight ``w`` from ``x``, what ``update_input`` gave (see the module docstring);
     ``state`` holds the weight's state tensors by reserved name, ``scalar(name)`` a compound scalar."""
     if isinstance(optimizer, SGD):
-        _sgd(optimizer, w, a, state, scalar)
+        _sgd(optimizer, w, x, state, scalar)
     elif isinstance(optimizer, Adaptive):
-        _adaptive(optimizer, w, a, state, scalar)
+        _adaptive(optimizer, w, x, state, scalar)
     else:
-        _adam(optimizer, w, a, state, scalar)
+        _adam(optimizer, w, x, state, scalar)
 
 
 def _sgd(optimizer: SGD, w: Tensor, a: Tensor, state: dict[str, Tensor], scalar) -> None:
@@ -210,14 +223,11 @@ def _times(t: Tensor, factor: Factor) -> Tensor:
     return ops.mul(t, factor)
 
 
-def _adam(optimizer: Adam, w: Tensor, a: Tensor, state: dict[str, Tensor], scalar) -> None:
+def _adam(optimizer: Adam, w: Tensor, s: Tensor, state: dict[str, Tensor], scalar) -> None:
     mode, decay = optimizer.mode, optimizer.weightDecayMode
     first, second = state[FIRST_MOMENT + w.name], state[SECOND_MOMENT + w.name]
     step = state.get(STEP + w.name)
     wd = scalar("weightDecay")
-    s = _times(a, scalar("gradientScale"))
-    if decay is WeightDecayMode.L2Regularization and _nonzero(wd):
-        ops.var_updates.accumulate_(s, w, wd)
     ops.var_updates.accumulate_moving_average_(first, s, scalar("beta1"))
     decoupled = decay is WeightDecayMode.Decay and _nonzero(wd)
     weight_args = {"weight": w, "weight_decay": wd} if decoupled else {}

@@ -9,7 +9,7 @@ numbers in the program, the others scalar variables that ``updateOptimizerFromHo
 from __future__ import annotations
 
 import enum
-from typing import Any, Mapping, Optional, Union
+from typing import Any, Mapping, Optional, Sequence, Union
 
 from .errors import popart_exception
 from .tensorinfo import DataType
@@ -76,6 +76,58 @@ class WeightDecayMode(enum.Enum):
     L2Regularization = 1
 
 
+class ClipNormSettings:
+    """Gradient clipping by global norm: before the optimiser step, the gradients of ``weightIds`` (or of
+    every weight) are scaled by ``maxNorm / max(maxNorm, their global norm)``, the global norm being the
+    square root of the sum of their squares (``gradient_clipping`` adds the ops)."""
+
+    class Mode(enum.Enum):
+        ClipSpecifiedWeights = 0
+        ClipAllWeights = 1
+
+    def __init__(self, weightIds: Sequence[str], maxNorm: float):
+        self.weightIds = list(weightIds)
+        self.maxNorm = float(maxNorm)
+        self._mode = ClipNormSettings.Mode.ClipSpecifiedWeights
+
+    @staticmethod
+    def clipWeights(weightIds: Sequence[str], maxNorm: float) -> "ClipNormSettings":
+        return ClipNormSettings(weightIds, maxNorm)
+
+    @staticmethod
+    def clipAllWeights(maxNorm: float) -> "ClipNormSettings":
+        settings = ClipNormSettings([], maxNorm)
+        settings._mode = ClipNormSettings.Mode.ClipAllWeights
+        return settings
+
+    def getWeightIds(self) -> list[str]:
+        return self.weightIds
+
+    def getMaxNorm(self) -> float:
+        return self.maxNorm
+
+    def getMode(self) -> "ClipNormSettings.Mode":
+        return self._mode
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ClipNormSettings) and \
+            (self.weightIds, self.maxNorm, self._mode) == (other.weightIds, other.maxNorm, other._mode)
+
+    def __repr__(self) -> str:
+        clipped = "all weights" if self._mode is ClipNormSettings.Mode.ClipAllWeights else self.weightIds
+        return f"ClipNormSettings({clipped}, maxNorm={self.maxNorm})"
+
+
+def checked_clip_norm_settings(settings: Any, optimizer: str) -> tuple[ClipNormSettings, ...]:
+    """The optimiser's ``clip_norm_settings``, checked: a list of ``popart.ClipNormSettings``."""
+    settings = tuple(settings or ())
+    for entry in settings:
+        if not isinstance(entry, ClipNormSettings):
+            raise TypeError(f"{optimizer}: clip_norm_settings must be a list of popart.ClipNormSettings "
+                            f"(ClipNormSettings.clipWeights(ids, maxNorm) or clipAllWeights(maxNorm)), got {entry!r}")
+    return settings
+
+
 class Optimizer:
     """Hyperparameters by name: defaults (``default<Name>`` keys), per-weight values
     (``insertSpecific``), and the loss scaling shared by all weights."""
@@ -85,6 +137,7 @@ class Optimizer:
     _NON_NEGATIVE: tuple[tuple[str, str], ...] = ()  # (value, its name in PopART's message)
     _POSITIVE: tuple[tuple[str, str], ...] = ()
     debugContext: Any = ""  # the name (or popart.DebugContext) its ops' debug records come under
+    clipNormSettings: tuple[ClipNormSettings, ...] = ()  # gradient clipping (SGD and Adam)
 
     def __init__(self, params: Optional[Mapping[str, Any]] = None):
         params = dict(params or {})
@@ -180,8 +233,7 @@ class SGD(Optimizer):
             if isinstance(value, bool):
                 params["defaultNesterov"] = (float(value), True)
         super().__init__(params)
-        if list(clip_norm_settings):
-            raise popart_exception("SGD: clip norm settings are not supported by the workbench")
+        self.clipNormSettings = checked_clip_norm_settings(clip_norm_settings, "SGD")
         self.accumulatorAndMomentum = accumulatorAndMomentum
         self.debugContext = debugContext
 
@@ -224,8 +276,7 @@ class Adam(Optimizer):
             raise TypeError(f"Adam: mode must be a popart.AdamMode, got {mode!r}")
         if not isinstance(weight_decay_mode, WeightDecayMode):
             raise TypeError(f"Adam: weight_decay_mode must be a popart.WeightDecayMode, got {weight_decay_mode!r}")
-        if list(clip_norm_settings):
-            raise popart_exception("Adam: clip norm settings are not supported by the workbench")
+        self.clipNormSettings = checked_clip_norm_settings(clip_norm_settings, "Adam")
         self.mode = mode
         self.weightDecayMode = weight_decay_mode
         self.debugContext = debugContext

@@ -16,6 +16,7 @@ from workbench.runtime.state.host_memory import require_host_memory
 from .dataflow import DataFlow
 from .errors import popart_exception
 from .node_attributes import IPU, RECOMPUTE
+from .option_records import AccumulateOuterFragmentSchedule
 from .options import RecomputationType, RecomputeType, SessionOptions, VirtualGraphMode
 
 # Loading holds about three copies of the weights at its peak: the parsed model, the builder's weights
@@ -135,6 +136,15 @@ def check_virtual_graph_annotations(options: SessionOptions, builder: GraphBuild
         raise popart_exception("Either all Ops must have their virtual graph ids set, or none must. Op count per "
                                "virtual graph id\n" + "\n".join(lines) + "\nOps with no virtual graph id :  \n"
                                + "\n".join(unset))
+
+
+def check_gradient_clipping(options: SessionOptions, optimizer: Any) -> None:
+    """Gradient clipping with pipelining needs the accumulate outer fragment scheduled other than serially."""
+    if optimizer.clipNormSettings and options.enablePipelining and \
+            options.accumulateOuterFragmentSettings.schedule is AccumulateOuterFragmentSchedule.Serial:
+        raise popart_exception("Incompatible accumulateOuterFragmentSchedule used with gradient clipping, "
+                               "SessionOptions::accumulateOuterFragmentSettings.schedule can not be set to "
+                               "AccumulateOuterFragmentSchedule::Serial")
 
 
 def check_recomputation(options: SessionOptions, builder: GraphBuilder) -> None:

@@ -72,6 +72,7 @@ class TrainingSession(_Session):
     def _check_pipelining(self) -> None:
         session_checks.check_pipelining(self._options, self._builder, self._data_flow, self._loss)
         session_checks.check_recomputation(self._options, self._builder)
+        session_checks.check_gradient_clipping(self._options, self._optimizer)
 
     def _check_anchors(self) -> None:
         if isinstance(self._loss, loss_nodes.Loss):

@@ -10,8 +10,9 @@ repeats the step ``batchesPerStep`` times, or is the step when that is 1, as a p
 """
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
-from typing import Mapping, Optional, Union
+from typing import Callable, Iterator, Mapping, Optional, Union, cast
 
 import numpy as np
 
@@ -31,6 +32,7 @@ from workbench.transforms.grad_graph_info import GradGraphInfo
 
 from . import optimizer_steps as steps
 from . import pipeline
+from .gradient_clipping import clip_by_norms
 from .optimizers import Optimizer
 from .reserved import PREFIXES
 
@@ -124,7 +126,7 @@ class _Builder:
         lowering = self.lowering
         lowering.plan_homes()
         self.weights = lowering.weights_in_main()
-        self.trainable = [name for name, var in self.weights.items() if is_float(var)]
+        self.trainable: list[str] = [name for name, var in self.weights.items() if is_float(var)]
         self.fwd = fwd = self.ir.create_empty_graph("forward")
         with fwd:
             for name, var in self.weights.items():
@@ -262,26 +264,7 @@ class _Builder:
             grads = {name: frame.get(self.state[steps.ACCUMULATOR + name], True) for name in self.trainable}
         else:
             grads = self.micro_batch(frame)
-        for name in self.trainable:
-            weight = frame.get(self.weights[name], True)
-            gradient = _to_ipu(grads[name], weight.ipu)
-            grouping = self.weights[name].replica_grouping  # the replicas sharing this weight (VariableSettings)
-            if grouping.group_size > 1:
-                gradient = ops.collectives.replicated_all_reduce(gradient, op="add", group=grouping)
-            state = {s: frame.get(self.state[s], True) for s in steps.state_names(self.optimizer, name)}
-            values = self.scalar_values[name]
-
-            def scalar(key: str, values=values, weight=weight):
-                value = values[key]
-                return self.lowering.on_ipu(frame.get(value), weight.ipu) if isinstance(value, Tensor) else value
-            with ipu(weight.ipu):
-                graph = get_current_graph()
-                before = len(graph.ops)
-                steps.update(self.optimizer, weight, gradient, state, scalar)
-                for op in graph.ops[before:]:  # the debug records of these ops come under the optimizer's
-                    op.meta["optimizer_update"] = (_context_name(self.optimizer.debugContext), name)
-                if settings.accumulation_factor > 1:
-                    ops.var_updates.accumulator_zero_(grads[name])
+        self.update_weights(frame, grads)
         for anchor in self.anchors:
             if self._reserved(anchor) and anchor.startswith(UPDATED):
                 updated = anchor[len(UPDATED):]
@@ -294,6 +277,52 @@ class _Builder:
                 if self._anchored_after_update(name):
                     self.store(name, frame.get(self.weights[name], True), frame)
             self.store_state(frame)
+
+    def update_weights(self, frame: _Frame, grads: dict[str, Tensor]) -> None:
+        """The optimiser's step for every trainable weight from its gradient in ``grads``: reduced over the
+        replicas that share the weight, clipped by norm where the optimiser says so, then applied."""
+        weights: dict[str, Tensor] = {}
+        scalars: dict[str, Callable[[str], steps.Factor]] = {}
+        inputs: dict[str, Tensor] = {}
+        for name in self.trainable:
+            weight = weights[name] = frame.get(self.weights[name], True)
+            gradient = _to_ipu(grads[name], weight.ipu)
+            grouping = self.weights[name].replica_grouping  # the replicas sharing this weight (VariableSettings)
+            if grouping.group_size > 1:
+                gradient = ops.collectives.replicated_all_reduce(gradient, op="add", group=grouping)
+            scalars[name] = self._scalar_reader(frame, name, weight.ipu)
+            with self._optimizer_ops(name, weight.ipu):
+                inputs[name] = steps.update_input(self.optimizer, weight, gradient, scalars[name])
+        if self.optimizer.clipNormSettings:
+            inputs = clip_by_norms(self.optimizer.clipNormSettings, inputs)
+        for name in self.trainable:
+            state = {s: frame.get(self.state[s], True) for s in steps.state_names(self.optimizer, name)}
+            with self._optimizer_ops(name, weights[name].ipu):
+                steps.update(self.optimizer, weights[name], inputs[name], state, scalars[name])
+            if self.settings.accumulation_factor > 1:
+                with ipu(weights[name].ipu):
+                    ops.var_updates.accumulator_zero_(grads[name])
+
+    def _scalar_reader(self, frame: _Frame, weight: str, on_ipu: int) -> Callable[[str], steps.Factor]:
+        """The compound scalars of ``weight``'s update by name: numbers, or their variables on ``on_ipu``."""
+        values = self.scalar_values[weight]
+
+        def scalar(key: str) -> steps.Factor:
+            value = values[key]
+            if isinstance(value, Tensor):
+                return self.lowering.on_ipu(frame.get(value), on_ipu)
+            return cast(float, value)
+        return scalar
+
+    @contextlib.contextmanager
+    def _optimizer_ops(self, weight: str, on_ipu: int) -> Iterator[None]:
+        """Ops added meanwhile go on IPU ``on_ipu``, their debug records under the optimizer's, for ``weight``."""
+        with ipu(on_ipu):
+            graph = get_current_graph()
+            before = len(graph.ops)
+            yield
+            for op in graph.ops[before:]:
+                op.meta["optimizer_update"] = (_context_name(self.optimizer.debugContext), weight)
 
     def _anchored_after_update(self, name: str) -> bool:
         """An anchored trainable weight is read at the end of its step, as PopART copies it: after the
