@@ -11,7 +11,18 @@ def test_print_tensor_returns_its_input_and_prints_at_run_time(capsys):
     x = np.array([[1.5, 2.0], [3.0, -4.25]], np.float32)
     out = run_op(lambda t: ops.print_tensor(t, "x") * 2, x)
     np.testing.assert_array_equal(out, x * 2)
-    assert capsys.readouterr().err == f"x: {np.array2string(x, precision=8, separator=' ')}\n"
+    assert capsys.readouterr().err == "x: [[1.5000000 2.0000000]\n [3.0000000 -4.2500000]]\n"  # Poplar's 'auto'
+
+
+@pytest.mark.parametrize("values, text", [
+    ([0.1, 0.4], "[0.1000000 0.4000000]"),  # 8 significant digits
+    ([123.5, 2.0], "[123.50000 2.00000]"),  # as many as the largest leaves
+    ([1e-6, 1.0], "[1.0000000e-06 1.0000000e+00]"),  # magnitudes fixed point would not show
+    ([0.0, 0.0], "[0.0000000 0.0000000]"),
+])
+def test_auto_float_format_gives_digits_significant_digits_as_poplar_prints(capsys, values, text):
+    run_op(lambda t: ops.print_tensor(t, "t"), np.array(values, np.float32))
+    assert capsys.readouterr().err == f"t: {text}\n"
 
 
 def test_nothing_is_printed_while_building(capsys):
@@ -68,4 +79,4 @@ def test_the_gradient_passes_through_and_is_printed_when_asked(capsys, print_gra
         np.testing.assert_array_equal(session.run()[stream], [3.0, 6.0])
     printed = capsys.readouterr()
     assert printed.out == ""
-    assert printed.err == ("x_gradient: [3. 6.]\n" if print_gradient else "")
+    assert printed.err == ("x_gradient: [3.0000000 6.0000000]\n" if print_gradient else "")

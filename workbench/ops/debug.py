@@ -18,14 +18,29 @@ FloatFormat = Literal["auto", "fixed", "scientific", "none"]
 _FLOAT_FORMATS = ("auto", "fixed", "scientific", "none")
 
 
-def _formatter(float_format: str, digits: int):
+def _formatter(float_format: str, digits: int, t: np.ndarray):
     if float_format == "fixed":
         return {"float_kind": lambda x: f"{x:.{digits}f}"}
     if float_format == "scientific":
         return {"float_kind": lambda x: f"{x:.{digits}e}"}
     if float_format == "none":
         return {"float_kind": repr}
-    return None
+    return _auto_formatter(digits, t)
+
+
+def _auto_formatter(digits: int, t: np.ndarray):
+    """Poplar's 'auto': ``digits`` significant digits in fixed point (``1.0000000`` for 8), every element with
+    the decimals the largest leaves; scientific notation where the magnitudes would not read well in fixed
+    point (below 1e-4 or from 1e8 on, as NumPy decides)."""
+    if not np.issubdtype(t.dtype, np.floating):
+        return None
+    finite = np.abs(t[np.isfinite(t)]).astype(np.float64)
+    nonzero = finite[finite > 0]
+    if nonzero.size and (nonzero.max() >= 1e8 or nonzero.min() < 1e-4):
+        return {"float_kind": lambda x: f"{x:.{max(digits - 1, 0)}e}"}
+    whole_digits = len(str(int(nonzero.max()))) if nonzero.size else 1
+    decimals = max(digits - whole_digits, 0)
+    return {"float_kind": lambda x: f"{x:.{decimals}f}"}
 
 
 def _print_kernel(op, env):
@@ -35,9 +50,9 @@ def _print_kernel(op, env):
         return lambda t: t
     title, options = attrs["title"], attrs["format"]
     open_bracket, close_bracket = options["open_bracket"], options["close_bracket"]
-    formatter = _formatter(options["float_format"], options["digits"])
 
     def show(t):
+        formatter = _formatter(options["float_format"], options["digits"], t)
         text = np.array2string(t, max_line_width=options["max_line_width"], precision=options["digits"],
                                separator=options["separator"], threshold=options["summarise_threshold"],
                                edgeitems=options["edge_items"], formatter=formatter)
@@ -70,9 +85,10 @@ def print_tensor(t: Tensor, title: Optional[str] = None, print_self: bool = True
     """Return ``t`` unchanged and print ``title: values`` to stderr each time the op runs (``title``
     defaults to ``print_`` + the tensor's name). Use the result, as popxl prunes unused ops.
 
-    ``summarise_threshold``, ``edge_items``, ``max_line_width``, ``digits`` and ``separator`` mean
-    what NumPy's ``array2string`` options do; ``float_format`` is 'auto', 'fixed', 'scientific' or
-    'none'. The gradient passes through; with ``print_gradient`` it is printed too.
+    ``summarise_threshold``, ``edge_items``, ``max_line_width`` and ``separator`` mean what NumPy's
+    ``array2string`` options do; ``float_format`` is 'auto' (``digits`` significant digits, in fixed point
+    unless the magnitudes call for scientific notation, as Poplar prints), 'fixed' or 'scientific' (``digits``
+    decimals) or 'none'. The gradient passes through; with ``print_gradient`` it is printed too.
     """
     expect_tensors("print_tensor", t=t)
     if float_format not in _FLOAT_FORMATS:
