@@ -99,3 +99,30 @@ def test_weights_per_replica_reduce_their_gradients_over_their_group_only():
     out = {w: np.zeros((2, 2), np.float32)}
     training.readWeights(popart.PyWeightsIO(out))
     np.testing.assert_allclose(out[w], 1 - 0.5 * xs, **TOL)  # each replica moved by its own gradient
+
+
+def test_replicated_weights_on_a_second_ipu_reduce_their_gradients_there():
+    """Two replicas of a model split over two IPUs: the weight on IPU 1 has its gradient summed over the
+    replicas on IPU 1."""
+    builder = popart.Builder()
+    x = builder.addInputTensor(popart.TensorInfo("FLOAT", [2]), "x")
+    w0 = builder.addInitializedInputTensor(np.ones(2, np.float32), "w0")
+    w1 = builder.addInitializedInputTensor(np.full(2, 2.0, np.float32), "w1")
+    with builder.virtualGraph(0):
+        h = builder.aiOnnx.mul([x, w0])
+    with builder.virtualGraph(1):
+        loss = builder.aiGraphcore.identityloss([builder.aiOnnx.mul([h, w1])], popart.ReductionType.Sum)
+    opts = popart.SessionOptions()
+    opts.enableReplicatedGraphs, opts.replicatedGraphCount = True, 2
+    opts.virtualGraphMode = popart.VirtualGraphMode.Manual
+    training = popart.TrainingSession(builder.getModelProto(), popart.DataFlow(1, []), loss, popart.ConstSGD(0.5),
+                                      popart.DeviceManager().createIpuModelDevice({"numIPUs": 4}), userOptions=opts)
+    training.prepareDevice()
+    training.weightsFromHost()
+    xs = np.array([[1.0, 2.0], [3.0, 4.0]], np.float32)  # one row per replica
+    training.run(popart.PyStepIO({x: xs}, {}))
+    training.weightsToHost()
+    out = {w0: np.zeros(2, np.float32), w1: np.zeros(2, np.float32)}
+    training.readWeights(popart.PyWeightsIO(out))
+    np.testing.assert_allclose(out[w0], 1 - 0.5 * (xs * 2.0).sum(0), **TOL)  # d/dw0 of x*w0*w1, summed
+    np.testing.assert_allclose(out[w1], 2 - 0.5 * xs.sum(0), **TOL)

@@ -289,7 +289,8 @@ class _Builder:
             gradient = _to_ipu(grads[name], weight.ipu)
             grouping = self.weights[name].replica_grouping  # the replicas sharing this weight (VariableSettings)
             if grouping.group_size > 1:
-                gradient = ops.collectives.replicated_all_reduce(gradient, op="add", group=grouping)
+                with ipu(weight.ipu):
+                    gradient = ops.collectives.replicated_all_reduce(gradient, op="add", group=grouping)
             scalars[name] = self._scalar_reader(frame, name, weight.ipu)
             with self._optimizer_ops(name, weight.ipu):
                 inputs[name] = steps.update_input(self.optimizer, weight, gradient, scalars[name])
