@@ -92,12 +92,15 @@ def train() -> None:
 def broadcast() -> None:
     """Each instance draws its initial weights from its own seed; with ``broadcast`` instance 0's are
     sent to every instance. Prints the host copy of the weights and the first step's probabilities
-    (every replica is fed the same batch)."""
+    (every replica is fed the same batch). With a third argument ``plain`` each instance's session is one
+    of its own (one replica, no popdist options), as a script may broadcast the weights of one."""
     proto, x, label, probs, loss = mlp(seed=popdist.getInstanceIndex())
-    opts = options()
+    plain = sys.argv[3:] == ["plain"]
+    opts = popart.SessionOptions() if plain else options()
     flow = popart.DataFlow(1, {probs: popart.AnchorReturnType("ALL")})
     session = popart.TrainingSession(fnModel=proto, dataFlow=flow, loss=loss, optimizer=popart.ConstSGD(0.1),
-                                     deviceInfo=device(opts), userOptions=opts)
+                                     deviceInfo=popart.DeviceManager().createCpuDevice() if plain else device(opts),
+                                     userOptions=opts)
     session.prepareDevice()
     session.weightsFromHost()
     if sys.argv[2] == "broadcast":
@@ -107,8 +110,9 @@ def broadcast() -> None:
     replicas = session.replicationFactor
     xs = np.random.default_rng(1).normal(size=(BATCH, INPUTS)).astype(np.float32)
     anchors = session.initAnchorArrays()
-    session.run(popart.PyStepIO({x: np.stack([xs] * replicas), label: np.zeros((replicas, BATCH), np.int32)},
-                                anchors))
+    batch = (np.stack([xs] * replicas), np.zeros((replicas, BATCH), np.int32)) if replicas > 1 else \
+        (xs, np.zeros(BATCH, np.int32))
+    session.run(popart.PyStepIO({x: batch[0], label: batch[1]}, anchors))
     say("host weights of seed", seed)
     say("probabilities", digest([anchors[probs][0]]))
 

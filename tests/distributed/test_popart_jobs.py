@@ -30,6 +30,14 @@ def test_broadcast_weights_gives_every_instance_those_of_the_root():
     assert sent["probabilities"] < kept["probabilities"]  # instance 0's own first step, in both runs
 
 
+def test_broadcast_weights_reaches_the_instances_of_the_job_from_sessions_of_their_own():
+    """Sessions without popdist's options (one replica each) still broadcast over the job poprun started."""
+    sent = results(run([*poprun_command(2, 2), sys.executable, JOB, "broadcast", "broadcast", "plain"]), 2, LINE)
+    assert sent["host weights of seed"] == {"0"} and len(sent["probabilities"]) == 1
+    kept = results(run([*poprun_command(2, 2), sys.executable, JOB, "broadcast", "own", "plain"]), 2, LINE)
+    assert kept["host weights of seed"] == {"0", "1"} and len(kept["probabilities"]) == 2
+
+
 def test_instance_0_writes_the_report_of_the_job_and_its_values_once_every_instance_copied_them(tmp_path):
     started = time.monotonic()
     done = run([*poprun_command(2, 4), sys.executable, JOB, "report", str(tmp_path)])

@@ -23,7 +23,7 @@ from typing import Any, Optional, Union
 import numpy as np
 import onnx
 
-from workbench.ir.popdist_settings import PopdistSettings
+from workbench.ir.popdist_settings import PopdistSettings, PopdistSettingsError, read_settings
 from workbench.onnx import dtypes
 from workbench.onnx.lowering import LoweringError, check_op_versions, lower_model
 from workbench.onnx.loading import check_input_shapes
@@ -91,8 +91,10 @@ class _Session(SessionWeights, SessionReports):
             raise popart_exception(str(error)) from None
         check_exclusions(self._builder.nodes)
         self._external = dict(self._builder.external)  # weights (and state) stored in external data files
-        several = isinstance(self._replicas, PopdistSettings) and self._replicas.num_instances > 1
-        self._job_link = JobLink(self._replicas) if several else None
+        # broadcastWeights reaches the other instances of a job this process was launched in (as PopART's, through
+        # popdist), whether or not the session's replicas span the job.
+        job = self._replicas if isinstance(self._replicas, PopdistSettings) else launched_job()
+        self._job_link = JobLink(job) if job is not None and job.num_instances > 1 else None
         self._check_accumulation()
         self._check_anchors()
         self._check_pipelining()
@@ -402,6 +404,14 @@ def _draw(rng: np.random.Generator, shape: tuple, dtype: np.dtype, mode: Synthet
         limits = np.iinfo(dtype)
         return rng.integers(limits.min, limits.max, shape, dtype=dtype, endpoint=True)
     return rng.uniform(-1, 1, shape).astype(dtype)
+
+
+def launched_job() -> Optional[PopdistSettings]:
+    """The job this process was launched in by poprun or an MPI launcher (None: none, or not a consistent one)."""
+    try:
+        return read_settings()
+    except PopdistSettingsError:
+        return None
 
 
 def _total(replicas: Union[int, PopdistSettings]) -> int:
