@@ -225,6 +225,7 @@ class _Session(SessionWeights, SessionReports):
     def prepareDevice(self, loadEngine: bool = True) -> None:
         """Compile the program for the device and, with ``loadEngine``, attach to it."""
         if self._runtime is None:
+            session_checks.check_engine_options(self._options)
             session_checks.check_virtual_graphs(self._lowered.ir, max(1, self._device_info.numIpus // self._replication))
             try:
                 self._runtime = RuntimeSession(self._lowered.ir, self._device_info.workbench_device())

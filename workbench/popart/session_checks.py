@@ -14,7 +14,7 @@ from workbench.runtime.options import default_run_options
 from workbench.runtime.state.host_memory import require_host_memory
 
 from .dataflow import DataFlow
-from .errors import popart_exception
+from .errors import poplar_exception, popart_exception
 from .node_attributes import IPU, RECOMPUTE
 from .option_records import AccumulateOuterFragmentSchedule
 from .options import RecomputationType, RecomputeType, SessionOptions, VirtualGraphMode
@@ -136,6 +136,18 @@ def check_virtual_graph_annotations(options: SessionOptions, builder: GraphBuild
         raise popart_exception("Either all Ops must have their virtual graph ids set, or none must. Op count per "
                                "virtual graph id\n" + "\n".join(lines) + "\nOps with no virtual graph id :  \n"
                                + "\n".join(unset))
+
+
+# The families of Poplar's engine options; a name in none of them is refused as Poplar refuses it.
+ENGINE_OPTION_FAMILIES = ("autoReport.", "debug.", "opt.", "target.", "exchange.", "profiler.", "streamCallbacks.")
+
+
+def check_engine_options(options: SessionOptions) -> None:
+    """Every engine option must be one of Poplar's: a name outside their families is a typo."""
+    for name in options.engineOptions:
+        if not str(name).startswith(ENGINE_OPTION_FAMILIES):
+            raise poplar_exception(f"engineOptions: '{name}' is not a Poplar engine option (their names start with "
+                                   f"{', '.join(ENGINE_OPTION_FAMILIES)}). Unrecognised option '{name}'")
 
 
 def check_gradient_clipping(options: SessionOptions, optimizer: Any) -> None:
