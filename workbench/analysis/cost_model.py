@@ -247,7 +247,8 @@ COSTS: dict[str, CostRule] = {
     **dict.fromkeys(("round", "minimum", "leaky_relu", "thresholded_relu", "hard_sigmoid"), elementwise(1)),
     **dict.fromkeys(("reciprocal", "softsign"), elementwise(4)),
     **dict.fromkeys(("sigmoid", "erf", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh",
-                     "softplus", "elu", "selu"), elementwise(8)),
+                     "softplus", "elu", "selu", "log1p", "expm1", "atan2"), elementwise(8)),
+    "bucketize": elementwise(8),  # a binary search of the boundaries per element
     **dict.fromkeys(("lrn", "lrn_grad", "unary_derivative"), elementwise(8)),
     # Random numbers: a generator step per element (normal: two, and a transform).
     **dict.fromkeys(("random_uniform", "random_uniform_fill", "dropout", "shaped_dropout"), elementwise(4)),

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Callable, Mapping, Optional, Sequence
 
 import numpy as np
+import onnx
 import onnx.defs
 import onnx.reference  # noqa: F401  before our schemas: it refuses op names shared by two domains (Gelu)
 from onnx import helper
@@ -113,6 +114,36 @@ def _conv_flip_weights(inputs: Sequence[TensorType], attrs: Mapping) -> list[Ten
     return [TensorType(inputs[0].elem_type, (shape[1], shape[0], *shape[2:]))]
 
 
+def _median_attrs(attrs: Mapping) -> dict:
+    axes = attrs.get("axes")
+    return {"axis": None if axes is None else tuple(int(a) for a in axes), "keepdims": bool(attrs.get("keepdims", 1))}
+
+
+def _sort(inputs: Sequence[TensorType], attrs: Mapping) -> list[TensorType]:
+    """The values sorted along ``axis``, and their int32 positions in the input."""
+    shape = _known_shape(inputs[0])
+    axis = int(attrs.get("axis", -1))
+    if not -len(shape) <= axis < len(shape):
+        raise ValueError(f"Sort: axis {axis} is out of range for an input of rank {len(shape)}")
+    return [inputs[0], TensorType(onnx.TensorProto.INT32, shape)]
+
+
+def _shaped_dropout(inputs: Sequence[TensorType], attrs: Mapping) -> list[TensorType]:
+    """The input's type; the ratio must lie in [0, 1) and the mask's shape broadcast to the input's."""
+    ratio = float(attrs.get("ratio", 0.5))
+    if not 0.0 <= ratio < 1.0:
+        raise ValueError(f"ShapedDropout: ratio value {ratio:g} is not valid. Please use a value in the interval [0,1)")
+    shape, mask = _known_shape(inputs[0]), [int(d) for d in attrs.get("shape", [])]
+    try:
+        fits = np.broadcast_shapes(tuple(mask), tuple(shape)) == tuple(shape)
+    except ValueError:
+        fits = False
+    if not fits:
+        raise ValueError(f"ShapedDropout: incompatible input tensor and dropout shape. The dropout shape {mask} must "
+                         f"broadcast to the input's shape {list(shape)}")
+    return [inputs[0]]
+
+
 def _abort(inputs: Sequence[TensorType], attrs: Mapping) -> list[TensorType]:
     if inputs and inputs[0] is not None and inputs[0].shape is not None and int(np.prod(inputs[0].shape)) > 1:
         raise ValueError("Conditional abort op can only test a scalar tensor")
@@ -148,7 +179,12 @@ GRAPHCORE_RULES.update({
     "Call": _call,
     "L1": _loss, "Nll": _loss, "IdentityLoss": _loss,
     **dict.fromkeys(("Scale", "Gelu", "GeluErf", "Nop", "Detach", "Swish", "PrintTensor", "IncrementMod",
-                     "CheckpointOutput", "Square"), _same),
+                     "CheckpointOutput", "Square", "Log1p", "Expm1"), _same),
+    "ShapedDropout": _shaped_dropout,
+    "Atan2": _from_registry("atan2", lambda attrs: {}),
+    "Bucketize": _from_registry("bucketize", lambda attrs: {"right": bool(attrs.get("right", 0))}),
+    "ReduceMedian": _from_registry("median", _median_attrs),
+    "Sort": _sort,
     "Subsample": _subsample,
     "LSTM": _lstm,
     "CacheLoad": _same, "CacheStore": _no_outputs, "Abort": _abort,
@@ -176,6 +212,10 @@ ATTRIBUTES: dict[str, dict[str, onnx.defs.OpSchema.AttrType]] = {
     **dict.fromkeys(("DynamicSlice", "DynamicUpdate", "DynamicAdd", "DynamicZero"),
                     {"axes": _A.INTS, "sizes": _A.INTS, "noOverlap": _A.INT}),
     "IncrementMod": {"increment": _A.FLOAT, "modulus": _A.FLOAT},
+    "ReduceMedian": {"axes": _A.INTS, "keepdims": _A.INT},
+    "Bucketize": {"right": _A.INT},
+    "Sort": {"axis": _A.INT, "descending": _A.INT, "stable": _A.INT},
+    "ShapedDropout": {"shape": _A.INTS, "ratio": _A.FLOAT},
     "Init": {"shape": _A.INTS, "data_type": _A.INT, "tensor_type": _A.INT, "init_type": _A.INT, "batch_axis": _A.INT},
     "Call": {"callee": _A.GRAPH},
     **dict.fromkeys(("CacheLoad", "CacheStore"), {"bufferid": _A.INT}),

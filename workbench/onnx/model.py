@@ -130,9 +130,12 @@ class GraphBuilder:
                    {name: self.type(name) for name in inputs if name and self.has(name)}, self.opsets.get("", 11),
                    num_outputs)
         outputs = [self.unique(f"{prefix}{op_type}:{index}") for index in range(num_outputs)]
+        empty = [k for k, v in attributes.items() if isinstance(v, (list, tuple)) and not v]
         node = helper.make_node(op_type, list(inputs), outputs, name=self._unique_node_name(name),
                                 domain=domain if domain not in ("", "ai.onnx") else None,
-                                **{k: v for k, v in attributes.items() if v is not None})
+                                **{k: v for k, v in attributes.items() if v is not None and k not in empty})
+        # ONNX cannot tell the kind of an empty list: those given (axes, shapes) are lists of integers.
+        node.attribute.extend(helper.make_attribute(k, [], attr_type=onnx.AttributeProto.INTS) for k in empty)
         self._infer(node)
         self.nodes.append(node)
         for tensor_id in outputs:

@@ -11,7 +11,8 @@ import numpy as np
 from workbench.ir import Op, Tensor, TensorSpec, constant
 
 from .casting import cast
-from .elementwise import greater, logical_not, mul, sub
+from .elementwise import add, div, equal, greater, logical_not, mul, negate, sub
+from .elementwise_nary import where
 from .grad_blocks import reshape
 from .linalg import matmul
 from .registry import OpDef, apply, register
@@ -46,6 +47,8 @@ DERIVATIVES: dict[str, Callable[..., np.ndarray]] = {
     "thresholded_relu": lambda x, alpha=1.0: np.where(x > alpha, 1.0, 0.0),
     "reciprocal": lambda x: -1.0 / (x * x),
     "round": np.zeros_like,
+    "log1p": lambda x: 1.0 / (1.0 + x),
+    "expm1": np.exp,
 }
 
 
@@ -101,6 +104,17 @@ def minimum_grad(op: Op, grads, fwd):
     a, b = fwd(op.inputs[0]), fwd(op.inputs[1])
     first = cast(logical_not(greater(a, b)), grads[0].dtype)
     return [mul(grads[0], first), sub(grads[0], mul(grads[0], first))]
+
+
+def atan2_grad(op: Op, grads, fwd):
+    """d atan2(y, x) = (x dy - y dx) / (x^2 + y^2), and 0 at the origin (as PopART and PyTorch give)."""
+    y, x = fwd(op.inputs[0]), fwd(op.inputs[1])
+    squared = add(mul(x, x), mul(y, y))
+    zero = constant(np.zeros((), squared.dtype.as_numpy()), squared.dtype)
+    at_origin = equal(squared, zero)
+    scale = where(at_origin, zero, div(grads[0], where(at_origin, constant(np.ones((), squared.dtype.as_numpy()),
+                                                                           squared.dtype), squared)))
+    return [mul(scale, x), negate(mul(scale, y))]
 
 
 def _scatter_sum_kernel(op: Op, env) -> Callable:
@@ -166,7 +180,7 @@ def lrn_grad(op: Op, grads, fwd):
     return [apply("lrn_grad", fwd(op.inputs[0]), grads[0], **params)]
 
 
-GRADS = {"lrn": lrn_grad, "pad": pad_grad, "minimum": minimum_grad, "gather_elements": gather_grad("elements"),
+GRADS = {"lrn": lrn_grad, "pad": pad_grad, "minimum": minimum_grad, "atan2": atan2_grad, "gather_elements": gather_grad("elements"),
          "gather_nd": gather_grad("nd")}
 
 

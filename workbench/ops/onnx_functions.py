@@ -1,6 +1,7 @@
-"""Ops that ONNX has and popxl does not: more unary functions, the minimum of two tensors, pad,
-GatherElements, GatherND and local response normalisation. PopART programs lower onto them; they
-have no popxl front end. Half-precision inputs are computed in float32 and rounded back.
+"""Ops that ONNX or PopART's ai.graphcore domain have and popxl does not: more unary functions (log1p and
+expm1 among them), the minimum of two tensors, atan2, pad, GatherElements, GatherND, local response
+normalisation and bucketize. PopART programs lower onto them; they have no popxl front end. Half-precision
+inputs are computed in float32 and rounded back.
 """
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Callable
 
 import numpy as np
 
-from workbench.ir import Op, TensorSpec
+from workbench.ir import Op, TensorSpec, dtypes
 from .elementwise import binary_entries, like_input
 from .registry import OpDef, register
 from .onnx_function_grads import grad_rule
@@ -59,14 +60,14 @@ UNARY = {
     "sinh": np.sinh, "cosh": np.cosh, "asinh": np.arcsinh, "acosh": np.arccosh, "atanh": np.arctanh,
     "softsign": lambda x: x / (1.0 + np.abs(x)), "softplus": _softplus, "elu": _elu, "selu": _selu,
     "leaky_relu": _leaky_relu, "hard_sigmoid": _hard_sigmoid, "thresholded_relu": _thresholded_relu,
-    "reciprocal": lambda x: 1.0 / x, "round": np.round,
+    "reciprocal": lambda x: 1.0 / x, "round": np.round, "log1p": np.log1p, "expm1": np.expm1,
 }
 UNARY_POPART_CLASSES = {
     "sigmoid": "SigmoidOp", "erf": "ErfOp", "tan": "TanOp", "asin": "AsinOp", "acos": "AcosOp", "atan": "AtanOp",
     "sinh": "SinhOp", "cosh": "CoshOp", "asinh": "AsinhOp", "acosh": "AcoshOp", "atanh": "AtanhOp",
     "softsign": "SoftSignOp", "softplus": "SoftPlusOp", "elu": "EluOp", "selu": "SeluOp",
     "leaky_relu": "LeakyReluOp", "hard_sigmoid": "HardSigmoidOp", "thresholded_relu": "ThresholdedReluOp",
-    "reciprocal": "ReciprocalOp", "round": "RoundOp",
+    "reciprocal": "ReciprocalOp", "round": "RoundOp", "log1p": "Log1pOp", "expm1": "Expm1Op",
 }
 
 
@@ -132,11 +133,27 @@ def _lrn_kernel(op: Op, env):
     return lrn
 
 
+def _bucketize_infer(specs, attrs):
+    x, boundaries = specs
+    if len(boundaries.shape) != 1:
+        raise ValueError(f"bucketize: boundaries must be 1-D (sorted, increasing), got shape {boundaries.shape}")
+    return [TensorSpec(x.shape, dtypes.int32)]
+
+
+def _bucketize_kernel(op: Op, env):
+    """The index of each element's bucket among the sorted ``boundaries``: the count of boundaries below it
+    (``right``: at or below it)."""
+    side = "right" if op.attrs["right"] else "left"
+    return lambda x, boundaries: np.searchsorted(boundaries, x, side=side).astype(np.int32)
+
+
 def _register() -> None:
     for name, fn in UNARY.items():
         register(OpDef(name, like_input(name, "float"), _in_float32(fn), grad=grad_rule(name),
                        popart_class=UNARY_POPART_CLASSES[name]))
     binary_entries("minimum", np.minimum, grad=grad_rule("minimum"), popart_class="MinOp")
+    binary_entries("atan2", np.arctan2, allowed="float", grad=grad_rule("atan2"), popart_class="Atan2Op")
+    register(OpDef("bucketize", _bucketize_infer, _bucketize_kernel, popart_class="BucketizeOp"))
     register(OpDef("pad", _pad_infer, _pad_kernel, grad=grad_rule("pad"), popart_class="BasePadOutplaceOp"))
     for name, infer, kernel, popart_class in (
             ("gather_elements", _gather_elements_infer, _gather_elements_kernel, "GatherElementsOp"),

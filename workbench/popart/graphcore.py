@@ -81,8 +81,19 @@ _OPS: dict[str, tuple] = {
              lambda b: {"output_full_sequence": int(b["outputFullSequence"])}),
     "incrementmod": ("IncrementMod", [("increment", _P.empty), ("modulus", _P.empty)], 1,
                      lambda b: {"increment": float(b["increment"]), "modulus": float(b["modulus"])}),
+    "log1p": ("Log1p", [], 1, lambda b: {}),
+    "expm1": ("Expm1", [], 1, lambda b: {}),
+    "atan2": ("Atan2", [], 1, lambda b: {}),
+    "reducemedian": ("ReduceMedian", [("axes", None), ("keepdims", 1)], 2,
+                     lambda b: {**({} if b["axes"] is None else {"axes": [int(a) for a in b["axes"]]}),
+                                "keepdims": int(b["keepdims"])}),
+    "bucketize": ("Bucketize", [("right", 0)], 1, lambda b: {"right": int(b["right"])}),
+    "sort": ("Sort", [("axis", -1), ("descending", 0), ("stable", 0)], 2,
+             lambda b: {"axis": int(b["axis"]), "descending": int(b["descending"]), "stable": int(b["stable"])}),
+    "shapeddropout": ("ShapedDropout", [("shape", _P.empty), ("ratio", 0.5)], 1,
+                      lambda b: {"shape": [int(d) for d in b["shape"]], "ratio": float(b["ratio"])}),
 }
-_LIST_OUTPUTS = {"groupnormalization", "checkpointoutput", "lstm"}
+_LIST_OUTPUTS = {"groupnormalization", "checkpointoutput", "lstm", "reducemedian", "sort"}
 
 
 def _signature(params: list, with_args: bool = True) -> inspect.Signature:

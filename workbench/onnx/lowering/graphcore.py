@@ -1,20 +1,23 @@
 """Lowering rules of the ai.graphcore ops: losses, Scale, Subsample, Gelu, Swish, Nop, Detach,
 PrintTensor, GroupNormalization, Init, IncrementMod, DynamicSlice/Update/Add/Zero, CheckpointOutput, Square,
-ConvFlipWeights, Abort, ReplicatedAllReduce, ReplicatedReduceScatter, ScatterReduce."""
+ConvFlipWeights, Abort, ReplicatedAllReduce, ReplicatedReduceScatter, ScatterReduce, Log1p, Expm1, Atan2,
+ReduceMedian, Bucketize, Sort and ShapedDropout."""
 from __future__ import annotations
 
 import numpy as np
 
 from workbench import ops
-from workbench.ir import constant, get_current_graph
-from workbench.ops import abort, debug
+from workbench.ir import constant, dtypes as dtypes_, get_current_graph
+from workbench.ops import abort, debug, random_fill
 from workbench.ops.debug import FloatFormat
+from workbench.ops.registry import apply, apply_many
 
 from .. import dtypes, replica_settings
 from ..graphcore import COLLECTIVE_COMM_GROUP, COLLECTIVE_OPERATOR
 from ..shapes import GRAPHCORE
 from .indices import integer_indices
-from .table import NodeContext, lowers
+from .random import op_seed
+from .table import TRAINING, NodeContext, lowers
 
 
 def graphcore(op_type: str):
@@ -62,6 +65,54 @@ def _subsample(ctx: NodeContext):
 for _op_type, _fn in (("Gelu", ops.gelu), ("Swish", ops.swish), ("Nop", ops.identity), ("Detach", ops.detach),
                       ("CheckpointOutput", ops.identity), ("Square", lambda t: ops.mul(t, t))):
     graphcore(_op_type)(lambda ctx, _fn=_fn: [_fn(ctx.input(0))])
+
+
+for _op_type, _kernel in (("Log1p", "log1p"), ("Expm1", "expm1")):
+    graphcore(_op_type)(lambda ctx, _kernel=_kernel: [apply(_kernel, ctx.input(0))])
+
+
+@graphcore("Atan2")
+def _atan2(ctx: NodeContext):
+    return [apply("atan2", ctx.input(0), ctx.input(1))]
+
+
+@graphcore("ReduceMedian")
+def _reduce_median(ctx: NodeContext):
+    """The median over ``axes`` (every axis by default), the lower middle value for an even count, and its
+    int32 position among the reduced elements, those axes flattened in order."""
+    axes = ctx.attrs.get("axes")
+    return apply_many("median", ctx.input(0), axis=None if axes is None else tuple(int(a) for a in axes),
+                      keepdims=bool(int(ctx.attrs.get("keepdims", 1))))
+
+
+@graphcore("Bucketize")
+def _bucketize(ctx: NodeContext):
+    return [apply("bucketize", ctx.input(0), ctx.input(1), right=bool(int(ctx.attrs.get("right", 0))))]
+
+
+@graphcore("Sort")
+def _sort(ctx: NodeContext):
+    """Every element along ``axis`` in order (largest first with ``descending``) and its int32 position:
+    a top-k of the whole axis, whose ties keep the input's order (so ``stable`` holds either way)."""
+    x = ctx.input(0)
+    axis = int(ctx.attrs.get("axis", -1)) % x.rank
+    values, indices = ops.topk(x, x.shape[axis], axis, largest=bool(int(ctx.attrs.get("descending", 0))),
+                               sorted=True)
+    return [values, indices]
+
+
+@graphcore("ShapedDropout")
+def _shaped_dropout(ctx: NodeContext):
+    """Inference: the identity. Training: a mask of ``shape``, broadcast over the input, keeps each entry with
+    probability 1 - ratio (a new mask each run), the kept values scaled by 1 / (1 - ratio)."""
+    x, ratio = ctx.input(0), float(ctx.attrs.get("ratio", 0.5))
+    if not ctx.model_state.get(TRAINING) or ratio == 0.0:
+        return [x]
+    shape = tuple(int(d) for d in ctx.attrs["shape"])
+    mask = ops.greater_equal(random_fill.random_uniform_fill(shape, dtypes_.float32, 0.0, 1.0, op_seed(ctx)),
+                             constant(np.array(ratio, np.float32)))
+    scale = constant(np.array(1.0 / (1.0 - ratio), x.dtype.as_numpy()), x.dtype)
+    return [ops.mul(ops.mul(x, ops.cast(mask, x.dtype)), scale)]
 
 
 @graphcore("PrintTensor")
