@@ -2,7 +2,8 @@
 ELK): on the MLP's backward graph, the training step with every call expanded and a 298-op backward graph, no
 two node boxes or labels overlap, no edge passes through a node that is not one of its ends, and everything
 lies inside the drawing's width. An ELK layout that takes too long falls back to plain layers. A 2,003-op graph
-is placed and wrapped to its output in about a second (slow: it prints the times).
+is placed and wrapped to its output (slow: it prints the times, which tests/benchmarks/bench_graph_layout.py
+holds to their limits).
 """
 import json
 import re
@@ -110,10 +111,9 @@ def test_a_layout_that_takes_too_long_falls_back_to_plain_layers():
         assert re.search(rf"^ok \d+ - {re.escape(name)}$", out, re.M), name
 
 
-@pytest.mark.slow
-def test_a_2000_op_graph_is_placed_from_its_shipped_layering_and_wrapped_to_its_output(tmp_path):
-    """The export ships the layering, so the page places a 2,000-op graph in a second or so and wraps it to its
-    output (ELK took 2 to 3 s for it and left it about 19,900 px wide); without the section, ELK lays it out."""
+def lay_out_a_2000_op_graph(tmp_path) -> tuple[list[tuple[float, int]], list[tuple[float, int]]]:
+    """The 2,002-op backward graph of a 333-layer MLP laid out twice in a 630-px output, from the layering its
+    export ships and by ELK without it: (seconds, width in px) of each layout, shipped then ELK's."""
     path, backward = export(tmp_path, 333)
     assert len(backward["ops"]) >= 1990  # about 2,000 ops
     document = json.loads(open(path).read())
@@ -121,14 +121,24 @@ def test_a_2000_op_graph_is_placed_from_its_shipped_layering_and_wrapped_to_its_
     timed = {"path": path, "graph": BACKWARD, "room": 630}
     out = run_node_tests({"IPU_WB_TIMED": json.dumps(timed)}, "test/geometry.test.mjs")
     print(*re.findall(r"^# (?:first|second) layout.*$", out, re.M), sep="\n")
-    placed = re.findall(r"layout of \d+ ops, \d+ nodes: ([\d.]+) s by shipped, (\d+) px wide", out)
-    assert len(placed) == 2 and all(float(seconds) < 10 and int(width) <= 630 - 16 for seconds, width in placed), out
+    shipped = re.findall(r"layout of \d+ ops, \d+ nodes: ([\d.]+) s by shipped, (\d+) px wide", out)
     del document["graph_layers"]
     path_elk = tmp_path / "without_layers.ir.json"
     path_elk.write_text(json.dumps(document), encoding="utf-8")
     out = run_node_tests({"IPU_WB_TIMED": json.dumps({**timed, "path": str(path_elk)})}, "test/geometry.test.mjs")
-    times = [float(s) for s in re.findall(r"layout of \d+ ops, \d+ nodes: ([\d.]+) s by elk", out)]
-    assert len(times) == 2 and max(times) < 30, out
+    print(*re.findall(r"^# (?:first|second) layout.*$", out, re.M), sep="\n")
+    elk = re.findall(r"layout of \d+ ops, \d+ nodes: ([\d.]+) s by elk, (\d+) px wide", out)
+    return [(float(t), int(w)) for t, w in shipped], [(float(t), int(w)) for t, w in elk]
+
+
+@pytest.mark.slow
+def test_a_2000_op_graph_is_placed_from_its_shipped_layering_and_wrapped_to_its_output(tmp_path):
+    """The export ships the layering, so the page places a 2,000-op graph from it and wraps it to its output
+    (ELK left it about 19,900 px wide); without the section, ELK lays it out. The times are printed;
+    tests/benchmarks/bench_graph_layout.py holds them to their limits."""
+    shipped, elk = lay_out_a_2000_op_graph(tmp_path)
+    assert len(shipped) == 2 and all(width <= 630 - 16 for _, width in shipped), shipped
+    assert len(elk) == 2 and all(width > 630 for _, width in elk), elk
 
 
 @pytest.mark.slow

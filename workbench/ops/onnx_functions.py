@@ -5,7 +5,7 @@ inputs are computed in float32 and rounded back.
 """
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Literal
 
 import numpy as np
 
@@ -143,7 +143,7 @@ def _bucketize_infer(specs, attrs):
 def _bucketize_kernel(op: Op, env):
     """The index of each element's bucket among the sorted ``boundaries``: the count of boundaries below it
     (``right``: at or below it)."""
-    side = "right" if op.attrs["right"] else "left"
+    side: Literal["left", "right"] = "right" if op.attrs["right"] else "left"
     return lambda x, boundaries: np.searchsorted(boundaries, x, side=side).astype(np.int32)
 
 

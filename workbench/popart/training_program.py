@@ -280,29 +280,39 @@ class _Builder:
 
     def update_weights(self, frame: _Frame, grads: dict[str, Tensor]) -> None:
         """The optimiser's step for every trainable weight from its gradient in ``grads``: reduced over the
-        replicas that share the weight, clipped by norm where the optimiser says so, then applied."""
-        weights: dict[str, Tensor] = {}
-        scalars: dict[str, Callable[[str], steps.Factor]] = {}
-        inputs: dict[str, Tensor] = {}
+        replicas that share the weight, then applied, weight by weight; with gradient clipping, every
+        weight's update input first, then the clipping, then the updates."""
+        clipping = self.optimizer.clipNormSettings
+        inputs = {}
         for name in self.trainable:
-            weight = weights[name] = frame.get(self.weights[name], True)
-            gradient = _to_ipu(grads[name], weight.ipu)
-            grouping = self.weights[name].replica_grouping  # the replicas sharing this weight (VariableSettings)
-            if grouping.group_size > 1:
-                with ipu(weight.ipu):
-                    gradient = ops.collectives.replicated_all_reduce(gradient, op="add", group=grouping)
-            scalars[name] = self._scalar_reader(frame, name, weight.ipu)
-            with self._optimizer_ops(name, weight.ipu):
-                inputs[name] = steps.update_input(self.optimizer, weight, gradient, scalars[name])
-        if self.optimizer.clipNormSettings:
-            inputs = clip_by_norms(self.optimizer.clipNormSettings, inputs)
-        for name in self.trainable:
-            state = {s: frame.get(self.state[s], True) for s in steps.state_names(self.optimizer, name)}
-            with self._optimizer_ops(name, weights[name].ipu):
-                steps.update(self.optimizer, weights[name], inputs[name], state, scalars[name])
-            if self.settings.accumulation_factor > 1:
-                with ipu(weights[name].ipu):
-                    ops.var_updates.accumulator_zero_(grads[name])
+            inputs[name] = self._update_input(frame, name, grads[name])
+            if not clipping:
+                self._update(frame, name, inputs[name], grads[name])
+        if clipping:
+            inputs = clip_by_norms(clipping, inputs)
+            for name in self.trainable:
+                self._update(frame, name, inputs[name], grads[name])
+
+    def _update_input(self, frame: _Frame, name: str, gradient: Tensor) -> Tensor:
+        """What the update of weight ``name`` reads of its gradient, reduced over the replicas sharing it."""
+        weight = frame.get(self.weights[name], True)
+        gradient = _to_ipu(gradient, weight.ipu)
+        grouping = self.weights[name].replica_grouping  # the replicas sharing this weight (VariableSettings)
+        if grouping.group_size > 1:
+            with ipu(weight.ipu):
+                gradient = ops.collectives.replicated_all_reduce(gradient, op="add", group=grouping)
+        with self._optimizer_ops(name, weight.ipu):
+            return steps.update_input(self.optimizer, weight, gradient, self._scalar_reader(frame, name, weight.ipu))
+
+    def _update(self, frame: _Frame, name: str, update_input: Tensor, accumulated: Tensor) -> None:
+        """Weight ``name``'s update from ``update_input``; with gradient accumulation, the accumulator zeroed."""
+        weight = frame.get(self.weights[name], True)
+        state = {s: frame.get(self.state[s], True) for s in steps.state_names(self.optimizer, name)}
+        with self._optimizer_ops(name, weight.ipu):
+            steps.update(self.optimizer, weight, update_input, state, self._scalar_reader(frame, name, weight.ipu))
+        if self.settings.accumulation_factor > 1:
+            with ipu(weight.ipu):
+                ops.var_updates.accumulator_zero_(accumulated)
 
     def _scalar_reader(self, frame: _Frame, weight: str, on_ipu: int) -> Callable[[str], steps.Factor]:
         """The compound scalars of ``weight``'s update by name: numbers, or their variables on ``on_ipu``."""
