@@ -44,6 +44,15 @@ def test_max_gives_the_whole_gradient_to_the_largest_element():
     np.testing.assert_array_equal(grads[0] != 0, x == x.max(axis=1, keepdims=True))
 
 
+def test_the_gradient_of_a_mean_over_no_elements_is_empty():
+    ir = popxl.Ir()
+    with ir.main_graph:
+        x = popxl.variable(np.zeros((0, 3), np.float32), name="x")
+    graph = ir.create_graph(lambda t: ops.mean(t, 0), x)
+    grad_graph = popxl.transforms.autodiff(graph)
+    assert [tuple(t.shape) for t in grad_graph.graph.outputs] == [(0, 3)]
+
+
 @settings(**SETTINGS)
 @given(shape=nonscalar_shapes, data=st.data(), seed=seeds)
 def test_cumsum(shape, data, seed):

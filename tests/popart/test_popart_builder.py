@@ -304,6 +304,14 @@ def test_attribute_arguments_of_the_wrong_kind_raise_pybinds_type_error():
     assert builder.getTensorDtypeString(builder.aiOnnx.cast([a], "INT32")) == "int32"  # Cast's `to` takes a name
 
 
+def test_list_attributes_take_any_sequence_but_text_as_pybind_does():
+    builder = popart.Builder()
+    x = builder.addInputTensor(popart.TensorInfo("FLOAT", [2, 3, 4]))
+    assert builder.getTensorShape(builder.aiOnnx.reducesum([x], axes=range(0, 2), keepdims=False)) == [4]
+    with pytest.raises(TypeError, match=r"^reducesum\(\): incompatible function arguments"):
+        builder.aiOnnx.reducesum([x], axes="01")
+
+
 def test_subsample_shapes_round_down_in_the_builder_and_keep_the_last_window_in_a_session():
     builder = popart.Builder()
     x = builder.addInputTensor(popart.TensorInfo("FLOAT", [10, 9, 8, 7]))

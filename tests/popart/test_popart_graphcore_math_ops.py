@@ -144,3 +144,47 @@ def test_shapeddropout_refuses_a_ratio_outside_0_to_1_and_a_shape_that_does_not_
     with pytest.raises(popart.popart_exception, match=message.replace("[", r"\[").replace("(", r"\(").replace(
             ")", r"\)")):
         builder.aiGraphcore.shapeddropout([x], shape=shape, ratio=ratio)
+
+
+def test_the_graphcore_forms_of_shape_rounding_and_remainder_ops_match_numpy():
+    xv = np.array([[-2.5, -1.25, 0.5, 1.5], [2.5, 3.7, -3.7, 0.0]], np.float32).reshape(2, 4, 1, 1) * np.ones(
+        (1, 1, 2, 2), np.float32)
+    yv = np.array([1.5, -2.0, 0.75, 3.0], np.float32).reshape(1, 4, 1, 1) * np.ones((2, 1, 2, 2), np.float32)
+    gv = np.arange(30, dtype=np.float32).reshape(2, 5, 3)
+    gi = np.array([[0, 4, 2], [1, 1, 3]], np.int32)
+    builder = popart.Builder()
+    x, y = (builder.addInputTensor(popart.TensorInfo("FLOAT", [2, 4, 2, 2])) for _ in range(2))
+    g, i = builder.addInputTensor(popart.TensorInfo("FLOAT", [2, 5, 3])), builder.addInputTensor(
+        popart.TensorInfo("INT32", [2, 3]))
+    gc = builder.aiGraphcore
+    made = {"round": gc.round([x]), "nearbyint": gc.nearbyint([x]), "fmod": gc.fmod([x, y]),
+            "remainder": gc.remainder([x, y]), "reshape": gc.reshape(x, shape=[0, -1]),
+            "reverse": gc.reverse([x], dimensions=[1, 3]), "slice": gc.slice([x], ends=[3, 100], starts=[1, 1], axes=[1, 2]),
+            "depthtospace": gc.depthtospace([x], blocksize=2, mode="CRD"), "scaledadd": gc.scaledadd([x, y], 2.0, -0.5),
+            "groupedgather": gc.groupedgather([g, i], 1, group_size=2), "geluerf": gc.geluerf([x])}
+    assert builder.getTensorShape(made["reshape"]) == [2, 16] and builder.getTensorShape(made["slice"]) == [2, 2, 1, 2]
+    assert builder.getTensorShape(made["depthtospace"]) == [2, 1, 4, 4]
+    out = run(builder, list(made.values()), {x: xv, y: yv, g: gv, i: gi})
+    got = {name: out[tensor] for name, tensor in made.items()}
+    np.testing.assert_array_equal(got["round"], np.round(xv))  # halves to even, as ONNX's Round
+    np.testing.assert_array_equal(got["nearbyint"], np.round(xv))
+    np.testing.assert_allclose(got["fmod"], np.fmod(xv, yv), atol=1e-6)  # the sign of the dividend
+    np.testing.assert_allclose(got["remainder"], np.remainder(xv, yv), atol=1e-6)  # the sign of the divisor
+    np.testing.assert_array_equal(got["reshape"], xv.reshape(2, 16))
+    np.testing.assert_array_equal(got["reverse"], xv[:, ::-1, :, ::-1])
+    np.testing.assert_array_equal(got["slice"], xv[:, 1:3, 1:])
+    crd = xv.reshape(2, 1, 2, 2, 2, 2).transpose(0, 1, 4, 2, 5, 3).reshape(2, 1, 4, 4)
+    np.testing.assert_array_equal(got["depthtospace"], crd)
+    np.testing.assert_allclose(got["scaledadd"], 2 * xv - 0.5 * yv)
+    np.testing.assert_array_equal(got["groupedgather"], np.stack([gv[0][gi[0]], gv[1][gi[1]]]))
+    erf = np.vectorize(__import__("math").erf)
+    np.testing.assert_allclose(got["geluerf"], 0.5 * xv * (1 + erf(xv / np.sqrt(2))), rtol=1e-5, atol=1e-6)
+
+
+def test_graphcore_reshape_takes_one_tensor_id_and_refuses_a_second_unknown_size():
+    builder = popart.Builder()
+    x = builder.addInputTensor(popart.TensorInfo("FLOAT", [2, 6]))
+    with pytest.raises(TypeError, match=r"^reshape\(\): incompatible function arguments"):
+        builder.aiGraphcore.reshape([x], shape=[3, 4])  # PopART's takes the id itself
+    with pytest.raises(popart.popart_exception, match="can only use -1 to specify one unknown dimension"):
+        builder.aiGraphcore.reshape(x, shape=[-1, -1])

@@ -144,6 +144,42 @@ def _shaped_dropout(inputs: Sequence[TensorType], attrs: Mapping) -> list[Tensor
     return [inputs[0]]
 
 
+def reshaped(shape: Sequence[int], input_shape: Sequence[int]) -> tuple[int, ...]:
+    """A Reshape's output shape: a 0 copies the input's size at that place, one -1 stands for what the others
+    leave; the elements must match the input's."""
+    size = int(np.prod(input_shape))
+    sizes = [int(input_shape[i]) if d == 0 and i < len(input_shape) else int(d) for i, d in enumerate(shape)]
+    if sizes.count(-1) > 1 or any(d < -1 for d in sizes):
+        raise ValueError(f"shape input to ReshapeOp can only use -1 to specify one unknown dimension, got {list(shape)}")
+    known = int(np.prod([d for d in sizes if d != -1]))
+    if -1 in sizes:
+        sizes = [size // known if d == -1 and known else d for d in sizes]
+    if int(np.prod(sizes)) != size:
+        raise ValueError(f"Reshape: shape {list(shape)} does not hold the input's {size} elements "
+                         f"(shape {list(input_shape)})")
+    return tuple(sizes)
+
+
+def _reshape(inputs: Sequence[TensorType], attrs: Mapping) -> list[TensorType]:
+    return [TensorType(inputs[0].elem_type, reshaped(attrs["shape"], _known_shape(inputs[0])))]
+
+
+def _graphcore_slice(inputs: Sequence[TensorType], attrs: Mapping) -> list[TensorType]:
+    """Each of ``axes`` cut to ``[starts, ends)``, as ONNX's Slice-1 (ends clamped to the axis)."""
+    shape = list(_known_shape(inputs[0]))
+    for start, end, axis in zip(attrs["starts"], attrs["ends"], attrs["axes"]):
+        shape[int(axis)] = len(range(*slice(int(start), int(end)).indices(shape[int(axis)])))
+    return [TensorType(inputs[0].elem_type, tuple(shape))]
+
+
+def _depth_to_space(inputs: Sequence[TensorType], attrs: Mapping) -> list[TensorType]:
+    n, c, h, w = _known_shape(inputs[0])
+    block = int(attrs["blocksize"])
+    if c % (block * block):
+        raise ValueError(f"DepthToSpace: {c} channels do not divide into blocks of {block} x {block}")
+    return [TensorType(inputs[0].elem_type, (n, c // (block * block), h * block, w * block))]
+
+
 def _abort(inputs: Sequence[TensorType], attrs: Mapping) -> list[TensorType]:
     if inputs and inputs[0] is not None and inputs[0].shape is not None and int(np.prod(inputs[0].shape)) > 1:
         raise ValueError("Conditional abort op can only test a scalar tensor")
@@ -179,7 +215,13 @@ GRAPHCORE_RULES.update({
     "Call": _call,
     "L1": _loss, "Nll": _loss, "IdentityLoss": _loss,
     **dict.fromkeys(("Scale", "Gelu", "GeluErf", "Nop", "Detach", "Swish", "PrintTensor", "IncrementMod",
-                     "CheckpointOutput", "Square", "Log1p", "Expm1"), _same),
+                     "CheckpointOutput", "Square", "Log1p", "Expm1", "Round", "NearbyInt", "Reverse",
+                     "ScaledAdd"), _same),
+    **dict.fromkeys(("Fmod", "Remainder"), _from_registry("fmod", lambda attrs: {})),
+    "Reshape": _reshape, "Slice": _graphcore_slice, "DepthToSpace": _depth_to_space,
+    # PopART counts the axis over the whole tensor, the group's axis included; the workbench's op within a group.
+    "GroupedGather": _from_registry("groupedgather", lambda attrs: {"axis": int(attrs.get("axis", 1)) - 1,
+                                                                    "group_size": int(attrs.get("group_size", 1))}),
     "ShapedDropout": _shaped_dropout,
     "Atan2": _from_registry("atan2", lambda attrs: {}),
     "Bucketize": _from_registry("bucketize", lambda attrs: {"right": bool(attrs.get("right", 0))}),
@@ -216,6 +258,11 @@ ATTRIBUTES: dict[str, dict[str, onnx.defs.OpSchema.AttrType]] = {
     "Bucketize": {"right": _A.INT},
     "Sort": {"axis": _A.INT, "descending": _A.INT, "stable": _A.INT},
     "ShapedDropout": {"shape": _A.INTS, "ratio": _A.FLOAT},
+    "Reshape": {"shape": _A.INTS}, "Reverse": {"dimensions": _A.INTS},
+    "Slice": {"starts": _A.INTS, "ends": _A.INTS, "axes": _A.INTS},
+    "DepthToSpace": {"blocksize": _A.INT, "mode": _A.STRING},
+    "ScaledAdd": {"scale0": _A.FLOAT, "scale1": _A.FLOAT},
+    "GroupedGather": {"axis": _A.INT, "group_size": _A.INT},
     "Init": {"shape": _A.INTS, "data_type": _A.INT, "tensor_type": _A.INT, "init_type": _A.INT, "batch_axis": _A.INT},
     "Call": {"callee": _A.GRAPH},
     **dict.fromkeys(("CacheLoad", "CacheStore"), {"bufferid": _A.INT}),

@@ -118,7 +118,8 @@ def _selected_grad(op, grads, fwd):
 def _mean_grad(op, grads, fwd):
     x = op.inputs[0]
     count = math.prod(x.shape[a] for a in normalize_axes("mean", op.attrs["axis"], x.rank))
-    return [_spread(mul(grads[0], _number(1.0 / count, x)), op)]
+    # A mean over no elements has an empty input, whose gradient is empty whatever the factor.
+    return [_spread(mul(grads[0], _number(1.0 / count if count else 0.0, x)), op)]
 
 
 def _logsumexp_grad(op, grads, fwd):

@@ -92,8 +92,23 @@ _OPS: dict[str, tuple] = {
              lambda b: {"axis": int(b["axis"]), "descending": int(b["descending"]), "stable": int(b["stable"])}),
     "shapeddropout": ("ShapedDropout", [("shape", _P.empty), ("ratio", 0.5)], 1,
                       lambda b: {"shape": [int(d) for d in b["shape"]], "ratio": float(b["ratio"])}),
+    **{name: (op_type, [], 1, lambda b: {}) for name, op_type in (
+        ("round", "Round"), ("nearbyint", "NearbyInt"), ("geluerf", "GeluErf"), ("fmod", "Fmod"),
+        ("remainder", "Remainder"))},
+    "reshape": ("Reshape", [("shape", _P.empty)], 1, lambda b: {"shape": [int(d) for d in b["shape"]]}),
+    "reverse": ("Reverse", [("dimensions", _P.empty)], 1, lambda b: {"dimensions": [int(d) for d in b["dimensions"]]}),
+    "slice": ("Slice", [("ends", _P.empty), ("starts", _P.empty), ("axes", _P.empty)], 1,
+              lambda b: {"ends": [int(v) for v in b["ends"]], "starts": [int(v) for v in b["starts"]],
+                         "axes": [int(v) for v in b["axes"]]}),
+    "depthtospace": ("DepthToSpace", [("blocksize", _P.empty), ("mode", _P.empty)], 1,
+                     lambda b: {"blocksize": int(b["blocksize"]), "mode": str(b["mode"])}),
+    "scaledadd": ("ScaledAdd", [("scale0", 1.0), ("scale1", 1.0)], 1,
+                  lambda b: {"scale0": float(b["scale0"]), "scale1": float(b["scale1"])}),
+    "groupedgather": ("GroupedGather", [("axis", 0), ("group_size", 1)], 1,
+                      lambda b: {"axis": int(b["axis"]), "group_size": int(b["group_size"])}),
 }
 _LIST_OUTPUTS = {"groupnormalization", "checkpointoutput", "lstm", "reducemedian", "sort"}
+_ONE_INPUT = {"Reshape"}  # the ai.graphcore ops whose method takes one tensor id as ``args``, not a list
 
 
 def _signature(params: list, with_args: bool = True) -> inspect.Signature:
@@ -109,8 +124,10 @@ def _method(name: str, spec: tuple):
     def op(self: "AiGraphcoreOpset1", *args: Any, **kwargs: Any) -> Any:
         if "lambda" in kwargs:  # PopART's keyword, a reserved word in Python
             kwargs["lambda_"] = kwargs.pop("lambda")
-        bound = bind_call(name, signature, lambda: f"(self, {str(signature)[1:-1]})", args, kwargs)
-        ids = self._builder._add_node(op_type, list(bound["args"]), make(bound), num_outputs=outputs,
+        bound = bind_call(name, signature, lambda: f"(self, {str(signature)[1:-1]})", args, kwargs,
+                          one_id=op_type in _ONE_INPUT)
+        inputs = [bound["args"]] if op_type in _ONE_INPUT else list(bound["args"])
+        ids = self._builder._add_node(op_type, inputs, make(bound), num_outputs=outputs,
                                       debug=debug_name(bound["debugContext"]), domain=GRAPHCORE)
         return ids if name in _LIST_OUTPUTS else ids[0]
     op.__name__ = name

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+from collections.abc import Sequence
 from typing import Any, Callable
 
 import numpy as np
@@ -100,8 +101,8 @@ _LISTS = {_AttrType.INTS: _AttrType.INT, _AttrType.FLOATS: _AttrType.FLOAT, _Att
 def _of_kind(kind: Any, value: Any) -> bool:
     if kind in _SCALARS:
         return isinstance(value, _SCALARS[kind])
-    if kind in _LISTS:
-        return (isinstance(value, (list, tuple, np.ndarray))
+    if kind in _LISTS:  # any sequence but text, as pybind takes for a std::vector (a range too)
+        return (isinstance(value, (Sequence, np.ndarray)) and not isinstance(value, (str, bytes))
                 and all(isinstance(v, _SCALARS[_LISTS[kind]]) for v in value))
     return True
 
@@ -125,9 +126,11 @@ def _attribute_value(kind: int, name: str, value: Any) -> Any:
 
 
 def bind_call(method_label: str, signature: inspect.Signature, describe: Callable[[], str],
-              args: tuple, kwargs: dict, accepts: Callable[[dict], bool] = lambda bound: True) -> dict:
+              args: tuple, kwargs: dict, accepts: Callable[[dict], bool] = lambda bound: True,
+              one_id: bool = False) -> dict:
     """Bind a call as pybind would, raising pybind's TypeError text on a mismatch (of arity, of the
-    input ids, or of an argument ``accepts`` refuses)."""
+    input ids, or of an argument ``accepts`` refuses). ``args`` is a list of tensor ids, or with ``one_id``
+    one tensor id."""
     kwargs = dict(kwargs)
     if "debugPrefix" in kwargs:  # the older keyword of the seed guide
         kwargs.setdefault("debugContext", kwargs.pop("debugPrefix"))
@@ -138,7 +141,9 @@ def bind_call(method_label: str, signature: inspect.Signature, describe: Callabl
     if bound is not None:
         bound.apply_defaults()
         ids = bound.arguments.get("args", [])
-        if isinstance(ids, (list, tuple)) and all(isinstance(i, str) for i in ids) and accepts(bound.arguments):
+        well_formed = isinstance(ids, str) if one_id else \
+            isinstance(ids, (list, tuple)) and all(isinstance(i, str) for i in ids)
+        if well_formed and accepts(bound.arguments):
             return dict(bound.arguments)
     given = ", ".join([repr(a) for a in args] + [f"{k}={v!r}" for k, v in kwargs.items()])
     raise TypeError(f"{method_label}(): incompatible function arguments. The following argument types are "

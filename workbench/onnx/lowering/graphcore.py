@@ -1,7 +1,8 @@
 """Lowering rules of the ai.graphcore ops: losses, Scale, Subsample, Gelu, Swish, Nop, Detach,
 PrintTensor, GroupNormalization, Init, IncrementMod, DynamicSlice/Update/Add/Zero, CheckpointOutput, Square,
 ConvFlipWeights, Abort, ReplicatedAllReduce, ReplicatedReduceScatter, ScatterReduce, Log1p, Expm1, Atan2,
-ReduceMedian, Bucketize, Sort and ShapedDropout."""
+ReduceMedian, Bucketize, Sort, ShapedDropout, Round, NearbyInt, GeluErf, Fmod, Remainder, Reshape, Reverse,
+Slice, DepthToSpace, ScaledAdd and GroupedGather (the last three as ONNX's DepthToSpace-11 and Slice-1)."""
 from __future__ import annotations
 
 import numpy as np
@@ -13,11 +14,12 @@ from workbench.ops.debug import FloatFormat
 from workbench.ops.registry import apply, apply_many
 
 from .. import dtypes, replica_settings
-from ..graphcore import COLLECTIVE_COMM_GROUP, COLLECTIVE_OPERATOR
+from ..graphcore import COLLECTIVE_COMM_GROUP, COLLECTIVE_OPERATOR, reshaped
 from ..shapes import GRAPHCORE
+from . import more as _more, shape as _shape  # noqa: F401  (they register the ONNX rules some ai.graphcore ops share)
 from .indices import integer_indices
 from .random import op_seed
-from .table import TRAINING, NodeContext, lowers
+from .table import ONNX, RULES, TRAINING, NodeContext, lowers
 
 
 def graphcore(op_type: str):
@@ -69,6 +71,47 @@ for _op_type, _fn in (("Gelu", ops.gelu), ("Swish", ops.swish), ("Nop", ops.iden
 
 for _op_type, _kernel in (("Log1p", "log1p"), ("Expm1", "expm1")):
     graphcore(_op_type)(lambda ctx, _kernel=_kernel: [apply(_kernel, ctx.input(0))])
+
+
+for _op_type, _fn in (("Round", lambda t: apply("round", t)), ("NearbyInt", lambda t: apply("round", t)),
+                      ("GeluErf", ops.geluerf)):
+    graphcore(_op_type)(lambda ctx, _fn=_fn: [_fn(ctx.input(0))])
+graphcore("Remainder")(RULES[(ONNX, "Mod", 10)])  # Python's remainder: ONNX's Mod without fmod
+graphcore("DepthToSpace")(RULES[(ONNX, "DepthToSpace", 11)])
+graphcore("Slice")(RULES[(ONNX, "Slice", 1)])  # starts, ends and axes as attributes (a since-version of 1)
+
+
+@graphcore("Fmod")
+def _fmod(ctx: NodeContext):
+    return [ops.fmod(ctx.input(0), ctx.input(1))]
+
+
+@graphcore("Reshape")
+def _reshape(ctx: NodeContext):
+    x = ctx.input(0)
+    return [ops.reshape(x, reshaped(ctx.attrs["shape"], x.shape))]
+
+
+@graphcore("Reverse")
+def _reverse(ctx: NodeContext):
+    x = ctx.input(0)
+    axes = [int(d) % x.rank for d in ctx.attrs["dimensions"]]
+    return [ops.slice(x, start=[-1] * len(axes), stop=None, step=[-1] * len(axes), axis=axes)] if axes else [x]
+
+
+@graphcore("ScaledAdd")
+def _scaled_add(ctx: NodeContext):
+    """``scale0 * X + scale1 * Y``; a third and fourth input, where given, are scalar tensors for the scales."""
+    a = ctx.input(2) if ctx.has(2) else float(ctx.attrs.get("scale0", 1.0))
+    b = ctx.input(3) if ctx.has(3) else float(ctx.attrs.get("scale1", 1.0))
+    return [ops.scaled_add(ctx.input(0), ctx.input(1), a, b)]
+
+
+@graphcore("GroupedGather")
+def _grouped_gather(ctx: NodeContext):
+    """PopART counts ``axis`` over the whole tensor, the group's leading axis included."""
+    return [ops.groupedgather(ctx.input(0), integer_indices(ctx.input(1)), axis=int(ctx.attrs.get("axis", 1)) - 1,
+                              group_size=int(ctx.attrs.get("group_size", 1)))]
 
 
 @graphcore("Atan2")
