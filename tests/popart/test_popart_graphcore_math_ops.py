@@ -188,3 +188,21 @@ def test_graphcore_reshape_takes_one_tensor_id_and_refuses_a_second_unknown_size
         builder.aiGraphcore.reshape([x], shape=[3, 4])  # PopART's takes the id itself
     with pytest.raises(popart.popart_exception, match="can only use -1 to specify one unknown dimension"):
         builder.aiGraphcore.reshape(x, shape=[-1, -1])
+
+
+@pytest.mark.parametrize("reduce", [lambda b, x, a: b.aiOnnx.reducesum([x], axes=[a]),
+                                    lambda b, x, a: b.aiGraphcore.reducemedian([x], axes=[a])[0]])
+def test_a_reduction_over_an_axis_the_tensor_lacks_is_refused_when_the_session_is_made(reduce):
+    for axis, fine in ((-3, False), (2, False), (-2, True), (1, True)):
+        builder = popart.Builder()
+        x = builder.addInputTensor(popart.TensorInfo("FLOAT", [2, 3]))
+        y = reduce(builder, x, axis)
+        make = lambda: popart.InferenceSession(builder.getModelProto(), popart.DataFlow(1, [y]),  # noqa: E731
+                                               popart.DeviceManager().createCpuDevice())
+        if fine:
+            out = run(builder, [y], {x: np.arange(6, dtype=np.float32).reshape(2, 3)})[y]
+            assert out.size == (3 if axis % 2 == 0 else 2)
+        else:
+            with pytest.raises(popart.popart_exception) as error:
+                make()
+            assert error.value.args[0] == f"Axis {axis} is out of acceptable range [-2, 1]"

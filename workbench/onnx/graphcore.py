@@ -119,6 +119,15 @@ def _median_attrs(attrs: Mapping) -> dict:
     return {"axis": None if axes is None else tuple(int(a) for a in axes), "keepdims": bool(attrs.get("keepdims", 1))}
 
 
+def _reduce_median(inputs: Sequence[TensorType], attrs: Mapping) -> list[TensorType]:
+    """The median's type and its positions'; with an axis out of range, shapes left unknown (PopART refuses the
+    node when the session is made, in its own words: the lowering's)."""
+    rank = len(_known_shape(inputs[0]))
+    if any(not -rank <= int(axis) < rank for axis in attrs.get("axes") or ()):
+        return [TensorType(inputs[0].elem_type, None), TensorType(onnx.TensorProto.INT32, None)]
+    return _MEDIAN(inputs, attrs)
+
+
 def _sort(inputs: Sequence[TensorType], attrs: Mapping) -> list[TensorType]:
     """The values sorted along ``axis``, and their int32 positions in the input."""
     shape = _known_shape(inputs[0])
@@ -211,6 +220,7 @@ def _call(inputs: Sequence[TensorType], attrs: Mapping) -> list[Optional[TensorT
     return [type_of(value) for value in attrs["callee"].output]
 
 
+_MEDIAN = _from_registry("median", _median_attrs)
 GRAPHCORE_RULES.update({
     "Call": _call,
     "L1": _loss, "Nll": _loss, "IdentityLoss": _loss,
@@ -225,7 +235,7 @@ GRAPHCORE_RULES.update({
     "ShapedDropout": _shaped_dropout,
     "Atan2": _from_registry("atan2", lambda attrs: {}),
     "Bucketize": _from_registry("bucketize", lambda attrs: {"right": bool(attrs.get("right", 0))}),
-    "ReduceMedian": _from_registry("median", _median_attrs),
+    "ReduceMedian": _reduce_median,
     "Sort": _sort,
     "Subsample": _subsample,
     "LSTM": _lstm,

@@ -19,6 +19,7 @@ from ..shapes import GRAPHCORE
 from . import more as _more, shape as _shape  # noqa: F401  (they register the ONNX rules some ai.graphcore ops share)
 from .indices import integer_indices
 from .random import op_seed
+from .reductions import checked_axes
 from .table import ONNX, RULES, TRAINING, NodeContext, lowers
 
 
@@ -123,8 +124,8 @@ def _atan2(ctx: NodeContext):
 def _reduce_median(ctx: NodeContext):
     """The median over ``axes`` (every axis by default), the lower middle value for an even count, and its
     int32 position among the reduced elements, those axes flattened in order."""
-    axes = ctx.attrs.get("axes")
-    return apply_many("median", ctx.input(0), axis=None if axes is None else tuple(int(a) for a in axes),
+    x, axes = ctx.input(0), ctx.attrs.get("axes")
+    return apply_many("median", x, axis=None if axes is None else checked_axes(axes, x.rank),
                       keepdims=bool(int(ctx.attrs.get("keepdims", 1))))
 
 

@@ -3,11 +3,19 @@ from __future__ import annotations
 
 from workbench import ops
 
-from .table import NodeContext, lowers
+from .table import LoweringError, NodeContext, lowers
 
 _REDUCERS = {"ReduceSum": ops.sum, "ReduceMean": ops.mean, "ReduceMax": ops.max, "ReduceMin": ops.min,
              "ReduceProd": ops.prod, "ReduceSumSquare": ops.sumsquare, "ReduceL1": ops.l1, "ReduceL2": ops.l2,
              "ReduceLogSum": ops.logsum, "ReduceLogSumExp": ops.logsumexp}
+
+
+def checked_axes(axes, rank: int) -> tuple[int, ...]:
+    """``axes`` counted from 0, each in ``[-rank, rank - 1]`` (PopART refuses others, in these words)."""
+    for axis in axes:
+        if not -rank <= int(axis) < rank:
+            raise LoweringError(f"Axis {int(axis)} is out of acceptable range [{-rank}, {rank - 1}]")
+    return tuple(int(axis) % rank for axis in axes)
 
 
 def _reduction(op_type: str, fn):
@@ -15,7 +23,7 @@ def _reduction(op_type: str, fn):
     def rule(ctx: NodeContext):
         x = ctx.input(0)
         axes = ctx.attrs.get("axes")
-        axis = tuple(int(a) % x.rank for a in axes) if axes else tuple(range(x.rank))
+        axis = checked_axes(axes, x.rank) if axes else tuple(range(x.rank))
         return [fn(x, axis=axis, keepdims=bool(ctx.attrs.get("keepdims", 1)))]
 
 
