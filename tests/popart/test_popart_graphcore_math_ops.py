@@ -206,3 +206,51 @@ def test_a_reduction_over_an_axis_the_tensor_lacks_is_refused_when_the_session_i
             with pytest.raises(popart.popart_exception) as error:
                 make()
             assert error.value.args[0] == f"Axis {axis} is out of acceptable range [-2, 1]"
+
+
+def reference_conv(x, w, stride, pads, dilation):
+    """A 2-D convolution by onnxruntime, the reference of MultiConv's parts."""
+    import onnx
+    import onnxruntime
+    from onnx import helper
+
+    node = helper.make_node("Conv", ["x", "w"], ["y"], strides=stride, pads=pads, dilations=dilation)
+    graph = helper.make_graph([node], "conv", [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, x.shape),
+                                               helper.make_tensor_value_info("w", onnx.TensorProto.FLOAT, w.shape)],
+                              [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 11)])
+    return onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(
+        None, {"x": x, "w": w})[0]
+
+
+def test_multiconv_runs_each_convolution_with_its_own_parameters_and_bias():
+    x0, w0 = RNG.standard_normal((1, 3, 6, 6)).astype(np.float32), RNG.standard_normal((4, 3, 3, 3)).astype(np.float32)
+    x1, w1 = RNG.standard_normal((2, 2, 5, 5)).astype(np.float32), RNG.standard_normal((5, 2, 2, 2)).astype(np.float32)
+    b1 = RNG.standard_normal(5).astype(np.float32)
+    builder = popart.Builder()
+    d0, f0, d1, f1 = (builder.addInputTensor(popart.TensorInfo("FLOAT", list(a.shape))) for a in (x0, w0, x1, w1))
+    bias = builder.addInitializedInputTensor(b1)
+    c0, c1 = builder.aiGraphcore.multiconv([[d0, f0], [d1, f1, bias]], strides=[[2, 1], []], pads=[[1, 1, 1, 1], []],
+                                           dilations=[[], [2, 2]])
+    assert builder.getTensorShape(c0) == [1, 4, 3, 6] and builder.getTensorShape(c1) == [2, 5, 3, 3]
+    out = run(builder, [c0, c1], {d0: x0, f0: w0, d1: x1, f1: w1})
+    np.testing.assert_allclose(out[c0], reference_conv(x0, w0, [2, 1], [1, 1, 1, 1], [1, 1]), rtol=1e-4, atol=1e-5)
+    expected = reference_conv(x1, w1, [1, 1], [0, 0, 0, 0], [2, 2]) + b1.reshape(1, 5, 1, 1)
+    np.testing.assert_allclose(out[c1], expected, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("convs, options, message", [
+    ("one input", {}, "must have at least two inputs - data and weights"),
+    ("four inputs", {}, "can have at most three inputs - data, weights, and bias"),
+    ("two", {"dilations": [[1, 1], [2, 2], [3, 3]]},
+     "number of dilations parameter sets (3) does not match the number of input sets (2)"),
+    ("two", {"dilations": [[1, 1], [2, 2, 2]]}, "Length of dilations vector 3 != number of spatial dimensions 2"),
+])
+def test_multiconv_refuses_malformed_convolutions_with_popart_s_words(convs, options, message):
+    builder = popart.Builder()
+    d = builder.addInputTensor(popart.TensorInfo("FLOAT", [1, 2, 4, 4]))
+    f = builder.addInputTensor(popart.TensorInfo("FLOAT", [3, 2, 3, 3]))
+    args = {"one input": [[d], [d, f]], "four inputs": [[d, f, d, f], [d, f]], "two": [[d, f], [d, f]]}[convs]
+    with pytest.raises(popart.popart_exception) as error:
+        builder.aiGraphcore.multiconv(args, **options)
+    assert error.value.args[0].endswith(message)

@@ -7,7 +7,7 @@ losses, whose reduction changes the output shape, have theirs here.
 """
 from __future__ import annotations
 
-from typing import Callable, Mapping, Optional, Sequence
+from typing import Any, Callable, Mapping, Optional, Sequence
 
 import numpy as np
 import onnx
@@ -189,6 +189,38 @@ def _depth_to_space(inputs: Sequence[TensorType], attrs: Mapping) -> list[Tensor
     return [TensorType(inputs[0].elem_type, (n, c // (block * block), h * block, w * block))]
 
 
+def multiconv_params(inputs: Sequence, attrs: Mapping, rank_of) -> list[dict]:
+    """Each convolution of a MultiConv node: its input positions and spatial parameters (``rank_of(data)``
+    gives the spatial rank of a data input)."""
+    offsets = dict.fromkeys(("strides", "pads", "dilations", "inDilations", "outPads"), 0)
+    convs = []
+    for first in range(0, len(inputs), 3):
+        rank = rank_of(inputs[first])
+        conv: dict[str, Any] = {"data": first, "weights": first + 1, "bias": first + 2}
+        for name, width in (("strides", rank), ("pads", 2 * rank), ("dilations", rank), ("inDilations", rank),
+                            ("outPads", 2 * rank)):
+            conv[name] = [int(v) for v in attrs[name][offsets[name]: offsets[name] + width]]
+            offsets[name] += width
+        convs.append(conv)
+    return convs
+
+
+def _multiconv(inputs: Sequence[TensorType], attrs: Mapping) -> list[TensorType]:
+    """Each convolution's output: ``[N, C_out, *spatial]``, each spatial size
+    ``(in + pads - dilation * (kernel - 1) - 1) // stride + 1``."""
+    outputs = []
+    for conv in multiconv_params(inputs, attrs, lambda t: len(_known_shape(t)) - 2):
+        data, weights = _known_shape(inputs[conv["data"]]), _known_shape(inputs[conv["weights"]])
+        rank = len(data) - 2
+        pads, spatial = conv["pads"], []
+        for i in range(rank):
+            size = (data[2 + i] - 1) * conv["inDilations"][i] + 1 + pads[i] + pads[rank + i]
+            spatial.append((size - conv["dilations"][i] * (weights[2 + i] - 1) - 1) // conv["strides"][i] + 1
+                           + conv["outPads"][i] + conv["outPads"][rank + i])
+        outputs.append(TensorType(inputs[conv["data"]].elem_type, (data[0], weights[0], *spatial)))
+    return outputs
+
+
 def _abort(inputs: Sequence[TensorType], attrs: Mapping) -> list[TensorType]:
     if inputs and inputs[0] is not None and inputs[0].shape is not None and int(np.prod(inputs[0].shape)) > 1:
         raise ValueError("Conditional abort op can only test a scalar tensor")
@@ -228,7 +260,7 @@ GRAPHCORE_RULES.update({
                      "CheckpointOutput", "Square", "Log1p", "Expm1", "Round", "NearbyInt", "Reverse",
                      "ScaledAdd"), _same),
     **dict.fromkeys(("Fmod", "Remainder"), _from_registry("fmod", lambda attrs: {})),
-    "Reshape": _reshape, "Slice": _graphcore_slice, "DepthToSpace": _depth_to_space,
+    "Reshape": _reshape, "Slice": _graphcore_slice, "DepthToSpace": _depth_to_space, "MultiConv": _multiconv,
     # PopART counts the axis over the whole tensor, the group's axis included; the workbench's op within a group.
     "GroupedGather": _from_registry("groupedgather", lambda attrs: {"axis": int(attrs.get("axis", 1)) - 1,
                                                                     "group_size": int(attrs.get("group_size", 1))}),
@@ -273,6 +305,10 @@ ATTRIBUTES: dict[str, dict[str, onnx.defs.OpSchema.AttrType]] = {
     "DepthToSpace": {"blocksize": _A.INT, "mode": _A.STRING},
     "ScaledAdd": {"scale0": _A.FLOAT, "scale1": _A.FLOAT},
     "GroupedGather": {"axis": _A.INT, "group_size": _A.INT},
+    "MultiConv": {**dict.fromkeys(("strides", "pads", "dilations", "inDilations", "outPads", "enableConvDithering"),
+                                  _A.INTS),
+                  "availableMemoryProportions": _A.FLOATS, "partialsTypes": _A.STRINGS, "planType": _A.STRING,
+                  "perConvReservedTiles": _A.INT, "cycleBackOff": _A.FLOAT},
     "Init": {"shape": _A.INTS, "data_type": _A.INT, "tensor_type": _A.INT, "init_type": _A.INT, "batch_axis": _A.INT},
     "Call": {"callee": _A.GRAPH},
     **dict.fromkeys(("CacheLoad", "CacheStore"), {"bufferid": _A.INT}),

@@ -9,6 +9,7 @@ from workbench.onnx import dtypes
 from workbench.onnx.graphcore import COLLECTIVE_COMM_GROUP, COLLECTIVE_OPERATOR
 from workbench.onnx.shapes import GRAPHCORE
 
+from .errors import popart_exception
 from .opsets import bind_call, debug_name
 from .options import ReductionType
 
@@ -180,6 +181,25 @@ class AiGraphcoreOpset1:
             "separator": ord(separator), "openBracket": ord(openBracket), "closeBracket": ord(closeBracket)},
             debug=debug_name(debugContext), domain=GRAPHCORE)[0]
 
+    def multiconv(self, args: list, dilations: Any = (), inDilations: Any = (), pads: Any = (), outPads: Any = (),
+                  strides: Any = (), availableMemoryProportions: Any = (), partialsTypes: Any = (),
+                  planType: Optional[str] = None, perConvReservedTiles: Optional[int] = None,
+                  cycleBackOff: Optional[float] = None, enableConvDithering: Any = (),
+                  debugContext: Any = "") -> list[str]:
+        """Several independent convolutions in one op, each ``[data, weights]`` or ``[data, weights, bias]``
+        of ``args``; each spatial parameter is a list with one entry per convolution (empty: the defaults)."""
+        convs = [list(conv) for conv in args]
+        inputs, attrs = _multiconv_inputs(self._builder, convs, {
+            "dilations": dilations, "inDilations": inDilations, "pads": pads, "outPads": outPads,
+            "strides": strides})
+        options = {"availableMemoryProportions": [float(v) for v in availableMemoryProportions] or None,
+                   "partialsTypes": [str(v) for v in partialsTypes] or None,
+                   "enableConvDithering": [int(v) for v in enableConvDithering] or None,
+                   "planType": planType, "perConvReservedTiles": perConvReservedTiles,
+                   "cycleBackOff": None if cycleBackOff is None else float(cycleBackOff)}
+        return self._builder._add_node("MultiConv", inputs, {**attrs, **options}, num_outputs=len(convs),
+                                       debug=debug_name(debugContext), domain=GRAPHCORE)
+
     def abort(self, args: Optional[list] = None, debugContext: Any = "") -> None:
         """Stop the program: always, or when the one-element tensor in ``args`` is non-zero."""
         self._builder._add_node("Abort", list(args or []), {}, num_outputs=0, debug=debug_name(debugContext),
@@ -214,6 +234,42 @@ class AiGraphcoreOpset1:
             "axis": int(axis), "axis_size": int(axis_size), "reduction": _scatter_reduction(reduction),
             "group_size": 1, "enable_index_broadcast": int(enable_index_broadcast)},
             debug=debug_name(debugContext), domain=GRAPHCORE)[0]
+
+
+# MultiConv's per-convolution parameters: (name, how many values per spatial dimension, the default value).
+_MULTICONV_SPATIAL = (("strides", 1, 1), ("pads", 2, 0), ("dilations", 1, 1), ("inDilations", 1, 1), ("outPads", 2, 0))
+
+
+def _multiconv_inputs(builder: Any, convs: list, given: dict) -> tuple[list[str], dict]:
+    """MultiConv's flat inputs (data, weights and bias of each convolution; "" for no bias) and its attributes,
+    every spatial parameter written out for every convolution (the defaults where none were given), as
+    PopART's builder checks them."""
+    inputs: list[str] = []
+    for index, conv in enumerate(convs):
+        if len(conv) < 2:
+            raise popart_exception(f"MultiConvOp: convolution {index} must have at least two inputs - data and weights")
+        if len(conv) > 3:
+            raise popart_exception(f"MultiConvOp: convolution {index} can have at most three inputs - data, weights, "
+                                   "and bias")
+        inputs += [*conv, ""][:3]
+    attrs: dict[str, list] = {}
+    for name, per_dimension, default in _MULTICONV_SPATIAL:
+        sets = [list(values) for values in given[name]]
+        if sets and len(sets) != len(convs):
+            raise popart_exception(f"MultiConvOp: number of {name} parameter sets ({len(sets)}) does not match the "
+                                   f"number of input sets ({len(convs)})")
+        values = []
+        for index, conv in enumerate(convs):
+            rank = len(builder.getTensorShape(conv[0])) - 2
+            chosen = sets[index] if sets and sets[index] else [default] * (per_dimension * rank)
+            if len(chosen) != per_dimension * rank:
+                raise popart_exception(f"Length of {name} vector {len(chosen)} != number of spatial dimensions "
+                                       f"{rank}" if per_dimension == 1 else
+                                       f"Length of {name} vector {len(chosen)} != twice the number of spatial "
+                                       f"dimensions {rank}")
+            values += [int(v) for v in chosen]
+        attrs[name] = values
+    return inputs, attrs
 
 
 def _collective_operator(value: Any) -> int:

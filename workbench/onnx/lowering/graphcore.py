@@ -14,13 +14,13 @@ from workbench.ops.debug import FloatFormat
 from workbench.ops.registry import apply, apply_many
 
 from .. import dtypes, replica_settings
-from ..graphcore import COLLECTIVE_COMM_GROUP, COLLECTIVE_OPERATOR, reshaped
+from ..graphcore import COLLECTIVE_COMM_GROUP, COLLECTIVE_OPERATOR, multiconv_params, reshaped
 from ..shapes import GRAPHCORE
 from . import more as _more, shape as _shape  # noqa: F401  (they register the ONNX rules some ai.graphcore ops share)
 from .indices import integer_indices
 from .random import op_seed
 from .reductions import checked_axes
-from .table import ONNX, RULES, TRAINING, NodeContext, lowers
+from .table import ONNX, RULES, TRAINING, LoweringError, NodeContext, lowers
 
 
 def graphcore(op_type: str):
@@ -80,6 +80,27 @@ for _op_type, _fn in (("Round", lambda t: apply("round", t)), ("NearbyInt", lamb
 graphcore("Remainder")(RULES[(ONNX, "Mod", 10)])  # Python's remainder: ONNX's Mod without fmod
 graphcore("DepthToSpace")(RULES[(ONNX, "DepthToSpace", 11)])
 graphcore("Slice")(RULES[(ONNX, "Slice", 1)])  # starts, ends and axes as attributes (a since-version of 1)
+
+
+@graphcore("MultiConv")
+def _multiconv(ctx: NodeContext):
+    """Each convolution on its own (the workbench plans every convolution alone), its bias added where given."""
+    outputs = []
+    proportions, dithering = ctx.attrs.get("availableMemoryProportions"), ctx.attrs.get("enableConvDithering")
+    for index, conv in enumerate(multiconv_params(list(ctx.node.input), ctx.attrs, lambda name: ctx.input(
+            list(ctx.node.input).index(name)).rank - 2)):
+        if any(d != 1 for d in conv["inDilations"]) or any(conv["outPads"]):
+            raise LoweringError("MultiConv: input dilations and output padding are not supported by the workbench; "
+                                "use ConvTranspose for a convolution that needs them")
+        x, w = ctx.input(conv["data"]), ctx.input(conv["weights"])
+        y = ops.conv(x, w, stride=tuple(conv["strides"]), padding=tuple(conv["pads"]),
+                     dilation=tuple(conv["dilations"]),
+                     available_memory_proportions=[float(proportions[index])] if proportions else None,
+                     enable_conv_dithering=[int(dithering[index])] if dithering else None)
+        if ctx.has(conv["bias"]):
+            y = ops.add(y, ops.reshape(ctx.input(conv["bias"]), (-1,) + (1,) * (x.rank - 2)))
+        outputs.append(y)
+    return outputs
 
 
 @graphcore("Fmod")
