@@ -1,5 +1,5 @@
 """Gradients of the ONNX-only ops (workbench/ops/onnx_functions.py) against central finite differences, in
-float64: each unary function, pad, minimum, GatherElements, GatherND and LRN."""
+float64: each unary function, pad, minimum, atan2, GatherElements, GatherND and LRN."""
 import numpy as np
 import pytest
 
@@ -11,7 +11,7 @@ from gradcheck import check_gradients
 RNG = np.random.default_rng(0)
 # Inputs inside each function's domain, away from its kinks.
 DOMAINS = {"asin": (-0.8, 0.8), "acos": (-0.8, 0.8), "atanh": (-0.8, 0.8), "acosh": (1.2, 3.0),
-           "reciprocal": (0.5, 2.0), "tan": (-1.0, 1.0)}
+           "reciprocal": (0.5, 2.0), "tan": (-1.0, 1.0), "log1p": (-0.8, 2.0)}
 ATTRS = {"elu": {"alpha": 0.7}, "leaky_relu": {"alpha": 0.1}, "hard_sigmoid": {"alpha": 0.3, "beta": 0.4},
          "thresholded_relu": {"alpha": 0.2}}
 
@@ -39,6 +39,12 @@ def test_pad_gradient(mode):
 
 def test_minimum_gradient():
     check_gradients(lambda a, b: apply("minimum", a, b), RNG.standard_normal((2, 3)), RNG.standard_normal(3))
+
+
+def test_atan2_gradient_in_every_quadrant_and_broadcast():
+    y = RNG.standard_normal((2, 3))
+    x = np.array([0.7, -1.3, 0.4])  # away from the origin, where the gradient is set to 0
+    check_gradients(lambda a, b: apply("atan2", a, b), y, x)
 
 
 def test_gather_elements_and_gather_nd_gradients_sum_repeats():
