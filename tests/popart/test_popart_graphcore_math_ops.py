@@ -254,3 +254,18 @@ def test_multiconv_refuses_malformed_convolutions_with_popart_s_words(convs, opt
     with pytest.raises(popart.popart_exception) as error:
         builder.aiGraphcore.multiconv(args, **options)
     assert error.value.args[0].endswith(message)
+
+
+@pytest.mark.parametrize("zero_unused", [0, 1])
+def test_sequenceslice_writes_runs_of_source_rows_into_the_destination(zero_unused):
+    source = np.arange(24, dtype=np.float32).reshape(6, 4) + 10
+    destination = np.full((4, 4), -1.0, np.float32)
+    runs = [np.array(v, np.uint32) for v in ([1, 2], [0, 3], [3, 0])]  # counts, source and destination offsets
+    builder = popart.Builder()
+    ids = [builder.addInputTensor(popart.TensorInfo("FLOAT", list(a.shape))) for a in (source, destination)]
+    ids += [builder.addInputTensor(popart.TensorInfo("UINT32", [2])) for _ in runs]
+    out = builder.aiGraphcore.sequenceslice(ids, zero_unused)
+    result = run(builder, [out], dict(zip(ids, [source, destination, *runs])))[out]
+    expected = np.zeros_like(destination) if zero_unused else destination.copy()
+    expected[3], expected[0:2] = source[0], source[3:5]
+    np.testing.assert_array_equal(result, expected)

@@ -277,7 +277,7 @@ COSTS: dict[str, CostRule] = {
     **dict.fromkeys(("concat", "concat_", "onehot", "dynamic_slice", "dynamic_update", "dynamic_update_",
                      "gather", "groupedgather", "tied_gather", "scatter", "scatter_reduce", "io_tile_copy",
                      "replica_sharded_slice", "replicated_slice", "pad", "gather_elements",
-                     "gather_nd", "gather_scatter_sum"), REARRANGE),
+                     "gather_nd", "gather_scatter_sum", "sequence_slice"), REARRANGE),
     # Optimiser updates.
     **dict.fromkeys(("accumulate_", "accumulate_square_", "accumulate_mean_", "accumulator_scale_",
                      "accumulator_zero_", "copy_var_update_"), elementwise(2)),

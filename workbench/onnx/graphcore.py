@@ -260,6 +260,7 @@ GRAPHCORE_RULES.update({
                      "CheckpointOutput", "Square", "Log1p", "Expm1", "Round", "NearbyInt", "Reverse",
                      "ScaledAdd"), _same),
     **dict.fromkeys(("Fmod", "Remainder"), _from_registry("fmod", lambda attrs: {})),
+    "SequenceSlice": _from_registry("sequence_slice", lambda attrs: {"zero_unused": bool(attrs.get("zeroUnused", 0))}),
     "Reshape": _reshape, "Slice": _graphcore_slice, "DepthToSpace": _depth_to_space, "MultiConv": _multiconv,
     # PopART counts the axis over the whole tensor, the group's axis included; the workbench's op within a group.
     "GroupedGather": _from_registry("groupedgather", lambda attrs: {"axis": int(attrs.get("axis", 1)) - 1,
@@ -305,6 +306,7 @@ ATTRIBUTES: dict[str, dict[str, onnx.defs.OpSchema.AttrType]] = {
     "DepthToSpace": {"blocksize": _A.INT, "mode": _A.STRING},
     "ScaledAdd": {"scale0": _A.FLOAT, "scale1": _A.FLOAT},
     "GroupedGather": {"axis": _A.INT, "group_size": _A.INT},
+    "SequenceSlice": {"zeroUnused": _A.INT},
     "MultiConv": {**dict.fromkeys(("strides", "pads", "dilations", "inDilations", "outPads", "enableConvDithering"),
                                   _A.INTS),
                   "availableMemoryProportions": _A.FLOATS, "partialsTypes": _A.STRINGS, "planType": _A.STRING,

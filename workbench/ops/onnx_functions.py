@@ -1,6 +1,6 @@
 """Ops that ONNX or PopART's ai.graphcore domain have and popxl does not: more unary functions (log1p and
 expm1 among them), the minimum of two tensors, atan2, pad, GatherElements, GatherND, local response
-normalisation and bucketize. PopART programs lower onto them; they have no popxl front end. Half-precision
+normalisation, bucketize and sequence_slice. PopART programs lower onto them; they have no popxl front end. Half-precision
 inputs are computed in float32 and rounded back.
 """
 from __future__ import annotations
@@ -147,6 +147,30 @@ def _bucketize_kernel(op: Op, env):
     return lambda x, boundaries: np.searchsorted(boundaries, x, side=side).astype(np.int32)
 
 
+def _sequence_slice_infer(specs, attrs):
+    source, destination, *counts = specs
+    if source.shape[1:] != destination.shape[1:] or source.dtype != destination.dtype:
+        raise ValueError(f"sequence_slice: source {source.shape} {source.dtype.name} and destination "
+                         f"{destination.shape} {destination.dtype.name} must match but for their first axis")
+    if len({spec.shape for spec in counts}) != 1 or len(counts[0].shape) != 1:
+        raise ValueError("sequence_slice: the counts and both offsets must be 1-D tensors of one length")
+    return [destination]
+
+
+def _sequence_slice_kernel(op: Op, env):
+    """A copy of the destination with, for each i, ``count[i]`` rows of the source from ``source_offset[i]``
+    written from ``destination_offset[i]``; with ``zero_unused`` the rows nothing was written to are 0."""
+    zero_unused = op.attrs["zero_unused"]
+
+    def sequence_slice(source, destination, counts, source_offsets, destination_offsets):
+        out = np.zeros_like(destination) if zero_unused else destination.copy()
+        for count, start, to in zip(counts.astype(np.int64), source_offsets.astype(np.int64),
+                                    destination_offsets.astype(np.int64)):
+            out[to:to + count] = source[start:start + count]
+        return out
+    return sequence_slice
+
+
 def _register() -> None:
     for name, fn in UNARY.items():
         register(OpDef(name, like_input(name, "float"), _in_float32(fn), grad=grad_rule(name),
@@ -154,6 +178,7 @@ def _register() -> None:
     binary_entries("minimum", np.minimum, grad=grad_rule("minimum"), popart_class="MinOp")
     binary_entries("atan2", np.arctan2, allowed="float", grad=grad_rule("atan2"), popart_class="Atan2Op")
     register(OpDef("bucketize", _bucketize_infer, _bucketize_kernel, popart_class="BucketizeOp"))
+    register(OpDef("sequence_slice", _sequence_slice_infer, _sequence_slice_kernel, popart_class="SequenceSliceOp"))
     register(OpDef("pad", _pad_infer, _pad_kernel, grad=grad_rule("pad"), popart_class="BasePadOutplaceOp"))
     for name, infer, kernel, popart_class in (
             ("gather_elements", _gather_elements_infer, _gather_elements_kernel, "GatherElementsOp"),

@@ -105,6 +105,7 @@ _OPS: dict[str, tuple] = {
                      lambda b: {"blocksize": int(b["blocksize"]), "mode": str(b["mode"])}),
     "scaledadd": ("ScaledAdd", [("scale0", 1.0), ("scale1", 1.0)], 1,
                   lambda b: {"scale0": float(b["scale0"]), "scale1": float(b["scale1"])}),
+    "sequenceslice": ("SequenceSlice", [("zeroUnused", 0)], 1, lambda b: {"zeroUnused": int(b["zeroUnused"])}),
     "groupedgather": ("GroupedGather", [("axis", 0), ("group_size", 1)], 1,
                       lambda b: {"axis": int(b["axis"]), "group_size": int(b["group_size"])}),
 }

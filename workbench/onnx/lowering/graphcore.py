@@ -1,7 +1,7 @@
 """Lowering rules of the ai.graphcore ops: losses, Scale, Subsample, Gelu, Swish, Nop, Detach,
 PrintTensor, GroupNormalization, Init, IncrementMod, DynamicSlice/Update/Add/Zero, CheckpointOutput, Square,
 ConvFlipWeights, Abort, ReplicatedAllReduce, ReplicatedReduceScatter, ScatterReduce, Log1p, Expm1, Atan2,
-ReduceMedian, Bucketize, Sort, ShapedDropout, Round, NearbyInt, GeluErf, Fmod, Remainder, Reshape, Reverse,
+ReduceMedian, Bucketize, Sort, ShapedDropout, SequenceSlice, MultiConv, Round, NearbyInt, GeluErf, Fmod, Remainder, Reshape, Reverse,
 Slice, DepthToSpace, ScaledAdd and GroupedGather (the last three as ONNX's DepthToSpace-11 and Slice-1)."""
 from __future__ import annotations
 
@@ -101,6 +101,13 @@ def _multiconv(ctx: NodeContext):
             y = ops.add(y, ops.reshape(ctx.input(conv["bias"]), (-1,) + (1,) * (x.rank - 2)))
         outputs.append(y)
     return outputs
+
+
+@graphcore("SequenceSlice")
+def _sequence_slice(ctx: NodeContext):
+    """Runs of rows of the source (input 0) written into a copy of the destination (input 1): input 2 counts
+    the rows of each run, inputs 3 and 4 give where it starts in each."""
+    return [apply("sequence_slice", *ctx.inputs(), zero_unused=bool(int(ctx.attrs.get("zeroUnused", 0))))]
 
 
 @graphcore("Fmod")
