@@ -1,5 +1,5 @@
 """Gradients of the ONNX-only ops (workbench/ops/onnx_functions.py) against central finite differences, in
-float64: each unary function, pad, minimum, atan2, GatherElements, GatherND and LRN."""
+float64: each unary function, pad, minimum, atan2, GatherElements, GatherND, LRN and the CTC loss."""
 import numpy as np
 import pytest
 
@@ -57,3 +57,14 @@ def test_gather_elements_and_gather_nd_gradients_sum_repeats():
 def test_lrn_gradient():
     check_gradients(lambda t: apply("lrn", t, size=3, alpha=0.1, beta=0.75, bias=1.0),
                     RNG.standard_normal((2, 5, 2, 2)), rtol=1e-4)
+
+
+def test_ctc_loss_gradient_over_every_frame_and_class():
+    """The loss of each sample of a batch of three (one target longer than another, one input shorter)."""
+    from workbench.ops import ctc
+
+    log_probs = np.log(RNG.dirichlet(np.ones(4), size=(6, 3)))  # [T, N, C], each frame a distribution
+    targets, inputs, lengths = (np.array(v, np.int32) for v in ([[1, 2, 2], [3, 1, 0], [2, 0, 0]], [6, 6, 4],
+                                                                  [3, 2, 1]))
+    check_gradients(lambda lp, t, i, n: ctc.ctc_loss(lp, t, i, n), log_probs, targets, inputs, lengths,
+                    rtol=1e-4, atol=1e-6)

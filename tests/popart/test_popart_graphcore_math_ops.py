@@ -269,3 +269,49 @@ def test_sequenceslice_writes_runs_of_source_rows_into_the_destination(zero_unus
     expected = np.zeros_like(destination) if zero_unused else destination.copy()
     expected[3], expected[0:2] = source[0], source[3:5]
     np.testing.assert_array_equal(result, expected)
+
+
+def brute_force_ctc(log_probs: np.ndarray, target: list, blank: int) -> float:
+    """Minus the log of the summed probability of every path over the frames that collapses to ``target``."""
+    import itertools
+
+    frames, classes = log_probs.shape
+    total = 0.0
+    for path in itertools.product(range(classes), repeat=frames):
+        collapsed = [c for i, c in enumerate(path) if c != blank and (i == 0 or c != path[i - 1])]
+        if collapsed == list(target):
+            total += np.exp(sum(log_probs[t, c] for t, c in enumerate(path)))
+    return -np.log(total) if total else np.inf
+
+
+@pytest.mark.parametrize("reduction", ["NoReduction", "Sum", "Mean"])
+def test_ctcloss_sums_every_alignment_and_reduces_as_pytorch_does(reduction):
+    logits = RNG.standard_normal((5, 3, 3)).astype(np.float32)  # [T, N, C]
+    targets = np.array([[1, 2], [2, 2], [1, 1]], np.uint32)
+    target_lengths = np.array([2, 2, 1], np.uint32)
+    input_lengths = np.array([5, 5, 3], np.uint32)
+    builder = popart.Builder()
+    ids = [builder.addInputTensor(popart.TensorInfo(t, list(s))) for t, s in (
+        ("FLOAT", logits.shape), ("UINT32", targets.shape), ("UINT32", [3]), ("UINT32", [3]))]
+    log_probs = builder.aiOnnx.logsoftmax([ids[0]], axis=2)
+    loss = builder.aiGraphcore.ctcloss([log_probs, *ids[1:]], getattr(popart.ReductionType, reduction), 0)
+    assert builder.getTensorShape(loss) == ([3] if reduction == "NoReduction" else [])
+    out = run(builder, [loss, log_probs], dict(zip(ids, [logits, targets, input_lengths, target_lengths])))
+    lp = out[log_probs].astype(np.float64)
+    each = np.array([brute_force_ctc(lp[:input_lengths[n], n], list(targets[n, :target_lengths[n]]), 0)
+                     for n in range(3)])
+    expected = {"NoReduction": each, "Sum": each.sum(), "Mean": (each / target_lengths).mean()}[reduction]
+    np.testing.assert_allclose(out[loss], expected, rtol=1e-5)
+
+
+def test_ctcloss_zero_infinity_turns_an_impossible_alignment_into_zero():
+    log_probs = np.log(np.full((2, 1, 3), 1 / 3, np.float32))  # 2 frames cannot hold the 3 labels asked for
+    targets, lengths = np.array([[1, 2, 1]], np.uint32), np.array([2], np.uint32)
+    for zero_infinity, expected in ((False, np.inf), (True, 0.0)):
+        builder = popart.Builder()
+        lp = builder.addInputTensor(popart.TensorInfo("FLOAT", [2, 1, 3]))
+        t, i, n = (builder.addInputTensor(popart.TensorInfo("UINT32", list(a.shape))) for a in (targets, lengths,
+                                                                                               np.array([3])))
+        loss = builder.aiGraphcore.ctcloss([lp, t, i, n], popart.ReductionType.Sum, zeroInfinity=zero_infinity)
+        out = run(builder, [loss], {lp: log_probs, t: targets, i: lengths, n: np.array([3], np.uint32)})[loss]
+        assert out == expected

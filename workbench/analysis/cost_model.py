@@ -249,6 +249,7 @@ COSTS: dict[str, CostRule] = {
     **dict.fromkeys(("sigmoid", "erf", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh",
                      "softplus", "elu", "selu", "log1p", "expm1", "atan2"), elementwise(8)),
     "bucketize": elementwise(8),  # a binary search of the boundaries per element
+    **dict.fromkeys(("ctc_loss", "ctc_loss_grad"), elementwise(16)),  # the forward (and backward) recursions
     **dict.fromkeys(("lrn", "lrn_grad", "unary_derivative"), elementwise(8)),
     # Random numbers: a generator step per element (normal: two, and a transform).
     **dict.fromkeys(("random_uniform", "random_uniform_fill", "dropout", "shaped_dropout"), elementwise(4)),

@@ -221,6 +221,14 @@ def _multiconv(inputs: Sequence[TensorType], attrs: Mapping) -> list[TensorType]
     return outputs
 
 
+def _ctc_loss(inputs: Sequence[TensorType], attrs: Mapping) -> list[TensorType]:
+    """One loss per sample ``[N]`` without reduction, else a scalar; of ``outDataType`` where given."""
+    batch = _known_shape(inputs[0])[1]
+    named = str(attrs.get("outDataType", "UNDEFINED"))
+    elem = inputs[0].elem_type if named == "UNDEFINED" else dtypes.onnx_code(named)
+    return [TensorType(elem, (batch,) if attrs.get("reduction", "Mean") == "NoReduction" else ())]
+
+
 def _abort(inputs: Sequence[TensorType], attrs: Mapping) -> list[TensorType]:
     if inputs and inputs[0] is not None and inputs[0].shape is not None and int(np.prod(inputs[0].shape)) > 1:
         raise ValueError("Conditional abort op can only test a scalar tensor")
@@ -260,6 +268,7 @@ GRAPHCORE_RULES.update({
                      "CheckpointOutput", "Square", "Log1p", "Expm1", "Round", "NearbyInt", "Reverse",
                      "ScaledAdd"), _same),
     **dict.fromkeys(("Fmod", "Remainder"), _from_registry("fmod", lambda attrs: {})),
+    "CtcLoss": _ctc_loss,
     "SequenceSlice": _from_registry("sequence_slice", lambda attrs: {"zero_unused": bool(attrs.get("zeroUnused", 0))}),
     "Reshape": _reshape, "Slice": _graphcore_slice, "DepthToSpace": _depth_to_space, "MultiConv": _multiconv,
     # PopART counts the axis over the whole tensor, the group's axis included; the workbench's op within a group.
@@ -307,6 +316,7 @@ ATTRIBUTES: dict[str, dict[str, onnx.defs.OpSchema.AttrType]] = {
     "ScaledAdd": {"scale0": _A.FLOAT, "scale1": _A.FLOAT},
     "GroupedGather": {"axis": _A.INT, "group_size": _A.INT},
     "SequenceSlice": {"zeroUnused": _A.INT},
+    "CtcLoss": {"reduction": _A.STRING, "blank": _A.INT, "outDataType": _A.STRING, "zeroInfinity": _A.INT},
     "MultiConv": {**dict.fromkeys(("strides", "pads", "dilations", "inDilations", "outPads", "enableConvDithering"),
                                   _A.INTS),
                   "availableMemoryProportions": _A.FLOATS, "partialsTypes": _A.STRINGS, "planType": _A.STRING,

@@ -6,7 +6,7 @@ from . import (activations, remote, casting, collectives, control_flow, convolut
                shape, var_updates)
 from . import (abort, conditional_info, random_fill, control_flow_kernels, debug, fp8, identical_all_reduce, multi_exchange,
                onnx_functions, random, rotary, layer_norm_distributed,
-               cross_entropy_sharded, grad_reduce_square_add, group_quantize_decompress)
+               cross_entropy_sharded, grad_reduce_square_add, group_quantize_decompress, ctc)
 from .call_site import CallSiteInfo
 from .code_loading import remote_code_load  # reachable as popxl.ops.remote_code_load, not in __all__
 from .control_flow import *  # noqa: F401,F403

@@ -9,7 +9,7 @@ import numpy as np
 
 from workbench import ops
 from workbench.ir import constant, dtypes as dtypes_, get_current_graph
-from workbench.ops import abort, debug, random_fill
+from workbench.ops import abort, ctc, debug, random_fill
 from workbench.ops.debug import FloatFormat
 from workbench.ops.registry import apply, apply_many
 
@@ -101,6 +101,25 @@ def _multiconv(ctx: NodeContext):
             y = ops.add(y, ops.reshape(ctx.input(conv["bias"]), (-1,) + (1,) * (x.rank - 2)))
         outputs.append(y)
     return outputs
+
+
+@graphcore("CtcLoss")
+def _ctc_loss(ctx: NodeContext):
+    """Each sample's CTC loss (infinite ones 0 with ``zeroInfinity``), then its sum, or the mean of each loss
+    divided by its target's length (at least 1), as PyTorch's CTCLoss reduces them."""
+    log_probs, targets, input_lengths, target_lengths = ctx.inputs()
+    losses = ctc.ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=int(ctx.attrs.get("blank", 0)))
+    if int(ctx.attrs.get("zeroInfinity", 0)):
+        losses = ops.where(ops.isinf(losses), constant(np.zeros((), losses.dtype.as_numpy()), losses.dtype), losses)
+    reduction = ctx.attrs.get("reduction", "Mean")
+    if reduction == "Mean":
+        lengths = ops.cast(target_lengths, losses.dtype)
+        one = constant(np.ones((), losses.dtype.as_numpy()), losses.dtype)
+        losses = ops.mean(ops.div(losses, ops.maximum(lengths, one)))
+    elif reduction == "Sum":
+        losses = ops.sum(losses)
+    named = str(ctx.attrs.get("outDataType", "UNDEFINED"))
+    return [losses if named == "UNDEFINED" else ops.cast(losses, dtypes.workbench_dtype(dtypes.onnx_code(named)))]
 
 
 @graphcore("SequenceSlice")
