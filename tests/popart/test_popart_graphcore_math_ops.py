@@ -315,3 +315,20 @@ def test_ctcloss_zero_infinity_turns_an_impossible_alignment_into_zero():
         loss = builder.aiGraphcore.ctcloss([lp, t, i, n], popart.ReductionType.Sum, zeroInfinity=zero_infinity)
         out = run(builder, [loss], {lp: log_probs, t: targets, i: lengths, n: np.array([3], np.uint32)})[loss]
         assert out == expected
+
+
+@pytest.mark.parametrize("image_type, out_type", [("UINT8", np.float16), ("FLOAT", np.float32)])
+def test_normalize_image_scales_offsets_and_pads_to_four_channels(image_type, out_type):
+    image = RNG.integers(0, 255, (2, 3, 3, 3)).astype(np.uint8 if image_type == "UINT8" else np.float32)
+    offsets, scales = np.array([1, 2, 3], out_type), np.array([0.5, 0.25, 2], out_type)
+    builder = popart.Builder()
+    i = builder.addInputTensor(popart.TensorInfo(image_type, [2, 3, 3, 3]))
+    o, s = (builder.addInputTensor(popart.TensorInfo("FLOAT16" if out_type == np.float16 else "FLOAT", [3]))
+            for _ in range(2))
+    normal = builder.aiGraphcore.normalize_image([i, o, s], scale=1 / 255)
+    assert builder.getTensorShape(normal) == [2, 3, 3, 4]
+    out = run(builder, [normal], {i: image, o: offsets, s: scales})[normal]
+    expected = (image.astype(np.float64) / 255 - offsets) * scales
+    assert out.dtype == out_type
+    np.testing.assert_allclose(out[..., :3], expected, rtol=2e-3, atol=2e-3)
+    np.testing.assert_array_equal(out[..., 3], 0)

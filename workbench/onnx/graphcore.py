@@ -221,6 +221,14 @@ def _multiconv(inputs: Sequence[TensorType], attrs: Mapping) -> list[TensorType]
     return outputs
 
 
+def _normalize_image(inputs: Sequence[TensorType], attrs: Mapping) -> list[TensorType]:
+    """The image ``[..., 3]`` padded to 4 channels, in the type of the offsets and scales."""
+    shape = _known_shape(inputs[0])
+    if not shape or shape[-1] != 3:
+        raise ValueError(f"NormalizeImage: expected an image of 3 channels last, got shape {list(shape)}")
+    return [TensorType(inputs[1].elem_type, (*shape[:-1], 4))]
+
+
 def _ctc_loss(inputs: Sequence[TensorType], attrs: Mapping) -> list[TensorType]:
     """One loss per sample ``[N]`` without reduction, else a scalar; of ``outDataType`` where given."""
     batch = _known_shape(inputs[0])[1]
@@ -268,7 +276,7 @@ GRAPHCORE_RULES.update({
                      "CheckpointOutput", "Square", "Log1p", "Expm1", "Round", "NearbyInt", "Reverse",
                      "ScaledAdd"), _same),
     **dict.fromkeys(("Fmod", "Remainder"), _from_registry("fmod", lambda attrs: {})),
-    "CtcLoss": _ctc_loss,
+    "CtcLoss": _ctc_loss, "NormalizeImage": _normalize_image,
     "SequenceSlice": _from_registry("sequence_slice", lambda attrs: {"zero_unused": bool(attrs.get("zeroUnused", 0))}),
     "Reshape": _reshape, "Slice": _graphcore_slice, "DepthToSpace": _depth_to_space, "MultiConv": _multiconv,
     # PopART counts the axis over the whole tensor, the group's axis included; the workbench's op within a group.
@@ -315,7 +323,7 @@ ATTRIBUTES: dict[str, dict[str, onnx.defs.OpSchema.AttrType]] = {
     "DepthToSpace": {"blocksize": _A.INT, "mode": _A.STRING},
     "ScaledAdd": {"scale0": _A.FLOAT, "scale1": _A.FLOAT},
     "GroupedGather": {"axis": _A.INT, "group_size": _A.INT},
-    "SequenceSlice": {"zeroUnused": _A.INT},
+    "SequenceSlice": {"zeroUnused": _A.INT}, "NormalizeImage": {"scale": _A.FLOAT},
     "CtcLoss": {"reduction": _A.STRING, "blank": _A.INT, "outDataType": _A.STRING, "zeroInfinity": _A.INT},
     "MultiConv": {**dict.fromkeys(("strides", "pads", "dilations", "inDilations", "outPads", "enableConvDithering"),
                                   _A.INTS),

@@ -109,6 +109,7 @@ _OPS: dict[str, tuple] = {
                             ("zeroInfinity", False)], 1,
                 lambda b: {"reduction": _reduction(b["reduction"]), "blank": int(b["blank"]),
                            "outDataType": str(b["outDataType"]), "zeroInfinity": int(bool(b["zeroInfinity"]))}),
+    "normalize_image": ("NormalizeImage", [("scale", 1.0)], 1, lambda b: {"scale": float(b["scale"])}),
     "sequenceslice": ("SequenceSlice", [("zeroUnused", 0)], 1, lambda b: {"zeroUnused": int(b["zeroUnused"])}),
     "groupedgather": ("GroupedGather", [("axis", 0), ("group_size", 1)], 1,
                       lambda b: {"axis": int(b["axis"]), "group_size": int(b["group_size"])}),

@@ -1,7 +1,7 @@
 """Lowering rules of the ai.graphcore ops: losses, Scale, Subsample, Gelu, Swish, Nop, Detach,
 PrintTensor, GroupNormalization, Init, IncrementMod, DynamicSlice/Update/Add/Zero, CheckpointOutput, Square,
 ConvFlipWeights, Abort, ReplicatedAllReduce, ReplicatedReduceScatter, ScatterReduce, Log1p, Expm1, Atan2,
-ReduceMedian, Bucketize, Sort, ShapedDropout, SequenceSlice, MultiConv, Round, NearbyInt, GeluErf, Fmod, Remainder, Reshape, Reverse,
+ReduceMedian, Bucketize, Sort, ShapedDropout, SequenceSlice, MultiConv, CtcLoss, NormalizeImage, Round, NearbyInt, GeluErf, Fmod, Remainder, Reshape, Reverse,
 Slice, DepthToSpace, ScaledAdd and GroupedGather (the last three as ONNX's DepthToSpace-11 and Slice-1)."""
 from __future__ import annotations
 
@@ -120,6 +120,16 @@ def _ctc_loss(ctx: NodeContext):
         losses = ops.sum(losses)
     named = str(ctx.attrs.get("outDataType", "UNDEFINED"))
     return [losses if named == "UNDEFINED" else ops.cast(losses, dtypes.workbench_dtype(dtypes.onnx_code(named)))]
+
+
+@graphcore("NormalizeImage")
+def _normalize_image(ctx: NodeContext):
+    """``(image * scale - offsets) * scales`` per channel, in the offsets' type, with a fourth channel of 0."""
+    image, offsets, scales = ctx.inputs()
+    dtype = offsets.dtype
+    scale = constant(np.array(float(ctx.attrs.get("scale", 1.0)), dtype.as_numpy()), dtype)
+    normal = ops.mul(ops.sub(ops.mul(ops.cast(image, dtype), scale), offsets), scales)
+    return [ops.concat([normal, constant(np.zeros((*image.shape[:-1], 1), dtype.as_numpy()), dtype)], axis=-1)]
 
 
 @graphcore("SequenceSlice")
