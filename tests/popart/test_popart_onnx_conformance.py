@@ -119,3 +119,23 @@ def test_tile_1_repeats_along_one_axis():
     anchors = session.initAnchorArrays()
     session.run(popart.PyStepIO({"x": x}, anchors))
     np.testing.assert_array_equal(anchors["y"], np.tile(x, (1, 2)))
+
+
+@pytest.mark.parametrize("exclusive, reverse", [(0, 1), (1, 0), (1, 1)])
+def test_cumsum_exclusive_and_reverse_match_onnxruntime(exclusive, reverse):
+    import onnxruntime
+
+    x = np.arange(1, 13, dtype=np.float32).reshape(3, 4)
+    node = helper.make_node("CumSum", ["x", "axis"], ["y"], exclusive=exclusive, reverse=reverse)
+    axis = onnx.numpy_helper.from_array(np.array(1, np.int32), "axis")
+    session = session_of([node], [value("x", onnx.TensorProto.FLOAT, [3, 4])],
+                         [value("y", onnx.TensorProto.FLOAT, [3, 4])], 11, [axis])
+    session.prepareDevice()
+    anchors = session.initAnchorArrays()
+    session.run(popart.PyStepIO({"x": x}, anchors))
+    model = helper.make_model(helper.make_graph([node], "g", [value("x", onnx.TensorProto.FLOAT, [3, 4])],
+                                                [value("y", onnx.TensorProto.FLOAT, [3, 4])], initializer=[axis]),
+                              opset_imports=[helper.make_opsetid("", 11)])
+    expected = onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(
+        None, {"x": x})[0]
+    np.testing.assert_array_equal(anchors["y"], expected)

@@ -133,10 +133,16 @@ def _expand(ctx: NodeContext):
 
 @lowers("CumSum", 11)
 def _cumsum(ctx: NodeContext):
-    if ctx.attrs.get("exclusive", 0) or ctx.attrs.get("reverse", 0):
-        raise LoweringError(f"{ctx.label}: CumSum with exclusive or reverse is not supported")
+    """The running sum along the axis; ``reverse``: from the end; ``exclusive``: each element left out of its
+    own sum (the sums shifted by one, starting at 0)."""
     x = ctx.input(0)
-    return [ops.cumsum(x, int(ctx.value(1)) % x.rank)]
+    axis = int(ctx.value(1)) % x.rank
+    reverse, exclusive = bool(ctx.attrs.get("reverse", 0)), bool(ctx.attrs.get("exclusive", 0))
+    flip = lambda t: ops.slice(t, start=[-1], stop=None, step=[-1], axis=[axis])  # noqa: E731
+    y = ops.cumsum(flip(x) if reverse else x, axis)
+    if exclusive:
+        y = ops.sub(y, flip(x) if reverse else x)
+    return [flip(y) if reverse else y]
 
 
 @lowers("OneHot", 9, 11)
