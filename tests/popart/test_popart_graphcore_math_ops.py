@@ -332,3 +332,19 @@ def test_normalize_image_scales_offsets_and_pads_to_four_channels(image_type, ou
     assert out.dtype == out_type
     np.testing.assert_allclose(out[..., :3], expected, rtol=2e-3, atol=2e-3)
     np.testing.assert_array_equal(out[..., 3], 0)
+
+
+def test_init_takes_a_debug_context_fourth_as_popart_s_second_overload_does():
+    builder = popart.Builder()
+    zeros = builder.aiGraphcore.init([2, 3], popart.DataType.FLOAT, popart.InitType.Zero, "zeros")
+    batched = builder.aiGraphcore.init([4, 3], popart.DataType.FLOAT, popart.InitType.Zero, 0, "batched")
+    assert builder.getTensorShape(zeros) == [2, 3] and builder.getTensorShape(batched) == [4, 3]
+    nodes = onnx_nodes(builder)
+    assert [n.name.split("/")[-1] for n in nodes] == ["zeros", "batched"]
+    assert [next(a.i for a in n.attribute if a.name == "batch_axis") for n in nodes] == [-1, 0]
+
+
+def onnx_nodes(builder):
+    import onnx
+
+    return list(onnx.load_from_string(builder.getModelProto()).graph.node)

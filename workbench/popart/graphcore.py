@@ -5,6 +5,8 @@ import enum
 import inspect
 from typing import Any, Optional
 
+import numpy as np
+
 from workbench.onnx import dtypes
 from workbench.onnx.graphcore import COLLECTIVE_COMM_GROUP, COLLECTIVE_OPERATOR
 from workbench.onnx.shapes import GRAPHCORE
@@ -162,9 +164,12 @@ class AiGraphcoreOpset1:
                                        num_outputs=int(num_outputs), debug=debug_name(debugContext),
                                        domain=GRAPHCORE)
 
-    def init(self, shape: list, data_type: Any, init_type: Any, batch_axis: int = -1,
+    def init(self, shape: list, data_type: Any, init_type: Any, batch_axis: Any = -1,
              debugContext: Any = "") -> str:
-        """A tensor of ``shape`` filled with zeros (``InitType.Zero``) or left undefined (``NoInit``)."""
+        """A tensor of ``shape`` filled with zeros (``InitType.Zero``) or left undefined (``NoInit``). As
+        PopART's two overloads, the fourth argument is ``batch_axis`` (an int) or the ``debugContext``."""
+        if not isinstance(batch_axis, (int, np.integer)) or isinstance(batch_axis, bool):
+            batch_axis, debugContext = -1, batch_axis
         kind = getattr(init_type, "value", init_type)
         element_type = getattr(data_type, "name", data_type)  # a popart.DataType, a type string or a NumPy dtype
         return self._builder._add_node("Init", [], {"shape": [int(d) for d in shape],
