@@ -345,3 +345,17 @@ def test_value_ids_include_graph_outputs_and_unknown_initializers_are_named():
     transformer.convertInitializersToConstants([shape])
     model = onnx.load_from_string(transformer.getModelProto())
     assert not model.graph.initializer and model.graph.node[0].op_type == "Constant"
+
+
+def test_numpy_scalar_arrays_are_taken_for_number_arguments_as_pybind_takes_them():
+    builder = popart.Builder()
+    y = builder.aiOnnx.randomuniform(shape=[3, 1], low=np.array(-1.0, np.float32), high=np.array(1.0, np.float32))
+    assert builder.getTensorShape(y) == [3, 1]
+
+
+def test_a_random_tensor_of_a_type_poplar_does_not_draw_is_refused_when_the_session_is_made():
+    builder = popart.Builder()
+    y = builder.aiOnnx.randomuniform(shape=[3, 1], dtype=onnx.TensorProto.DOUBLE)
+    with pytest.raises(popart.popart_exception, match="The data type DOUBLE is not supported in Poplar"):
+        popart.InferenceSession(builder.getModelProto(), popart.DataFlow(1, [y]),
+                                popart.DeviceManager().createCpuDevice())

@@ -99,6 +99,8 @@ _LISTS = {_AttrType.INTS: _AttrType.INT, _AttrType.FLOATS: _AttrType.FLOAT, _Att
 
 
 def _of_kind(kind: Any, value: Any) -> bool:
+    if isinstance(value, np.ndarray) and value.ndim == 0:  # pybind takes a NumPy scalar array for a number
+        value = value.item()
     if kind in _SCALARS:
         return isinstance(value, _SCALARS[kind])
     if kind in _LISTS:  # any sequence but text, as pybind takes for a std::vector (a range too)

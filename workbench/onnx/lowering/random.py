@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import zlib
 
+import onnx
+
 from workbench.ops import random_fill
 
 from .. import dtypes
@@ -25,11 +27,18 @@ def op_seed(ctx: NodeContext) -> int:
 
 
 def _shape_and_dtype(ctx: NodeContext, like: bool) -> tuple:
+    """The shape and dtype of the random tensor: float32 or float16, as Poplar draws them."""
+    code = int(ctx.attrs["dtype"]) if "dtype" in ctx.attrs else None
+    if code is not None and code not in _DRAWN:
+        raise LoweringError(f"{ctx.label}: The data type {onnx.TensorProto.DataType.Name(code)} is not supported in "
+                            "Poplar's random number generators: use FLOAT or FLOAT16")
     if like:
         x = ctx.input(0)
-        dtype = dtypes.workbench_dtype(int(ctx.attrs["dtype"])) if "dtype" in ctx.attrs else x.dtype
-        return tuple(x.shape), dtype
-    return tuple(int(d) for d in ctx.attrs["shape"]), dtypes.workbench_dtype(int(ctx.attrs.get("dtype", 1)))
+        return tuple(x.shape), dtypes.workbench_dtype(code) if code is not None else x.dtype
+    return tuple(int(d) for d in ctx.attrs["shape"]), dtypes.workbench_dtype(code if code is not None else 1)
+
+
+_DRAWN = (onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16)
 
 
 def _uniform(ctx: NodeContext, like: bool):
