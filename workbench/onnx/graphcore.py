@@ -189,13 +189,13 @@ def _depth_to_space(inputs: Sequence[TensorType], attrs: Mapping) -> list[Tensor
     return [TensorType(inputs[0].elem_type, (n, c // (block * block), h * block, w * block))]
 
 
-def multiconv_params(inputs: Sequence, attrs: Mapping, rank_of) -> list[dict]:
-    """Each convolution of a MultiConv node: its input positions and spatial parameters (``rank_of(data)``
-    gives the spatial rank of a data input)."""
+def multiconv_params(ranks: Sequence[int], attrs: Mapping) -> list[dict]:
+    """Each convolution of a MultiConv node, of the given spatial ranks: its input positions (three each) and
+    its spatial parameters, taken in turn from the node's flat attributes."""
     offsets = dict.fromkeys(("strides", "pads", "dilations", "inDilations", "outPads"), 0)
     convs = []
-    for first in range(0, len(inputs), 3):
-        rank = rank_of(inputs[first])
+    for index, rank in enumerate(ranks):
+        first = 3 * index
         conv: dict[str, Any] = {"data": first, "weights": first + 1, "bias": first + 2}
         for name, width in (("strides", rank), ("pads", 2 * rank), ("dilations", rank), ("inDilations", rank),
                             ("outPads", 2 * rank)):
@@ -209,7 +209,7 @@ def _multiconv(inputs: Sequence[TensorType], attrs: Mapping) -> list[TensorType]
     """Each convolution's output: ``[N, C_out, *spatial]``, each spatial size
     ``(in + pads - dilation * (kernel - 1) - 1) // stride + 1``."""
     outputs = []
-    for conv in multiconv_params(inputs, attrs, lambda t: len(_known_shape(t)) - 2):
+    for conv in multiconv_params([len(_known_shape(inputs[i])) - 2 for i in range(0, len(inputs), 3)], attrs):
         data, weights = _known_shape(inputs[conv["data"]]), _known_shape(inputs[conv["weights"]])
         rank = len(data) - 2
         pads, spatial = conv["pads"], []

@@ -8,10 +8,9 @@ import numpy as np
 
 from workbench import ops
 from workbench.ir import constant, dtypes as wdtypes
-from workbench.ops import random_fill
 from workbench.ops.registry import apply
 
-from .random import op_seed
+from .random import dropped
 from .table import TRAINING, NodeContext, lowers
 
 
@@ -152,9 +151,5 @@ def _dropout(ctx: NodeContext):
     wants_mask = len(ctx.node.output) > 1 and bool(ctx.node.output[1])
     if not ctx.model_state.get(TRAINING) or ratio == 0.0:
         return [x, constant(np.ones(x.shape, np.bool_), name="mask")] if wants_mask else [x]
-    mask = ops.greater_equal(random_fill.random_uniform_fill(tuple(x.shape), wdtypes.float32, 0.0, 1.0,
-                                                             op_seed(ctx)),
-                             constant(np.array(ratio, np.float32)))
-    scale = constant(np.array(1.0 / (1.0 - ratio), x.dtype.as_numpy()), x.dtype)
-    kept = ops.mul(ops.mul(x, ops.cast(mask, x.dtype)), scale)
+    kept, mask = dropped(ctx, x, tuple(x.shape), ratio)
     return [kept, mask] if wants_mask else [kept]

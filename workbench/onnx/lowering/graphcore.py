@@ -1,15 +1,16 @@
-"""Lowering rules of the ai.graphcore ops: losses, Scale, Subsample, Gelu, Swish, Nop, Detach,
+"""Lowering rules of the ai.graphcore ops: losses, Scale, Subsample, Gelu, GeluErf, Swish, Nop, Detach,
 PrintTensor, GroupNormalization, Init, IncrementMod, DynamicSlice/Update/Add/Zero, CheckpointOutput, Square,
-ConvFlipWeights, Abort, ReplicatedAllReduce, ReplicatedReduceScatter, ScatterReduce, Log1p, Expm1, Atan2,
-ReduceMedian, Bucketize, Sort, ShapedDropout, SequenceSlice, MultiConv, CtcLoss, NormalizeImage, Round, NearbyInt, GeluErf, Fmod, Remainder, Reshape, Reverse,
-Slice, DepthToSpace, ScaledAdd and GroupedGather (the last three as ONNX's DepthToSpace-11 and Slice-1)."""
+ConvFlipWeights, Abort, ReplicatedAllReduce, ReplicatedReduceScatter, ScatterReduce, Log1p, Expm1, Atan2, Round,
+NearbyInt, Fmod, Remainder, Reshape, Reverse, Slice, DepthToSpace, ScaledAdd, GroupedGather, ReduceMedian,
+Bucketize, Sort, ShapedDropout, SequenceSlice, MultiConv, CtcLoss and NormalizeImage. Remainder, DepthToSpace
+and Slice share the rules of ONNX's Mod-10, DepthToSpace-11 and Slice-1."""
 from __future__ import annotations
 
 import numpy as np
 
 from workbench import ops
-from workbench.ir import constant, dtypes as dtypes_, get_current_graph
-from workbench.ops import abort, ctc, debug, random_fill
+from workbench.ir import constant, get_current_graph
+from workbench.ops import abort, ctc, debug
 from workbench.ops.debug import FloatFormat
 from workbench.ops.registry import apply, apply_many
 
@@ -18,7 +19,7 @@ from ..graphcore import COLLECTIVE_COMM_GROUP, COLLECTIVE_OPERATOR, multiconv_pa
 from ..shapes import GRAPHCORE
 from . import more as _more, shape as _shape  # noqa: F401  (they register the ONNX rules some ai.graphcore ops share)
 from .indices import integer_indices
-from .random import op_seed
+from .random import dropped
 from .reductions import checked_axes
 from .table import ONNX, RULES, TRAINING, LoweringError, NodeContext, lowers
 
@@ -66,16 +67,10 @@ def _subsample(ctx: NodeContext):
 
 
 for _op_type, _fn in (("Gelu", ops.gelu), ("Swish", ops.swish), ("Nop", ops.identity), ("Detach", ops.detach),
-                      ("CheckpointOutput", ops.identity), ("Square", lambda t: ops.mul(t, t))):
-    graphcore(_op_type)(lambda ctx, _fn=_fn: [_fn(ctx.input(0))])
-
-
-for _op_type, _kernel in (("Log1p", "log1p"), ("Expm1", "expm1")):
-    graphcore(_op_type)(lambda ctx, _kernel=_kernel: [apply(_kernel, ctx.input(0))])
-
-
-for _op_type, _fn in (("Round", lambda t: apply("round", t)), ("NearbyInt", lambda t: apply("round", t)),
-                      ("GeluErf", ops.geluerf)):
+                      ("CheckpointOutput", ops.identity), ("Square", lambda t: ops.mul(t, t)),
+                      ("GeluErf", ops.geluerf), ("Log1p", lambda t: apply("log1p", t)),
+                      ("Expm1", lambda t: apply("expm1", t)), ("Round", lambda t: apply("round", t)),
+                      ("NearbyInt", lambda t: apply("round", t))):  # both round halves to even, as ONNX's Round
     graphcore(_op_type)(lambda ctx, _fn=_fn: [_fn(ctx.input(0))])
 graphcore("Remainder")(RULES[(ONNX, "Mod", 10)])  # Python's remainder: ONNX's Mod without fmod
 graphcore("DepthToSpace")(RULES[(ONNX, "DepthToSpace", 11)])
@@ -87,8 +82,8 @@ def _multiconv(ctx: NodeContext):
     """Each convolution on its own (the workbench plans every convolution alone), its bias added where given."""
     outputs = []
     proportions, dithering = ctx.attrs.get("availableMemoryProportions"), ctx.attrs.get("enableConvDithering")
-    for index, conv in enumerate(multiconv_params(list(ctx.node.input), ctx.attrs, lambda name: ctx.input(
-            list(ctx.node.input).index(name)).rank - 2)):
+    ranks = [ctx.input(first).rank - 2 for first in range(0, len(ctx.node.input), 3)]
+    for index, conv in enumerate(multiconv_params(ranks, ctx.attrs)):
         if any(d != 1 for d in conv["inDilations"]) or any(conv["outPads"]):
             raise LoweringError("MultiConv: input dilations and output padding are not supported by the workbench; "
                                 "use ConvTranspose for a convolution that needs them")
@@ -209,11 +204,7 @@ def _shaped_dropout(ctx: NodeContext):
     x, ratio = ctx.input(0), float(ctx.attrs.get("ratio", 0.5))
     if not ctx.model_state.get(TRAINING) or ratio == 0.0:
         return [x]
-    shape = tuple(int(d) for d in ctx.attrs["shape"])
-    mask = ops.greater_equal(random_fill.random_uniform_fill(shape, dtypes_.float32, 0.0, 1.0, op_seed(ctx)),
-                             constant(np.array(ratio, np.float32)))
-    scale = constant(np.array(1.0 / (1.0 - ratio), x.dtype.as_numpy()), x.dtype)
-    return [ops.mul(ops.mul(x, ops.cast(mask, x.dtype)), scale)]
+    return [dropped(ctx, x, tuple(int(d) for d in ctx.attrs["shape"]), ratio)[0]]
 
 
 @graphcore("PrintTensor")

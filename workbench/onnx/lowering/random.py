@@ -8,6 +8,10 @@ import zlib
 
 import onnx
 
+import numpy as np
+
+from workbench import ops
+from workbench.ir import Tensor, constant, dtypes as wdtypes
 from workbench.ops import random_fill
 
 from .. import dtypes
@@ -57,3 +61,13 @@ lowers("RandomUniform", 1)(lambda ctx: _uniform(ctx, like=False))
 lowers("RandomUniformLike", 1)(lambda ctx: _uniform(ctx, like=True))
 lowers("RandomNormal", 1)(lambda ctx: _normal(ctx, like=False))
 lowers("RandomNormalLike", 1)(lambda ctx: _normal(ctx, like=True))
+
+
+def dropped(ctx: NodeContext, x: Tensor, mask_shape: tuple, ratio: float) -> tuple[Tensor, Tensor]:
+    """Training's dropout of ``x``: a mask of ``mask_shape`` (broadcast over ``x``) drawn anew each run keeps each
+    entry with probability 1 - ratio, and the kept values are scaled by 1 / (1 - ratio); with the mask."""
+    mask = ops.greater_equal(random_fill.random_uniform_fill(tuple(mask_shape), wdtypes.float32, 0.0, 1.0,
+                                                             op_seed(ctx)),
+                             constant(np.array(ratio, np.float32)))
+    scale = constant(np.array(1.0 / (1.0 - ratio), x.dtype.as_numpy()), x.dtype)
+    return ops.mul(ops.mul(x, ops.cast(mask, x.dtype)), scale), mask
